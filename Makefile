@@ -1,0 +1,121 @@
+# Quarry — one Makefile, flags in one place (STYLE.md §2).
+#
+#   make deps     install the Debian packages the build, tests and benches need
+#   make          build build/quarry and build/libquarry.a
+#   make check    deps + build + unit tests (normal and ASan/UBSan) + e2e tests
+#   make asan     the sanitizer build of the library and unit tests
+#   make demo     deps + build + import the sample corpus + serve it
+#   make relevance   nDCG@10 / MAP / Recall@100 on the judged collections
+#   make bench    the benchmark against SQLite FTS5 and Xapian
+#   make layers   check that #include lines only point downward
+
+CC       ?= cc
+CSTD      = -std=c11 -D_GNU_SOURCE
+WARN      = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
+OPT      ?= -O2 -g
+PKGS      = icu-uc icu-i18n libcjson snappy libmicrohttpd
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS   += $(CSTD) $(WARN) $(OPT) -Isrc $(PKG_CFLAGS) -pthread
+LDLIBS   += $(PKG_LIBS) -lstemmer -lroaring -lstreamvbyte -lpg_query -lsqlite3 -lz -lm -pthread
+ASAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+BUILD    ?= build
+LIB_SRC   = $(wildcard src/store/*.c src/index/*.c src/query/*.c)
+SRV_SRC   = $(wildcard src/server/*.c)
+LIB_OBJ   = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+SRV_OBJ   = $(SRV_SRC:%.c=$(BUILD)/obj/%.o)
+ASAN_LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/asan/%.o)
+ASAN_SRV_OBJ = $(filter-out $(BUILD)/asan/src/server/main.o,$(SRV_SRC:%.c=$(BUILD)/asan/%.o))
+NOMAIN_SRV_OBJ = $(filter-out $(BUILD)/obj/src/server/main.o,$(SRV_OBJ))
+UNIT_SRC  = $(wildcard tests/unit/*/test_*.c)
+UNIT_BIN  = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+ASAN_UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/asan-tests/%)
+UNIT_HELPERS = $(wildcard tests/unit/*.c)
+
+# Debian packages: toolchain, libraries, and the peers/clients the tests and
+# benches use.  `make deps` installs only what is missing.
+DEB_PKGS = gcc make pkg-config ca-certificates python3 gzip \
+	libicu-dev libstemmer-dev libmicrohttpd-dev libcjson-dev libsnappy-dev \
+	libcriterion-dev libpg-query-dev libroaring-dev libstreamvbyte-dev \
+	zlib1g-dev libsqlite3-dev sqlite3 wamerican python3-xapian \
+	clang libclang-rt-14-dev curl
+
+.PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz
+
+all: $(BUILD)/quarry
+
+deps:
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "make deps: all packages present"; fi
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/asan/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(ASAN_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libquarry.a: $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libquarry-asan.a: $(ASAN_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/quarry: $(SRV_OBJ) $(BUILD)/libquarry.a
+	$(CC) $(CFLAGS) -o $@ $(SRV_OBJ) $(BUILD)/libquarry.a $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(BUILD)/libquarry.a $(NOMAIN_SRV_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(UNIT_HELPERS) $(NOMAIN_SRV_OBJ) $(BUILD)/libquarry.a -lcriterion $(LDLIBS)
+
+$(BUILD)/asan-tests/%: tests/unit/%.c $(UNIT_HELPERS) $(BUILD)/libquarry-asan.a $(ASAN_SRV_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(ASAN_FLAGS) -Itests/unit -o $@ $< $(UNIT_HELPERS) $(ASAN_SRV_OBJ) $(BUILD)/libquarry-asan.a -lcriterion $(LDLIBS)
+
+unit: $(UNIT_BIN)
+	@tests/run_unit.sh $(UNIT_BIN)
+
+asan: $(BUILD)/libquarry-asan.a $(ASAN_UNIT_BIN)
+
+asan-unit: asan
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	  tests/run_unit.sh $(ASAN_UNIT_BIN)
+
+e2e: $(BUILD)/quarry
+	@tests/run_e2e.sh
+
+check: deps
+	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory layers
+	@$(MAKE) --no-print-directory unit
+	@$(MAKE) --no-print-directory asan-unit
+	@$(MAKE) --no-print-directory e2e
+
+layers:
+	@tests/check_layers.sh
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@tests/demo.sh
+
+relevance: $(BUILD)/quarry
+	@python3 bench/relevance.py
+
+bench: deps $(BUILD)/quarry
+	@python3 bench/news_bench.py
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(LIB_OBJ:.o=.d) $(SRV_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d)

@@ -1,0 +1,212 @@
+/*
+ * buf.c — QrBuf, varints, QrReader.
+ * Layer: store/ (base kit).
+ */
+#include "store/buf.h"
+#include "store/mem.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+void qr_buf_init(QrBuf *b)
+{
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->oom = false;
+}
+
+void qr_buf_free(QrBuf *b)
+{
+    qr_free(b->data);
+    qr_buf_init(b);
+}
+
+bool qr_buf_reserve(QrBuf *b, size_t extra)
+{
+    if (b->oom)
+        return false;
+    if (b->len + extra + 1 <= b->cap)
+        return true;
+    size_t nc = b->cap ? b->cap : 256;
+    while (nc < b->len + extra + 1)
+        nc *= 2;
+    uint8_t *nd = qr_realloc(b->data, nc);
+    if (!nd) {
+        b->oom = true;
+        return false;
+    }
+    b->data = nd;
+    b->cap = nc;
+    return true;
+}
+
+void qr_buf_append(QrBuf *b, const void *p, size_t n)
+{
+    if (!n || !qr_buf_reserve(b, n))
+        return;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+void qr_buf_putc(QrBuf *b, uint8_t c)
+{
+    if (!qr_buf_reserve(b, 1))
+        return;
+    b->data[b->len++] = c;
+}
+
+void qr_buf_put_u16(QrBuf *b, uint16_t v) { qr_buf_append(b, &v, 2); }
+void qr_buf_put_u32(QrBuf *b, uint32_t v) { qr_buf_append(b, &v, 4); }
+void qr_buf_put_u64(QrBuf *b, uint64_t v) { qr_buf_append(b, &v, 8); }
+
+void qr_buf_put_varint(QrBuf *b, uint64_t v)
+{
+    if (!qr_buf_reserve(b, 10))
+        return;
+    b->len += qr_varint_encode(b->data + b->len, v);
+}
+
+void qr_buf_put_str(QrBuf *b, const char *s, size_t n)
+{
+    qr_buf_put_varint(b, n);
+    qr_buf_append(b, s, n);
+}
+
+void qr_buf_printf(QrBuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char tmp[256];
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof tmp) {
+        qr_buf_append(b, tmp, (size_t)n);
+        return;
+    }
+    if (!qr_buf_reserve(b, (size_t)n + 1))
+        return;
+    va_start(ap, fmt);
+    vsnprintf((char *)b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+uint8_t *qr_buf_steal(QrBuf *b, size_t *len)
+{
+    if (!qr_buf_reserve(b, 0)) {
+        qr_buf_free(b);
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    b->data[b->len] = '\0';
+    uint8_t *d = b->data;
+    if (len)
+        *len = b->len;
+    qr_buf_init(b);
+    return d;
+}
+
+size_t qr_varint_encode(uint8_t *out, uint64_t v)
+{
+    size_t i = 0;
+    while (v >= 0x80) {
+        out[i++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    out[i++] = (uint8_t)v;
+    return i;
+}
+
+size_t qr_varint_decode(const uint8_t *p, const uint8_t *end, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (size_t i = 0; i < 10; i++) {
+        if (p + i >= end)
+            return 0;
+        uint8_t c = p[i];
+        if (i == 9 && c > 1)
+            return 0; /* overlong: more than 64 bits */
+        r |= (uint64_t)(c & 0x7f) << (7 * i);
+        if (!(c & 0x80)) {
+            *v = r;
+            return i + 1;
+        }
+    }
+    return 0;
+}
+
+static inline bool rd_need(QrReader *r, size_t n)
+{
+    if (r->bad || (size_t)(r->end - r->p) < n) {
+        r->bad = true;
+        return false;
+    }
+    return true;
+}
+
+uint8_t qr_rd_u8(QrReader *r) { return rd_need(r, 1) ? *r->p++ : 0; }
+
+uint16_t qr_rd_u16(QrReader *r)
+{
+    if (!rd_need(r, 2))
+        return 0;
+    uint16_t v = qr_get_u16le(r->p);
+    r->p += 2;
+    return v;
+}
+
+uint32_t qr_rd_u32(QrReader *r)
+{
+    if (!rd_need(r, 4))
+        return 0;
+    uint32_t v = qr_get_u32le(r->p);
+    r->p += 4;
+    return v;
+}
+
+uint64_t qr_rd_u64(QrReader *r)
+{
+    if (!rd_need(r, 8))
+        return 0;
+    uint64_t v = qr_get_u64le(r->p);
+    r->p += 8;
+    return v;
+}
+
+uint64_t qr_rd_varint(QrReader *r)
+{
+    uint64_t v = 0;
+    if (r->bad)
+        return 0;
+    size_t n = qr_varint_decode(r->p, r->end, &v);
+    if (!n) {
+        r->bad = true;
+        return 0;
+    }
+    r->p += n;
+    return v;
+}
+
+const uint8_t *qr_rd_bytes(QrReader *r, size_t n)
+{
+    if (!rd_need(r, n))
+        return NULL;
+    const uint8_t *p = r->p;
+    r->p += n;
+    return p;
+}
+
+const uint8_t *qr_rd_str(QrReader *r, size_t *n)
+{
+    uint64_t len = qr_rd_varint(r);
+    if (r->bad || len > qr_rd_left(r)) {
+        r->bad = true;
+        *n = 0;
+        return NULL;
+    }
+    *n = (size_t)len;
+    return qr_rd_bytes(r, (size_t)len);
+}

@@ -1,0 +1,83 @@
+/*
+ * buf.h — growable byte buffer (writer side) and bounds-checked reader.
+ *
+ * Layer: store/ (base kit). Calls mem.h.
+ *
+ * QrBuf owns `data` (qr_malloc'd).  Appends grow it geometrically; on OOM the
+ * buffer sets `oom` and later appends are no-ops, so a writer checks once at
+ * the end (qr_buf_ok) instead of after every byte.
+ *
+ * QrReader borrows bytes [p, end).  Every getter checks length first; reading
+ * past the end sets `bad` and yields zeros.  Decoders check `bad` and that a
+ * message was fully consumed (qr_rd_done), the PostgreSQL pqformat habit.
+ *
+ * Integers on disk are little-endian.  Varints are LEB128 (7 bits a byte,
+ * low group first), at most 10 bytes for 64 bits.
+ */
+#ifndef QR_BUF_H
+#define QR_BUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct QrBuf {
+    uint8_t *data; /* owns */
+    size_t len;
+    size_t cap;
+    bool oom;      /* an append failed: contents are incomplete */
+} QrBuf;
+
+void qr_buf_init(QrBuf *b);
+void qr_buf_free(QrBuf *b);          /* frees data, leaves an empty buffer */
+bool qr_buf_reserve(QrBuf *b, size_t extra);
+void qr_buf_append(QrBuf *b, const void *p, size_t n);
+void qr_buf_putc(QrBuf *b, uint8_t c);
+void qr_buf_put_u16(QrBuf *b, uint16_t v);
+void qr_buf_put_u32(QrBuf *b, uint32_t v);
+void qr_buf_put_u64(QrBuf *b, uint64_t v);
+void qr_buf_put_varint(QrBuf *b, uint64_t v);
+void qr_buf_put_str(QrBuf *b, const char *s, size_t n); /* varint len + bytes */
+void qr_buf_printf(QrBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Hand over data (NUL-terminated for convenience) and reset the buffer. */
+uint8_t *qr_buf_steal(QrBuf *b, size_t *len);
+static inline bool qr_buf_ok(const QrBuf *b) { return !b->oom; }
+
+/* Raw helpers for fixed-width little-endian values. */
+static inline void qr_put_u32le(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static inline void qr_put_u64le(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static inline uint32_t qr_get_u32le(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint64_t qr_get_u64le(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline uint16_t qr_get_u16le(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+
+/* Varint into out (>= 10 bytes). Returns bytes written. */
+size_t qr_varint_encode(uint8_t *out, uint64_t v);
+/* Decode from [p, end). Returns bytes read, 0 if truncated or overlong. */
+size_t qr_varint_decode(const uint8_t *p, const uint8_t *end, uint64_t *v);
+
+typedef struct QrReader {
+    const uint8_t *p;   /* borrows: next byte */
+    const uint8_t *end; /* borrows: one past the last byte */
+    bool bad;           /* a read ran past the end or a varint was malformed */
+} QrReader;
+
+static inline void qr_rd_init(QrReader *r, const void *p, size_t n)
+{
+    r->p = p;
+    r->end = (const uint8_t *)p + n;
+    r->bad = false;
+}
+static inline size_t qr_rd_left(const QrReader *r) { return (size_t)(r->end - r->p); }
+static inline bool qr_rd_done(const QrReader *r) { return !r->bad && r->p == r->end; }
+uint8_t qr_rd_u8(QrReader *r);
+uint16_t qr_rd_u16(QrReader *r);
+uint32_t qr_rd_u32(QrReader *r);
+uint64_t qr_rd_u64(QrReader *r);
+uint64_t qr_rd_varint(QrReader *r);
+/* Borrow n bytes (NULL and bad if short). */
+const uint8_t *qr_rd_bytes(QrReader *r, size_t n);
+/* varint length + bytes; returns borrowed pointer, length in *n. */
+const uint8_t *qr_rd_str(QrReader *r, size_t *n);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * mem.h — the one allocation hook (qr_malloc & co) and the per-query arena.
+ *
+ * Layer: store/ (base kit). Calls libc only.
+ *
+ * Every heap allocation in Quarry goes through qr_malloc/qr_calloc/
+ * qr_realloc so that tests/fault can fail the Nth allocation
+ * (qr_mem_fail_after).  They return NULL on failure like malloc; callers turn
+ * that into QR_ENOMEM.  qr_free(NULL) is a no-op.
+ *
+ * QrArena: a bump allocator for one query or request (STYLE.md §6).  Parse
+ * trees, plans, iterators and scratch buffers come from it and are released
+ * together by qr_arena_free/qr_arena_reset.  Bytes handed out count against
+ * `cap_bytes` (0 = unlimited); going over makes qr_arena_alloc return NULL
+ * and sets `over_cap`, which the query layer reports as QR_ELIMIT.
+ */
+#ifndef QR_MEM_H
+#define QR_MEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+void *qr_malloc(size_t n);
+void *qr_calloc(size_t count, size_t size);
+void *qr_realloc(void *p, size_t n);
+void qr_free(void *p);
+char *qr_strdup(const char *s);
+char *qr_strndup(const char *s, size_t n);
+
+/* Fault injection: after `n` more successful allocations, every allocation
+ * fails (n < 0 disables).  Returns the number of allocations made since the
+ * last call (for tests that sweep N). Thread-safe (atomic counter). */
+void qr_mem_fail_after(int64_t n);
+int64_t qr_mem_alloc_count(void);
+
+typedef struct QrArena QrArena;
+
+/* New arena; cap_bytes = 0 means no cap.  NULL on OOM. */
+QrArena *qr_arena_new(size_t cap_bytes);
+/* Release every block.  NULL is a no-op. */
+void qr_arena_free(QrArena *a);
+/* Forget all allocations but keep the first block for reuse. */
+void qr_arena_reset(QrArena *a);
+/* 16-byte aligned memory valid until reset/free.  NULL on OOM or cap. */
+void *qr_arena_alloc(QrArena *a, size_t n);
+void *qr_arena_calloc(QrArena *a, size_t n);
+char *qr_arena_strndup(QrArena *a, const char *s, size_t n);
+/* Bytes handed out so far, and whether the cap was hit. */
+size_t qr_arena_used(const QrArena *a);
+bool qr_arena_over_cap(const QrArena *a);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * util.h — log, clock and file helpers of the base kit.
+ *
+ * Layer: store/ (base kit). Calls error.h, mem.h, libc, POSIX.
+ *
+ * Files: every durable file Quarry writes goes through qr_file_write_atomic
+ * (write to "<path>.tmp", fsync, rename, fsync the directory) so a reader
+ * sees the old file or the new one, never half of one.  qr_map_open maps a
+ * whole file read-only; the mapping is refcounted by its owner (segments).
+ */
+#ifndef QR_UTIL_H
+#define QR_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/error.h"
+
+typedef enum { QR_LOG_DEBUG, QR_LOG_INFO, QR_LOG_WARN, QR_LOG_ERROR } QrLogLevel;
+/* Minimum level printed (default INFO; QUARRY_LOG=debug|info|warn|error). */
+void qr_log_set_level(QrLogLevel lvl);
+/* One line to stderr: "2026-11-29T20:11:22.123Z INFO message". */
+void qr_log(QrLogLevel lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Monotonic nanoseconds; wall-clock microseconds since the epoch. */
+uint64_t qr_now_ns(void);
+int64_t qr_wall_us(void);
+
+/* Write `len` bytes to `path` atomically (tmp + rename); with do_fsync the
+ * data and the directory entry are on disk when it returns 0. */
+int qr_file_write_atomic(const char *path, const void *data, size_t len, bool do_fsync,
+                         QrError *err);
+/* Read a whole file into a qr_malloc'd buffer (NUL-terminated). */
+int qr_file_read_all(const char *path, uint8_t **out, size_t *len, QrError *err);
+/* fsync a directory so renames/creates in it are durable. */
+int qr_fsync_dir(const char *dir, QrError *err);
+/* mkdir -p (mode 0755). */
+int qr_mkdir_p(const char *path, QrError *err);
+bool qr_path_exists(const char *path);
+/* rm -rf of a directory tree Quarry created. */
+int qr_remove_tree(const char *path, QrError *err);
+
+typedef struct QrMap {
+    const uint8_t *data; /* owns the mapping (NULL when len == 0) */
+    size_t len;
+} QrMap;
+int qr_map_open(const char *path, QrMap *map, QrError *err);
+void qr_map_close(QrMap *map);
+
+#endif
