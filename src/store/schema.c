@@ -1,0 +1,502 @@
+/*
+ * schema.c — schema JSON form, validation, inference, timestamps.
+ * Layer: store/.  Calls the base kit and cJSON.
+ */
+#include "store/schema.h"
+#include "store/mem.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static const char *type_names[] = {
+    [QR_FT_TEXT] = "text",   [QR_FT_KEYWORD] = "keyword", [QR_FT_INT] = "int",
+    [QR_FT_FLOAT] = "float", [QR_FT_BOOL] = "bool",       [QR_FT_TIMESTAMP] = "timestamp",
+};
+
+const char *schema_type_name(QrFieldType t)
+{
+    return (unsigned)t <= QR_FT_TIMESTAMP ? type_names[t] : "unknown";
+}
+
+int schema_type_parse(const char *name, QrFieldType *t)
+{
+    static const struct {
+        const char *n;
+        QrFieldType t;
+    } alias[] = {
+        {"text", QR_FT_TEXT},       {"keyword", QR_FT_KEYWORD}, {"int", QR_FT_INT},
+        {"integer", QR_FT_INT},     {"int64", QR_FT_INT},       {"bigint", QR_FT_INT},
+        {"float", QR_FT_FLOAT},     {"double", QR_FT_FLOAT},    {"float64", QR_FT_FLOAT},
+        {"bool", QR_FT_BOOL},       {"boolean", QR_FT_BOOL},    {"timestamp", QR_FT_TIMESTAMP},
+        {"date", QR_FT_TIMESTAMP},  {"string", QR_FT_KEYWORD},
+    };
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (!strcasecmp(name, alias[i].n)) {
+            *t = alias[i].t;
+            return 0;
+        }
+    return -1;
+}
+
+bool qr_name_valid(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > QR_NAME_MAX)
+        return false;
+    if (!(isalpha((unsigned char)name[0]) || name[0] == '_'))
+        return false;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)name[i]) || name[i] == '_'))
+            return false;
+    return true;
+}
+
+void schema_init(QrSchema *s)
+{
+    memset(s, 0, sizeof *s);
+    strcpy(s->primary_key, "id");
+    s->k1 = 1.2f;
+    s->b = 0.75f;
+}
+
+void schema_field_defaults(QrField *f, const char *name, QrFieldType t)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->name, sizeof f->name, "%s", name);
+    f->type = t;
+    f->indexed = (t == QR_FT_TEXT);
+    strcpy(f->language, t == QR_FT_TEXT ? "english" : "none");
+    f->accent_fold = true;
+    f->weight = 1.0f;
+}
+
+int schema_field_index(const QrSchema *s, const char *name)
+{
+    for (int i = 0; i < s->n_fields; i++)
+        if (!strcmp(s->fields[i].name, name))
+            return i;
+    return -1;
+}
+
+int schema_add_field(QrSchema *s, const QrField *f, QrError *err)
+{
+    if (!qr_name_valid(f->name)) {
+        qr_error_set(err, QR_EINVAL, "invalid field name \"%s\"", f->name);
+        qr_error_hint(err, "names are letters, digits and underscores, starting with a letter, "
+                           "at most %d bytes",
+                      QR_NAME_MAX);
+        return -1;
+    }
+    if (schema_field_index(s, f->name) >= 0 || !strcmp(f->name, s->primary_key)) {
+        qr_error_set(err, QR_EEXISTS, "field \"%s\" already exists", f->name);
+        return -1;
+    }
+    if (s->n_fields >= QR_MAX_FIELDS) {
+        qr_error_set(err, QR_ELIMIT, "too many fields (at most %d)", QR_MAX_FIELDS);
+        return -1;
+    }
+    s->fields[s->n_fields] = *f;
+    return s->n_fields++;
+}
+
+static int field_from_json(const cJSON *j, QrField *f, QrError *err)
+{
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
+    if (!cJSON_IsString(name))
+        return qr_error_set(err, QR_EINVAL, "schema field without a \"name\" string");
+    if (!cJSON_IsString(type))
+        return qr_error_set(err, QR_EINVAL, "schema field \"%s\" has no \"type\" string",
+                            name->valuestring);
+    QrFieldType t;
+    if (schema_type_parse(type->valuestring, &t) != 0) {
+        qr_error_set(err, QR_EINVAL, "schema field \"%s\" has unknown type \"%s\"",
+                     name->valuestring, type->valuestring);
+        qr_error_hint(err, "types are text, keyword, int, float, bool, timestamp");
+        return QR_EINVAL;
+    }
+    if (strlen(name->valuestring) > QR_NAME_MAX)
+        return qr_error_set(err, QR_EINVAL, "field name \"%.64s...\" is too long",
+                            name->valuestring);
+    schema_field_defaults(f, name->valuestring, t);
+    const cJSON *v;
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "language"))) {
+        if (!cJSON_IsString(v) || strlen(v->valuestring) >= sizeof f->language)
+            return qr_error_set(err, QR_EINVAL, "field \"%s\": \"language\" must be a string",
+                                f->name);
+        snprintf(f->language, sizeof f->language, "%s", v->valuestring);
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "weight"))) {
+        if (!cJSON_IsNumber(v) || !(v->valuedouble > 0) || v->valuedouble > 1000)
+            return qr_error_set(err, QR_EINVAL,
+                                "field \"%s\": \"weight\" must be a number in (0, 1000]",
+                                f->name);
+        f->weight = (float)v->valuedouble;
+    }
+#define BOOLOPT(key, dst)                                                                  \
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, key))) {                                  \
+        if (!cJSON_IsBool(v))                                                              \
+            return qr_error_set(err, QR_EINVAL, "field \"%s\": \"%s\" must be true or false", \
+                                f->name, key);                                             \
+        dst = cJSON_IsTrue(v);                                                             \
+    }
+    BOOLOPT("stopwords", f->stopwords)
+    BOOLOPT("accent_fold", f->accent_fold)
+    BOOLOPT("column", f->column)
+    BOOLOPT("indexed", f->indexed)
+#undef BOOLOPT
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "index"))) {
+        if (cJSON_IsString(v) && !strcmp(v->valuestring, "btree"))
+            f->btree = true;
+        else if (!(cJSON_IsString(v) && !strcmp(v->valuestring, "none")))
+            return qr_error_set(err, QR_EINVAL, "field \"%s\": \"index\" must be \"btree\" or \"none\"",
+                                f->name);
+    }
+    if (t != QR_FT_TEXT)
+        f->indexed = false;
+    return QR_OK;
+}
+
+int schema_from_json(const char *json, size_t len, QrSchema *out, QrError *err)
+{
+    schema_init(out);
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    if (!root)
+        return qr_error_set(err, QR_ESYNTAX, "schema is not valid JSON");
+    int rc = QR_OK;
+    if (!cJSON_IsObject(root)) {
+        rc = qr_error_set(err, QR_EINVAL, "schema must be a JSON object");
+        goto done;
+    }
+    const cJSON *pk = cJSON_GetObjectItemCaseSensitive(root, "primary_key");
+    if (pk) {
+        if (!cJSON_IsString(pk) || !qr_name_valid(pk->valuestring)) {
+            rc = qr_error_set(err, QR_EINVAL, "schema \"primary_key\" must be a valid field name");
+            goto done;
+        }
+        snprintf(out->primary_key, sizeof out->primary_key, "%s", pk->valuestring);
+    }
+    const cJSON *bm = cJSON_GetObjectItemCaseSensitive(root, "bm25");
+    if (bm) {
+        const cJSON *k1 = cJSON_GetObjectItemCaseSensitive(bm, "k1");
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(bm, "b");
+        if (k1) {
+            if (!cJSON_IsNumber(k1) || k1->valuedouble < 0 || k1->valuedouble > 100) {
+                rc = qr_error_set(err, QR_EINVAL, "schema bm25.k1 must be a number in [0, 100]");
+                goto done;
+            }
+            out->k1 = (float)k1->valuedouble;
+        }
+        if (b) {
+            if (!cJSON_IsNumber(b) || b->valuedouble < 0 || b->valuedouble > 1) {
+                rc = qr_error_set(err, QR_EINVAL, "schema bm25.b must be a number in [0, 1]");
+                goto done;
+            }
+            out->b = (float)b->valuedouble;
+        }
+    }
+    const cJSON *fields = cJSON_GetObjectItemCaseSensitive(root, "fields");
+    if (!cJSON_IsArray(fields)) {
+        rc = qr_error_set(err, QR_EINVAL, "schema needs a \"fields\" array");
+        goto done;
+    }
+    const cJSON *fj;
+    cJSON_ArrayForEach(fj, fields)
+    {
+        QrField f;
+        if ((rc = field_from_json(fj, &f, err)) != QR_OK)
+            goto done;
+        if (schema_add_field(out, &f, err) < 0) {
+            rc = err ? err->code : QR_EINVAL;
+            goto done;
+        }
+    }
+done:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int schema_to_json(const QrSchema *s, bool pretty, QrBuf *out, QrError *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root)
+        return qr_error_set(err, QR_ENOMEM, "out of memory printing a schema");
+    cJSON_AddStringToObject(root, "primary_key", s->primary_key);
+    cJSON *bm = cJSON_AddObjectToObject(root, "bm25");
+    cJSON_AddNumberToObject(bm, "k1", (double)s->k1);
+    cJSON_AddNumberToObject(bm, "b", (double)s->b);
+    cJSON *arr = cJSON_AddArrayToObject(root, "fields");
+    for (int i = 0; i < s->n_fields; i++) {
+        const QrField *f = &s->fields[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", f->name);
+        cJSON_AddStringToObject(o, "type", schema_type_name(f->type));
+        if (f->type == QR_FT_TEXT) {
+            cJSON_AddStringToObject(o, "language", f->language);
+            cJSON_AddNumberToObject(o, "weight", (double)f->weight);
+            cJSON_AddBoolToObject(o, "stopwords", f->stopwords);
+            cJSON_AddBoolToObject(o, "accent_fold", f->accent_fold);
+            if (!f->indexed)
+                cJSON_AddBoolToObject(o, "indexed", false);
+            if (f->column)
+                cJSON_AddBoolToObject(o, "column", true);
+        }
+        if (f->btree)
+            cJSON_AddStringToObject(o, "index", "btree");
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *txt = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!txt)
+        return qr_error_set(err, QR_ENOMEM, "out of memory printing a schema");
+    qr_buf_append(out, txt, strlen(txt));
+    cJSON_free(txt);
+    return qr_buf_ok(out) ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
+/* ---- timestamps ---- */
+
+static int digits(const char *s, size_t n, size_t at, int count, int *v)
+{
+    if (at + (size_t)count > n)
+        return -1;
+    int r = 0;
+    for (int i = 0; i < count; i++) {
+        char c = s[at + (size_t)i];
+        if (c < '0' || c > '9')
+            return -1;
+        r = r * 10 + (c - '0');
+    }
+    *v = r;
+    return 0;
+}
+
+/* days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm) */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    const int64_t era = (y >= 0 ? y : y - 399) / 400;
+    const int64_t yoe = y - era * 400;
+    const int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+bool qr_parse_timestamp(const char *s, size_t n, int64_t *us_out)
+{
+    int Y, M, D, h = 0, mi = 0, sec = 0;
+    if (n < 10 || digits(s, n, 0, 4, &Y) || s[4] != '-' || digits(s, n, 5, 2, &M) ||
+        s[7] != '-' || digits(s, n, 8, 2, &D))
+        return false;
+    if (M < 1 || M > 12 || D < 1 || D > 31)
+        return false;
+    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (D > mdays[M - 1])
+        return false;
+    if (M == 2 && D == 29 && !((Y % 4 == 0 && Y % 100 != 0) || Y % 400 == 0))
+        return false;
+    size_t i = 10;
+    int64_t frac_us = 0;
+    int64_t offset_s = 0;
+    if (i < n) {
+        if (s[i] != 'T' && s[i] != 't' && s[i] != ' ')
+            return false;
+        i++;
+        if (digits(s, n, i, 2, &h) || i + 2 >= n || s[i + 2] != ':' || digits(s, n, i + 3, 2, &mi))
+            return false;
+        i += 5;
+        if (i < n && s[i] == ':') {
+            if (digits(s, n, i + 1, 2, &sec))
+                return false;
+            i += 3;
+            if (i < n && (s[i] == '.' || s[i] == ',')) {
+                i++;
+                int nd = 0;
+                int64_t scale = 100000;
+                while (i < n && s[i] >= '0' && s[i] <= '9') {
+                    if (nd < 6)
+                        frac_us += (s[i] - '0') * scale;
+                    scale /= 10;
+                    nd++;
+                    i++;
+                }
+                if (nd == 0)
+                    return false;
+            }
+        }
+        if (h > 23 || mi > 59 || sec > 60)
+            return false;
+        if (i < n) {
+            if ((s[i] == 'Z' || s[i] == 'z') && i + 1 == n) {
+                i++;
+            } else if (s[i] == '+' || s[i] == '-') {
+                int oh, om = 0;
+                int sign = s[i] == '-' ? -1 : 1;
+                if (digits(s, n, i + 1, 2, &oh))
+                    return false;
+                i += 3;
+                if (i < n && s[i] == ':')
+                    i++;
+                if (i < n) {
+                    if (digits(s, n, i, 2, &om))
+                        return false;
+                    i += 2;
+                }
+                if (oh > 23 || om > 59)
+                    return false;
+                offset_s = sign * (oh * 3600 + om * 60);
+            } else {
+                return false;
+            }
+        }
+        if (i != n)
+            return false;
+    }
+    int64_t days = days_from_civil(Y, M, D);
+    int64_t secs = days * 86400 + h * 3600 + mi * 60 + sec - offset_s;
+    *us_out = secs * 1000000 + frac_us;
+    return true;
+}
+
+void qr_format_timestamp(int64_t us, char *out, size_t out_len)
+{
+    int64_t secs = us >= 0 ? us / 1000000 : -((-us + 999999) / 1000000);
+    int64_t frac = us - secs * 1000000;
+    time_t t = (time_t)secs;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    if (frac)
+        snprintf(out, out_len, "%04d-%02d-%02dT%02d:%02d:%02d.%06lldZ", tm.tm_year + 1900,
+                 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long long)frac);
+    else
+        snprintf(out, out_len, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* ---- inference ---- */
+
+enum { SEEN_NULL = 1, SEEN_BOOL = 2, SEEN_INT = 4, SEEN_FLOAT = 8, SEEN_TS = 16, SEEN_STR = 32,
+       SEEN_OTHER = 64 };
+
+typedef struct InferField {
+    char name[QR_NAME_MAX + 1];
+    unsigned seen;
+} InferField;
+
+struct SchemaInfer {
+    char pk[QR_NAME_MAX + 1];
+    int n;
+    InferField f[QR_MAX_FIELDS];
+    bool too_many;
+};
+
+SchemaInfer *schema_infer_new(const char *primary_key)
+{
+    SchemaInfer *si = qr_calloc(1, sizeof *si);
+    if (si)
+        snprintf(si->pk, sizeof si->pk, "%s", primary_key ? primary_key : "id");
+    return si;
+}
+
+void schema_infer_free(SchemaInfer *si) { qr_free(si); }
+
+static unsigned classify(const cJSON *v)
+{
+    if (cJSON_IsNull(v))
+        return SEEN_NULL;
+    if (cJSON_IsBool(v))
+        return SEEN_BOOL;
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (d == floor(d) && fabs(d) < 9.0e15)
+            return SEEN_INT;
+        return SEEN_FLOAT;
+    }
+    if (cJSON_IsString(v)) {
+        int64_t us;
+        if (qr_parse_timestamp(v->valuestring, strlen(v->valuestring), &us))
+            return SEEN_TS;
+        return SEEN_STR;
+    }
+    if (cJSON_IsArray(v)) {
+        const cJSON *e;
+        unsigned r = 0;
+        cJSON_ArrayForEach(e, v)
+        {
+            if (cJSON_IsString(e))
+                r |= SEEN_STR;
+            else
+                return SEEN_OTHER;
+        }
+        return r ? r : SEEN_NULL;
+    }
+    return SEEN_OTHER;
+}
+
+int schema_infer_add(SchemaInfer *si, const char *json, size_t len, QrError *err)
+{
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return qr_error_set(err, QR_ESYNTAX, "document is not a JSON object");
+    }
+    const cJSON *v;
+    cJSON_ArrayForEach(v, root)
+    {
+        if (!v->string || !strcmp(v->string, si->pk) || !qr_name_valid(v->string))
+            continue;
+        int idx = -1;
+        for (int i = 0; i < si->n; i++)
+            if (!strcmp(si->f[i].name, v->string)) {
+                idx = i;
+                break;
+            }
+        if (idx < 0) {
+            if (si->n >= QR_MAX_FIELDS) {
+                si->too_many = true;
+                continue;
+            }
+            idx = si->n++;
+            snprintf(si->f[idx].name, sizeof si->f[idx].name, "%s", v->string);
+            si->f[idx].seen = 0;
+        }
+        si->f[idx].seen |= classify(v);
+    }
+    cJSON_Delete(root);
+    return QR_OK;
+}
+
+int schema_infer_finish(SchemaInfer *si, QrSchema *out, QrError *err)
+{
+    schema_init(out);
+    snprintf(out->primary_key, sizeof out->primary_key, "%s", si->pk);
+    for (int i = 0; i < si->n; i++) {
+        unsigned s = si->f[i].seen & ~(unsigned)SEEN_NULL;
+        QrFieldType t;
+        if (s == 0 || (s & SEEN_OTHER))
+            continue; /* only nulls or nested objects: stored, not indexed */
+        if (s & SEEN_STR)
+            t = QR_FT_TEXT;
+        else if (s == SEEN_TS)
+            t = QR_FT_TIMESTAMP;
+        else if (s & SEEN_TS)
+            t = QR_FT_TEXT;
+        else if (s == SEEN_BOOL)
+            t = QR_FT_BOOL;
+        else if (s & SEEN_BOOL)
+            continue; /* bool mixed with numbers: leave unindexed */
+        else if (s & SEEN_FLOAT)
+            t = QR_FT_FLOAT;
+        else
+            t = QR_FT_INT;
+        QrField f;
+        schema_field_defaults(&f, si->f[i].name, t);
+        if (schema_add_field(out, &f, err) < 0)
+            return err ? err->code : QR_EINVAL;
+    }
+    return QR_OK;
+}
