@@ -1,0 +1,135 @@
+/*
+ * quarry.h — the engine's front door.  server/ (CLI, HTTP, PG wire) calls
+ * the engine only through this header and the store/ base kit.
+ *
+ * Layer: query/.
+ *
+ * A QrDb is one data directory holding many tables:
+ *
+ *   <data>/QUARRY            marker file with the format version
+ *   <data>/tables/<name>/    one table (index/table.h)
+ *
+ * Thread safety: a QrDb and its tables may be used from many threads.
+ * Tables are opened on first use and stay open until qr_db_close (or
+ * qr_table_drop).  QrTable pointers stay valid until then.
+ */
+#ifndef QR_QUARRY_H
+#define QR_QUARRY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/buf.h"
+#include "store/error.h"
+#include "store/mem.h"
+#include "store/schema.h"
+#include "store/wal.h"
+
+#define QUARRY_VERSION "0.1.0"
+
+typedef struct QrDb QrDb;
+typedef struct QrTable QrTable;
+
+typedef struct QrDbOpts {
+    QrFsyncMode fsync;       /* default: per commit */
+    uint32_t fsync_batch_ms; /* batched mode interval */
+    bool background_merge;   /* default true */
+    bool salvage;            /* open tables with damaged segments left out */
+    bool read_only;          /* never write (quarry search): no merges, no WAL */
+} QrDbOpts;
+
+void qr_db_opts_default(QrDbOpts *o);
+/* Open (creating if missing) a data directory. */
+int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err);
+void qr_db_close(QrDb *db);
+const char *qr_db_dir(const QrDb *db);
+
+/* Tables. Names: [A-Za-z_][A-Za-z0-9_]* (no path tricks). */
+int qr_table_create(QrDb *db, const char *name, const QrSchema *schema, QrTable **out,
+                    QrError *err);
+/* Open an existing table; QR_ENOTFOUND naming it when absent. */
+int qr_table_get(QrDb *db, const char *name, QrTable **out, QrError *err);
+int qr_table_drop(QrDb *db, const char *name, QrError *err);
+/* Sorted names; *names is qr_malloc'd (free each and the array). */
+int qr_table_list(QrDb *db, char ***names, int *n, QrError *err);
+const char *qr_table_name(const QrTable *t);
+const QrSchema *qr_table_schema(const QrTable *t);
+int qr_table_add_field(QrTable *t, const QrField *f, QrError *err);
+
+typedef struct QrTableStats {
+    uint64_t docs;        /* live documents */
+    uint64_t docs_total;  /* including deleted ones not yet merged away */
+    uint64_t segments, disk_bytes, wal_bytes;
+    uint64_t merges_done, merges_running, commits, checkpoints;
+} QrTableStats;
+void qr_table_stats(QrTable *t, QrTableStats *st);
+
+/* Writes: upsert (by primary key), delete, commit (durable + visible). */
+int qr_put(QrTable *t, const char *json, size_t len, bool *replaced, QrError *err);
+struct cJSON;
+int qr_put_parsed(QrTable *t, const char *json, size_t len, const struct cJSON *root,
+                  bool *replaced, QrError *err);
+/* Delete by primary key given as JSON text ("abc" or 42). */
+int qr_delete(QrTable *t, const char *pk_json, size_t len, bool *found, QrError *err);
+int qr_commit(QrTable *t, QrError *err);
+int qr_flush(QrTable *t, QrError *err);
+int qr_merge(QrTable *t, QrError *err);
+void qr_wait_merges(QrTable *t);
+/* Fetch the stored JSON of a document by primary key (JSON text). */
+int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err);
+/* Verify checksums of every segment. */
+int qr_verify(QrTable *t, QrError *err);
+
+/* ---- search ---- */
+
+typedef struct QrSearchReq {
+    const char *q;            /* query text (docs/query-language.md) */
+    size_t q_len;
+    const char *fields;       /* "title^2,body" or NULL: every indexed text field */
+    bool default_and;         /* implicit operator AND instead of OR */
+    int limit;                /* hits to return (default 10) */
+    int offset;               /* hits to skip */
+    bool count_only;          /* total only, no hits, no scoring */
+    bool skip_total;          /* ranked hits only: total stays 0 (saves a counting pass) */
+    bool snippets;            /* compute a snippet per hit */
+    bool fetch_docs;          /* include the stored document per hit */
+    const char *hl_pre, *hl_post; /* highlight markers (default <b> </b>) */
+    uint64_t timeout_ms;      /* 0 = none */
+    size_t mem_cap;           /* per-query memory cap in bytes, 0 = default */
+    atomic_bool *cancel;      /* may be NULL */
+    bool exhaustive;          /* disable dynamic pruning (tests, EXPLAIN) */
+    int max_expansions;       /* prefix/fuzzy terms scored individually (default 128) */
+} QrSearchReq;
+
+void qr_search_req_init(QrSearchReq *r);
+
+typedef struct QrHit {
+    float score;
+    int64_t doc;              /* global doc id in the snapshot */
+    char *id_json;            /* the primary key as JSON text */
+    char *snippet;            /* NULL unless requested */
+    char *doc_json;           /* NULL unless requested */
+} QrHit;
+
+typedef struct QrSearchStats {
+    uint64_t postings_blocks_decoded, postings_blocks_skipped;
+    uint64_t docs_scored;
+    uint32_t segments;
+    const char *strategy;     /* "wand", "and", "exhaustive", "count" */
+} QrSearchStats;
+
+typedef struct QrSearchRes {
+    uint64_t total;           /* exact number of matching live documents */
+    int n_hits;
+    QrHit *hits;              /* arena memory */
+    double took_ms;
+    QrSearchStats stats;
+    QrArena *arena;           /* owns everything above */
+} QrSearchRes;
+
+int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *err);
+void qr_search_res_free(QrSearchRes *r);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * query_int.h — private to query/: the table handle behind QrTable and the
+ * search internals shared by quarry.c and search.c.
+ */
+#ifndef QR_QUERY_INT_H
+#define QR_QUERY_INT_H
+
+#include <pthread.h>
+
+#include "index/analyzer.h"
+#include "index/table.h"
+#include "query/quarry.h"
+
+/* Query-time analyzers, one per indexed text field; pooled per table
+ * because creating ICU break iterators and stemmers per query costs more
+ * than many queries. */
+typedef struct QsAnalyzers {
+    Analyzer *an[QR_MAX_FIELDS]; /* owns; NULL for non-text fields */
+    int n_fields;
+} QsAnalyzers;
+
+int qsearch_analyzers_new(const QrSchema *s, QsAnalyzers **out, QrError *err);
+void qsearch_analyzers_free(QsAnalyzers *a);
+
+struct QrTable {
+    char name[QR_NAME_MAX + 1];
+    QrDb *db;                 /* borrows */
+    Table *table;             /* owns */
+    pthread_mutex_t an_lock;  /* guards an_free */
+    QsAnalyzers **an_free;    /* owns: idle analyzer sets */
+    int n_an_free, cap_an_free;
+};
+
+#endif
