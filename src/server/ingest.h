@@ -1,0 +1,66 @@
+/*
+ * ingest.h — JSONL bulk ingest shared by `quarry import` and the HTTP
+ * documents endpoint: line splitting, per-line errors with line numbers,
+ * schema inference for new tables, batching and commits, counts.
+ *
+ * Layer: server/.  Calls query/quarry.h and the base kit.
+ *
+ * Nothing is silently lost: every line is imported (new or replacing a
+ * document with the same key), rejected (reported with its line number and
+ * reason), or — only after a fatal error such as a full disk — left
+ * unprocessed, which the summary states.  A batch becomes durable and
+ * visible at its commit; `acked` counts documents whose commit succeeded.
+ */
+#ifndef QR_INGEST_H
+#define QR_INGEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "query/quarry.h"
+
+#define INGEST_INFER_LINES 1000
+
+typedef struct IngestOpts {
+    const char *table;          /* table name */
+    const QrSchema *schema;     /* for a new table; NULL = infer */
+    int batch;                  /* docs per commit (default 10000) */
+    bool strict;                /* first bad line aborts */
+    int max_errors_kept;        /* error lines kept for the report (default 100) */
+    size_t max_line_bytes;      /* longest accepted line (default 16 MiB) */
+    /* called for each rejected line (may be NULL) */
+    void (*on_error)(void *arg, uint64_t line, const QrError *e);
+    void *arg;
+} IngestOpts;
+
+typedef struct IngestError {
+    uint64_t line;
+    QrError err;
+} IngestError;
+
+typedef struct Ingest Ingest;
+
+int ingest_begin(QrDb *db, const IngestOpts *opts, Ingest **out, QrError *err);
+/* One line (without its newline).  Blank lines are skipped.  Returns QR_OK
+ * for a rejected line (it is counted); a fatal error (I/O, a strict-mode
+ * rejection, OOM) returns its code and the ingest must be ended. */
+int ingest_line(Ingest *in, const char *line, size_t len, QrError *err);
+/* Feed raw bytes (any chunking); complete lines are ingested. */
+int ingest_feed(Ingest *in, const char *data, size_t len, QrError *err);
+/* Final partial line, last commit.  The Ingest stays readable until free. */
+int ingest_end(Ingest *in, QrError *err);
+void ingest_free(Ingest *in);
+
+typedef struct IngestCounts {
+    uint64_t lines, imported, replaced, rejected, acked, bytes;
+    bool schema_inferred;
+    bool table_created;
+} IngestCounts;
+void ingest_counts(const Ingest *in, IngestCounts *c);
+/* Rejected lines kept for reports (at most max_errors_kept). */
+const IngestError *ingest_errors(const Ingest *in, int *n);
+/* The table (after the first document or at begin when it existed). */
+QrTable *ingest_table(const Ingest *in);
+
+#endif
