@@ -1,0 +1,493 @@
+/*
+ * analyzer.c — the Analyzer object: run loop, ICU path, folding, stop
+ * words, stemming with a per-analyzer stem cache, and token emission.
+ *
+ * Layer: index/.  Calls the store/ base kit (error, mem, buf), ICU
+ * (ubrk, utext, unorm2, u_strFoldCase), libstemmer, analyzer_fast.c and
+ * analyzer_stopwords.c.  See analyzer.h for the pipeline and analyzer_fast.c
+ * for why both paths yield the same tokens.
+ *
+ * Both paths end in az_emit, so stop words, stemming, positions and the
+ * sink contract are shared; they differ only in where word boundaries and
+ * folded forms come from.
+ */
+#include "index/analyzer_int.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <libstemmer.h>
+#include <unicode/uchar.h>
+#include <unicode/ustring.h>
+#include <unicode/utext.h>
+#include <unicode/utf16.h>
+
+#include "store/buf.h"
+#include "store/mem.h"
+
+#define AZ_TOK_INIT 256
+#define AZ_U16_INIT 256
+
+/* FNV-1a: tokens are short, and the value only picks a slot. */
+static uint32_t az_hash(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 16777619u;
+    return h;
+}
+
+static int az_fail(AzRun *r, int code, const char *msg)
+{
+    if (!r->fail_code)
+        r->fail_code = code;
+    qr_error_set(r->err, code, "%s", msg);
+    return r->fail_code;
+}
+
+static int az_oom(AzRun *r) { return az_fail(r, QR_ENOMEM, "out of memory in the text analyzer"); }
+
+static int az_icu_fail(AzRun *r, const char *what, UErrorCode st)
+{
+    char msg[128];
+    if (st == U_MEMORY_ALLOCATION_ERROR) {
+        snprintf(msg, sizeof msg, "out of memory in ICU %s", what);
+        return az_fail(r, QR_ENOMEM, msg);
+    }
+    snprintf(msg, sizeof msg, "ICU %s failed: %s", what, u_errorName(st));
+    return az_fail(r, QR_EINTERNAL, msg);
+}
+
+bool az_tok_reserve(AzRun *r, size_t n)
+{
+    Analyzer *a = r->a;
+    if (n <= a->tok_cap)
+        return true;
+    size_t cap = a->tok_cap * 2 > n ? a->tok_cap * 2 : n;
+    char *p = qr_realloc(a->tok, cap);
+    if (!p) {
+        az_oom(r);
+        return false;
+    }
+    a->tok = p;
+    a->tok_cap = cap;
+    return true;
+}
+
+static bool az_u16_reserve(AzRun *r, int which, int64_t n)
+{
+    Analyzer *a = r->a;
+    if (n <= a->u16_cap[which])
+        return true;
+    if (n > INT32_MAX / 2) {
+        az_fail(r, QR_ELIMIT, "word too long to normalize");
+        return false;
+    }
+    int32_t cap = a->u16_cap[which] * 2 > n ? a->u16_cap[which] * 2 : (int32_t)n;
+    UChar *p = qr_realloc(a->u16[which], (size_t)cap * sizeof(UChar));
+    if (!p) {
+        az_oom(r);
+        return false;
+    }
+    a->u16[which] = p;
+    a->u16_cap[which] = cap;
+    return true;
+}
+
+/* ---- ICU folding ------------------------------------------------------ */
+
+/* u16[from][0..n) into u16[to], normalized by nz, or case-folded when nz
+ * is NULL; grows u16[to] as needed.  Returns the length, or -1 (r->err). */
+static int32_t az_transform(AzRun *r, const UNormalizer2 *nz, int from, int32_t n, int to)
+{
+    Analyzer *a = r->a;
+    for (;;) {
+        UErrorCode st = U_ZERO_ERROR;
+        int32_t m = nz ? unorm2_normalize(nz, a->u16[from], n, a->u16[to], a->u16_cap[to], &st)
+                       : u_strFoldCase(a->u16[to], a->u16_cap[to], a->u16[from], n,
+                                       U_FOLD_CASE_DEFAULT, &st);
+        if (st == U_BUFFER_OVERFLOW_ERROR) {
+            if (!az_u16_reserve(r, to, m))
+                return -1;
+            continue;
+        }
+        if (U_FAILURE(st)) {
+            az_icu_fail(r, nz ? "normalization" : "case folding", st);
+            return -1;
+        }
+        return m;
+    }
+}
+
+int32_t az_drop_marks(UChar *u, int32_t n)
+{
+    int32_t m = 0;
+    for (int32_t i = 0; i < n;) {
+        int32_t from = i;
+        UChar32 c;
+        U16_NEXT(u, i, n, c);
+        if (u_charType(c) != U_NON_SPACING_MARK)
+            while (from < i)
+                u[m++] = u[from++];
+    }
+    return m;
+}
+
+/* Fold the UTF-8 word s[0..n) the reference way: NFKC, case fold, and with
+ * accent_fold NFD / drop Mn / NFC.  The result goes to a->tok, its length
+ * to *out_len.  Bad UTF-8 reads as U+FFFD.  0 or a QrCode (r->err set). */
+static int az_fold_icu(AzRun *r, const uint8_t *s, size_t n, size_t *out_len)
+{
+    Analyzer *a = r->a;
+    if (!az_u16_reserve(r, 0, (int64_t)n + 1))
+        return r->fail_code;
+    UErrorCode st = U_ZERO_ERROR;
+    int32_t n16 = 0;
+    u_strFromUTF8WithSub(a->u16[0], a->u16_cap[0], &n16, (const char *)s, (int32_t)n, 0xFFFD,
+                         NULL, &st);
+    if (U_FAILURE(st))
+        return az_icu_fail(r, "UTF-8 conversion", st);
+    n16 = az_transform(r, a->nfkc, 0, n16, 1);
+    if (n16 >= 0)
+        n16 = az_transform(r, NULL, 1, n16, 0);
+    if (n16 >= 0 && a->accent_fold) {
+        n16 = az_transform(r, a->nfd, 0, n16, 1);
+        if (n16 >= 0)
+            n16 = az_transform(r, a->nfc, 1, az_drop_marks(a->u16[1], n16), 0);
+    }
+    if (n16 < 0)
+        return r->fail_code;
+    /* The result is in u16[0] on both branches. */
+    if (!az_tok_reserve(r, (size_t)n16 * 3 + 1))
+        return r->fail_code;
+    int32_t n8 = 0;
+    st = U_ZERO_ERROR;
+    u_strToUTF8WithSub(a->tok, (int32_t)(a->tok_cap > INT32_MAX ? INT32_MAX : a->tok_cap), &n8,
+                       a->u16[0], n16, 0xFFFD, NULL, &st);
+    if (U_FAILURE(st))
+        return az_icu_fail(r, "UTF-8 conversion", st);
+    *out_len = (size_t)n8;
+    return 0;
+}
+
+/* ---- stop words and stems --------------------------------------------- */
+
+static bool az_stop_has(const Analyzer *a, uint32_t h, const char *t, size_t n)
+{
+    for (uint32_t i = h & a->stop_mask;; i = (i + 1) & a->stop_mask) {
+        const AzStopEntry *e = &a->stop[i];
+        if (e->len == 0)
+            return false;
+        if (e->hash == h && e->len == n && memcmp(e->word, t, n) == 0)
+            return true;
+    }
+}
+
+/* Replace the folded token (*t, *n) by its stem, via the cache. */
+static int az_stem(AzRun *r, uint32_t h, const char **t, size_t *n)
+{
+    Analyzer *a = r->a;
+    AzStemSlot *slot = NULL;
+    if (*n <= AZ_STEM_MAX) {
+        slot = &a->stem_cache[h & (AZ_STEM_SLOTS - 1)];
+        if (slot->key_len == *n && slot->hash == h && memcmp(slot->key, *t, *n) == 0) {
+            a->stats.stem_hits++;
+            *t = slot->stem;
+            *n = slot->stem_len;
+            return 0;
+        }
+    }
+    if (*n > INT_MAX)
+        return 0; /* leave absurdly long tokens unstemmed */
+    const sb_symbol *st = sb_stemmer_stem(a->stemmer, (const sb_symbol *)*t, (int)*n);
+    if (!st)
+        return az_oom(r);
+    a->stats.stem_calls++;
+    int sl = sb_stemmer_length(a->stemmer);
+    if (sl <= 0)
+        return 0; /* never emit an empty token: keep the unstemmed form */
+    if (slot && sl <= AZ_STEM_MAX) {
+        slot->hash = h;
+        slot->key_len = (uint8_t)*n;
+        memcpy(slot->key, *t, *n);
+        slot->stem_len = (uint8_t)sl;
+        memcpy(slot->stem, st, (size_t)sl);
+    }
+    *t = (const char *)st;
+    *n = (size_t)sl;
+    return 0;
+}
+
+int az_emit(AzRun *r, size_t folded_len, size_t start, size_t end)
+{
+    Analyzer *a = r->a;
+    uint64_t pos = (uint64_t)r->pos_base + r->n_words++;
+    if (pos > UINT32_MAX) {
+        az_fail(r, QR_ELIMIT, "word position is past the limit of 4294967295");
+        qr_error_hint(r->err, "split the value or start it at a lower position");
+        return r->fail_code;
+    }
+    if (folded_len == 0)
+        return 0; /* folds to nothing: keeps its position, yields no token */
+    const char *t = a->tok;
+    size_t n = folded_len;
+    if (r->use_stop || r->use_stem) {
+        uint32_t h = az_hash(t, n);
+        if (r->use_stop && az_stop_has(a, h, t, n))
+            return 0;
+        if (r->use_stem) {
+            int rc = az_stem(r, h, &t, &n);
+            if (rc)
+                return rc;
+        }
+    }
+    if (n > UINT32_MAX)
+        return az_fail(r, QR_ELIMIT, "a token is longer than 4 GiB");
+    Token tok = {.text = t, .len = (uint32_t)n, .pos = (uint32_t)pos,
+                 .start = (uint32_t)start, .end = (uint32_t)end};
+    return r->sink(r->ctx, &tok);
+}
+
+/* ---- ICU path --------------------------------------------------------- */
+
+/* Tokenize text[b..e) with ICU; b must be a boundary no rule looks across
+ * (0, or one az_fast_scan reported) and e one az_span_end returned. */
+static int az_icu_span(AzRun *r, size_t b, size_t e)
+{
+    Analyzer *a = r->a;
+    if (e <= b)
+        return 0;
+    if (e - b > INT32_MAX)
+        return az_fail(r, QR_ELIMIT, "text span too long for ICU word breaking (2 GiB at most)");
+    UErrorCode st = U_ZERO_ERROR;
+    if (!a->bi) {
+        a->bi = ubrk_open(UBRK_WORD, "", NULL, 0, &st);
+        if (U_FAILURE(st)) {
+            ubrk_close(a->bi);
+            a->bi = NULL;
+            return az_icu_fail(r, "word break iterator", st);
+        }
+    }
+    a->stats.icu_bytes += e - b;
+    const uint8_t *s = r->text + b;
+    UText ut = UTEXT_INITIALIZER;
+    utext_openUTF8(&ut, (const char *)s, (int64_t)(e - b), &st);
+    ubrk_setUText(a->bi, &ut, &st);
+    if (U_FAILURE(st)) {
+        utext_close(&ut);
+        return az_icu_fail(r, "word breaking", st);
+    }
+    int rc = 0;
+    int32_t prev = ubrk_first(a->bi), cur;
+    while ((cur = ubrk_next(a->bi)) != UBRK_DONE) {
+        if (ubrk_getRuleStatus(a->bi) >= UBRK_WORD_NONE_LIMIT) {
+            size_t fl = 0;
+            rc = az_fold_icu(r, s + prev, (size_t)(cur - prev), &fl);
+            if (!rc)
+                rc = az_emit(r, fl, b + (size_t)prev, b + (size_t)cur);
+            if (rc)
+                break;
+        }
+        prev = cur;
+    }
+    utext_close(&ut);
+    return rc;
+}
+
+/* ---- public API ------------------------------------------------------- */
+
+/* Build the folded stop-word set from the language's list. */
+static int az_stop_build(Analyzer *a, const char *const *list, QrError *err)
+{
+    AzRun r = {.a = a, .err = err};
+    size_t n = 0;
+    while (list[n])
+        n++;
+    uint32_t cap = 16;
+    while (cap < 2 * n)
+        cap *= 2;
+    QrBuf pool;
+    qr_buf_init(&pool);
+    size_t *offs = qr_calloc(n ? n : 1, sizeof *offs);
+    size_t *lens = qr_calloc(n ? n : 1, sizeof *lens);
+    a->stop = qr_calloc(cap, sizeof *a->stop);
+    int rc = offs && lens && a->stop ? 0 : QR_ENOMEM;
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = az_fold_icu(&r, (const uint8_t *)list[i], strlen(list[i]), &lens[i]);
+        offs[i] = pool.len;
+        qr_buf_append(&pool, a->tok, lens[i]);
+    }
+    if (!rc && !qr_buf_ok(&pool))
+        rc = QR_ENOMEM;
+    if (!rc) {
+        size_t pool_len = 0;
+        a->stop_pool = (char *)qr_buf_steal(&pool, &pool_len);
+        if (!a->stop_pool)
+            rc = QR_ENOMEM;
+    }
+    if (!rc) {
+        a->stop_mask = cap - 1;
+        for (size_t i = 0; i < n; i++) {
+            const char *w = a->stop_pool + offs[i];
+            uint32_t h = az_hash(w, lens[i]);
+            if (lens[i] == 0 || az_stop_has(a, h, w, lens[i]))
+                continue;
+            uint32_t j = h & a->stop_mask;
+            while (a->stop[j].len)
+                j = (j + 1) & a->stop_mask;
+            a->stop[j] = (AzStopEntry){.hash = h, .len = (uint32_t)lens[i], .word = w};
+        }
+    }
+    qr_buf_free(&pool);
+    qr_free(offs);
+    qr_free(lens);
+    if (rc == QR_ENOMEM)
+        qr_error_set(err, QR_ENOMEM, "out of memory building the stop-word set");
+    return rc;
+}
+
+static bool az_is_none(const char *lang) { return !lang || !*lang || strcmp(lang, "none") == 0; }
+
+static int az_bad_language(const char *lang, QrError *err)
+{
+    for (const char **l = sb_stemmer_list(); *l; l++)
+        if (strcmp(*l, lang) == 0)
+            return qr_error_set(err, QR_ENOMEM, "out of memory creating the %s stemmer", lang);
+    qr_error_set(err, QR_EINVAL, "unknown analyzer language \"%s\"", lang);
+    qr_error_detail(err, "libstemmer has no stemming algorithm of that name");
+    char list[256];
+    size_t o = 0;
+    for (const char **l = sb_stemmer_list(); *l && o < sizeof list; l++) {
+        int w = snprintf(list + o, sizeof list - o, "%s%s", o ? " " : "", *l);
+        if (w < 0)
+            break;
+        o += (size_t)w;
+    }
+    qr_error_hint(err, "use \"none\" or one of: %s", list);
+    return QR_EINVAL;
+}
+
+int analyzer_new(const AnalyzerOpts *opts, Analyzer **out, QrError *err)
+{
+    if (!out)
+        return qr_error_set(err, QR_EINVAL, "analyzer_new needs an output pointer");
+    int rc = az_tables_init(err);
+    if (rc)
+        return rc;
+    const char *lang = opts ? opts->language : NULL;
+    Analyzer *a = qr_calloc(1, sizeof *a);
+    if (!a)
+        return qr_error_set(err, QR_ENOMEM, "out of memory creating an analyzer");
+    a->accent_fold = opts && opts->accent_fold;
+    UErrorCode st = U_ZERO_ERROR;
+    a->nfkc = unorm2_getNFKCInstance(&st);
+    a->nfd = unorm2_getNFDInstance(&st);
+    a->nfc = unorm2_getNFCInstance(&st);
+    if (U_FAILURE(st)) {
+        rc = qr_error_set(err, QR_EINTERNAL, "ICU normalization data unavailable: %s",
+                          u_errorName(st));
+        goto fail;
+    }
+    a->tok = qr_malloc(AZ_TOK_INIT);
+    a->u16[0] = qr_malloc(AZ_U16_INIT * sizeof(UChar));
+    a->u16[1] = qr_malloc(AZ_U16_INIT * sizeof(UChar));
+    if (!a->tok || !a->u16[0] || !a->u16[1]) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory creating an analyzer");
+        goto fail;
+    }
+    a->tok_cap = AZ_TOK_INIT;
+    a->u16_cap[0] = a->u16_cap[1] = AZ_U16_INIT;
+    if (!az_is_none(lang)) {
+        a->stemmer = sb_stemmer_new(lang, "UTF_8");
+        if (!a->stemmer) {
+            rc = az_bad_language(lang, err);
+            goto fail;
+        }
+        a->stem_cache = qr_calloc(AZ_STEM_SLOTS, sizeof *a->stem_cache);
+        if (!a->stem_cache) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory creating the stem cache");
+            goto fail;
+        }
+    }
+    const char *const *list = opts && opts->stopwords && !az_is_none(lang)
+                                  ? az_stopwords_for(lang) : NULL;
+    if (list && (rc = az_stop_build(a, list, err)) != 0)
+        goto fail;
+    *out = a;
+    return QR_OK;
+fail:
+    analyzer_free(a);
+    return rc;
+}
+
+void analyzer_free(Analyzer *a)
+{
+    if (!a)
+        return;
+    sb_stemmer_delete(a->stemmer);
+    ubrk_close(a->bi);
+    qr_free(a->stop);
+    qr_free(a->stop_pool);
+    qr_free(a->stem_cache);
+    qr_free(a->tok);
+    qr_free(a->u16[0]);
+    qr_free(a->u16[1]);
+    qr_free(a);
+}
+
+int analyzer_run_n(Analyzer *a, const char *text, size_t len, uint32_t pos_base,
+                   unsigned flags, TokenSink sink, void *ctx, uint32_t *n_pos, QrError *err)
+{
+    if (!a || !sink || (!text && len))
+        return qr_error_set(err, QR_EINVAL, "analyzer_run needs an analyzer, a sink and text");
+    if (len > UINT32_MAX) {
+        qr_error_set(err, QR_ELIMIT, "text of %zu bytes is too long to analyze", len);
+        qr_error_hint(err, "the limit is 4 GiB per value");
+        return QR_ELIMIT;
+    }
+    AzRun r = {.a = a, .text = (const uint8_t *)text, .len = len, .pos_base = pos_base,
+               .flags = flags, .sink = sink, .ctx = ctx, .err = err};
+    r.use_stop = a->stop && !(flags & ANALYZE_KEEP_STOPWORDS);
+    r.use_stem = a->stemmer && !(flags & ANALYZE_NO_STEM);
+    int rc = 0;
+    if ((flags & ANALYZE_FORCE_ICU) || !az_fast_available()) {
+        rc = az_icu_span(&r, 0, len);
+    } else {
+        for (size_t i = 0; i < len;) {
+            bool bail = false;
+            size_t b = 0, bad = 0;
+            rc = az_fast_scan(&r, i, &bail, &b, &bad);
+            if (rc || !bail)
+                break;
+            size_t e = az_span_end(r.text, len, bad);
+            a->stats.fallbacks++;
+            rc = az_icu_span(&r, b, e);
+            if (rc)
+                break;
+            i = e;
+        }
+    }
+    if (!r.fail_code && n_pos)
+        *n_pos = (uint32_t)r.n_words;
+    return rc;
+}
+
+int analyzer_run(Analyzer *a, const char *text, size_t len, uint32_t pos_base, unsigned flags,
+                 TokenSink sink, void *ctx, QrError *err)
+{
+    return analyzer_run_n(a, text, len, pos_base, flags, sink, ctx, NULL, err);
+}
+
+const char *const *analyzer_languages(void) { return (const char *const *)sb_stemmer_list(); }
+
+bool analyzer_has_stopwords(const char *language)
+{
+    return !az_is_none(language) && az_stopwords_for(language) != NULL;
+}
+
+void analyzer_stats(const Analyzer *a, AnalyzerStats *out)
+{
+    if (a && out)
+        *out = a->stats;
+}
