@@ -11,7 +11,7 @@
 
 CC       ?= cc
 CSTD      = -std=c11 -D_GNU_SOURCE
-WARN      = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes
+WARN      = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wno-missing-field-initializers
 OPT      ?= -O2 -g
 PKGS      = icu-uc icu-i18n libcjson snappy libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

@@ -46,6 +46,7 @@ typedef struct TableOpts {
     bool background_merge;         /* run the merge thread (default true) */
     int merge_factor;              /* segments per tier before merging (default 8) */
     bool salvage;                  /* open with damaged segments left out (reported) */
+    bool read_only;                /* no WAL writer, no merges, no checkpoints (replay only) */
 } TableOpts;
 
 void table_opts_default(TableOpts *o);

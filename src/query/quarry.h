@@ -92,6 +92,7 @@ typedef struct QrSearchReq {
     int limit;                /* hits to return (default 10) */
     int offset;               /* hits to skip */
     bool count_only;          /* total only, no hits, no scoring */
+    bool unordered;           /* hits in doc order, unscored ("all ids"); total exact */
     bool skip_total;          /* ranked hits only: total stays 0 (saves a counting pass) */
     bool snippets;            /* compute a snippet per hit */
     bool fetch_docs;          /* include the stored document per hit */

@@ -31,6 +31,9 @@ typedef struct IngestOpts {
     size_t max_line_bytes;      /* longest accepted line (default 16 MiB) */
     /* called for each rejected line (may be NULL) */
     void (*on_error)(void *arg, uint64_t line, const QrError *e);
+    /* called after each successful commit: lines consumed so far (every
+     * document on them is durable and visible) and documents acknowledged */
+    void (*on_commit)(void *arg, uint64_t lines, uint64_t acked);
     void *arg;
 } IngestOpts;
 

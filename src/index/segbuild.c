@@ -1,0 +1,817 @@
+/*
+ * segbuild.c — the in-memory segment: documents accumulate here (analyzed,
+ * inverted, columns typed) until segb_finish writes an immutable segment.
+ *
+ * Layer: index/.  Calls analyzer, postings, termdict (index/) and sfile,
+ * docstore, column, schema (store/).
+ *
+ * Inversion: each term of the builder has a small growable byte buffer of
+ * varint-coded postings (doc delta, freq, position deltas).  A document's
+ * tokens are gathered per field as (term id << 32 | position) pairs, sorted
+ * so each term's positions are contiguous, then appended to the terms'
+ * buffers.  segb_finish sorts the terms by key and streams them through the
+ * postings and term-dictionary writers.
+ */
+#include "index/segment.h"
+#include "index/analyzer.h"
+#include "index/seg_int.h"
+#include "store/mem.h"
+#include "store/sfile.h"
+#include "store/util.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- primary keys ---- */
+
+size_t pk_encode(const cJSON *v, uint8_t *out, QrError *err)
+{
+    if (cJSON_IsString(v)) {
+        size_t n = strlen(v->valuestring);
+        if (n == 0) {
+            qr_error_set(err, QR_ECONSTRAINT, "primary key is an empty string");
+            return 0;
+        }
+        if (n + 1 > PK_KEY_MAX) {
+            qr_error_set(err, QR_ELIMIT, "primary key is too long (%zu bytes, at most %d)", n,
+                         PK_KEY_MAX - 1);
+            return 0;
+        }
+        out[0] = 's';
+        memcpy(out + 1, v->valuestring, n);
+        return n + 1;
+    }
+    if (cJSON_IsNumber(v)) {
+        double d = v->valuedouble;
+        if (d != floor(d) || fabs(d) > 9007199254740992.0) {
+            qr_error_set(err, QR_ECONSTRAINT, "primary key %g is not an integer", d);
+            return 0;
+        }
+        int64_t i = (int64_t)d;
+        uint64_t u = (uint64_t)i ^ (1ull << 63);
+        out[0] = 'i';
+        for (int k = 0; k < 8; k++)
+            out[1 + k] = (uint8_t)(u >> (56 - 8 * k));
+        return 9;
+    }
+    qr_error_set(err, QR_ECONSTRAINT, "primary key must be a string or an integer");
+    return 0;
+}
+
+void pk_to_json(const uint8_t *key, size_t len, QrBuf *out)
+{
+    if (len == 9 && key[0] == 'i') {
+        uint64_t u = 0;
+        for (int k = 0; k < 8; k++)
+            u = (u << 8) | key[1 + k];
+        int64_t i = (int64_t)(u ^ (1ull << 63));
+        qr_buf_printf(out, "%lld", (long long)i);
+        return;
+    }
+    qr_buf_putc(out, '"');
+    for (size_t i = 1; i < len; i++) {
+        uint8_t c = key[i];
+        if (c == '"' || c == '\\') {
+            qr_buf_putc(out, '\\');
+            qr_buf_putc(out, c);
+        } else if (c < 0x20) {
+            qr_buf_printf(out, "\\u%04x", c);
+        } else {
+            qr_buf_putc(out, c);
+        }
+    }
+    qr_buf_putc(out, '"');
+}
+
+/* ---- hashing ---- */
+
+uint64_t seg_hash_bytes(const void *p, size_t n)
+{
+    /* FNV-1a over 8-byte words, then a final avalanche (splitmix64) */
+    const uint8_t *s = p;
+    uint64_t h = 0xcbf29ce484222325ull ^ n;
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, s, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+        s += 8;
+        n -= 8;
+    }
+    uint64_t w = 0;
+    memcpy(&w, s, n);
+    h = (h ^ w) * 0x100000001b3ull;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    return h;
+}
+
+/* ---- builder ---- */
+
+typedef struct TermEnt {
+    uint32_t key_off;  /* into keys */
+    uint32_t key_len;
+    uint64_t hash;
+    uint32_t df;
+    uint32_t last_doc; /* last doc appended (valid when df > 0) */
+    uint64_t total_tf;
+    uint8_t *post;     /* owns: varint postings */
+    uint32_t post_len, post_cap;
+} TermEnt;
+
+typedef struct ColAcc {
+    ColWriter *w; /* owns; NULL for fields without a column */
+} ColAcc;
+
+struct SegBuilder {
+    const QrSchema *schema;   /* borrows */
+    Analyzer *an[QR_MAX_FIELDS]; /* owns (one per text field; shared pointers not used) */
+    /* terms */
+    TermEnt *terms;           /* owns */
+    uint32_t n_terms, cap_terms;
+    uint32_t *slots;          /* owns: open addressing, term index + 1, 0 = empty */
+    uint32_t n_slots;
+    QrBuf keys;               /* term key bytes */
+    /* per doc scratch */
+    uint64_t *tok;            /* owns: (term << 32 | pos) */
+    size_t n_tok, cap_tok;
+    /* norms */
+    QrBuf norms[QR_MAX_FIELDS]; /* u32 per doc, only for indexed text fields */
+    uint64_t field_total[QR_MAX_FIELDS];
+    uint32_t field_docs[QR_MAX_FIELDS];
+    /* docs, pks, columns */
+    DocStoreWriter *docs;     /* owns */
+    QrBuf pk_bytes;
+    QrBuf pk_offs;            /* u32 offsets, n_docs + 1 */
+    uint32_t *pk_slots;       /* owns: doc + 1 */
+    uint32_t n_pk_slots;
+    ColAcc cols[QR_MAX_FIELDS];
+    roaring_bitmap_t *deleted; /* owns */
+    uint32_t n_docs;
+    uint64_t min_lsn, max_lsn;
+    size_t post_bytes;
+};
+
+static int an_sink(void *ctx, const Token *t);
+
+int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
+{
+    *out = NULL;
+    SegBuilder *b = qr_calloc(1, sizeof *b);
+    if (!b)
+        return qr_error_set(err, QR_ENOMEM, "out of memory creating a segment builder");
+    b->schema = schema;
+    qr_buf_init(&b->keys);
+    qr_buf_init(&b->pk_bytes);
+    qr_buf_init(&b->pk_offs);
+    for (int f = 0; f < schema->n_fields; f++)
+        qr_buf_init(&b->norms[f]);
+    b->n_slots = 1 << 16;
+    b->slots = qr_calloc(b->n_slots, sizeof *b->slots);
+    b->n_pk_slots = 1 << 12;
+    b->pk_slots = qr_calloc(b->n_pk_slots, sizeof *b->pk_slots);
+    b->docs = dsw_new(16 * 1024);
+    b->deleted = roaring_bitmap_create();
+    if (!b->slots || !b->pk_slots || !b->docs || !b->deleted) {
+        segb_free(b);
+        return qr_error_set(err, QR_ENOMEM, "out of memory creating a segment builder");
+    }
+    qr_buf_put_u32(&b->pk_offs, 0);
+    for (int f = 0; f < schema->n_fields; f++) {
+        const QrField *fd = &schema->fields[f];
+        if (fd->type == QR_FT_TEXT && fd->indexed) {
+            AnalyzerOpts o = {.language = fd->language,
+                              .stopwords = fd->stopwords,
+                              .accent_fold = fd->accent_fold};
+            if (analyzer_new(&o, &b->an[f], err) != QR_OK) {
+                segb_free(b);
+                return err ? err->code : QR_EINVAL;
+            }
+        }
+        int ct = seg_column_type(fd);
+        if (ct >= 0) {
+            b->cols[f].w = colw_new((QrColType)ct);
+            if (!b->cols[f].w) {
+                segb_free(b);
+                return qr_error_set(err, QR_ENOMEM, "out of memory creating a column");
+            }
+        }
+    }
+    *out = b;
+    return QR_OK;
+}
+
+void segb_free(SegBuilder *b)
+{
+    if (!b)
+        return;
+    for (int f = 0; f < QR_MAX_FIELDS; f++) {
+        analyzer_free(b->an[f]);
+        if (b->cols[f].w)
+            colw_free(b->cols[f].w);
+        qr_free(b->norms[f].data);
+    }
+    for (uint32_t i = 0; i < b->n_terms; i++)
+        qr_free(b->terms[i].post);
+    qr_free(b->terms);
+    qr_free(b->slots);
+    qr_buf_free(&b->keys);
+    qr_free(b->tok);
+    dsw_free(b->docs);
+    qr_buf_free(&b->pk_bytes);
+    qr_buf_free(&b->pk_offs);
+    qr_free(b->pk_slots);
+    if (b->deleted)
+        roaring_bitmap_free(b->deleted);
+    qr_free(b);
+}
+
+uint32_t segb_n_docs(const SegBuilder *b) { return b->n_docs; }
+uint32_t segb_n_live(const SegBuilder *b)
+{
+    return b->n_docs - (uint32_t)roaring_bitmap_get_cardinality(b->deleted);
+}
+size_t segb_mem_bytes(const SegBuilder *b)
+{
+    return b->post_bytes + b->keys.len + (size_t)b->n_terms * sizeof(TermEnt) +
+           b->pk_bytes.len + (size_t)b->n_docs * 16;
+}
+void segb_set_lsn_range(SegBuilder *b, uint64_t min_lsn, uint64_t max_lsn)
+{
+    b->min_lsn = min_lsn;
+    b->max_lsn = max_lsn;
+}
+
+static bool grow_terms_table(SegBuilder *b)
+{
+    uint32_t ns = b->n_slots * 2;
+    uint32_t *s = qr_calloc(ns, sizeof *s);
+    if (!s)
+        return false;
+    for (uint32_t i = 0; i < b->n_terms; i++) {
+        uint32_t j = (uint32_t)b->terms[i].hash & (ns - 1);
+        while (s[j])
+            j = (j + 1) & (ns - 1);
+        s[j] = i + 1;
+    }
+    qr_free(b->slots);
+    b->slots = s;
+    b->n_slots = ns;
+    return true;
+}
+
+/* Find or add the term with key [field][text]; returns index or -1 (OOM). */
+static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t len)
+{
+    uint8_t kb[1 + 1024];
+    if (len > 1024)
+        len = 1024; /* absurdly long tokens are truncated; ICU rarely yields them */
+    kb[0] = field;
+    memcpy(kb + 1, text, len);
+    uint32_t klen = len + 1;
+    uint64_t h = seg_hash_bytes(kb, klen);
+    uint32_t mask = b->n_slots - 1;
+    uint32_t j = (uint32_t)h & mask;
+    while (b->slots[j]) {
+        TermEnt *t = &b->terms[b->slots[j] - 1];
+        if (t->hash == h && t->key_len == klen && !memcmp(b->keys.data + t->key_off, kb, klen))
+            return b->slots[j] - 1;
+        j = (j + 1) & mask;
+    }
+    if (b->n_terms == b->cap_terms) {
+        uint32_t nc = b->cap_terms ? b->cap_terms * 2 : 4096;
+        TermEnt *nt = qr_realloc(b->terms, nc * sizeof *nt);
+        if (!nt)
+            return -1;
+        b->terms = nt;
+        b->cap_terms = nc;
+    }
+    TermEnt *t = &b->terms[b->n_terms];
+    memset(t, 0, sizeof *t);
+    t->key_off = (uint32_t)b->keys.len;
+    t->key_len = klen;
+    t->hash = h;
+    qr_buf_append(&b->keys, kb, klen);
+    if (!qr_buf_ok(&b->keys))
+        return -1;
+    b->slots[j] = ++b->n_terms;
+    if (b->n_terms * 2 > b->n_slots && !grow_terms_table(b))
+        return -1;
+    return b->n_terms - 1;
+}
+
+static bool post_put(SegBuilder *b, TermEnt *t, uint64_t v)
+{
+    if (t->post_len + 10 > t->post_cap) {
+        uint32_t nc = t->post_cap ? t->post_cap * 2 : 16;
+        uint8_t *np = qr_realloc(t->post, nc);
+        if (!np)
+            return false;
+        b->post_bytes += nc - t->post_cap;
+        t->post = np;
+        t->post_cap = nc;
+    }
+    t->post_len += (uint32_t)qr_varint_encode(t->post + t->post_len, v);
+    return true;
+}
+
+typedef struct SinkCtx {
+    SegBuilder *b;
+    uint8_t field;
+    uint32_t n_tokens;
+    bool oom;
+} SinkCtx;
+
+static int an_sink(void *ctx, const Token *t)
+{
+    SinkCtx *sc = ctx;
+    SegBuilder *b = sc->b;
+    int64_t id = term_id(b, sc->field, t->text, t->len);
+    if (id < 0) {
+        sc->oom = true;
+        return QR_ENOMEM;
+    }
+    if (b->n_tok == b->cap_tok) {
+        size_t nc = b->cap_tok ? b->cap_tok * 2 : 1024;
+        uint64_t *nt = qr_realloc(b->tok, nc * sizeof *nt);
+        if (!nt) {
+            sc->oom = true;
+            return QR_ENOMEM;
+        }
+        b->tok = nt;
+        b->cap_tok = nc;
+    }
+    b->tok[b->n_tok++] = ((uint64_t)id << 32) | t->pos;
+    sc->n_tokens++;
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Analyze one text value (string or array of strings) into b->tok. */
+static int analyze_value(SegBuilder *b, int f, const cJSON *v, SinkCtx *sc, QrError *err)
+{
+    uint32_t pos = 0;
+    const cJSON *e = cJSON_IsArray(v) ? v->child : v;
+    for (; e; e = cJSON_IsArray(v) ? e->next : NULL) {
+        if (!cJSON_IsString(e))
+            continue; /* validated earlier */
+        uint32_t n_pos = 0;
+        int rc = analyzer_run_n(b->an[f], e->valuestring, strlen(e->valuestring), pos, 0, an_sink,
+                                sc, &n_pos, err);
+        if (rc != QR_OK)
+            return sc->oom ? qr_error_set(err, QR_ENOMEM, "out of memory indexing a document")
+                           : rc;
+        pos += n_pos + 100; /* gap between array values: no phrase spans two */
+    }
+    return QR_OK;
+}
+
+/* Flush b->tok (one field of doc) into the term postings. */
+static int invert_tokens(SegBuilder *b, uint32_t doc)
+{
+    if (b->n_tok == 0)
+        return QR_OK;
+    qsort(b->tok, b->n_tok, sizeof *b->tok, cmp_u64);
+    size_t i = 0;
+    while (i < b->n_tok) {
+        uint32_t id = (uint32_t)(b->tok[i] >> 32);
+        size_t j = i;
+        while (j < b->n_tok && (uint32_t)(b->tok[j] >> 32) == id)
+            j++;
+        TermEnt *t = &b->terms[id];
+        uint32_t delta = t->df ? doc - t->last_doc : doc;
+        if (!post_put(b, t, delta) || !post_put(b, t, j - i))
+            return QR_ENOMEM;
+        uint32_t prev = 0;
+        for (size_t k = i; k < j; k++) {
+            uint32_t p = (uint32_t)b->tok[k];
+            if (!post_put(b, t, p - prev))
+                return QR_ENOMEM;
+            prev = p;
+        }
+        t->df++;
+        t->last_doc = doc;
+        t->total_tf += j - i;
+        i = j;
+    }
+    b->n_tok = 0;
+    return QR_OK;
+}
+
+/* Column type for a field, or -1 when the field has no column. */
+int seg_column_type(const QrField *f)
+{
+    switch (f->type) {
+    case QR_FT_KEYWORD: return QR_COL_KEYWORD;
+    case QR_FT_INT: return QR_COL_INT64;
+    case QR_FT_FLOAT: return QR_COL_FLOAT64;
+    case QR_FT_BOOL: return QR_COL_BOOL;
+    case QR_FT_TIMESTAMP: return QR_COL_TIMESTAMP;
+    case QR_FT_TEXT: return f->column ? QR_COL_KEYWORD : -1;
+    }
+    return -1;
+}
+
+int seg_value_check(const QrField *f, const cJSON *v, SegValue *out, QrError *err)
+{
+    out->is_null = true;
+    if (!v || cJSON_IsNull(v))
+        return QR_OK;
+    switch (f->type) {
+    case QR_FT_TEXT:
+        if (cJSON_IsString(v)) {
+            out->is_null = false;
+            out->s = v->valuestring;
+            out->n = strlen(v->valuestring);
+            return QR_OK;
+        }
+        if (cJSON_IsArray(v)) {
+            const cJSON *e;
+            cJSON_ArrayForEach(e, v) if (!cJSON_IsString(e) && !cJSON_IsNull(e)) goto bad;
+            out->is_null = false;
+            out->s = v->child && cJSON_IsString(v->child) ? v->child->valuestring : "";
+            out->n = strlen(out->s);
+            return QR_OK;
+        }
+        goto bad;
+    case QR_FT_KEYWORD:
+        if (!cJSON_IsString(v))
+            goto bad;
+        out->is_null = false;
+        out->s = v->valuestring;
+        out->n = strlen(v->valuestring);
+        return QR_OK;
+    case QR_FT_INT: {
+        if (!cJSON_IsNumber(v))
+            goto bad;
+        double d = v->valuedouble;
+        if (d != floor(d) || fabs(d) > 9.2e18)
+            goto bad;
+        out->is_null = false;
+        out->i = (int64_t)d;
+        return QR_OK;
+    }
+    case QR_FT_FLOAT:
+        if (!cJSON_IsNumber(v))
+            goto bad;
+        out->is_null = false;
+        out->d = v->valuedouble;
+        return QR_OK;
+    case QR_FT_BOOL:
+        if (!cJSON_IsBool(v))
+            goto bad;
+        out->is_null = false;
+        out->b = cJSON_IsTrue(v);
+        return QR_OK;
+    case QR_FT_TIMESTAMP:
+        if (cJSON_IsString(v)) {
+            if (!qr_parse_timestamp(v->valuestring, strlen(v->valuestring), &out->i)) {
+                qr_error_set(err, QR_ETYPE, "invalid timestamp \"%.64s\" for field \"%s\"",
+                             v->valuestring, f->name);
+                qr_error_hint(err, "use ISO 8601 (2025-01-15 or 2025-01-15T10:00:00Z) or epoch "
+                                   "seconds");
+                return QR_ETYPE;
+            }
+            out->is_null = false;
+            return QR_OK;
+        }
+        if (cJSON_IsNumber(v) && fabs(v->valuedouble) < 1e13) {
+            out->is_null = false;
+            out->i = (int64_t)llround(v->valuedouble * 1e6);
+            return QR_OK;
+        }
+        goto bad;
+    }
+bad:
+    qr_error_set(err, QR_ETYPE, "field \"%s\" expects %s, got %s", f->name,
+                 f->type == QR_FT_TEXT ? "a string or an array of strings"
+                 : f->type == QR_FT_KEYWORD ? "a string"
+                 : f->type == QR_FT_INT ? "an integer"
+                 : f->type == QR_FT_FLOAT ? "a number"
+                 : f->type == QR_FT_BOOL ? "true or false"
+                                          : "a timestamp",
+                 cJSON_IsString(v) ? "a string"
+                 : cJSON_IsNumber(v) ? "a number"
+                 : cJSON_IsBool(v) ? "a boolean"
+                 : cJSON_IsArray(v) ? "an array"
+                 : cJSON_IsObject(v) ? "an object"
+                                     : "another value");
+    return QR_ETYPE;
+}
+
+static uint32_t *pk_slot(SegBuilder *b, const uint8_t *key, size_t len, uint64_t h)
+{
+    uint32_t mask = b->n_pk_slots - 1;
+    uint32_t j = (uint32_t)h & mask;
+    const uint32_t *offs = (const uint32_t *)b->pk_offs.data;
+    while (b->pk_slots[j]) {
+        uint32_t d = b->pk_slots[j] - 1;
+        if (offs[d + 1] - offs[d] == len && !memcmp(b->pk_bytes.data + offs[d], key, len))
+            return &b->pk_slots[j];
+        j = (j + 1) & mask;
+    }
+    return &b->pk_slots[j];
+}
+
+static bool grow_pk_table(SegBuilder *b)
+{
+    uint32_t ns = b->n_pk_slots * 2;
+    uint32_t *s = qr_calloc(ns, sizeof *s);
+    if (!s)
+        return false;
+    const uint32_t *offs = (const uint32_t *)b->pk_offs.data;
+    for (uint32_t d = 0; d < b->n_docs; d++) {
+        uint64_t h = seg_hash_bytes(b->pk_bytes.data + offs[d], offs[d + 1] - offs[d]);
+        uint32_t j = (uint32_t)h & (ns - 1);
+        while (s[j])
+            j = (j + 1) & (ns - 1);
+        s[j] = d + 1;
+    }
+    qr_free(b->pk_slots);
+    b->pk_slots = s;
+    b->n_pk_slots = ns;
+    return true;
+}
+
+bool segb_delete_key(SegBuilder *b, const uint8_t *key, size_t len)
+{
+    uint32_t *slot = pk_slot(b, key, len, seg_hash_bytes(key, len));
+    if (!*slot)
+        return false;
+    uint32_t d = *slot - 1;
+    if (roaring_bitmap_contains(b->deleted, d))
+        return false;
+    roaring_bitmap_add(b->deleted, d);
+    return true;
+}
+
+int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uint32_t *doc_out,
+             QrError *err)
+{
+    const QrSchema *s = b->schema;
+    if (!cJSON_IsObject(root))
+        return qr_error_set(err, QR_ETYPE, "document is not a JSON object");
+    if (b->n_docs >= SEG_MAX_DOCS)
+        return qr_error_set(err, QR_ELIMIT, "segment is full");
+    const cJSON *pkv = cJSON_GetObjectItemCaseSensitive(root, s->primary_key);
+    if (!pkv || cJSON_IsNull(pkv)) {
+        qr_error_set(err, QR_ECONSTRAINT, "document has no primary key \"%s\"", s->primary_key);
+        qr_error_hint(err, "every document needs a \"%s\" field (a string or an integer)",
+                      s->primary_key);
+        return QR_ECONSTRAINT;
+    }
+    uint8_t key[PK_KEY_MAX];
+    size_t klen = pk_encode(pkv, key, err);
+    if (!klen)
+        return err ? err->code : QR_ECONSTRAINT;
+    /* validate every field before touching any structure */
+    SegValue vals[QR_MAX_FIELDS];
+    const cJSON *raw[QR_MAX_FIELDS];
+    for (int f = 0; f < s->n_fields; f++) {
+        raw[f] = cJSON_GetObjectItemCaseSensitive(root, s->fields[f].name);
+        int rc = seg_value_check(&s->fields[f], raw[f], &vals[f], err);
+        if (rc != QR_OK)
+            return rc;
+    }
+    uint32_t doc = b->n_docs;
+    /* text fields: analyze and invert */
+    for (int f = 0; f < s->n_fields; f++) {
+        if (!b->an[f])
+            continue;
+        SinkCtx sc = {.b = b, .field = (uint8_t)f};
+        b->n_tok = 0;
+        if (!vals[f].is_null) {
+            int rc = analyze_value(b, f, raw[f], &sc, err);
+            if (rc == QR_OK && invert_tokens(b, doc) != QR_OK)
+                rc = qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
+            if (rc != QR_OK) {
+                /* A failure here leaves earlier fields' postings for `doc`
+                 * in place: the builder is poisoned; the caller discards it. */
+                b->n_tok = 0;
+                return rc;
+            }
+        }
+        uint32_t ntok = sc.n_tokens;
+        qr_buf_put_u32(&b->norms[f], ntok);
+        b->field_total[f] += ntok;
+        if (ntok)
+            b->field_docs[f]++;
+    }
+    /* columns */
+    for (int f = 0; f < s->n_fields; f++) {
+        ColWriter *w = b->cols[f].w;
+        if (!w)
+            continue;
+        const SegValue *v = &vals[f];
+        int rc;
+        if (v->is_null)
+            rc = colw_add_null(w);
+        else
+            switch (s->fields[f].type) {
+            case QR_FT_INT:
+            case QR_FT_TIMESTAMP: rc = colw_add_int(w, v->i); break;
+            case QR_FT_FLOAT: rc = colw_add_float(w, v->d); break;
+            case QR_FT_BOOL: rc = colw_add_bool(w, v->b); break;
+            default: rc = colw_add_str(w, v->s, v->n); break;
+            }
+        if (rc != QR_OK)
+            return qr_error_set(err, QR_ENOMEM, "out of memory adding to column \"%s\"",
+                                s->fields[f].name);
+    }
+    /* stored doc + pk */
+    if (dsw_add(b->docs, json, len, err) != QR_OK)
+        return err ? err->code : QR_ENOMEM;
+    uint64_t h = seg_hash_bytes(key, klen);
+    uint32_t *slot = pk_slot(b, key, klen, h);
+    if (*slot)
+        roaring_bitmap_add(b->deleted, *slot - 1);
+    qr_buf_append(&b->pk_bytes, key, klen);
+    qr_buf_put_u32(&b->pk_offs, (uint32_t)b->pk_bytes.len);
+    if (!qr_buf_ok(&b->pk_bytes) || !qr_buf_ok(&b->pk_offs))
+        return qr_error_set(err, QR_ENOMEM, "out of memory storing a primary key");
+    *slot = doc + 1;
+    b->n_docs++;
+    if (b->n_docs * 2 > b->n_pk_slots && !grow_pk_table(b))
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    if (doc_out)
+        *doc_out = doc;
+    return QR_OK;
+}
+
+/* ---- finish ---- */
+
+static const SegBuilder *sort_ctx;
+static int cmp_term_keys(const void *a, const void *b)
+{
+    const TermEnt *x = &sort_ctx->terms[*(const uint32_t *)a];
+    const TermEnt *y = &sort_ctx->terms[*(const uint32_t *)b];
+    uint32_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int c = memcmp(sort_ctx->keys.data + x->key_off, sort_ctx->keys.data + y->key_off, n);
+    if (c)
+        return c;
+    return (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int seg_write_pk_section(const uint8_t *bytes, const uint32_t *offs, uint32_t n_docs, QrBuf *out,
+                         QrError *err)
+{
+    uint32_t *sorted = qr_malloc(((size_t)n_docs + 1) * sizeof *sorted);
+    if (!sorted)
+        return qr_error_set(err, QR_ENOMEM, "out of memory writing primary keys");
+    for (uint32_t i = 0; i < n_docs; i++)
+        sorted[i] = i;
+    seg_sort_docs_by_key(sorted, n_docs, bytes, offs);
+    qr_buf_put_u32(out, n_docs);
+    qr_buf_append(out, offs, ((size_t)n_docs + 1) * 4);
+    qr_buf_append(out, sorted, (size_t)n_docs * 4);
+    qr_buf_append(out, bytes, offs[n_docs]);
+    qr_free(sorted);
+    return qr_buf_ok(out) ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
+int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t **deleted_out,
+                QrError *err)
+{
+    const QrSchema *s = b->schema;
+    int rc = QR_OK;
+    uint32_t *order = NULL;
+    PostingsWriter *pw = NULL;
+    TermDictWriter *tw = NULL;
+    SfileWriter *sw = NULL;
+    QrBuf docs_s, pos_s, dict, tmp;
+    qr_buf_init(&docs_s);
+    qr_buf_init(&pos_s);
+    qr_buf_init(&dict);
+    qr_buf_init(&tmp);
+    uint32_t *posbuf = NULL;
+    size_t posbuf_cap = 0;
+
+    order = qr_malloc(((size_t)b->n_terms + 1) * sizeof *order);
+    pw = postw_new(true);
+    tw = tdw_new();
+    sw = sfw_new(SEG_FILE_KIND, SEG_FORMAT_VERSION);
+    if (!order || !pw || !tw || !sw) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory writing a segment");
+        goto done;
+    }
+    for (uint32_t i = 0; i < b->n_terms; i++)
+        order[i] = i;
+    pthread_mutex_lock(&sort_lock);
+    sort_ctx = b;
+    qsort(order, b->n_terms, sizeof *order, cmp_term_keys);
+    pthread_mutex_unlock(&sort_lock);
+
+    for (uint32_t oi = 0; oi < b->n_terms; oi++) {
+        TermEnt *t = &b->terms[order[oi]];
+        const uint8_t *key = b->keys.data + t->key_off;
+        const uint32_t *norms = (const uint32_t *)b->norms[key[0]].data;
+        postw_begin_term(pw);
+        QrReader r;
+        qr_rd_init(&r, t->post, t->post_len);
+        uint32_t doc = 0;
+        for (uint32_t k = 0; k < t->df; k++) {
+            doc += (uint32_t)qr_rd_varint(&r);
+            uint32_t freq = (uint32_t)qr_rd_varint(&r);
+            if (freq > posbuf_cap) {
+                size_t nc = freq * 2;
+                uint32_t *np = qr_realloc(posbuf, nc * sizeof *np);
+                if (!np) {
+                    rc = qr_error_set(err, QR_ENOMEM, "out of memory writing a segment");
+                    goto done;
+                }
+                posbuf = np;
+                posbuf_cap = nc;
+            }
+            uint32_t p = 0;
+            for (uint32_t q = 0; q < freq; q++) {
+                p += (uint32_t)qr_rd_varint(&r);
+                posbuf[q] = p;
+            }
+            if ((rc = postw_add(pw, doc, freq, posbuf, norms[doc], err)) != QR_OK)
+                goto done;
+        }
+        if (r.bad) {
+            rc = qr_error_set(err, QR_EINTERNAL, "in-memory postings damaged");
+            goto done;
+        }
+        TermPostings tp;
+        if ((rc = postw_end_term(pw, &docs_s, &pos_s, &tp, err)) != QR_OK)
+            goto done;
+        if ((rc = tdw_add(tw, key, t->key_len, &tp, err)) != QR_OK)
+            goto done;
+        /* release the in-memory postings as we go: peak memory stays flat */
+        qr_free(t->post);
+        t->post = NULL;
+        t->post_len = t->post_cap = 0;
+    }
+    if ((rc = tdw_finish(tw, &dict, err)) != QR_OK)
+        goto done;
+
+    /* meta */
+    seg_meta_write(&tmp, b->n_docs, s->n_fields, b->field_total, b->field_docs, b->min_lsn,
+                   b->max_lsn);
+    if ((rc = sfw_add_buf(sw, SEC_META, &tmp, err)) != QR_OK)
+        goto done;
+    if ((rc = sfw_add_buf(sw, SEC_TERMS, &dict, err)) != QR_OK ||
+        (rc = sfw_add_buf(sw, SEC_POSTINGS, &docs_s, err)) != QR_OK ||
+        (rc = sfw_add_buf(sw, SEC_POSITIONS, &pos_s, err)) != QR_OK)
+        goto done;
+    qr_buf_init(&tmp);
+    if ((rc = dsw_finish(b->docs, &tmp, err)) != QR_OK ||
+        (rc = sfw_add_buf(sw, SEC_DOCS, &tmp, err)) != QR_OK)
+        goto done;
+    qr_buf_init(&tmp);
+    if ((rc = seg_write_pk_section(b->pk_bytes.data, (const uint32_t *)b->pk_offs.data, b->n_docs,
+                                   &tmp, err)) != QR_OK ||
+        (rc = sfw_add_buf(sw, SEC_PK, &tmp, err)) != QR_OK)
+        goto done;
+    for (int f = 0; f < s->n_fields; f++) {
+        if (b->an[f]) {
+            qr_buf_init(&tmp);
+            qr_buf_append(&tmp, b->norms[f].data, b->norms[f].len);
+            if (!qr_buf_ok(&tmp)) {
+                rc = qr_error_set(err, QR_ENOMEM, "out of memory writing norms");
+                goto done;
+            }
+            if ((rc = sfw_add_buf(sw, SEC_NORMS + f, &tmp, err)) != QR_OK)
+                goto done;
+        }
+        if (b->cols[f].w) {
+            qr_buf_init(&tmp);
+            if ((rc = colw_finish(b->cols[f].w, &tmp, err)) != QR_OK ||
+                (rc = sfw_add_buf(sw, SEC_COLUMN + f, &tmp, err)) != QR_OK)
+                goto done;
+        }
+    }
+    rc = sfw_finish(sw, path, do_fsync, err);
+    sw = NULL;
+    if (rc == QR_OK && deleted_out) {
+        *deleted_out = roaring_bitmap_copy(b->deleted);
+        if (!*deleted_out)
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+done:
+    qr_free(order);
+    qr_free(posbuf);
+    postw_free(pw);
+    tdw_free(tw);
+    sfw_free(sw);
+    qr_buf_free(&docs_s);
+    qr_buf_free(&pos_s);
+    qr_buf_free(&dict);
+    qr_buf_free(&tmp);
+    return rc;
+}

@@ -1,0 +1,642 @@
+/*
+ * segment.c — opening and reading an immutable segment, and merging
+ * segments term by term.
+ *
+ * Layer: index/.  Calls sfile, docstore, column (store/), postings and
+ * termdict (index/).
+ *
+ * SEC_META layout (varints): n_docs, n_fields, then per field
+ * (total_len, n_docs), then min_lsn, max_lsn.
+ * SEC_PK layout: u32 n | u32 offs[n+1] | u32 sorted[n] | key bytes, where
+ * key of doc d = bytes[offs[d] .. offs[d+1]) and `sorted` lists docs in
+ * key order (binary search for lookups).
+ */
+#include "index/seg_int.h"
+#include "store/mem.h"
+#include "store/sfile.h"
+#include "store/util.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct Segment {
+    _Atomic int refs;
+    uint64_t id;
+    char *path;            /* owns */
+    Sfile *sf;             /* owns a reference */
+    uint32_t n_docs;
+    uint64_t min_lsn, max_lsn;
+    int n_fields;
+    SegFieldStats fstats[QR_MAX_FIELDS];
+    TermDict *td;          /* owns */
+    const uint8_t *post;   /* borrows from sf */
+    size_t post_len;
+    const uint8_t *pos;
+    size_t pos_len;
+    DocStore *ds;          /* owns */
+    const uint32_t *pk_offs, *pk_sorted; /* borrow from sf */
+    const uint8_t *pk_bytes;
+    size_t pk_bytes_len;
+    const uint32_t *norms[QR_MAX_FIELDS]; /* borrow from sf */
+    Column *cols[QR_MAX_FIELDS];          /* own */
+    uint64_t file_bytes;
+};
+
+void seg_meta_write(QrBuf *out, uint32_t n_docs, int n_fields, const uint64_t *field_total,
+                    const uint32_t *field_docs, uint64_t min_lsn, uint64_t max_lsn)
+{
+    qr_buf_put_varint(out, n_docs);
+    qr_buf_put_varint(out, (uint64_t)n_fields);
+    for (int f = 0; f < n_fields; f++) {
+        qr_buf_put_varint(out, field_total[f]);
+        qr_buf_put_varint(out, field_docs[f]);
+    }
+    qr_buf_put_varint(out, min_lsn);
+    qr_buf_put_varint(out, max_lsn);
+}
+
+static const uint8_t *sort_bytes;
+static const uint32_t *sort_offs;
+static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    if (c)
+        return c;
+    return (an > bn) - (an < bn);
+}
+
+static int cmp_doc_keys(const void *x, const void *y)
+{
+    uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+    int c = key_cmp(sort_bytes + sort_offs[a], sort_offs[a + 1] - sort_offs[a],
+                    sort_bytes + sort_offs[b], sort_offs[b + 1] - sort_offs[b]);
+    return c ? c : (a > b) - (a < b);
+}
+
+void seg_sort_docs_by_key(uint32_t *docs, uint32_t n, const uint8_t *bytes, const uint32_t *offs)
+{
+    pthread_mutex_lock(&sort_lock);
+    sort_bytes = bytes;
+    sort_offs = offs;
+    qsort(docs, n, sizeof *docs, cmp_doc_keys);
+    pthread_mutex_unlock(&sort_lock);
+}
+
+static int corrupt(QrError *err, const char *path, const char *what)
+{
+    qr_error_set(err, QR_ECORRUPT, "segment file \"%s\" is damaged: %s", path, what);
+    qr_error_hint(err, "run quarry check; restore from a backup or open with --salvage");
+    return QR_ECORRUPT;
+}
+
+int seg_open(const char *path, uint64_t id, Segment **out, QrError *err)
+{
+    *out = NULL;
+    Segment *s = qr_calloc(1, sizeof *s);
+    if (!s)
+        return qr_error_set(err, QR_ENOMEM, "out of memory opening a segment");
+    atomic_init(&s->refs, 1);
+    s->id = id;
+    s->path = qr_strdup(path);
+    int rc;
+    if (!s->path) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if ((rc = sf_open(path, SEG_FILE_KIND, &s->sf, err)) != QR_OK)
+        goto fail;
+    struct stat st;
+    if (stat(path, &st) == 0)
+        s->file_bytes = (uint64_t)st.st_size;
+    const uint8_t *p;
+    size_t n;
+    /* meta */
+    if (!sf_section(s->sf, SEC_META, &p, &n)) {
+        rc = corrupt(err, path, "no meta section");
+        goto fail;
+    }
+    QrReader r;
+    qr_rd_init(&r, p, n);
+    uint64_t nd = qr_rd_varint(&r), nf = qr_rd_varint(&r);
+    if (r.bad || nd > SEG_MAX_DOCS || nf > QR_MAX_FIELDS) {
+        rc = corrupt(err, path, "bad meta section");
+        goto fail;
+    }
+    s->n_docs = (uint32_t)nd;
+    s->n_fields = (int)nf;
+    for (int f = 0; f < s->n_fields; f++) {
+        s->fstats[f].total_len = qr_rd_varint(&r);
+        s->fstats[f].n_docs = (uint32_t)qr_rd_varint(&r);
+    }
+    s->min_lsn = qr_rd_varint(&r);
+    s->max_lsn = qr_rd_varint(&r);
+    if (!qr_rd_done(&r)) {
+        rc = corrupt(err, path, "bad meta section");
+        goto fail;
+    }
+    /* terms and postings */
+    if (!sf_section(s->sf, SEC_TERMS, &p, &n)) {
+        rc = corrupt(err, path, "no term dictionary");
+        goto fail;
+    }
+    if ((rc = td_open(p, n, &s->td, err)) != QR_OK)
+        goto fail;
+    if (!sf_section(s->sf, SEC_POSTINGS, &s->post, &s->post_len) ||
+        !sf_section(s->sf, SEC_POSITIONS, &s->pos, &s->pos_len)) {
+        rc = corrupt(err, path, "no postings");
+        goto fail;
+    }
+    /* docs */
+    if (!sf_section(s->sf, SEC_DOCS, &p, &n)) {
+        rc = corrupt(err, path, "no document store");
+        goto fail;
+    }
+    if ((rc = ds_open(p, n, &s->ds, err)) != QR_OK)
+        goto fail;
+    if (ds_count(s->ds) != s->n_docs) {
+        rc = corrupt(err, path, "document count disagrees with the meta section");
+        goto fail;
+    }
+    /* primary keys */
+    if (!sf_section(s->sf, SEC_PK, &p, &n) || n < 4) {
+        rc = corrupt(err, path, "no primary key section");
+        goto fail;
+    }
+    uint32_t pkn = qr_get_u32le(p);
+    size_t need = 4 + ((size_t)pkn + 1) * 4 + (size_t)pkn * 4;
+    if (pkn != s->n_docs || n < need) {
+        rc = corrupt(err, path, "bad primary key section");
+        goto fail;
+    }
+    s->pk_offs = (const uint32_t *)(p + 4);
+    s->pk_sorted = s->pk_offs + pkn + 1;
+    s->pk_bytes = p + need;
+    s->pk_bytes_len = n - need;
+    for (uint32_t d = 0; d < pkn; d++)
+        if (s->pk_offs[d] > s->pk_offs[d + 1] || s->pk_sorted[d] >= pkn) {
+            rc = corrupt(err, path, "bad primary key offsets");
+            goto fail;
+        }
+    if (s->pk_offs[0] != 0 || s->pk_offs[pkn] != s->pk_bytes_len) {
+        rc = corrupt(err, path, "bad primary key offsets");
+        goto fail;
+    }
+    /* norms and columns */
+    for (int f = 0; f < s->n_fields; f++) {
+        if (sf_section(s->sf, SEC_NORMS + f, &p, &n)) {
+            if (n != (size_t)s->n_docs * 4) {
+                rc = corrupt(err, path, "bad norms section");
+                goto fail;
+            }
+            s->norms[f] = (const uint32_t *)p;
+        }
+        if (sf_section(s->sf, SEC_COLUMN + f, &p, &n)) {
+            char name[32];
+            snprintf(name, sizeof name, "field %d", f);
+            s->cols[f] = col_open(p, n, name, err);
+            if (!s->cols[f]) {
+                rc = err && err->code ? err->code : QR_ECORRUPT;
+                goto fail;
+            }
+            if (col_rows(s->cols[f]) != s->n_docs) {
+                rc = corrupt(err, path, "column row count disagrees with the meta section");
+                goto fail;
+            }
+        }
+    }
+    *out = s;
+    return QR_OK;
+fail:
+    seg_unref(s);
+    return rc;
+}
+
+Segment *seg_ref(Segment *s)
+{
+    atomic_fetch_add(&s->refs, 1);
+    return s;
+}
+
+void seg_unref(Segment *s)
+{
+    if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
+        return;
+    for (int f = 0; f < QR_MAX_FIELDS; f++)
+        if (s->cols[f])
+            col_close(s->cols[f]);
+    ds_close(s->ds);
+    td_close(s->td);
+    if (s->sf)
+        sf_unref(s->sf);
+    qr_free(s->path);
+    qr_free(s);
+}
+
+uint64_t seg_id(const Segment *s) { return s->id; }
+uint32_t seg_n_docs(const Segment *s) { return s->n_docs; }
+const char *seg_path(const Segment *s) { return s->path; }
+uint64_t seg_file_bytes(const Segment *s) { return s->file_bytes; }
+void seg_lsn_range(const Segment *s, uint64_t *min_lsn, uint64_t *max_lsn)
+{
+    *min_lsn = s->min_lsn;
+    *max_lsn = s->max_lsn;
+}
+const TermDict *seg_terms(const Segment *s) { return s->td; }
+const DocStore *seg_docs(const Segment *s) { return s->ds; }
+
+SegFieldStats seg_field_stats(const Segment *s, int field)
+{
+    if (field < 0 || field >= s->n_fields)
+        return (SegFieldStats){0, 0};
+    return s->fstats[field];
+}
+
+const uint32_t *seg_norms(const Segment *s, int field)
+{
+    if (field < 0 || field >= s->n_fields)
+        return NULL;
+    return s->norms[field];
+}
+
+const Column *seg_column(const Segment *s, int field)
+{
+    if (field < 0 || field >= s->n_fields)
+        return NULL;
+    return s->cols[field];
+}
+
+bool seg_term(const Segment *s, int field, const char *term, size_t len, TermPostings *tp)
+{
+    uint8_t kb[1 + 1024];
+    if (len > 1024 || field < 0 || field > 255)
+        return false;
+    kb[0] = (uint8_t)field;
+    memcpy(kb + 1, term, len);
+    return td_lookup(s->td, kb, len + 1, tp);
+}
+
+Iter *seg_postings(const Segment *s, IterCtx *ctx, const TermPostings *tp,
+                   const PostScorer *scorer, bool want_positions)
+{
+    return post_iter_open(ctx, s->post, s->post_len, s->pos, s->pos_len, tp, scorer,
+                          want_positions);
+}
+
+bool seg_pk(const Segment *s, uint32_t doc, const uint8_t **key, size_t *len)
+{
+    if (doc >= s->n_docs)
+        return false;
+    *key = s->pk_bytes + s->pk_offs[doc];
+    *len = s->pk_offs[doc + 1] - s->pk_offs[doc];
+    return true;
+}
+
+int64_t seg_pk_lookup(const Segment *s, const uint8_t *key, size_t len)
+{
+    /* binary search for the LAST doc with this key: a re-added key inside
+     * one segment keeps its newest doc live (older ones are in deletes) */
+    uint32_t lo = 0, hi = s->n_docs;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint32_t d = s->pk_sorted[mid];
+        int c = key_cmp(s->pk_bytes + s->pk_offs[d], s->pk_offs[d + 1] - s->pk_offs[d], key, len);
+        if (c <= 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == 0)
+        return -1;
+    uint32_t d = s->pk_sorted[lo - 1];
+    if (key_cmp(s->pk_bytes + s->pk_offs[d], s->pk_offs[d + 1] - s->pk_offs[d], key, len) != 0)
+        return -1;
+    return d;
+}
+
+int seg_verify(const Segment *s, QrError *err) { return sf_verify(s->sf, err); }
+
+/* ---- merge ---- */
+
+typedef struct MergeSrc {
+    Segment *seg;
+    const roaring_bitmap_t *del;
+    uint32_t *remap;  /* owns until handed out */
+    TermCursor *cur;
+    bool live;        /* cursor not exhausted */
+} MergeSrc;
+
+static int merge_postings(MergeSrc *src, int n, QrBuf *docs_s, QrBuf *pos_s, QrBuf *dict,
+                          const uint32_t *const *new_norms, QrError *err)
+{
+    int rc = QR_OK;
+    QrArena *cur_arena = qr_arena_new(0);
+    QrArena *it_arena = qr_arena_new(0);
+    PostingsWriter *pw = postw_new(true);
+    TermDictWriter *tw = tdw_new();
+    if (!cur_arena || !it_arena || !pw || !tw) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+        goto done;
+    }
+    for (int i = 0; i < n; i++) {
+        src[i].cur = td_cursor_new(seg_terms(src[i].seg), cur_arena);
+        if (!src[i].cur) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+            goto done;
+        }
+        src[i].live = td_cursor_seek(src[i].cur, (const uint8_t *)"", 0);
+    }
+    uint8_t key[1 + 1024 + 8];
+    for (;;) {
+        /* smallest current key */
+        const uint8_t *min = NULL;
+        size_t min_len = 0;
+        for (int i = 0; i < n; i++) {
+            if (!src[i].live)
+                continue;
+            size_t kl;
+            const uint8_t *k = td_cursor_key(src[i].cur, &kl);
+            if (!min || key_cmp(k, kl, min, min_len) < 0) {
+                min = k;
+                min_len = kl;
+            }
+        }
+        if (!min)
+            break;
+        if (min_len > sizeof key) {
+            rc = qr_error_set(err, QR_ECORRUPT, "term key of %zu bytes while merging", min_len);
+            goto done;
+        }
+        memcpy(key, min, min_len);
+        size_t key_len = min_len;
+        int field = key[0];
+        postw_begin_term(pw);
+        uint32_t added = 0;
+        for (int i = 0; i < n; i++) {
+            if (!src[i].live)
+                continue;
+            size_t kl;
+            const uint8_t *k = td_cursor_key(src[i].cur, &kl);
+            if (key_cmp(k, kl, key, key_len) != 0)
+                continue;
+            TermPostings tp;
+            td_cursor_info(src[i].cur, &tp);
+            IterCtx ctx;
+            iter_ctx_init(&ctx, it_arena);
+            Iter *it = seg_postings(src[i].seg, &ctx, &tp, NULL, true);
+            if (!it) {
+                rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+                goto done;
+            }
+            for (DocId d = iter_next(it); d != ITER_END; d = iter_next(it)) {
+                uint32_t nd = src[i].remap[d];
+                if (nd == UINT32_MAX)
+                    continue;
+                uint32_t np;
+                const uint32_t *pos = it->vt->positions(it, &np);
+                if ((rc = postw_add(pw, nd, it->vt->freq(it), pos, new_norms[field][nd], err)) !=
+                    QR_OK)
+                    goto done;
+                added++;
+            }
+            iter_close(it);
+            if (ctx.err.code != QR_OK) {
+                qr_error_copy(err, &ctx.err);
+                rc = ctx.err.code;
+                goto done;
+            }
+            qr_arena_reset(it_arena);
+            src[i].live = td_cursor_next(src[i].cur);
+        }
+        if (added) {
+            TermPostings tp;
+            if ((rc = postw_end_term(pw, docs_s, pos_s, &tp, err)) != QR_OK ||
+                (rc = tdw_add(tw, key, key_len, &tp, err)) != QR_OK)
+                goto done;
+        }
+    }
+    rc = tdw_finish(tw, dict, err);
+done:
+    postw_free(pw);
+    tdw_free(tw);
+    qr_arena_free(it_arena);
+    qr_arena_free(cur_arena);
+    return rc;
+}
+
+int seg_column_copy_row(const Column *c, uint32_t row, ColWriter *w, const QrField *f,
+                        QrError *err)
+{
+    int rc;
+    if (!c) {
+        rc = colw_add_null(w);
+    } else {
+        switch (f->type) {
+        case QR_FT_INT:
+        case QR_FT_TIMESTAMP: {
+            int64_t v;
+            rc = col_get_int(c, row, &v) ? colw_add_int(w, v) : colw_add_null(w);
+            break;
+        }
+        case QR_FT_FLOAT: {
+            double v;
+            rc = col_get_float(c, row, &v) ? colw_add_float(w, v) : colw_add_null(w);
+            break;
+        }
+        case QR_FT_BOOL: {
+            bool v;
+            rc = col_get_bool(c, row, &v) ? colw_add_bool(w, v) : colw_add_null(w);
+            break;
+        }
+        default: {
+            const char *v;
+            size_t n;
+            rc = col_get_str(c, row, &v, &n) ? colw_add_str(w, v, n) : colw_add_null(w);
+            break;
+        }
+        }
+    }
+    if (rc != QR_OK)
+        return qr_error_set(err, QR_ENOMEM, "out of memory copying column \"%s\"", f->name);
+    return QR_OK;
+}
+
+int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
+              const QrSchema *schema, const char *path, bool do_fsync, uint32_t ***remap_out,
+              QrError *err)
+{
+    int rc = QR_OK;
+    MergeSrc *src = qr_calloc((size_t)n, sizeof *src);
+    SfileWriter *sw = sfw_new(SEG_FILE_KIND, SEG_FORMAT_VERSION);
+    DocStoreWriter *dw = dsw_new(16 * 1024);
+    DocStoreCursor *dc = NULL;
+    QrBuf docs_s, pos_s, dict, tmp, pk_bytes, pk_offs;
+    qr_buf_init(&docs_s);
+    qr_buf_init(&pos_s);
+    qr_buf_init(&dict);
+    qr_buf_init(&tmp);
+    qr_buf_init(&pk_bytes);
+    qr_buf_init(&pk_offs);
+    QrBuf norms[QR_MAX_FIELDS];
+    uint64_t ftotal[QR_MAX_FIELDS] = {0};
+    uint32_t fdocs[QR_MAX_FIELDS] = {0};
+    ColWriter *cw[QR_MAX_FIELDS] = {0};
+    int nf = schema->n_fields;
+    for (int f = 0; f < nf; f++)
+        qr_buf_init(&norms[f]);
+    if (!src || !sw || !dw) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+        goto done;
+    }
+    /* doc remapping */
+    uint32_t next = 0;
+    uint64_t min_lsn = UINT64_MAX, max_lsn = 0;
+    for (int i = 0; i < n; i++) {
+        src[i].seg = srcs[i];
+        src[i].del = dels ? dels[i] : NULL;
+        uint32_t nd = seg_n_docs(srcs[i]);
+        src[i].remap = qr_malloc(((size_t)nd + 1) * sizeof(uint32_t));
+        if (!src[i].remap) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+            goto done;
+        }
+        for (uint32_t d = 0; d < nd; d++)
+            src[i].remap[d] =
+                (src[i].del && roaring_bitmap_contains(src[i].del, d)) ? UINT32_MAX : next++;
+        uint64_t a, b;
+        seg_lsn_range(srcs[i], &a, &b);
+        if (a < min_lsn)
+            min_lsn = a;
+        if (b > max_lsn)
+            max_lsn = b;
+    }
+    if (next > SEG_MAX_DOCS) {
+        rc = qr_error_set(err, QR_ELIMIT, "merged segment would exceed %u docs", SEG_MAX_DOCS);
+        goto done;
+    }
+    for (int f = 0; f < nf; f++) {
+        int ct = seg_column_type(&schema->fields[f]);
+        if (ct >= 0 && !(cw[f] = colw_new((QrColType)ct))) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+            goto done;
+        }
+    }
+    /* per-doc data: norms, docs, keys, columns */
+    qr_buf_put_u32(&pk_offs, 0);
+    for (int i = 0; i < n; i++) {
+        Segment *s = src[i].seg;
+        ds_cursor_free(dc);
+        dc = ds_cursor_new(seg_docs(s));
+        if (!dc) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+            goto done;
+        }
+        for (uint32_t d = 0; d < seg_n_docs(s); d++) {
+            if (src[i].remap[d] == UINT32_MAX)
+                continue;
+            for (int f = 0; f < nf; f++) {
+                const uint32_t *nm = seg_norms(s, f);
+                uint32_t v = nm ? nm[d] : 0;
+                qr_buf_put_u32(&norms[f], v);
+                ftotal[f] += v;
+                fdocs[f] += v > 0;
+                if (cw[f] && (rc = seg_column_copy_row(seg_column(s, f), d, cw[f],
+                                                       &schema->fields[f], err)) != QR_OK)
+                    goto done;
+            }
+            const uint8_t *doc;
+            size_t dl;
+            if ((rc = ds_get(dc, d, &doc, &dl, err)) != QR_OK ||
+                (rc = dsw_add(dw, doc, dl, err)) != QR_OK)
+                goto done;
+            const uint8_t *k = NULL;
+            size_t kl = 0;
+            seg_pk(s, d, &k, &kl);
+            qr_buf_append(&pk_bytes, k, kl);
+            qr_buf_put_u32(&pk_offs, (uint32_t)pk_bytes.len);
+        }
+    }
+    for (int f = 0; f < nf; f++)
+        if (!qr_buf_ok(&norms[f])) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+            goto done;
+        }
+    const uint32_t *nn[QR_MAX_FIELDS];
+    for (int f = 0; f < nf; f++)
+        nn[f] = (const uint32_t *)norms[f].data;
+    for (int f = nf; f < QR_MAX_FIELDS; f++)
+        nn[f] = NULL;
+    if ((rc = merge_postings(src, n, &docs_s, &pos_s, &dict, nn, err)) != QR_OK)
+        goto done;
+
+    seg_meta_write(&tmp, next, nf, ftotal, fdocs, min_lsn == UINT64_MAX ? 0 : min_lsn, max_lsn);
+    if ((rc = sfw_add_buf(sw, SEC_META, &tmp, err)) != QR_OK ||
+        (rc = sfw_add_buf(sw, SEC_TERMS, &dict, err)) != QR_OK ||
+        (rc = sfw_add_buf(sw, SEC_POSTINGS, &docs_s, err)) != QR_OK ||
+        (rc = sfw_add_buf(sw, SEC_POSITIONS, &pos_s, err)) != QR_OK)
+        goto done;
+    qr_buf_init(&tmp);
+    if ((rc = dsw_finish(dw, &tmp, err)) != QR_OK ||
+        (rc = sfw_add_buf(sw, SEC_DOCS, &tmp, err)) != QR_OK)
+        goto done;
+    qr_buf_init(&tmp);
+    if (!qr_buf_ok(&pk_bytes) || !qr_buf_ok(&pk_offs)) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+        goto done;
+    }
+    if ((rc = seg_write_pk_section(pk_bytes.data ? pk_bytes.data : (const uint8_t *)"",
+                                   (const uint32_t *)pk_offs.data, next, &tmp, err)) != QR_OK ||
+        (rc = sfw_add_buf(sw, SEC_PK, &tmp, err)) != QR_OK)
+        goto done;
+    for (int f = 0; f < nf; f++) {
+        const QrField *fd = &schema->fields[f];
+        if (fd->type == QR_FT_TEXT && fd->indexed) {
+            if ((rc = sfw_add_buf(sw, SEC_NORMS + f, &norms[f], err)) != QR_OK)
+                goto done;
+        }
+        if (cw[f]) {
+            qr_buf_init(&tmp);
+            if ((rc = colw_finish(cw[f], &tmp, err)) != QR_OK ||
+                (rc = sfw_add_buf(sw, SEC_COLUMN + f, &tmp, err)) != QR_OK)
+                goto done;
+        }
+    }
+    rc = sfw_finish(sw, path, do_fsync, err);
+    sw = NULL;
+    if (rc == QR_OK && remap_out) {
+        uint32_t **rm = qr_calloc((size_t)n, sizeof *rm);
+        if (!rm) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory");
+            goto done;
+        }
+        for (int i = 0; i < n; i++) {
+            rm[i] = src[i].remap;
+            src[i].remap = NULL;
+        }
+        *remap_out = rm;
+    }
+done:
+    if (src)
+        for (int i = 0; i < n; i++)
+            qr_free(src[i].remap);
+    qr_free(src);
+    sfw_free(sw);
+    dsw_free(dw);
+    ds_cursor_free(dc);
+    for (int f = 0; f < nf; f++) {
+        qr_buf_free(&norms[f]);
+        if (cw[f])
+            colw_free(cw[f]);
+    }
+    qr_buf_free(&docs_s);
+    qr_buf_free(&pos_s);
+    qr_buf_free(&dict);
+    qr_buf_free(&tmp);
+    qr_buf_free(&pk_bytes);
+    qr_buf_free(&pk_offs);
+    return rc;
+}

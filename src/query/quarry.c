@@ -1,0 +1,433 @@
+/*
+ * quarry.c — data directory and table handles behind quarry.h.
+ *
+ * Layer: query/.  Calls index/table.h, index/segment.h and the base kit.
+ */
+#include "query/quarry.h"
+#include "query/query_int.h"
+#include "store/util.h"
+
+#include <cJSON.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DB_MARKER "QUARRY"
+#define DB_FORMAT 1
+
+struct QrDb {
+    char *dir;             /* owns */
+    int lock_fd;           /* flock(LOCK_EX) on <data>/LOCK: one process per directory */
+    QrDbOpts opts;
+    pthread_mutex_t lock;  /* guards tables[] */
+    QrTable **tables;      /* owns */
+    int n_tables, cap_tables;
+};
+
+void qr_db_opts_default(QrDbOpts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->fsync = QR_FSYNC_COMMIT;
+    o->fsync_batch_ms = 10;
+    o->background_merge = true;
+}
+
+int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err)
+{
+    *out = NULL;
+    int rc = qr_mkdir_p(dir, err);
+    if (rc != QR_OK)
+        return rc;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tables", dir);
+    if ((rc = qr_mkdir_p(path, err)) != QR_OK)
+        return rc;
+    snprintf(path, sizeof path, "%s/" DB_MARKER, dir);
+    if (!qr_path_exists(path)) {
+        char txt[64];
+        int n = snprintf(txt, sizeof txt, "quarry data directory format %d\n", DB_FORMAT);
+        if ((rc = qr_file_write_atomic(path, txt, (size_t)n, true, err)) != QR_OK)
+            return rc;
+    } else {
+        uint8_t *d;
+        size_t n;
+        if ((rc = qr_file_read_all(path, &d, &n, err)) != QR_OK)
+            return rc;
+        int fmt = 0;
+        bool ok = sscanf((char *)d, "quarry data directory format %d", &fmt) == 1;
+        qr_free(d);
+        if (!ok)
+            return qr_error_set(err, QR_ECORRUPT, "\"%s\" is not a Quarry data directory marker",
+                                path);
+        if (fmt > DB_FORMAT)
+            return qr_error_set(err, QR_EUNSUPPORTED,
+                                "data directory \"%s\" has format %d, this build reads up to %d",
+                                dir, fmt, DB_FORMAT);
+    }
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    int lfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lfd < 0)
+        return qr_error_set(err, QR_EIO, "could not open lock file \"%s\"", path);
+    if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
+        close(lfd);
+        qr_error_set(err, QR_EBUSY, "data directory \"%s\" is in use by another process", dir);
+        qr_error_hint(err, "stop the other quarry process (quarry serve?) or use another --data "
+                           "directory");
+        return QR_EBUSY;
+    }
+    QrDb *db = qr_calloc(1, sizeof *db);
+    if (!db || !(db->dir = qr_strdup(dir))) {
+        close(lfd);
+        qr_free(db);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    db->lock_fd = lfd;
+    if (opts)
+        db->opts = *opts;
+    else
+        qr_db_opts_default(&db->opts);
+    pthread_mutex_init(&db->lock, NULL);
+    *out = db;
+    return QR_OK;
+}
+
+static void table_handle_free(QrTable *t)
+{
+    if (!t)
+        return;
+    table_close(t->table);
+    for (int i = 0; i < t->n_an_free; i++)
+        qsearch_analyzers_free(t->an_free[i]);
+    qr_free(t->an_free);
+    pthread_mutex_destroy(&t->an_lock);
+    qr_free(t);
+}
+
+void qr_db_close(QrDb *db)
+{
+    if (!db)
+        return;
+    for (int i = 0; i < db->n_tables; i++)
+        table_handle_free(db->tables[i]);
+    qr_free(db->tables);
+    pthread_mutex_destroy(&db->lock);
+    close(db->lock_fd); /* releases the flock */
+    qr_free(db->dir);
+    qr_free(db);
+}
+
+const char *qr_db_dir(const QrDb *db) { return db->dir; }
+
+static void table_opts_from_db(const QrDb *db, TableOpts *o)
+{
+    table_opts_default(o);
+    o->fsync = db->opts.fsync;
+    o->fsync_batch_ms = db->opts.fsync_batch_ms;
+    o->background_merge = db->opts.background_merge && !db->opts.read_only;
+    o->salvage = db->opts.salvage;
+    o->read_only = db->opts.read_only;
+}
+
+static int check_name(const char *name, QrError *err)
+{
+    if (!qr_name_valid(name)) {
+        qr_error_set(err, QR_EINVAL, "invalid table name \"%.80s\"", name);
+        qr_error_hint(err, "table names are letters, digits and underscores, starting with a "
+                           "letter, at most %d bytes",
+                      QR_NAME_MAX);
+        return QR_EINVAL;
+    }
+    return QR_OK;
+}
+
+static QrTable *find_open(QrDb *db, const char *name)
+{
+    for (int i = 0; i < db->n_tables; i++)
+        if (!strcmp(db->tables[i]->name, name))
+            return db->tables[i];
+    return NULL;
+}
+
+static int add_handle(QrDb *db, const char *name, Table *tab, QrTable **out, QrError *err)
+{
+    if (db->n_tables == db->cap_tables) {
+        int nc = db->cap_tables ? db->cap_tables * 2 : 8;
+        QrTable **nt = qr_realloc(db->tables, (size_t)nc * sizeof *nt);
+        if (!nt) {
+            table_close(tab);
+            return qr_error_set(err, QR_ENOMEM, "out of memory");
+        }
+        db->tables = nt;
+        db->cap_tables = nc;
+    }
+    QrTable *t = qr_calloc(1, sizeof *t);
+    if (!t) {
+        table_close(tab);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->db = db;
+    t->table = tab;
+    pthread_mutex_init(&t->an_lock, NULL);
+    db->tables[db->n_tables++] = t;
+    *out = t;
+    return QR_OK;
+}
+
+int qr_table_create(QrDb *db, const char *name, const QrSchema *schema, QrTable **out,
+                    QrError *err)
+{
+    int rc = check_name(name, err);
+    if (rc != QR_OK)
+        return rc;
+    if (db->opts.read_only)
+        return qr_error_set(err, QR_EPERM, "data directory is open read-only");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tables/%s", db->dir, name);
+    pthread_mutex_lock(&db->lock);
+    if (find_open(db, name) || qr_path_exists(path)) {
+        pthread_mutex_unlock(&db->lock);
+        return qr_error_set(err, QR_EEXISTS, "table \"%s\" already exists", name);
+    }
+    for (int f = 0; f < schema->n_fields; f++)
+        if (schema->fields[f].type == QR_FT_TEXT && schema->fields[f].indexed) {
+            /* fail early on an unknown stemming language */
+            QsAnalyzers *probe = NULL;
+            rc = qsearch_analyzers_new(schema, &probe, err);
+            qsearch_analyzers_free(probe);
+            if (rc != QR_OK) {
+                pthread_mutex_unlock(&db->lock);
+                return rc;
+            }
+            break;
+        }
+    TableOpts o;
+    table_opts_from_db(db, &o);
+    Table *tab;
+    rc = table_create(path, schema, &o, &tab, err);
+    if (rc == QR_OK)
+        rc = add_handle(db, name, tab, out, err);
+    pthread_mutex_unlock(&db->lock);
+    return rc;
+}
+
+int qr_table_get(QrDb *db, const char *name, QrTable **out, QrError *err)
+{
+    int rc = check_name(name, err);
+    if (rc != QR_OK)
+        return rc;
+    pthread_mutex_lock(&db->lock);
+    QrTable *t = find_open(db, name);
+    if (t) {
+        pthread_mutex_unlock(&db->lock);
+        *out = t;
+        return QR_OK;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tables/%s", db->dir, name);
+    if (!qr_path_exists(path)) {
+        pthread_mutex_unlock(&db->lock);
+        return qr_error_set(err, QR_ENOTFOUND, "table \"%s\" does not exist", name);
+    }
+    TableOpts o;
+    table_opts_from_db(db, &o);
+    Table *tab;
+    rc = table_open(path, &o, &tab, err);
+    if (rc == QR_OK)
+        rc = add_handle(db, name, tab, out, err);
+    pthread_mutex_unlock(&db->lock);
+    return rc;
+}
+
+int qr_table_drop(QrDb *db, const char *name, QrError *err)
+{
+    int rc = check_name(name, err);
+    if (rc != QR_OK)
+        return rc;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tables/%s", db->dir, name);
+    pthread_mutex_lock(&db->lock);
+    for (int i = 0; i < db->n_tables; i++)
+        if (!strcmp(db->tables[i]->name, name)) {
+            /* callers must not use the handle after drop */
+            table_handle_free(db->tables[i]);
+            db->tables[i] = db->tables[--db->n_tables];
+            break;
+        }
+    if (!qr_path_exists(path)) {
+        pthread_mutex_unlock(&db->lock);
+        return qr_error_set(err, QR_ENOTFOUND, "table \"%s\" does not exist", name);
+    }
+    /* rename first so a crash mid-removal never leaves a half table */
+    char trash[4200];
+    snprintf(trash, sizeof trash, "%s/tables/.drop-%s", db->dir, name);
+    if (rename(path, trash) != 0)
+        rc = qr_error_set(err, QR_EIO, "could not drop table \"%s\"", name);
+    else
+        rc = qr_remove_tree(trash, err);
+    pthread_mutex_unlock(&db->lock);
+    return rc;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int qr_table_list(QrDb *db, char ***names, int *n, QrError *err)
+{
+    *names = NULL;
+    *n = 0;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tables", db->dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return qr_error_set(err, QR_EIO, "could not list \"%s\"", path);
+    struct dirent *e;
+    int cap = 0;
+    char **v = NULL;
+    while ((e = readdir(d))) {
+        if (!qr_name_valid(e->d_name))
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nv = qr_realloc(v, (size_t)cap * sizeof *nv);
+            if (!nv)
+                goto oom;
+            v = nv;
+        }
+        if (!(v[*n] = qr_strdup(e->d_name)))
+            goto oom;
+        (*n)++;
+    }
+    closedir(d);
+    if (v)
+        qsort(v, (size_t)*n, sizeof *v, cmp_str);
+    *names = v;
+    return QR_OK;
+oom:
+    closedir(d);
+    for (int i = 0; i < *n; i++)
+        qr_free(v[i]);
+    qr_free(v);
+    *n = 0;
+    return qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
+const char *qr_table_name(const QrTable *t) { return t->name; }
+const QrSchema *qr_table_schema(const QrTable *t) { return table_schema(t->table); }
+
+int qr_table_add_field(QrTable *t, const QrField *f, QrError *err)
+{
+    return table_add_field(t->table, f, err);
+}
+
+void qr_table_stats(QrTable *t, QrTableStats *st)
+{
+    TableInfo ti;
+    table_info(t->table, &ti);
+    memset(st, 0, sizeof *st);
+    st->docs = ti.n_live;
+    st->docs_total = ti.n_docs;
+    st->segments = ti.n_segments;
+    st->disk_bytes = ti.disk_bytes;
+    st->wal_bytes = ti.wal_bytes;
+    st->merges_done = ti.merges_done;
+    st->merges_running = ti.merges_running;
+    st->commits = ti.commits;
+    st->checkpoints = ti.checkpoints;
+}
+
+static int ro_check(QrTable *t, QrError *err)
+{
+    if (t->db->opts.read_only)
+        return qr_error_set(err, QR_EPERM, "data directory is open read-only");
+    return QR_OK;
+}
+
+int qr_put(QrTable *t, const char *json, size_t len, bool *replaced, QrError *err)
+{
+    int rc = ro_check(t, err);
+    return rc ? rc : table_put(t->table, json, len, replaced, err);
+}
+
+int qr_put_parsed(QrTable *t, const char *json, size_t len, const cJSON *root, bool *replaced,
+                  QrError *err)
+{
+    int rc = ro_check(t, err);
+    return rc ? rc : table_put_parsed(t->table, json, len, root, replaced, err);
+}
+
+static size_t pk_from_json_text(const char *pk_json, size_t len, uint8_t *key, QrError *err)
+{
+    cJSON *v = cJSON_ParseWithLength(pk_json, len);
+    if (!v) {
+        /* a bare word is taken as a string key */
+        cJSON *s = cJSON_CreateString("");
+        if (!s) {
+            qr_error_set(err, QR_ENOMEM, "out of memory");
+            return 0;
+        }
+        char *txt = qr_strndup(pk_json, len);
+        if (!txt) {
+            cJSON_Delete(s);
+            qr_error_set(err, QR_ENOMEM, "out of memory");
+            return 0;
+        }
+        cJSON_SetValuestring(s, txt);
+        qr_free(txt);
+        v = s;
+    }
+    size_t n = pk_encode(v, key, err);
+    cJSON_Delete(v);
+    return n;
+}
+
+int qr_delete(QrTable *t, const char *pk_json, size_t len, bool *found, QrError *err)
+{
+    int rc = ro_check(t, err);
+    if (rc)
+        return rc;
+    uint8_t key[PK_KEY_MAX];
+    size_t kl = pk_from_json_text(pk_json, len, key, err);
+    if (!kl)
+        return err ? err->code : QR_EINVAL;
+    return table_delete_key(t->table, key, kl, found, err);
+}
+
+int qr_commit(QrTable *t, QrError *err) { return table_commit(t->table, err); }
+int qr_flush(QrTable *t, QrError *err) { return table_flush(t->table, err); }
+int qr_merge(QrTable *t, QrError *err) { return table_force_merge(t->table, err); }
+void qr_wait_merges(QrTable *t) { table_wait_merges(t->table); }
+int qr_verify(QrTable *t, QrError *err) { return table_verify(t->table, err); }
+
+int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err)
+{
+    uint8_t key[PK_KEY_MAX];
+    size_t kl = pk_from_json_text(pk_json, len, key, err);
+    if (!kl)
+        return err ? err->code : QR_EINVAL;
+    Snapshot *s = table_snapshot(t->table);
+    int seg;
+    uint32_t local;
+    int rc;
+    if (!snapshot_find_key(s, key, kl, &seg, &local)) {
+        rc = qr_error_set(err, QR_ENOTFOUND, "document %.*s does not exist in table \"%s\"",
+                          (int)(len > 100 ? 100 : len), pk_json, t->name);
+    } else {
+        DocStoreCursor *c = ds_cursor_new(seg_docs(s->segs[seg]));
+        const uint8_t *d;
+        size_t dl;
+        if (!c)
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory");
+        else if ((rc = ds_get(c, local, &d, &dl, err)) == QR_OK)
+            qr_buf_append(out, d, dl);
+        ds_cursor_free(c);
+    }
+    snapshot_release(s);
+    return rc;
+}

@@ -1,0 +1,1305 @@
+/*
+ * search.c — text search over a table snapshot: query compilation (parse,
+ * analyze, expand, collection statistics), per-segment iterator trees,
+ * counting, top-k with dynamic pruning, hit materialization and snippets.
+ *
+ * Layer: query/.  Calls qparse, iter_ops, topk (query/), table, segment,
+ * analyzer, postings, termdict, iter_bitmap (index/).
+ *
+ * Scoring (docs/query-language.md): a term scores the weighted sum over the
+ * searched fields of BM25(tf, field length) with per-field statistics:
+ *   idf   = ln(1 + (N - df + 0.5) / (df + 0.5)),  N and df over every doc of
+ *           the snapshot's segments (deleted docs count until a merge drops
+ *           them, as in Lucene)
+ *   avgdl = field tokens / docs having the field
+ * Boosts multiply.  A clause's score is the sum of its parts, summed in
+ * clause order, so pruned and exhaustive top-k give identical floats.
+ * Prefix and fuzzy terms expand to at most max_expansions dictionary terms
+ * scored individually (fuzzy ones scaled by 1 - edits / (len + 1)); a larger
+ * expansion switches to a constant-score bitmap so counts stay exact.
+ */
+#include "index/iter_bitmap.h"
+#include "index/postings.h"
+#include "index/termdict.h"
+#include "query/iter_ops.h"
+#include "query/qparse.h"
+#include "query/query_int.h"
+#include "query/topk.h"
+#include "store/util.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MEM_CAP (256u << 20)
+#define MAX_PHRASE_TERMS 64
+
+void qr_search_req_init(QrSearchReq *r)
+{
+    memset(r, 0, sizeof *r);
+    r->limit = 10;
+    r->max_expansions = 128;
+}
+
+/* ---- analyzers pool ---- */
+
+int qsearch_analyzers_new(const QrSchema *s, QsAnalyzers **out, QrError *err)
+{
+    QsAnalyzers *a = qr_calloc(1, sizeof *a);
+    if (!a)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    a->n_fields = s->n_fields;
+    for (int f = 0; f < s->n_fields; f++) {
+        const QrField *fd = &s->fields[f];
+        if (fd->type != QR_FT_TEXT || !fd->indexed)
+            continue;
+        AnalyzerOpts o = {
+            .language = fd->language, .stopwords = fd->stopwords, .accent_fold = fd->accent_fold};
+        int rc = analyzer_new(&o, &a->an[f], err);
+        if (rc != QR_OK) {
+            qsearch_analyzers_free(a);
+            return rc;
+        }
+    }
+    *out = a;
+    return QR_OK;
+}
+
+void qsearch_analyzers_free(QsAnalyzers *a)
+{
+    if (!a)
+        return;
+    for (int f = 0; f < QR_MAX_FIELDS; f++)
+        analyzer_free(a->an[f]);
+    qr_free(a);
+}
+
+static QsAnalyzers *an_acquire(QrTable *t, QrError *err)
+{
+    pthread_mutex_lock(&t->an_lock);
+    QsAnalyzers *a = NULL;
+    /* a set built for an older schema (fewer fields) is dropped */
+    while (t->n_an_free > 0) {
+        a = t->an_free[--t->n_an_free];
+        if (a->n_fields == qr_table_schema(t)->n_fields)
+            break;
+        qsearch_analyzers_free(a);
+        a = NULL;
+    }
+    pthread_mutex_unlock(&t->an_lock);
+    if (a)
+        return a;
+    if (qsearch_analyzers_new(qr_table_schema(t), &a, err) != QR_OK)
+        return NULL;
+    return a;
+}
+
+static void an_release(QrTable *t, QsAnalyzers *a)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&t->an_lock);
+    if (t->n_an_free < 16) {
+        if (t->n_an_free == t->cap_an_free) {
+            int nc = t->cap_an_free ? t->cap_an_free * 2 : 4;
+            QsAnalyzers **n = qr_realloc(t->an_free, (size_t)nc * sizeof *n);
+            if (n) {
+                t->an_free = n;
+                t->cap_an_free = nc;
+            }
+        }
+        if (t->n_an_free < t->cap_an_free) {
+            t->an_free[t->n_an_free++] = a;
+            a = NULL;
+        }
+    }
+    pthread_mutex_unlock(&t->an_lock);
+    qsearch_analyzers_free(a);
+}
+
+/* ---- compiled query ---- */
+
+typedef struct CTerm {
+    int field;
+    const char *text; /* arena */
+    uint32_t len;
+    float weight;     /* field weight * boost (* fuzzy factor) */
+    PostScorer sc;    /* idf etc. filled per snapshot; norms per segment */
+} CTerm;
+
+typedef enum { CK_TERMS, CK_PHRASE, CK_BITMAP, CK_ALL, CK_BOOL, CK_NONE } CKind;
+
+typedef struct CNode CNode;
+struct CNode {
+    CKind kind;
+    QOccur occur;
+    float boost;
+    /* CK_TERMS: OR of terms (one term in several fields, or expansions) */
+    CTerm *terms;
+    int n_terms;
+    /* CK_PHRASE: per field group of n_phrase terms */
+    int n_phrase;        /* terms per phrase */
+    int n_pfields;       /* fields */
+    uint32_t *offsets;   /* n_phrase */
+    int slop;
+    /* CK_BITMAP: expansion too large; per-segment bitmaps built on demand */
+    const QNode *src;    /* for re-expansion per segment */
+    int *bm_fields;
+    int n_bm_fields;
+    const char *bm_text;
+    uint32_t bm_len;
+    int bm_edits;        /* -1 = prefix */
+    /* CK_BOOL */
+    CNode **kids;
+    int n_kids;
+    int min_should;
+};
+
+typedef struct Search {
+    QrTable *t;
+    const QrSchema *schema;
+    const QrSearchReq *req;
+    QrArena *arena;
+    IterCtx ctx;
+    Snapshot *snap;
+    QsAnalyzers *an;
+    int fields[QR_MAX_FIELDS];  /* searched text fields */
+    float fweights[QR_MAX_FIELDS];
+    int n_fields;
+    uint64_t N;                 /* docs in the snapshot */
+    double avgdl[QR_MAX_FIELDS];
+    /* highlight terms: (field, term) */
+    CTerm *hl;
+    int n_hl, cap_hl;
+    /* postings iterators opened (for stats) */
+    Iter **opened;
+    int n_opened, cap_opened;
+    uint64_t docs_scored;
+    roaring_bitmap_t **bms;     /* owns: expansion bitmaps, freed at the end */
+    int n_bms, cap_bms;
+} Search;
+
+static void *aalloc(Search *s, size_t n)
+{
+    void *p = qr_arena_calloc(s->arena, n);
+    if (!p)
+        iter_ctx_fail(&s->ctx, qr_arena_over_cap(s->arena) ? QR_ELIMIT : QR_ENOMEM,
+                      "query exceeded its memory limit");
+    return p;
+}
+
+static void hl_add(Search *s, int field, const char *text, uint32_t len)
+{
+    if (s->n_hl == s->cap_hl) {
+        int nc = s->cap_hl ? s->cap_hl * 2 : 32;
+        CTerm *n = aalloc(s, (size_t)nc * sizeof *n);
+        if (!n)
+            return;
+        if (s->hl)
+            memcpy(n, s->hl, (size_t)s->n_hl * sizeof *n);
+        s->hl = n;
+        s->cap_hl = nc;
+    }
+    s->hl[s->n_hl++] = (CTerm){.field = field, .text = text, .len = len};
+}
+
+/* Sum of df of key over the snapshot's segments. */
+static uint64_t global_df(Search *s, int field, const char *text, uint32_t len)
+{
+    uint64_t df = 0;
+    for (int i = 0; i < s->snap->n_segs; i++) {
+        TermPostings tp;
+        if (seg_term(s->snap->segs[i], field, text, len, &tp))
+            df += tp.df;
+    }
+    return df;
+}
+
+static void fill_scorer(Search *s, CTerm *ct)
+{
+    uint64_t df = global_df(s, ct->field, ct->text, ct->len);
+    double N = (double)s->N;
+    double idf = log(1.0 + (N - (double)df + 0.5) / ((double)df + 0.5));
+    ct->sc.idf = (float)idf;
+    ct->sc.k1 = s->schema->k1;
+    ct->sc.b = s->schema->b;
+    ct->sc.avgdl = (float)(s->avgdl[ct->field] > 0 ? s->avgdl[ct->field] : 1.0);
+    ct->sc.weight = ct->weight;
+    ct->sc.norms = NULL;
+    ct->sc.n_docs = 0;
+}
+
+/* analysis of one text into tokens */
+typedef struct TokList {
+    Search *s;
+    char **text;
+    uint32_t *len, *pos;
+    int n, cap;
+} TokList;
+
+static int tok_sink(void *arg, const Token *tok)
+{
+    TokList *tl = arg;
+    if (tl->n == tl->cap) {
+        int nc = tl->cap ? tl->cap * 2 : 8;
+        char **nt = aalloc(tl->s, (size_t)nc * sizeof *nt);
+        uint32_t *nl = aalloc(tl->s, (size_t)nc * sizeof *nl);
+        uint32_t *np = aalloc(tl->s, (size_t)nc * sizeof *np);
+        if (!nt || !nl || !np)
+            return QR_ENOMEM;
+        if (tl->n) {
+            memcpy(nt, tl->text, (size_t)tl->n * sizeof *nt);
+            memcpy(nl, tl->len, (size_t)tl->n * sizeof *nl);
+            memcpy(np, tl->pos, (size_t)tl->n * sizeof *np);
+        }
+        tl->text = nt;
+        tl->len = nl;
+        tl->pos = np;
+        tl->cap = nc;
+    }
+    char *c = qr_arena_strndup(tl->s->arena, tok->text, tok->len);
+    if (!c)
+        return QR_ENOMEM;
+    tl->text[tl->n] = c;
+    tl->len[tl->n] = tok->len;
+    tl->pos[tl->n] = tok->pos;
+    tl->n++;
+    return 0;
+}
+
+static int analyze(Search *s, int field, const char *text, size_t len, unsigned flags,
+                   TokList *out)
+{
+    memset(out, 0, sizeof *out);
+    out->s = s;
+    Analyzer *an = s->an->an[field];
+    if (!an)
+        return QR_OK;
+    return analyzer_run(an, text, len, 0, flags, tok_sink, out, &s->ctx.err);
+}
+
+/* fields a leaf applies to */
+static int leaf_fields(Search *s, const QNode *q, int *out, float *w)
+{
+    if (!q->field) {
+        for (int i = 0; i < s->n_fields; i++) {
+            out[i] = s->fields[i];
+            w[i] = s->fweights[i];
+        }
+        return s->n_fields;
+    }
+    int f = schema_field_index(s->schema, q->field);
+    if (f < 0 || s->schema->fields[f].type != QR_FT_TEXT || !s->schema->fields[f].indexed) {
+        qr_error_set(&s->ctx.err, QR_EINVAL, "field \"%s\" is not a full-text field", q->field);
+        qr_error_pos(&s->ctx.err, q->pos, -1, (int32_t)q->pos + 1);
+        return -1;
+    }
+    out[0] = f;
+    w[0] = s->schema->fields[f].weight;
+    for (int i = 0; i < s->n_fields; i++)
+        if (s->fields[i] == f)
+            w[0] = s->fweights[i];
+    return 1;
+}
+
+typedef struct ExpandCtx {
+    Search *s;
+    int field;
+    int edits;        /* -1: prefix */
+    uint32_t qlen;
+    CTerm *terms;     /* collected, arena */
+    int n, cap;
+    int max;
+    bool overflow;
+} ExpandCtx;
+
+static bool expand_has(ExpandCtx *e, const uint8_t *t, size_t n)
+{
+    for (int i = 0; i < e->n; i++)
+        if (e->terms[i].field == e->field && e->terms[i].len == n && !memcmp(e->terms[i].text, t, n))
+            return true;
+    return false;
+}
+
+static int expand_add(ExpandCtx *e, const uint8_t *key, size_t key_len, int dist)
+{
+    const uint8_t *t = key + 1;
+    size_t n = key_len - 1;
+    if (expand_has(e, t, n))
+        return 0;
+    if (e->n >= e->max) {
+        e->overflow = true;
+        return 1; /* stop */
+    }
+    if (e->n == e->cap) {
+        int nc = e->cap ? e->cap * 2 : 16;
+        CTerm *nt = aalloc(e->s, (size_t)nc * sizeof *nt);
+        if (!nt)
+            return 1;
+        if (e->n)
+            memcpy(nt, e->terms, (size_t)e->n * sizeof *nt);
+        e->terms = nt;
+        e->cap = nc;
+    }
+    char *c = qr_arena_strndup(e->s->arena, (const char *)t, n);
+    if (!c)
+        return 1;
+    float f = dist > 0 ? 1.0f - (float)dist / (float)(e->qlen + 1) : 1.0f;
+    e->terms[e->n++] = (CTerm){.field = e->field, .text = c, .len = (uint32_t)n, .weight = f};
+    return 0;
+}
+
+static int prefix_cb(void *arg, const uint8_t *key, size_t key_len, const TermPostings *tp)
+{
+    (void)tp;
+    return expand_add(arg, key, key_len, 0);
+}
+
+static int fuzzy_cb(void *arg, const uint8_t *key, size_t key_len, const TermPostings *tp, int dist)
+{
+    (void)tp;
+    return expand_add(arg, key, key_len, dist);
+}
+
+/* Run a prefix/fuzzy expansion of `text` in `field` over one segment. */
+static int expand_segment(Search *s, Segment *seg, ExpandCtx *e, const char *text, uint32_t len,
+                          size_t cap)
+{
+    uint8_t kb[1 + 1024];
+    if (len > 1024)
+        len = 1024;
+    kb[0] = (uint8_t)e->field;
+    memcpy(kb + 1, text, len);
+    QrError lerr;
+    qr_error_clear(&lerr);
+    int rc;
+    if (e->edits < 0)
+        rc = td_prefix(seg_terms(seg), kb, len + 1, cap, prefix_cb, e, &lerr);
+    else
+        rc = td_fuzzy(seg_terms(seg), kb, 1, kb + 1, len, e->edits, cap, fuzzy_cb, e, &lerr);
+    if (rc == QR_ELIMIT) {
+        e->overflow = true;
+        return QR_OK;
+    }
+    if (rc != QR_OK)
+        qr_error_copy(&s->ctx.err, &lerr);
+    return rc;
+}
+
+static CNode *compile(Search *s, const QNode *q);
+
+static CNode *compile_terms_leaf(Search *s, const QNode *q, CNode *c)
+{
+    int fl[QR_MAX_FIELDS];
+    float fw[QR_MAX_FIELDS];
+    int nf = leaf_fields(s, q, fl, fw);
+    if (nf < 0)
+        return NULL;
+    if (q->kind == QN_TERM || q->kind == QN_PHRASE) {
+        /* analyze per field; phrases (or terms that split) become phrases */
+        TokList tl[QR_MAX_FIELDS];
+        int n_tok = -1;
+        bool same = true;
+        for (int i = 0; i < nf; i++) {
+            if (analyze(s, fl[i], q->text, q->text_len, 0, &tl[i]) != QR_OK)
+                return NULL;
+            if (n_tok >= 0 && tl[i].n != n_tok)
+                same = false;
+            if (tl[i].n > n_tok)
+                n_tok = tl[i].n;
+            for (int k = 0; k < tl[i].n; k++)
+                hl_add(s, fl[i], tl[i].text[k], tl[i].len[k]);
+        }
+        if (n_tok <= 0) {
+            c->kind = CK_NONE; /* only stop words / punctuation */
+            return c;
+        }
+        if (n_tok == 1 && same) {
+            c->kind = CK_TERMS;
+            c->terms = aalloc(s, (size_t)nf * sizeof *c->terms);
+            if (!c->terms)
+                return NULL;
+            for (int i = 0; i < nf; i++) {
+                if (tl[i].n == 0)
+                    continue;
+                CTerm *ct = &c->terms[c->n_terms++];
+                *ct = (CTerm){.field = fl[i], .text = tl[i].text[0], .len = tl[i].len[0],
+                              .weight = fw[i] * q->boost};
+                fill_scorer(s, ct);
+            }
+            return c;
+        }
+        if (n_tok > MAX_PHRASE_TERMS) {
+            qr_error_set(&s->ctx.err, QR_ELIMIT, "phrase has %d terms (at most %d)", n_tok,
+                         MAX_PHRASE_TERMS);
+            return NULL;
+        }
+        /* phrase: fields whose analysis has n_tok tokens (others cannot match) */
+        c->kind = CK_PHRASE;
+        c->n_phrase = n_tok;
+        c->slop = q->kind == QN_PHRASE ? q->slop : 0;
+        c->terms = aalloc(s, (size_t)nf * (size_t)n_tok * sizeof *c->terms);
+        c->offsets = aalloc(s, (size_t)n_tok * sizeof *c->offsets);
+        if (!c->terms || !c->offsets)
+            return NULL;
+        for (int i = 0; i < nf; i++) {
+            if (tl[i].n != n_tok)
+                continue;
+            for (int k = 0; k < n_tok; k++) {
+                CTerm *ct = &c->terms[c->n_pfields * n_tok + k];
+                *ct = (CTerm){.field = fl[i], .text = tl[i].text[k], .len = tl[i].len[k],
+                              .weight = fw[i] * q->boost};
+                fill_scorer(s, ct);
+                c->offsets[k] = tl[i].pos[k] - tl[i].pos[0];
+            }
+            c->n_pfields++;
+        }
+        return c;
+    }
+    /* prefix / fuzzy: fold without stemming, then expand over every segment */
+    ExpandCtx e = {.s = s, .edits = q->kind == QN_PREFIX ? -1 : q->edits,
+                   .max = s->req->max_expansions > 0 ? s->req->max_expansions : 128};
+    for (int i = 0; i < nf; i++) {
+        TokList tl;
+        if (analyze(s, fl[i], q->text, q->text_len, ANALYZE_NO_STEM | ANALYZE_KEEP_STOPWORDS,
+                    &tl) != QR_OK)
+            return NULL;
+        if (tl.n != 1)
+            continue; /* "foo-bar*" folds to two words: nothing can match one term */
+        e.field = fl[i];
+        e.qlen = tl.len[0];
+        int before = e.n;
+        for (int k = 0; k < s->snap->n_segs && !e.overflow; k++)
+            if (expand_segment(s, s->snap->segs[k], &e, tl.text[0], tl.len[0],
+                               (size_t)e.max + 1) != QR_OK)
+                return NULL;
+        for (int k = before; k < e.n; k++) {
+            e.terms[k].weight *= fw[i] * q->boost;
+            fill_scorer(s, &e.terms[k]);
+            hl_add(s, fl[i], e.terms[k].text, e.terms[k].len);
+        }
+        if (e.overflow) {
+            c->kind = CK_BITMAP;
+            c->bm_fields = aalloc(s, (size_t)nf * sizeof(int));
+            if (!c->bm_fields)
+                return NULL;
+            for (int j = 0; j < nf; j++)
+                c->bm_fields[j] = fl[j];
+            c->n_bm_fields = nf;
+            c->bm_text = tl.text[0];
+            c->bm_len = tl.len[0];
+            c->bm_edits = e.edits;
+            c->boost = q->boost;
+            return c;
+        }
+    }
+    c->kind = e.n ? CK_TERMS : CK_NONE;
+    c->terms = e.terms;
+    c->n_terms = e.n;
+    return c;
+}
+
+static CNode *compile(Search *s, const QNode *q)
+{
+    CNode *c = aalloc(s, sizeof *c);
+    if (!c)
+        return NULL;
+    c->occur = q->occur;
+    c->boost = 1.0f;
+    c->src = q;
+    switch (q->kind) {
+    case QN_ALL:
+        c->kind = CK_ALL;
+        c->boost = q->boost;
+        return c;
+    case QN_BOOL:
+        c->kind = CK_BOOL;
+        c->boost = q->boost;
+        c->min_should = q->min_should;
+        c->kids = aalloc(s, (size_t)q->n_kids * sizeof *c->kids);
+        if (!c->kids)
+            return NULL;
+        for (int i = 0; i < q->n_kids; i++) {
+            CNode *k = compile(s, q->kids[i]);
+            if (!k)
+                return NULL;
+            c->kids[c->n_kids++] = k;
+        }
+        return c;
+    default:
+        return compile_terms_leaf(s, q, c);
+    }
+}
+
+/* ---- per-segment iterator trees ---- */
+
+static void note_opened(Search *s, Iter *it)
+{
+    if (s->n_opened == s->cap_opened) {
+        int nc = s->cap_opened ? s->cap_opened * 2 : 32;
+        Iter **n = aalloc(s, (size_t)nc * sizeof *n);
+        if (!n)
+            return;
+        if (s->n_opened)
+            memcpy(n, s->opened, (size_t)s->n_opened * sizeof *n);
+        s->opened = n;
+        s->cap_opened = nc;
+    }
+    s->opened[s->n_opened++] = it;
+}
+
+static Iter *term_iter(Search *s, Segment *seg, const CTerm *ct, bool scoring, bool positions)
+{
+    TermPostings tp;
+    if (!seg_term(seg, ct->field, ct->text, ct->len, &tp))
+        return NULL;
+    PostScorer *sc = NULL;
+    if (scoring) {
+        sc = aalloc(s, sizeof *sc);
+        if (!sc)
+            return NULL;
+        *sc = ct->sc;
+        sc->norms = seg_norms(seg, ct->field);
+        sc->n_docs = seg_n_docs(seg);
+        if (!sc->norms)
+            return NULL;
+    }
+    Iter *it = seg_postings(seg, &s->ctx, &tp, sc, positions);
+    if (it)
+        note_opened(s, it);
+    return it;
+}
+
+typedef struct BmCtx {
+    Search *s;
+    Segment *seg;
+    roaring_bitmap_t *bm;
+} BmCtx;
+
+static int bm_add_term(void *arg, const uint8_t *key, size_t key_len, const TermPostings *tp)
+{
+    (void)key;
+    (void)key_len;
+    BmCtx *b = arg;
+    Iter *it = seg_postings(b->seg, &b->s->ctx, tp, NULL, false);
+    if (!it)
+        return 1;
+    for (DocId d = iter_next(it); d != ITER_END; d = iter_next(it))
+        roaring_bitmap_add(b->bm, (uint32_t)d);
+    iter_close(it);
+    return b->s->ctx.err.code != QR_OK;
+}
+
+static int bm_add_fuzzy(void *arg, const uint8_t *key, size_t key_len, const TermPostings *tp,
+                        int dist)
+{
+    (void)dist;
+    return bm_add_term(arg, key, key_len, tp);
+}
+
+static Iter *bitmap_leaf(Search *s, Segment *seg, const CNode *c, bool scoring)
+{
+    roaring_bitmap_t *bm = roaring_bitmap_create();
+    if (!bm) {
+        iter_ctx_fail(&s->ctx, QR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    BmCtx b = {s, seg, bm};
+    for (int i = 0; i < c->n_bm_fields; i++) {
+        uint8_t kb[1 + 1024];
+        uint32_t len = c->bm_len > 1024 ? 1024 : c->bm_len;
+        kb[0] = (uint8_t)c->bm_fields[i];
+        memcpy(kb + 1, c->bm_text, len);
+        QrError lerr;
+        qr_error_clear(&lerr);
+        int rc = c->bm_edits < 0
+                     ? td_prefix(seg_terms(seg), kb, len + 1, SIZE_MAX, bm_add_term, &b, &lerr)
+                     : td_fuzzy(seg_terms(seg), kb, 1, kb + 1, len, c->bm_edits, SIZE_MAX,
+                                bm_add_fuzzy, &b, &lerr);
+        if (rc != QR_OK) {
+            qr_error_copy(&s->ctx.err, &lerr);
+            break;
+        }
+    }
+    /* the bitmap lives as long as the query: registered for cleanup */
+    if (s->n_bms == s->cap_bms) {
+        int nc = s->cap_bms ? s->cap_bms * 2 : 8;
+        roaring_bitmap_t **n = aalloc(s, (size_t)nc * sizeof *n);
+        if (!n) {
+            roaring_bitmap_free(bm);
+            return NULL;
+        }
+        if (s->n_bms)
+            memcpy(n, s->bms, (size_t)s->n_bms * sizeof *n);
+        s->bms = n;
+        s->cap_bms = nc;
+    }
+    s->bms[s->n_bms++] = bm;
+    Iter *it = iter_bitmap_new(&s->ctx, bm);
+    if (it && scoring)
+        it = iter_const_score_new(&s->ctx, it, c->boost);
+    return it;
+}
+
+static Iter *build(Search *s, Segment *seg, const CNode *c, bool scoring);
+
+static Iter *or_of(Search *s, Iter **v, int n)
+{
+    if (n == 0)
+        return NULL;
+    if (n == 1)
+        return v[0];
+    return iter_or_new(&s->ctx, v, n, 1);
+}
+
+static Iter *build(Search *s, Segment *seg, const CNode *c, bool scoring)
+{
+    if (s->ctx.err.code != QR_OK)
+        return NULL;
+    switch (c->kind) {
+    case CK_NONE:
+        return NULL;
+    case CK_ALL: {
+        Iter *it = iter_all_new(&s->ctx, seg_n_docs(seg));
+        if (it && scoring)
+            it = iter_const_score_new(&s->ctx, it, c->boost);
+        return it;
+    }
+    case CK_TERMS: {
+        Iter **v = aalloc(s, ((size_t)c->n_terms + 1) * sizeof *v);
+        if (!v)
+            return NULL;
+        int n = 0;
+        for (int i = 0; i < c->n_terms; i++) {
+            Iter *it = term_iter(s, seg, &c->terms[i], scoring, false);
+            if (it)
+                v[n++] = it;
+        }
+        return or_of(s, v, n);
+    }
+    case CK_PHRASE: {
+        Iter **v = aalloc(s, ((size_t)c->n_pfields + 1) * sizeof *v);
+        Iter **pt = aalloc(s, (size_t)c->n_phrase * sizeof *pt);
+        if (!v || !pt)
+            return NULL;
+        int n = 0;
+        for (int f = 0; f < c->n_pfields; f++) {
+            bool all = true;
+            for (int k = 0; k < c->n_phrase && all; k++) {
+                pt[k] = term_iter(s, seg, &c->terms[f * c->n_phrase + k], scoring, true);
+                all = pt[k] != NULL;
+            }
+            if (!all)
+                continue;
+            Iter **copy = aalloc(s, (size_t)c->n_phrase * sizeof *copy);
+            if (!copy)
+                return NULL;
+            memcpy(copy, pt, (size_t)c->n_phrase * sizeof *copy);
+            Iter *ph = iter_phrase_new(&s->ctx, copy, c->offsets, c->n_phrase, c->slop);
+            if (ph)
+                v[n++] = ph;
+        }
+        return or_of(s, v, n);
+    }
+    case CK_BITMAP:
+        return bitmap_leaf(s, seg, c, scoring);
+    case CK_BOOL: {
+        Iter **must = aalloc(s, (size_t)c->n_kids * sizeof *must);
+        Iter **should = aalloc(s, (size_t)c->n_kids * sizeof *should);
+        Iter **not = aalloc(s, (size_t)c->n_kids * sizeof *not);
+        if (!must || !should || !not)
+            return NULL;
+        int nm = 0, ns = 0, nn = 0, n_must_total = 0;
+        for (int i = 0; i < c->n_kids; i++) {
+            const CNode *k = c->kids[i];
+            Iter *it = build(s, seg, k, scoring && k->occur != QO_MUST_NOT);
+            if (s->ctx.err.code != QR_OK)
+                return NULL;
+            if (k->occur == QO_MUST) {
+                n_must_total++;
+                if (!it && k->kind != CK_NONE)
+                    return NULL; /* a required clause matches nothing here */
+                if (it)
+                    must[nm++] = it;
+            } else if (k->occur == QO_SHOULD) {
+                if (it)
+                    should[ns++] = it;
+            } else if (it) {
+                not[nn++] = it;
+            }
+        }
+        Iter *base = NULL;
+        if (nm) {
+            base = nm == 1 ? must[0] : iter_and_new(&s->ctx, must, nm);
+            if (ns)
+                base = iter_req_opt_new(&s->ctx, base, or_of(s, should, ns));
+        } else if (ns) {
+            int ms = c->min_should > 1 ? c->min_should : 1;
+            if (ms > ns)
+                return NULL;
+            base = ms == 1 ? or_of(s, should, ns) : iter_or_new(&s->ctx, should, ns, ms);
+        } else if (n_must_total == 0 && c->min_should == 0) {
+            /* only negative clauses: everything minus them */
+            base = iter_all_new(&s->ctx, seg_n_docs(seg));
+            if (base && scoring)
+                base = iter_const_score_new(&s->ctx, base, 0.0f);
+        } else if (n_must_total > 0) {
+            /* required clauses were all stop words: match everything they allow */
+            base = iter_all_new(&s->ctx, seg_n_docs(seg));
+            if (base && scoring)
+                base = iter_const_score_new(&s->ctx, base, 0.0f);
+        }
+        if (!base)
+            return NULL;
+        if (nn)
+            base = iter_andnot_new(&s->ctx, base, or_of(s, not, nn));
+        if (base && scoring && c->boost != 1.0f)
+            base = iter_boost_new(&s->ctx, base, c->boost);
+        return base;
+    }
+    }
+    return NULL;
+}
+
+/* ---- strategies ---- */
+
+/* A disjunction of plain terms (possibly over several fields): the WAND
+ * path.  Fills the flattened term list in scoring order. */
+static bool flat_or_terms(Search *s, const CNode *c, const CTerm ***out, int *n)
+{
+    if (c->kind == CK_TERMS) {
+        const CTerm **v = aalloc(s, ((size_t)c->n_terms + 1) * sizeof *v);
+        if (!v)
+            return false;
+        for (int i = 0; i < c->n_terms; i++)
+            v[i] = &c->terms[i];
+        *out = v;
+        *n = c->n_terms;
+        return true;
+    }
+    if (c->kind != CK_BOOL || c->boost != 1.0f || c->min_should > 1)
+        return false;
+    int total = 0;
+    for (int i = 0; i < c->n_kids; i++) {
+        const CNode *k = c->kids[i];
+        if (k->occur != QO_SHOULD || (k->kind != CK_TERMS && k->kind != CK_NONE))
+            return false;
+        total += k->kind == CK_TERMS ? k->n_terms : 0;
+    }
+    const CTerm **v = aalloc(s, ((size_t)total + 1) * sizeof *v);
+    if (!v)
+        return false;
+    int m = 0;
+    for (int i = 0; i < c->n_kids; i++)
+        if (c->kids[i]->kind == CK_TERMS)
+            for (int j = 0; j < c->kids[i]->n_terms; j++)
+                v[m++] = &c->kids[i]->terms[j];
+    *out = v;
+    *n = m;
+    return true;
+}
+
+static bool flat_and(const CNode *c)
+{
+    if (c->kind != CK_BOOL || c->boost != 1.0f || c->n_kids < 2)
+        return false;
+    for (int i = 0; i < c->n_kids; i++)
+        if (c->kids[i]->occur != QO_MUST || c->kids[i]->kind != CK_TERMS)
+            return false;
+    return true;
+}
+
+static uint64_t count_segment(Search *s, int i, const CNode *root)
+{
+    Segment *seg = s->snap->segs[i];
+    Iter *it = build(s, seg, root, false);
+    if (!it)
+        return 0;
+    if (s->snap->dels[i]) {
+        Iter *d = iter_bitmap_new(&s->ctx, s->snap->dels[i]);
+        if (!d)
+            return 0;
+        it = iter_andnot_new(&s->ctx, it, d);
+        if (!it)
+            return 0;
+    }
+    return iter_count(it);
+}
+
+static int rank_segment(Search *s, int i, const CNode *root, const CTerm **flat, int n_flat,
+                        TopK *tk)
+{
+    Segment *seg = s->snap->segs[i];
+    const roaring_bitmap_t *dels = s->snap->dels[i];
+    DocId base = s->snap->base[i];
+    if (flat) {
+        Iter **v = aalloc(s, ((size_t)n_flat + 1) * sizeof *v);
+        if (!v)
+            return s->ctx.err.code;
+        int n = 0;
+        for (int k = 0; k < n_flat; k++) {
+            Iter *it = term_iter(s, seg, flat[k], true, false);
+            if (it)
+                v[n++] = it;
+        }
+        if (n == 0)
+            return s->ctx.err.code;
+        Iter *filter = dels ? iter_live_new(&s->ctx, seg_n_docs(seg), dels) : NULL;
+        if (s->req->exhaustive) {
+            Iter *root_it = n == 1 ? v[0] : iter_or_new(&s->ctx, v, n, 1);
+            if (root_it && filter) {
+                Iter **both = aalloc(s, 2 * sizeof *both);
+                if (!both)
+                    return s->ctx.err.code;
+                both[0] = root_it;
+                both[1] = filter;
+                root_it = iter_and_new(&s->ctx, both, 2);
+            }
+            return root_it ? topk_collect_all(root_it, base, tk) : (int)s->ctx.err.code;
+        }
+        return topk_wand(&s->ctx, v, n, filter, base, tk);
+    }
+    if (flat_and(root) && !s->req->exhaustive) {
+        Iter **v = aalloc(s, (size_t)root->n_kids * sizeof *v);
+        if (!v)
+            return s->ctx.err.code;
+        for (int k = 0; k < root->n_kids; k++) {
+            v[k] = build(s, seg, root->kids[k], true);
+            if (!v[k])
+                return s->ctx.err.code; /* a required term is absent here */
+        }
+        Iter *filter = dels ? iter_live_new(&s->ctx, seg_n_docs(seg), dels) : NULL;
+        return topk_and(&s->ctx, v, root->n_kids, filter, base, tk);
+    }
+    Iter *it = build(s, seg, root, true);
+    if (!it)
+        return s->ctx.err.code;
+    if (dels) {
+        Iter *d = iter_bitmap_new(&s->ctx, dels);
+        if (!d)
+            return s->ctx.err.code;
+        it = iter_andnot_new(&s->ctx, it, d);
+        if (!it)
+            return s->ctx.err.code;
+    }
+    return topk_collect_all(it, base, tk);
+}
+
+/* ---- snippets ---- */
+
+typedef struct SnipTok {
+    uint32_t start, end;
+    int match; /* index of the matched highlight term + 1, 0 = none */
+} SnipTok;
+
+typedef struct SnipCtx {
+    Search *s;
+    int field;
+    SnipTok *toks;
+    int n, cap;
+} SnipCtx;
+
+static int snip_sink(void *arg, const Token *tok)
+{
+    SnipCtx *sc = arg;
+    if (sc->n == sc->cap) {
+        int nc = sc->cap ? sc->cap * 2 : 256;
+        SnipTok *nt = qr_realloc(sc->toks, (size_t)nc * sizeof *nt);
+        if (!nt)
+            return QR_ENOMEM;
+        sc->toks = nt;
+        sc->cap = nc;
+    }
+    int m = 0;
+    for (int i = 0; i < sc->s->n_hl; i++) {
+        const CTerm *h = &sc->s->hl[i];
+        if (h->field == sc->field && h->len == tok->len && !memcmp(h->text, tok->text, tok->len)) {
+            m = i + 1;
+            break;
+        }
+    }
+    sc->toks[sc->n++] = (SnipTok){tok->start, tok->end, m};
+    return 0;
+}
+
+#define SNIP_WINDOW 32
+
+static char *make_snippet(Search *s, const char *json, size_t len)
+{
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    if (!root)
+        return NULL;
+    const char *pre = s->req->hl_pre ? s->req->hl_pre : "<b>";
+    const char *post = s->req->hl_post ? s->req->hl_post : "</b>";
+    char *out = NULL;
+    const char *fallback = NULL;
+    SnipCtx sc = {.s = s};
+    for (int fi = 0; fi < s->n_fields && !out; fi++) {
+        int f = s->fields[fi];
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, s->schema->fields[f].name);
+        if (cJSON_IsArray(v))
+            v = v->child;
+        if (!cJSON_IsString(v))
+            continue;
+        const char *text = v->valuestring;
+        if (!fallback)
+            fallback = text;
+        sc.field = f;
+        sc.n = 0;
+        QrError e;
+        qr_error_clear(&e);
+        if (!s->an->an[f] ||
+            analyzer_run(s->an->an[f], text, strlen(text), 0, 0, snip_sink, &sc, &e) != QR_OK)
+            continue;
+        /* best window: most distinct matched terms, then most matches */
+        int best = -1, best_distinct = 0, best_hits = 0;
+        for (int w = 0; w < sc.n; w++) {
+            if (!sc.toks[w].match)
+                continue;
+            int distinct = 0, hits = 0;
+            uint64_t seen = 0;
+            for (int k = w; k < sc.n && k < w + SNIP_WINDOW; k++) {
+                if (!sc.toks[k].match)
+                    continue;
+                hits++;
+                uint64_t bit = 1ull << ((sc.toks[k].match - 1) & 63);
+                if (!(seen & bit)) {
+                    seen |= bit;
+                    distinct++;
+                }
+            }
+            if (distinct > best_distinct || (distinct == best_distinct && hits > best_hits)) {
+                best = w;
+                best_distinct = distinct;
+                best_hits = hits;
+            }
+        }
+        if (best < 0)
+            continue;
+        /* start a few tokens before the first match for context */
+        int from = best >= 4 ? best - 4 : 0;
+        int to = from + SNIP_WINDOW < sc.n ? from + SNIP_WINDOW : sc.n;
+        QrBuf b;
+        qr_buf_init(&b);
+        if (from > 0)
+            qr_buf_append(&b, "…", strlen("…"));
+        uint32_t cur = sc.toks[from].start;
+        for (int k = from; k < to; k++) {
+            SnipTok *t = &sc.toks[k];
+            qr_buf_append(&b, text + cur, t->start - cur);
+            if (t->match)
+                qr_buf_append(&b, pre, strlen(pre));
+            qr_buf_append(&b, text + t->start, t->end - t->start);
+            if (t->match)
+                qr_buf_append(&b, post, strlen(post));
+            cur = t->end;
+        }
+        if (to < sc.n)
+            qr_buf_append(&b, "…", strlen("…"));
+        char *txt = (char *)qr_buf_steal(&b, NULL);
+        if (txt) {
+            out = qr_arena_strndup(s->arena, txt, strlen(txt));
+            qr_free(txt);
+        }
+    }
+    if (!out && fallback) {
+        size_t n = strlen(fallback);
+        if (n > 200) {
+            n = 200;
+            while (n > 0 && ((unsigned char)fallback[n] & 0xC0) == 0x80)
+                n--; /* do not cut a UTF-8 sequence */
+        }
+        out = qr_arena_strndup(s->arena, fallback, n);
+    }
+    qr_free(sc.toks);
+    cJSON_Delete(root);
+    return out;
+}
+
+/* Matching live docs in doc order, unscored: offset/limit applied, total
+ * exact.  Hits get ids only (no scores). */
+static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
+{
+    int want = s->req->offset + s->req->limit;
+    res->hits = aalloc(s, ((size_t)s->req->limit + 1) * sizeof *res->hits);
+    if (!res->hits)
+        return s->ctx.err.code;
+    QrBuf b;
+    qr_buf_init(&b);
+    uint64_t seen = 0;
+    for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
+        Segment *seg = s->snap->segs[i];
+        Iter *it = build(s, seg, root, false);
+        if (!it)
+            continue;
+        if (s->snap->dels[i]) {
+            Iter *d = iter_bitmap_new(&s->ctx, s->snap->dels[i]);
+            it = d ? iter_andnot_new(&s->ctx, it, d) : NULL;
+            if (!it)
+                break;
+        }
+        for (DocId d = iter_next(it); d != ITER_END; d = iter_next(it)) {
+            if (seen >= (uint64_t)s->req->offset && seen < (uint64_t)want) {
+                QrHit *h = &res->hits[res->n_hits++];
+                h->doc = s->snap->base[i] + d;
+                const uint8_t *key;
+                size_t kl;
+                if (seg_pk(seg, (uint32_t)d, &key, &kl)) {
+                    b.len = 0;
+                    pk_to_json(key, kl, &b);
+                    h->id_json = qr_arena_strndup(s->arena, (const char *)b.data, b.len);
+                }
+            }
+            seen++;
+            if (seen >= (uint64_t)want && s->req->skip_total)
+                break;
+        }
+    }
+    qr_buf_free(&b);
+    res->total = seen;
+    res->stats.strategy = "unordered";
+    return s->ctx.err.code;
+}
+
+/* ---- entry point ---- */
+
+static int setup_fields(Search *s, QrError *err)
+{
+    const QrSchema *sc = s->schema;
+    if (!s->req->fields || !*s->req->fields) {
+        for (int f = 0; f < sc->n_fields; f++)
+            if (sc->fields[f].type == QR_FT_TEXT && sc->fields[f].indexed) {
+                s->fields[s->n_fields] = f;
+                s->fweights[s->n_fields++] = sc->fields[f].weight;
+            }
+        return QR_OK;
+    }
+    const char *p = s->req->fields;
+    while (*p) {
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        char name[QR_NAME_MAX + 1];
+        const char *caret = memchr(p, '^', (size_t)(e - p));
+        size_t nl = (size_t)((caret ? caret : e) - p);
+        while (nl && p[nl - 1] == ' ')
+            nl--;
+        while (nl && *p == ' ') {
+            p++;
+            nl--;
+        }
+        if (nl == 0 || nl > QR_NAME_MAX)
+            return qr_error_set(err, QR_EINVAL, "bad field list \"%s\"", s->req->fields);
+        memcpy(name, p, nl);
+        name[nl] = 0;
+        int f = schema_field_index(sc, name);
+        if (f < 0 || sc->fields[f].type != QR_FT_TEXT || !sc->fields[f].indexed) {
+            qr_error_set(err, f < 0 ? QR_ENOTFOUND : QR_EINVAL,
+                         "field \"%s\" is not a full-text field of table \"%s\"", name,
+                         s->t->name);
+            return err ? err->code : QR_EINVAL;
+        }
+        float w = sc->fields[f].weight;
+        if (caret) {
+            char *end;
+            double d = strtod(caret + 1, &end);
+            if (end != e || !(d > 0) || d > 1e6)
+                return qr_error_set(err, QR_EINVAL, "bad weight for field \"%s\"", name);
+            w = (float)d;
+        }
+        if (s->n_fields < QR_MAX_FIELDS) {
+            s->fields[s->n_fields] = f;
+            s->fweights[s->n_fields++] = w;
+        }
+        p = *e ? e + 1 : e;
+    }
+    return QR_OK;
+}
+
+static void search_cleanup(Search *s)
+{
+    for (int i = 0; i < s->n_bms; i++)
+        roaring_bitmap_free(s->bms[i]);
+    s->n_bms = 0;
+    if (s->snap)
+        snapshot_release(s->snap);
+    an_release(s->t, s->an);
+}
+
+int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *err)
+{
+    *out = NULL;
+    uint64_t t0 = qr_now_ns();
+    if (req->limit < 0 || req->offset < 0)
+        return qr_error_set(err, QR_EINVAL, "limit and offset must not be negative");
+    if ((int64_t)req->limit + req->offset > 1000000) {
+        qr_error_set(err, QR_ELIMIT, "result window offset + limit is too large (at most 1000000)");
+        qr_error_hint(err, "page with search_after / keyset paging on (score, id) instead");
+        return QR_ELIMIT;
+    }
+    QrArena *arena = qr_arena_new(req->mem_cap ? req->mem_cap : DEFAULT_MEM_CAP);
+    if (!arena)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    Search S;
+    memset(&S, 0, sizeof S);
+    Search *s = &S;
+    s->t = t;
+    s->req = req;
+    s->arena = arena;
+    s->schema = qr_table_schema(t);
+    iter_ctx_init(&s->ctx, arena);
+    s->ctx.cancel = req->cancel;
+    if (req->timeout_ms)
+        s->ctx.deadline_ns = t0 + req->timeout_ms * 1000000ull;
+    int rc = setup_fields(s, err);
+    if (rc != QR_OK) {
+        qr_arena_free(arena);
+        return rc;
+    }
+    if (s->n_fields == 0) {
+        qr_arena_free(arena);
+        return qr_error_set(err, QR_EINVAL, "table \"%s\" has no full-text fields", t->name);
+    }
+    if (!(s->an = an_acquire(t, err))) {
+        qr_arena_free(arena);
+        return err ? err->code : QR_ENOMEM;
+    }
+    /* parse */
+    const char *names[QR_MAX_FIELDS + 1];
+    int nn = 0;
+    for (int f = 0; f < s->schema->n_fields; f++)
+        names[nn++] = s->schema->fields[f].name;
+    names[nn] = NULL;
+    QParseOpts po = {.default_and = req->default_and, .fields = names};
+    QNode *q;
+    if ((rc = qparse(arena, req->q ? req->q : "", req->q ? req->q_len : 0, &po, &q, err)) !=
+        QR_OK) {
+        search_cleanup(s);
+        qr_arena_free(arena);
+        return rc;
+    }
+    /* statistics of the snapshot */
+    s->snap = table_snapshot(t->table);
+    s->N = s->snap->n_docs;
+    for (int fi = 0; fi < s->n_fields; fi++) {
+        int f = s->fields[fi];
+        uint64_t tot = 0, nd = 0;
+        for (int i = 0; i < s->snap->n_segs; i++) {
+            SegFieldStats st = seg_field_stats(s->snap->segs[i], f);
+            tot += st.total_len;
+            nd += st.n_docs;
+        }
+        s->avgdl[f] = nd ? (double)tot / (double)nd : 1.0;
+    }
+    QrSearchRes *res = qr_arena_calloc(arena, sizeof *res);
+    CNode *root = res ? compile(s, q) : NULL;
+    if (!res || !root) {
+        if (s->ctx.err.code == QR_OK)
+            qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    res->arena = arena;
+    res->stats.segments = (uint32_t)s->snap->n_segs;
+    int k = req->count_only ? 0 : req->offset + req->limit;
+    if (req->unordered && !req->count_only) {
+        if (collect_unordered(s, root, res) != QR_OK)
+            goto fail;
+        k = 0;
+    } else if (req->count_only || !req->skip_total) {
+        for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++)
+            res->total += count_segment(s, i, root);
+        res->stats.strategy = "count";
+    }
+    if (k > 0 && s->ctx.err.code == QR_OK) {
+        TopK *tk = topk_new(&s->ctx, k);
+        if (!tk)
+            goto fail;
+        const CTerm **flat = NULL;
+        int n_flat = 0;
+        if (!flat_or_terms(s, root, &flat, &n_flat))
+            flat = NULL;
+        res->stats.strategy = req->exhaustive ? "exhaustive"
+                              : flat            ? "wand"
+                              : flat_and(root)  ? "and"
+                                                : "exhaustive";
+        for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++)
+            rank_segment(s, i, root, flat, n_flat, tk);
+        if (s->ctx.err.code != QR_OK)
+            goto fail;
+        topk_sorted(tk);
+        int from = req->offset < tk->n ? req->offset : tk->n;
+        res->n_hits = tk->n - from;
+        res->hits = qr_arena_calloc(arena, ((size_t)res->n_hits + 1) * sizeof *res->hits);
+        if (!res->hits)
+            goto fail;
+        DocStoreCursor *dc = NULL;
+        int dc_seg = -1;
+        QrBuf b;
+        qr_buf_init(&b);
+        for (int h = 0; h < res->n_hits; h++) {
+            QrHit *hit = &res->hits[h];
+            const TopHit *th = &tk->hits[from + h];
+            hit->score = th->score;
+            hit->doc = th->doc;
+            int si;
+            uint32_t local;
+            if (!snapshot_locate(s->snap, th->doc, &si, &local))
+                continue;
+            Segment *seg = s->snap->segs[si];
+            const uint8_t *key;
+            size_t kl;
+            if (seg_pk(seg, local, &key, &kl)) {
+                b.len = 0;
+                pk_to_json(key, kl, &b);
+                hit->id_json = qr_arena_strndup(arena, (const char *)b.data, b.len);
+            }
+            if (req->fetch_docs || req->snippets) {
+                if (si != dc_seg) {
+                    ds_cursor_free(dc);
+                    dc = ds_cursor_new(seg_docs(seg));
+                    dc_seg = si;
+                }
+                const uint8_t *d;
+                size_t dl;
+                QrError e;
+                qr_error_clear(&e);
+                if (dc && ds_get(dc, local, &d, &dl, &e) == QR_OK) {
+                    if (req->fetch_docs)
+                        hit->doc_json = qr_arena_strndup(arena, (const char *)d, dl);
+                    if (req->snippets)
+                        hit->snippet = make_snippet(s, (const char *)d, dl);
+                } else if (e.code != QR_OK) {
+                    qr_error_copy(&s->ctx.err, &e);
+                }
+            }
+        }
+        qr_buf_free(&b);
+        ds_cursor_free(dc);
+        if (s->ctx.err.code != QR_OK)
+            goto fail;
+    }
+    if (s->ctx.err.code != QR_OK)
+        goto fail;
+    for (int i = 0; i < s->n_opened; i++) {
+        res->stats.postings_blocks_decoded += s->opened[i]->stats.blocks_decoded;
+        res->stats.postings_blocks_skipped += s->opened[i]->stats.blocks_skipped;
+    }
+    res->took_ms = (double)(qr_now_ns() - t0) / 1e6;
+    search_cleanup(s);
+    *out = res;
+    return QR_OK;
+fail:
+    qr_error_copy(err, &s->ctx.err);
+    rc = s->ctx.err.code != QR_OK ? (int)s->ctx.err.code : (int)QR_ENOMEM;
+    search_cleanup(s);
+    qr_arena_free(arena);
+    return rc;
+}
+
+void qr_search_res_free(QrSearchRes *r)
+{
+    if (r)
+        qr_arena_free(r->arena);
+}

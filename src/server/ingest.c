@@ -1,0 +1,316 @@
+/*
+ * ingest.c — JSONL bulk ingest (see ingest.h).
+ * Layer: server/.  Calls query/quarry.h and the base kit.
+ */
+#include "server/ingest.h"
+#include "store/util.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+struct Ingest {
+    QrDb *db;               /* borrows */
+    IngestOpts opts;
+    char table[QR_NAME_MAX + 1];
+    QrTable *t;             /* borrows (db owns); NULL until known */
+    IngestCounts c;
+    uint64_t in_batch;      /* docs since the last commit */
+    /* inference: the first lines of a new table wait here */
+    bool inferring;
+    char **held;
+    size_t *held_len;
+    uint64_t *held_line;
+    int n_held;
+    /* partial line across ingest_feed calls */
+    QrBuf partial;
+    bool partial_too_long;
+    IngestError *errs;
+    int n_errs;
+    bool failed;
+};
+
+int ingest_begin(QrDb *db, const IngestOpts *opts, Ingest **out, QrError *err)
+{
+    *out = NULL;
+    Ingest *in = qr_calloc(1, sizeof *in);
+    if (!in)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    in->db = db;
+    in->opts = *opts;
+    if (in->opts.batch <= 0)
+        in->opts.batch = 10000;
+    if (in->opts.max_errors_kept <= 0)
+        in->opts.max_errors_kept = 100;
+    if (!in->opts.max_line_bytes)
+        in->opts.max_line_bytes = 16u << 20;
+    snprintf(in->table, sizeof in->table, "%s", opts->table ? opts->table : "");
+    qr_buf_init(&in->partial);
+    QrError e;
+    qr_error_clear(&e);
+    int rc = qr_table_get(db, in->table, &in->t, &e);
+    if (rc == QR_ENOTFOUND) {
+        if (opts->schema) {
+            rc = qr_table_create(db, in->table, opts->schema, &in->t, err);
+            if (rc != QR_OK) {
+                ingest_free(in);
+                return rc;
+            }
+            in->c.table_created = true;
+        } else {
+            in->inferring = true;
+            in->held = qr_calloc(INGEST_INFER_LINES, sizeof *in->held);
+            in->held_len = qr_calloc(INGEST_INFER_LINES, sizeof *in->held_len);
+            in->held_line = qr_calloc(INGEST_INFER_LINES, sizeof *in->held_line);
+            if (!in->held || !in->held_len || !in->held_line) {
+                ingest_free(in);
+                return qr_error_set(err, QR_ENOMEM, "out of memory");
+            }
+        }
+    } else if (rc != QR_OK) {
+        qr_error_copy(err, &e);
+        ingest_free(in);
+        return rc;
+    }
+    *out = in;
+    return QR_OK;
+}
+
+static void reject(Ingest *in, uint64_t line, const QrError *e)
+{
+    in->c.rejected++;
+    if (in->n_errs < in->opts.max_errors_kept) {
+        if (!in->errs)
+            in->errs = qr_calloc((size_t)in->opts.max_errors_kept, sizeof *in->errs);
+        if (in->errs) {
+            in->errs[in->n_errs].line = line;
+            in->errs[in->n_errs].err = *e;
+            in->n_errs++;
+        }
+    }
+    if (in->opts.on_error)
+        in->opts.on_error(in->opts.arg, line, e);
+}
+
+static int commit_batch(Ingest *in, QrError *err)
+{
+    if (!in->t || in->in_batch == 0)
+        return QR_OK;
+    int rc = qr_commit(in->t, err);
+    if (rc != QR_OK) {
+        in->failed = true;
+        return rc;
+    }
+    in->c.acked += in->in_batch;
+    in->in_batch = 0;
+    if (in->opts.on_commit)
+        in->opts.on_commit(in->opts.arg, in->c.lines, in->c.acked);
+    return QR_OK;
+}
+
+/* Put one line into the table.  Rejections are counted, fatal errors returned. */
+static int put_line(Ingest *in, uint64_t line, const char *s, size_t len, QrError *err)
+{
+    QrError e;
+    qr_error_clear(&e);
+    cJSON *root = cJSON_ParseWithLength(s, len);
+    int rc;
+    if (!root) {
+        const char *ep = cJSON_GetErrorPtr();
+        qr_error_set(&e, QR_ESYNTAX, "invalid JSON");
+        if (ep && ep >= s && ep <= s + len) {
+            qr_error_detail(&e, "error near byte %ld", (long)(ep - s) + 1);
+            qr_error_pos(&e, ep - s, (int64_t)line, (int32_t)(ep - s) + 1);
+        }
+        rc = QR_ESYNTAX;
+    } else {
+        bool replaced = false;
+        rc = qr_put_parsed(in->t, s, len, root, &replaced, &e);
+        cJSON_Delete(root);
+        if (rc == QR_OK) {
+            if (replaced)
+                in->c.replaced++;
+            else
+                in->c.imported++;
+            in->in_batch++;
+            if (in->in_batch >= (uint64_t)in->opts.batch)
+                return commit_batch(in, err);
+            return QR_OK;
+        }
+    }
+    qr_error_pos(&e, -1, (int64_t)line, -1);
+    bool fatal = rc == QR_EIO || rc == QR_ENOMEM || rc == QR_EINTERNAL || rc == QR_ECORRUPT ||
+                 rc == QR_EPERM;
+    if (fatal) {
+        in->failed = true;
+        qr_error_copy(err, &e);
+        return rc;
+    }
+    reject(in, line, &e);
+    if (in->opts.strict) {
+        in->failed = true;
+        qr_error_copy(err, &e);
+        qr_error_hint(err, "without --strict bad lines are skipped and reported");
+        return rc;
+    }
+    return QR_OK;
+}
+
+static int finish_inference(Ingest *in, QrError *err)
+{
+    in->inferring = false;
+    SchemaInfer *si = schema_infer_new("id");
+    if (!si)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    for (int i = 0; i < in->n_held; i++) {
+        QrError e;
+        qr_error_clear(&e);
+        schema_infer_add(si, in->held[i], in->held_len[i], &e); /* bad lines: reported later */
+    }
+    QrSchema *sc = qr_malloc(sizeof *sc);
+    int rc = sc ? schema_infer_finish(si, sc, err) : qr_error_set(err, QR_ENOMEM, "out of memory");
+    schema_infer_free(si);
+    if (rc == QR_OK)
+        rc = qr_table_create(in->db, in->table, sc, &in->t, err);
+    qr_free(sc);
+    if (rc != QR_OK) {
+        in->failed = true;
+        return rc;
+    }
+    in->c.schema_inferred = true;
+    in->c.table_created = true;
+    for (int i = 0; i < in->n_held && rc == QR_OK; i++)
+        rc = put_line(in, in->held_line[i], in->held[i], in->held_len[i], err);
+    for (int i = 0; i < in->n_held; i++)
+        qr_free(in->held[i]);
+    in->n_held = 0;
+    return rc;
+}
+
+int ingest_line(Ingest *in, const char *line, size_t len, QrError *err)
+{
+    if (in->failed)
+        return qr_error_set(err, QR_EINTERNAL, "ingest already failed");
+    uint64_t ln = ++in->c.lines;
+    in->c.bytes += len + 1;
+    while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t'))
+        len--;
+    size_t i = 0;
+    while (i < len && (line[i] == ' ' || line[i] == '\t'))
+        i++;
+    if (i == len)
+        return QR_OK; /* blank */
+    if (in->inferring) {
+        char *copy = qr_strndup(line, len);
+        if (!copy)
+            return qr_error_set(err, QR_ENOMEM, "out of memory");
+        in->held[in->n_held] = copy;
+        in->held_len[in->n_held] = len;
+        in->held_line[in->n_held] = ln;
+        in->n_held++;
+        if (in->n_held == INGEST_INFER_LINES)
+            return finish_inference(in, err);
+        return QR_OK;
+    }
+    return put_line(in, ln, line, len, err);
+}
+
+static int reject_long_line(Ingest *in, QrError *err)
+{
+    QrError e;
+    qr_error_clear(&e);
+    qr_error_set(&e, QR_ELIMIT, "line is longer than %zu bytes", in->opts.max_line_bytes);
+    uint64_t ln = ++in->c.lines;
+    qr_error_pos(&e, -1, (int64_t)ln, -1);
+    reject(in, ln, &e);
+    in->partial_too_long = false;
+    in->partial.len = 0;
+    if (in->opts.strict) {
+        in->failed = true;
+        qr_error_copy(err, &e);
+        return QR_ELIMIT;
+    }
+    return QR_OK;
+}
+
+int ingest_feed(Ingest *in, const char *data, size_t len, QrError *err)
+{
+    const char *p = data, *end = data + len;
+    while (p < end) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t n = (size_t)((nl ? nl : end) - p);
+        bool too_long = in->partial_too_long || in->partial.len + n > in->opts.max_line_bytes;
+        if (!nl) {
+            /* incomplete line: keep it for the next chunk */
+            if (too_long) {
+                in->partial_too_long = true;
+                in->partial.len = 0;
+            } else {
+                qr_buf_append(&in->partial, p, n);
+                if (!qr_buf_ok(&in->partial))
+                    return qr_error_set(err, QR_ENOMEM, "out of memory");
+            }
+            break;
+        }
+        int rc;
+        if (too_long) {
+            rc = reject_long_line(in, err);
+        } else if (in->partial.len) {
+            qr_buf_append(&in->partial, p, n);
+            if (!qr_buf_ok(&in->partial))
+                return qr_error_set(err, QR_ENOMEM, "out of memory");
+            rc = ingest_line(in, (const char *)in->partial.data, in->partial.len, err);
+            in->partial.len = 0;
+        } else {
+            rc = ingest_line(in, p, n, err);
+        }
+        if (rc != QR_OK)
+            return rc;
+        p = nl + 1;
+    }
+    return QR_OK;
+}
+
+int ingest_end(Ingest *in, QrError *err)
+{
+    int rc = QR_OK;
+    if (in->failed)
+        return QR_OK;
+    if (in->partial.len || in->partial_too_long) {
+        if (in->partial_too_long) {
+            rc = reject_long_line(in, err);
+        } else {
+            rc = ingest_line(in, (const char *)in->partial.data, in->partial.len, err);
+        }
+        in->partial.len = 0;
+        if (rc != QR_OK)
+            return rc;
+    }
+    if (in->inferring && in->n_held > 0 && (rc = finish_inference(in, err)) != QR_OK)
+        return rc;
+    return commit_batch(in, err);
+}
+
+void ingest_free(Ingest *in)
+{
+    if (!in)
+        return;
+    for (int i = 0; i < in->n_held; i++)
+        qr_free(in->held[i]);
+    qr_free(in->held);
+    qr_free(in->held_len);
+    qr_free(in->held_line);
+    qr_buf_free(&in->partial);
+    qr_free(in->errs);
+    qr_free(in);
+}
+
+void ingest_counts(const Ingest *in, IngestCounts *c) { *c = in->c; }
+
+const IngestError *ingest_errors(const Ingest *in, int *n)
+{
+    *n = in->n_errs;
+    return in->errs;
+}
+
+QrTable *ingest_table(const Ingest *in) { return in->t; }

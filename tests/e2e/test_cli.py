@@ -1,0 +1,231 @@
+"""End to end through the real `quarry` binary: import (schema given and
+inferred), bad lines with line numbers, upserts, deletes, and search results
+compared with a brute-force evaluation of the same queries in Python.
+
+Fields use language "none" so that the oracle's tokenizer (lowercase ASCII
+words) is exactly the engine's."""
+import json
+import os
+import random
+import re
+
+from qtest import DataDir, check, finish, run, write_jsonl
+
+rng = random.Random(20261129)
+SYL = ["ka", "lo", "mi", "ter", "sun", "ra", "ven", "do", "pix", "quo", "zel", "an", "bro"]
+VOCAB = sorted({"".join(rng.choice(SYL) for _ in range(rng.randint(1, 3))) for _ in range(400)})
+WEIGHTS = [1.0 / (i + 1) ** 1.05 for i in range(len(VOCAB))]
+
+SCHEMA = {
+    "primary_key": "id",
+    "fields": [
+        {"name": "title", "type": "text", "language": "none"},
+        {"name": "body", "type": "text", "language": "none"},
+        {"name": "views", "type": "int"},
+    ],
+}
+
+
+def words(n):
+    return rng.choices(VOCAB, WEIGHTS, k=n)
+
+
+def make_doc(i):
+    return {"id": i if i % 3 else "doc-%d" % i,
+            "title": " ".join(words(rng.randint(1, 6))),
+            "body": ", ".join(" ".join(words(rng.randint(2, 8))) for _ in range(rng.randint(1, 6))) + ".",
+            "views": rng.randint(0, 10**6)}
+
+
+def toks(text):
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
+class Oracle:
+    def __init__(self):
+        self.docs = {}
+
+    def put(self, d):
+        key = json.dumps(d["id"])
+        self.docs[key] = {"title": toks(d.get("title", "")), "body": toks(d.get("body", ""))}
+
+    def delete(self, idj):
+        self.docs.pop(idj, None)
+
+    def eval(self, q):
+        """q is a (kind, ...) tuple mirroring the generated query."""
+        return {k for k, d in self.docs.items() if self.match(q, d)}
+
+    def match(self, q, d):
+        kind = q[0]
+        if kind == "term":
+            _, field, w = q
+            fs = [field] if field else ["title", "body"]
+            return any(w in d[f] for f in fs)
+        if kind == "prefix":
+            return any(t.startswith(q[1]) for f in ("title", "body") for t in d[f])
+        if kind == "phrase":
+            ws = q[1]
+            for f in ("title", "body"):
+                t = d[f]
+                for i in range(len(t) - len(ws) + 1):
+                    if t[i:i + len(ws)] == ws:
+                        return True
+            return False
+        if kind == "or":
+            return any(self.match(x, d) for x in q[1])
+        if kind == "and":
+            return all(self.match(x, d) for x in q[1])
+        if kind == "andnot":
+            return self.match(q[1], d) and not self.match(q[2], d)
+        raise ValueError(kind)
+
+
+def gen_query():
+    """Returns (query text, oracle tuple)."""
+    r = rng.random()
+    w = words(3)
+    if r < 0.2:
+        return w[0], ("term", None, w[0])
+    if r < 0.3:
+        return "title:" + w[0], ("term", "title", w[0])
+    if r < 0.45:
+        return w[0] + " " + w[1], ("or", [("term", None, w[0]), ("term", None, w[1])])
+    if r < 0.6:
+        return w[0] + " AND " + w[1], ("and", [("term", None, w[0]), ("term", None, w[1])])
+    if r < 0.7:
+        return "+%s -%s" % (w[0], w[1]), ("andnot", ("term", None, w[0]), ("term", None, w[1]))
+    if r < 0.8:
+        return '"%s %s"' % (w[0], w[1]), ("phrase", [w[0], w[1]])
+    if r < 0.9:
+        p = w[0][:2]
+        return p + "*", ("prefix", p)
+    return "(%s OR %s) AND %s" % (w[0], w[1], w[2]), (
+        "and", [("or", [("term", None, w[0]), ("term", None, w[1])]), ("term", None, w[2])])
+
+
+def ids_of(data, queries):
+    """All matching ids per query through `quarry bench` (ids mode, one run)."""
+    qfile = os.path.join(data, "..", "q-%d.jsonl" % rng.randint(0, 10**9))
+    with open(qfile, "w") as f:
+        for i, q in enumerate(queries):
+            f.write(json.dumps({"qid": i, "q": q, "mode": "ids"}) + "\n")
+    rc, out, err = run(["bench", "t", "--queries", qfile, "--repeat", "1"], data)
+    os.unlink(qfile)
+    check(rc == 0, "bench ids ran (rc %d): %s" % (rc, err[-300:]))
+    res = {}
+    for line in out.splitlines():
+        o = json.loads(line)
+        if "error" in o:
+            res[o["qid"]] = None
+        else:
+            res[o["qid"]] = {json.dumps(x) for x in o["ids"]}
+    return res
+
+
+def compare(data, oracle, n):
+    qs = [gen_query() for _ in range(n)]
+    got = ids_of(data, [q for q, _ in qs])
+    bad = 0
+    for i, (q, t) in enumerate(qs):
+        want = oracle.eval(t)
+        if got.get(i) != want:
+            bad += 1
+            if bad <= 5:
+                g = got.get(i)
+                print("mismatch for %r: engine %s, oracle %d (missing %s, extra %s)" % (
+                    q, "error" if g is None else len(g), len(want),
+                    sorted(want - (g or set()))[:5], sorted((g or set()) - want)[:5]))
+    check(bad == 0, "%d of %d queries disagree with brute force" % (bad, n))
+    # counts and ranked output agree with the id sets
+    for q, t in qs[:20]:
+        rc, out, _ = run(["search", "t", q, "--count"], data)
+        check(rc == 0 and int(out.strip()) == len(oracle.eval(t)), "count of %r" % q)
+
+
+def main():
+    with DataDir() as dd:
+        data = os.path.join(dd.path, "data")
+        src = os.path.join(dd.path, "docs.jsonl")
+        schema = os.path.join(dd.path, "schema.json")
+        with open(schema, "w") as f:
+            json.dump(SCHEMA, f)
+        docs = [make_doc(i) for i in range(3000)]
+        lines = [json.dumps(d) for d in docs]
+        # bad lines at known positions (1-based line numbers)
+        lines.insert(10, "{not json")
+        lines.insert(20, json.dumps({"title": "no id here"}))
+        lines.insert(30, json.dumps({"id": 99999, "views": "many"}))
+        write_jsonl(src, lines)
+        rc, out, err = run(["import", "t", src, "--schema", schema, "--batch", "700"], data)
+        check(rc == 3, "import with rejected lines exits 3 (got %d)" % rc)
+        for ln, what in ((11, "invalid JSON"), (21, "primary key"), (31, "views")):
+            check(re.search(r"line %d: .*%s" % (ln, re.escape(what)), err) is not None,
+                  "line %d reported (%s) in: %s" % (ln, what, err[:500]))
+        check("imported 3000, replaced 0, rejected 3 of 3003 lines" in err,
+              "summary counts: " + err.strip().splitlines()[-1])
+        oracle = Oracle()
+        for d in docs:
+            oracle.put(d)
+        compare(data, oracle, 150)
+
+        # strict mode stops at the first bad line
+        rc, out, err = run(["import", "t2", src, "--schema", schema, "--strict"], data)
+        check(rc == 1 and "line 11" in err, "--strict aborts at line 11 (rc %d)" % rc)
+
+        # upserts: re-import 500 docs with new text; deletes
+        changed = []
+        for d in rng.sample(docs, 500):
+            d2 = make_doc(0)
+            d2["id"] = d["id"]
+            changed.append(d2)
+            oracle.put(d2)
+        write_jsonl(src, changed)
+        rc, out, err = run(["import", "t", src, "--batch", "123"], data)
+        check(rc == 0 and "imported 0, replaced 500, rejected 0" in err,
+              "re-import replaces: " + err.strip()[-200:])
+        gone = rng.sample(sorted(oracle.docs), 200)
+        rc, out, err = run(["delete", "t"] + gone[:100], data)
+        check(rc == 0 and "deleted 100 of 100" in out, "delete by id: " + out + err)
+        rc, out, err = run(["delete", "t"] + gone[100:], data)
+        for g in gone:
+            oracle.delete(g)
+        rc, out, err = run(["get", "t", gone[0]], data)
+        check(rc == 1 and "does not exist" in err, "deleted doc is gone")
+        probe = changed[0]
+        rc, out, err = run(["get", "t", json.dumps(probe["id"])], data)
+        if json.dumps(probe["id"]) in oracle.docs:
+            check(rc == 0 and json.loads(out)["title"] == probe["title"], "get returns new version")
+        compare(data, oracle, 150)
+
+        # merging keeps every answer
+        rc, out, err = run(["merge", "t"], data)
+        check(rc == 0 and "1 segment" in out, "merge into one segment: " + out + err)
+        compare(data, oracle, 100)
+        rc, out, err = run(["stats", "t"], data)
+        st = json.loads(out)
+        check(st["docs"] == len(oracle.docs), "stats docs %s == %d" % (st["docs"], len(oracle.docs)))
+        rc, out, err = run(["check"], data)
+        check(rc == 0 and "t: ok" in out, "check passes: " + out)
+
+        # inferred schema
+        rc, out, err = run(["import", "inferred", src], data)
+        check(rc == 0 and "inferred schema" in err and '"views"' in err, "schema inferred")
+        rc, out, err = run(["schema", "inferred"], data)
+        sc = json.loads(out)
+        types = {f["name"]: f["type"] for f in sc["fields"]}
+        check(types == {"title": "text", "body": "text", "views": "int"}, "inferred types %s" % types)
+
+        # errors
+        rc, out, err = run(["search", "t", "(unbalanced"], data)
+        check(rc == 1 and "ERROR" in err and "^" in err, "syntax error with caret: " + err)
+        rc, out, err = run(["search", "nosuch", "x"], data)
+        check(rc == 1 and "does not exist" in err, "unknown table")
+        rc, out, err = run(["import", "../evil", src], data)
+        check(rc == 1 and "invalid table name" in err, "table name validated: " + err)
+        rc, out, err = run(["search", "t", "x", "--limit", "abc"], data)
+        check(rc == 2, "bad option value is a usage error")
+    finish()
+
+
+main()
