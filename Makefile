@@ -75,13 +75,23 @@ $(BUILD)/libquarry-asan.a: $(ASAN_LIB_OBJ)
 $(BUILD)/quarry: $(SRV_OBJ) $(BUILD)/libquarry.a
 	$(CC) $(CFLAGS) -o $@ $(SRV_OBJ) $(BUILD)/libquarry.a $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(BUILD)/libquarry.a $(NOMAIN_SRV_OBJ)
+# Unit tests link the engine library; only tests/unit/server/ also link the
+# server objects (so the engine's tests never depend on the server building).
+$(BUILD)/tests/server/%: tests/unit/server/%.c $(UNIT_HELPERS) $(BUILD)/libquarry.a $(NOMAIN_SRV_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(UNIT_HELPERS) $(NOMAIN_SRV_OBJ) $(BUILD)/libquarry.a -lcriterion $(LDLIBS)
 
-$(BUILD)/asan-tests/%: tests/unit/%.c $(UNIT_HELPERS) $(BUILD)/libquarry-asan.a $(ASAN_SRV_OBJ)
+$(BUILD)/tests/%: tests/unit/%.c $(UNIT_HELPERS) $(BUILD)/libquarry.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -Itests/unit -o $@ $< $(UNIT_HELPERS) $(BUILD)/libquarry.a -lcriterion $(LDLIBS)
+
+$(BUILD)/asan-tests/server/%: tests/unit/server/%.c $(UNIT_HELPERS) $(BUILD)/libquarry-asan.a $(ASAN_SRV_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ASAN_FLAGS) -Itests/unit -o $@ $< $(UNIT_HELPERS) $(ASAN_SRV_OBJ) $(BUILD)/libquarry-asan.a -lcriterion $(LDLIBS)
+
+$(BUILD)/asan-tests/%: tests/unit/%.c $(UNIT_HELPERS) $(BUILD)/libquarry-asan.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(ASAN_FLAGS) -Itests/unit -o $@ $< $(UNIT_HELPERS) $(BUILD)/libquarry-asan.a -lcriterion $(LDLIBS)
 
 unit: $(UNIT_BIN)
 	@tests/run_unit.sh $(UNIT_BIN)

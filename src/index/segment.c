@@ -492,6 +492,11 @@ int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
         rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
         goto done;
     }
+    /* never launder damage into a fresh checksum: verify every source first
+     * (CRC32C runs at GB/s, small next to the merge itself) */
+    for (int i = 0; i < n; i++)
+        if ((rc = seg_verify(srcs[i], err)) != QR_OK)
+            goto done;
     /* doc remapping */
     uint32_t next = 0;
     uint64_t min_lsn = UINT64_MAX, max_lsn = 0;
