@@ -1183,8 +1183,7 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     /* statistics of the snapshot */
     s->snap = table_snapshot(t->table);
     s->N = s->snap->n_docs;
-    for (int fi = 0; fi < s->n_fields; fi++) {
-        int f = s->fields[fi];
+    for (int f = 0; f < s->schema->n_fields; f++) { /* field:term may name any text field */
         uint64_t tot = 0, nd = 0;
         for (int i = 0; i < s->snap->n_segs; i++) {
             SegFieldStats st = seg_field_stats(s->snap->segs[i], f);
