@@ -461,11 +461,13 @@ static CNode *compile_terms_leaf(Search *s, const QNode *q, CNode *c)
     /* prefix / fuzzy: fold without stemming, then expand over every segment */
     ExpandCtx e = {.s = s, .edits = q->kind == QN_PREFIX ? -1 : q->edits,
                    .max = s->req->max_expansions > 0 ? s->req->max_expansions : 128};
+    bool has_words = false; /* some field's analysis gave a word */
     for (int i = 0; i < nf; i++) {
         TokList tl;
         if (analyze(s, fl[i], q->text, q->text_len, ANALYZE_NO_STEM | ANALYZE_KEEP_STOPWORDS,
                     &tl) != QR_OK)
             return NULL;
+        has_words |= tl.n > 0;
         if (tl.n != 1)
             continue; /* "foo-bar*" folds to two words: nothing can match one term */
         e.field = fl[i];
@@ -495,7 +497,9 @@ static CNode *compile_terms_leaf(Search *s, const QNode *q, CNode *c)
             return c;
         }
     }
-    c->kind = e.n ? CK_TERMS : CK_NONE;
+    /* no expansion matches nothing (+zzz* must not drop out of its group);
+     * only text that analyzes to no word drops out, as for terms */
+    c->kind = has_words ? CK_TERMS : CK_NONE;
     c->terms = e.terms;
     c->n_terms = e.n;
     return c;
