@@ -219,22 +219,19 @@ static int az_stem(AzRun *r, uint32_t h, const char **t, size_t *n)
     return 0;
 }
 
-int az_emit(AzRun *r, size_t folded_len, size_t start, size_t end)
+/* Emit one folded token t[0..n) at `pos`: stop words, stemming, sink. */
+static int az_emit_one(AzRun *r, const char *t, size_t n, uint64_t pos, size_t start, size_t end)
 {
     Analyzer *a = r->a;
-    uint64_t pos = (uint64_t)r->pos_base + r->n_words++;
+    (void)a;
     if (pos > UINT32_MAX) {
         az_fail(r, QR_ELIMIT, "word position is past the limit of 4294967295");
         qr_error_hint(r->err, "split the value or start it at a lower position");
         return r->fail_code;
     }
-    if (folded_len == 0)
-        return 0; /* folds to nothing: keeps its position, yields no token */
-    const char *t = a->tok;
-    size_t n = folded_len;
     if (r->use_stop || r->use_stem) {
         uint32_t h = az_hash(t, n);
-        if (r->use_stop && az_stop_has(a, h, t, n))
+        if (r->use_stop && az_stop_has(r->a, h, t, n))
             return 0;
         if (r->use_stem) {
             int rc = az_stem(r, h, &t, &n);
@@ -247,6 +244,60 @@ int az_emit(AzRun *r, size_t folded_len, size_t start, size_t end)
     Token tok = {.text = t, .len = (uint32_t)n, .pos = (uint32_t)pos,
                  .start = (uint32_t)start, .end = (uint32_t)end};
     return r->sink(r->ctx, &tok);
+}
+
+/* An abbreviation: dots only between two characters that are neither digits
+ * nor dots ("u.s.a", "e.g"), so numbers like "3.14" stay whole. */
+static bool az_is_abbrev(const char *t, size_t n)
+{
+    bool dot = false;
+    for (size_t i = 0; i < n; i++) {
+        if (t[i] != '.')
+            continue;
+        if (i == 0 || i + 1 == n)
+            return false;
+        unsigned char p = (unsigned char)t[i - 1], q = (unsigned char)t[i + 1];
+        if ((p >= '0' && p <= '9') || (q >= '0' && q <= '9') || q == '.')
+            return false;
+        dot = true;
+    }
+    return dot;
+}
+
+int az_emit(AzRun *r, size_t folded_len, size_t start, size_t end)
+{
+    Analyzer *a = r->a;
+    uint64_t pos = (uint64_t)r->pos_base + r->n_words++;
+    if (folded_len == 0) {
+        if (pos > UINT32_MAX) {
+            az_fail(r, QR_ELIMIT, "word position is past the limit of 4294967295");
+            return r->fail_code;
+        }
+        return 0; /* folds to nothing: keeps its position, yields no token */
+    }
+    const char *t = a->tok;
+    size_t n = folded_len;
+    if (n > 2 && memchr(t, '.', n) && az_is_abbrev(t, n)) {
+        /* "U.S." is indexed as the words u, s: a query typed "US", "U S" or
+         * "U.S." then finds it (as SQLite FTS5 and Xapian do), and phrases
+         * over the parts work.  Each part takes its own position. */
+        size_t i = 0;
+        bool first = true;
+        while (i < n) {
+            size_t j = i;
+            while (j < n && t[j] != '.')
+                j++;
+            if (!first)
+                pos = (uint64_t)r->pos_base + r->n_words++;
+            int rc = az_emit_one(r, t + i, j - i, pos, start, end);
+            if (rc)
+                return rc;
+            first = false;
+            i = j + 1;
+        }
+        return 0;
+    }
+    return az_emit_one(r, t, n, pos, start, end);
 }
 
 /* ---- ICU path --------------------------------------------------------- */

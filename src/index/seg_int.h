@@ -33,7 +33,8 @@ int seg_write_pk_section(const uint8_t *bytes, const uint32_t *offs, uint32_t n_
 
 /* ---- segment.c ---- */
 void seg_meta_write(QrBuf *out, uint32_t n_docs, int n_fields, const uint64_t *field_total,
-                    const uint32_t *field_docs, uint64_t min_lsn, uint64_t max_lsn);
+                    const uint32_t *field_docs, uint64_t min_lsn, uint64_t max_lsn, bool has_all,
+                    uint64_t all_total, uint32_t all_docs);
 /* Append row `row` of column c (NULL: the segment lacks it) to w. */
 int seg_column_copy_row(const Column *c, uint32_t row, ColWriter *w, const QrField *f,
                         QrError *err);

@@ -123,6 +123,7 @@ typedef struct TermEnt {
     uint64_t total_tf;
     uint8_t *post;     /* owns: varint postings */
     uint32_t post_len, post_cap;
+    int32_t all_id;    /* the same word in the "_all" field, -1 until seen */
 } TermEnt;
 
 typedef struct ColAcc {
@@ -141,6 +142,13 @@ struct SegBuilder {
     /* per doc scratch */
     uint64_t *tok;            /* owns: (term << 32 | pos) */
     size_t n_tok, cap_tok;
+    uint64_t *tok_all;        /* owns: the same for the "_all" field */
+    size_t n_tok_all, cap_tok_all;
+    uint32_t all_base;        /* position of the current field inside "_all" */
+    bool all;                 /* schema->all_field */
+    QrBuf all_norms;
+    uint64_t all_total;
+    uint32_t all_docs;
     /* norms */
     QrBuf norms[QR_MAX_FIELDS]; /* u32 per doc, only for indexed text fields */
     uint64_t field_total[QR_MAX_FIELDS];
@@ -170,6 +178,8 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
     qr_buf_init(&b->keys);
     qr_buf_init(&b->pk_bytes);
     qr_buf_init(&b->pk_offs);
+    qr_buf_init(&b->all_norms);
+    b->all = schema->all_field;
     for (int f = 0; f < schema->n_fields; f++)
         qr_buf_init(&b->norms[f]);
     b->n_slots = 1 << 16;
@@ -223,6 +233,8 @@ void segb_free(SegBuilder *b)
     qr_free(b->slots);
     qr_buf_free(&b->keys);
     qr_free(b->tok);
+    qr_free(b->tok_all);
+    qr_buf_free(&b->all_norms);
     dsw_free(b->docs);
     qr_buf_free(&b->pk_bytes);
     qr_buf_free(&b->pk_offs);
@@ -294,6 +306,7 @@ static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t 
     }
     TermEnt *t = &b->terms[b->n_terms];
     memset(t, 0, sizeof *t);
+    t->all_id = -1;
     t->key_off = (uint32_t)b->keys.len;
     t->key_len = klen;
     t->hash = h;
@@ -349,6 +362,28 @@ static int an_sink(void *ctx, const Token *t)
     }
     b->tok[b->n_tok++] = ((uint64_t)id << 32) | t->pos;
     sc->n_tokens++;
+    if (b->all) {
+        int64_t aid = b->terms[id].all_id;
+        if (aid < 0) {
+            aid = term_id(b, QR_ALL_FIELD, t->text, t->len);
+            if (aid < 0) {
+                sc->oom = true;
+                return QR_ENOMEM;
+            }
+            b->terms[id].all_id = (int32_t)aid; /* re-index: term_id may move terms */
+        }
+        if (b->n_tok_all == b->cap_tok_all) {
+            size_t nc = b->cap_tok_all ? b->cap_tok_all * 2 : 1024;
+            uint64_t *nt = qr_realloc(b->tok_all, nc * sizeof *nt);
+            if (!nt) {
+                sc->oom = true;
+                return QR_ENOMEM;
+            }
+            b->tok_all = nt;
+            b->cap_tok_all = nc;
+        }
+        b->tok_all[b->n_tok_all++] = ((uint64_t)aid << 32) | (b->all_base + t->pos);
+    }
     return 0;
 }
 
@@ -359,7 +394,8 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /* Analyze one text value (string or array of strings) into b->tok. */
-static int analyze_value(SegBuilder *b, int f, const cJSON *v, SinkCtx *sc, QrError *err)
+static int analyze_value(SegBuilder *b, int f, const cJSON *v, SinkCtx *sc, uint32_t *n_pos_out,
+                         QrError *err)
 {
     uint32_t pos = 0;
     const cJSON *e = cJSON_IsArray(v) ? v->child : v;
@@ -374,20 +410,21 @@ static int analyze_value(SegBuilder *b, int f, const cJSON *v, SinkCtx *sc, QrEr
                            : rc;
         pos += n_pos + 100; /* gap between array values: no phrase spans two */
     }
+    *n_pos_out = pos;
     return QR_OK;
 }
 
-/* Flush b->tok (one field of doc) into the term postings. */
-static int invert_tokens(SegBuilder *b, uint32_t doc)
+/* Flush tok[0..n) (one field of doc) into the term postings. */
+static int invert_tokens(SegBuilder *b, uint32_t doc, uint64_t *tok, size_t n)
 {
-    if (b->n_tok == 0)
+    if (n == 0)
         return QR_OK;
-    qsort(b->tok, b->n_tok, sizeof *b->tok, cmp_u64);
+    qsort(tok, n, sizeof *tok, cmp_u64);
     size_t i = 0;
-    while (i < b->n_tok) {
-        uint32_t id = (uint32_t)(b->tok[i] >> 32);
+    while (i < n) {
+        uint32_t id = (uint32_t)(tok[i] >> 32);
         size_t j = i;
-        while (j < b->n_tok && (uint32_t)(b->tok[j] >> 32) == id)
+        while (j < n && (uint32_t)(tok[j] >> 32) == id)
             j++;
         TermEnt *t = &b->terms[id];
         uint32_t delta = t->df ? doc - t->last_doc : doc;
@@ -395,7 +432,7 @@ static int invert_tokens(SegBuilder *b, uint32_t doc)
             return QR_ENOMEM;
         uint32_t prev = 0;
         for (size_t k = i; k < j; k++) {
-            uint32_t p = (uint32_t)b->tok[k];
+            uint32_t p = (uint32_t)tok[k];
             if (!post_put(b, t, p - prev))
                 return QR_ENOMEM;
             prev = p;
@@ -405,7 +442,6 @@ static int invert_tokens(SegBuilder *b, uint32_t doc)
         t->total_tf += j - i;
         i = j;
     }
-    b->n_tok = 0;
     return QR_OK;
 }
 
@@ -585,16 +621,22 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
             return rc;
     }
     uint32_t doc = b->n_docs;
-    /* text fields: analyze and invert */
+    /* text fields: analyze and invert; "_all" gathers every field's words,
+     * fields 100 positions apart so no phrase spans two */
+    b->n_tok_all = 0;
+    b->all_base = 0;
+    uint32_t all_tokens = 0;
     for (int f = 0; f < s->n_fields; f++) {
         if (!b->an[f])
             continue;
         SinkCtx sc = {.b = b, .field = (uint8_t)f};
         b->n_tok = 0;
         if (!vals[f].is_null) {
-            int rc = analyze_value(b, f, raw[f], &sc, err);
-            if (rc == QR_OK && invert_tokens(b, doc) != QR_OK)
+            uint32_t n_pos = 0;
+            int rc = analyze_value(b, f, raw[f], &sc, &n_pos, err);
+            if (rc == QR_OK && invert_tokens(b, doc, b->tok, b->n_tok) != QR_OK)
                 rc = qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
+            b->all_base += n_pos + 100;
             if (rc != QR_OK) {
                 /* A failure here leaves earlier fields' postings for `doc`
                  * in place: the builder is poisoned; the caller discards it. */
@@ -607,6 +649,14 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
         b->field_total[f] += ntok;
         if (ntok)
             b->field_docs[f]++;
+        all_tokens += ntok;
+    }
+    if (b->all) {
+        if (invert_tokens(b, doc, b->tok_all, b->n_tok_all) != QR_OK)
+            return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
+        qr_buf_put_u32(&b->all_norms, all_tokens);
+        b->all_total += all_tokens;
+        b->all_docs += all_tokens > 0;
     }
     /* columns */
     for (int f = 0; f < s->n_fields; f++) {
@@ -717,7 +767,8 @@ int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t
     for (uint32_t oi = 0; oi < b->n_terms; oi++) {
         TermEnt *t = &b->terms[order[oi]];
         const uint8_t *key = b->keys.data + t->key_off;
-        const uint32_t *norms = (const uint32_t *)b->norms[key[0]].data;
+        const uint32_t *norms = key[0] == QR_ALL_FIELD ? (const uint32_t *)b->all_norms.data
+                                                       : (const uint32_t *)b->norms[key[0]].data;
         postw_begin_term(pw);
         QrReader r;
         qr_rd_init(&r, t->post, t->post_len);
@@ -762,7 +813,7 @@ int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t
 
     /* meta */
     seg_meta_write(&tmp, b->n_docs, s->n_fields, b->field_total, b->field_docs, b->min_lsn,
-                   b->max_lsn);
+                   b->max_lsn, b->all, b->all_total, b->all_docs);
     if ((rc = sfw_add_buf(sw, SEC_META, &tmp, err)) != QR_OK)
         goto done;
     if ((rc = sfw_add_buf(sw, SEC_TERMS, &dict, err)) != QR_OK ||
@@ -778,6 +829,16 @@ int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t
                                    &tmp, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_PK, &tmp, err)) != QR_OK)
         goto done;
+    if (b->all) {
+        qr_buf_init(&tmp);
+        qr_buf_append(&tmp, b->all_norms.data, b->all_norms.len);
+        if (!qr_buf_ok(&tmp)) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory writing norms");
+            goto done;
+        }
+        if ((rc = sfw_add_buf(sw, SEC_NORMS + QR_ALL_FIELD, &tmp, err)) != QR_OK)
+            goto done;
+    }
     for (int f = 0; f < s->n_fields; f++) {
         if (b->an[f]) {
             qr_buf_init(&tmp);

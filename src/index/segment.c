@@ -6,7 +6,8 @@
  * termdict (index/).
  *
  * SEC_META layout (varints): n_docs, n_fields, then per field
- * (total_len, n_docs), then min_lsn, max_lsn.
+ * (total_len, n_docs), then min_lsn, max_lsn, then — only when the table
+ * indexes the combined "_all" field — its (total_len, n_docs).
  * SEC_PK layout: u32 n | u32 offs[n+1] | u32 sorted[n] | key bytes, where
  * key of doc d = bytes[offs[d] .. offs[d+1]) and `sorted` lists docs in
  * key order (binary search for lookups).
@@ -41,12 +42,15 @@ struct Segment {
     const uint8_t *pk_bytes;
     size_t pk_bytes_len;
     const uint32_t *norms[QR_MAX_FIELDS]; /* borrow from sf */
+    const uint32_t *all_norms;            /* borrows; NULL without "_all" */
+    SegFieldStats all_stats;
     Column *cols[QR_MAX_FIELDS];          /* own */
     uint64_t file_bytes;
 };
 
 void seg_meta_write(QrBuf *out, uint32_t n_docs, int n_fields, const uint64_t *field_total,
-                    const uint32_t *field_docs, uint64_t min_lsn, uint64_t max_lsn)
+                    const uint32_t *field_docs, uint64_t min_lsn, uint64_t max_lsn, bool has_all,
+                    uint64_t all_total, uint32_t all_docs)
 {
     qr_buf_put_varint(out, n_docs);
     qr_buf_put_varint(out, (uint64_t)n_fields);
@@ -56,6 +60,11 @@ void seg_meta_write(QrBuf *out, uint32_t n_docs, int n_fields, const uint64_t *f
     }
     qr_buf_put_varint(out, min_lsn);
     qr_buf_put_varint(out, max_lsn);
+    if (has_all) {
+        /* optional trailer: the "_all" field's statistics */
+        qr_buf_put_varint(out, all_total);
+        qr_buf_put_varint(out, all_docs);
+    }
 }
 
 static const uint8_t *sort_bytes;
@@ -135,6 +144,11 @@ int seg_open(const char *path, uint64_t id, Segment **out, QrError *err)
     }
     s->min_lsn = qr_rd_varint(&r);
     s->max_lsn = qr_rd_varint(&r);
+    bool has_all = qr_rd_left(&r) > 0;
+    if (has_all) {
+        s->all_stats.total_len = qr_rd_varint(&r);
+        s->all_stats.n_docs = (uint32_t)qr_rd_varint(&r);
+    }
     if (!qr_rd_done(&r)) {
         rc = corrupt(err, path, "bad meta section");
         goto fail;
@@ -187,6 +201,13 @@ int seg_open(const char *path, uint64_t id, Segment **out, QrError *err)
         goto fail;
     }
     /* norms and columns */
+    if (has_all) {
+        if (!sf_section(s->sf, SEC_NORMS + QR_ALL_FIELD, &p, &n) || n != (size_t)s->n_docs * 4) {
+            rc = corrupt(err, path, "bad norms section of the _all field");
+            goto fail;
+        }
+        s->all_norms = (const uint32_t *)p;
+    }
     for (int f = 0; f < s->n_fields; f++) {
         if (sf_section(s->sf, SEC_NORMS + f, &p, &n)) {
             if (n != (size_t)s->n_docs * 4) {
@@ -251,6 +272,8 @@ const DocStore *seg_docs(const Segment *s) { return s->ds; }
 
 SegFieldStats seg_field_stats(const Segment *s, int field)
 {
+    if (field == QR_ALL_FIELD)
+        return s->all_stats;
     if (field < 0 || field >= s->n_fields)
         return (SegFieldStats){0, 0};
     return s->fstats[field];
@@ -258,6 +281,8 @@ SegFieldStats seg_field_stats(const Segment *s, int field)
 
 const uint32_t *seg_norms(const Segment *s, int field)
 {
+    if (field == QR_ALL_FIELD)
+        return s->all_norms;
     if (field < 0 || field >= s->n_fields)
         return NULL;
     return s->norms[field];
@@ -331,7 +356,7 @@ typedef struct MergeSrc {
 } MergeSrc;
 
 static int merge_postings(MergeSrc *src, int n, QrBuf *docs_s, QrBuf *pos_s, QrBuf *dict,
-                          const uint32_t *const *new_norms, QrError *err)
+                          const uint32_t *const *new_norms /* 256 entries */, QrError *err)
 {
     int rc = QR_OK;
     QrArena *cur_arena = qr_arena_new(0);
@@ -374,6 +399,10 @@ static int merge_postings(MergeSrc *src, int n, QrBuf *docs_s, QrBuf *pos_s, QrB
         memcpy(key, min, min_len);
         size_t key_len = min_len;
         int field = key[0];
+        if (!new_norms[field]) {
+            rc = qr_error_set(err, QR_ECORRUPT, "term of unknown field %d while merging", field);
+            goto done;
+        }
         postw_begin_term(pw);
         uint32_t added = 0;
         for (int i = 0; i < n; i++) {
@@ -484,6 +513,11 @@ int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
     QrBuf norms[QR_MAX_FIELDS];
     uint64_t ftotal[QR_MAX_FIELDS] = {0};
     uint32_t fdocs[QR_MAX_FIELDS] = {0};
+    QrBuf all_norms;
+    uint64_t all_total = 0;
+    uint32_t all_docs = 0;
+    qr_buf_init(&all_norms);
+    bool has_all = schema->all_field;
     ColWriter *cw[QR_MAX_FIELDS] = {0};
     int nf = schema->n_fields;
     for (int f = 0; f < nf; f++)
@@ -553,6 +587,13 @@ int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
                                                        &schema->fields[f], err)) != QR_OK)
                     goto done;
             }
+            if (has_all) {
+                const uint32_t *an = seg_norms(s, QR_ALL_FIELD);
+                uint32_t v = an ? an[d] : 0;
+                qr_buf_put_u32(&all_norms, v);
+                all_total += v;
+                all_docs += v > 0;
+            }
             const uint8_t *doc;
             size_t dl;
             if ((rc = ds_get(dc, d, &doc, &dl, err)) != QR_OK ||
@@ -570,15 +611,20 @@ int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
             rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
             goto done;
         }
-    const uint32_t *nn[QR_MAX_FIELDS];
-    for (int f = 0; f < nf; f++)
-        nn[f] = (const uint32_t *)norms[f].data;
-    for (int f = nf; f < QR_MAX_FIELDS; f++)
-        nn[f] = NULL;
+    if (!qr_buf_ok(&all_norms)) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+        goto done;
+    }
+    const uint32_t *nn[256];
+    for (int f = 0; f < 256; f++)
+        nn[f] = f < nf ? (const uint32_t *)norms[f].data : NULL;
+    if (has_all)
+        nn[QR_ALL_FIELD] = (const uint32_t *)all_norms.data;
     if ((rc = merge_postings(src, n, &docs_s, &pos_s, &dict, nn, err)) != QR_OK)
         goto done;
 
-    seg_meta_write(&tmp, next, nf, ftotal, fdocs, min_lsn == UINT64_MAX ? 0 : min_lsn, max_lsn);
+    seg_meta_write(&tmp, next, nf, ftotal, fdocs, min_lsn == UINT64_MAX ? 0 : min_lsn, max_lsn,
+                   has_all, all_total, all_docs);
     if ((rc = sfw_add_buf(sw, SEC_META, &tmp, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_TERMS, &dict, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_POSTINGS, &docs_s, err)) != QR_OK ||
@@ -596,6 +642,8 @@ int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
     if ((rc = seg_write_pk_section(pk_bytes.data ? pk_bytes.data : (const uint8_t *)"",
                                    (const uint32_t *)pk_offs.data, next, &tmp, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_PK, &tmp, err)) != QR_OK)
+        goto done;
+    if (has_all && (rc = sfw_add_buf(sw, SEC_NORMS + QR_ALL_FIELD, &all_norms, err)) != QR_OK)
         goto done;
     for (int f = 0; f < nf; f++) {
         const QrField *fd = &schema->fields[f];
@@ -643,5 +691,6 @@ done:
     qr_buf_free(&tmp);
     qr_buf_free(&pk_bytes);
     qr_buf_free(&pk_offs);
+    qr_buf_free(&all_norms);
     return rc;
 }

@@ -165,11 +165,11 @@ typedef struct Search {
     IterCtx ctx;
     Snapshot *snap;
     QsAnalyzers *an;
-    int fields[QR_MAX_FIELDS];  /* searched text fields */
+    int fields[QR_MAX_FIELDS];  /* searched text fields (QR_ALL_FIELD = "_all") */
     float fweights[QR_MAX_FIELDS];
     int n_fields;
     uint64_t N;                 /* docs in the snapshot */
-    double avgdl[QR_MAX_FIELDS];
+    double avgdl[256];          /* by term-key byte */
     /* highlight terms: (field, term) */
     CTerm *hl;
     int n_hl, cap_hl;
@@ -221,7 +221,14 @@ static void fill_scorer(Search *s, CTerm *ct)
 {
     uint64_t df = global_df(s, ct->field, ct->text, ct->len);
     double N = (double)s->N;
-    double idf = log(1.0 + (N - (double)df + 0.5) / ((double)df + 0.5));
+    double idf;
+    if (s->schema->idf == QR_IDF_LUCENE) {
+        idf = log(1.0 + (N - (double)df + 0.5) / ((double)df + 0.5));
+    } else {
+        idf = log((N - (double)df + 0.5) / ((double)df + 0.5));
+        if (idf < 1e-6)
+            idf = 1e-6; /* a word in most documents still counts, a little */
+    }
     ct->sc.idf = (float)idf;
     ct->sc.k1 = s->schema->k1;
     ct->sc.b = s->schema->b;
@@ -269,12 +276,23 @@ static int tok_sink(void *arg, const Token *tok)
     return 0;
 }
 
+/* The analyzer of a field; "_all" uses the first full-text field's. */
+static Analyzer *field_analyzer(Search *s, int field)
+{
+    if (field != QR_ALL_FIELD)
+        return field < QR_MAX_FIELDS ? s->an->an[field] : NULL;
+    for (int f = 0; f < s->schema->n_fields; f++)
+        if (s->an->an[f])
+            return s->an->an[f];
+    return NULL;
+}
+
 static int analyze(Search *s, int field, const char *text, size_t len, unsigned flags,
                    TokList *out)
 {
     memset(out, 0, sizeof *out);
     out->s = s;
-    Analyzer *an = s->an->an[field];
+    Analyzer *an = field_analyzer(s, field);
     if (!an)
         return QR_OK;
     return analyzer_run(an, text, len, 0, flags, tok_sink, out, &s->ctx.err);
@@ -919,7 +937,8 @@ static int snip_sink(void *arg, const Token *tok)
     int m = 0;
     for (int i = 0; i < sc->s->n_hl; i++) {
         const CTerm *h = &sc->s->hl[i];
-        if (h->field == sc->field && h->len == tok->len && !memcmp(h->text, tok->text, tok->len)) {
+        if ((h->field == sc->field || h->field == QR_ALL_FIELD) && h->len == tok->len &&
+            !memcmp(h->text, tok->text, tok->len)) {
             m = i + 1;
             break;
         }
@@ -940,8 +959,19 @@ static char *make_snippet(Search *s, const char *json, size_t len)
     char *out = NULL;
     const char *fallback = NULL;
     SnipCtx sc = {.s = s};
-    for (int fi = 0; fi < s->n_fields && !out; fi++) {
-        int f = s->fields[fi];
+    /* snippets come from the searched fields, or every text field for "_all" */
+    int sfields[QR_MAX_FIELDS], n_sf = 0;
+    for (int fi = 0; fi < s->n_fields; fi++) {
+        if (s->fields[fi] != QR_ALL_FIELD) {
+            sfields[n_sf++] = s->fields[fi];
+            continue;
+        }
+        for (int f = 0; f < s->schema->n_fields; f++)
+            if (s->an->an[f])
+                sfields[n_sf++] = f;
+    }
+    for (int fi = 0; fi < n_sf && !out; fi++) {
+        int f = sfields[fi];
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, s->schema->fields[f].name);
         if (cJSON_IsArray(v))
             v = v->child;
@@ -1072,6 +1102,12 @@ static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
 static int setup_fields(Search *s, QrError *err)
 {
     const QrSchema *sc = s->schema;
+    if ((!s->req->fields || !*s->req->fields) && sc->all_field) {
+        s->fields[0] = QR_ALL_FIELD;
+        s->fweights[0] = 1.0f;
+        s->n_fields = 1;
+        return QR_OK;
+    }
     if (!s->req->fields || !*s->req->fields) {
         for (int f = 0; f < sc->n_fields; f++)
             if (sc->fields[f].type == QR_FT_TEXT && sc->fields[f].indexed) {
@@ -1187,7 +1223,8 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     /* statistics of the snapshot */
     s->snap = table_snapshot(t->table);
     s->N = s->snap->n_docs;
-    for (int f = 0; f < s->schema->n_fields; f++) { /* field:term may name any text field */
+    for (int fi = 0; fi <= s->schema->n_fields; fi++) { /* field:term may name any text field */
+        int f = fi < s->schema->n_fields ? fi : QR_ALL_FIELD;
         uint64_t tot = 0, nd = 0;
         for (int i = 0; i < s->snap->n_segs; i++) {
             SegFieldStats st = seg_field_stats(s->snap->segs[i], f);

@@ -61,6 +61,16 @@ void schema_init(QrSchema *s)
     strcpy(s->primary_key, "id");
     s->k1 = 1.2f;
     s->b = 0.75f;
+    s->idf = QR_IDF_ROBERTSON;
+}
+
+/* "_all" defaults to on with two or more full-text fields. */
+static void schema_default_all(QrSchema *s)
+{
+    int n = 0;
+    for (int f = 0; f < s->n_fields; f++)
+        n += s->fields[f].type == QR_FT_TEXT && s->fields[f].indexed;
+    s->all_field = n >= 2;
 }
 
 void schema_field_defaults(QrField *f, const char *name, QrFieldType t)
@@ -198,6 +208,17 @@ int schema_from_json(const char *json, size_t len, QrSchema *out, QrError *err)
             }
             out->b = (float)b->valuedouble;
         }
+        const cJSON *idf = cJSON_GetObjectItemCaseSensitive(bm, "idf");
+        if (idf) {
+            if (cJSON_IsString(idf) && !strcmp(idf->valuestring, "robertson"))
+                out->idf = QR_IDF_ROBERTSON;
+            else if (cJSON_IsString(idf) && !strcmp(idf->valuestring, "lucene"))
+                out->idf = QR_IDF_LUCENE;
+            else {
+                rc = qr_error_set(err, QR_EINVAL, "schema bm25.idf must be \"robertson\" or \"lucene\"");
+                goto done;
+            }
+        }
     }
     const cJSON *fields = cJSON_GetObjectItemCaseSensitive(root, "fields");
     if (!cJSON_IsArray(fields)) {
@@ -215,6 +236,15 @@ int schema_from_json(const char *json, size_t len, QrSchema *out, QrError *err)
             goto done;
         }
     }
+    schema_default_all(out);
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(root, "all_field");
+    if (all) {
+        if (!cJSON_IsBool(all)) {
+            rc = qr_error_set(err, QR_EINVAL, "schema \"all_field\" must be true or false");
+            goto done;
+        }
+        out->all_field = cJSON_IsTrue(all);
+    }
 done:
     cJSON_Delete(root);
     return rc;
@@ -229,6 +259,8 @@ int schema_to_json(const QrSchema *s, bool pretty, QrBuf *out, QrError *err)
     cJSON *bm = cJSON_AddObjectToObject(root, "bm25");
     cJSON_AddNumberToObject(bm, "k1", (double)s->k1);
     cJSON_AddNumberToObject(bm, "b", (double)s->b);
+    cJSON_AddStringToObject(bm, "idf", s->idf == QR_IDF_LUCENE ? "lucene" : "robertson");
+    cJSON_AddBoolToObject(root, "all_field", s->all_field);
     cJSON *arr = cJSON_AddArrayToObject(root, "fields");
     for (int i = 0; i < s->n_fields; i++) {
         const QrField *f = &s->fields[i];
@@ -498,5 +530,6 @@ int schema_infer_finish(SchemaInfer *si, QrSchema *out, QrError *err)
         if (schema_add_field(out, &f, err) < 0)
             return err ? err->code : QR_EINVAL;
     }
+    schema_default_all(out);
     return QR_OK;
 }

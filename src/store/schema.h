@@ -11,7 +11,8 @@
  *
  * JSON form:
  *   {"primary_key": "id",
- *    "bm25": {"k1": 1.2, "b": 0.75},
+ *    "bm25": {"k1": 1.2, "b": 0.75, "idf": "robertson"},
+ *    "all_field": true,
  *    "fields": [
  *      {"name": "title", "type": "text", "language": "english",
  *       "weight": 2.0, "stopwords": false, "accent_fold": true,
@@ -35,6 +36,7 @@
 
 #define QR_NAME_MAX 63        /* bytes in a table / field name */
 #define QR_MAX_FIELDS 250     /* a field index must fit the term-key byte */
+#define QR_ALL_FIELD 255      /* term-key byte of the combined "_all" text field */
 
 typedef enum QrFieldType {
     QR_FT_TEXT,      /* analyzed full text (inverted index) */
@@ -59,9 +61,18 @@ typedef struct QrField {
     bool btree;            /* a B-tree index was asked for */
 } QrField;
 
+typedef enum QrIdf {
+    QR_IDF_ROBERTSON, /* ln((N - df + 0.5) / (df + 0.5)), floored at 1e-6 (classic BM25) */
+    QR_IDF_LUCENE,    /* ln(1 + (N - df + 0.5) / (df + 0.5)) */
+} QrIdf;
+
 typedef struct QrSchema {
     char primary_key[QR_NAME_MAX + 1];
     float k1, b;           /* BM25 parameters */
+    QrIdf idf;             /* idf variant (default robertson) */
+    bool all_field;        /* index every text field also into "_all" (BM25 over the
+                              whole document, the default search field); default: on
+                              when the table has two or more full-text fields */
     int n_fields;
     QrField fields[QR_MAX_FIELDS];
 } QrSchema;
