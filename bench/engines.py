@@ -102,12 +102,17 @@ def dir_bytes(path):
 
 
 def git_commit():
+    """Short HEAD commit, with '+dirty' when src/ or the Makefile has uncommitted changes
+    (then build/quarry need not match the commit)."""
     try:
-        out = subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short', 'HEAD'],
-                             capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or None
+        head = subprocess.run(['git', '-C', str(REPO), 'rev-parse', '--short', 'HEAD'],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(['git', '-C', str(REPO), 'status', '--porcelain', '--',
+                                'src', 'Makefile'],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
+    return (head + ('+dirty' if dirty else '')) if head else None
 
 
 def time_calls(fn, repeat):
