@@ -8,10 +8,16 @@
  *
  * Scoring (docs/query-language.md): a term scores the weighted sum over the
  * searched fields of BM25(tf, field length) with per-field statistics:
- *   idf   = ln(1 + (N - df + 0.5) / (df + 0.5)),  N and df over every doc of
- *           the snapshot's segments (deleted docs count until a merge drops
- *           them, as in Lucene)
+ *   idf   = ln((N - df + 0.5) / (df + 0.5)), floored at 1e-6 (schema bm25.idf
+ *           "robertson", the default) or ln(1 + (N - df + 0.5) / (df + 0.5))
+ *           ("lucene"); N and df over every doc of the snapshot's segments
+ *           (deleted docs count until a merge drops them, as in Lucene)
  *   avgdl = field tokens / docs having the field
+ * Without an explicit field list, a table with schema all_field searches the
+ * combined "_all" field (term-key byte QR_ALL_FIELD): every text field's
+ * words in one field, so BM25 sees the whole document (BM25F with unit
+ * weights), which ranks better than a sum of per-field scores.  A field list
+ * ("title^2,body") or field:term scores per field instead.
  * Boosts multiply.  A clause's score is the sum of its parts, summed in
  * clause order, so pruned and exhaustive top-k give identical floats.
  * Prefix and fuzzy terms expand to at most max_expansions dictionary terms
