@@ -39,7 +39,7 @@ DEB_PKGS = gcc make pkg-config ca-certificates python3 gzip \
 	libicu-dev libstemmer-dev libmicrohttpd-dev libcjson-dev libsnappy-dev \
 	libcriterion-dev libpg-query-dev libroaring-dev libstreamvbyte-dev \
 	zlib1g-dev libsqlite3-dev sqlite3 wamerican python3-xapian \
-	clang libclang-rt-14-dev curl
+	clang libclang-rt-14-dev curl chromium nodejs wrk
 
 .PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz
 

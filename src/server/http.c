@@ -1,0 +1,1187 @@
+/*
+ * http.c — the HTTP server core: libmicrohttpd daemon and request
+ * lifecycle (see http_int.h), the route table that drives dispatch and the
+ * 404/405 answers, the one QrCode -> HTTP status table, replies, JSON
+ * writing helpers, table guards, and graceful shutdown.
+ *
+ * Layer: server/.  Calls query/quarry.h, the base kit, libmicrohttpd, cJSON.
+ *
+ * Paths and query strings are decoded here from the raw request target
+ * (uri_log callback), not by libmicrohttpd, so that "%2F" inside a
+ * document id stays part of that segment.
+ */
+#include "server/http_int.h"
+#include "store/mem.h"
+#include "store/util.h"
+
+#include <arpa/inet.h>
+#include <cJSON.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the route table ---- */
+
+const HttpRoute HTTP_ROUTES[] = {
+    {HM_GET, "/", "admin_page", HB_NONE, false, http_admin_asset},
+    {HM_GET, "/admin/{file}", "admin_asset", HB_NONE, false, http_admin_asset},
+    {HM_GET, "/health", "health", HB_NONE, false, http_health},
+    {HM_GET, "/metrics", "metrics", HB_NONE, false, http_metrics_get},
+    {HM_GET, "/stats", "stats", HB_NONE, false, http_stats_get},
+    {HM_GET, "/stats/queries", "stats_queries", HB_NONE, false, http_queries_get},
+    {HM_GET, "/tables", "tables_list", HB_NONE, false, http_tables_list},
+    {HM_POST, "/tables", "tables_create", HB_JSON, false, http_tables_create},
+    {HM_GET, "/tables/{t}", "tables_describe", HB_NONE, true, http_tables_describe},
+    {HM_DELETE, "/tables/{t}", "tables_drop", HB_NONE, false, http_tables_drop},
+    {HM_POST, "/tables/{t}/documents", "documents_ingest", HB_STREAM, false,
+     http_docs_ingest_end, http_docs_ingest_begin, http_docs_ingest_feed,
+     http_docs_ingest_cleanup},
+    {HM_GET, "/tables/{t}/documents/{id}", "documents_get", HB_NONE, true, http_docs_get},
+    {HM_PUT, "/tables/{t}/documents/{id}", "documents_put", HB_JSON, true, http_docs_put},
+    {HM_DELETE, "/tables/{t}/documents/{id}", "documents_delete", HB_NONE, true,
+     http_docs_delete},
+    {HM_POST, "/tables/{t}/delete_by_query", "delete_by_query", HB_JSON, true,
+     http_docs_delete_by_query},
+    {HM_GET, "/tables/{t}/search", "search", HB_NONE, true, http_search_get},
+    {HM_POST, "/tables/{t}/search", "search_post", HB_JSON, true, http_search_post},
+    {HM_POST, "/tables/{t}/flush", "flush", HB_NONE, true, http_tables_flush},
+    {HM_POST, "/tables/{t}/merge", "merge", HB_NONE, true, http_tables_merge},
+    {HM_POST, "/sql", "sql", HB_JSON, false, http_sql},
+};
+const int HTTP_N_ROUTES = (int)(sizeof HTTP_ROUTES / sizeof HTTP_ROUTES[0]);
+
+#define MAX_SEGS 8
+
+static const struct {
+    HttpMethod m;
+    const char *name;
+} METHODS[] = {{HM_GET, "GET"}, {HM_POST, "POST"}, {HM_PUT, "PUT"}, {HM_DELETE, "DELETE"},
+               {HM_HEAD, "HEAD"}};
+
+/* ---- the one error table: QrCode (and HTTP-only codes) -> status ---- */
+
+static const struct {
+    int status;
+    const char *name; /* NULL: qr_code_name() */
+} CODES[HTTP_ECODE_END] = {
+    [QR_OK] = {200, NULL},
+    [QR_EINVAL] = {400, NULL},
+    [QR_ESYNTAX] = {400, NULL},
+    [QR_ETYPE] = {422, NULL},
+    [QR_ENOTFOUND] = {404, NULL},
+    [QR_EEXISTS] = {409, NULL},
+    [QR_ECONSTRAINT] = {422, NULL},
+    [QR_EUNSUPPORTED] = {400, NULL},
+    [QR_ELIMIT] = {413, NULL},
+    [QR_ENOMEM] = {503, NULL},
+    [QR_EIO] = {500, NULL},
+    [QR_ECORRUPT] = {500, NULL},
+    [QR_ECANCELED] = {499, NULL},
+    [QR_ETIMEOUT] = {504, NULL},
+    [QR_EBUSY] = {503, "overloaded"},
+    [QR_EAUTH] = {401, NULL},
+    [QR_EPERM] = {403, NULL},
+    [QR_EINTERNAL] = {500, NULL},
+    [HTTP_EMETHOD] = {405, "method_not_allowed"},
+    [HTTP_EMEDIA] = {415, "unsupported_media_type"},
+};
+
+int http_status_of(int code)
+{
+    if (code < 0 || code >= HTTP_ECODE_END || !CODES[code].status)
+        return 500;
+    return CODES[code].status;
+}
+
+const char *http_code_name(int code)
+{
+    if (code < 0 || code >= HTTP_ECODE_END)
+        return "internal_error";
+    return CODES[code].name ? CODES[code].name : qr_code_name((QrCode)code);
+}
+
+/* ---- JSON writing ---- */
+
+/* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid. */
+static int utf8_len(const unsigned char *p, size_t left)
+{
+    unsigned c = p[0];
+    int n;
+    uint32_t cp;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        n = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        n = 4, cp = c & 0x07;
+    else
+        return 0;
+    if ((size_t)n > left)
+        return 0;
+    for (int i = 1; i < n; i++) {
+        if ((p[i] & 0xC0) != 0x80)
+            return 0;
+        cp = (cp << 6) | (p[i] & 0x3F);
+    }
+    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+        return 0;
+    return n;
+}
+
+void jw_str(QrBuf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s, *end = p + n;
+    qr_buf_putc(b, '"');
+    while (p < end) {
+        const unsigned char *run = p;
+        while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
+            p++;
+        if (p > run)
+            qr_buf_append(b, run, (size_t)(p - run));
+        if (p >= end)
+            break;
+        unsigned c = *p;
+        if (c == '"' || c == '\\') {
+            qr_buf_putc(b, '\\');
+            qr_buf_putc(b, (uint8_t)c);
+            p++;
+        } else if (c < 0x20) {
+            switch (c) {
+            case '\n': qr_buf_append(b, "\\n", 2); break;
+            case '\r': qr_buf_append(b, "\\r", 2); break;
+            case '\t': qr_buf_append(b, "\\t", 2); break;
+            default: {
+                char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+                qr_buf_append(b, e, 6);
+            }
+            }
+            p++;
+        } else {
+            int l = utf8_len(p, (size_t)(end - p));
+            if (l == 0) {
+                qr_buf_append(b, "\xEF\xBF\xBD", 3);
+                p++;
+            } else {
+                qr_buf_append(b, p, (size_t)l);
+                p += l;
+            }
+        }
+    }
+    qr_buf_putc(b, '"');
+}
+
+void jw_key(QrBuf *b, const char *k)
+{
+    jw_cstr(b, k);
+    qr_buf_putc(b, ':');
+}
+
+void jw_cjson(QrBuf *b, const cJSON *v)
+{
+    if (!v) {
+        qr_buf_append(b, "null", 4);
+        return;
+    }
+    char *s = cJSON_PrintUnformatted(v);
+    if (!s) {
+        b->oom = true;
+        return;
+    }
+    qr_buf_append(b, s, strlen(s));
+    cJSON_free(s);
+}
+
+void http_error_json(QrBuf *b, int code, const QrError *e)
+{
+    qr_buf_append(b, "{\"error\":{", 10);
+    jw_key(b, "code");
+    jw_cstr(b, http_code_name(code));
+    qr_buf_putc(b, ',');
+    jw_key(b, "message");
+    jw_cstr(b, e->message[0] ? e->message : "error");
+    if (e->detail[0]) {
+        qr_buf_putc(b, ',');
+        jw_key(b, "detail");
+        jw_cstr(b, e->detail);
+    }
+    if (e->hint[0]) {
+        qr_buf_putc(b, ',');
+        jw_key(b, "hint");
+        jw_cstr(b, e->hint);
+    }
+    if (e->offset >= 0)
+        qr_buf_printf(b, ",\"position\":%lld", (long long)e->offset + 1);
+    if (e->line >= 0)
+        qr_buf_printf(b, ",\"line\":%lld", (long long)e->line);
+    if (e->column >= 0 && e->line >= 0)
+        qr_buf_printf(b, ",\"column\":%d", e->column);
+    qr_buf_append(b, "}}", 2);
+}
+
+/* ---- errors recorded on a request ---- */
+
+int http_error(HttpReq *r, int code, const char *fmt, ...)
+{
+    if (r->err.code != QR_OK)
+        return r->xcode ? r->xcode : (int)r->err.code;
+    va_list ap;
+    va_start(ap, fmt);
+    /* HTTP-only codes keep a QrCode in err (EINVAL) and the real one in xcode */
+    qr_error_setv(&r->err, code >= QR_CODE_COUNT ? QR_EINVAL : (QrCode)code, fmt, ap);
+    va_end(ap);
+    r->xcode = code >= QR_CODE_COUNT ? code : 0;
+    return code;
+}
+
+int http_error_from(HttpReq *r, const QrError *e)
+{
+    if (r->err.code == QR_OK) {
+        r->err = *e;
+        if (r->err.code == QR_OK)
+            r->err.code = QR_EINTERNAL;
+    }
+    return r->xcode ? r->xcode : (int)r->err.code;
+}
+
+/* detail and hint: set once, only on a recorded error */
+static void error_text(HttpReq *r, char *field, size_t cap, const char *fmt, va_list ap)
+{
+    if (r->err.code != QR_OK && !field[0])
+        vsnprintf(field, cap, fmt, ap);
+}
+
+void http_error_detail(HttpReq *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_text(r, r->err.detail, sizeof r->err.detail, fmt, ap);
+    va_end(ap);
+}
+
+void http_error_hint(HttpReq *r, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_text(r, r->err.hint, sizeof r->err.hint, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- replies ---- */
+
+void http_header(HttpReq *r, const char *name, const char *value)
+{
+    if (r->n_hdr >= HTTP_MAX_HEADERS)
+        return;
+    char *v = qr_strdup(value);
+    if (!v)
+        return;
+    r->hdr_k[r->n_hdr] = name;
+    r->hdr_v[r->n_hdr++] = v;
+}
+
+static void reply_mhd(HttpReq *r, int status, const char *ctype, struct MHD_Response *resp,
+                      size_t len)
+{
+    if (!resp)
+        return;
+    if (ctype)
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+    for (int i = 0; i < r->n_hdr; i++)
+        MHD_add_response_header(resp, r->hdr_k[i], r->hdr_v[i]);
+    if (MHD_queue_response(r->conn, (unsigned)status, resp) == MHD_YES) {
+        r->queued = true;
+        r->status = status;
+        r->reply_len = len;
+    }
+    MHD_destroy_response(resp);
+}
+
+void http_reply(HttpReq *r, int status, const char *content_type, QrBuf *body)
+{
+    if (r->queued) {
+        if (body)
+            qr_buf_free(body);
+        return;
+    }
+    if (body && !qr_buf_ok(body)) {
+        qr_buf_free(body);
+        http_error(r, QR_ENOMEM, "out of memory while writing the response");
+        QrBuf e;
+        qr_buf_init(&e);
+        http_error_json(&e, QR_ENOMEM, &r->err);
+        body = &e;
+        status = 503;
+        content_type = "application/json";
+        size_t n;
+        uint8_t *d = qr_buf_steal(body, &n);
+        if (!d)
+            return;
+        reply_mhd(r, status, content_type,
+                  MHD_create_response_from_buffer_with_free_callback(n, d, qr_free), n);
+        return;
+    }
+    size_t n = 0;
+    uint8_t *d = body && body->len ? qr_buf_steal(body, &n) : NULL;
+    struct MHD_Response *resp =
+        d ? MHD_create_response_from_buffer_with_free_callback(n, d, qr_free)
+          : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+    if (!resp)
+        qr_free(d);
+    reply_mhd(r, status, content_type, resp, n);
+}
+
+void http_reply_json(HttpReq *r, int status, QrBuf *body)
+{
+    http_reply(r, status, "application/json", body);
+}
+
+void http_reply_static(HttpReq *r, const char *content_type, const void *data, size_t len,
+                       const char *etag)
+{
+    const char *inm = http_req_header(r, MHD_HTTP_HEADER_IF_NONE_MATCH);
+    http_header(r, MHD_HTTP_HEADER_ETAG, etag);
+    http_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    if (inm && !strcmp(inm, etag)) {
+        reply_mhd(r, 304, NULL, MHD_create_response_from_buffer(0, (void *)"",
+                                                                 MHD_RESPMEM_PERSISTENT), 0);
+        return;
+    }
+    reply_mhd(r, 200, content_type,
+              MHD_create_response_from_buffer(len, (void *)data, MHD_RESPMEM_PERSISTENT), len);
+}
+
+/* Answer the recorded error (or a generic one) as JSON. */
+static void reply_error(HttpReq *r)
+{
+    if (r->err.code == QR_OK)
+        http_error(r, QR_EINTERNAL, "the handler produced no answer");
+    int code = r->xcode ? r->xcode : (int)r->err.code;
+    QrBuf b;
+    qr_buf_init(&b);
+    http_error_json(&b, code, &r->err);
+    http_reply_json(r, http_status_of(code), &b);
+}
+
+/* ---- request helpers ---- */
+
+const char *http_req_header(HttpReq *r, const char *name)
+{
+    return MHD_lookup_connection_value(r->conn, MHD_HEADER_KIND, name);
+}
+
+static int hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decode s[0..n) into a new string; '+' is a space in query
+ * strings.  NULL for a bad escape or a NUL byte (or OOM: *oom set). */
+static char *pct_decode(const char *s, size_t n, bool plus, bool *oom)
+{
+    char *out = qr_malloc(n + 1);
+    if (!out) {
+        *oom = true;
+        return NULL;
+    }
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '%') {
+            if (i + 2 >= n) {
+                qr_free(out);
+                return NULL;
+            }
+            int a = hexval((unsigned char)s[i + 1]), b = hexval((unsigned char)s[i + 2]);
+            if (a < 0 || b < 0 || (a == 0 && b == 0)) {
+                qr_free(out);
+                return NULL;
+            }
+            out[o++] = (char)(a * 16 + b);
+            i += 2;
+        } else if (c == '+' && plus) {
+            out[o++] = ' ';
+        } else {
+            out[o++] = c;
+        }
+    }
+    out[o] = 0;
+    return out;
+}
+
+static void parse_args(HttpReq *r)
+{
+    r->args_parsed = true;
+    const char *q = strchr(r->uri, '?');
+    if (!q)
+        return;
+    q++;
+    while (*q) {
+        const char *amp = strchr(q, '&');
+        size_t n = amp ? (size_t)(amp - q) : strlen(q);
+        if (n) {
+            const char *eq = memchr(q, '=', n);
+            size_t kn = eq ? (size_t)(eq - q) : n;
+            bool oom = false;
+            char *k = pct_decode(q, kn, true, &oom);
+            char *v = eq ? pct_decode(eq + 1, n - kn - 1, true, &oom) : qr_strdup("");
+            if (!k || !v || r->n_args >= HTTP_MAX_ARGS) {
+                qr_free(k);
+                qr_free(v);
+                r->args_bad = true;
+                if (oom)
+                    http_error(r, QR_ENOMEM, "out of memory");
+                else if (r->n_args >= HTTP_MAX_ARGS)
+                    http_error(r, QR_ELIMIT, "too many query parameters (at most %d)",
+                               HTTP_MAX_ARGS);
+                else
+                    http_error(r, QR_EINVAL, "bad percent-encoding in query parameter \"%.*s\"",
+                               (int)(kn > 60 ? 60 : kn), q);
+                return;
+            }
+            for (int i = 0; i < r->n_args; i++)
+                if (!strcmp(r->arg_k[i], k)) {
+                    http_error(r, QR_EINVAL, "query parameter \"%.60s\" is given twice", k);
+                    r->args_bad = true;
+                    qr_free(k);
+                    qr_free(v);
+                    return;
+                }
+            r->arg_k[r->n_args] = k;
+            r->arg_v[r->n_args++] = v;
+        }
+        if (!amp)
+            break;
+        q = amp + 1;
+    }
+}
+
+const char *http_arg(HttpReq *r, const char *name)
+{
+    if (!r->args_parsed)
+        parse_args(r);
+    for (int i = 0; i < r->n_args; i++)
+        if (!strcmp(r->arg_k[i], name))
+            return r->arg_v[i];
+    return NULL;
+}
+
+cJSON *http_body_json(HttpReq *r)
+{
+    const char *s = r->body.data ? (const char *)r->body.data : "";
+    size_t n = r->body.len;
+    size_t i = 0;
+    while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+        i++;
+    if (i == n) {
+        http_error(r, QR_EINVAL, "request body is empty");
+        http_error_hint(r, "send a JSON object with Content-Type: application/json");
+        return NULL;
+    }
+    const char *end = NULL;
+    /* parse without cJSON's end check (it wants a NUL inside the length)
+     * and check for trailing bytes here */
+    cJSON *v = cJSON_ParseWithLengthOpts(s, n, &end, false);
+    if (v && end) {
+        while (end < s + n && (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n'))
+            end++;
+        if (end < s + n) {
+            cJSON_Delete(v);
+            v = NULL;
+        }
+    }
+    if (!v) {
+        if (!end || end < s || end > s + n)
+            end = s + n;
+        QrError e;
+        qr_error_clear(&e);
+        qr_error_set(&e, QR_ESYNTAX, "request body is not valid JSON");
+        int64_t off = end - s, line = 1, col = 1;
+        for (int64_t k = 0; k < off; k++) {
+            if (s[k] == '\n') {
+                line++;
+                col = 1;
+            } else if (((unsigned char)s[k] & 0xC0) != 0x80) {
+                col++;
+            }
+        }
+        if (off >= (int64_t)n)
+            qr_error_detail(&e, "the body ends before the JSON value is complete");
+        else
+            qr_error_detail(&e, "unexpected input at line %lld, column %lld", (long long)line,
+                            (long long)col);
+        qr_error_pos(&e, off, line, (int32_t)col);
+        http_error_from(r, &e);
+        return NULL;
+    }
+    return v;
+}
+
+/* ---- table guards ---- */
+
+struct TableGuard {
+    char name[QR_NAME_MAX + 1];
+    int users;    /* requests using the table now (streaming ones included) */
+    int streams;  /* of which uploads that span many handler calls */
+    bool dropping;
+};
+
+static TableGuard *guard_find(HttpServer *s, const char *name, bool create)
+{
+    for (int i = 0; i < s->n_guards; i++)
+        if (!strcmp(s->guards[i].name, name))
+            return &s->guards[i];
+    if (!create)
+        return NULL;
+    if (s->n_guards == s->cap_guards) {
+        int nc = s->cap_guards ? s->cap_guards * 2 : 16;
+        TableGuard *ng = qr_realloc(s->guards, (size_t)nc * sizeof *ng);
+        if (!ng)
+            return NULL;
+        s->guards = ng;
+        s->cap_guards = nc;
+    }
+    TableGuard *g = &s->guards[s->n_guards++];
+    memset(g, 0, sizeof *g);
+    snprintf(g->name, sizeof g->name, "%s", name);
+    return g;
+}
+
+static void guard_gc(HttpServer *s, TableGuard *g)
+{
+    if (g->users == 0 && !g->dropping) {
+        *g = s->guards[--s->n_guards];
+    }
+}
+
+int http_table_enter(HttpServer *s, const char *name, bool streaming)
+{
+    if (!qr_name_valid(name))
+        return QR_OK; /* the engine rejects the name; nothing to guard */
+    pthread_mutex_lock(&s->guard_lock);
+    TableGuard *g;
+    while ((g = guard_find(s, name, true)) && g->dropping)
+        pthread_cond_wait(&s->guard_cond, &s->guard_lock);
+    if (!g) {
+        pthread_mutex_unlock(&s->guard_lock);
+        return QR_ENOMEM;
+    }
+    g->users++;
+    if (streaming)
+        g->streams++;
+    pthread_mutex_unlock(&s->guard_lock);
+    return QR_OK;
+}
+
+void http_table_leave(HttpServer *s, const char *name, bool streaming)
+{
+    if (!qr_name_valid(name))
+        return;
+    pthread_mutex_lock(&s->guard_lock);
+    TableGuard *g = guard_find(s, name, false);
+    if (g) {
+        g->users--;
+        if (streaming)
+            g->streams--;
+        if (g->users == 0)
+            pthread_cond_broadcast(&s->guard_cond);
+        guard_gc(s, g);
+    }
+    pthread_mutex_unlock(&s->guard_lock);
+}
+
+int http_table_drop_begin(HttpServer *s, const char *name, QrError *err)
+{
+    if (!qr_name_valid(name))
+        return QR_OK;
+    pthread_mutex_lock(&s->guard_lock);
+    TableGuard *g;
+    while ((g = guard_find(s, name, true)) && g->dropping)
+        pthread_cond_wait(&s->guard_cond, &s->guard_lock);
+    if (!g) {
+        pthread_mutex_unlock(&s->guard_lock);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    if (g->streams > 0) {
+        int n = g->streams;
+        guard_gc(s, g);
+        pthread_mutex_unlock(&s->guard_lock);
+        qr_error_set(err, QR_EBUSY, "table \"%s\" is busy: %d upload(s) are streaming into it",
+                     name, n);
+        qr_error_hint(err, "retry the drop when the uploads have finished");
+        return QR_EBUSY;
+    }
+    g->dropping = true;
+    while ((g = guard_find(s, name, false)) && g->users > 0)
+        pthread_cond_wait(&s->guard_cond, &s->guard_lock);
+    pthread_mutex_unlock(&s->guard_lock);
+    return QR_OK;
+}
+
+void http_table_drop_end(HttpServer *s, const char *name)
+{
+    if (!qr_name_valid(name))
+        return;
+    pthread_mutex_lock(&s->guard_lock);
+    TableGuard *g = guard_find(s, name, false);
+    if (g) {
+        g->dropping = false;
+        guard_gc(s, g);
+    }
+    pthread_cond_broadcast(&s->guard_cond);
+    pthread_mutex_unlock(&s->guard_lock);
+}
+
+/* ---- routing ---- */
+
+/* Split the path of r->uri into decoded segments; false on a bad escape. */
+static int split_path(HttpReq *r, char **segs, int *n_segs)
+{
+    *n_segs = 0;
+    const char *p = r->uri;
+    const char *end = strchr(p, '?');
+    if (!end)
+        end = p + strlen(p);
+    if (*p != '/')
+        return http_error(r, QR_EINVAL, "request target must start with \"/\"");
+    p++;
+    /* "/tables/" is "/tables" */
+    if (end > p && end[-1] == '/')
+        end--;
+    while (p < end) {
+        const char *sl = memchr(p, '/', (size_t)(end - p));
+        const char *e = sl ? sl : end;
+        if (*n_segs == MAX_SEGS)
+            return QR_ENOTFOUND;
+        bool oom = false;
+        char *seg = pct_decode(p, (size_t)(e - p), false, &oom);
+        if (!seg) {
+            if (oom)
+                return http_error(r, QR_ENOMEM, "out of memory");
+            return http_error(r, QR_EINVAL, "bad percent-encoding in the request path");
+        }
+        segs[(*n_segs)++] = seg;
+        p = sl ? sl + 1 : end;
+    }
+    return QR_OK;
+}
+
+/* Does pattern match segs?  Captures go to *t / *id (borrowed pointers). */
+static bool route_match(const char *pat, char **segs, int n, char **t, char **id)
+{
+    *t = *id = NULL;
+    const char *p = pat + 1;
+    int i = 0;
+    while (*p) {
+        const char *sl = strchr(p, '/');
+        size_t len = sl ? (size_t)(sl - p) : strlen(p);
+        if (i >= n)
+            return false;
+        if (p[0] == '{') {
+            if (!segs[i][0])
+                return false;
+            if (len == 3 && p[1] == 't')
+                *t = segs[i];
+            else
+                *id = segs[i];
+        } else if (strlen(segs[i]) != len || memcmp(segs[i], p, len) != 0) {
+            return false;
+        }
+        i++;
+        p = sl ? sl + 1 : p + len;
+    }
+    return i == n;
+}
+
+static HttpMethod method_of(const char *m)
+{
+    for (size_t i = 0; i < sizeof METHODS / sizeof METHODS[0]; i++)
+        if (!strcmp(METHODS[i].name, m))
+            return METHODS[i].m;
+    return HM_OTHER;
+}
+
+/* Match r against the route table: sets r->route, r->t, r->id, or records
+ * 404 / 405 (with Allow). */
+static void route_request(HttpReq *r)
+{
+    char *segs[MAX_SEGS];
+    int n = 0;
+    int rc = split_path(r, segs, &n);
+    if (rc == QR_ENOTFOUND && r->err.code == QR_OK) {
+        http_error(r, QR_ENOTFOUND, "no such endpoint: %.100s", r->uri);
+        http_error_hint(r, "see docs/http-api.md for the endpoints");
+    }
+    if (rc != QR_OK)
+        goto out;
+    HttpMethod want = r->method == HM_HEAD ? HM_GET : r->method;
+    unsigned allow = 0;
+    for (int i = 0; i < HTTP_N_ROUTES; i++) {
+        char *t, *id;
+        if (!route_match(HTTP_ROUTES[i].pattern, segs, n, &t, &id))
+            continue;
+        allow |= HTTP_ROUTES[i].method;
+        if (HTTP_ROUTES[i].method != want || r->route >= 0)
+            continue;
+        r->route = i;
+        r->t = t ? qr_strdup(t) : NULL;
+        r->id = id ? qr_strdup(id) : NULL;
+        if ((t && !r->t) || (id && !r->id))
+            http_error(r, QR_ENOMEM, "out of memory");
+    }
+    if (r->route < 0) {
+        const char *path_end = strchr(r->uri, '?');
+        int plen = path_end ? (int)(path_end - r->uri) : (int)strlen(r->uri);
+        if (!allow) {
+            http_error(r, QR_ENOTFOUND, "no such endpoint: %.*s", plen > 100 ? 100 : plen,
+                       r->uri);
+            http_error_hint(r, "see docs/http-api.md for the endpoints");
+        } else {
+            char list[96] = "";
+            if (allow & HM_GET)
+                allow |= HM_HEAD;
+            for (size_t m = 0; m < sizeof METHODS / sizeof METHODS[0]; m++)
+                if (allow & METHODS[m].m) {
+                    if (list[0])
+                        strcat(list, ", ");
+                    strcat(list, METHODS[m].name);
+                }
+            http_header(r, MHD_HTTP_HEADER_ALLOW, list);
+            http_error(r, HTTP_EMETHOD, "method %s is not allowed on %.*s",
+                       r->method_name, plen > 100 ? 100 : plen, r->uri);
+            http_error_detail(r, "allowed: %s", list);
+        }
+    }
+out:
+    for (int i = 0; i < n; i++)
+        qr_free(segs[i]);
+}
+
+/* Media type without parameters, lowercased into out. */
+static void media_type(const char *ct, char *out, size_t cap)
+{
+    size_t o = 0;
+    while (*ct == ' ')
+        ct++;
+    for (; *ct && *ct != ';' && *ct != ' ' && o + 1 < cap; ct++)
+        out[o++] = (char)(*ct >= 'A' && *ct <= 'Z' ? *ct + 32 : *ct);
+    out[o] = 0;
+}
+
+/* Headers are in: route, limits, media types.  May queue an error. */
+static void first_call(HttpReq *r)
+{
+    HttpServer *s = r->srv;
+    atomic_fetch_add(&s->inflight, 1);
+    r->counted = true;
+    r->method = method_of(r->method_name);
+    if (atomic_load(&s->draining)) {
+        http_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+        http_error(r, QR_EBUSY, "the server is shutting down");
+        return;
+    }
+    route_request(r);
+    if (r->err.code != QR_OK)
+        return;
+    const HttpRoute *rt = &HTTP_ROUTES[r->route];
+    if (atomic_load(&s->connections) > s->cfg.max_connections) {
+        http_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+        http_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        http_error(r, QR_EBUSY, "too many connections (at most %d)", s->cfg.max_connections);
+        http_error_hint(r, "retry later, or raise max_connections in the server config");
+        return;
+    }
+    r->body_limit = rt->body == HB_STREAM ? s->cfg.max_ingest_bytes : s->cfg.max_body_bytes;
+    const char *cl = http_req_header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+    if (cl) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(cl, &end, 10);
+        if (!errno && *end == 0 && v > r->body_limit) {
+            http_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+            http_error(r, QR_ELIMIT, "request body of %llu bytes is larger than the limit of "
+                                     "%llu bytes", v, (unsigned long long)r->body_limit);
+            http_error_hint(r, "raise %s in the server config",
+                            rt->body == HB_STREAM ? "max_ingest_bytes" : "max_body_bytes");
+            return;
+        }
+    }
+    if (rt->body == HB_STREAM)
+        return; /* begin() checks its own media types */
+    const char *ce = http_req_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    if (ce && strcasecmp(ce, "identity") != 0) {
+        http_error(r, HTTP_EMEDIA, "Content-Encoding \"%.40s\" is not accepted here", ce);
+        http_error_hint(r, "only POST /tables/{t}/documents accepts gzip");
+        return;
+    }
+    const char *ct = http_req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (rt->body == HB_JSON && ct) {
+        char mt[64];
+        media_type(ct, mt, sizeof mt);
+        if (strcmp(mt, "application/json") != 0) {
+            http_error(r, HTTP_EMEDIA, "Content-Type \"%.60s\" is not accepted here", ct);
+            http_error_hint(r, "send the body as application/json (curl -d needs "
+                               "-H 'Content-Type: application/json')");
+        }
+    }
+}
+
+/* ---- libmicrohttpd callbacks ---- */
+
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
+{
+    HttpServer *s = cls;
+    HttpReq *r = qr_calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->srv = s;
+    r->conn = c;
+    r->t0_ns = qr_now_ns();
+    r->route = -1;
+    r->uri = qr_strdup(uri ? uri : "/");
+    qr_error_clear(&r->err);
+    qr_buf_init(&r->body);
+    if (!r->uri) {
+        qr_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char *url,
+                                 const char *method, const char *version,
+                                 const char *upload_data, size_t *upload_size, void **con_cls)
+{
+    (void)url;
+    (void)version;
+    (void)cls;
+    HttpReq *r = *con_cls;
+    if (!r)
+        return MHD_NO; /* out of memory at uri_log: drop the connection */
+    r->conn = c;
+    if (!r->started) {
+        r->started = true;
+        r->method_name = method;
+        first_call(r);
+        if (r->err.code == QR_OK && r->route >= 0 && HTTP_ROUTES[r->route].body == HB_STREAM &&
+            HTTP_ROUTES[r->route].begin(r) != QR_OK && r->err.code == QR_OK)
+            http_error(r, QR_EINTERNAL, "upload could not start");
+        if (r->err.code != QR_OK)
+            reply_error(r); /* before the body: no need to read it */
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        size_t n = *upload_size;
+        *upload_size = 0;
+        r->body_seen += n;
+        if (r->queued)
+            return MHD_YES;
+        if (r->route >= 0 && HTTP_ROUTES[r->route].body == HB_STREAM && r->err.code == QR_OK) {
+            /* the route counts its own limits (after gunzip) and keeps its
+             * errors to answer with its counts at the end */
+            if (r->stream_failed_at) {
+                if (r->body_seen > r->stream_failed_at + (64u << 20))
+                    return MHD_NO;
+            } else if (HTTP_ROUTES[r->route].feed(r, upload_data, n) != QR_OK) {
+                r->stream_failed_at = r->body_seen;
+            }
+            return MHD_YES;
+        }
+        if (r->err.code == QR_OK && r->body_seen > r->body_limit) {
+            const HttpRoute *rt = &HTTP_ROUTES[r->route];
+            http_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+            http_error(r, QR_ELIMIT, "request body is larger than the limit of %llu bytes",
+                       (unsigned long long)r->body_limit);
+            http_error_hint(r, "raise %s in the server config",
+                            rt->body == HB_STREAM ? "max_ingest_bytes" : "max_body_bytes");
+        }
+        if (r->err.code != QR_OK) {
+            /* libmicrohttpd 0.9.75 accepts a reply only before or after the
+             * body: read on (discarding) and answer at the end, but close
+             * the connection once the excess is large */
+            if (r->body_seen > r->body_limit + (64u << 20))
+                return MHD_NO;
+            return MHD_YES;
+        }
+        const HttpRoute *rt = &HTTP_ROUTES[r->route];
+        if (rt->body == HB_JSON) {
+            qr_buf_append(&r->body, upload_data, n);
+            if (!qr_buf_ok(&r->body))
+                http_error(r, QR_ENOMEM, "out of memory reading the request body");
+        }
+        return MHD_YES;
+    }
+    /* the whole request is in */
+    if (r->queued)
+        return MHD_YES;
+    if (r->err.code == QR_OK && r->route >= 0) {
+        const HttpRoute *rt = &HTTP_ROUTES[r->route];
+        bool guard = rt->guard_table && r->t;
+        if (guard && http_table_enter(r->srv, r->t, false) != QR_OK) {
+            http_error(r, QR_ENOMEM, "out of memory");
+        } else {
+            rt->handle(r);
+            if (guard)
+                http_table_leave(r->srv, r->t, false);
+        }
+    }
+    if (!r->queued)
+        reply_error(r);
+    return MHD_YES;
+}
+
+/* The path part of the target, printable, for the log. */
+static void log_path(const char *uri, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (const char *p = uri; *p && *p != '?' && o + 1 < cap; p++)
+        out[o++] = (*p > 0x20 && *p < 0x7f) ? *p : '?';
+    out[o] = 0;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    (void)c;
+    HttpServer *s = cls;
+    HttpReq *r = *con_cls;
+    if (!r)
+        return;
+    *con_cls = NULL;
+    if (r->route >= 0 && HTTP_ROUTES[r->route].cleanup)
+        HTTP_ROUTES[r->route].cleanup(r);
+    uint64_t ns = qr_now_ns() - r->t0_ns;
+    if (r->started) {
+        int status = r->queued ? r->status : 0;
+        http_metrics_request(s, r->route, status, ns);
+        if (s->cfg.log_requests || toe != MHD_REQUEST_TERMINATED_COMPLETED_OK) {
+            char path[208];
+            log_path(r->uri, path, sizeof path);
+            static const char *why[] = {"", " end=error", " end=timeout", " end=shutdown",
+                                        " end=read_error", " end=client_abort"};
+            qr_log(toe == MHD_REQUEST_TERMINATED_COMPLETED_OK ? QR_LOG_INFO : QR_LOG_WARN,
+                   "http method=%s path=%s status=%d ms=%.3f bytes_in=%llu bytes_out=%zu%s",
+                   r->method_name ? r->method_name : "?", path, status, (double)ns / 1e6,
+                   (unsigned long long)r->body_seen, r->reply_len,
+                   (unsigned)toe < sizeof why / sizeof why[0] ? why[toe] : " end=?");
+        }
+    }
+    if (r->counted)
+        atomic_fetch_sub(&s->inflight, 1);
+    qr_free(r->uri);
+    qr_free(r->t);
+    qr_free(r->id);
+    for (int i = 0; i < r->n_args; i++) {
+        qr_free(r->arg_k[i]);
+        qr_free(r->arg_v[i]);
+    }
+    for (int i = 0; i < r->n_hdr; i++)
+        qr_free(r->hdr_v[i]);
+    qr_buf_free(&r->body);
+    qr_free(r);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)c;
+    (void)socket_context;
+    HttpServer *s = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+        atomic_fetch_add(&s->connections, 1);
+    else
+        atomic_fetch_sub(&s->connections, 1);
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    char msg[512];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == '\r'))
+        msg[--n] = 0;
+    qr_log(QR_LOG_DEBUG, "http libmicrohttpd: %s", msg);
+}
+
+/* ---- start / stop ---- */
+
+/* "host:port", "[v6]:port" or ":port" into a socket address. */
+static int parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *sl,
+                        bool *is_v6, bool *loopback, QrError *err)
+{
+    char host[128];
+    const char *port;
+    if (spec[0] == '[') {
+        const char *rb = strchr(spec, ']');
+        if (!rb || rb[1] != ':' || (size_t)(rb - spec - 1) >= sizeof host)
+            goto bad;
+        memcpy(host, spec + 1, (size_t)(rb - spec - 1));
+        host[rb - spec - 1] = 0;
+        port = rb + 2;
+    } else {
+        const char *colon = strrchr(spec, ':');
+        if (!colon || (size_t)(colon - spec) >= sizeof host)
+            goto bad;
+        memcpy(host, spec, (size_t)(colon - spec));
+        host[colon - spec] = 0;
+        port = colon + 1;
+        if (!host[0])
+            strcpy(host, "127.0.0.1");
+    }
+    char *end;
+    long p = strtol(port, &end, 10);
+    if (!*port || *end || p < 0 || p > 65535)
+        goto bad;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE};
+    struct addrinfo *ai = NULL;
+    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai) {
+        qr_error_set(err, QR_EINVAL, "cannot resolve listen address \"%s\"", spec);
+        return QR_EINVAL;
+    }
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *sl = ai->ai_addrlen;
+    *is_v6 = ai->ai_family == AF_INET6;
+    if (*is_v6) {
+        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ss;
+        *loopback = IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr);
+    } else {
+        const struct sockaddr_in *a4 = (const struct sockaddr_in *)ss;
+        *loopback = (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
+    }
+    freeaddrinfo(ai);
+    return QR_OK;
+bad:
+    qr_error_set(err, QR_EINVAL, "bad listen address \"%s\"", spec);
+    qr_error_hint(err, "use HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080");
+    return QR_EINVAL;
+}
+
+int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError *err)
+{
+    *out = NULL;
+    struct sockaddr_storage ss;
+    socklen_t sl;
+    bool v6, loopback;
+    int rc = parse_listen(cfg->http, &ss, &sl, &v6, &loopback, err);
+    if (rc != QR_OK)
+        return rc;
+    if (!loopback && !cfg->allow_remote) {
+        qr_error_set(err, QR_EPERM, "refusing to listen on %s without authentication",
+                     cfg->http);
+        qr_error_detail(err, "this build has no API keys yet, so anyone who can reach the "
+                             "address could read and change every table");
+        qr_error_hint(err, "listen on 127.0.0.1, or set \"allow_remote\": true in the config "
+                           "file if a proxy in front does authentication");
+        return QR_EPERM;
+    }
+    HttpServer *s = qr_calloc(1, sizeof *s);
+    if (!s)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    s->db = db;
+    s->cfg = *cfg;
+    if (s->cfg.threads <= 0) {
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        s->cfg.threads = nc > 0 ? (int)nc : 1;
+    }
+    s->started_ns = qr_now_ns();
+    s->started_wall_us = qr_wall_us();
+    pthread_mutex_init(&s->guard_lock, NULL);
+    pthread_cond_init(&s->guard_cond, NULL);
+    if (http_metrics_new(s) != QR_OK || !(s->history = http_history_new(s->cfg.history_size))) {
+        http_metrics_free(s);
+        pthread_mutex_destroy(&s->guard_lock);
+        pthread_cond_destroy(&s->guard_cond);
+        qr_free(s);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    if (v6)
+        flags |= MHD_USE_IPv6;
+    unsigned hard_limit = (unsigned)s->cfg.max_connections + 64u;
+    s->mhd = MHD_start_daemon(
+        flags, 0, NULL, NULL, on_access, s,
+        MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.threads,
+        MHD_OPTION_CONNECTION_LIMIT, hard_limit,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
+        MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128u << 10),
+        MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
+        MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
+        MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_END);
+    if (!s->mhd) {
+        int e = errno;
+        http_history_free(s->history);
+        http_metrics_free(s);
+        pthread_mutex_destroy(&s->guard_lock);
+        pthread_cond_destroy(&s->guard_cond);
+        qr_free(s);
+        qr_error_set(err, QR_EIO, "could not listen on %s: %s", cfg->http,
+                     e ? strerror(e) : "libmicrohttpd could not start");
+        qr_error_hint(err, "is another process using the port? pick another with --http");
+        return QR_EIO;
+    }
+    const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
+    unsigned port = di ? di->port : 0;
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (v6)
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof host);
+    else
+        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof host);
+    snprintf(s->addr, sizeof s->addr, v6 ? "[%s]:%u" : "%s:%u", host, port);
+    *out = s;
+    return QR_OK;
+}
+
+const char *http_server_addr(const HttpServer *s) { return s->addr; }
+
+void http_server_stop(HttpServer *s)
+{
+    if (!s)
+        return;
+    atomic_store(&s->draining, true);
+    MHD_socket ls = MHD_quiesce_daemon(s->mhd);
+    if (ls != MHD_INVALID_SOCKET)
+        close(ls);
+    uint64_t deadline = qr_now_ns() + (uint64_t)s->cfg.shutdown_timeout_s * 1000000000ull;
+    int last = -1;
+    while (atomic_load(&s->inflight) > 0 && qr_now_ns() < deadline) {
+        int n = atomic_load(&s->inflight);
+        if (n != last)
+            qr_log(QR_LOG_INFO, "http shutdown waiting_requests=%d", n);
+        last = n;
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (atomic_load(&s->inflight) > 0)
+        qr_log(QR_LOG_WARN, "http shutdown timeout=%ds abandoned_requests=%d",
+               s->cfg.shutdown_timeout_s, atomic_load(&s->inflight));
+    MHD_stop_daemon(s->mhd);
+    http_history_free(s->history);
+    http_metrics_free(s);
+    qr_free(s->guards);
+    pthread_mutex_destroy(&s->guard_lock);
+    pthread_cond_destroy(&s->guard_cond);
+    qr_free(s);
+}

@@ -1,0 +1,63 @@
+/*
+ * http.h — the HTTP JSON API and admin page of `quarry serve`.
+ *
+ * Layer: server/.  Calls query/quarry.h, server/ingest.h, the base kit,
+ * libmicrohttpd, cJSON and zlib.
+ *
+ * One HttpServer serves one open QrDb over libmicrohttpd: a thread pool
+ * (one epoll loop per thread, keep-alive), routes described as data
+ * (http.c), every error as JSON {"error":{"code","message",...}} with the
+ * status from one QrCode -> HTTP table.  docs/http-api.md is the manual;
+ * docs/openapi.yaml the machine-readable form.
+ *
+ * Limits live in HttpConfig.  They come from defaults, then the JSON config
+ * file (keys are the field names below, see HTTP_CONFIG_KEYS in
+ * http_config.c), then command-line flags.
+ */
+#ifndef QR_HTTP_H
+#define QR_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "query/quarry.h"
+
+typedef struct HttpConfig {
+    char http[128];              /* listen address "HOST:PORT" (port 0 = any free port) */
+    int threads;                 /* worker threads (0 = one per core) */
+    uint64_t max_body_bytes;     /* JSON request bodies (413 beyond) */
+    uint64_t max_ingest_bytes;   /* one JSONL upload, counted after gunzip (413 beyond) */
+    uint64_t max_line_bytes;     /* one JSONL line (that line is rejected beyond) */
+    int max_ingests;             /* uploads running at once (503 beyond) */
+    uint64_t query_timeout_ms;   /* per search; a request may ask for less (0 = none) */
+    uint64_t query_mem_bytes;    /* per search (0 = engine default) */
+    int max_result_window;       /* offset + limit of one search (413 beyond) */
+    int max_connections;         /* open connections (503 beyond) */
+    int idle_timeout_s;          /* close keep-alive connections idle this long */
+    int shutdown_timeout_s;      /* wait this long for running requests on SIGTERM */
+    int history_size;            /* recent queries kept for the admin page */
+    bool log_requests;           /* one info line per request */
+    bool allow_remote;           /* listen beyond loopback without authentication */
+} HttpConfig;
+
+void http_config_default(HttpConfig *c);
+/* Read a JSON config file over *c.  Unknown keys and values out of range
+ * are errors naming the key (QR_EINVAL), a bad file QR_EIO / QR_ESYNTAX. */
+int http_config_load(const char *path, HttpConfig *c, QrError *err);
+/* Set one key from text ("max_body_bytes", "1048576"): used by flags. */
+int http_config_set(HttpConfig *c, const char *key, const char *value, QrError *err);
+
+typedef struct HttpServer HttpServer;
+
+/* Bind and start serving `db` (borrowed; it must outlive the server).
+ * Refuses a non-loopback address unless cfg->allow_remote (QR_EPERM). */
+int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError *err);
+/* The bound address, "127.0.0.1:8080" (the real port when 0 was asked). */
+const char *http_server_addr(const HttpServer *s);
+/* Graceful stop: close the listening socket, answer new requests on open
+ * connections with 503, wait up to shutdown_timeout_s for running requests,
+ * then close every connection and free the server.  The db stays open. */
+void http_server_stop(HttpServer *s);
+
+#endif

@@ -1,0 +1,611 @@
+/*
+ * http_docs.c — document endpoints: JSONL bulk ingest streamed through
+ * ingest_feed as the body arrives (chunked or not, gzip inflated on the
+ * fly), and get / replace / delete of one document by id, delete by query.
+ *
+ * Layer: server/.  Calls query/quarry.h, server/ingest.h, the base kit,
+ * cJSON and zlib.
+ *
+ * Commit rule: a 2xx answer means every accepted document is committed
+ * (durable per the fsync policy and visible to searches).  When an upload
+ * fails part way (strict mode, a limit, bad gzip, the client going away),
+ * the documents accepted before the failure are committed too and the
+ * answer counts them in "acked": the engine has no per-request rollback,
+ * so leaving them pending would let the next writer's commit publish them
+ * at an unknown time.
+ */
+#include "server/http_int.h"
+#include "server/ingest.h"
+#include "store/mem.h"
+#include "store/util.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <zlib.h>
+
+/* ---- JSONL ingest ---- */
+
+typedef struct Upload {
+    Ingest *in;             /* owns */
+    bool gzip;
+    bool z_live;            /* z initialized */
+    bool z_member_done;     /* last gzip member ended cleanly */
+    z_stream z;
+    uint64_t plain_bytes;   /* after gunzip */
+    uint64_t t0_ns;
+    bool ended;             /* ingest_end ran (or the failure path committed) */
+    bool all_acked;         /* the failure path committed every accepted document */
+    bool strict;
+    bool guard;             /* holds the streaming guard on r->t */
+    bool counted;           /* counted in srv->ingests */
+    QrError fail;           /* the error that stopped the upload (QR_OK = none) */
+    char out[64 << 10];     /* inflate output */
+} Upload;
+
+static const char *const JSONL_TYPES[] = {
+    "application/x-ndjson", "application/ndjson", "application/jsonl", "application/x-jsonl",
+    "application/json-lines", "application/x-jsonlines", "application/jsonlines",
+    "application/json", "text/plain", "application/octet-stream", "text/jsonl",
+};
+
+static bool jsonl_type_ok(const char *ct)
+{
+    char mt[64];
+    size_t o = 0;
+    while (*ct == ' ')
+        ct++;
+    for (; *ct && *ct != ';' && *ct != ' ' && o + 1 < sizeof mt; ct++)
+        mt[o++] = (char)(*ct >= 'A' && *ct <= 'Z' ? *ct + 32 : *ct);
+    mt[o] = 0;
+    for (size_t i = 0; i < sizeof JSONL_TYPES / sizeof JSONL_TYPES[0]; i++)
+        if (!strcmp(mt, JSONL_TYPES[i]))
+            return true;
+    return false;
+}
+
+static bool parse_bool_arg(const char *v, bool *out)
+{
+    if (!strcmp(v, "true") || !strcmp(v, "1") || !v[0])
+        *out = true;
+    else if (!strcmp(v, "false") || !strcmp(v, "0"))
+        *out = false;
+    else
+        return false;
+    return true;
+}
+
+int http_docs_ingest_begin(HttpReq *r)
+{
+    HttpServer *s = r->srv;
+    if (!qr_name_valid(r->t)) {
+        http_error(r, QR_EINVAL, "invalid table name \"%.80s\"", r->t);
+        http_error_hint(r, "table names are letters, digits and underscores, starting with a "
+                           "letter, at most %d bytes",
+                        QR_NAME_MAX);
+        return QR_EINVAL;
+    }
+    const char *ct = http_req_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (ct && !jsonl_type_ok(ct)) {
+        http_error(r, HTTP_EMEDIA, "Content-Type \"%.60s\" is not accepted for JSONL upload", ct);
+        http_error_hint(r, "send one JSON document per line as application/x-ndjson (curl: "
+                           "--data-binary @file -H 'Content-Type: application/x-ndjson')");
+        return HTTP_EMEDIA;
+    }
+    const char *ce = http_req_header(r, MHD_HTTP_HEADER_CONTENT_ENCODING);
+    bool gzip = false;
+    if (ce && (!strcasecmp(ce, "gzip") || !strcasecmp(ce, "x-gzip")))
+        gzip = true;
+    else if (ce && strcasecmp(ce, "identity") != 0) {
+        http_error(r, HTTP_EMEDIA, "Content-Encoding \"%.40s\" is not supported", ce);
+        http_error_hint(r, "send the body plain or with Content-Encoding: gzip");
+        return HTTP_EMEDIA;
+    }
+    long batch = 10000;
+    bool strict = false;
+    if (!r->args_parsed)
+        http_arg(r, "");
+    if (r->args_bad)
+        return r->err.code;
+    for (int i = 0; i < r->n_args; i++) {
+        const char *k = r->arg_k[i], *v = r->arg_v[i];
+        if (!strcmp(k, "batch")) {
+            char *end;
+            errno = 0;
+            batch = strtol(v, &end, 10);
+            if (errno || !*v || *end || batch < 1 || batch > 1000000)
+                return http_error(r, QR_EINVAL, "batch must be a number from 1 to 1000000");
+        } else if (!strcmp(k, "strict")) {
+            if (!parse_bool_arg(v, &strict))
+                return http_error(r, QR_EINVAL, "strict must be true or false");
+        } else {
+            http_error(r, QR_EINVAL, "unknown query parameter \"%.60s\"", k);
+            http_error_hint(r, "documents upload takes batch and strict");
+            return QR_EINVAL;
+        }
+    }
+    if (atomic_fetch_add(&s->ingests, 1) >= s->cfg.max_ingests) {
+        atomic_fetch_sub(&s->ingests, 1);
+        http_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+        http_error(r, QR_EBUSY, "too many uploads running (at most %d)", s->cfg.max_ingests);
+        http_error_hint(r, "retry when one has finished, or raise max_ingests");
+        return QR_EBUSY;
+    }
+    Upload *u = qr_calloc(1, sizeof *u);
+    if (!u) {
+        atomic_fetch_sub(&s->ingests, 1);
+        return http_error(r, QR_ENOMEM, "out of memory");
+    }
+    r->state = u;
+    u->counted = true;
+    u->strict = strict;
+    u->t0_ns = qr_now_ns();
+    u->gzip = gzip;
+    qr_error_clear(&u->fail);
+    if (gzip) {
+        if (inflateInit2(&u->z, 16 + MAX_WBITS) != Z_OK)
+            return http_error(r, QR_ENOMEM, "out of memory (zlib)");
+        u->z_live = true;
+    }
+    if (http_table_enter(s, r->t, true) != QR_OK)
+        return http_error(r, QR_ENOMEM, "out of memory");
+    u->guard = true;
+    r->guard_streaming = true;
+    IngestOpts io = {.table = r->t, .batch = (int)batch, .strict = strict,
+                     .max_line_bytes = s->cfg.max_line_bytes};
+    QrError e;
+    qr_error_clear(&e);
+    if (ingest_begin(s->db, &io, &u->in, &e) != QR_OK)
+        return http_error_from(r, &e);
+    return QR_OK;
+}
+
+/* Feed plain bytes to the ingest, counting them against the limit. */
+static int feed_plain(HttpReq *r, Upload *u, const char *p, size_t n)
+{
+    u->plain_bytes += n;
+    if (u->plain_bytes > r->srv->cfg.max_ingest_bytes) {
+        qr_error_set(&u->fail, QR_ELIMIT, "upload is larger than the limit of %llu bytes",
+                     (unsigned long long)r->srv->cfg.max_ingest_bytes);
+        qr_error_hint(&u->fail, "split the file, or raise max_ingest_bytes in the server config");
+        return QR_ELIMIT;
+    }
+    return ingest_feed(u->in, p, n, &u->fail);
+}
+
+int http_docs_ingest_feed(HttpReq *r, const char *data, size_t len)
+{
+    Upload *u = r->state;
+    if (!u || !u->in || u->fail.code != QR_OK)
+        return QR_EINTERNAL;
+    if (!u->gzip)
+        return feed_plain(r, u, data, len);
+    u->z.next_in = (Bytef *)data;
+    u->z.avail_in = (uInt)len;
+    while (u->z.avail_in > 0) {
+        if (u->z_member_done) {
+            /* another gzip member follows (concatenated files) */
+            if (inflateReset(&u->z) != Z_OK)
+                return qr_error_set(&u->fail, QR_EINTERNAL, "zlib reset failed");
+            u->z_member_done = false;
+        }
+        u->z.next_out = (Bytef *)u->out;
+        u->z.avail_out = sizeof u->out;
+        int zr = inflate(&u->z, Z_NO_FLUSH);
+        size_t got = sizeof u->out - u->z.avail_out;
+        if (got) {
+            int rc = feed_plain(r, u, u->out, got);
+            if (rc != QR_OK)
+                return rc;
+        }
+        if (zr == Z_STREAM_END) {
+            u->z_member_done = true;
+        } else if (zr == Z_BUF_ERROR && got == 0) {
+            break; /* needs more input */
+        } else if (zr != Z_OK && zr != Z_BUF_ERROR) {
+            qr_error_set(&u->fail, zr == Z_MEM_ERROR ? QR_ENOMEM : QR_EINVAL,
+                         "request body is not valid gzip data");
+            if (u->z.msg)
+                qr_error_detail(&u->fail, "zlib: %s, after %llu bytes of input", u->z.msg,
+                                (unsigned long long)r->body_seen);
+            return u->fail.code;
+        }
+    }
+    return QR_OK;
+}
+
+/* Commit what was accepted before a failure (see the file comment). */
+static void commit_after_failure(Upload *u)
+{
+    if (u->ended || !u->in)
+        return;
+    u->ended = true;
+    QrTable *t = ingest_table(u->in);
+    if (!t || u->fail.code == QR_EIO || u->fail.code == QR_ECORRUPT ||
+        u->fail.code == QR_EINTERNAL)
+        return;
+    QrError e;
+    qr_error_clear(&e);
+    if (qr_commit(t, &e) != QR_OK)
+        qr_log(QR_LOG_ERROR, "http upload commit after failure table=%s: %s",
+               qr_table_name(t), e.message);
+    else
+        u->all_acked = true;
+}
+
+static void counts_json(QrBuf *b, Upload *u)
+{
+    IngestCounts c;
+    ingest_counts(u->in, &c);
+    if (u->all_acked)
+        c.acked = c.imported + c.replaced;
+    qr_buf_printf(b,
+                  "\"imported\":%llu,\"replaced\":%llu,\"rejected\":%llu,\"lines\":%llu,"
+                  "\"acked\":%llu,\"bytes\":%llu,\"table_created\":%s,\"schema_inferred\":%s,"
+                  "\"took_ms\":%.3f,\"errors\":[",
+                  (unsigned long long)c.imported, (unsigned long long)c.replaced,
+                  (unsigned long long)c.rejected, (unsigned long long)c.lines,
+                  (unsigned long long)c.acked, (unsigned long long)c.bytes,
+                  c.table_created ? "true" : "false", c.schema_inferred ? "true" : "false",
+                  (double)(qr_now_ns() - u->t0_ns) / 1e6);
+    int n;
+    const IngestError *errs = ingest_errors(u->in, &n);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            qr_buf_putc(b, ',');
+        qr_buf_printf(b, "{\"line\":%llu,\"code\":", (unsigned long long)errs[i].line);
+        jw_cstr(b, http_code_name(errs[i].err.code));
+        qr_buf_append(b, ",\"message\":", 11);
+        jw_cstr(b, errs[i].err.message);
+        if (errs[i].err.detail[0]) {
+            qr_buf_append(b, ",\"detail\":", 10);
+            jw_cstr(b, errs[i].err.detail);
+        }
+        if (errs[i].err.column >= 0)
+            qr_buf_printf(b, ",\"column\":%d", errs[i].err.column);
+        qr_buf_putc(b, '}');
+    }
+    qr_buf_printf(b, "],\"errors_truncated\":%s", (uint64_t)n < c.rejected ? "true" : "false");
+}
+
+/* The end of the body: last partial line, last commit, the report. */
+void http_docs_ingest_end(HttpReq *r)
+{
+    Upload *u = r->state;
+    if (!u || !u->in) {
+        http_error(r, QR_EINTERNAL, "upload state is missing");
+        return;
+    }
+    if (u->fail.code == QR_OK && u->gzip && u->plain_bytes + r->body_seen > 0 &&
+        !u->z_member_done)
+        qr_error_set(&u->fail, QR_EINVAL, "gzip data is truncated");
+    if (u->fail.code == QR_OK) {
+        if (ingest_end(u->in, &u->fail) == QR_OK)
+            u->ended = true;
+    }
+    if (u->fail.code != QR_OK)
+        commit_after_failure(u);
+    if (u->strict && u->fail.hint[0] && strstr(u->fail.hint, "--strict"))
+        snprintf(u->fail.hint, sizeof u->fail.hint,
+                 "without strict=true bad lines are skipped and reported");
+    IngestCounts c;
+    ingest_counts(u->in, &c);
+    if (u->all_acked)
+        c.acked = c.imported + c.replaced;
+    http_metrics_table(r->srv, r->t, 0, 0, c.imported + c.replaced);
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_putc(&b, '{');
+    int status = 200;
+    if (u->fail.code != QR_OK) {
+        status = http_status_of(u->fail.code);
+        QrBuf eb;
+        qr_buf_init(&eb);
+        http_error_json(&eb, u->fail.code, &u->fail);
+        if (eb.len > 2)
+            qr_buf_append(&b, eb.data + 1, eb.len - 2); /* "error":{...} */
+        qr_buf_free(&eb);
+        qr_buf_putc(&b, ',');
+        qr_log(QR_LOG_WARN, "http upload table=%s failed: %s (acked=%llu)", r->t,
+               u->fail.message, (unsigned long long)c.acked);
+    }
+    counts_json(&b, u);
+    qr_buf_putc(&b, '}');
+    http_reply_json(r, status, &b);
+}
+
+void http_docs_ingest_cleanup(HttpReq *r)
+{
+    Upload *u = r->state;
+    if (!u)
+        return;
+    if (u->in && !u->ended) {
+        /* the client went away (or the answer came early): commit what was accepted */
+        if (u->fail.code == QR_OK)
+            qr_error_set(&u->fail, QR_ECANCELED, "upload ended early");
+        commit_after_failure(u);
+    }
+    ingest_free(u->in);
+    if (u->z_live)
+        inflateEnd(&u->z);
+    if (u->guard)
+        http_table_leave(r->srv, r->t, true);
+    if (u->counted)
+        atomic_fetch_sub(&r->srv->ingests, 1);
+    qr_free(u);
+    r->state = NULL;
+}
+
+/* ---- one document by id ---- */
+
+/* The primary key in the path as JSON text: digits are an integer key,
+ * "quoted" is a JSON string, anything else a string.  Returns false after
+ * recording a 400. */
+static bool id_json(HttpReq *r, QrBuf *out)
+{
+    const char *id = r->id ? r->id : "";
+    size_t n = strlen(id);
+    size_t i = id[0] == '-' ? 1 : 0;
+    bool digits = n > i;
+    for (size_t k = i; k < n; k++)
+        if (id[k] < '0' || id[k] > '9')
+            digits = false;
+    if (digits) {
+        errno = 0;
+        long long v = strtoll(id, NULL, 10);
+        if (errno == ERANGE) {
+            http_error(r, QR_EINVAL, "document id %.40s is out of the integer range", id);
+            http_error_hint(r, "a string key made of digits is written in quotes: "
+                               "/documents/%%22%.40s%%22", id);
+            return false;
+        }
+        qr_buf_printf(out, "%lld", v);
+        return true;
+    }
+    if (id[0] == '"') {
+        cJSON *v = cJSON_ParseWithLength(id, n);
+        bool ok = cJSON_IsString(v);
+        if (ok)
+            jw_cstr(out, v->valuestring);
+        cJSON_Delete(v);
+        if (!ok) {
+            http_error(r, QR_EINVAL, "document id %.60s is not a valid JSON string", id);
+            http_error_hint(r, "quote a string id only to keep digits a string: \"0042\"");
+        }
+        return ok;
+    }
+    jw_str(out, id, n);
+    return true;
+}
+
+/* GET /tables/{t}/documents/{id} */
+void http_docs_get(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    QrBuf key, doc;
+    qr_buf_init(&key);
+    qr_buf_init(&doc);
+    QrError e;
+    qr_error_clear(&e);
+    if (id_json(r, &key)) {
+        if (qr_get(t, (const char *)key.data, key.len, &doc, &e) == QR_OK)
+            http_reply_json(r, 200, &doc);
+        else
+            http_error_from(r, &e);
+    }
+    qr_buf_free(&key);
+    qr_buf_free(&doc);
+}
+
+/* Does the body's primary key value equal the path's key? */
+static bool same_key(const cJSON *v, const char *key_json, size_t key_len)
+{
+    cJSON *k = cJSON_ParseWithLength(key_json, key_len);
+    bool same = false;
+    if (cJSON_IsNumber(k) && cJSON_IsNumber(v))
+        same = k->valuedouble == v->valuedouble;
+    else if (cJSON_IsString(k) && cJSON_IsString(v))
+        same = !strcmp(k->valuestring, v->valuestring);
+    cJSON_Delete(k);
+    return same;
+}
+
+/* PUT /tables/{t}/documents/{id}: replace (or create) one document. */
+void http_docs_put(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    QrBuf key;
+    qr_buf_init(&key);
+    cJSON *root = NULL;
+    char *printed = NULL;
+    if (!id_json(r, &key))
+        goto out;
+    if (!(root = http_body_json(r)))
+        goto out;
+    if (!cJSON_IsObject(root)) {
+        http_error(r, QR_EINVAL, "a document must be a JSON object");
+        goto out;
+    }
+    const char *pk = qr_table_schema(t)->primary_key;
+    cJSON *have = cJSON_GetObjectItemCaseSensitive(root, pk);
+    const char *text = (const char *)r->body.data;
+    size_t text_len = r->body.len;
+    if (have) {
+        if (!same_key(have, (const char *)key.data, key.len)) {
+            char *hv = cJSON_PrintUnformatted(have);
+            http_error(r, QR_EINVAL, "primary key \"%s\" in the body (%.60s) differs from the "
+                                     "id in the path (%.*s)",
+                       pk, hv ? hv : "?", (int)(key.len > 60 ? 60 : key.len),
+                       (const char *)key.data);
+            http_error_hint(r, "to change a document's key, DELETE the old id and PUT the new");
+            cJSON_free(hv);
+            goto out;
+        }
+    } else {
+        cJSON *kv = cJSON_ParseWithLength((const char *)key.data, key.len);
+        if (!kv || !cJSON_AddItemToObject(root, pk, kv)) {
+            cJSON_Delete(kv);
+            http_error(r, QR_ENOMEM, "out of memory");
+            goto out;
+        }
+        if (!(printed = cJSON_PrintUnformatted(root))) {
+            http_error(r, QR_ENOMEM, "out of memory");
+            goto out;
+        }
+        text = printed;
+        text_len = strlen(printed);
+    }
+    QrError e;
+    qr_error_clear(&e);
+    bool replaced = false;
+    if (qr_put_parsed(t, text, text_len, root, &replaced, &e) != QR_OK ||
+        qr_commit(t, &e) != QR_OK) {
+        e.offset = -1; /* positions refer to the engine's view, not the body */
+        http_error_from(r, &e);
+        goto out;
+    }
+    http_metrics_table(r->srv, r->t, 0, 0, 1);
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"id\":", 6);
+    qr_buf_append(&b, key.data, key.len);
+    qr_buf_printf(&b, ",\"replaced\":%s}", replaced ? "true" : "false");
+    http_reply_json(r, replaced ? 200 : 201, &b);
+out:
+    cJSON_free(printed);
+    cJSON_Delete(root);
+    qr_buf_free(&key);
+}
+
+/* DELETE /tables/{t}/documents/{id} */
+void http_docs_delete(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    QrBuf key;
+    qr_buf_init(&key);
+    if (!id_json(r, &key))
+        goto out;
+    QrError e;
+    qr_error_clear(&e);
+    bool found = false;
+    if (qr_delete(t, (const char *)key.data, key.len, &found, &e) != QR_OK ||
+        (found && qr_commit(t, &e) != QR_OK)) {
+        http_error_from(r, &e);
+        goto out;
+    }
+    if (!found) {
+        http_error(r, QR_ENOTFOUND, "document %.*s does not exist in table \"%s\"",
+                   (int)(key.len > 100 ? 100 : key.len), (const char *)key.data, r->t);
+        goto out;
+    }
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"id\":", 6);
+    qr_buf_append(&b, key.data, key.len);
+    qr_buf_append(&b, ",\"deleted\":true}", 16);
+    http_reply_json(r, 200, &b);
+out:
+    qr_buf_free(&key);
+}
+
+/* POST /tables/{t}/delete_by_query {"q", "fields"?, "default_operator"?}:
+ * every matching document is deleted and committed, in rounds of at most
+ * max_result_window ids. */
+void http_docs_delete_by_query(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    char *fields = NULL;
+    const cJSON *q = cJSON_GetObjectItemCaseSensitive(root, "q");
+    const cJSON *f = cJSON_GetObjectItemCaseSensitive(root, "fields");
+    const cJSON *op = cJSON_GetObjectItemCaseSensitive(root, "default_operator");
+    const cJSON *it;
+    if (!cJSON_IsObject(root)) {
+        http_error(r, QR_EINVAL, "request body must be a JSON object");
+        goto out;
+    }
+    cJSON_ArrayForEach(it, root)
+    {
+        if (strcmp(it->string, "q") && strcmp(it->string, "fields") &&
+            strcmp(it->string, "default_operator")) {
+            http_error(r, QR_EINVAL, "unknown key \"%.60s\"", it->string);
+            http_error_hint(r, "delete_by_query takes q, fields and default_operator");
+            goto out;
+        }
+    }
+    if (!cJSON_IsString(q) || !q->valuestring[0]) {
+        http_error(r, QR_EINVAL, "\"q\" (a non-empty string) is required");
+        goto out;
+    }
+    if (f && !cJSON_IsString(f)) {
+        http_error(r, QR_EINVAL, "\"fields\" must be a string like \"title,body\"");
+        goto out;
+    }
+    if (op && (!cJSON_IsString(op) || (strcasecmp(op->valuestring, "and") &&
+                                        strcasecmp(op->valuestring, "or")))) {
+        http_error(r, QR_EINVAL, "\"default_operator\" must be \"and\" or \"or\"");
+        goto out;
+    }
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = q->valuestring;
+    req.q_len = strlen(q->valuestring);
+    req.fields = f ? f->valuestring : NULL;
+    req.default_and = op && !strcasecmp(op->valuestring, "and");
+    req.unordered = true;
+    req.limit = r->srv->cfg.max_result_window;
+    req.timeout_ms = r->srv->cfg.query_timeout_ms;
+    uint64_t deleted = 0, t0 = qr_now_ns();
+    for (int round = 0; round < 1000000; round++) {
+        QrError e;
+        qr_error_clear(&e);
+        QrSearchRes *res = NULL;
+        if (qr_search(t, &req, &res, &e) != QR_OK) {
+            http_error_from(r, &e);
+            goto out;
+        }
+        uint64_t found = 0;
+        int rc = QR_OK;
+        for (int h = 0; h < res->n_hits && rc == QR_OK; h++) {
+            bool fnd = false;
+            if (!res->hits[h].id_json)
+                continue;
+            rc = qr_delete(t, res->hits[h].id_json, strlen(res->hits[h].id_json), &fnd, &e);
+            found += fnd;
+        }
+        int n_hits = res->n_hits;
+        qr_search_res_free(res);
+        if (rc == QR_OK && found)
+            rc = qr_commit(t, &e);
+        if (rc != QR_OK) {
+            http_error_from(r, &e);
+            http_error_detail(r, "%llu documents were deleted before the error",
+                              (unsigned long long)deleted);
+            goto out;
+        }
+        deleted += found;
+        if (n_hits < req.limit || found == 0)
+            break;
+    }
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_printf(&b, "{\"deleted\":%llu,\"took_ms\":%.3f}", (unsigned long long)deleted,
+                  (double)(qr_now_ns() - t0) / 1e6);
+    http_reply_json(r, 200, &b);
+out:
+    qr_free(fields);
+    cJSON_Delete(root);
+}

@@ -1,0 +1,263 @@
+/*
+ * http_int.h — private to src/server/http*.c: the request record, the route
+ * table's row type, reply and error helpers, table guards, metrics and the
+ * query history.  Sections follow the files.
+ *
+ * Layer: server/.
+ *
+ * Request lifecycle (libmicrohttpd calls the access handler several times
+ * per request):
+ *
+ *   uri_log      HttpReq allocated, clock started, raw URI kept      (http.c)
+ *   first call   route matched (404/405), limits and media types
+ *                checked (413/415/503), HB_STREAM routes' begin()
+ *   body calls   HB_JSON: bytes appended up to the route's limit;
+ *                HB_STREAM: feed() per chunk as it arrives
+ *   final call   handle(): builds the reply or records an error
+ *   completed    cleanup(), metrics, one log line, HttpReq freed
+ *
+ * A handler either queues a reply (http_reply*) or records an error
+ * (http_error*); the core answers a recorded error as JSON.  The first
+ * error recorded wins, like QrError.
+ */
+#ifndef QR_HTTP_INT_H
+#define QR_HTTP_INT_H
+
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "query/quarry.h"
+#include "server/http.h"
+#include "store/buf.h"
+#include "store/error.h"
+
+struct cJSON;
+
+/* ---- http.c: server core, routing, replies ---- */
+
+typedef enum HttpMethod {
+    HM_GET = 1,
+    HM_POST = 2,
+    HM_PUT = 4,
+    HM_DELETE = 8,
+    HM_HEAD = 16,
+    HM_OTHER = 32,
+} HttpMethod;
+
+typedef enum HttpBodyKind {
+    HB_NONE,   /* a body is read and ignored (bounded by max_body_bytes) */
+    HB_JSON,   /* buffered up to max_body_bytes, then handle() */
+    HB_STREAM, /* begin() after the headers, feed() per chunk, handle() at the end */
+} HttpBodyKind;
+
+/* Error codes beyond QrCode for failures that only HTTP has. */
+enum { HTTP_EMETHOD = QR_CODE_COUNT, HTTP_EMEDIA, HTTP_ECODE_END };
+
+typedef struct HttpReq HttpReq;
+
+/* One row of the route table (http.c ROUTES).  The same rows drive
+ * dispatch, the 404/405 answers (with Allow), the metric labels and the
+ * route list in docs/http-api.md. */
+typedef struct HttpRoute {
+    HttpMethod method;
+    const char *pattern;  /* "/tables/{t}/documents/{id}": literal or {name} segments */
+    const char *name;     /* metric label, unique per row */
+    HttpBodyKind body;
+    bool guard_table;     /* hold the {t} guard around handle() (drop waits) */
+    void (*handle)(HttpReq *r);
+    int (*begin)(HttpReq *r);                                /* HB_STREAM only */
+    int (*feed)(HttpReq *r, const char *data, size_t len);   /* HB_STREAM only */
+    void (*cleanup)(HttpReq *r);                             /* may be NULL */
+} HttpRoute;
+
+#define HTTP_MAX_ARGS 32
+#define HTTP_MAX_HEADERS 4
+
+/* One request.  Invariants: `uri` is set from uri_log on; `route` is -1
+ * until the first call matched one; a reply is queued at most once. */
+struct HttpReq {
+    HttpServer *srv;               /* borrows */
+    struct MHD_Connection *conn;   /* borrows (libmicrohttpd owns) */
+    uint64_t t0_ns;                /* clock at uri_log */
+    char *uri;                     /* owns: raw request target "/p?q" */
+    const char *method_name;       /* borrows libmicrohttpd's string */
+    HttpMethod method;
+    int route;                     /* index into ROUTES, -1 none */
+    char *t;                       /* owns: decoded {t}, NULL if none */
+    char *id;                      /* owns: decoded {id}, NULL if none */
+    int n_args;                    /* decoded query arguments (owned) */
+    char *arg_k[HTTP_MAX_ARGS], *arg_v[HTTP_MAX_ARGS];
+    bool args_parsed, args_bad;
+    QrBuf body;                    /* owns: HB_JSON body */
+    uint64_t body_seen;            /* bytes received (any kind) */
+    uint64_t body_limit;           /* 413 beyond */
+    uint64_t stream_failed_at;     /* body_seen when an HB_STREAM feed() failed, 0 = not */
+    bool started;                  /* first call done */
+    bool queued;                   /* a reply was queued */
+    bool counted;                  /* counted in srv->inflight */
+    bool guard_streaming;          /* a streaming guard on `t` is held */
+    int status;                    /* reply status for the log and metrics */
+    size_t reply_len;
+    QrError err;                   /* recorded error (code QR_OK = none) */
+    int xcode;                     /* HTTP_EMETHOD/HTTP_EMEDIA, or 0 */
+    const char *hdr_k[HTTP_MAX_HEADERS]; /* extra reply headers (static names) */
+    char *hdr_v[HTTP_MAX_HEADERS];       /* owns the values */
+    int n_hdr;
+    void *state;                   /* owns: the route's state (cleanup frees) */
+};
+
+/* Queue `body` (taken over, may be NULL for an empty body) with status and
+ * content type.  Extra headers recorded by http_header() go along. */
+void http_reply(HttpReq *r, int status, const char *content_type, QrBuf *body);
+void http_reply_json(HttpReq *r, int status, QrBuf *body);
+/* A static asset (not copied); 304 when If-None-Match equals etag. */
+void http_reply_static(HttpReq *r, const char *content_type, const void *data, size_t len,
+                       const char *etag);
+/* Add a reply header (value copied). */
+void http_header(HttpReq *r, const char *name, const char *value);
+/* Record an error (first wins); returns its code.  xcode values beyond
+ * QrCode select HTTP-only rows of the status table. */
+int http_error(HttpReq *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int http_error_from(HttpReq *r, const QrError *e);
+void http_error_detail(HttpReq *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void http_error_hint(HttpReq *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The HTTP status and code name of an error code (the one table). */
+int http_status_of(int code);
+const char *http_code_name(int code);
+/* Append {"error":{...}} for e to b. */
+void http_error_json(QrBuf *b, int code, const QrError *e);
+
+/* Decoded query argument or NULL; the n-th argument for iteration. */
+const char *http_arg(HttpReq *r, const char *name);
+/* A request header or NULL. */
+const char *http_req_header(HttpReq *r, const char *name);
+/* Parse the HB_JSON body as one JSON value; NULL after recording a 400
+ * with the position of the syntax error.  Caller frees with cJSON_Delete. */
+struct cJSON *http_body_json(HttpReq *r);
+
+/* The route table, for metrics labels. */
+extern const HttpRoute HTTP_ROUTES[];
+extern const int HTTP_N_ROUTES;
+
+/* ---- JSON writing (http.c) ---- */
+
+/* A JSON string with quotes; invalid UTF-8 becomes U+FFFD. */
+void jw_str(QrBuf *b, const char *s, size_t n);
+static inline void jw_cstr(QrBuf *b, const char *s) { jw_str(b, s, strlen(s)); }
+/* "key": */
+void jw_key(QrBuf *b, const char *k);
+/* cJSON value printed compactly (NULL prints null). */
+void jw_cjson(QrBuf *b, const struct cJSON *v);
+
+/* ---- table guards (http.c) ----
+ * qr_table_drop frees the table handle, so no request may hold it then.
+ * Every request that uses table T enters T's guard; a drop waits for the
+ * short users and refuses (409) while an upload streams into T — a drop
+ * waiting on an upload could block the worker thread that upload needs. */
+int http_table_enter(HttpServer *s, const char *name, bool streaming);
+void http_table_leave(HttpServer *s, const char *name, bool streaming);
+/* Begin a drop of `name`: QR_EEXISTS-like refusal (recorded in err, code
+ * QR_EBUSY) while an upload streams into it; otherwise waits for other
+ * users and returns QR_OK.  Pair with http_table_drop_end. */
+int http_table_drop_begin(HttpServer *s, const char *name, QrError *err);
+void http_table_drop_end(HttpServer *s, const char *name);
+
+/* ---- the server record (http.c) ---- */
+
+typedef struct HttpMetrics HttpMetrics;
+typedef struct HttpHistory HttpHistory;
+typedef struct TableGuard TableGuard;
+
+struct HttpServer {
+    QrDb *db;                      /* borrows */
+    HttpConfig cfg;
+    struct MHD_Daemon *mhd;        /* owns */
+    char addr[160];
+    uint64_t started_ns;
+    int64_t started_wall_us;
+    atomic_int connections;        /* open TCP connections */
+    atomic_int inflight;           /* requests between first call and completion */
+    atomic_int ingests;            /* uploads streaming now */
+    atomic_bool draining;          /* shutting down: 503 to new requests */
+    HttpMetrics *metrics;          /* owns */
+    HttpHistory *history;          /* owns */
+    pthread_mutex_t guard_lock;    /* guards guards[] */
+    pthread_cond_t guard_cond;
+    TableGuard *guards;            /* owns */
+    int n_guards, cap_guards;
+};
+
+/* ---- http_tables.c ---- */
+void http_tables_list(HttpReq *r);
+void http_tables_create(HttpReq *r);
+void http_tables_describe(HttpReq *r);
+void http_tables_drop(HttpReq *r);
+void http_tables_flush(HttpReq *r);
+void http_tables_merge(HttpReq *r);
+/* Open {t} or record 404. */
+QrTable *http_table_get(HttpReq *r);
+/* {"docs":..,"segments":..} fields of st, without braces. */
+void http_stats_fields(QrBuf *b, const QrTableStats *st);
+
+/* ---- http_docs.c ---- */
+int http_docs_ingest_begin(HttpReq *r);
+int http_docs_ingest_feed(HttpReq *r, const char *data, size_t len);
+void http_docs_ingest_end(HttpReq *r);
+void http_docs_ingest_cleanup(HttpReq *r);
+void http_docs_get(HttpReq *r);
+void http_docs_put(HttpReq *r);
+void http_docs_delete(HttpReq *r);
+void http_docs_delete_by_query(HttpReq *r);
+
+/* ---- http_search.c ---- */
+void http_search_get(HttpReq *r);
+void http_search_post(HttpReq *r);
+void http_sql(HttpReq *r);
+
+/* ---- http_metrics.c ---- */
+int http_metrics_new(HttpServer *s);
+void http_metrics_free(HttpServer *s);
+/* One finished request. */
+void http_metrics_request(HttpServer *s, int route, int status, uint64_t ns);
+/* Per-table activity: searches (with their time) and documents ingested. */
+void http_metrics_table(HttpServer *s, const char *table, uint64_t searches, uint64_t search_ns,
+                        uint64_t docs);
+void http_metrics_table_forget(HttpServer *s, const char *table);
+void http_health(HttpReq *r);
+void http_metrics_get(HttpReq *r);
+void http_stats_get(HttpReq *r);
+
+/* ---- http_history.c ---- */
+typedef struct HttpQueryRec {
+    const char *table;
+    const char *q;
+    size_t q_len;
+    const char *fields;     /* may be NULL */
+    bool default_and;
+    double took_ms;
+    uint64_t total;
+    int status;             /* HTTP status of the answer */
+} HttpQueryRec;
+HttpHistory *http_history_new(int size);
+void http_history_free(HttpHistory *h);
+void http_history_add(HttpHistory *h, const HttpQueryRec *rec);
+void http_history_forget(HttpHistory *h, const char *table);
+void http_queries_get(HttpReq *r);
+
+/* ---- http_admin.c; the assets are in http_assets.c, generated from
+ * src/server/admin/ by src/server/admin/embed.py ---- */
+typedef struct HttpAsset {
+    const char *path;          /* "/", "/admin/app.js" */
+    const char *content_type;
+    const char *etag;          /* quoted hash of the content */
+    const char *data;
+    size_t len;
+} HttpAsset;
+extern const HttpAsset HTTP_ASSETS[];
+extern const int HTTP_N_ASSETS;
+void http_admin_asset(HttpReq *r);
+
+#endif

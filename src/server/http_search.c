@@ -1,0 +1,588 @@
+/*
+ * http_search.c — ranked search over HTTP (GET with query parameters, POST
+ * with a JSON body) and the SQL endpoint's placeholder.
+ *
+ * Layer: server/.  Calls query/quarry.h, the base kit and cJSON.
+ *
+ * Both forms are parsed through one parameter table (SEARCH_PARAMS) into a
+ * SearchArgs, so they accept the same names and report the same errors.
+ * Parameters defined by the API but not supported by the engine yet
+ * (filter, sort, facets, search_after) are refused with 400
+ * feature_not_supported naming the parameter: nothing is silently ignored.
+ */
+#include "server/http_int.h"
+#include "store/mem.h"
+#include "store/util.h"
+
+#include <cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+typedef enum ParamKind {
+    P_Q,
+    P_FIELDS,
+    P_LIMIT,
+    P_OFFSET,
+    P_HIGHLIGHT,
+    P_COUNT_ONLY,
+    P_EXPLAIN,
+    P_OPERATOR,
+    P_DOC,
+    P_TIMEOUT,
+    P_UNSUPPORTED,
+} ParamKind;
+
+typedef struct SearchParam {
+    const char *name;
+    ParamKind kind;
+    const char *why; /* P_UNSUPPORTED: what is missing */
+} SearchParam;
+
+static const SearchParam SEARCH_PARAMS[] = {
+    {"q", P_Q, NULL},
+    {"fields", P_FIELDS, NULL},
+    {"limit", P_LIMIT, NULL},
+    {"offset", P_OFFSET, NULL},
+    {"highlight", P_HIGHLIGHT, NULL},
+    {"count_only", P_COUNT_ONLY, NULL},
+    {"explain", P_EXPLAIN, NULL},
+    {"default_operator", P_OPERATOR, NULL},
+    {"doc", P_DOC, NULL},
+    {"timeout_ms", P_TIMEOUT, NULL},
+    {"filter", P_UNSUPPORTED, "filters on columns are not supported by the engine yet"},
+    {"sort", P_UNSUPPORTED, "sorting by a column is not supported by the engine yet"},
+    {"facets", P_UNSUPPORTED, "facets are not supported by the engine yet"},
+    {"search_after", P_UNSUPPORTED, "search_after cursors are not supported by the engine yet"},
+};
+#define N_PARAMS (int)(sizeof SEARCH_PARAMS / sizeof SEARCH_PARAMS[0])
+
+#define MAX_DOC_FIELDS 64
+
+typedef struct SearchArgs {
+    const char *q;          /* borrows (query argument or JSON body) */
+    size_t q_len;
+    char *fields;           /* owns: "title^2,body" or NULL */
+    int limit, offset;
+    bool highlight;
+    char *hl_pre, *hl_post; /* owns, NULL = engine default */
+    bool count_only, explain, default_and;
+    bool doc;               /* include stored documents */
+    int n_doc_fields;       /* 0 = the whole document */
+    char *doc_fields[MAX_DOC_FIELDS]; /* owns */
+    uint64_t timeout_ms;    /* 0 = the server's */
+} SearchArgs;
+
+static void args_free(SearchArgs *a)
+{
+    qr_free(a->fields);
+    qr_free(a->hl_pre);
+    qr_free(a->hl_post);
+    for (int i = 0; i < a->n_doc_fields; i++)
+        qr_free(a->doc_fields[i]);
+}
+
+static const SearchParam *param_find(const char *name)
+{
+    for (int i = 0; i < N_PARAMS; i++)
+        if (!strcmp(SEARCH_PARAMS[i].name, name))
+            return &SEARCH_PARAMS[i];
+    return NULL;
+}
+
+static int unknown_param(HttpReq *r, const char *name)
+{
+    http_error(r, QR_EINVAL, "unknown search parameter \"%.60s\"", name);
+    char list[400] = "";
+    for (int i = 0; i < N_PARAMS; i++) {
+        if (SEARCH_PARAMS[i].kind == P_UNSUPPORTED)
+            continue;
+        if (list[0])
+            strcat(list, ", ");
+        strcat(list, SEARCH_PARAMS[i].name);
+    }
+    http_error_hint(r, "search parameters: %s", list);
+    return QR_EINVAL;
+}
+
+static int unsupported(HttpReq *r, const SearchParam *p)
+{
+    http_error(r, QR_EUNSUPPORTED, "search parameter \"%s\" is not supported yet", p->name);
+    http_error_detail(r, "%s", p->why);
+    http_error_hint(r, "remove \"%s\" from the request; it is part of the API and arrives with "
+                       "the column and SQL work",
+                    p->name);
+    return QR_EUNSUPPORTED;
+}
+
+static bool text_bool(const char *v, bool *out)
+{
+    if (!v[0] || !strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes"))
+        *out = true;
+    else if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no"))
+        *out = false;
+    else
+        return false;
+    return true;
+}
+
+static int bad_int(HttpReq *r, const char *name, long long max)
+{
+    http_error(r, QR_EINVAL, "%s must be a whole number from 0 to %lld", name, max);
+    return QR_EINVAL;
+}
+
+static int set_int(HttpReq *r, const SearchParam *p, double v, bool is_num, SearchArgs *a)
+{
+    long long max = p->kind == P_TIMEOUT ? 86400000LL : 1000000LL;
+    if (!is_num || !isfinite(v) || v != floor(v) || v < 0 || v > (double)max)
+        return bad_int(r, p->name, max);
+    if (p->kind == P_LIMIT)
+        a->limit = (int)v;
+    else if (p->kind == P_OFFSET)
+        a->offset = (int)v;
+    else
+        a->timeout_ms = (uint64_t)v;
+    return QR_OK;
+}
+
+static int set_operator(HttpReq *r, const char *v, SearchArgs *a)
+{
+    if (!strcasecmp(v, "and"))
+        a->default_and = true;
+    else if (!strcasecmp(v, "or"))
+        a->default_and = false;
+    else
+        return http_error(r, QR_EINVAL, "default_operator must be \"and\" or \"or\", not \"%.20s\"",
+                          v);
+    return QR_OK;
+}
+
+static int add_doc_field(HttpReq *r, SearchArgs *a, const char *name, size_t n)
+{
+    while (n && *name == ' ')
+        name++, n--;
+    while (n && name[n - 1] == ' ')
+        n--;
+    if (!n)
+        return QR_OK;
+    if (a->n_doc_fields == MAX_DOC_FIELDS)
+        return http_error(r, QR_ELIMIT, "doc selects too many fields (at most %d)",
+                          MAX_DOC_FIELDS);
+    if (!(a->doc_fields[a->n_doc_fields] = qr_strndup(name, n)))
+        return http_error(r, QR_ENOMEM, "out of memory");
+    a->n_doc_fields++;
+    return QR_OK;
+}
+
+/* One GET query parameter. */
+static int set_text(HttpReq *r, const SearchParam *p, const char *v, SearchArgs *a)
+{
+    bool b;
+    switch (p->kind) {
+    case P_Q:
+        a->q = v;
+        a->q_len = strlen(v);
+        return QR_OK;
+    case P_FIELDS:
+        qr_free(a->fields);
+        if (!(a->fields = qr_strdup(v)))
+            return http_error(r, QR_ENOMEM, "out of memory");
+        return QR_OK;
+    case P_LIMIT:
+    case P_OFFSET:
+    case P_TIMEOUT: {
+        char *end;
+        errno = 0;
+        double d = strtod(v, &end);
+        return set_int(r, p, d, !errno && *v && !*end && v[0] != ' ', a);
+    }
+    case P_HIGHLIGHT:
+    case P_COUNT_ONLY:
+    case P_EXPLAIN:
+        if (!text_bool(v, &b))
+            return http_error(r, QR_EINVAL, "%s must be true or false, not \"%.20s\"", p->name, v);
+        if (p->kind == P_HIGHLIGHT)
+            a->highlight = b;
+        else if (p->kind == P_COUNT_ONLY)
+            a->count_only = b;
+        else
+            a->explain = b;
+        return QR_OK;
+    case P_OPERATOR:
+        return set_operator(r, v, a);
+    case P_DOC:
+        if (text_bool(v, &b)) {
+            a->doc = b;
+            return QR_OK;
+        }
+        a->doc = true;
+        for (const char *s = v; *s;) {
+            const char *c = strchr(s, ',');
+            size_t n = c ? (size_t)(c - s) : strlen(s);
+            if (add_doc_field(r, a, s, n) != QR_OK)
+                return r->err.code;
+            s += n + (c ? 1 : 0);
+        }
+        return QR_OK;
+    case P_UNSUPPORTED:
+        return unsupported(r, p);
+    }
+    return QR_OK;
+}
+
+/* "fields" in a JSON body: "title^2,body", ["title^2","body"],
+ * [{"field":"title","weight":2}], or {"title":2,"body":1}. */
+static int set_fields_json(HttpReq *r, const cJSON *v, SearchArgs *a)
+{
+    if (cJSON_IsString(v))
+        return set_text(r, param_find("fields"), v->valuestring, a);
+    QrBuf b;
+    qr_buf_init(&b);
+    const cJSON *it;
+    int n = 0;
+    bool ok = cJSON_IsArray(v) || cJSON_IsObject(v);
+    cJSON_ArrayForEach(it, v)
+    {
+        if (!ok)
+            break;
+        const char *name = NULL;
+        double w = -1;
+        if (cJSON_IsObject(v)) {
+            name = it->string;
+            if (!cJSON_IsNumber(it))
+                ok = false;
+            w = it->valuedouble;
+        } else if (cJSON_IsString(it)) {
+            name = it->valuestring;
+        } else if (cJSON_IsObject(it)) {
+            const cJSON *f = cJSON_GetObjectItemCaseSensitive(it, "field");
+            const cJSON *wt = cJSON_GetObjectItemCaseSensitive(it, "weight");
+            if (!cJSON_IsString(f) || (wt && !cJSON_IsNumber(wt)))
+                ok = false;
+            else {
+                name = f->valuestring;
+                if (wt)
+                    w = wt->valuedouble;
+            }
+        } else {
+            ok = false;
+        }
+        if (!ok)
+            break;
+        if (cJSON_IsObject(v) || w >= 0) {
+            if (!(w > 0) || w > 1e6) {
+                qr_buf_free(&b);
+                return http_error(r, QR_EINVAL, "weight of field \"%.60s\" must be a number "
+                                                "above 0 and at most 1000000",
+                                  name);
+            }
+            qr_buf_printf(&b, "%s%s^%g", n++ ? "," : "", name, w);
+        } else {
+            qr_buf_printf(&b, "%s%s", n++ ? "," : "", name);
+        }
+    }
+    if (!ok) {
+        qr_buf_free(&b);
+        http_error(r, QR_EINVAL, "fields must be a string, a list or an object of weights");
+        http_error_hint(r, "e.g. \"title^2,body\", [\"title^2\",\"body\"], "
+                           "[{\"field\":\"title\",\"weight\":2}] or {\"title\":2,\"body\":1}");
+        return QR_EINVAL;
+    }
+    if (!qr_buf_ok(&b)) {
+        qr_buf_free(&b);
+        return http_error(r, QR_ENOMEM, "out of memory");
+    }
+    qr_free(a->fields);
+    size_t len;
+    a->fields = b.len ? (char *)qr_buf_steal(&b, &len) : NULL;
+    qr_buf_free(&b);
+    return QR_OK;
+}
+
+/* One key of a JSON body. */
+static int set_json(HttpReq *r, const SearchParam *p, const cJSON *v, SearchArgs *a)
+{
+    switch (p->kind) {
+    case P_Q:
+        if (!cJSON_IsString(v))
+            return http_error(r, QR_EINVAL, "q must be a string");
+        a->q = v->valuestring;
+        a->q_len = strlen(v->valuestring);
+        return QR_OK;
+    case P_FIELDS:
+        return set_fields_json(r, v, a);
+    case P_LIMIT:
+    case P_OFFSET:
+    case P_TIMEOUT:
+        return set_int(r, p, cJSON_IsNumber(v) ? v->valuedouble : 0, cJSON_IsNumber(v), a);
+    case P_HIGHLIGHT:
+        if (cJSON_IsBool(v)) {
+            a->highlight = cJSON_IsTrue(v);
+            return QR_OK;
+        }
+        if (cJSON_IsObject(v)) {
+            const cJSON *pre = cJSON_GetObjectItemCaseSensitive(v, "pre");
+            const cJSON *post = cJSON_GetObjectItemCaseSensitive(v, "post");
+            if (cJSON_GetArraySize(v) != (pre != NULL) + (post != NULL) ||
+                (pre && !cJSON_IsString(pre)) || (post && !cJSON_IsString(post)) ||
+                (pre && strlen(pre->valuestring) > 64) || (post && strlen(post->valuestring) > 64))
+                return http_error(r, QR_EINVAL, "highlight must be true, false or "
+                                                "{\"pre\": \"<b>\", \"post\": \"</b>\"} "
+                                                "(markers of at most 64 bytes)");
+            a->highlight = true;
+            if ((pre && !(a->hl_pre = qr_strdup(pre->valuestring))) ||
+                (post && !(a->hl_post = qr_strdup(post->valuestring))))
+                return http_error(r, QR_ENOMEM, "out of memory");
+            return QR_OK;
+        }
+        return http_error(r, QR_EINVAL, "highlight must be true, false or {\"pre\",\"post\"}");
+    case P_COUNT_ONLY:
+    case P_EXPLAIN:
+        if (!cJSON_IsBool(v))
+            return http_error(r, QR_EINVAL, "%s must be true or false", p->name);
+        if (p->kind == P_COUNT_ONLY)
+            a->count_only = cJSON_IsTrue(v);
+        else
+            a->explain = cJSON_IsTrue(v);
+        return QR_OK;
+    case P_OPERATOR:
+        if (!cJSON_IsString(v))
+            return http_error(r, QR_EINVAL, "default_operator must be \"and\" or \"or\"");
+        return set_operator(r, v->valuestring, a);
+    case P_DOC:
+        if (cJSON_IsBool(v)) {
+            a->doc = cJSON_IsTrue(v);
+            return QR_OK;
+        }
+        if (cJSON_IsArray(v)) {
+            const cJSON *it;
+            a->doc = true;
+            cJSON_ArrayForEach(it, v)
+            {
+                if (!cJSON_IsString(it))
+                    return http_error(r, QR_EINVAL, "doc must be true, false or a list of "
+                                                    "field names");
+                if (add_doc_field(r, a, it->valuestring, strlen(it->valuestring)) != QR_OK)
+                    return r->err.code;
+            }
+            return QR_OK;
+        }
+        return http_error(r, QR_EINVAL, "doc must be true, false or a list of field names");
+    case P_UNSUPPORTED:
+        return unsupported(r, p);
+    }
+    return QR_OK;
+}
+
+static void args_init(SearchArgs *a)
+{
+    memset(a, 0, sizeof *a);
+    a->limit = 10;
+    a->doc = true;
+}
+
+/* Hit "doc": the stored document, or only the selected fields of it. */
+static void write_doc(QrBuf *b, const SearchArgs *a, const char *doc_json)
+{
+    if (a->n_doc_fields == 0) {
+        qr_buf_append(b, doc_json, strlen(doc_json));
+        return;
+    }
+    cJSON *d = cJSON_Parse(doc_json);
+    qr_buf_putc(b, '{');
+    int n = 0;
+    for (int i = 0; i < a->n_doc_fields && d; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(d, a->doc_fields[i]);
+        if (!v)
+            continue;
+        if (n++)
+            qr_buf_putc(b, ',');
+        jw_key(b, a->doc_fields[i]);
+        jw_cjson(b, v);
+    }
+    qr_buf_putc(b, '}');
+    cJSON_Delete(d);
+}
+
+/* Run the search in `a` on {t} and answer. */
+static void run_search(HttpReq *r, SearchArgs *a)
+{
+    HttpServer *s = r->srv;
+    if (!a->q) {
+        http_error(r, QR_EINVAL, "search parameter \"q\" is required");
+        http_error_hint(r, "e.g. ?q=terminal+emulator (docs/query-language.md)");
+        return;
+    }
+    if ((int64_t)a->offset + a->limit > s->cfg.max_result_window) {
+        http_error(r, QR_ELIMIT, "result window offset + limit = %lld is larger than %d",
+                   (long long)a->offset + a->limit, s->cfg.max_result_window);
+        http_error_hint(r, "narrow the query, or raise max_result_window in the server config");
+        return;
+    }
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = a->q;
+    req.q_len = a->q_len;
+    req.fields = a->fields;
+    req.default_and = a->default_and;
+    req.limit = a->limit;
+    req.offset = a->offset;
+    req.count_only = a->count_only;
+    req.snippets = a->highlight && !a->count_only;
+    req.fetch_docs = a->doc && !a->count_only;
+    if (a->hl_pre)
+        req.hl_pre = a->hl_pre;
+    if (a->hl_post)
+        req.hl_post = a->hl_post;
+    req.timeout_ms = s->cfg.query_timeout_ms;
+    if (a->timeout_ms && (!req.timeout_ms || a->timeout_ms < req.timeout_ms))
+        req.timeout_ms = a->timeout_ms;
+    req.mem_cap = (size_t)s->cfg.query_mem_bytes;
+    QrError e;
+    qr_error_clear(&e);
+    QrSearchRes *res = NULL;
+    uint64_t t0 = qr_now_ns();
+    int rc = qr_search(t, &req, &res, &e);
+    uint64_t ns = qr_now_ns() - t0;
+    HttpQueryRec rec = {.table = r->t, .q = a->q, .q_len = a->q_len, .fields = a->fields,
+                        .default_and = a->default_and, .took_ms = (double)ns / 1e6};
+    if (rc != QR_OK) {
+        if (e.code == QR_ENOTFOUND)
+            e.code = QR_EINVAL; /* an unknown field is a bad parameter, not a missing page */
+        if (e.code == QR_ETIMEOUT)
+            qr_error_hint(&e, "the limit is %llu ms (query_timeout_ms / timeout_ms)",
+                          (unsigned long long)req.timeout_ms);
+        http_error_from(r, &e);
+        rec.status = http_status_of(e.code);
+        http_history_add(s->history, &rec);
+        http_metrics_table(s, r->t, 1, ns, 0);
+        return;
+    }
+    rec.total = res->total;
+    rec.status = 200;
+    http_history_add(s->history, &rec);
+    http_metrics_table(s, r->t, 1, ns, 0);
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_printf(&b, "{\"total\":%llu,\"hits\":[", (unsigned long long)res->total);
+    for (int h = 0; h < res->n_hits; h++) {
+        const QrHit *hit = &res->hits[h];
+        if (h)
+            qr_buf_putc(&b, ',');
+        qr_buf_append(&b, "{\"id\":", 6);
+        if (hit->id_json)
+            qr_buf_append(&b, hit->id_json, strlen(hit->id_json));
+        else
+            qr_buf_append(&b, "null", 4);
+        qr_buf_printf(&b, ",\"score\":%.6g", isfinite(hit->score) ? (double)hit->score : 0.0);
+        if (req.snippets && hit->snippet) {
+            qr_buf_append(&b, ",\"highlight\":", 13);
+            jw_cstr(&b, hit->snippet);
+        }
+        if (req.fetch_docs && hit->doc_json) {
+            qr_buf_append(&b, ",\"doc\":", 7);
+            write_doc(&b, a, hit->doc_json);
+        }
+        qr_buf_putc(&b, '}');
+    }
+    qr_buf_printf(&b, "],\"took_ms\":%.3f", res->took_ms);
+    if (a->explain) {
+        qr_buf_append(&b, ",\"explain\":{", 12);
+        jw_key(&b, "strategy");
+        jw_cstr(&b, res->stats.strategy ? res->stats.strategy : "");
+        qr_buf_printf(&b,
+                      ",\"segments\":%u,\"postings_blocks_decoded\":%llu,"
+                      "\"postings_blocks_skipped\":%llu,\"docs_scored\":%llu,"
+                      "\"default_operator\":\"%s\",\"timeout_ms\":%llu,\"fields\":",
+                      res->stats.segments,
+                      (unsigned long long)res->stats.postings_blocks_decoded,
+                      (unsigned long long)res->stats.postings_blocks_skipped,
+                      (unsigned long long)res->stats.docs_scored, a->default_and ? "and" : "or",
+                      (unsigned long long)req.timeout_ms);
+        if (a->fields)
+            jw_cstr(&b, a->fields);
+        else
+            qr_buf_append(&b, "null", 4);
+        qr_buf_putc(&b, '}');
+    }
+    qr_buf_putc(&b, '}');
+    qr_search_res_free(res);
+    http_reply_json(r, 200, &b);
+}
+
+/* GET /tables/{t}/search?q=... */
+void http_search_get(HttpReq *r)
+{
+    SearchArgs a;
+    args_init(&a);
+    http_arg(r, "q"); /* parses the query string */
+    if (r->args_bad) {
+        args_free(&a);
+        return;
+    }
+    for (int i = 0; i < r->n_args; i++) {
+        const SearchParam *p = param_find(r->arg_k[i]);
+        int rc = p ? set_text(r, p, r->arg_v[i], &a) : unknown_param(r, r->arg_k[i]);
+        if (rc != QR_OK) {
+            args_free(&a);
+            return;
+        }
+    }
+    run_search(r, &a);
+    args_free(&a);
+}
+
+/* POST /tables/{t}/search with a JSON object body. */
+void http_search_post(HttpReq *r)
+{
+    http_arg(r, "");
+    if (r->args_bad)
+        return;
+    if (r->n_args) {
+        http_error(r, QR_EINVAL, "POST search takes its parameters in the JSON body, not in "
+                                 "the query string (\"%.40s\")",
+                   r->arg_k[0]);
+        return;
+    }
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    SearchArgs a;
+    args_init(&a);
+    if (!cJSON_IsObject(root)) {
+        http_error(r, QR_EINVAL, "request body must be a JSON object");
+        http_error_hint(r, "e.g. {\"q\": \"terminal emulator\", \"limit\": 5}");
+        goto out;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, root)
+    {
+        const SearchParam *p = param_find(it->string);
+        int rc = p ? set_json(r, p, it, &a) : unknown_param(r, it->string);
+        if (rc != QR_OK)
+            goto out;
+    }
+    run_search(r, &a);
+out:
+    args_free(&a);
+    cJSON_Delete(root);
+}
+
+/* POST /sql: defined by the API, answered once the SQL front end lands. */
+void http_sql(HttpReq *r)
+{
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    cJSON_Delete(root);
+    http_error(r, QR_EUNSUPPORTED, "SQL is not supported yet");
+    http_error_detail(r, "POST /sql is part of the API; the SQL front end has not landed");
+    http_error_hint(r, "use POST /tables/{t}/search for ranked full-text search");
+}

@@ -1,0 +1,255 @@
+/*
+ * http_tables.c — table endpoints: list, create, describe, drop, and the
+ * operations flush and merge.
+ *
+ * Layer: server/.  Calls query/quarry.h, the base kit and cJSON.
+ */
+#include "server/http_int.h"
+#include "store/mem.h"
+#include "store/schema.h"
+#include "store/util.h"
+
+#include <cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+QrTable *http_table_get(HttpReq *r)
+{
+    QrError e;
+    qr_error_clear(&e);
+    QrTable *t = NULL;
+    if (qr_table_get(r->srv->db, r->t ? r->t : "", &t, &e) != QR_OK) {
+        http_error_from(r, &e);
+        if (e.code == QR_ENOTFOUND)
+            http_error_hint(r, "GET /tables lists the tables; POST /tables creates one");
+        return NULL;
+    }
+    return t;
+}
+
+void http_stats_fields(QrBuf *b, const QrTableStats *st)
+{
+    qr_buf_printf(b,
+                  "\"docs\":%llu,\"docs_total\":%llu,\"segments\":%llu,\"disk_bytes\":%llu,"
+                  "\"wal_bytes\":%llu,\"merges_done\":%llu,\"merges_running\":%llu,"
+                  "\"commits\":%llu,\"checkpoints\":%llu",
+                  (unsigned long long)st->docs, (unsigned long long)st->docs_total,
+                  (unsigned long long)st->segments, (unsigned long long)st->disk_bytes,
+                  (unsigned long long)st->wal_bytes, (unsigned long long)st->merges_done,
+                  (unsigned long long)st->merges_running, (unsigned long long)st->commits,
+                  (unsigned long long)st->checkpoints);
+}
+
+/* GET /tables: names with their statistics. */
+void http_tables_list(HttpReq *r)
+{
+    QrError e;
+    qr_error_clear(&e);
+    char **names = NULL;
+    int n = 0;
+    if (qr_table_list(r->srv->db, &names, &n, &e) != QR_OK) {
+        http_error_from(r, &e);
+        return;
+    }
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"tables\":[", 11);
+    int shown = 0;
+    for (int i = 0; i < n; i++) {
+        if (http_table_enter(r->srv, names[i], false) == QR_OK) {
+            QrTable *t;
+            qr_error_clear(&e);
+            if (qr_table_get(r->srv->db, names[i], &t, &e) == QR_OK) {
+                QrTableStats st;
+                qr_table_stats(t, &st);
+                if (shown++)
+                    qr_buf_putc(&b, ',');
+                qr_buf_putc(&b, '{');
+                jw_key(&b, "name");
+                jw_cstr(&b, names[i]);
+                qr_buf_putc(&b, ',');
+                http_stats_fields(&b, &st);
+                qr_buf_putc(&b, '}');
+            } else if (e.code != QR_ENOTFOUND) {
+                /* a damaged table is listed with its error, not hidden */
+                if (shown++)
+                    qr_buf_putc(&b, ',');
+                qr_buf_putc(&b, '{');
+                jw_key(&b, "name");
+                jw_cstr(&b, names[i]);
+                qr_buf_putc(&b, ',');
+                QrBuf eb;
+                qr_buf_init(&eb);
+                http_error_json(&eb, e.code, &e);
+                /* {"error":{...}} without its braces */
+                if (eb.len > 2)
+                    qr_buf_append(&b, eb.data + 1, eb.len - 2);
+                qr_buf_free(&eb);
+                qr_buf_putc(&b, '}');
+            }
+            http_table_leave(r->srv, names[i], false);
+        }
+        qr_free(names[i]);
+    }
+    qr_free(names);
+    qr_buf_append(&b, "]}", 2);
+    http_reply_json(r, 200, &b);
+}
+
+static void describe(HttpReq *r, QrTable *t, int status)
+{
+    QrError e;
+    qr_error_clear(&e);
+    QrBuf sb;
+    qr_buf_init(&sb);
+    if (schema_to_json(qr_table_schema(t), false, &sb, &e) != QR_OK) {
+        qr_buf_free(&sb);
+        http_error_from(r, &e);
+        return;
+    }
+    QrTableStats st;
+    qr_table_stats(t, &st);
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_putc(&b, '{');
+    jw_key(&b, "name");
+    jw_cstr(&b, qr_table_name(t));
+    qr_buf_append(&b, ",\"schema\":", 10);
+    qr_buf_append(&b, sb.data, sb.len);
+    qr_buf_append(&b, ",\"stats\":{", 10);
+    http_stats_fields(&b, &st);
+    qr_buf_append(&b, "}}", 2);
+    qr_buf_free(&sb);
+    http_reply_json(r, status, &b);
+}
+
+/* POST /tables {"name": "...", "schema": {...}} */
+void http_tables_create(HttpReq *r)
+{
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    QrSchema *schema = NULL;
+    char *stxt = NULL;
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
+    const cJSON *sch = cJSON_GetObjectItemCaseSensitive(root, "schema");
+    if (!cJSON_IsObject(root)) {
+        http_error(r, QR_EINVAL, "request body must be a JSON object");
+        goto out;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, root)
+    {
+        if (strcmp(it->string, "name") != 0 && strcmp(it->string, "schema") != 0) {
+            http_error(r, QR_EINVAL, "unknown key \"%.60s\" in the table definition", it->string);
+            http_error_hint(r, "send {\"name\": ..., \"schema\": {...}}");
+            goto out;
+        }
+    }
+    if (!cJSON_IsString(name)) {
+        http_error(r, QR_EINVAL, "\"name\" (a string) is required");
+        goto out;
+    }
+    if (!cJSON_IsObject(sch)) {
+        http_error(r, QR_EINVAL, "\"schema\" (an object) is required");
+        http_error_hint(r, "e.g. {\"primary_key\":\"id\",\"fields\":[{\"name\":\"body\","
+                           "\"type\":\"text\"}]}; or POST JSONL to /tables/%s/documents to "
+                           "infer one",
+                        name->valuestring);
+        goto out;
+    }
+    stxt = cJSON_PrintUnformatted(sch);
+    schema = qr_malloc(sizeof *schema);
+    if (!stxt || !schema) {
+        http_error(r, QR_ENOMEM, "out of memory");
+        goto out;
+    }
+    QrError e;
+    qr_error_clear(&e);
+    if (schema_from_json(stxt, strlen(stxt), schema, &e) != QR_OK) {
+        if (e.code == QR_ESYNTAX)
+            e.code = QR_EINVAL; /* the JSON was fine; its content is not */
+        e.offset = -1;
+        http_error_from(r, &e);
+        goto out;
+    }
+    if (http_table_enter(r->srv, name->valuestring, false) != QR_OK) {
+        http_error(r, QR_ENOMEM, "out of memory");
+        goto out;
+    }
+    QrTable *t;
+    if (qr_table_create(r->srv->db, name->valuestring, schema, &t, &e) != QR_OK) {
+        http_error_from(r, &e);
+    } else {
+        char loc[128];
+        snprintf(loc, sizeof loc, "/tables/%s", name->valuestring);
+        http_header(r, MHD_HTTP_HEADER_LOCATION, loc);
+        describe(r, t, 201);
+    }
+    http_table_leave(r->srv, name->valuestring, false);
+out:
+    cJSON_free(stxt);
+    qr_free(schema);
+    cJSON_Delete(root);
+}
+
+/* GET /tables/{t} */
+void http_tables_describe(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (t)
+        describe(r, t, 200);
+}
+
+/* DELETE /tables/{t} */
+void http_tables_drop(HttpReq *r)
+{
+    QrError e;
+    qr_error_clear(&e);
+    if (http_table_drop_begin(r->srv, r->t, &e) != QR_OK) {
+        http_error_from(r, &e);
+        return;
+    }
+    int rc = qr_table_drop(r->srv->db, r->t, &e);
+    http_table_drop_end(r->srv, r->t);
+    if (rc != QR_OK) {
+        http_error_from(r, &e);
+        return;
+    }
+    http_metrics_table_forget(r->srv, r->t);
+    http_history_forget(r->srv->history, r->t);
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"dropped\":", 11);
+    jw_cstr(&b, r->t);
+    qr_buf_putc(&b, '}');
+    http_reply_json(r, 200, &b);
+}
+
+/* POST /tables/{t}/flush (checkpoint the write buffer into a segment) and
+ * POST /tables/{t}/merge (merge every segment into one), both synchronous. */
+static void table_op(HttpReq *r, bool merge)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    QrError e;
+    qr_error_clear(&e);
+    uint64_t t0 = qr_now_ns();
+    if ((merge ? qr_merge(t, &e) : qr_flush(t, &e)) != QR_OK) {
+        http_error_from(r, &e);
+        return;
+    }
+    QrTableStats st;
+    qr_table_stats(t, &st);
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_printf(&b, "{\"%s\":true,\"took_ms\":%.3f,\"stats\":{", merge ? "merged" : "flushed",
+                  (double)(qr_now_ns() - t0) / 1e6);
+    http_stats_fields(&b, &st);
+    qr_buf_append(&b, "}}", 2);
+    http_reply_json(r, 200, &b);
+}
+
+void http_tables_flush(HttpReq *r) { table_op(r, false); }
+void http_tables_merge(HttpReq *r) { table_op(r, true); }

@@ -1,0 +1,151 @@
+/*
+ * serve.c — `quarry serve --data DIR [--http HOST:PORT] [--config FILE]`:
+ * open the data directory, start the HTTP server, wait for SIGTERM or
+ * SIGINT, then stop gracefully (no new connections, running requests
+ * finish, connections close) and close the data directory.
+ *
+ * Layer: server/.  Calls query/quarry.h, server/http.h and the base kit.
+ *
+ * Signals are blocked in every thread before any is created and taken
+ * synchronously with sigwait, so no handler runs inside the engine.
+ */
+#include "server/serve.h"
+#include "query/quarry.h"
+#include "server/http.h"
+#include "store/util.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct ServeOpt {
+    const char *name;       /* flag without "--" */
+    const char *config_key; /* HttpConfig key it sets, or NULL */
+    const char *value;      /* set when seen */
+} ServeOpt;
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: quarry serve --data DIR [--http HOST:PORT] [--config FILE]\n"
+            "                    [--threads N] [--fsync commit|batched|off] [--salvage]\n"
+            "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
+            "  --config    JSON file with server settings (docs/http-api.md, \"Configuration\")\n"
+            "  --threads   worker threads (default: one per core)\n");
+}
+
+int cmd_serve(int argc, char **argv)
+{
+    ServeOpt opts[] = {{"data", NULL, NULL},   {"http", "http", NULL},
+                       {"config", NULL, NULL}, {"threads", "threads", NULL},
+                       {"fsync", NULL, NULL},  {"salvage", NULL, NULL}};
+    int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strncmp(a, "--", 2) != 0) {
+            fprintf(stderr, "quarry serve: unexpected argument \"%s\"\n", a);
+            usage();
+            return 2;
+        }
+        const char *eq = strchr(a + 2, '=');
+        size_t nl = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+        ServeOpt *o = NULL;
+        for (int k = 0; k < n_opts; k++)
+            if (strlen(opts[k].name) == nl && !strncmp(opts[k].name, a + 2, nl))
+                o = &opts[k];
+        if (!o) {
+            fprintf(stderr, "quarry serve: unknown option %.*s\n", (int)nl + 2, a);
+            usage();
+            return 2;
+        }
+        if (!strcmp(o->name, "salvage")) {
+            o->value = "true";
+            continue;
+        }
+        if (eq)
+            o->value = eq + 1;
+        else if (i + 1 < argc)
+            o->value = argv[++i];
+        else {
+            fprintf(stderr, "quarry serve: option --%s needs a value\n", o->name);
+            return 2;
+        }
+    }
+    QrError err;
+    qr_error_clear(&err);
+    HttpConfig cfg;
+    http_config_default(&cfg);
+    if (opts[2].value && http_config_load(opts[2].value, &cfg, &err) != QR_OK) {
+        qr_log(QR_LOG_ERROR, "serve: %s%s%s%s%s", err.message, err.detail[0] ? " (" : "",
+               err.detail, err.detail[0] ? ")" : "", "");
+        if (err.hint[0])
+            qr_log(QR_LOG_ERROR, "serve: hint: %s", err.hint);
+        return 1;
+    }
+    for (int k = 0; k < n_opts; k++)
+        if (opts[k].config_key && opts[k].value &&
+            http_config_set(&cfg, opts[k].config_key, opts[k].value, &err) != QR_OK) {
+            fprintf(stderr, "quarry serve: --%s: %s\n", opts[k].name, err.message);
+            return 2;
+        }
+    QrDbOpts dbo;
+    qr_db_opts_default(&dbo);
+    dbo.salvage = opts[5].value != NULL;
+    if (opts[4].value) {
+        if (!strcmp(opts[4].value, "commit"))
+            dbo.fsync = QR_FSYNC_COMMIT;
+        else if (!strcmp(opts[4].value, "batched"))
+            dbo.fsync = QR_FSYNC_BATCHED;
+        else if (!strcmp(opts[4].value, "off"))
+            dbo.fsync = QR_FSYNC_OFF;
+        else {
+            fprintf(stderr, "quarry serve: --fsync must be commit, batched or off\n");
+            return 2;
+        }
+    }
+    const char *data = opts[0].value ? opts[0].value : "./data";
+
+    /* block the stop signals in this thread before any other thread exists */
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    QrDb *db = NULL;
+    if (qr_db_open(data, &dbo, &db, &err) != QR_OK) {
+        qr_log(QR_LOG_ERROR, "serve: %s", err.message);
+        if (err.hint[0])
+            qr_log(QR_LOG_ERROR, "serve: hint: %s", err.hint);
+        return 1;
+    }
+    HttpServer *srv = NULL;
+    if (http_server_start(db, &cfg, &srv, &err) != QR_OK) {
+        qr_log(QR_LOG_ERROR, "serve: %s", err.message);
+        if (err.detail[0])
+            qr_log(QR_LOG_ERROR, "serve: detail: %s", err.detail);
+        if (err.hint[0])
+            qr_log(QR_LOG_ERROR, "serve: hint: %s", err.hint);
+        qr_db_close(db);
+        return 1;
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    qr_log(QR_LOG_INFO,
+           "serve started version=%s http=http://%s/ admin=http://%s/ data=%s threads=%d "
+           "cores=%ld max_connections=%d pid=%ld",
+           QUARRY_VERSION, http_server_addr(srv), http_server_addr(srv), data,
+           cfg.threads > 0 ? cfg.threads : (int)cores, cores, cfg.max_connections,
+           (long)getpid());
+    int sig = 0;
+    while (sigwait(&stop, &sig) != 0)
+        ;
+    qr_log(QR_LOG_INFO, "serve stopping signal=%s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    http_server_stop(srv);
+    qr_db_close(db);
+    qr_log(QR_LOG_INFO, "serve stopped data=%s", data);
+    return 0;
+}

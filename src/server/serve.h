@@ -1,0 +1,14 @@
+/*
+ * serve.h — `quarry serve`: run the HTTP API and admin page over one data
+ * directory until SIGTERM / SIGINT.
+ *
+ * Layer: server/.
+ */
+#ifndef QR_SERVE_H
+#define QR_SERVE_H
+
+/* argv holds the arguments after "serve".  Exit status: 0 after a clean
+ * shutdown, 1 on an error (logged), 2 on a usage error. */
+int cmd_serve(int argc, char **argv);
+
+#endif

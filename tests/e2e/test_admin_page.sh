@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Browser test of the admin page: `quarry serve` on a free loopback port with
+# 3,000 Debian package descriptions, then headless Chromium (Debian's
+# /usr/bin/chromium) driven by playwright-core (npm, installed here into
+# tests/e2e/node_modules from package-lock.json) runs test_admin_page.mjs.
+# Screenshots go to tests/output/admin-page/.  Exit 77 (skip) with a reason
+# when node, npm, the npm package or chromium is unavailable.
+set -u
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BIN=${QUARRY_BIN:-$ROOT/build/quarry}
+OUT=$ROOT/tests/output/admin-page
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+
+command -v node >/dev/null || { echo "skip: node is not installed (make deps installs nodejs)"; exit 77; }
+command -v npm >/dev/null || { echo "skip: npm is not installed"; exit 77; }
+[ -x "$CHROMIUM" ] || { echo "skip: $CHROMIUM is missing (make deps installs Debian chromium)"; exit 77; }
+if [ ! -f tests/e2e/node_modules/playwright-core/package.json ]; then
+  if ! (cd tests/e2e && timeout 300 npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1); then
+    echo "skip: npm ci of playwright-core failed (no registry access?)"; exit 77
+  fi
+fi
+
+work=$(mktemp -d /tmp/quarry-admin-XXXXXX)
+pid=
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$BIN" serve --data "$work/data" --http 127.0.0.1:0 >"$work/serve.log" 2>&1 &
+pid=$!
+port=
+for _ in $(seq 100); do
+  port=$(sed -nE 's/.*serve started .*http=http:\/\/127\.0\.0\.1:([0-9]+)\/.*/\1/p' "$work/serve.log" | head -1)
+  [ -n "$port" ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$port" ]; then echo "FAILED: server did not start"; cat "$work/serve.log"; exit 1; fi
+base=http://127.0.0.1:$port
+
+# a table with the sample corpus' schema and its first 3,000 documents
+python3 - "$ROOT/corpora/debian-packages/schema.json" >"$work/create.json" <<'PY'
+import json, sys
+print(json.dumps({"name": "packages", "schema": json.load(open(sys.argv[1]))}))
+PY
+curl -sf -X POST "$base/tables" -H 'Content-Type: application/json' --data-binary @"$work/create.json" >/dev/null \
+  || { echo "FAILED: create table"; exit 1; }
+zcat "$ROOT/corpora/debian-packages/docs.jsonl.gz" | head -3000 | gzip >"$work/docs.jsonl.gz"
+curl -sf -X POST "$base/tables/packages/documents" -H 'Content-Type: application/x-ndjson' \
+  -H 'Content-Encoding: gzip' --data-binary @"$work/docs.jsonl.gz" >/dev/null \
+  || { echo "FAILED: ingest"; exit 1; }
+printf '{"id": "u1", "title": "uploaded one"}\n{broken\n{"id": "u2", "title": "uploaded two"}\n' >"$work/upload.jsonl"
+
+mkdir -p "$OUT"
+NODE_PATH=$ROOT/tests/e2e/node_modules node tests/e2e/test_admin_page.mjs "$base" "$OUT" "$work/upload.jsonl" "$CHROMIUM"
+rc=$?
+if grep -q ' ERROR ' "$work/serve.log"; then echo "FAILED: server logged errors"; grep ' ERROR ' "$work/serve.log" | head; rc=1; fi
+exit $rc
