@@ -16,6 +16,7 @@
 #include "query/quarry.h"
 #include "server/cli.h"
 #include "server/ingest.h"
+#include "server/serve.h"
 #include "store/util.h"
 
 #include <cJSON.h>
@@ -767,7 +768,8 @@ static void usage(FILE *f)
             "  schema TABLE | stats TABLE       describe a table\n"
             "  flush TABLE | merge TABLE        checkpoint / merge into one segment\n"
             "  tables                           list tables\n"
-            "  check                            verify every checksum of every table\n\n"
+            "  check                            verify every checksum of every table\n"
+            "  serve [--http HOST:PORT]         HTTP API and admin page (--config FILE)\n\n"
             "--data DIR defaults to ./data.  See docs/ for the query language and formats.\n");
 }
 
@@ -810,6 +812,8 @@ int main(int argc, char **argv)
         return cmd_tables_or_check(ac, av, false);
     if (!strcmp(cmd, "check"))
         return cmd_tables_or_check(ac, av, true);
+    if (!strcmp(cmd, "serve"))
+        return cmd_serve(ac, av);
     fprintf(stderr, "quarry: unknown command \"%s\"\n\n", cmd);
     usage(stderr);
     return 2;
