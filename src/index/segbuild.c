@@ -124,7 +124,20 @@ typedef struct TermEnt {
     uint8_t *post;     /* owns: varint postings */
     uint32_t post_len, post_cap;
     int32_t all_id;    /* the same word in the "_all" field, -1 until seen */
+    uint32_t stamp;    /* TokBuf stamp of the doc-field being inverted */
+    uint32_t first, last, cnt; /* its occurrences there: a chain through TokBuf.next */
 } TermEnt;
+
+/* The words of one doc-field (or one doc for "_all") on their way into the
+ * postings: occurrences are chained per term as they arrive, so inversion is
+ * linear (no sort); positions come out ascending because they arrive so. */
+typedef struct TokBuf {
+    uint32_t *pos, *next;  /* owns: per occurrence */
+    uint32_t n, cap;
+    uint32_t *uniq;        /* owns: terms in first-occurrence order */
+    uint32_t n_uniq, cap_uniq;
+    uint32_t stamp;        /* never 0 */
+} TokBuf;
 
 typedef struct ColAcc {
     ColWriter *w; /* owns; NULL for fields without a column */
@@ -136,14 +149,12 @@ struct SegBuilder {
     /* terms */
     TermEnt *terms;           /* owns */
     uint32_t n_terms, cap_terms;
-    uint32_t *slots;          /* owns: open addressing, term index + 1, 0 = empty */
+    uint64_t *slots;          /* owns: open addressing, hash high 32 bits << 32 | term + 1 */
     uint32_t n_slots;
     QrBuf keys;               /* term key bytes */
     /* per doc scratch */
-    uint64_t *tok;            /* owns: (term << 32 | pos) */
-    size_t n_tok, cap_tok;
-    uint64_t *tok_all;        /* owns: the same for the "_all" field */
-    size_t n_tok_all, cap_tok_all;
+    TokBuf tok;               /* the current doc-field */
+    TokBuf tok_all;           /* the current doc's "_all" words */
     uint32_t all_base;        /* position of the current field inside "_all" */
     bool all;                 /* schema->all_field */
     QrBuf all_norms;
@@ -183,6 +194,8 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
     for (int f = 0; f < schema->n_fields; f++)
         qr_buf_init(&b->norms[f]);
     b->n_slots = 1 << 16;
+    b->tok.stamp = 1;
+    b->tok_all.stamp = 1;
     b->slots = qr_calloc(b->n_slots, sizeof *b->slots);
     b->n_pk_slots = 1 << 12;
     b->pk_slots = qr_calloc(b->n_pk_slots, sizeof *b->pk_slots);
@@ -232,8 +245,12 @@ void segb_free(SegBuilder *b)
     qr_free(b->terms);
     qr_free(b->slots);
     qr_buf_free(&b->keys);
-    qr_free(b->tok);
-    qr_free(b->tok_all);
+    qr_free(b->tok.pos);
+    qr_free(b->tok.next);
+    qr_free(b->tok.uniq);
+    qr_free(b->tok_all.pos);
+    qr_free(b->tok_all.next);
+    qr_free(b->tok_all.uniq);
     qr_buf_free(&b->all_norms);
     dsw_free(b->docs);
     qr_buf_free(&b->pk_bytes);
@@ -263,22 +280,25 @@ void segb_set_lsn_range(SegBuilder *b, uint64_t min_lsn, uint64_t max_lsn)
 static bool grow_terms_table(SegBuilder *b)
 {
     uint32_t ns = b->n_slots * 2;
-    uint32_t *s = qr_calloc(ns, sizeof *s);
-    if (!s)
+    uint64_t *sl = qr_calloc(ns, sizeof *sl);
+    if (!sl)
         return false;
     for (uint32_t i = 0; i < b->n_terms; i++) {
-        uint32_t j = (uint32_t)b->terms[i].hash & (ns - 1);
-        while (s[j])
+        uint64_t h = b->terms[i].hash;
+        uint32_t j = (uint32_t)h & (ns - 1);
+        while (sl[j])
             j = (j + 1) & (ns - 1);
-        s[j] = i + 1;
+        sl[j] = (h & 0xFFFFFFFF00000000ull) | (i + 1);
     }
     qr_free(b->slots);
-    b->slots = s;
+    b->slots = sl;
     b->n_slots = ns;
     return true;
 }
 
-/* Find or add the term with key [field][text]; returns index or -1 (OOM). */
+/* Find or add the term with key [field][text]; returns index or -1 (OOM).
+ * Slots carry the hash's high half, so a probe touches the term's key only
+ * when the fingerprint agrees. */
 static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t len)
 {
     uint8_t kb[1 + 1024];
@@ -288,12 +308,17 @@ static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t 
     memcpy(kb + 1, text, len);
     uint32_t klen = len + 1;
     uint64_t h = seg_hash_bytes(kb, klen);
+    uint64_t fp = h & 0xFFFFFFFF00000000ull;
     uint32_t mask = b->n_slots - 1;
     uint32_t j = (uint32_t)h & mask;
-    while (b->slots[j]) {
-        TermEnt *t = &b->terms[b->slots[j] - 1];
-        if (t->hash == h && t->key_len == klen && !memcmp(b->keys.data + t->key_off, kb, klen))
-            return b->slots[j] - 1;
+    uint64_t sv;
+    while ((sv = b->slots[j])) {
+        if ((sv & 0xFFFFFFFF00000000ull) == fp) {
+            uint32_t id = (uint32_t)sv - 1;
+            TermEnt *t = &b->terms[id];
+            if (t->key_len == klen && !memcmp(b->keys.data + t->key_off, kb, klen))
+                return id;
+        }
         j = (j + 1) & mask;
     }
     if (b->n_terms == b->cap_terms) {
@@ -313,10 +338,60 @@ static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t 
     qr_buf_append(&b->keys, kb, klen);
     if (!qr_buf_ok(&b->keys))
         return -1;
-    b->slots[j] = ++b->n_terms;
+    b->slots[j] = fp | ++b->n_terms;
     if (b->n_terms * 2 > b->n_slots && !grow_terms_table(b))
         return -1;
     return b->n_terms - 1;
+}
+
+/* Record an occurrence of term `id` at `pos` in tb. */
+static bool tok_push(SegBuilder *b, TokBuf *tb, uint32_t id, uint32_t pos)
+{
+    if (tb->n == tb->cap) {
+        uint32_t nc = tb->cap ? tb->cap * 2 : 1024;
+        uint32_t *np = qr_realloc(tb->pos, nc * sizeof *np);
+        if (!np)
+            return false;
+        tb->pos = np;
+        uint32_t *nn = qr_realloc(tb->next, nc * sizeof *nn);
+        if (!nn)
+            return false;
+        tb->next = nn;
+        tb->cap = nc;
+    }
+    uint32_t i = tb->n++;
+    tb->pos[i] = pos;
+    tb->next[i] = UINT32_MAX;
+    TermEnt *t = &b->terms[id];
+    if (t->stamp != tb->stamp) {
+        if (tb->n_uniq == tb->cap_uniq) {
+            uint32_t nc = tb->cap_uniq ? tb->cap_uniq * 2 : 256;
+            uint32_t *nu = qr_realloc(tb->uniq, nc * sizeof *nu);
+            if (!nu)
+                return false;
+            tb->uniq = nu;
+            tb->cap_uniq = nc;
+        }
+        tb->uniq[tb->n_uniq++] = id;
+        t->stamp = tb->stamp;
+        t->first = t->last = i;
+        t->cnt = 1;
+    } else {
+        tb->next[t->last] = i;
+        t->last = i;
+        t->cnt++;
+    }
+    return true;
+}
+
+static void tok_reset(SegBuilder *b, TokBuf *tb)
+{
+    tb->n = tb->n_uniq = 0;
+    if (++tb->stamp == 0) { /* wrapped: forget every stamp */
+        for (uint32_t i = 0; i < b->n_terms; i++)
+            b->terms[i].stamp = 0;
+        tb->stamp = 1;
+    }
 }
 
 static bool post_put(SegBuilder *b, TermEnt *t, uint64_t v)
@@ -346,21 +421,10 @@ static int an_sink(void *ctx, const Token *t)
     SinkCtx *sc = ctx;
     SegBuilder *b = sc->b;
     int64_t id = term_id(b, sc->field, t->text, t->len);
-    if (id < 0) {
+    if (id < 0 || !tok_push(b, &b->tok, (uint32_t)id, t->pos)) {
         sc->oom = true;
         return QR_ENOMEM;
     }
-    if (b->n_tok == b->cap_tok) {
-        size_t nc = b->cap_tok ? b->cap_tok * 2 : 1024;
-        uint64_t *nt = qr_realloc(b->tok, nc * sizeof *nt);
-        if (!nt) {
-            sc->oom = true;
-            return QR_ENOMEM;
-        }
-        b->tok = nt;
-        b->cap_tok = nc;
-    }
-    b->tok[b->n_tok++] = ((uint64_t)id << 32) | t->pos;
     sc->n_tokens++;
     if (b->all) {
         int64_t aid = b->terms[id].all_id;
@@ -372,25 +436,12 @@ static int an_sink(void *ctx, const Token *t)
             }
             b->terms[id].all_id = (int32_t)aid; /* re-index: term_id may move terms */
         }
-        if (b->n_tok_all == b->cap_tok_all) {
-            size_t nc = b->cap_tok_all ? b->cap_tok_all * 2 : 1024;
-            uint64_t *nt = qr_realloc(b->tok_all, nc * sizeof *nt);
-            if (!nt) {
-                sc->oom = true;
-                return QR_ENOMEM;
-            }
-            b->tok_all = nt;
-            b->cap_tok_all = nc;
+        if (!tok_push(b, &b->tok_all, (uint32_t)aid, b->all_base + t->pos)) {
+            sc->oom = true;
+            return QR_ENOMEM;
         }
-        b->tok_all[b->n_tok_all++] = ((uint64_t)aid << 32) | (b->all_base + t->pos);
     }
     return 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Analyze one text value (string or array of strings) into b->tok. */
@@ -414,34 +465,26 @@ static int analyze_value(SegBuilder *b, int f, const cJSON *v, SinkCtx *sc, uint
     return QR_OK;
 }
 
-/* Flush tok[0..n) (one field of doc) into the term postings. */
-static int invert_tokens(SegBuilder *b, uint32_t doc, uint64_t *tok, size_t n)
+/* Append the occurrences gathered in tb (one doc-field, or one doc's
+ * "_all") to the terms' postings, then reset tb. */
+static int invert_tokens(SegBuilder *b, uint32_t doc, TokBuf *tb)
 {
-    if (n == 0)
-        return QR_OK;
-    qsort(tok, n, sizeof *tok, cmp_u64);
-    size_t i = 0;
-    while (i < n) {
-        uint32_t id = (uint32_t)(tok[i] >> 32);
-        size_t j = i;
-        while (j < n && (uint32_t)(tok[j] >> 32) == id)
-            j++;
-        TermEnt *t = &b->terms[id];
+    for (uint32_t u = 0; u < tb->n_uniq; u++) {
+        TermEnt *t = &b->terms[tb->uniq[u]];
         uint32_t delta = t->df ? doc - t->last_doc : doc;
-        if (!post_put(b, t, delta) || !post_put(b, t, j - i))
+        if (!post_put(b, t, delta) || !post_put(b, t, t->cnt))
             return QR_ENOMEM;
         uint32_t prev = 0;
-        for (size_t k = i; k < j; k++) {
-            uint32_t p = (uint32_t)tok[k];
-            if (!post_put(b, t, p - prev))
+        for (uint32_t i = t->first; i != UINT32_MAX; i = tb->next[i]) {
+            if (!post_put(b, t, tb->pos[i] - prev))
                 return QR_ENOMEM;
-            prev = p;
+            prev = tb->pos[i];
         }
         t->df++;
         t->last_doc = doc;
-        t->total_tf += j - i;
-        i = j;
+        t->total_tf += t->cnt;
     }
+    tok_reset(b, tb);
     return QR_OK;
 }
 
@@ -623,24 +666,24 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
     uint32_t doc = b->n_docs;
     /* text fields: analyze and invert; "_all" gathers every field's words,
      * fields 100 positions apart so no phrase spans two */
-    b->n_tok_all = 0;
+    tok_reset(b, &b->tok_all);
     b->all_base = 0;
     uint32_t all_tokens = 0;
     for (int f = 0; f < s->n_fields; f++) {
         if (!b->an[f])
             continue;
         SinkCtx sc = {.b = b, .field = (uint8_t)f};
-        b->n_tok = 0;
+        tok_reset(b, &b->tok);
         if (!vals[f].is_null) {
             uint32_t n_pos = 0;
             int rc = analyze_value(b, f, raw[f], &sc, &n_pos, err);
-            if (rc == QR_OK && invert_tokens(b, doc, b->tok, b->n_tok) != QR_OK)
+            if (rc == QR_OK && invert_tokens(b, doc, &b->tok) != QR_OK)
                 rc = qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
             b->all_base += n_pos + 100;
             if (rc != QR_OK) {
                 /* A failure here leaves earlier fields' postings for `doc`
                  * in place: the builder is poisoned; the caller discards it. */
-                b->n_tok = 0;
+                tok_reset(b, &b->tok);
                 return rc;
             }
         }
@@ -652,7 +695,7 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
         all_tokens += ntok;
     }
     if (b->all) {
-        if (invert_tokens(b, doc, b->tok_all, b->n_tok_all) != QR_OK)
+        if (invert_tokens(b, doc, &b->tok_all) != QR_OK)
             return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
         qr_buf_put_u32(&b->all_norms, all_tokens);
         b->all_total += all_tokens;
