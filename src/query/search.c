@@ -845,6 +845,22 @@ static uint64_t count_segment(Search *s, int i, const CNode *root)
     Iter *it = build(s, seg, root, false);
     if (!it)
         return 0;
+    if (post_iter_is(it)) {
+        /* one term: count whole decoded blocks, skipping deleted docs */
+        const roaring_bitmap_t *dels = s->snap->dels[i];
+        uint32_t buf[512];
+        uint64_t n = 0;
+        size_t k;
+        while ((k = post_iter_fill(it, buf, 512)) > 0) {
+            if (!dels) {
+                n += k;
+                continue;
+            }
+            for (size_t j = 0; j < k; j++)
+                n += !roaring_bitmap_contains(dels, buf[j]);
+        }
+        return n;
+    }
     if (s->snap->dels[i]) {
         Iter *d = iter_bitmap_new(&s->ctx, s->snap->dels[i]);
         if (!d)
@@ -1062,44 +1078,79 @@ static char *make_snippet(Search *s, const char *json, size_t len)
  * exact.  Hits get ids only (no scores). */
 static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
 {
-    int want = s->req->offset + s->req->limit;
-    res->hits = aalloc(s, ((size_t)s->req->limit + 1) * sizeof *res->hits);
-    if (!res->hits)
-        return s->ctx.err.code;
-    QrBuf b;
-    qr_buf_init(&b);
+    uint64_t from = (uint64_t)s->req->offset, want = from + (uint64_t)s->req->limit;
+    size_t cap = 1024, n = 0;
+    DocId *docs = qr_malloc(cap * sizeof *docs); /* heap: it may grow large */
+    uint32_t buf[512];
     uint64_t seen = 0;
+    if (!docs)
+        return qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
     for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
         Segment *seg = s->snap->segs[i];
+        const roaring_bitmap_t *dels = s->snap->dels[i];
         Iter *it = build(s, seg, root, false);
         if (!it)
             continue;
-        if (s->snap->dels[i]) {
-            Iter *d = iter_bitmap_new(&s->ctx, s->snap->dels[i]);
+        bool batch = post_iter_is(it);
+        if (!batch && dels) {
+            Iter *d = iter_bitmap_new(&s->ctx, dels);
             it = d ? iter_andnot_new(&s->ctx, it, d) : NULL;
             if (!it)
                 break;
         }
-        for (DocId d = iter_next(it); d != ITER_END; d = iter_next(it)) {
-            if (seen >= (uint64_t)s->req->offset && seen < (uint64_t)want) {
-                QrHit *h = &res->hits[res->n_hits++];
-                h->doc = s->snap->base[i] + d;
-                const uint8_t *key;
-                size_t kl;
-                if (seg_pk(seg, (uint32_t)d, &key, &kl)) {
-                    b.len = 0;
-                    pk_to_json(key, kl, &b);
-                    h->id_json = qr_arena_strndup(s->arena, (const char *)b.data, b.len);
-                }
+        for (;;) {
+            size_t k;
+            if (batch) {
+                k = post_iter_fill(it, buf, 512);
+            } else {
+                DocId d = iter_next(it);
+                k = d != ITER_END;
+                buf[0] = (uint32_t)d;
             }
-            seen++;
-            if (seen >= (uint64_t)want && s->req->skip_total)
+            if (!k)
+                break;
+            for (size_t j = 0; j < k; j++) {
+                if (batch && dels && roaring_bitmap_contains(dels, buf[j]))
+                    continue;
+                if (seen >= from && seen < want) {
+                    if (n == cap) {
+                        DocId *nd = qr_realloc(docs, cap * 2 * sizeof *nd);
+                        if (!nd) {
+                            qr_free(docs);
+                            return qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+                        }
+                        docs = nd;
+                        cap *= 2;
+                    }
+                    docs[n++] = s->snap->base[i] + buf[j];
+                }
+                seen++;
+            }
+            if (seen >= want && s->req->skip_total)
                 break;
         }
     }
-    qr_buf_free(&b);
     res->total = seen;
     res->stats.strategy = "unordered";
+    res->hits = aalloc(s, (n + 1) * sizeof *res->hits);
+    QrBuf b;
+    qr_buf_init(&b);
+    for (size_t h = 0; res->hits && h < n; h++) {
+        QrHit *hit = &res->hits[res->n_hits++];
+        hit->doc = docs[h];
+        int si;
+        uint32_t local;
+        const uint8_t *key;
+        size_t kl;
+        if (snapshot_locate(s->snap, docs[h], &si, &local) &&
+            seg_pk(s->snap->segs[si], local, &key, &kl)) {
+            b.len = 0;
+            pk_to_json(key, kl, &b);
+            hit->id_json = qr_arena_strndup(s->arena, (const char *)b.data, b.len);
+        }
+    }
+    qr_buf_free(&b);
+    qr_free(docs);
     return s->ctx.err.code;
 }
 
