@@ -77,6 +77,7 @@ struct Table {
     /* uncommitted state */
     SegBuilder *builder;      /* owns */
     uint64_t b_min_lsn, b_max_lsn;
+    uint64_t first_open_lsn;  /* first WAL record not yet followed by a COMMIT, 0 = none */
     int n_pending;
     Segment **pending;        /* owns: spilled builders awaiting commit */
     roaring_bitmap_t **pending_bdels;
@@ -348,6 +349,8 @@ static int wal_log(Table *t, uint8_t type, const void *p, size_t n, QrError *err
     if (!t->b_min_lsn)
         t->b_min_lsn = lsn;
     t->b_max_lsn = lsn;
+    if (!t->first_open_lsn)
+        t->first_open_lsn = lsn;
     return QR_OK;
 }
 
@@ -535,7 +538,10 @@ static int checkpoint_locked(Table *t, QrError *err)
         return rc;
     /* 2. manifest */
     m.generation = ++t->manifest_gen;
+    /* changes not yet committed are in no segment: replay must start at them */
     m.checkpoint_lsn = t->wal ? wal_next_lsn(t->wal) : t->checkpoint_lsn;
+    if (t->first_open_lsn && t->first_open_lsn < m.checkpoint_lsn)
+        m.checkpoint_lsn = t->first_open_lsn;
     m.next_seg_id = t->next_seg_id;
     m.n_segs = (uint32_t)t->n_segs;
     m.segs = qr_calloc((size_t)t->n_segs + 1, sizeof *m.segs);
@@ -600,6 +606,7 @@ static void clear_pending(Table *t)
     segb_free(t->builder);
     t->builder = NULL;
     t->b_min_lsn = t->b_max_lsn = 0;
+    t->first_open_lsn = 0;
     t->dirty = false;
 }
 
@@ -660,6 +667,7 @@ static int commit_locked(Table *t, QrError *err)
     t->commits++;
     if ((rc = publish(t, err)) != QR_OK)
         goto broken;
+    t->first_open_lsn = 0; /* everything logged so far is in published segments */
     if (t->wal && wal_bytes(t->wal) - t->wal_at_ckpt > t->opts.checkpoint_wal_bytes &&
         (rc = checkpoint_locked(t, err)) != QR_OK)
         goto broken;
