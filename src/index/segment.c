@@ -399,10 +399,6 @@ static int merge_postings(MergeSrc *src, int n, QrBuf *docs_s, QrBuf *pos_s, QrB
         memcpy(key, min, min_len);
         size_t key_len = min_len;
         int field = key[0];
-        if (!new_norms[field]) {
-            rc = qr_error_set(err, QR_ECORRUPT, "term of unknown field %d while merging", field);
-            goto done;
-        }
         postw_begin_term(pw);
         uint32_t added = 0;
         for (int i = 0; i < n; i++) {
@@ -425,6 +421,11 @@ static int merge_postings(MergeSrc *src, int n, QrBuf *docs_s, QrBuf *pos_s, QrB
                 uint32_t nd = src[i].remap[d];
                 if (nd == UINT32_MAX)
                     continue;
+                if (!new_norms[field]) { /* checked here: no survivors, no norms at all */
+                    rc = qr_error_set(err, QR_ECORRUPT, "term of unknown field %d while merging",
+                                      field);
+                    goto done;
+                }
                 uint32_t np;
                 const uint32_t *pos = it->vt->positions(it, &np);
                 if ((rc = postw_add(pw, nd, it->vt->freq(it), pos, new_norms[field][nd], err)) !=
