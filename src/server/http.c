@@ -1113,7 +1113,7 @@ int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError
         qr_free(s);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
     if (v6)
         flags |= MHD_USE_IPv6;
     unsigned hard_limit = (unsigned)s->cfg.max_connections + 64u;

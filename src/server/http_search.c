@@ -33,6 +33,7 @@ typedef enum ParamKind {
     P_OPERATOR,
     P_DOC,
     P_TIMEOUT,
+    P_TOTAL,
     P_UNSUPPORTED,
 } ParamKind;
 
@@ -53,6 +54,7 @@ static const SearchParam SEARCH_PARAMS[] = {
     {"default_operator", P_OPERATOR, NULL},
     {"doc", P_DOC, NULL},
     {"timeout_ms", P_TIMEOUT, NULL},
+    {"total", P_TOTAL, NULL},
     {"filter", P_UNSUPPORTED, "filters on columns are not supported by the engine yet"},
     {"sort", P_UNSUPPORTED, "sorting by a column is not supported by the engine yet"},
     {"facets", P_UNSUPPORTED, "facets are not supported by the engine yet"},
@@ -70,6 +72,7 @@ typedef struct SearchArgs {
     bool highlight;
     char *hl_pre, *hl_post; /* owns, NULL = engine default */
     bool count_only, explain, default_and;
+    bool total;             /* count every match (false: ranked hits only, "total": null) */
     bool doc;               /* include stored documents */
     int n_doc_fields;       /* 0 = the whole document */
     char *doc_fields[MAX_DOC_FIELDS]; /* owns */
@@ -203,12 +206,15 @@ static int set_text(HttpReq *r, const SearchParam *p, const char *v, SearchArgs 
     case P_HIGHLIGHT:
     case P_COUNT_ONLY:
     case P_EXPLAIN:
+    case P_TOTAL:
         if (!text_bool(v, &b))
             return http_error(r, QR_EINVAL, "%s must be true or false, not \"%.20s\"", p->name, v);
         if (p->kind == P_HIGHLIGHT)
             a->highlight = b;
         else if (p->kind == P_COUNT_ONLY)
             a->count_only = b;
+        else if (p->kind == P_TOTAL)
+            a->total = b;
         else
             a->explain = b;
         return QR_OK;
@@ -342,10 +348,13 @@ static int set_json(HttpReq *r, const SearchParam *p, const cJSON *v, SearchArgs
         return http_error(r, QR_EINVAL, "highlight must be true, false or {\"pre\",\"post\"}");
     case P_COUNT_ONLY:
     case P_EXPLAIN:
+    case P_TOTAL:
         if (!cJSON_IsBool(v))
             return http_error(r, QR_EINVAL, "%s must be true or false", p->name);
         if (p->kind == P_COUNT_ONLY)
             a->count_only = cJSON_IsTrue(v);
+        else if (p->kind == P_TOTAL)
+            a->total = cJSON_IsTrue(v);
         else
             a->explain = cJSON_IsTrue(v);
         return QR_OK;
@@ -383,6 +392,7 @@ static void args_init(SearchArgs *a)
     memset(a, 0, sizeof *a);
     a->limit = 10;
     a->doc = true;
+    a->total = true;
 }
 
 /* Hit "doc": the stored document, or only the selected fields of it. */
@@ -417,6 +427,10 @@ static void run_search(HttpReq *r, SearchArgs *a)
         http_error_hint(r, "e.g. ?q=terminal+emulator (docs/query-language.md)");
         return;
     }
+    if (a->count_only && !a->total) {
+        http_error(r, QR_EINVAL, "count_only needs the total: drop total=false");
+        return;
+    }
     if ((int64_t)a->offset + a->limit > s->cfg.max_result_window) {
         http_error(r, QR_ELIMIT, "result window offset + limit = %lld is larger than %d",
                    (long long)a->offset + a->limit, s->cfg.max_result_window);
@@ -435,6 +449,7 @@ static void run_search(HttpReq *r, SearchArgs *a)
     req.limit = a->limit;
     req.offset = a->offset;
     req.count_only = a->count_only;
+    req.skip_total = !a->total;
     req.snippets = a->highlight && !a->count_only;
     req.fetch_docs = a->doc && !a->count_only;
     if (a->hl_pre)
@@ -471,7 +486,10 @@ static void run_search(HttpReq *r, SearchArgs *a)
     http_metrics_table(s, r->t, 1, ns, 0);
     QrBuf b;
     qr_buf_init(&b);
-    qr_buf_printf(&b, "{\"total\":%llu,\"hits\":[", (unsigned long long)res->total);
+    if (a->total)
+        qr_buf_printf(&b, "{\"total\":%llu,\"hits\":[", (unsigned long long)res->total);
+    else
+        qr_buf_append(&b, "{\"total\":null,\"hits\":[", 22);
     for (int h = 0; h < res->n_hits; h++) {
         const QrHit *hit = &res->hits[h];
         if (h)

@@ -487,6 +487,13 @@ def test_search(srv, oracle):
                                                           "fields": {"title": 2, "body": 1}})
     check([h["id"] for h in both["hits"]] == [h["id"] for h in hits + page2["hits"]],
           "two pages equal one page of 10")
+    st, _, nt = call(srv, "GET", "/tables/t/search?" + urlencode({"q": q, "limit": 5,
+                                                                  "fields": "title^2,body",
+                                                                  "total": "false"}))
+    check(st == 200 and nt["total"] is None and [h["id"] for h in nt["hits"]] ==
+          [h["id"] for h in hits], "total=false: same hits, total null")
+    check(is_error(call(srv, "GET", "/tables/t/search?q=a&total=false&count_only=true"), 400),
+          "count_only with total=false is 400")
     # every error class of search
     for p, v in (("filter", "views > 3"), ("sort", "views"), ("facets", "views"),
                  ("search_after", "1")):
