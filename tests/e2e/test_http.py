@@ -653,12 +653,14 @@ def test_limits(srv):
     for _ in range(45):
         s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
         socks.append(s)
-    time.sleep(0.3)
+    # the server counts a connection once its worker has accepted it
+    check(wait_until(lambda: is_error(call(srv, "GET", "/health"), 503, "overloaded"), 10),
+          "connections over the limit get 503")
     s = socks[-1]
     s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
     data = s.recv(4096)
     check(data.startswith(b"HTTP/1.1 503") and b"overloaded" in data,
-          "connections over the limit get 503: %r" % data[:60])
+          "an open connection over the limit gets 503: %r" % data[:60])
     for s in socks:
         s.close()
     time.sleep(0.3)
@@ -685,7 +687,7 @@ def ranked_http(srv, queries):
     for q in queries:
         st, _, body = call(srv, "GET", "/tables/t/search?" + urlencode({"q": q, "limit": 10,
                                                                         "doc": "false"}))
-        out[q] = [(json.dumps(h["id"]), round(h["score"], 3)) for h in body.get("hits", [])]
+        out[q] = [(json.dumps(h["id"]), h["score"]) for h in body.get("hits", [])]
     return out
 
 
@@ -693,9 +695,29 @@ def ranked_cli(data, queries):
     out = {}
     for q in queries:
         rc, txt, err = run(["search", "t", q, "--json", "--limit", "10"], data)
-        out[q] = [(json.dumps(h["id"]), round(h["score"], 3))
+        out[q] = [(json.dumps(h["id"]), h["score"])
                   for h in map(json.loads, txt.splitlines())] if rc == 0 else None
     return out
+
+
+def same_ranking(a, b):
+    """Scores equal within float noise, in the same order, with the same ids
+    per run of tied scores; ids tied at the last score may differ (ties order
+    by internal doc number, which depends on the segment layout)."""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    close = lambda x, y: abs(x - y) <= 1e-3 * max(1.0, abs(x))
+    if not all(close(x[1], y[1]) for x, y in zip(a, b)):
+        return False
+    i = 0
+    while i < len(a):
+        j = i
+        while j + 1 < len(a) and close(a[j + 1][1], a[i][1]):
+            j += 1
+        if j + 1 < len(a) and sorted(x[0] for x in a[i:j + 1]) != sorted(y[0] for y in b[i:j + 1]):
+            return False
+        i = j + 1
+    return True
 
 
 def test_shutdown(srv, data, oracle):
@@ -765,9 +787,9 @@ def main():
         print("server phase took %.1f s" % (time.time() - t0))
         # the data reopens; the CLI sees the same ranked hits and the same count
         cli = ranked_cli(data, rq)
-        same = sum(1 for q in rq if cli[q] == http_ranked[q])
-        for q in [q for q in rq if cli[q] != http_ranked[q]][:2]:
-            print("ranked mismatch %r:\n http %s\n cli  %s" % (q, http_ranked[q][:4], (cli[q] or [])[:4]))
+        same = sum(1 for q in rq if same_ranking(cli[q], http_ranked[q]))
+        for q in [q for q in rq if not same_ranking(cli[q], http_ranked[q])][:2]:
+            print("ranked mismatch %r:\n http %s\n cli  %s" % (q, http_ranked[q], cli[q]))
         check(same == len(rq), "HTTP ranked hits equal `quarry search --json` for %d of %d" % (
             same, len(rq)))
         rc, out, err = run(["stats", "t"], data)
