@@ -289,7 +289,13 @@ int az_emit(AzRun *r, size_t folded_len, size_t start, size_t end)
                 j++;
             if (!first)
                 pos = (uint64_t)r->pos_base + r->n_words++;
-            int rc = az_emit_one(r, t + i, j - i, pos, start, end);
+            /* folding kept the length (ASCII): the part's own offsets */
+            size_t ps = start, pe = end;
+            if (end - start == n) {
+                ps = start + i;
+                pe = start + j;
+            }
+            int rc = az_emit_one(r, t + i, j - i, pos, ps, pe);
             if (rc)
                 return rc;
             first = false;

@@ -125,8 +125,15 @@ typedef struct TermEnt {
     uint32_t post_len, post_cap;
     int32_t all_id;    /* the same word in the "_all" field, -1 until seen */
     uint32_t stamp;    /* TokBuf stamp of the doc-field being inverted */
+    uint32_t undo_stamp; /* segb_add call that saved this term's state */
     uint32_t first, last, cnt; /* its occurrences there: a chain through TokBuf.next */
 } TermEnt;
+
+/* A term's state before the document being added touched it. */
+typedef struct UndoEnt {
+    uint32_t id, post_len, df, last_doc;
+    uint64_t total_tf;
+} UndoEnt;
 
 /* The words of one doc-field (or one doc for "_all") on their way into the
  * postings: occurrences are chained per term as they arrive, so inversion is
@@ -153,6 +160,11 @@ struct SegBuilder {
     uint32_t n_slots;
     QrBuf keys;               /* term key bytes */
     /* per doc scratch */
+    UndoEnt *undo;            /* owns: terms touched by the segb_add in progress */
+    uint32_t n_undo, cap_undo;
+    uint32_t undo_stamp;      /* the segb_add in progress */
+    uint32_t undo_n_terms;    /* terms that existed before it */
+    bool poisoned;            /* a write that cannot be undone failed */
     TokBuf tok;               /* the current doc-field */
     TokBuf tok_all;           /* the current doc's "_all" words */
     uint32_t all_base;        /* position of the current field inside "_all" */
@@ -245,6 +257,7 @@ void segb_free(SegBuilder *b)
     qr_free(b->terms);
     qr_free(b->slots);
     qr_buf_free(&b->keys);
+    qr_free(b->undo);
     qr_free(b->tok.pos);
     qr_free(b->tok.next);
     qr_free(b->tok.uniq);
@@ -329,6 +342,8 @@ static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t 
         b->terms = nt;
         b->cap_terms = nc;
     }
+    if (!qr_buf_try_reserve(&b->keys, klen))
+        return -1;
     TermEnt *t = &b->terms[b->n_terms];
     memset(t, 0, sizeof *t);
     t->all_id = -1;
@@ -471,6 +486,19 @@ static int invert_tokens(SegBuilder *b, uint32_t doc, TokBuf *tb)
 {
     for (uint32_t u = 0; u < tb->n_uniq; u++) {
         TermEnt *t = &b->terms[tb->uniq[u]];
+        if (t->undo_stamp != b->undo_stamp) {
+            if (b->n_undo == b->cap_undo) {
+                uint32_t nc = b->cap_undo ? b->cap_undo * 2 : 256;
+                UndoEnt *nu = qr_realloc(b->undo, nc * sizeof *nu);
+                if (!nu)
+                    return QR_ENOMEM;
+                b->undo = nu;
+                b->cap_undo = nc;
+            }
+            b->undo[b->n_undo++] = (UndoEnt){tb->uniq[u], t->post_len, t->df, t->last_doc,
+                                             t->total_tf};
+            t->undo_stamp = b->undo_stamp;
+        }
         uint32_t delta = t->df ? doc - t->last_doc : doc;
         if (!post_put(b, t, delta) || !post_put(b, t, t->cnt))
             return QR_ENOMEM;
@@ -635,9 +663,35 @@ bool segb_delete_key(SegBuilder *b, const uint8_t *key, size_t len)
     return true;
 }
 
+/* Undo the postings a failed segb_add wrote: terms it touched get their
+ * state back, terms it created are left empty (df 0: skipped by finish). */
+static void segb_rollback(SegBuilder *b)
+{
+    for (uint32_t i = 0; i < b->n_undo; i++) {
+        const UndoEnt *u = &b->undo[i];
+        TermEnt *t = &b->terms[u->id];
+        t->post_len = u->post_len;
+        t->df = u->df;
+        t->last_doc = u->last_doc;
+        t->total_tf = u->total_tf;
+    }
+    for (uint32_t id = b->undo_n_terms; id < b->n_terms; id++) {
+        b->terms[id].df = 0;
+        b->terms[id].post_len = 0;
+        b->terms[id].total_tf = 0;
+    }
+    b->n_undo = 0;
+    tok_reset(b, &b->tok);
+    tok_reset(b, &b->tok_all);
+}
+
+bool segb_poisoned(const SegBuilder *b) { return b->poisoned; }
+
 int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uint32_t *doc_out,
              QrError *err)
 {
+    if (b->poisoned)
+        return qr_error_set(err, QR_EINTERNAL, "segment builder unusable after an earlier failure");
     const QrSchema *s = b->schema;
     if (!cJSON_IsObject(root))
         return qr_error_set(err, QR_ETYPE, "document is not a JSON object");
@@ -664,11 +718,31 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
             return rc;
     }
     uint32_t doc = b->n_docs;
+    /* Everything that can fail is either reserved up front or undoable, so a
+     * failed add leaves the builder as it was (segb_rollback); only the
+     * document store and column writers cannot be rolled back, and a failure
+     * there poisons the builder. */
+    if (++b->undo_stamp == 0) {
+        for (uint32_t i = 0; i < b->n_terms; i++)
+            b->terms[i].undo_stamp = 0;
+        b->undo_stamp = 1;
+    }
+    b->n_undo = 0;
+    b->undo_n_terms = b->n_terms;
+    for (int f = 0; f < s->n_fields; f++)
+        if (b->an[f] && !qr_buf_try_reserve(&b->norms[f], 4))
+            return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
+    if ((b->all && !qr_buf_try_reserve(&b->all_norms, 4)) || !qr_buf_try_reserve(&b->pk_bytes, klen) ||
+        !qr_buf_try_reserve(&b->pk_offs, 4))
+        return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
+    if ((b->n_docs + 1) * 2 > b->n_pk_slots && !grow_pk_table(b))
+        return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
     /* text fields: analyze and invert; "_all" gathers every field's words,
      * fields 100 positions apart so no phrase spans two */
     tok_reset(b, &b->tok_all);
     b->all_base = 0;
     uint32_t all_tokens = 0;
+    uint32_t ntoks[QR_MAX_FIELDS];
     for (int f = 0; f < s->n_fields; f++) {
         if (!b->an[f])
             continue;
@@ -681,22 +755,31 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
                 rc = qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
             b->all_base += n_pos + 100;
             if (rc != QR_OK) {
-                /* A failure here leaves earlier fields' postings for `doc`
-                 * in place: the builder is poisoned; the caller discards it. */
-                tok_reset(b, &b->tok);
+                segb_rollback(b);
                 return rc;
             }
         }
-        uint32_t ntok = sc.n_tokens;
-        qr_buf_put_u32(&b->norms[f], ntok);
-        b->field_total[f] += ntok;
-        if (ntok)
-            b->field_docs[f]++;
-        all_tokens += ntok;
+        ntoks[f] = sc.n_tokens;
+        all_tokens += sc.n_tokens;
+    }
+    if (b->all && invert_tokens(b, doc, &b->tok_all) != QR_OK) {
+        segb_rollback(b);
+        return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
+    }
+    /* from here nothing fails but the stored doc and the columns */
+    if (dsw_add(b->docs, json, len, err) != QR_OK) {
+        segb_rollback(b);
+        b->poisoned = true;
+        return err ? err->code : QR_ENOMEM;
+    }
+    for (int f = 0; f < s->n_fields; f++) {
+        if (!b->an[f])
+            continue;
+        qr_buf_put_u32(&b->norms[f], ntoks[f]);
+        b->field_total[f] += ntoks[f];
+        b->field_docs[f] += ntoks[f] > 0;
     }
     if (b->all) {
-        if (invert_tokens(b, doc, &b->tok_all) != QR_OK)
-            return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
         qr_buf_put_u32(&b->all_norms, all_tokens);
         b->all_total += all_tokens;
         b->all_docs += all_tokens > 0;
@@ -718,13 +801,13 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
             case QR_FT_BOOL: rc = colw_add_bool(w, v->b); break;
             default: rc = colw_add_str(w, v->s, v->n); break;
             }
-        if (rc != QR_OK)
+        if (rc != QR_OK) {
+            b->poisoned = true; /* norms and the stored doc are in: a half document */
             return qr_error_set(err, QR_ENOMEM, "out of memory adding to column \"%s\"",
                                 s->fields[f].name);
+        }
     }
-    /* stored doc + pk */
-    if (dsw_add(b->docs, json, len, err) != QR_OK)
-        return err ? err->code : QR_ENOMEM;
+    /* primary key (space reserved above) */
     uint64_t h = seg_hash_bytes(key, klen);
     uint32_t *slot = pk_slot(b, key, klen, h);
     if (*slot)
@@ -735,8 +818,6 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
         return qr_error_set(err, QR_ENOMEM, "out of memory storing a primary key");
     *slot = doc + 1;
     b->n_docs++;
-    if (b->n_docs * 2 > b->n_pk_slots && !grow_pk_table(b))
-        return qr_error_set(err, QR_ENOMEM, "out of memory");
     if (doc_out)
         *doc_out = doc;
     return QR_OK;
@@ -809,6 +890,8 @@ int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t
 
     for (uint32_t oi = 0; oi < b->n_terms; oi++) {
         TermEnt *t = &b->terms[order[oi]];
+        if (t->df == 0)
+            continue; /* created by an add that was rolled back */
         const uint8_t *key = b->keys.data + t->key_off;
         const uint32_t *norms = key[0] == QR_ALL_FIELD ? (const uint32_t *)b->all_norms.data
                                                        : (const uint32_t *)b->norms[key[0]].data;

@@ -75,10 +75,14 @@ void segb_free(SegBuilder *b);
 /* Add one document: `json` is the original object text (stored as is),
  * `root` its parse.  Validates field types (QR_ETYPE naming the field) and
  * the primary key (QR_ECONSTRAINT when missing).  On error nothing is
- * added.  If the key is already in this builder the older copy is marked
+ * added (segb_poisoned tells the rare failures that leave the builder
+ * unusable).  If the key is already in this builder the older copy is marked
  * deleted here.  *doc_out gets the new local doc id. */
 int segb_add(SegBuilder *b, const char *json, size_t len, const struct cJSON *root,
              uint32_t *doc_out, QrError *err);
+/* True after a failure segb_add could not undo (the document store or a
+ * column writer failed): the builder must be discarded. */
+bool segb_poisoned(const SegBuilder *b);
 /* Mark a doc of this builder deleted (by key); returns true if found. */
 bool segb_delete_key(SegBuilder *b, const uint8_t *key, size_t len);
 uint32_t segb_n_docs(const SegBuilder *b);

@@ -281,49 +281,66 @@ static bool is_deleted_now(Table *t, int i, uint32_t d)
     return false;
 }
 
-static int pdel_add(Table *t, Segment *seg, uint32_t d)
-{
-    for (int k = 0; k < t->n_pdel; k++)
-        if (t->pdel[k].seg == seg) {
-            roaring_bitmap_add(t->pdel[k].bm, d);
-            return 0;
-        }
-    PendDel *np = qr_realloc(t->pdel, ((size_t)t->n_pdel + 1) * sizeof *np);
-    if (!np)
-        return -1;
-    t->pdel = np;
-    roaring_bitmap_t *bm = roaring_bitmap_create();
-    if (!bm)
-        return -1;
-    roaring_bitmap_add(bm, d);
-    t->pdel[t->n_pdel].seg = seg;
-    t->pdel[t->n_pdel].bm = bm;
-    t->n_pdel++;
-    return 0;
-}
+/* Where the live copy of a key is, outside the builder. */
+typedef struct Older {
+    int pending;       /* index in t->pending, or -1 */
+    Segment *seg;      /* committed segment, or NULL */
+    uint32_t doc;
+} Older;
 
-/* Delete the live copy of `key` in committed or spilled segments. */
-static int delete_older(Table *t, const uint8_t *key, size_t len, bool *found, QrError *err)
+/* Find the live copy of `key` in spilled or committed segments (no change
+ * made).  With `reserve`, make sure recording its delete cannot fail later
+ * (the pending-deletes entry exists).  Returns false when there is none. */
+static bool find_older(Table *t, const uint8_t *key, size_t len, Older *o, int *rc, QrError *err)
 {
-    *found = false;
+    *rc = QR_OK;
+    o->pending = -1;
+    o->seg = NULL;
     for (int k = t->n_pending - 1; k >= 0; k--) {
         int64_t d = seg_pk_lookup(t->pending[k], key, len);
         if (d >= 0 && !roaring_bitmap_contains(t->pending_bdels[k], (uint32_t)d)) {
-            roaring_bitmap_add(t->pending_bdels[k], (uint32_t)d);
-            *found = true;
-            return QR_OK;
+            o->pending = k;
+            o->doc = (uint32_t)d;
+            return true;
         }
     }
     for (int i = t->n_segs - 1; i >= 0; i--) {
         int64_t d = seg_pk_lookup(t->segs[i], key, len);
         if (d >= 0 && !is_deleted_now(t, i, (uint32_t)d)) {
-            if (pdel_add(t, t->segs[i], (uint32_t)d) != 0)
-                return qr_error_set(err, QR_ENOMEM, "out of memory recording a delete");
-            *found = true;
-            return QR_OK;
+            o->seg = t->segs[i];
+            o->doc = (uint32_t)d;
+            for (int k = 0; k < t->n_pdel; k++)
+                if (t->pdel[k].seg == o->seg)
+                    return true;
+            PendDel *np = qr_realloc(t->pdel, ((size_t)t->n_pdel + 1) * sizeof *np);
+            roaring_bitmap_t *bm = np ? roaring_bitmap_create() : NULL;
+            if (np)
+                t->pdel = np;
+            if (!bm) {
+                *rc = qr_error_set(err, QR_ENOMEM, "out of memory recording a delete");
+                return false;
+            }
+            t->pdel[t->n_pdel].seg = o->seg;
+            t->pdel[t->n_pdel].bm = bm;
+            t->n_pdel++;
+            return true;
         }
     }
-    return QR_OK;
+    return false;
+}
+
+/* Record the delete find_older prepared (cannot fail). */
+static void apply_older(Table *t, const Older *o)
+{
+    if (o->pending >= 0) {
+        roaring_bitmap_add(t->pending_bdels[o->pending], o->doc);
+        return;
+    }
+    for (int k = 0; k < t->n_pdel; k++)
+        if (t->pdel[k].seg == o->seg) {
+            roaring_bitmap_add(t->pdel[k].bm, o->doc);
+            return;
+        }
 }
 
 static int fail_broken(Table *t, QrError *err)
@@ -435,23 +452,39 @@ int table_put_parsed(Table *t, const char *json, size_t len, const cJSON *root, 
     }
     if ((rc = ensure_builder(t, err)) != QR_OK)
         goto out;
-    bool in_builder = false;
+    /* find (and prepare the delete of) an older copy before touching the
+     * builder, so a failure anywhere leaves the table as it was */
+    Older older;
+    bool found = find_older(t, key, klen, &older, &rc, err);
+    if (rc != QR_OK)
+        goto out;
     /* a key re-added inside the builder: segb_add marks the old copy */
     uint32_t before = segb_n_live(t->builder);
     uint32_t doc;
-    if ((rc = segb_add(t->builder, json, len, root, &doc, err)) != QR_OK)
+    if ((rc = segb_add(t->builder, json, len, root, &doc, err)) != QR_OK) {
+        if (segb_poisoned(t->builder)) {
+            /* the uncommitted batch cannot be trusted: refuse writes until
+             * reopened (recovery replays only committed batches) */
+            t->broken = true;
+            qr_error_copy(&t->broken_err, err);
+        }
         goto out;
-    in_builder = segb_n_live(t->builder) == before; /* the new doc replaced one */
-    bool found = false;
-    if (!in_builder && (rc = delete_older(t, key, klen, &found, err)) != QR_OK)
-        goto out;
+    }
+    bool in_builder = segb_n_live(t->builder) == before; /* the new doc replaced one */
+    if (found && !in_builder)
+        apply_older(t, &older);
     if ((rc = wal_log(t, WAL_PUT, json, len, err)) != QR_OK)
         goto out;
     if (replaced)
         *replaced = in_builder || found;
     t->dirty = true;
-    if (segb_mem_bytes(t->builder) > t->opts.builder_bytes)
-        rc = spill_builder(t, err);
+    if (segb_mem_bytes(t->builder) > t->opts.builder_bytes &&
+        (rc = spill_builder(t, err)) != QR_OK) {
+        /* the batch's documents are only in the WAL now: refuse writes until
+         * reopened, so recovery decides (it replays committed batches) */
+        t->broken = true;
+        qr_error_copy(&t->broken_err, err);
+    }
 out:
     pthread_mutex_unlock(&t->wlock);
     return rc;
@@ -481,10 +514,14 @@ int table_delete_key(Table *t, const uint8_t *key, size_t len, bool *found, QrEr
         rc = fail_broken(t, err);
         goto out;
     }
+    Older older;
+    f2 = find_older(t, key, len, &older, &rc, err);
+    if (rc != QR_OK)
+        goto out;
     if (t->builder)
         f1 = segb_delete_key(t->builder, key, len);
-    if ((rc = delete_older(t, key, len, &f2, err)) != QR_OK)
-        goto out;
+    if (f2)
+        apply_older(t, &older);
     if ((rc = wal_log(t, WAL_DELETE, key, len, err)) != QR_OK)
         goto out;
     t->dirty = true;
@@ -1148,6 +1185,7 @@ typedef struct ReplayCtx {
     Table *t;
     ReplayOp *ops;
     size_t n, cap;
+    uint64_t open_bytes;  /* WAL bytes of the ops waiting for a COMMIT */
     uint64_t last_lsn;
     uint64_t applied, skipped;
     QrError *err;
@@ -1159,6 +1197,7 @@ static void replay_drop(ReplayCtx *rc)
     for (size_t i = 0; i < rc->n; i++)
         qr_free(rc->ops[i].data);
     rc->n = 0;
+    rc->open_bytes = 0;
 }
 
 static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *payload, size_t len)
@@ -1212,6 +1251,7 @@ static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *paylo
     memcpy(d, payload, len);
     d[len] = 0;
     rc->ops[rc->n++] = (ReplayOp){type, d, len};
+    rc->open_bytes += len + WAL_RECORD_OVERHEAD;
     return 0;
 }
 
@@ -1329,6 +1369,7 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         if (qr_path_exists(wdir))
             rc = wal_replay(wdir, t->checkpoint_lsn, replay_cb, &rcx, &st, err);
         t->replaying = false;
+        uint64_t unapplied = rcx.open_bytes; /* records of a batch that never committed */
         replay_drop(&rcx);
         qr_free(rcx.ops);
         qr_free(wdir);
@@ -1337,10 +1378,13 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         if (rc != QR_OK)
             goto fail;
         t->recovered = rcx.applied;
-        t->torn_cut = st.torn_bytes_cut;
+        t->torn_cut = st.torn_bytes_cut + unapplied;
         if (st.torn_bytes_cut)
             qr_log(QR_LOG_WARN, "table \"%s\": cut a torn WAL tail of %llu bytes in %s", dir,
                    (unsigned long long)st.torn_bytes_cut, st.torn_file);
+        if (unapplied)
+            qr_log(QR_LOG_INFO, "table \"%s\": %llu WAL bytes of an uncommitted batch discarded",
+                   dir, (unsigned long long)unapplied);
         uint64_t next = (st.last_lsn >= rcx.last_lsn ? st.last_lsn : rcx.last_lsn) + 1;
         if (next < t->checkpoint_lsn)
             next = t->checkpoint_lsn;

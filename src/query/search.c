@@ -1042,12 +1042,18 @@ static char *make_snippet(Search *s, const char *json, size_t len)
         if (from > 0)
             qr_buf_append(&b, "…", strlen("…"));
         uint32_t cur = sc.toks[from].start;
+        size_t tlen = strlen(text);
         for (int k = from; k < to; k++) {
             SnipTok *t = &sc.toks[k];
-            qr_buf_append(&b, text + cur, t->start - cur);
+            /* parts of one word ("aiohttp.web") share or overlap offsets:
+             * a span already written is not written again */
+            if (t->end <= cur || t->end > tlen)
+                continue;
+            uint32_t st = t->start > cur ? t->start : cur;
+            qr_buf_append(&b, text + cur, st - cur);
             if (t->match)
                 qr_buf_append(&b, pre, strlen(pre));
-            qr_buf_append(&b, text + t->start, t->end - t->start);
+            qr_buf_append(&b, text + st, t->end - st);
             if (t->match)
                 qr_buf_append(&b, post, strlen(post));
             cur = t->end;

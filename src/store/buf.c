@@ -21,6 +21,17 @@ void qr_buf_free(QrBuf *b)
     qr_buf_init(b);
 }
 
+bool qr_buf_try_reserve(QrBuf *b, size_t extra)
+{
+    if (b->oom)
+        return false;
+    if (b->len + extra + 1 <= b->cap)
+        return true;
+    bool ok = qr_buf_reserve(b, extra);
+    b->oom = false; /* the contents are intact: nothing was appended */
+    return ok;
+}
+
 bool qr_buf_reserve(QrBuf *b, size_t extra)
 {
     if (b->oom)

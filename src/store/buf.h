@@ -31,7 +31,10 @@ typedef struct QrBuf {
 
 void qr_buf_init(QrBuf *b);
 void qr_buf_free(QrBuf *b);          /* frees data, leaves an empty buffer */
-bool qr_buf_reserve(QrBuf *b, size_t extra);
+bool qr_buf_reserve(QrBuf *b, size_t extra);  /* false on OOM and the buffer is marked oom */
+/* Like qr_buf_reserve, but a failure leaves the buffer usable (not marked
+ * oom): for callers that undo and report the failure themselves. */
+bool qr_buf_try_reserve(QrBuf *b, size_t extra);
 void qr_buf_append(QrBuf *b, const void *p, size_t n);
 void qr_buf_putc(QrBuf *b, uint8_t c);
 void qr_buf_put_u16(QrBuf *b, uint16_t v);
