@@ -184,17 +184,22 @@ static bool az_stop_has(const Analyzer *a, uint32_t h, const char *t, size_t n)
     }
 }
 
-/* Replace the folded token (*t, *n) by its stem, via the cache. */
-static int az_stem(AzRun *r, uint32_t h, const char **t, size_t *n)
+/* Replace the folded token (*t, *n) by its stem, via the cache.  *cid and
+ * *cgen identify the cache slot the stem came from (0: none). */
+static int az_stem(AzRun *r, uint32_t h, const char **t, size_t *n, uint32_t *cid, uint32_t *cgen)
 {
     Analyzer *a = r->a;
     AzStemSlot *slot = NULL;
+    uint32_t idx = h & (AZ_STEM_SLOTS - 1);
+    *cid = *cgen = 0;
     if (*n <= AZ_STEM_MAX) {
-        slot = &a->stem_cache[h & (AZ_STEM_SLOTS - 1)];
+        slot = &a->stem_cache[idx];
         if (slot->key_len == *n && slot->hash == h && memcmp(slot->key, *t, *n) == 0) {
             a->stats.stem_hits++;
             *t = slot->stem;
             *n = slot->stem_len;
+            *cid = idx + 1;
+            *cgen = slot->gen;
             return 0;
         }
     }
@@ -213,6 +218,11 @@ static int az_stem(AzRun *r, uint32_t h, const char **t, size_t *n)
         memcpy(slot->key, *t, *n);
         slot->stem_len = (uint8_t)sl;
         memcpy(slot->stem, st, (size_t)sl);
+        if (++a->stem_gen == 0)
+            a->stem_gen = 1; /* wrapped after 4 billion fills: ids stay unique per fill window */
+        slot->gen = a->stem_gen;
+        *cid = idx + 1;
+        *cgen = slot->gen;
     }
     *t = (const char *)st;
     *n = (size_t)sl;
@@ -229,12 +239,13 @@ static int az_emit_one(AzRun *r, const char *t, size_t n, uint64_t pos, size_t s
         qr_error_hint(r->err, "split the value or start it at a lower position");
         return r->fail_code;
     }
+    uint32_t cid = 0, cgen = 0;
     if (r->use_stop || r->use_stem) {
         uint32_t h = az_hash(t, n);
         if (r->use_stop && az_stop_has(r->a, h, t, n))
             return 0;
         if (r->use_stem) {
-            int rc = az_stem(r, h, &t, &n);
+            int rc = az_stem(r, h, &t, &n, &cid, &cgen);
             if (rc)
                 return rc;
         }
@@ -242,7 +253,8 @@ static int az_emit_one(AzRun *r, const char *t, size_t n, uint64_t pos, size_t s
     if (n > UINT32_MAX)
         return az_fail(r, QR_ELIMIT, "a token is longer than 4 GiB");
     Token tok = {.text = t, .len = (uint32_t)n, .pos = (uint32_t)pos,
-                 .start = (uint32_t)start, .end = (uint32_t)end};
+                 .start = (uint32_t)start, .end = (uint32_t)end, .cache_id = cid,
+                 .cache_gen = cgen};
     return r->sink(r->ctx, &tok);
 }
 
@@ -548,3 +560,5 @@ void analyzer_stats(const Analyzer *a, AnalyzerStats *out)
     if (a && out)
         *out = a->stats;
 }
+
+uint32_t analyzer_cache_slots(void) { return AZ_STEM_SLOTS; }

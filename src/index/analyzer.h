@@ -89,6 +89,11 @@ typedef struct Token {
                             run (stop words included) */
     uint32_t start, end; /* byte offsets of the original word in the input,
                             start < end, for snippets/highlighting */
+    uint32_t cache_id;   /* 1..AZ cache slots when the text came from the stem
+                            cache, else 0; within one Analyzer, equal non-zero
+                            (cache_id, cache_gen) mean equal text — callers may
+                            memoize per pair instead of hashing the text */
+    uint32_t cache_gen;
 } Token;
 
 /* Receives each token in text order.  A non-zero return stops the run and
@@ -123,6 +128,9 @@ int analyzer_run_n(Analyzer *a, const char *text, size_t len, uint32_t pos_base,
 
 /* libstemmer's canonical algorithm names, NULL-terminated, static. */
 const char *const *analyzer_languages(void);
+
+/* Slots of the stem cache: the range of Token.cache_id. */
+uint32_t analyzer_cache_slots(void);
 
 /* Whether `language` (as accepted by analyzer_new) has a built-in stop-word
  * list, i.e. whether AnalyzerOpts.stopwords does anything for it. */

@@ -23,11 +23,12 @@
 
 /* One stem cache slot: direct-mapped by hash; key_len == 0 means empty.
  * Only tokens and stems of at most AZ_STEM_MAX bytes are cached. */
-#define AZ_STEM_MAX 29 /* makes a slot exactly 64 bytes */
+#define AZ_STEM_MAX 27 /* makes a slot exactly 64 bytes */
 #define AZ_STEM_SLOTS 16384 /* power of two; 16384 * 64 bytes = 1 MiB, calloc'd:
                               only the slots used are touched */
 typedef struct AzStemSlot {
     uint32_t hash;
+    uint32_t gen;           /* changes whenever the slot is rewritten (Token.cache_gen) */
     uint8_t key_len;
     uint8_t stem_len;
     char key[AZ_STEM_MAX];  /* folded token */
@@ -54,6 +55,7 @@ struct Analyzer {
     char *stop_pool;            /* owns the folded stop words */
 
     AzStemSlot *stem_cache;     /* owns AZ_STEM_SLOTS slots (NULL = no stemming) */
+    uint32_t stem_gen;          /* last generation handed to a slot */
 
     char *tok;                  /* owns: folded UTF-8 of the current word */
     size_t tok_cap;

@@ -160,6 +160,7 @@ struct SegBuilder {
     uint32_t n_slots;
     QrBuf keys;               /* term key bytes */
     /* per doc scratch */
+    uint64_t *memo[QR_MAX_FIELDS]; /* owns: per field, stem-cache slot -> (gen << 32 | term + 1) */
     UndoEnt *undo;            /* owns: terms touched by the segb_add in progress */
     uint32_t n_undo, cap_undo;
     uint32_t undo_stamp;      /* the segb_add in progress */
@@ -258,6 +259,8 @@ void segb_free(SegBuilder *b)
     qr_free(b->slots);
     qr_buf_free(&b->keys);
     qr_free(b->undo);
+    for (int f = 0; f < QR_MAX_FIELDS; f++)
+        qr_free(b->memo[f]);
     qr_free(b->tok.pos);
     qr_free(b->tok.next);
     qr_free(b->tok.uniq);
@@ -435,7 +438,23 @@ static int an_sink(void *ctx, const Token *t)
 {
     SinkCtx *sc = ctx;
     SegBuilder *b = sc->b;
-    int64_t id = term_id(b, sc->field, t->text, t->len);
+    int64_t id = -1;
+    /* the analyzer's stem cache names repeated words: memoize their term
+     * ids per cache slot instead of hashing the text again */
+    uint64_t *memo = t->cache_id ? b->memo[sc->field] : NULL;
+    if (t->cache_id && !memo) {
+        memo = b->memo[sc->field] = qr_calloc(analyzer_cache_slots(), sizeof *memo);
+    }
+    if (memo) {
+        uint64_t m = memo[t->cache_id - 1];
+        if (m && (uint32_t)(m >> 32) == t->cache_gen)
+            id = (int64_t)(uint32_t)m - 1;
+    }
+    if (id < 0) {
+        id = term_id(b, sc->field, t->text, t->len);
+        if (memo && id >= 0)
+            memo[t->cache_id - 1] = ((uint64_t)t->cache_gen << 32) | (uint64_t)(id + 1);
+    }
     if (id < 0 || !tok_push(b, &b->tok, (uint32_t)id, t->pos)) {
         sc->oom = true;
         return QR_ENOMEM;
