@@ -836,14 +836,19 @@ typedef struct Fuzzy {
     size_t *kend;      /* byte end of the key's unit d (in the remainder) */
     size_t *kdep;      /* bytes units 0..d depend on (running max) */
     size_t maxd;       /* deepest row: m + k + 1 */
+    uint32_t *ku;      /* key unit under each row (for transpositions) */
 } Fuzzy;
 
-/* Row d + 1 from row d for key unit u. */
+/* Row d + 1 from row d for key unit u: optimal string alignment distance
+ * (Levenshtein plus the transposition of two adjacent units, "teh" ->
+ * "the" is one edit, as users of typo-tolerant search expect). */
 static void fz_row(Fuzzy *f, size_t d, uint32_t u)
 {
     const uint8_t *prev = f->rows + d * (f->m + 1);
+    const uint8_t *pp = d >= 1 ? f->rows + (d - 1) * (f->m + 1) : NULL;
     uint8_t *row = f->rows + (d + 1) * (f->m + 1);
     uint8_t cap = (uint8_t)(f->k + 1), mn;
+    f->ku[d] = u;
     row[0] = mn = (uint8_t)(d + 1 < cap ? d + 1 : cap);
     for (size_t j = 1; j <= f->m; j++) {
         unsigned v = prev[j - 1] + (f->t[j - 1] != u);
@@ -851,6 +856,8 @@ static void fz_row(Fuzzy *f, size_t d, uint32_t u)
             v = prev[j] + 1u;
         if (row[j - 1] + 1u < v)
             v = row[j - 1] + 1u;
+        if (pp && j >= 2 && u == f->t[j - 2] && f->ku[d - 1] == f->t[j - 1] && pp[j - 2] + 1u < v)
+            v = pp[j - 2] + 1u;
         if (v > cap)
             v = cap;
         row[j] = (uint8_t)v;
@@ -888,9 +895,10 @@ int td_fuzzy(const TermDict *td, const uint8_t *scope, size_t scope_len, const u
     f.rowmin = qr_malloc(maxd + 1);
     f.kend = qr_malloc((maxd + 1) * sizeof *f.kend);
     f.kdep = qr_malloc((maxd + 1) * sizeof *f.kdep);
+    f.ku = qr_malloc((maxd + 1) * sizeof *f.ku);
     uint8_t *succ = qr_malloc(key_cap);
     int rc = QR_OK;
-    if (!t || !c || !f.rows || !f.rowmin || !f.kend || !f.kdep || !succ) {
+    if (!t || !c || !f.rows || !f.rowmin || !f.kend || !f.kdep || !f.ku || !succ) {
         rc = qr_error_set(err, QR_ENOMEM, "out of memory enumerating fuzzy terms");
         goto done;
     }
@@ -913,7 +921,10 @@ int td_fuzzy(const TermDict *td, const uint8_t *scope, size_t scope_len, const u
         while (d > 0 && f.kdep[d - 1] > sh)
             d--;
         size_t bpos = d ? f.kend[d - 1] : 0;
-        bool pruned = f.rowmin[d] > f.k;
+        /* no completion can come back within k: row d is past k, and row
+         * d - 1 cannot reach past row d by a transposition (+1) either */
+#define FZ_PRUNED(d) (f.rowmin[d] > f.k && ((d) == 0 || f.rowmin[(d) - 1] >= f.k))
+        bool pruned = FZ_PRUNED(d);
         while (!pruned && bpos < rlen && d < maxd) {
             size_t used, dep;
             uint32_t u = u8_unit(rem + bpos, rlen - bpos, &used, &dep);
@@ -922,8 +933,9 @@ int td_fuzzy(const TermDict *td, const uint8_t *scope, size_t scope_len, const u
             f.kdep[d] = bpos + dep > (d ? f.kdep[d - 1] : 0) ? bpos + dep : f.kdep[d - 1];
             bpos += used;
             d++;
-            pruned = f.rowmin[d] > f.k;
+            pruned = FZ_PRUNED(d);
         }
+#undef FZ_PRUNED
         nvalid = d;
         if (pruned) {
             /* nothing that shares the units 1..d can match: skip them all */
@@ -951,6 +963,7 @@ done:
     qr_free(f.rowmin);
     qr_free(f.kend);
     qr_free(f.kdep);
+    qr_free(f.ku);
     qr_free(succ);
     cur_heap_free(c);
     return rc;

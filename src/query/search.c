@@ -994,9 +994,10 @@ static char *make_snippet(Search *s, const char *json, size_t len)
     }
     for (int fi = 0; fi < n_sf && !out; fi++) {
         int f = sfields[fi];
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, s->schema->fields[f].name);
-        if (cJSON_IsArray(v))
-            v = v->child;
+        const cJSON *fv = cJSON_GetObjectItemCaseSensitive(root, s->schema->fields[f].name);
+        /* an array field: each value in turn (positions never span two) */
+        const cJSON *v = cJSON_IsArray(fv) ? fv->child : fv;
+        for (; v && !out; v = cJSON_IsArray(fv) ? v->next : NULL) {
         if (!cJSON_IsString(v))
             continue;
         const char *text = v->valuestring;
@@ -1064,6 +1065,7 @@ static char *make_snippet(Search *s, const char *json, size_t len)
         if (txt) {
             out = qr_arena_strndup(s->arena, txt, strlen(txt));
             qr_free(txt);
+        }
         }
     }
     if (!out && fallback) {

@@ -404,28 +404,32 @@ static size_t units(const uint8_t *s, size_t n, uint32_t *out)
     return k;
 }
 
+/* Optimal string alignment distance: Levenshtein plus adjacent transpositions
+ * (the distance td_fuzzy promises), by the full matrix. */
 static int levenshtein(const uint32_t *a, size_t an, const uint32_t *b, size_t bn)
 {
-    int *row = malloc((bn + 1) * sizeof *row);
+    int *d = malloc((an + 1) * (bn + 1) * sizeof *d);
+#define D(i, j) d[(i) * (bn + 1) + (j)]
+    for (size_t i = 0; i <= an; i++)
+        D(i, 0) = (int)i;
     for (size_t j = 0; j <= bn; j++)
-        row[j] = (int)j;
-    for (size_t i = 1; i <= an; i++) {
-        int diag = row[0];
-        row[0] = (int)i;
+        D(0, j) = (int)j;
+    for (size_t i = 1; i <= an; i++)
         for (size_t j = 1; j <= bn; j++) {
-            int up = row[j];
-            int v = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < v)
-                v = up + 1;
-            if (row[j - 1] + 1 < v)
-                v = row[j - 1] + 1;
-            row[j] = v;
-            diag = up;
+            int v = D(i - 1, j - 1) + (a[i - 1] != b[j - 1]);
+            if (D(i - 1, j) + 1 < v)
+                v = D(i - 1, j) + 1;
+            if (D(i, j - 1) + 1 < v)
+                v = D(i, j - 1) + 1;
+            if (i >= 2 && j >= 2 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                D(i - 2, j - 2) + 1 < v)
+                v = D(i - 2, j - 2) + 1;
+            D(i, j) = v;
         }
-    }
-    int d = row[bn];
-    free(row);
-    return d;
+    int r = D(an, bn);
+#undef D
+    free(d);
+    return r;
 }
 
 static int fuzzy_cb(void *arg, const uint8_t *key, size_t kl, const TermPostings *tp, int dist)

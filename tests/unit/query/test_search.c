@@ -1,0 +1,2101 @@
+/*
+ * test_search.c — qr_search as integrated (parser, analysis, segments,
+ * deletes, counting, top-k strategies), checked against a brute-force model.
+ *
+ * The model (engine_util.c) re-analyzes every stored document of the
+ * table's snapshot with the schema's analyzers, deleted-but-not-merged ones
+ * included, so it knows N, df, field lengths and positions exactly.  Queries
+ * are generated as trees with an intended meaning, rendered to query text,
+ * and evaluated here:
+ *   - match sets from the generated tree (Lucene's MUST/SHOULD/MUST_NOT rules
+ *     of docs/query-language.md, stop words dropping out of their group,
+ *     phrases per iter_ops.h, prefix/fuzzy over the snapshot's dictionaries);
+ *   - scores from the tree qparse() returns (its normalization decides how
+ *     sums group), with the float arithmetic of search.c's header comment:
+ *     idf = ln(1 + (N - df + 0.5) / (df + 0.5)) over every doc of the
+ *     snapshot, avgdl = field tokens / docs having the field, per-field
+ *     weights times boosts, bm25_term_score summed in clause order.
+ * Checks per query: exact total (count_only and ranked), exact id set in doc
+ * order (unordered mode, with paging), exhaustive top-k equal to the model's
+ * (same docs, same order, same float bits), and pruned top-k (wand / and
+ * strategies) equal to the exhaustive one for k = 1, 10, 100 and offsets.
+ *
+ * Corpora: a seeded Zipf corpus written in several commits with upserts and
+ * deletes (several segments, deletes pending), then force-merged; and real
+ * text from ../shared/corpora (cranfield, debian-packages) when present.
+ */
+#include <cJSON.h>
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_util.h"
+#include "index/postings.h"
+#include "query/qparse.h"
+#include "query/query_int.h"
+#include "query/quarry.h"
+#include "store/util.h"
+
+/* Table directories of the running test, removed at the end even when an
+ * assertion ends the test early. */
+static char *test_dirs[8];
+static int n_test_dirs;
+
+static void quiet(void) { qr_log_set_level(QR_LOG_ERROR); }
+
+static void cleanup_dirs(void)
+{
+    for (int i = 0; i < n_test_dirs; i++) {
+        eu_rmtree(test_dirs[i]);
+        free(test_dirs[i]);
+    }
+    n_test_dirs = 0;
+}
+
+TestSuite(search, .init = quiet, .fini = cleanup_dirs);
+
+/* ======================================================================
+ * The model
+ * ====================================================================== */
+
+typedef struct Model {
+    EuIndex ix;
+    const QrSchema *sc;
+    uint32_t n;                     /* docs (deleted included) */
+    double avgdl[256];              /* by term-key byte (QR_ALL_FIELD = "_all") */
+    /* request */
+    int fields[QR_MAX_FIELDS];
+    float fweights[QR_MAX_FIELDS];
+    int n_fields;
+    int max_expansions;
+    bool error;                     /* the query should fail (non-text field) */
+} Model;
+
+static void model_build(Model *m, QrTable *t)
+{
+    memset(m, 0, sizeof *m);
+    m->sc = qr_table_schema(t);
+    Snapshot *snap = table_snapshot(t->table);
+    eu_index_from_snapshot(&m->ix, snap, m->sc);
+    snapshot_release(snap);
+    m->n = m->ix.n_docs;
+    for (int f = 0; f < 256; f++)
+        m->avgdl[f] = m->ix.field_docs[f]
+                          ? (double)m->ix.field_total[f] / (double)m->ix.field_docs[f]
+                          : 1.0;
+}
+
+static void model_free(Model *m) { eu_index_free(&m->ix); }
+
+/* Request fields ("title^3,body" or NULL) into the model. */
+static void model_set_fields(Model *m, const char *spec, int max_expansions)
+{
+    m->n_fields = 0;
+    m->max_expansions = max_expansions > 0 ? max_expansions : 128;
+    const QrSchema *sc = m->sc;
+    if (!spec && sc->all_field) { /* the combined "_all" field, weight 1 */
+        m->fields[0] = QR_ALL_FIELD;
+        m->fweights[0] = 1.0f;
+        m->n_fields = 1;
+        return;
+    }
+    if (!spec) {
+        for (int f = 0; f < sc->n_fields; f++)
+            if (sc->fields[f].type == QR_FT_TEXT && sc->fields[f].indexed) {
+                m->fields[m->n_fields] = f;
+                m->fweights[m->n_fields++] = sc->fields[f].weight;
+            }
+        return;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        char *caret = strchr(tok, '^');
+        float w = -1;
+        if (caret) {
+            *caret = 0;
+            w = (float)strtod(caret + 1, NULL);
+        }
+        int f = schema_field_index(sc, tok);
+        cr_assert_geq(f, 0);
+        m->fields[m->n_fields] = f;
+        m->fweights[m->n_fields++] = w > 0 ? w : sc->fields[f].weight;
+    }
+}
+
+typedef struct CT {
+    int field;
+    const EuTerm *t; /* NULL: in no document */
+    PostScorer sc;
+} CT;
+
+static void ct_init(Model *m, CT *ct, int field, const char *text, size_t len, float weight)
+{
+    ct->field = field;
+    ct->t = eu_index_term(&m->ix, field, text, len);
+    uint64_t df = ct->t ? ct->t->n_occ : 0;
+    double N = (double)m->n;
+    double idf;
+    if (m->sc->idf == QR_IDF_LUCENE) {
+        idf = log(1.0 + (N - (double)df + 0.5) / ((double)df + 0.5));
+    } else { /* Robertson, floored */
+        idf = log((N - (double)df + 0.5) / ((double)df + 0.5));
+        if (idf < 1e-6)
+            idf = 1e-6;
+    }
+    memset(&ct->sc, 0, sizeof ct->sc);
+    ct->sc.idf = (float)idf;
+    ct->sc.k1 = m->sc->k1;
+    ct->sc.b = m->sc->b;
+    ct->sc.avgdl = (float)(m->avgdl[field] > 0 ? m->avgdl[field] : 1.0);
+    ct->sc.weight = weight;
+}
+
+/* Score of ct in doc d, or false when the term is not there. */
+static bool ct_score(const Model *m, const CT *ct, uint32_t d, float *out)
+{
+    if (!ct->t)
+        return false;
+    const EuOcc *o = eu_term_occ(ct->t, d);
+    if (!o)
+        return false;
+    *out = bm25_term_score(&ct->sc, o->tf, eu_doc_norm(&m->ix, d, ct->field));
+    return true;
+}
+
+typedef struct Res {
+    bool none;      /* analyzed to nothing: drops out of its group */
+    bool is_terms;  /* compiled to a disjunction of plain terms */
+    CT *cts;        /* is_terms: the terms in scoring order */
+    int n_cts;
+    uint8_t *m;     /* match per doc */
+    float *s;       /* score per doc */
+} Res;
+
+static Res res_new(const Model *m)
+{
+    Res r = {0};
+    r.m = calloc(m->n + 1, 1);
+    r.s = calloc(m->n + 1, sizeof *r.s);
+    return r;
+}
+
+static void res_free(Res *r)
+{
+    free(r->m);
+    free(r->s);
+    free(r->cts);
+    memset(r, 0, sizeof *r);
+}
+
+typedef struct Toks {
+    char *text[128];
+    uint32_t len[128], pos[128];
+    int n;
+} Toks;
+
+static int toks_sink(void *arg, const Token *t)
+{
+    Toks *k = arg;
+    if (k->n == 128)
+        return 1;
+    k->text[k->n] = strndup(t->text, t->len);
+    k->len[k->n] = t->len;
+    k->pos[k->n] = t->pos;
+    k->n++;
+    return 0;
+}
+
+static void analyze(Model *m, int field, const char *text, size_t len, unsigned flags, Toks *out)
+{
+    out->n = 0;
+    Analyzer *an = eu_field_analyzer(&m->ix, field);
+    if (!an)
+        return;
+    QrError e;
+    qr_error_clear(&e);
+    int rc = analyzer_run(an, text, len, 0, flags, toks_sink, out, &e);
+    cr_assert(rc == QR_OK || rc == 1, "analyzer: %s", e.message);
+}
+
+static void toks_free(Toks *t)
+{
+    for (int i = 0; i < t->n; i++)
+        free(t->text[i]);
+    t->n = 0;
+}
+
+/* Fields a leaf applies to, with weights; -1 for a non-text field. */
+static int leaf_fields(Model *m, const QNode *q, int *fl, float *fw)
+{
+    if (!q->field) {
+        memcpy(fl, m->fields, sizeof(int) * (size_t)m->n_fields);
+        memcpy(fw, m->fweights, sizeof(float) * (size_t)m->n_fields);
+        return m->n_fields;
+    }
+    int f = schema_field_index(m->sc, q->field);
+    if (f < 0 || m->sc->fields[f].type != QR_FT_TEXT || !m->sc->fields[f].indexed)
+        return -1;
+    fl[0] = f;
+    fw[0] = m->sc->fields[f].weight;
+    for (int i = 0; i < m->n_fields; i++)
+        if (m->fields[i] == f)
+            fw[0] = m->fweights[i];
+    return 1;
+}
+
+/* Phrase match in one doc: an assignment p_k of positions with
+ * max(p_k - off_k) - min(...) <= slop, same words on distinct positions. */
+static bool assign_group(const EuIndex *ix, const EuOcc *const *occ, const uint32_t *off,
+                         const int *grp_terms, int gi, int gn, int64_t w, int slop,
+                         uint32_t *used, int n_used)
+{
+    if (gi == gn)
+        return true;
+    int k = grp_terms[gi];
+    const EuOcc *o = occ[k];
+    for (uint32_t q = 0; q < o->tf; q++) {
+        int64_t p = ix->pos[o->pos_off + q];
+        int64_t r = p - off[k];
+        if (r < w || r > w + slop)
+            continue;
+        bool taken = false;
+        for (int u = 0; u < n_used; u++)
+            taken |= used[u] == (uint32_t)p;
+        if (taken)
+            continue;
+        used[n_used] = (uint32_t)p;
+        if (assign_group(ix, occ, off, grp_terms, gi + 1, gn, w, slop, used, n_used + 1))
+            return true;
+    }
+    return false;
+}
+
+static bool phrase_match(const Model *m, const CT *cts, const uint32_t *off, int n, int slop,
+                         uint32_t d)
+{
+    const EuOcc *occ[128];
+    for (int k = 0; k < n; k++) {
+        if (!cts[k].t || !(occ[k] = eu_term_occ(cts[k].t, d)))
+            return false;
+    }
+    const EuIndex *ix = &m->ix;
+    /* candidate window starts: every p - off_k */
+    for (int a = 0; a < n; a++) {
+        for (uint32_t q = 0; q < occ[a]->tf; q++) {
+            int64_t w = (int64_t)ix->pos[occ[a]->pos_off + q] - off[a];
+            bool ok = true;
+            bool done[128] = {false};
+            for (int k = 0; k < n && ok; k++) {
+                if (done[k])
+                    continue;
+                int grp[128], gn = 0;
+                for (int j = k; j < n; j++)
+                    if (cts[j].t == cts[k].t) {
+                        grp[gn++] = j;
+                        done[j] = true;
+                    }
+                uint32_t used[128];
+                ok = assign_group(ix, occ, off, grp, 0, gn, w, slop, used, 0);
+            }
+            if (ok)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* Levenshtein distance in code points (invalid bytes count as one unit). */
+static int cps(const uint8_t *s, size_t n, uint32_t *out)
+{
+    int k = 0;
+    size_t i = 0;
+    while (i < n && k < 1100) {
+        uint8_t c = s[i];
+        int len = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+        bool ok = len > 0 && i + (size_t)len <= n;
+        for (int j = 1; ok && j < len; j++)
+            ok = (s[i + (size_t)j] & 0xC0) == 0x80;
+        if (!ok) {
+            out[k++] = 0x110000u + c;
+            i++;
+            continue;
+        }
+        uint32_t cp = len == 1 ? c : len == 2 ? c & 0x1F : len == 3 ? c & 0x0F : c & 0x07;
+        for (int j = 1; j < len; j++)
+            cp = (cp << 6) | (s[i + (size_t)j] & 0x3F);
+        out[k++] = cp;
+        i += (size_t)len;
+    }
+    return k;
+}
+
+/* Optimal string alignment distance (Levenshtein plus adjacent
+ * transpositions), over code points: what td_fuzzy promises. */
+static int lev(const uint8_t *a, size_t an, const uint8_t *b, size_t bn, int max)
+{
+    static uint32_t x[1100], y[1100];
+    int n = cps(a, an, x), mm = cps(b, bn, y);
+    if (abs(n - mm) > max)
+        return max + 1;
+    int *d = malloc(sizeof(int) * (size_t)(n + 1) * (size_t)(mm + 1));
+#define D(i, j) d[(i) * (mm + 1) + (j)]
+    for (int i = 0; i <= n; i++)
+        D(i, 0) = i;
+    for (int j = 0; j <= mm; j++)
+        D(0, j) = j;
+    for (int i = 1; i <= n; i++)
+        for (int j = 1; j <= mm; j++) {
+            int c = D(i - 1, j - 1) + (x[i - 1] != y[j - 1]);
+            if (D(i - 1, j) + 1 < c)
+                c = D(i - 1, j) + 1;
+            if (D(i, j - 1) + 1 < c)
+                c = D(i, j - 1) + 1;
+            if (i >= 2 && j >= 2 && x[i - 1] == y[j - 2] && x[i - 2] == y[j - 1] &&
+                D(i - 2, j - 2) + 1 < c)
+                c = D(i - 2, j - 2) + 1;
+            D(i, j) = c;
+        }
+    int r = D(n, mm);
+#undef D
+    free(d);
+    return r;
+}
+
+/* Does index term key (field byte + text) match the prefix / fuzzy leaf? */
+static int expand_match(const EuTerm *t, int field, const char *text, uint32_t len, int edits)
+{
+    if (t->key[0] != (uint8_t)field)
+        return -1;
+    const uint8_t *k = t->key + 1;
+    size_t kl = t->key_len - 1;
+    if (edits < 0)
+        return kl >= len && !memcmp(k, text, len) ? 0 : -1;
+    int d = lev((const uint8_t *)text, len, k, kl, edits);
+    return d <= edits ? d : -1;
+}
+
+static Res eval(Model *m, const QNode *q);
+
+static Res eval_leaf(Model *m, const QNode *q)
+{
+    Res r = res_new(m);
+    int fl[QR_MAX_FIELDS];
+    float fw[QR_MAX_FIELDS];
+    int nf = leaf_fields(m, q, fl, fw);
+    if (nf < 0) {
+        m->error = true;
+        r.none = true;
+        return r;
+    }
+    if (q->kind == QN_TERM || q->kind == QN_PHRASE) {
+        Toks tl[QR_MAX_FIELDS];
+        int n_tok = -1;
+        bool same = true;
+        for (int i = 0; i < nf; i++) {
+            analyze(m, fl[i], q->text, q->text_len, 0, &tl[i]);
+            if (n_tok >= 0 && tl[i].n != n_tok)
+                same = false;
+            if (tl[i].n > n_tok)
+                n_tok = tl[i].n;
+        }
+        if (n_tok <= 0) {
+            r.none = true;
+        } else if (n_tok == 1 && same) {
+            r.is_terms = true;
+            r.cts = calloc((size_t)nf, sizeof *r.cts);
+            for (int i = 0; i < nf; i++)
+                if (tl[i].n)
+                    ct_init(m, &r.cts[r.n_cts++], fl[i], tl[i].text[0], tl[i].len[0],
+                            fw[i] * q->boost);
+            for (uint32_t d = 0; d < m->n; d++) {
+                float s = 0;
+                for (int k = 0; k < r.n_cts; k++) {
+                    float x;
+                    if (ct_score(m, &r.cts[k], d, &x)) {
+                        r.m[d] = 1;
+                        s += x;
+                    }
+                }
+                r.s[d] = s;
+            }
+        } else {
+            int slop = q->kind == QN_PHRASE ? q->slop : 0;
+            CT *cts = calloc((size_t)n_tok, sizeof *cts);
+            uint32_t off[128];
+            for (int i = 0; i < nf; i++) {
+                if (tl[i].n != n_tok)
+                    continue;
+                for (int k = 0; k < n_tok; k++) {
+                    ct_init(m, &cts[k], fl[i], tl[i].text[k], tl[i].len[k], fw[i] * q->boost);
+                    off[k] = tl[i].pos[k] - tl[i].pos[0];
+                }
+                for (uint32_t d = 0; d < m->n; d++) {
+                    if (!phrase_match(m, cts, off, n_tok, slop, d))
+                        continue;
+                    float ps = 0;
+                    for (int k = 0; k < n_tok; k++) {
+                        float x = 0;
+                        ct_score(m, &cts[k], d, &x);
+                        ps += x;
+                    }
+                    r.m[d] = 1;
+                    r.s[d] += ps;
+                }
+            }
+            free(cts);
+        }
+        for (int i = 0; i < nf; i++)
+            toks_free(&tl[i]);
+        return r;
+    }
+    /* prefix / fuzzy */
+    int edits = q->kind == QN_PREFIX ? -1 : q->edits;
+    int cap = 16, n = 0;
+    CT *cts = calloc((size_t)cap, sizeof *cts);
+    bool overflow = false, has_words = false;
+    char *bm_text = NULL;
+    uint32_t bm_len = 0;
+    for (int i = 0; i < nf && !overflow; i++) {
+        Toks tl;
+        analyze(m, fl[i], q->text, q->text_len, ANALYZE_NO_STEM | ANALYZE_KEEP_STOPWORDS, &tl);
+        has_words |= tl.n > 0;
+        if (tl.n != 1) {
+            toks_free(&tl);
+            continue;
+        }
+        int before = n;
+        for (int s = 0; s < m->ix.n_segs && !overflow; s++) {
+            for (uint32_t k = 0; k < m->ix.seg_n_terms[s] && !overflow; k++) {
+                const EuTerm *t = &m->ix.terms[m->ix.seg_terms[s][k]];
+                int dist = expand_match(t, fl[i], tl.text[0], tl.len[0], edits);
+                if (dist < 0)
+                    continue;
+                bool have = false;
+                for (int j = 0; j < n && !have; j++)
+                    have = cts[j].t == t;
+                if (have)
+                    continue;
+                if (n >= m->max_expansions) {
+                    overflow = true;
+                    break;
+                }
+                if (n == cap) {
+                    cap *= 2;
+                    cts = realloc(cts, sizeof *cts * (size_t)cap);
+                }
+                float f = dist > 0 ? 1.0f - (float)dist / (float)(tl.len[0] + 1) : 1.0f;
+                ct_init(m, &cts[n], fl[i], (const char *)t->key + 1, t->key_len - 1, f);
+                n++;
+            }
+        }
+        for (int k = before; k < n; k++) {
+            cts[k].sc.weight *= fw[i] * q->boost;
+        }
+        if (overflow) {
+            bm_text = strndup(tl.text[0], tl.len[0]);
+            bm_len = tl.len[0];
+        }
+        toks_free(&tl);
+    }
+    if (overflow) {
+        /* constant-score bitmap over every leaf field */
+        for (int i = 0; i < nf; i++)
+            for (uint32_t k = 0; k < m->ix.n_terms; k++) {
+                const EuTerm *t = &m->ix.terms[k];
+                if (expand_match(t, fl[i], bm_text, bm_len, edits) < 0)
+                    continue;
+                for (uint32_t o = 0; o < t->n_occ; o++)
+                    r.m[t->occ[o].doc] = 1;
+            }
+        for (uint32_t d = 0; d < m->n; d++)
+            r.s[d] = r.m[d] ? q->boost : 0;
+        free(bm_text);
+        free(cts);
+        return r;
+    }
+    /* a prefix or fuzzy term with no expansion matches nothing; only text
+     * that analyzes to no word at all drops out of its group */
+    if (!has_words) {
+        free(cts);
+        r.none = true;
+        return r;
+    }
+    r.is_terms = true;
+    r.cts = cts;
+    r.n_cts = n;
+    for (uint32_t d = 0; d < m->n; d++) {
+        float s = 0;
+        for (int k = 0; k < n; k++) {
+            float x;
+            if (ct_score(m, &cts[k], d, &x)) {
+                r.m[d] = 1;
+                s += x;
+            }
+        }
+        r.s[d] = s;
+    }
+    return r;
+}
+
+static Res eval_bool(Model *m, const QNode *q)
+{
+    Res r = res_new(m);
+    int n = q->n_kids;
+    Res *kid = calloc((size_t)n, sizeof *kid);
+    int n_must_total = 0, nm = 0, ns = 0, nn = 0;
+    for (int i = 0; i < n; i++) {
+        kid[i] = eval(m, q->kids[i]);
+        if (q->kids[i]->occur == QO_MUST)
+            n_must_total++;
+        if (kid[i].none)
+            continue;
+        if (q->kids[i]->occur == QO_MUST)
+            nm++;
+        else if (q->kids[i]->occur == QO_SHOULD)
+            ns++;
+        else
+            nn++;
+    }
+    bool all = false, empty = false;
+    float all_score = 0;
+    int ms = q->min_should > 1 ? q->min_should : 1;
+    if (nm == 0 && ns == 0) {
+        if (n_must_total == 0 && q->min_should == 0)
+            all = true;
+        else if (n_must_total > 0)
+            all = true;
+        else
+            empty = true;
+    } else if (nm == 0 && ms > ns) {
+        empty = true;
+    }
+    for (uint32_t d = 0; d < m->n && !empty; d++) {
+        bool match;
+        float s = 0;
+        if (all) {
+            match = true;
+            s = all_score;
+        } else if (nm) {
+            match = true;
+            float ms_sum = 0;
+            int seen = 0;
+            for (int i = 0; i < n && match; i++) {
+                if (kid[i].none || q->kids[i]->occur != QO_MUST)
+                    continue;
+                match = kid[i].m[d];
+                ms_sum = seen++ ? ms_sum + kid[i].s[d] : kid[i].s[d];
+            }
+            s = ms_sum;
+            if (match && ns) {
+                float os = 0;
+                bool any = false;
+                for (int i = 0; i < n; i++)
+                    if (!kid[i].none && q->kids[i]->occur == QO_SHOULD && kid[i].m[d]) {
+                        os += kid[i].s[d];
+                        any = true;
+                    }
+                if (any)
+                    s += os;
+            }
+        } else {
+            int hits = 0;
+            for (int i = 0; i < n; i++)
+                if (!kid[i].none && q->kids[i]->occur == QO_SHOULD && kid[i].m[d]) {
+                    hits++;
+                    s += kid[i].s[d];
+                }
+            match = hits >= ms;
+        }
+        for (int i = 0; i < n && match; i++)
+            if (!kid[i].none && q->kids[i]->occur == QO_MUST_NOT && kid[i].m[d])
+                match = false;
+        if (!match)
+            continue;
+        if (q->boost != 1.0f)
+            s = s * q->boost;
+        r.m[d] = 1;
+        r.s[d] = s;
+    }
+    for (int i = 0; i < n; i++)
+        res_free(&kid[i]);
+    free(kid);
+    return r;
+}
+
+static Res eval(Model *m, const QNode *q)
+{
+    if (q->kind == QN_ALL) {
+        Res r = res_new(m);
+        for (uint32_t d = 0; d < m->n; d++) {
+            r.m[d] = 1;
+            r.s[d] = q->boost;
+        }
+        return r;
+    }
+    if (q->kind == QN_BOOL)
+        return eval_bool(m, q);
+    return eval_leaf(m, q);
+}
+
+/* Scores as ranked: a root that is a disjunction of plain-term clauses is
+ * scored as one flat sum over all their terms in order (search.c's WAND
+ * path, exhaustive or not); anything else as eval() sums it. */
+static Res eval_root(Model *m, const QNode *q)
+{
+    Res r = eval(m, q);
+    if (q->kind != QN_BOOL || q->boost != 1.0f || q->min_should > 1)
+        return r;
+    Res *kid = calloc((size_t)q->n_kids, sizeof *kid);
+    bool flat = true;
+    for (int i = 0; i < q->n_kids; i++) {
+        kid[i] = eval(m, q->kids[i]);
+        if (q->kids[i]->occur != QO_SHOULD || !(kid[i].is_terms || kid[i].none))
+            flat = false;
+    }
+    if (flat)
+        for (uint32_t d = 0; d < m->n; d++) {
+            if (!r.m[d])
+                continue;
+            float s = 0;
+            for (int i = 0; i < q->n_kids; i++)
+                for (int k = 0; k < kid[i].n_cts; k++) {
+                    float x;
+                    if (ct_score(m, &kid[i].cts[k], d, &x))
+                        s += x;
+                }
+            r.s[d] = s;
+        }
+    for (int i = 0; i < q->n_kids; i++)
+        res_free(&kid[i]);
+    free(kid);
+    return r;
+}
+
+/* Live matching docs sorted by (score desc, global doc asc). */
+typedef struct MHit {
+    float score;
+    int64_t gdoc;
+    uint32_t d;
+} MHit;
+
+static int cmp_mhit(const void *a, const void *b)
+{
+    const MHit *x = a, *y = b;
+    if (x->score != y->score)
+        return x->score > y->score ? -1 : 1;
+    return (x->gdoc > y->gdoc) - (x->gdoc < y->gdoc);
+}
+
+static int cmp_mhit_doc(const void *a, const void *b)
+{
+    const MHit *x = a, *y = b;
+    return (x->gdoc > y->gdoc) - (x->gdoc < y->gdoc);
+}
+
+static MHit *model_hits(const Model *m, const Res *r, int *n_out, bool by_doc)
+{
+    MHit *h = malloc(sizeof *h * (m->n + 1));
+    int n = 0;
+    for (uint32_t d = 0; d < m->n; d++)
+        if (r->m[d] && m->ix.docs[d].live)
+            h[n++] = (MHit){r->s[d], m->ix.docs[d].gdoc, d};
+    qsort(h, (size_t)n, sizeof *h, by_doc ? cmp_mhit_doc : cmp_mhit);
+    *n_out = n;
+    return h;
+}
+
+/* ======================================================================
+ * Query generation
+ * ====================================================================== */
+
+typedef struct Gen {
+    uint64_t rng;
+    QrArena *arena;
+    char **words;         /* term pool (raw words) */
+    int n_words;
+    const EuZipf *zipf;   /* over words, or NULL = uniform */
+    char **texts;         /* raw field texts to cut phrases from */
+    int n_texts;
+    const char *const *text_fields; /* names for field scopes */
+    int n_text_fields;
+    bool default_and;
+} Gen;
+
+static const char *pick_word(Gen *g)
+{
+    if (eu_chance(&g->rng, 0.05))
+        return "zzqxv";
+    int i = g->zipf ? eu_zipf_draw(g->zipf, &g->rng) : (int)eu_below(&g->rng, (uint64_t)g->n_words);
+    return g->words[i];
+}
+
+static QNode *qn(Gen *g, QNodeKind k)
+{
+    QNode *n = qr_arena_calloc(g->arena, sizeof *n);
+    n->kind = k;
+    n->boost = 1.0f;
+    return n;
+}
+
+static const char *astr(Gen *g, const char *s, size_t n)
+{
+    return qr_arena_strndup(g->arena, s, n);
+}
+
+static void put_boost(Gen *g, QrBuf *b, QNode *n)
+{
+    if (!eu_chance(&g->rng, 0.15))
+        return;
+    static const float bs[] = {2.0f, 0.5f, 3.0f, 0.0f, 1.5f};
+    static const char *bt[] = {"2", "0.5", "3", "0", "1.5"};
+    int i = (int)eu_below(&g->rng, 5);
+    n->boost = bs[i];
+    qr_buf_printf(b, "^%s", bt[i]);
+}
+
+/* words of a random text, stripped to [A-Za-z0-9] runs */
+static int text_words(const char *t, char out[][48], int max)
+{
+    int n = 0;
+    const char *p = t;
+    while (*p && n < max) {
+        while (*p && !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                       (*p >= '0' && *p <= '9')))
+            p++;
+        const char *s = p;
+        while ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9'))
+            p++;
+        if (p > s && p - s < 40) {
+            memcpy(out[n], s, (size_t)(p - s));
+            out[n][p - s] = 0;
+            n++;
+        }
+    }
+    return n;
+}
+
+static QNode *gen_leaf(Gen *g, QrBuf *b, const char *scope)
+{
+    QNode *n;
+    uint64_t r = eu_below(&g->rng, 100);
+    const char *field = NULL;
+    if (!scope && g->n_text_fields && eu_chance(&g->rng, 0.2)) {
+        field = g->text_fields[eu_below(&g->rng, (uint64_t)g->n_text_fields)];
+        qr_buf_printf(b, "%s:", field);
+    }
+    if (r < 3 && !field && !scope) {
+        n = qn(g, QN_ALL);
+        qr_buf_printf(b, "*:*");
+    } else if (r < 50) {
+        n = qn(g, QN_TERM);
+        const char *w = pick_word(g);
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s", w);
+        if (eu_chance(&g->rng, 0.1))
+            buf[0] = (char)(buf[0] >= 'a' && buf[0] <= 'z' ? buf[0] - 32 : buf[0]);
+        n->text = astr(g, buf, strlen(buf));
+        n->text_len = (uint32_t)strlen(buf);
+        qr_buf_printf(b, "%s", buf);
+    } else if (r < 70) {
+        n = qn(g, QN_PHRASE);
+        char w[64][48];
+        int nw = 0;
+        char phrase[256] = "";
+        if (g->n_texts && eu_chance(&g->rng, 0.8)) {
+            nw = text_words(g->texts[eu_below(&g->rng, (uint64_t)g->n_texts)], w, 64);
+        }
+        int len = 2 + (int)eu_below(&g->rng, 2);
+        if (nw >= len) {
+            int st = (int)eu_below(&g->rng, (uint64_t)(nw - len + 1));
+            for (int i = 0; i < len; i++)
+                snprintf(phrase + strlen(phrase), sizeof phrase - strlen(phrase), "%s%s",
+                         i ? " " : "", w[st + i]);
+        } else {
+            for (int i = 0; i < len; i++)
+                snprintf(phrase + strlen(phrase), sizeof phrase - strlen(phrase), "%s%s",
+                         i ? " " : "", pick_word(g));
+        }
+        n->text = astr(g, phrase, strlen(phrase));
+        n->text_len = (uint32_t)strlen(phrase);
+        qr_buf_printf(b, "\"%s\"", phrase);
+        if (eu_chance(&g->rng, 0.4)) {
+            n->slop = (int)eu_below(&g->rng, 4);
+            qr_buf_printf(b, "~%d", n->slop);
+        }
+    } else if (r < 85) {
+        n = qn(g, QN_PREFIX);
+        const char *w = pick_word(g);
+        size_t wl = strlen(w);
+        size_t pl = 1 + eu_below(&g->rng, wl < 4 ? wl : 4);
+        n->text = astr(g, w, pl);
+        n->text_len = (uint32_t)pl;
+        qr_buf_printf(b, "%.*s*", (int)pl, w);
+    } else {
+        n = qn(g, QN_FUZZY);
+        const char *w = pick_word(g);
+        char buf[64];
+        snprintf(buf, sizeof buf, "%s", w);
+        size_t bl = strlen(buf);
+        int ned = (int)eu_below(&g->rng, 3);
+        for (int e = 0; e < ned && bl > 1; e++) {
+            size_t at = eu_below(&g->rng, bl);
+            switch (eu_below(&g->rng, 3)) {
+            case 0: buf[at] = (char)('a' + eu_below(&g->rng, 26)); break;
+            case 1: memmove(buf + at, buf + at + 1, bl - at); bl--; break;
+            default:
+                if (bl < 60) {
+                    memmove(buf + at + 1, buf + at, bl - at + 1);
+                    buf[at] = (char)('a' + eu_below(&g->rng, 26));
+                    bl++;
+                }
+            }
+        }
+        n->text = astr(g, buf, bl);
+        n->text_len = (uint32_t)bl;
+        int mode = (int)eu_below(&g->rng, 3);
+        n->edits = mode == 0 ? 1 : 2;
+        qr_buf_printf(b, "%s~%s", buf, mode == 0 ? "1" : mode == 1 ? "2" : "");
+    }
+    if (n->kind != QN_ALL)
+        n->field = field ? field : scope;
+    put_boost(g, b, n);
+    return n;
+}
+
+static void set_min_should(QNode *n)
+{
+    bool must = false, should = false;
+    for (int i = 0; i < n->n_kids; i++) {
+        must |= n->kids[i]->occur == QO_MUST;
+        should |= n->kids[i]->occur == QO_SHOULD;
+    }
+    n->min_should = !must && should ? 1 : 0;
+}
+
+static QNode *gen_clause(Gen *g, QrBuf *b, int depth, const char *scope);
+
+/* A group's clauses (without parentheses). */
+static QNode *gen_group_body(Gen *g, QrBuf *b, int depth, const char *scope)
+{
+    QNode *n = qn(g, QN_BOOL);
+    int k = 2 + (int)eu_below(&g->rng, 3);
+    n->kids = qr_arena_calloc(g->arena, sizeof *n->kids * (size_t)k);
+    n->n_kids = k;
+    int style = (int)eu_below(&g->rng, 4); /* markers, AND, OR, NOT */
+    QOccur bare = g->default_and ? QO_MUST : QO_SHOULD;
+    for (int i = 0; i < k; i++) {
+        QOccur oc = bare;
+        if (i)
+            qr_buf_printf(b, "%s", style == 1 ? " AND " : style == 2 ? " OR " : " ");
+        if (style == 0) {
+            uint64_t r = eu_below(&g->rng, 100);
+            if (r < 25) {
+                qr_buf_putc(b, '+');
+                oc = QO_MUST;
+            } else if (r < 45) {
+                qr_buf_putc(b, '-');
+                oc = QO_MUST_NOT;
+            }
+        } else if (style == 1) {
+            oc = QO_MUST;
+        } else if (style == 2) {
+            oc = QO_SHOULD;
+        } else if (i > 0) {
+            qr_buf_printf(b, "NOT ");
+            oc = QO_MUST_NOT;
+        }
+        n->kids[i] = gen_clause(g, b, depth - 1, scope);
+        n->kids[i]->occur = oc;
+    }
+    set_min_should(n);
+    return n;
+}
+
+static QNode *gen_clause(Gen *g, QrBuf *b, int depth, const char *scope)
+{
+    if (depth <= 0 || !eu_chance(&g->rng, 0.3))
+        return gen_leaf(g, b, scope);
+    const char *inner = scope;
+    if (!scope && g->n_text_fields && eu_chance(&g->rng, 0.15)) {
+        inner = g->text_fields[eu_below(&g->rng, (uint64_t)g->n_text_fields)];
+        qr_buf_printf(b, "%s:", inner);
+    }
+    qr_buf_putc(b, '(');
+    QNode *n = gen_group_body(g, b, depth, inner);
+    qr_buf_putc(b, ')');
+    put_boost(g, b, n);
+    return n;
+}
+
+static QNode *gen_query(Gen *g, QrBuf *b)
+{
+    QNode *root;
+    if (eu_chance(&g->rng, 0.25))
+        root = gen_leaf(g, b, NULL);
+    else
+        root = gen_group_body(g, b, 2, NULL);
+    root->occur = QO_MUST;
+    qr_buf_putc(b, 0);
+    return root;
+}
+
+/* A flat query: terms only, OR (default) or AND (default_and), no boosts. */
+static QNode *gen_flat(Gen *g, QrBuf *b, bool and)
+{
+    QNode *n = qn(g, QN_BOOL);
+    int k = 1 + (int)eu_below(&g->rng, 4);
+    n->kids = qr_arena_calloc(g->arena, sizeof *n->kids * (size_t)k);
+    n->n_kids = k;
+    for (int i = 0; i < k; i++) {
+        if (i)
+            qr_buf_putc(b, ' ');
+        QNode *t = qn(g, QN_TERM);
+        const char *w = pick_word(g);
+        t->text = astr(g, w, strlen(w));
+        t->text_len = (uint32_t)strlen(w);
+        if (g->n_text_fields && eu_chance(&g->rng, 0.15)) {
+            t->field = g->text_fields[eu_below(&g->rng, (uint64_t)g->n_text_fields)];
+            qr_buf_printf(b, "%s:", t->field);
+        }
+        qr_buf_printf(b, "%s", w);
+        t->occur = and ? QO_MUST : QO_SHOULD;
+        n->kids[i] = t;
+    }
+    set_min_should(n);
+    qr_buf_putc(b, 0);
+    if (k == 1) {
+        n->kids[0]->occur = QO_MUST;
+        return n->kids[0];
+    }
+    return n;
+}
+
+/* ======================================================================
+ * Running and comparing
+ * ====================================================================== */
+
+typedef struct Stats {
+    int queries, checked_scores, nonzero, errors;
+    int wand, and_, ties; /* pruned runs by strategy; queries with tied scores */
+    int mismatches;     /* queries with at least one mismatch */
+    int q_notes;        /* notes for the current query */
+    char first[12][1600];
+} Stats;
+
+static void note(Stats *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(Stats *st, const char *fmt, ...)
+{
+    if (st->q_notes++)
+        return; /* the first mismatch of a query tells enough */
+    if (st->mismatches < 12) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(st->first[st->mismatches], sizeof st->first[0], fmt, ap);
+        va_end(ap);
+    }
+    st->mismatches++;
+}
+
+static bool same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+
+static QrSearchRes *run(QrTable *t, QrSearchReq *req, QrError *err)
+{
+    QrSearchRes *res = NULL;
+    qr_error_clear(err);
+    if (qr_search(t, req, &res, err) != QR_OK)
+        return NULL;
+    return res;
+}
+
+static void key_json(const Model *m, uint32_t d, char *out, size_t cap)
+{
+    QrBuf b;
+    qr_buf_init(&b);
+    pk_to_json(m->ix.docs[d].key, m->ix.docs[d].key_len, &b);
+    snprintf(out, cap, "%.*s", (int)b.len, (char *)b.data);
+    qr_buf_free(&b);
+}
+
+/* Hits of res equal model hits want[off .. off+n). */
+static bool hits_equal(const Model *m, const QrSearchRes *res, const MHit *want, int n_want,
+                       int off, int limit, bool scores, char *why, size_t why_len)
+{
+    int expect = n_want - off;
+    if (expect < 0)
+        expect = 0;
+    if (expect > limit)
+        expect = limit;
+    if (res->n_hits != expect) {
+        snprintf(why, why_len, "%d hits, want %d", res->n_hits, expect);
+        return false;
+    }
+    for (int i = 0; i < expect; i++) {
+        const MHit *w = &want[off + i];
+        const QrHit *h = &res->hits[i];
+        char kj[PK_KEY_MAX * 2 + 8];
+        key_json(m, w->d, kj, sizeof kj);
+        if (h->doc != w->gdoc || (scores && !same_bits(h->score, w->score)) || !h->id_json ||
+            strcmp(h->id_json, kj)) {
+            snprintf(why, why_len, "hit %d: doc %ld %s score %.9g, want doc %ld %s score %.9g",
+                     off + i, (long)h->doc, h->id_json ? h->id_json : "(null)",
+                     (double)h->score, (long)w->gdoc, kj, (double)w->score);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool res_equal(const QrSearchRes *a, const QrSearchRes *b, char *why, size_t why_len)
+{
+    if (a->n_hits != b->n_hits || a->total != b->total) {
+        snprintf(why, why_len, "%d hits / total %lu vs %d hits / total %lu", a->n_hits,
+                 (unsigned long)a->total, b->n_hits, (unsigned long)b->total);
+        return false;
+    }
+    for (int i = 0; i < a->n_hits; i++)
+        if (a->hits[i].doc != b->hits[i].doc || !same_bits(a->hits[i].score, b->hits[i].score)) {
+            snprintf(why, why_len, "hit %d: doc %ld score %.9g vs doc %ld score %.9g", i,
+                     (long)a->hits[i].doc, (double)a->hits[i].score, (long)b->hits[i].doc,
+                     (double)b->hits[i].score);
+            return false;
+        }
+    return true;
+}
+
+/* Run every check for one query.  `mine` is the generated tree (intended
+ * meaning), NULL to skip the set check against it. */
+static void check_query(QrTable *t, Model *m, Stats *st, const char *q, const QNode *mine,
+                        bool default_and, const char *fields, int max_exp, uint64_t *rng)
+{
+    st->queries++;
+    st->q_notes = 0;
+    char why[4096];
+    char tag[1600];
+    snprintf(tag, sizeof tag, "[%s]%s%s%s max_exp=%d", q, default_and ? " AND" : "",
+             fields ? " fields=" : "", fields ? fields : "", max_exp);
+    QrArena *pa = qr_arena_new(0);
+    const char *names[QR_MAX_FIELDS + 1];
+    for (int f = 0; f < m->sc->n_fields; f++)
+        names[f] = m->sc->fields[f].name;
+    names[m->sc->n_fields] = NULL;
+    QParseOpts po = {.default_and = default_and, .fields = names};
+    QNode *parsed = NULL;
+    QrError perr;
+    qr_error_clear(&perr);
+    int prc = qparse(pa, q, strlen(q), &po, &parsed, &perr);
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = q;
+    req.q_len = strlen(q);
+    req.default_and = default_and;
+    req.fields = fields;
+    req.max_expansions = max_exp;
+    req.count_only = true;
+    QrError err;
+    QrSearchRes *res = run(t, &req, &err);
+    if (prc != QR_OK) {
+        if (res || err.code != perr.code)
+            note(st, "%s parse error %d (%s) but qr_search gave %d", tag, prc, perr.message,
+                 res ? 0 : err.code);
+        qr_search_res_free(res);
+        qr_arena_free(pa);
+        st->errors++;
+        return;
+    }
+    model_set_fields(m, fields, max_exp);
+    m->error = false;
+    Res want_sc = eval_root(m, parsed);
+    bool want_err = m->error;
+    Res want_set = {0};
+    if (mine) {
+        m->error = false;
+        want_set = eval(m, mine);
+    }
+    if (want_err) {
+        if (res || err.code != QR_EINVAL)
+            note(st, "%s a non-text field should fail with QR_EINVAL, got %d", tag,
+                 res ? 0 : err.code);
+        st->errors++;
+        goto done;
+    }
+    if (!res) {
+        note(st, "%s count failed: %d %s", tag, err.code, err.message);
+        goto done;
+    }
+    int n_hits_sc, n_hits_set = 0;
+    MHit *hs = model_hits(m, &want_sc, &n_hits_sc, false);
+    MHit *hd = model_hits(m, &want_sc, &n_hits_sc, true);
+    if (mine) {
+        MHit *hm = model_hits(m, &want_set, &n_hits_set, true);
+        bool same = n_hits_set == n_hits_sc;
+        for (int i = 0; same && i < n_hits_set; i++)
+            same = hm[i].gdoc == hd[i].gdoc;
+        if (!same) {
+            QrBuf cb;
+            qr_buf_init(&cb);
+            qnode_format(parsed, &cb);
+            qr_buf_putc(&cb, 0);
+            note(st, "%s intended meaning has %d matches, the parsed tree %s has %d", tag,
+                 n_hits_set, (char *)cb.data, n_hits_sc);
+            qr_buf_free(&cb);
+        }
+        free(hm);
+    }
+    if (n_hits_sc)
+        st->nonzero++;
+    for (int i = 1; i < n_hits_sc && i < 100; i++)
+        if (hs[i].score == hs[i - 1].score) {
+            st->ties++;
+            break;
+        }
+    if (res->total != (uint64_t)n_hits_sc)
+        note(st, "%s%s count_only total %lu, model %d", tag, default_and ? " (AND)" : "",
+             (unsigned long)res->total, n_hits_sc);
+    if (res->n_hits != 0)
+        note(st, "%s count_only returned hits", tag);
+    qr_search_res_free(res);
+
+    /* unordered: every id in doc order, then a page */
+    req.count_only = false;
+    req.unordered = true;
+    req.limit = n_hits_sc + 5;
+    req.offset = 0;
+    res = run(t, &req, &err);
+    if (!res)
+        note(st, "%s unordered failed: %s", tag, err.message);
+    else {
+        if (res->total != (uint64_t)n_hits_sc ||
+            !hits_equal(m, res, hd, n_hits_sc, 0, req.limit, false, why, sizeof why))
+            note(st, "%s unordered: total %lu want %d; %s", tag, (unsigned long)res->total,
+                 n_hits_sc, res->total == (uint64_t)n_hits_sc ? why : "");
+        qr_search_res_free(res);
+    }
+    if (n_hits_sc > 3) {
+        req.offset = (int)eu_below(rng, (uint64_t)n_hits_sc);
+        req.limit = 1 + (int)eu_below(rng, 7);
+        res = run(t, &req, &err);
+        if (!res || !hits_equal(m, res, hd, n_hits_sc, req.offset, req.limit, false, why,
+                                sizeof why))
+            note(st, "%s unordered page %d+%d: %s", tag, req.offset, req.limit,
+                 res ? why : err.message);
+        qr_search_res_free(res);
+    }
+    req.unordered = false;
+
+    /* exhaustive top-k against the model */
+    static const int ks[] = {1, 10, 100};
+    QrSearchRes *ex[3] = {0};
+    for (int i = 0; i < 3; i++) {
+        req.exhaustive = true;
+        req.limit = ks[i];
+        req.offset = 0;
+        ex[i] = run(t, &req, &err);
+        if (!ex[i]) {
+            note(st, "%s exhaustive k=%d failed: %s", tag, ks[i], err.message);
+            continue;
+        }
+        if (ex[i]->total != (uint64_t)n_hits_sc)
+            note(st, "%s ranked total %lu, model %d", tag, (unsigned long)ex[i]->total,
+                 n_hits_sc);
+        if (!hits_equal(m, ex[i], hs, n_hits_sc, 0, ks[i], true, why, sizeof why)) {
+            QrBuf cb;
+            qr_buf_init(&cb);
+            qnode_format(parsed, &cb);
+            qr_buf_putc(&cb, 0);
+            note(st, "%s = %s exhaustive top-%d (%s): %s", tag, (char *)cb.data, ks[i],
+                 ex[i]->stats.strategy, why);
+            qr_buf_free(&cb);
+        } else {
+            st->checked_scores++;
+        }
+        /* pruned: identical to exhaustive */
+        req.exhaustive = false;
+        QrSearchRes *pr = run(t, &req, &err);
+        if (pr && pr->stats.strategy) {
+            st->wand += !strcmp(pr->stats.strategy, "wand");
+            st->and_ += !strcmp(pr->stats.strategy, "and");
+        }
+        if (!pr)
+            note(st, "%s pruned k=%d failed: %s", tag, ks[i], err.message);
+        else if (!res_equal(pr, ex[i], why, sizeof why))
+            note(st, "%s pruned (%s) top-%d differs from exhaustive: %s", tag, pr->stats.strategy,
+                 ks[i], why);
+        qr_search_res_free(pr);
+    }
+    /* offsets: pages of the exhaustive order, pruned and exhaustive */
+    if (n_hits_sc > 2) {
+        for (int rep = 0; rep < 2; rep++) {
+            req.offset = (int)eu_below(rng, (uint64_t)n_hits_sc + 2);
+            req.limit = (int)eu_below(rng, 12);
+            req.exhaustive = rep == 1;
+            res = run(t, &req, &err);
+            if (!res || !hits_equal(m, res, hs, n_hits_sc, req.offset, req.limit, true, why,
+                                    sizeof why))
+                note(st, "%s %s page offset %d limit %d: %s", tag,
+                     rep ? "exhaustive" : "pruned", req.offset, req.limit,
+                     res ? why : err.message);
+            qr_search_res_free(res);
+        }
+        req.exhaustive = false;
+    }
+    /* skip_total keeps the hits */
+    req.offset = 0;
+    req.limit = 10;
+    req.skip_total = true;
+    res = run(t, &req, &err);
+    if (!res || res->total != 0 || !ex[1] || !res_equal(res, ex[1], why, sizeof why)) {
+        if (res && ex[1] && res->total == 0) {
+            /* compare hits only */
+            bool ok = res->n_hits == ex[1]->n_hits;
+            for (int i = 0; ok && i < res->n_hits; i++)
+                ok = res->hits[i].doc == ex[1]->hits[i].doc;
+            if (!ok)
+                note(st, "%s skip_total hits differ", tag);
+        } else {
+            note(st, "%s skip_total: %s", tag, res ? "total not 0" : err.message);
+        }
+    }
+    qr_search_res_free(res);
+    for (int i = 0; i < 3; i++)
+        qr_search_res_free(ex[i]);
+    free(hs);
+    free(hd);
+done:
+    res_free(&want_sc);
+    if (mine)
+        res_free(&want_set);
+    qr_arena_free(pa);
+}
+
+static void report(Stats *st, const char *what)
+{
+    for (int i = 0; i < st->mismatches && i < 12; i++)
+        cr_log_error("%s: %s", what, st->first[i]);
+    cr_assert_eq(st->mismatches, 0, "%s: %d mismatches in %d queries (first: %s)", what,
+                 st->mismatches, st->queries, st->first[0]);
+}
+
+/* ======================================================================
+ * Tables
+ * ====================================================================== */
+
+typedef struct Env {
+    char *dir;
+    QrDb *db;
+    QrTable *t;
+    EuStore live; /* what the table should hold */
+} Env;
+
+static void env_open(Env *e, const QrSchema *sc)
+{
+    memset(e, 0, sizeof *e);
+    e->dir = eu_tmpdir("search");
+    if (n_test_dirs < 8)
+        test_dirs[n_test_dirs++] = strdup(e->dir);
+    QrDbOpts o;
+    qr_db_opts_default(&o);
+    o.fsync = QR_FSYNC_OFF;
+    o.background_merge = false; /* the model's snapshot is the search's */
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_db_open(e->dir, &o, &e->db, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_table_create(e->db, "t", sc, &e->t, &err), QR_OK, "%s", err.message);
+    eu_store_init(&e->live);
+}
+
+static void env_close(Env *e)
+{
+    qr_db_close(e->db);
+    eu_rmtree(e->dir);
+    free(e->dir);
+    eu_store_free(&e->live);
+}
+
+static void env_put(Env *e, const char *json)
+{
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_put(e->t, json, strlen(json), NULL, &err), QR_OK, "%s: %s", json,
+                 err.message);
+    uint8_t key[PK_KEY_MAX];
+    size_t kl = eu_doc_key(json, key);
+    eu_store_put(&e->live, key, kl, json);
+}
+
+static void env_del(Env *e, const char *json_doc)
+{
+    uint8_t key[PK_KEY_MAX];
+    size_t kl = eu_doc_key(json_doc, key);
+    QrBuf b;
+    qr_buf_init(&b);
+    pk_to_json(key, kl, &b);
+    bool found;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_delete(e->t, (char *)b.data, b.len, &found, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(found, eu_store_get(&e->live, key, kl) != NULL);
+    qr_buf_free(&b);
+    eu_store_del(&e->live, key, kl);
+}
+
+static void env_commit(Env *e)
+{
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_commit(e->t, &err), QR_OK, "%s", err.message);
+    Snapshot *s = table_snapshot(e->t->table);
+    eu_assert_snapshot_is(s, &e->live, "after commit");
+    snapshot_release(s);
+}
+
+/* ---- the random corpus ---- */
+
+#define RW 400
+
+typedef struct Corpus {
+    char **words;
+    EuZipf zipf;
+    char **docs; /* every version ever put (phrase sources) */
+    int n_docs, cap;
+} Corpus;
+
+static void corpus_add(Corpus *c, char *doc)
+{
+    if (c->n_docs == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 1024;
+        c->docs = realloc(c->docs, sizeof *c->docs * (size_t)c->cap);
+    }
+    c->docs[c->n_docs++] = doc;
+}
+
+static void corpus_free(Corpus *c)
+{
+    for (int i = 0; i < c->n_docs; i++)
+        free(c->docs[i]);
+    free(c->docs);
+    eu_words_free(c->words, RW);
+    eu_zipf_free(&c->zipf);
+}
+
+static void id_json(int i, char *out, size_t n)
+{
+    if (i % 4 == 1)
+        snprintf(out, n, "\"doc-%d\"", i);
+    else
+        snprintf(out, n, "%d", i * 7 - 300); /* negative ints too */
+}
+
+/* n_commits commits of new docs, upserts and deletes. */
+static void fill_random(Env *e, Corpus *c, uint64_t seed, int n_commits, int per_commit)
+{
+    uint64_t rng = seed;
+    c->words = eu_words(RW, seed);
+    eu_zipf_init(&c->zipf, RW, 1.0);
+    int next_id = 0;
+    for (int k = 0; k < n_commits; k++) {
+        for (int i = 0; i < per_commit; i++) {
+            char id[48];
+            id_json(next_id++, id, sizeof id);
+            const char *dup = c->n_docs && eu_chance(&rng, 0.15)
+                                  ? c->docs[eu_below(&rng, (uint64_t)c->n_docs)]
+                                  : NULL;
+            char *d = eu_random_doc(&rng, c->words, &c->zipf, id, dup);
+            env_put(e, d);
+            corpus_add(c, d);
+        }
+        if (k > 0) {
+            for (int i = 0; i < per_commit / 8; i++) { /* upserts of older docs */
+                char id[48];
+                id_json((int)eu_below(&rng, (uint64_t)next_id), id, sizeof id);
+                char *d = eu_random_doc(&rng, c->words, &c->zipf, id, NULL);
+                env_put(e, d);
+                corpus_add(c, d);
+            }
+            for (int i = 0; i < per_commit / 10; i++) { /* deletes, some of absent keys */
+                char id[48], doc[96];
+                id_json((int)eu_below(&rng, (uint64_t)next_id), id, sizeof id);
+                snprintf(doc, sizeof doc, "{\"id\":%s}", id);
+                env_del(e, doc);
+            }
+        }
+        env_commit(e);
+    }
+}
+
+static void run_random_queries(Env *e, Corpus *c, uint64_t seed, int n_queries, const char *what)
+{
+    Model m;
+    model_build(&m, e->t);
+    static const char *tf[] = {"title", "body"};
+    Gen g = {.rng = seed, .words = c->words, .n_words = RW, .zipf = &c->zipf, .texts = NULL,
+             .text_fields = tf, .n_text_fields = 2};
+    /* phrase sources: raw titles and bodies */
+    char **texts = malloc(sizeof *texts * (size_t)c->n_docs * 2);
+    int nt = 0;
+    for (int i = 0; i < c->n_docs; i++) {
+        cJSON *r = cJSON_Parse(c->docs[i]);
+        const char *fs[] = {"title", "body"};
+        for (int f = 0; f < 2; f++) {
+            cJSON *v = cJSON_GetObjectItem(r, fs[f]);
+            if (cJSON_IsArray(v))
+                v = v->child;
+            if (cJSON_IsString(v))
+                texts[nt++] = strdup(v->valuestring);
+        }
+        cJSON_Delete(r);
+    }
+    g.texts = texts;
+    g.n_texts = nt;
+    Stats st = {0};
+    static const char *field_specs[] = {NULL, NULL, NULL, "body", "title^3,body", "body,title^0.5"};
+    for (int i = 0; i < n_queries; i++) {
+        g.arena = qr_arena_new(0);
+        QrBuf b;
+        qr_buf_init(&b);
+        g.default_and = eu_chance(&g.rng, 0.2);
+        QNode *mine = i % 4 == 3 ? gen_flat(&g, &b, g.default_and) : gen_query(&g, &b);
+        const char *fields = field_specs[eu_below(&g.rng, 6)];
+        int max_exp = eu_chance(&g.rng, 0.2) ? 1 + (int)eu_below(&g.rng, 6) : 0;
+        check_query(e->t, &m, &st, (const char *)b.data, mine, g.default_and, fields, max_exp,
+                    &g.rng);
+        qr_buf_free(&b);
+        qr_arena_free(g.arena);
+    }
+    cr_log_info("%s: %d queries, %d with matches, %d score checks, %d expected errors, "
+                "pruned runs: %d wand, %d and; %d queries with tied scores",
+                what, st.queries, st.nonzero, st.checked_scores, st.errors, st.wand, st.and_,
+                st.ties);
+    cr_expect_gt(st.nonzero, st.queries / 3, "%s: too few queries match anything", what);
+    cr_expect_gt(st.wand, 30, "%s: the WAND path was hardly exercised", what);
+    cr_expect_gt(st.and_, 10, "%s: the AND path was hardly exercised", what);
+    cr_expect_gt(st.ties, 20, "%s: too few ties in the top scores", what);
+    for (int i = 0; i < nt; i++)
+        free(texts[i]);
+    free(texts);
+    model_free(&m);
+    report(&st, what);
+}
+
+Test(search, random_corpus_segments_and_deletes, .timeout = 300)
+{
+    QrSchema sc;
+    eu_random_schema(&sc, true);
+    sc.idf = QR_IDF_LUCENE;
+    sc.all_field = false; /* per-field BM25 for every default field */
+    Env e;
+    env_open(&e, &sc);
+    Corpus c = {0};
+    fill_random(&e, &c, 1234, 6, 220);
+    QrTableStats ts;
+    qr_table_stats(e.t, &ts);
+    cr_assert_geq(ts.segments, 5, "want several segments, have %lu", (unsigned long)ts.segments);
+    cr_assert_gt(ts.docs_total, ts.docs, "want deletes pending");
+    run_random_queries(&e, &c, 77, 260, "random corpus, 6 segments");
+    corpus_free(&c);
+    env_close(&e);
+}
+
+Test(search, random_corpus_after_force_merge, .timeout = 300)
+{
+    QrSchema sc;
+    eu_random_schema(&sc, false);
+    sc.all_field = true; /* default queries search "_all"; Robertson idf */
+    Env e;
+    env_open(&e, &sc);
+    Corpus c = {0};
+    fill_random(&e, &c, 99, 5, 200);
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_merge(e.t, &err), QR_OK, "%s", err.message);
+    QrTableStats ts;
+    qr_table_stats(e.t, &ts);
+    cr_assert_eq(ts.segments, 1);
+    cr_assert_eq(ts.docs_total, ts.docs, "a force merge drops deleted docs");
+    Snapshot *s = table_snapshot(e.t->table);
+    eu_assert_snapshot_is(s, &e.live, "after force merge");
+    snapshot_release(s);
+    run_random_queries(&e, &c, 4242, 220, "random corpus, merged");
+    corpus_free(&c);
+    env_close(&e);
+}
+
+/* ---- real text ---- */
+
+static char *corpus_path(const char *name)
+{
+    static const char *cands[] = {"../shared/corpora/%s/docs.jsonl",
+                                  "../shared/corpora/%s/docs.jsonl.gz",
+                                  "corpora/%s/docs.jsonl", "corpora/%s/docs.jsonl.gz"};
+    char *p = malloc(512);
+    for (size_t i = 0; i < sizeof cands / sizeof cands[0]; i++) {
+        snprintf(p, 512, cands[i], name);
+        if (qr_path_exists(p))
+            return p;
+    }
+    free(p);
+    return NULL;
+}
+
+static void real_corpus(const char *name, int max_docs, const QrSchema *sc, int n_queries,
+                        uint64_t seed)
+{
+    char *path = corpus_path(name);
+    if (!path) {
+        cr_skip_test("corpus %s not found (../shared/corpora/%s/docs.jsonl*)", name, name);
+        return;
+    }
+    char **lines;
+    int n = eu_read_jsonl(path, max_docs, &lines);
+    free(path);
+    cr_assert_gt(n, 100);
+    Env e;
+    env_open(&e, sc);
+    uint64_t rng = seed;
+    /* words for queries: from titles and bodies */
+    char **pool = NULL;
+    int n_pool = 0, cap_pool = 0;
+    char **texts = malloc(sizeof *texts * (size_t)n * 2);
+    int nt = 0;
+    int per = (n + 3) / 4;
+    for (int i = 0; i < n; i++) {
+        env_put(&e, lines[i]);
+        cJSON *r = cJSON_Parse(lines[i]);
+        const char *fs[] = {"title", "body"};
+        for (int f = 0; f < 2; f++) {
+            cJSON *v = cJSON_GetObjectItem(r, fs[f]);
+            if (!cJSON_IsString(v))
+                continue;
+            texts[nt++] = strdup(v->valuestring);
+            static char w[256][48];
+            int nw = text_words(v->valuestring, w, 256);
+            for (int k = 0; k < nw; k++) {
+                if (!eu_chance(&rng, 0.1))
+                    continue;
+                if (n_pool == cap_pool) {
+                    cap_pool = cap_pool ? cap_pool * 2 : 4096;
+                    pool = realloc(pool, sizeof *pool * (size_t)cap_pool);
+                }
+                pool[n_pool++] = strdup(w[k]);
+            }
+        }
+        cJSON_Delete(r);
+        if ((i + 1) % per == 0 || i == n - 1) {
+            /* before committing the later batches: deletes and upserts of
+             * earlier docs, so deletes are pending in older segments */
+            if (i + 1 > per) {
+                for (int k = 0; k < per / 20; k++) {
+                    int j = (int)eu_below(&rng, (uint64_t)i);
+                    if (eu_chance(&rng, 0.5)) {
+                        env_del(&e, lines[j]);
+                    } else {
+                        cJSON *d = cJSON_Parse(lines[j]);
+                        cJSON *t = cJSON_GetObjectItem(d, "title");
+                        if (cJSON_IsString(t)) {
+                            char *nv = malloc(strlen(t->valuestring) + 32);
+                            sprintf(nv, "%s revised edition", t->valuestring);
+                            cJSON_SetValuestring(t, nv);
+                            free(nv);
+                        }
+                        char *txt = cJSON_PrintUnformatted(d);
+                        env_put(&e, txt);
+                        free(txt);
+                        cJSON_Delete(d);
+                    }
+                }
+            }
+            env_commit(&e);
+        }
+    }
+    Model m;
+    model_build(&m, e.t);
+    static const char *tf[] = {"title", "body"};
+    Stats st = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        Gen g = {.rng = seed + (uint64_t)pass, .words = pool, .n_words = n_pool, .texts = texts,
+                 .n_texts = nt, .text_fields = tf, .n_text_fields = 2};
+        for (int i = 0; i < n_queries; i++) {
+            g.arena = qr_arena_new(0);
+            QrBuf b;
+            qr_buf_init(&b);
+            g.default_and = eu_chance(&g.rng, 0.2);
+            QNode *mine = i % 3 == 2 ? gen_flat(&g, &b, g.default_and) : gen_query(&g, &b);
+            int max_exp = eu_chance(&g.rng, 0.15) ? 1 + (int)eu_below(&g.rng, 4) : 0;
+            const char *fields = eu_chance(&g.rng, 0.2) ? "body,title^1.5" : NULL;
+            check_query(e.t, &m, &st, (const char *)b.data, mine, g.default_and, fields, max_exp,
+                        &g.rng);
+            qr_buf_free(&b);
+            qr_arena_free(g.arena);
+        }
+        if (pass == 0) {
+            /* again after a force merge: one segment, no deletes */
+            QrError err;
+            qr_error_clear(&err);
+            cr_assert_eq(qr_merge(e.t, &err), QR_OK, "%s", err.message);
+            Snapshot *s = table_snapshot(e.t->table);
+            cr_assert_eq(s->n_segs, 1);
+            eu_assert_snapshot_is(s, &e.live, "after force merge");
+            snapshot_release(s);
+            model_free(&m);
+            model_build(&m, e.t);
+        }
+    }
+    cr_log_info("%s: %d queries, %d with matches, %d score checks", name, st.queries, st.nonzero,
+                st.checked_scores);
+    model_free(&m);
+    for (int i = 0; i < n_pool; i++)
+        free(pool[i]);
+    free(pool);
+    for (int i = 0; i < nt; i++)
+        free(texts[i]);
+    free(texts);
+    eu_lines_free(lines, n);
+    env_close(&e);
+    report(&st, name);
+}
+
+Test(search, cranfield, .timeout = 300)
+{
+    QrSchema sc;
+    schema_init(&sc);
+    QrField f;
+    schema_field_defaults(&f, "title", QR_FT_TEXT);
+    f.stopwords = true;
+    f.weight = 2.0f;
+    schema_add_field(&sc, &f, NULL);
+    schema_field_defaults(&f, "body", QR_FT_TEXT);
+    f.stopwords = true;
+    schema_add_field(&sc, &f, NULL);
+    sc.all_field = true; /* as a schema read from JSON defaults */
+    real_corpus("cranfield", 1400, &sc, 120, 31);
+}
+
+Test(search, debian_packages, .timeout = 300)
+{
+    QrSchema sc;
+    schema_init(&sc);
+    QrField f;
+    schema_field_defaults(&f, "title", QR_FT_TEXT);
+    f.weight = 2.0f;
+    schema_add_field(&sc, &f, NULL);
+    schema_field_defaults(&f, "body", QR_FT_TEXT);
+    schema_add_field(&sc, &f, NULL);
+    schema_field_defaults(&f, "tags", QR_FT_TEXT);
+    snprintf(f.language, sizeof f.language, "none");
+    schema_add_field(&sc, &f, NULL);
+    schema_field_defaults(&f, "section", QR_FT_KEYWORD);
+    schema_add_field(&sc, &f, NULL);
+    schema_field_defaults(&f, "installed_size_kb", QR_FT_INT);
+    schema_add_field(&sc, &f, NULL);
+    sc.idf = QR_IDF_LUCENE;
+    sc.all_field = true;
+    real_corpus("debian-packages", 1200, &sc, 100, 57);
+}
+
+/* ======================================================================
+ * Focused cases
+ * ====================================================================== */
+
+static void small_schema(QrSchema *sc, bool stopwords)
+{
+    schema_init(sc);
+    QrField f;
+    schema_field_defaults(&f, "title", QR_FT_TEXT);
+    snprintf(f.language, sizeof f.language, "%s", stopwords ? "english" : "none");
+    f.stopwords = stopwords;
+    f.weight = 2.0f;
+    schema_add_field(sc, &f, NULL);
+    schema_field_defaults(&f, "body", QR_FT_TEXT);
+    snprintf(f.language, sizeof f.language, "%s", stopwords ? "english" : "none");
+    f.stopwords = stopwords;
+    schema_add_field(sc, &f, NULL);
+    schema_field_defaults(&f, "n", QR_FT_INT);
+    schema_add_field(sc, &f, NULL);
+}
+
+static QrSearchRes *search_ok(QrTable *t, const char *q, int limit)
+{
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = q;
+    req.q_len = strlen(q);
+    req.limit = limit;
+    QrError err;
+    QrSearchRes *res = run(t, &req, &err);
+    cr_assert_not_null(res, "[%s]: %s", q, err.message);
+    return res;
+}
+
+static float hit_score(const QrSearchRes *r, const char *id)
+{
+    for (int i = 0; i < r->n_hits; i++)
+        if (!strcmp(r->hits[i].id_json, id))
+            return r->hits[i].score;
+    cr_assert_fail("no hit %s", id);
+    return 0;
+}
+
+/* The documented BM25, in double, with no help from bm25_term_score. */
+static double bm25_doc(QrIdf variant, double N, double df, double tf, double len, double avgdl,
+                       double w)
+{
+    double idf = variant == QR_IDF_LUCENE ? log(1.0 + (N - df + 0.5) / (df + 0.5))
+                                          : fmax(log((N - df + 0.5) / (df + 0.5)), 1e-6);
+    return w * idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * len / avgdl));
+}
+
+static void assert_close(float got, double want, const char *what)
+{
+    cr_assert(fabs((double)got - want) <= 1e-5 * fabs(want) + 1e-12, "%s: %.9g, want %.9g",
+              what, (double)got, want);
+}
+
+Test(search, bm25_by_hand)
+{
+    for (int v = 0; v < 2; v++) {
+        QrIdf variant = v ? QR_IDF_LUCENE : QR_IDF_ROBERTSON;
+        QrSchema sc;
+        small_schema(&sc, false);
+        sc.idf = variant;
+        Env e;
+        env_open(&e, &sc);
+        env_put(&e, "{\"id\":1,\"title\":\"alpha beta\",\"body\":\"alpha gamma gamma\"}");
+        env_put(&e, "{\"id\":2,\"title\":\"beta\",\"body\":\"delta\"}");
+        env_put(&e, "{\"id\":3,\"title\":\"alpha alpha alpha\"}");
+        env_commit(&e);
+        env_put(&e, "{\"id\":4,\"title\":\"alpha\",\"body\":\"x y z w\"}");
+        env_commit(&e);
+        env_del(&e, "{\"id\":4}");
+        env_commit(&e);
+        /* doc 4 is deleted but not merged away: it still counts in N, df, avgdl */
+        QrSearchRes *r = search_ok(e.t, "alpha", 10);
+        cr_assert_eq(r->total, 2);
+        double t_avg = (2 + 1 + 3 + 1) / 4.0, b_avg = (3 + 1 + 4) / 3.0;
+        double d1 = bm25_doc(variant, 4, 3, 1, 2, t_avg, 2) + bm25_doc(variant, 4, 1, 1, 3, b_avg, 1);
+        double d3 = bm25_doc(variant, 4, 3, 3, 3, t_avg, 2);
+        assert_close(hit_score(r, "1"), d1, "alpha, doc 1");
+        assert_close(hit_score(r, "3"), d3, "alpha, doc 3");
+        qr_search_res_free(r);
+        /* field scope, boost, and the request's field weights */
+        QrSearchReq req;
+        qr_search_req_init(&req);
+        req.q = "body:gamma^3";
+        req.q_len = strlen(req.q);
+        req.fields = "title,body^0.5";
+        QrError err;
+        r = run(e.t, &req, &err);
+        cr_assert_not_null(r, "%s", err.message);
+        cr_assert_eq(r->total, 1);
+        assert_close(r->hits[0].score, bm25_doc(variant, 4, 1, 2, 3, b_avg, 0.5 * 3), "gamma");
+        qr_search_res_free(r);
+        /* after a force merge the deleted doc is gone from the statistics */
+        cr_assert_eq(qr_merge(e.t, &err), QR_OK, "%s", err.message);
+        r = search_ok(e.t, "alpha", 10);
+        t_avg = (2 + 1 + 3) / 3.0;
+        b_avg = (3 + 1) / 2.0;
+        d1 = bm25_doc(variant, 3, 2, 1, 2, t_avg, 2) + bm25_doc(variant, 3, 1, 1, 3, b_avg, 1);
+        d3 = bm25_doc(variant, 3, 2, 3, 3, t_avg, 2);
+        assert_close(hit_score(r, "1"), d1, "alpha after merge, doc 1");
+        assert_close(hit_score(r, "3"), d3, "alpha after merge, doc 3");
+        qr_search_res_free(r);
+        env_close(&e);
+    }
+}
+
+/* "_all": one field holding every text field's words; BM25 over it. */
+Test(search, bm25_all_field_by_hand)
+{
+    QrSchema sc;
+    small_schema(&sc, false);
+    sc.all_field = true;
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"title\":\"alpha beta\",\"body\":\"alpha gamma gamma\"}");
+    env_put(&e, "{\"id\":2,\"title\":\"beta\",\"body\":\"delta\"}");
+    env_put(&e, "{\"id\":3,\"title\":\"alpha alpha alpha\"}");
+    env_put(&e, "{\"id\":4,\"body\":\"epsilon zeta eta theta\"}");
+    env_put(&e, "{\"id\":5,\"title\":\"iota\"}");
+    env_commit(&e);
+    double avg = (5 + 2 + 3 + 4 + 1) / 5.0;
+    QrSearchRes *r = search_ok(e.t, "alpha", 10);
+    cr_assert_eq(r->total, 2);
+    assert_close(hit_score(r, "1"), bm25_doc(QR_IDF_ROBERTSON, 5, 2, 2, 5, avg, 1), "doc 1");
+    assert_close(hit_score(r, "3"), bm25_doc(QR_IDF_ROBERTSON, 5, 2, 3, 3, avg, 1), "doc 3");
+    qr_search_res_free(r);
+    /* a phrase never spans two fields */
+    r = search_ok(e.t, "\"beta alpha\"", 10);
+    cr_assert_eq(r->total, 0, "\"beta alpha\" crosses from title into body");
+    qr_search_res_free(r);
+    r = search_ok(e.t, "\"alpha gamma\"", 10);
+    cr_assert_eq(r->total, 1);
+    qr_search_res_free(r);
+    env_close(&e);
+}
+
+static void expect_error(QrTable *t, const char *q, const char *fields, QrCode code,
+                         int64_t offset, const char *msg_part)
+{
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = q;
+    req.q_len = q ? strlen(q) : 0;
+    req.fields = fields;
+    QrSearchRes *res = (QrSearchRes *)1;
+    QrError err;
+    qr_error_clear(&err);
+    int rc = qr_search(t, &req, &res, &err);
+    cr_assert_eq(rc, (int)code, "[%s]: rc %d (%s), want %d", q ? q : "(null)", rc, err.message,
+                 code);
+    cr_assert_null(res, "[%s]: output set on failure", q ? q : "(null)");
+    cr_assert_eq(err.code, code);
+    if (offset >= 0)
+        cr_assert_eq(err.offset, offset, "[%s]: error at %ld, want %ld (%s)", q, (long)err.offset,
+                     (long)offset, err.message);
+    if (msg_part)
+        cr_assert(strstr(err.message, msg_part), "[%s]: message \"%s\" lacks \"%s\"", q,
+                  err.message, msg_part);
+}
+
+Test(search, errors_carry_codes_and_positions)
+{
+    QrSchema sc;
+    small_schema(&sc, true);
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"title\":\"the hydro power\",\"body\":\"of rust\",\"n\":3}");
+    env_commit(&e);
+    expect_error(e.t, "a (b c", NULL, QR_ESYNTAX, 2, "not closed");
+    expect_error(e.t, "a b)", NULL, QR_ESYNTAX, 3, "unexpected");
+    expect_error(e.t, "hydro AND", NULL, QR_ESYNTAX, 6, "dangling");
+    expect_error(e.t, "x \"hydro power", NULL, QR_ESYNTAX, 2, "unterminated");
+    expect_error(e.t, "titel:rust", NULL, QR_ESYNTAX, 0, "unknown field");
+    expect_error(e.t, "rust OR body:x titel:rust", NULL, QR_ESYNTAX, 15, "unknown field");
+    expect_error(e.t, "rust n:3", NULL, QR_EINVAL, 5, "not a full-text field");
+    expect_error(e.t, "fo*o", NULL, QR_ESYNTAX, 2, NULL);
+    expect_error(e.t, "a~3", NULL, QR_ESYNTAX, 2, NULL);
+    expect_error(e.t, "", NULL, QR_ESYNTAX, 0, "empty query");
+    expect_error(e.t, "   ", NULL, QR_ESYNTAX, 0, "empty query");
+    expect_error(e.t, NULL, NULL, QR_ESYNTAX, 0, "empty query");
+    expect_error(e.t, "rust", "nosuch", QR_ENOTFOUND, -1, "nosuch");
+    expect_error(e.t, "rust", "n", QR_EINVAL, -1, "not a full-text field");
+    expect_error(e.t, "rust", "title^x", QR_EINVAL, -1, "weight");
+    expect_error(e.t, "rust", ",", QR_EINVAL, -1, NULL);
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = "rust";
+    req.q_len = 4;
+    QrSearchRes *res;
+    QrError err;
+    req.limit = -1;
+    cr_assert_eq(qr_search(e.t, &req, &res, &err), QR_EINVAL);
+    req.limit = 10;
+    req.offset = 999995;
+    cr_assert_eq(qr_search(e.t, &req, &res, &err), QR_ELIMIT);
+    req.offset = 0;
+    req.mem_cap = 512; /* far too small for any query */
+    qr_error_clear(&err);
+    cr_assert_eq(qr_search(e.t, &req, &res, &err), QR_ELIMIT, "tiny mem_cap: %s", err.message);
+    env_close(&e);
+}
+
+Test(search, stop_words_and_empty_matches)
+{
+    QrSchema sc;
+    small_schema(&sc, true);
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"title\":\"the hydro power\",\"body\":\"of rust\"}");
+    env_put(&e, "{\"id\":2,\"title\":\"power of the sun\"}");
+    env_put(&e, "{\"id\":\"x\",\"body\":\"nothing here\"}");
+    env_commit(&e);
+    static const struct {
+        const char *q;
+        uint64_t total;
+    } cases[] = {
+        {"the", 0},           {"the of and", 0},    {"\"the of\"", 0},  {"+the power", 2},
+        {"power -the", 2},    {"zzz", 0},           {"+zzz power", 0},  {"+zzz* power", 0},
+        {"zzz* power", 2},    {"-zzz*", 3},         {"power -zzz~1", 2}, {"*:*", 3},
+        {"*:* -power", 1},
+        /* stop words keep their positions: phrases need the same gaps */
+        {"\"hydro the power\"", 0}, {"\"the hydro power\"", 1}, {"\"the hydro\"", 1},
+        {"\"power of the sun\"", 1}, {"\"power a an sun\"", 1}, {"\"power the sun\"", 0},
+        {"\"power sun\"", 0},       {"\"power sun\"~1", 0},     {"\"power sun\"~2", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        QrSearchReq req;
+        qr_search_req_init(&req);
+        req.q = cases[i].q;
+        req.q_len = strlen(req.q);
+        for (int mode = 0; mode < 3; mode++) {
+            req.count_only = mode == 0;
+            req.unordered = mode == 1;
+            req.limit = mode == 2 ? 0 : 10;
+            QrError err;
+            QrSearchRes *r = run(e.t, &req, &err);
+            cr_assert_not_null(r, "[%s]: %s", req.q, err.message);
+            cr_assert_eq(r->total, cases[i].total, "[%s] mode %d: total %lu, want %lu", req.q,
+                         mode, (unsigned long)r->total, (unsigned long)cases[i].total);
+            cr_assert_eq(r->n_hits, mode == 1 ? (int)cases[i].total : 0, "[%s] mode %d hits",
+                         req.q, mode);
+            qr_search_res_free(r);
+        }
+    }
+    env_close(&e);
+}
+
+/* More expansions than max_expansions: a constant-score bitmap, counts and
+ * sets stay exact, every hit scores the clause boost. */
+Test(search, expansion_overflow_keeps_counts_exact)
+{
+    QrSchema sc;
+    small_schema(&sc, false);
+    Env e;
+    env_open(&e, &sc);
+    char doc[256];
+    int with_k = 0;
+    for (int i = 0; i < 300; i++) {
+        bool k = i % 3 != 0;
+        with_k += k;
+        snprintf(doc, sizeof doc, "{\"id\":%d,\"title\":\"%s%d common\",\"body\":\"w%d\"}", i,
+                 k ? "ka" : "zo", i, i % 7);
+        env_put(&e, doc);
+        if (i % 100 == 99)
+            env_commit(&e);
+    }
+    env_del(&e, "{\"id\":1}");
+    env_del(&e, "{\"id\":2}");
+    env_commit(&e);
+    with_k -= 2;
+    for (int max = 1; max <= 300; max = max * 3 + 1) {
+        for (int b = 0; b < 2; b++) {
+            QrSearchReq req;
+            qr_search_req_init(&req);
+            req.q = b ? "ka*^2" : "ka*";
+            req.q_len = strlen(req.q);
+            req.max_expansions = max;
+            req.limit = 500;
+            QrError err;
+            QrSearchRes *r = run(e.t, &req, &err);
+            cr_assert_not_null(r, "%s", err.message);
+            cr_assert_eq(r->total, (uint64_t)with_k, "max %d: total %lu want %d", max,
+                         (unsigned long)r->total, with_k);
+            cr_assert_eq(r->n_hits, with_k);
+            if (max < with_k)
+                for (int i = 0; i < r->n_hits; i++)
+                    cr_assert_float_eq(r->hits[i].score, b ? 2.0f : 1.0f, 0,
+                                       "max %d: constant score", max);
+            qr_search_res_free(r);
+            req.count_only = true;
+            r = run(e.t, &req, &err);
+            cr_assert_eq(r->total, (uint64_t)with_k);
+            qr_search_res_free(r);
+            /* combined with other clauses */
+            req.count_only = false;
+            req.q = "+ka* w3";
+            req.q_len = strlen(req.q);
+            r = run(e.t, &req, &err);
+            cr_assert_not_null(r, "%s", err.message);
+            int want = 0;
+            for (int i = 0; i < 300; i++)
+                want += i % 3 != 0 && i > 2;
+            cr_assert_eq(r->total, (uint64_t)want);
+            qr_search_res_free(r);
+        }
+    }
+    env_close(&e);
+}
+
+Test(search, snippets_and_stored_docs)
+{
+    QrSchema sc;
+    small_schema(&sc, true);
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"title\":\"Hydro Power plants\",\"body\":\"Running water turns "
+                "turbines; hydro power is renewable.\"}");
+    env_put(&e, "{\"id\":2,\"title\":\"Solar\",\"body\":[\"no match here\",\"hydro dams\"]}");
+    env_commit(&e);
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = "hydro running";
+    req.q_len = strlen(req.q);
+    req.snippets = true;
+    req.fetch_docs = true;
+    req.hl_pre = "[";
+    req.hl_post = "]";
+    QrError err;
+    QrSearchRes *r = run(e.t, &req, &err);
+    cr_assert_not_null(r, "%s", err.message);
+    cr_assert_eq(r->n_hits, 2);
+    for (int i = 0; i < r->n_hits; i++) {
+        const QrHit *h = &r->hits[i];
+        cr_assert_not_null(h->snippet);
+        cr_assert_not_null(h->doc_json);
+        cr_assert(strstr(h->snippet, "[Hydro]") || strstr(h->snippet, "[hydro]"),
+                  "doc %s: snippet \"%s\" does not highlight the match (make_snippet reads "
+                  "only the first value of an array field)",
+                  h->id_json, h->snippet);
+        uint8_t key[PK_KEY_MAX];
+        size_t kl = eu_doc_key(h->doc_json, key);
+        cr_assert_str_eq(h->doc_json, eu_store_get(&e.live, key, kl));
+    }
+    qr_search_res_free(r);
+    env_close(&e);
+}
+
+/* docs/query-language.md: "databse~1 | words within 1 edit (insert, delete,
+ * substitute, transpose)". */
+Test(search, fuzzy_transposition_is_one_edit)
+{
+    QrSchema sc;
+    small_schema(&sc, false);
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"title\":\"database\"}");
+    env_commit(&e);
+    QrSearchRes *r = search_ok(e.t, "databse~1", 10);
+    cr_assert_eq(r->total, 1, "a deletion is one edit");
+    qr_search_res_free(r);
+    r = search_ok(e.t, "dtaabase~1", 10);
+    cr_expect_eq(r->total, 1,
+                 "\"dtaabase~1\" should find \"database\": the query language documents a "
+                 "transposition as one edit, td_fuzzy counts it as two");
+    qr_search_res_free(r);
+    env_close(&e);
+}
+
+/* docs/query-language.md, Scoring: "Phrases score as the sum of their
+ * words' BM25 scores in the documents where the phrase matches (within its
+ * slop) ... an exact and a sloppy match of the same words score alike". */
+Test(search, sloppy_phrase_matches_score_as_their_words)
+{
+    QrSchema sc;
+    small_schema(&sc, false);
+    sc.idf = QR_IDF_LUCENE; /* Robertson's floor would make every score tiny here */
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"body\":\"hydro power aa bb cc dd\"}");
+    env_put(&e, "{\"id\":2,\"body\":\"hydro aa bb power cc dd\"}");
+    env_put(&e, "{\"id\":3,\"body\":\"ee ff gg hh ii jj\"}");
+    env_commit(&e);
+    QrSearchRes *r = search_ok(e.t, "\"hydro power\"~3", 10);
+    cr_assert_eq(r->total, 2);
+    QrSearchRes *w = search_ok(e.t, "+hydro +power", 10);
+    cr_assert_eq(w->total, 2);
+    for (int d = 1; d <= 2; d++) {
+        char id[4];
+        snprintf(id, sizeof id, "%d", d);
+        cr_expect_eq(hit_score(r, id), hit_score(w, id),
+                     "doc %d: the phrase scores its words' sum (%.9g vs %.9g)", d,
+                     (double)hit_score(r, id), (double)hit_score(w, id));
+    }
+    QrSearchRes *x = search_ok(e.t, "\"hydro power\"~1", 10);
+    cr_assert_eq(x->total, 1, "slop 1 does not reach the match 2 positions apart");
+    qr_search_res_free(x);
+    qr_search_res_free(w);
+    qr_search_res_free(r);
+    env_close(&e);
+}
