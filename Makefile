@@ -99,7 +99,7 @@ unit: $(UNIT_BIN)
 asan: $(BUILD)/libquarry-asan.a $(ASAN_UNIT_BIN)
 
 asan-unit: asan
-	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
 	  tests/run_unit.sh $(ASAN_UNIT_BIN)
 
 e2e: $(BUILD)/quarry
