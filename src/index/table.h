@@ -69,7 +69,8 @@ typedef struct Snapshot {
 typedef struct TableInfo {
     uint64_t n_live, n_docs, n_segments, disk_bytes, wal_bytes;
     uint64_t merges_done, merges_running, commits, checkpoints;
-    uint64_t recovered_records, torn_bytes_cut;
+    uint64_t recovered_records;
+    uint64_t torn_bytes_cut;   /* WAL tail cut at open, or not applied (no COMMIT) */
 } TableInfo;
 
 /* Create a new table in `dir` (must not exist). */
