@@ -825,7 +825,7 @@ static void damage_free(Damage *d)
     free_docs(d->docs, d->n);
 }
 
-Test(segment, damaged_files_are_reported_never_crash, .timeout = 120)
+Test(segment, damaged_files_are_reported_never_crash)
 {
     uint64_t rng = 5;
     Damage dm;

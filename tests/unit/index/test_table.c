@@ -227,7 +227,7 @@ Test(table, commit_makes_visible_close_discards_uncommitted)
  * without closing (no checkpoint): reopening replays the WAL.  Round 1
  * fsyncs and checkpoints between commits; round 2 merges in the background
  * (merge factor 2) while the child writes. */
-Test(table, crash_without_close_replays_the_wal, .timeout = 120)
+Test(table, crash_without_close_replays_the_wal)
 {
     char *dir = path_in("t");
     EuStore m; /* committed state so far */
@@ -325,7 +325,7 @@ Test(table, checkpoint_between_put_and_commit_loses_nothing)
 
 /* Truncate the newest WAL file anywhere: recovery keeps exactly the commits
  * whose records are whole. */
-Test(table, torn_wal_tail_loses_only_the_torn_commit, .timeout = 120)
+Test(table, torn_wal_tail_loses_only_the_torn_commit)
 {
     char *dir = path_in("t");
     TableOpts o = opts_for(false, 8);
@@ -371,7 +371,7 @@ Test(table, torn_wal_tail_loses_only_the_torn_commit, .timeout = 120)
             cuts[nc++] = (ends[c - 1] + ends[c]) / 2;
         }
     }
-    for (int k = 0; k < 40; k++)
+    for (int k = 0; k < 16; k++)
         cuts[nc++] = 16 + (off_t)eu_below(&rng, (uint64_t)(ends[N_COMMITS] - 16));
     cuts[nc++] = 0;
     cuts[nc++] = 5;
@@ -421,7 +421,7 @@ Test(table, torn_wal_tail_loses_only_the_torn_commit, .timeout = 120)
     free(dir);
 }
 
-Test(table, upserts_and_deletes_survive_recovery_and_merges, .timeout = 120)
+Test(table, upserts_and_deletes_survive_recovery_and_merges)
 {
     char *dir = path_in("t");
     TableOpts o = opts_for(false, 3);
@@ -596,7 +596,7 @@ static void *race_c(void *arg)
     return NULL;
 }
 
-Test(table, deletes_racing_background_merges_are_kept, .timeout = 180)
+Test(table, deletes_racing_background_merges_are_kept)
 {
     char *dir = path_in("t");
     TableOpts o = opts_for(true, 2);
@@ -872,20 +872,21 @@ static void fault_sweep(bool transient)
             free(docs1[i]);
         for (int i = 0; i < 10; i++)
             free(docs2[i]);
-        /* sweep: every n early on, then spread out */
+        /* sweep: every n early on (builder and first document), then spread
+         * out over commits and the merge */
         if (n < 0)
             n = 0;
-        else if (n < 200)
+        else if (n < 150)
             n += 1;
         else
-            n += 1 + n / 40;
+            n += 1 + n / 20;
     }
     free(dir);
 }
 
-Test(table, allocation_failures_end_cleanly, .timeout = 300) { fault_sweep(false); }
+Test(table, allocation_failures_end_cleanly) { fault_sweep(false); }
 
-Test(table, transient_allocation_failures_leave_the_table_intact, .timeout = 300)
+Test(table, transient_allocation_failures_leave_the_table_intact)
 {
     fault_sweep(true);
 }
@@ -893,7 +894,7 @@ Test(table, transient_allocation_failures_leave_the_table_intact, .timeout = 300
 /* table.h: "Errors leave the table unchanged."  Fail each allocation of one
  * put or delete in turn (then allocations work again), commit, and check the
  * table holds exactly what it held plus the operation if it succeeded. */
-Test(table, a_failed_put_or_delete_changes_nothing, .timeout = 120)
+Test(table, a_failed_put_or_delete_changes_nothing)
 {
     char *dir = path_in("t");
     TableOpts o = opts_for(false, 8);
@@ -970,7 +971,7 @@ Test(table, a_failed_put_or_delete_changes_nothing, .timeout = 120)
 
 /* Allocation failures while opening (recovery replays a WAL): a clean error
  * or success, and a later open sees every commit. */
-Test(table, allocation_failures_during_recovery, .timeout = 300)
+Test(table, allocation_failures_during_recovery)
 {
     char *dir = path_in("t");
     TableOpts o = opts_for(false, 8);
@@ -994,7 +995,7 @@ Test(table, allocation_failures_during_recovery, .timeout = 300)
     qr_mem_fail_after(-1);
     table_close(t);
     int tried = 0;
-    for (int64_t n = 0; n <= total + 10; n += n < 300 ? 3 : 1 + n / 25) {
+    for (int64_t n = 0; n <= total + 10; n += n < 200 ? 3 : 1 + n / 12) {
         eu_rmtree(img);
         eu_copy_tree(base, img);
         qr_mem_fail_after(n);

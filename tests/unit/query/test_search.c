@@ -1480,7 +1480,7 @@ static void run_random_queries(Env *e, Corpus *c, uint64_t seed, int n_queries, 
     report(&st, what);
 }
 
-Test(search, random_corpus_segments_and_deletes, .timeout = 300)
+Test(search, random_corpus_segments_and_deletes)
 {
     QrSchema sc;
     eu_random_schema(&sc, true);
@@ -1499,7 +1499,7 @@ Test(search, random_corpus_segments_and_deletes, .timeout = 300)
     env_close(&e);
 }
 
-Test(search, random_corpus_after_force_merge, .timeout = 300)
+Test(search, random_corpus_after_force_merge)
 {
     QrSchema sc;
     eu_random_schema(&sc, false);
@@ -1657,7 +1657,7 @@ static void real_corpus(const char *name, int max_docs, const QrSchema *sc, int 
     report(&st, name);
 }
 
-Test(search, cranfield, .timeout = 300)
+Test(search, cranfield)
 {
     QrSchema sc;
     schema_init(&sc);
@@ -1673,7 +1673,7 @@ Test(search, cranfield, .timeout = 300)
     real_corpus("cranfield", 1400, &sc, 120, 31);
 }
 
-Test(search, debian_packages, .timeout = 300)
+Test(search, debian_packages)
 {
     QrSchema sc;
     schema_init(&sc);
