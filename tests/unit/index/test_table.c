@@ -39,6 +39,7 @@ static void setup(void)
     eu_zipf_init(&zipf, N_WORDS, 1.0);
     root = eu_tmpdir("table");
     eu_random_schema(&schema, true);
+    schema.all_field = true; /* as tables created from JSON default: "_all" too */
 }
 
 static void teardown(void)
