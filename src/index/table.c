@@ -48,6 +48,7 @@ typedef struct SegMeta {
     uint64_t del_gen;  /* generation of the deletes file on disk (0 = none) */
     bool del_dirty;  /* deletes changed since the last checkpoint */
     bool merging;    /* picked by a running merge */
+    bool merge_failed; /* a merge including it failed: left out of later picks */
     uint64_t pending_old_gen; /* deletes file to remove after the next manifest */
 } SegMeta;
 
@@ -101,7 +102,7 @@ struct Table {
     int merges_running;
     pthread_cond_t idle_cv;
     /* counters */
-    uint64_t merges_done, commits, checkpoints, recovered, torn_cut;
+    uint64_t merges_done, merges_failed, commits, checkpoints, recovered, torn_cut;
 };
 
 void table_opts_default(TableOpts *o)
@@ -776,7 +777,7 @@ static bool choose_merge(Table *t, bool all, MergePick *p)
     if (all) {
         bool any_del = false;
         for (int i = 0; i < n; i++) {
-            if (t->meta[i].merging) {
+            if (t->meta[i].merging || t->meta[i].merge_failed) {
                 nc = 0;
                 break;
             }
@@ -790,7 +791,7 @@ static bool choose_merge(Table *t, bool all, MergePick *p)
         double lf = log((double)f);
         /* deleted-heavy segment first */
         for (int i = 0; i < n && !nc; i++) {
-            if (t->meta[i].merging || !t->dels[i])
+            if (t->meta[i].merging || t->meta[i].merge_failed || !t->dels[i])
                 continue;
             uint64_t d = roaring_bitmap_get_cardinality(t->dels[i]);
             if (d * 10 > (uint64_t)seg_n_docs(t->segs[i]) * 3)
@@ -799,7 +800,7 @@ static bool choose_merge(Table *t, bool all, MergePick *p)
         for (int tier = 0; tier < 12 && !nc; tier++) {
             int cnt = 0;
             for (int i = 0; i < n; i++) {
-                if (t->meta[i].merging)
+                if (t->meta[i].merging || t->meta[i].merge_failed)
                     continue;
                 int ti = (int)floor(log((double)live_docs(t, i) + 1) / lf);
                 if (ti <= tier)
@@ -808,7 +809,7 @@ static bool choose_merge(Table *t, bool all, MergePick *p)
             if (cnt < f)
                 continue;
             for (int i = 0; i < n && nc < f; i++) {
-                if (t->meta[i].merging)
+                if (t->meta[i].merging || t->meta[i].merge_failed)
                     continue;
                 int ti = (int)floor(log((double)live_docs(t, i) + 1) / lf);
                 if (ti <= tier)
@@ -867,11 +868,16 @@ static int run_merge(Table *t, MergePick *p, QrError *err)
     t->merges_running--;
     if (rc != QR_OK) {
         unlink(path);
+        /* never retry the same failure in a loop: its segments stay as they
+         * are until the table is reopened (quarry check names damage) */
         for (int k = 0; k < p->n; k++) {
             int i = index_of_seg(t, p->segs[k]);
-            if (i >= 0)
+            if (i >= 0) {
                 t->meta[i].merging = false;
+                t->meta[i].merge_failed = true;
+            }
         }
+        t->merges_failed++;
         goto out;
     }
     /* deletes that raced the merge, committed and pending, follow the docs */
@@ -1468,6 +1474,7 @@ void table_info(Table *t, TableInfo *info)
     info->wal_bytes = t->wal ? wal_bytes(t->wal) : 0;
     info->merges_done = t->merges_done;
     info->merges_running = (uint64_t)t->merges_running;
+    info->merges_failed = t->merges_failed;
     info->commits = t->commits;
     info->checkpoints = t->checkpoints;
     info->recovered_records = t->recovered;

@@ -68,7 +68,7 @@ typedef struct Snapshot {
 
 typedef struct TableInfo {
     uint64_t n_live, n_docs, n_segments, disk_bytes, wal_bytes;
-    uint64_t merges_done, merges_running, commits, checkpoints;
+    uint64_t merges_done, merges_running, merges_failed, commits, checkpoints;
     uint64_t recovered_records;
     uint64_t torn_bytes_cut;   /* WAL tail cut at open, or not applied (no COMMIT) */
 } TableInfo;
