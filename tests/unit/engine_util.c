@@ -991,3 +991,29 @@ void eu_assert_segment_consistent(const Segment *seg, const QrSchema *schema, co
     qr_arena_free(arena);
     eu_index_free(&ix);
 }
+
+int eu_osa(const uint32_t *a, size_t an, const uint32_t *b, size_t bn)
+{
+    int *d = malloc((an + 1) * (bn + 1) * sizeof *d);
+#define D(i, j) d[(i) * (bn + 1) + (j)]
+    for (size_t i = 0; i <= an; i++)
+        D(i, 0) = (int)i;
+    for (size_t j = 0; j <= bn; j++)
+        D(0, j) = (int)j;
+    for (size_t i = 1; i <= an; i++)
+        for (size_t j = 1; j <= bn; j++) {
+            int v = D(i - 1, j - 1) + (a[i - 1] != b[j - 1]);
+            if (D(i - 1, j) + 1 < v)
+                v = D(i - 1, j) + 1;
+            if (D(i, j - 1) + 1 < v)
+                v = D(i, j - 1) + 1;
+            if (i >= 2 && j >= 2 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                D(i - 2, j - 2) + 1 < v)
+                v = D(i - 2, j - 2) + 1;
+            D(i, j) = v;
+        }
+    int r = D(an, bn);
+#undef D
+    free(d);
+    return r;
+}

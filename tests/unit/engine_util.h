@@ -32,6 +32,11 @@ typedef struct EuZipf {
     int n;
     double *cdf; /* owns */
 } EuZipf;
+/* Optimal string alignment distance (Levenshtein plus adjacent
+ * transpositions) of two code point strings, by the full matrix: the
+ * distance td_fuzzy promises, for brute-force models. */
+int eu_osa(const uint32_t *a, size_t an, const uint32_t *b, size_t bn);
+
 void eu_zipf_init(EuZipf *z, int n, double s);
 int eu_zipf_draw(const EuZipf *z, uint64_t *state);
 void eu_zipf_free(EuZipf *z);

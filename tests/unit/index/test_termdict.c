@@ -5,6 +5,8 @@
  */
 #include <criterion/criterion.h>
 
+#include "engine_util.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,32 +406,10 @@ static size_t units(const uint8_t *s, size_t n, uint32_t *out)
     return k;
 }
 
-/* Optimal string alignment distance: Levenshtein plus adjacent transpositions
- * (the distance td_fuzzy promises), by the full matrix. */
+/* The distance td_fuzzy promises (engine_util.c). */
 static int levenshtein(const uint32_t *a, size_t an, const uint32_t *b, size_t bn)
 {
-    int *d = malloc((an + 1) * (bn + 1) * sizeof *d);
-#define D(i, j) d[(i) * (bn + 1) + (j)]
-    for (size_t i = 0; i <= an; i++)
-        D(i, 0) = (int)i;
-    for (size_t j = 0; j <= bn; j++)
-        D(0, j) = (int)j;
-    for (size_t i = 1; i <= an; i++)
-        for (size_t j = 1; j <= bn; j++) {
-            int v = D(i - 1, j - 1) + (a[i - 1] != b[j - 1]);
-            if (D(i - 1, j) + 1 < v)
-                v = D(i - 1, j) + 1;
-            if (D(i, j - 1) + 1 < v)
-                v = D(i, j - 1) + 1;
-            if (i >= 2 && j >= 2 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
-                D(i - 2, j - 2) + 1 < v)
-                v = D(i - 2, j - 2) + 1;
-            D(i, j) = v;
-        }
-    int r = D(an, bn);
-#undef D
-    free(d);
-    return r;
+    return eu_osa(a, an, b, bn);
 }
 
 static int fuzzy_cb(void *arg, const uint8_t *key, size_t kl, const TermPostings *tp, int dist)

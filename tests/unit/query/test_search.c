@@ -333,36 +333,14 @@ static int cps(const uint8_t *s, size_t n, uint32_t *out)
     return k;
 }
 
-/* Optimal string alignment distance (Levenshtein plus adjacent
- * transpositions), over code points: what td_fuzzy promises. */
+/* The distance td_fuzzy promises, over code points (engine_util.c). */
 static int lev(const uint8_t *a, size_t an, const uint8_t *b, size_t bn, int max)
 {
     static uint32_t x[1100], y[1100];
     int n = cps(a, an, x), mm = cps(b, bn, y);
     if (abs(n - mm) > max)
         return max + 1;
-    int *d = malloc(sizeof(int) * (size_t)(n + 1) * (size_t)(mm + 1));
-#define D(i, j) d[(i) * (mm + 1) + (j)]
-    for (int i = 0; i <= n; i++)
-        D(i, 0) = i;
-    for (int j = 0; j <= mm; j++)
-        D(0, j) = j;
-    for (int i = 1; i <= n; i++)
-        for (int j = 1; j <= mm; j++) {
-            int c = D(i - 1, j - 1) + (x[i - 1] != y[j - 1]);
-            if (D(i - 1, j) + 1 < c)
-                c = D(i - 1, j) + 1;
-            if (D(i, j - 1) + 1 < c)
-                c = D(i, j - 1) + 1;
-            if (i >= 2 && j >= 2 && x[i - 1] == y[j - 2] && x[i - 2] == y[j - 1] &&
-                D(i - 2, j - 2) + 1 < c)
-                c = D(i - 2, j - 2) + 1;
-            D(i, j) = c;
-        }
-    int r = D(n, mm);
-#undef D
-    free(d);
-    return r;
+    return eu_osa(x, (size_t)n, y, (size_t)mm);
 }
 
 /* Does index term key (field byte + text) match the prefix / fuzzy leaf? */
