@@ -87,7 +87,9 @@ int qr_verify(QrTable *t, QrError *err);
 typedef struct QrSearchReq {
     const char *q;            /* query text (docs/query-language.md) */
     size_t q_len;
-    const char *fields;       /* "title^2,body" or NULL: every indexed text field */
+    const char *fields;       /* "title^2,body" (weighted sum of per-field BM25) or NULL: the
+                                 combined "_all" field when the schema has one, else every
+                                 indexed text field */
     bool default_and;         /* implicit operator AND instead of OR */
     int limit;                /* hits to return (default 10) */
     int offset;               /* hits to skip */
