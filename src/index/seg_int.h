@@ -32,6 +32,9 @@ int seg_write_pk_section(const uint8_t *bytes, const uint32_t *offs, uint32_t n_
                          QrError *err);
 
 /* ---- segment.c ---- */
+/* memcmp order, a prefix before its extensions: the order of term keys and
+ * primary keys. */
+int seg_key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn);
 void seg_meta_write(QrBuf *out, uint32_t n_docs, int n_fields, const uint64_t *field_total,
                     const uint32_t *field_docs, uint64_t min_lsn, uint64_t max_lsn, bool has_all,
                     uint64_t all_total, uint32_t all_docs);

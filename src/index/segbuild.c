@@ -844,19 +844,14 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
 
 /* ---- finish ---- */
 
-static const SegBuilder *sort_ctx;
-static int cmp_term_keys(const void *a, const void *b)
+static int cmp_term_keys(const void *a, const void *b, void *arg)
 {
-    const TermEnt *x = &sort_ctx->terms[*(const uint32_t *)a];
-    const TermEnt *y = &sort_ctx->terms[*(const uint32_t *)b];
-    uint32_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
-    int c = memcmp(sort_ctx->keys.data + x->key_off, sort_ctx->keys.data + y->key_off, n);
-    if (c)
-        return c;
-    return (x->key_len > y->key_len) - (x->key_len < y->key_len);
+    const SegBuilder *sb = arg;
+    const TermEnt *x = &sb->terms[*(const uint32_t *)a];
+    const TermEnt *y = &sb->terms[*(const uint32_t *)b];
+    return seg_key_cmp(sb->keys.data + x->key_off, x->key_len, sb->keys.data + y->key_off,
+                       y->key_len);
 }
-
-static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int seg_write_pk_section(const uint8_t *bytes, const uint32_t *offs, uint32_t n_docs, QrBuf *out,
                          QrError *err)
@@ -902,10 +897,7 @@ int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t
     }
     for (uint32_t i = 0; i < b->n_terms; i++)
         order[i] = i;
-    pthread_mutex_lock(&sort_lock);
-    sort_ctx = b;
-    qsort(order, b->n_terms, sizeof *order, cmp_term_keys);
-    pthread_mutex_unlock(&sort_lock);
+    qsort_r(order, b->n_terms, sizeof *order, cmp_term_keys, b);
 
     for (uint32_t oi = 0; oi < b->n_terms; oi++) {
         TermEnt *t = &b->terms[order[oi]];

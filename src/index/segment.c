@@ -67,33 +67,33 @@ void seg_meta_write(QrBuf *out, uint32_t n_docs, int n_fields, const uint64_t *f
     }
 }
 
-static const uint8_t *sort_bytes;
-static const uint32_t *sort_offs;
-static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+int seg_key_cmp(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
 {
     int c = memcmp(a, b, an < bn ? an : bn);
     if (c)
         return c;
     return (an > bn) - (an < bn);
 }
+#define key_cmp seg_key_cmp
 
-static int cmp_doc_keys(const void *x, const void *y)
+typedef struct DocKeys {
+    const uint8_t *bytes;
+    const uint32_t *offs;
+} DocKeys;
+
+static int cmp_doc_keys(const void *x, const void *y, void *arg)
 {
+    const DocKeys *k = arg;
     uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-    int c = key_cmp(sort_bytes + sort_offs[a], sort_offs[a + 1] - sort_offs[a],
-                    sort_bytes + sort_offs[b], sort_offs[b + 1] - sort_offs[b]);
+    int c = key_cmp(k->bytes + k->offs[a], k->offs[a + 1] - k->offs[a], k->bytes + k->offs[b],
+                    k->offs[b + 1] - k->offs[b]);
     return c ? c : (a > b) - (a < b);
 }
 
 void seg_sort_docs_by_key(uint32_t *docs, uint32_t n, const uint8_t *bytes, const uint32_t *offs)
 {
-    pthread_mutex_lock(&sort_lock);
-    sort_bytes = bytes;
-    sort_offs = offs;
-    qsort(docs, n, sizeof *docs, cmp_doc_keys);
-    pthread_mutex_unlock(&sort_lock);
+    DocKeys k = {bytes, offs};
+    qsort_r(docs, n, sizeof *docs, cmp_doc_keys, &k); /* no shared state: sorts run in parallel */
 }
 
 static int corrupt(QrError *err, const char *path, const char *what)
