@@ -103,7 +103,7 @@ asan-unit: asan
 	  tests/run_unit.sh $(ASAN_UNIT_BIN)
 
 e2e: $(BUILD)/quarry
-	@tests/run_e2e.sh
+	@BUILD=$(BUILD) tests/run_e2e.sh
 
 check: deps
 	@$(MAKE) --no-print-directory all

@@ -3,7 +3,7 @@
 # build/quarry; each prints its own checks.  Closing line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
-export QUARRY_BIN="$PWD/build/quarry"
+export QUARRY_BIN="${QUARRY_BIN:-$PWD/${BUILD:-build}/quarry}"
 pass=0; fail=0; skipped=0; failed=()
 for t in tests/e2e/test_*.sh tests/e2e/test_*.py; do
   [ -e "$t" ] || continue

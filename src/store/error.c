@@ -40,6 +40,7 @@ void qr_error_clear(QrError *err)
     err->offset = -1;
     err->line = -1;
     err->column = -1;
+    err->sqlstate[0] = '\0';
 }
 
 int qr_error_setv(QrError *err, QrCode code, const char *fmt, va_list ap)
@@ -91,6 +92,20 @@ void qr_error_pos(QrError *err, int64_t offset, int64_t line, int32_t column)
         err->line = line;
     if (err->column < 0)
         err->column = column;
+}
+
+void qr_error_set_sqlstate(QrError *err, const char *sqlstate)
+{
+    if (!err || err->code == QR_OK || err->sqlstate[0] || !sqlstate || strlen(sqlstate) != 5)
+        return;
+    memcpy(err->sqlstate, sqlstate, 6);
+}
+
+const char *qr_error_sqlstate(const QrError *err)
+{
+    if (!err)
+        return "00000";
+    return err->sqlstate[0] ? err->sqlstate : qr_code_sqlstate(err->code);
 }
 
 void qr_error_copy(QrError *dst, const QrError *src)

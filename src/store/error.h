@@ -50,6 +50,8 @@ typedef struct QrError {
     int64_t offset;       /* byte offset in the input, -1 if none */
     int64_t line;         /* 1-based input line, -1 if none */
     int32_t column;       /* 1-based column, -1 if none */
+    char sqlstate[6];     /* a more specific SQLSTATE than the code's ("" = the code's),
+                             e.g. "42703" undefined_column under QR_ENOTFOUND */
 } QrError;
 
 /* Reset to "no error". */
@@ -68,6 +70,11 @@ void qr_error_detail(QrError *err, const char *fmt, ...)
 void qr_error_hint(QrError *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void qr_error_pos(QrError *err, int64_t offset, int64_t line, int32_t column);
+
+/* Give the error that is set a more specific SQLSTATE (5 characters; first
+ * writer wins).  qr_error_sqlstate() returns it, else the code's. */
+void qr_error_set_sqlstate(QrError *err, const char *sqlstate);
+const char *qr_error_sqlstate(const QrError *err);
 
 /* Copy src into dst if dst holds no error yet. */
 void qr_error_copy(QrError *dst, const QrError *src);
