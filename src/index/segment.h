@@ -127,6 +127,11 @@ bool seg_pk(const Segment *s, uint32_t doc, const uint8_t **key, size_t *len);
 int64_t seg_pk_lookup(const Segment *s, const uint8_t *key, size_t len);
 /* The typed column of field f, or NULL if the segment has none. */
 const Column *seg_column(const Segment *s, int field);
+/* The B-tree index (index/btree.h) of field f, or NULL when the field has
+ * none in this segment.  Borrowed: valid while the caller holds a reference
+ * to the segment (a dropped index stays readable until then). */
+struct BTree;
+const struct BTree *seg_btree(const Segment *s, int field);
 /* Check every section's checksum (quarry check). */
 int seg_verify(const Segment *s, QrError *err);
 
