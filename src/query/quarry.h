@@ -66,6 +66,33 @@ typedef struct QrTableStats {
 } QrTableStats;
 void qr_table_stats(QrTable *t, QrTableStats *st);
 
+/* Statistics of one column over the live snapshot's segments (what the
+ * planner costs with; quarry stats TABLE prints them).  Rows and nulls
+ * count deleted docs not yet merged away; segments written before the field
+ * existed count their rows as NULL. */
+typedef struct QrColumnStats {
+    char name[QR_NAME_MAX + 1];
+    int field;                /* schema field index */
+    QrFieldType ftype;
+    const char *col_type;     /* "int64", "float64", "bool", "timestamp", "keyword" */
+    uint64_t rows, nulls;
+    bool has_range;           /* false when every row is NULL */
+    char min_json[96], max_json[96]; /* JSON values (long strings cut, marked "...") */
+    double min_num, max_num;  /* numeric, bool and timestamp (µs) columns */
+    uint64_t distinct_max;    /* largest exact per-segment distinct count (a lower bound) */
+    uint64_t distinct_sum;    /* sum of per-segment distinct counts (an upper bound) */
+    double distinct_hll;      /* HyperLogLog registers merged over segments */
+    uint32_t segments;        /* segments having the column */
+    uint32_t segments_sorted; /* of those, sorted in doc order */
+    uint32_t hist_buckets;    /* equi-depth histogram buckets, summed over segments */
+    uint32_t blocks;          /* column blocks (zone maps), summed */
+    uint32_t segments_btree;  /* segments carrying a B-tree on the column */
+    bool btree;               /* the schema asks for a B-tree */
+} QrColumnStats;
+/* One entry per field that has a column, in schema order.  *out is
+ * qr_malloc'd (qr_free it).  Errors: QR_ENOMEM. */
+int qr_table_column_stats(QrTable *t, QrColumnStats **out, int *n, QrError *err);
+
 /* Writes: upsert (by primary key), delete, commit (durable + visible). */
 int qr_put(QrTable *t, const char *json, size_t len, bool *replaced, QrError *err);
 struct cJSON;
@@ -104,7 +131,51 @@ typedef struct QrSearchReq {
     atomic_bool *cancel;      /* may be NULL */
     bool exhaustive;          /* disable dynamic pruning (tests, EXPLAIN) */
     int max_expansions;       /* prefix/fuzzy terms scored individually (default 128) */
+    /* structured filter and order (docs/query-language.md "Filters", "Sorting") */
+    const char *filter;       /* SQL-WHERE filter text, or NULL */
+    size_t filter_len;        /* bytes of filter (0 = strlen) */
+    const struct QrFilter *filter_tree; /* prebuilt filter (query/filter.h), borrowed;
+                                 used when filter is NULL */
+    const char *sort;         /* "published:desc,symbol" (default asc; _score, _id too), or
+                                 NULL = _score:desc.  An explicit sort breaks ties by _id */
+    const char *search_after; /* cursor: the JSON array a previous page's last hit carried in
+                                 sort_json (same q, filter and sort), or NULL */
+    int access_path;          /* QrAccessPath of query/filter.h: 0 = chosen by cost; forces
+                                 how filters read columns (tests, SET quarry.access_path) */
+    const struct QrFacetReq *facets; /* borrowed: n_facets summaries over all matches */
+    int n_facets;
 } QrSearchReq;
+
+/* Facets: summaries over every match of q + filter (not only the hits). */
+typedef enum QrFacetKind {
+    QR_FACET_TERMS,     /* value counts of a keyword/bool/int column, top `size` */
+    QR_FACET_HISTOGRAM, /* counts per bucket floor(v / interval) * interval (numeric,
+                           timestamp: interval in the column's unit, µs for timestamps) */
+    QR_FACET_STATS      /* count, min, max, sum, avg of a numeric/timestamp column */
+} QrFacetKind;
+
+typedef struct QrFacetReq {
+    QrFacetKind kind;
+    const char *field;        /* borrowed */
+    int size;                 /* TERMS: buckets returned (default 10); HISTOGRAM: cap */
+    double interval;          /* HISTOGRAM: bucket width > 0 */
+} QrFacetReq;
+
+typedef struct QrFacetBucket {
+    char *key_json;           /* the value (TERMS) or bucket start (HISTOGRAM) as JSON */
+    uint64_t count;
+} QrFacetBucket;
+
+typedef struct QrFacetRes {
+    QrFacetKind kind;
+    const char *field;        /* arena copy */
+    int n_buckets;            /* TERMS: by count desc, then value; HISTOGRAM: by key */
+    QrFacetBucket *buckets;
+    uint64_t other;           /* TERMS: matches whose value is not in the buckets shown */
+    uint64_t missing;         /* matches where the field is NULL */
+    uint64_t count;           /* STATS: non-NULL values */
+    double min, max, sum, avg; /* STATS (timestamps in µs); valid when count > 0 */
+} QrFacetRes;
 
 void qr_search_req_init(QrSearchReq *r);
 
@@ -114,13 +185,19 @@ typedef struct QrHit {
     char *id_json;            /* the primary key as JSON text */
     char *snippet;            /* NULL unless requested */
     char *doc_json;           /* NULL unless requested */
+    char *sort_json;          /* with an explicit sort or search_after: the JSON array of the
+                                 hit's sort values then its id (a search_after cursor) */
 } QrHit;
 
 typedef struct QrSearchStats {
     uint64_t postings_blocks_decoded, postings_blocks_skipped;
     uint64_t docs_scored;
     uint32_t segments;
-    const char *strategy;     /* "wand", "and", "exhaustive", "count" */
+    const char *strategy;     /* "wand", "and", "exhaustive", "count", "filter", "sort" */
+    /* filters (QrFilterStats of query/filter.h, summed over segments) */
+    uint64_t filter_blocks_total, filter_blocks_skipped, filter_blocks_scanned;
+    uint64_t filter_btree_pages, filter_candidates_checked, filter_rows;
+    uint32_t filter_segs_scan, filter_segs_check, filter_segs_btree;
 } QrSearchStats;
 
 typedef struct QrSearchRes {
@@ -129,6 +206,8 @@ typedef struct QrSearchRes {
     QrHit *hits;              /* arena memory */
     double took_ms;
     QrSearchStats stats;
+    int n_facets;             /* one per requested facet, in request order */
+    QrFacetRes *facets;
     QrArena *arena;           /* owns everything above */
 } QrSearchRes;
 
