@@ -1,0 +1,259 @@
+/*
+ * sql.h — the SQL front door: sessions, statement splitting, prepare
+ * (parse + analyze), execute with parameters, typed results, notices and the
+ * COPY handshake.  server/ (PostgreSQL port, HTTP /sql, `quarry sql`) calls
+ * SQL only through this header, quarry.h and the store/ base kit.
+ *
+ * Layer: query/.  Dialect: PostgreSQL 15's grammar (libpg_query); the
+ * surface is described in docs/sql.md, the planner in docs/planner.md.
+ *
+ * Model.  A QrSqlSession is one client connection: settings (SET/SHOW),
+ * the transaction state, prepared statements cached by their text, an
+ * in-progress COPY FROM STDIN, and a cancel flag.  A session is used by one
+ * thread at a time, except qr_sql_session_cancel which any thread may call.
+ *
+ *   split   -> spans of single statements (simple protocol: many per query)
+ *   prepare -> QrSqlStmt: parameter type OIDs and result columns (Describe)
+ *   execute -> QrSqlResult: command tag, columns, materialized rows that the
+ *              port may fetch N at a time (Execute row limits), notices
+ *
+ * Errors.  QrError with a code (SQLSTATE derived from it) and, where known,
+ * a specific SQLSTATE (qr_error_sqlstate): 42601 syntax error, 42703
+ * undefined column, 42P01 undefined table, 42883 undefined function, 22012
+ * division by zero, 22003 numeric out of range, 25P02 in failed transaction,
+ * 23505 unique violation, 0A000 unsupported construct (the message names
+ * it), 57014 canceled / statement timeout, 54000 memory cap.  For syntax
+ * errors and unknown names QrError.offset is the 1-based CHARACTER position
+ * in the text given to prepare (PostgreSQL's "position" field), -1 if none;
+ * a caller that prepared statement k of a split query string adds
+ * qr_sql_utf8_chars(query, span.offset) to map it onto the whole string.
+ *
+ * Ownership.  Results and statements own all their memory (one arena each);
+ * strings and values they hand out are valid until the matching _free /
+ * _unref.  Parameter values are borrowed for the duration of the call.
+ */
+#ifndef QR_SQL_H
+#define QR_SQL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "query/quarry.h"
+#include "store/buf.h"
+#include "store/error.h"
+
+/* ---- types ---------------------------------------------------------------- */
+
+/* SQL value types.  The PostgreSQL type OID of each is qr_sql_type_oid(). */
+typedef enum QrSqlType {
+    QR_SQL_UNKNOWN = 0, /* an untyped NULL or literal (reported as text, oid 25) */
+    QR_SQL_BOOL,        /* 16   u.b */
+    QR_SQL_INT2,        /* 21   u.i */
+    QR_SQL_INT4,        /* 23   u.i */
+    QR_SQL_INT8,        /* 20   u.i */
+    QR_SQL_FLOAT4,      /* 700  u.f */
+    QR_SQL_FLOAT8,      /* 701  u.f */
+    QR_SQL_NUMERIC,     /* 1700 u.s: decimal text ("12.50"); arithmetic uses float8 */
+    QR_SQL_TEXT,        /* 25   u.s */
+    QR_SQL_VARCHAR,     /* 1043 u.s */
+    QR_SQL_NAME,        /* 19   u.s (catalogs) */
+    QR_SQL_CHAR,        /* 18   u.s, one byte ("char" in catalogs) */
+    QR_SQL_OID,         /* 26   u.i */
+    QR_SQL_TIMESTAMP,   /* 1114 u.i microseconds since 1970-01-01 00:00:00 */
+    QR_SQL_TIMESTAMPTZ, /* 1184 u.i microseconds since the epoch, UTC */
+    QR_SQL_TYPE_COUNT
+} QrSqlType;
+
+/* PostgreSQL type OID (25 for UNKNOWN), the type's name as PostgreSQL
+ * spells it ("int8", "timestamptz"), and its pg_type.typlen (-1 varlena). */
+uint32_t qr_sql_type_oid(QrSqlType t);
+const char *qr_sql_type_name(QrSqlType t);
+int16_t qr_sql_type_len(QrSqlType t);
+/* The type of an OID; false when Quarry does not know it. */
+bool qr_sql_type_from_oid(uint32_t oid, QrSqlType *out);
+
+/* One value.  When is_null the union is unused.  Strings are NOT
+ * NUL-terminated necessarily (use n) and borrow the result's arena. */
+typedef struct QrSqlValue {
+    QrSqlType type;
+    bool is_null;
+    union {
+        bool b;
+        int64_t i; /* int2/4/8, oid, timestamp(tz) microseconds */
+        double f;  /* float4/8 */
+        struct {
+            const char *s;
+            size_t n;
+        } s;       /* text, varchar, name, char, numeric */
+    } u;
+} QrSqlValue;
+
+/* Append the PostgreSQL text form of v (NULL appends nothing: the caller
+ * sends the NULL marker): bools "t"/"f", floats with the shortest
+ * round-trip digits ("Infinity", "NaN"), timestamps "2025-01-15 10:00:00[.ffffff]"
+ * (timestamptz with "+00"). */
+void qr_sql_value_text(const QrSqlValue *v, QrBuf *out);
+
+/* ---- sessions ------------------------------------------------------------- */
+
+typedef struct QrSqlSession QrSqlSession;
+
+/* A new session on an open database (borrowed; must outlive the session). */
+int qr_sql_session_new(QrDb *db, QrSqlSession **out, QrError *err);
+/* Rolls back an open transaction, aborts a COPY, frees every prepared
+ * statement the session caches.  NULL is a no-op. */
+void qr_sql_session_free(QrSqlSession *s);
+QrDb *qr_sql_session_db(const QrSqlSession *s);
+
+/* Transaction status for ReadyForQuery: 'I' idle, 'T' in a transaction
+ * block, 'E' in a failed block (every statement but ROLLBACK/COMMIT then
+ * fails with 25P02 until the block ends). */
+char qr_sql_session_txn_status(const QrSqlSession *s);
+
+/* Ask the statement running in this session to stop: it fails with
+ * QR_ECANCELED (57014) at its next check (every scan loop checks).  Safe
+ * from any thread; the flag is cleared when the next statement starts. */
+void qr_sql_session_cancel(QrSqlSession *s);
+
+/* Settings (SET / SHOW; names are case-insensitive).  Known ones are
+ * validated: statement_timeout (ms or '5s'), quarry.access_path
+ * (auto|text|btree|scan|check|full), quarry.mem_cap (bytes per query),
+ * plus client_encoding, DateStyle, TimeZone, search_path,
+ * application_name, extra_float_digits... kept as text.  Unknown names
+ * without a dot are QR_EINVAL (42704); "ext.name" custom settings are
+ * accepted as PostgreSQL does.  qr_sql_session_get returns NULL for an unset
+ * unknown name; the string is valid until the next set. */
+int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrError *err);
+const char *qr_sql_session_get(const QrSqlSession *s, const char *name);
+
+/* ---- statements ----------------------------------------------------------- */
+
+/* A statement's span inside a query string (bytes). */
+typedef struct QrSqlSpan {
+    size_t offset, len;
+} QrSqlSpan;
+
+/* Split a query string into statements (libpg_query's parser-based split,
+ * so strings, comments and dollar quotes are handled).  Empty statements are
+ * dropped; *n may be 0.  *spans is qr_malloc'd (qr_free it).  Syntax errors
+ * are reported here with their position. */
+int qr_sql_split(const char *sql, size_t len, QrSqlSpan **spans, int *n, QrError *err);
+
+/* Characters (UTF-8 code points) in the first n bytes of text. */
+int64_t qr_sql_utf8_chars(const char *text, size_t n);
+
+/* A result column (RowDescription). */
+typedef struct QrSqlColumn {
+    const char *name;   /* output name ("count", "?column?" as PostgreSQL) */
+    QrSqlType type;
+    uint32_t table_oid; /* 0 unless a plain table column */
+    int16_t attnum;     /* 0 unless a plain table column */
+    int32_t typmod;     /* -1 */
+} QrSqlColumn;
+
+typedef struct QrSqlStmt QrSqlStmt;
+
+/* Parse and analyze ONE statement (text need not be NUL-terminated).
+ * param_oids[0..n_param_oids) are the types the client declared (0 =
+ * infer); other $n are inferred from their context (compared with a
+ * column: its type; otherwise text).  Statements are cached per session by
+ * text and declared types, so preparing the same text again is cheap and
+ * returns the same statement with one more reference.  Errors: syntax
+ * (42601), unknown table / column / function, unsupported constructs. */
+int qr_sql_prepare(QrSqlSession *s, const char *sql, size_t len, const uint32_t *param_oids,
+                   int n_param_oids, QrSqlStmt **out, QrError *err);
+void qr_sql_stmt_unref(QrSqlStmt *st); /* NULL is a no-op */
+
+/* Number of $n parameters and the OID of parameter i (0-based). */
+int qr_sql_stmt_n_params(const QrSqlStmt *st);
+uint32_t qr_sql_stmt_param_oid(const QrSqlStmt *st, int i);
+/* Result columns (NoData when *n_cols == 0: the statement returns no rows). */
+void qr_sql_stmt_columns(const QrSqlStmt *st, const QrSqlColumn **cols, int *n_cols);
+/* "SELECT", "INSERT", "BEGIN"... (the command tag's first word(s)). */
+const char *qr_sql_stmt_kind(const QrSqlStmt *st);
+
+/* Bound parameter values (Bind).  values[i] NULL = SQL NULL.  formats: NULL
+ * = all text; n_formats 1 = one code for all; else one per parameter
+ * (0 text, 1 binary: PostgreSQL's send formats for int2/4/8, float4/8, bool,
+ * text/varchar, timestamp(tz) int64 microseconds since 2000-01-01). */
+typedef struct QrSqlParams {
+    int n;
+    const char *const *values;
+    const int *lengths;
+    const int16_t *formats;
+    int n_formats;
+} QrSqlParams;
+
+/* ---- results -------------------------------------------------------------- */
+
+typedef enum QrSqlResultKind {
+    QR_SQL_RES_COMMAND, /* no rows: tag only ("CREATE TABLE", "INSERT 0 3") */
+    QR_SQL_RES_ROWS,    /* rows: RowDescription + DataRows + tag ("SELECT 5") */
+    QR_SQL_RES_COPY_IN, /* COPY FROM STDIN started: send CopyInResponse, then feed
+                           qr_sql_copy_data / _done / _fail */
+    QR_SQL_RES_COPY_OUT,/* COPY TO STDOUT: rows to send as CopyData lines
+                           (qr_sql_copy_row), then the tag "COPY n" */
+    QR_SQL_RES_EMPTY,   /* an empty query (EmptyQueryResponse) */
+} QrSqlResultKind;
+
+typedef enum QrSqlCopyFormat { QR_SQL_COPY_TEXT, QR_SQL_COPY_CSV } QrSqlCopyFormat;
+
+typedef struct QrSqlNotice {
+    const char *severity; /* "NOTICE", "WARNING", "INFO" */
+    char sqlstate[6];
+    const char *message;
+    const char *detail;   /* may be NULL */
+} QrSqlNotice;
+
+typedef struct QrSqlResult {
+    QrSqlResultKind kind;
+    char tag[64];            /* command tag, e.g. "SELECT 5", "INSERT 0 3", "COPY 10" */
+    int n_cols;
+    QrSqlColumn *cols;       /* ROWS, COPY_IN (target columns), COPY_OUT */
+    uint64_t n_rows;
+    QrSqlValue *vals;        /* n_rows * n_cols, row-major */
+    uint64_t pos;            /* next row qr_sql_result_fetch returns */
+    QrSqlCopyFormat copy_format;
+    char copy_delim;         /* '\t' text, ',' csv */
+    bool copy_header;        /* CSV HEADER */
+    const char *copy_null;   /* NULL marker ("\\N" text, "" csv) */
+    int n_notices;
+    QrSqlNotice *notices;
+    double took_ms;
+    struct QrArena *arena;   /* owns everything above */
+} QrSqlResult;
+
+/* Execute a prepared statement (its parameters bound).  *out gets a result
+ * on success (kind as above); on error *out is NULL, and a session in a
+ * transaction block turns 'E'.  Cancellation, statement_timeout and the
+ * memory cap apply. */
+int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params,
+                   QrSqlResult **out, QrError *err);
+/* Prepare (uncached) and execute one statement without parameters: the
+ * simple protocol's per-statement step.  An empty text gives RES_EMPTY. */
+int qr_sql_exec(QrSqlSession *s, const char *sql, size_t len, QrSqlResult **out, QrError *err);
+void qr_sql_result_free(QrSqlResult *r); /* NULL is a no-op */
+
+/* Next rows for an Execute with a row limit: *rows points at up to `max`
+ * rows (max 0 = all remaining) from r->pos, *n how many; r->pos advances.
+ * Returns true while rows remain after this batch (PortalSuspended). */
+bool qr_sql_result_fetch(QrSqlResult *r, uint64_t max, const QrSqlValue **rows, uint64_t *n);
+
+/* ---- COPY ----------------------------------------------------------------- */
+
+/* After a COPY_IN result: feed data in any chunking (lines may span chunks),
+ * then done (returns the "COPY n" result; the rows are committed, or joined
+ * to the open transaction) or fail (discards everything, with the client's
+ * message).  Bad rows fail with the line number in QrError.line. */
+int qr_sql_copy_data(QrSqlSession *s, const char *data, size_t len, QrError *err);
+int qr_sql_copy_done(QrSqlSession *s, QrSqlResult **out, QrError *err);
+void qr_sql_copy_fail(QrSqlSession *s, const char *message);
+bool qr_sql_copy_active(const QrSqlSession *s);
+
+/* One row of a COPY_OUT (or any ROWS) result in the result's copy format,
+ * with the trailing newline. */
+void qr_sql_copy_row(const QrSqlResult *r, uint64_t row, QrBuf *out);
+
+#endif

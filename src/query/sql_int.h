@@ -1,0 +1,370 @@
+/*
+ * sql_int.h — private to the SQL engine (query/sql_*.c): the session and
+ * statement records, the execution context, the parse-tree helpers, values
+ * and expressions, row sources, the planner's records, and the hooks by
+ * which utility statements (DDL, DML, COPY, transactions, SET/SHOW,
+ * catalogs) reach sql_utility.c and friends.  Sectioned per file.
+ *
+ * Layer: query/.  Parse trees are libpg_query's JSON output read with cJSON
+ * (node = {"Tag": {fields}}; "location" fields are byte offsets into the
+ * statement text).
+ */
+#ifndef QR_SQL_INT_H
+#define QR_SQL_INT_H
+
+#include <cJSON.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "query/query_int.h"
+#include "query/sql.h"
+#include "store/mem.h"
+
+typedef QrSqlValue SqlValue;
+
+/* ======================================================================== */
+/* sql_session.c — sessions, settings, statements, execute                   */
+/* ======================================================================== */
+
+typedef enum SqlAccessPath {
+    SQL_PATH_AUTO,  /* the cost planner chooses */
+    SQL_PATH_TEXT,  /* text index first, check the other conditions per candidate */
+    SQL_PATH_BTREE, /* B-tree first (falls back to scan while no B-tree exists) */
+    SQL_PATH_SCAN,  /* zone-map column scan to a bitmap, then text / check */
+    SQL_PATH_CHECK, /* text index first, every structured condition checked per row */
+    SQL_PATH_FULL,  /* every live document, every condition per row */
+} SqlAccessPath;
+
+typedef struct SqlSetting {
+    char name[64];   /* lowercased */
+    char *value;     /* owns (qr_malloc) */
+} SqlSetting;
+
+struct QrSqlSession {
+    QrDb *db;                 /* borrows */
+    atomic_bool cancel;       /* set from any thread; cleared per statement */
+    char txn_status;          /* 'I', 'T', 'E' (sql_txn.c moves it) */
+    SqlSetting *settings;     /* owns */
+    int n_settings, cap_settings;
+    QrSqlStmt **cache;        /* owns one reference each: prepared statements by text */
+    int n_cache, cap_cache;
+    void *u_state;            /* owned by the utility side (transaction, COPY);
+                                 freed by sqlu_session_free */
+};
+
+/* Decoded parameter values ($1 is v[0]). */
+typedef struct SqlParams {
+    int n;
+    SqlValue *v;
+} SqlParams;
+
+struct QrSqlStmt {
+    int refs;
+    QrArena *arena;           /* owns what follows (except tree) */
+    char *sql;                /* the statement text, NUL-terminated */
+    size_t len;
+    cJSON *tree;              /* owns: libpg_query's JSON parse */
+    const cJSON *stmt;        /* borrows tree: {"SelectStmt": {...}} */
+    const char *node_tag;     /* "SelectStmt", "InsertStmt", ... */
+    const char *kind;         /* "SELECT", "INSERT", ... */
+    int n_params;
+    uint32_t *param_oids;     /* n_params */
+    QrSqlType *param_types;
+    int n_cols;
+    QrSqlColumn *cols;
+    uint32_t *declared;       /* declared oids at prepare (cache key) */
+    int n_declared;
+};
+
+/* Everything one statement's execution (or analysis) sees. */
+typedef struct SqlCtx {
+    QrSqlSession *sess;       /* borrows */
+    QrArena *arena;           /* the statement's or result's arena */
+    const char *sql;          /* statement text (error positions) */
+    size_t sql_len;
+    const SqlParams *params;  /* NULL while only analyzing */
+    QrSqlType *param_types;   /* inferred parameter types (analysis writes) */
+    int n_params;             /* highest $n seen */
+    bool analyze_only;        /* prepare: bind, no execution */
+    uint64_t t0_ns;
+    uint64_t deadline_ns;     /* 0 = none */
+    SqlAccessPath path;       /* quarry.access_path */
+    QrSqlResult *res;         /* notices go here (may be NULL) */
+    uint64_t ticks;           /* rows since the last deadline check */
+    QrError *err;             /* the statement's error (first wins) */
+} SqlCtx;
+
+/* Error helpers: set err with the 1-based character position of the byte
+ * `loc` of the statement (loc < 0: no position).  Return the code. */
+int sql_err_at(SqlCtx *cx, int loc, QrCode code, const char *sqlstate, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* Cancellation / timeout / memory cap check for scan loops: QR_OK or the
+ * error (also set in cx->err).  Cheap: looks at the clock every 1024 calls. */
+int sql_check(SqlCtx *cx);
+/* Add a notice to the result. */
+void sql_notice(SqlCtx *cx, const char *severity, const char *sqlstate, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Statement timeout in ms from the session settings (0 = none). */
+uint64_t sql_session_timeout_ms(const QrSqlSession *s);
+
+/* ======================================================================== */
+/* sql_node.c — reading libpg_query's JSON tree                              */
+/* ======================================================================== */
+
+/* The tag of a node {"Tag": {...}} (NULL if not a node). */
+const char *sqlj_tag(const cJSON *n);
+/* The body of a node if its tag is `tag` (NULL otherwise). */
+const cJSON *sqlj_is(const cJSON *n, const char *tag);
+/* The body of a node, whatever its tag. */
+const cJSON *sqlj_body(const cJSON *n);
+/* Fields of a body (NULL / default when absent). */
+const cJSON *sqlj_get(const cJSON *body, const char *key);
+const char *sqlj_str(const cJSON *body, const char *key);
+int sqlj_int(const cJSON *body, const char *key, int dflt);
+bool sqlj_bool(const cJSON *body, const char *key);
+/* "location" of a node or body, -1 if none. */
+int sqlj_loc(const cJSON *n);
+/* The sval of a {"String": {"sval": ...}} node (NULL otherwise). */
+const char *sqlj_sval(const cJSON *n);
+/* The last name of a list of String nodes (funcname, typeName.names). */
+const char *sqlj_last_name(const cJSON *list);
+
+/* ======================================================================== */
+/* sql_value.c — values, casts, comparison, text forms                       */
+/* ======================================================================== */
+
+static inline SqlValue sqlv_null(void) { SqlValue v = {.type = QR_SQL_UNKNOWN, .is_null = true}; return v; }
+static inline SqlValue sqlv_int(int64_t i) { SqlValue v = {.type = QR_SQL_INT8, .u.i = i}; return v; }
+static inline SqlValue sqlv_float(double f) { SqlValue v = {.type = QR_SQL_FLOAT8, .u.f = f}; return v; }
+static inline SqlValue sqlv_bool(bool b) { SqlValue v = {.type = QR_SQL_BOOL, .u.b = b}; return v; }
+static inline SqlValue sqlv_text(const char *s, size_t n)
+{
+    SqlValue v = {.type = QR_SQL_TEXT, .u.s = {s, n}};
+    return v;
+}
+/* Classes of types for operators. */
+bool sqlt_is_int(QrSqlType t);    /* int2/4/8, oid */
+bool sqlt_is_float(QrSqlType t);  /* float4/8, numeric */
+bool sqlt_is_num(QrSqlType t);
+bool sqlt_is_str(QrSqlType t);    /* text, varchar, name, char, unknown */
+bool sqlt_is_ts(QrSqlType t);
+/* A type name from the parse tree ("int4", "varchar", "timestamptz",
+ * "double precision" as "float8") — false if unknown. */
+bool sqlt_from_name(const char *name, QrSqlType *out);
+/* Cast (explicit CAST / ::, and implicit coercions).  Text parses with
+ * PostgreSQL's input rules; errors are 22P02 invalid_text_representation /
+ * 22003 out of range / 22007 bad datetime.  Strings go to the arena. */
+int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *out);
+/* Total order used by ORDER BY / GROUP BY / DISTINCT (NULLs compare as
+ * largest, as PostgreSQL's default ASC NULLS LAST); numbers compare across
+ * int/float; strings by bytes (COLLATE "C"). */
+int sqlv_cmp(const SqlValue *a, const SqlValue *b);
+/* Equality for grouping / hashing (NULL = NULL here). */
+bool sqlv_same(const SqlValue *a, const SqlValue *b);
+uint64_t sqlv_hash(const SqlValue *v);
+/* JSON literal of a value (documents for INSERT / UPDATE). */
+void sqlv_json(const SqlValue *v, QrBuf *out);
+/* Parse a timestamp literal (ISO 8601, PostgreSQL's forms) to microseconds. */
+bool sqlv_parse_ts(const char *s, size_t n, int64_t *us);
+/* Copy a value's string bytes into the arena (values that outlive a scan). */
+int sqlv_own(SqlCtx *cx, SqlValue *v);
+
+/* ======================================================================== */
+/* sql_expr.c — expressions: binding and evaluation                          */
+/* ======================================================================== */
+
+/* A column visible to expressions: rows are arrays of SqlValue, one per
+ * scope column, in scope order. */
+typedef struct SqlCol {
+    const char *name;
+    const char *qual;      /* table name or alias (NULL for derived columns) */
+    QrSqlType type;
+    int field;             /* table field index, -1 primary key, -2 _id, -3 _score,
+                              -4 not a table column */
+    bool hidden;           /* _id, _score: not in SELECT * */
+    bool used;             /* referenced (scans fetch only used columns) */
+    uint32_t table_oid;
+    int16_t attnum;
+} SqlCol;
+
+typedef struct SqlScope {
+    int n;
+    SqlCol *cols;          /* arena */
+    struct SqlScope *outer; /* correlated names are not supported: NULL */
+} SqlScope;
+
+typedef enum SqlExprKind {
+    SE_CONST, SE_COL, SE_PARAM, SE_ARITH, SE_NEG, SE_CMP, SE_AND, SE_OR, SE_NOT,
+    SE_IS_NULL, SE_IS_NOT_NULL, SE_IS_TRUE, SE_IS_FALSE, SE_IN, SE_LIKE, SE_CASE,
+    SE_COALESCE, SE_NULLIF, SE_GREATEST, SE_LEAST, SE_CAST, SE_FUNC, SE_AGG,
+    SE_MATCH, SE_SCORE, SE_SNIPPET, SE_IN_SET, SE_CONCAT,
+} SqlExprKind;
+
+typedef struct SqlExpr SqlExpr;
+typedef struct SqlAgg SqlAgg;
+typedef struct SqlTextPred SqlTextPred;
+typedef struct SqlFuncDef SqlFuncDef;
+typedef struct SqlValueSet SqlValueSet;
+
+struct SqlExpr {
+    SqlExprKind kind;
+    QrSqlType type;        /* result type */
+    int loc;               /* byte offset in the statement, -1 */
+    int op;                /* SE_ARITH '+','-','*','/','%'; SE_CMP: SQL_CMP_*;
+                              SE_LIKE: 1 ILIKE | 2 NOT; SE_IN: 1 NOT */
+    int col;               /* SE_COL: scope index; SE_PARAM: 0-based; SE_AGG: slot */
+    SqlValue val;          /* SE_CONST */
+    int n_args;
+    SqlExpr **args;        /* operands (SE_CASE: [arg?] when/then pairs, else) */
+    bool case_has_arg;     /* SE_CASE with CASE x WHEN ... */
+    bool case_has_else;
+    const SqlFuncDef *fn;  /* SE_FUNC */
+    SqlTextPred *text;     /* SE_MATCH / SE_SCORE / SE_SNIPPET */
+    SqlValueSet *set;      /* SE_IN_SET: materialized subquery */
+    const char *name;      /* output name hint ("count", column name) */
+};
+
+enum { SQL_CMP_EQ, SQL_CMP_NE, SQL_CMP_LT, SQL_CMP_LE, SQL_CMP_GT, SQL_CMP_GE };
+
+/* Aggregates referenced by a query (SE_AGG.col is the slot). */
+typedef enum SqlAggKind {
+    SA_COUNT_STAR, SA_COUNT, SA_SUM, SA_AVG, SA_MIN, SA_MAX, SA_PCT_CONT, SA_PCT_DISC,
+    SA_BOOL_AND, SA_BOOL_OR, SA_STRING_AGG,
+} SqlAggKind;
+
+struct SqlAgg {
+    SqlAggKind kind;
+    bool distinct;
+    SqlExpr *arg;          /* NULL for count(*) */
+    SqlExpr *arg2;         /* string_agg delimiter; percentile fraction */
+    QrSqlType type;        /* result type */
+};
+
+/* Binding context: the scope, aggregates collected (NULL = aggregates not
+ * allowed here), whether text predicates may appear. */
+typedef struct SqlBind {
+    SqlCtx *cx;
+    const SqlScope *scope;
+    SqlAgg **aggs;         /* arena array, grows */
+    int n_aggs, cap_aggs;
+    bool allow_aggs;
+    bool in_agg;
+    struct SqlSelectPlan *plan; /* for text predicates / subqueries (may be NULL) */
+} SqlBind;
+
+/* Bind a parse-tree expression against a scope (NULL = no columns). */
+int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out);
+/* Evaluate over one row of the scope (aggregate slots read `aggv`). */
+typedef struct SqlEvalRow {
+    const SqlValue *row;   /* scope values */
+    const SqlValue *aggv;  /* aggregate results (post-aggregation expressions) */
+    int64_t doc;           /* global doc id of the row's table (text predicates), -1 */
+    float score;           /* BM25 score of the row (score()), 0 */
+} SqlEvalRow;
+int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out);
+/* WHERE semantics: true only for a non-NULL true. */
+int sql_expr_test(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, bool *pass);
+/* Is the expression constant (no columns, aggregates, text predicates)? */
+bool sql_expr_is_const(const SqlExpr *e);
+/* Output name of an expression (PostgreSQL's rules: column name, function
+ * name, "?column?"). */
+const char *sql_expr_name(const SqlExpr *e);
+
+/* Simple convenience for the utility side (INSERT VALUES, UPDATE SET, COPY
+ * defaults): bind against a scope (may be NULL) and keep the expression. */
+int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlExpr **out);
+
+/* ======================================================================== */
+/* sql_func.c — scalar functions as data                                     */
+/* ======================================================================== */
+
+struct SqlFuncDef {
+    const char *name;
+    int min_args, max_args;
+    QrSqlType ret;         /* QR_SQL_UNKNOWN: same as the first argument */
+    int (*fn)(SqlCtx *cx, int n, const SqlValue *args, SqlValue *out);
+    bool strict;           /* NULL in any argument -> NULL out */
+};
+const SqlFuncDef *sql_func_find(const char *name, int n_args);
+
+/* ======================================================================== */
+/* Row sources: base tables, catalogs (sql_catalog.c), materialized rows      */
+/* ======================================================================== */
+
+typedef struct SqlSource SqlSource;
+typedef struct SqlSourceVt {
+    /* Next row into row[0..n_cols) (strings in cx->arena or borrowed from
+     * the source until close).  *has_row false at the end. */
+    int (*next)(SqlSource *src, SqlCtx *cx, SqlValue *row, bool *has_row);
+    void (*close)(SqlSource *src);
+} SqlSourceVt;
+
+struct SqlSource {
+    const SqlSourceVt *vt;
+    int n_cols;
+    const char **col_names;
+    QrSqlType *col_types;
+};
+
+/* ======================================================================== */
+/* Hooks implemented by the utility side (sql_utility.c, sql_catalog.c ...)  */
+/* ======================================================================== */
+
+/* Execute a statement that is not SELECT / VALUES / EXPLAIN (`stmt` is the
+ * {"Tag": {...}} node, `tag` its tag).  Fill res (kind, tag, cols, rows in
+ * cx->arena == res->arena).  Errors in cx->err; return the code. */
+int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res);
+/* At prepare: the result columns of such a statement (SHOW, ... RETURNING);
+ * *n_cols 0 when it returns no rows.  Arrays in cx->arena. */
+int sqlu_describe(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlColumn **cols,
+                  int *n_cols);
+/* The command word for a tag ("CREATE TABLE"), NULL if unknown. */
+const char *sqlu_kind(const cJSON *stmt, const char *tag);
+/* COPY FROM STDIN in progress (see sql.h). */
+int sqlu_copy_data(QrSqlSession *s, const char *data, size_t len, QrError *err);
+int sqlu_copy_done(QrSqlSession *s, QrSqlResult *res, QrError *err);
+void sqlu_copy_fail(QrSqlSession *s, const char *message);
+bool sqlu_copy_active(const QrSqlSession *s);
+/* Free u_state (rolls back an open transaction).  Called by session_free. */
+void sqlu_session_free(QrSqlSession *s);
+
+/* Catalog relations (pg_catalog.pg_class, information_schema.columns...).
+ * schema may be NULL (search path: pg_catalog then public).  Returns QR_OK
+ * with *out NULL when the name is not a catalog relation. */
+int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **out);
+/* Catalog / session functions (version(), current_database(),
+ * pg_get_userbyid()...).  Lookup at bind: QR_OK and *ret, or QR_ENOTFOUND
+ * (no error set).  Call at run: out in cx->arena. */
+int sqlcat_func_lookup(const char *schema, const char *name, int n_args, QrSqlType *ret);
+int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_args,
+                     const SqlValue *args, SqlValue *out);
+
+/* ======================================================================== */
+/* sql_select.c / sql_scan.c — queries, offered to the utility side          */
+/* ======================================================================== */
+
+/* The SQL columns of a table: the primary key, the fields in schema order,
+ * then hidden _id (global doc id) and _score.  Scope in cx->arena. */
+int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out);
+QrSqlType sql_field_type(QrFieldType t);
+
+/* Rows of a table matching a WHERE (parse node, NULL = all), with every
+ * scope column (sql_table_scope order) — UPDATE / DELETE with any WHERE.
+ * vals: n * scope->n, in cx->arena. */
+typedef struct SqlTableRows {
+    const SqlScope *scope;
+    uint64_t n;
+    int64_t *docs;         /* global doc ids (snapshot of the scan) */
+    SqlValue *vals;
+} SqlTableRows;
+int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where,
+                   SqlTableRows *out);
+
+/* Run a query node (SelectStmt body's parent node) into res (ROWS):
+ * INSERT ... SELECT, CREATE TABLE AS, COPY (query) TO STDOUT. */
+int sql_query_run(SqlCtx *cx, const cJSON *select_node, QrSqlResult *res);
+/* Result columns of a query without running it (prepare). */
+int sql_query_describe(SqlCtx *cx, const cJSON *select_node, QrSqlColumn **cols, int *n_cols);
+
+#endif
