@@ -12,6 +12,7 @@
  * key of doc d = bytes[offs[d] .. offs[d+1]) and `sorted` lists docs in
  * key order (binary search for lookups).
  */
+#include "index/btree.h"
 #include "index/seg_int.h"
 #include "store/mem.h"
 #include "store/sfile.h"
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 struct Segment {
     _Atomic int refs;
@@ -46,6 +48,13 @@ struct Segment {
     SegFieldStats all_stats;
     Column *cols[QR_MAX_FIELDS];          /* own */
     uint64_t file_bytes;
+    /* B-tree side files: attached and detached while readers run, so the
+     * slots are atomic and a detached tree is kept (retired) until the
+     * segment is freed — readers that loaded it hold a segment reference. */
+    _Atomic(BTree *) bts[QR_MAX_FIELDS];  /* own */
+    pthread_mutex_t bt_lock;              /* guards retired */
+    BTree **retired;                      /* owns */
+    int n_retired;
 };
 
 void seg_meta_write(QrBuf *out, uint32_t n_docs, int n_fields, const uint64_t *field_total,
@@ -110,6 +119,7 @@ int seg_open(const char *path, uint64_t id, Segment **out, QrError *err)
     if (!s)
         return qr_error_set(err, QR_ENOMEM, "out of memory opening a segment");
     atomic_init(&s->refs, 1);
+    pthread_mutex_init(&s->bt_lock, NULL);
     s->id = id;
     s->path = qr_strdup(path);
     int rc;
@@ -247,9 +257,15 @@ void seg_unref(Segment *s)
 {
     if (!s || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
-    for (int f = 0; f < QR_MAX_FIELDS; f++)
+    for (int f = 0; f < QR_MAX_FIELDS; f++) {
         if (s->cols[f])
             col_close(s->cols[f]);
+        bt_close(atomic_load(&s->bts[f]));
+    }
+    for (int k = 0; k < s->n_retired; k++)
+        bt_close(s->retired[k]);
+    qr_free(s->retired);
+    pthread_mutex_destroy(&s->bt_lock);
     ds_close(s->ds);
     td_close(s->td);
     if (s->sf)
@@ -295,6 +311,105 @@ const Column *seg_column(const Segment *s, int field)
     return s->cols[field];
 }
 
+const struct BTree *seg_btree(const Segment *s, int field)
+{
+    if (field < 0 || field >= QR_MAX_FIELDS)
+        return NULL;
+    return atomic_load(&((Segment *)s)->bts[field]);
+}
+
+void seg_btree_path(char *out, size_t n, const char *seg_path, int field)
+{
+    size_t len = strlen(seg_path);
+    if (len >= 5 && !strcmp(seg_path + len - 5, ".qseg"))
+        len -= 5;
+    snprintf(out, n, "%.*s.f%d%s", (int)len, seg_path, field, BT_FILE_SUFFIX);
+}
+
+/* Swap field f's tree for `bt` (may be NULL); the old one is retired. */
+static int seg_btree_swap(Segment *s, int f, BTree *bt, QrError *err)
+{
+    pthread_mutex_lock(&s->bt_lock);
+    BTree *old = atomic_load(&s->bts[f]);
+    if (old) {
+        BTree **r = qr_realloc(s->retired, ((size_t)s->n_retired + 1) * sizeof *r);
+        if (!r) {
+            pthread_mutex_unlock(&s->bt_lock);
+            bt_close(bt);
+            return qr_error_set(err, QR_ENOMEM, "out of memory attaching an index");
+        }
+        s->retired = r;
+        s->retired[s->n_retired++] = old;
+    }
+    atomic_store(&s->bts[f], bt);
+    pthread_mutex_unlock(&s->bt_lock);
+    return QR_OK;
+}
+
+int seg_sync_btrees(Segment *s, const QrSchema *schema, bool build, bool do_fsync, QrError *err)
+{
+    char path[4096], name[160];
+    for (int f = 0; f < QR_MAX_FIELDS; f++) {
+        const Column *c = f < schema->n_fields ? seg_column(s, f) : NULL;
+        bool want = c && f < schema->n_fields && schema->fields[f].btree;
+        BTree *cur = atomic_load(&s->bts[f]);
+        if (!want) {
+            if (cur) {
+                int rc = seg_btree_swap(s, f, NULL, err);
+                if (rc)
+                    return rc;
+            }
+            continue;
+        }
+        if (cur)
+            continue;
+        seg_btree_path(path, sizeof path, s->path, f);
+        snprintf(name, sizeof name, "segment %llu field \"%s\"", (unsigned long long)s->id,
+                 schema->fields[f].name);
+        BTree *bt = NULL;
+        QrError e;
+        qr_error_clear(&e);
+        int rc = bt_open(path, name, &bt, &e);
+        if (rc == QR_OK && (bt_rows(bt) != col_rows(c) || bt_type(bt) != col_type(c))) {
+            bt_close(bt);
+            bt = NULL;
+            rc = qr_error_set(&e, QR_ECORRUPT, "B-tree index %s does not match its column", name);
+        }
+        if (rc != QR_OK) {
+            if (!build)
+                continue; /* read-only: the field is served by column scans */
+            if (rc != QR_ENOTFOUND)
+                qr_log(QR_LOG_WARN, "rebuilding %s from its column: %s", path, e.message);
+            if ((rc = bt_write(c, path, do_fsync, err)) != QR_OK ||
+                (rc = bt_open(path, name, &bt, err)) != QR_OK)
+                return rc;
+        }
+        if ((rc = seg_btree_swap(s, f, bt, err)) != QR_OK)
+            return rc;
+    }
+    return QR_OK;
+}
+
+void seg_remove_btree_files(const char *seg_path)
+{
+    char path[4096];
+    for (int f = 0; f < QR_MAX_FIELDS; f++) {
+        seg_btree_path(path, sizeof path, seg_path, f);
+        unlink(path);
+    }
+}
+
+int seg_verify_btrees(const Segment *s, QrError *err)
+{
+    for (int f = 0; f < QR_MAX_FIELDS; f++) {
+        const BTree *bt = seg_btree(s, f);
+        int rc = bt ? bt_verify(bt, err) : QR_OK;
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
+}
+
 bool seg_term(const Segment *s, int field, const char *term, size_t len, TermPostings *tp)
 {
     uint8_t kb[1 + 1024];
@@ -308,8 +423,11 @@ bool seg_term(const Segment *s, int field, const char *term, size_t len, TermPos
 Iter *seg_postings(const Segment *s, IterCtx *ctx, const TermPostings *tp,
                    const PostScorer *scorer, bool want_positions)
 {
-    return post_iter_open(ctx, s->post, s->post_len, s->pos, s->pos_len, tp, scorer,
-                          want_positions);
+    Iter *it = post_iter_open(ctx, s->post, s->post_len, s->pos, s->pos_len, tp, scorer,
+                              want_positions);
+    if (it)
+        post_iter_set_doc_limit(it, s->n_docs);
+    return it;
 }
 
 bool seg_pk(const Segment *s, uint32_t doc, const uint8_t **key, size_t *len)
@@ -343,7 +461,11 @@ int64_t seg_pk_lookup(const Segment *s, const uint8_t *key, size_t len)
     return d;
 }
 
-int seg_verify(const Segment *s, QrError *err) { return sf_verify(s->sf, err); }
+int seg_verify(const Segment *s, QrError *err)
+{
+    int rc = sf_verify(s->sf, err);
+    return rc ? rc : seg_verify_btrees(s, err);
+}
 
 /* ---- merge ---- */
 

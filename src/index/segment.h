@@ -132,7 +132,26 @@ const Column *seg_column(const Segment *s, int field);
  * to the segment (a dropped index stays readable until then). */
 struct BTree;
 const struct BTree *seg_btree(const Segment *s, int field);
-/* Check every section's checksum (quarry check). */
+/* Side-file path of field f's B-tree for the segment file `seg_path`:
+ * "seg-<id>.f<f>.qbt" beside "seg-<id>.qseg". */
+void seg_btree_path(char *out, size_t n, const char *seg_path, int field);
+/* Make the segment's B-trees follow the schema: every field with
+ * btree == true that has a column in this segment gets its side file opened
+ * — built from the column (bt_write) when it is missing, and rebuilt with a
+ * warning when it is damaged or does not match the column (a side file is
+ * derived data: the checksummed column is the truth).  Trees of fields no
+ * longer indexed are detached (kept alive until the segment is freed).
+ * build = false (read-only tables): absent or damaged files are left out and
+ * the field is served by column scans.  Fields without a column in this
+ * segment (added after it was written: all NULL) get no tree.  Call under the
+ * table's write lock; readers may run concurrently.  Errors: QR_EIO,
+ * QR_ENOMEM from building. */
+int seg_sync_btrees(Segment *s, const QrSchema *schema, bool build, bool do_fsync, QrError *err);
+/* Unlink every B-tree side file of the segment file `seg_path`. */
+void seg_remove_btree_files(const char *seg_path);
+/* bt_verify of every attached tree (seg_verify calls it). */
+int seg_verify_btrees(const Segment *s, QrError *err);
+/* Check every section's checksum and every attached B-tree (quarry check). */
 int seg_verify(const Segment *s, QrError *err);
 
 /* ---- merging ---- */

@@ -7,6 +7,10 @@
  *   <table>/MANIFEST                sealed: schema, segments, checkpoint LSN
  *   <table>/seg-<id>.qseg           immutable segments (index/segment.h)
  *   <table>/seg-<id>.del.<gen>      roaring bitmap of deleted docs
+ *   <table>/seg-<id>.f<k>.qbt       B-tree of field k (index/btree.h), for
+ *                                   fields the schema indexes; derived data:
+ *                                   built at spill/merge/CREATE INDEX and
+ *                                   rebuilt at open when missing or damaged
  *   <table>/wal/wal-<lsn>.log       write-ahead log (store/wal.h)
  *
  * Invariants (under wlock):
@@ -396,6 +400,13 @@ static int spill_builder(Table *t, QrError *err)
         unlink(path);
         return rc;
     }
+    if ((rc = seg_sync_btrees(seg, &t->schema, true, false, err)) != QR_OK) {
+        seg_unref(seg);
+        roaring_bitmap_free(bdel);
+        unlink(path);
+        seg_remove_btree_files(path);
+        return rc;
+    }
     int n = t->n_pending + 1;
     Segment **p = qr_realloc(t->pending, (size_t)n * sizeof *p);
     if (p)
@@ -410,6 +421,7 @@ static int spill_builder(Table *t, QrError *err)
         seg_unref(seg);
         roaring_bitmap_free(bdel);
         unlink(path);
+        seg_remove_btree_files(path);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
     t->pending[t->n_pending] = seg;
@@ -639,6 +651,7 @@ static void clear_pending(Table *t)
         seg_unref(t->pending[k]);
         roaring_bitmap_free(t->pending_bdels[k]);
         unlink(path);
+        seg_remove_btree_files(path);
     }
     t->n_pending = 0;
     segb_free(t->builder);
@@ -864,10 +877,22 @@ static int run_merge(Table *t, MergePick *p, QrError *err)
     Segment *ns = NULL;
     if (rc == QR_OK)
         rc = seg_open(path, id, &ns, err);
+    if (rc == QR_OK) {
+        /* built outside the write lock; re-synced under it below in case
+         * an index was created or dropped meanwhile */
+        pthread_mutex_lock(&t->wlock);
+        QrSchema sc = t->schema;
+        pthread_mutex_unlock(&t->wlock);
+        rc = seg_sync_btrees(ns, &sc, true, false, err);
+    }
     pthread_mutex_lock(&t->wlock);
     t->merges_running--;
+    if (rc == QR_OK)
+        rc = seg_sync_btrees(ns, &t->schema, true, false, err);
     if (rc != QR_OK) {
+        seg_unref(ns);
         unlink(path);
+        seg_remove_btree_files(path);
         /* never retry the same failure in a loop: its segments stay as they
          * are until the table is reopened (quarry check names damage) */
         for (int k = 0; k < p->n; k++) {
@@ -980,6 +1005,7 @@ static int run_merge(Table *t, MergePick *p, QrError *err)
         for (int k = 0; k < p->n; k++) {
             seg_file_name(path, sizeof path, t->dir, p->ids[k]);
             unlink(path);
+            seg_remove_btree_files(path);
         }
         remove_stale_del_files(t);
     }
@@ -1271,9 +1297,23 @@ static void remove_stray_files(Table *t)
     char path[4096];
     while ((e = readdir(d))) {
         unsigned long long id, gen;
+        int fld, end = 0;
         bool keep = true;
         size_t nl = strlen(e->d_name);
-        if (sscanf(e->d_name, "seg-%16llx.del.%llu", &id, &gen) == 2) {
+        if (sscanf(e->d_name, "seg-%16llx.f%d.qbt%n", &id, &fld, &end) == 2 &&
+            (size_t)end == nl) {
+            /* a B-tree side file: kept for a live (or pending) segment whose
+             * field the schema indexes */
+            keep = false;
+            if (fld >= 0 && fld < t->schema.n_fields && t->schema.fields[fld].btree) {
+                for (int i = 0; i < t->n_segs; i++)
+                    if (t->meta[i].id == id)
+                        keep = true;
+                for (int k = 0; k < t->n_pending; k++)
+                    if (t->pending_ids[k] == id)
+                        keep = true;
+            }
+        } else if (sscanf(e->d_name, "seg-%16llx.del.%llu", &id, &gen) == 2) {
             keep = false;
             for (int i = 0; i < t->n_segs; i++)
                 if (t->meta[i].id == id && t->meta[i].del_gen == gen)
@@ -1282,6 +1322,9 @@ static void remove_stray_files(Table *t)
             keep = false;
             for (int i = 0; i < t->n_segs; i++)
                 if (t->meta[i].id == id)
+                    keep = true;
+            for (int k = 0; k < t->n_pending; k++) /* spilled, not yet committed */
+                if (t->pending_ids[k] == id)
                     keep = true;
         } else if (nl > 4 && !strcmp(e->d_name + nl - 4, ".tmp")) {
             keep = false;
@@ -1335,6 +1378,9 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
             rc = qr_error_set(&e, QR_ECORRUPT, "segment file \"%s\" has %u docs, manifest says %u",
                               path, seg_n_docs(s), ms->n_docs);
         }
+        if (rc == QR_OK &&
+            (rc = seg_sync_btrees(s, &t->schema, !t->opts.read_only, false, &e)) != QR_OK)
+            seg_unref(s);
         if (rc != QR_OK) {
             if (t->opts.salvage) {
                 qr_log(QR_LOG_WARN, "salvage: leaving out segment %llu: %s",
@@ -1459,6 +1505,69 @@ out:
     pthread_mutex_unlock(&t->wlock);
     return rc;
 }
+
+/* Set field `field`'s btree flag to `on` and make every segment follow:
+ * trees built (or detached) under the write lock, then the schema persisted
+ * in the manifest.  A failure restores the old schema and trees. */
+static int set_index(Table *t, int field, bool on, QrError *err)
+{
+    pthread_mutex_lock(&t->wlock);
+    int rc = QR_OK;
+    QrSchema old = t->schema;
+    if (field < 0 || field >= t->schema.n_fields) {
+        rc = qr_error_set(err, QR_ENOTFOUND, "table \"%s\" has no field %d", t->dir, field);
+        goto out;
+    }
+    const QrField *f = &t->schema.fields[field];
+    if (on && seg_column_type(f) < 0) {
+        rc = qr_error_set(err, QR_EINVAL, "field \"%s\" has no column to index", f->name);
+        qr_error_hint(err, "B-tree indexes cover keyword, int, float, bool and timestamp fields, "
+                           "and text fields kept as columns");
+        goto out;
+    }
+    if (on && f->btree) {
+        rc = qr_error_set(err, QR_EEXISTS, "field \"%s\" already has a B-tree index", f->name);
+        goto out;
+    }
+    if (!on && !f->btree) {
+        rc = qr_error_set(err, QR_ENOTFOUND, "field \"%s\" has no B-tree index", f->name);
+        goto out;
+    }
+    if (t->dirty || t->builder) {
+        if ((rc = commit_locked(t, err)) != QR_OK)
+            goto out;
+    }
+    t->schema.fields[field].btree = on;
+    bool do_fsync = t->opts.fsync != QR_FSYNC_OFF;
+    for (int i = 0; i < t->n_segs && rc == QR_OK; i++)
+        rc = seg_sync_btrees(t->segs[i], &t->schema, true, do_fsync, err);
+    if (rc == QR_OK && do_fsync && on)
+        rc = qr_fsync_dir(t->dir, err);
+    if (rc == QR_OK)
+        rc = checkpoint_locked(t, err);
+    if (rc != QR_OK) {
+        t->schema = old;
+        QrError e2;
+        qr_error_clear(&e2);
+        for (int i = 0; i < t->n_segs; i++)
+            seg_sync_btrees(t->segs[i], &t->schema, false, false, &e2);
+    }
+    if (rc != QR_OK ? on : !on) {
+        /* files of trees no segment uses any more */
+        char path[4096], bpath[4096];
+        for (int i = 0; i < t->n_segs; i++) {
+            seg_file_name(path, sizeof path, t->dir, t->meta[i].id);
+            seg_btree_path(bpath, sizeof bpath, path, field);
+            unlink(bpath);
+        }
+    }
+out:
+    pthread_mutex_unlock(&t->wlock);
+    return rc;
+}
+
+int table_create_index(Table *t, int field, QrError *err) { return set_index(t, field, true, err); }
+int table_drop_index(Table *t, int field, QrError *err) { return set_index(t, field, false, err); }
 
 void table_info(Table *t, TableInfo *info)
 {

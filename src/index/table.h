@@ -85,6 +85,18 @@ void table_close(Table *t);
 /* The schema (stable for the table's life except table_add_field). */
 const QrSchema *table_schema(const Table *t);
 int table_add_field(Table *t, const QrField *f, QrError *err);
+/* Create / drop the B-tree index (index/btree.h) of schema field `field`
+ * (an index into the schema's fields).  Create commits what is pending,
+ * builds a side file for every segment from its column (under the write
+ * lock: writers wait, readers do not), attaches the trees, and persists the
+ * schema's "index": "btree" in the manifest; from then on every flushed or
+ * merged segment gets its tree.  Drop persists the schema, detaches the
+ * trees (readers holding a snapshot keep using theirs) and unlinks the
+ * files.  Errors: QR_ENOTFOUND (no such field; drop: no index), QR_EEXISTS
+ * (create: already indexed), QR_EINVAL (the field has no column), QR_EIO,
+ * QR_ENOMEM; on error the table is as before. */
+int table_create_index(Table *t, int field, QrError *err);
+int table_drop_index(Table *t, int field, QrError *err);
 
 /* Upsert one JSON document.  *replaced (may be NULL) tells whether a live
  * document with the same key existed.  Errors leave the table unchanged. */
