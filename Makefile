@@ -17,7 +17,7 @@ PKGS      = icu-uc icu-i18n libcjson snappy libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS   += $(CSTD) $(WARN) $(OPT) -Isrc $(PKG_CFLAGS) -pthread
-LDLIBS   += $(PKG_LIBS) -lstemmer -lroaring -lstreamvbyte -lpg_query -lsqlite3 -lz -lm -pthread
+LDLIBS   += $(PKG_LIBS) -lstemmer -lroaring -lstreamvbyte -lpg_query -lsqlite3 -lcrypto -lz -lm -pthread
 ASAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BUILD    ?= build
@@ -39,7 +39,7 @@ DEB_PKGS = gcc make pkg-config ca-certificates python3 gzip \
 	libicu-dev libstemmer-dev libmicrohttpd-dev libcjson-dev libsnappy-dev \
 	libcriterion-dev libpg-query-dev libroaring-dev libstreamvbyte-dev \
 	zlib1g-dev libsqlite3-dev sqlite3 wamerican python3-xapian \
-	clang libclang-rt-14-dev curl chromium nodejs wrk
+	clang libclang-rt-14-dev curl chromium nodejs wrk libssl-dev postgresql-client python3-psycopg2 python3-sqlalchemy libpostgresql-jdbc-java openjdk-17-jdk-headless
 
 .PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz
 

@@ -769,6 +769,7 @@ static void usage(FILE *f)
             "  flush TABLE | merge TABLE        checkpoint / merge into one segment\n"
             "  tables                           list tables\n"
             "  check                            verify every checksum of every table\n"
+            "  user add|remove|list [NAME]      PostgreSQL port users (password on stdin)\n"
             "  serve [--http HOST:PORT]         HTTP API and admin page (--config FILE)\n\n"
             "--data DIR defaults to ./data.  See docs/ for the query language and formats.\n");
 }
@@ -814,6 +815,8 @@ int main(int argc, char **argv)
         return cmd_tables_or_check(ac, av, true);
     if (!strcmp(cmd, "serve"))
         return cmd_serve(ac, av);
+    if (!strcmp(cmd, "user"))
+        return cmd_user(ac, av);
     fprintf(stderr, "quarry: unknown command \"%s\"\n\n", cmd);
     usage(stderr);
     return 2;

@@ -1,10 +1,12 @@
 /*
- * serve.c — `quarry serve --data DIR [--http HOST:PORT] [--config FILE]`:
- * open the data directory, start the HTTP server, wait for SIGTERM or
+ * serve.c — `quarry serve --data DIR [--http HOST:PORT] [--pg HOST:PORT]
+ * [--config FILE]`: open the data directory, start the HTTP server and,
+ * with --pg, the PostgreSQL port on the same QrDb, wait for SIGTERM or
  * SIGINT, then stop gracefully (no new connections, running requests
  * finish, connections close) and close the data directory.
  *
- * Layer: server/.  Calls query/quarry.h, server/http.h and the base kit.
+ * Layer: server/.  Calls query/quarry.h, server/http.h, server/pgwire.h and
+ * the base kit.
  *
  * Signals are blocked in every thread before any is created and taken
  * synchronously with sigwait, so no handler runs inside the engine.
@@ -12,6 +14,7 @@
 #include "server/serve.h"
 #include "query/quarry.h"
 #include "server/http.h"
+#include "server/pgwire.h"
 #include "store/util.h"
 
 #include <pthread.h>
@@ -32,7 +35,10 @@ static void usage(void)
     fprintf(stderr,
             "usage: quarry serve --data DIR [--http HOST:PORT] [--config FILE]\n"
             "                    [--threads N] [--fsync commit|batched|off] [--salvage]\n"
+            "                    [--pg HOST:PORT] [--pg-max-connections N]\n"
             "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
+            "  --pg        also serve the PostgreSQL wire protocol (e.g. 127.0.0.1:5433;\n"
+            "              docs/pg-protocol.md); users: quarry user add NAME\n"
             "  --config    JSON file with server settings (docs/http-api.md, \"Configuration\")\n"
             "  --threads   worker threads (default: one per core)\n");
 }
@@ -41,7 +47,8 @@ int cmd_serve(int argc, char **argv)
 {
     ServeOpt opts[] = {{"data", NULL, NULL},   {"http", "http", NULL},
                        {"config", NULL, NULL}, {"threads", "threads", NULL},
-                       {"fsync", NULL, NULL},  {"salvage", NULL, NULL}};
+                       {"fsync", NULL, NULL},  {"salvage", NULL, NULL},
+                       {"pg", NULL, NULL},     {"pg-max-connections", NULL, NULL}};
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -107,6 +114,19 @@ int cmd_serve(int argc, char **argv)
         }
     }
     const char *data = opts[0].value ? opts[0].value : "./data";
+    PgConfig pgc;
+    pg_config_default(&pgc);
+    if (opts[6].value)
+        snprintf(pgc.listen, sizeof pgc.listen, "%s", opts[6].value);
+    if (opts[7].value) {
+        char *end;
+        long v = strtol(opts[7].value, &end, 10);
+        if (*end || v < 1 || v > 100000) {
+            fprintf(stderr, "quarry serve: --pg-max-connections must be 1..100000\n");
+            return 2;
+        }
+        pgc.max_connections = (int)v;
+    }
 
     /* block the stop signals in this thread before any other thread exists */
     sigset_t stop;
@@ -133,6 +153,20 @@ int cmd_serve(int argc, char **argv)
         qr_db_close(db);
         return 1;
     }
+    PgServer *pg = NULL;
+    if (opts[6].value && pg_server_start(db, &pgc, &pg, &err) != QR_OK) {
+        qr_log(QR_LOG_ERROR, "serve: %s", err.message);
+        if (err.detail[0])
+            qr_log(QR_LOG_ERROR, "serve: detail: %s", err.detail);
+        if (err.hint[0])
+            qr_log(QR_LOG_ERROR, "serve: hint: %s", err.hint);
+        http_server_stop(srv);
+        qr_db_close(db);
+        return 1;
+    }
+    if (pg)
+        qr_log(QR_LOG_INFO, "serve pg=%s max_connections=%d", pg_server_addr(pg),
+               pgc.max_connections);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     qr_log(QR_LOG_INFO,
            "serve started version=%s http=http://%s/ admin=http://%s/ data=%s threads=%d "
@@ -144,6 +178,7 @@ int cmd_serve(int argc, char **argv)
     while (sigwait(&stop, &sig) != 0)
         ;
     qr_log(QR_LOG_INFO, "serve stopping signal=%s", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    pg_server_stop(pg);
     http_server_stop(srv);
     qr_db_close(db);
     qr_log(QR_LOG_INFO, "serve stopped data=%s", data);

@@ -11,4 +11,10 @@
  * shutdown, 1 on an error (logged), 2 on a usage error. */
 int cmd_serve(int argc, char **argv);
 
+/* `quarry user add NAME [--role read-write|read-only] --data DIR` (the
+ * password is read from stdin, one line), `quarry user remove NAME`,
+ * `quarry user list`: the PostgreSQL port's SCRAM users (pgwire_user.c).
+ * Exit status as cmd_serve. */
+int cmd_user(int argc, char **argv);
+
 #endif

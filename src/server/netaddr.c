@@ -1,0 +1,87 @@
+/*
+ * netaddr.c — listen addresses shared by the HTTP and PostgreSQL servers
+ * (see netaddr.h).
+ *
+ * Layer: server/.  Calls libc and the base kit.
+ */
+#include "server/netaddr.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bool netaddr_is_loopback(const struct sockaddr_storage *ss)
+{
+    if (ss->ss_family == AF_INET)
+        return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+    if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        if (IN6_IS_ADDR_LOOPBACK(a))
+            return true;
+        if (IN6_IS_ADDR_V4MAPPED(a))
+            return a->s6_addr[12] == 127;
+    }
+    return ss->ss_family == AF_UNIX;
+}
+
+/* "host:port", "[v6]:port" or ":port" into a socket address. */
+int netaddr_parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *sl,
+                         bool *loopback, QrError *err)
+{
+    char host[128];
+    const char *port;
+    if (spec[0] == '[') {
+        const char *rb = strchr(spec, ']');
+        if (!rb || rb[1] != ':' || (size_t)(rb - spec - 1) >= sizeof host)
+            goto bad;
+        memcpy(host, spec + 1, (size_t)(rb - spec - 1));
+        host[rb - spec - 1] = 0;
+        port = rb + 2;
+    } else {
+        const char *colon = strrchr(spec, ':');
+        if (!colon || (size_t)(colon - spec) >= sizeof host)
+            goto bad;
+        memcpy(host, spec, (size_t)(colon - spec));
+        host[colon - spec] = 0;
+        port = colon + 1;
+        if (!host[0])
+            strcpy(host, "127.0.0.1");
+    }
+    char *end;
+    long p = strtol(port, &end, 10);
+    if (!*port || *end || p < 0 || p > 65535)
+        goto bad;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *ai = NULL;
+    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai) {
+        qr_error_set(err, QR_EINVAL, "cannot resolve listen address \"%s\"", spec);
+        return QR_EINVAL;
+    }
+    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+    *sl = ai->ai_addrlen;
+    freeaddrinfo(ai);
+    *loopback = netaddr_is_loopback(ss);
+    return QR_OK;
+bad:
+    qr_error_set(err, QR_EINVAL, "bad listen address \"%s\"", spec);
+    qr_error_hint(err, "use HOST:PORT, e.g. 127.0.0.1:5433 or [::1]:5433");
+    return QR_EINVAL;
+}
+
+void netaddr_format(const struct sockaddr_storage *ss, char *out, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (ss->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+        inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+        snprintf(out, cap, "[%s]:%d", host, ntohs(a->sin6_port));
+    } else {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+        inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+        snprintf(out, cap, "%s:%d", host, ntohs(a->sin_port));
+    }
+}

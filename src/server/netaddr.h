@@ -1,0 +1,25 @@
+/*
+ * netaddr.h — listen addresses for the servers of `quarry serve` (HTTP,
+ * PostgreSQL): "HOST:PORT", "[v6]:PORT" or ":PORT", and whether an address
+ * is loopback (the servers refuse non-loopback without authentication).
+ *
+ * Layer: server/.  Calls libc and the base kit.
+ */
+#ifndef QR_NETADDR_H
+#define QR_NETADDR_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+
+#include "store/error.h"
+
+/* Resolve a listen spec (numeric port 0..65535; an empty host is
+ * 127.0.0.1).  QR_EINVAL with a hint on a malformed or unresolvable spec. */
+int netaddr_parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *sl,
+                         bool *loopback, QrError *err);
+/* 127.0.0.0/8, ::1, ::ffff:127.x.y.z, or a Unix socket. */
+bool netaddr_is_loopback(const struct sockaddr_storage *ss);
+/* "127.0.0.1:5433" / "[::1]:5433" for a bound socket address. */
+void netaddr_format(const struct sockaddr_storage *ss, char *out, size_t cap);
+
+#endif

@@ -1,0 +1,707 @@
+/*
+ * pgwire_query.c — the PostgreSQL query protocols over one connection:
+ * simple Query (many statements per message), the extended protocol
+ * (Parse, Bind, Describe, Execute with row limits, Close, Sync, Flush;
+ * named and unnamed statements and portals), COPY FROM STDIN and COPY TO
+ * STDOUT, notices, and the read-only role.
+ *
+ * Layer: server/.  Calls query/sql.h and the base kit.
+ *
+ * Error flow, as PostgreSQL: in a simple Query an error ends the message
+ * (the statements after it do not run) and ReadyForQuery follows; in the
+ * extended protocol an error makes the connection skip every message up to
+ * the next Sync, which answers ReadyForQuery.  The SQL session tracks the
+ * transaction ('E' after an error inside BEGIN ... until ROLLBACK).
+ *
+ * Portals run at their first Execute: the statement executes and its
+ * materialized result is then sent max_rows rows at a time
+ * (PortalSuspended between batches).  Portals end with their transaction:
+ * a Sync outside a transaction block closes them all.
+ */
+#include "server/pgwire_int.h"
+#include "store/mem.h"
+#include "store/util.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- statements and portals ---- */
+
+static PgwNamed *named_find(PgwNamed *head, const char *name)
+{
+    for (; head; head = head->next)
+        if (!strcmp(head->name, name))
+            return head;
+    return NULL;
+}
+
+static void named_unlink(PgwNamed **head, PgwNamed *n)
+{
+    for (PgwNamed **pp = head; *pp; pp = &(*pp)->next)
+        if (*pp == n) {
+            *pp = n->next;
+            return;
+        }
+}
+
+static PgwStmt *stmt_find(PgConn *c, const char *name)
+{
+    return (PgwStmt *)named_find(c->stmts, name);
+}
+
+static void stmt_unref(PgwStmt *s)
+{
+    if (s && --s->refs == 0) {
+        qr_sql_stmt_unref(s->stmt);
+        qr_free(s->link.name);
+        qr_free(s);
+    }
+}
+
+/* Drop a statement from the name table (portals keep theirs). */
+static void stmt_drop(PgConn *c, PgwStmt *s)
+{
+    named_unlink(&c->stmts, &s->link);
+    stmt_unref(s);
+}
+
+static PgwPortal *portal_find(PgConn *c, const char *name)
+{
+    return (PgwPortal *)named_find(c->portals, name);
+}
+
+static void portal_free(PgwPortal *p)
+{
+    qr_sql_result_free(p->res);
+    pgw_bind_free(&p->bind);
+    qr_free(p->raw);
+    stmt_unref(p->st);
+    qr_free(p->link.name);
+    qr_free(p);
+}
+
+static void portal_drop(PgConn *c, PgwPortal *p)
+{
+    named_unlink(&c->portals, &p->link);
+    portal_free(p);
+}
+
+static void portals_close_all(PgConn *c)
+{
+    while (c->portals)
+        portal_drop(c, (PgwPortal *)c->portals);
+}
+
+void pgw_query_reset(PgConn *c)
+{
+    portals_close_all(c);
+    while (c->stmts)
+        stmt_drop(c, (PgwStmt *)c->stmts);
+}
+
+/* ---- small senders ---- */
+
+static void send_simple(PgConn *c, char type)
+{
+    size_t m = pgw_begin(&c->out, type);
+    pgw_end(&c->out, m);
+}
+
+static void send_complete(PgConn *c, const char *tag)
+{
+    size_t m = pgw_begin(&c->out, 'C');
+    pgw_put_cstr(&c->out, tag);
+    pgw_end(&c->out, m);
+}
+
+static void send_notices(PgConn *c, const QrSqlResult *r)
+{
+    for (int i = 0; i < r->n_notices; i++) {
+        const QrSqlNotice *n = &r->notices[i];
+        size_t m = pgw_begin(&c->out, 'N');
+        const char *sev = n->severity ? n->severity : "NOTICE";
+        qr_buf_putc(&c->out, 'S');
+        pgw_put_cstr(&c->out, sev);
+        qr_buf_putc(&c->out, 'V');
+        pgw_put_cstr(&c->out, sev);
+        qr_buf_putc(&c->out, 'C');
+        pgw_put_cstr(&c->out, n->sqlstate[0] ? n->sqlstate : "00000");
+        qr_buf_putc(&c->out, 'M');
+        pgw_put_cstr(&c->out, n->message ? n->message : "");
+        if (n->detail && n->detail[0]) {
+            qr_buf_putc(&c->out, 'D');
+            pgw_put_cstr(&c->out, n->detail);
+        }
+        qr_buf_putc(&c->out, 0);
+        pgw_end(&c->out, m);
+    }
+}
+
+static void send_rows(PgConn *c, const QrSqlResult *r, const QrSqlValue *rows, uint64_t n,
+                      const int16_t *formats, int n_formats)
+{
+    for (uint64_t i = 0; i < n && !c->dead; i++) {
+        const QrSqlValue *row = rows + i * (uint64_t)r->n_cols;
+        size_t m = pgw_begin(&c->out, 'D');
+        pgw_put_i16(&c->out, (int16_t)r->n_cols);
+        for (int k = 0; k < r->n_cols; k++)
+            pgw_put_value(&c->out, &row[k], pgw_format_of(formats, n_formats, k));
+        pgw_end(&c->out, m);
+        pgw_maybe_flush(c);
+    }
+}
+
+/* CopyInResponse / CopyOutResponse: text format, every column text. */
+static void send_copy_response(PgConn *c, char type, int n_cols)
+{
+    size_t m = pgw_begin(&c->out, type);
+    qr_buf_putc(&c->out, 0);
+    pgw_put_i16(&c->out, (int16_t)n_cols);
+    for (int i = 0; i < n_cols; i++)
+        pgw_put_i16(&c->out, 0);
+    pgw_end(&c->out, m);
+}
+
+static void copy_out(PgConn *c, QrSqlResult *r)
+{
+    send_copy_response(c, 'H', r->n_cols);
+    QrBuf line;
+    qr_buf_init(&line);
+    for (uint64_t i = 0; i < r->n_rows && !c->dead; i++) {
+        line.len = 0;
+        qr_sql_copy_row(r, i, &line);
+        size_t m = pgw_begin(&c->out, 'd');
+        qr_buf_append(&c->out, line.data, line.len);
+        pgw_end(&c->out, m);
+        pgw_maybe_flush(c);
+    }
+    qr_buf_free(&line);
+    send_simple(c, 'c');
+    send_complete(c, r->tag);
+}
+
+/* The copy-in sub-protocol after a COPY_IN result.  QR_OK with the
+ * CommandComplete sent, or an error in *err (the COPY was abandoned). */
+static int copy_in(PgConn *c, const QrSqlResult *r, QrError *err)
+{
+    send_copy_response(c, 'G', r->n_cols);
+    if (!pgw_flush(c)) {
+        qr_sql_copy_fail(c->sess, "connection lost");
+        return qr_error_set(err, QR_EIO, "connection lost during COPY");
+    }
+    char type;
+    const uint8_t *body;
+    size_t len;
+    while (pgw_read_msg(c, &type, &body, &len)) {
+        switch (type) {
+        case 'd':
+            if (qr_sql_copy_data(c->sess, (const char *)body, len, err) != QR_OK) {
+                qr_sql_copy_fail(c->sess, err->message);
+                return err->code;
+            }
+            break;
+        case 'c': {
+            QrSqlResult *done = NULL;
+            if (qr_sql_copy_done(c->sess, &done, err) != QR_OK)
+                return err->code;
+            send_notices(c, done);
+            send_complete(c, done->tag);
+            qr_sql_result_free(done);
+            return QR_OK;
+        }
+        case 'f': {
+            const char *msg = NULL;
+            if (pgw_decode_string(body, len, "CopyFail", &msg, NULL) != QR_OK)
+                msg = "(malformed CopyFail message)";
+            qr_sql_copy_fail(c->sess, msg);
+            qr_error_set(err, QR_ECANCELED, "COPY from stdin failed: %s", msg);
+            qr_error_set_sqlstate(err, "57014");
+            return QR_ECANCELED;
+        }
+        case 'H':
+        case 'S':
+            break; /* ignored during copy-in, as the protocol says */
+        default:
+            qr_sql_copy_fail(c->sess, "unexpected message");
+            qr_error_set(err, QR_EINVAL, "unexpected message type 0x%02X during COPY from stdin",
+                         (unsigned char)type);
+            qr_error_set_sqlstate(err, "08P01");
+            return QR_EINVAL;
+        }
+    }
+    qr_sql_copy_fail(c->sess, "connection lost");
+    return qr_error_set(err, QR_EIO, "connection lost during COPY");
+}
+
+/* ---- the read-only role ---- */
+
+static bool kind_writes(const char *kind)
+{
+    static const char *const W[] = {"INSERT", "UPDATE", "DELETE", "CREATE", "DROP",
+                                    "ALTER",  "TRUNCATE", "MERGE", "VACUUM", "REINDEX"};
+    if (!kind)
+        return false;
+    for (size_t i = 0; i < sizeof W / sizeof W[0]; i++)
+        if (!strncasecmp(kind, W[i], strlen(W[i])))
+            return true;
+    return false;
+}
+
+static int deny_write(PgConn *c, QrError *err)
+{
+    qr_error_set(err, QR_EPERM, "permission denied: user \"%s\" is read-only", c->user);
+    qr_error_hint(err, "connect as a read-write user (quarry user add NAME --role read-write)");
+    return QR_EPERM;
+}
+
+/* Execute a prepared statement with the role check. */
+static int run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult **out,
+                    QrError *err)
+{
+    *out = NULL;
+    if (c->role == SCRAM_ROLE_READ_ONLY && kind_writes(qr_sql_stmt_kind(st)))
+        return deny_write(c, err);
+    int rc = qr_sql_execute(c->sess, st, prm, out, err);
+    if (rc == QR_OK && c->role == SCRAM_ROLE_READ_ONLY && (*out)->kind == QR_SQL_RES_COPY_IN) {
+        qr_sql_copy_fail(c->sess, "read-only user");
+        qr_sql_result_free(*out);
+        *out = NULL;
+        return deny_write(c, err);
+    }
+    return rc;
+}
+
+/* ---- simple query ---- */
+
+/* Run one statement of a simple Query and send its results.  Returns false
+ * on an error (already sent). */
+static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
+{
+    QrError e;
+    qr_error_clear(&e);
+    QrSqlResult *r = NULL;
+    int rc;
+    if (c->role == SCRAM_ROLE_READ_ONLY) {
+        QrSqlStmt *st = NULL;
+        rc = qr_sql_prepare(c->sess, q + sp.offset, sp.len, NULL, 0, &st, &e);
+        if (rc == QR_OK)
+            rc = run_stmt(c, st, NULL, &r, &e);
+        qr_sql_stmt_unref(st);
+    } else {
+        rc = qr_sql_exec(c->sess, q + sp.offset, sp.len, &r, &e);
+    }
+    if (rc != QR_OK) {
+        int64_t pos = e.offset > 0 ? e.offset + qr_sql_utf8_chars(q, sp.offset) : 0;
+        pgw_send_error(c, "ERROR", &e, pos);
+        return false;
+    }
+    send_notices(c, r);
+    bool ok = true;
+    switch (r->kind) {
+    case QR_SQL_RES_ROWS:
+        pgw_put_row_description(&c->out, r->cols, r->n_cols, NULL, 0);
+        send_rows(c, r, r->vals, r->n_rows, NULL, 0);
+        send_complete(c, r->tag);
+        break;
+    case QR_SQL_RES_COMMAND:
+        send_complete(c, r->tag);
+        break;
+    case QR_SQL_RES_EMPTY:
+        send_simple(c, 'I');
+        break;
+    case QR_SQL_RES_COPY_OUT:
+        copy_out(c, r);
+        break;
+    case QR_SQL_RES_COPY_IN:
+        if (copy_in(c, r, &e) != QR_OK) {
+            pgw_send_error(c, "ERROR", &e, 0);
+            ok = false;
+        }
+        break;
+    }
+    qr_sql_result_free(r);
+    return ok;
+}
+
+static void simple_query(PgConn *c, const uint8_t *body, size_t len)
+{
+    QrError e;
+    qr_error_clear(&e);
+    const char *q = NULL;
+    /* a simple Query ends the unnamed portal, as in PostgreSQL */
+    PgwPortal *un = portal_find(c, "");
+    if (un)
+        portal_drop(c, un);
+    if (pgw_decode_string(body, len, "Query", &q, &e) != QR_OK) {
+        pgw_send_error(c, "ERROR", &e, 0);
+        pgw_send_ready(c);
+        return;
+    }
+    size_t qlen = strlen(q);
+    QrSqlSpan *spans = NULL;
+    int n = 0;
+    if (qr_sql_split(q, qlen, &spans, &n, &e) != QR_OK) {
+        pgw_send_error(c, "ERROR", &e, e.offset > 0 ? e.offset : 0);
+    } else if (n == 0) {
+        send_simple(c, 'I');
+    } else {
+        for (int i = 0; i < n && !c->dead; i++)
+            if (!simple_one(c, q, spans[i]))
+                break;
+    }
+    qr_free(spans);
+    pgw_report_changes(c);
+    pgw_send_ready(c);
+}
+
+/* ---- extended protocol ---- */
+
+static void ext_error(PgConn *c, const QrError *e, int64_t position)
+{
+    pgw_send_error(c, "ERROR", e, position);
+    c->skip_to_sync = true;
+}
+
+static bool blank_query(const char *q)
+{
+    for (; *q; q++)
+        if (!isspace((unsigned char)*q) && *q != ';')
+            return false;
+    return true;
+}
+
+static void do_parse(PgConn *c, const uint8_t *body, size_t len)
+{
+    QrError e;
+    qr_error_clear(&e);
+    PgwParse p;
+    if (pgw_decode_parse(body, len, &p, &e) != QR_OK) {
+        ext_error(c, &e, 0);
+        return;
+    }
+    PgwStmt *old = stmt_find(c, p.name);
+    if (old && p.name[0]) {
+        qr_error_set(&e, QR_EEXISTS, "prepared statement \"%s\" already exists", p.name);
+        qr_error_set_sqlstate(&e, "42P05");
+        ext_error(c, &e, 0);
+        return;
+    }
+    QrSqlStmt *st = NULL;
+    if (!blank_query(p.query)) {
+        uint32_t *oids = NULL;
+        if (p.n_types > 0) {
+            oids = qr_malloc((size_t)p.n_types * sizeof *oids);
+            if (!oids) {
+                qr_error_set(&e, QR_ENOMEM, "out of memory");
+                ext_error(c, &e, 0);
+                return;
+            }
+            for (int i = 0; i < p.n_types; i++)
+                oids[i] = pgw_parse_type(&p, i);
+        }
+        int rc = qr_sql_prepare(c->sess, p.query, strlen(p.query), oids, p.n_types, &st, &e);
+        qr_free(oids);
+        if (rc != QR_OK) {
+            ext_error(c, &e, e.offset > 0 ? e.offset : 0);
+            return;
+        }
+    }
+    PgwStmt *s = qr_calloc(1, sizeof *s);
+    char *name = qr_strdup(p.name);
+    if (!s || !name) {
+        qr_free(s);
+        qr_free(name);
+        qr_sql_stmt_unref(st);
+        qr_error_set(&e, QR_ENOMEM, "out of memory");
+        ext_error(c, &e, 0);
+        return;
+    }
+    if (old)
+        stmt_drop(c, old); /* the unnamed statement is replaced */
+    s->link.name = name;
+    s->stmt = st;
+    s->refs = 1;
+    s->link.next = c->stmts;
+    c->stmts = &s->link;
+    send_simple(c, '1');
+}
+
+static void do_bind(PgConn *c, const uint8_t *body, size_t len)
+{
+    QrError e;
+    qr_error_clear(&e);
+    PgwPortal *p = qr_calloc(1, sizeof *p);
+    uint8_t *raw = qr_malloc(len ? len : 1);
+    if (!p || !raw) {
+        qr_free(p);
+        qr_free(raw);
+        qr_error_set(&e, QR_ENOMEM, "out of memory");
+        ext_error(c, &e, 0);
+        return;
+    }
+    memcpy(raw, body, len);
+    p->raw = raw;
+    if (pgw_decode_bind(raw, len, &p->bind, &e) != QR_OK)
+        goto fail;
+    PgwStmt *s = stmt_find(c, p->bind.stmt);
+    if (!s) {
+        qr_error_set(&e, QR_ENOTFOUND, "prepared statement \"%s\" does not exist", p->bind.stmt);
+        qr_error_set_sqlstate(&e, "26000");
+        goto fail;
+    }
+    int want = s->stmt ? qr_sql_stmt_n_params(s->stmt) : 0;
+    if (p->bind.n_params != want) {
+        qr_error_set(&e, QR_EINVAL,
+                     "bind message supplies %d parameters, but prepared statement \"%s\" "
+                     "requires %d",
+                     p->bind.n_params, s->link.name, want);
+        qr_error_set_sqlstate(&e, "08P01");
+        goto fail;
+    }
+    int n_cols = 0;
+    const QrSqlColumn *cols = NULL;
+    if (s->stmt)
+        qr_sql_stmt_columns(s->stmt, &cols, &n_cols);
+    if (p->bind.n_result_formats > 1 && p->bind.n_result_formats != n_cols) {
+        qr_error_set(&e, QR_EINVAL, "bind message has %d result formats but query has %d "
+                                    "columns",
+                     p->bind.n_result_formats, n_cols);
+        qr_error_set_sqlstate(&e, "08P01");
+        goto fail;
+    }
+    PgwPortal *old = portal_find(c, p->bind.portal);
+    if (old && p->bind.portal[0]) {
+        qr_error_set(&e, QR_EEXISTS, "portal \"%s\" already exists", p->bind.portal);
+        qr_error_set_sqlstate(&e, "42P03");
+        goto fail;
+    }
+    p->link.name = qr_strdup(p->bind.portal);
+    if (!p->link.name) {
+        qr_error_set(&e, QR_ENOMEM, "out of memory");
+        goto fail;
+    }
+    if (old)
+        portal_drop(c, old);
+    p->st = s;
+    s->refs++;
+    p->link.next = c->portals;
+    c->portals = &p->link;
+    send_simple(c, '2');
+    return;
+fail:
+    portal_free(p);
+    ext_error(c, &e, 0);
+}
+
+static void do_describe(PgConn *c, const uint8_t *body, size_t len)
+{
+    QrError e;
+    qr_error_clear(&e);
+    PgwTarget t;
+    if (pgw_decode_target(body, len, "Describe", &t, &e) != QR_OK) {
+        ext_error(c, &e, 0);
+        return;
+    }
+    const QrSqlColumn *cols = NULL;
+    int n_cols = 0;
+    if (t.kind == 'S') {
+        PgwStmt *s = stmt_find(c, t.name);
+        if (!s) {
+            qr_error_set(&e, QR_ENOTFOUND, "prepared statement \"%s\" does not exist", t.name);
+            qr_error_set_sqlstate(&e, "26000");
+            ext_error(c, &e, 0);
+            return;
+        }
+        int np = s->stmt ? qr_sql_stmt_n_params(s->stmt) : 0;
+        size_t m = pgw_begin(&c->out, 't');
+        pgw_put_i16(&c->out, (int16_t)np);
+        for (int i = 0; i < np; i++)
+            pgw_put_i32(&c->out, (int32_t)qr_sql_stmt_param_oid(s->stmt, i));
+        pgw_end(&c->out, m);
+        if (s->stmt)
+            qr_sql_stmt_columns(s->stmt, &cols, &n_cols);
+        if (n_cols > 0)
+            pgw_put_row_description(&c->out, cols, n_cols, NULL, 0);
+        else
+            send_simple(c, 'n');
+        return;
+    }
+    PgwPortal *p = portal_find(c, t.name);
+    if (!p) {
+        qr_error_set(&e, QR_ENOTFOUND, "portal \"%s\" does not exist", t.name);
+        qr_error_set_sqlstate(&e, "34000");
+        ext_error(c, &e, 0);
+        return;
+    }
+    if (p->res && p->res->kind == QR_SQL_RES_ROWS) {
+        cols = p->res->cols;
+        n_cols = p->res->n_cols;
+    } else if (p->st->stmt) {
+        qr_sql_stmt_columns(p->st->stmt, &cols, &n_cols);
+    }
+    if (n_cols > 0)
+        pgw_put_row_description(&c->out, cols, n_cols, p->bind.result_formats,
+                                p->bind.n_result_formats);
+    else
+        send_simple(c, 'n');
+}
+
+static void do_execute(PgConn *c, const uint8_t *body, size_t len)
+{
+    QrError e;
+    qr_error_clear(&e);
+    PgwExecute x;
+    if (pgw_decode_execute(body, len, &x, &e) != QR_OK) {
+        ext_error(c, &e, 0);
+        return;
+    }
+    PgwPortal *p = portal_find(c, x.portal);
+    if (!p) {
+        qr_error_set(&e, QR_ENOTFOUND, "portal \"%s\" does not exist", x.portal);
+        qr_error_set_sqlstate(&e, "34000");
+        ext_error(c, &e, 0);
+        return;
+    }
+    if (!p->st->stmt) {
+        send_simple(c, 'I');
+        return;
+    }
+    if (!p->res) {
+        QrSqlParams prm = {.n = p->bind.n_params,
+                           .values = p->bind.values,
+                           .lengths = p->bind.lengths,
+                           .formats = p->bind.formats,
+                           .n_formats = p->bind.n_formats};
+        if (run_stmt(c, p->st->stmt, &prm, &p->res, &e) != QR_OK) {
+            ext_error(c, &e, e.offset > 0 ? e.offset : 0);
+            return;
+        }
+        send_notices(c, p->res);
+    }
+    QrSqlResult *r = p->res;
+    switch (r->kind) {
+    case QR_SQL_RES_ROWS: {
+        bool from_start = r->pos == 0;
+        const QrSqlValue *rows = NULL;
+        uint64_t n = 0;
+        bool more = false;
+        if (!p->done)
+            more = qr_sql_result_fetch(r, (uint64_t)x.max_rows, &rows, &n);
+        send_rows(c, r, rows, n, p->bind.result_formats, p->bind.n_result_formats);
+        if (more) {
+            send_simple(c, 's');
+        } else {
+            char tag[64];
+            if (from_start && !p->done)
+                snprintf(tag, sizeof tag, "%s", r->tag);
+            else
+                snprintf(tag, sizeof tag, "SELECT %llu", (unsigned long long)n);
+            p->done = true;
+            send_complete(c, tag);
+        }
+        break;
+    }
+    case QR_SQL_RES_COMMAND:
+        send_complete(c, r->tag);
+        break;
+    case QR_SQL_RES_EMPTY:
+        send_simple(c, 'I');
+        break;
+    case QR_SQL_RES_COPY_OUT:
+        if (!p->done)
+            copy_out(c, r);
+        p->done = true;
+        break;
+    case QR_SQL_RES_COPY_IN:
+        if (p->done)
+            break;
+        p->done = true;
+        if (copy_in(c, r, &e) != QR_OK)
+            ext_error(c, &e, 0);
+        break;
+    }
+}
+
+static void do_close(PgConn *c, const uint8_t *body, size_t len)
+{
+    QrError e;
+    qr_error_clear(&e);
+    PgwTarget t;
+    if (pgw_decode_target(body, len, "Close", &t, &e) != QR_OK) {
+        ext_error(c, &e, 0);
+        return;
+    }
+    if (t.kind == 'S') {
+        PgwStmt *s = stmt_find(c, t.name);
+        if (s)
+            stmt_drop(c, s);
+    } else {
+        PgwPortal *p = portal_find(c, t.name);
+        if (p)
+            portal_drop(c, p);
+    }
+    send_simple(c, '3');
+}
+
+static void do_sync(PgConn *c)
+{
+    c->skip_to_sync = false;
+    if (qr_sql_session_txn_status(c->sess) == 'I')
+        portals_close_all(c);
+    pgw_report_changes(c);
+    pgw_send_ready(c);
+}
+
+bool pgw_dispatch(PgConn *c, char type, const uint8_t *body, size_t len)
+{
+    if (c->skip_to_sync && type != 'S' && type != 'X')
+        return true;
+    QrError e;
+    qr_error_clear(&e);
+    switch (type) {
+    case 'Q':
+        simple_query(c, body, len);
+        break;
+    case 'P':
+        do_parse(c, body, len);
+        break;
+    case 'B':
+        do_bind(c, body, len);
+        break;
+    case 'D':
+        do_describe(c, body, len);
+        break;
+    case 'E':
+        do_execute(c, body, len);
+        break;
+    case 'C':
+        do_close(c, body, len);
+        break;
+    case 'S':
+        do_sync(c);
+        break;
+    case 'H':
+        pgw_flush(c);
+        break;
+    case 'X':
+        return false;
+    case 'd':
+    case 'c':
+    case 'f':
+        break; /* leftovers of a failed COPY: dropped, as the protocol says */
+    case 'F':
+        qr_error_set(&e, QR_EUNSUPPORTED, "the function call protocol is not supported");
+        qr_error_hint(&e, "call the function in a SELECT");
+        ext_error(c, &e, 0);
+        break;
+    default:
+        qr_error_set(&e, QR_EINVAL, "invalid frontend message type %d", (unsigned char)type);
+        qr_error_set_sqlstate(&e, "08P01");
+        pgw_send_error(c, "FATAL", &e, 0);
+        pgw_flush(c);
+        return false;
+    }
+    return !c->dead;
+}
