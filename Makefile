@@ -41,7 +41,7 @@ DEB_PKGS = gcc make pkg-config ca-certificates python3 gzip \
 	zlib1g-dev libsqlite3-dev sqlite3 wamerican python3-xapian \
 	clang libclang-rt-14-dev curl chromium nodejs wrk libssl-dev postgresql-client python3-psycopg2 python3-sqlalchemy libpostgresql-jdbc-java openjdk-17-jdk-headless
 
-.PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz
+.PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz fuzz-smoke
 
 all: $(BUILD)/quarry
 
@@ -93,6 +93,36 @@ $(BUILD)/asan-tests/%: tests/unit/%.c $(UNIT_HELPERS) $(BUILD)/libquarry-asan.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(ASAN_FLAGS) -Itests/unit -o $@ $< $(UNIT_HELPERS) $(BUILD)/libquarry-asan.a -lcriterion $(LDLIBS)
 
+# libFuzzer targets (tests/fuzz/*_fuzz.c), built with clang against a
+# sanitizer+coverage build of the library and the server objects.
+FUZZ_CC    ?= clang
+FUZZ_FLAGS  = -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_SRC    = $(wildcard tests/fuzz/*_fuzz.c)
+FUZZ_BIN    = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/fuzzobj/%.o)
+FUZZ_SRV_OBJ = $(filter-out $(BUILD)/fuzzobj/src/server/main.o,$(SRV_SRC:%.c=$(BUILD)/fuzzobj/%.o))
+FUZZ_SECONDS ?= 600
+
+$(BUILD)/fuzzobj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CSTD) -O1 -g -Isrc $(PKG_CFLAGS) -pthread $(FUZZ_FLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/libquarry-fuzz.a: $(FUZZ_LIB_OBJ) $(FUZZ_SRV_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_util.h $(BUILD)/libquarry-fuzz.a
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CSTD) -O1 -g -Isrc -Itests/fuzz $(PKG_CFLAGS) -pthread -fsanitize=fuzzer,address,undefined \
+	  -fno-omit-frame-pointer -fno-sanitize-recover=undefined -o $@ $< $(BUILD)/libquarry-fuzz.a $(LDLIBS)
+
+# A short bounded run of every target (part of make check), and a long one.
+fuzz-smoke: $(FUZZ_BIN)
+	@tests/run_fuzz.sh $(or $(FUZZ_SMOKE_SECONDS),10) $(FUZZ_BIN)
+
+fuzz: $(FUZZ_BIN)
+	@tests/run_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
+
 unit: $(UNIT_BIN)
 	@tests/run_unit.sh $(UNIT_BIN)
 
@@ -110,6 +140,7 @@ check: deps
 	@$(MAKE) --no-print-directory layers
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory asan-unit
+	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory e2e
 
 layers:
@@ -128,4 +159,4 @@ bench: deps $(BUILD)/quarry
 clean:
 	rm -rf $(BUILD)
 
--include $(LIB_OBJ:.o=.d) $(SRV_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(SRV_OBJ:.o=.d) $(ASAN_LIB_OBJ:.o=.d) $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_SRV_OBJ:.o=.d)

@@ -755,6 +755,7 @@ typedef struct PostIter {
     uint32_t *posbuf;           /* arena: positions of the loaded block */
     size_t pos_cap;
     PostScorer sc;              /* copy; norms borrowed */
+    uint64_t doc_limit;         /* doc ids must be below this (UINT64_MAX: unchecked) */
     float max_score;
     uint32_t bm_blk;            /* block_max cache */
     float bm_val;
@@ -904,7 +905,7 @@ static bool pi_load(PostIter *p, uint32_t b)
     }
     if (it->doc != ITER_NONE && (DocId)p->docs[0] <= it->doc)
         return pi_corrupt(p, b, "doc ids not ascending across blocks");
-    if (p->sc.norms && p->docs[p->n - 1] >= p->sc.n_docs)
+    if (p->docs[p->n - 1] >= p->doc_limit)
         return pi_corrupt(p, b, "doc id beyond the segment's doc count");
     p->blk = b;
     p->cur = -1;
@@ -1188,6 +1189,15 @@ static const IterVT pi_vt_score_pos = {
     .positions = pi_positions,
 };
 
+void post_iter_set_doc_limit(Iter *it, uint32_t n_docs)
+{
+    if (post_iter_is(it)) {
+        PostIter *p = (PostIter *)it;
+        if (n_docs < p->doc_limit)
+            p->doc_limit = n_docs;
+    }
+}
+
 bool post_iter_is(const Iter *it)
 {
     return it && (it->vt == &pi_vt_plain || it->vt == &pi_vt_pos || it->vt == &pi_vt_score ||
@@ -1284,8 +1294,10 @@ Iter *post_iter_open(IterCtx *ctx, const uint8_t *docs_stream, size_t docs_strea
     p->bm_blk = BLK_NONE;
     p->cur = -1;
     p->docs_off = tp->docs_off;
+    p->doc_limit = UINT64_MAX;
     if (scorer) {
         p->sc = *scorer;
+        p->doc_limit = scorer->n_docs;
         if (!scorer->norms && scorer->n_docs) {
             iter_ctx_fail(ctx, QR_EINVAL, "postings scorer without field lengths");
             p->dead = true;

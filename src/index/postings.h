@@ -119,6 +119,12 @@ Iter *post_iter_open(IterCtx *ctx, const uint8_t *docs_stream, size_t docs_strea
                      const uint8_t *pos_stream, size_t pos_stream_len, const TermPostings *tp,
                      const PostScorer *scorer, bool want_positions);
 
+/* Bound the doc ids the iterator may yield to [0, n_docs) (a scorer already
+ * bounds them by its n_docs): a block holding a larger id is reported as
+ * QR_ECORRUPT in the context, so damaged postings never hand out a doc id
+ * outside the segment.  Call before the first next/advance/fill. */
+void post_iter_set_doc_limit(Iter *it, uint32_t n_docs);
+
 /* True when `it` is a posting iterator from post_iter_open. */
 bool post_iter_is(const Iter *it);
 

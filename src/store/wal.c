@@ -599,13 +599,15 @@ static int wal_cut(const char *path, uint64_t off, QrError *err)
 }
 
 /* Scan one mapped file, passing records >= from_lsn to cb.  *last is the
- * highest lsn seen so far in the log (updated).  Sets *dmg. */
+ * highest lsn seen so far in the log (updated); *end_lsn the lsn after the
+ * file's last intact record (name_lsn when it holds none).  Sets *dmg. */
 static int wal_scan(const uint8_t *p, size_t n, const char *path, uint64_t name_lsn,
                     uint64_t from_lsn, WalReplayFn cb, void *arg, uint64_t *last,
-                    WalReplayStats *st, WalDamage *dmg, QrError *err)
+                    uint64_t *end_lsn, WalReplayStats *st, WalDamage *dmg, QrError *err)
 {
     dmg->off = 0;
     dmg->why = NULL;
+    *end_lsn = name_lsn;
     if (n == 0)
         return QR_OK;
     if (n < SF_HEADER_LEN || qr_get_u32le(p + 12) != qr_crc32c(0, p, 12)) {
@@ -653,6 +655,7 @@ static int wal_scan(const uint8_t *p, size_t n, const char *path, uint64_t name_
         }
         *last = lsn;
         expect = lsn + 1;
+        *end_lsn = expect;
         off += WAL_RECORD_OVERHEAD + (size_t)len;
     }
     dmg->off = off;
@@ -692,10 +695,27 @@ int wal_replay(const char *dir, uint64_t from_lsn, WalReplayFn cb, void *arg,
         if (rc != QR_OK)
             break;
         WalDamage dmg;
+        uint64_t end = 0;
         rc = wal_scan(map.data, map.len, path, files[i].first_lsn, from_lsn, cb, arg, &last,
-                      stats, &dmg, err);
+                      &end, stats, &dmg, err);
         size_t flen = map.len;
         qr_map_close(&map);
+        if (rc == QR_OK && !dmg.why && !is_last) {
+            /* Records are numbered without gaps across files (a rotation
+             * starts the next file at the next lsn), so an older file that
+             * ends before its successor starts lost records: a truncation at
+             * a record boundary, which no record checksum can see. */
+            uint64_t next = files[i + 1].first_lsn;
+            if ((end > from_lsn ? end : from_lsn) < next) {
+                rc = qr_error_set(err, QR_ECORRUPT,
+                                  "corrupt wal file \"%s\": records %" PRIu64 " to %" PRIu64
+                                  " are missing (the next file starts at lsn %" PRIu64 ")",
+                                  path, end, next - 1, next);
+                qr_error_detail(err, "an older wal file was truncated or emptied");
+                qr_error_hint(err, "restore the table from a backup");
+                break;
+            }
+        }
         if (rc != QR_OK || !dmg.why)
             continue;
         if (!is_last) {

@@ -125,6 +125,10 @@ typedef struct WalReplayStats {
  *     is not an error.
  *   - Damage in any other file is QR_ECORRUPT naming the file and offset
  *     (err->offset).  Records before it have already been passed to cb.
+ *   - So is a gap at or above from_lsn: an older file that ends before its
+ *     successor's first lsn lost records (truncated at a record boundary).
+ *     Gaps wholly below from_lsn (a writer reopened at a checkpoint past
+ *     the log's end) are not damage.
  *   - Files wholly below from_lsn (their successor starts <= from_lsn) are
  *     skipped unread.  A missing directory is an empty log.
  *   - cb returning non-zero stops the replay and returns that code (err is

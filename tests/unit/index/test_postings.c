@@ -742,3 +742,52 @@ Test(postings, random_garbage_streams)
     }
     cr_assert_gt(errors, 3000, "garbage went unnoticed too often (%d errors)", errors);
 }
+
+/* Found by tests/fuzz/segment_fuzz.c: damaged postings read without a scorer
+ * (counting, bitmap leaves) handed out doc ids beyond the segment.  With a
+ * doc limit, a block holding such an id is QR_ECORRUPT and the iterator
+ * ends; without one (the raw codec) the ids come out as stored. */
+Test(postings, doc_limit_reports_ids_beyond_the_segment)
+{
+    QrError err;
+    qr_error_clear(&err);
+    PostingsWriter *w = postw_new(false);
+    QrBuf d, p;
+    qr_buf_init(&d);
+    qr_buf_init(&p);
+    TermPostings tp;
+    postw_begin_term(w);
+    for (uint32_t doc = 0; doc < 300; doc += 3)
+        cr_assert_eq(postw_add(w, doc, 1, NULL, 0, &err), 0);
+    cr_assert_eq(postw_end_term(w, &d, &p, &tp, &err), 0);
+
+    for (int limit = 0; limit < 2; limit++) {
+        QrArena *a = qr_arena_new(0);
+        IterCtx ctx;
+        iter_ctx_init(&ctx, a);
+        Iter *it = post_iter_open(&ctx, d.data, d.len, p.data, p.len, &tp, NULL, false);
+        cr_assert(it);
+        if (limit)
+            post_iter_set_doc_limit(it, 200); /* the segment holds docs 0..199 */
+        uint32_t seen = 0;
+        DocId last = -1;
+        for (DocId doc = iter_next(it); doc != ITER_END; doc = iter_next(it)) {
+            last = doc;
+            seen++;
+        }
+        if (limit) {
+            cr_assert_eq(ctx.err.code, QR_ECORRUPT);
+            cr_assert(strstr(ctx.err.message, "postings"), "%s", ctx.err.message);
+            cr_assert_lt(last, 200);
+            cr_assert_lt(seen, 100);
+        } else {
+            cr_assert_eq(ctx.err.code, QR_OK);
+            cr_assert_eq(seen, 100);
+            cr_assert_eq(last, 297);
+        }
+        qr_arena_free(a);
+    }
+    postw_free(w);
+    qr_buf_free(&d);
+    qr_buf_free(&p);
+}
