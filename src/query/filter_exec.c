@@ -384,6 +384,13 @@ QrAccessPath filter_seg_choose(const FilterSeg *fs, uint64_t n_candidates)
 
 /* ---- bitmap evaluation ---- */
 
+/* roaring_bitmap_free(NULL) is not a no-op in every CRoaring version. */
+static void bm_free(roaring_bitmap_t *b)
+{
+    if (b)
+        roaring_bitmap_free(b);
+}
+
 typedef struct ScanJob {
     const ColFilter *cf;
     uint32_t first, n;
@@ -464,7 +471,7 @@ static int scan_cf(const ColFilter *cf, const Column *col, const roaring_bitmap_
             cs.blocks_scanned += jobs[i].st.blocks_scanned;
             if (rc == QR_OK)
                 roaring_bitmap_or_inplace(out, jobs[i].out);
-            roaring_bitmap_free(jobs[i].out);
+            bm_free(jobs[i].out);
         }
     }
     if (st) {
@@ -505,7 +512,7 @@ static int like_rows(EvalCtx *e, const FsNode *n, const roaring_bitmap_t *cand,
             e->st->candidates_checked += k;
     }
     roaring_free_uint32_iterator(it);
-    roaring_bitmap_free(base);
+    bm_free(base);
     return rc;
 }
 
@@ -530,7 +537,7 @@ static int leaf_pos(EvalCtx *e, const FsNode *n, const roaring_bitmap_t *cand,
                 roaring_bitmap_and_inplace(tmp, cand);
                 roaring_bitmap_or_inplace(out, tmp);
             }
-            roaring_bitmap_free(tmp);
+            bm_free(tmp);
         }
         if (e->st)
             e->st->btree_pages += bs.pages_read;
@@ -557,8 +564,8 @@ static int eval_leaf(EvalCtx *e, const FsNode *n, const roaring_bitmap_t *cand,
         roaring_bitmap_andnot_inplace(nn, pos);
         roaring_bitmap_or_inplace(out, nn);
     }
-    roaring_bitmap_free(nn);
-    roaring_bitmap_free(pos);
+    bm_free(nn);
+    bm_free(pos);
     return rc;
 }
 
@@ -589,22 +596,22 @@ static int eval_node(EvalCtx *e, const FsNode *n, const roaring_bitmap_t *cand,
     for (int i = 0; i < n->n_kids; i++) {
         roaring_bitmap_t *next = roaring_bitmap_create();
         if (!next) {
-            roaring_bitmap_free(cur);
+            bm_free(cur);
             return qr_error_set(e->err, QR_ENOMEM, "out of memory");
         }
         int rc = eval_node(e, n->kids[i], in, next);
-        roaring_bitmap_free(cur);
+        bm_free(cur);
         cur = next;
         in = cur;
         if (rc != QR_OK) {
-            roaring_bitmap_free(cur);
+            bm_free(cur);
             return rc;
         }
         if (roaring_bitmap_is_empty(cur))
             break;
     }
     roaring_bitmap_or_inplace(out, cur);
-    roaring_bitmap_free(cur);
+    bm_free(cur);
     return QR_OK;
 }
 
@@ -629,7 +636,7 @@ int filter_seg_eval(const FilterSeg *fs, QrAccessPath path, const roaring_bitmap
         if (candidates) {
             roaring_uint32_iterator_t *it = roaring_create_iterator(candidates);
             if (!it) {
-                roaring_bitmap_free(res);
+                bm_free(res);
                 return qr_error_set(err, QR_ENOMEM, "out of memory");
             }
             uint32_t buf[256], k;
@@ -673,6 +680,6 @@ int filter_seg_eval(const FilterSeg *fs, QrAccessPath path, const roaring_bitmap
             st->rows_matched += roaring_bitmap_get_cardinality(res);
         roaring_bitmap_or_inplace(out, res);
     }
-    roaring_bitmap_free(res);
+    bm_free(res);
     return rc;
 }

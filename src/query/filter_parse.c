@@ -997,9 +997,11 @@ int qr_filter_to_text(const QrFilter *f, const QrSchema *schema, QrBuf *o)
             put_val(o, &p->hi, ct);
             break;
         case CP_IN:
-            if (p->n_set == 0) { /* IN () cannot be written: an empty set matches nothing */
-                o->len -= strlen(name) + 3;
-                qr_buf_printf(o, "FALSE");
+            if (p->n_set == 0) {
+                /* IN () cannot be written; this is FALSE on values and
+                 * UNKNOWN on NULL, as an empty IN is (NOT flips only values) */
+                const char *z = ct == QR_COL_KEYWORD ? "''" : ct == QR_COL_BOOL ? "TRUE" : "0";
+                qr_buf_printf(o, "= %s AND \"%s\" <> %s", z, name, z);
                 break;
             }
             qr_buf_printf(o, "IN (");
