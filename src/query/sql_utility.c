@@ -1,89 +1,410 @@
 /*
- * sql_utility.c — statements other than queries (DDL, DML, COPY,
- * transactions, SET/SHOW) and the catalog hooks declared in sql_int.h.
+ * sql_utility.c — the statements that are not queries: dispatch to DDL
+ * (sql_ddl.c), DML (sql_dml.c), COPY (sql_copy.c) and transactions
+ * (sql_txn.c); SET / SHOW / RESET here; the result helpers they share.
  *
- * Layer: query/.  This first version only rejects them cleanly so that the
- * SQL engine links; the utility side replaces it.
+ * Layer: query/.  Reached from the SQL engine through the sqlu_* hooks of
+ * sql_int.h.
+ *
+ * Statement rules every utility statement follows: a session in a failed
+ * transaction block ('E') accepts only ROLLBACK / COMMIT (25P02 otherwise);
+ * writes are buffered per statement and applied at its end outside a
+ * block, at COMMIT inside one; any error discards the statement's writes
+ * and, inside a block, turns the session 'E'.
  */
-#include "query/sql_int.h"
+#include "query/sql_w.h"
 
+#include <ctype.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
-int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
+/* ---- result helpers ---- */
+
+SqlValue *sqlw_rows_add(SqlCtx *cx, SqlwRows *rs)
 {
-    (void)res;
-    return sql_err_at(cx, sqlj_loc(stmt), QR_EUNSUPPORTED, NULL, "%s is not supported yet",
-                      tag ? tag : "this statement");
+    if (rs->n == rs->cap) {
+        uint64_t cap = rs->cap ? rs->cap * 2 : 16;
+        SqlValue *v = qr_arena_alloc(cx->arena, (size_t)(cap * (uint64_t)rs->n_cols) * sizeof *v + 1);
+        if (!v) {
+            qr_error_set(cx->err, QR_ENOMEM, "out of memory collecting rows");
+            return NULL;
+        }
+        if (rs->n)
+            memcpy(v, rs->vals, (size_t)(rs->n * (uint64_t)rs->n_cols) * sizeof *v);
+        rs->vals = v;
+        rs->cap = cap;
+    }
+    SqlValue *row = rs->vals + rs->n * (uint64_t)rs->n_cols;
+    for (int i = 0; i < rs->n_cols; i++)
+        row[i] = sqlv_null();
+    rs->n++;
+    return row;
+}
+
+void sqlw_rows_result(QrSqlResult *res, SqlwRows *rs, QrSqlColumn *cols, int n_cols)
+{
+    res->kind = QR_SQL_RES_ROWS;
+    res->cols = cols;
+    res->n_cols = n_cols;
+    res->n_rows = rs->n;
+    res->vals = rs->vals;
+    res->pos = 0;
+}
+
+QrSqlColumn *sqlw_cols(SqlCtx *cx, int n, const char *const *names, const QrSqlType *types)
+{
+    QrSqlColumn *c = qr_arena_calloc(cx->arena, (size_t)(n ? n : 1) * sizeof *c);
+    if (!c) {
+        qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        c[i].name = names[i];
+        c[i].type = types[i];
+        c[i].typmod = -1;
+    }
+    return c;
+}
+
+int sqlw_table(SqlCtx *cx, const cJSON *rv, QrTable **out)
+{
+    const char *name = sqlj_str(rv, "relname");
+    const char *schema = sqlj_str(rv, "schemaname");
+    if (!name)
+        return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "table name expected");
+    if (schema && strcmp(schema, "public") != 0)
+        return sql_err_at(cx, sqlj_loc(rv), QR_ENOTFOUND, "42P01",
+                          "relation \"%s.%s\" does not exist", schema, name);
+    QrError e;
+    qr_error_clear(&e);
+    if (!qr_name_valid(name) || qr_table_get(cx->sess->db, name, out, &e) != QR_OK) {
+        if (e.code != QR_OK && e.code != QR_ENOTFOUND) {
+            qr_error_copy(cx->err, &e);
+            return e.code;
+        }
+        return sql_err_at(cx, sqlj_loc(rv), QR_ENOTFOUND, "42P01",
+                          "relation \"%s\" does not exist", name);
+    }
+    return QR_OK;
+}
+
+const char *sqlw_const_text(SqlCtx *cx, const cJSON *n)
+{
+    const cJSON *b = sqlj_is(n, "A_Const");
+    if (b) {
+        if (sqlj_bool(b, "isnull"))
+            return NULL;
+        const cJSON *v;
+        if ((v = sqlj_get(b, "sval")))
+            return sqlj_str(v, "sval") ? sqlj_str(v, "sval") : "";
+        if ((v = sqlj_get(b, "ival"))) {
+            char tmp[32];
+            snprintf(tmp, sizeof tmp, "%d", sqlj_int(v, "ival", 0));
+            return qr_arena_strndup(cx->arena, tmp, strlen(tmp));
+        }
+        if ((v = sqlj_get(b, "fval")))
+            return sqlj_str(v, "fval");
+        if ((v = sqlj_get(b, "boolval")))
+            return sqlj_bool(v, "boolval") ? "true" : "false";
+        return NULL;
+    }
+    if (sqlj_is(n, "String"))
+        return sqlj_sval(n);
+    if ((b = sqlj_is(n, "Integer"))) {
+        char tmp[32];
+        snprintf(tmp, sizeof tmp, "%d", sqlj_int(b, "ival", 0));
+        return qr_arena_strndup(cx->arena, tmp, strlen(tmp));
+    }
+    if ((b = sqlj_is(n, "Float")))
+        return sqlj_str(b, "fval");
+    if ((b = sqlj_is(n, "Boolean")))
+        return sqlj_bool(b, "boolval") ? "true" : "false";
+    return NULL;
+}
+
+/* ---- SET / SHOW / RESET ---- */
+
+static char *lower_dup(SqlCtx *cx, const char *s)
+{
+    size_t n = strlen(s);
+    char *d = qr_arena_strndup(cx->arena, s, n);
+    for (size_t i = 0; d && i < n; i++)
+        d[i] = (char)tolower((unsigned char)d[i]);
+    return d;
+}
+
+static int reset_one(SqlCtx *cx, const char *name)
+{
+    for (int i = 0; i < SQLW_N_SETTINGS; i++)
+        if (!strcasecmp(SQLW_SETTINGS[i].name, name))
+            return qr_sql_session_set(cx->sess, SQLW_SETTINGS[i].name, SQLW_SETTINGS[i].dflt,
+                                      cx->err);
+    if (strchr(name, '.'))
+        return qr_sql_session_set(cx->sess, name, "", cx->err);
+    return sql_err_at(cx, -1, QR_EINVAL, "42704", "unrecognized configuration parameter \"%s\"",
+                      name);
+}
+
+static int exec_set(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
+{
+    const char *kind = sqlj_str(b, "kind");
+    const char *name = sqlj_str(b, "name");
+    snprintf(res->tag, sizeof res->tag, "%s",
+             kind && !strncmp(kind, "VAR_RESET", 9) ? "RESET" : "SET");
+    res->kind = QR_SQL_RES_COMMAND;
+    if (!kind)
+        return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "malformed SET");
+    if (!strcmp(kind, "VAR_RESET_ALL")) {
+        for (int i = 0; i < SQLW_N_SETTINGS; i++)
+            if (qr_sql_session_set(cx->sess, SQLW_SETTINGS[i].name, SQLW_SETTINGS[i].dflt,
+                                   cx->err) != QR_OK)
+                return cx->err->code;
+        return QR_OK;
+    }
+    if (!name)
+        return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "malformed SET");
+    if (!strcmp(kind, "VAR_RESET") || !strcmp(kind, "VAR_SET_DEFAULT"))
+        return reset_one(cx, name);
+    if (!strcmp(kind, "VAR_SET_MULTI")) {
+        /* SET TRANSACTION / SESSION CHARACTERISTICS: Quarry has one level */
+        const cJSON *a;
+        cJSON_ArrayForEach(a, sqlj_get(b, "args"))
+        {
+            const cJSON *d = sqlj_is(a, "DefElem");
+            const char *dn = d ? sqlj_str(d, "defname") : NULL;
+            const char *v = d ? sqlw_const_text(cx, sqlj_get(d, "arg")) : NULL;
+            if (dn && !strcmp(dn, "transaction_isolation") && v && strcasecmp(v, "read committed"))
+                sql_notice(cx, "WARNING", "01000",
+                           "Quarry runs transactions at READ COMMITTED; \"%s\" is not available",
+                           v);
+            if (dn && !strcmp(dn, "transaction_read_only") && v && !strcmp(v, "true"))
+                return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                                  "read-only transactions are not supported");
+        }
+        return QR_OK;
+    }
+    if (strcmp(kind, "VAR_SET_VALUE") != 0)
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "SET %s is not supported", kind);
+    QrBuf v;
+    qr_buf_init(&v);
+    const cJSON *a;
+    int i = 0;
+    cJSON_ArrayForEach(a, sqlj_get(b, "args"))
+    {
+        const char *t = sqlw_const_text(cx, a);
+        if (!t) {
+            qr_buf_free(&v);
+            return sql_err_at(cx, sqlj_loc(a), QR_EINVAL, "22023",
+                              "SET %s takes constant values", name);
+        }
+        if (i++)
+            qr_buf_append(&v, ", ", 2);
+        qr_buf_append(&v, t, strlen(t));
+    }
+    qr_buf_putc(&v, 0);
+    int rc = qr_buf_ok(&v) ? qr_sql_session_set(cx->sess, name, (const char *)v.data, cx->err)
+                           : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    qr_buf_free(&v);
+    return rc;
+}
+
+static int exec_show(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
+{
+    const char *name = sqlj_str(b, "name");
+    if (!name)
+        return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "malformed SHOW");
+    snprintf(res->tag, sizeof res->tag, "SHOW");
+    if (!strcasecmp(name, "all")) {
+        static const char *const names[] = {"name", "setting", "description"};
+        static const QrSqlType types[] = {QR_SQL_TEXT, QR_SQL_TEXT, QR_SQL_TEXT};
+        QrSqlColumn *cols = sqlw_cols(cx, 3, names, types);
+        SqlwRows rs = {.n_cols = 3};
+        if (!cols)
+            return cx->err->code;
+        for (int i = 0; i < SQLW_N_SETTINGS; i++) {
+            SqlValue *row = sqlw_rows_add(cx, &rs);
+            if (!row)
+                return cx->err->code;
+            const char *v = sqlw_setting(cx->sess, SQLW_SETTINGS[i].name);
+            row[0] = sqlv_text(SQLW_SETTINGS[i].name, strlen(SQLW_SETTINGS[i].name));
+            row[1] = sqlv_text(v, strlen(v));
+            row[2] = sqlv_text(SQLW_SETTINGS[i].desc, strlen(SQLW_SETTINGS[i].desc));
+        }
+        sqlw_rows_result(res, &rs, cols, 3);
+        return QR_OK;
+    }
+    const char *v = sqlw_setting(cx->sess, name);
+    if (!v)
+        return sql_err_at(cx, -1, QR_EINVAL, "42704",
+                          "unrecognized configuration parameter \"%s\"", name);
+    v = qr_arena_strndup(cx->arena, v, strlen(v));
+    const char *cname = lower_dup(cx, name);
+    QrSqlType ty = QR_SQL_TEXT;
+    QrSqlColumn *cols = sqlw_cols(cx, 1, &cname, &ty);
+    SqlwRows rs = {.n_cols = 1};
+    SqlValue *row = cols && v ? sqlw_rows_add(cx, &rs) : NULL;
+    if (!row)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    row[0] = sqlv_text(v, strlen(v));
+    sqlw_rows_result(res, &rs, cols, 1);
+    return QR_OK;
+}
+
+/* ---- dispatch ---- */
+
+static const struct {
+    const char *tag;
+    const char *kind;
+} KINDS[] = {
+    {"CreateStmt", "CREATE TABLE"},   {"DropStmt", NULL},
+    {"IndexStmt", "CREATE INDEX"},    {"AlterTableStmt", "ALTER TABLE"},
+    {"TruncateStmt", "TRUNCATE TABLE"}, {"InsertStmt", "INSERT"},
+    {"UpdateStmt", "UPDATE"},         {"DeleteStmt", "DELETE"},
+    {"CopyStmt", "COPY"},             {"TransactionStmt", NULL},
+    {"VariableSetStmt", "SET"},       {"VariableShowStmt", "SHOW"},
+    {"CreateTableAsStmt", "SELECT"},  {"DiscardStmt", "DISCARD ALL"},
+};
+
+/* The command word of a transaction statement ("BEGIN" ...), NULL for the
+ * kinds Quarry does not run (savepoints, two-phase). */
+static const char *txn_kind(const cJSON *b)
+{
+    const char *k = sqlj_str(b, "kind");
+    if (!k)
+        return NULL;
+    if (!strcmp(k, "TRANS_STMT_BEGIN") || !strcmp(k, "TRANS_STMT_START"))
+        return "BEGIN";
+    if (!strcmp(k, "TRANS_STMT_COMMIT"))
+        return "COMMIT";
+    if (!strcmp(k, "TRANS_STMT_ROLLBACK"))
+        return "ROLLBACK";
+    return NULL;
+}
+
+const char *sqlu_kind(const cJSON *stmt, const char *tag)
+{
+    const cJSON *b = sqlj_body(stmt);
+    if (!tag)
+        return NULL;
+    if (!strcmp(tag, "TransactionStmt")) {
+        const char *k = txn_kind(b);
+        return k ? k : "SAVEPOINT";
+    }
+    if (!strcmp(tag, "DropStmt")) {
+        const char *rt = sqlj_str(b, "removeType");
+        return rt && !strcmp(rt, "OBJECT_INDEX") ? "DROP INDEX" : "DROP TABLE";
+    }
+    if (!strcmp(tag, "VariableSetStmt")) {
+        const char *k = sqlj_str(b, "kind");
+        return k && !strncmp(k, "VAR_RESET", 9) ? "RESET" : "SET";
+    }
+    for (size_t i = 0; i < sizeof KINDS / sizeof KINDS[0]; i++)
+        if (!strcmp(KINDS[i].tag, tag))
+            return KINDS[i].kind;
+    return NULL;
 }
 
 int sqlu_describe(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlColumn **cols,
                   int *n_cols)
 {
-    (void)cx, (void)stmt, (void)tag;
+    const cJSON *b = sqlj_body(stmt);
     *cols = NULL;
     *n_cols = 0;
+    if (!tag)
+        return QR_OK;
+    if (!strcmp(tag, "VariableShowStmt")) {
+        const char *name = sqlj_str(b, "name");
+        if (name && !strcasecmp(name, "all")) {
+            static const char *const names[] = {"name", "setting", "description"};
+            static const QrSqlType types[] = {QR_SQL_TEXT, QR_SQL_TEXT, QR_SQL_TEXT};
+            *cols = sqlw_cols(cx, 3, names, types);
+            *n_cols = 3;
+        } else if (name) {
+            const char *cname = lower_dup(cx, name);
+            QrSqlType ty = QR_SQL_TEXT;
+            *cols = sqlw_cols(cx, 1, &cname, &ty);
+            *n_cols = 1;
+        }
+        return *cols || !*n_cols ? QR_OK : cx->err->code;
+    }
+    if (!strcmp(tag, "InsertStmt") || !strcmp(tag, "UpdateStmt") || !strcmp(tag, "DeleteStmt"))
+        return sqlw_dml_describe(cx, b, cols, n_cols);
     return QR_OK;
 }
 
-const char *sqlu_kind(const cJSON *stmt, const char *tag)
+static bool ends_block(const char *tag, const cJSON *b)
 {
-    (void)stmt, (void)tag;
-    return NULL;
+    if (strcmp(tag, "TransactionStmt") != 0)
+        return false;
+    const char *k = txn_kind(b);
+    return k && (!strcmp(k, "COMMIT") || !strcmp(k, "ROLLBACK"));
 }
 
-int sqlu_copy_data(QrSqlSession *s, const char *data, size_t len, QrError *err)
+int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
 {
-    (void)s, (void)data, (void)len;
-    return qr_error_set(err, QR_EINVAL, "no COPY is in progress");
-}
-
-int sqlu_copy_done(QrSqlSession *s, QrSqlResult *res, QrError *err)
-{
-    (void)s, (void)res;
-    return qr_error_set(err, QR_EINVAL, "no COPY is in progress");
-}
-
-void sqlu_copy_fail(QrSqlSession *s, const char *message)
-{
-    (void)s, (void)message;
-}
-
-bool sqlu_copy_active(const QrSqlSession *s)
-{
-    (void)s;
-    return false;
+    QrSqlSession *s = cx->sess;
+    const cJSON *b = sqlj_body(stmt);
+    SqluState *st = sqlu_state(s, cx->err);
+    if (!st)
+        return cx->err->code;
+    if (!tag || !b)
+        return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "malformed statement");
+    res->kind = QR_SQL_RES_COMMAND;
+    if (s->txn_status == 'E' && !ends_block(tag, b))
+        return sql_err_at(cx, -1, QR_EINVAL, "25P02",
+                          "current transaction is aborted, commands ignored until end of "
+                          "transaction block");
+    if (st->copy)
+        return sql_err_at(cx, -1, QR_EINVAL, "08P01", "a COPY FROM STDIN is in progress");
+    txn_stmt_begin(st);
+    int rc;
+    if (!strcmp(tag, "TransactionStmt")) {
+        const char *k = txn_kind(b);
+        if (!k)
+            rc = sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                            "savepoints and two-phase commit are not supported");
+        else
+            rc = txn_exec(cx, st, k, res->tag, sizeof res->tag);
+        return rc; /* the block's state is txn_exec's business */
+    }
+    if (!strcmp(tag, "VariableSetStmt"))
+        rc = exec_set(cx, b, res);
+    else if (!strcmp(tag, "VariableShowStmt"))
+        rc = exec_show(cx, b, res);
+    else if (!strcmp(tag, "InsertStmt"))
+        rc = sqlw_insert(cx, st, b, res);
+    else if (!strcmp(tag, "UpdateStmt"))
+        rc = sqlw_update(cx, st, b, res);
+    else if (!strcmp(tag, "DeleteStmt"))
+        rc = sqlw_delete(cx, st, b, res);
+    else if (!strcmp(tag, "TruncateStmt"))
+        rc = sqlw_truncate(cx, st, b, res);
+    else if (!strcmp(tag, "CopyStmt"))
+        rc = sqlw_copy_exec(cx, st, b, res);
+    else if (!strcmp(tag, "DiscardStmt")) {
+        snprintf(res->tag, sizeof res->tag, "DISCARD ALL");
+        rc = QR_OK;
+    } else
+        rc = sqlw_ddl_exec(cx, b, tag, res);
+    if (rc == QR_OK && !st->copy)
+        rc = txn_stmt_end(s, st, cx->err);
+    if (rc != QR_OK) {
+        txn_stmt_fail(st);
+        if (st->in_block)
+            s->txn_status = 'E';
+    }
+    return rc;
 }
 
 void sqlu_session_free(QrSqlSession *s)
 {
-    (void)s;
-}
-
-int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **out)
-{
-    (void)cx, (void)schema, (void)name;
-    *out = NULL;
-    return QR_OK;
-}
-
-int sqlcat_func_lookup(const char *schema, const char *name, int n_args, QrSqlType *ret)
-{
-    (void)schema;
-    if (n_args == 0 && strcmp(name, "version") == 0) {
-        *ret = QR_SQL_TEXT;
-        return QR_OK;
-    }
-    return QR_ENOTFOUND;
-}
-
-int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_args,
-                     const SqlValue *args, SqlValue *out)
-{
-    (void)schema, (void)args;
-    if (n_args == 0 && strcmp(name, "version") == 0) {
-        static const char v[] = "PostgreSQL 15.0 (Quarry " QUARRY_VERSION ")";
-        *out = sqlv_text(v, sizeof v - 1);
-        return QR_OK;
-    }
-    return sql_err_at(cx, -1, QR_ENOTFOUND, "42883", "function %s does not exist", name);
+    SqluState *st = s->u_state;
+    if (!st)
+        return;
+    sqlw_copy_free(st);
+    txn_discard(st);
+    qr_free(st->ops);
+    qr_free(st);
+    s->u_state = NULL;
 }

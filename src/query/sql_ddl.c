@@ -1,0 +1,619 @@
+/*
+ * sql_ddl.c — CREATE TABLE, CREATE INDEX (full-text and B-tree), DROP
+ * TABLE / INDEX, ALTER TABLE ADD COLUMN, TRUNCATE, and the SQL metadata
+ * kept beside each table (sql_w.h).
+ *
+ * Layer: query/.  Calls quarry.h, schema.h, the SQL internals and cJSON.
+ *
+ * Types (docs/sql.md "Tables"):
+ *   bigint, integer, smallint         -> int column (int64)
+ *   double precision, real, numeric   -> float column (float64)
+ *   boolean                           -> bool column
+ *   timestamp, timestamptz, date      -> timestamp column (microseconds UTC)
+ *   text                              -> full-text field (analyzed, english by
+ *                                        default; CREATE INDEX ... USING fulltext
+ *                                        chooses the language)
+ *   varchar(n), char(n)               -> keyword column (exact string)
+ * The primary key (one column, integer or string type) is the document id.
+ * The declared type, NOT NULL and DEFAULT are kept in the table's sql.json;
+ * storage keeps the wider type (an integer column stores int64).
+ *
+ * DDL is not transactional: it takes effect when it runs, inside a block
+ * too (docs/sql.md).
+ */
+#include "query/sql_w.h"
+#include "store/util.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* The B-tree index calls come with the btree work; until they are linked,
+ * CREATE INDEX ... (col) records the index in sql.json and answers queries
+ * by column scans. */
+int qr_table_create_index(QrTable *t, const char *field, QrError *err) __attribute__((weak));
+int qr_table_drop_index(QrTable *t, const char *field, QrError *err) __attribute__((weak));
+
+/* ---- metadata ---- */
+
+static void meta_path(QrDb *db, const char *table, char *out, size_t n)
+{
+    snprintf(out, n, "%s/tables/%s/sql.json", qr_db_dir(db), table);
+}
+
+cJSON *sqlw_meta_load(QrDb *db, const char *table)
+{
+    char path[4096];
+    meta_path(db, table, path, sizeof path);
+    uint8_t *data = NULL;
+    size_t len = 0;
+    cJSON *m = NULL;
+    if (qr_path_exists(path) && qr_file_read_all(path, &data, &len, NULL) == QR_OK)
+        m = cJSON_ParseWithLength((const char *)data, len);
+    qr_free(data);
+    if (!cJSON_IsObject(m)) {
+        cJSON_Delete(m);
+        m = cJSON_CreateObject();
+    }
+    return m;
+}
+
+int sqlw_meta_save(QrDb *db, const char *table, const cJSON *meta, QrError *err)
+{
+    char path[4096];
+    meta_path(db, table, path, sizeof path);
+    char *text = cJSON_PrintUnformatted(meta);
+    if (!text)
+        return qr_error_set(err, QR_ENOMEM, "out of memory writing table metadata");
+    int rc = qr_file_write_atomic(path, text, strlen(text), true, err);
+    cJSON_free(text);
+    return rc;
+}
+
+const cJSON *sqlw_meta_col(const cJSON *meta, const char *col)
+{
+    return cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "columns"),
+                                            col);
+}
+
+QrSqlType sqlw_pk_type(const cJSON *meta)
+{
+    const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "pk_type"));
+    if (!t)
+        return QR_SQL_UNKNOWN;
+    return !strcmp(t, "int8") ? QR_SQL_INT8 : QR_SQL_TEXT;
+}
+
+static cJSON *meta_obj(cJSON *meta, const char *key)
+{
+    cJSON *o = cJSON_GetObjectItemCaseSensitive(meta, key);
+    if (!cJSON_IsObject(o)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, key);
+        o = cJSON_AddObjectToObject(meta, key);
+    }
+    return o;
+}
+
+/* ---- types ---- */
+
+typedef struct ColSpec {
+    const char *name;
+    QrFieldType ft;
+    const char *pg;        /* pg_type name */
+    int typmod;
+    bool not_null, is_pk;
+    const cJSON *dflt;     /* borrows the parse tree */
+    int loc;
+} ColSpec;
+
+static const struct {
+    const char *name;
+    const char *pg;
+    QrFieldType ft;
+} TYPES[] = {
+    {"int8", "int8", QR_FT_INT},          {"bigint", "int8", QR_FT_INT},
+    {"int4", "int4", QR_FT_INT},          {"integer", "int4", QR_FT_INT},
+    {"int", "int4", QR_FT_INT},           {"int2", "int2", QR_FT_INT},
+    {"smallint", "int2", QR_FT_INT},      {"float8", "float8", QR_FT_FLOAT},
+    {"float4", "float4", QR_FT_FLOAT},    {"real", "float4", QR_FT_FLOAT},
+    {"numeric", "numeric", QR_FT_FLOAT},  {"decimal", "numeric", QR_FT_FLOAT},
+    {"bool", "bool", QR_FT_BOOL},         {"boolean", "bool", QR_FT_BOOL},
+    {"timestamp", "timestamp", QR_FT_TIMESTAMP}, {"timestamptz", "timestamptz", QR_FT_TIMESTAMP},
+    {"date", "timestamp", QR_FT_TIMESTAMP}, {"text", "text", QR_FT_TEXT},
+    {"varchar", "varchar", QR_FT_KEYWORD}, {"bpchar", "bpchar", QR_FT_KEYWORD},
+    {"char", "bpchar", QR_FT_KEYWORD},
+};
+
+static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
+{
+    const char *name = sqlj_last_name(sqlj_get(tn, "names"));
+    if (sqlj_get(tn, "arrayBounds"))
+        return sql_err_at(cx, sqlj_loc(tn), QR_EUNSUPPORTED, "0A000",
+                          "array columns are not supported (column \"%s\")", c->name);
+    for (size_t i = 0; name && i < sizeof TYPES / sizeof TYPES[0]; i++) {
+        if (strcmp(TYPES[i].name, name) != 0)
+            continue;
+        c->ft = TYPES[i].ft;
+        c->pg = TYPES[i].pg;
+        c->typmod = -1;
+        const cJSON *mods = sqlj_get(tn, "typmods");
+        if (c->ft == QR_FT_KEYWORD && cJSON_GetArraySize(mods) == 1) {
+            const cJSON *ac = sqlj_is(cJSON_GetArrayItem(mods, 0), "A_Const");
+            int n = sqlj_int(sqlj_get(ac, "ival"), "ival", -1);
+            if (n > 0)
+                c->typmod = n + 4;
+        }
+        return QR_OK;
+    }
+    return sql_err_at(cx, sqlj_loc(tn), QR_EUNSUPPORTED, "0A000",
+                      "type \"%s\" is not supported (column \"%s\")", name ? name : "?", c->name);
+}
+
+/* Column constraints: PRIMARY KEY, NOT NULL, NULL, DEFAULT. */
+static int col_constraints(SqlCtx *cx, const cJSON *list, ColSpec *c)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list)
+    {
+        const cJSON *k = sqlj_is(it, "Constraint");
+        const char *ct = sqlj_str(k, "contype");
+        if (!ct)
+            continue;
+        if (!strcmp(ct, "CONSTR_PRIMARY"))
+            c->is_pk = true;
+        else if (!strcmp(ct, "CONSTR_NOTNULL"))
+            c->not_null = true;
+        else if (!strcmp(ct, "CONSTR_NULL"))
+            c->not_null = false;
+        else if (!strcmp(ct, "CONSTR_DEFAULT"))
+            c->dflt = sqlj_get(k, "raw_expr");
+        else
+            return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
+                              "%s constraints are not supported (column \"%s\")",
+                              !strcmp(ct, "CONSTR_UNIQUE")    ? "UNIQUE"
+                              : !strcmp(ct, "CONSTR_CHECK")   ? "CHECK"
+                              : !strcmp(ct, "CONSTR_FOREIGN") ? "FOREIGN KEY"
+                                                              : "these",
+                              c->name);
+    }
+    return QR_OK;
+}
+
+static int col_from_def(SqlCtx *cx, const cJSON *cd, ColSpec *c)
+{
+    memset(c, 0, sizeof *c);
+    c->name = sqlj_str(cd, "colname");
+    c->loc = sqlj_loc(cd);
+    if (!c->name || !qr_name_valid(c->name) || c->name[0] == '_')
+        return sql_err_at(cx, c->loc, QR_EINVAL, "42602", "invalid column name \"%s\"",
+                          c->name ? c->name : "");
+    int rc = map_type(cx, sqlj_get(cd, "typeName"), c);
+    return rc ? rc : col_constraints(cx, sqlj_get(cd, "constraints"), c);
+}
+
+static void meta_put_col(cJSON *cols, const ColSpec *c)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "type", c->pg);
+    cJSON_AddNumberToObject(o, "typmod", c->typmod);
+    if (c->not_null || c->is_pk)
+        cJSON_AddTrueToObject(o, "not_null");
+    if (c->dflt)
+        cJSON_AddItemToObject(o, "default", cJSON_Duplicate(c->dflt, true));
+    cJSON_DeleteItemFromObjectCaseSensitive(cols, c->name);
+    cJSON_AddItemToObject(cols, c->name, o);
+}
+
+/* ---- CREATE TABLE ---- */
+
+static int relation_name(SqlCtx *cx, const cJSON *rv, const char **name)
+{
+    *name = sqlj_str(rv, "relname");
+    const char *schema = sqlj_str(rv, "schemaname");
+    if (schema && strcmp(schema, "public") != 0)
+        return sql_err_at(cx, sqlj_loc(rv), QR_EINVAL, "3F000", "schema \"%s\" does not exist",
+                          schema);
+    if (!*name || !qr_name_valid(*name))
+        return sql_err_at(cx, sqlj_loc(rv), QR_EINVAL, "42602", "invalid table name \"%s\"",
+                          *name ? *name : "");
+    return QR_OK;
+}
+
+static bool table_exists(SqlCtx *cx, const char *name)
+{
+    QrTable *t;
+    return qr_table_get(cx->sess->db, name, &t, NULL) == QR_OK;
+}
+
+static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
+{
+    const char *name;
+    int rc = relation_name(cx, sqlj_get(b, "relation"), &name);
+    if (rc)
+        return rc;
+    snprintf(res->tag, sizeof res->tag, "CREATE TABLE");
+    if (table_exists(cx, name)) {
+        if (sqlj_bool(b, "if_not_exists")) {
+            sql_notice(cx, "NOTICE", "42P07", "relation \"%s\" already exists, skipping", name);
+            return QR_OK;
+        }
+        return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EEXISTS, "42P07",
+                          "relation \"%s\" already exists", name);
+    }
+    int n = cJSON_GetArraySize(sqlj_get(b, "tableElts"));
+    ColSpec *cols = qr_arena_calloc(cx->arena, (size_t)(n ? n : 1) * sizeof *cols);
+    if (!cols)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    int n_cols = 0;
+    const char *pk = NULL;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, sqlj_get(b, "tableElts"))
+    {
+        const cJSON *cd = sqlj_is(it, "ColumnDef");
+        const cJSON *k = sqlj_is(it, "Constraint");
+        if (cd) {
+            if ((rc = col_from_def(cx, cd, &cols[n_cols])) != QR_OK)
+                return rc;
+            for (int i = 0; i < n_cols; i++)
+                if (!strcmp(cols[i].name, cols[n_cols].name))
+                    return sql_err_at(cx, cols[n_cols].loc, QR_EEXISTS, "42701",
+                                      "column \"%s\" specified more than once", cols[i].name);
+            if (cols[n_cols].is_pk) {
+                if (pk)
+                    return sql_err_at(cx, cols[n_cols].loc, QR_EINVAL, "42P16",
+                                      "multiple primary keys for table \"%s\" are not allowed",
+                                      name);
+                pk = cols[n_cols].name;
+            }
+            n_cols++;
+        } else if (k && sqlj_str(k, "contype") && !strcmp(sqlj_str(k, "contype"), "CONSTR_PRIMARY")) {
+            const cJSON *keys = sqlj_get(k, "keys");
+            if (cJSON_GetArraySize(keys) != 1)
+                return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
+                                  "a Quarry table needs a primary key of exactly one column");
+            if (pk)
+                return sql_err_at(cx, sqlj_loc(k), QR_EINVAL, "42P16",
+                                  "multiple primary keys for table \"%s\" are not allowed", name);
+            pk = sqlj_sval(cJSON_GetArrayItem(keys, 0));
+        } else {
+            return sql_err_at(cx, sqlj_loc(it), QR_EUNSUPPORTED, "0A000",
+                              "this table element is not supported (only columns and PRIMARY "
+                              "KEY)");
+        }
+    }
+    if (!pk) {
+        qr_error_hint(cx->err, "declare one column PRIMARY KEY (an integer or a string): it is "
+                               "the document id");
+        return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EUNSUPPORTED, "0A000",
+                          "table \"%s\" has no primary key", name);
+    }
+    ColSpec *pkc = NULL;
+    for (int i = 0; i < n_cols; i++)
+        if (!strcmp(cols[i].name, pk))
+            pkc = &cols[i];
+    if (!pkc)
+        return sql_err_at(cx, -1, QR_ENOTFOUND, "42703",
+                          "column \"%s\" named in key does not exist", pk);
+    pkc->is_pk = true;
+    if (pkc->ft != QR_FT_INT && pkc->ft != QR_FT_TEXT && pkc->ft != QR_FT_KEYWORD)
+        return sql_err_at(cx, pkc->loc, QR_EUNSUPPORTED, "0A000",
+                          "primary key \"%s\" must be an integer or a string type", pk);
+    QrSchema *s = qr_arena_calloc(cx->arena, sizeof *s);
+    cJSON *meta = cJSON_CreateObject();
+    if (!s || !meta) {
+        cJSON_Delete(meta);
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    }
+    schema_init(s);
+    snprintf(s->primary_key, sizeof s->primary_key, "%s", pk);
+    cJSON_AddStringToObject(meta, "pk_type", pkc->ft == QR_FT_INT ? "int8" : "text");
+    cJSON *mcols = cJSON_AddObjectToObject(meta, "columns");
+    int n_text = 0;
+    for (int i = 0; i < n_cols && rc == QR_OK; i++) {
+        meta_put_col(mcols, &cols[i]);
+        if (cols[i].is_pk)
+            continue;
+        QrField f;
+        schema_field_defaults(&f, cols[i].name, cols[i].ft);
+        n_text += cols[i].ft == QR_FT_TEXT;
+        if (schema_add_field(s, &f, cx->err) < 0)
+            rc = cx->err->code;
+    }
+    s->all_field = n_text >= 2;
+    QrTable *t = NULL;
+    if (rc == QR_OK)
+        rc = qr_table_create(cx->sess->db, name, s, &t, cx->err);
+    if (rc == QR_OK && (rc = sqlw_meta_save(cx->sess->db, name, meta, cx->err)) != QR_OK)
+        qr_table_drop(cx->sess->db, name, NULL);
+    cJSON_Delete(meta);
+    return rc;
+}
+
+/* ---- CREATE INDEX ---- */
+
+static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
+{
+    const char *lang = "english";
+    const cJSON *it;
+    cJSON_ArrayForEach(it, sqlj_get(b, "options"))
+    {
+        const cJSON *d = sqlj_is(it, "DefElem");
+        const char *dn = sqlj_str(d, "defname");
+        const char *v = sqlw_const_text(cx, sqlj_get(d, "arg"));
+        if (dn && !strcmp(dn, "language") && v)
+            lang = v;
+        else
+            return sql_err_at(cx, sqlj_loc(d), QR_EUNSUPPORTED, "0A000",
+                              "full-text index option \"%s\" is not supported (language is)",
+                              dn ? dn : "?");
+    }
+    QrSchema *s = qr_arena_calloc(cx->arena, sizeof *s);
+    if (!s)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    *s = *qr_table_schema(t);
+    bool change = false;
+    cJSON_ArrayForEach(it, sqlj_get(b, "indexParams"))
+    {
+        const cJSON *ie = sqlj_is(it, "IndexElem");
+        const char *col = sqlj_str(ie, "name");
+        if (!col)
+            return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                              "full-text indexes take column names, not expressions");
+        int fi = schema_field_index(s, col);
+        if (fi < 0)
+            return sql_err_at(cx, -1, QR_ENOTFOUND, "42703", "column \"%s\" does not exist",
+                              col);
+        QrField *f = &s->fields[fi];
+        if (f->type != QR_FT_TEXT && f->type != QR_FT_KEYWORD)
+            return sql_err_at(cx, -1, QR_ETYPE, "42804",
+                              "column \"%s\" is not a string column: it cannot be full-text "
+                              "indexed",
+                              col);
+        if (f->type != QR_FT_TEXT || !f->indexed || strcmp(f->language, lang) != 0) {
+            f->type = QR_FT_TEXT;
+            f->indexed = true;
+            snprintf(f->language, sizeof f->language, "%s", lang);
+            change = true;
+        }
+    }
+    if (!change)
+        return QR_OK;
+    /* a field's analysis is fixed once segments hold it: change it only
+     * while the table never held a document (recreate it) */
+    QrTableStats st;
+    qr_table_stats(t, &st);
+    if (st.docs_total > 0 || st.segments > 0) {
+        qr_error_hint(cx->err, "create full-text indexes before loading rows, or create a new "
+                               "table and INSERT ... SELECT into it");
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                          "cannot change the full-text analysis of table \"%s\", which holds rows",
+                          qr_table_name(t));
+    }
+    int n_text = 0;
+    for (int i = 0; i < s->n_fields; i++)
+        n_text += s->fields[i].type == QR_FT_TEXT;
+    s->all_field = n_text >= 2;
+    char name[QR_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%s", qr_table_name(t));
+    cJSON *meta = sqlw_meta_load(cx->sess->db, name);
+    int rc = qr_table_drop(cx->sess->db, name, cx->err);
+    if (rc == QR_OK)
+        rc = qr_table_create(cx->sess->db, name, s, &t, cx->err);
+    if (rc == QR_OK && meta)
+        rc = sqlw_meta_save(cx->sess->db, name, meta, cx->err);
+    cJSON_Delete(meta);
+    return rc;
+}
+
+static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
+{
+    QrTable *t;
+    snprintf(res->tag, sizeof res->tag, "CREATE INDEX");
+    int rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);
+    if (rc)
+        return rc;
+    const char *am = sqlj_str(b, "accessMethod");
+    if (am && !strcmp(am, "fulltext"))
+        return fulltext_index(cx, t, b);
+    if (am && strcmp(am, "btree") != 0)
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                          "access method \"%s\" is not supported (btree or fulltext)", am);
+    const cJSON *params = sqlj_get(b, "indexParams");
+    const cJSON *ie = sqlj_is(cJSON_GetArrayItem(params, 0), "IndexElem");
+    const char *col = sqlj_str(ie, "name");
+    if (cJSON_GetArraySize(params) != 1 || !col)
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                          "B-tree indexes are on one column (no expressions)");
+    const QrSchema *s = qr_table_schema(t);
+    bool is_pk = !strcmp(col, s->primary_key);
+    int fi = schema_field_index(s, col);
+    if (fi < 0 && !is_pk)
+        return sql_err_at(cx, -1, QR_ENOTFOUND, "42703", "column \"%s\" does not exist", col);
+    if (sqlj_bool(b, "unique") && !is_pk)
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                          "unique indexes are supported only on the primary key");
+    if (fi >= 0 && s->fields[fi].type == QR_FT_TEXT)
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                          "column \"%s\" is full-text: a B-tree needs a varchar or number column",
+                          col);
+    char idx[2 * QR_NAME_MAX + 8];
+    const char *given = sqlj_str(b, "idxname");
+    if (given)
+        snprintf(idx, sizeof idx, "%s", given);
+    else
+        snprintf(idx, sizeof idx, "%s_%s_idx", qr_table_name(t), col);
+    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+    if (!meta)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    cJSON *idxs = meta_obj(meta, "indexes");
+    if (cJSON_GetObjectItemCaseSensitive(idxs, idx)) {
+        cJSON_Delete(meta);
+        if (sqlj_bool(b, "if_not_exists")) {
+            sql_notice(cx, "NOTICE", "42P07", "relation \"%s\" already exists, skipping", idx);
+            return QR_OK;
+        }
+        return sql_err_at(cx, -1, QR_EEXISTS, "42P07", "relation \"%s\" already exists", idx);
+    }
+    if (!is_pk && !s->fields[fi].btree && qr_table_create_index)
+        rc = qr_table_create_index(t, col, cx->err);
+    cJSON_AddStringToObject(idxs, idx, col);
+    if (rc == QR_OK)
+        rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
+    cJSON_Delete(meta);
+    return rc;
+}
+
+/* ---- DROP ---- */
+
+static const char *object_name(const cJSON *obj)
+{
+    const cJSON *list = sqlj_get(sqlj_is(obj, "List"), "items");
+    return list ? sqlj_last_name(list) : sqlj_sval(obj);
+}
+
+static int drop_index(SqlCtx *cx, const char *idx, bool missing_ok)
+{
+    char **names = NULL;
+    int n = 0;
+    int rc = qr_table_list(cx->sess->db, &names, &n, cx->err);
+    bool done = false;
+    for (int i = 0; rc == QR_OK && i < n && !done; i++) {
+        cJSON *meta = sqlw_meta_load(cx->sess->db, names[i]);
+        cJSON *idxs = cJSON_GetObjectItemCaseSensitive(meta, "indexes");
+        const char *col = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(idxs, idx));
+        if (col) {
+            QrTable *t;
+            rc = qr_table_get(cx->sess->db, names[i], &t, cx->err);
+            bool other = false; /* another index name on the same column keeps the B-tree */
+            const cJSON *it;
+            cJSON_ArrayForEach(it, idxs) if (strcmp(it->string, idx) && cJSON_IsString(it) &&
+                                             !strcmp(it->valuestring, col)) other = true;
+            if (rc == QR_OK && !other && schema_field_index(qr_table_schema(t), col) >= 0 &&
+                qr_table_drop_index)
+                rc = qr_table_drop_index(t, col, cx->err);
+            cJSON_DeleteItemFromObjectCaseSensitive(idxs, idx);
+            if (rc == QR_OK)
+                rc = sqlw_meta_save(cx->sess->db, names[i], meta, cx->err);
+            done = true;
+        }
+        cJSON_Delete(meta);
+    }
+    for (int i = 0; i < n; i++)
+        qr_free(names[i]);
+    qr_free(names);
+    if (rc == QR_OK && !done) {
+        if (missing_ok)
+            sql_notice(cx, "NOTICE", "00000", "index \"%s\" does not exist, skipping", idx);
+        else
+            rc = sql_err_at(cx, -1, QR_ENOTFOUND, "42704", "index \"%s\" does not exist", idx);
+    }
+    return rc;
+}
+
+static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
+{
+    const char *rt = sqlj_str(b, "removeType");
+    bool missing_ok = sqlj_bool(b, "missing_ok");
+    bool is_index = rt && !strcmp(rt, "OBJECT_INDEX");
+    if (!rt || (!is_index && strcmp(rt, "OBJECT_TABLE") != 0))
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                          "only DROP TABLE and DROP INDEX are supported");
+    snprintf(res->tag, sizeof res->tag, is_index ? "DROP INDEX" : "DROP TABLE");
+    if (sqlj_str(b, "behavior") && !strcmp(sqlj_str(b, "behavior"), "DROP_CASCADE"))
+        sql_notice(cx, "NOTICE", "00000", "CASCADE has nothing to drop in Quarry");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, sqlj_get(b, "objects"))
+    {
+        const char *name = object_name(it);
+        if (!name)
+            return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "object name expected");
+        if (is_index) {
+            int rc = drop_index(cx, name, missing_ok);
+            if (rc)
+                return rc;
+            continue;
+        }
+        if (!qr_name_valid(name) || !table_exists(cx, name)) {
+            if (missing_ok) {
+                sql_notice(cx, "NOTICE", "00000", "table \"%s\" does not exist, skipping", name);
+                continue;
+            }
+            return sql_err_at(cx, -1, QR_ENOTFOUND, "42P01", "table \"%s\" does not exist",
+                              name);
+        }
+        int rc = qr_table_drop(cx->sess->db, name, cx->err);
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
+}
+
+/* ---- ALTER TABLE ---- */
+
+static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
+{
+    QrTable *t;
+    snprintf(res->tag, sizeof res->tag, "ALTER TABLE");
+    int rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);
+    if (rc)
+        return rc;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, sqlj_get(b, "cmds"))
+    {
+        const cJSON *c = sqlj_is(it, "AlterTableCmd");
+        const char *sub = sqlj_str(c, "subtype");
+        if (!sub || strcmp(sub, "AT_AddColumn") != 0)
+            return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                              "ALTER TABLE supports ADD COLUMN only");
+        ColSpec cs;
+        if ((rc = col_from_def(cx, sqlj_is(sqlj_get(c, "def"), "ColumnDef"), &cs)) != QR_OK)
+            return rc;
+        const QrSchema *s = qr_table_schema(t);
+        if (schema_field_index(s, cs.name) >= 0 || !strcmp(cs.name, s->primary_key)) {
+            if (sqlj_bool(c, "missing_ok")) {
+                sql_notice(cx, "NOTICE", "42701",
+                           "column \"%s\" of relation \"%s\" already exists, skipping", cs.name,
+                           qr_table_name(t));
+                continue;
+            }
+            return sql_err_at(cx, cs.loc, QR_EEXISTS, "42701",
+                              "column \"%s\" of relation \"%s\" already exists", cs.name,
+                              qr_table_name(t));
+        }
+        if (cs.is_pk || cs.not_null || cs.dflt)
+            return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
+                              "ADD COLUMN takes no PRIMARY KEY, NOT NULL or DEFAULT (existing "
+                              "rows read the new column as NULL)");
+        QrField f;
+        schema_field_defaults(&f, cs.name, cs.ft);
+        if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
+            return rc;
+        cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+        if (!meta)
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        meta_put_col(meta_obj(meta, "columns"), &cs);
+        rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
+        cJSON_Delete(meta);
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
+}
+
+int sqlw_ddl_exec(SqlCtx *cx, const cJSON *b, const char *tag, QrSqlResult *res)
+{
+    if (!strcmp(tag, "CreateStmt"))
+        return create_table(cx, b, res);
+    if (!strcmp(tag, "IndexStmt"))
+        return create_index(cx, b, res);
+    if (!strcmp(tag, "DropStmt"))
+        return drop_stmt(cx, b, res);
+    if (!strcmp(tag, "AlterTableStmt"))
+        return alter_table(cx, b, res);
+    if (!strcmp(tag, "CreateTableAsStmt"))
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                          "CREATE TABLE AS is not supported: CREATE TABLE with a primary key, "
+                          "then INSERT ... SELECT");
+    return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "%s is not supported",
+                      tag);
+}

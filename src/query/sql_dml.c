@@ -1,0 +1,1199 @@
+/*
+ * sql_dml.c — INSERT, UPDATE, DELETE and the value coercion they share
+ * with COPY: SQL values become the JSON documents Quarry stores, and
+ * writes go through the session's write buffer (sql_txn.c) so that a
+ * transaction block applies them at COMMIT.
+ *
+ * Layer: query/.  Calls quarry.h, the SQL internals (sql_int.h), cJSON.
+ */
+#include "query/sql_w.h"
+#include "query/sql.h"
+#include "store/mem.h"
+
+#include <cJSON.h>
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- value coercion ---- */
+
+static bool v_is_text(const QrSqlValue *v)
+{
+    switch (v->type) {
+    case QR_SQL_UNKNOWN:
+    case QR_SQL_TEXT:
+    case QR_SQL_VARCHAR:
+    case QR_SQL_NAME:
+    case QR_SQL_CHAR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool v_is_int(const QrSqlValue *v)
+{
+    return v->type == QR_SQL_INT2 || v->type == QR_SQL_INT4 || v->type == QR_SQL_INT8 ||
+           v->type == QR_SQL_OID;
+}
+
+/* The bytes of a text value without surrounding blanks, into tmp. */
+static const char *trimmed(const QrSqlValue *v, char *tmp, size_t tmp_len)
+{
+    const char *s = v->u.s.s;
+    size_t n = v->u.s.n;
+    while (n && isspace((unsigned char)*s))
+        s++, n--;
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    if (n >= tmp_len)
+        n = tmp_len - 1;
+    memcpy(tmp, s, n);
+    tmp[n] = 0;
+    return tmp;
+}
+
+static int bad_text(const char *type, const QrSqlValue *v, const char *col, QrError *err)
+{
+    qr_error_set(err, QR_ETYPE, "invalid input syntax for type %s: \"%.*s\"", type,
+                 (int)(v->u.s.n > 80 ? 80 : v->u.s.n), v->u.s.s);
+    qr_error_detail(err, "column \"%s\"", col);
+    qr_error_set_sqlstate(err, "22P02");
+    return QR_ETYPE;
+}
+
+static int mismatch(const char *type, const QrSqlValue *v, const char *col, QrError *err)
+{
+    qr_error_set(err, QR_ETYPE, "column \"%s\" is of type %s but expression is of type %s", col,
+                 type, qr_sql_type_name(v->type));
+    qr_error_hint(err, "rewrite or cast the expression");
+    qr_error_set_sqlstate(err, "42804");
+    return QR_ETYPE;
+}
+
+static cJSON *raw_int(int64_t i)
+{
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%lld", (long long)i);
+    return cJSON_CreateRaw(tmp);
+}
+
+static int to_int(const char *col, const QrSqlValue *v, cJSON **out, QrError *err)
+{
+    int64_t i;
+    if (v_is_int(v)) {
+        i = v->u.i;
+    } else if (v->type == QR_SQL_FLOAT4 || v->type == QR_SQL_FLOAT8 ||
+               v->type == QR_SQL_NUMERIC) {
+        double d;
+        if (v->type == QR_SQL_NUMERIC) {
+            char tmp[128];
+            char *end;
+            d = strtod(trimmed(v, tmp, sizeof tmp), &end);
+        } else {
+            d = v->u.f;
+        }
+        d = round(d); /* PostgreSQL rounds half away from zero */
+        if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) {
+            qr_error_set(err, QR_EINVAL, "bigint out of range");
+            qr_error_detail(err, "column \"%s\"", col);
+            qr_error_set_sqlstate(err, "22003");
+            return QR_EINVAL;
+        }
+        i = (int64_t)d;
+    } else if (v_is_text(v)) {
+        char tmp[64];
+        const char *s = trimmed(v, tmp, sizeof tmp);
+        char *end;
+        errno = 0;
+        long long ll = strtoll(s, &end, 10);
+        if (!*s || *end || v->u.s.n >= sizeof tmp)
+            return bad_text("bigint", v, col, err);
+        if (errno == ERANGE) {
+            qr_error_set(err, QR_EINVAL, "value \"%s\" is out of range for type bigint", s);
+            qr_error_set_sqlstate(err, "22003");
+            return QR_EINVAL;
+        }
+        i = ll;
+    } else {
+        return mismatch("bigint", v, col, err);
+    }
+    *out = raw_int(i);
+    return *out ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
+static int to_float(const char *col, const QrSqlValue *v, cJSON **out, QrError *err)
+{
+    double d;
+    if (v_is_int(v)) {
+        d = (double)v->u.i;
+    } else if (v->type == QR_SQL_FLOAT4 || v->type == QR_SQL_FLOAT8) {
+        d = v->u.f;
+    } else if (v_is_text(v) || v->type == QR_SQL_NUMERIC) {
+        char tmp[128];
+        const char *s = trimmed(v, tmp, sizeof tmp);
+        char *end;
+        d = strtod(s, &end);
+        if (!*s || *end || v->u.s.n >= sizeof tmp)
+            return bad_text("double precision", v, col, err);
+    } else {
+        return mismatch("double precision", v, col, err);
+    }
+    if (!isfinite(d)) {
+        qr_error_set(err, QR_EUNSUPPORTED, "column \"%s\" cannot store %s", col,
+                     isnan(d) ? "NaN" : "Infinity");
+        qr_error_detail(err, "documents are JSON, which has no NaN or infinite numbers");
+        return QR_EUNSUPPORTED;
+    }
+    *out = cJSON_CreateNumber(d);
+    return *out ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
+static int to_bool(const char *col, const QrSqlValue *v, cJSON **out, QrError *err)
+{
+    bool b;
+    if (v->type == QR_SQL_BOOL) {
+        b = v->u.b;
+    } else if (v_is_text(v)) {
+        static const char *const yes[] = {"t", "true", "y", "yes", "on", "1"};
+        static const char *const no[] = {"f", "false", "n", "no", "off", "0"};
+        char tmp[16];
+        const char *s = trimmed(v, tmp, sizeof tmp);
+        int found = -1;
+        for (size_t k = 0; k < sizeof yes / sizeof yes[0] && found < 0; k++) {
+            if (!strcasecmp(s, yes[k]))
+                found = 1;
+            else if (!strcasecmp(s, no[k]))
+                found = 0;
+        }
+        if (found < 0 || v->u.s.n >= sizeof tmp)
+            return bad_text("boolean", v, col, err);
+        b = found;
+    } else {
+        return mismatch("boolean", v, col, err);
+    }
+    *out = cJSON_CreateBool(b);
+    return *out ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
+static int to_timestamp(const char *col, const QrSqlValue *v, cJSON **out, QrError *err)
+{
+    int64_t us;
+    if (v->type == QR_SQL_TIMESTAMP || v->type == QR_SQL_TIMESTAMPTZ) {
+        us = v->u.i;
+    } else if (v_is_text(v)) {
+        char tmp[80];
+        const char *s = trimmed(v, tmp, sizeof tmp);
+        size_t n = strlen(s);
+        /* PostgreSQL prints timestamptz with "+00"; ISO 8601 wants "+00:00" */
+        char fixed[88];
+        if (n > 3 && (s[n - 3] == '+' || s[n - 3] == '-') && isdigit((unsigned char)s[n - 2]) &&
+            isdigit((unsigned char)s[n - 1]) && strchr(s, ':')) {
+            snprintf(fixed, sizeof fixed, "%s:00", s);
+            s = fixed;
+            n += 3;
+        }
+        if (v->u.s.n >= sizeof tmp || !qr_parse_timestamp(s, n, &us))
+            return bad_text("timestamp with time zone", v, col, err);
+    } else {
+        return mismatch("timestamp with time zone", v, col, err);
+    }
+    char buf[48];
+    qr_format_timestamp(us, buf, sizeof buf);
+    *out = cJSON_CreateString(buf);
+    return *out ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
+static int to_text(const QrSqlValue *v, cJSON **out, QrError *err)
+{
+    QrBuf b;
+    qr_buf_init(&b);
+    if (v_is_text(v) || v->type == QR_SQL_NUMERIC)
+        qr_buf_append(&b, v->u.s.s, v->u.s.n);
+    else
+        qr_sql_value_text(v, &b);
+    qr_buf_putc(&b, 0);
+    *out = qr_buf_ok(&b) ? cJSON_CreateString((const char *)b.data) : NULL;
+    qr_buf_free(&b);
+    return *out ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
+int sqlw_value_to_cjson(QrFieldType t, const char *col, const QrSqlValue *v, cJSON **out,
+                        QrError *err)
+{
+    *out = NULL;
+    if (v->is_null) {
+        *out = cJSON_CreateNull();
+        return *out ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    switch (t) {
+    case QR_FT_INT: return to_int(col, v, out, err);
+    case QR_FT_FLOAT: return to_float(col, v, out, err);
+    case QR_FT_BOOL: return to_bool(col, v, out, err);
+    case QR_FT_TIMESTAMP: return to_timestamp(col, v, out, err);
+    case QR_FT_TEXT:
+    case QR_FT_KEYWORD: return to_text(v, out, err);
+    }
+    return qr_error_set(err, QR_EINTERNAL, "unknown field type %d", (int)t);
+}
+
+/* ---- keys and rows ---- */
+
+/* The primary key of a row as JSON text (arena).  NULL keys are 23502. */
+static int key_json(SqlCtx *cx, QrSqlType pk_type, const char *pk, const SqlValue *v,
+                    char **out)
+{
+    if (v->is_null) {
+        sql_err_at(cx, -1, QR_ECONSTRAINT, "23502",
+                   "null value in column \"%s\" violates not-null constraint", pk);
+        qr_error_detail(cx->err, "the primary key is the document id");
+        return QR_ECONSTRAINT;
+    }
+    bool as_int = pk_type == QR_SQL_INT8 ||
+                  (pk_type == QR_SQL_UNKNOWN && (v_is_int(v) || v->type == QR_SQL_FLOAT8));
+    cJSON *j = NULL;
+    int rc = sqlw_value_to_cjson(as_int ? QR_FT_INT : QR_FT_KEYWORD, pk, v, &j, cx->err);
+    if (rc)
+        return rc;
+    char *text = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    if (!text)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    *out = qr_arena_strndup(cx->arena, text, strlen(text));
+    cJSON_free(text);
+    return *out ? QR_OK : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+}
+
+/* A stored JSON value as an SQL value of the column's type (arena). */
+static int json_to_value(SqlCtx *cx, const cJSON *j, QrSqlType type, SqlValue *out)
+{
+    *out = sqlv_null();
+    if (!j || cJSON_IsNull(j))
+        return QR_OK;
+    if (cJSON_IsBool(j)) {
+        *out = sqlv_bool(cJSON_IsTrue(j));
+    } else if (cJSON_IsNumber(j)) {
+        double d = j->valuedouble;
+        if (sqlt_is_int(type) || (type == QR_SQL_UNKNOWN && d == (double)(int64_t)d)) {
+            *out = sqlv_int((int64_t)d);
+        } else if (sqlt_is_ts(type)) {
+            out->type = type;
+            out->is_null = false;
+            out->u.i = (int64_t)(d * 1e6);
+        } else {
+            *out = sqlv_float(d);
+        }
+    } else if (cJSON_IsString(j)) {
+        size_t n = strlen(j->valuestring);
+        int64_t us;
+        if (sqlt_is_ts(type) && qr_parse_timestamp(j->valuestring, n, &us)) {
+            out->type = type;
+            out->is_null = false;
+            out->u.i = us;
+        } else {
+            char *s = qr_arena_strndup(cx->arena, j->valuestring, n);
+            if (!s)
+                return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+            *out = sqlv_text(s, n);
+        }
+    } else {
+        /* arrays of strings (multi-valued text) read as their JSON text */
+        char *text = cJSON_PrintUnformatted(j);
+        char *s = text ? qr_arena_strndup(cx->arena, text, strlen(text)) : NULL;
+        cJSON_free(text);
+        if (!s)
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        *out = sqlv_text(s, strlen(s));
+    }
+    if (!out->is_null && type != QR_SQL_UNKNOWN && out->type != type &&
+        !(sqlt_is_str(type) && sqlt_is_str(out->type))) {
+        SqlValue in = *out;
+        return sqlv_cast(cx, &in, type, -1, out);
+    }
+    return QR_OK;
+}
+
+/* A document as a row of the table scope. */
+static int doc_to_row(SqlCtx *cx, const SqlScope *sc, const QrSchema *s, const cJSON *doc,
+                      SqlValue *row)
+{
+    for (int i = 0; i < sc->n; i++) {
+        const SqlCol *c = &sc->cols[i];
+        const cJSON *j = NULL;
+        if (c->field == -1)
+            j = cJSON_GetObjectItemCaseSensitive(doc, s->primary_key);
+        else if (c->field >= 0 && c->field < s->n_fields)
+            j = cJSON_GetObjectItemCaseSensitive(doc, s->fields[c->field].name);
+        int rc = json_to_value(cx, j, c->type, &row[i]);
+        if (rc)
+            return rc;
+        if (c->field == -3)
+            row[i] = sqlv_float(0);
+    }
+    return QR_OK;
+}
+
+static int pk_col(const SqlScope *sc)
+{
+    for (int i = 0; i < sc->n; i++)
+        if (sc->cols[i].field == -1)
+            return i;
+    return -1;
+}
+
+/* Set a field of a document from a value (NULL removes it). */
+static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
+                   QrSqlType pk_type, const SqlValue *v)
+{
+    cJSON *j = NULL;
+    int rc;
+    const char *name = c->field == -1 ? s->primary_key : s->fields[c->field].name;
+    if (c->field == -1) {
+        char *k;
+        if ((rc = key_json(cx, pk_type, s->primary_key, v, &k)) != QR_OK)
+            return rc;
+        j = cJSON_Parse(k);
+    } else {
+        if ((rc = sqlw_value_to_cjson(s->fields[c->field].type, name, v, &j, cx->err)) != QR_OK)
+            return rc;
+    }
+    if (!j)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    cJSON_DeleteItemFromObjectCaseSensitive(doc, name);
+    if (cJSON_IsNull(j))
+        cJSON_Delete(j);
+    else
+        cJSON_AddItemToObject(doc, name, j);
+    return QR_OK;
+}
+
+/* The current document of a key: the block's own pending write first, then
+ * the committed table.  *doc NULL when absent (or deleted in the block). */
+static int current_doc(SqlCtx *cx, SqluState *st, QrTable *t, const char *key, cJSON **doc,
+                       int *op_index)
+{
+    *doc = NULL;
+    *op_index = -1;
+    const TxnOp *op = txn_find(st, qr_table_name(t), key);
+    if (op) {
+        *op_index = (int)(op - st->ops);
+        if (op->is_delete)
+            return QR_OK;
+        *doc = cJSON_ParseWithLength(op->doc, op->doc_len);
+        return *doc ? QR_OK : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    }
+    QrBuf b;
+    qr_buf_init(&b);
+    QrError e;
+    qr_error_clear(&e);
+    int rc = qr_get(t, key, strlen(key), &b, &e);
+    if (rc == QR_OK) {
+        *doc = cJSON_ParseWithLength((const char *)b.data, b.len);
+        if (!*doc)
+            rc = qr_error_set(cx->err, QR_ECORRUPT, "stored document of key %s is not JSON", key);
+    } else if (rc == QR_ENOTFOUND) {
+        rc = QR_OK;
+    } else {
+        qr_error_copy(cx->err, &e);
+    }
+    qr_buf_free(&b);
+    return rc;
+}
+
+/* Buffer a put of a document. */
+static int put_doc(SqlCtx *cx, SqluState *st, QrTable *t, const char *key, const cJSON *doc,
+                   bool must_be_new)
+{
+    char *text = cJSON_PrintUnformatted(doc);
+    if (!text)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    int rc = txn_put(st, qr_table_name(t), key, text, strlen(text), must_be_new, cx->err);
+    cJSON_free(text);
+    return rc;
+}
+
+/* ---- RETURNING ---- */
+
+typedef struct Returning {
+    int n;
+    SqlExpr **exprs;
+    QrSqlColumn *cols;
+    SqlwRows rows;
+} Returning;
+
+static int returning_bind(SqlCtx *cx, const cJSON *list, const SqlScope *sc, Returning *r)
+{
+    memset(r, 0, sizeof *r);
+    int cap = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list)
+    {
+        const cJSON *rt = sqlj_is(it, "ResTarget");
+        const cJSON *cr = sqlj_is(sqlj_get(rt, "val"), "ColumnRef");
+        bool star = cr && sqlj_is(cJSON_GetArrayItem(sqlj_get(cr, "fields"),
+                                                     cJSON_GetArraySize(sqlj_get(cr, "fields")) - 1),
+                                  "A_Star");
+        cap += star ? sc->n : 1;
+    }
+    if (!cap)
+        return QR_OK;
+    r->exprs = qr_arena_calloc(cx->arena, (size_t)cap * sizeof *r->exprs);
+    r->cols = qr_arena_calloc(cx->arena, (size_t)cap * sizeof *r->cols);
+    if (!r->exprs || !r->cols)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    cJSON_ArrayForEach(it, list)
+    {
+        const cJSON *rt = sqlj_is(it, "ResTarget");
+        const cJSON *val = sqlj_get(rt, "val");
+        const cJSON *cr = sqlj_is(val, "ColumnRef");
+        const cJSON *fields = sqlj_get(cr, "fields");
+        if (cr && sqlj_is(cJSON_GetArrayItem(fields, cJSON_GetArraySize(fields) - 1), "A_Star")) {
+            for (int i = 0; i < sc->n; i++) {
+                if (sc->cols[i].hidden)
+                    continue;
+                SqlExpr *e = qr_arena_calloc(cx->arena, sizeof *e);
+                if (!e)
+                    return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+                e->kind = SE_COL;
+                e->col = i;
+                e->type = sc->cols[i].type;
+                e->loc = -1;
+                e->name = sc->cols[i].name;
+                r->exprs[r->n] = e;
+                r->cols[r->n] = (QrSqlColumn){.name = sc->cols[i].name,
+                                              .type = sc->cols[i].type,
+                                              .table_oid = sc->cols[i].table_oid,
+                                              .attnum = sc->cols[i].attnum,
+                                              .typmod = -1};
+                r->n++;
+            }
+            continue;
+        }
+        SqlExpr *e;
+        int rc = sql_expr_compile(cx, val, sc, &e);
+        if (rc)
+            return rc;
+        const char *name = sqlj_str(rt, "name");
+        r->exprs[r->n] = e;
+        r->cols[r->n] = (QrSqlColumn){.name = name ? name : sql_expr_name(e),
+                                      .type = e->type == QR_SQL_UNKNOWN ? QR_SQL_TEXT : e->type,
+                                      .typmod = -1};
+        r->n++;
+    }
+    r->rows.n_cols = r->n;
+    return QR_OK;
+}
+
+static int returning_row(SqlCtx *cx, Returning *r, const SqlValue *row)
+{
+    if (!r->n)
+        return QR_OK;
+    SqlValue *out = sqlw_rows_add(cx, &r->rows);
+    if (!out)
+        return cx->err->code;
+    SqlEvalRow er = {.row = row, .doc = -1};
+    for (int i = 0; i < r->n; i++) {
+        int rc = sql_expr_eval(cx, r->exprs[i], &er, &out[i]);
+        if (rc == QR_OK)
+            rc = sqlv_own(cx, &out[i]);
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
+}
+
+static void returning_result(Returning *r, QrSqlResult *res)
+{
+    if (r->n)
+        sqlw_rows_result(res, &r->rows, r->cols, r->n);
+}
+
+/* Scope of a DML target table (alias from the RangeVar). */
+static int target_scope(SqlCtx *cx, const cJSON *rv, QrTable **t, SqlScope **sc)
+{
+    int rc = sqlw_table(cx, rv, t);
+    if (rc)
+        return rc;
+    const char *alias = sqlj_str(sqlj_get(rv, "alias"), "aliasname");
+    return sql_table_scope(cx, *t, alias, sc);
+}
+
+int sqlw_dml_describe(SqlCtx *cx, const cJSON *b, QrSqlColumn **cols, int *n_cols)
+{
+    *cols = NULL;
+    *n_cols = 0;
+    const cJSON *list = sqlj_get(b, "returningList");
+    if (!cJSON_GetArraySize(list))
+        return QR_OK;
+    QrTable *t;
+    SqlScope *sc;
+    int rc = target_scope(cx, sqlj_get(b, "relation"), &t, &sc);
+    if (rc)
+        return rc;
+    Returning r;
+    if ((rc = returning_bind(cx, list, sc, &r)) != QR_OK)
+        return rc;
+    *cols = r.cols;
+    *n_cols = r.n;
+    return QR_OK;
+}
+
+/* ---- rows of a WHERE, with the block's own writes ---- */
+
+typedef struct DmlRow {
+    SqlValue *row;    /* scope values */
+    char *key;        /* JSON text */
+} DmlRow;
+
+typedef struct DmlRows {
+    int n, cap;
+    DmlRow *r;
+} DmlRows;
+
+static int rows_push(SqlCtx *cx, DmlRows *rs, SqlValue *row, char *key)
+{
+    if (rs->n == rs->cap) {
+        int cap = rs->cap ? rs->cap * 2 : 64;
+        DmlRow *r = qr_arena_alloc(cx->arena, (size_t)cap * sizeof *r);
+        if (!r)
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        if (rs->n)
+            memcpy(r, rs->r, (size_t)rs->n * sizeof *r);
+        rs->r = r;
+        rs->cap = cap;
+    }
+    rs->r[rs->n++] = (DmlRow){row, key};
+    return QR_OK;
+}
+
+/* Committed rows matching `where`, with the block's pending writes to the
+ * table overlaid: a pending delete hides a row, a pending put replaces it
+ * (tested against `where` again) or adds one. */
+static int dml_rows(SqlCtx *cx, SqluState *st, QrTable *t, const SqlScope *sc, const char *alias,
+                    const cJSON *where, QrSqlType pk_type, DmlRows *out)
+{
+    SqlTableRows tr;
+    memset(out, 0, sizeof *out);
+    int rc = sql_table_rows(cx, t, alias, where, &tr);
+    if (rc)
+        return rc;
+    const QrSchema *s = qr_table_schema(t);
+    int pk = pk_col(sc);
+    if (pk < 0)
+        return qr_error_set(cx->err, QR_EINTERNAL, "table scope without a primary key");
+    const char *tname = qr_table_name(t);
+    bool pending = false;
+    for (int i = 0; i < st->n_ops && !pending; i++)
+        pending = !strcmp(st->ops[i].table, tname);
+    for (uint64_t i = 0; i < tr.n; i++) {
+        SqlValue *row = tr.vals + i * (uint64_t)sc->n;
+        char *key;
+        if ((rc = key_json(cx, pk_type, s->primary_key, &row[pk], &key)) != QR_OK)
+            return rc;
+        if (pending && txn_find(st, tname, key))
+            continue; /* overlaid below */
+        if ((rc = rows_push(cx, out, row, key)) != QR_OK)
+            return rc;
+    }
+    if (!pending)
+        return QR_OK;
+    SqlExpr *w = NULL;
+    if (where && (rc = sql_expr_compile(cx, where, sc, &w)) != QR_OK)
+        return rc;
+    for (int i = 0; i < st->n_ops; i++) {
+        const TxnOp *o = &st->ops[i];
+        if (strcmp(o->table, tname) != 0 || txn_find(st, tname, o->key) != o || o->is_delete)
+            continue; /* only the last op of each key counts */
+        cJSON *doc = cJSON_ParseWithLength(o->doc, o->doc_len);
+        SqlValue *row = qr_arena_calloc(cx->arena, (size_t)sc->n * sizeof *row + 1);
+        if (!doc || !row) {
+            cJSON_Delete(doc);
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        }
+        rc = doc_to_row(cx, sc, s, doc, row);
+        cJSON_Delete(doc);
+        bool pass = true;
+        SqlEvalRow er = {.row = row, .doc = -1};
+        if (rc == QR_OK && w)
+            rc = sql_expr_test(cx, w, &er, &pass);
+        char *key = qr_arena_strndup(cx->arena, o->key, strlen(o->key));
+        if (rc == QR_OK && pass)
+            rc = key ? rows_push(cx, out, row, key) : qr_error_set(cx->err, QR_ENOMEM, "oom");
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
+}
+
+/* ---- INSERT ---- */
+
+struct InsertCx {
+    QrTable *t;
+    const QrSchema *s;
+    SqlScope *sc;
+    cJSON *meta;             /* owns */
+    QrSqlType pk_type;
+    int *target;             /* scope index per source column */
+    int n_target;
+    SqlExpr **dflt;          /* per scope column: DEFAULT expression or NULL */
+    const char *conflict;    /* NULL, "nothing", "update" */
+    SqlScope *both;          /* ON CONFLICT DO UPDATE: table columns then excluded.* */
+    int *set_col;            /* DO UPDATE SET targets (scope index) */
+    SqlExpr **set_expr;
+    int n_set;
+    SqlExpr *set_where;
+    Returning ret;
+    uint64_t count;
+};
+
+static int find_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc)
+{
+    for (int i = 0; i < sc->n; i++)
+        if (!sc->cols[i].hidden && !strcmp(sc->cols[i].name, name))
+            return i;
+    sql_err_at(cx, loc, QR_ENOTFOUND, "42703", "column \"%s\" does not exist", name);
+    return -1;
+}
+
+static int check_not_null(SqlCtx *cx, InsertCx *ic, const SqlValue *row)
+{
+    for (int i = 0; i < ic->sc->n; i++) {
+        const SqlCol *c = &ic->sc->cols[i];
+        if (c->hidden || !row[i].is_null)
+            continue;
+        const cJSON *m = sqlw_meta_col(ic->meta, c->name);
+        if (c->field == -1 || cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "not_null"))) {
+            sql_err_at(cx, -1, QR_ECONSTRAINT, "23502",
+                       "null value in column \"%s\" of relation \"%s\" violates not-null "
+                       "constraint",
+                       c->name, qr_table_name(ic->t));
+            return QR_ECONSTRAINT;
+        }
+    }
+    return QR_OK;
+}
+
+/* Build the document of a full row (scope order). */
+static int row_to_doc(SqlCtx *cx, InsertCx *ic, const SqlValue *row, cJSON *doc)
+{
+    for (int i = 0; i < ic->sc->n; i++) {
+        const SqlCol *c = &ic->sc->cols[i];
+        if (c->field < -1 || c->hidden)
+            continue;
+        int rc = doc_set(cx, doc, ic->s, c, ic->pk_type, &row[i]);
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
+}
+
+static int insert_row(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *src)
+{
+    int n = ic->sc->n;
+    SqlValue *row = qr_arena_calloc(cx->arena, (size_t)n * sizeof *row + 1);
+    if (!row)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    SqlEvalRow none = {.doc = -1};
+    for (int i = 0; i < n; i++) {
+        row[i] = sqlv_null();
+        if (ic->dflt[i]) {
+            int rc = sql_expr_eval(cx, ic->dflt[i], &none, &row[i]);
+            if (rc)
+                return rc;
+        }
+    }
+    for (int k = 0; k < ic->n_target; k++)
+        if (ic->target[k] >= 0)
+            row[ic->target[k]] = src[k];
+    /* coerce to the column types now so RETURNING and conflicts see them */
+    int rc = check_not_null(cx, ic, row);
+    if (rc)
+        return rc;
+    int pk = pk_col(ic->sc);
+    char *key;
+    if ((rc = key_json(cx, ic->pk_type, ic->s->primary_key, &row[pk], &key)) != QR_OK)
+        return rc;
+    cJSON *old = NULL;
+    int op_index;
+    if ((rc = current_doc(cx, st, ic->t, key, &old, &op_index)) != QR_OK)
+        return rc;
+    if (old) {
+        if (!ic->conflict) {
+            cJSON_Delete(old);
+            sql_err_at(cx, -1, QR_ECONSTRAINT, "23505",
+                       "duplicate key value violates unique constraint \"%s_pkey\"",
+                       qr_table_name(ic->t));
+            qr_error_detail(cx->err, "Key (%s)=(%s) already exists.", ic->s->primary_key, key);
+            return QR_ECONSTRAINT;
+        }
+        if (!strcmp(ic->conflict, "nothing")) {
+            cJSON_Delete(old);
+            return QR_OK;
+        }
+        if (op_index >= st->stmt_start) {
+            cJSON_Delete(old);
+            sql_err_at(cx, -1, QR_EINVAL, "21000",
+                       "ON CONFLICT DO UPDATE command cannot affect row a second time");
+            qr_error_hint(cx->err, "Ensure that no rows proposed for insertion within the same "
+                                   "command have duplicate constrained values.");
+            return QR_EINVAL;
+        }
+        /* DO UPDATE: evaluate over (existing row, excluded row) */
+        SqlValue *both = qr_arena_calloc(cx->arena, (size_t)(2 * n) * sizeof *both + 1);
+        if (!both) {
+            cJSON_Delete(old);
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        }
+        rc = doc_to_row(cx, ic->sc, ic->s, old, both);
+        for (int i = 0; i < n; i++)
+            both[n + i] = row[i];
+        SqlEvalRow er = {.row = both, .doc = -1};
+        bool pass = true;
+        if (rc == QR_OK && ic->set_where)
+            rc = sql_expr_test(cx, ic->set_where, &er, &pass);
+        if (rc || !pass) {
+            cJSON_Delete(old);
+            return rc;
+        }
+        SqlValue *upd = qr_arena_alloc(cx->arena, (size_t)n * sizeof *upd + 1);
+        if (!upd) {
+            cJSON_Delete(old);
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        }
+        memcpy(upd, both, (size_t)n * sizeof *upd);
+        for (int k = 0; k < ic->n_set && rc == QR_OK; k++)
+            rc = sql_expr_eval(cx, ic->set_expr[k], &er, &upd[ic->set_col[k]]);
+        for (int k = 0; k < ic->n_set && rc == QR_OK; k++)
+            rc = doc_set(cx, old, ic->s, &ic->sc->cols[ic->set_col[k]], ic->pk_type,
+                         &upd[ic->set_col[k]]);
+        if (rc == QR_OK)
+            rc = check_not_null(cx, ic, upd);
+        if (rc == QR_OK)
+            rc = put_doc(cx, st, ic->t, key, old, false);
+        if (rc == QR_OK && ic->ret.n && (rc = doc_to_row(cx, ic->sc, ic->s, old, upd)) == QR_OK)
+            rc = returning_row(cx, &ic->ret, upd);
+        cJSON_Delete(old);
+        if (rc == QR_OK)
+            ic->count++;
+        return rc;
+    }
+    cJSON *doc = cJSON_CreateObject();
+    if (!doc)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    rc = row_to_doc(cx, ic, row, doc);
+    if (rc == QR_OK)
+        rc = put_doc(cx, st, ic->t, key, doc, ic->conflict == NULL);
+    if (rc == QR_OK) {
+        /* RETURNING sees the stored (coerced) values */
+        rc = doc_to_row(cx, ic->sc, ic->s, doc, row);
+        if (rc == QR_OK)
+            rc = returning_row(cx, &ic->ret, row);
+    }
+    cJSON_Delete(doc);
+    if (rc == QR_OK)
+        ic->count++;
+    return rc;
+}
+
+static int insert_prepare(SqlCtx *cx, const cJSON *b, InsertCx *ic)
+{
+    int rc = target_scope(cx, sqlj_get(b, "relation"), &ic->t, &ic->sc);
+    if (rc)
+        return rc;
+    ic->s = qr_table_schema(ic->t);
+    ic->meta = sqlw_meta_load(cx->sess->db, qr_table_name(ic->t));
+    if (!ic->meta)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    ic->pk_type = sqlw_pk_type(ic->meta);
+    int n = ic->sc->n;
+    /* target columns */
+    const cJSON *cols = sqlj_get(b, "cols");
+    int nt = cJSON_GetArraySize(cols);
+    ic->target = qr_arena_calloc(cx->arena, (size_t)(nt ? nt : n) * sizeof(int) + 1);
+    ic->dflt = qr_arena_calloc(cx->arena, (size_t)n * sizeof(SqlExpr *) + 1);
+    if (!ic->target || !ic->dflt)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    if (nt) {
+        const cJSON *it;
+        cJSON_ArrayForEach(it, cols)
+        {
+            const cJSON *rt = sqlj_is(it, "ResTarget");
+            if (sqlj_get(rt, "indirection"))
+                return sql_err_at(cx, sqlj_loc(rt), QR_EUNSUPPORTED, "0A000",
+                                  "INSERT into subfields or array elements is not supported");
+            const char *cname = rt ? sqlj_str(rt, "name") : sqlj_sval(it); /* COPY: String */
+            if (!cname)
+                return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "column name expected");
+            int ci = find_col(cx, ic->sc, cname, rt ? sqlj_loc(rt) : -1);
+            if (ci < 0)
+                return cx->err->code;
+            for (int k = 0; k < ic->n_target; k++)
+                if (ic->target[k] == ci)
+                    return sql_err_at(cx, sqlj_loc(rt), QR_ESYNTAX, "42701",
+                                      "column \"%s\" specified more than once",
+                                      ic->sc->cols[ci].name);
+            ic->target[ic->n_target++] = ci;
+        }
+    } else {
+        for (int i = 0; i < n; i++)
+            if (!ic->sc->cols[i].hidden)
+                ic->target[ic->n_target++] = i;
+    }
+    /* defaults */
+    for (int i = 0; i < n; i++) {
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(sqlw_meta_col(ic->meta, ic->sc->cols[i].name),
+                                                          "default");
+        if (d && !ic->sc->cols[i].hidden && (rc = sql_expr_compile(cx, d, NULL, &ic->dflt[i])))
+            return rc;
+    }
+    /* ON CONFLICT */
+    const cJSON *oc = sqlj_get(b, "onConflictClause");
+    if (oc) {
+        const char *action = sqlj_str(oc, "action");
+        ic->conflict = action && !strcmp(action, "ONCONFLICT_UPDATE") ? "update" : "nothing";
+        const cJSON *elems = sqlj_get(sqlj_get(oc, "infer"), "indexElems");
+        const cJSON *it;
+        cJSON_ArrayForEach(it, elems)
+        {
+            const char *nm = sqlj_str(sqlj_is(it, "IndexElem"), "name");
+            if (!nm || strcmp(nm, ic->s->primary_key) != 0 || cJSON_GetArraySize(elems) != 1)
+                return sql_err_at(cx, sqlj_loc(oc), QR_EUNSUPPORTED, "0A000",
+                                  "ON CONFLICT works on the primary key (%s) only",
+                                  ic->s->primary_key);
+        }
+        if (!strcmp(ic->conflict, "update")) {
+            if (!elems)
+                return sql_err_at(cx, sqlj_loc(oc), QR_ESYNTAX, "42601",
+                                  "ON CONFLICT DO UPDATE requires inference specification or "
+                                  "constraint name");
+            ic->both = qr_arena_calloc(cx->arena, sizeof *ic->both);
+            SqlCol *bc = qr_arena_calloc(cx->arena, (size_t)(2 * n) * sizeof *bc);
+            if (!ic->both || !bc)
+                return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+            for (int i = 0; i < n; i++) {
+                bc[i] = ic->sc->cols[i];
+                bc[n + i] = ic->sc->cols[i];
+                bc[n + i].qual = "excluded";
+                bc[n + i].hidden = true;
+            }
+            ic->both->n = 2 * n;
+            ic->both->cols = bc;
+            const cJSON *tl = sqlj_get(oc, "targetList");
+            int ns = cJSON_GetArraySize(tl);
+            ic->set_col = qr_arena_calloc(cx->arena, (size_t)(ns + 1) * sizeof(int));
+            ic->set_expr = qr_arena_calloc(cx->arena, (size_t)(ns + 1) * sizeof(SqlExpr *));
+            if (!ic->set_col || !ic->set_expr)
+                return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+            cJSON_ArrayForEach(it, tl)
+            {
+                const cJSON *rt = sqlj_is(it, "ResTarget");
+                int ci = find_col(cx, ic->sc, sqlj_str(rt, "name"), sqlj_loc(rt));
+                if (ci < 0)
+                    return cx->err->code;
+                if (ic->sc->cols[ci].field == -1)
+                    return sql_err_at(cx, sqlj_loc(rt), QR_EUNSUPPORTED, "0A000",
+                                      "ON CONFLICT DO UPDATE cannot change the primary key");
+                ic->set_col[ic->n_set] = ci;
+                if ((rc = sql_expr_compile(cx, sqlj_get(rt, "val"), ic->both,
+                                           &ic->set_expr[ic->n_set])) != QR_OK)
+                    return rc;
+                ic->n_set++;
+            }
+            const cJSON *w = sqlj_get(oc, "whereClause");
+            if (w && (rc = sql_expr_compile(cx, w, ic->both, &ic->set_where)) != QR_OK)
+                return rc;
+        }
+    }
+    return returning_bind(cx, sqlj_get(b, "returningList"), ic->sc, &ic->ret);
+}
+
+/* A VALUES list: plain (no ORDER BY / LIMIT / set operations). */
+static const cJSON *values_lists(const cJSON *sel)
+{
+    const cJSON *sb = sqlj_is(sel, "SelectStmt");
+    const cJSON *vl = sqlj_get(sb, "valuesLists");
+    if (!vl || sqlj_get(sb, "sortClause") || sqlj_get(sb, "limitCount") ||
+        sqlj_get(sb, "limitOffset") || sqlj_get(sb, "withClause"))
+        return NULL;
+    return vl;
+}
+
+int sqlw_insert(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
+{
+    InsertCx ic;
+    memset(&ic, 0, sizeof ic);
+    int rc = insert_prepare(cx, b, &ic);
+    const cJSON *sel = sqlj_get(b, "selectStmt");
+    const cJSON *vl = sel ? values_lists(sel) : NULL;
+    SqlValue *src = rc ? NULL : qr_arena_calloc(cx->arena, (size_t)(ic.n_target + 1) * sizeof *src);
+    if (rc == QR_OK && !src)
+        rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    if (rc == QR_OK && !sel) {
+        /* DEFAULT VALUES */
+        for (int k = 0; k < ic.n_target; k++)
+            ic.target[k] = -1;
+        rc = insert_row(cx, st, &ic, src);
+    } else if (rc == QR_OK && vl) {
+        const cJSON *list;
+        cJSON_ArrayForEach(list, vl)
+        {
+            const cJSON *items = sqlj_get(sqlj_is(list, "List"), "items");
+            int ni = cJSON_GetArraySize(items);
+            if (ni != ic.n_target) {
+                rc = sql_err_at(cx, sqlj_loc(cJSON_GetArrayItem(items, 0)), QR_ESYNTAX, "42601",
+                                "INSERT has more %s than target columns",
+                                ni > ic.n_target ? "expressions" : "target columns");
+                if (ni < ic.n_target)
+                    snprintf(cx->err->message, sizeof cx->err->message,
+                             "INSERT has more target columns than expressions");
+                break;
+            }
+            int k = 0;
+            const cJSON *it;
+            SqlEvalRow none = {.doc = -1};
+            int *tgt = qr_arena_alloc(cx->arena, (size_t)(ni + 1) * sizeof *tgt);
+            if (!tgt) {
+                rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+                break;
+            }
+            memcpy(tgt, ic.target, (size_t)ni * sizeof *tgt);
+            cJSON_ArrayForEach(it, items)
+            {
+                if (sqlj_is(it, "SetToDefault")) {
+                    src[k] = sqlv_null();
+                    ic.target[k] = -1; /* leave the column at its default */
+                } else {
+                    SqlExpr *e;
+                    rc = sql_expr_compile(cx, it, NULL, &e);
+                    if (rc == QR_OK)
+                        rc = sql_expr_eval(cx, e, &none, &src[k]);
+                    if (rc)
+                        break;
+                }
+                k++;
+            }
+            if (rc == QR_OK)
+                rc = insert_row(cx, st, &ic, src);
+            memcpy(ic.target, tgt, (size_t)ni * sizeof *tgt);
+            if (rc == QR_OK)
+                rc = sql_check(cx);
+            if (rc)
+                break;
+        }
+    } else if (rc == QR_OK) {
+        /* INSERT ... SELECT */
+        QrSqlResult *q = qr_arena_calloc(cx->arena, sizeof *q);
+        if (!q)
+            rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        if (rc == QR_OK)
+            rc = sql_query_run(cx, sel, q);
+        if (rc == QR_OK && q->n_cols != ic.n_target)
+            rc = sql_err_at(cx, -1, QR_ESYNTAX, "42601",
+                            "INSERT has more %s than target columns",
+                            q->n_cols > ic.n_target ? "expressions" : "target columns");
+        for (uint64_t i = 0; rc == QR_OK && i < q->n_rows; i++) {
+            rc = insert_row(cx, st, &ic, q->vals + i * (uint64_t)q->n_cols);
+            if (rc == QR_OK)
+                rc = sql_check(cx);
+        }
+    }
+    cJSON_Delete(ic.meta);
+    if (rc)
+        return rc;
+    snprintf(res->tag, sizeof res->tag, "INSERT 0 %llu", (unsigned long long)ic.count);
+    returning_result(&ic.ret, res);
+    return QR_OK;
+}
+
+/* ---- UPDATE / DELETE / TRUNCATE ---- */
+
+int sqlw_update(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
+{
+    const cJSON *rv = sqlj_get(b, "relation");
+    QrTable *t;
+    SqlScope *sc;
+    if (sqlj_get(b, "fromClause"))
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "UPDATE ... FROM is not supported");
+    int rc = target_scope(cx, rv, &t, &sc);
+    if (rc)
+        return rc;
+    const QrSchema *s = qr_table_schema(t);
+    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+    if (!meta)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    InsertCx ic = {.t = t, .s = s, .sc = sc, .meta = meta, .pk_type = sqlw_pk_type(meta)};
+    const cJSON *tl = sqlj_get(b, "targetList");
+    int ns = cJSON_GetArraySize(tl);
+    int *set_col = qr_arena_calloc(cx->arena, (size_t)(ns + 1) * sizeof(int));
+    SqlExpr **set_expr = qr_arena_calloc(cx->arena, (size_t)(ns + 1) * sizeof(SqlExpr *));
+    if (!set_col || !set_expr)
+        rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    int k = 0;
+    bool pk_changes = false;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, tl)
+    {
+        if (rc)
+            break;
+        const cJSON *r = sqlj_is(it, "ResTarget");
+        if (sqlj_get(r, "indirection")) {
+            rc = sql_err_at(cx, sqlj_loc(r), QR_EUNSUPPORTED, "0A000",
+                            "UPDATE of subfields or array elements is not supported");
+            break;
+        }
+        set_col[k] = find_col(cx, sc, sqlj_str(r, "name"), sqlj_loc(r));
+        if (set_col[k] < 0) {
+            rc = cx->err->code;
+            break;
+        }
+        pk_changes |= sc->cols[set_col[k]].field == -1;
+        rc = sql_expr_compile(cx, sqlj_get(r, "val"), sc, &set_expr[k]);
+        k++;
+    }
+    Returning ret = {0};
+    if (rc == QR_OK)
+        rc = returning_bind(cx, sqlj_get(b, "returningList"), sc, &ret);
+    DmlRows rows = {0};
+    if (rc == QR_OK)
+        rc = dml_rows(cx, st, t, sc, sqlj_str(sqlj_get(rv, "alias"), "aliasname"),
+                      sqlj_get(b, "whereClause"), ic.pk_type, &rows);
+    uint64_t count = 0;
+    for (int i = 0; rc == QR_OK && i < rows.n; i++) {
+        SqlValue *old = rows.r[i].row;
+        SqlValue *upd = qr_arena_alloc(cx->arena, (size_t)sc->n * sizeof *upd + 1);
+        if (!upd) {
+            rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+            break;
+        }
+        memcpy(upd, old, (size_t)sc->n * sizeof *upd);
+        SqlEvalRow er = {.row = old, .doc = -1};
+        for (int j = 0; j < k && rc == QR_OK; j++)
+            rc = sql_expr_eval(cx, set_expr[j], &er, &upd[set_col[j]]);
+        if (rc == QR_OK)
+            rc = check_not_null(cx, &ic, upd);
+        cJSON *doc = NULL;
+        int op_index;
+        if (rc == QR_OK)
+            rc = current_doc(cx, st, t, rows.r[i].key, &doc, &op_index);
+        if (rc == QR_OK && !doc)
+            continue; /* deleted since the scan */
+        for (int j = 0; j < k && rc == QR_OK; j++)
+            rc = doc_set(cx, doc, s, &sc->cols[set_col[j]], ic.pk_type, &upd[set_col[j]]);
+        char *key = rows.r[i].key;
+        bool moved = false; /* the primary key changed: delete + insert of a new key */
+        if (rc == QR_OK && pk_changes) {
+            rc = key_json(cx, ic.pk_type, s->primary_key, &upd[pk_col(sc)], &key);
+            moved = rc == QR_OK && strcmp(key, rows.r[i].key) != 0;
+            if (moved)
+                rc = txn_delete(st, qr_table_name(t), rows.r[i].key, cx->err);
+        }
+        if (rc == QR_OK)
+            rc = put_doc(cx, st, t, key, doc, moved);
+        if (rc == QR_OK && ret.n && (rc = doc_to_row(cx, sc, s, doc, upd)) == QR_OK)
+            rc = returning_row(cx, &ret, upd);
+        cJSON_Delete(doc);
+        if (rc == QR_OK)
+            rc = sql_check(cx);
+        count++;
+    }
+    cJSON_Delete(meta);
+    if (rc)
+        return rc;
+    snprintf(res->tag, sizeof res->tag, "UPDATE %llu", (unsigned long long)count);
+    returning_result(&ret, res);
+    return QR_OK;
+}
+
+int sqlw_delete(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
+{
+    const cJSON *rv = sqlj_get(b, "relation");
+    QrTable *t;
+    SqlScope *sc;
+    if (sqlj_get(b, "usingClause"))
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "DELETE ... USING is not supported");
+    int rc = target_scope(cx, rv, &t, &sc);
+    if (rc)
+        return rc;
+    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+    if (!meta)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    Returning ret = {0};
+    rc = returning_bind(cx, sqlj_get(b, "returningList"), sc, &ret);
+    DmlRows rows = {0};
+    if (rc == QR_OK)
+        rc = dml_rows(cx, st, t, sc, sqlj_str(sqlj_get(rv, "alias"), "aliasname"),
+                      sqlj_get(b, "whereClause"), sqlw_pk_type(meta), &rows);
+    cJSON_Delete(meta);
+    for (int i = 0; rc == QR_OK && i < rows.n; i++) {
+        rc = txn_delete(st, qr_table_name(t), rows.r[i].key, cx->err);
+        if (rc == QR_OK)
+            rc = returning_row(cx, &ret, rows.r[i].row);
+    }
+    if (rc)
+        return rc;
+    snprintf(res->tag, sizeof res->tag, "DELETE %d", rows.n);
+    returning_result(&ret, res);
+    return QR_OK;
+}
+
+int sqlw_truncate(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
+{
+    snprintf(res->tag, sizeof res->tag, "TRUNCATE TABLE");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, sqlj_get(b, "relations"))
+    {
+        const cJSON *rv = sqlj_is(it, "RangeVar");
+        QrTable *t;
+        SqlScope *sc;
+        int rc = target_scope(cx, rv, &t, &sc);
+        if (rc)
+            return rc;
+        cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+        if (!meta)
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        DmlRows rows = {0};
+        rc = dml_rows(cx, st, t, sc, NULL, NULL, sqlw_pk_type(meta), &rows);
+        cJSON_Delete(meta);
+        for (int i = 0; rc == QR_OK && i < rows.n; i++)
+            rc = txn_delete(st, qr_table_name(t), rows.r[i].key, cx->err);
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
+}
+
+/* ---- INSERT for COPY ---- */
+
+int sqlw_insert_open(SqlCtx *cx, const cJSON *b, InsertCx **out)
+{
+    InsertCx *ic = qr_arena_calloc(cx->arena, sizeof *ic);
+    if (!ic)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    int rc = insert_prepare(cx, b, ic);
+    if (rc) {
+        cJSON_Delete(ic->meta);
+        return rc;
+    }
+    *out = ic;
+    return QR_OK;
+}
+
+int sqlw_insert_values(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *src)
+{
+    return insert_row(cx, st, ic, src);
+}
+
+int sqlw_insert_n_target(const InsertCx *ic) { return ic->n_target; }
+uint64_t sqlw_insert_count(const InsertCx *ic) { return ic->count; }
+
+void sqlw_insert_close(InsertCx *ic)
+{
+    if (ic) {
+        cJSON_Delete(ic->meta);
+        ic->meta = NULL;
+    }
+}
