@@ -197,6 +197,7 @@ typedef struct PgConn {
     bool skip_to_sync;        /* extended protocol: an error, wait for Sync */
     PgwNamed *stmts;          /* owns: PgwStmt list */
     PgwNamed *portals;        /* owns: PgwPortal list */
+    PgwNamed *cursors;        /* owns: SQL cursors (pgwire_cursor.c) */
     char reported[6][64];     /* last ParameterStatus values sent (PGW_REPORTED) */
     struct PgConn *reg_next;  /* the server's registry (cancel, shutdown) */
     struct PgConn *reg_prev;
@@ -220,7 +221,20 @@ uint64_t pgw_max_message(const PgConn *c);
 /* pgwire_query.c */
 /* Handle one message after startup; false ends the connection. */
 bool pgw_dispatch(PgConn *c, char type, const uint8_t *body, size_t len);
-/* Free every statement and portal (connection end). */
+/* Free every statement, portal and cursor (connection end). */
 void pgw_query_reset(PgConn *c);
+/* Execute a prepared statement as this connection's user: a read-only
+ * user gets 42501 for statements that write. */
+int pgw_run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult **out,
+                 QrError *err);
+
+/* pgwire_cursor.c */
+/* DECLARE / FETCH / MOVE / CLOSE of the simple protocol: -1 when the
+ * statement is none of them; else it was handled, the reply or the error
+ * sent, and 1 / 0 says whether it succeeded. */
+int pgw_cursor_try(PgConn *c, const char *q, QrSqlSpan sp);
+/* Close the cursors without HOLD once no transaction block is open. */
+void pgw_cursor_end_txn(PgConn *c);
+void pgw_cursor_reset(PgConn *c);
 
 #endif

@@ -96,6 +96,7 @@ static void portals_close_all(PgConn *c)
 
 void pgw_query_reset(PgConn *c)
 {
+    pgw_cursor_reset(c);
     portals_close_all(c);
     while (c->stmts)
         stmt_drop(c, (PgwStmt *)c->stmts);
@@ -257,7 +258,7 @@ static int deny_write(PgConn *c, QrError *err)
 }
 
 /* Execute a prepared statement with the role check. */
-static int run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult **out,
+int pgw_run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult **out,
                     QrError *err)
 {
     *out = NULL;
@@ -279,22 +280,23 @@ static int run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResul
  * on an error (already sent). */
 static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
 {
+    int cur = pgw_cursor_try(c, q, sp);
+    if (cur >= 0)
+        return cur == 1;
     QrError e;
     qr_error_clear(&e);
     QrSqlResult *r = NULL;
-    int rc;
-    if (c->role == SCRAM_ROLE_READ_ONLY) {
-        QrSqlStmt *st = NULL;
-        rc = qr_sql_prepare(c->sess, q + sp.offset, sp.len, NULL, 0, &st, &e);
-        if (rc == QR_OK)
-            rc = run_stmt(c, st, NULL, &r, &e);
-        qr_sql_stmt_unref(st);
-    } else {
-        rc = qr_sql_exec(c->sess, q + sp.offset, sp.len, &r, &e);
-    }
+    /* prepared then executed (not qr_sql_exec) so that the role check sees
+     * the statement's kind before it runs; the statement is released after
+     * the result, which may borrow its text */
+    QrSqlStmt *st = NULL;
+    int rc = qr_sql_prepare(c->sess, q + sp.offset, sp.len, NULL, 0, &st, &e);
+    if (rc == QR_OK)
+        rc = pgw_run_stmt(c, st, NULL, &r, &e);
     if (rc != QR_OK) {
         int64_t pos = e.offset > 0 ? e.offset + qr_sql_utf8_chars(q, sp.offset) : 0;
         pgw_send_error(c, "ERROR", &e, pos);
+        qr_sql_stmt_unref(st);
         return false;
     }
     send_notices(c, r);
@@ -322,6 +324,7 @@ static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
         break;
     }
     qr_sql_result_free(r);
+    qr_sql_stmt_unref(st);
     return ok;
 }
 
@@ -347,9 +350,12 @@ static void simple_query(PgConn *c, const uint8_t *body, size_t len)
     } else if (n == 0) {
         send_simple(c, 'I');
     } else {
-        for (int i = 0; i < n && !c->dead; i++)
-            if (!simple_one(c, q, spans[i]))
+        for (int i = 0; i < n && !c->dead; i++) {
+            bool ok = simple_one(c, q, spans[i]);
+            pgw_cursor_end_txn(c);
+            if (!ok)
                 break;
+        }
     }
     qr_free(spans);
     pgw_report_changes(c);
@@ -574,7 +580,7 @@ static void do_execute(PgConn *c, const uint8_t *body, size_t len)
                            .lengths = p->bind.lengths,
                            .formats = p->bind.formats,
                            .n_formats = p->bind.n_formats};
-        if (run_stmt(c, p->st->stmt, &prm, &p->res, &e) != QR_OK) {
+        if (pgw_run_stmt(c, p->st->stmt, &prm, &p->res, &e) != QR_OK) {
             ext_error(c, &e, e.offset > 0 ? e.offset : 0);
             return;
         }
@@ -650,6 +656,7 @@ static void do_sync(PgConn *c)
     c->skip_to_sync = false;
     if (qr_sql_session_txn_status(c->sess) == 'I')
         portals_close_all(c);
+    pgw_cursor_end_txn(c);
     pgw_report_changes(c);
     pgw_send_ready(c);
 }
