@@ -54,7 +54,7 @@ const HttpRoute HTTP_ROUTES[] = {
     {HM_POST, "/tables/{t}/search", "search_post", HB_JSON, true, http_search_post},
     {HM_POST, "/tables/{t}/flush", "flush", HB_NONE, true, http_tables_flush},
     {HM_POST, "/tables/{t}/merge", "merge", HB_NONE, true, http_tables_merge},
-    {HM_POST, "/sql", "sql", HB_JSON, false, http_sql},
+    {HM_POST, "/sql", "sql", HB_JSON, false, http_sql_query},
 };
 const int HTTP_N_ROUTES = (int)(sizeof HTTP_ROUTES / sizeof HTTP_ROUTES[0]);
 

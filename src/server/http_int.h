@@ -217,6 +217,9 @@ void http_search_get(HttpReq *r);
 void http_search_post(HttpReq *r);
 void http_sql(HttpReq *r);
 
+/* ---- http_sql.c ---- */
+void http_sql_query(HttpReq *r);
+
 /* ---- http_metrics.c ---- */
 int http_metrics_new(HttpServer *s);
 void http_metrics_free(HttpServer *s);

@@ -17,6 +17,7 @@
 #include "server/cli.h"
 #include "server/ingest.h"
 #include "server/serve.h"
+#include "server/sql_shell.h"
 #include "store/util.h"
 
 #include <cJSON.h>
@@ -770,6 +771,7 @@ static void usage(FILE *f)
             "  tables                           list tables\n"
             "  check                            verify every checksum of every table\n"
             "  user add|remove|list [NAME]      PostgreSQL port users (password on stdin)\n"
+            "  sql [-c 'SQL'] [--format table|csv|json]  SQL (statements on stdin without -c)\n"
             "  serve [--http HOST:PORT]         HTTP API and admin page (--config FILE)\n\n"
             "--data DIR defaults to ./data.  See docs/ for the query language and formats.\n");
 }
@@ -815,6 +817,8 @@ int main(int argc, char **argv)
         return cmd_tables_or_check(ac, av, true);
     if (!strcmp(cmd, "serve"))
         return cmd_serve(ac, av);
+    if (!strcmp(cmd, "sql"))
+        return sql_shell_main(ac, av);
     if (!strcmp(cmd, "user"))
         return cmd_user(ac, av);
     fprintf(stderr, "quarry: unknown command \"%s\"\n\n", cmd);
