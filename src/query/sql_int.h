@@ -92,6 +92,9 @@ typedef struct SqlCtx {
     SqlAccessPath path;       /* quarry.access_path */
     QrSqlResult *res;         /* notices go here (may be NULL) */
     uint64_t ticks;           /* rows since the last deadline check */
+    struct SqlExplain *ex;    /* EXPLAIN: plan nodes are recorded here (NULL otherwise) */
+    int depth;                /* nesting of sub-selects (CTEs, subqueries) */
+    void *ctes;               /* WITH queries in scope (sql_select.c) */
     QrError *err;             /* the statement's error (first wins) */
 } SqlCtx;
 
@@ -169,6 +172,10 @@ void sqlv_json(const SqlValue *v, QrBuf *out);
 bool sqlv_parse_ts(const char *s, size_t n, int64_t *us);
 /* Copy a value's string bytes into the arena (values that outlive a scan). */
 int sqlv_own(SqlCtx *cx, SqlValue *v);
+/* date_trunc(unit, ts) and extract(field from ts) on microseconds (UTC);
+ * -1 for an unknown unit / field. */
+int sqlv_date_trunc(const char *unit, int64_t us, int64_t *out);
+int sqlv_extract(const char *field, int64_t us, double *out);
 
 /* ======================================================================== */
 /* sql_expr.c — expressions: binding and evaluation                          */
@@ -250,8 +257,42 @@ typedef struct SqlBind {
     int n_aggs, cap_aggs;
     bool allow_aggs;
     bool in_agg;
-    struct SqlSelectPlan *plan; /* for text predicates / subqueries (may be NULL) */
+    SqlTextPred **texts;   /* text predicates met (arena array, grows) */
+    int n_texts, cap_texts;
 } SqlBind;
+
+/* A full-text predicate `col @@ 'q'` / matches(col, 'q') of one table. */
+struct SqlTextPred {
+    int id_col;            /* scope index of the table's _id column */
+    int score_col;         /* scope index of the table's _score column */
+    const char *qual;      /* the table's name or alias */
+    const char *field;     /* searched field, NULL = the table's default fields */
+    SqlExpr *query;        /* the query text: constant or parameter */
+    int loc;
+    bool want_snippets;
+    struct SqlDocSet *set; /* run time: matching docs with scores (sql_scan.c) */
+};
+
+/* Docs matching a text predicate: open addressing doc -> index. */
+typedef struct SqlDocSet {
+    uint64_t n, cap;       /* entries, slots (power of two) */
+    int64_t *slot_doc;     /* -1 empty */
+    uint32_t *slot_idx;
+    int64_t *docs;         /* n, in the order the search gave them */
+    float *scores;         /* n */
+    const char **snippets; /* n or NULL */
+} SqlDocSet;
+/* A materialized IN (subquery) set, sorted by sqlv_cmp. */
+struct SqlValueSet {
+    uint64_t n;
+    SqlValue *vals;
+    bool has_null;
+};
+/* Sort values by sqlv_cmp (NULLs last). */
+void sql_sort_values(SqlValue *v, uint64_t n);
+
+/* Index of doc in the set, or -1. */
+int64_t sql_docset_find(const SqlDocSet *s, int64_t doc);
 
 /* Bind a parse-tree expression against a scope (NULL = no columns). */
 int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out);
@@ -285,6 +326,7 @@ struct SqlFuncDef {
     QrSqlType ret;         /* QR_SQL_UNKNOWN: same as the first argument */
     int (*fn)(SqlCtx *cx, int n, const SqlValue *args, SqlValue *out);
     bool strict;           /* NULL in any argument -> NULL out */
+    bool numeric_args;     /* untyped literal arguments are numbers (else text) */
 };
 const SqlFuncDef *sql_func_find(const char *name, int n_args);
 
@@ -344,6 +386,49 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
 /* sql_select.c / sql_scan.c — queries, offered to the utility side          */
 /* ======================================================================== */
 
+/* One table access of a query: what the planner chose and what happened
+ * (EXPLAIN / EXPLAIN ANALYZE read it). */
+typedef struct SqlScanAlt {
+    SqlAccessPath path;
+    double rows, cost;
+} SqlScanAlt;
+
+typedef struct SqlTableScan {
+    QrTable *t;               /* borrows */
+    const char *qual;         /* table name or alias */
+    SqlScope *scope;          /* the query's whole scope */
+    int first, n_cols;        /* this table's columns: scope[first, first + n_cols) */
+    SqlExpr **conj;           /* pushed conjuncts (bound in the whole scope) */
+    int n_conj;
+    SqlTextPred **texts;      /* every text predicate on this table */
+    int n_texts;
+    int drive;                /* texts[drive] is a top-level conjunct (-1: none) */
+    int64_t topk;             /* rows wanted in score order (ORDER BY score DESC LIMIT), -1 */
+    /* planning */
+    SqlAccessPath path;
+    double est_rows, cost;
+    SqlScanAlt alts[6];
+    int n_alts;
+    int n_colpreds;           /* conjuncts a column scan can evaluate */
+    const char *note;         /* why a forced path was not possible, or NULL */
+    /* actuals */
+    uint64_t rows_out, candidates, text_rows;
+    double ms;
+    uint64_t zm_blocks_total, zm_blocks_skipped;
+    uint64_t post_blocks_decoded, post_blocks_skipped;
+    const char *text_strategy;
+} SqlTableScan;
+
+/* Plan (and when `run`, execute) a table access: rows of the whole scope's
+ * width with this table's used columns filled and the others NULL; only
+ * rows passing every pushed conjunct.  Rows in cx->arena. */
+int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint64_t *n_rows);
+/* Exact count of a table's rows matching one text predicate, without
+ * fetching a document (SELECT count(*) ... WHERE col @@ 'q'). */
+int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count);
+/* Access path names for EXPLAIN and SET. */
+const char *sql_path_name(SqlAccessPath p);
+
 /* The SQL columns of a table: the primary key, the fields in schema order,
  * then hidden _id (global doc id) and _score.  Scope in cx->arena. */
 int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out);
@@ -364,6 +449,8 @@ int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where
 /* Run a query node (SelectStmt body's parent node) into res (ROWS):
  * INSERT ... SELECT, CREATE TABLE AS, COPY (query) TO STDOUT. */
 int sql_query_run(SqlCtx *cx, const cJSON *select_node, QrSqlResult *res);
+/* EXPLAIN [ANALYZE] [(SCORES)] of an ExplainStmt node into res (ROWS). */
+int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res);
 /* Result columns of a query without running it (prepare). */
 int sql_query_describe(SqlCtx *cx, const cJSON *select_node, QrSqlColumn **cols, int *n_cols);
 

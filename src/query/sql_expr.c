@@ -1,0 +1,1752 @@
+/*
+ * sql_expr.c — SQL expressions: binding a parse-tree expression against a
+ * scope (names, types, implicit coercions of literals and parameters,
+ * aggregates, text predicates) and evaluating it over one row with SQL's
+ * three-valued logic.
+ *
+ * Layer: query/.  Calls sql_value.c, sql_func.c, the catalog hooks and
+ * (for subqueries) sql_select.c.
+ *
+ * NULL logic: every operator is strict except AND/OR (Kleene), IS [NOT]
+ * NULL, COALESCE, CASE and IN (x IN (1, NULL) is NULL when x is not 1).
+ */
+#include "query/sql_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static SqlExpr *new_expr(SqlBind *b, SqlExprKind k, int loc)
+{
+    SqlExpr *e = qr_arena_calloc(b->cx->arena, sizeof *e);
+    if (!e) {
+        sql_err_at(b->cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
+        return NULL;
+    }
+    e->kind = k;
+    e->loc = loc;
+    e->col = -1;
+    return e;
+}
+
+static int set_args(SqlBind *b, SqlExpr *e, int n)
+{
+    e->n_args = n;
+    e->args = n ? qr_arena_calloc(b->cx->arena, (size_t)n * sizeof *e->args) : NULL;
+    if (n && !e->args)
+        return sql_err_at(b->cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
+    return QR_OK;
+}
+
+static int nomem(SqlCtx *cx)
+{
+    return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
+}
+
+/* ---- coercion at bind time ---- */
+
+/* Make e of type `to` when it is an untyped literal or an untyped
+ * parameter (the types PostgreSQL resolves from context). */
+static int coerce_unknown(SqlBind *b, SqlExpr *e, QrSqlType to)
+{
+    if (to == QR_SQL_UNKNOWN)
+        return QR_OK;
+    if (e->kind == SE_PARAM && b->cx->param_types[e->col] == QR_SQL_UNKNOWN) {
+        b->cx->param_types[e->col] = to;
+        e->type = to;
+        return QR_OK;
+    }
+    if (e->kind == SE_CONST && e->type == QR_SQL_UNKNOWN) {
+        SqlValue v;
+        int rc = sqlv_cast(b->cx, &e->val, to, e->loc, &v);
+        if (rc)
+            return rc;
+        e->val = v;
+        e->type = to;
+    }
+    return QR_OK;
+}
+
+static SqlExpr *wrap_cast(SqlBind *b, SqlExpr *e, QrSqlType to)
+{
+    if (e->type == to)
+        return e;
+    if (e->kind == SE_CONST) {
+        SqlValue v;
+        if (sqlv_cast(b->cx, &e->val, to, e->loc, &v))
+            return NULL;
+        e->val = v;
+        e->type = to;
+        return e;
+    }
+    SqlExpr *c = new_expr(b, SE_CAST, e->loc);
+    if (!c || set_args(b, c, 1))
+        return NULL;
+    c->args[0] = e;
+    c->type = to;
+    c->name = e->name;
+    return c;
+}
+
+/* The common type of two operands for comparison / CASE / COALESCE. */
+static int unify(SqlBind *b, SqlExpr **x, SqlExpr **y, int loc, QrSqlType *out)
+{
+    SqlExpr *l = *x, *r = *y;
+    if (l->type == QR_SQL_UNKNOWN && r->type != QR_SQL_UNKNOWN) {
+        if (coerce_unknown(b, l, r->type))
+            return b->cx->err->code;
+    } else if (r->type == QR_SQL_UNKNOWN && l->type != QR_SQL_UNKNOWN) {
+        if (coerce_unknown(b, r, l->type))
+            return b->cx->err->code;
+    }
+    QrSqlType a = l->type, c = r->type;
+    if (a == QR_SQL_UNKNOWN && c == QR_SQL_UNKNOWN) {
+        *out = QR_SQL_TEXT;
+        return QR_OK;
+    }
+    if (a == c || (sqlt_is_str(a) && sqlt_is_str(c))) {
+        *out = a == c ? a : QR_SQL_TEXT;
+        return QR_OK;
+    }
+    if (sqlt_is_num(a) && sqlt_is_num(c)) {
+        *out = sqlt_is_float(a) || sqlt_is_float(c) ? QR_SQL_FLOAT8 : QR_SQL_INT8;
+        return QR_OK;
+    }
+    if (sqlt_is_ts(a) && sqlt_is_ts(c)) {
+        *out = QR_SQL_TIMESTAMPTZ;
+        return QR_OK;
+    }
+    if (sqlt_is_ts(a) && sqlt_is_str(c)) {
+        *y = wrap_cast(b, r, a);
+        *out = a;
+        return *y ? QR_OK : b->cx->err->code;
+    }
+    if (sqlt_is_ts(c) && sqlt_is_str(a)) {
+        *x = wrap_cast(b, l, c);
+        *out = c;
+        return *x ? QR_OK : b->cx->err->code;
+    }
+    return sql_err_at(b->cx, loc, QR_ETYPE, "42883", "operator does not exist: %s = %s",
+                      qr_sql_type_name(a), qr_sql_type_name(c));
+}
+
+/* ---- names ---- */
+
+static const SqlCol *find_col(SqlBind *b, const char *qual, const char *name, int loc, int *idx)
+{
+    const SqlScope *sc = b->scope;
+    int found = -1;
+    for (int i = 0; sc && i < sc->n; i++) {
+        const SqlCol *c = &sc->cols[i];
+        if (strcmp(c->name, name) != 0)
+            continue;
+        if (qual && (!c->qual || strcmp(c->qual, qual) != 0))
+            continue;
+        if (found >= 0) {
+            sql_err_at(b->cx, loc, QR_EINVAL, "42702", "column reference \"%s\" is ambiguous",
+                       name);
+            return NULL;
+        }
+        found = i;
+    }
+    if (found < 0) {
+        if (qual)
+            sql_err_at(b->cx, loc, QR_ENOTFOUND, "42703", "column %s.%s does not exist", qual,
+                       name);
+        else
+            sql_err_at(b->cx, loc, QR_ENOTFOUND, "42703", "column \"%s\" does not exist", name);
+        return NULL;
+    }
+    *idx = found;
+    return &sc->cols[found];
+}
+
+/* Is `name` a table (qualifier) in scope? Returns the _id column index. */
+static int find_table(SqlBind *b, const char *name)
+{
+    const SqlScope *sc = b->scope;
+    for (int i = 0; sc && i < sc->n; i++)
+        if (sc->cols[i].field == -2 && sc->cols[i].qual && strcmp(sc->cols[i].qual, name) == 0)
+            return i;
+    return -1;
+}
+
+static int find_hidden(const SqlScope *sc, const char *qual, int field)
+{
+    for (int i = 0; sc && i < sc->n; i++)
+        if (sc->cols[i].field == field && sc->cols[i].qual && qual &&
+            strcmp(sc->cols[i].qual, qual) == 0)
+            return i;
+    return -1;
+}
+
+static int bind_colref(SqlBind *b, const cJSON *body, int loc, SqlExpr **out)
+{
+    const cJSON *fields = sqlj_get(body, "fields");
+    int n = cJSON_GetArraySize(fields);
+    const char *names[3] = {0};
+    if (n < 1 || n > 3)
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "column reference form is not supported");
+    for (int i = 0; i < n; i++) {
+        const cJSON *f = cJSON_GetArrayItem(fields, i);
+        if (sqlj_is(f, "A_Star"))
+            return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "\"*\" is not allowed here");
+        names[i] = sqlj_sval(f);
+    }
+    const char *qual = n >= 2 ? names[n - 2] : NULL, *name = names[n - 1];
+    int idx;
+    const SqlCol *c = find_col(b, qual, name, loc, &idx);
+    if (!c)
+        return b->cx->err->code;
+    SqlExpr *e = new_expr(b, SE_COL, loc);
+    if (!e)
+        return b->cx->err->code;
+    e->col = idx;
+    e->type = c->type;
+    e->name = c->name;
+    b->scope->cols[idx].used = true;
+    *out = e;
+    return QR_OK;
+}
+
+/* ---- text predicates ---- */
+
+static int bind_match(SqlBind *b, const cJSON *target, const cJSON *query, int loc, SqlExpr **out)
+{
+    const cJSON *cr = sqlj_is(target, "ColumnRef");
+    if (!cr)
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "full-text match needs a column or table name on its left");
+    const cJSON *fields = sqlj_get(cr, "fields");
+    int n = cJSON_GetArraySize(fields);
+    const char *n0 = sqlj_sval(cJSON_GetArrayItem(fields, 0));
+    const char *n1 = n > 1 ? sqlj_sval(cJSON_GetArrayItem(fields, 1)) : NULL;
+    const char *qual = NULL, *field = NULL;
+    int id_col = -1;
+    if (n == 1 && n0 && (id_col = find_table(b, n0)) >= 0) {
+        qual = n0; /* whole table: its default fields */
+    } else {
+        int idx;
+        const SqlCol *c = find_col(b, n == 2 ? n0 : NULL, n == 2 ? n1 : n0, loc, &idx);
+        if (!c)
+            return b->cx->err->code;
+        if (c->field < 0 || !c->qual)
+            return sql_err_at(b->cx, loc, QR_ETYPE, "42804",
+                              "column \"%s\" is not a full-text field of a table", c->name);
+        qual = c->qual;
+        field = c->name;
+        id_col = find_hidden(b->scope, qual, -2);
+    }
+    int score_col = find_hidden(b->scope, qual, -3);
+    if (id_col < 0 || score_col < 0)
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "full-text match is only supported on tables");
+    SqlExpr *q;
+    int rc = sql_expr_bind(b, query, &q);
+    if (rc)
+        return rc;
+    if ((rc = coerce_unknown(b, q, QR_SQL_TEXT)))
+        return rc;
+    if (!(q->kind == SE_CONST || q->kind == SE_PARAM) || !sqlt_is_str(q->type))
+        return sql_err_at(b->cx, sqlj_loc(query), QR_EUNSUPPORTED, "0A000",
+                          "the full-text query must be a text constant or parameter");
+    SqlTextPred *tp = qr_arena_calloc(b->cx->arena, sizeof *tp);
+    SqlExpr *e = new_expr(b, SE_MATCH, loc);
+    if (!tp || !e)
+        return nomem(b->cx);
+    tp->id_col = id_col;
+    tp->score_col = score_col;
+    tp->qual = qual;
+    tp->field = field;
+    tp->query = q;
+    tp->loc = loc;
+    b->scope->cols[id_col].used = true;
+    if (b->n_texts == b->cap_texts) {
+        int nc = b->cap_texts ? b->cap_texts * 2 : 4;
+        SqlTextPred **nt = qr_arena_alloc(b->cx->arena, (size_t)nc * sizeof *nt);
+        if (!nt)
+            return nomem(b->cx);
+        if (b->n_texts)
+            memcpy(nt, b->texts, (size_t)b->n_texts * sizeof *nt);
+        b->texts = nt;
+        b->cap_texts = nc;
+    }
+    b->texts[b->n_texts++] = tp;
+    e->text = tp;
+    e->type = QR_SQL_BOOL;
+    e->name = "matches";
+    *out = e;
+    return QR_OK;
+}
+
+/* score() / snippet(col): the table of the single text predicate (or the
+ * one named). */
+static int bind_text_fn(SqlBind *b, const char *fname, const cJSON *args, int loc, SqlExpr **out)
+{
+    bool snippet = strcmp(fname, "score") != 0;
+    /* a static name: fname lives on the caller's stack */
+    fname = !snippet ? "score" : !strcmp(fname, "snippet") ? "snippet" : "highlight";
+    const char *qual = NULL;
+    if (cJSON_GetArraySize(args) >= 1) {
+        const cJSON *cr = sqlj_is(cJSON_GetArrayItem(args, 0), "ColumnRef");
+        const cJSON *fields = sqlj_get(cr, "fields");
+        int n = cJSON_GetArraySize(fields);
+        const char *n0 = sqlj_sval(cJSON_GetArrayItem(fields, 0));
+        if (!cr || !n0)
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "%s() takes a column or table name", fname);
+        if (n == 1 && find_table(b, n0) >= 0)
+            qual = n0;
+        else {
+            int idx;
+            const SqlCol *c = find_col(b, n == 2 ? n0 : NULL,
+                                       sqlj_sval(cJSON_GetArrayItem(fields, n - 1)), loc, &idx);
+            if (!c)
+                return b->cx->err->code;
+            qual = c->qual;
+        }
+    }
+    /* the text predicate of that table (or the only one) */
+    SqlTextPred *tp = NULL;
+    for (int i = 0; i < b->n_texts; i++)
+        if (!qual || strcmp(b->texts[i]->qual, qual) == 0) {
+            if (tp && strcmp(tp->qual, b->texts[i]->qual) != 0)
+                return sql_err_at(b->cx, loc, QR_EINVAL, "42725",
+                                  "%s() is ambiguous: name the table, as in %s(t)", fname, fname);
+            if (!tp)
+                tp = b->texts[i];
+        }
+    SqlExpr *e = new_expr(b, snippet ? SE_SNIPPET : SE_SCORE, loc);
+    if (!e)
+        return b->cx->err->code;
+    if (!tp) {
+        if (snippet)
+            return sql_err_at(b->cx, loc, QR_EINVAL, "42809",
+                              "%s() needs a full-text predicate (col @@ 'query') in WHERE", fname);
+        /* no text predicate: score is 0 */
+        e->kind = SE_CONST;
+        e->val = sqlv_float(0);
+        e->val.type = QR_SQL_FLOAT4;
+        e->type = QR_SQL_FLOAT4;
+        e->name = fname;
+        *out = e;
+        return QR_OK;
+    }
+    if (snippet)
+        tp->want_snippets = true;
+    else
+        b->scope->cols[tp->score_col].used = true;
+    e->text = tp;
+    e->col = snippet ? tp->id_col : tp->score_col;
+    e->type = snippet ? QR_SQL_TEXT : QR_SQL_FLOAT4;
+    e->name = fname;
+    *out = e;
+    return QR_OK;
+}
+
+/* ---- aggregates ---- */
+
+static const struct {
+    const char *name;
+    SqlAggKind kind;
+} AGGS[] = {
+    {"count", SA_COUNT},  {"sum", SA_SUM},       {"avg", SA_AVG},
+    {"min", SA_MIN},      {"max", SA_MAX},       {"percentile_cont", SA_PCT_CONT},
+    {"percentile_disc", SA_PCT_DISC}, {"bool_and", SA_BOOL_AND}, {"bool_or", SA_BOOL_OR},
+    {"every", SA_BOOL_AND}, {"string_agg", SA_STRING_AGG},
+};
+
+static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fname, int loc,
+                    SqlExpr **out)
+{
+    if (!b->allow_aggs)
+        return sql_err_at(b->cx, loc, QR_EINVAL, "42803", "aggregate functions are not allowed here");
+    if (b->in_agg)
+        return sql_err_at(b->cx, loc, QR_EINVAL, "42803", "aggregate function calls cannot be nested");
+    SqlAgg *a = qr_arena_calloc(b->cx->arena, sizeof *a);
+    if (!a)
+        return nomem(b->cx);
+    a->kind = kind;
+    a->distinct = sqlj_bool(fc, "agg_distinct");
+    const cJSON *args = sqlj_get(fc, "args");
+    int nargs = cJSON_GetArraySize(args);
+    b->in_agg = true;
+    int rc = QR_OK;
+    if (sqlj_bool(fc, "agg_star")) {
+        if (kind != SA_COUNT) {
+            b->in_agg = false;
+            return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "%s(*) is not allowed", fname);
+        }
+        a->kind = SA_COUNT_STAR;
+        a->type = QR_SQL_INT8;
+    } else if (kind == SA_PCT_CONT || kind == SA_PCT_DISC) {
+        const cJSON *order = sqlj_get(fc, "agg_order");
+        if (!sqlj_bool(fc, "agg_within_group") || cJSON_GetArraySize(order) != 1 || nargs != 1) {
+            b->in_agg = false;
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "%s needs one fraction and WITHIN GROUP (ORDER BY one expression)",
+                              fname);
+        }
+        const cJSON *sb = sqlj_is(cJSON_GetArrayItem(order, 0), "SortBy");
+        if ((rc = sql_expr_bind(b, cJSON_GetArrayItem(args, 0), &a->arg2)) ||
+            (rc = coerce_unknown(b, a->arg2, QR_SQL_FLOAT8)) ||
+            (rc = sql_expr_bind(b, sqlj_get(sb, "node"), &a->arg))) {
+            b->in_agg = false;
+            return rc;
+        }
+        if (strcmp(sqlj_str(sb, "sortby_dir") ? sqlj_str(sb, "sortby_dir") : "", "SORTBY_DESC") == 0) {
+            b->in_agg = false;
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "%s WITHIN GROUP (ORDER BY ... DESC) is not supported", fname);
+        }
+        if (!sql_expr_is_const(a->arg2)) {
+            b->in_agg = false;
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "the fraction of %s must be a constant", fname);
+        }
+        if (kind == SA_PCT_CONT) {
+            if (!sqlt_is_num(a->arg->type) && !sqlt_is_ts(a->arg->type)) {
+                b->in_agg = false;
+                return sql_err_at(b->cx, loc, QR_ETYPE, "42883",
+                                  "function percentile_cont(%s) does not exist",
+                                  qr_sql_type_name(a->arg->type));
+            }
+            a->type = sqlt_is_ts(a->arg->type) ? a->arg->type : QR_SQL_FLOAT8;
+        } else {
+            a->type = a->arg->type;
+        }
+    } else {
+        int want = kind == SA_STRING_AGG ? 2 : 1;
+        if (nargs != want || sqlj_get(fc, "agg_order") || sqlj_bool(fc, "agg_within_group")) {
+            b->in_agg = false;
+            if (sqlj_get(fc, "agg_order"))
+                return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                                  "ORDER BY inside %s() is not supported", fname);
+            return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883",
+                              "function %s with %d arguments does not exist", fname, nargs);
+        }
+        if ((rc = sql_expr_bind(b, cJSON_GetArrayItem(args, 0), &a->arg))) {
+            b->in_agg = false;
+            return rc;
+        }
+        if (want == 2 && ((rc = sql_expr_bind(b, cJSON_GetArrayItem(args, 1), &a->arg2)) ||
+                          (rc = coerce_unknown(b, a->arg2, QR_SQL_TEXT)))) {
+            b->in_agg = false;
+            return rc;
+        }
+        QrSqlType t = a->arg->type;
+        switch (kind) {
+        case SA_COUNT:
+            a->type = QR_SQL_INT8;
+            break;
+        case SA_SUM:
+            if (t == QR_SQL_UNKNOWN)
+                coerce_unknown(b, a->arg, t = QR_SQL_FLOAT8);
+            if (!sqlt_is_num(t))
+                goto badarg;
+            a->type = sqlt_is_int(t) ? QR_SQL_INT8 : QR_SQL_FLOAT8;
+            break;
+        case SA_AVG:
+            if (t == QR_SQL_UNKNOWN)
+                coerce_unknown(b, a->arg, t = QR_SQL_FLOAT8);
+            if (!sqlt_is_num(t))
+                goto badarg;
+            a->type = QR_SQL_FLOAT8;
+            break;
+        case SA_MIN:
+        case SA_MAX:
+            if (t == QR_SQL_UNKNOWN)
+                coerce_unknown(b, a->arg, t = QR_SQL_TEXT);
+            a->type = t;
+            break;
+        case SA_BOOL_AND:
+        case SA_BOOL_OR:
+            if ((rc = coerce_unknown(b, a->arg, QR_SQL_BOOL))) {
+                b->in_agg = false;
+                return rc;
+            }
+            if (a->arg->type != QR_SQL_BOOL)
+                goto badarg;
+            a->type = QR_SQL_BOOL;
+            break;
+        case SA_STRING_AGG:
+            coerce_unknown(b, a->arg, QR_SQL_TEXT);
+            if (!sqlt_is_str(a->arg->type))
+                goto badarg;
+            a->type = QR_SQL_TEXT;
+            break;
+        default:
+            break;
+        }
+    }
+    b->in_agg = false;
+    if (b->n_aggs == b->cap_aggs) {
+        int nc = b->cap_aggs ? b->cap_aggs * 2 : 8;
+        SqlAgg **na = qr_arena_alloc(b->cx->arena, (size_t)nc * sizeof *na);
+        if (!na)
+            return nomem(b->cx);
+        if (b->n_aggs)
+            memcpy(na, b->aggs, (size_t)b->n_aggs * sizeof *na);
+        b->aggs = na;
+        b->cap_aggs = nc;
+    }
+    SqlExpr *e = new_expr(b, SE_AGG, loc);
+    if (!e)
+        return b->cx->err->code;
+    e->col = b->n_aggs;
+    b->aggs[b->n_aggs++] = a;
+    e->type = a->type;
+    e->name = qr_arena_strndup(b->cx->arena, fname, strlen(fname));
+    *out = e;
+    return QR_OK;
+badarg:
+    b->in_agg = false;
+    return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist", fname,
+                      qr_sql_type_name(a->arg->type));
+}
+
+/* ---- function calls ---- */
+
+static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
+{
+    const cJSON *fn = sqlj_get(fc, "funcname");
+    const char *fname = sqlj_last_name(fn);
+    const char *schema = cJSON_GetArraySize(fn) > 1 ? sqlj_sval(cJSON_GetArrayItem(fn, 0)) : NULL;
+    if (!fname)
+        return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "bad function name");
+    if (sqlj_get(fc, "over"))
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "window functions are not supported");
+    char lname[64];
+    snprintf(lname, sizeof lname, "%s", fname);
+    for (char *p = lname; *p; p++)
+        *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+    const cJSON *args = sqlj_get(fc, "args");
+    int nargs = cJSON_GetArraySize(args);
+    for (size_t i = 0; i < sizeof AGGS / sizeof *AGGS; i++)
+        if (strcmp(AGGS[i].name, lname) == 0)
+            return bind_agg(b, fc, AGGS[i].kind, lname, loc, out);
+    if (sqlj_bool(fc, "agg_star") || sqlj_bool(fc, "agg_distinct"))
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(*) does not exist", lname);
+    if (strcmp(lname, "matches") == 0) {
+        if (nargs != 2)
+            return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883",
+                              "function matches needs two arguments: a column and a query");
+        return bind_match(b, cJSON_GetArrayItem(args, 0), cJSON_GetArrayItem(args, 1), loc, out);
+    }
+    if (strcmp(lname, "score") == 0 || strcmp(lname, "snippet") == 0 ||
+        strcmp(lname, "highlight") == 0)
+        return bind_text_fn(b, lname, args, loc, out);
+    SqlExpr *e = new_expr(b, SE_FUNC, loc);
+    if (!e || set_args(b, e, nargs))
+        return b->cx->err->code;
+    for (int i = 0; i < nargs; i++) {
+        int rc = sql_expr_bind(b, cJSON_GetArrayItem(args, i), &e->args[i]);
+        if (rc)
+            return rc;
+    }
+    e->name = qr_arena_strndup(b->cx->arena, lname, strlen(lname));
+    const SqlFuncDef *def = schema && strcmp(schema, "pg_catalog") != 0 ? NULL
+                                                                        : sql_func_find(lname, nargs);
+    if (!def) {
+        QrSqlType rt;
+        if (sqlcat_func_lookup(schema, lname, nargs, &rt) == QR_OK) {
+            /* a catalog function: called through the hook at run time */
+            e->fn = NULL;
+            e->type = rt;
+            e->op = 1;
+            *out = e;
+            return QR_OK;
+        }
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist",
+                          lname, nargs ? "..." : "");
+    }
+    e->fn = def;
+    QrSqlType rt = def->ret;
+    if (rt == QR_SQL_UNKNOWN) {
+        /* same type as the arguments (coalesce-like: abs, round...) */
+        rt = nargs ? e->args[0]->type : QR_SQL_TEXT;
+        if (rt == QR_SQL_UNKNOWN)
+            rt = QR_SQL_TEXT;
+    }
+    for (int i = 0; i < nargs; i++)
+        if (e->args[i]->type == QR_SQL_UNKNOWN) {
+            /* untyped literal arguments: text, except numbers for math */
+            int rc = coerce_unknown(b, e->args[i],
+                                    def->numeric_args ? QR_SQL_FLOAT8 : QR_SQL_TEXT);
+            if (rc)
+                return rc;
+        }
+    if (def->ret == QR_SQL_UNKNOWN && nargs && e->args[0]->type != QR_SQL_UNKNOWN)
+        rt = e->args[0]->type;
+    if (!strcmp(lname, "date_trunc"))
+        rt = sqlt_is_ts(e->args[1]->type) ? e->args[1]->type : QR_SQL_TIMESTAMPTZ;
+    e->type = rt;
+    *out = e;
+    return QR_OK;
+}
+
+/* ---- operators ---- */
+
+static int cmp_op(const char *op)
+{
+    if (!strcmp(op, "="))
+        return SQL_CMP_EQ;
+    if (!strcmp(op, "<>") || !strcmp(op, "!="))
+        return SQL_CMP_NE;
+    if (!strcmp(op, "<"))
+        return SQL_CMP_LT;
+    if (!strcmp(op, "<="))
+        return SQL_CMP_LE;
+    if (!strcmp(op, ">"))
+        return SQL_CMP_GT;
+    if (!strcmp(op, ">="))
+        return SQL_CMP_GE;
+    return -1;
+}
+
+static int bind_cmp(SqlBind *b, int op, SqlExpr *l, SqlExpr *r, int loc, SqlExpr **out)
+{
+    QrSqlType t;
+    int rc = unify(b, &l, &r, loc, &t);
+    if (rc)
+        return rc;
+    SqlExpr *e = new_expr(b, SE_CMP, loc);
+    if (!e || set_args(b, e, 2))
+        return b->cx->err->code;
+    e->op = op;
+    e->args[0] = l;
+    e->args[1] = r;
+    e->type = QR_SQL_BOOL;
+    *out = e;
+    return QR_OK;
+}
+
+static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int loc, SqlExpr **out)
+{
+    if (!strcmp(op, "||")) {
+        if (l->type == QR_SQL_UNKNOWN)
+            coerce_unknown(b, l, QR_SQL_TEXT);
+        if (r->type == QR_SQL_UNKNOWN)
+            coerce_unknown(b, r, QR_SQL_TEXT);
+        SqlExpr *e = new_expr(b, SE_CONCAT, loc);
+        if (!e || set_args(b, e, 2))
+            return b->cx->err->code;
+        e->args[0] = l;
+        e->args[1] = r;
+        e->type = QR_SQL_TEXT;
+        *out = e;
+        return QR_OK;
+    }
+    int o = op[1] ? 0 : op[0];
+    if (o != '+' && o != '-' && o != '*' && o != '/' && o != '%')
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                          qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+    if (l->type == QR_SQL_UNKNOWN)
+        coerce_unknown(b, l, sqlt_is_num(r->type) ? r->type : QR_SQL_FLOAT8);
+    if (r->type == QR_SQL_UNKNOWN)
+        coerce_unknown(b, r, sqlt_is_num(l->type) ? l->type : QR_SQL_FLOAT8);
+    if (b->cx->err->code)
+        return b->cx->err->code;
+    if (!sqlt_is_num(l->type) || !sqlt_is_num(r->type))
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                          qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+    SqlExpr *e = new_expr(b, SE_ARITH, loc);
+    if (!e || set_args(b, e, 2))
+        return b->cx->err->code;
+    e->op = o;
+    e->args[0] = l;
+    e->args[1] = r;
+    bool fl = sqlt_is_float(l->type) || sqlt_is_float(r->type);
+    e->type = fl ? QR_SQL_FLOAT8
+              : (l->type == QR_SQL_INT8 || r->type == QR_SQL_INT8) ? QR_SQL_INT8
+              : (l->type == QR_SQL_INT2 && r->type == QR_SQL_INT2) ? QR_SQL_INT2
+                                                                    : QR_SQL_INT4;
+    if (l->type == QR_SQL_OID || r->type == QR_SQL_OID)
+        e->type = QR_SQL_INT8;
+    *out = e;
+    return QR_OK;
+}
+
+static int bind_list(SqlBind *b, const cJSON *list, SqlExpr *head, SqlExpr **e_out, int kind)
+{
+    int n = cJSON_GetArraySize(list);
+    SqlExpr *e = new_expr(b, (SqlExprKind)kind, sqlj_loc(list));
+    if (!e || set_args(b, e, n + (head ? 1 : 0)))
+        return b->cx->err->code;
+    int k = 0;
+    if (head)
+        e->args[k++] = head;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list)
+    {
+        int rc = sql_expr_bind(b, it, &e->args[k++]);
+        if (rc)
+            return rc;
+    }
+    *e_out = e;
+    return QR_OK;
+}
+
+/* x IN (a, b, c): args[0] = x, every other arg coerced to the common type */
+static int bind_in(SqlBind *b, const cJSON *ae, int loc, bool neg, SqlExpr **out)
+{
+    SqlExpr *x, *e;
+    int rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &x);
+    if (rc || (rc = bind_list(b, sqlj_get(ae, "rexpr"), x, &e, SE_IN)))
+        return rc;
+    for (int i = 1; i < e->n_args; i++) {
+        QrSqlType t;
+        if ((rc = unify(b, &e->args[0], &e->args[i], e->args[i]->loc, &t)))
+            return rc;
+    }
+    e->op = neg;
+    e->loc = loc;
+    e->type = QR_SQL_BOOL;
+    *out = e;
+    return QR_OK;
+}
+
+static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
+{
+    const char *kind = sqlj_str(ae, "kind");
+    const char *op = sqlj_last_name(sqlj_get(ae, "name"));
+    if (!kind || !op)
+        return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "bad expression");
+    if (!strcmp(kind, "AEXPR_IN"))
+        return bind_in(b, ae, loc, strcmp(op, "<>") == 0, out);
+    if (!strcmp(kind, "AEXPR_OP") && !strcmp(op, "@@"))
+        return bind_match(b, sqlj_get(ae, "lexpr"), sqlj_get(ae, "rexpr"), loc, out);
+    if (!strcmp(kind, "AEXPR_BETWEEN") || !strcmp(kind, "AEXPR_NOT_BETWEEN")) {
+        const cJSON *r = sqlj_get(ae, "rexpr");
+        SqlExpr *x, *lo, *hi, *c1, *c2;
+        int rc;
+        if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &x)) ||
+            (rc = sql_expr_bind(b, cJSON_GetArrayItem(r, 0), &lo)) ||
+            (rc = sql_expr_bind(b, cJSON_GetArrayItem(r, 1), &hi)) ||
+            (rc = bind_cmp(b, SQL_CMP_GE, x, lo, loc, &c1)) ||
+            (rc = bind_cmp(b, SQL_CMP_LE, x, hi, loc, &c2)))
+            return rc;
+        SqlExpr *e = new_expr(b, SE_AND, loc);
+        if (!e || set_args(b, e, 2))
+            return b->cx->err->code;
+        e->args[0] = c1;
+        e->args[1] = c2;
+        e->type = QR_SQL_BOOL;
+        if (kind[5] == 'N') {
+            SqlExpr *n = new_expr(b, SE_NOT, loc);
+            if (!n || set_args(b, n, 1))
+                return b->cx->err->code;
+            n->args[0] = e;
+            n->type = QR_SQL_BOOL;
+            e = n;
+        }
+        *out = e;
+        return QR_OK;
+    }
+    if (!strcmp(kind, "AEXPR_NULLIF")) {
+        SqlExpr *l, *r;
+        int rc;
+        if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &l)) ||
+            (rc = sql_expr_bind(b, sqlj_get(ae, "rexpr"), &r)))
+            return rc;
+        QrSqlType t;
+        if ((rc = unify(b, &l, &r, loc, &t)))
+            return rc;
+        SqlExpr *e = new_expr(b, SE_NULLIF, loc);
+        if (!e || set_args(b, e, 2))
+            return b->cx->err->code;
+        e->args[0] = l;
+        e->args[1] = r;
+        e->type = l->type;
+        *out = e;
+        return QR_OK;
+    }
+    if (!strcmp(kind, "AEXPR_LIKE") || !strcmp(kind, "AEXPR_ILIKE")) {
+        SqlExpr *l, *r;
+        int rc;
+        if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &l)) ||
+            (rc = sql_expr_bind(b, sqlj_get(ae, "rexpr"), &r)))
+            return rc;
+        coerce_unknown(b, l, QR_SQL_TEXT);
+        coerce_unknown(b, r, QR_SQL_TEXT);
+        if (!sqlt_is_str(l->type) || !sqlt_is_str(r->type))
+            return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                              qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+        SqlExpr *e = new_expr(b, SE_LIKE, loc);
+        if (!e || set_args(b, e, 2))
+            return b->cx->err->code;
+        e->args[0] = l;
+        e->args[1] = r;
+        e->op = (kind[6] == 'I' ? 1 : 0) | (op[0] == '!' ? 2 : 0);
+        e->type = QR_SQL_BOOL;
+        *out = e;
+        return QR_OK;
+    }
+    if (!strcmp(kind, "AEXPR_DISTINCT") || !strcmp(kind, "AEXPR_NOT_DISTINCT")) {
+        SqlExpr *l, *r, *e;
+        int rc;
+        if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &l)) ||
+            (rc = sql_expr_bind(b, sqlj_get(ae, "rexpr"), &r)) ||
+            (rc = bind_cmp(b, SQL_CMP_EQ, l, r, loc, &e)))
+            return rc;
+        e->op = kind[5] == 'N' ? 100 : 101; /* IS NOT DISTINCT (null-safe =) / IS DISTINCT */
+        *out = e;
+        return QR_OK;
+    }
+    if (strcmp(kind, "AEXPR_OP") != 0)
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "%s expressions are not supported",
+                          kind + 6);
+    const cJSON *lx = sqlj_get(ae, "lexpr"), *rx = sqlj_get(ae, "rexpr");
+    SqlExpr *l = NULL, *r = NULL;
+    int rc;
+    if (lx && (rc = sql_expr_bind(b, lx, &l)))
+        return rc;
+    if ((rc = sql_expr_bind(b, rx, &r)))
+        return rc;
+    if (!l) { /* unary */
+        if (!strcmp(op, "+"))
+            return *out = r, QR_OK;
+        if (strcmp(op, "-") != 0)
+            return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s",
+                              op, qr_sql_type_name(r->type));
+        coerce_unknown(b, r, QR_SQL_FLOAT8);
+        if (!sqlt_is_num(r->type))
+            return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: - %s",
+                              qr_sql_type_name(r->type));
+        if (r->kind == SE_CONST && sqlt_is_float(r->type) && r->type != QR_SQL_NUMERIC) {
+            r->val.u.f = -r->val.u.f;
+            return *out = r, QR_OK;
+        }
+        SqlExpr *e = new_expr(b, SE_NEG, loc);
+        if (!e || set_args(b, e, 1))
+            return b->cx->err->code;
+        e->args[0] = r;
+        e->type = r->type == QR_SQL_NUMERIC ? QR_SQL_FLOAT8 : r->type;
+        *out = e;
+        return QR_OK;
+    }
+    int c = cmp_op(op);
+    if (c >= 0)
+        return bind_cmp(b, c, l, r, loc, out);
+    return bind_arith(b, op, l, r, loc, out);
+}
+
+static int bind_const(SqlBind *b, const cJSON *ac, int loc, SqlExpr **out)
+{
+    SqlExpr *e = new_expr(b, SE_CONST, loc);
+    if (!e)
+        return b->cx->err->code;
+    const cJSON *v;
+    if (sqlj_bool(ac, "isnull")) {
+        e->val = sqlv_null();
+        e->type = QR_SQL_UNKNOWN;
+    } else if ((v = sqlj_get(ac, "ival"))) {
+        e->val = sqlv_int(sqlj_int(v, "ival", 0));
+        e->val.type = e->type = QR_SQL_INT4;
+    } else if ((v = sqlj_get(ac, "fval"))) {
+        const char *s = sqlj_str(v, "fval");
+        /* integers too large for int4 come as fval */
+        int64_t i;
+        char *end;
+        long long ll = strtoll(s ? s : "0", &end, 10);
+        if (s && *end == 0 && strchr(s, '.') == NULL) {
+            i = ll;
+            e->val = sqlv_int(i);
+            e->type = QR_SQL_INT8;
+            if (strlen(s) > 18) { /* check range exactly */
+                SqlValue t = sqlv_text(s, strlen(s)), o;
+                int rc = sqlv_cast(b->cx, &t, QR_SQL_INT8, loc, &o);
+                if (rc) {
+                    /* beyond int8: a numeric literal */
+                    qr_error_clear(b->cx->err);
+                    e->val = sqlv_float(strtod(s, NULL));
+                    e->type = e->val.type = QR_SQL_FLOAT8;
+                }
+            }
+        } else {
+            e->val = sqlv_float(strtod(s ? s : "0", NULL));
+            e->type = QR_SQL_FLOAT8;
+        }
+    } else if ((v = sqlj_get(ac, "sval"))) {
+        const char *s0 = sqlj_str(v, "sval");
+        /* copied: results outlive the statement's parse tree */
+        char *s = qr_arena_strndup(b->cx->arena, s0 ? s0 : "", s0 ? strlen(s0) : 0);
+        if (!s)
+            return nomem(b->cx);
+        e->val = sqlv_text(s, strlen(s));
+        e->val.type = e->type = QR_SQL_UNKNOWN;
+    } else if ((v = sqlj_get(ac, "boolval"))) {
+        e->val = sqlv_bool(sqlj_bool(v, "boolval"));
+        e->type = QR_SQL_BOOL;
+    } else if ((v = sqlj_get(ac, "bsval"))) {
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "bit string constants are not supported");
+    } else {
+        /* {"ival": {}} for 0 */
+        e->val = sqlv_int(0);
+        e->val.type = e->type = QR_SQL_INT4;
+    }
+    e->name = "?column?";
+    *out = e;
+    return QR_OK;
+}
+
+static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
+{
+    const cJSON *tn = sqlj_get(tc, "typeName");
+    const char *name = sqlj_last_name(sqlj_get(tn, "names"));
+    QrSqlType t;
+    if (sqlj_get(tn, "arrayBounds"))
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "array types are not supported");
+    if (!name || !sqlt_from_name(name, &t))
+        return sql_err_at(b->cx, sqlj_loc(tn), QR_ENOTFOUND, "42704", "type \"%s\" does not exist",
+                          name ? name : "?");
+    SqlExpr *a;
+    int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
+    if (rc)
+        return rc;
+    if (a->kind == SE_PARAM && b->cx->param_types[a->col] == QR_SQL_UNKNOWN) {
+        coerce_unknown(b, a, t);
+        *out = a;
+        return QR_OK;
+    }
+    bool is_date = !strcasecmp(name, "date");
+    if (a->kind == SE_CONST) {
+        SqlValue v;
+        if ((rc = sqlv_cast(b->cx, &a->val, t, loc, &v)))
+            return rc;
+        if (is_date && !v.is_null) {
+            int64_t d;
+            sqlv_date_trunc("day", v.u.i, &d);
+            v.u.i = d;
+        }
+        a->val = v;
+        a->type = t;
+        *out = a;
+        return QR_OK;
+    }
+    SqlExpr *e = new_expr(b, SE_CAST, loc);
+    if (!e || set_args(b, e, 1))
+        return b->cx->err->code;
+    e->args[0] = a;
+    e->type = t;
+    e->op = is_date;
+    e->name = a->kind == SE_COL ? a->name : name;
+    *out = e;
+    return QR_OK;
+}
+
+static int bind_case(SqlBind *b, const cJSON *ce, int loc, SqlExpr **out)
+{
+    const cJSON *arg = sqlj_get(ce, "arg"), *whens = sqlj_get(ce, "args"),
+                *def = sqlj_get(ce, "defresult");
+    int nw = cJSON_GetArraySize(whens);
+    SqlExpr *e = new_expr(b, SE_CASE, loc);
+    if (!e || set_args(b, e, (arg ? 1 : 0) + 2 * nw + (def ? 1 : 0)))
+        return b->cx->err->code;
+    e->case_has_arg = arg != NULL;
+    e->case_has_else = def != NULL;
+    int k = 0, rc;
+    if (arg && (rc = sql_expr_bind(b, arg, &e->args[k++])))
+        return rc;
+    const cJSON *w;
+    QrSqlType rt = QR_SQL_UNKNOWN;
+    int first_res = k + 1;
+    cJSON_ArrayForEach(w, whens)
+    {
+        const cJSON *cw = sqlj_is(w, "CaseWhen");
+        if ((rc = sql_expr_bind(b, sqlj_get(cw, "expr"), &e->args[k])))
+            return rc;
+        if (arg) {
+            QrSqlType t;
+            if ((rc = unify(b, &e->args[0], &e->args[k], e->args[k]->loc, &t)))
+                return rc;
+        } else {
+            coerce_unknown(b, e->args[k], QR_SQL_BOOL);
+            if (e->args[k]->type != QR_SQL_BOOL)
+                return sql_err_at(b->cx, e->args[k]->loc, QR_ETYPE, "42804",
+                                  "argument of CASE/WHEN must be type boolean, not type %s",
+                                  qr_sql_type_name(e->args[k]->type));
+        }
+        k++;
+        if ((rc = sql_expr_bind(b, sqlj_get(cw, "result"), &e->args[k++])))
+            return rc;
+    }
+    if (def && (rc = sql_expr_bind(b, def, &e->args[k++])))
+        return rc;
+    /* result type: the first typed result; others coerced */
+    int n_res = 0;
+    SqlExpr **res[256];
+    for (int i = first_res; i < (arg ? 1 : 0) + 2 * nw && n_res < 255; i += 2)
+        res[n_res++] = &e->args[i];
+    if (def && n_res < 256)
+        res[n_res++] = &e->args[k - 1];
+    for (int i = 0; i < n_res; i++)
+        if ((*res[i])->type != QR_SQL_UNKNOWN) {
+            if (rt == QR_SQL_UNKNOWN)
+                rt = (*res[i])->type;
+            else if (sqlt_is_num(rt) && sqlt_is_num((*res[i])->type) &&
+                     (sqlt_is_float((*res[i])->type) || (*res[i])->type == QR_SQL_INT8) &&
+                     !sqlt_is_float(rt))
+                rt = (*res[i])->type == QR_SQL_NUMERIC ? QR_SQL_FLOAT8 : (*res[i])->type;
+        }
+    if (rt == QR_SQL_UNKNOWN)
+        rt = QR_SQL_TEXT;
+    for (int i = 0; i < n_res; i++) {
+        if ((rc = coerce_unknown(b, *res[i], rt)))
+            return rc;
+        if ((*res[i])->type != rt) {
+            if (!(sqlt_is_num(rt) && sqlt_is_num((*res[i])->type)) &&
+                !(sqlt_is_str(rt) && sqlt_is_str((*res[i])->type)) && (*res[i])->type != QR_SQL_UNKNOWN)
+                return sql_err_at(b->cx, (*res[i])->loc, QR_ETYPE, "42804",
+                                  "CASE types %s and %s cannot be matched", qr_sql_type_name(rt),
+                                  qr_sql_type_name((*res[i])->type));
+            if (!(*res[i] = wrap_cast(b, *res[i], rt)))
+                return b->cx->err->code;
+        }
+    }
+    e->type = rt;
+    e->name = "case";
+    *out = e;
+    return QR_OK;
+}
+
+/* COALESCE / GREATEST / LEAST: common type of all arguments */
+static int bind_variadic(SqlBind *b, const cJSON *list, SqlExprKind k, int loc, const char *name,
+                         SqlExpr **out)
+{
+    SqlExpr *e;
+    int rc = bind_list(b, list, NULL, &e, k);
+    if (rc)
+        return rc;
+    QrSqlType rt = QR_SQL_UNKNOWN;
+    for (int i = 0; i < e->n_args; i++) {
+        QrSqlType t = e->args[i]->type;
+        if (t == QR_SQL_UNKNOWN)
+            continue;
+        if (rt == QR_SQL_UNKNOWN)
+            rt = t;
+        else if (sqlt_is_num(rt) && sqlt_is_num(t) && (sqlt_is_float(t) || t == QR_SQL_INT8) &&
+                 !sqlt_is_float(rt))
+            rt = t == QR_SQL_NUMERIC ? QR_SQL_FLOAT8 : t;
+    }
+    if (rt == QR_SQL_UNKNOWN)
+        rt = QR_SQL_TEXT;
+    for (int i = 0; i < e->n_args; i++) {
+        if ((rc = coerce_unknown(b, e->args[i], rt)))
+            return rc;
+        QrSqlType t = e->args[i]->type;
+        if (t != rt) {
+            if (!(sqlt_is_num(rt) && sqlt_is_num(t)) && !(sqlt_is_str(rt) && sqlt_is_str(t)) &&
+                !(sqlt_is_ts(rt) && sqlt_is_ts(t)))
+                return sql_err_at(b->cx, e->args[i]->loc, QR_ETYPE, "42804",
+                                  "%s types %s and %s cannot be matched", name,
+                                  qr_sql_type_name(rt), qr_sql_type_name(t));
+            if (!(e->args[i] = wrap_cast(b, e->args[i], rt)))
+                return b->cx->err->code;
+        }
+    }
+    e->type = rt;
+    e->loc = loc;
+    e->name = name;
+    *out = e;
+    return QR_OK;
+}
+
+static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
+{
+    const char *type = sqlj_str(sl, "subLinkType");
+    const cJSON *sub = sqlj_get(sl, "subselect");
+    bool any = type && !strcmp(type, "ANY_SUBLINK");
+    bool expr = type && !strcmp(type, "EXPR_SUBLINK");
+    bool exists = type && !strcmp(type, "EXISTS_SUBLINK");
+    if (!any && !expr && !exists)
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "%s subqueries are not supported",
+                          type ? type : "these");
+    if (any) {
+        const char *op = sqlj_last_name(sqlj_get(sl, "operName"));
+        if (op && strcmp(op, "=") != 0)
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "%s ANY (subquery) is not supported", op);
+    }
+    /* uncorrelated: run (or describe) the subquery once, here */
+    QrSqlResult r;
+    memset(&r, 0, sizeof r);
+    r.arena = b->cx->arena;
+    int rc = b->cx->analyze_only ? sql_query_describe(b->cx, sub, &r.cols, &r.n_cols)
+                                 : sql_query_run(b->cx, sub, &r);
+    if (rc)
+        return rc;
+    if (!exists && r.n_cols != 1)
+        return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "subquery must return only one column");
+    if (exists) {
+        SqlExpr *e = new_expr(b, SE_CONST, loc);
+        if (!e)
+            return b->cx->err->code;
+        e->val = sqlv_bool(r.n_rows > 0);
+        e->type = QR_SQL_BOOL;
+        e->name = "exists";
+        *out = e;
+        return QR_OK;
+    }
+    if (expr) {
+        if (r.n_rows > 1)
+            return sql_err_at(b->cx, loc, QR_EINVAL, "21000",
+                              "more than one row returned by a subquery used as an expression");
+        SqlExpr *e = new_expr(b, SE_CONST, loc);
+        if (!e)
+            return b->cx->err->code;
+        e->val = r.n_rows ? r.vals[0] : sqlv_null();
+        e->type = e->val.type = r.cols[0].type;
+        e->name = r.cols[0].name;
+        *out = e;
+        return QR_OK;
+    }
+    SqlExpr *x;
+    if ((rc = sql_expr_bind(b, sqlj_get(sl, "testexpr"), &x)))
+        return rc;
+    coerce_unknown(b, x, r.cols[0].type);
+    SqlValueSet *set = qr_arena_calloc(b->cx->arena, sizeof *set);
+    SqlExpr *e = new_expr(b, SE_IN_SET, loc);
+    if (!set || !e || set_args(b, e, 1))
+        return nomem(b->cx);
+    set->n = r.n_rows;
+    set->vals = r.vals;
+    for (uint64_t i = 0; i < r.n_rows; i++)
+        if (r.vals[i].is_null)
+            set->has_null = true;
+    /* sorted for binary search */
+    if (set->n > 1)
+        sql_sort_values(set->vals, set->n);
+    e->args[0] = x;
+    e->set = set;
+    e->type = QR_SQL_BOOL;
+    *out = e;
+    return QR_OK;
+}
+
+int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out)
+{
+    SqlCtx *cx = b->cx;
+    const char *tag = sqlj_tag(node);
+    const cJSON *body = sqlj_body(node);
+    int loc = sqlj_loc(node);
+    if (!tag)
+        return sql_err_at(cx, loc, QR_ESYNTAX, "42601", "missing expression");
+    if (!strcmp(tag, "A_Const"))
+        return bind_const(b, body, loc, out);
+    if (!strcmp(tag, "ColumnRef"))
+        return bind_colref(b, body, loc, out);
+    if (!strcmp(tag, "ParamRef")) {
+        int n = sqlj_int(body, "number", 0);
+        if (n < 1 || n > 65535)
+            return sql_err_at(cx, loc, QR_ESYNTAX, "42P02", "there is no parameter $%d", n);
+        if (n > cx->n_params) {
+            if (!cx->analyze_only && (!cx->params || n > cx->params->n))
+                return sql_err_at(cx, loc, QR_EINVAL, "42P02", "there is no parameter $%d", n);
+            if (cx->analyze_only)
+                cx->n_params = n;
+        }
+        SqlExpr *e = new_expr(b, SE_PARAM, loc);
+        if (!e)
+            return cx->err->code;
+        e->col = n - 1;
+        e->type = cx->param_types ? cx->param_types[n - 1] : QR_SQL_TEXT;
+        e->name = "?column?";
+        *out = e;
+        return QR_OK;
+    }
+    if (!strcmp(tag, "A_Expr"))
+        return bind_aexpr(b, body, loc, out);
+    if (!strcmp(tag, "BoolExpr")) {
+        const char *op = sqlj_str(body, "boolop");
+        SqlExprKind k = !strcmp(op, "AND_EXPR") ? SE_AND : !strcmp(op, "OR_EXPR") ? SE_OR : SE_NOT;
+        SqlExpr *e;
+        int rc = bind_list(b, sqlj_get(body, "args"), NULL, &e, k);
+        if (rc)
+            return rc;
+        for (int i = 0; i < e->n_args; i++) {
+            if ((rc = coerce_unknown(b, e->args[i], QR_SQL_BOOL)))
+                return rc;
+            if (e->args[i]->type != QR_SQL_BOOL)
+                return sql_err_at(cx, e->args[i]->loc, QR_ETYPE, "42804",
+                                  "argument of %s must be type boolean, not type %s",
+                                  k == SE_AND ? "AND" : k == SE_OR ? "OR" : "NOT",
+                                  qr_sql_type_name(e->args[i]->type));
+        }
+        e->loc = loc;
+        e->type = QR_SQL_BOOL;
+        *out = e;
+        return QR_OK;
+    }
+    if (!strcmp(tag, "NullTest")) {
+        SqlExpr *e = new_expr(b, strcmp(sqlj_str(body, "nulltesttype"), "IS_NULL") == 0
+                                     ? SE_IS_NULL : SE_IS_NOT_NULL, loc);
+        if (!e || set_args(b, e, 1))
+            return cx->err->code;
+        e->type = QR_SQL_BOOL;
+        return sql_expr_bind(b, sqlj_get(body, "arg"), &e->args[0]) ? cx->err->code
+                                                                    : (*out = e, QR_OK);
+    }
+    if (!strcmp(tag, "BooleanTest")) {
+        const char *t = sqlj_str(body, "booltesttype");
+        bool neg = strstr(t, "_NOT_") != NULL;
+        SqlExprKind k = strstr(t, "TRUE") ? SE_IS_TRUE : strstr(t, "FALSE") ? SE_IS_FALSE
+                                                                           : SE_IS_NULL;
+        SqlExpr *e = new_expr(b, k, loc);
+        if (!e || set_args(b, e, 1))
+            return cx->err->code;
+        int rc = sql_expr_bind(b, sqlj_get(body, "arg"), &e->args[0]);
+        if (rc)
+            return rc;
+        coerce_unknown(b, e->args[0], QR_SQL_BOOL);
+        e->type = QR_SQL_BOOL;
+        if (neg) {
+            SqlExpr *n = new_expr(b, k == SE_IS_NULL ? SE_IS_NOT_NULL : SE_NOT, loc);
+            if (!n || set_args(b, n, 1))
+                return cx->err->code;
+            if (k == SE_IS_NULL) {
+                n->args[0] = e->args[0];
+            } else {
+                n->args[0] = e;
+            }
+            n->type = QR_SQL_BOOL;
+            e = n;
+        }
+        *out = e;
+        return QR_OK;
+    }
+    if (!strcmp(tag, "TypeCast"))
+        return bind_cast(b, body, loc, out);
+    if (!strcmp(tag, "FuncCall"))
+        return bind_func(b, body, loc, out);
+    if (!strcmp(tag, "CaseExpr"))
+        return bind_case(b, body, loc, out);
+    if (!strcmp(tag, "CoalesceExpr"))
+        return bind_variadic(b, sqlj_get(body, "args"), SE_COALESCE, loc, "coalesce", out);
+    if (!strcmp(tag, "MinMaxExpr")) {
+        bool g = !strcmp(sqlj_str(body, "op") ? sqlj_str(body, "op") : "", "IS_GREATEST");
+        return bind_variadic(b, sqlj_get(body, "args"), g ? SE_GREATEST : SE_LEAST, loc,
+                             g ? "greatest" : "least", out);
+    }
+    if (!strcmp(tag, "SubLink"))
+        return bind_sublink(b, body, loc, out);
+    if (!strcmp(tag, "SQLValueFunction")) {
+        const char *op = sqlj_str(body, "op");
+        const char *fname = NULL;
+        if (!strcmp(op, "SVFOP_CURRENT_TIMESTAMP") || !strcmp(op, "SVFOP_LOCALTIMESTAMP"))
+            fname = "now";
+        else if (!strcmp(op, "SVFOP_CURRENT_DATE"))
+            fname = "current_date";
+        else if (!strcmp(op, "SVFOP_CURRENT_USER") || !strcmp(op, "SVFOP_SESSION_USER") ||
+                 !strcmp(op, "SVFOP_USER"))
+            fname = "current_user";
+        else if (!strcmp(op, "SVFOP_CURRENT_SCHEMA"))
+            fname = "current_schema";
+        else if (!strcmp(op, "SVFOP_CURRENT_CATALOG"))
+            fname = "current_database";
+        const SqlFuncDef *def = fname ? sql_func_find(fname, 0) : NULL;
+        QrSqlType rt;
+        SqlExpr *e = new_expr(b, SE_FUNC, loc);
+        if (!e)
+            return cx->err->code;
+        e->name = fname;
+        if (def) {
+            e->fn = def;
+            e->type = def->ret;
+        } else if (fname && sqlcat_func_lookup(NULL, fname, 0, &rt) == QR_OK) {
+            e->type = rt;
+            e->op = 1;
+        } else {
+            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s is not supported", op + 6);
+        }
+        *out = e;
+        return QR_OK;
+    }
+    if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr") || !strcmp(tag, "A_ArrayExpr") ||
+        !strcmp(tag, "A_Indirection") || !strcmp(tag, "CollateClause") ||
+        !strcmp(tag, "GroupingFunc"))
+        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s is not supported", tag);
+    return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "expression %s is not supported", tag);
+}
+
+int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlExpr **out)
+{
+    SqlBind b;
+    memset(&b, 0, sizeof b);
+    b.cx = cx;
+    b.scope = scope;
+    return sql_expr_bind(&b, node, out);
+}
+
+bool sql_expr_is_const(const SqlExpr *e)
+{
+    if (e->kind == SE_COL || e->kind == SE_AGG || e->kind == SE_MATCH || e->kind == SE_SCORE ||
+        e->kind == SE_SNIPPET)
+        return false;
+    if (e->kind == SE_FUNC && e->fn == NULL)
+        return false;
+    for (int i = 0; i < e->n_args; i++)
+        if (!sql_expr_is_const(e->args[i]))
+            return false;
+    return true;
+}
+
+const char *sql_expr_name(const SqlExpr *e)
+{
+    if (e->kind == SE_COL || e->kind == SE_FUNC || e->kind == SE_AGG || e->kind == SE_SCORE ||
+        e->kind == SE_SNIPPET || e->kind == SE_CASE || e->kind == SE_COALESCE ||
+        e->kind == SE_GREATEST || e->kind == SE_LEAST || e->kind == SE_MATCH)
+        return e->name ? e->name : "?column?";
+    if (e->kind == SE_CAST)
+        return e->name ? e->name : "?column?";
+    return "?column?";
+}
+
+/* ======================================================================== */
+/* Evaluation                                                                */
+/* ======================================================================== */
+
+static bool like_match(const char *s, size_t n, const char *p, size_t m, bool ci)
+{
+    /* iterative with backtracking over the last % */
+    size_t i = 0, j = 0, star_j = (size_t)-1, star_i = 0;
+    while (i < n) {
+        if (j < m && p[j] == '\\' && j + 1 < m) {
+            char pc = p[j + 1], sc = s[i];
+            if (ci && pc >= 'A' && pc <= 'Z')
+                pc = (char)(pc + 32);
+            if (ci && sc >= 'A' && sc <= 'Z')
+                sc = (char)(sc + 32);
+            if (pc == sc) {
+                i++;
+                j += 2;
+                continue;
+            }
+        } else if (j < m && p[j] == '%') {
+            star_j = j++;
+            star_i = i;
+            continue;
+        } else if (j < m && p[j] == '_') {
+            /* one character (UTF-8 aware) */
+            i++;
+            while (i < n && ((unsigned char)s[i] & 0xC0) == 0x80)
+                i++;
+            j++;
+            continue;
+        } else if (j < m) {
+            char pc = p[j], sc = s[i];
+            if (ci && pc >= 'A' && pc <= 'Z')
+                pc = (char)(pc + 32);
+            if (ci && sc >= 'A' && sc <= 'Z')
+                sc = (char)(sc + 32);
+            if (pc == sc) {
+                i++;
+                j++;
+                continue;
+            }
+        }
+        if (star_j == (size_t)-1)
+            return false;
+        j = star_j + 1;
+        i = ++star_i;
+    }
+    while (j < m && p[j] == '%')
+        j++;
+    return j == m;
+}
+
+static int arith(SqlCtx *cx, const SqlExpr *e, const SqlValue *a, const SqlValue *b, SqlValue *out)
+{
+    if (sqlt_is_float(e->type)) {
+        double x = sqlt_is_int(a->type) ? (double)a->u.i : a->u.f;
+        double y = sqlt_is_int(b->type) ? (double)b->u.i : b->u.f;
+        if (a->type == QR_SQL_NUMERIC || b->type == QR_SQL_NUMERIC) {
+            SqlValue fa, fb;
+            if (sqlv_cast(cx, a, QR_SQL_FLOAT8, e->loc, &fa) ||
+                sqlv_cast(cx, b, QR_SQL_FLOAT8, e->loc, &fb))
+                return cx->err->code;
+            x = fa.u.f;
+            y = fb.u.f;
+        }
+        double r;
+        switch (e->op) {
+        case '+': r = x + y; break;
+        case '-': r = x - y; break;
+        case '*': r = x * y; break;
+        case '/':
+            if (y == 0)
+                return sql_err_at(cx, e->loc, QR_EINVAL, "22012", "division by zero");
+            r = x / y;
+            break;
+        default:
+            if (y == 0)
+                return sql_err_at(cx, e->loc, QR_EINVAL, "22012", "division by zero");
+            r = fmod(x, y);
+            break;
+        }
+        if (isinf(r) && !isinf(x) && !isinf(y))
+            return sql_err_at(cx, e->loc, QR_EINVAL, "22003", "value out of range: overflow");
+        *out = sqlv_float(r);
+        out->type = e->type;
+        return QR_OK;
+    }
+    int64_t x = a->u.i, y = b->u.i, r;
+    bool ovf = false;
+    switch (e->op) {
+    case '+': ovf = __builtin_add_overflow(x, y, &r); break;
+    case '-': ovf = __builtin_sub_overflow(x, y, &r); break;
+    case '*': ovf = __builtin_mul_overflow(x, y, &r); break;
+    case '/':
+        if (y == 0)
+            return sql_err_at(cx, e->loc, QR_EINVAL, "22012", "division by zero");
+        if (x == INT64_MIN && y == -1)
+            ovf = true;
+        else
+            r = x / y;
+        break;
+    default:
+        if (y == 0)
+            return sql_err_at(cx, e->loc, QR_EINVAL, "22012", "division by zero");
+        r = y == -1 ? 0 : x % y;
+        break;
+    }
+    if (!ovf && e->type == QR_SQL_INT4)
+        ovf = r < INT32_MIN || r > INT32_MAX;
+    if (!ovf && e->type == QR_SQL_INT2)
+        ovf = r < INT16_MIN || r > INT16_MAX;
+    if (ovf)
+        return sql_err_at(cx, e->loc, QR_EINVAL, "22003", "%s out of range",
+                          e->type == QR_SQL_INT4 ? "integer" : e->type == QR_SQL_INT2 ? "smallint"
+                                                                                      : "bigint");
+    *out = sqlv_int(r);
+    out->type = e->type;
+    return QR_OK;
+}
+
+static bool cmp_result(int op, int c)
+{
+    switch (op) {
+    case SQL_CMP_EQ: return c == 0;
+    case SQL_CMP_NE: return c != 0;
+    case SQL_CMP_LT: return c < 0;
+    case SQL_CMP_LE: return c <= 0;
+    case SQL_CMP_GT: return c > 0;
+    default: return c >= 0;
+    }
+}
+
+static int set_find(const SqlValueSet *s, const SqlValue *v)
+{
+    uint64_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        uint64_t mid = (lo + hi) / 2;
+        int c = sqlv_cmp(&s->vals[mid], v);
+        if (c == 0)
+            return 1;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
+int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
+{
+    SqlValue a, b;
+    int rc;
+    switch (e->kind) {
+    case SE_CONST:
+        *out = e->val;
+        if (out->type == QR_SQL_UNKNOWN && !out->is_null)
+            out->type = QR_SQL_TEXT;
+        return QR_OK;
+    case SE_COL:
+        *out = r->row[e->col];
+        return QR_OK;
+    case SE_PARAM:
+        if (!cx->params || e->col >= cx->params->n)
+            return sql_err_at(cx, e->loc, QR_EINVAL, "08P01", "no value bound for parameter $%d",
+                              e->col + 1);
+        *out = cx->params->v[e->col];
+        if (out->type != e->type && e->type != QR_SQL_UNKNOWN)
+            return sqlv_cast(cx, &cx->params->v[e->col], e->type, e->loc, out);
+        return QR_OK;
+    case SE_AGG:
+        *out = r->aggv ? r->aggv[e->col] : sqlv_null();
+        return QR_OK;
+    case SE_SCORE:
+        *out = r->row[e->col];
+        if (out->is_null) {
+            *out = sqlv_float(0);
+        }
+        out->type = QR_SQL_FLOAT4;
+        return QR_OK;
+    case SE_SNIPPET: {
+        const SqlDocSet *s = e->text->set;
+        int64_t doc = r->row[e->col].is_null ? -1 : r->row[e->col].u.i;
+        int64_t i = s ? sql_docset_find(s, doc) : -1;
+        if (i < 0 || !s->snippets || !s->snippets[i]) {
+            *out = sqlv_null();
+            out->type = QR_SQL_TEXT;
+        } else {
+            *out = sqlv_text(s->snippets[i], strlen(s->snippets[i]));
+        }
+        return QR_OK;
+    }
+    case SE_MATCH: {
+        const SqlDocSet *s = e->text->set;
+        const SqlValue *id = &r->row[e->text->id_col];
+        *out = sqlv_bool(s && !id->is_null && sql_docset_find(s, id->u.i) >= 0);
+        return QR_OK;
+    }
+    case SE_ARITH:
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        if (a.is_null || b.is_null) {
+            *out = sqlv_null();
+            out->type = e->type;
+            return QR_OK;
+        }
+        return arith(cx, e, &a, &b, out);
+    case SE_NEG:
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
+            return rc;
+        *out = a;
+        out->type = e->type;
+        if (a.is_null)
+            return QR_OK;
+        if (sqlt_is_int(a.type)) {
+            if (a.u.i == INT64_MIN || (e->type == QR_SQL_INT4 && a.u.i == INT32_MIN))
+                return sql_err_at(cx, e->loc, QR_EINVAL, "22003", "integer out of range");
+            out->u.i = -a.u.i;
+        } else {
+            if (a.type == QR_SQL_NUMERIC && sqlv_cast(cx, &a, QR_SQL_FLOAT8, e->loc, &a))
+                return cx->err->code;
+            out->u.f = -a.u.f;
+        }
+        return QR_OK;
+    case SE_CMP:
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        if (e->op >= 100) { /* IS [NOT] DISTINCT FROM */
+            bool same = (a.is_null && b.is_null) ||
+                        (!a.is_null && !b.is_null && sqlv_cmp(&a, &b) == 0);
+            *out = sqlv_bool(e->op == 100 ? same : !same);
+            return QR_OK;
+        }
+        if (a.is_null || b.is_null) {
+            *out = sqlv_null();
+            out->type = QR_SQL_BOOL;
+            return QR_OK;
+        }
+        *out = sqlv_bool(cmp_result(e->op, sqlv_cmp(&a, &b)));
+        return QR_OK;
+    case SE_AND:
+    case SE_OR: {
+        bool has_null = false, is_and = e->kind == SE_AND;
+        for (int i = 0; i < e->n_args; i++) {
+            if ((rc = sql_expr_eval(cx, e->args[i], r, &a)))
+                return rc;
+            if (a.is_null)
+                has_null = true;
+            else if (a.u.b != is_and) {
+                *out = sqlv_bool(!is_and);
+                return QR_OK;
+            }
+        }
+        *out = sqlv_bool(is_and);
+        if (has_null)
+            out->is_null = true;
+        return QR_OK;
+    }
+    case SE_NOT:
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
+            return rc;
+        *out = a;
+        out->type = QR_SQL_BOOL;
+        if (!a.is_null)
+            out->u.b = !a.u.b;
+        return QR_OK;
+    case SE_IS_NULL:
+    case SE_IS_NOT_NULL:
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
+            return rc;
+        *out = sqlv_bool(a.is_null == (e->kind == SE_IS_NULL));
+        return QR_OK;
+    case SE_IS_TRUE:
+    case SE_IS_FALSE:
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
+            return rc;
+        *out = sqlv_bool(!a.is_null && a.u.b == (e->kind == SE_IS_TRUE));
+        return QR_OK;
+    case SE_IN: {
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
+            return rc;
+        bool has_null = a.is_null, found = false;
+        for (int i = 1; i < e->n_args && !found && !a.is_null; i++) {
+            if ((rc = sql_expr_eval(cx, e->args[i], r, &b)))
+                return rc;
+            if (b.is_null)
+                has_null = true;
+            else if (sqlv_cmp(&a, &b) == 0)
+                found = true;
+        }
+        *out = sqlv_bool(found != (e->op == 1));
+        if (!found && has_null)
+            out->is_null = true;
+        return QR_OK;
+    }
+    case SE_IN_SET: {
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
+            return rc;
+        if (a.is_null) {
+            *out = sqlv_null();
+            out->type = QR_SQL_BOOL;
+            return QR_OK;
+        }
+        bool found = set_find(e->set, &a);
+        *out = sqlv_bool(found);
+        if (!found && e->set->has_null)
+            out->is_null = true;
+        return QR_OK;
+    }
+    case SE_LIKE:
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        if (a.is_null || b.is_null) {
+            *out = sqlv_null();
+            out->type = QR_SQL_BOOL;
+            return QR_OK;
+        }
+        *out = sqlv_bool(like_match(a.u.s.s, a.u.s.n, b.u.s.s, b.u.s.n, e->op & 1) != ((e->op & 2) != 0));
+        return QR_OK;
+    case SE_CASE: {
+        int k = 0;
+        SqlValue x = {0};
+        if (e->case_has_arg) {
+            if ((rc = sql_expr_eval(cx, e->args[0], r, &x)))
+                return rc;
+            k = 1;
+        }
+        int end = e->n_args - (e->case_has_else ? 1 : 0);
+        for (; k + 1 < end + 1 && k < end; k += 2) {
+            if ((rc = sql_expr_eval(cx, e->args[k], r, &a)))
+                return rc;
+            bool hit = e->case_has_arg ? (!x.is_null && !a.is_null && sqlv_cmp(&x, &a) == 0)
+                                       : (!a.is_null && a.u.b);
+            if (hit)
+                return sql_expr_eval(cx, e->args[k + 1], r, out);
+        }
+        if (e->case_has_else)
+            return sql_expr_eval(cx, e->args[e->n_args - 1], r, out);
+        *out = sqlv_null();
+        out->type = e->type;
+        return QR_OK;
+    }
+    case SE_COALESCE:
+        for (int i = 0; i < e->n_args; i++) {
+            if ((rc = sql_expr_eval(cx, e->args[i], r, out)))
+                return rc;
+            if (!out->is_null)
+                return QR_OK;
+        }
+        *out = sqlv_null();
+        out->type = e->type;
+        return QR_OK;
+    case SE_GREATEST:
+    case SE_LEAST: {
+        bool any = false;
+        SqlValue best = sqlv_null();
+        for (int i = 0; i < e->n_args; i++) {
+            if ((rc = sql_expr_eval(cx, e->args[i], r, &a)))
+                return rc;
+            if (a.is_null)
+                continue;
+            if (!any || (e->kind == SE_GREATEST ? sqlv_cmp(&a, &best) > 0 : sqlv_cmp(&a, &best) < 0))
+                best = a;
+            any = true;
+        }
+        *out = best;
+        out->type = e->type;
+        return QR_OK;
+    }
+    case SE_NULLIF:
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        *out = a;
+        if (!a.is_null && !b.is_null && sqlv_cmp(&a, &b) == 0)
+            out->is_null = true;
+        return QR_OK;
+    case SE_CAST:
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
+            return rc;
+        if ((rc = sqlv_cast(cx, &a, e->type, e->loc, out)))
+            return rc;
+        if (e->op == 1 && !out->is_null) { /* ::date */
+            int64_t d;
+            sqlv_date_trunc("day", out->u.i, &d);
+            out->u.i = d;
+        }
+        return QR_OK;
+    case SE_CONCAT: {
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        if (a.is_null || b.is_null) {
+            *out = sqlv_null();
+            out->type = QR_SQL_TEXT;
+            return QR_OK;
+        }
+        SqlValue ta, tb;
+        if ((rc = sqlv_cast(cx, &a, QR_SQL_TEXT, e->loc, &ta)) ||
+            (rc = sqlv_cast(cx, &b, QR_SQL_TEXT, e->loc, &tb)))
+            return rc;
+        char *s = qr_arena_alloc(cx->arena, ta.u.s.n + tb.u.s.n + 1);
+        if (!s)
+            return nomem(cx);
+        memcpy(s, ta.u.s.s, ta.u.s.n);
+        memcpy(s + ta.u.s.n, tb.u.s.s, tb.u.s.n);
+        s[ta.u.s.n + tb.u.s.n] = 0;
+        *out = sqlv_text(s, ta.u.s.n + tb.u.s.n);
+        return QR_OK;
+    }
+    case SE_FUNC: {
+        SqlValue argv[16];
+        if (e->n_args > 16)
+            return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "54023", "too many arguments");
+        for (int i = 0; i < e->n_args; i++) {
+            if ((rc = sql_expr_eval(cx, e->args[i], r, &argv[i])))
+                return rc;
+            if (argv[i].is_null && e->fn && e->fn->strict) {
+                *out = sqlv_null();
+                out->type = e->type;
+                return QR_OK;
+            }
+        }
+        if (!e->fn)
+            rc = sqlcat_func_call(cx, NULL, e->name, e->n_args, argv, out);
+        else
+            rc = e->fn->fn(cx, e->n_args, argv, out);
+        if (rc == QR_OK && out->type != e->type && !out->is_null && e->type != QR_SQL_UNKNOWN) {
+            SqlValue c;
+            if ((rc = sqlv_cast(cx, out, e->type, e->loc, &c)) == QR_OK)
+                *out = c;
+        }
+        if (rc == QR_OK && out->is_null)
+            out->type = e->type;
+        return rc;
+    }
+    }
+    return sql_err_at(cx, e->loc, QR_EINTERNAL, NULL, "unknown expression kind %d", e->kind);
+}
+
+int sql_expr_test(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, bool *pass)
+{
+    SqlValue v;
+    int rc = sql_expr_eval(cx, e, r, &v);
+    if (rc)
+        return rc;
+    *pass = !v.is_null && v.u.b;
+    return QR_OK;
+}

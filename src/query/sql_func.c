@@ -1,0 +1,502 @@
+/*
+ * sql_func.c — built-in scalar functions, described as data (one table row
+ * per name: arity, result type, strictness, implementation).  Catalog and
+ * session functions (version(), current_database()...) live behind the
+ * sqlcat_func_* hooks instead.
+ *
+ * Layer: query/.  Calls sql_value.c.
+ */
+#include "query/sql_int.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "store/util.h"
+
+static int out_str(SqlCtx *cx, const char *s, size_t n, SqlValue *out)
+{
+    char *d = qr_arena_strndup(cx->arena, s, n);
+    if (!d)
+        return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
+    *out = sqlv_text(d, n);
+    return QR_OK;
+}
+
+static int as_text(SqlCtx *cx, const SqlValue *in, SqlValue *out)
+{
+    return sqlv_cast(cx, in, QR_SQL_TEXT, -1, out);
+}
+
+static int as_float(SqlCtx *cx, const SqlValue *in, double *d)
+{
+    SqlValue v;
+    int rc = sqlv_cast(cx, in, QR_SQL_FLOAT8, -1, &v);
+    *d = v.u.f;
+    return rc;
+}
+
+static int as_int(SqlCtx *cx, const SqlValue *in, int64_t *i)
+{
+    SqlValue v;
+    int rc = sqlv_cast(cx, in, QR_SQL_INT8, -1, &v);
+    *i = v.u.i;
+    return rc;
+}
+
+/* ASCII case mapping (multi-byte UTF-8 sequences pass through unchanged). */
+static int f_case(SqlCtx *cx, const SqlValue *a, bool up, SqlValue *out)
+{
+    SqlValue t;
+    int rc = as_text(cx, a, &t);
+    if (rc)
+        return rc;
+    char *d = qr_arena_alloc(cx->arena, t.u.s.n + 1);
+    if (!d)
+        return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
+    for (size_t i = 0; i < t.u.s.n; i++)
+        d[i] = (char)(up ? toupper((unsigned char)t.u.s.s[i]) : tolower((unsigned char)t.u.s.s[i]));
+    d[t.u.s.n] = 0;
+    *out = sqlv_text(d, t.u.s.n);
+    return QR_OK;
+}
+
+static int f_lower(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    return f_case(cx, a, false, out);
+}
+static int f_upper(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    return f_case(cx, a, true, out);
+}
+
+static int64_t utf8_len(const char *s, size_t n)
+{
+    int64_t c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return c;
+}
+
+/* byte offset of the k-th (0-based) character */
+static size_t utf8_off(const char *s, size_t n, int64_t k)
+{
+    size_t i = 0;
+    while (i < n && k > 0) {
+        i++;
+        while (i < n && ((unsigned char)s[i] & 0xC0) == 0x80)
+            i++;
+        k--;
+    }
+    return i;
+}
+
+static int f_length(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    SqlValue t;
+    int rc = as_text(cx, a, &t);
+    if (rc)
+        return rc;
+    *out = sqlv_int(utf8_len(t.u.s.s, t.u.s.n));
+    out->type = QR_SQL_INT4;
+    return QR_OK;
+}
+
+static int f_octet_length(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    SqlValue t;
+    int rc = as_text(cx, a, &t);
+    *out = sqlv_int((int64_t)t.u.s.n);
+    out->type = QR_SQL_INT4;
+    return rc;
+}
+
+static int f_substr(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    SqlValue t;
+    int64_t from, len = INT64_MAX;
+    int rc = as_text(cx, &a[0], &t);
+    if (rc || (rc = as_int(cx, &a[1], &from)) || (n > 2 && (rc = as_int(cx, &a[2], &len))))
+        return rc;
+    if (len < 0)
+        return sql_err_at(cx, -1, QR_EINVAL, "22011", "negative substring length not allowed");
+    /* characters [from, from + len) counted from 1; before 1 is cut */
+    int64_t end = len == INT64_MAX ? INT64_MAX : from + len;
+    if (from < 1)
+        from = 1;
+    if (end <= from) {
+        *out = sqlv_text("", 0);
+        return QR_OK;
+    }
+    size_t b0 = utf8_off(t.u.s.s, t.u.s.n, from - 1);
+    size_t b1 = end == INT64_MAX ? t.u.s.n : utf8_off(t.u.s.s, t.u.s.n, end - 1);
+    *out = sqlv_text(t.u.s.s + b0, b1 - b0);
+    return QR_OK;
+}
+
+static int f_trim(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out, int side)
+{
+    SqlValue t, c;
+    int rc = as_text(cx, &a[0], &t);
+    if (rc)
+        return rc;
+    const char *chars = " ";
+    size_t nc = 1;
+    if (n > 1) {
+        if ((rc = as_text(cx, &a[1], &c)))
+            return rc;
+        chars = c.u.s.s;
+        nc = c.u.s.n;
+    }
+    size_t i = 0, j = t.u.s.n;
+    if (side & 1)
+        while (i < j && memchr(chars, t.u.s.s[i], nc))
+            i++;
+    if (side & 2)
+        while (j > i && memchr(chars, t.u.s.s[j - 1], nc))
+            j--;
+    *out = sqlv_text(t.u.s.s + i, j - i);
+    return QR_OK;
+}
+static int f_btrim(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { return f_trim(cx, n, a, out, 3); }
+static int f_ltrim(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { return f_trim(cx, n, a, out, 1); }
+static int f_rtrim(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { return f_trim(cx, n, a, out, 2); }
+
+static int f_replace(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    SqlValue s, f, r;
+    int rc;
+    if ((rc = as_text(cx, &a[0], &s)) || (rc = as_text(cx, &a[1], &f)) || (rc = as_text(cx, &a[2], &r)))
+        return rc;
+    if (f.u.s.n == 0) {
+        *out = s;
+        return QR_OK;
+    }
+    QrBuf b;
+    qr_buf_init(&b);
+    size_t i = 0;
+    while (i < s.u.s.n) {
+        if (i + f.u.s.n <= s.u.s.n && memcmp(s.u.s.s + i, f.u.s.s, f.u.s.n) == 0) {
+            qr_buf_append(&b, r.u.s.s, r.u.s.n);
+            i += f.u.s.n;
+        } else {
+            qr_buf_putc(&b, (uint8_t)s.u.s.s[i++]);
+        }
+    }
+    rc = out_str(cx, b.data ? (char *)b.data : "", b.len, out);
+    qr_buf_free(&b);
+    return rc;
+}
+
+static int f_concat(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    QrBuf b;
+    qr_buf_init(&b);
+    for (int i = 0; i < n; i++)
+        qr_sql_value_text(&a[i], &b);
+    int rc = out_str(cx, b.data ? (char *)b.data : "", b.len, out);
+    qr_buf_free(&b);
+    return rc;
+}
+
+static int f_strpos(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out, bool swap)
+{
+    (void)n;
+    SqlValue s, f;
+    int rc;
+    if ((rc = as_text(cx, &a[swap ? 1 : 0], &s)) || (rc = as_text(cx, &a[swap ? 0 : 1], &f)))
+        return rc;
+    int64_t pos = 0;
+    if (f.u.s.n == 0)
+        pos = 1;
+    for (size_t i = 0; !pos && i + f.u.s.n <= s.u.s.n; i++)
+        if (memcmp(s.u.s.s + i, f.u.s.s, f.u.s.n) == 0)
+            pos = utf8_len(s.u.s.s, i) + 1;
+    *out = sqlv_int(pos);
+    out->type = QR_SQL_INT4;
+    return QR_OK;
+}
+/* position(sub IN s) arrives as position(s, sub) */
+static int f_position(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { return f_strpos(cx, n, a, out, false); }
+
+static int f_left_right(SqlCtx *cx, const SqlValue *a, SqlValue *out, bool left)
+{
+    SqlValue s;
+    int64_t k;
+    int rc;
+    if ((rc = as_text(cx, &a[0], &s)) || (rc = as_int(cx, &a[1], &k)))
+        return rc;
+    int64_t len = utf8_len(s.u.s.s, s.u.s.n);
+    int64_t take = k >= 0 ? (k < len ? k : len) : (len + k > 0 ? len + k : 0);
+    size_t off = left ? 0 : utf8_off(s.u.s.s, s.u.s.n, len - take);
+    size_t end = left ? utf8_off(s.u.s.s, s.u.s.n, take) : s.u.s.n;
+    *out = sqlv_text(s.u.s.s + off, end - off);
+    return QR_OK;
+}
+static int f_left(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_left_right(cx, a, out, true); }
+static int f_right(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_left_right(cx, a, out, false); }
+
+static int f_abs(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    *out = a[0];
+    if (sqlt_is_int(a->type)) {
+        if (a->u.i == INT64_MIN)
+            return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
+        out->u.i = a->u.i < 0 ? -a->u.i : a->u.i;
+        return QR_OK;
+    }
+    double d;
+    int rc = as_float(cx, a, &d);
+    *out = sqlv_float(fabs(d));
+    return rc;
+}
+
+static int f_round(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    if (sqlt_is_int(a[0].type) && n == 1) {
+        *out = a[0];
+        return QR_OK;
+    }
+    double d;
+    int64_t k = 0;
+    int rc = as_float(cx, &a[0], &d);
+    if (rc || (n > 1 && (rc = as_int(cx, &a[1], &k))))
+        return rc;
+    double p = pow(10, (double)k);
+    double r = d * p;
+    r = r < 0 ? -floor(-r + 0.5) : floor(r + 0.5); /* half away from zero, as numeric */
+    *out = sqlv_float(r / p);
+    return QR_OK;
+}
+
+static int f_math1(SqlCtx *cx, const SqlValue *a, SqlValue *out, double (*fn)(double), bool keep_int)
+{
+    if (keep_int && sqlt_is_int(a->type)) {
+        *out = *a;
+        return QR_OK;
+    }
+    double d;
+    int rc = as_float(cx, a, &d);
+    *out = sqlv_float(fn(d));
+    return rc;
+}
+static int f_floor(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, floor, true); }
+static int f_ceil(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, ceil, true); }
+static int f_trunc(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, trunc, true); }
+static int f_exp(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, exp, false); }
+
+static int f_sqrt(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    double d;
+    int rc = as_float(cx, a, &d);
+    if (rc)
+        return rc;
+    if (d < 0)
+        return sql_err_at(cx, -1, QR_EINVAL, "2201F", "cannot take square root of a negative number");
+    *out = sqlv_float(sqrt(d));
+    return QR_OK;
+}
+
+static int f_ln(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    double d;
+    int rc = as_float(cx, a, &d);
+    if (rc)
+        return rc;
+    if (d <= 0)
+        return sql_err_at(cx, -1, QR_EINVAL, "2201E", "cannot take logarithm of %s",
+                          d == 0 ? "zero" : "a negative number");
+    *out = sqlv_float(log(d));
+    return QR_OK;
+}
+
+static int f_power(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    double x, y;
+    int rc;
+    if ((rc = as_float(cx, &a[0], &x)) || (rc = as_float(cx, &a[1], &y)))
+        return rc;
+    *out = sqlv_float(pow(x, y));
+    return QR_OK;
+}
+
+static int f_mod(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    int64_t x, y;
+    int rc;
+    if ((rc = as_int(cx, &a[0], &x)) || (rc = as_int(cx, &a[1], &y)))
+        return rc;
+    if (y == 0)
+        return sql_err_at(cx, -1, QR_EINVAL, "22012", "division by zero");
+    *out = sqlv_int(y == -1 ? 0 : x % y);
+    return QR_OK;
+}
+
+static int f_now(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n, (void)a;
+    /* the statement's start, as PostgreSQL's transaction timestamp */
+    out->type = QR_SQL_TIMESTAMPTZ;
+    out->is_null = false;
+    out->u.i = (int64_t)(qr_wall_us());
+    (void)cx;
+    return QR_OK;
+}
+
+static int f_current_date(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    int rc = f_now(cx, n, a, out);
+    int64_t d;
+    sqlv_date_trunc("day", out->u.i, &d);
+    out->u.i = d;
+    out->type = QR_SQL_TIMESTAMP;
+    return rc;
+}
+
+static int ts_arg(SqlCtx *cx, const SqlValue *a, SqlValue *ts)
+{
+    if (sqlt_is_ts(a->type)) {
+        *ts = *a;
+        return QR_OK;
+    }
+    return sqlv_cast(cx, a, QR_SQL_TIMESTAMPTZ, -1, ts);
+}
+
+static int f_date_trunc(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    SqlValue unit, ts;
+    int rc;
+    if ((rc = as_text(cx, &a[0], &unit)) || (rc = ts_arg(cx, &a[1], &ts)))
+        return rc;
+    char u[32];
+    snprintf(u, sizeof u, "%.*s", (int)(unit.u.s.n < 31 ? unit.u.s.n : 31), unit.u.s.s);
+    int64_t r;
+    if (sqlv_date_trunc(u, ts.u.i, &r) < 0)
+        return sql_err_at(cx, -1, QR_EINVAL, "22023", "unit \"%s\" not recognized for date_trunc", u);
+    *out = ts;
+    out->u.i = r;
+    return QR_OK;
+}
+
+static int f_extract(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    SqlValue unit, ts;
+    int rc;
+    if ((rc = as_text(cx, &a[0], &unit)) || (rc = ts_arg(cx, &a[1], &ts)))
+        return rc;
+    char u[32];
+    snprintf(u, sizeof u, "%.*s", (int)(unit.u.s.n < 31 ? unit.u.s.n : 31), unit.u.s.s);
+    double d;
+    if (sqlv_extract(u, ts.u.i, &d) < 0)
+        return sql_err_at(cx, -1, QR_EINVAL, "22023", "unit \"%s\" not recognized for extract", u);
+    *out = sqlv_float(d);
+    return QR_OK;
+}
+
+static int f_to_timestamp(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    double d;
+    int rc = as_float(cx, a, &d);
+    out->type = QR_SQL_TIMESTAMPTZ;
+    out->is_null = false;
+    out->u.i = (int64_t)llround(d * 1e6);
+    return rc;
+}
+
+static int f_md5_free_random(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)cx, (void)n, (void)a;
+    *out = sqlv_float((double)rand() / ((double)RAND_MAX + 1.0));
+    return QR_OK;
+}
+
+static int f_repeat(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    SqlValue s;
+    int64_t k;
+    int rc;
+    if ((rc = as_text(cx, &a[0], &s)) || (rc = as_int(cx, &a[1], &k)))
+        return rc;
+    if (k <= 0 || s.u.s.n == 0) {
+        *out = sqlv_text("", 0);
+        return QR_OK;
+    }
+    if ((uint64_t)k * s.u.s.n > (64u << 20))
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "requested length too large");
+    char *d = qr_arena_alloc(cx->arena, (size_t)k * s.u.s.n + 1);
+    if (!d)
+        return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
+    for (int64_t i = 0; i < k; i++)
+        memcpy(d + (size_t)i * s.u.s.n, s.u.s.s, s.u.s.n);
+    *out = sqlv_text(d, (size_t)k * s.u.s.n);
+    return QR_OK;
+}
+
+static const SqlFuncDef FUNCS[] = {
+    {"lower", 1, 1, QR_SQL_TEXT, f_lower, true},
+    {"upper", 1, 1, QR_SQL_TEXT, f_upper, true},
+    {"length", 1, 1, QR_SQL_INT4, f_length, true},
+    {"char_length", 1, 1, QR_SQL_INT4, f_length, true},
+    {"character_length", 1, 1, QR_SQL_INT4, f_length, true},
+    {"octet_length", 1, 1, QR_SQL_INT4, f_octet_length, true},
+    {"substring", 2, 3, QR_SQL_TEXT, f_substr, true},
+    {"substr", 2, 3, QR_SQL_TEXT, f_substr, true},
+    {"btrim", 1, 2, QR_SQL_TEXT, f_btrim, true},
+    {"trim", 1, 2, QR_SQL_TEXT, f_btrim, true},
+    {"ltrim", 1, 2, QR_SQL_TEXT, f_ltrim, true},
+    {"rtrim", 1, 2, QR_SQL_TEXT, f_rtrim, true},
+    {"replace", 3, 3, QR_SQL_TEXT, f_replace, true},
+    {"concat", 0, 16, QR_SQL_TEXT, f_concat, false},
+    {"position", 2, 2, QR_SQL_INT4, f_position, true},
+    {"strpos", 2, 2, QR_SQL_INT4, f_position, true},
+    {"left", 2, 2, QR_SQL_TEXT, f_left, true},
+    {"right", 2, 2, QR_SQL_TEXT, f_right, true},
+    {"repeat", 2, 2, QR_SQL_TEXT, f_repeat, true},
+    {"abs", 1, 1, QR_SQL_UNKNOWN, f_abs, true, true},
+    {"round", 1, 2, QR_SQL_FLOAT8, f_round, true, true},
+    {"floor", 1, 1, QR_SQL_UNKNOWN, f_floor, true, true},
+    {"ceil", 1, 1, QR_SQL_UNKNOWN, f_ceil, true, true},
+    {"ceiling", 1, 1, QR_SQL_UNKNOWN, f_ceil, true, true},
+    {"trunc", 1, 1, QR_SQL_UNKNOWN, f_trunc, true, true},
+    {"sqrt", 1, 1, QR_SQL_FLOAT8, f_sqrt, true, true},
+    {"exp", 1, 1, QR_SQL_FLOAT8, f_exp, true, true},
+    {"ln", 1, 1, QR_SQL_FLOAT8, f_ln, true, true},
+    {"power", 2, 2, QR_SQL_FLOAT8, f_power, true, true},
+    {"pow", 2, 2, QR_SQL_FLOAT8, f_power, true, true},
+    {"mod", 2, 2, QR_SQL_INT8, f_mod, true, true},
+    {"random", 0, 0, QR_SQL_FLOAT8, f_md5_free_random, false},
+    {"now", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
+    {"current_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
+    {"transaction_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
+    {"statement_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
+    {"current_date", 0, 0, QR_SQL_TIMESTAMP, f_current_date, false},
+    {"date_trunc", 2, 2, QR_SQL_UNKNOWN, f_date_trunc, true},
+    {"extract", 2, 2, QR_SQL_FLOAT8, f_extract, true},
+    {"date_part", 2, 2, QR_SQL_FLOAT8, f_extract, true},
+    {"to_timestamp", 1, 1, QR_SQL_TIMESTAMPTZ, f_to_timestamp, true, true},
+};
+
+const SqlFuncDef *sql_func_find(const char *name, int n_args)
+{
+    for (size_t i = 0; i < sizeof FUNCS / sizeof *FUNCS; i++)
+        if (strcmp(FUNCS[i].name, name) == 0 && n_args >= FUNCS[i].min_args &&
+            n_args <= FUNCS[i].max_args)
+            return &FUNCS[i];
+    return NULL;
+}

@@ -1,0 +1,1003 @@
+/*
+ * sql_scan.c — one table access of a SQL query: the table's SQL columns,
+ * full-text predicate sets (through the text engine), the cost-based choice
+ * of an access path, and the scan that produces rows.
+ *
+ * Layer: query/.  Calls quarry.h search (text predicates), index/ table
+ * snapshots and segments, store/ columns (zone-map scans, random access)
+ * and the document store (fields without a column).
+ *
+ * Access paths (docs/planner.md):
+ *   text   candidates = docs of the driving text predicate (postings), every
+ *          other condition checked per candidate
+ *   check  same candidates; named separately for SET quarry.access_path
+ *   scan   zone-map-pruned column scans of the column predicates, ANDed into
+ *          a bitmap per segment, intersected with the text docs, then the
+ *          remaining conditions per row
+ *   full   every live document, every condition per row
+ *   btree  no B-trees yet: falls back to scan (noted in EXPLAIN)
+ * Costs are in "row units": one candidate row fetched and checked costs
+ * C_ROW per needed column plus C_DOC when a stored document must be parsed;
+ * a zone-map-pruned column block costs C_BLOCK; a posting costs C_POST.
+ *
+ * Snapshots: text predicates run through qr_search, which pins its own
+ * snapshot; the scan pins one before and checks after that the table's
+ * version did not move (retrying otherwise), so doc ids agree.
+ */
+#include "query/sql_int.h"
+
+#include <cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/util.h"
+
+#define C_ROW 1.0
+#define C_DOC 25.0
+#define C_BLOCK 40.0
+#define C_POST 0.2
+#define MAX_TEXT_ROWS 1000000
+
+const char *sql_path_name(SqlAccessPath p)
+{
+    static const char *N[] = {"auto", "text", "btree", "scan", "check", "full"};
+    return p <= SQL_PATH_FULL ? N[p] : "?";
+}
+
+QrSqlType sql_field_type(QrFieldType t)
+{
+    switch (t) {
+    case QR_FT_INT: return QR_SQL_INT8;
+    case QR_FT_FLOAT: return QR_SQL_FLOAT8;
+    case QR_FT_BOOL: return QR_SQL_BOOL;
+    case QR_FT_TIMESTAMP: return QR_SQL_TIMESTAMPTZ;
+    default: return QR_SQL_TEXT;
+    }
+}
+
+/* ---- doc sets ---- */
+
+int64_t sql_docset_find(const SqlDocSet *s, int64_t doc)
+{
+    if (!s || !s->cap)
+        return -1;
+    uint64_t h = ((uint64_t)doc * 0x9E3779B97F4A7C15ULL) & (s->cap - 1);
+    while (s->slot_doc[h] != -1) {
+        if (s->slot_doc[h] == doc)
+            return s->slot_idx[h];
+        h = (h + 1) & (s->cap - 1);
+    }
+    return -1;
+}
+
+static SqlDocSet *docset_new(SqlCtx *cx, uint64_t n, bool snippets)
+{
+    SqlDocSet *s = qr_arena_calloc(cx->arena, sizeof *s);
+    uint64_t cap = 16;
+    while (cap < n * 2)
+        cap <<= 1;
+    if (!s)
+        return NULL;
+    s->cap = cap;
+    s->slot_doc = qr_arena_alloc(cx->arena, cap * sizeof *s->slot_doc);
+    s->slot_idx = qr_arena_alloc(cx->arena, cap * sizeof *s->slot_idx);
+    s->docs = qr_arena_alloc(cx->arena, (n + 1) * sizeof *s->docs);
+    s->scores = qr_arena_alloc(cx->arena, (n + 1) * sizeof *s->scores);
+    s->snippets = snippets ? qr_arena_calloc(cx->arena, (n + 1) * sizeof *s->snippets) : NULL;
+    if (!s->slot_doc || !s->slot_idx || !s->docs || !s->scores || (snippets && !s->snippets))
+        return NULL;
+    memset(s->slot_doc, 0xff, cap * sizeof *s->slot_doc);
+    return s;
+}
+
+static void docset_add(SqlDocSet *s, int64_t doc, float score, const char *snip)
+{
+    uint64_t h = ((uint64_t)doc * 0x9E3779B97F4A7C15ULL) & (s->cap - 1);
+    while (s->slot_doc[h] != -1) {
+        if (s->slot_doc[h] == doc)
+            return;
+        h = (h + 1) & (s->cap - 1);
+    }
+    s->slot_doc[h] = doc;
+    s->slot_idx[h] = (uint32_t)s->n;
+    s->docs[s->n] = doc;
+    s->scores[s->n] = score;
+    if (s->snippets)
+        s->snippets[s->n] = snip;
+    s->n++;
+}
+
+/* ---- the table's SQL columns ---- */
+
+/* Primary key type: the field's if the schema lists it, else what the
+ * first live document's key is (integers or strings), else text. */
+static QrSqlType pk_type(QrTable *t)
+{
+    const QrSchema *s = qr_table_schema(t);
+    int f = schema_field_index(s, s->primary_key);
+    if (f >= 0)
+        return sql_field_type(s->fields[f].type);
+    QrSqlType ty = QR_SQL_TEXT;
+    Snapshot *snap = table_snapshot(t->table);
+    for (int i = 0; i < snap->n_segs; i++) {
+        const uint8_t *key;
+        size_t kl;
+        if (seg_n_docs(snap->segs[i]) && seg_pk(snap->segs[i], 0, &key, &kl)) {
+            ty = key[0] == 'i' ? QR_SQL_INT8 : QR_SQL_TEXT;
+            break;
+        }
+    }
+    snapshot_release(snap);
+    return ty;
+}
+
+int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
+{
+    const QrSchema *s = qr_table_schema(t);
+    SqlScope *sc = qr_arena_calloc(cx->arena, sizeof *sc);
+    SqlCol *c = qr_arena_calloc(cx->arena, (size_t)(s->n_fields + 3) * sizeof *c);
+    if (!sc || !c)
+        return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
+    const char *q = alias ? alias : qr_table_name(t);
+    int n = 0;
+    c[n] = (SqlCol){.name = s->primary_key, .qual = q, .type = pk_type(t), .field = -1,
+                    .attnum = 1};
+    n++;
+    for (int f = 0; f < s->n_fields; f++) {
+        if (!strcmp(s->fields[f].name, s->primary_key))
+            continue;
+        c[n] = (SqlCol){.name = s->fields[f].name, .qual = q,
+                        .type = sql_field_type(s->fields[f].type), .field = f,
+                        .attnum = (int16_t)(n + 1)};
+        n++;
+    }
+    c[n++] = (SqlCol){.name = "_id", .qual = q, .type = QR_SQL_INT8, .field = -2, .hidden = true};
+    c[n++] = (SqlCol){.name = "_score", .qual = q, .type = QR_SQL_FLOAT4, .field = -3,
+                      .hidden = true};
+    sc->n = n;
+    sc->cols = c;
+    *out = sc;
+    return QR_OK;
+}
+
+/* ---- text predicates ---- */
+
+static int text_query(SqlCtx *cx, const SqlTextPred *tp, const char **q, size_t *n)
+{
+    SqlValue v;
+    SqlEvalRow r = {.doc = -1};
+    int rc = sql_expr_eval(cx, tp->query, &r, &v);
+    if (rc)
+        return rc;
+    if (v.is_null) {
+        *q = NULL;
+        *n = 0;
+        return QR_OK;
+    }
+    *q = v.u.s.s;
+    *n = v.u.s.n;
+    return QR_OK;
+}
+
+static void search_req(SqlCtx *cx, const SqlTextPred *tp, const char *q, size_t n, QrSearchReq *r)
+{
+    qr_search_req_init(r);
+    r->q = q;
+    r->q_len = n;
+    r->fields = tp->field;
+    r->cancel = cx->sess ? &cx->sess->cancel : NULL;
+    if (cx->deadline_ns) {
+        uint64_t now = qr_now_ns();
+        r->timeout_ms = now < cx->deadline_ns ? (cx->deadline_ns - now) / 1000000 + 1 : 1;
+    }
+}
+
+static int search_err(SqlCtx *cx, const SqlTextPred *tp, QrError *e)
+{
+    if (e->code == QR_ESYNTAX || e->code == QR_EINVAL) {
+        sql_err_at(cx, tp->loc, e->code, e->code == QR_ESYNTAX ? "42601" : "22023",
+                   "full-text query: %s", e->message);
+        return cx->err->code;
+    }
+    qr_error_copy(cx->err, e);
+    return e->code;
+}
+
+/* Exact count of a text predicate (postings only). */
+static int text_count(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, uint64_t *count,
+                      SqlTableScan *sc)
+{
+    const char *q;
+    size_t n;
+    int rc = text_query(cx, tp, &q, &n);
+    if (rc)
+        return rc;
+    *count = 0;
+    if (!q)
+        return QR_OK;
+    QrSearchReq r;
+    search_req(cx, tp, q, n, &r);
+    r.count_only = true;
+    QrSearchRes *res;
+    QrError e;
+    qr_error_clear(&e);
+    if (qr_search(t, &r, &res, &e) != QR_OK)
+        return search_err(cx, tp, &e);
+    *count = res->total;
+    if (sc) {
+        sc->post_blocks_decoded += res->stats.postings_blocks_decoded;
+        sc->post_blocks_skipped += res->stats.postings_blocks_skipped;
+    }
+    qr_search_res_free(res);
+    return QR_OK;
+}
+
+/* Fill tp->set: every matching doc (limit < 0) or the best `limit` by score. */
+static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t total, int64_t limit)
+{
+    const char *q;
+    size_t n;
+    int rc = text_query(cx, tp, &q, &n);
+    if (rc)
+        return rc;
+    bool scores = sc->scope->cols[tp->score_col].used || tp->want_snippets || limit >= 0;
+    uint64_t want = limit >= 0 && (uint64_t)limit < total ? (uint64_t)limit : total;
+    if (want > MAX_TEXT_ROWS) {
+        sql_err_at(cx, tp->loc, QR_ELIMIT, "54000",
+                   "full-text predicate matches %llu documents, more than the %d a SQL query may "
+                   "materialize", (unsigned long long)total, MAX_TEXT_ROWS);
+        qr_error_hint(cx->err, "add a LIMIT with ORDER BY score() DESC, or use count(*)");
+        return QR_ELIMIT;
+    }
+    tp->set = docset_new(cx, want, tp->want_snippets);
+    if (!tp->set)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    if (!q || want == 0)
+        return QR_OK;
+    QrSearchReq r;
+    search_req(cx, tp, q, n, &r);
+    r.limit = (int)want;
+    r.unordered = !scores;
+    r.skip_total = true;
+    r.snippets = tp->want_snippets;
+    QrSearchRes *res;
+    QrError e;
+    qr_error_clear(&e);
+    if (qr_search(sc->t, &r, &res, &e) != QR_OK)
+        return search_err(cx, tp, &e);
+    for (int i = 0; i < res->n_hits; i++) {
+        const char *snip = NULL;
+        if (tp->want_snippets && res->hits[i].snippet)
+            snip = qr_arena_strndup(cx->arena, res->hits[i].snippet, strlen(res->hits[i].snippet));
+        docset_add(tp->set, res->hits[i].doc, res->hits[i].score, snip);
+    }
+    sc->post_blocks_decoded += res->stats.postings_blocks_decoded;
+    sc->post_blocks_skipped += res->stats.postings_blocks_skipped;
+    sc->text_strategy = res->stats.strategy;
+    qr_search_res_free(res);
+    return QR_OK;
+}
+
+int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count)
+{
+    uint64_t t0 = qr_now_ns();
+    int rc = text_count(cx, sc->t, sc->texts[sc->drive], count, sc);
+    sc->ms = (double)(qr_now_ns() - t0) / 1e6;
+    sc->rows_out = sc->text_rows = *count;
+    sc->path = SQL_PATH_TEXT;
+    sc->text_strategy = "count";
+    return rc;
+}
+
+/* ---- column predicates (for the scan path) ---- */
+
+typedef struct ColPredRef {
+    int field;
+    ColPred pred;
+    ColVal set_storage[64];
+} ColPredRef;
+
+static bool to_colval(const SqlValue *v, QrFieldType ft, ColVal *out)
+{
+    if (v->is_null)
+        return false;
+    switch (ft) {
+    case QR_FT_INT:
+    case QR_FT_FLOAT:
+        if (sqlt_is_int(v->type))
+            *out = ft == QR_FT_INT ? col_val_int(v->u.i) : col_val_float((double)v->u.i);
+        else if (v->type == QR_SQL_FLOAT8 || v->type == QR_SQL_FLOAT4)
+            *out = col_val_float(v->u.f);
+        else
+            return false;
+        return true;
+    case QR_FT_TIMESTAMP:
+        if (!sqlt_is_ts(v->type))
+            return false;
+        *out = col_val_int(v->u.i);
+        return true;
+    case QR_FT_BOOL:
+        if (v->type != QR_SQL_BOOL)
+            return false;
+        *out = col_val_bool(v->u.b);
+        return true;
+    case QR_FT_KEYWORD:
+        if (!sqlt_is_str(v->type))
+            return false;
+        *out = col_val_str(v->u.s.s, v->u.s.n);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* A column of this table with a typed column (not full text). */
+static int col_field(const SqlTableScan *sc, const SqlExpr *e, QrFieldType *ft)
+{
+    if (e->kind != SE_COL || e->col < sc->first || e->col >= sc->first + sc->n_cols)
+        return -1;
+    int f = sc->scope->cols[e->col].field;
+    if (f < 0)
+        return -1;
+    const QrField *fd = &qr_table_schema(sc->t)->fields[f];
+    if (fd->type == QR_FT_TEXT)
+        return -1;
+    *ft = fd->type;
+    return f;
+}
+
+static bool colpred_of(SqlCtx *cx, const SqlTableScan *sc, const SqlExpr *e, ColPredRef *out)
+{
+    QrFieldType ft;
+    memset(out, 0, sizeof *out);
+    SqlEvalRow none = {.doc = -1};
+    if (e->kind == SE_CMP && e->op < 100) {
+        const SqlExpr *l = e->args[0], *r = e->args[1];
+        int op = e->op;
+        int f = col_field(sc, l, &ft);
+        if (f < 0) {
+            f = col_field(sc, r, &ft);
+            const SqlExpr *t = l;
+            l = r;
+            r = t;
+            static const int FLIP[] = {SQL_CMP_EQ, SQL_CMP_NE, SQL_CMP_GT, SQL_CMP_GE, SQL_CMP_LT,
+                                       SQL_CMP_LE};
+            op = FLIP[op];
+        }
+        if (f < 0 || !sql_expr_is_const(r))
+            return false;
+        SqlValue v;
+        if (sql_expr_eval(cx, r, &none, &v) || !to_colval(&v, ft, &out->pred.v))
+            return false;
+        static const ColPredOp OPS[] = {CP_EQ, CP_NE, CP_LT, CP_LE, CP_GT, CP_GE};
+        out->pred.op = OPS[op];
+        out->field = f;
+        return true;
+    }
+    if (e->kind == SE_IN && e->op == 0 && e->n_args - 1 <= 64) {
+        int f = col_field(sc, e->args[0], &ft);
+        if (f < 0)
+            return false;
+        size_t k = 0;
+        for (int i = 1; i < e->n_args; i++) {
+            SqlValue v;
+            if (!sql_expr_is_const(e->args[i]) || sql_expr_eval(cx, e->args[i], &none, &v))
+                return false;
+            if (v.is_null)
+                continue;
+            if (!to_colval(&v, ft, &out->set_storage[k++]))
+                return false;
+        }
+        out->pred.op = CP_IN;
+        out->pred.set = out->set_storage;
+        out->pred.n_set = k;
+        out->field = f;
+        return true;
+    }
+    if (e->kind == SE_IS_NULL || e->kind == SE_IS_NOT_NULL) {
+        int f = col_field(sc, e->args[0], &ft);
+        if (f < 0)
+            return false;
+        out->pred.op = e->kind == SE_IS_NULL ? CP_IS_NULL : CP_IS_NOT_NULL;
+        out->field = f;
+        return true;
+    }
+    return false;
+}
+
+/* ---- fetching a row ---- */
+
+typedef struct RowFetch {
+    DocStoreCursor *dc;
+    int dc_seg;
+    cJSON *doc;           /* parsed stored document of the current row */
+    bool doc_loaded;
+} RowFetch;
+
+static int load_doc(SqlCtx *cx, Snapshot *snap, int si, uint32_t local, RowFetch *rf)
+{
+    if (rf->doc_loaded)
+        return QR_OK;
+    rf->doc_loaded = true;
+    if (rf->dc_seg != si) {
+        ds_cursor_free(rf->dc);
+        rf->dc = ds_cursor_new(seg_docs(snap->segs[si]));
+        rf->dc_seg = si;
+        if (!rf->dc)
+            return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    }
+    const uint8_t *d;
+    size_t dl;
+    QrError e;
+    qr_error_clear(&e);
+    if (ds_get(rf->dc, local, &d, &dl, &e) != QR_OK) {
+        qr_error_copy(cx->err, &e);
+        return e.code;
+    }
+    rf->doc = cJSON_ParseWithLength((const char *)d, dl);
+    return QR_OK;
+}
+
+static void json_value(SqlCtx *cx, const cJSON *v, QrSqlType t, SqlValue *out)
+{
+    *out = sqlv_null();
+    out->type = t;
+    if (!v || cJSON_IsNull(v))
+        return;
+    if (cJSON_IsString(v)) {
+        SqlValue tv = sqlv_text(v->valuestring, strlen(v->valuestring));
+        if (t == QR_SQL_TEXT) {
+            *out = tv;
+            return;
+        }
+        QrError e, *save = cx->err;
+        qr_error_clear(&e);
+        cx->err = &e;
+        if (sqlv_cast(cx, &tv, t, -1, out) != QR_OK) {
+            *out = sqlv_null();
+            out->type = t;
+        }
+        cx->err = save;
+        return;
+    }
+    if (cJSON_IsBool(v)) {
+        if (t == QR_SQL_BOOL)
+            *out = sqlv_bool(cJSON_IsTrue(v));
+        else
+            *out = sqlv_text(cJSON_IsTrue(v) ? "true" : "false", cJSON_IsTrue(v) ? 4 : 5);
+        return;
+    }
+    if (cJSON_IsNumber(v)) {
+        if (t == QR_SQL_INT8)
+            *out = sqlv_int((int64_t)v->valuedouble);
+        else if (t == QR_SQL_FLOAT8)
+            *out = sqlv_float(v->valuedouble);
+        else {
+            char *p = cJSON_PrintUnformatted(v);
+            if (p) {
+                char *s = qr_arena_strndup(cx->arena, p, strlen(p));
+                if (s)
+                    *out = sqlv_text(s, strlen(s));
+                cJSON_free(p);
+            }
+        }
+        return;
+    }
+    /* arrays of strings: the strings joined by a space; other shapes as JSON */
+    if (cJSON_IsArray(v)) {
+        QrBuf b;
+        qr_buf_init(&b);
+        const cJSON *it;
+        bool plain = true;
+        cJSON_ArrayForEach(it, v)
+        {
+            if (!cJSON_IsString(it)) {
+                plain = false;
+                break;
+            }
+            if (b.len)
+                qr_buf_putc(&b, ' ');
+            qr_buf_append(&b, it->valuestring, strlen(it->valuestring));
+        }
+        char *s = NULL;
+        size_t n = 0;
+        if (plain) {
+            s = qr_arena_strndup(cx->arena, b.data ? (char *)b.data : "", b.len);
+            n = b.len;
+        } else {
+            char *p = cJSON_PrintUnformatted(v);
+            if (p) {
+                n = strlen(p);
+                s = qr_arena_strndup(cx->arena, p, n);
+                cJSON_free(p);
+            }
+        }
+        qr_buf_free(&b);
+        if (s)
+            *out = sqlv_text(s, n);
+        return;
+    }
+}
+
+static int fetch_row(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local,
+                     SqlValue *row, RowFetch *rf)
+{
+    Segment *seg = snap->segs[si];
+    const QrSchema *schema = qr_table_schema(sc->t);
+    int64_t gdoc = (int64_t)(snap->base[si] + local);
+    rf->doc_loaded = false;
+    rf->doc = NULL;
+    for (int c = sc->first; c < sc->first + sc->n_cols; c++) {
+        SqlCol *col = &sc->scope->cols[c];
+        SqlValue *v = &row[c];
+        if (!col->used) {
+            *v = sqlv_null();
+            continue;
+        }
+        *v = sqlv_null();
+        v->type = col->type;
+        switch (col->field) {
+        case -1: {
+            const uint8_t *key;
+            size_t kl;
+            if (!seg_pk(seg, local, &key, &kl))
+                break;
+            if (kl == 9 && key[0] == 'i') {
+                uint64_t u = 0;
+                for (int k = 0; k < 8; k++)
+                    u = u << 8 | key[1 + k];
+                *v = sqlv_int((int64_t)(u ^ (1ull << 63)));
+                if (col->type != QR_SQL_INT8) {
+                    SqlValue o;
+                    if (sqlv_cast(cx, v, col->type, -1, &o) == QR_OK)
+                        *v = o;
+                }
+            } else if (kl >= 1) {
+                *v = sqlv_text((const char *)key + 1, kl - 1);
+                v->type = col->type == QR_SQL_INT8 ? QR_SQL_TEXT : col->type;
+            }
+            break;
+        }
+        case -2:
+            *v = sqlv_int(gdoc);
+            break;
+        case -3: {
+            v->type = QR_SQL_FLOAT4;
+            for (int i = 0; i < sc->n_texts; i++) {
+                int64_t k = sql_docset_find(sc->texts[i]->set, gdoc);
+                if (k >= 0) {
+                    *v = sqlv_float(sc->texts[i]->set->scores[k]);
+                    v->type = QR_SQL_FLOAT4;
+                    break;
+                }
+            }
+            if (v->is_null) {
+                *v = sqlv_float(0);
+                v->type = QR_SQL_FLOAT4;
+            }
+            break;
+        }
+        default: {
+            const QrField *fd = &schema->fields[col->field];
+            const Column *cc = fd->type == QR_FT_TEXT && !fd->column ? NULL
+                                                                     : seg_column(seg, col->field);
+            if (cc) {
+                const char *s;
+                size_t n;
+                int64_t iv;
+                double dv;
+                bool bv;
+                switch (col_type(cc)) {
+                case QR_COL_INT64:
+                case QR_COL_TIMESTAMP:
+                    if (col_get_int(cc, local, &iv)) {
+                        *v = sqlv_int(iv);
+                        v->type = col->type;
+                    }
+                    break;
+                case QR_COL_FLOAT64:
+                    if (col_get_float(cc, local, &dv))
+                        *v = sqlv_float(dv);
+                    break;
+                case QR_COL_BOOL:
+                    if (col_get_bool(cc, local, &bv))
+                        *v = sqlv_bool(bv);
+                    break;
+                case QR_COL_KEYWORD:
+                    if (col_get_str(cc, local, &s, &n))
+                        *v = sqlv_text(s, n);
+                    break;
+                default:
+                    break;
+                }
+                break;
+            }
+            if (fd->type != QR_FT_TEXT && fd->type != QR_FT_KEYWORD)
+                break; /* a segment written before the field existed: NULL */
+            if (load_doc(cx, snap, si, local, rf))
+                return cx->err->code;
+            json_value(cx, rf->doc ? cJSON_GetObjectItemCaseSensitive(rf->doc, fd->name) : NULL,
+                       col->type, v);
+            break;
+        }
+        }
+    }
+    return QR_OK;
+}
+
+/* ---- planning ---- */
+
+static double row_cost(const SqlTableScan *sc)
+{
+    const QrSchema *s = qr_table_schema(sc->t);
+    double c = 0;
+    bool doc = false;
+    for (int i = sc->first; i < sc->first + sc->n_cols; i++) {
+        const SqlCol *col = &sc->scope->cols[i];
+        if (!col->used)
+            continue;
+        c += C_ROW * 0.2;
+        if (col->field >= 0 && s->fields[col->field].type == QR_FT_TEXT && !s->fields[col->field].column)
+            doc = true;
+    }
+    return C_ROW + c + (doc ? C_DOC : 0) + 0.1 * sc->n_conj;
+}
+
+static void add_alt(SqlTableScan *sc, SqlAccessPath p, double rows, double cost)
+{
+    if (sc->n_alts < 6)
+        sc->alts[sc->n_alts++] = (SqlScanAlt){p, rows, cost};
+}
+
+/* Estimated rows and zone-map cost of the column predicates over a snapshot. */
+static int colpred_estimate(SqlCtx *cx, Snapshot *snap, ColPredRef *cp, int n_cp,
+                            double *sel_out, double *scan_cost)
+{
+    double rows_total = 0, match_est = 0, blocks = 0;
+    for (int i = 0; i < snap->n_segs; i++) {
+        double segsel = 1.0;
+        uint32_t nd = seg_n_docs(snap->segs[i]);
+        rows_total += nd;
+        for (int k = 0; k < n_cp; k++) {
+            const Column *c = seg_column(snap->segs[i], cp[k].field);
+            if (!c) {
+                segsel *= cp[k].pred.op == CP_IS_NULL ? 1.0 : 0.0;
+                continue;
+            }
+            ColFilter *f;
+            QrError e;
+            qr_error_clear(&e);
+            if (col_filter_new(c, &cp[k].pred, &f, &e) != QR_OK)
+                return sql_err_at(cx, -1, e.code, NULL, "%s", e.message);
+            segsel *= col_filter_selectivity(f);
+            ColScanStats st = {0};
+            col_filter_zone_plan(f, &st);
+            blocks += (double)st.blocks_scanned + 0.1 * (double)st.blocks_full;
+            col_filter_free(f);
+        }
+        match_est += segsel * nd;
+    }
+    *sel_out = rows_total > 0 ? match_est / rows_total : 0;
+    *scan_cost = blocks * C_BLOCK + (double)snap->n_segs;
+    return QR_OK;
+}
+
+/* ---- the scan ---- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct RowSink {
+    SqlValue *rows;
+    uint64_t n, cap;
+    int width;
+} RowSink;
+
+static SqlValue *sink_slot(SqlCtx *cx, RowSink *s)
+{
+    if (s->n == s->cap) {
+        uint64_t nc = s->cap ? s->cap * 2 : 256;
+        SqlValue *nr = qr_arena_alloc(cx->arena, nc * (uint64_t)s->width * sizeof *nr);
+        if (!nr) {
+            sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+            qr_error_hint(cx->err, "raise quarry.mem_cap or narrow the query");
+            return NULL;
+        }
+        if (s->n)
+            memcpy(nr, s->rows, s->n * (uint64_t)s->width * sizeof *nr);
+        s->rows = nr;
+        s->cap = nc;
+    }
+    return s->rows + s->n * (uint64_t)s->width;
+}
+
+/* Check one candidate and keep the row if it passes. */
+static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local, RowSink *out,
+                 RowFetch *rf)
+{
+    if (sql_check(cx))
+        return cx->err->code;
+    if (snapshot_deleted(snap, si, local))
+        return QR_OK;
+    sc->candidates++;
+    SqlValue *row = sink_slot(cx, out);
+    if (!row)
+        return cx->err->code;
+    for (int c = 0; c < out->width; c++)
+        if (c < sc->first || c >= sc->first + sc->n_cols)
+            row[c] = sqlv_null();
+    int rc = fetch_row(cx, sc, snap, si, local, row, rf);
+    bool pass = true;
+    SqlEvalRow er = {.row = row, .doc = (int64_t)(snap->base[si] + local)};
+    for (int k = 0; rc == QR_OK && pass && k < sc->n_conj; k++)
+        rc = sql_expr_test(cx, sc->conj[k], &er, &pass);
+    if (rc == QR_OK && pass) {
+        /* values must outlive the snapshot and the parsed document */
+        for (int c = sc->first; c < sc->first + sc->n_cols && rc == QR_OK; c++)
+            rc = sqlv_own(cx, &row[c]);
+        if (rc == QR_OK)
+            out->n++;
+    }
+    if (rf->doc) {
+        cJSON_Delete(rf->doc);
+        rf->doc = NULL;
+    }
+    return rc;
+}
+
+int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint64_t *n_rows)
+{
+    *rows = NULL;
+    *n_rows = 0;
+    uint64_t t0 = qr_now_ns();
+    int rc = QR_OK;
+    /* column predicates among the conjuncts */
+    ColPredRef *cp = qr_arena_calloc(cx->arena, (size_t)(sc->n_conj + 1) * sizeof *cp);
+    if (!cp)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    int n_cp = 0;
+    for (int k = 0; k < sc->n_conj; k++)
+        if (colpred_of(cx, sc, sc->conj[k], &cp[n_cp]))
+            n_cp++;
+    if (cx->err->code)
+        return cx->err->code;
+    sc->n_colpreds = n_cp;
+    /* text predicates: counts first (they cost and plan), sets once the snapshot holds */
+    Snapshot *snap = NULL;
+    uint64_t drive_n = 0;
+    for (int attempt = 0;; attempt++) {
+        snap = table_snapshot(sc->t->table);
+        uint64_t version = snap->version;
+        if (sc->drive >= 0 && (rc = text_count(cx, sc->t, sc->texts[sc->drive], &drive_n, sc)))
+            break;
+        sc->text_rows = drive_n;
+        /* plan */
+        double N = (double)snap->n_live, rc_row = row_cost(sc);
+        double sel = 1, scan_cost = 0;
+        sc->n_alts = 0;
+        if (n_cp && (rc = colpred_estimate(cx, snap, cp, n_cp, &sel, &scan_cost)))
+            break;
+        double text_frac = sc->drive >= 0 && N > 0 ? (double)drive_n / N : 1;
+        double est_out = N * sel * text_frac;
+        double post = sc->drive >= 0 ? (double)drive_n * C_POST : 0;
+        add_alt(sc, SQL_PATH_FULL, est_out, N * rc_row + post);
+        if (sc->drive >= 0)
+            add_alt(sc, SQL_PATH_TEXT, est_out, post + (double)drive_n * rc_row);
+        if (n_cp)
+            add_alt(sc, SQL_PATH_SCAN, est_out, scan_cost + N * sel * rc_row + post);
+        SqlAccessPath want = cx->path, chosen = SQL_PATH_FULL;
+        double best = INFINITY;
+        for (int i = 0; i < sc->n_alts; i++)
+            if (sc->alts[i].cost < best) {
+                best = sc->alts[i].cost;
+                chosen = sc->alts[i].path;
+            }
+        sc->note = NULL;
+        if (want == SQL_PATH_CHECK)
+            want = SQL_PATH_TEXT;
+        if (want == SQL_PATH_BTREE) {
+            want = SQL_PATH_SCAN;
+            sc->note = "no B-tree on these columns yet: scan instead";
+        }
+        if (want != SQL_PATH_AUTO) {
+            bool ok = false;
+            for (int i = 0; i < sc->n_alts; i++)
+                if (sc->alts[i].path == want) {
+                    ok = true;
+                    best = sc->alts[i].cost;
+                }
+            if (ok)
+                chosen = want;
+            else
+                sc->note = want == SQL_PATH_TEXT ? "forced text path needs a full-text predicate"
+                                                 : "forced scan path needs a column predicate";
+        }
+        sc->path = chosen;
+        sc->cost = best;
+        sc->est_rows = est_out;
+        if (!run)
+            break;
+        /* text sets: the driving one limited under top-k, all others complete */
+        for (int i = 0; i < sc->n_texts && rc == QR_OK; i++) {
+            uint64_t total = drive_n;
+            if (i != sc->drive && (rc = text_count(cx, sc->t, sc->texts[i], &total, sc)))
+                break;
+            int64_t lim = i == sc->drive && sc->topk >= 0 && sc->n_texts == 1 ? sc->topk : -1;
+            rc = text_set(cx, sc, sc->texts[i], total, lim);
+        }
+        if (rc)
+            break;
+        Snapshot *now = table_snapshot(sc->t->table);
+        bool same = now->version == version;
+        snapshot_release(now);
+        if (same || attempt >= 4)
+            break;
+        snapshot_release(snap);
+        snap = NULL;
+    }
+    if (rc || !run) {
+        if (snap)
+            snapshot_release(snap);
+        sc->ms = (double)(qr_now_ns() - t0) / 1e6;
+        return rc;
+    }
+    RowSink out = {.width = sc->scope->n};
+    RowFetch rf = {.dc_seg = -1};
+    if (sc->path == SQL_PATH_TEXT || (sc->path == SQL_PATH_SCAN && sc->drive >= 0 && n_cp == 0)) {
+        /* candidates: the driving set in doc order */
+        SqlDocSet *ds = sc->texts[sc->drive]->set;
+        int64_t *docs = qr_arena_alloc(cx->arena, (ds->n + 1) * sizeof *docs);
+        if (!docs)
+            rc = sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+        else {
+            memcpy(docs, ds->docs, ds->n * sizeof *docs);
+            qsort(docs, ds->n, sizeof *docs, cmp_i64);
+            for (uint64_t i = 0; i < ds->n && rc == QR_OK; i++) {
+                int si;
+                uint32_t local;
+                if (snapshot_locate(snap, (DocId)docs[i], &si, &local))
+                    rc = visit(cx, sc, snap, si, local, &out, &rf);
+            }
+        }
+    } else if (sc->path == SQL_PATH_SCAN) {
+        SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
+        for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
+            Segment *seg = snap->segs[si];
+            roaring_bitmap_t *bm = roaring_bitmap_create();
+            roaring_bitmap_t *cand = NULL;
+            if (!bm) {
+                rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+                break;
+            }
+            if (ds) {
+                cand = roaring_bitmap_create();
+                for (uint64_t i = 0; cand && i < ds->n; i++) {
+                    int s2;
+                    uint32_t l2;
+                    if (snapshot_locate(snap, (DocId)ds->docs[i], &s2, &l2) && s2 == si)
+                        roaring_bitmap_add(cand, l2);
+                }
+            }
+            bool empty = false;
+            for (int k = 0; k < n_cp && rc == QR_OK && !empty; k++) {
+                const Column *c = seg_column(seg, cp[k].field);
+                roaring_bitmap_t *next = roaring_bitmap_create();
+                if (!c) { /* no column in this segment: only IS NULL matches */
+                    if (cp[k].pred.op == CP_IS_NULL) {
+                        roaring_bitmap_free(next);
+                        continue;
+                    }
+                    roaring_bitmap_free(next);
+                    empty = true;
+                    break;
+                }
+                ColFilter *f = NULL;
+                QrError e;
+                qr_error_clear(&e);
+                ColScanStats st = {0};
+                if (col_filter_new(c, &cp[k].pred, &f, &e) != QR_OK ||
+                    col_filter_scan(f, cand, next, &st, &e) != QR_OK) {
+                    qr_error_copy(cx->err, &e);
+                    rc = e.code;
+                }
+                col_filter_free(f);
+                sc->zm_blocks_total += st.blocks_total;
+                sc->zm_blocks_skipped += st.blocks_skipped;
+                roaring_bitmap_free(cand);
+                cand = next;
+                if (roaring_bitmap_is_empty(cand))
+                    empty = true;
+            }
+            if (rc == QR_OK && !empty) {
+                if (!cand) { /* only NULL-tolerant predicates on missing columns */
+                    for (uint32_t l = 0; l < seg_n_docs(seg) && rc == QR_OK; l++)
+                        rc = visit(cx, sc, snap, si, l, &out, &rf);
+                } else {
+                    uint64_t nc = roaring_bitmap_get_cardinality(cand);
+                    uint32_t *ids = qr_malloc((nc + 1) * sizeof *ids);
+                    if (!ids)
+                        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+                    else
+                        roaring_bitmap_to_uint32_array(cand, ids);
+                    for (uint64_t i = 0; ids && i < nc && rc == QR_OK; i++)
+                        rc = visit(cx, sc, snap, si, ids[i], &out, &rf);
+                    qr_free(ids);
+                }
+            }
+            roaring_bitmap_free(cand);
+            roaring_bitmap_free(bm);
+        }
+    } else {
+        for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
+            uint32_t nd = seg_n_docs(snap->segs[si]);
+            for (uint32_t l = 0; l < nd && rc == QR_OK; l++)
+                rc = visit(cx, sc, snap, si, l, &out, &rf);
+        }
+    }
+    ds_cursor_free(rf.dc);
+    snapshot_release(snap);
+    sc->ms = (double)(qr_now_ns() - t0) / 1e6;
+    if (rc)
+        return rc;
+    sc->rows_out = out.n;
+    *rows = out.rows;
+    *n_rows = out.n;
+    return QR_OK;
+}
+
+/* ---- for the utility side: rows of a table matching a WHERE ---- */
+
+int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where, SqlTableRows *out)
+{
+    memset(out, 0, sizeof *out);
+    SqlScope *scope;
+    int rc = sql_table_scope(cx, t, alias, &scope);
+    if (rc)
+        return rc;
+    for (int i = 0; i < scope->n; i++)
+        scope->cols[i].used = !scope->cols[i].hidden || scope->cols[i].field == -2;
+    SqlBind b;
+    memset(&b, 0, sizeof b);
+    b.cx = cx;
+    b.scope = scope;
+    SqlExpr *w = NULL;
+    if (where && (rc = sql_expr_bind(&b, where, &w)))
+        return rc;
+    if (w && w->type != QR_SQL_BOOL && w->type != QR_SQL_UNKNOWN)
+        return sql_err_at(cx, w->loc, QR_ETYPE, "42804", "argument of WHERE must be type boolean");
+    SqlTableScan sc;
+    memset(&sc, 0, sizeof sc);
+    sc.t = t;
+    sc.qual = alias ? alias : qr_table_name(t);
+    sc.scope = scope;
+    sc.first = 0;
+    sc.n_cols = scope->n;
+    sc.conj = w ? &w : NULL;
+    sc.n_conj = w ? 1 : 0;
+    sc.texts = b.texts;
+    sc.n_texts = b.n_texts;
+    sc.drive = -1;
+    sc.topk = -1;
+    if (w && w->kind == SE_MATCH)
+        for (int i = 0; i < b.n_texts; i++)
+            if (b.texts[i] == w->text)
+                sc.drive = i;
+    SqlValue *rows;
+    uint64_t n;
+    if ((rc = sql_scan_table(cx, &sc, true, &rows, &n)))
+        return rc;
+    out->scope = scope;
+    out->n = n;
+    out->vals = rows;
+    out->docs = qr_arena_alloc(cx->arena, (n + 1) * sizeof *out->docs);
+    if (!out->docs)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    int idc = scope->n - 2;
+    for (uint64_t i = 0; i < n; i++)
+        out->docs[i] = rows[i * (uint64_t)scope->n + (uint64_t)idc].u.i;
+    return QR_OK;
+}

@@ -1,0 +1,2132 @@
+/*
+ * sql_select.c — SELECT: CTEs, FROM items (tables, catalog relations,
+ * subqueries, VALUES), inner and left hash joins on equality, WHERE
+ * pushdown to table scans, hash GROUP BY with aggregates and HAVING,
+ * projection, DISTINCT, ORDER BY any expression, LIMIT/OFFSET, UNION [ALL],
+ * and EXPLAIN [ANALYZE].
+ *
+ * Layer: query/.  Calls sql_expr.c (binding, evaluation), sql_scan.c (table
+ * access and the access-path planner) and the catalog hook.
+ *
+ * Execution is materialized: each FROM item yields rows as wide as the
+ * query's whole scope (its own columns filled, the others NULL), joins copy
+ * column ranges, and every later stage works on arrays in the statement's
+ * arena, whose cap bounds the memory a query may take.
+ */
+#include "query/sql_int.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "store/util.h"
+
+#define MAX_ITEMS 64
+#define NESTED_LOOP_MAX 50000000ull
+
+/* ---- CTEs and EXPLAIN records ---- */
+
+typedef struct SqlCte {
+    const char *name;
+    QrSqlResult res;          /* columns (+ rows unless describing) */
+    struct SqlCte *next;
+} SqlCte;
+
+typedef struct SqlExplain {
+    QrBuf lines;              /* '\n'-separated */
+    bool analyze;
+} SqlExplain;
+
+static int nomem(SqlCtx *cx)
+{
+    sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    if (cx->err->hint[0] == 0)
+        qr_error_hint(cx->err, "raise quarry.mem_cap or narrow the query");
+    return cx->err->code;
+}
+
+/* ---- FROM items ---- */
+
+typedef enum ItemKind { IT_TABLE, IT_ROWS } ItemKind;
+
+typedef struct Item {
+    ItemKind kind;
+    const char *qual;
+    int first, n_cols;
+    /* IT_ROWS: materialized rows of the item's own width */
+    QrSqlResult src;
+    /* IT_TABLE */
+    QrTable *t;
+    SqlScope *tscope;         /* the table's own columns */
+    SqlTableScan scan;
+    /* join */
+    bool left;                /* LEFT JOIN: this item is the nullable side */
+    const cJSON *on;          /* ON condition (parse node), NULL for comma / cross */
+    SqlExpr **on_conj;
+    int n_on;
+    /* results */
+    SqlValue *rows;           /* whole-scope width */
+    uint64_t n_rows;
+} Item;
+
+typedef struct Sel Sel;
+struct Sel {
+    SqlCtx *cx;
+    Item items[MAX_ITEMS];
+    int n_items;
+    SqlScope scope;
+    int cap_cols;
+    SqlBind bind;
+    char plan[4096];          /* EXPLAIN lines of this level, top-down, built bottom-up */
+    int plan_len;
+    const char *plan_nodes[16];
+    int n_plan_nodes;
+};
+
+static int add_cols(Sel *s, const char *qual, int n, const QrSqlColumn *cols, const SqlCol *tcols)
+{
+    if (s->scope.n + n > s->cap_cols) {
+        int nc = (s->scope.n + n) * 2 + 8;
+        SqlCol *c = qr_arena_calloc(s->cx->arena, (size_t)nc * sizeof *c);
+        if (!c)
+            return nomem(s->cx);
+        if (s->scope.n)
+            memcpy(c, s->scope.cols, (size_t)s->scope.n * sizeof *c);
+        s->scope.cols = c;
+        s->cap_cols = nc;
+    }
+    for (int i = 0; i < n; i++) {
+        SqlCol *c = &s->scope.cols[s->scope.n++];
+        if (tcols) {
+            *c = tcols[i];
+            c->qual = qual;
+        } else {
+            memset(c, 0, sizeof *c);
+            c->name = cols[i].name;
+            c->qual = qual;
+            c->type = cols[i].type;
+            c->field = -4;
+        }
+    }
+    return QR_OK;
+}
+
+static int select_body(SqlCtx *cx, const cJSON *body, bool describe, QrSqlResult *out);
+static int select_plain(struct Sel *s, const cJSON *body, bool describe, QrSqlResult *out);
+
+static int run_sub(SqlCtx *cx, const cJSON *body, bool describe, QrSqlResult *out)
+{
+    cx->depth++;
+    int rc = select_body(cx, body, describe, out);
+    cx->depth--;
+    return rc;
+}
+
+static int add_item_rows(Sel *s, const char *qual, QrSqlResult *src, const cJSON *colnames, int loc)
+{
+    if (s->n_items == MAX_ITEMS)
+        return sql_err_at(s->cx, loc, QR_ELIMIT, "54000", "too many FROM items (at most %d)", MAX_ITEMS);
+    Item *it = &s->items[s->n_items];
+    memset(it, 0, sizeof *it);
+    it->kind = IT_ROWS;
+    it->qual = qual;
+    it->src = *src;
+    int n = cJSON_GetArraySize(colnames);
+    if (n > src->n_cols)
+        return sql_err_at(s->cx, loc, QR_EINVAL, "42P10",
+                          "table \"%s\" has %d columns available but %d columns specified",
+                          qual ? qual : "?", src->n_cols, n);
+    QrSqlColumn *cols = qr_arena_alloc(s->cx->arena, (size_t)(src->n_cols + 1) * sizeof *cols);
+    if (!cols)
+        return nomem(s->cx);
+    memcpy(cols, src->cols, (size_t)src->n_cols * sizeof *cols);
+    for (int i = 0; i < n; i++)
+        cols[i].name = sqlj_sval(cJSON_GetArrayItem(colnames, i));
+    it->src.cols = cols;
+    it->first = s->scope.n;
+    it->n_cols = src->n_cols;
+    s->n_items++;
+    return add_cols(s, qual, src->n_cols, cols, NULL);
+}
+
+static int add_range_var(Sel *s, const cJSON *rv, bool describe)
+{
+    SqlCtx *cx = s->cx;
+    const char *name = sqlj_str(rv, "relname");
+    const char *schema = sqlj_str(rv, "schemaname");
+    const cJSON *alias = sqlj_get(rv, "alias");
+    const char *aname = sqlj_str(alias, "aliasname");
+    const cJSON *colnames = sqlj_get(alias, "colnames");
+    int loc = sqlj_loc(rv);
+    const char *qual = aname ? aname : name;
+    /* CTEs first */
+    if (!schema)
+        for (SqlCte *c = (SqlCte *)cx->ctes; c; c = c->next)
+            if (!strcmp(c->name, name))
+                return add_item_rows(s, qual, &c->res, colnames, loc);
+    /* catalogs */
+    bool user_schema = !schema || !strcmp(schema, "public");
+    if (!user_schema || !strncmp(name, "pg_", 3) || schema) {
+        SqlSource *src = NULL;
+        int rc = sqlcat_open(cx, schema, name, &src);
+        if (rc)
+            return rc;
+        if (src) {
+            QrSqlResult r;
+            memset(&r, 0, sizeof r);
+            r.n_cols = src->n_cols;
+            r.cols = qr_arena_calloc(cx->arena, (size_t)(src->n_cols + 1) * sizeof *r.cols);
+            if (!r.cols) {
+                src->vt->close(src);
+                return nomem(cx);
+            }
+            for (int i = 0; i < src->n_cols; i++) {
+                r.cols[i].name = src->col_names[i];
+                r.cols[i].type = src->col_types[i];
+                r.cols[i].typmod = -1;
+            }
+            uint64_t cap = 0;
+            while (!describe && rc == QR_OK) {
+                if (r.n_rows == cap) {
+                    uint64_t nc = cap ? cap * 2 : 64;
+                    SqlValue *nv = qr_arena_alloc(cx->arena, nc * (uint64_t)r.n_cols * sizeof *nv);
+                    if (!nv) {
+                        rc = nomem(cx);
+                        break;
+                    }
+                    if (r.n_rows)
+                        memcpy(nv, r.vals, r.n_rows * (uint64_t)r.n_cols * sizeof *nv);
+                    r.vals = nv;
+                    cap = nc;
+                }
+                bool has = false;
+                rc = src->vt->next(src, cx, r.vals + r.n_rows * (uint64_t)r.n_cols, &has);
+                if (rc || !has)
+                    break;
+                r.n_rows++;
+            }
+            src->vt->close(src);
+            if (rc)
+                return rc;
+            return add_item_rows(s, qual, &r, colnames, loc);
+        }
+        if (schema && strcmp(schema, "public") != 0)
+            return sql_err_at(cx, loc, QR_ENOTFOUND, "42P01", "relation \"%s.%s\" does not exist",
+                              schema, name);
+    }
+    QrTable *t;
+    QrError e;
+    qr_error_clear(&e);
+    if (qr_table_get(cx->sess->db, name, &t, &e) != QR_OK) {
+        if (e.code == QR_ENOTFOUND || e.code == QR_EINVAL)
+            return sql_err_at(cx, loc, QR_ENOTFOUND, "42P01", "relation \"%s\" does not exist", name);
+        qr_error_copy(cx->err, &e);
+        return e.code;
+    }
+    if (cJSON_GetArraySize(colnames) > 0)
+        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "column aliases on a table are not supported");
+    if (s->n_items == MAX_ITEMS)
+        return sql_err_at(cx, loc, QR_ELIMIT, "54000", "too many FROM items (at most %d)", MAX_ITEMS);
+    Item *it = &s->items[s->n_items];
+    memset(it, 0, sizeof *it);
+    it->kind = IT_TABLE;
+    it->t = t;
+    it->qual = qual;
+    int rc = sql_table_scope(cx, t, qual, &it->tscope);
+    if (rc)
+        return rc;
+    for (int i = 0; i < it->tscope->n; i++)
+        it->tscope->cols[i].table_oid = 0;
+    it->first = s->scope.n;
+    it->n_cols = it->tscope->n;
+    s->n_items++;
+    return add_cols(s, qual, it->tscope->n, NULL, it->tscope->cols);
+}
+
+static int add_from(Sel *s, const cJSON *node, bool describe, bool left, const cJSON *on)
+{
+    SqlCtx *cx = s->cx;
+    const char *tag = sqlj_tag(node);
+    const cJSON *b = sqlj_body(node);
+    int loc = sqlj_loc(node);
+    int rc;
+    int before = s->n_items;
+    if (!tag)
+        return sql_err_at(cx, loc, QR_ESYNTAX, "42601", "bad FROM item");
+    if (!strcmp(tag, "RangeVar")) {
+        rc = add_range_var(s, b, describe);
+    } else if (!strcmp(tag, "RangeSubselect")) {
+        if (sqlj_bool(b, "lateral"))
+            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "LATERAL is not supported");
+        const cJSON *alias = sqlj_get(b, "alias");
+        QrSqlResult r;
+        memset(&r, 0, sizeof r);
+        if ((rc = run_sub(cx, sqlj_is(sqlj_get(b, "subquery"), "SelectStmt"), describe, &r)))
+            return rc;
+        rc = add_item_rows(s, sqlj_str(alias, "aliasname"), &r, sqlj_get(alias, "colnames"), loc);
+    } else if (!strcmp(tag, "JoinExpr")) {
+        const char *jt = sqlj_str(b, "jointype");
+        bool is_left = jt && !strcmp(jt, "JOIN_LEFT");
+        if (jt && strcmp(jt, "JOIN_INNER") != 0 && !is_left)
+            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s joins are not supported",
+                              !strcmp(jt, "JOIN_RIGHT") ? "RIGHT" : !strcmp(jt, "JOIN_FULL") ? "FULL"
+                                                                                              : jt);
+        if (sqlj_get(b, "usingClause") || sqlj_bool(b, "isNatural"))
+            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "JOIN ... USING and NATURAL JOIN are not supported (use ON)");
+        if (sqlj_get(b, "alias"))
+            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "aliases on joins are not supported");
+        const cJSON *r = sqlj_get(b, "rarg");
+        if (is_left && sqlj_is(r, "JoinExpr"))
+            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "LEFT JOIN to a parenthesized join is not supported");
+        if ((rc = add_from(s, sqlj_get(b, "larg"), describe, left, on)))
+            return rc;
+        return add_from(s, r, describe, is_left, sqlj_get(b, "quals"));
+    } else if (!strcmp(tag, "RangeFunction")) {
+        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "functions in FROM are not supported");
+    } else {
+        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "FROM item %s is not supported", tag);
+    }
+    if (rc == QR_OK && s->n_items > before) {
+        s->items[s->n_items - 1].left = left;
+        s->items[s->n_items - 1].on = on;
+    }
+    return rc;
+}
+
+/* ---- expression helpers ---- */
+
+static int item_of_col(const Sel *s, int col)
+{
+    for (int i = 0; i < s->n_items; i++)
+        if (col >= s->items[i].first && col < s->items[i].first + s->items[i].n_cols)
+            return i;
+    return -1;
+}
+
+static uint64_t expr_items(const Sel *s, const SqlExpr *e)
+{
+    uint64_t m = 0;
+    if (!e)
+        return 0;
+    if (e->kind == SE_COL || e->kind == SE_SCORE || e->kind == SE_SNIPPET) {
+        int i = item_of_col(s, e->col);
+        if (i >= 0)
+            m |= 1ull << i;
+    }
+    if (e->kind == SE_MATCH) {
+        int i = item_of_col(s, e->text->id_col);
+        if (i >= 0)
+            m |= 1ull << i;
+    }
+    for (int k = 0; k < e->n_args; k++)
+        m |= expr_items(s, e->args[k]);
+    return m;
+}
+
+static bool expr_has_agg(const SqlExpr *e)
+{
+    if (e->kind == SE_AGG)
+        return true;
+    for (int k = 0; k < e->n_args; k++)
+        if (expr_has_agg(e->args[k]))
+            return true;
+    return false;
+}
+
+static bool expr_equal(const SqlExpr *a, const SqlExpr *b)
+{
+    if (a->kind != b->kind || a->op != b->op || a->col != b->col || a->n_args != b->n_args ||
+        a->fn != b->fn || a->type != b->type)
+        return false;
+    if (a->kind == SE_CONST && !(a->val.is_null == b->val.is_null &&
+                                 (a->val.is_null || sqlv_cmp(&a->val, &b->val) == 0)))
+        return false;
+    if (a->kind == SE_FUNC && !a->fn && strcmp(a->name, b->name) != 0)
+        return false;
+    if (a->kind == SE_MATCH && a->text != b->text)
+        return false;
+    for (int k = 0; k < a->n_args; k++)
+        if (!expr_equal(a->args[k], b->args[k]))
+            return false;
+    return true;
+}
+
+/* Every column outside aggregates must be grouped (or inside a grouped
+ * expression).  Returns the offending column expression or NULL. */
+static const SqlExpr *ungrouped(const SqlExpr *e, SqlExpr **groups, int n_groups)
+{
+    if (e->kind == SE_AGG)
+        return NULL;
+    for (int g = 0; g < n_groups; g++)
+        if (expr_equal(e, groups[g]))
+            return NULL;
+    if (e->kind == SE_COL || e->kind == SE_SCORE || e->kind == SE_SNIPPET || e->kind == SE_MATCH)
+        return e;
+    for (int k = 0; k < e->n_args; k++) {
+        const SqlExpr *x = ungrouped(e->args[k], groups, n_groups);
+        if (x)
+            return x;
+    }
+    return NULL;
+}
+
+static int add_conj(SqlCtx *cx, SqlExpr *e, SqlExpr ***v, int *n, int *cap)
+{
+    if (e->kind == SE_AND) {
+        for (int k = 0; k < e->n_args; k++) {
+            int rc = add_conj(cx, e->args[k], v, n, cap);
+            if (rc)
+                return rc;
+        }
+        return QR_OK;
+    }
+    if (*n == *cap) {
+        int nc = *cap ? *cap * 2 : 16;
+        SqlExpr **nv = qr_arena_alloc(cx->arena, (size_t)nc * sizeof *nv);
+        if (!nv)
+            return nomem(cx);
+        if (*n)
+            memcpy(nv, *v, (size_t)*n * sizeof *nv);
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = e;
+    return QR_OK;
+}
+
+static int bind_bool(Sel *s, const cJSON *node, const char *what, SqlExpr **out)
+{
+    int rc = sql_expr_bind(&s->bind, node, out);
+    if (rc)
+        return rc;
+    SqlExpr *e = *out;
+    if (e->kind == SE_CONST && e->type == QR_SQL_UNKNOWN) {
+        SqlValue v;
+        if ((rc = sqlv_cast(s->cx, &e->val, QR_SQL_BOOL, e->loc, &v)))
+            return rc;
+        e->val = v;
+        e->type = QR_SQL_BOOL;
+    }
+    if (e->type != QR_SQL_BOOL)
+        return sql_err_at(s->cx, e->loc, QR_ETYPE, "42804", "argument of %s must be type boolean, not type %s",
+                          what, qr_sql_type_name(e->type));
+    return QR_OK;
+}
+
+/* ---- sorting ---- */
+
+typedef struct SortKey {
+    int col;                  /* column of the extended row */
+    bool desc, nulls_first;
+} SortKey;
+
+typedef struct SortCtx {
+    const SortKey *keys;
+    int n_keys, width;
+    const SqlValue *vals;
+} SortCtx;
+
+static int row_cmp(const void *a, const void *b, void *arg)
+{
+    const SortCtx *sc = arg;
+    uint64_t ia = *(const uint64_t *)a, ib = *(const uint64_t *)b;
+    const SqlValue *ra = sc->vals + ia * (uint64_t)sc->width, *rb = sc->vals + ib * (uint64_t)sc->width;
+    for (int k = 0; k < sc->n_keys; k++) {
+        const SqlValue *x = &ra[sc->keys[k].col], *y = &rb[sc->keys[k].col];
+        int c;
+        if (x->is_null || y->is_null) {
+            if (x->is_null && y->is_null)
+                continue;
+            c = x->is_null ? 1 : -1;
+            if (sc->keys[k].nulls_first)
+                c = -c;
+            return c;
+        }
+        c = sqlv_cmp(x, y);
+        if (c)
+            return sc->keys[k].desc ? -c : c;
+    }
+    return ia < ib ? -1 : ia > ib; /* stable */
+}
+
+static int value_cmp(const void *a, const void *b)
+{
+    return sqlv_cmp(a, b);
+}
+
+void sql_sort_values(SqlValue *v, uint64_t n)
+{
+    qsort(v, n, sizeof *v, value_cmp);
+}
+
+/* Sort rows [n x width] by keys, keep [offset, offset+limit), copy the first
+ * out_width columns of each into a new array. */
+static int sort_limit(SqlCtx *cx, SqlValue *vals, uint64_t n, int width, const SortKey *keys,
+                      int n_keys, uint64_t offset, uint64_t limit, int out_width, SqlValue **out,
+                      uint64_t *n_out)
+{
+    uint64_t *idx = qr_malloc((n + 1) * sizeof *idx);
+    if (!idx)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    for (uint64_t i = 0; i < n; i++)
+        idx[i] = i;
+    if (n_keys) {
+        SortCtx sc = {keys, n_keys, width, vals};
+        qsort_r(idx, n, sizeof *idx, row_cmp, &sc);
+    }
+    uint64_t from = offset < n ? offset : n;
+    uint64_t k = n - from < limit ? n - from : limit;
+    SqlValue *o = qr_arena_alloc(cx->arena, (k * (uint64_t)out_width + 1) * sizeof *o);
+    if (!o) {
+        qr_free(idx);
+        return nomem(cx);
+    }
+    for (uint64_t i = 0; i < k; i++)
+        memcpy(o + i * (uint64_t)out_width, vals + idx[from + i] * (uint64_t)width,
+               (size_t)out_width * sizeof *o);
+    qr_free(idx);
+    *out = o;
+    *n_out = k;
+    return QR_OK;
+}
+
+/* LIMIT / OFFSET expressions: constants or parameters, NULL = none. */
+static int limit_value(SqlCtx *cx, const cJSON *node, uint64_t dflt, uint64_t *out)
+{
+    *out = dflt;
+    if (!node)
+        return QR_OK;
+    SqlExpr *e;
+    int rc = sql_expr_compile(cx, node, NULL, &e);
+    if (rc)
+        return rc;
+    if (cx->analyze_only)
+        return QR_OK;
+    SqlValue v, iv;
+    SqlEvalRow r = {.doc = -1};
+    if ((rc = sql_expr_eval(cx, e, &r, &v)))
+        return rc;
+    if (v.is_null)
+        return QR_OK;
+    if ((rc = sqlv_cast(cx, &v, QR_SQL_INT8, e->loc, &iv)))
+        return rc;
+    if (iv.u.i < 0)
+        return sql_err_at(cx, e->loc, QR_EINVAL, "2201W", "LIMIT must not be negative");
+    *out = (uint64_t)iv.u.i;
+    return QR_OK;
+}
+
+/* Hash set of rows (DISTINCT / UNION): keeps the first of equal rows. */
+static int dedupe(SqlCtx *cx, SqlValue *vals, uint64_t *n, int width)
+{
+    uint64_t cap = 16;
+    while (cap < *n * 2)
+        cap <<= 1;
+    int64_t *slots = qr_malloc(cap * sizeof *slots);
+    if (!slots)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    memset(slots, 0xff, cap * sizeof *slots);
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < *n; i++) {
+        const SqlValue *r = vals + i * (uint64_t)width;
+        uint64_t h = 0;
+        for (int c = 0; c < width; c++)
+            h = h * 31 + sqlv_hash(&r[c]);
+        uint64_t p = h & (cap - 1);
+        bool dup = false;
+        while (slots[p] >= 0) {
+            const SqlValue *o = vals + (uint64_t)slots[p] * (uint64_t)width;
+            bool same = true;
+            for (int c = 0; c < width && same; c++)
+                same = sqlv_same(&o[c], &r[c]);
+            if (same) {
+                dup = true;
+                break;
+            }
+            p = (p + 1) & (cap - 1);
+        }
+        if (dup)
+            continue;
+        if (k != i)
+            memcpy(vals + k * (uint64_t)width, r, (size_t)width * sizeof *r);
+        slots[p] = (int64_t)k;
+        k++;
+    }
+    qr_free(slots);
+    *n = k;
+    return QR_OK;
+}
+
+/* ---- aggregation ---- */
+
+typedef struct AggState {
+    int64_t count;
+    int64_t sum_i;
+    double sum_f;
+    bool sum_is_f;
+    SqlValue best;            /* min / max */
+    bool has;
+    bool bool_acc;
+    SqlValue *vals;           /* DISTINCT, percentiles, string_agg */
+    uint64_t n_vals, cap_vals;
+} AggState;
+
+typedef struct Group {
+    const SqlValue *rep;      /* a representative input row */
+    SqlValue *keys;
+    AggState *st;
+    uint64_t hash;
+} Group;
+
+static int agg_push_val(SqlCtx *cx, AggState *st, const SqlValue *v)
+{
+    if (st->n_vals == st->cap_vals) {
+        uint64_t nc = st->cap_vals ? st->cap_vals * 2 : 16;
+        SqlValue *nv = qr_arena_alloc(cx->arena, nc * sizeof *nv);
+        if (!nv)
+            return nomem(cx);
+        if (st->n_vals)
+            memcpy(nv, st->vals, st->n_vals * sizeof *nv);
+        st->vals = nv;
+        st->cap_vals = nc;
+    }
+    st->vals[st->n_vals++] = *v;
+    return QR_OK;
+}
+
+static int agg_step(SqlCtx *cx, const SqlAgg *a, AggState *st, const SqlEvalRow *r)
+{
+    if (a->kind == SA_COUNT_STAR) {
+        st->count++;
+        return QR_OK;
+    }
+    SqlValue v;
+    int rc = sql_expr_eval(cx, a->arg, r, &v);
+    if (rc)
+        return rc;
+    if (v.is_null)
+        return QR_OK;
+    if (a->distinct || a->kind == SA_PCT_CONT || a->kind == SA_PCT_DISC || a->kind == SA_STRING_AGG) {
+        if (a->kind == SA_STRING_AGG) {
+            /* keep value and delimiter pairs */
+            SqlValue d;
+            if ((rc = sql_expr_eval(cx, a->arg2, r, &d)))
+                return rc;
+            if ((rc = agg_push_val(cx, st, &d)))
+                return rc;
+        }
+        return agg_push_val(cx, st, &v);
+    }
+    st->count++;
+    switch (a->kind) {
+    case SA_SUM:
+    case SA_AVG:
+        if (sqlt_is_int(v.type) && !st->sum_is_f) {
+            if (__builtin_add_overflow(st->sum_i, v.u.i, &st->sum_i)) {
+                if (a->kind == SA_SUM)
+                    return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
+                st->sum_is_f = true;
+                st->sum_f = (double)st->sum_i + (double)v.u.i;
+            }
+        } else {
+            if (!st->sum_is_f) {
+                st->sum_is_f = true;
+                st->sum_f = (double)st->sum_i;
+            }
+            double d = v.u.f;
+            if (v.type == QR_SQL_NUMERIC || sqlt_is_int(v.type)) {
+                SqlValue f;
+                if ((rc = sqlv_cast(cx, &v, QR_SQL_FLOAT8, -1, &f)))
+                    return rc;
+                d = f.u.f;
+            }
+            st->sum_f += d;
+        }
+        break;
+    case SA_MIN:
+    case SA_MAX: {
+        int c = st->has ? sqlv_cmp(&v, &st->best) : 0;
+        if (!st->has || (a->kind == SA_MIN ? c < 0 : c > 0)) {
+            st->best = v;
+            st->has = true;
+        }
+        break;
+    }
+    case SA_BOOL_AND:
+        st->bool_acc = st->has ? st->bool_acc && v.u.b : v.u.b;
+        st->has = true;
+        break;
+    case SA_BOOL_OR:
+        st->bool_acc = st->has ? st->bool_acc || v.u.b : v.u.b;
+        st->has = true;
+        break;
+    default:
+        break;
+    }
+    return QR_OK;
+}
+
+static int agg_final(SqlCtx *cx, const SqlAgg *a, AggState *st, SqlValue *out)
+{
+    *out = sqlv_null();
+    out->type = a->type;
+    int rc;
+    if (a->distinct && a->kind != SA_STRING_AGG && st->n_vals) {
+        sql_sort_values(st->vals, st->n_vals);
+        uint64_t k = 0;
+        for (uint64_t i = 0; i < st->n_vals; i++)
+            if (k == 0 || sqlv_cmp(&st->vals[k - 1], &st->vals[i]) != 0)
+                st->vals[k++] = st->vals[i];
+        st->n_vals = k;
+        if (a->kind != SA_PCT_CONT && a->kind != SA_PCT_DISC) {
+            AggState s2;
+            memset(&s2, 0, sizeof s2);
+            SqlAgg plain = *a;
+            plain.distinct = false;
+            SqlExpr colx = {.kind = SE_COL, .col = 0, .type = a->arg->type};
+            plain.arg = &colx;
+            for (uint64_t i = 0; i < k; i++) {
+                SqlEvalRow r = {.row = &st->vals[i], .doc = -1};
+                if ((rc = agg_step(cx, &plain, &s2, &r)))
+                    return rc;
+            }
+            return agg_final(cx, &plain, &s2, out);
+        }
+    }
+    switch (a->kind) {
+    case SA_COUNT_STAR:
+    case SA_COUNT:
+        *out = sqlv_int(a->distinct ? (int64_t)st->n_vals : st->count);
+        return QR_OK;
+    case SA_SUM:
+        if (!st->count)
+            return QR_OK;
+        if (st->sum_is_f)
+            *out = sqlv_float(st->sum_f);
+        else
+            *out = sqlv_int(st->sum_i);
+        out->type = a->type;
+        if (a->type == QR_SQL_FLOAT8 && !st->sum_is_f)
+            *out = sqlv_float((double)st->sum_i);
+        return QR_OK;
+    case SA_AVG:
+        if (!st->count)
+            return QR_OK;
+        *out = sqlv_float((st->sum_is_f ? st->sum_f : (double)st->sum_i) / (double)st->count);
+        return QR_OK;
+    case SA_MIN:
+    case SA_MAX:
+        if (st->has) {
+            *out = st->best;
+            out->type = a->type;
+        }
+        return QR_OK;
+    case SA_BOOL_AND:
+    case SA_BOOL_OR:
+        if (st->has)
+            *out = sqlv_bool(st->bool_acc);
+        return QR_OK;
+    case SA_STRING_AGG: {
+        if (!st->n_vals)
+            return QR_OK;
+        QrBuf b;
+        qr_buf_init(&b);
+        for (uint64_t i = 0; i + 1 < st->n_vals; i += 2) {
+            if (i && !st->vals[i].is_null)
+                qr_buf_append(&b, st->vals[i].u.s.s, st->vals[i].u.s.n);
+            SqlValue t;
+            if (sqlv_cast(cx, &st->vals[i + 1], QR_SQL_TEXT, -1, &t) == QR_OK)
+                qr_buf_append(&b, t.u.s.s, t.u.s.n);
+        }
+        char *s = qr_arena_strndup(cx->arena, b.data ? (char *)b.data : "", b.len);
+        size_t n = b.len;
+        qr_buf_free(&b);
+        if (!s)
+            return nomem(cx);
+        *out = sqlv_text(s, n);
+        return QR_OK;
+    }
+    case SA_PCT_CONT:
+    case SA_PCT_DISC: {
+        if (!st->n_vals)
+            return QR_OK;
+        SqlValue fv;
+        SqlEvalRow none = {.doc = -1};
+        if ((rc = sql_expr_eval(cx, a->arg2, &none, &fv)))
+            return rc;
+        SqlValue ff;
+        if ((rc = sqlv_cast(cx, &fv, QR_SQL_FLOAT8, a->arg2->loc, &ff)))
+            return rc;
+        double p = ff.u.f;
+        if (fv.is_null)
+            return QR_OK;
+        if (p < 0 || p > 1 || isnan(p))
+            return sql_err_at(cx, a->arg2->loc, QR_EINVAL, "22003",
+                              "percentile value %g is not between 0 and 1", p);
+        if (!a->distinct)
+            sql_sort_values(st->vals, st->n_vals);
+        uint64_t n = st->n_vals;
+        if (a->kind == SA_PCT_DISC) {
+            /* the first value whose position >= p * n */
+            double pos = p * (double)n;
+            uint64_t k = pos <= 0 ? 0 : (uint64_t)ceil(pos) - 1;
+            if (k >= n)
+                k = n - 1;
+            *out = st->vals[k];
+            out->type = a->type;
+            return QR_OK;
+        }
+        double pos = p * (double)(n - 1);
+        uint64_t lo = (uint64_t)floor(pos), hi = (uint64_t)ceil(pos);
+        SqlValue lv, hv;
+        if ((rc = sqlv_cast(cx, &st->vals[lo], QR_SQL_FLOAT8, -1, &lv)) ||
+            (rc = sqlv_cast(cx, &st->vals[hi], QR_SQL_FLOAT8, -1, &hv)))
+            return rc;
+        if (sqlt_is_ts(a->arg->type)) {
+            double x = (double)st->vals[lo].u.i, y = (double)st->vals[hi].u.i;
+            out->is_null = false;
+            out->u.i = (int64_t)llround(x + (y - x) * (pos - (double)lo));
+            return QR_OK;
+        }
+        *out = sqlv_float(lv.u.f + (hv.u.f - lv.u.f) * (pos - (double)lo));
+        return QR_OK;
+    }
+    }
+    return QR_OK;
+}
+
+/* ---- EXPLAIN lines ---- */
+
+static void plan_node(Sel *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void plan_node(Sel *s, const char *fmt, ...)
+{
+    if (!s->cx->ex || s->n_plan_nodes == 16)
+        return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    s->plan_nodes[s->n_plan_nodes++] = qr_arena_strndup(s->cx->arena, buf, strlen(buf));
+}
+
+static void scan_node(Sel *s, const Item *it)
+{
+    SqlCtx *cx = s->cx;
+    if (!cx->ex)
+        return;
+    const SqlTableScan *sc = &it->scan;
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_printf(&b, "Scan on %s", qr_table_name(it->t));
+    if (strcmp(it->qual, qr_table_name(it->t)) != 0)
+        qr_buf_printf(&b, " %s", it->qual);
+    qr_buf_printf(&b, "  (path=%s rows=%.0f cost=%.1f)", sql_path_name(sc->path), sc->est_rows, sc->cost);
+    if (cx->ex->analyze)
+        qr_buf_printf(&b, " (actual rows=%" PRIu64 " time=%.3f ms)", sc->rows_out, sc->ms);
+    for (int i = 0; i < sc->n_texts; i++) {
+        SqlValue q;
+        SqlEvalRow r = {.doc = -1};
+        QrBuf qb;
+        qr_buf_init(&qb);
+        if (sql_expr_eval(cx, sc->texts[i]->query, &r, &q) == QR_OK)
+            qr_sql_value_text(&q, &qb);
+        qr_buf_printf(&b, "\n  Text: %s @@ '%.*s'%s", sc->texts[i]->field ? sc->texts[i]->field : it->qual,
+                      (int)qb.len, qb.data ? (char *)qb.data : "", i == sc->drive ? " (driving)" : "");
+        if (i == sc->drive)
+            qr_buf_printf(&b, "  matches=%" PRIu64, sc->text_rows);
+        qr_buf_free(&qb);
+    }
+    if (sc->n_conj)
+        qr_buf_printf(&b, "\n  Filter: %d condition%s (%d on columns with zone maps)", sc->n_conj,
+                      sc->n_conj == 1 ? "" : "s", sc->n_colpreds);
+    if (sc->topk >= 0)
+        qr_buf_printf(&b, "\n  Top-k: %" PRId64 " by score from the text index", sc->topk);
+    qr_buf_printf(&b, "\n  Alternatives:");
+    for (int i = 0; i < sc->n_alts; i++)
+        qr_buf_printf(&b, "%s %s (rows=%.0f cost=%.1f)%s", i ? "," : "", sql_path_name(sc->alts[i].path),
+                      sc->alts[i].rows, sc->alts[i].cost, sc->alts[i].path == sc->path ? " *" : "");
+    if (sc->note)
+        qr_buf_printf(&b, "\n  Note: %s", sc->note);
+    if (cx->ex->analyze) {
+        qr_buf_printf(&b, "\n  Candidates checked: %" PRIu64, sc->candidates);
+        if (sc->zm_blocks_total)
+            qr_buf_printf(&b, "\n  Zone maps: %" PRIu64 " of %" PRIu64 " blocks skipped",
+                          sc->zm_blocks_skipped, sc->zm_blocks_total);
+        if (sc->n_texts)
+            qr_buf_printf(&b, "\n  Postings: %" PRIu64 " blocks decoded, %" PRIu64 " skipped%s%s",
+                          sc->post_blocks_decoded, sc->post_blocks_skipped,
+                          sc->text_strategy ? ", strategy " : "",
+                          sc->text_strategy ? sc->text_strategy : "");
+    }
+    plan_node(s, "%.*s", (int)b.len, b.data ? (char *)b.data : "");
+    qr_buf_free(&b);
+}
+
+static void plan_flush(Sel *s)
+{
+    SqlExplain *ex = s->cx->ex;
+    if (!ex)
+        return;
+    int base = s->cx->depth * 2;
+    for (int i = s->n_plan_nodes - 1, d = 0; i >= 0; i--, d++) {
+        const char *p = s->plan_nodes[i];
+        int ind = base + d * 2;
+        /* indent each line of the node */
+        while (*p) {
+            const char *nl = strchr(p, '\n');
+            size_t n = nl ? (size_t)(nl - p) : strlen(p);
+            for (int k = 0; k < ind; k++)
+                qr_buf_putc(&ex->lines, ' ');
+            if (p == s->plan_nodes[i] && d)
+                qr_buf_append(&ex->lines, "-> ", 3);
+            else if (d)
+                qr_buf_append(&ex->lines, "   ", 3);
+            qr_buf_append(&ex->lines, p, n);
+            qr_buf_putc(&ex->lines, '\n');
+            p += n + (nl ? 1 : 0);
+        }
+    }
+}
+
+/* ---- set operations and VALUES ---- */
+
+static QrSqlType union_type(QrSqlType a, QrSqlType b)
+{
+    if (a == b)
+        return a;
+    if (a == QR_SQL_UNKNOWN)
+        return b;
+    if (b == QR_SQL_UNKNOWN)
+        return a;
+    if (sqlt_is_num(a) && sqlt_is_num(b))
+        return sqlt_is_float(a) || sqlt_is_float(b) ? QR_SQL_FLOAT8 : QR_SQL_INT8;
+    if (sqlt_is_str(a) && sqlt_is_str(b))
+        return QR_SQL_TEXT;
+    if (sqlt_is_ts(a) && sqlt_is_ts(b))
+        return QR_SQL_TIMESTAMPTZ;
+    return QR_SQL_TYPE_COUNT; /* no common type */
+}
+
+static int cast_column(SqlCtx *cx, QrSqlResult *r, int c, QrSqlType t)
+{
+    for (uint64_t i = 0; i < r->n_rows; i++) {
+        SqlValue *v = &r->vals[i * (uint64_t)r->n_cols + (uint64_t)c];
+        SqlValue o;
+        if (v->type == t)
+            continue;
+        int rc = sqlv_cast(cx, v, t, -1, &o);
+        if (rc)
+            return rc;
+        *v = o;
+    }
+    r->cols[c].type = t;
+    return QR_OK;
+}
+
+/* ORDER BY / LIMIT over output columns only (set operations, VALUES). */
+static int finish_output(SqlCtx *cx, const cJSON *body, bool describe, QrSqlResult *out)
+{
+    const cJSON *sort = sqlj_get(body, "sortClause");
+    SortKey keys[32];
+    int nk = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, sort)
+    {
+        const cJSON *sb = sqlj_is(it, "SortBy");
+        const cJSON *node = sqlj_get(sb, "node");
+        int col = -1;
+        const cJSON *ac = sqlj_is(node, "A_Const");
+        const cJSON *cr = sqlj_is(node, "ColumnRef");
+        if (ac && sqlj_get(ac, "ival")) {
+            int k = sqlj_int(sqlj_get(ac, "ival"), "ival", 0);
+            if (k < 1 || k > out->n_cols)
+                return sql_err_at(cx, sqlj_loc(node), QR_EINVAL, "42P10",
+                                  "ORDER BY position %d is not in select list", k);
+            col = k - 1;
+        } else if (cr && cJSON_GetArraySize(sqlj_get(cr, "fields")) == 1) {
+            const char *n = sqlj_sval(cJSON_GetArrayItem(sqlj_get(cr, "fields"), 0));
+            for (int c = 0; c < out->n_cols && col < 0; c++)
+                if (n && !strcmp(out->cols[c].name, n))
+                    col = c;
+        }
+        if (col < 0)
+            return sql_err_at(cx, sqlj_loc(node), QR_EUNSUPPORTED, "0A000",
+                              "ORDER BY on a UNION or VALUES must name an output column");
+        if (nk == 32)
+            return sql_err_at(cx, sqlj_loc(node), QR_ELIMIT, "54000", "too many ORDER BY items");
+        const char *dir = sqlj_str(sb, "sortby_dir"), *nl = sqlj_str(sb, "sortby_nulls");
+        bool desc = dir && !strcmp(dir, "SORTBY_DESC");
+        keys[nk++] = (SortKey){col, desc,
+                               nl && !strcmp(nl, "SORTBY_NULLS_FIRST") ? true
+                               : nl && !strcmp(nl, "SORTBY_NULLS_LAST") ? false
+                                                                        : desc};
+    }
+    uint64_t limit, offset;
+    int rc;
+    if ((rc = limit_value(cx, sqlj_get(body, "limitCount"), UINT64_MAX, &limit)) ||
+        (rc = limit_value(cx, sqlj_get(body, "limitOffset"), 0, &offset)))
+        return rc;
+    if (describe || (nk == 0 && limit == UINT64_MAX && offset == 0))
+        return QR_OK;
+    SqlValue *o;
+    uint64_t n;
+    if ((rc = sort_limit(cx, out->vals, out->n_rows, out->n_cols, keys, nk, offset, limit,
+                         out->n_cols, &o, &n)))
+        return rc;
+    out->vals = o;
+    out->n_rows = n;
+    return QR_OK;
+}
+
+static int select_setop(SqlCtx *cx, const cJSON *body, const char *op, bool describe,
+                        QrSqlResult *out)
+{
+    bool all = sqlj_bool(body, "all");
+    if (strcmp(op, "SETOP_UNION") != 0)
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "%s is not supported",
+                          !strcmp(op, "SETOP_INTERSECT") ? "INTERSECT" : "EXCEPT");
+    QrSqlResult l, r;
+    memset(&l, 0, sizeof l);
+    memset(&r, 0, sizeof r);
+    int rc;
+    if ((rc = run_sub(cx, sqlj_get(body, "larg"), describe, &l)) ||
+        (rc = run_sub(cx, sqlj_get(body, "rarg"), describe, &r)))
+        return rc;
+    if (l.n_cols != r.n_cols)
+        return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "each UNION query must have the same number of columns");
+    for (int c = 0; c < l.n_cols; c++) {
+        QrSqlType t = union_type(l.cols[c].type, r.cols[c].type);
+        if (t == QR_SQL_TYPE_COUNT)
+            return sql_err_at(cx, -1, QR_ETYPE, "42804", "UNION types %s and %s cannot be matched",
+                              qr_sql_type_name(l.cols[c].type), qr_sql_type_name(r.cols[c].type));
+        if (t == QR_SQL_UNKNOWN)
+            t = QR_SQL_TEXT;
+        if (!describe && ((rc = cast_column(cx, &l, c, t)) || (rc = cast_column(cx, &r, c, t))))
+            return rc;
+        l.cols[c].type = t;
+        l.cols[c].table_oid = 0;
+        l.cols[c].attnum = 0;
+    }
+    *out = l;
+    out->arena = cx->arena;
+    if (!describe) {
+        uint64_t n = l.n_rows + r.n_rows;
+        SqlValue *v = qr_arena_alloc(cx->arena, (n * (uint64_t)l.n_cols + 1) * sizeof *v);
+        if (!v)
+            return nomem(cx);
+        if (l.n_rows)
+            memcpy(v, l.vals, l.n_rows * (uint64_t)l.n_cols * sizeof *v);
+        if (r.n_rows)
+            memcpy(v + l.n_rows * (uint64_t)l.n_cols, r.vals, r.n_rows * (uint64_t)l.n_cols * sizeof *v);
+        out->vals = v;
+        out->n_rows = n;
+        if (!all && (rc = dedupe(cx, out->vals, &out->n_rows, out->n_cols)))
+            return rc;
+    }
+    return finish_output(cx, body, describe, out);
+}
+
+static int select_values(SqlCtx *cx, const cJSON *body, bool describe, QrSqlResult *out)
+{
+    const cJSON *lists = sqlj_get(body, "valuesLists");
+    int n_rows = cJSON_GetArraySize(lists);
+    int n_cols = cJSON_GetArraySize(sqlj_get(sqlj_is(cJSON_GetArrayItem(lists, 0), "List"), "items"));
+    out->n_cols = n_cols;
+    out->cols = qr_arena_calloc(cx->arena, (size_t)(n_cols + 1) * sizeof *out->cols);
+    SqlExpr **ex = qr_arena_calloc(cx->arena, ((size_t)n_rows * (size_t)n_cols + 1) * sizeof *ex);
+    if (!out->cols || !ex)
+        return nomem(cx);
+    int r = 0, rc;
+    const cJSON *l;
+    cJSON_ArrayForEach(l, lists)
+    {
+        const cJSON *items = sqlj_get(sqlj_is(l, "List"), "items");
+        if (cJSON_GetArraySize(items) != n_cols)
+            return sql_err_at(cx, sqlj_loc(l), QR_ESYNTAX, "42601",
+                              "VALUES lists must all be the same length");
+        for (int c = 0; c < n_cols; c++)
+            if ((rc = sql_expr_compile(cx, cJSON_GetArrayItem(items, c), NULL, &ex[r * n_cols + c])))
+                return rc;
+        r++;
+    }
+    for (int c = 0; c < n_cols; c++) {
+        QrSqlType t = QR_SQL_UNKNOWN;
+        for (int i = 0; i < n_rows; i++) {
+            t = union_type(t, ex[i * n_cols + c]->type);
+            if (t == QR_SQL_TYPE_COUNT)
+                return sql_err_at(cx, ex[i * n_cols + c]->loc, QR_ETYPE, "42804",
+                                  "VALUES types cannot be matched");
+        }
+        char name[24];
+        snprintf(name, sizeof name, "column%d", c + 1);
+        out->cols[c].name = qr_arena_strndup(cx->arena, name, strlen(name));
+        out->cols[c].type = t == QR_SQL_UNKNOWN ? QR_SQL_TEXT : t;
+        out->cols[c].typmod = -1;
+    }
+    if (!describe) {
+        out->vals = qr_arena_alloc(cx->arena, ((uint64_t)n_rows * (uint64_t)n_cols + 1) * sizeof *out->vals);
+        if (!out->vals)
+            return nomem(cx);
+        SqlEvalRow er = {.doc = -1};
+        for (int i = 0; i < n_rows * n_cols; i++) {
+            SqlValue v;
+            if ((rc = sql_expr_eval(cx, ex[i], &er, &v)) ||
+                (rc = sqlv_cast(cx, &v, out->cols[i % n_cols].type, ex[i]->loc, &out->vals[i])))
+                return rc;
+        }
+        out->n_rows = (uint64_t)n_rows;
+    }
+    return finish_output(cx, body, describe, out);
+}
+
+/* ---- the main SELECT ---- */
+
+typedef struct Target {
+    SqlExpr *e;
+    const char *name;
+    int scope_col;            /* plain column: scope index, else -1 */
+} Target;
+
+static int expand_star(Sel *s, const char *qual, int loc, Target **tg, int *n, int *cap)
+{
+    int found = 0;
+    for (int i = 0; i < s->scope.n; i++) {
+        SqlCol *c = &s->scope.cols[i];
+        if (c->hidden || (qual && (!c->qual || strcmp(c->qual, qual) != 0)))
+            continue;
+        if (*n == *cap) {
+            int nc = *cap * 2 + 16;
+            Target *nt = qr_arena_alloc(s->cx->arena, (size_t)nc * sizeof *nt);
+            if (!nt)
+                return nomem(s->cx);
+            if (*n)
+                memcpy(nt, *tg, (size_t)*n * sizeof *nt);
+            *tg = nt;
+            *cap = nc;
+        }
+        SqlExpr *e = qr_arena_calloc(s->cx->arena, sizeof *e);
+        if (!e)
+            return nomem(s->cx);
+        e->kind = SE_COL;
+        e->col = i;
+        e->type = c->type;
+        e->name = c->name;
+        e->loc = loc;
+        c->used = true;
+        (*tg)[(*n)++] = (Target){e, c->name, i};
+        found++;
+    }
+    if (qual && !found) {
+        bool known = false;
+        for (int i = 0; i < s->n_items; i++)
+            known |= s->items[i].qual && !strcmp(s->items[i].qual, qual);
+        if (!known)
+            return sql_err_at(s->cx, loc, QR_ENOTFOUND, "42P01",
+                              "missing FROM-clause entry for table \"%s\"", qual);
+    }
+    if (!qual && s->n_items == 0)
+        return sql_err_at(s->cx, loc, QR_ESYNTAX, "42601", "SELECT * with no tables specified is not valid");
+    return QR_OK;
+}
+
+static int select_body(SqlCtx *cx, const cJSON *body, bool describe, QrSqlResult *out)
+{
+    int rc;
+    memset(out, 0, sizeof *out);
+    out->arena = cx->arena;
+    if (!body)
+        return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "missing SELECT");
+    if (sql_check(cx))
+        return cx->err->code;
+    /* WITH: materialize each CTE once, visible to what follows */
+    SqlCte *saved = (SqlCte *)cx->ctes;
+    const cJSON *with = sqlj_get(body, "withClause");
+    if (with) {
+        if (sqlj_bool(with, "recursive"))
+            return sql_err_at(cx, sqlj_loc(with), QR_EUNSUPPORTED, "0A000", "WITH RECURSIVE is not supported");
+        const cJSON *c;
+        cJSON_ArrayForEach(c, sqlj_get(with, "ctes"))
+        {
+            const cJSON *cte = sqlj_is(c, "CommonTableExpr");
+            SqlCte *node = qr_arena_calloc(cx->arena, sizeof *node);
+            if (!node)
+                return nomem(cx);
+            node->name = sqlj_str(cte, "ctename");
+            const cJSON *q = sqlj_is(sqlj_get(cte, "ctequery"), "SelectStmt");
+            if (!q) {
+                cx->ctes = saved;
+                return sql_err_at(cx, sqlj_loc(c), QR_EUNSUPPORTED, "0A000",
+                                  "only SELECT is supported inside WITH");
+            }
+            if ((rc = run_sub(cx, q, describe, &node->res))) {
+                cx->ctes = saved;
+                return rc;
+            }
+            const cJSON *names = sqlj_get(cte, "aliascolnames");
+            int nn = cJSON_GetArraySize(names);
+            if (nn > node->res.n_cols) {
+                cx->ctes = saved;
+                return sql_err_at(cx, sqlj_loc(c), QR_EINVAL, "42P10",
+                                  "WITH query \"%s\" has %d columns available but %d columns specified",
+                                  node->name, node->res.n_cols, nn);
+            }
+            for (int i = 0; i < nn; i++)
+                node->res.cols[i].name = sqlj_sval(cJSON_GetArrayItem(names, i));
+            node->next = (SqlCte *)cx->ctes;
+            cx->ctes = node;
+        }
+    }
+    const char *op = sqlj_str(body, "op");
+    if (op && strcmp(op, "SETOP_NONE") != 0)
+        rc = select_setop(cx, body, op, describe, out);
+    else if (sqlj_get(body, "valuesLists"))
+        rc = select_values(cx, body, describe, out);
+    else {
+        Sel *s = qr_arena_calloc(cx->arena, sizeof *s);
+        if (!s)
+            rc = nomem(cx);
+        else {
+            s->cx = cx;
+            rc = select_plain(s, body, describe, out);
+        }
+    }
+    cx->ctes = saved;
+    return rc;
+}
+
+static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *out)
+{
+    SqlCtx *cx = s->cx;
+    int rc;
+    if (sqlj_get(body, "intoClause"))
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "SELECT INTO is not supported");
+    if (sqlj_get(body, "lockingClause"))
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "SELECT ... FOR UPDATE is not supported");
+    if (sqlj_get(body, "windowClause"))
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "WINDOW is not supported");
+    const cJSON *dist = sqlj_get(body, "distinctClause");
+    bool distinct = dist != NULL;
+    if (dist && cJSON_GetArraySize(dist) > 0 && sqlj_tag(cJSON_GetArrayItem(dist, 0)))
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "DISTINCT ON is not supported");
+    /* FROM */
+    const cJSON *f;
+    cJSON_ArrayForEach(f, sqlj_get(body, "fromClause"))
+    {
+        if ((rc = add_from(s, f, describe, false, NULL)))
+            return rc;
+    }
+    s->bind.cx = cx;
+    s->bind.scope = &s->scope;
+    /* WHERE (no aggregates) */
+    SqlExpr **conj = NULL;
+    int n_conj = 0, cap_conj = 0;
+    const cJSON *where = sqlj_get(body, "whereClause");
+    if (where) {
+        SqlExpr *w;
+        if ((rc = bind_bool(s, where, "WHERE", &w)) || (rc = add_conj(cx, w, &conj, &n_conj, &cap_conj)))
+            return rc;
+    }
+    /* ON conditions of joins */
+    for (int i = 0; i < s->n_items; i++) {
+        Item *it = &s->items[i];
+        if (!it->on)
+            continue;
+        SqlExpr *w;
+        int cap = 0;
+        if ((rc = bind_bool(s, it->on, "JOIN/ON", &w)))
+            return rc;
+        if (it->left) {
+            if ((rc = add_conj(cx, w, &it->on_conj, &it->n_on, &cap)))
+                return rc;
+        } else if ((rc = add_conj(cx, w, &conj, &n_conj, &cap_conj))) {
+            return rc;
+        }
+    }
+    /* target list (aggregates allowed) */
+    s->bind.allow_aggs = true;
+    Target *tg = NULL;
+    int n_tg = 0, cap_tg = 0;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, sqlj_get(body, "targetList"))
+    {
+        const cJSON *rt = sqlj_is(t, "ResTarget");
+        const cJSON *val = sqlj_get(rt, "val");
+        const cJSON *cr = sqlj_is(val, "ColumnRef");
+        if (cr) {
+            const cJSON *fields = sqlj_get(cr, "fields");
+            int nf = cJSON_GetArraySize(fields);
+            if (sqlj_is(cJSON_GetArrayItem(fields, nf - 1), "A_Star")) {
+                if ((rc = expand_star(s, nf == 2 ? sqlj_sval(cJSON_GetArrayItem(fields, 0)) : NULL,
+                                      sqlj_loc(val), &tg, &n_tg, &cap_tg)))
+                    return rc;
+                continue;
+            }
+        }
+        if (n_tg == cap_tg) {
+            int nc = cap_tg * 2 + 16;
+            Target *nt = qr_arena_alloc(cx->arena, (size_t)nc * sizeof *nt);
+            if (!nt)
+                return nomem(cx);
+            if (n_tg)
+                memcpy(nt, tg, (size_t)n_tg * sizeof *nt);
+            tg = nt;
+            cap_tg = nc;
+        }
+        SqlExpr *e;
+        if ((rc = sql_expr_bind(&s->bind, val, &e)))
+            return rc;
+        if (e->type == QR_SQL_UNKNOWN && e->kind == SE_CONST) {
+            SqlValue v;
+            if ((rc = sqlv_cast(cx, &e->val, QR_SQL_TEXT, e->loc, &v)))
+                return rc;
+            e->val = v;
+            e->type = QR_SQL_TEXT;
+        }
+        const char *name = sqlj_str(rt, "name");
+        tg[n_tg++] = (Target){e, name ? name : sql_expr_name(e), e->kind == SE_COL ? e->col : -1};
+    }
+    /* GROUP BY: expressions, output ordinals or output names */
+    SqlExpr **groups = NULL;
+    int n_groups = 0;
+    const cJSON *gb = sqlj_get(body, "groupClause");
+    int ng = cJSON_GetArraySize(gb);
+    if (ng) {
+        groups = qr_arena_calloc(cx->arena, (size_t)ng * sizeof *groups);
+        if (!groups)
+            return nomem(cx);
+        const cJSON *g;
+        s->bind.allow_aggs = false;
+        cJSON_ArrayForEach(g, gb)
+        {
+            const cJSON *ac = sqlj_is(g, "A_Const");
+            const cJSON *cr = sqlj_is(g, "ColumnRef");
+            const char *tag = sqlj_tag(g);
+            if (tag && (!strcmp(tag, "GroupingSet") || !strcmp(tag, "RowExpr")))
+                return sql_err_at(cx, sqlj_loc(g), QR_EUNSUPPORTED, "0A000",
+                                  "GROUPING SETS, ROLLUP and CUBE are not supported");
+            if (ac && sqlj_get(ac, "ival")) {
+                int k = sqlj_int(sqlj_get(ac, "ival"), "ival", 0);
+                if (k < 1 || k > n_tg)
+                    return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42P10",
+                                      "GROUP BY position %d is not in select list", k);
+                if (expr_has_agg(tg[k - 1].e))
+                    return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42803",
+                                      "aggregate functions are not allowed in GROUP BY");
+                groups[n_groups++] = tg[k - 1].e;
+                continue;
+            }
+            if (cr && cJSON_GetArraySize(sqlj_get(cr, "fields")) == 1) {
+                const char *n = sqlj_sval(cJSON_GetArrayItem(sqlj_get(cr, "fields"), 0));
+                bool in_scope = false;
+                for (int i = 0; i < s->scope.n; i++)
+                    in_scope |= n && !strcmp(s->scope.cols[i].name, n);
+                if (!in_scope) {
+                    int hit = -1;
+                    for (int k = 0; k < n_tg; k++)
+                        if (n && !strcmp(tg[k].name, n))
+                            hit = k;
+                    if (hit >= 0) {
+                        groups[n_groups++] = tg[hit].e;
+                        continue;
+                    }
+                }
+            }
+            if ((rc = sql_expr_bind(&s->bind, g, &groups[n_groups])))
+                return rc;
+            n_groups++;
+        }
+        s->bind.allow_aggs = true;
+    }
+    /* HAVING */
+    SqlExpr *having = NULL;
+    if (sqlj_get(body, "havingClause") &&
+        (rc = bind_bool(s, sqlj_get(body, "havingClause"), "HAVING", &having)))
+        return rc;
+    /* ORDER BY: output names / ordinals, else expressions over the input */
+    const cJSON *sortc = sqlj_get(body, "sortClause");
+    int n_sort = cJSON_GetArraySize(sortc);
+    SortKey *keys = qr_arena_calloc(cx->arena, (size_t)(n_sort + 1) * sizeof *keys);
+    SqlExpr **extra = qr_arena_calloc(cx->arena, (size_t)(n_sort + 1) * sizeof *extra);
+    int n_extra = 0;
+    if (!keys || !extra)
+        return nomem(cx);
+    int k = 0;
+    cJSON_ArrayForEach(t, sortc)
+    {
+        const cJSON *sb = sqlj_is(t, "SortBy");
+        const cJSON *node = sqlj_get(sb, "node");
+        const char *dir = sqlj_str(sb, "sortby_dir"), *nl = sqlj_str(sb, "sortby_nulls");
+        if (sqlj_get(sb, "useOp"))
+            return sql_err_at(cx, sqlj_loc(node), QR_EUNSUPPORTED, "0A000", "ORDER BY USING is not supported");
+        bool desc = dir && !strcmp(dir, "SORTBY_DESC");
+        keys[k].desc = desc;
+        keys[k].nulls_first = nl && !strcmp(nl, "SORTBY_NULLS_FIRST") ? true
+                              : nl && !strcmp(nl, "SORTBY_NULLS_LAST") ? false
+                                                                       : desc;
+        keys[k].col = -1;
+        const cJSON *ac = sqlj_is(node, "A_Const");
+        const cJSON *cr = sqlj_is(node, "ColumnRef");
+        if (ac && sqlj_get(ac, "ival")) {
+            int p = sqlj_int(sqlj_get(ac, "ival"), "ival", 0);
+            if (p < 1 || p > n_tg)
+                return sql_err_at(cx, sqlj_loc(node), QR_EINVAL, "42P10",
+                                  "ORDER BY position %d is not in select list", p);
+            keys[k].col = p - 1;
+        } else if (cr && cJSON_GetArraySize(sqlj_get(cr, "fields")) == 1) {
+            const char *n = sqlj_sval(cJSON_GetArrayItem(sqlj_get(cr, "fields"), 0));
+            int hit = -1, hits = 0;
+            for (int i = 0; n && i < n_tg; i++)
+                if (!strcmp(tg[i].name, n)) {
+                    if (hit < 0 || !(tg[i].e->kind == SE_COL && tg[hit].e->kind == SE_COL &&
+                                     tg[i].e->col == tg[hit].e->col))
+                        hits++;
+                    if (hit < 0)
+                        hit = i;
+                }
+            if (hits > 1)
+                return sql_err_at(cx, sqlj_loc(node), QR_EINVAL, "42702",
+                                  "ORDER BY \"%s\" is ambiguous", n);
+            keys[k].col = hit;
+        }
+        if (keys[k].col < 0) {
+            SqlExpr *e;
+            if ((rc = sql_expr_bind(&s->bind, node, &e)))
+                return rc;
+            /* the same expression as an output column: sort by that column */
+            for (int i = 0; i < n_tg && keys[k].col < 0; i++)
+                if (expr_equal(e, tg[i].e))
+                    keys[k].col = i;
+            if (keys[k].col < 0) {
+                if (distinct)
+                    return sql_err_at(cx, sqlj_loc(node), QR_EINVAL, "42P10",
+                                      "for SELECT DISTINCT, ORDER BY expressions must appear in select list");
+                keys[k].col = n_tg + n_extra;
+                extra[n_extra++] = e;
+            }
+        }
+        k++;
+    }
+    bool grouped = n_groups > 0 || s->bind.n_aggs > 0 || having;
+    if (grouped) {
+        for (int i = 0; i < n_tg; i++) {
+            const SqlExpr *x = ungrouped(tg[i].e, groups, n_groups);
+            if (x)
+                return sql_err_at(cx, x->loc, QR_EINVAL, "42803",
+                                  "column \"%s\" must appear in the GROUP BY clause or be used in an aggregate function",
+                                  x->name ? x->name : "?");
+        }
+        for (int i = 0; i < n_extra; i++) {
+            const SqlExpr *x = ungrouped(extra[i], groups, n_groups);
+            if (x)
+                return sql_err_at(cx, x->loc, QR_EINVAL, "42803",
+                                  "column \"%s\" must appear in the GROUP BY clause or be used in an aggregate function",
+                                  x->name ? x->name : "?");
+        }
+        const SqlExpr *x = having ? ungrouped(having, groups, n_groups) : NULL;
+        if (x)
+            return sql_err_at(cx, x->loc, QR_EINVAL, "42803",
+                              "column \"%s\" must appear in the GROUP BY clause or be used in an aggregate function",
+                              x->name ? x->name : "?");
+    }
+    for (int i = 0; i < n_conj; i++)
+        if (expr_has_agg(conj[i]))
+            return sql_err_at(cx, conj[i]->loc, QR_EINVAL, "42803",
+                              "aggregate functions are not allowed in WHERE");
+    /* output columns */
+    out->n_cols = n_tg;
+    out->cols = qr_arena_calloc(cx->arena, (size_t)(n_tg + 1) * sizeof *out->cols);
+    if (!out->cols)
+        return nomem(cx);
+    for (int i = 0; i < n_tg; i++) {
+        QrSqlColumn *c = &out->cols[i];
+        c->name = tg[i].name;
+        c->type = tg[i].e->type == QR_SQL_UNKNOWN ? QR_SQL_TEXT : tg[i].e->type;
+        c->typmod = -1;
+        if (tg[i].scope_col >= 0) {
+            c->table_oid = s->scope.cols[tg[i].scope_col].table_oid;
+            c->attnum = s->scope.cols[tg[i].scope_col].attnum;
+        }
+    }
+    uint64_t limit, offset;
+    if ((rc = limit_value(cx, sqlj_get(body, "limitCount"), UINT64_MAX, &limit)) ||
+        (rc = limit_value(cx, sqlj_get(body, "limitOffset"), 0, &offset)))
+        return rc;
+    if (describe)
+        return QR_OK;
+
+    /* ---- plan the table accesses ---- */
+    uint64_t applied = 0; /* conjuncts already applied, bit per conjunct (first 64) */
+    bool *done = qr_arena_calloc(cx->arena, (size_t)(n_conj + 1) * sizeof *done);
+    if (!done)
+        return nomem(cx);
+    (void)applied;
+    bool const_false = false;
+    for (int i = 0; i < n_conj; i++) {
+        uint64_t m = expr_items(s, conj[i]);
+        if (m == 0) {
+            bool pass;
+            SqlEvalRow er = {.doc = -1};
+            if ((rc = sql_expr_test(cx, conj[i], &er, &pass)))
+                return rc;
+            if (!pass)
+                const_false = true;
+            done[i] = true;
+        }
+    }
+    for (int ii = 0; ii < s->n_items; ii++) {
+        Item *it = &s->items[ii];
+        if (it->kind != IT_TABLE)
+            continue;
+        SqlTableScan *sc = &it->scan;
+        sc->t = it->t;
+        sc->qual = it->qual;
+        sc->scope = &s->scope;
+        sc->first = it->first;
+        sc->n_cols = it->n_cols;
+        sc->drive = -1;
+        sc->topk = -1;
+        sc->conj = qr_arena_calloc(cx->arena, (size_t)(n_conj + 1) * sizeof *sc->conj);
+        sc->texts = qr_arena_calloc(cx->arena, (size_t)(s->bind.n_texts + 1) * sizeof *sc->texts);
+        if (!sc->conj || !sc->texts)
+            return nomem(cx);
+        for (int i = 0; i < s->bind.n_texts; i++)
+            if (item_of_col(s, s->bind.texts[i]->id_col) == ii)
+                sc->texts[sc->n_texts++] = s->bind.texts[i];
+        if (!it->left)
+            for (int i = 0; i < n_conj; i++)
+                if (!done[i] && expr_items(s, conj[i]) == (1ull << ii)) {
+                    sc->conj[sc->n_conj++] = conj[i];
+                    done[i] = true;
+                    if (conj[i]->kind == SE_MATCH && sc->drive < 0)
+                        for (int k2 = 0; k2 < sc->n_texts; k2++)
+                            if (sc->texts[k2] == conj[i]->text)
+                                sc->drive = k2;
+                }
+    }
+    /* top-k: ORDER BY score() DESC LIMIT k over one table whose only
+     * condition is its text predicate, no grouping / distinct */
+    if (s->n_items == 1 && s->items[0].kind == IT_TABLE && !grouped && !distinct && n_sort >= 1 &&
+        limit != UINT64_MAX && keys[0].desc) {
+        SqlTableScan *sc = &s->items[0].scan;
+        const SqlExpr *k0 = keys[0].col < n_tg ? tg[keys[0].col].e : extra[keys[0].col - n_tg];
+        bool by_score = k0->kind == SE_SCORE ||
+                        (k0->kind == SE_COL && s->scope.cols[k0->col].field == -3);
+        if (by_score && sc->drive >= 0 && sc->n_conj == 1 && sc->n_texts == 1)
+            sc->topk = (int64_t)(limit + offset);
+    }
+    /* count(*) over a text predicate, or over a whole table: no documents fetched */
+    if (s->n_items == 1 && s->items[0].kind == IT_TABLE && n_groups == 0 && !having &&
+        s->bind.n_aggs > 0 && !const_false) {
+        bool only_count = true;
+        for (int i = 0; i < s->bind.n_aggs; i++)
+            only_count &= s->bind.aggs[i]->kind == SA_COUNT_STAR;
+        for (int i = 0; i < n_tg; i++)
+            only_count &= tg[i].e->kind == SE_AGG || sql_expr_is_const(tg[i].e);
+        SqlTableScan *sc = &s->items[0].scan;
+        uint64_t cnt = 0;
+        bool have = false;
+        if (only_count && sc->n_conj == 1 && sc->drive >= 0 && n_conj == 1) {
+            if ((rc = sql_scan_count_text(cx, sc, &cnt)))
+                return rc;
+            have = true;
+        } else if (only_count && n_conj == 0 && sc->n_texts == 0) {
+            QrTableStats st;
+            qr_table_stats(sc->t, &st);
+            cnt = st.docs;
+            sc->path = SQL_PATH_AUTO;
+            sc->rows_out = cnt;
+            have = true;
+        }
+        if (have) {
+            SqlValue *aggv = qr_arena_calloc(cx->arena, (size_t)s->bind.n_aggs * sizeof *aggv);
+            SqlValue *row = qr_arena_calloc(cx->arena, (size_t)(s->scope.n + 1) * sizeof *row);
+            out->vals = qr_arena_calloc(cx->arena, (size_t)(n_tg + 1) * sizeof *out->vals);
+            if (!aggv || !row || !out->vals)
+                return nomem(cx);
+            for (int i = 0; i < s->bind.n_aggs; i++)
+                aggv[i] = sqlv_int((int64_t)cnt);
+            for (int i = 0; i < s->scope.n; i++)
+                row[i] = sqlv_null();
+            SqlEvalRow er = {.row = row, .aggv = aggv, .doc = -1};
+            for (int i = 0; i < n_tg; i++)
+                if ((rc = sql_expr_eval(cx, tg[i].e, &er, &out->vals[i])))
+                    return rc;
+            out->n_rows = offset == 0 && limit > 0 ? 1 : 0;
+            plan_node(s, "Result  (1 row)");
+            plan_node(s, "Aggregate  (count from %s, no documents fetched)",
+                      sc->drive >= 0 ? "the postings" : "table statistics");
+            if (cx->ex && sc->drive >= 0)
+                scan_node(s, &s->items[0]);
+            plan_flush(s);
+            return QR_OK;
+        }
+    }
+    bool run = !(cx->ex && !cx->ex->analyze);
+    /* ---- scans ---- */
+    int W = s->scope.n;
+    for (int ii = 0; ii < s->n_items; ii++) {
+        Item *it = &s->items[ii];
+        if (it->kind == IT_TABLE) {
+            if (const_false && run) {
+                it->rows = NULL;
+                it->n_rows = 0;
+                continue;
+            }
+            if ((rc = sql_scan_table(cx, &it->scan, run, &it->rows, &it->n_rows)))
+                return rc;
+            continue;
+        }
+        /* materialized rows: widen, apply the item's own conditions */
+        uint64_t n = it->src.n_rows;
+        it->rows = qr_arena_alloc(cx->arena, (n * (uint64_t)W + 1) * sizeof *it->rows);
+        if (!it->rows)
+            return nomem(cx);
+        uint64_t kept = 0;
+        for (uint64_t r = 0; r < n; r++) {
+            SqlValue *row = it->rows + kept * (uint64_t)W;
+            for (int c = 0; c < W; c++)
+                row[c] = sqlv_null();
+            memcpy(row + it->first, it->src.vals + r * (uint64_t)it->n_cols,
+                   (size_t)it->n_cols * sizeof *row);
+            bool pass = true;
+            SqlEvalRow er = {.row = row, .doc = -1};
+            for (int i = 0; i < n_conj && pass && !it->left; i++)
+                if (!done[i] && expr_items(s, conj[i]) == (1ull << ii))
+                    if ((rc = sql_expr_test(cx, conj[i], &er, &pass)))
+                        return rc;
+            if (pass)
+                kept++;
+        }
+        for (int i = 0; i < n_conj && !it->left; i++)
+            if (!done[i] && expr_items(s, conj[i]) == (1ull << ii))
+                done[i] = true;
+        it->n_rows = kept;
+    }
+    for (int ii = s->n_items - 1; ii >= 0; ii--)
+        if (s->items[ii].kind == IT_TABLE)
+            scan_node(s, &s->items[ii]);
+    /* ---- joins (left-deep, in FROM order) ---- */
+    SqlValue *rows;
+    uint64_t n_rows;
+    if (s->n_items == 0) {
+        rows = qr_arena_calloc(cx->arena, sizeof *rows);
+        n_rows = const_false ? 0 : 1;
+        if (!rows)
+            return nomem(cx);
+    } else {
+        rows = s->items[0].rows;
+        n_rows = s->items[0].n_rows;
+    }
+    for (int ii = 1; ii < s->n_items; ii++) {
+        Item *it = &s->items[ii];
+        uint64_t left_mask = (1ull << ii) - 1, me = 1ull << ii;
+        /* the conditions this join applies */
+        SqlExpr **cond = it->left ? it->on_conj : conj;
+        int n_cond = it->left ? it->n_on : n_conj;
+        int *use = qr_arena_calloc(cx->arena, (size_t)(n_cond + 1) * sizeof *use);
+        SqlExpr *lk[16], *rk[16];
+        int n_keys = 0;
+        if (!use)
+            return nomem(cx);
+        for (int i = 0; i < n_cond; i++) {
+            if (!it->left && done[i])
+                continue;
+            uint64_t m = expr_items(s, cond[i]);
+            if ((m & ~(left_mask | me)) != 0)
+                continue; /* needs a later item */
+            use[i] = 1;
+            const SqlExpr *e = cond[i];
+            if (e->kind == SE_CMP && e->op == SQL_CMP_EQ && n_keys < 16) {
+                uint64_t a = expr_items(s, e->args[0]), b = expr_items(s, e->args[1]);
+                if (a && b && !(a & me) && (b == me)) {
+                    lk[n_keys] = e->args[0];
+                    rk[n_keys++] = e->args[1];
+                    use[i] = 2;
+                } else if (a && b && !(b & me) && a == me) {
+                    lk[n_keys] = e->args[1];
+                    rk[n_keys++] = e->args[0];
+                    use[i] = 2;
+                }
+            }
+        }
+        /* hash the right side */
+        uint64_t rn = it->n_rows, cap = 16;
+        while (cap < rn * 2)
+            cap <<= 1;
+        int64_t *slots = NULL, *chain = NULL;
+        uint64_t *hashes = NULL;
+        if (n_keys) {
+            slots = qr_malloc(cap * sizeof *slots);
+            chain = qr_malloc((rn + 1) * sizeof *chain);
+            hashes = qr_malloc((rn + 1) * sizeof *hashes);
+            if (!slots || !chain || !hashes) {
+                qr_free(slots);
+                qr_free(chain);
+                qr_free(hashes);
+                return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+            }
+            memset(slots, 0xff, cap * sizeof *slots);
+            for (uint64_t r = 0; r < rn; r++) {
+                SqlEvalRow er = {.row = it->rows + r * (uint64_t)W, .doc = -1};
+                uint64_t h = 0;
+                bool null_key = false;
+                for (int kk = 0; kk < n_keys && rc == QR_OK; kk++) {
+                    SqlValue v;
+                    rc = sql_expr_eval(cx, rk[kk], &er, &v);
+                    null_key |= v.is_null;
+                    h = h * 31 + sqlv_hash(&v);
+                }
+                hashes[r] = h;
+                chain[r] = -1;
+                if (null_key || rc)
+                    continue;
+                uint64_t p = h & (cap - 1);
+                chain[r] = slots[p];
+                slots[p] = (int64_t)r;
+            }
+        } else if (n_rows * (rn ? rn : 1) > NESTED_LOOP_MAX) {
+            return sql_err_at(cx, -1, QR_ELIMIT, "54000",
+                              "join without an equality condition would compare %" PRIu64 " row pairs",
+                              n_rows * rn);
+        }
+        /* probe */
+        SqlValue *orow = NULL;
+        uint64_t on = 0, ocap = 0;
+        for (uint64_t l = 0; l < n_rows && rc == QR_OK; l++) {
+            const SqlValue *lrow = rows + l * (uint64_t)W;
+            bool matched = false;
+            int64_t r = -1;
+            uint64_t h = 0;
+            bool null_key = false;
+            if (n_keys) {
+                SqlEvalRow er = {.row = lrow, .doc = -1};
+                for (int kk = 0; kk < n_keys && rc == QR_OK; kk++) {
+                    SqlValue v;
+                    rc = sql_expr_eval(cx, lk[kk], &er, &v);
+                    null_key |= v.is_null;
+                    h = h * 31 + sqlv_hash(&v);
+                }
+                r = null_key ? -1 : slots[h & (cap - 1)];
+            }
+            uint64_t rr = 0;
+            for (;;) {
+                uint64_t cand;
+                if (n_keys) {
+                    while (r >= 0 && hashes[r] != h)
+                        r = chain[r];
+                    if (r < 0)
+                        break;
+                    cand = (uint64_t)r;
+                    r = chain[r];
+                } else {
+                    if (rr >= rn)
+                        break;
+                    cand = rr++;
+                }
+                if ((rc = sql_check(cx)))
+                    break;
+                if (on == ocap) {
+                    uint64_t nc = ocap ? ocap * 2 : 256;
+                    SqlValue *no = qr_arena_alloc(cx->arena, nc * (uint64_t)W * sizeof *no);
+                    if (!no) {
+                        rc = nomem(cx);
+                        break;
+                    }
+                    if (on)
+                        memcpy(no, orow, on * (uint64_t)W * sizeof *no);
+                    orow = no;
+                    ocap = nc;
+                }
+                SqlValue *o = orow + on * (uint64_t)W;
+                memcpy(o, lrow, (size_t)W * sizeof *o);
+                memcpy(o + it->first, it->rows + cand * (uint64_t)W + it->first,
+                       (size_t)it->n_cols * sizeof *o);
+                bool pass = true;
+                SqlEvalRow er = {.row = o, .doc = -1};
+                for (int i = 0; i < n_cond && pass && rc == QR_OK; i++)
+                    if (use[i])
+                        rc = sql_expr_test(cx, cond[i], &er, &pass);
+                if (rc == QR_OK && pass) {
+                    on++;
+                    matched = true;
+                }
+            }
+            if (rc == QR_OK && it->left && !matched) {
+                if (on == ocap) {
+                    uint64_t nc = ocap ? ocap * 2 : 256;
+                    SqlValue *no = qr_arena_alloc(cx->arena, nc * (uint64_t)W * sizeof *no);
+                    if (!no) {
+                        rc = nomem(cx);
+                        break;
+                    }
+                    if (on)
+                        memcpy(no, orow, on * (uint64_t)W * sizeof *no);
+                    orow = no;
+                    ocap = nc;
+                }
+                memcpy(orow + on * (uint64_t)W, lrow, (size_t)W * sizeof *orow);
+                on++;
+            }
+        }
+        qr_free(slots);
+        qr_free(chain);
+        qr_free(hashes);
+        if (rc)
+            return rc;
+        if (!it->left)
+            for (int i = 0; i < n_conj; i++)
+                if (use[i])
+                    done[i] = true;
+        plan_node(s, "%s Join on %s  (%d key%s)%s", it->left ? "Left Hash" : n_keys ? "Hash" : "Nested Loop",
+                  it->qual ? it->qual : "subquery", n_keys, n_keys == 1 ? "" : "s", "");
+        if (cx->ex && cx->ex->analyze && s->n_plan_nodes) {
+            char buf[64];
+            snprintf(buf, sizeof buf, " (actual rows=%" PRIu64 ")", on);
+            size_t l0 = strlen(s->plan_nodes[s->n_plan_nodes - 1]);
+            char *nn = qr_arena_alloc(cx->arena, l0 + strlen(buf) + 1);
+            if (nn) {
+                memcpy(nn, s->plan_nodes[s->n_plan_nodes - 1], l0);
+                strcpy(nn + l0, buf);
+                s->plan_nodes[s->n_plan_nodes - 1] = nn;
+            }
+        }
+        rows = orow;
+        n_rows = on;
+    }
+    /* remaining WHERE conjuncts */
+    int left_over = 0;
+    for (int i = 0; i < n_conj; i++)
+        left_over += !done[i];
+    if (left_over) {
+        uint64_t kept = 0;
+        for (uint64_t r = 0; r < n_rows; r++) {
+            SqlValue *row = rows + r * (uint64_t)W;
+            bool pass = true;
+            SqlEvalRow er = {.row = row, .doc = -1};
+            for (int i = 0; i < n_conj && pass; i++)
+                if (!done[i] && (rc = sql_expr_test(cx, conj[i], &er, &pass)))
+                    return rc;
+            if (pass) {
+                if (kept != r)
+                    memcpy(rows + kept * (uint64_t)W, row, (size_t)W * sizeof *row);
+                kept++;
+            }
+        }
+        n_rows = kept;
+        plan_node(s, "Filter  (%d condition%s)", left_over, left_over == 1 ? "" : "s");
+    }
+    /* ---- aggregation ---- */
+    int XW = n_tg + n_extra; /* extended output row: targets + extra sort keys */
+    SqlValue *xrows;
+    uint64_t n_x = 0;
+    if (grouped) {
+        int na = s->bind.n_aggs;
+        uint64_t cap = 64, n_g = 0, gcap = 16;
+        int64_t *slots = qr_malloc(cap * sizeof *slots);
+        Group *gs = qr_malloc(gcap * sizeof *gs);
+        if (!slots || !gs) {
+            qr_free(slots);
+            qr_free(gs);
+            return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+        }
+        memset(slots, 0xff, cap * sizeof *slots);
+        SqlValue *keyv = qr_arena_alloc(cx->arena, (size_t)(n_groups + 1) * sizeof *keyv);
+        if (!keyv)
+            rc = nomem(cx);
+        for (uint64_t r = 0; r < n_rows && rc == QR_OK; r++) {
+            const SqlValue *row = rows + r * (uint64_t)W;
+            SqlEvalRow er = {.row = row, .doc = -1};
+            uint64_t h = 0;
+            for (int g = 0; g < n_groups && rc == QR_OK; g++) {
+                rc = sql_expr_eval(cx, groups[g], &er, &keyv[g]);
+                h = h * 31 + sqlv_hash(&keyv[g]);
+            }
+            if (rc || (rc = sql_check(cx)))
+                break;
+            uint64_t p = h & (cap - 1);
+            int64_t gi = -1;
+            while (slots[p] >= 0) {
+                Group *G = &gs[slots[p]];
+                bool same = G->hash == h;
+                for (int g = 0; g < n_groups && same; g++)
+                    same = sqlv_same(&G->keys[g], &keyv[g]);
+                if (same) {
+                    gi = slots[p];
+                    break;
+                }
+                p = (p + 1) & (cap - 1);
+            }
+            if (gi < 0) {
+                if (n_g == gcap) {
+                    Group *ng2 = qr_realloc(gs, gcap * 2 * sizeof *gs);
+                    if (!ng2) {
+                        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+                        break;
+                    }
+                    gs = ng2;
+                    gcap *= 2;
+                }
+                Group *G = &gs[n_g];
+                G->rep = row;
+                G->hash = h;
+                G->keys = qr_arena_alloc(cx->arena, (size_t)(n_groups + 1) * sizeof *G->keys);
+                G->st = qr_arena_calloc(cx->arena, (size_t)(na + 1) * sizeof *G->st);
+                if (!G->keys || !G->st) {
+                    rc = nomem(cx);
+                    break;
+                }
+                memcpy(G->keys, keyv, (size_t)n_groups * sizeof *keyv);
+                slots[p] = (int64_t)n_g;
+                gi = (int64_t)n_g++;
+                if (n_g * 2 > cap) { /* grow and rehash */
+                    uint64_t nc = cap * 2;
+                    int64_t *ns = qr_malloc(nc * sizeof *ns);
+                    if (!ns) {
+                        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+                        break;
+                    }
+                    memset(ns, 0xff, nc * sizeof *ns);
+                    for (uint64_t g = 0; g < n_g; g++) {
+                        uint64_t q = gs[g].hash & (nc - 1);
+                        while (ns[q] >= 0)
+                            q = (q + 1) & (nc - 1);
+                        ns[q] = (int64_t)g;
+                    }
+                    qr_free(slots);
+                    slots = ns;
+                    cap = nc;
+                }
+            }
+            for (int a = 0; a < na && rc == QR_OK; a++)
+                rc = agg_step(cx, s->bind.aggs[a], &gs[gi].st[a], &er);
+        }
+        qr_free(slots);
+        /* no GROUP BY: one group even over no rows */
+        SqlValue *nullrow = NULL;
+        if (rc == QR_OK && n_groups == 0 && n_g == 0) {
+            nullrow = qr_arena_alloc(cx->arena, (size_t)(W + 1) * sizeof *nullrow);
+            AggState *st = qr_arena_calloc(cx->arena, (size_t)(na + 1) * sizeof *st);
+            if (!nullrow || !st)
+                rc = nomem(cx);
+            else {
+                for (int c = 0; c < W; c++)
+                    nullrow[c] = sqlv_null();
+                gs[0].rep = nullrow;
+                gs[0].st = st;
+                gs[0].keys = NULL;
+                n_g = 1;
+            }
+        }
+        xrows = rc ? NULL : qr_arena_alloc(cx->arena, (n_g * (uint64_t)XW + 1) * sizeof *xrows);
+        SqlValue *aggv = rc ? NULL : qr_arena_alloc(cx->arena, (size_t)(na + 1) * sizeof *aggv);
+        if (rc == QR_OK && (!xrows || !aggv))
+            rc = nomem(cx);
+        for (uint64_t g = 0; g < n_g && rc == QR_OK; g++) {
+            for (int a = 0; a < na && rc == QR_OK; a++)
+                rc = agg_final(cx, s->bind.aggs[a], &gs[g].st[a], &aggv[a]);
+            SqlEvalRow er = {.row = gs[g].rep, .aggv = aggv, .doc = -1};
+            if (rc == QR_OK && having) {
+                bool pass;
+                if ((rc = sql_expr_test(cx, having, &er, &pass)) || !pass)
+                    continue;
+            }
+            SqlValue *x = xrows + n_x * (uint64_t)XW;
+            for (int i = 0; i < n_tg && rc == QR_OK; i++)
+                rc = sql_expr_eval(cx, tg[i].e, &er, &x[i]);
+            for (int i = 0; i < n_extra && rc == QR_OK; i++)
+                rc = sql_expr_eval(cx, extra[i], &er, &x[n_tg + i]);
+            n_x++;
+        }
+        qr_free(gs);
+        if (rc)
+            return rc;
+        plan_node(s, "HashAggregate  (%d group key%s, %d aggregate%s%s)", n_groups,
+                  n_groups == 1 ? "" : "s", na, na == 1 ? "" : "s", having ? ", having" : "");
+    } else {
+        xrows = qr_arena_alloc(cx->arena, (n_rows * (uint64_t)XW + 1) * sizeof *xrows);
+        if (!xrows)
+            return nomem(cx);
+        for (uint64_t r = 0; r < n_rows; r++) {
+            SqlEvalRow er = {.row = rows + r * (uint64_t)W, .doc = -1};
+            SqlValue *x = xrows + r * (uint64_t)XW;
+            for (int i = 0; i < n_tg; i++)
+                if ((rc = sql_expr_eval(cx, tg[i].e, &er, &x[i])))
+                    return rc;
+            for (int i = 0; i < n_extra; i++)
+                if ((rc = sql_expr_eval(cx, extra[i], &er, &x[n_tg + i])))
+                    return rc;
+            if ((rc = sql_check(cx)))
+                return rc;
+        }
+        n_x = n_rows;
+    }
+    /* output types: values of a declared type (casts of results of an
+     * untyped branch) */
+    for (uint64_t r = 0; r < n_x; r++)
+        for (int i = 0; i < n_tg; i++) {
+            SqlValue *v = &xrows[r * (uint64_t)XW + (uint64_t)i];
+            if (v->is_null)
+                v->type = out->cols[i].type;
+            else if (v->type != out->cols[i].type) {
+                SqlValue o;
+                if ((rc = sqlv_cast(cx, v, out->cols[i].type, -1, &o)))
+                    return rc;
+                *v = o;
+            }
+        }
+    if (distinct) {
+        if (n_extra == 0) {
+            if ((rc = dedupe(cx, xrows, &n_x, XW)))
+                return rc;
+        }
+        plan_node(s, "Unique");
+    }
+    if (n_sort || limit != UINT64_MAX || offset || n_extra) {
+        SqlValue *o;
+        uint64_t n;
+        if ((rc = sort_limit(cx, xrows, n_x, XW, keys, n_sort, offset, limit, n_tg, &o, &n)))
+            return rc;
+        xrows = o;
+        n_x = n;
+        if (n_sort)
+            plan_node(s, "Sort  (%d key%s)", n_sort, n_sort == 1 ? "" : "s");
+        if (limit != UINT64_MAX || offset)
+            plan_node(s, "Limit  (%s%" PRIu64 " offset %" PRIu64 ")",
+                      limit == UINT64_MAX ? "all" : "", limit == UINT64_MAX ? 0 : limit, offset);
+    }
+    out->vals = xrows;
+    out->n_rows = n_x;
+    plan_flush(s);
+    return QR_OK;
+}
+
+/* Column names may point into the parse tree: copy them to the arena so
+ * results outlive their statement. */
+static int own_names(SqlCtx *cx, QrSqlColumn *cols, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const char *nm = cols[i].name ? cols[i].name : "?column?";
+        if (!(cols[i].name = qr_arena_strndup(cx->arena, nm, strlen(nm))))
+            return nomem(cx);
+    }
+    return QR_OK;
+}
+
+int sql_query_run(SqlCtx *cx, const cJSON *select_node, QrSqlResult *res)
+{
+    const cJSON *body = sqlj_is(select_node, "SelectStmt");
+    if (!body)
+        body = select_node; /* a bare SelectStmt body */
+    QrSqlResult r;
+    int rc = select_body(cx, body, false, &r);
+    if (rc)
+        return rc;
+    res->n_cols = r.n_cols;
+    res->cols = r.cols;
+    res->n_rows = r.n_rows;
+    res->vals = r.vals;
+    return own_names(cx, res->cols, res->n_cols);
+}
+
+int sql_query_describe(SqlCtx *cx, const cJSON *select_node, QrSqlColumn **cols, int *n_cols)
+{
+    const cJSON *body = sqlj_is(select_node, "SelectStmt");
+    if (!body)
+        body = select_node;
+    QrSqlResult r;
+    bool was = cx->analyze_only;
+    cx->analyze_only = true;
+    int rc = select_body(cx, body, true, &r);
+    cx->analyze_only = was;
+    if (rc)
+        return rc;
+    *cols = r.cols;
+    *n_cols = r.n_cols;
+    return own_names(cx, r.cols, r.n_cols);
+}
+
+int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
+{
+    const cJSON *b = sqlj_is(explain_node, "ExplainStmt");
+    SqlExplain ex;
+    memset(&ex, 0, sizeof ex);
+    qr_buf_init(&ex.lines);
+    const cJSON *o;
+    cJSON_ArrayForEach(o, sqlj_get(b, "options"))
+    {
+        const cJSON *de = sqlj_is(o, "DefElem");
+        const char *name = sqlj_str(de, "defname");
+        const cJSON *arg = sqlj_get(de, "arg");
+        bool on = true;
+        if (arg) {
+            const char *sv = sqlj_sval(arg);
+            const cJSON *ac = sqlj_is(arg, "A_Const");
+            if (sv)
+                on = strcasecmp(sv, "false") && strcasecmp(sv, "off") && strcmp(sv, "0");
+            else if (ac && sqlj_get(ac, "boolval"))
+                on = sqlj_bool(sqlj_get(ac, "boolval"), "boolval");
+        }
+        if (name && !strcasecmp(name, "analyze"))
+            ex.analyze = on;
+        else if (name && (!strcasecmp(name, "scores")))
+            return sql_err_at(cx, sqlj_loc(o), QR_EUNSUPPORTED, "0A000",
+                              "EXPLAIN (SCORES) is not supported yet");
+        else if (name && strcasecmp(name, "verbose") && strcasecmp(name, "costs") &&
+                 strcasecmp(name, "format") && strcasecmp(name, "buffers") &&
+                 strcasecmp(name, "timing") && strcasecmp(name, "summary"))
+            return sql_err_at(cx, sqlj_loc(o), QR_EINVAL, "42601",
+                              "unrecognized EXPLAIN option \"%s\"", name);
+    }
+    const cJSON *q = sqlj_get(b, "query");
+    if (!sqlj_is(q, "SelectStmt"))
+        return sql_err_at(cx, sqlj_loc(q), QR_EUNSUPPORTED, "0A000",
+                          "EXPLAIN is supported for SELECT only");
+    cx->ex = &ex;
+    QrSqlResult r;
+    uint64_t t0 = qr_now_ns();
+    int rc = select_body(cx, sqlj_body(q), false, &r);
+    cx->ex = NULL;
+    if (rc == QR_OK && ex.analyze)
+        qr_buf_printf(&ex.lines, "Execution Time: %.3f ms\nRows: %" PRIu64 "\n",
+                      (double)(qr_now_ns() - t0) / 1e6, r.n_rows);
+    if (rc == QR_OK && !qr_buf_ok(&ex.lines))
+        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    if (rc) {
+        qr_buf_free(&ex.lines);
+        return rc;
+    }
+    /* one row per line */
+    uint64_t n = 0;
+    for (size_t i = 0; i < ex.lines.len; i++)
+        n += ex.lines.data[i] == '\n';
+    res->n_cols = 1;
+    res->cols = qr_arena_calloc(cx->arena, sizeof *res->cols);
+    res->vals = qr_arena_alloc(cx->arena, (n + 1) * sizeof *res->vals);
+    if (!res->cols || !res->vals) {
+        qr_buf_free(&ex.lines);
+        return nomem(cx);
+    }
+    res->cols[0].name = "QUERY PLAN";
+    res->cols[0].type = QR_SQL_TEXT;
+    res->cols[0].typmod = -1;
+    const char *p = (const char *)ex.lines.data;
+    for (uint64_t i = 0; i < n; i++) {
+        const char *nl = strchr(p, '\n');
+        char *line = qr_arena_strndup(cx->arena, p, (size_t)(nl - p));
+        if (!line) {
+            qr_buf_free(&ex.lines);
+            return nomem(cx);
+        }
+        res->vals[i] = sqlv_text(line, (size_t)(nl - p));
+        p = nl + 1;
+    }
+    res->n_rows = n;
+    qr_buf_free(&ex.lines);
+    return QR_OK;
+}
