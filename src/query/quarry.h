@@ -112,7 +112,9 @@ int qr_verify(QrTable *t, QrError *err);
 /* ---- search ---- */
 
 typedef struct QrSearchReq {
-    const char *q;            /* query text (docs/query-language.md) */
+    const char *q;            /* query text (docs/query-language.md); "*" matches every
+                                 document, and so does an empty q when a filter or a sort is
+                                 given (filter-only search) */
     size_t q_len;
     const char *fields;       /* "title^2,body" (weighted sum of per-field BM25) or NULL: the
                                  combined "_all" field when the schema has one, else every

@@ -27,6 +27,7 @@
 #include "index/iter_bitmap.h"
 #include "index/postings.h"
 #include "index/termdict.h"
+#include "query/filter.h"
 #include "query/iter_ops.h"
 #include "query/qparse.h"
 #include "query/query_int.h"
@@ -163,6 +164,25 @@ struct CNode {
     int min_should;
 };
 
+/* Sort keys: a column, the score, or the primary key. */
+#define MAX_SORT_KEYS 4
+enum { SK_SCORE = -1, SK_ID = -2 };
+typedef struct SortKey {
+    int field;      /* schema field index, SK_SCORE or SK_ID */
+    int ct;         /* column type (QrColType) for fields */
+    bool desc;
+} SortKey;
+
+/* One sort value.  NULL sorts after every value ascending (before it
+ * descending), as PostgreSQL's default NULLS LAST / NULLS FIRST. */
+typedef struct SVal {
+    bool null;
+    int64_t i;      /* int64, timestamp, bool */
+    double f;       /* float64, _score */
+    const char *s;  /* keyword, _id key bytes: borrow the segment (or the cursor) */
+    size_t n;
+} SVal;
+
 typedef struct Search {
     QrTable *t;
     const QrSchema *schema;
@@ -185,6 +205,21 @@ typedef struct Search {
     uint64_t docs_scored;
     roaring_bitmap_t **bms;     /* owns: expansion bitmaps, freed at the end */
     int n_bms, cap_bms;
+    /* structured filter (query/filter.h) */
+    QrFilter *filter_owned;     /* owns: parsed from req->filter */
+    const QrFilter *filter;     /* borrows filter_owned or req->filter_tree; NULL = none */
+    roaring_bitmap_t **fbm;     /* owns: per segment, live docs matching the filter
+                                   (restricted to text matches when those went first) */
+    QrFilterStats fst;
+    /* order (explicit sort or search_after) */
+    SortKey keys[MAX_SORT_KEYS];
+    int n_keys;
+    bool sorted;                /* path B: explicit sort or a cursor */
+    bool need_score;
+    bool has_cursor;
+    SVal cursor[MAX_SORT_KEYS];
+    uint8_t cursor_pk[PK_KEY_MAX];
+    size_t cursor_pk_len;
 } Search;
 
 static void *aalloc(Search *s, size_t n)
@@ -839,9 +874,24 @@ static bool flat_and(const CNode *c)
     return true;
 }
 
+static roaring_bitmap_t *seg_filter(Search *s, int i, const CNode *root);
+
 static uint64_t count_segment(Search *s, int i, const CNode *root)
 {
     Segment *seg = s->snap->segs[i];
+    if (s->filter) {
+        /* bitmaps only: the filter's live docs, intersected with the text */
+        roaring_bitmap_t *fb = seg_filter(s, i, root);
+        if (!fb)
+            return 0;
+        if (root->kind == CK_ALL)
+            return roaring_bitmap_get_cardinality(fb);
+        Iter *v[2] = {build(s, seg, root, false), iter_bitmap_new(&s->ctx, fb)};
+        if (!v[0] || !v[1])
+            return 0;
+        Iter *both = iter_and_new(&s->ctx, v, 2);
+        return both ? iter_count(both) : 0;
+    }
     Iter *it = build(s, seg, root, false);
     if (!it)
         return 0;
@@ -878,6 +928,15 @@ static int rank_segment(Search *s, int i, const CNode *root, const CTerm **flat,
     Segment *seg = s->snap->segs[i];
     const roaring_bitmap_t *dels = s->snap->dels[i];
     DocId base = s->snap->base[i];
+    const roaring_bitmap_t *fb = seg_filter(s, i, root);
+    if (s->ctx.err.code != QR_OK)
+        return s->ctx.err.code;
+    if (fb && roaring_bitmap_is_empty(fb))
+        return QR_OK;
+    /* the live docs a hit must be in: the filter's bitmap, or all but deletes */
+#define LIVE_FILTER()                                                                          \
+    (fb ? iter_bitmap_new(&s->ctx, fb) : dels ? iter_live_new(&s->ctx, seg_n_docs(seg), dels) \
+                                              : NULL)
     if (flat) {
         Iter **v = aalloc(s, ((size_t)n_flat + 1) * sizeof *v);
         if (!v)
@@ -890,7 +949,7 @@ static int rank_segment(Search *s, int i, const CNode *root, const CTerm **flat,
         }
         if (n == 0)
             return s->ctx.err.code;
-        Iter *filter = dels ? iter_live_new(&s->ctx, seg_n_docs(seg), dels) : NULL;
+        Iter *filter = LIVE_FILTER();
         if (s->req->exhaustive) {
             Iter *root_it = n == 1 ? v[0] : iter_or_new(&s->ctx, v, n, 1);
             if (root_it && filter) {
@@ -914,13 +973,18 @@ static int rank_segment(Search *s, int i, const CNode *root, const CTerm **flat,
             if (!v[k])
                 return s->ctx.err.code; /* a required term is absent here */
         }
-        Iter *filter = dels ? iter_live_new(&s->ctx, seg_n_docs(seg), dels) : NULL;
+        Iter *filter = LIVE_FILTER();
         return topk_and(&s->ctx, v, root->n_kids, filter, base, tk);
     }
     Iter *it = build(s, seg, root, true);
     if (!it)
         return s->ctx.err.code;
-    if (dels) {
+    if (fb) {
+        Iter *v[2] = {it, iter_bitmap_new(&s->ctx, fb)};
+        it = v[1] ? iter_and_new(&s->ctx, v, 2) : NULL;
+        if (!it)
+            return s->ctx.err.code;
+    } else if (dels) {
         Iter *d = iter_bitmap_new(&s->ctx, dels);
         if (!d)
             return s->ctx.err.code;
@@ -929,6 +993,7 @@ static int rank_segment(Search *s, int i, const CNode *root, const CTerm **flat,
             return s->ctx.err.code;
     }
     return topk_collect_all(it, base, tk);
+#undef LIVE_FILTER
 }
 
 /* ---- snippets ---- */
@@ -1100,7 +1165,13 @@ static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
         if (!it)
             continue;
         bool batch = post_iter_is(it);
-        if (!batch && dels) {
+        if (s->filter) {
+            roaring_bitmap_t *fb = seg_filter(s, i, root);
+            Iter *v[2] = {it, fb ? iter_bitmap_new(&s->ctx, fb) : NULL};
+            if (!v[1] || !(it = iter_and_new(&s->ctx, v, 2)))
+                break;
+            batch = false;
+        } else if (!batch && dels) {
             Iter *d = iter_bitmap_new(&s->ctx, dels);
             it = d ? iter_andnot_new(&s->ctx, it, d) : NULL;
             if (!it)
@@ -1159,6 +1230,814 @@ static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
     }
     qr_buf_free(&b);
     qr_free(docs);
+    return s->ctx.err.code;
+}
+
+/* ---- filters ---- */
+
+/* Materialize a (non-scoring) iterator into a bitmap, skipping deleted docs. */
+static void iter_to_bitmap(Iter *it, const roaring_bitmap_t *dels, roaring_bitmap_t *bm)
+{
+    uint32_t buf[256];
+    size_t k = 0;
+    for (DocId d = iter_next(it); d != ITER_END; d = iter_next(it)) {
+        if (dels && roaring_bitmap_contains(dels, (uint32_t)d))
+            continue;
+        buf[k++] = (uint32_t)d;
+        if (k == 256) {
+            roaring_bitmap_add_many(bm, k, buf);
+            k = 0;
+        }
+    }
+    roaring_bitmap_add_many(bm, k, buf);
+}
+
+/* The live docs of segment i matching the filter, computed once.  When the
+ * text side is selective enough (filter_seg_choose says CHECK for its cost)
+ * or the check path is forced, the text matches are materialized first and
+ * only they are checked, so the bitmap is then already text ∩ filter.
+ * NULL on error (in s->ctx.err) or when there is no filter. */
+static roaring_bitmap_t *seg_filter(Search *s, int i, const CNode *root)
+{
+    if (!s->filter || s->ctx.err.code != QR_OK)
+        return NULL;
+    if (s->fbm[i])
+        return s->fbm[i];
+    Segment *seg = s->snap->segs[i];
+    const roaring_bitmap_t *dels = s->snap->dels[i];
+    roaring_bitmap_t *bm = roaring_bitmap_create();
+    if (!bm) {
+        qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    s->fbm[i] = bm;
+    FilterSeg *fs;
+    QrError e;
+    qr_error_clear(&e);
+    if (filter_seg_compile(s->filter, seg, &fs, &e) != QR_OK) {
+        qr_error_copy(&s->ctx.err, &e);
+        return NULL;
+    }
+    QrAccessPath path = (QrAccessPath)s->req->access_path;
+    roaring_bitmap_t *cand = NULL;
+    if (root->kind != CK_ALL) {
+        Iter *it = build(s, seg, root, false);
+        uint64_t cost = it ? iter_cost(it) : 0;
+        if (path == QR_ACCESS_AUTO)
+            path = filter_seg_choose(fs, cost);
+        if (path == QR_ACCESS_CHECK) {
+            cand = roaring_bitmap_create();
+            if (!cand)
+                qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+            else if (it)
+                iter_to_bitmap(it, dels, cand);
+        }
+    }
+    if (s->ctx.err.code == QR_OK &&
+        filter_seg_eval(fs, path, dels, cand, bm, &s->fst, &e) != QR_OK)
+        qr_error_copy(&s->ctx.err, &e);
+    if (cand)
+        roaring_bitmap_free(cand);
+    filter_seg_free(fs);
+    return s->ctx.err.code == QR_OK ? bm : NULL;
+}
+
+/* ---- sort keys and cursors ---- */
+
+static int parse_sort(Search *s, QrError *err)
+{
+    const char *p = s->req->sort;
+    if (!p || !*p)
+        return QR_OK;
+    while (*p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        if (!*p)
+            break;
+        const char *e = p;
+        while (*e && *e != ',')
+            e++;
+        const char *colon = memchr(p, ':', (size_t)(e - p));
+        size_t nl = (size_t)((colon ? colon : e) - p);
+        while (nl && p[nl - 1] == ' ')
+            nl--;
+        char name[QR_NAME_MAX + 1];
+        if (nl == 0 || nl > QR_NAME_MAX)
+            return qr_error_set(err, QR_EINVAL, "bad sort \"%s\"", s->req->sort);
+        memcpy(name, p, nl);
+        name[nl] = 0;
+        if (s->n_keys == MAX_SORT_KEYS)
+            return qr_error_set(err, QR_ELIMIT, "at most %d sort keys", MAX_SORT_KEYS);
+        SortKey *k = &s->keys[s->n_keys++];
+        if (!strcmp(name, "_score")) {
+            k->field = SK_SCORE;
+            k->desc = true;
+            s->need_score = true;
+        } else if (!strcmp(name, "_id")) {
+            k->field = SK_ID;
+        } else {
+            k->field = schema_field_index(s->schema, name);
+            k->ct = qr_filter_field_coltype(s->schema, k->field);
+            if (k->field < 0 || k->ct < 0) {
+                qr_error_set(err, k->field < 0 ? QR_ENOTFOUND : QR_ETYPE,
+                             k->field < 0 ? "sort column \"%s\" does not exist"
+                                          : "cannot sort by full-text field \"%s\"",
+                             name);
+                if (k->field >= 0)
+                    qr_error_hint(err, "declare it with \"column\": true to sort by it");
+                return err ? err->code : QR_EINVAL;
+            }
+        }
+        if (colon) {
+            const char *d = colon + 1;
+            size_t dl = (size_t)(e - d);
+            while (dl && d[dl - 1] == ' ')
+                dl--;
+            if (dl == 3 && !strncasecmp(d, "asc", 3))
+                k->desc = false;
+            else if (dl == 4 && !strncasecmp(d, "desc", 4))
+                k->desc = true;
+            else
+                return qr_error_set(err, QR_EINVAL, "sort direction of \"%s\" must be asc or desc",
+                                    name);
+        }
+        p = e;
+    }
+    s->sorted = true;
+    return QR_OK;
+}
+
+/* The cursor: a JSON array of one value per sort key, then the id. */
+static int parse_cursor(Search *s, QrError *err)
+{
+    const char *txt = s->req->search_after;
+    if (!txt || !*txt)
+        return QR_OK;
+    if (!s->sorted) { /* the default order, made explicit */
+        s->keys[0] = (SortKey){.field = SK_SCORE, .desc = true};
+        s->n_keys = 1;
+        s->sorted = s->need_score = true;
+    }
+    cJSON *a = cJSON_Parse(txt);
+    int rc = QR_OK;
+    if (!a || !cJSON_IsArray(a) || cJSON_GetArraySize(a) != s->n_keys + 1) {
+        rc = qr_error_set(err, QR_EINVAL,
+                          "search_after must be a JSON array of %d sort values and the id", s->n_keys);
+        qr_error_hint(err, "pass the \"sort\" array of the previous page's last hit, with the same sort");
+        cJSON_Delete(a);
+        return rc;
+    }
+    for (int k = 0; k <= s->n_keys && rc == QR_OK; k++) {
+        const cJSON *v = cJSON_GetArrayItem(a, k);
+        if (k == s->n_keys || s->keys[k].field == SK_ID) {
+            QrError e;
+            qr_error_clear(&e);
+            uint8_t key[PK_KEY_MAX];
+            size_t n = pk_encode(v, key, &e);
+            if (!n) {
+                rc = qr_error_set(err, QR_EINVAL, "search_after: bad id value");
+                break;
+            }
+            SVal *sv = &s->cursor[k < s->n_keys ? k : 0];
+            if (k == s->n_keys) {
+                memcpy(s->cursor_pk, key, n);
+                s->cursor_pk_len = n;
+            } else {
+                char *c = aalloc(s, n + 1);
+                if (!c)
+                    return s->ctx.err.code;
+                memcpy(c, key, n);
+                sv->s = c;
+                sv->n = n;
+            }
+            continue;
+        }
+        SVal *sv = &s->cursor[k];
+        memset(sv, 0, sizeof *sv);
+        if (cJSON_IsNull(v)) {
+            sv->null = true;
+            continue;
+        }
+        int ct = s->keys[k].field == SK_SCORE ? QR_COL_FLOAT64 : s->keys[k].ct;
+        bool ok = false;
+        if (s->keys[k].field == SK_SCORE) { /* printed with %.9g: back to the same float */
+            ok = cJSON_IsNumber(v);
+            sv->f = ok ? (double)(float)v->valuedouble : 0;
+            if (!ok)
+                rc = qr_error_set(err, QR_EINVAL, "search_after: value %d must be a score", k + 1);
+            continue;
+        }
+        switch (ct) {
+        case QR_COL_INT64:
+            ok = cJSON_IsNumber(v);
+            sv->i = ok ? (int64_t)v->valuedouble : 0;
+            if (ok && fabs(v->valuedouble) >= 9007199254740992.0) {
+                /* beyond 2^53 a double loses digits: read the text */
+                char *t = cJSON_PrintUnformatted(v);
+                sv->i = t ? strtoll(t, NULL, 10) : sv->i;
+                cJSON_free(t);
+            }
+            break;
+        case QR_COL_FLOAT64:
+            ok = cJSON_IsNumber(v);
+            sv->f = ok ? v->valuedouble : 0;
+            break;
+        case QR_COL_BOOL:
+            ok = cJSON_IsBool(v);
+            sv->i = cJSON_IsTrue(v);
+            break;
+        case QR_COL_TIMESTAMP:
+            if (cJSON_IsString(v))
+                ok = qr_parse_timestamp(v->valuestring, strlen(v->valuestring), &sv->i);
+            else if ((ok = cJSON_IsNumber(v)))
+                sv->i = (int64_t)v->valuedouble;
+            break;
+        case QR_COL_KEYWORD:
+            if ((ok = cJSON_IsString(v))) {
+                sv->n = strlen(v->valuestring);
+                char *c = aalloc(s, sv->n + 1);
+                if (!c) {
+                    cJSON_Delete(a);
+                    return s->ctx.err.code;
+                }
+                memcpy(c, v->valuestring, sv->n + 1);
+                sv->s = c;
+            }
+            break;
+        }
+        if (!ok)
+            rc = qr_error_set(err, QR_EINVAL, "search_after: value %d does not fit sort key %d", k + 1,
+                              k + 1);
+    }
+    cJSON_Delete(a);
+    s->has_cursor = rc == QR_OK;
+    return rc;
+}
+
+static int cmp_bytes(const char *a, size_t an, const char *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? (c < 0 ? -1 : 1) : (an < bn ? -1 : an > bn);
+}
+
+static int cmp_double(double a, double b)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) - isnan(b); /* NaN above every number */
+    return a < b ? -1 : a > b;
+}
+
+/* Order of two sort values of key k, ascending; NULL is the largest. */
+static int sval_cmp(const SortKey *k, const SVal *a, const SVal *b)
+{
+    if (a->null || b->null)
+        return (int)a->null - (int)b->null;
+    int ct = k->field == SK_SCORE ? QR_COL_FLOAT64 : k->field == SK_ID ? QR_COL_KEYWORD : k->ct;
+    switch (ct) {
+    case QR_COL_FLOAT64: return cmp_double(a->f, b->f);
+    case QR_COL_KEYWORD: return cmp_bytes(a->s, a->n, b->s, b->n);
+    default: return a->i < b->i ? -1 : a->i > b->i;
+    }
+}
+
+typedef struct SortHit {
+    DocId doc;                /* global */
+    float score;
+    SVal v[MAX_SORT_KEYS];
+    const char *pk;           /* borrows the segment */
+    size_t pk_len;
+} SortHit;
+
+/* < 0 when a comes first in the requested order (keys, then the id). */
+static int hit_cmp(const Search *s, const SVal *av, const char *apk, size_t apl, const SVal *bv,
+                   const char *bpk, size_t bpl)
+{
+    for (int k = 0; k < s->n_keys; k++) {
+        int c = sval_cmp(&s->keys[k], &av[k], &bv[k]);
+        if (c)
+            return s->keys[k].desc ? -c : c;
+    }
+    return cmp_bytes(apk, apl, bpk, bpl);
+}
+
+static int sorthit_cmp(const Search *s, const SortHit *a, const SortHit *b)
+{
+    int c = hit_cmp(s, a->v, a->pk, a->pk_len, b->v, b->pk, b->pk_len);
+    return c ? c : (a->doc < b->doc ? -1 : a->doc > b->doc);
+}
+
+/* A bounded max-heap on the order: heap[0] is the worst hit kept. */
+typedef struct SortHeap {
+    SortHit *h;
+    int n, k;
+} SortHeap;
+
+static void sheap_down(const Search *s, SortHeap *hp, int i)
+{
+    for (;;) {
+        int l = 2 * i + 1, r = l + 1, m = i;
+        if (l < hp->n && sorthit_cmp(s, &hp->h[l], &hp->h[m]) > 0)
+            m = l;
+        if (r < hp->n && sorthit_cmp(s, &hp->h[r], &hp->h[m]) > 0)
+            m = r;
+        if (m == i)
+            return;
+        SortHit t = hp->h[i];
+        hp->h[i] = hp->h[m];
+        hp->h[m] = t;
+        i = m;
+    }
+}
+
+static void sheap_offer(const Search *s, SortHeap *hp, const SortHit *x)
+{
+    if (hp->k == 0)
+        return;
+    if (hp->n < hp->k) {
+        int i = hp->n++;
+        hp->h[i] = *x;
+        while (i > 0) {
+            int p = (i - 1) / 2;
+            if (sorthit_cmp(s, &hp->h[i], &hp->h[p]) <= 0)
+                break;
+            SortHit t = hp->h[i];
+            hp->h[i] = hp->h[p];
+            hp->h[p] = t;
+            i = p;
+        }
+        return;
+    }
+    if (sorthit_cmp(s, x, &hp->h[0]) >= 0)
+        return;
+    hp->h[0] = *x;
+    sheap_down(s, hp, 0);
+}
+
+/* Fill the sort values of local doc d of segment seg. */
+static void sort_values(Search *s, Segment *seg, uint32_t d, float score, SortHit *h)
+{
+    for (int k = 0; k < s->n_keys; k++) {
+        SVal *v = &h->v[k];
+        memset(v, 0, sizeof *v);
+        const SortKey *sk = &s->keys[k];
+        if (sk->field == SK_SCORE) {
+            v->f = score;
+            continue;
+        }
+        if (sk->field == SK_ID) {
+            v->s = h->pk;
+            v->n = h->pk_len;
+            continue;
+        }
+        const Column *c = seg_column(seg, sk->field);
+        bool b = false;
+        switch (sk->ct) {
+        case QR_COL_FLOAT64: v->null = !c || !col_get_float(c, d, &v->f); break;
+        case QR_COL_KEYWORD: v->null = !c || !col_get_str(c, d, &v->s, &v->n); break;
+        case QR_COL_BOOL:
+            v->null = !c || !col_get_bool(c, d, &b);
+            v->i = b;
+            break;
+        default: v->null = !c || !col_get_int(c, d, &v->i);
+        }
+    }
+}
+
+/* Print a hit's sort values and id as the JSON cursor. */
+static char *sort_json(Search *s, const SortHit *h)
+{
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_putc(&b, '[');
+    for (int k = 0; k <= s->n_keys; k++) {
+        if (k)
+            qr_buf_putc(&b, ',');
+        if (k == s->n_keys || s->keys[k].field == SK_ID) {
+            pk_to_json((const uint8_t *)h->pk, h->pk_len, &b);
+            continue;
+        }
+        const SVal *v = &h->v[k];
+        int ct = s->keys[k].field == SK_SCORE ? -1 : s->keys[k].ct;
+        if (v->null) {
+            qr_buf_printf(&b, "null");
+        } else if (ct == -1) {
+            qr_buf_printf(&b, "%.9g", v->f);
+        } else if (ct == QR_COL_FLOAT64) {
+            if (isnan(v->f) || isinf(v->f))
+                qr_buf_printf(&b, "null");
+            else
+                qr_buf_printf(&b, "%.17g", v->f);
+        } else if (ct == QR_COL_BOOL) {
+            qr_buf_printf(&b, v->i ? "true" : "false");
+        } else if (ct == QR_COL_TIMESTAMP) {
+            char t[48];
+            qr_format_timestamp(v->i, t, sizeof t);
+            qr_buf_printf(&b, "\"%s\"", t);
+        } else if (ct == QR_COL_KEYWORD) {
+            char *z = qr_strndup(v->s, v->n);
+            cJSON *str = z ? cJSON_CreateString(z) : NULL;
+            char *j = str ? cJSON_PrintUnformatted(str) : NULL;
+            if (j)
+                qr_buf_append(&b, j, strlen(j));
+            cJSON_free(j);
+            cJSON_Delete(str);
+            qr_free(z);
+        } else {
+            qr_buf_printf(&b, "%lld", (long long)v->i);
+        }
+    }
+    qr_buf_putc(&b, ']');
+    char *out = qr_buf_ok(&b) ? qr_arena_strndup(s->arena, (const char *)b.data, b.len) : NULL;
+    qr_buf_free(&b);
+    return out;
+}
+
+/* Offer local doc d of segment i (already known to match and be live). */
+static void sorted_offer(Search *s, int i, uint32_t d, float score, SortHeap *hp)
+{
+    Segment *seg = s->snap->segs[i];
+    SortHit h;
+    h.doc = s->snap->base[i] + d;
+    h.score = score;
+    const uint8_t *key;
+    size_t kl;
+    if (!seg_pk(seg, d, &key, &kl)) {
+        key = (const uint8_t *)"";
+        kl = 0;
+    }
+    h.pk = (const char *)key;
+    h.pk_len = kl;
+    sort_values(s, seg, d, score, &h);
+    if (s->has_cursor && hit_cmp(s, h.v, h.pk, h.pk_len, s->cursor, (const char *)s->cursor_pk,
+                                 s->cursor_pk_len) <= 0)
+        return;
+    sheap_offer(s, hp, &h);
+}
+
+/* Path B: every match, in the requested order (with the cursor applied);
+ * total counts every match.  Hits go to *out (sorted best first). */
+static int collect_sorted(Search *s, const CNode *root, int k, QrSearchRes *res, SortHeap *hp)
+{
+    hp->k = k;
+    hp->n = 0;
+    hp->h = aalloc(s, ((size_t)k + 1) * sizeof *hp->h);
+    if (!hp->h)
+        return s->ctx.err.code;
+    uint64_t total = 0;
+    float all_score = root->kind == CK_ALL ? root->boost : 0.0f;
+    for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
+        Segment *seg = s->snap->segs[i];
+        const roaring_bitmap_t *dels = s->snap->dels[i];
+        const roaring_bitmap_t *fb = seg_filter(s, i, root);
+        if (s->ctx.err.code != QR_OK)
+            break;
+        if (root->kind == CK_ALL) {
+            if (fb) {
+                roaring_uint32_iterator_t *it = roaring_create_iterator(fb);
+                if (!it)
+                    return qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+                uint32_t buf[256], n;
+                while ((n = roaring_read_uint32_iterator(it, buf, 256)) > 0) {
+                    for (uint32_t j = 0; j < n; j++)
+                        sorted_offer(s, i, buf[j], all_score, hp);
+                    total += n;
+                }
+                roaring_free_uint32_iterator(it);
+            } else {
+                for (uint32_t d = 0; d < seg_n_docs(seg); d++) {
+                    if (dels && roaring_bitmap_contains(dels, d))
+                        continue;
+                    sorted_offer(s, i, d, all_score, hp);
+                    total++;
+                }
+            }
+            if (iter_ctx_interrupted(&s->ctx))
+                break;
+            continue;
+        }
+        Iter *it = build(s, seg, root, s->need_score);
+        if (!it)
+            continue;
+        for (DocId d = iter_next(it); d != ITER_END; d = iter_next(it)) {
+            if (fb ? !roaring_bitmap_contains(fb, (uint32_t)d)
+                   : (dels && roaring_bitmap_contains(dels, (uint32_t)d)))
+                continue;
+            total++;
+            sorted_offer(s, i, (uint32_t)d, s->need_score ? iter_score(it) : 0.0f, hp);
+        }
+    }
+    res->total = total;
+    res->stats.strategy = "sort";
+    /* heap -> best first (heapsort: the worst moves to the end) */
+    int cnt = hp->n;
+    for (int n = cnt; n > 1; n--) {
+        SortHit t = hp->h[0];
+        hp->h[0] = hp->h[n - 1];
+        hp->h[n - 1] = t;
+        hp->n = n - 1;
+        sheap_down(s, hp, 0);
+    }
+    hp->n = cnt;
+    return s->ctx.err.code;
+}
+
+/* ---- facets ---- */
+
+/* Every live match of segment i (text ∩ filter) into a new bitmap. */
+static roaring_bitmap_t *seg_matches(Search *s, int i, const CNode *root)
+{
+    Segment *seg = s->snap->segs[i];
+    const roaring_bitmap_t *dels = s->snap->dels[i];
+    roaring_bitmap_t *fb = seg_filter(s, i, root);
+    if (s->ctx.err.code != QR_OK)
+        return NULL;
+    roaring_bitmap_t *bm = NULL;
+    if (root->kind == CK_ALL) {
+        bm = fb ? roaring_bitmap_copy(fb) : roaring_bitmap_create();
+        if (bm && !fb) {
+            roaring_bitmap_add_range(bm, 0, seg_n_docs(seg));
+            if (dels)
+                roaring_bitmap_andnot_inplace(bm, dels);
+        }
+    } else {
+        bm = roaring_bitmap_create();
+        Iter *it = bm ? build(s, seg, root, false) : NULL;
+        if (it)
+            iter_to_bitmap(it, dels, bm);
+        if (bm && fb)
+            roaring_bitmap_and_inplace(bm, fb);
+    }
+    if (!bm)
+        qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+    return bm;
+}
+
+typedef struct FacetKey {
+    double num;       /* numeric value or bucket start */
+    const char *str;  /* keyword value: borrows the segment */
+    size_t len;
+    uint64_t count;
+} FacetKey;
+
+typedef struct FacetAcc {
+    const QrFacetReq *req;
+    int field, ct;
+    FacetKey *v;      /* owns (qr_malloc) */
+    size_t n, cap;
+    uint64_t missing, count;
+    double min, max, sum;
+} FacetAcc;
+
+static bool facet_push(FacetAcc *a, double num, const char *str, size_t len, uint64_t count)
+{
+    if (a->n == a->cap) {
+        size_t nc = a->cap ? a->cap * 2 : 256;
+        FacetKey *nv = qr_realloc(a->v, nc * sizeof *nv);
+        if (!nv)
+            return false;
+        a->v = nv;
+        a->cap = nc;
+    }
+    a->v[a->n++] = (FacetKey){.num = num, .str = str, .len = len, .count = count};
+    return true;
+}
+
+static int facet_key_cmp(const void *x, const void *y)
+{
+    const FacetKey *a = x, *b = y;
+    if (a->str || b->str)
+        return cmp_bytes(a->str ? a->str : "", a->len, b->str ? b->str : "", b->len);
+    return cmp_double(a->num, b->num);
+}
+
+static int facet_count_cmp(const void *x, const void *y)
+{
+    const FacetKey *a = x, *b = y;
+    if (a->count != b->count)
+        return a->count > b->count ? -1 : 1;
+    return facet_key_cmp(x, y);
+}
+
+/* Merge equal keys (sorted by key first), summing counts. */
+static void facet_merge(FacetAcc *a)
+{
+    if (a->n == 0)
+        return;
+    qsort(a->v, a->n, sizeof *a->v, facet_key_cmp);
+    size_t m = 0;
+    for (size_t i = 1; i < a->n; i++) {
+        if (facet_key_cmp(&a->v[m], &a->v[i]) == 0)
+            a->v[m].count += a->v[i].count;
+        else
+            a->v[++m] = a->v[i];
+    }
+    a->n = m + 1;
+}
+
+static bool facet_numeric(int ct)
+{
+    return ct == QR_COL_INT64 || ct == QR_COL_FLOAT64 || ct == QR_COL_TIMESTAMP ||
+           ct == QR_COL_BOOL;
+}
+
+/* Add the docs of bm (segment seg) to the facet. */
+static bool facet_segment(FacetAcc *a, Segment *seg, const roaring_bitmap_t *bm)
+{
+    const Column *c = seg_column(seg, a->field);
+    uint64_t n = roaring_bitmap_get_cardinality(bm);
+    if (!c) {
+        a->missing += n;
+        return true;
+    }
+    size_t first = a->n;
+    uint32_t *codes = NULL;
+    if (a->req->kind == QR_FACET_TERMS && a->ct == QR_COL_KEYWORD) {
+        codes = qr_calloc(col_dict_size(c) + 1, sizeof *codes);
+        if (!codes)
+            return false;
+    }
+    roaring_uint32_iterator_t *it = roaring_create_iterator(bm);
+    if (!it) {
+        qr_free(codes);
+        return false;
+    }
+    bool ok = true;
+    uint32_t buf[256], k;
+    while (ok && (k = roaring_read_uint32_iterator(it, buf, 256)) > 0) {
+        for (uint32_t j = 0; j < k && ok; j++) {
+            uint32_t d = buf[j];
+            if (codes) {
+                uint32_t code;
+                if (col_get_code(c, d, &code))
+                    codes[code]++;
+                else
+                    a->missing++;
+                continue;
+            }
+            double x;
+            int64_t iv;
+            bool bv;
+            bool has;
+            switch (a->ct) {
+            case QR_COL_FLOAT64: has = col_get_float(c, d, &x); break;
+            case QR_COL_BOOL:
+                has = col_get_bool(c, d, &bv);
+                x = bv;
+                break;
+            case QR_COL_KEYWORD: has = false; break;
+            default:
+                has = col_get_int(c, d, &iv);
+                x = (double)iv;
+            }
+            if (!has) {
+                a->missing++;
+                continue;
+            }
+            switch (a->req->kind) {
+            case QR_FACET_STATS:
+                if (a->count == 0 || x < a->min)
+                    a->min = x;
+                if (a->count == 0 || x > a->max)
+                    a->max = x;
+                a->sum += x;
+                a->count++;
+                break;
+            case QR_FACET_HISTOGRAM:
+                ok = facet_push(a, floor(x / a->req->interval) * a->req->interval, NULL, 0, 1);
+                break;
+            case QR_FACET_TERMS: ok = facet_push(a, x, NULL, 0, 1); break;
+            }
+        }
+        /* keep memory bounded: merge the keys of this batch as we go */
+        if (ok && a->n - first > 65536) {
+            facet_merge(a);
+            first = a->n;
+        }
+    }
+    roaring_free_uint32_iterator(it);
+    if (codes) {
+        for (uint32_t code = 0; ok && code < col_dict_size(c); code++) {
+            const char *str;
+            size_t len;
+            if (codes[code] && col_dict_get(c, code, &str, &len))
+                ok = facet_push(a, 0, str, len, codes[code]);
+        }
+        qr_free(codes);
+    }
+    return ok;
+}
+
+static char *facet_key_json(Search *s, const FacetAcc *a, const FacetKey *fk)
+{
+    char tmp[64];
+    if (fk->str) {
+        char *z = qr_strndup(fk->str, fk->len);
+        cJSON *js = z ? cJSON_CreateString(z) : NULL;
+        char *j = js ? cJSON_PrintUnformatted(js) : NULL;
+        char *out = j ? qr_arena_strndup(s->arena, j, strlen(j)) : NULL;
+        cJSON_free(j);
+        cJSON_Delete(js);
+        qr_free(z);
+        return out;
+    }
+    if (a->ct == QR_COL_BOOL)
+        snprintf(tmp, sizeof tmp, "%s", fk->num != 0 ? "true" : "false");
+    else if (a->ct == QR_COL_TIMESTAMP) {
+        char ts[48];
+        qr_format_timestamp((int64_t)fk->num, ts, sizeof ts);
+        snprintf(tmp, sizeof tmp, "\"%s\"", ts);
+    } else if (fk->num == floor(fk->num) && fabs(fk->num) < 9e15)
+        snprintf(tmp, sizeof tmp, "%.0f", fk->num);
+    else
+        snprintf(tmp, sizeof tmp, "%.17g", fk->num);
+    return qr_arena_strndup(s->arena, tmp, strlen(tmp));
+}
+
+static int check_facets(Search *s, QrError *err)
+{
+    for (int f = 0; f < s->req->n_facets; f++) {
+        const QrFacetReq *fr = &s->req->facets[f];
+        int field = fr->field ? schema_field_index(s->schema, fr->field) : -1;
+        int ct = qr_filter_field_coltype(s->schema, field);
+        if (field < 0)
+            return qr_error_set(err, QR_ENOTFOUND, "facet column \"%s\" does not exist",
+                                fr->field ? fr->field : "");
+        if (ct < 0)
+            return qr_error_set(err, QR_ETYPE, "cannot facet on full-text field \"%s\"",
+                                fr->field);
+        if (fr->kind != QR_FACET_TERMS && (!facet_numeric(ct) || ct == QR_COL_BOOL))
+            return qr_error_set(err, QR_ETYPE, "%s facet needs a numeric or timestamp column, \"%s\" is %s",
+                                fr->kind == QR_FACET_STATS ? "stats" : "histogram", fr->field,
+                                col_type_name((QrColType)ct));
+        if (fr->kind == QR_FACET_HISTOGRAM && !(fr->interval > 0 && isfinite(fr->interval)))
+            return qr_error_set(err, QR_EINVAL, "histogram facet on \"%s\" needs an interval > 0",
+                                fr->field);
+        if (fr->size < 0 || fr->size > 10000)
+            return qr_error_set(err, QR_EINVAL, "facet size must be between 0 and 10000");
+    }
+    return QR_OK;
+}
+
+static int compute_facets(Search *s, const CNode *root, QrSearchRes *res)
+{
+    int nf = s->req->n_facets;
+    res->facets = aalloc(s, ((size_t)nf + 1) * sizeof *res->facets);
+    FacetAcc *acc = qr_calloc((size_t)nf + 1, sizeof *acc);
+    if (!res->facets || !acc) {
+        qr_free(acc);
+        return qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+    }
+    for (int f = 0; f < nf; f++) {
+        acc[f].req = &s->req->facets[f];
+        acc[f].field = schema_field_index(s->schema, acc[f].req->field);
+        acc[f].ct = qr_filter_field_coltype(s->schema, acc[f].field);
+    }
+    bool ok = true;
+    for (int i = 0; ok && i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
+        roaring_bitmap_t *bm = seg_matches(s, i, root);
+        if (!bm)
+            break;
+        for (int f = 0; ok && f < nf; f++)
+            ok = facet_segment(&acc[f], s->snap->segs[i], bm);
+        roaring_bitmap_free(bm);
+    }
+    if (!ok)
+        qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory computing facets");
+    for (int f = 0; f < nf && s->ctx.err.code == QR_OK; f++) {
+        FacetAcc *a = &acc[f];
+        QrFacetRes *r = &res->facets[f];
+        r->kind = a->req->kind;
+        r->field = qr_arena_strndup(s->arena, a->req->field, strlen(a->req->field));
+        r->missing = a->missing;
+        r->count = a->count;
+        r->min = a->min;
+        r->max = a->max;
+        r->sum = a->sum;
+        r->avg = a->count ? a->sum / (double)a->count : 0;
+        facet_merge(a);
+        uint64_t all = 0;
+        for (size_t j = 0; j < a->n; j++)
+            all += a->v[j].count;
+        if (r->kind == QR_FACET_TERMS)
+            qsort(a->v, a->n, sizeof *a->v, facet_count_cmp);
+        int size = a->req->size > 0 ? a->req->size : r->kind == QR_FACET_TERMS ? 10 : 1000;
+        int nb = r->kind == QR_FACET_STATS ? 0 : (int)(a->n < (size_t)size ? a->n : (size_t)size);
+        r->buckets = aalloc(s, ((size_t)nb + 1) * sizeof *r->buckets);
+        if (!r->buckets)
+            break;
+        uint64_t shown = 0;
+        for (int j = 0; j < nb; j++) {
+            r->buckets[j].key_json = facet_key_json(s, a, &a->v[j]);
+            r->buckets[j].count = a->v[j].count;
+            shown += a->v[j].count;
+        }
+        r->n_buckets = nb;
+        r->other = all - shown;
+    }
+    res->n_facets = s->ctx.err.code == QR_OK ? nf : 0;
+    for (int f = 0; f < nf; f++)
+        qr_free(acc[f].v);
+    qr_free(acc);
     return s->ctx.err.code;
 }
 
@@ -1225,6 +2104,12 @@ static int setup_fields(Search *s, QrError *err)
 
 static void search_cleanup(Search *s)
 {
+    for (int i = 0; s->fbm && s->snap && i < s->snap->n_segs; i++)
+        if (s->fbm[i])
+            roaring_bitmap_free(s->fbm[i]);
+    s->fbm = NULL;
+    qr_filter_free(s->filter_owned);
+    s->filter_owned = NULL;
     for (int i = 0; i < s->n_bms; i++)
         roaring_bitmap_free(s->bms[i]);
     s->n_bms = 0;
@@ -1258,16 +2143,55 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     s->ctx.cancel = req->cancel;
     if (req->timeout_ms)
         s->ctx.deadline_ns = t0 + req->timeout_ms * 1000000ull;
-    int rc = setup_fields(s, err);
+    /* an empty query (or "*") matches every document: filter-only search */
+    const char *qtext = req->q ? req->q : "";
+    size_t qlen = req->q ? req->q_len : 0;
+    size_t lead = 0;
+    while (lead < qlen && (qtext[lead] == ' ' || qtext[lead] == '\t' || qtext[lead] == '\n'))
+        lead++;
+    /* (an empty query alone stays a syntax error: it is usually a mistake) */
+    bool filtering = req->filter || req->filter_tree || (req->sort && *req->sort);
+    bool match_all = (lead == qlen && filtering) || (qlen - lead == 1 && qtext[lead] == '*');
+    if (match_all) {
+        qtext = "*:*";
+        qlen = 3;
+    }
+    int rc = QR_OK;
+    if (req->filter) {
+        size_t fl = req->filter_len ? req->filter_len : strlen(req->filter);
+        rc = qr_filter_parse(s->schema, req->filter, fl, &s->filter_owned, err);
+        s->filter = s->filter_owned;
+    } else if (req->filter_tree) {
+        rc = qr_filter_check(req->filter_tree, s->schema, err);
+        s->filter = req->filter_tree;
+    }
+    if (rc == QR_OK && (req->access_path < 0 || req->access_path > QR_ACCESS_BTREE))
+        rc = qr_error_set(err, QR_EINVAL, "unknown access path %d", req->access_path);
+    if (rc == QR_OK)
+        rc = parse_sort(s, err);
+    if (rc == QR_OK)
+        rc = parse_cursor(s, err);
+    if (rc == QR_OK)
+        rc = check_facets(s, err);
+    if (rc == QR_OK)
+        rc = setup_fields(s, err);
     if (rc != QR_OK) {
+        qr_filter_free(s->filter_owned);
         qr_arena_free(arena);
         return rc;
     }
-    if (s->n_fields == 0) {
+    if (s->n_fields == 0 && !match_all) {
+        qr_filter_free(s->filter_owned);
         qr_arena_free(arena);
         return qr_error_set(err, QR_EINVAL, "table \"%s\" has no full-text fields", t->name);
     }
+    if (s->n_fields == 0) { /* "*:*" needs no field, but the parser wants one */
+        s->fields[0] = QR_ALL_FIELD;
+        s->fweights[0] = 1.0f;
+        s->n_fields = 1;
+    }
     if (!(s->an = an_acquire(t, err))) {
+        qr_filter_free(s->filter_owned);
         qr_arena_free(arena);
         return err ? err->code : QR_ENOMEM;
     }
@@ -1279,7 +2203,7 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     names[nn] = NULL;
     QParseOpts po = {.default_and = req->default_and, .fields = names};
     QNode *q;
-    if ((rc = qparse(arena, req->q ? req->q : "", req->q ? req->q_len : 0, &po, &q, err)) !=
+    if ((rc = qparse(arena, qtext, qlen, &po, &q, err)) !=
         QR_OK) {
         search_cleanup(s);
         qr_arena_free(arena);
@@ -1307,8 +2231,16 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     }
     res->arena = arena;
     res->stats.segments = (uint32_t)s->snap->n_segs;
+    if (s->filter &&
+        !(s->fbm = aalloc(s, ((size_t)s->snap->n_segs + 1) * sizeof *s->fbm)))
+        goto fail;
     int k = req->count_only ? 0 : req->offset + req->limit;
-    if (req->unordered && !req->count_only) {
+    SortHeap sh = {0};
+    if (s->sorted && !req->count_only && !req->unordered) {
+        if (collect_sorted(s, root, k, res, &sh) != QR_OK)
+            goto fail;
+        k = 0;
+    } else if (req->unordered && !req->count_only) {
         if (collect_unordered(s, root, res) != QR_OK)
             goto fail;
         k = 0;
@@ -1317,8 +2249,9 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
             res->total += count_segment(s, i, root);
         res->stats.strategy = "count";
     }
+    TopK *tk = NULL;
     if (k > 0 && s->ctx.err.code == QR_OK) {
-        TopK *tk = topk_new(&s->ctx, k);
+        tk = topk_new(&s->ctx, k);
         if (!tk)
             goto fail;
         const CTerm **flat = NULL;
@@ -1334,6 +2267,17 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         if (s->ctx.err.code != QR_OK)
             goto fail;
         topk_sorted(tk);
+    } else if (s->sorted && sh.n > 0 && s->ctx.err.code == QR_OK) {
+        /* path B's hits as a TopK so one loop below materializes both */
+        tk = topk_new(&s->ctx, sh.n);
+        if (!tk)
+            goto fail;
+        for (int h = 0; h < sh.n; h++)
+            tk->hits[h] = (TopHit){.score = sh.h[h].score, .doc = sh.h[h].doc};
+        tk->n = sh.n;
+        tk->is_sorted = true;
+    }
+    if (tk && s->ctx.err.code == QR_OK) {
         int from = req->offset < tk->n ? req->offset : tk->n;
         res->n_hits = tk->n - from;
         res->hits = qr_arena_calloc(arena, ((size_t)res->n_hits + 1) * sizeof *res->hits);
@@ -1348,6 +2292,8 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
             const TopHit *th = &tk->hits[from + h];
             hit->score = th->score;
             hit->doc = th->doc;
+            if (s->sorted)
+                hit->sort_json = sort_json(s, &sh.h[from + h]);
             int si;
             uint32_t local;
             if (!snapshot_locate(s->snap, th->doc, &si, &local))
@@ -1385,8 +2331,19 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         if (s->ctx.err.code != QR_OK)
             goto fail;
     }
+    if (s->ctx.err.code == QR_OK && req->n_facets > 0)
+        compute_facets(s, root, res);
     if (s->ctx.err.code != QR_OK)
         goto fail;
+    res->stats.filter_blocks_total = s->fst.blocks_total;
+    res->stats.filter_blocks_skipped = s->fst.blocks_skipped;
+    res->stats.filter_blocks_scanned = s->fst.blocks_scanned;
+    res->stats.filter_btree_pages = s->fst.btree_pages;
+    res->stats.filter_candidates_checked = s->fst.candidates_checked;
+    res->stats.filter_rows = s->fst.rows_matched;
+    res->stats.filter_segs_scan = s->fst.segs_scan;
+    res->stats.filter_segs_check = s->fst.segs_check;
+    res->stats.filter_segs_btree = s->fst.segs_btree;
     for (int i = 0; i < s->n_opened; i++) {
         res->stats.postings_blocks_decoded += s->opened[i]->stats.blocks_decoded;
         res->stats.postings_blocks_skipped += s->opened[i]->stats.blocks_skipped;

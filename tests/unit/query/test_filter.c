@@ -655,3 +655,380 @@ Test(filter, parse_errors_carry_positions)
     }
     qr_db_close(e.db);
 }
+
+/* ---- search with filters and sorts ---- */
+
+/* A live document of the snapshot, by global doc id. */
+typedef struct LiveDoc {
+    int64_t id;
+    cJSON *doc; /* borrows the loaded docs */
+} LiveDoc;
+
+typedef struct Corpus {
+    Snapshot *snap;
+    cJSON **docs[16];
+    LiveDoc *live;
+    int n_live;
+} Corpus;
+
+static void corpus_load(Corpus *c, Env *e)
+{
+    c->snap = table_snapshot(e->t->table);
+    c->live = calloc(c->snap->n_live + 1, sizeof *c->live);
+    c->n_live = 0;
+    for (int i = 0; i < c->snap->n_segs; i++) {
+        c->docs[i] = load_docs(c->snap->segs[i]);
+        for (uint32_t d = 0; d < seg_n_docs(c->snap->segs[i]); d++)
+            if (!snapshot_deleted(c->snap, i, d)) {
+                cJSON *id = cJSON_GetObjectItemCaseSensitive(c->docs[i][d], "id");
+                c->live[c->n_live++] = (LiveDoc){(int64_t)id->valuedouble, c->docs[i][d]};
+            }
+    }
+    cr_assert_eq((uint64_t)c->n_live, c->snap->n_live);
+}
+
+static void corpus_free(Corpus *c)
+{
+    for (int i = 0; i < c->snap->n_segs; i++)
+        free_docs(c->docs[i], seg_n_docs(c->snap->segs[i]));
+    free(c->live);
+    snapshot_release(c->snap);
+}
+
+/* Does the doc's body or label hold word w (the searched text fields)? */
+static bool has_word(const cJSON *doc, const char *w)
+{
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(doc, "body");
+    const cJSON *l = cJSON_GetObjectItemCaseSensitive(doc, "label");
+    char pat[32];
+    snprintf(pat, sizeof pat, "%s ", w);
+    if (cJSON_IsString(b) && (strncmp(b->valuestring, pat, strlen(pat)) == 0 ||
+                              (snprintf(pat, sizeof pat, " %s ", w), strstr(b->valuestring, pat))))
+        return true;
+    return cJSON_IsString(l) && strcmp(l->valuestring, w) == 0;
+}
+
+static QrSearchRes *search(QrTable *t, const char *q, const char *filter, const char *sort,
+                           int limit, int offset, const char *after, int path, bool count_only)
+{
+    QrSearchReq r;
+    qr_search_req_init(&r);
+    r.q = q;
+    r.q_len = strlen(q);
+    r.filter = filter;
+    r.sort = sort;
+    r.limit = limit;
+    r.offset = offset;
+    r.search_after = after;
+    r.access_path = path;
+    r.count_only = count_only;
+    QrSearchRes *res = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_search(t, &r, &res, &err), QR_OK, "q=%s filter=%s sort=%s: %s", q,
+                 filter ? filter : "", sort ? sort : "", err.message);
+    return res;
+}
+
+static int64_t hit_id(const QrHit *h) { return strtoll(h->id_json, NULL, 10); }
+
+Test(filter, search_counts_and_ranking_with_filters)
+{
+    Env e;
+    env_open(&e, "filters");
+    uint64_t rng = 99;
+    build_table(&e, &rng, 2000);
+    Corpus c;
+    corpus_load(&c, &e);
+    const QrSchema *sc = qr_table_schema(e.t);
+    const char *queries[] = {"", "river", "hydro OR power", "+river +stone", "*"};
+    for (int round = 0; round < 40; round++) {
+        QrFilter *f = rand_tree(&rng, 2);
+        QrBuf txt;
+        qr_buf_init(&txt);
+        qr_filter_to_text(f, sc, &txt);
+        qr_buf_putc(&txt, 0);
+        const char *ft = (const char *)txt.data;
+        for (int qi = 0; qi < 5; qi++) {
+            const char *q = queries[qi];
+            /* brute force: text match and filter */
+            bool *want = calloc((size_t)c.n_live + 1, 1);
+            uint64_t n_want = 0;
+            for (int d = 0; d < c.n_live; d++) {
+                const cJSON *doc = c.live[d].doc;
+                bool tm = qi == 0 || qi == 4 || (qi == 1 && has_word(doc, "river")) ||
+                          (qi == 2 && (has_word(doc, "hydro") || has_word(doc, "power"))) ||
+                          (qi == 3 && has_word(doc, "river") && has_word(doc, "stone"));
+                want[d] = tm && eval_bf(f, doc, sc) == TV_TRUE;
+                n_want += want[d];
+            }
+            for (int path = 0; path <= QR_ACCESS_BTREE; path++) {
+                QrSearchRes *r = search(e.t, q, ft, NULL, 0, 0, NULL, path, true);
+                cr_assert_eq(r->total, n_want, "count q=%s filter=%s path=%d: %llu want %llu", q, ft,
+                             path, (unsigned long long)r->total, (unsigned long long)n_want);
+                qr_search_res_free(r);
+            }
+            /* ranked with the filter = ranked without it, restricted to the filter */
+            if (qi == 1 || qi == 2) {
+                QrSearchRes *all = search(e.t, q, NULL, NULL, 100000, 0, NULL, 0, false);
+                QrSearchRes *r = search(e.t, q, ft, NULL, 15, 0, NULL, 0, false);
+                cr_assert_eq(r->total, n_want);
+                int j = 0;
+                for (int h = 0; h < all->n_hits && j < r->n_hits; h++) {
+                    int64_t id = hit_id(&all->hits[h]);
+                    bool in = false;
+                    for (int d = 0; d < c.n_live; d++)
+                        if (c.live[d].id == id) {
+                            in = want[d];
+                            break;
+                        }
+                    if (!in)
+                        continue;
+                    cr_assert_eq(hit_id(&r->hits[j]), id, "ranked hit %d q=%s filter=%s", j, q, ft);
+                    cr_assert_eq(r->hits[j].score, all->hits[h].score);
+                    j++;
+                }
+                cr_assert_eq(j, r->n_hits);
+                cr_assert_eq(r->n_hits, n_want < 15 ? (int)n_want : 15);
+                qr_search_res_free(r);
+                qr_search_res_free(all);
+            }
+            free(want);
+        }
+        qr_buf_free(&txt);
+        qr_filter_free(f);
+    }
+    corpus_free(&c);
+    qr_db_close(e.db);
+}
+
+/* Brute-force order of the sort "price:desc,n,_id": NULL price first (desc),
+ * NULL n last (asc), then id. */
+static const Corpus *sort_corpus;
+static int cmp_price_n(const void *x, const void *y)
+{
+    const LiveDoc *a = x, *b = y;
+    const cJSON *pa = cJSON_GetObjectItemCaseSensitive(a->doc, "price");
+    const cJSON *pb = cJSON_GetObjectItemCaseSensitive(b->doc, "price");
+    bool na = !cJSON_IsNumber(pa), nb = !cJSON_IsNumber(pb);
+    if (na != nb)
+        return na ? -1 : 1;
+    if (!na && pa->valuedouble != pb->valuedouble)
+        return pa->valuedouble > pb->valuedouble ? -1 : 1;
+    const cJSON *ia = cJSON_GetObjectItemCaseSensitive(a->doc, "n");
+    const cJSON *ib = cJSON_GetObjectItemCaseSensitive(b->doc, "n");
+    na = !cJSON_IsNumber(ia);
+    nb = !cJSON_IsNumber(ib);
+    if (na != nb)
+        return na ? 1 : -1;
+    if (!na && ia->valuedouble != ib->valuedouble)
+        return ia->valuedouble < ib->valuedouble ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+Test(filter, sort_by_columns_and_search_after_pages)
+{
+    Env e;
+    env_open(&e, "filtersort");
+    uint64_t rng = 1234;
+    build_table(&e, &rng, 1500);
+    Corpus c;
+    corpus_load(&c, &e);
+    sort_corpus = &c;
+    const QrSchema *sc = qr_table_schema(e.t);
+    const char *filters[] = {"cat IN ('alpha', 'beta') OR n > 50", "TRUE", "flag"};
+    const char *queries[] = {"", "river OR bank"};
+    for (int fi = 0; fi < 3; fi++) {
+        for (int qi = 0; qi < 2; qi++) {
+            QrFilter *f;
+            QrError err;
+            qr_error_clear(&err);
+            cr_assert_eq(qr_filter_parse(sc, filters[fi], strlen(filters[fi]), &f, &err), QR_OK);
+            LiveDoc *want = calloc((size_t)c.n_live + 1, sizeof *want);
+            int nw = 0;
+            for (int d = 0; d < c.n_live; d++) {
+                bool tm = qi == 0 || has_word(c.live[d].doc, "river") || has_word(c.live[d].doc, "bank");
+                if (tm && eval_bf(f, c.live[d].doc, sc) == TV_TRUE)
+                    want[nw++] = c.live[d];
+            }
+            qsort(want, (size_t)nw, sizeof *want, cmp_price_n);
+            /* one page with an offset */
+            QrSearchRes *r = search(e.t, queries[qi], filters[fi], "price:desc, n:asc", 25, 5, NULL, 0,
+                                    false);
+            cr_assert_eq(r->total, (uint64_t)nw);
+            for (int h = 0; h < r->n_hits; h++)
+                cr_assert_eq(hit_id(&r->hits[h]), want[5 + h].id, "hit %d", h);
+            cr_assert_eq(r->n_hits, nw - 5 < 25 ? (nw > 5 ? nw - 5 : 0) : 25);
+            qr_search_res_free(r);
+            /* every page through search_after */
+            char *after = NULL;
+            int seen = 0;
+            for (;;) {
+                r = search(e.t, queries[qi], filters[fi], "price:desc,n", 37, 0, after, 0, false);
+                free(after);
+                after = NULL;
+                cr_assert_eq(r->total, (uint64_t)nw);
+                for (int h = 0; h < r->n_hits; h++) {
+                    cr_assert_lt(seen, nw);
+                    cr_assert_eq(hit_id(&r->hits[h]), want[seen].id, "page hit %d", seen);
+                    cr_assert_not_null(r->hits[h].sort_json);
+                    seen++;
+                }
+                if (r->n_hits)
+                    after = strdup(r->hits[r->n_hits - 1].sort_json);
+                int n = r->n_hits;
+                qr_search_res_free(r);
+                if (n == 0)
+                    break;
+            }
+            cr_assert_eq(seen, nw);
+            free(want);
+            qr_filter_free(f);
+        }
+    }
+    /* score order with a cursor pages through the ranked list */
+    QrSearchRes *all = search(e.t, "river OR bank", "n > 0", "_score", 100000, 0, NULL, 0, false);
+    QrSearchRes *plain = search(e.t, "river OR bank", "n > 0", NULL, 100000, 0, NULL, 0, false);
+    cr_assert_eq(all->n_hits, plain->n_hits);
+    for (int h = 0; h < all->n_hits; h++)
+        cr_assert_eq(all->hits[h].score, plain->hits[h].score);
+    char *after = NULL;
+    int seen = 0;
+    for (;;) {
+        QrSearchRes *r = search(e.t, "river OR bank", "n > 0", "_score", 50, 0, after, 0, false);
+        free(after);
+        after = NULL;
+        for (int h = 0; h < r->n_hits; h++, seen++)
+            cr_assert_str_eq(r->hits[h].id_json, all->hits[seen].id_json);
+        int n = r->n_hits;
+        if (n)
+            after = strdup(r->hits[n - 1].sort_json);
+        qr_search_res_free(r);
+        if (!n)
+            break;
+    }
+    cr_assert_eq(seen, all->n_hits);
+    qr_search_res_free(all);
+    qr_search_res_free(plain);
+    corpus_free(&c);
+    qr_db_close(e.db);
+}
+
+Test(filter, facets_match_brute_force)
+{
+    Env e;
+    env_open(&e, "filterf");
+    uint64_t rng = 4321;
+    build_table(&e, &rng, 1500);
+    Corpus c;
+    corpus_load(&c, &e);
+    QrFacetReq fr[3] = {{.kind = QR_FACET_TERMS, .field = "cat", .size = 3},
+                        {.kind = QR_FACET_HISTOGRAM, .field = "price", .interval = 100},
+                        {.kind = QR_FACET_STATS, .field = "n"}};
+    QrSearchReq r;
+    qr_search_req_init(&r);
+    r.q = "river";
+    r.q_len = 5;
+    r.filter = "seq < 3000";
+    r.facets = fr;
+    r.n_facets = 3;
+    QrSearchRes *res;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_search(e.t, &r, &res, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(res->n_facets, 3);
+    /* brute force */
+    uint64_t cat_count[N_CATS] = {0}, cat_missing = 0, hist[64] = {0}, price_missing = 0;
+    uint64_t n_count = 0, n_missing = 0, total = 0;
+    double n_sum = 0, n_min = 1e300, n_max = -1e300;
+    for (int d = 0; d < c.n_live; d++) {
+        const cJSON *doc = c.live[d].doc;
+        if (!has_word(doc, "river") ||
+            cJSON_GetObjectItemCaseSensitive(doc, "seq")->valuedouble >= 3000)
+            continue;
+        total++;
+        const cJSON *cat = cJSON_GetObjectItemCaseSensitive(doc, "cat");
+        if (cJSON_IsString(cat)) {
+            for (int k = 0; k < N_CATS; k++)
+                if (!strcmp(cats[k], cat->valuestring))
+                    cat_count[k]++;
+        } else {
+            cat_missing++;
+        }
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(doc, "price");
+        if (cJSON_IsNumber(p))
+            hist[(int)floor(p->valuedouble / 100) + 1]++;
+        else
+            price_missing++;
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(doc, "n");
+        if (cJSON_IsNumber(n)) {
+            n_count++;
+            n_sum += n->valuedouble;
+            n_min = fmin(n_min, n->valuedouble);
+            n_max = fmax(n_max, n->valuedouble);
+        } else {
+            n_missing++;
+        }
+    }
+    cr_assert_eq(res->total, total);
+    const QrFacetRes *ft = &res->facets[0];
+    cr_assert_eq(ft->missing, cat_missing);
+    cr_assert_eq(ft->n_buckets, 3);
+    uint64_t shown = 0;
+    for (int b = 0; b < ft->n_buckets; b++) {
+        int k;
+        for (k = 0; k < N_CATS; k++) {
+            char q[32];
+            snprintf(q, sizeof q, "\"%s\"", cats[k]);
+            if (!strcmp(q, ft->buckets[b].key_json))
+                break;
+        }
+        cr_assert_lt(k, N_CATS, "%s", ft->buckets[b].key_json);
+        cr_assert_eq(ft->buckets[b].count, cat_count[k]);
+        for (int o = 0; o < N_CATS; o++) /* nothing unshown is more frequent */
+            if (o != k && cat_count[o] > cat_count[k]) {
+                bool listed = false;
+                for (int b2 = 0; b2 < b; b2++)
+                    listed |= strstr(ft->buckets[b2].key_json, cats[o]) &&
+                              strlen(ft->buckets[b2].key_json) == strlen(cats[o]) + 2;
+                cr_assert(listed, "%s more frequent than %s", cats[o], cats[k]);
+            }
+        shown += ft->buckets[b].count;
+    }
+    cr_assert_eq(ft->other + shown + ft->missing, total);
+    const QrFacetRes *fh = &res->facets[1];
+    cr_assert_eq(fh->missing, price_missing);
+    int nb = 0;
+    for (int k = 0; k < 64; k++)
+        if (hist[k]) {
+            cr_assert_lt(nb, fh->n_buckets);
+            cr_assert_eq(strtod(fh->buckets[nb].key_json, NULL), (k - 1) * 100.0);
+            cr_assert_eq(fh->buckets[nb].count, hist[k]);
+            nb++;
+        }
+    cr_assert_eq(nb, fh->n_buckets);
+    const QrFacetRes *fs = &res->facets[2];
+    cr_assert_eq(fs->count, n_count);
+    cr_assert_eq(fs->missing, n_missing);
+    cr_assert_eq(fs->sum, n_sum);
+    cr_assert_eq(fs->min, n_min);
+    cr_assert_eq(fs->max, n_max);
+    qr_search_res_free(res);
+    /* errors */
+    QrFacetReq bad = {.kind = QR_FACET_STATS, .field = "cat"};
+    r.facets = &bad;
+    r.n_facets = 1;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_search(e.t, &r, &res, &err), QR_ETYPE);
+    r.n_facets = 0;
+    r.filter = "seq <";
+    qr_error_clear(&err);
+    cr_assert_eq(qr_search(e.t, &r, &res, &err), QR_ESYNTAX);
+    cr_assert_eq(err.offset, 5);
+    r.filter = NULL;
+    r.sort = "body:desc";
+    qr_error_clear(&err);
+    cr_assert_eq(qr_search(e.t, &r, &res, &err), QR_ETYPE);
+    corpus_free(&c);
+    qr_db_close(e.db);
+}
