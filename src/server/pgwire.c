@@ -488,11 +488,15 @@ static bool startup(PgConn *c)
     size_t len;
     PgwStartup st;
     QrError e;
+    /* the parameters borrow this copy: authentication reads more messages
+     * into rbuf, which may move */
+    uint8_t pkt[PGW_MAX_STARTUP_LEN];
     for (;;) {
         if (!read_startup(c, &body, &len, tmo))
             return false;
+        memcpy(pkt, body, len);
         qr_error_clear(&e);
-        if (pgw_decode_startup(body, len, &st, &e) != QR_OK) {
+        if (pgw_decode_startup(pkt, len, &st, &e) != QR_OK) {
             pgw_send_error(c, "FATAL", &e, 0);
             pgw_flush(c);
             return false;
@@ -653,9 +657,13 @@ static void *conn_main(void *arg)
         char type;
         const uint8_t *body;
         size_t len;
-        while (!c->dead && pgw_read_msg(c, &type, &body, &len))
-            if (!pgw_dispatch(c, type, body, len))
+        while (!c->dead && pgw_read_msg(c, &type, &body, &len)) {
+            atomic_store(&c->busy, true);
+            bool go_on = pgw_dispatch(c, type, body, len);
+            atomic_store(&c->busy, false);
+            if (!go_on)
                 break;
+        }
     }
     pgw_flush(c);
     pthread_mutex_lock(&s->mu);
@@ -687,6 +695,24 @@ static void *conn_main(void *arg)
     qr_buf_free(&c->out);
     qr_free(c);
     return NULL;
+}
+
+/* Cancel the statements of clients that went away while they ran (the
+ * socket reports the peer's shutdown), as PostgreSQL's
+ * client_connection_check_interval does.  Called about once a second. */
+static void check_gone_clients(PgServer *s)
+{
+    pthread_mutex_lock(&s->mu);
+    for (PgConn *c = s->conns; c; c = c->reg_next) {
+        if (!atomic_load(&c->busy) || !c->sess)
+            continue;
+        struct pollfd p = {.fd = c->fd, .events = POLLRDHUP};
+        if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+            qr_sql_session_cancel(c->sess);
+            qr_log(QR_LOG_INFO, "pg client gone, statement cancelled pid=%d", c->pid);
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 /* Join threads that finished (called by the accept thread). */
@@ -730,6 +756,7 @@ static void *accept_main(void *arg)
     for (;;) {
         int n = poll(p, 2, 1000);
         reap(s);
+        check_gone_clients(s);
         if (n < 0 && errno != EINTR)
             break;
         if (p[1].revents)

@@ -186,6 +186,7 @@ typedef struct PgConn {
     bool peer_loopback;
     int32_t pid, key;         /* BackendKeyData */
     bool counted;             /* holds a slot of max_connections */
+    atomic_bool busy;         /* a message is being handled (gone-client check) */
     int timeout_ms;           /* input wait limit: startup only, else -1 */
     char user[64];
     ScramRole role;

@@ -1,0 +1,386 @@
+"""End to end over the PostgreSQL wire protocol with real clients: psql
+(\\copy in, queries, COPY TO STDOUT, the caret under a syntax error, \\dt),
+psycopg2 (parameters, types, server-side cursors, transactions, SQLSTATEs),
+SQLAlchemy Core, and the PostgreSQL JDBC driver (PreparedStatement with
+fetch size, so portals are suspended and resumed, binary transfer and
+metadata).  Every answer is checked against the rows the test generated
+(a Python model of the table)."""
+import csv
+import datetime
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from qtest import DataDir, check, finish, skip
+from pg_server import PgServe
+
+try:
+    import psycopg2
+    import psycopg2.errors
+except ImportError:
+    psycopg2 = None
+
+if not shutil.which("psql"):
+    skip("psql not installed (Debian postgresql-client)")
+
+VOCAB = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
+         "november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee "
+         "zulu amber basalt cobalt dune ember fjord glacier harbor island jungle").split()
+N = 3000
+EPOCH = datetime.datetime(2025, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def make_rows():
+    rows = []
+    for i in range(1, N + 1):
+        words = [VOCAB[(i * k * 31 + k * 7) % len(VOCAB)] for k in range(1, 3 + i % 4)]
+        rows.append({
+            "id": i,
+            "title": " ".join(words),
+            "views": (i * 7919) % 1000,
+            "rating": i / 8.0,
+            "published": EPOCH + datetime.timedelta(hours=i),
+            "tag": "tag%d" % (i % 10),
+            "flag": i % 3 == 0,
+        })
+    return rows
+
+
+ROWS = make_rows()
+BY_ID = {r["id"]: r for r in ROWS}
+DDL = ("create table news (id bigint primary key, title text, views integer, "
+       "rating double precision, published timestamptz, tag varchar(20), flag boolean)")
+
+
+def write_csv(path):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "title", "views", "rating", "published", "tag", "flag"])
+        for r in ROWS:
+            w.writerow([r["id"], r["title"], r["views"], repr(r["rating"]),
+                        r["published"].strftime("%Y-%m-%d %H:%M:%S+00"), r["tag"],
+                        "t" if r["flag"] else "f"])
+
+
+def test_psql(srv, work):
+    rc, out, err = srv.psql("-c", DDL)
+    check(rc == 0 and "CREATE TABLE" in out, "psql create table: %s %s" % (out, err))
+    path = os.path.join(work, "news.csv")
+    write_csv(path)
+    rc, out, err = srv.psql("-c", "\\copy news from '%s' csv header" % path)
+    check(rc == 0 and out.strip() == "COPY %d" % N, "\\copy in: %r %r" % (out, err))
+
+    rc, out, err = srv.psql("-At", "-c", "select count(*) from news")
+    check(out.strip() == str(N), "count after \\copy: %r %r" % (out, err))
+
+    rc, out, err = srv.psql("-At", "-F", ",", "-c",
+                            "select id, views, tag, flag from news where views > 990 order by id")
+    want = ["%d,%d,%s,%s" % (r["id"], r["views"], r["tag"], "t" if r["flag"] else "f")
+            for r in ROWS if r["views"] > 990]
+    check(out.split() == want, "filtered select: got %d lines, want %d (%s)" %
+          (len(out.split()), len(want), err.strip()))
+
+    # several statements in one Query message: psql prints each result
+    rc, out, err = srv.psql("-At", "-c", "select 1; select 'two'; select 3")
+    check(out.split() == ["1", "two", "3"], "multi-statement query: %r %r" % (out, err))
+
+    # a syntax error: PostgreSQL's caret under the offending token
+    rc, out, err = srv.psql("-c", "select id,\n  views frm news")
+    m = re.search(r"LINE 2: (.*)\n(\s*)\^", err)
+    check("syntax error" in err and m is not None, "syntax error with LINE/caret: %r" % err)
+    if m:
+        line_prefix = len("LINE 2: ")
+        caret_col = len(m.group(2)) - line_prefix
+        check(m.group(1)[caret_col:].startswith("frm"),
+              "caret under 'frm': %r" % err)
+
+    # an error in the second statement stops the rest of the string
+    rc, out, err = srv.psql("-At", "-c", "select 10; select nope from news; select 30")
+    check("column \"nope\" does not exist" in err and "30" not in out.split(),
+          "error aborts the rest of the query string: %r %r" % (out, err))
+
+    # full-text search with @@: every hit contains the word, the count agrees
+    word = "glacier"
+    rc, out, err = srv.psql("-At", "-c",
+                            "select id from news where title @@ '%s' order by id" % word)
+    want_ids = [r["id"] for r in ROWS if word in r["title"].split()]
+    got = [int(x) for x in out.split()] if rc == 0 and not err.strip() else None
+    check(got == want_ids, "title @@ '%s': %s ids, want %d (%s)" %
+          (word, None if got is None else len(got), len(want_ids), err.strip()))
+
+    # COPY TO STDOUT through psql (CopyOutResponse / CopyData / CopyDone)
+    rc, out, err = srv.psql("-c", "copy news to stdout")
+    lines = [ln.split("\t") for ln in out.splitlines()]
+    got = {int(f[0]): (f[1], int(f[2])) for f in lines if len(f) == 7}
+    want = {r["id"]: (r["title"], r["views"]) for r in ROWS}
+    check(got == want, "COPY TO STDOUT: %d rows, want %d (%s)" % (len(got), len(want),
+                                                                  err.strip()))
+
+    # \copy of bad data: the error names the line; nothing of that COPY lands
+    bad = os.path.join(work, "bad.csv")
+    with open(bad, "w") as f:
+        f.write("id,title,views,rating,published,tag,flag\n")
+        f.write("900001,ok,1,1.0,2025-01-01 00:00:00+00,t,t\n")
+        f.write("900002,bad,notanumber,1.0,2025-01-01 00:00:00+00,t,t\n")
+    rc, out, err = srv.psql("-c", "\\copy news from '%s' csv header" % bad)
+    check("ERROR" in err, "bad \\copy fails: %r %r" % (out, err))
+    rc, out, err = srv.psql("-At", "-c", "select count(*) from news")
+    check(out.strip() == str(N), "failed \\copy added nothing: %r" % out)
+
+    # \dt and \d read the catalog (pg_class & co): checked when they answer
+    rc, out, err = srv.psql("-c", "\\dt")
+    if "ERROR" in err and "not supported" in err:
+        print("SKIP: \\dt: the catalog does not answer psql yet: %s" % err.strip()[:160])
+    else:
+        check(re.search(r"\bnews\b.*\btable\b", out) is not None, "\\dt lists news: %r %r" %
+              (out, err))
+    rc, out, err = srv.psql("-c", "\\d news")
+    if "ERROR" in err and "not supported" in err:
+        print("SKIP: \\d news: the catalog does not answer psql yet: %s" % err.strip()[:160])
+    else:
+        check(all(c in out for c in ("views", "published", "integer", "bigint")),
+              "\\d news shows the columns: %r %r" % (out, err))
+
+
+def test_psycopg2(srv):
+    if psycopg2 is None:
+        print("SKIP: psycopg2 not installed (Debian python3-psycopg2)")
+        return
+    conn = psycopg2.connect(host="127.0.0.1", port=srv.port, user="tester", dbname="quarry",
+                            connect_timeout=10, application_name="e2e-psycopg2")
+    cur = conn.cursor()
+    # server parameters reported at startup
+    check(conn.server_version >= 150000, "server_version: %r" % conn.server_version)
+    check(conn.get_parameter_status("server_encoding") == "UTF8" and
+          conn.get_parameter_status("integer_datetimes") == "on" and
+          conn.get_parameter_status("standard_conforming_strings") == "on",
+          "parameter status at startup")
+    check(conn.get_parameter_status("application_name") == "e2e-psycopg2",
+          "application_name reported back: %r" % conn.get_parameter_status("application_name"))
+
+    # parameters (psycopg2 quotes them client-side: the text must survive)
+    tricky = "it's \"quoted\" \\ back; é ☃"
+    cur.execute("select %s::text, %s::int8, %s::float8, %s::bool, %s::text",
+                (tricky, -(2 ** 40), 0.1, True, None))
+    row = cur.fetchone()
+    check(row == (tricky, -(2 ** 40), 0.1, True, None), "parameter round trip: %r" % (row,))
+    check([d.type_code for d in cur.description] == [25, 20, 701, 16, 25],
+          "result type OIDs: %r" % [d.type_code for d in cur.description])
+
+    cur.execute("select id, title, views, rating, published, tag, flag from news "
+                "where views between %s and %s and tag = %s order by id", (100, 200, "tag3"))
+    got = cur.fetchall()
+    want = [(r["id"], r["title"], r["views"], r["rating"], r["published"], r["tag"], r["flag"])
+            for r in ROWS if 100 <= r["views"] <= 200 and r["tag"] == "tag3"]
+    check(got == want, "typed rows with parameters: %d rows, want %d; first %r vs %r" %
+          (len(got), len(want), got[:1], want[:1]))
+    conn.commit()
+
+    # server-side (named) cursor: DECLARE / FETCH FORWARD n in a transaction
+    named = conn.cursor("e2e_cursor")
+    named.itersize = 128
+    named.execute("select id, views from news order by id")
+    got = [r for r in named]
+    check(got == [(r["id"], r["views"]) for r in ROWS],
+          "named cursor streams every row in order: %d rows" % len(got))
+    named.close()
+    named = conn.cursor("e2e_cursor2")
+    named.execute("select id from news where flag order by id")
+    a = named.fetchmany(7)
+    b = named.fetchone()
+    rest = named.fetchall()
+    flagged = [r["id"] for r in ROWS if r["flag"]]
+    check([x[0] for x in a + [b] + rest] == flagged, "fetchmany/fetchone/fetchall on a cursor")
+    named.close()
+    conn.commit()
+
+    # transactions: rollback discards, commit publishes to other sessions
+    other = psycopg2.connect(host="127.0.0.1", port=srv.port, user="tester", dbname="quarry")
+    other.autocommit = True
+    ocur = other.cursor()
+    cur.execute("insert into news (id, title, views, rating, published, tag, flag) "
+                "values (%s, %s, %s, %s, %s, %s, %s)",
+                (700001, "rolled back", 1, 1.0, EPOCH, "t", False))
+    check(cur.rowcount == 1, "insert rowcount: %r" % cur.rowcount)
+    conn.rollback()
+    ocur.execute("select count(*) from news where id = 700001")
+    check(ocur.fetchone()[0] == 0, "rolled back insert is not visible")
+    cur.execute("insert into news (id, title, views, rating, published, tag, flag) "
+                "values (%s, %s, %s, %s, %s, %s, %s)",
+                (700002, "committed row", 2, 2.0, EPOCH, "t", True))
+    conn.commit()
+    ocur.execute("select title, flag from news where id = %s", (700002,))
+    check(ocur.fetchall() == [("committed row", True)], "committed insert is visible")
+
+    # errors: SQLSTATEs, and the failed transaction state until ROLLBACK
+    for sql, cls in (("select nope from news", psycopg2.errors.UndefinedColumn),
+                     ("select * from no_such_table", psycopg2.errors.UndefinedTable),
+                     ("select 1/0", psycopg2.errors.DivisionByZero),
+                     ("selec 1", psycopg2.errors.SyntaxError)):
+        try:
+            cur.execute(sql)
+            check(False, "%s should fail" % sql)
+        except cls:
+            check(True, sql)
+        except psycopg2.Error as e:
+            check(False, "%s: wrong error %s %s" % (sql, e.pgcode, e))
+        try:
+            cur.execute("select 1")
+            check(False, "statement in a failed transaction should fail")
+        except psycopg2.errors.InFailedSqlTransaction:
+            check(conn.get_transaction_status() == 3, "transaction status E (INERROR)")
+        conn.rollback()
+    cur.execute("select 42")
+    check(cur.fetchone() == (42,), "usable after rollback")
+    conn.commit()
+    other.close()
+    conn.close()
+
+
+def test_sqlalchemy(srv):
+    try:
+        import sqlalchemy as sa
+    except ImportError:
+        print("SKIP: SQLAlchemy not installed (Debian python3-sqlalchemy)")
+        return
+    if psycopg2 is None:
+        return
+    eng = sa.create_engine("postgresql+psycopg2://tester@127.0.0.1:%d/quarry" % srv.port)
+    md = sa.MetaData()
+    news = sa.Table("news", md, sa.Column("id", sa.BigInteger, primary_key=True),
+                    sa.Column("title", sa.Text), sa.Column("views", sa.Integer),
+                    sa.Column("tag", sa.String(20)))
+    with eng.connect() as c:
+        q = (sa.select(news.c.id, news.c.views).where(news.c.views > sa.bindparam("v"))
+             .where(news.c.tag == "tag7").order_by(news.c.id))
+        got = [tuple(r) for r in c.execute(q, {"v": 900})]
+        want = [(r["id"], r["views"]) for r in ROWS if r["views"] > 900 and r["tag"] == "tag7"]
+        check(got == want, "SQLAlchemy Core select: %d rows, want %d" % (len(got), len(want)))
+        n = c.execute(sa.select(sa.func.count()).select_from(news)
+                      .where(news.c.id <= 3000)).scalar()
+        check(n == N, "SQLAlchemy count: %r" % n)
+    try:
+        refl = sa.Table("news", sa.MetaData(), autoload_with=eng)
+        cols = [c.name for c in refl.columns]
+        check(cols == ["id", "title", "views", "rating", "published", "tag", "flag"],
+              "reflected columns: %r" % cols)
+    except sa.exc.DBAPIError as e:
+        if "not supported" in str(e) or "does not exist" in str(e):
+            print("SKIP: SQLAlchemy reflection: the catalog does not answer it yet: %s" %
+                  str(e).splitlines()[0][:160])
+        else:
+            check(False, "reflection: %s" % e)
+    eng.dispose()
+
+
+JAVA = r"""
+import java.sql.*;
+import java.util.Properties;
+
+public class PgJdbc {
+    public static void main(String[] a) throws Exception {
+        Properties p = new Properties();
+        p.setProperty("user", "tester");
+        p.setProperty("prepareThreshold", "2");
+        Connection c = DriverManager.getConnection("jdbc:postgresql://127.0.0.1:" + a[0] + "/quarry", p);
+        c.setAutoCommit(false);
+        PreparedStatement ps = c.prepareStatement(
+            "select id, title, views, rating, published, flag from news where views > ? and tag = ? order by id");
+        ps.setFetchSize(7);
+        for (int round = 0; round < 4; round++) {
+            ps.setInt(1, 900 + round);
+            ps.setString(2, "tag" + round);
+            ResultSet rs = ps.executeQuery();
+            if (round == 0) {
+                ResultSetMetaData md = rs.getMetaData();
+                StringBuilder sb = new StringBuilder("META");
+                for (int i = 1; i <= md.getColumnCount(); i++)
+                    sb.append(" ").append(md.getColumnName(i)).append(":").append(md.getColumnTypeName(i));
+                System.out.println(sb);
+            }
+            while (rs.next())
+                System.out.println("ROW " + round + " " + rs.getLong(1) + "|" + rs.getString(2) + "|" + rs.getInt(3)
+                    + "|" + rs.getDouble(4) + "|" + rs.getTimestamp(5).toInstant().getEpochSecond() + "|" + rs.getBoolean(6));
+            rs.close();
+        }
+        ps.close();
+        c.commit();
+        try (Statement st = c.createStatement()) {
+            st.executeQuery("select nope from news");
+        } catch (SQLException e) {
+            System.out.println("ERR " + e.getSQLState());
+        }
+        c.rollback();
+        try (PreparedStatement p2 = c.prepareStatement("select ?::int8 * 2, ?::text")) {
+            p2.setLong(1, 21);
+            p2.setString(2, "é☃");
+            ResultSet rs = p2.executeQuery();
+            rs.next();
+            System.out.println("PARAM " + rs.getLong(1) + " " + rs.getString(2));
+        }
+        c.close();
+    }
+}
+"""
+
+
+def test_jdbc(srv, work):
+    jar = "/usr/share/java/postgresql.jar"
+    if not (shutil.which("javac") and shutil.which("java") and os.path.exists(jar)):
+        print("SKIP: JDBC: javac or the driver is missing (Debian libpostgresql-jdbc-java, "
+              "openjdk-17-jdk-headless)")
+        return
+    src = os.path.join(work, "PgJdbc.java")
+    with open(src, "w") as f:
+        f.write(JAVA)
+    p = subprocess.run(["javac", "-d", work, src], capture_output=True, text=True, timeout=180)
+    if not check(p.returncode == 0, "javac: %s" % p.stderr[-500:]):
+        return
+    p = subprocess.run(["java", "-cp", "%s:%s" % (work, jar), "PgJdbc", str(srv.port)],
+                       capture_output=True, text=True, timeout=180)
+    check(p.returncode == 0, "JDBC program: %s" % p.stderr[-800:])
+    out = p.stdout.splitlines()
+    meta = [ln for ln in out if ln.startswith("META")]
+    check(meta == ["META id:int8 title:text views:int4 rating:float8 published:timestamptz "
+                   "flag:bool"], "JDBC metadata: %r" % meta)
+    for rnd in range(4):
+        got = [ln.split(" ", 2)[2] for ln in out if ln.startswith("ROW %d " % rnd)]
+        want = ["%d|%s|%d|%r|%d|%s" % (r["id"], r["title"], r["views"], r["rating"],
+                                         int(r["published"].timestamp()),
+                                         "true" if r["flag"] else "false")
+                for r in ROWS if r["views"] > 900 + rnd and r["tag"] == "tag%d" % rnd]
+        check(got == want, "JDBC round %d (fetch size 7, %s): %d rows, want %d; %r vs %r" %
+              (rnd, "server-prepared" if rnd >= 2 else "unnamed", len(got), len(want),
+               got[:1], want[:1]))
+    check("ERR 42703" in out, "JDBC SQLState: %r" % [ln for ln in out if ln.startswith("ERR")])
+    check("PARAM 42 é☃" in out, "JDBC parameters: %r" % [ln for ln in out if "PARAM" in ln])
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="quarry-pg-")
+    try:
+        with DataDir() as d:
+            srv = PgServe(d.path, work)
+            if not check(srv.port is not None, "server started: %s" % srv.text()[-2000:]):
+                srv.stop()
+                finish()
+            try:
+                test_psql(srv, work)
+                test_psycopg2(srv)
+                test_sqlalchemy(srv)
+                test_jdbc(srv, work)
+            finally:
+                rc = srv.stop()
+                check(rc == 0, "server exits 0 on SIGTERM: %d" % rc)
+                if "ERROR" in srv.text() or "runtime error" in srv.text():
+                    print(srv.text()[-3000:])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    finish()
+
+
+if __name__ == "__main__":
+    main()
