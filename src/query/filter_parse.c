@@ -274,7 +274,7 @@ static bool kind_fits(int ct, ColValKind k)
 static int at_pos(QrError *err, int32_t pos)
 {
     if (err && pos >= 0)
-        qr_error_pos(err, pos, 1, pos + 1);
+        qr_error_pos(err, pos, -1, pos + 1);
     return err ? err->code : QR_EINVAL;
 }
 

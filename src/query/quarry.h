@@ -180,6 +180,12 @@ typedef struct QrFacetRes {
 } QrFacetRes;
 
 void qr_search_req_init(QrSearchReq *r);
+/* "auto", "scan", "check", "btree" -> QrSearchReq.access_path; -1 when unknown. */
+int qr_access_path_parse(const char *name);
+/* The QrError detail of an error in QrSearchReq.filter (its offset points
+ * into the filter text, not the query). */
+#define QR_FILTER_ERROR_DETAIL "in the filter"
+
 
 typedef struct QrHit {
     float score;

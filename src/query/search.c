@@ -2165,6 +2165,8 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         rc = qr_filter_check(req->filter_tree, s->schema, err);
         s->filter = req->filter_tree;
     }
+    if (rc != QR_OK)
+        qr_error_detail(err, QR_FILTER_ERROR_DETAIL);
     if (rc == QR_OK && (req->access_path < 0 || req->access_path > QR_ACCESS_BTREE))
         rc = qr_error_set(err, QR_EINVAL, "unknown access path %d", req->access_path);
     if (rc == QR_OK)

@@ -4,8 +4,11 @@
  * Layer: server/.  Calls query/quarry.h, server/ingest.h and the base kit.
  *
  *   quarry import TABLE FILE.jsonl[.gz]|- [--schema S.json] [--batch N] [--strict]
- *   quarry search TABLE 'query' [--limit N] [--offset K] [--count] [--json]
+ *   quarry search TABLE ['query'] [--limit N] [--offset K] [--count] [--json]
  *                 [--and] [--fields title^2,body] [--queries Q.jsonl]
+ *                 [--filter "symbol = 'X' AND published >= '2025-01-01'"]
+ *                 [--sort published:desc,_score] [--after CURSOR]
+ *                 [--access-path auto|scan|check|btree]
  *   quarry bench  TABLE --queries Q.jsonl [--repeat N]
  *   quarry get TABLE ID | delete TABLE ID... | schema TABLE | stats TABLE
  *   quarry tables | check | flush TABLE | merge TABLE
@@ -14,6 +17,7 @@
  * 1 error, 2 usage, 3 import finished with rejected lines.
  */
 #include "query/quarry.h"
+#include "server/backup_cmd.h"
 #include "server/cli.h"
 #include "server/ingest.h"
 #include "server/serve.h"
@@ -367,6 +371,11 @@ static void hit_json(QrBuf *out, const QrHit *h, bool score, bool snippet, bool 
         if (d)
             cJSON_AddItemToObject(o, "doc", d);
     }
+    if (h->sort_json) {
+        cJSON *sv = cJSON_Parse(h->sort_json);
+        if (sv)
+            cJSON_AddItemToObject(o, "sort", sv);
+    }
     char *s = cJSON_PrintUnformatted(o);
     if (s) {
         qr_buf_append(out, s, strlen(s));
@@ -506,16 +515,23 @@ static int cmd_search(int argc, char **argv, bool bench)
     Opt opts[] = {{"data", true},      {"limit", true},   {"offset", true}, {"count", false},
                   {"json", false},     {"and", false},    {"fields", true}, {"queries", true},
                   {"repeat", true},    {"docs", false},   {"exhaustive", false},
-                  {"timeout", true},   {"no-snippets", false}, {"salvage", false}};
+                  {"timeout", true},   {"no-snippets", false}, {"salvage", false},
+                  {"filter", true},    {"sort", true},    {"after", true},
+                  {"access-path", true}};
     Args a = {opts, sizeof opts / sizeof opts[0]};
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
     const char *queries = opt_val(&a, "queries", NULL);
-    if (bench ? (a.n_pos != 1 || !queries) : !(a.n_pos == 2 || (a.n_pos == 1 && queries))) {
+    /* with --filter or --sort the query may be left out: every matching document */
+    bool no_query_ok = opt_val(&a, "filter", NULL) || opt_val(&a, "sort", NULL);
+    if (bench ? (a.n_pos != 1 || !queries)
+              : !(a.n_pos == 2 || (a.n_pos == 1 && (queries || no_query_ok)))) {
         fprintf(stderr, bench ? "usage: quarry bench TABLE --queries Q.jsonl [--repeat N]\n"
-                              : "usage: quarry search TABLE 'query' [--limit N] [--offset K] "
-                                "[--count] [--json] [--and] [--fields F] [--queries Q.jsonl]\n");
+                              : "usage: quarry search TABLE ['query'] [--filter WHERE] "
+                                "[--sort F:asc|desc,...] [--after CURSOR] [--limit N] "
+                                "[--offset K] [--count] [--json] [--and] [--fields F] "
+                                "[--queries Q.jsonl]\n");
         return 2;
     }
     QrSearchReq r;
@@ -554,6 +570,16 @@ static int cmd_search(int argc, char **argv, bool bench)
     bool json = opt_flag(&a, "json");
     r.snippets = !json && !opt_flag(&a, "no-snippets") && !queries;
     r.fetch_docs = opt_flag(&a, "docs");
+    r.filter = opt_val(&a, "filter", NULL);
+    r.sort = opt_val(&a, "sort", NULL);
+    r.search_after = opt_val(&a, "after", NULL);
+    if (opt_val(&a, "access-path", NULL)) {
+        r.access_path = qr_access_path_parse(opt_val(&a, "access-path", NULL));
+        if (r.access_path < 0) {
+            fprintf(stderr, "quarry: --access-path must be auto, scan, check or btree\n");
+            return 2;
+        }
+    }
     QrDb *db;
     if ((rc = open_db(&a, true, &db)) != 0)
         return rc;
@@ -569,11 +595,13 @@ static int cmd_search(int argc, char **argv, bool bench)
         qr_db_close(db);
         return rc;
     }
-    r.q = a.pos[1];
-    r.q_len = strlen(a.pos[1]);
+    r.q = a.n_pos > 1 ? a.pos[1] : "";
+    r.q_len = strlen(r.q);
     QrSearchRes *res;
     if (qr_search(t, &r, &res, &err) != QR_OK) {
-        cli_print_query_error(stderr, &err, r.q);
+        /* the caret goes under the text the position refers to */
+        bool filter_err = r.filter && !strcmp(err.detail, QR_FILTER_ERROR_DETAIL);
+        cli_print_query_error(stderr, &err, filter_err ? r.filter : r.q);
         qr_db_close(db);
         return 1;
     }
@@ -594,8 +622,12 @@ static int cmd_search(int argc, char **argv, bool bench)
                res->n_hits, r.offset + 1, res->took_ms);
         for (int h = 0; h < res->n_hits; h++) {
             const QrHit *hit = &res->hits[h];
-            printf("%4d. %-30s %8.4f\n", r.offset + h + 1, hit->id_json ? hit->id_json : "?",
-                   (double)hit->score);
+            if (hit->sort_json)
+                printf("%4d. %-30s %8.4f  %s\n", r.offset + h + 1,
+                       hit->id_json ? hit->id_json : "?", (double)hit->score, hit->sort_json);
+            else
+                printf("%4d. %-30s %8.4f\n", r.offset + h + 1, hit->id_json ? hit->id_json : "?",
+                       (double)hit->score);
             if (hit->snippet)
                 cli_print_snippet(stdout, hit->snippet, isatty(1));
             if (hit->doc_json)
@@ -681,11 +713,31 @@ static int do_stats(QrTable *t, Args *a, QrError *err)
     (void)err;
     QrTableStats st;
     qr_table_stats(t, &st);
+    QrColumnStats *cs;
+    int n;
+    int rc = qr_table_column_stats(t, &cs, &n, err);
+    if (rc != QR_OK)
+        return rc;
     printf("{\"table\":\"%s\",\"docs\":%llu,\"docs_total\":%llu,\"segments\":%llu,"
-           "\"disk_bytes\":%llu,\"wal_bytes\":%llu}\n",
+           "\"disk_bytes\":%llu,\"wal_bytes\":%llu,\"columns\":[",
            qr_table_name(t), (unsigned long long)st.docs, (unsigned long long)st.docs_total,
            (unsigned long long)st.segments, (unsigned long long)st.disk_bytes,
            (unsigned long long)st.wal_bytes);
+    /* one column per line: readable as text, still one JSON document */
+    for (int i = 0; i < n; i++) {
+        const QrColumnStats *c = &cs[i];
+        printf("%s\n {\"name\":\"%s\",\"type\":\"%s\",\"rows\":%llu,\"nulls\":%llu,"
+               "\"min\":%s,\"max\":%s,\"distinct_min\":%llu,\"distinct_max\":%llu,"
+               "\"distinct_hll\":%.0f,\"segments\":%u,\"segments_sorted\":%u,"
+               "\"histogram_buckets\":%u,\"blocks\":%u,\"btree\":%s,\"segments_btree\":%u}",
+               i ? "," : "", c->name, c->col_type, (unsigned long long)c->rows,
+               (unsigned long long)c->nulls, c->min_json, c->max_json,
+               (unsigned long long)c->distinct_max, (unsigned long long)c->distinct_sum,
+               c->distinct_hll, c->segments, c->segments_sorted, c->hist_buckets, c->blocks,
+               c->btree ? "true" : "false", c->segments_btree);
+    }
+    printf("]}\n");
+    qr_free(cs);
     return QR_OK;
 }
 
@@ -760,7 +812,8 @@ static void usage(FILE *f)
             "  import TABLE FILE.jsonl[.gz]|-   bulk import (--schema S.json --batch N --strict "
             "--merge)\n"
             "  search TABLE 'query'             ranked search (--limit --offset --count --json "
-            "--and --fields)\n"
+            "--and --fields\n"
+            "                                   --filter WHERE --sort F:desc --after CURSOR)\n"
             "  search TABLE --queries Q.jsonl   one JSON result line per query line\n"
             "  bench TABLE --queries Q.jsonl    time queries with the index opened once "
             "(--repeat N)\n"
@@ -819,6 +872,8 @@ int main(int argc, char **argv)
         return cmd_serve(ac, av);
     if (!strcmp(cmd, "sql"))
         return sql_shell_main(ac, av);
+    if (!strcmp(cmd, "backup"))
+        return backup_cmd_main(ac, av);
     if (!strcmp(cmd, "user"))
         return cmd_user(ac, av);
     fprintf(stderr, "quarry: unknown command \"%s\"\n\n", cmd);

@@ -1,0 +1,166 @@
+/*
+ * table_stats.c — qr_table_column_stats (quarry.h): per-column statistics of
+ * a table, summed or merged over the segments of its current snapshot.
+ *
+ * Layer: query/.  Calls index/table.h, index/segment.h, index/btree.h and
+ * store/column.h.
+ *
+ * Per segment a column carries exact row, NULL and distinct counts, min and
+ * max, a sortedness flag, an equi-depth histogram and HyperLogLog registers
+ * (docs/columns.md).  Across segments: rows and NULLs add up, min/max
+ * combine, exact distinct counts give a lower bound (the largest) and an
+ * upper bound (the sum), and the HLL registers merge into one estimate of
+ * the table-wide distinct count.  Segments written before a field existed
+ * have no column: their rows count as NULL.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "index/btree.h"
+#include "query/filter.h"
+#include "query/query_int.h"
+#include "store/mem.h"
+
+#pragma weak seg_btree /* see filter_exec.c: NULL until segment.c has B-trees */
+
+static void val_json(const ColVal *v, int ct, char *out, size_t cap, double *num)
+{
+    *num = 0;
+    switch (v->kind) {
+    case CV_INT:
+        *num = (double)v->u.i;
+        if (ct == QR_COL_TIMESTAMP) {
+            char t[48];
+            qr_format_timestamp(v->u.i, t, sizeof t);
+            snprintf(out, cap, "\"%s\"", t);
+        } else {
+            snprintf(out, cap, "%lld", (long long)v->u.i);
+        }
+        break;
+    case CV_FLOAT:
+        *num = v->u.f;
+        if (isnan(v->u.f) || isinf(v->u.f))
+            snprintf(out, cap, "\"%s\"", isnan(v->u.f) ? "NaN" : v->u.f > 0 ? "Infinity" : "-Infinity");
+        else
+            snprintf(out, cap, "%.17g", v->u.f);
+        break;
+    case CV_BOOL:
+        *num = v->u.b;
+        snprintf(out, cap, "%s", v->u.b ? "true" : "false");
+        break;
+    case CV_STR: {
+        /* a JSON string, cut at 64 bytes (marked with "...") */
+        size_t o = 0, n = v->u.str.n > 64 ? 64 : v->u.str.n;
+        out[o++] = '"';
+        for (size_t i = 0; i < n && o + 8 < cap; i++) {
+            unsigned char c = (unsigned char)v->u.str.s[i];
+            if (c == '"' || c == '\\') {
+                out[o++] = '\\';
+                out[o++] = (char)c;
+            } else if (c < 0x20) {
+                o += (size_t)snprintf(out + o, cap - o, "\\u%04x", c);
+            } else {
+                out[o++] = (char)c;
+            }
+        }
+        if (n < v->u.str.n && o + 5 < cap) {
+            memcpy(out + o, "...", 3);
+            o += 3;
+        }
+        out[o++] = '"';
+        out[o] = 0;
+        break;
+    }
+    }
+}
+
+/* Order of two values of one column type (keywords: memcmp, shorter first). */
+static int val_cmp(const ColVal *a, const ColVal *b)
+{
+    switch (a->kind) {
+    case CV_INT: return a->u.i < b->u.i ? -1 : a->u.i > b->u.i;
+    case CV_FLOAT:
+        if (isnan(a->u.f) || isnan(b->u.f))
+            return isnan(a->u.f) - isnan(b->u.f);
+        return a->u.f < b->u.f ? -1 : a->u.f > b->u.f;
+    case CV_BOOL: return (int)a->u.b - (int)b->u.b;
+    case CV_STR: {
+        size_t n = a->u.str.n < b->u.str.n ? a->u.str.n : b->u.str.n;
+        int c = n ? memcmp(a->u.str.s, b->u.str.s, n) : 0;
+        return c ? c : (a->u.str.n < b->u.str.n ? -1 : a->u.str.n > b->u.str.n);
+    }
+    }
+    return 0;
+}
+
+int qr_table_column_stats(QrTable *t, QrColumnStats **out, int *n, QrError *err)
+{
+    const QrSchema *sc = qr_table_schema(t);
+    QrColumnStats *v = qr_calloc((size_t)sc->n_fields + 1, sizeof *v);
+    uint8_t *regs = qr_malloc(COL_HLL_REGS);
+    if (!v || !regs) {
+        qr_free(v);
+        qr_free(regs);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    Snapshot *snap = table_snapshot(t->table);
+    int m = 0;
+    for (int f = 0; f < sc->n_fields; f++) {
+        int ct = qr_filter_field_coltype(sc, f);
+        if (ct < 0)
+            continue;
+        QrColumnStats *cs = &v[m++];
+        snprintf(cs->name, sizeof cs->name, "%s", sc->fields[f].name);
+        cs->field = f;
+        cs->ftype = sc->fields[f].type;
+        cs->col_type = col_type_name((QrColType)ct);
+        cs->btree = sc->fields[f].btree;
+        memset(regs, 0, COL_HLL_REGS);
+        ColVal mn = {0}, mx = {0};
+        for (int i = 0; i < snap->n_segs; i++) {
+            const Segment *seg = snap->segs[i];
+            const Column *c = seg_column(seg, f);
+            if (!c) {
+                cs->rows += seg_n_docs(seg);
+                cs->nulls += seg_n_docs(seg);
+                continue;
+            }
+            ColStats st = col_stats(c);
+            cs->rows += st.rows;
+            cs->nulls += st.null_count;
+            cs->segments++;
+            cs->segments_sorted += st.is_sorted;
+            cs->hist_buckets += st.n_buckets;
+            cs->blocks += st.n_blocks;
+            cs->distinct_sum += st.distinct;
+            if (st.distinct > cs->distinct_max)
+                cs->distinct_max = st.distinct;
+            uint8_t seg_regs[COL_HLL_REGS];
+            col_hll_registers(c, seg_regs);
+            col_hll_merge(regs, seg_regs);
+            if (st.has_range) {
+                if (!cs->has_range || val_cmp(&st.min, &mn) < 0)
+                    mn = st.min;
+                if (!cs->has_range || val_cmp(&st.max, &mx) > 0)
+                    mx = st.max;
+                cs->has_range = true;
+            }
+            if (seg_btree && seg_btree(seg, f))
+                cs->segments_btree++;
+        }
+        cs->distinct_hll = cs->segments ? col_hll_estimate(regs) : 0;
+        if (cs->has_range) {
+            val_json(&mn, ct, cs->min_json, sizeof cs->min_json, &cs->min_num);
+            val_json(&mx, ct, cs->max_json, sizeof cs->max_json, &cs->max_num);
+        } else {
+            strcpy(cs->min_json, "null");
+            strcpy(cs->max_json, "null");
+        }
+    }
+    snapshot_release(snap);
+    qr_free(regs);
+    *out = v;
+    *n = m;
+    return QR_OK;
+}
