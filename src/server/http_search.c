@@ -6,9 +6,12 @@
  *
  * Both forms are parsed through one parameter table (SEARCH_PARAMS) into a
  * SearchArgs, so they accept the same names and report the same errors.
- * Parameters defined by the API but not supported by the engine yet
- * (filter, sort, facets, search_after) are refused with 400
- * feature_not_supported naming the parameter: nothing is silently ignored.
+ * Structured parts: filter (SQL WHERE text; a syntax error is 400 with the
+ * 1-based position in the filter text), sort ("published:desc,_score" or a
+ * JSON list), search_after (the "sort" array of a previous page's last hit),
+ * facets (terms / histogram / stats over every match), access_path (tests
+ * and plan comparisons).  Unknown parameters are refused: nothing is
+ * silently ignored.
  */
 #include "server/http_int.h"
 #include "store/mem.h"
@@ -34,6 +37,11 @@ typedef enum ParamKind {
     P_DOC,
     P_TIMEOUT,
     P_TOTAL,
+    P_FILTER,
+    P_SORT,
+    P_AFTER,
+    P_FACETS,
+    P_ACCESS,
     P_UNSUPPORTED,
 } ParamKind;
 
@@ -55,14 +63,16 @@ static const SearchParam SEARCH_PARAMS[] = {
     {"doc", P_DOC, NULL},
     {"timeout_ms", P_TIMEOUT, NULL},
     {"total", P_TOTAL, NULL},
-    {"filter", P_UNSUPPORTED, "filters on columns are not supported by the engine yet"},
-    {"sort", P_UNSUPPORTED, "sorting by a column is not supported by the engine yet"},
-    {"facets", P_UNSUPPORTED, "facets are not supported by the engine yet"},
-    {"search_after", P_UNSUPPORTED, "search_after cursors are not supported by the engine yet"},
+    {"filter", P_FILTER, NULL},
+    {"sort", P_SORT, NULL},
+    {"search_after", P_AFTER, NULL},
+    {"facets", P_FACETS, NULL},
+    {"access_path", P_ACCESS, NULL},
 };
 #define N_PARAMS (int)(sizeof SEARCH_PARAMS / sizeof SEARCH_PARAMS[0])
 
 #define MAX_DOC_FIELDS 64
+#define MAX_FACETS 16
 
 typedef struct SearchArgs {
     const char *q;          /* borrows (query argument or JSON body) */
@@ -77,6 +87,14 @@ typedef struct SearchArgs {
     int n_doc_fields;       /* 0 = the whole document */
     char *doc_fields[MAX_DOC_FIELDS]; /* owns */
     uint64_t timeout_ms;    /* 0 = the server's */
+    char *filter;           /* owns: SQL WHERE text or NULL */
+    char *sort;             /* owns: "f:desc,_score" or NULL */
+    char *after;            /* owns: cursor JSON array text or NULL */
+    int access_path;        /* qr_access_path_parse value */
+    int n_facets;
+    QrFacetReq facets[MAX_FACETS];
+    char *facet_names[MAX_FACETS];  /* owns: the response key of each facet */
+    char *facet_fields[MAX_FACETS]; /* owns: facets[i].field points here */
 } SearchArgs;
 
 static void args_free(SearchArgs *a)
@@ -86,6 +104,174 @@ static void args_free(SearchArgs *a)
     qr_free(a->hl_post);
     for (int i = 0; i < a->n_doc_fields; i++)
         qr_free(a->doc_fields[i]);
+    qr_free(a->filter);
+    qr_free(a->sort);
+    qr_free(a->after);
+    for (int i = 0; i < a->n_facets; i++) {
+        qr_free(a->facet_names[i]);
+        qr_free(a->facet_fields[i]);
+    }
+}
+
+static int set_owned(HttpReq *r, char **dst, const char *v)
+{
+    qr_free(*dst);
+    if (!(*dst = qr_strdup(v)))
+        return http_error(r, QR_ENOMEM, "out of memory");
+    return QR_OK;
+}
+
+/* One facet: kind name, field, size (terms) or interval (histogram). */
+static int add_facet(HttpReq *r, SearchArgs *a, const char *name, const char *kind,
+                     const char *field, double size, double interval)
+{
+    if (a->n_facets == MAX_FACETS)
+        return http_error(r, QR_ELIMIT, "at most %d facets", MAX_FACETS);
+    QrFacetReq *f = &a->facets[a->n_facets];
+    memset(f, 0, sizeof *f);
+    if (!strcmp(kind, "terms"))
+        f->kind = QR_FACET_TERMS;
+    else if (!strcmp(kind, "histogram"))
+        f->kind = QR_FACET_HISTOGRAM;
+    else if (!strcmp(kind, "stats"))
+        f->kind = QR_FACET_STATS;
+    else
+        return http_error(r, QR_EINVAL, "facet type must be terms, histogram or stats, not "
+                                        "\"%.20s\"", kind);
+    if (!field || !*field)
+        return http_error(r, QR_EINVAL, "facet \"%.60s\" needs a field", name ? name : kind);
+    if (!(size >= 0 && size <= 10000 && size == floor(size)))
+        return http_error(r, QR_EINVAL, "facet size must be a whole number from 0 to 10000");
+    f->size = (int)size;
+    f->interval = interval;
+    if (f->kind == QR_FACET_HISTOGRAM && !(interval > 0 && isfinite(interval)))
+        return http_error(r, QR_EINVAL, "histogram facet on \"%.60s\" needs an interval > 0",
+                          field);
+    /* unnamed facets are keyed by field, or "field:type" when that is taken */
+    char dflt[160];
+    snprintf(dflt, sizeof dflt, "%s", field);
+    const char *key = name && *name ? name : dflt;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < a->n_facets; i++)
+            if (!strcmp(a->facet_names[i], key)) {
+                if (key == dflt && pass == 0) {
+                    snprintf(dflt, sizeof dflt, "%s:%s", field, kind);
+                    break;
+                }
+                return http_error(r, QR_EINVAL, "two facets are named \"%.60s\"", key);
+            }
+    a->facet_names[a->n_facets] = qr_strdup(key);
+    a->facet_fields[a->n_facets] = qr_strdup(field);
+    if (!a->facet_names[a->n_facets] || !a->facet_fields[a->n_facets]) {
+        qr_free(a->facet_names[a->n_facets]);
+        qr_free(a->facet_fields[a->n_facets]);
+        return http_error(r, QR_ENOMEM, "out of memory");
+    }
+    f->field = a->facet_fields[a->n_facets];
+    a->n_facets++;
+    return QR_OK;
+}
+
+/* GET form: facets=terms:symbol:5,histogram:views:100,stats:views */
+static int set_facets_text(HttpReq *r, SearchArgs *a, const char *v)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", v);
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        while (*tok == ' ')
+            tok++;
+        char *field = strchr(tok, ':');
+        if (!field)
+            return http_error(r, QR_EINVAL, "facets must be a list of type:field[:size or "
+                                            "interval], e.g. terms:symbol:5,stats:views");
+        *field++ = 0;
+        char *arg = strchr(field, ':');
+        double x = 0;
+        if (arg) {
+            *arg++ = 0;
+            char *end;
+            x = strtod(arg, &end);
+            if (end == arg || *end)
+                return http_error(r, QR_EINVAL, "bad facet argument \"%.20s\"", arg);
+        }
+        bool hist = !strcmp(tok, "histogram");
+        if (add_facet(r, a, NULL, tok, field, hist ? 0 : x, hist ? x : 0) != QR_OK)
+            return r->err.code;
+    }
+    return QR_OK;
+}
+
+/* JSON form: [{"type":"terms","field":"symbol","size":5}, ...] or
+ * {"name": {"type": ..., "field": ...}, ...}. */
+static int set_facets_json(HttpReq *r, SearchArgs *a, const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return set_facets_text(r, a, v->valuestring);
+    if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
+        return http_error(r, QR_EINVAL, "facets must be a list or an object of facet specs");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(it, "type");
+        const cJSON *field = cJSON_GetObjectItemCaseSensitive(it, "field");
+        const cJSON *size = cJSON_GetObjectItemCaseSensitive(it, "size");
+        const cJSON *iv = cJSON_GetObjectItemCaseSensitive(it, "interval");
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+        if (!cJSON_IsObject(it) || (type && !cJSON_IsString(type)) || !cJSON_IsString(field) ||
+            (size && !cJSON_IsNumber(size)) || (iv && !cJSON_IsNumber(iv)) ||
+            (name && !cJSON_IsString(name)))
+            return http_error(r, QR_EINVAL, "a facet is {\"type\": \"terms\"|\"histogram\"|"
+                                            "\"stats\", \"field\": NAME, \"size\": N, "
+                                            "\"interval\": X}");
+        const char *key = cJSON_IsObject(v) ? it->string : name ? name->valuestring : NULL;
+        if (add_facet(r, a, key, type ? type->valuestring : "terms", field->valuestring,
+                      size ? size->valuedouble : 0, iv ? iv->valuedouble : 0) != QR_OK)
+            return r->err.code;
+    }
+    return QR_OK;
+}
+
+/* JSON sort: "f:desc,g" or ["f:desc", {"field": "g", "order": "asc"}]. */
+static int set_sort_json(HttpReq *r, SearchArgs *a, const cJSON *v)
+{
+    if (cJSON_IsString(v))
+        return set_owned(r, &a->sort, v->valuestring);
+    if (!cJSON_IsArray(v))
+        return http_error(r, QR_EINVAL, "sort must be a string or a list");
+    QrBuf b;
+    qr_buf_init(&b);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, v)
+    {
+        if (b.len)
+            qr_buf_putc(&b, ',');
+        if (cJSON_IsString(it)) {
+            qr_buf_printf(&b, "%s", it->valuestring);
+            continue;
+        }
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(it, "field");
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(it, "order");
+        if (!cJSON_IsString(f) || (o && !cJSON_IsString(o)) || strchr(f->valuestring, ',')) {
+            qr_buf_free(&b);
+            return http_error(r, QR_EINVAL, "a sort key is \"field:asc|desc\" or "
+                                            "{\"field\": NAME, \"order\": \"asc\"|\"desc\"}");
+        }
+        qr_buf_printf(&b, "%s%s%s", f->valuestring, o ? ":" : "", o ? o->valuestring : "");
+    }
+    qr_buf_putc(&b, 0);
+    int rc = qr_buf_ok(&b) ? set_owned(r, &a->sort, (const char *)b.data)
+                           : http_error(r, QR_ENOMEM, "out of memory");
+    qr_buf_free(&b);
+    return rc;
+}
+
+static int set_access(HttpReq *r, SearchArgs *a, const char *v)
+{
+    a->access_path = qr_access_path_parse(v);
+    if (a->access_path < 0)
+        return http_error(r, QR_EINVAL, "access_path must be auto, scan, check or btree");
+    return QR_OK;
 }
 
 static const SearchParam *param_find(const char *name)
@@ -234,6 +420,11 @@ static int set_text(HttpReq *r, const SearchParam *p, const char *v, SearchArgs 
             s += n + (c ? 1 : 0);
         }
         return QR_OK;
+    case P_FILTER: return set_owned(r, &a->filter, v);
+    case P_SORT: return set_owned(r, &a->sort, v);
+    case P_AFTER: return set_owned(r, &a->after, v);
+    case P_FACETS: return set_facets_text(r, a, v);
+    case P_ACCESS: return set_access(r, a, v);
     case P_UNSUPPORTED:
         return unsupported(r, p);
     }
@@ -381,6 +572,24 @@ static int set_json(HttpReq *r, const SearchParam *p, const cJSON *v, SearchArgs
             return QR_OK;
         }
         return http_error(r, QR_EINVAL, "doc must be true, false or a list of field names");
+    case P_FILTER:
+        if (!cJSON_IsString(v))
+            return http_error(r, QR_EINVAL, "filter must be a string (SQL WHERE syntax)");
+        return set_owned(r, &a->filter, v->valuestring);
+    case P_SORT: return set_sort_json(r, a, v);
+    case P_AFTER: {
+        if (!cJSON_IsArray(v))
+            return http_error(r, QR_EINVAL, "search_after must be the \"sort\" array of a hit");
+        char *t = cJSON_PrintUnformatted(v);
+        int rc = t ? set_owned(r, &a->after, t) : http_error(r, QR_ENOMEM, "out of memory");
+        cJSON_free(t);
+        return rc;
+    }
+    case P_FACETS: return set_facets_json(r, a, v);
+    case P_ACCESS:
+        if (!cJSON_IsString(v))
+            return http_error(r, QR_EINVAL, "access_path must be a string");
+        return set_access(r, a, v->valuestring);
     case P_UNSUPPORTED:
         return unsupported(r, p);
     }
@@ -418,10 +627,51 @@ static void write_doc(QrBuf *b, const SearchArgs *a, const char *doc_json)
     cJSON_Delete(d);
 }
 
+/* "facets": {name: {"type": ..., "field": ..., buckets or stats}} */
+static void write_facets(QrBuf *b, const SearchArgs *a, const QrSearchRes *res)
+{
+    static const char *kinds[] = {"terms", "histogram", "stats"};
+    qr_buf_append(b, ",\"facets\":{", 11);
+    for (int i = 0; i < res->n_facets; i++) {
+        const QrFacetRes *f = &res->facets[i];
+        if (i)
+            qr_buf_putc(b, ',');
+        jw_key(b, a->facet_names[i]);
+        qr_buf_printf(b, "{\"type\":\"%s\",", kinds[f->kind]);
+        jw_key(b, "field");
+        jw_cstr(b, f->field);
+        qr_buf_printf(b, ",\"missing\":%llu", (unsigned long long)f->missing);
+        if (f->kind == QR_FACET_STATS) {
+            qr_buf_printf(b, ",\"count\":%llu", (unsigned long long)f->count);
+            if (f->count)
+                qr_buf_printf(b, ",\"min\":%.17g,\"max\":%.17g,\"sum\":%.17g,\"avg\":%.17g", f->min,
+                              f->max, f->sum, f->avg);
+            else
+                qr_buf_printf(b, ",\"min\":null,\"max\":null,\"sum\":null,\"avg\":null");
+        } else {
+            if (f->kind == QR_FACET_TERMS)
+                qr_buf_printf(b, ",\"other\":%llu", (unsigned long long)f->other);
+            qr_buf_append(b, ",\"buckets\":[", 12);
+            for (int k = 0; k < f->n_buckets; k++) {
+                const char *key = f->buckets[k].key_json ? f->buckets[k].key_json : "null";
+                qr_buf_printf(b, "%s{\"key\":%s,\"count\":%llu}", k ? "," : "", key,
+                              (unsigned long long)f->buckets[k].count);
+            }
+            qr_buf_putc(b, ']');
+        }
+        qr_buf_putc(b, '}');
+    }
+    qr_buf_putc(b, '}');
+}
+
 /* Run the search in `a` on {t} and answer. */
 static void run_search(HttpReq *r, SearchArgs *a)
 {
     HttpServer *s = r->srv;
+    if (!a->q && (a->filter || a->sort)) {
+        a->q = ""; /* every document matching the filter */
+        a->q_len = 0;
+    }
     if (!a->q) {
         http_error(r, QR_EINVAL, "search parameter \"q\" is required");
         http_error_hint(r, "e.g. ?q=terminal+emulator (docs/query-language.md)");
@@ -460,6 +710,12 @@ static void run_search(HttpReq *r, SearchArgs *a)
     if (a->timeout_ms && (!req.timeout_ms || a->timeout_ms < req.timeout_ms))
         req.timeout_ms = a->timeout_ms;
     req.mem_cap = (size_t)s->cfg.query_mem_bytes;
+    req.filter = a->filter;
+    req.sort = a->sort;
+    req.search_after = a->after;
+    req.access_path = a->access_path;
+    req.facets = a->facets;
+    req.n_facets = a->n_facets;
     QrError e;
     qr_error_clear(&e);
     QrSearchRes *res = NULL;
@@ -508,9 +764,15 @@ static void run_search(HttpReq *r, SearchArgs *a)
             qr_buf_append(&b, ",\"doc\":", 7);
             write_doc(&b, a, hit->doc_json);
         }
+        if (hit->sort_json) {
+            qr_buf_append(&b, ",\"sort\":", 8);
+            qr_buf_append(&b, hit->sort_json, strlen(hit->sort_json));
+        }
         qr_buf_putc(&b, '}');
     }
     qr_buf_printf(&b, "],\"took_ms\":%.3f", res->took_ms);
+    if (res->n_facets)
+        write_facets(&b, a, res);
     if (a->explain) {
         qr_buf_append(&b, ",\"explain\":{", 12);
         jw_key(&b, "strategy");
@@ -528,6 +790,21 @@ static void run_search(HttpReq *r, SearchArgs *a)
             jw_cstr(&b, a->fields);
         else
             qr_buf_append(&b, "null", 4);
+        if (a->filter) {
+            const QrSearchStats *st = &res->stats;
+            qr_buf_printf(&b,
+                          ",\"filter\":{\"segments_scan\":%u,\"segments_check\":%u,"
+                          "\"segments_btree\":%u,\"blocks_total\":%llu,\"blocks_skipped\":%llu,"
+                          "\"blocks_scanned\":%llu,\"btree_pages\":%llu,"
+                          "\"candidates_checked\":%llu,\"rows\":%llu}",
+                          st->filter_segs_scan, st->filter_segs_check, st->filter_segs_btree,
+                          (unsigned long long)st->filter_blocks_total,
+                          (unsigned long long)st->filter_blocks_skipped,
+                          (unsigned long long)st->filter_blocks_scanned,
+                          (unsigned long long)st->filter_btree_pages,
+                          (unsigned long long)st->filter_candidates_checked,
+                          (unsigned long long)st->filter_rows);
+        }
         qr_buf_putc(&b, '}');
     }
     qr_buf_putc(&b, '}');
