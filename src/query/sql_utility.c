@@ -123,6 +123,40 @@ const char *sqlw_const_text(SqlCtx *cx, const cJSON *n)
     return NULL;
 }
 
+/* libpg_query 15-4.0.0 prints zero and negative integer constants as
+ * {"A_Const": {"ival": {}}} (libpg_query issue 243, fixed upstream in
+ * PR 249, not in Debian 12's package): the value is read back from the
+ * statement text at the node's location ("-5", "- 7", "0"). */
+void sqlw_fix_ints(cJSON *n, const char *sql, size_t len)
+{
+    if (!n)
+        return;
+    if (cJSON_IsObject(n)) {
+        cJSON *ac = cJSON_GetObjectItemCaseSensitive(n, "A_Const");
+        cJSON *iv = ac ? cJSON_GetObjectItemCaseSensitive(ac, "ival") : NULL;
+        if (cJSON_IsObject(iv) && !cJSON_GetObjectItemCaseSensitive(iv, "ival")) {
+            int loc = sqlj_int(ac, "location", -1);
+            long long v = 0;
+            if (loc >= 0 && (size_t)loc < len) {
+                size_t i = (size_t)loc;
+                bool neg = false;
+                if (sql[i] == '-') {
+                    neg = true;
+                    i++;
+                    while (i < len && isspace((unsigned char)sql[i]))
+                        i++;
+                }
+                while (i < len && isdigit((unsigned char)sql[i]))
+                    v = v * 10 + (sql[i++] - '0');
+                v = neg ? -v : v;
+            }
+            cJSON_AddNumberToObject(iv, "ival", (double)v);
+        }
+    }
+    cJSON *c;
+    cJSON_ArrayForEach(c, n) sqlw_fix_ints(c, sql, len);
+}
+
 /* ---- SET / SHOW / RESET ---- */
 
 static char *lower_dup(SqlCtx *cx, const char *s)
@@ -313,6 +347,7 @@ int sqlu_describe(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlColumn **
     *n_cols = 0;
     if (!tag)
         return QR_OK;
+    sqlw_fix_ints((cJSON *)stmt, cx->sql, cx->sql_len);
     if (!strcmp(tag, "VariableShowStmt")) {
         const char *name = sqlj_str(b, "name");
         if (name && !strcasecmp(name, "all")) {
@@ -348,6 +383,9 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
     SqluState *st = sqlu_state(s, cx->err);
     if (!st)
         return cx->err->code;
+    /* the tree belongs to the statement; filling in lost constants is
+     * idempotent and only makes it say what the text says */
+    sqlw_fix_ints((cJSON *)stmt, cx->sql, cx->sql_len);
     if (!tag || !b)
         return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "malformed statement");
     res->kind = QR_SQL_RES_COMMAND;

@@ -179,6 +179,11 @@ const cJSON *sqlw_meta_col(const cJSON *meta, const char *col);
  * QR_SQL_UNKNOWN (no metadata: follow the value). */
 QrSqlType sqlw_pk_type(const cJSON *meta);
 
+/* Fill in the integer constants libpg_query 15-4.0.0 leaves out of its JSON
+ * (zero and negative "ival"), from the statement text at each A_Const's
+ * location.  Idempotent; every parse tree should pass through it once. */
+void sqlw_fix_ints(cJSON *n, const char *sql, size_t len);
+
 /* ---- entry points per statement family ---- */
 int sqlw_ddl_exec(SqlCtx *cx, const cJSON *body, const char *tag, QrSqlResult *res);
 int sqlw_insert(SqlCtx *cx, SqluState *st, const cJSON *body, QrSqlResult *res);
