@@ -693,7 +693,7 @@ static int bind_in(SqlBind *b, const cJSON *ae, int loc, bool neg, SqlExpr **out
 {
     SqlExpr *x, *e;
     int rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &x);
-    if (rc || (rc = bind_list(b, sqlj_get(ae, "rexpr"), x, &e, SE_IN)))
+    if (rc || (rc = bind_list(b, sqlj_list(sqlj_get(ae, "rexpr")), x, &e, SE_IN)))
         return rc;
     for (int i = 1; i < e->n_args; i++) {
         QrSqlType t;
@@ -718,7 +718,7 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
     if (!strcmp(kind, "AEXPR_OP") && !strcmp(op, "@@"))
         return bind_match(b, sqlj_get(ae, "lexpr"), sqlj_get(ae, "rexpr"), loc, out);
     if (!strcmp(kind, "AEXPR_BETWEEN") || !strcmp(kind, "AEXPR_NOT_BETWEEN")) {
-        const cJSON *r = sqlj_get(ae, "rexpr");
+        const cJSON *r = sqlj_list(sqlj_get(ae, "rexpr"));
         SqlExpr *x, *lo, *hi, *c1, *c2;
         int rc;
         if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &x)) ||
@@ -733,7 +733,7 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         e->args[0] = c1;
         e->args[1] = c2;
         e->type = QR_SQL_BOOL;
-        if (kind[5] == 'N') {
+        if (!strcmp(kind, "AEXPR_NOT_BETWEEN")) {
             SqlExpr *n = new_expr(b, SE_NOT, loc);
             if (!n || set_args(b, n, 1))
                 return b->cx->err->code;
@@ -790,7 +790,8 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
             (rc = sql_expr_bind(b, sqlj_get(ae, "rexpr"), &r)) ||
             (rc = bind_cmp(b, SQL_CMP_EQ, l, r, loc, &e)))
             return rc;
-        e->op = kind[5] == 'N' ? 100 : 101; /* IS NOT DISTINCT (null-safe =) / IS DISTINCT */
+        /* IS NOT DISTINCT FROM (null-safe =) / IS DISTINCT FROM */
+        e->op = !strcmp(kind, "AEXPR_NOT_DISTINCT") ? 100 : 101;
         *out = e;
         return QR_OK;
     }
@@ -842,7 +843,21 @@ static int bind_const(SqlBind *b, const cJSON *ac, int loc, SqlExpr **out)
         e->val = sqlv_null();
         e->type = QR_SQL_UNKNOWN;
     } else if ((v = sqlj_get(ac, "ival"))) {
-        e->val = sqlv_int(sqlj_int(v, "ival", 0));
+        int64_t iv = sqlj_int(v, "ival", 0);
+        /* libpg_query's JSON prints a negative ival as {}: read the literal back
+         * from the statement text (loc points at its sign) */
+        if (!sqlj_get(v, "ival") && loc >= 0 && b->cx->sql && (size_t)loc < b->cx->sql_len) {
+            const char *p = b->cx->sql + loc;
+            bool neg = false;
+            while (*p == '-' || *p == ' ' || *p == '\t' || *p == '\n' || *p == '(')
+                neg ^= *p++ == '-';
+            iv = 0;
+            while (*p >= '0' && *p <= '9')
+                iv = iv * 10 + (*p++ - '0');
+            if (neg)
+                iv = -iv;
+        }
+        e->val = sqlv_int(iv);
         e->val.type = e->type = QR_SQL_INT4;
     } else if ((v = sqlj_get(ac, "fval"))) {
         const char *s = sqlj_str(v, "fval");

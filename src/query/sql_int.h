@@ -130,6 +130,9 @@ bool sqlj_bool(const cJSON *body, const char *key);
 int sqlj_loc(const cJSON *n);
 /* The sval of a {"String": {"sval": ...}} node (NULL otherwise). */
 const char *sqlj_sval(const cJSON *n);
+/* The items of a {"List": {"items": [...]}} node (IN lists, BETWEEN
+ * bounds), or n itself when it already is an array. */
+const cJSON *sqlj_list(const cJSON *n);
 /* The last name of a list of String nodes (funcname, typeName.names). */
 const char *sqlj_last_name(const cJSON *list);
 

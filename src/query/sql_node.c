@@ -76,3 +76,11 @@ const char *sqlj_last_name(const cJSON *list)
     }
     return last;
 }
+
+const cJSON *sqlj_list(const cJSON *n)
+{
+    const cJSON *l = sqlj_is(n, "List");
+    if (l)
+        return sqlj_get(l, "items");
+    return n;
+}

@@ -25,6 +25,7 @@
  * version did not move (retrying otherwise), so doc ids agree.
  */
 #include "query/sql_int.h"
+#include "query/sql_w.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -140,18 +141,28 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
     if (!sc || !c)
         return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
     const char *q = alias ? alias : qr_table_name(t);
+    /* declared SQL types (int4, timestamp, varchar...) kept by CREATE TABLE */
+    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
     int n = 0;
-    c[n] = (SqlCol){.name = s->primary_key, .qual = q, .type = pk_type(t), .field = -1,
-                    .attnum = 1};
+    QrSqlType pkt = meta ? sqlw_pk_type(meta) : QR_SQL_UNKNOWN;
+    c[n] = (SqlCol){.name = s->primary_key, .qual = q,
+                    .type = pkt != QR_SQL_UNKNOWN ? pkt : pk_type(t), .field = -1, .attnum = 1};
     n++;
     for (int f = 0; f < s->n_fields; f++) {
         if (!strcmp(s->fields[f].name, s->primary_key))
             continue;
-        c[n] = (SqlCol){.name = s->fields[f].name, .qual = q,
-                        .type = sql_field_type(s->fields[f].type), .field = f,
-                        .attnum = (int16_t)(n + 1)};
+        QrSqlType ty = sql_field_type(s->fields[f].type), decl;
+        const char *dn = meta ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                                    sqlw_meta_col(meta, s->fields[f].name), "type"))
+                              : NULL;
+        if (dn && sqlt_from_name(dn, &decl) && decl != QR_SQL_OID && decl != QR_SQL_NAME)
+            ty = decl;
+        c[n] = (SqlCol){.name = qr_arena_strndup(cx->arena, s->fields[f].name,
+                                                 strlen(s->fields[f].name)),
+                        .qual = q, .type = ty, .field = f, .attnum = (int16_t)(n + 1)};
         n++;
     }
+    cJSON_Delete(meta);
     c[n++] = (SqlCol){.name = "_id", .qual = q, .type = QR_SQL_INT8, .field = -2, .hidden = true};
     c[n++] = (SqlCol){.name = "_score", .qual = q, .type = QR_SQL_FLOAT4, .field = -3,
                       .hidden = true};
@@ -867,12 +878,7 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
         for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
             Segment *seg = snap->segs[si];
-            roaring_bitmap_t *bm = roaring_bitmap_create();
             roaring_bitmap_t *cand = NULL;
-            if (!bm) {
-                rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-                break;
-            }
             if (ds) {
                 cand = roaring_bitmap_create();
                 for (uint64_t i = 0; cand && i < ds->n; i++) {
@@ -885,14 +891,14 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
             bool empty = false;
             for (int k = 0; k < n_cp && rc == QR_OK && !empty; k++) {
                 const Column *c = seg_column(seg, cp[k].field);
-                roaring_bitmap_t *next = roaring_bitmap_create();
                 if (!c) { /* no column in this segment: only IS NULL matches */
-                    if (cp[k].pred.op == CP_IS_NULL) {
-                        roaring_bitmap_free(next);
-                        continue;
-                    }
-                    roaring_bitmap_free(next);
-                    empty = true;
+                    if (cp[k].pred.op != CP_IS_NULL)
+                        empty = true;
+                    continue;
+                }
+                roaring_bitmap_t *next = roaring_bitmap_create();
+                if (!next) {
+                    rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
                     break;
                 }
                 ColFilter *f = NULL;
@@ -907,7 +913,8 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
                 col_filter_free(f);
                 sc->zm_blocks_total += st.blocks_total;
                 sc->zm_blocks_skipped += st.blocks_skipped;
-                roaring_bitmap_free(cand);
+                if (cand) /* this CRoaring's free does not take NULL */
+                    roaring_bitmap_free(cand);
                 cand = next;
                 if (roaring_bitmap_is_empty(cand))
                     empty = true;
@@ -928,8 +935,8 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
                     qr_free(ids);
                 }
             }
-            roaring_bitmap_free(cand);
-            roaring_bitmap_free(bm);
+            if (cand)
+                roaring_bitmap_free(cand);
         }
     } else {
         for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
