@@ -24,7 +24,7 @@ static int usage(void)
 int backup_cmd_main(int argc, char **argv)
 {
     const char *data = "./data", *to = NULL;
-    for (int i = 2; i < argc; i++) {
+    for (int i = 0; i < argc; i++) { /* argv: the arguments after "backup" */
         if ((!strcmp(argv[i], "--data") || !strcmp(argv[i], "--to")) && i + 1 < argc) {
             if (!strcmp(argv[i], "--data"))
                 data = argv[++i];
