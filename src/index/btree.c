@@ -897,7 +897,8 @@ static void bti_close(Iter *it)
 {
     BtIter *b = (BtIter *)it;
     iter_close(b->inner);
-    roaring_bitmap_free(b->bm);
+    if (b->bm) /* CRoaring 0.2 does not accept NULL */
+        roaring_bitmap_free(b->bm);
     b->bm = NULL;
     it->doc = ITER_END;
 }
@@ -960,7 +961,8 @@ void bt_close(BTree *t)
 {
     if (!t)
         return;
-    roaring_bitmap_free(t->nulls);
+    if (t->nulls)
+        roaring_bitmap_free(t->nulls);
     sf_unref(t->sf);
     qr_free(t);
 }
@@ -1166,7 +1168,8 @@ out:
     qr_free(count);
     qr_free(parents);
     qr_free(rv.v);
-    roaring_bitmap_free(seen);
+    if (seen)
+        roaring_bitmap_free(seen);
     return rc;
 }
 
@@ -1218,123 +1221,123 @@ static bool sort_pairs(BtPair *a, size_t n)
     return true;
 }
 
-/* One page being filled, and the level it belongs to. */
-typedef struct PageBuilder {
-    QrBuf ents;       /* entry bytes */
-    uint32_t *offs;   /* owns: entry offsets in ents */
-    uint32_t n, cap;
-    uint64_t rows;    /* rows below the page */
-    QrBuf first;      /* first key of the page */
-    uint32_t written; /* pages this level has written */
-} PageBuilder;
-
-/* The page being built at each level, and what has been written. */
+/* Pages are written level by level, bottom-up: all leaves (so that they are
+ * pages 0..n_leaves-1 in key order), then each inner level from the entries
+ * the level below passed up, until a level fits in one page: the root. */
 typedef struct TreeWriter {
     QrBuf pages, dir, rows;
-    PageBuilder lv[BT_MAX_HEIGHT];
-    uint32_t n_levels;  /* levels with a page started */
+    /* the page being filled */
+    QrBuf ents;        /* entry bytes */
+    uint32_t *offs;    /* owns: entry offsets in ents */
+    uint32_t n, cap;
+    uint64_t page_rows; /* rows below the page */
+    QrBuf first;       /* first key of the page */
+    uint32_t level;
+    /* parent entries of the pages written at this level:
+     * varint key_n, key, varint child, varint rows */
+    QrBuf up;
+    uint32_t n_up;
     uint32_t n_pages, n_leaves;
     bool oom;
 } TreeWriter;
 
-static void tw_add(TreeWriter *w, uint32_t level, const uint8_t *key, size_t key_n,
-                   const uint8_t *tail, size_t tail_n, uint64_t rows);
-
-/* Write level's current page and pass its first key up. */
-static void tw_flush(TreeWriter *w, uint32_t level)
+/* Write the page being filled and pass its entry up. */
+static void tw_flush(TreeWriter *w)
 {
-    PageBuilder *pb = &w->lv[level];
-    if (pb->n == 0)
+    if (w->n == 0)
         return;
     uint32_t no = w->n_pages++;
-    pb->written++;
-    if (level == 0)
+    if (w->level == 0)
         w->n_leaves++;
     size_t start = w->pages.len;
-    uint32_t hdr = BT_PAGE_HDR + 4 * pb->n;
-    qr_buf_putc(&w->pages, level == 0 ? BT_LEAF : BT_INNER);
-    qr_buf_putc(&w->pages, (uint8_t)level);
+    uint32_t hdr = BT_PAGE_HDR + 4 * w->n;
+    qr_buf_putc(&w->pages, w->level == 0 ? BT_LEAF : BT_INNER);
+    qr_buf_putc(&w->pages, (uint8_t)w->level);
     qr_buf_put_u16(&w->pages, 0);
-    qr_buf_put_u32(&w->pages, pb->n);
-    for (uint32_t i = 0; i < pb->n; i++)
-        qr_buf_put_u32(&w->pages, hdr + pb->offs[i]);
-    qr_buf_append(&w->pages, pb->ents.data, pb->ents.len);
+    qr_buf_put_u32(&w->pages, w->n);
+    for (uint32_t i = 0; i < w->n; i++)
+        qr_buf_put_u32(&w->pages, hdr + w->offs[i]);
+    qr_buf_append(&w->pages, w->ents.data, w->ents.len);
     qr_buf_put_u64(&w->dir, start);
     qr_buf_put_u32(&w->dir, (uint32_t)(w->pages.len - start));
     qr_buf_put_u32(&w->dir, 0);
-    /* the parent's entry: first key, child page, rows below */
-    uint8_t tail[20];
-    size_t tn = qr_varint_encode(tail, no);
-    tn += qr_varint_encode(tail + tn, pb->rows);
-    QrBuf first = pb->first;
-    uint64_t rows = pb->rows;
-    qr_buf_init(&pb->first);
-    pb->ents.len = 0;
-    pb->n = 0;
-    pb->rows = 0;
-    if (level + 1 >= BT_MAX_HEIGHT) {
+    qr_buf_put_str(&w->up, (const char *)(w->first.data ? w->first.data : (const uint8_t *)""),
+                   w->first.len);
+    qr_buf_put_varint(&w->up, no);
+    qr_buf_put_varint(&w->up, w->page_rows);
+    w->n_up++;
+    w->first.len = 0;
+    w->ents.len = 0;
+    w->n = 0;
+    w->page_rows = 0;
+    if (!qr_buf_ok(&w->pages) || !qr_buf_ok(&w->dir) || !qr_buf_ok(&w->up))
         w->oom = true;
-    } else {
-        if (level + 1 >= w->n_levels)
-            w->n_levels = level + 2;
-        tw_add(w, level + 1, first.data ? first.data : (const uint8_t *)"", first.len, tail, tn,
-               rows);
-    }
-    qr_buf_free(&first);
 }
 
-/* Append an entry (key + encoded tail) at `level`, cutting the page first
- * when it would pass BT_PAGE_TARGET (leaves keep >= 1 entry, inner pages
- * >= 2, so every level is at most half the one below). */
-static void tw_add(TreeWriter *w, uint32_t level, const uint8_t *key, size_t key_n,
-                   const uint8_t *tail, size_t tail_n, uint64_t rows)
+/* Append an entry (key + encoded tail) to the current level, cutting the
+ * page first when it would pass BT_PAGE_TARGET (leaves keep >= 1 entry,
+ * inner pages >= 2, so every level has fewer pages than the one below). */
+static void tw_add(TreeWriter *w, const uint8_t *key, size_t key_n, const uint8_t *tail,
+                   size_t tail_n, uint64_t rows)
 {
-    PageBuilder *pb = &w->lv[level];
-    if (level >= w->n_levels)
-        w->n_levels = level + 1;
     uint8_t vb[10];
     size_t vn = qr_varint_encode(vb, key_n);
     size_t ent = vn + key_n + tail_n;
-    uint32_t min_n = level == 0 ? 1 : 2;
-    if (pb->n >= min_n && BT_PAGE_HDR + 4 * ((size_t)pb->n + 1) + pb->ents.len + ent > BT_PAGE_TARGET)
-        tw_flush(w, level);
-    if (pb->n == pb->cap) {
-        uint32_t nc = pb->cap ? pb->cap * 2 : 64;
-        uint32_t *no = qr_realloc(pb->offs, nc * sizeof *no);
+    uint32_t min_n = w->level == 0 ? 1 : 2;
+    if (w->n >= min_n &&
+        BT_PAGE_HDR + 4 * ((size_t)w->n + 1) + w->ents.len + ent > BT_PAGE_TARGET)
+        tw_flush(w);
+    if (w->n == w->cap) {
+        uint32_t nc = w->cap ? w->cap * 2 : 64;
+        uint32_t *no = qr_realloc(w->offs, nc * sizeof *no);
         if (!no) {
             w->oom = true;
             return;
         }
-        pb->offs = no;
-        pb->cap = nc;
+        w->offs = no;
+        w->cap = nc;
     }
-    if (pb->n == 0)
-        qr_buf_append(&pb->first, key, key_n);
-    pb->offs[pb->n++] = (uint32_t)pb->ents.len;
-    qr_buf_append(&pb->ents, vb, vn);
-    qr_buf_append(&pb->ents, key, key_n);
-    qr_buf_append(&pb->ents, tail, tail_n);
-    pb->rows += rows;
-    if (!qr_buf_ok(&pb->ents) || !qr_buf_ok(&pb->first))
+    if (w->n == 0)
+        qr_buf_append(&w->first, key, key_n);
+    w->offs[w->n++] = (uint32_t)w->ents.len;
+    qr_buf_append(&w->ents, vb, vn);
+    qr_buf_append(&w->ents, key, key_n);
+    qr_buf_append(&w->ents, tail, tail_n);
+    w->page_rows += rows;
+    if (!qr_buf_ok(&w->ents) || !qr_buf_ok(&w->first))
         w->oom = true;
 }
 
-/* Flush every level bottom-up until one page (the root) remains: the first
- * level that never wrote a page and holds one entry points at the root, so
- * that entry is dropped and the levels below it are the tree. */
-static void tw_finish(TreeWriter *w)
+/* After the last leaf entry: flush, then build inner levels from the
+ * entries passed up until one page remains.  Returns the height. */
+static uint32_t tw_finish(TreeWriter *w)
 {
-    for (uint32_t l = 0; l < BT_MAX_HEIGHT && !w->oom; l++) {
-        PageBuilder *pb = &w->lv[l];
-        if (l > 0 && pb->written == 0 && pb->n == 1) {
-            pb->n = 0;
-            pb->ents.len = 0;
-            w->n_levels = l;
-            return;
+    tw_flush(w);
+    while (w->n_up > 1 && !w->oom) {
+        if (w->level + 1 >= BT_MAX_HEIGHT) {
+            w->oom = true;
+            break;
         }
-        tw_flush(w, l);
+        QrBuf below = w->up;
+        uint32_t n_below = w->n_up;
+        qr_buf_init(&w->up);
+        w->n_up = 0;
+        w->level++;
+        QrReader r;
+        qr_rd_init(&r, below.data, below.len);
+        for (uint32_t i = 0; i < n_below && !w->oom; i++) {
+            size_t kn;
+            const uint8_t *k = qr_rd_str(&r, &kn);
+            uint64_t child = qr_rd_varint(&r), rows = qr_rd_varint(&r);
+            uint8_t tail[20];
+            size_t tn = qr_varint_encode(tail, child);
+            tn += qr_varint_encode(tail + tn, rows);
+            tw_add(w, k ? k : (const uint8_t *)"", kn, tail, tn, rows);
+        }
+        tw_flush(w);
+        qr_buf_free(&below);
     }
-    w->oom = true; /* unreachable: each level halves */
+    return w->level + 1;
 }
 
 static void tw_free(TreeWriter *w)
@@ -1342,11 +1345,10 @@ static void tw_free(TreeWriter *w)
     qr_buf_free(&w->pages);
     qr_buf_free(&w->dir);
     qr_buf_free(&w->rows);
-    for (uint32_t l = 0; l < BT_MAX_HEIGHT; l++) {
-        qr_buf_free(&w->lv[l].ents);
-        qr_buf_free(&w->lv[l].first);
-        qr_free(w->lv[l].offs);
-    }
+    qr_buf_free(&w->ents);
+    qr_buf_free(&w->first);
+    qr_buf_free(&w->up);
+    qr_free(w->offs);
 }
 
 /* Encode the rows of one key into w->rows and add its leaf entry. */
@@ -1379,7 +1381,7 @@ static void tw_key(TreeWriter *w, const uint8_t *key, size_t key_n, const BtPair
     tail[tn++] = enc;
     tn += qr_varint_encode(tail + tn, off);
     tn += qr_varint_encode(tail + tn, w->rows.len - off);
-    tw_add(w, 0, key, key_n, tail, tn, n);
+    tw_add(w, key, key_n, tail, tn, n);
 }
 
 /* The non-NULL (key, row) pairs of column c, in row order; NULL rows to nulls. */
@@ -1446,10 +1448,10 @@ int bt_write(const Column *c, const char *path, bool do_fsync, QrError *err)
     qr_buf_init(&w.pages);
     qr_buf_init(&w.dir);
     qr_buf_init(&w.rows);
-    for (uint32_t l = 0; l < BT_MAX_HEIGHT; l++) {
-        qr_buf_init(&w.lv[l].ents);
-        qr_buf_init(&w.lv[l].first);
-    }
+    qr_buf_init(&w.ents);
+    qr_buf_init(&w.first);
+    qr_buf_init(&w.up);
+    uint32_t height = 0;
     bool keyword = col_type(c) == QR_COL_KEYWORD;
     uint64_t n_keys = 0;
     if (!sort_pairs(ps, n))
@@ -1477,7 +1479,7 @@ int bt_write(const Column *c, const char *path, bool do_fsync, QrError *err)
         i = j;
     }
     if (!rc && n)
-        tw_finish(&w);
+        height = tw_finish(&w);
     qr_free(ps);
     if (!rc && w.oom)
         rc = qr_error_set(err, QR_ENOMEM, "out of memory building a B-tree over \"%s\"",
@@ -1492,7 +1494,7 @@ int bt_write(const Column *c, const char *path, bool do_fsync, QrError *err)
         qr_put_u32le(meta + 12, w.n_pages);
         qr_put_u32le(meta + 16, w.n_leaves);
         qr_put_u32le(meta + 20, w.n_pages ? w.n_pages - 1 : 0);
-        qr_put_u32le(meta + 24, n ? w.n_levels : 0);
+        qr_put_u32le(meta + 24, height);
         qr_put_u64le(meta + 32, n_keys);
         qr_put_u64le(meta + 40, n);
         char *nb = qr_malloc(nsz);
