@@ -272,6 +272,13 @@ int copy_reader_feed(CopyReader *r, const char *data, size_t len, QrError *err)
         bool end = false;
         for (; i < len; i++) {
             char c = data[i];
+            if (r->escaped) {
+                /* the byte after a backslash (maybe in an earlier chunk) is data */
+                r->escaped = false;
+                if (c == '\n')
+                    r->lines_seen++;
+                continue;
+            }
             if (c == '\n') {
                 r->lines_seen++;
                 if (!r->in_quote) {
@@ -280,11 +287,8 @@ int copy_reader_feed(CopyReader *r, const char *data, size_t len, QrError *err)
                 }
             } else if (r->fmt.csv && c == r->fmt.quote) {
                 r->in_quote = !r->in_quote;
-            } else if (!r->fmt.csv && c == '\\' && i + 1 < len) {
-                /* an escaped byte (even a newline) stays in the record */
-                if (data[i + 1] == '\n')
-                    r->lines_seen++;
-                i++;
+            } else if (!r->fmt.csv && c == '\\') {
+                r->escaped = true; /* an escaped byte (even a newline) stays in the record */
             }
         }
         qr_buf_append(&r->rec, data + start, i - start);

@@ -49,6 +49,7 @@ typedef struct CopyReader {
     void *ctx;            /* borrows */
     QrBuf rec;            /* owns: bytes of the record being assembled */
     bool in_quote;        /* CSV: the scan is inside a quoted field */
+    bool escaped;         /* text: the last byte fed was an unpaired backslash */
     int64_t line;         /* 1-based line the current record starts on */
     int64_t lines_seen;   /* newlines consumed so far */
     bool header_done;

@@ -1,0 +1,532 @@
+/*
+ * test_sql_dml.c — the SQL write side: the COPY text/CSV codec (round trips
+ * of random rows through any chunking, line numbers, bad input), value
+ * coercion to stored JSON, and INSERT / UPDATE / DELETE / ON CONFLICT /
+ * transactions / COPY through sessions, checked against a model of the
+ * table kept in the test.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_util.h"
+#include "query/sql.h"
+#include "query/sql_w.h"
+
+/* ---- COPY codec ---- */
+
+typedef struct Rows {
+    int n;
+    int n_fields[512];
+    char *f[512][6]; /* NULL = SQL NULL */
+    int64_t line[512];
+} Rows;
+
+static int collect(void *ctx, int n, char **vals, size_t *lens, int64_t line, QrError *err)
+{
+    (void)err;
+    Rows *r = ctx;
+    cr_assert(r->n < 512 && n <= 6);
+    r->n_fields[r->n] = n;
+    r->line[r->n] = line;
+    for (int i = 0; i < n; i++)
+        r->f[r->n][i] = vals[i] ? strndup(vals[i], lens[i]) : NULL;
+    r->n++;
+    return QR_OK;
+}
+
+static void rows_free(Rows *r)
+{
+    for (int i = 0; i < r->n; i++)
+        for (int k = 0; k < r->n_fields[i]; k++)
+            free(r->f[i][k]);
+    r->n = 0;
+}
+
+static char *random_field(uint64_t *rng)
+{
+    static const char alphabet[] = "ab,\t\"\\\n\r.NZ '";
+    int n = (int)eu_below(rng, 8);
+    char *s = malloc((size_t)n + 1);
+    for (int i = 0; i < n; i++)
+        s[i] = alphabet[eu_below(rng, sizeof alphabet - 1)];
+    s[n] = 0;
+    return s;
+}
+
+/* Feed `data` in random chunks. */
+static int feed_chunks(CopyReader *rd, const char *data, size_t len, uint64_t *rng, QrError *err)
+{
+    size_t off = 0;
+    while (off < len) {
+        size_t n = 1 + eu_below(rng, 17);
+        if (n > len - off)
+            n = len - off;
+        int rc = copy_reader_feed(rd, data + off, n, err);
+        if (rc)
+            return rc;
+        off += n;
+    }
+    return copy_reader_finish(rd, err);
+}
+
+static void round_trip(bool csv, uint64_t seed)
+{
+    uint64_t rng = seed;
+    CopyFmt fmt;
+    copy_fmt_init(&fmt, csv);
+    for (int iter = 0; iter < 50; iter++) {
+        int n_rows = 1 + (int)eu_below(&rng, 30);
+        int n_cols = 1 + (int)eu_below(&rng, 5);
+        char *want[64][6];
+        QrBuf out;
+        qr_buf_init(&out);
+        for (int r = 0; r < n_rows; r++) {
+            size_t lens[6];
+            for (int c = 0; c < n_cols; c++) {
+                want[r][c] = eu_chance(&rng, 0.15) ? NULL : random_field(&rng);
+                lens[c] = want[r][c] ? strlen(want[r][c]) : 0;
+            }
+            copy_write_row(&out, &fmt, n_cols, (const char *const *)want[r], lens);
+        }
+        Rows got = {0};
+        CopyReader rd;
+        copy_reader_init(&rd, &fmt, collect, &got);
+        QrError err;
+        qr_error_clear(&err);
+        cr_assert_eq(feed_chunks(&rd, (const char *)out.data, out.len, &rng, &err), QR_OK,
+                     "%s: %s", csv ? "csv" : "text", err.message);
+        copy_reader_free(&rd);
+        cr_assert_eq(got.n, n_rows, "%s: %d rows back, %d written", csv ? "csv" : "text", got.n,
+                     n_rows);
+        for (int r = 0; r < n_rows; r++) {
+            cr_assert_eq(got.n_fields[r], n_cols);
+            for (int c = 0; c < n_cols; c++) {
+                if (!want[r][c])
+                    cr_assert_null(got.f[r][c], "row %d col %d should be NULL", r, c);
+                else
+                    cr_assert(got.f[r][c] && !strcmp(got.f[r][c], want[r][c]),
+                              "%s row %d col %d: [%s] != [%s]", csv ? "csv" : "text", r, c,
+                              got.f[r][c] ? got.f[r][c] : "(null)", want[r][c]);
+                free(want[r][c]);
+            }
+        }
+        rows_free(&got);
+        qr_buf_free(&out);
+    }
+}
+
+Test(sql_copy, text_round_trip_any_chunking) { round_trip(false, 11); }
+Test(sql_copy, csv_round_trip_any_chunking) { round_trip(true, 12); }
+
+Test(sql_copy, csv_line_numbers_count_quoted_newlines)
+{
+    CopyFmt fmt;
+    copy_fmt_init(&fmt, true);
+    fmt.header = true;
+    const char *in = "a,b\n1,\"x\ny\"\n2,z\r\n3,\"\"\n";
+    Rows got = {0};
+    CopyReader rd;
+    copy_reader_init(&rd, &fmt, collect, &got);
+    QrError err;
+    qr_error_clear(&err);
+    uint64_t rng = 5;
+    cr_assert_eq(feed_chunks(&rd, in, strlen(in), &rng, &err), QR_OK, "%s", err.message);
+    copy_reader_free(&rd);
+    cr_assert_eq(got.n, 3);
+    cr_assert_eq(got.line[0], 2);
+    cr_assert_eq(got.line[1], 4); /* the quoted field spans lines 2-3 */
+    cr_assert_eq(got.line[2], 5);
+    cr_assert_str_eq(got.f[0][1], "x\ny");
+    cr_assert_str_eq(got.f[1][1], "z");
+    cr_assert_str_eq(got.f[2][1], ""); /* quoted empty is not NULL */
+    rows_free(&got);
+}
+
+Test(sql_copy, text_escapes_null_and_end_marker)
+{
+    CopyFmt fmt;
+    copy_fmt_init(&fmt, false);
+    const char *in = "a\\tb\t\\N\t\\\\N\n\\x41\\101\\n\t\t\n\\.\nignored\tafter\n";
+    Rows got = {0};
+    CopyReader rd;
+    copy_reader_init(&rd, &fmt, collect, &got);
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(copy_reader_feed(&rd, in, strlen(in), &err), QR_OK);
+    cr_assert_eq(copy_reader_finish(&rd, &err), QR_OK);
+    copy_reader_free(&rd);
+    cr_assert_eq(got.n, 2);
+    cr_assert_str_eq(got.f[0][0], "a\tb");
+    cr_assert_null(got.f[0][1]);
+    cr_assert_str_eq(got.f[0][2], "\\N");
+    cr_assert_str_eq(got.f[1][0], "AA\n");
+    cr_assert_str_eq(got.f[1][1], "");
+    rows_free(&got);
+}
+
+Test(sql_copy, unterminated_quote_names_its_line)
+{
+    CopyFmt fmt;
+    copy_fmt_init(&fmt, true);
+    const char *in = "1,a\n2,\"open\n3,c\n";
+    Rows got = {0};
+    CopyReader rd;
+    copy_reader_init(&rd, &fmt, collect, &got);
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(copy_reader_feed(&rd, in, strlen(in), &err), QR_OK);
+    cr_assert_neq(copy_reader_finish(&rd, &err), QR_OK);
+    cr_assert_eq(err.line, 2, "line %lld", (long long)err.line);
+    copy_reader_free(&rd);
+    rows_free(&got);
+}
+
+/* ---- value coercion ---- */
+
+static char *coerce(QrFieldType t, QrSqlValue v, QrError *err)
+{
+    cJSON *j = NULL;
+    qr_error_clear(err);
+    if (sqlw_value_to_cjson(t, "c", &v, &j, err) != QR_OK)
+        return NULL;
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    return s;
+}
+
+static QrSqlValue txt(const char *s)
+{
+    QrSqlValue v = {.type = QR_SQL_UNKNOWN, .u.s = {s, strlen(s)}};
+    return v;
+}
+
+Test(sql_values, assignment_casts)
+{
+    QrError err;
+    struct {
+        QrFieldType t;
+        QrSqlValue v;
+        const char *want; /* NULL: error with sqlstate */
+        const char *state;
+    } cases[] = {
+        {QR_FT_INT, txt(" 42 "), "42", NULL},
+        {QR_FT_INT, txt("-9223372036854775808"), "-9223372036854775808", NULL},
+        {QR_FT_INT, txt("99999999999999999999"), NULL, "22003"},
+        {QR_FT_INT, txt("4.5"), NULL, "22P02"},
+        {QR_FT_INT, {.type = QR_SQL_FLOAT8, .u.f = 2.5}, "3", NULL},
+        {QR_FT_INT, {.type = QR_SQL_FLOAT8, .u.f = -2.5}, "-3", NULL},
+        {QR_FT_INT, {.type = QR_SQL_BOOL, .u.b = true}, NULL, "42804"},
+        {QR_FT_FLOAT, txt("1e3"), "1000", NULL},
+        {QR_FT_FLOAT, {.type = QR_SQL_INT4, .u.i = 7}, "7", NULL},
+        {QR_FT_FLOAT, txt("abc"), NULL, "22P02"},
+        {QR_FT_BOOL, txt("YES"), "true", NULL},
+        {QR_FT_BOOL, txt("off"), "false", NULL},
+        {QR_FT_BOOL, txt("maybe"), NULL, "22P02"},
+        {QR_FT_BOOL, {.type = QR_SQL_INT4, .u.i = 1}, NULL, "42804"},
+        {QR_FT_TIMESTAMP, txt("2025-01-15 10:00:00+00"), "\"2025-01-15T10:00:00Z\"", NULL},
+        {QR_FT_TIMESTAMP, txt("2025-01-15"), "\"2025-01-15T00:00:00Z\"", NULL},
+        {QR_FT_TIMESTAMP, txt("yesterday-ish"), NULL, "22P02"},
+        {QR_FT_KEYWORD, {.type = QR_SQL_INT8, .u.i = -5}, "\"-5\"", NULL},
+        {QR_FT_TEXT, {.type = QR_SQL_BOOL, .u.b = false}, "\"f\"", NULL},
+        {QR_FT_TEXT, {.type = QR_SQL_TEXT, .is_null = true}, "null", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *got = coerce(cases[i].t, cases[i].v, &err);
+        if (cases[i].want) {
+            cr_assert(got && !strcmp(got, cases[i].want), "case %zu: got %s want %s (%s)", i,
+                      got ? got : "error", cases[i].want, err.message);
+        } else {
+            cr_assert_null(got, "case %zu: %s should fail", i, got);
+            cr_assert_str_eq(qr_error_sqlstate(&err), cases[i].state, "case %zu: %s", i,
+                             err.message);
+        }
+        free(got);
+    }
+}
+
+/* ---- statements against a model ---- */
+
+typedef struct Env {
+    char *dir;
+    QrDb *db;
+    QrSqlSession *s;
+} Env;
+
+static void env_open(Env *e)
+{
+    e->dir = eu_tmpdir("sqldml");
+    QrDbOpts o;
+    qr_db_opts_default(&o);
+    o.fsync = QR_FSYNC_OFF;
+    o.background_merge = false;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_db_open(e->dir, &o, &e->db, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_sql_session_new(e->db, &e->s, &err), QR_OK, "%s", err.message);
+}
+
+static void env_close(Env *e)
+{
+    qr_sql_session_free(e->s);
+    qr_db_close(e->db);
+    eu_rmtree(e->dir);
+    free(e->dir);
+}
+
+/* Run one statement; returns the code, *tag the command tag. */
+static int exec(Env *e, const char *sql, char *tag, QrError *err)
+{
+    QrSqlResult *r = NULL;
+    qr_error_clear(err);
+    int rc = qr_sql_exec(e->s, sql, strlen(sql), &r, err);
+    if (tag)
+        snprintf(tag, 64, "%s", r ? r->tag : "");
+    qr_sql_result_free(r);
+    return rc;
+}
+
+static void exec_ok(Env *e, const char *sql)
+{
+    QrError err;
+    cr_assert_eq(exec(e, sql, NULL, &err), QR_OK, "%s: %s", sql, err.message);
+}
+
+#define N_KEYS 40
+typedef struct Model {
+    bool live[N_KEYS];
+    long long v[N_KEYS];
+} Model;
+
+/* The table's rows must equal the model. */
+static void check_model(Env *e, const Model *m)
+{
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    const char *q = "SELECT id, v FROM kv ORDER BY id";
+    cr_assert_eq(qr_sql_exec(e->s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    uint64_t row = 0;
+    for (int k = 0; k < N_KEYS; k++) {
+        if (!m->live[k])
+            continue;
+        cr_assert(row < r->n_rows, "key %d missing", k);
+        cr_assert_eq(r->vals[row * 2].u.i, k, "row %llu has key %lld, model %d",
+                     (unsigned long long)row, (long long)r->vals[row * 2].u.i, k);
+        cr_assert_eq(r->vals[row * 2 + 1].u.i, m->v[k], "key %d: v %lld, model %lld", k,
+                     (long long)r->vals[row * 2 + 1].u.i, m->v[k]);
+        row++;
+    }
+    cr_assert_eq(row, r->n_rows, "%llu rows, model %llu", (unsigned long long)r->n_rows,
+                 (unsigned long long)row);
+    qr_sql_result_free(r);
+}
+
+Test(sql_dml, random_writes_and_transactions_match_a_model)
+{
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE kv (id bigint PRIMARY KEY, v bigint NOT NULL)");
+    Model committed = {0}, cur = {0};
+    bool in_block = false, failed = false;
+    uint64_t rng = 99;
+    char sql[256], tag[64];
+    QrError err;
+    for (int step = 0; step < 400; step++) {
+        int k = (int)eu_below(&rng, N_KEYS);
+        long long v = (long long)eu_below(&rng, 1000) - 500;
+        int op = (int)eu_below(&rng, 10);
+        int rc;
+        if (op == 0 && !in_block) {
+            exec_ok(&e, "BEGIN");
+            in_block = true;
+            continue;
+        }
+        if (op == 0 && in_block) {
+            bool commit = eu_chance(&rng, 0.6);
+            rc = exec(&e, commit ? "COMMIT" : "ROLLBACK", tag, &err);
+            cr_assert_eq(rc, QR_OK);
+            if (commit && !failed)
+                committed = cur;
+            else
+                cur = committed;
+            cr_assert_str_eq(tag, commit && !failed ? "COMMIT" : "ROLLBACK");
+            in_block = failed = false;
+            check_model(&e, &committed);
+            continue;
+        }
+        if (op <= 3) {
+            snprintf(sql, sizeof sql, "INSERT INTO kv VALUES (%d, %lld)", k, v);
+        } else if (op == 4) {
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO kv VALUES (%d, %lld) ON CONFLICT (id) DO UPDATE SET v = kv.v + "
+                     "excluded.v",
+                     k, v);
+        } else if (op == 5) {
+            snprintf(sql, sizeof sql, "INSERT INTO kv VALUES (%d, %lld) ON CONFLICT DO NOTHING",
+                     k, v);
+        } else if (op <= 7) {
+            snprintf(sql, sizeof sql, "UPDATE kv SET v = v * 2 + 1 WHERE id >= %d AND id < %d", k,
+                     k + 5);
+        } else {
+            snprintf(sql, sizeof sql, "DELETE FROM kv WHERE v < %lld AND id <> %d", v, k);
+        }
+        rc = exec(&e, sql, tag, &err);
+        if (failed) {
+            cr_assert_eq(rc, QR_EINVAL, "%s in a failed block", sql);
+            cr_assert_str_eq(qr_error_sqlstate(&err), "25P02");
+            continue;
+        }
+        /* the model, over the state this session sees (own writes included) */
+        Model next = cur;
+        bool dup = false;
+        if (op <= 3) {
+            dup = cur.live[k];
+            if (!dup) {
+                next.live[k] = true;
+                next.v[k] = v;
+            }
+        } else if (op == 4) {
+            next.v[k] = cur.live[k] ? cur.v[k] + v : v;
+            next.live[k] = true;
+        } else if (op == 5) {
+            if (!cur.live[k]) {
+                next.live[k] = true;
+                next.v[k] = v;
+            }
+        } else if (op <= 7) {
+            for (int j = k; j < k + 5 && j < N_KEYS; j++)
+                if (cur.live[j])
+                    next.v[j] = cur.v[j] * 2 + 1;
+        } else {
+            for (int j = 0; j < N_KEYS; j++)
+                if (cur.live[j] && cur.v[j] < v && j != k)
+                    next.live[j] = false;
+        }
+        if (dup) {
+            cr_assert_neq(rc, QR_OK, "%s: duplicate key accepted", sql);
+            cr_assert_str_eq(qr_error_sqlstate(&err), "23505", "%s", err.message);
+            if (in_block)
+                failed = true;
+            continue;
+        }
+        cr_assert_eq(rc, QR_OK, "%s: %s", sql, err.message);
+        cur = next;
+        if (!in_block) {
+            committed = cur;
+            check_model(&e, &committed);
+        } else {
+            /* inside a block SELECT reads the committed state */
+            check_model(&e, &committed);
+        }
+    }
+    env_close(&e);
+}
+
+Test(sql_dml, copy_in_through_the_session_with_line_numbers)
+{
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE kv (id bigint PRIMARY KEY, v bigint NOT NULL)");
+    QrError err;
+    qr_error_clear(&err);
+    QrSqlResult *r = NULL;
+    const char *copy = "COPY kv (v, id) FROM STDIN WITH (FORMAT csv)";
+    cr_assert_eq(qr_sql_exec(e.s, copy, strlen(copy), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->kind, QR_SQL_RES_COPY_IN);
+    cr_assert_eq(r->n_cols, 2);
+    qr_sql_result_free(r);
+    const char *data = "10,1\n20,2\n30,3\n";
+    for (size_t i = 0; i < strlen(data); i += 4)
+        cr_assert_eq(qr_sql_copy_data(e.s, data + i, strlen(data + i) < 4 ? strlen(data + i) : 4,
+                                      &err),
+                     QR_OK, "%s", err.message);
+    cr_assert_eq(qr_sql_copy_done(e.s, &r, &err), QR_OK, "%s", err.message);
+    cr_assert_str_eq(r->tag, "COPY 3");
+    qr_sql_result_free(r);
+    Model m = {0};
+    for (int k = 1; k <= 3; k++)
+        m.live[k] = true, m.v[k] = 10 * k;
+    check_model(&e, &m);
+    /* a NULL into a NOT NULL column on line 2: nothing of this COPY lands */
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_exec(e.s, copy, strlen(copy), &r, &err), QR_OK);
+    qr_sql_result_free(r);
+    qr_error_clear(&err);
+    int rc = qr_sql_copy_data(e.s, "40,4\n,5\n60,6\n", 13, &err);
+    cr_assert_neq(rc, QR_OK);
+    cr_assert_eq(err.line, 2, "line %lld: %s", (long long)err.line, err.message);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "23502");
+    cr_assert(!qr_sql_copy_active(e.s));
+    check_model(&e, &m);
+    /* a duplicate key inside a block fails the block */
+    exec_ok(&e, "BEGIN");
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_exec(e.s, copy, strlen(copy), &r, &err), QR_OK);
+    qr_sql_result_free(r);
+    /* the key is checked as the row arrives (line 2) */
+    cr_assert_neq(qr_sql_copy_data(e.s, "70,7\n11,1\n", 10, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "23505");
+    cr_assert_eq(err.line, 2);
+    cr_assert_eq(qr_sql_session_txn_status(e.s), 'E');
+    exec_ok(&e, "ROLLBACK");
+    check_model(&e, &m);
+    env_close(&e);
+}
+
+Test(sql_dml, ddl_errors_are_clear)
+{
+    Env e;
+    env_open(&e);
+    QrError err;
+    struct {
+        const char *sql;
+        const char *state;
+    } bad[] = {
+        {"CREATE TABLE t (a int)", "0A000"},                          /* no primary key */
+        {"CREATE TABLE t (a int PRIMARY KEY, b int[])", "0A000"},      /* arrays */
+        {"CREATE TABLE t (a float8 PRIMARY KEY)", "0A000"},            /* key type */
+        {"CREATE TABLE t (a int PRIMARY KEY, a text)", "42701"},       /* twice */
+        {"CREATE TABLE t (a int PRIMARY KEY, b int CHECK (b > 0))", "0A000"},
+        {"INSERT INTO nosuch VALUES (1)", "42P01"},
+        {"DROP TABLE nosuch", "42P01"},
+        {"DROP INDEX nosuch", "42704"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cr_assert_neq(exec(&e, bad[i].sql, NULL, &err), QR_OK, "%s accepted", bad[i].sql);
+        cr_assert_str_eq(qr_error_sqlstate(&err), bad[i].state, "%s: %s", bad[i].sql,
+                         err.message);
+    }
+    exec_ok(&e, "CREATE TABLE t (id text PRIMARY KEY, n int DEFAULT 5, s varchar(8))");
+    exec_ok(&e, "CREATE TABLE IF NOT EXISTS t (id int PRIMARY KEY)");
+    cr_assert_neq(exec(&e, "CREATE TABLE t (id int PRIMARY KEY)", NULL, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "42P07");
+    exec_ok(&e, "INSERT INTO t (id) VALUES ('a'), ('b')");
+    exec_ok(&e, "INSERT INTO t VALUES ('c', DEFAULT, 'x')");
+    exec_ok(&e, "ALTER TABLE t ADD COLUMN flag boolean");
+    cr_assert_neq(exec(&e, "INSERT INTO t (id, n, n) VALUES ('d', 1, 2)", NULL, &err), QR_OK);
+    cr_assert_neq(exec(&e, "INSERT INTO t (id, nope) VALUES ('d', 1)", NULL, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "42703");
+    cr_assert_neq(exec(&e, "INSERT INTO t (id) VALUES (NULL)", NULL, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "23502");
+    QrSqlResult *r = NULL;
+    const char *q = "SELECT id, n, flag FROM t ORDER BY id";
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_exec(e.s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->n_rows, 3);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(r->vals[i * 3 + 1].u.i, 5, "DEFAULT 5 on row %d", i);
+        cr_assert(r->vals[i * 3 + 2].is_null);
+    }
+    qr_sql_result_free(r);
+    exec_ok(&e, "TRUNCATE t");
+    q = "SELECT count(*) FROM t";
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_exec(e.s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->vals[0].u.i, 0);
+    qr_sql_result_free(r);
+    exec_ok(&e, "DROP TABLE t");
+    exec_ok(&e, "DROP TABLE IF EXISTS t");
+    env_close(&e);
+}
