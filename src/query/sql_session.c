@@ -297,6 +297,10 @@ int qr_sql_split(const char *sql, size_t len, QrSqlSpan **spans, int *n, QrError
                         blank = false;
                 if (blank)
                     continue;
+                while (l > 0 && isspace((unsigned char)text[off])) { /* leading spaces */
+                    off++;
+                    l--;
+                }
                 sp[k].offset = off;
                 sp[k].len = l;
                 k++;
