@@ -47,7 +47,8 @@ class Oracle:
 
     def put(self, d):
         key = json.dumps(d["id"])
-        self.docs[key] = {"title": toks(d.get("title", "")), "body": toks(d.get("body", ""))}
+        self.docs[key] = {"title": toks(d.get("title", "")), "body": toks(d.get("body", "")),
+                          "views": d.get("views")}
 
     def delete(self, idj):
         self.docs.pop(idj, None)
@@ -143,6 +144,57 @@ def compare(data, oracle, n):
         check(rc == 0 and int(out.strip()) == len(oracle.eval(t)), "count of %r" % q)
 
 
+def pk_key(idj):
+    v = json.loads(idj)
+    return (0, v, b"") if isinstance(v, int) else (1, 0, v.encode())
+
+
+def filters_and_sorts(data, oracle):
+    """--filter, --sort and --after against brute force; errors point into the filter."""
+    for _ in range(12):
+        lo = rng.randint(0, 10**6)
+        hi = lo + rng.randint(0, 200000)
+        w = words(1)[0]
+        flt = "views BETWEEN %d AND %d" % (lo, hi)
+        want = {k for k, d in oracle.docs.items() if lo <= d["views"] <= hi}
+        rc, out, err = run(["search", "t", "--filter", flt, "--count"], data)
+        check(rc == 0 and int(out) == len(want), "--filter count %s: %s vs %d" % (flt, out.strip(),
+                                                                                  len(want)))
+        want_t = {k for k in want if w in oracle.docs[k]["title"] or w in oracle.docs[k]["body"]}
+        rc, out, err = run(["search", "t", w, "--filter", flt, "--json", "--limit", "100000",
+                            "--access-path", rng.choice(["scan", "check", "btree", "auto"])],
+                           data)
+        got = {json.dumps(json.loads(l)["id"]) for l in out.splitlines()}
+        check(rc == 0 and got == want_t, "text + --filter ids (%d vs %d)" % (len(got),
+                                                                          len(want_t)))
+    # sorted by a column without a query, every page through --after
+    want = sorted((k for k, d in oracle.docs.items() if d["views"] < 300000), key=pk_key)
+    want.sort(key=lambda k: -oracle.docs[k]["views"])
+    got, after = [], None
+    for _ in range(1000):
+        args = ["search", "t", "--filter", "views < 300000", "--sort", "views:desc", "--json",
+                "--limit", "250"]
+        rc, out, err = run(args + (["--after", after] if after else []), data)
+        hits = [json.loads(l) for l in out.splitlines()]
+        if rc != 0 or not hits:
+            break
+        got += [json.dumps(h["id"]) for h in hits]
+        after = json.dumps(hits[-1]["sort"])
+    check(got == want, "--sort views:desc paged with --after: %d of %d in order" % (len(got),
+                                                                                   len(want)))
+    rc, out, err = run(["search", "t", "--sort", "views", "--limit", "3"], data)
+    check(rc == 0 and "%d matches" % len(oracle.docs) in out, "--sort without a query: " + out)
+    # errors point into the filter text
+    rc, out, err = run(["search", "t", "x", "--filter", "views >= 10 AND viewz < 3"], data)
+    check(rc == 1 and 'column "viewz" does not exist' in err and
+          "QUERY:  views >= 10 AND viewz < 3\n" + " " * 8 + " " * 16 + "^" in err,
+          "unknown filter column with a caret: " + err)
+    rc, out, err = run(["search", "t", "x", "--filter", "views > 'many'"], data)
+    check(rc == 1 and "ERROR" in err and "^" in err, "bad literal is an error: " + err)
+    rc, out, err = run(["search", "t", "x", "--sort", "title"], data)
+    check(rc == 1 and "full-text" in err, "sort by a text field is refused: " + err)
+
+
 def main():
     with DataDir() as dd:
         data = os.path.join(dd.path, "data")
@@ -207,6 +259,15 @@ def main():
         check(st["docs"] == len(oracle.docs), "stats docs %s == %d" % (st["docs"], len(oracle.docs)))
         rc, out, err = run(["check"], data)
         check(rc == 0 and "t: ok" in out, "check passes: " + out)
+        cols = {c["name"]: c for c in st.get("columns", [])}
+        vs = [d["views"] for d in oracle.docs.values()]
+        cv = cols.get("views", {})
+        check(cv.get("type") == "int64" and cv.get("rows") == len(oracle.docs) and
+              cv.get("nulls") == 0 and cv.get("min") == min(vs) and cv.get("max") == max(vs) and
+              cv.get("distinct_min") == len(set(vs)) and
+              abs(cv.get("distinct_hll", 0) - len(set(vs))) <= 0.1 * len(set(vs)),
+              "stats: per-column statistics of views: %s" % (cv,))
+        filters_and_sorts(data, oracle)
 
         # inferred schema
         rc, out, err = run(["import", "inferred", src], data)
