@@ -190,10 +190,20 @@ static int exec_set(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     if (!kind)
         return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "malformed SET");
     if (!strcmp(kind, "VAR_RESET_ALL")) {
-        for (int i = 0; i < SQLW_N_SETTINGS; i++)
-            if (qr_sql_session_set(cx->sess, SQLW_SETTINGS[i].name, SQLW_SETTINGS[i].dflt,
-                                   cx->err) != QR_OK)
-                return cx->err->code;
+        /* every setting the session changed goes back to its default
+         * (read-only ones such as server_version were never changed) */
+        for (int i = 0; i < cx->sess->n_settings; i++) {
+            const char *n = cx->sess->settings[i].name;
+            const char *d = "";
+            for (int k = 0; k < SQLW_N_SETTINGS; k++)
+                if (!strcasecmp(SQLW_SETTINGS[k].name, n))
+                    d = SQLW_SETTINGS[k].dflt;
+            QrError e;
+            qr_error_clear(&e);
+            char name[64];
+            snprintf(name, sizeof name, "%s", n);
+            qr_sql_session_set(cx->sess, name, d, &e);
+        }
         return QR_OK;
     }
     if (!name)
