@@ -1,6 +1,8 @@
-"""Crash safety over HTTP: clients ingest (bulk JSONL posts, single-document
-PUTs and DELETEs) into `quarry serve` while the harness sends `kill -9` at a
-random moment (seeded; 20 cycles).  After each restart every acknowledged
+"""Crash safety over HTTP and the PostgreSQL port: clients ingest (bulk JSONL
+posts, single-document PUTs and DELETEs over HTTP; multi-row INSERT ... ON
+CONFLICT and DELETE transactions over the PG port with psycopg2) into
+`quarry serve` while the harness sends `kill -9` at a random moment (seeded;
+20 cycles).  After each restart every acknowledged
 write is there exactly once with its exact content (a 2xx answer is the
 acknowledgement), every acknowledged delete stays deleted, and the exact
 search count, the table's document count and the stored documents agree."""
@@ -14,6 +16,11 @@ import urllib.parse
 
 from qserve import Server
 from qtest import DataDir, check, finish, run
+
+try:
+    import psycopg2
+except ImportError:  # python3-psycopg2 is in make deps; without it only HTTP is tested
+    psycopg2 = None
 
 SEED = int(os.environ.get("QUARRY_CRASH_SEED", "11"))
 CYCLES = int(os.environ.get("QUARRY_CRASH_CYCLES", "20"))
@@ -46,7 +53,7 @@ class Truth:
                 self.uncertain.discard(i)
 
 
-WRITERS = 3
+WRITERS = 4  # writer 3 speaks the PostgreSQL protocol
 
 
 def writer(srv, truth, cycle, wid, stop):
@@ -57,6 +64,9 @@ def writer(srv, truth, cycle, wid, stop):
 
     def some_id():
         return r.randint(0, 1000) * WRITERS + wid
+
+    if wid == WRITERS - 1:
+        return pg_writer(srv, truth, cycle, r, some_id, stop)
 
     seq = 0
     while not stop.is_set():
@@ -97,6 +107,49 @@ def writer(srv, truth, cycle, wid, stop):
                     truth.ack([(i, None)])
         except (OSError, ConnectionError, ValueError):
             return  # the server died under us
+
+
+def pg_writer(srv, truth, cycle, r, some_id, stop):
+    if psycopg2 is None or not srv.pg_port:
+        return
+    try:
+        conn = psycopg2.connect(host="127.0.0.1", port=srv.pg_port, dbname="quarry",
+                                user="crash", connect_timeout=10)
+    except psycopg2.Error:
+        return
+    seq = 0
+    try:
+        while not stop.is_set():
+            seq += 1
+            cur = conn.cursor()
+            if r.random() < 0.8:
+                rows = {}
+                for _ in range(r.randint(1, 20)):
+                    i = some_id()
+                    rows[i] = {"id": i, "body": "c%d pg%d %s" % (cycle, seq, " ".join(
+                        "t%d" % r.randint(0, 50) for _ in range(r.randint(1, 8)))),
+                        "tag": "q%d" % (i % 5), "n": seq}
+                truth.begin(rows.keys())
+                for d in rows.values():
+                    cur.execute("INSERT INTO t (id, body, tag, n) VALUES (%s, %s, %s, %s) "
+                                "ON CONFLICT (id) DO UPDATE SET body = EXCLUDED.body, "
+                                "tag = EXCLUDED.tag, n = EXCLUDED.n",
+                                (d["id"], d["body"], d["tag"], d["n"]))
+                conn.commit()  # the acknowledgement: the whole transaction or nothing
+                truth.ack((i, json.dumps(d)) for i, d in rows.items())
+            else:
+                i = some_id()
+                truth.begin([i])
+                cur.execute("DELETE FROM t WHERE id = %s", (i,))
+                conn.commit()
+                truth.ack([(i, None)])
+    except psycopg2.Error:
+        return  # the server died under us
+    finally:
+        try:
+            conn.close()
+        except psycopg2.Error:
+            pass
 
 
 def verify(srv, truth, cycle, last):
@@ -141,7 +194,7 @@ def main():
     with DataDir() as dd:
         data = os.path.join(dd.path, "data")
         truth = Truth()
-        srv = Server(data, dd.path)
+        srv = Server(data, dd.path, pg=True)
         if not check(srv.port, "server starts: " + srv.text()[-400:]):
             finish()
         st, _ = srv.call("POST", "/tables", {"name": "t", "schema": SCHEMA})
@@ -158,11 +211,13 @@ def main():
             for w in ws:
                 w.join()
             srv.log.close()
-            srv = Server(data, dd.path)
+            srv = Server(data, dd.path, pg=True)
             if not check(srv.port, "cycle %d: restart after kill -9: %s" % (c, srv.text()[-600:])):
                 break
             if not verify(srv, truth, c, c == CYCLES - 1):
                 break
+        n_pg = sum(1 for t in truth.docs.values() if t and '"tag": "q' in t)
+        check(psycopg2 is None or n_pg > 0, "the PG writer's transactions were acknowledged (%d docs)" % n_pg)
         rc = srv.stop()
         check(rc == 0, "clean stop (rc %d)" % rc)
         rc, out, err = run(["check"], data)
