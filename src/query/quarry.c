@@ -349,6 +349,31 @@ static int ro_check(QrTable *t, QrError *err)
     return QR_OK;
 }
 
+static int set_index(QrTable *t, const char *field, bool on, QrError *err)
+{
+    int rc = ro_check(t, err);
+    if (rc)
+        return rc;
+    int f = schema_field_index(table_schema(t->table), field);
+    if (f < 0) {
+        qr_error_set(err, QR_ENOTFOUND, "table \"%s\" has no field \"%s\"", qr_table_name(t),
+                     field);
+        qr_error_set_sqlstate(err, "42703"); /* undefined_column */
+        return QR_ENOTFOUND;
+    }
+    return on ? table_create_index(t->table, f, err) : table_drop_index(t->table, f, err);
+}
+
+int qr_table_create_index(QrTable *t, const char *field, QrError *err)
+{
+    return set_index(t, field, true, err);
+}
+
+int qr_table_drop_index(QrTable *t, const char *field, QrError *err)
+{
+    return set_index(t, field, false, err);
+}
+
 int qr_put(QrTable *t, const char *json, size_t len, bool *replaced, QrError *err)
 {
     int rc = ro_check(t, err);

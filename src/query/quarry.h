@@ -108,6 +108,13 @@ void qr_wait_merges(QrTable *t);
 int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err);
 /* Verify checksums of every segment. */
 int qr_verify(QrTable *t, QrError *err);
+/* CREATE INDEX / DROP INDEX: a B-tree on a column field, built for every
+ * existing segment (writers wait meanwhile) and for every later one; the
+ * schema change is durable on return (index/table.h table_create_index).
+ * Errors: QR_ENOTFOUND (no such field; drop: not indexed), QR_EEXISTS
+ * (already indexed), QR_EINVAL (field has no column), QR_EPERM (read-only). */
+int qr_table_create_index(QrTable *t, const char *field, QrError *err);
+int qr_table_drop_index(QrTable *t, const char *field, QrError *err);
 
 /* ---- search ---- */
 
