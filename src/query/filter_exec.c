@@ -48,15 +48,6 @@
 #define CHECK_NS 25.0
 #define BT_ROW_NS 2.0
 #define BT_LEAF_NS 1500.0
-/* seg_btree lands with the B-tree side files; until segment.c defines it the
- * weak reference is NULL and no segment has a B-tree. */
-#pragma weak seg_btree
-
-static const BTree *leaf_btree(const Segment *seg, int field)
-{
-    return seg_btree ? seg_btree(seg, field) : NULL;
-}
-
 /* Split a leaf scan over threads from this many blocks on (~1M rows). */
 #define PAR_MIN_BLOCKS 256u
 
@@ -71,6 +62,8 @@ struct FsNode {
     const QrFilter *src;    /* borrows: the PRED / LIKE node */
     const Column *col;      /* borrows the segment's column */
     const BTree *bt;        /* borrows; NULL without a B-tree */
+    ColPred pred;           /* the predicate as compiled (IS [NOT] NULL may be flipped
+                               from the source's); operands borrow the source tree */
     ColFilter *cf;          /* owns: the predicate (NULL for LIKE) */
     ColFilter *notnull;     /* owns: IS NOT NULL (negated leaves and LIKE) */
     double sel;             /* estimated fraction of rows */
@@ -171,12 +164,12 @@ static FsNode *compile_leaf(FilterSeg *fs, const QrFilter *f, bool neg)
     n->src = f;
     n->neg = neg;
     n->col = col;
-    n->bt = leaf_btree(fs->seg, f->field);
+    n->bt = seg_btree(fs->seg, f->field);
     fs->n_leaves++;
     if (f->kind == QF_PRED) {
-        ColPred p = f->pred;
-        p.op = op;
-        if (col_filter_new(col, &p, &n->cf, fs->err) != QR_OK) {
+        n->pred = f->pred;
+        n->pred.op = op;
+        if (col_filter_new(col, &n->pred, &n->cf, fs->err) != QR_OK) {
             node_free(n);
             return NULL;
         }
@@ -348,7 +341,7 @@ static double tree_cost(const FsNode *n, bool btree)
         return c;
     }
     if (btree && n->bt && n->cf) {
-        uint64_t rows = bt_estimate(n->bt, &n->src->pred);
+        uint64_t rows = bt_estimate(n->bt, &n->pred);
         double c = BT_LEAF_NS + (double)rows * BT_ROW_NS;
         if (n->neg)
             c += LEAF_NS + (double)col_n_blocks(n->col) * FULL_BLOCK_NS;
@@ -527,12 +520,12 @@ static int leaf_pos(EvalCtx *e, const FsNode *n, const roaring_bitmap_t *cand,
         int rc;
         e->used_btree = true;
         if (!cand) {
-            rc = bt_lookup(n->bt, &n->src->pred, out, &bs, e->err);
+            rc = bt_lookup(n->bt, &n->pred, out, &bs, e->err);
         } else {
             roaring_bitmap_t *tmp = roaring_bitmap_create();
             if (!tmp)
                 return qr_error_set(e->err, QR_ENOMEM, "out of memory");
-            rc = bt_lookup(n->bt, &n->src->pred, tmp, &bs, e->err);
+            rc = bt_lookup(n->bt, &n->pred, tmp, &bs, e->err);
             if (rc == QR_OK) {
                 roaring_bitmap_and_inplace(tmp, cand);
                 roaring_bitmap_or_inplace(out, tmp);

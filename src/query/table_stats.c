@@ -22,8 +22,6 @@
 #include "query/query_int.h"
 #include "store/mem.h"
 
-#pragma weak seg_btree /* see filter_exec.c: NULL until segment.c has B-trees */
-
 static void val_json(const ColVal *v, int ct, char *out, size_t cap, double *num)
 {
     *num = 0;
@@ -146,7 +144,7 @@ int qr_table_column_stats(QrTable *t, QrColumnStats **out, int *n, QrError *err)
                     mx = st.max;
                 cs->has_range = true;
             }
-            if (seg_btree && seg_btree(seg, f))
+            if (seg_btree(seg, f))
                 cs->segments_btree++;
         }
         cs->distinct_hll = cs->segments ? col_hll_estimate(regs) : 0;

@@ -81,6 +81,8 @@ static void env_open(Env *e, const char *tag)
             fd.column = true;
             strcpy(fd.language, "none");
         }
+        /* B-trees on some columns (every type), so the btree path is exercised */
+        fd.btree = f == F_N || f == F_PRICE || f == F_TS || f == F_CAT || f == F_FLAG;
         cr_assert_geq(schema_add_field(&s, &fd, &err), 0, "%s", err.message);
     }
     cr_assert_eq(qr_table_create(e->db, "t", &s, &e->t, &err), QR_OK, "%s", err.message);
@@ -523,6 +525,8 @@ static void differential(Env *e, uint64_t *rng, int n_trees)
     }
     cr_assert_gt(st.candidates_checked, 0);
     cr_assert_gt(st.blocks_scanned + st.blocks_full, 0);
+    cr_assert_gt(st.segs_btree, 0, "the btree path was taken");
+    cr_assert_gt(st.btree_pages, 0);
     for (int i = 0; i < snap->n_segs; i++)
         free_docs(docs[i], seg_n_docs(snap->segs[i]));
     snapshot_release(snap);
