@@ -5,6 +5,8 @@
 #   make check    deps + build + unit tests (normal and ASan/UBSan) + e2e tests
 #   make asan     the sanitizer build of the library and unit tests
 #   make demo     deps + build + import the sample corpus + serve it
+#   make fuzz     every libFuzzer target for FUZZ_SECONDS (make check runs them briefly)
+#   make soak     the mixed HTTP + PG soak test for SOAK_SECONDS (default 600)
 #   make relevance   nDCG@10 / MAP / Recall@100 on the judged collections
 #   make bench    the benchmark against SQLite FTS5 and Xapian
 #   make layers   check that #include lines only point downward
@@ -41,7 +43,7 @@ DEB_PKGS = gcc make pkg-config ca-certificates python3 gzip \
 	zlib1g-dev libsqlite3-dev sqlite3 wamerican python3-xapian \
 	clang libclang-rt-14-dev curl chromium nodejs wrk libssl-dev postgresql-client python3-psycopg2 python3-sqlalchemy libpostgresql-jdbc-java openjdk-17-jdk-headless
 
-.PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz fuzz-smoke
+.PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz fuzz-smoke soak
 
 all: $(BUILD)/quarry
 
@@ -149,6 +151,10 @@ layers:
 demo: deps
 	@$(MAKE) --no-print-directory all
 	@tests/demo.sh
+
+# The soak test alone, long (make check runs it for 60 s).
+soak: $(BUILD)/quarry
+	@SOAK_SECONDS=$(or $(SOAK_SECONDS),600) E2E_ONLY=test_soak BUILD=$(BUILD) tests/run_e2e.sh
 
 relevance: $(BUILD)/quarry
 	@python3 bench/relevance.py
