@@ -1,10 +1,16 @@
 /*
  * http_history.c — the query history behind the admin page's Queries tab:
- * a bounded ring of recent searches, and per query shape (table, normalized
- * text, fields, operator) a count, errors and the latencies of its last
- * SAMPLES runs for p50/p99.  GET /stats/queries reads both.
+ * a bounded ring of recent searches and SQL statements, and per query
+ * shape a count, errors, rows, the latencies of its last SAMPLES runs for
+ * p50/p99, and the plan it used with when that plan last changed (so an
+ * operator sees a regression and why).  GET /stats/queries reads both.
  *
- * Layer: server/.  Calls the base kit.
+ * Shapes: a search is grouped by table, the canonical form of its query
+ * (qr_query_canonical: the parsed tree printed back), fields, operator,
+ * filter and sort; an SQL statement by libpg_query's fingerprint, shown as
+ * its normalized text (constants as $n, qr_sql_normalize).
+ *
+ * Layer: server/.  Calls query/quarry.h and the base kit.
  *
  * Memory is fixed at creation: `size` recent entries and MAX_SHAPES
  * shapes; a new shape evicts the one seen least recently.
@@ -17,29 +23,43 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define Q_MAX 240      /* bytes of query text kept */
-#define F_MAX 120      /* bytes of the field list kept */
+#define Q_MAX 400      /* bytes of query text kept */
+#define F_MAX 120      /* bytes of the field list, filter or sort kept */
+#define PLAN_MAX 96    /* bytes of the plan summary */
 #define MAX_SHAPES 256
 #define SAMPLES 128
 
+typedef enum { QK_SEARCH, QK_SQL } QueryKind;
+
 typedef struct Recent {
     int64_t at_ms;             /* wall clock */
+    QueryKind kind;
     char table[QR_NAME_MAX + 1];
     char q[Q_MAX + 1];
     char fields[F_MAX + 1];
+    char filter[F_MAX + 1];
     bool default_and;
     double took_ms;
-    uint64_t total;
+    uint64_t total, rows;
     int status;
+    char plan[PLAN_MAX + 1];
 } Recent;
 
 typedef struct Shape {
     uint64_t hash;
+    QueryKind kind;
     char table[QR_NAME_MAX + 1];
-    char norm[Q_MAX + 1];      /* normalized text */
+    char norm[Q_MAX + 1];      /* canonical / normalized text */
     char fields[F_MAX + 1];
+    char filter[F_MAX + 1];
+    char sort[F_MAX + 1];
     bool default_and;
     uint64_t count, errors;
+    uint64_t rows_sum, last_rows;
+    char plan[PLAN_MAX + 1];       /* the plan of the last successful run */
+    char prev_plan[PLAN_MAX + 1];  /* the plan before it changed ("" never) */
+    int64_t plan_since_ms;         /* when `plan` was first seen in a row */
+    uint64_t plan_changes;
     double sum_ms, max_ms;
     float samples[SAMPLES];    /* ring of the last latencies */
     int n_samples, next_sample;
@@ -114,13 +134,56 @@ static uint64_t fnv(const char *s, uint64_t h)
     return h;
 }
 
-void http_history_add(HttpHistory *h, const HttpQueryRec *rec)
+/* Copy s (may be NULL) into out[cap], cut at a UTF-8 boundary. */
+static void put(char *out, size_t cap, const char *s, size_t n)
 {
-    char norm[Q_MAX + 1];
-    normalize(rec->q, rec->q_len, norm, sizeof norm);
-    const char *fields = rec->fields ? rec->fields : "";
-    uint64_t hash = fnv(norm, fnv(fields, fnv(rec->table, 14695981039346656037ull)));
-    hash ^= rec->default_and;
+    if (!s)
+        n = 0;
+    if (n > cap - 1) {
+        n = cap - 1;
+        while (n > 0 && ((unsigned char)s[n] & 0xC0) == 0x80)
+            n--;
+    }
+    if (n)
+        memcpy(out, s, n);
+    out[n] = 0;
+}
+
+/* The plan of a search in a few words: the engine's strategy, and how the
+ * filter read its columns (segments by access path). */
+static void search_plan(const QrSearchStats *st, char *out, size_t cap)
+{
+    if (!st || !st->strategy) {
+        out[0] = 0;
+        return;
+    }
+    int n = snprintf(out, cap, "%s", st->strategy);
+    if (st->filter_segs_scan + st->filter_segs_check + st->filter_segs_btree && n > 0 &&
+        (size_t)n < cap) {
+        n += snprintf(out + n, cap - (size_t)n, "; filter");
+        if (st->filter_segs_btree && (size_t)n < cap)
+            n += snprintf(out + n, cap - (size_t)n, " btree:%u", st->filter_segs_btree);
+        if (st->filter_segs_scan && (size_t)n < cap)
+            n += snprintf(out + n, cap - (size_t)n, " scan:%u", st->filter_segs_scan);
+        if (st->filter_segs_check && (size_t)n < cap)
+            snprintf(out + n, cap - (size_t)n, " check:%u", st->filter_segs_check);
+    }
+}
+
+/* One run to record (both kinds); text fields already cut to size. */
+typedef struct Run {
+    QueryKind kind;
+    uint64_t hash;
+    const char *table, *raw, *norm, *fields, *filter, *sort, *plan;
+    size_t raw_len;
+    bool default_and;
+    double took_ms;
+    uint64_t total, rows;
+    int status;
+} Run;
+
+static void record(HttpHistory *h, const Run *u)
+{
     int64_t now = qr_wall_us() / 1000;
     pthread_mutex_lock(&h->lock);
     Recent *r = &h->ring[h->next];
@@ -128,21 +191,28 @@ void http_history_add(HttpHistory *h, const HttpQueryRec *rec)
     if (h->n < h->size)
         h->n++;
     r->at_ms = now;
-    snprintf(r->table, sizeof r->table, "%s", rec->table);
-    size_t ql = rec->q_len < Q_MAX ? rec->q_len : Q_MAX;
-    memcpy(r->q, rec->q, ql);
-    r->q[ql] = 0;
-    snprintf(r->fields, sizeof r->fields, "%s", fields);
-    r->default_and = rec->default_and;
-    r->took_ms = rec->took_ms;
-    r->total = rec->total;
-    r->status = rec->status;
+    r->kind = u->kind;
+    put(r->table, sizeof r->table, u->table, strlen(u->table));
+    put(r->q, sizeof r->q, u->raw, u->raw_len);
+    put(r->fields, sizeof r->fields, u->fields, strlen(u->fields));
+    put(r->filter, sizeof r->filter, u->filter, strlen(u->filter));
+    put(r->plan, sizeof r->plan, u->plan, strlen(u->plan));
+    r->default_and = u->default_and;
+    r->took_ms = u->took_ms;
+    r->total = u->total;
+    r->rows = u->rows;
+    r->status = u->status;
 
     Shape *s = NULL;
     for (int i = 0; i < h->n_shapes; i++)
-        if (h->shapes[i].hash == hash && !strcmp(h->shapes[i].norm, norm) &&
-            !strcmp(h->shapes[i].table, rec->table) && !strcmp(h->shapes[i].fields, fields) &&
-            h->shapes[i].default_and == rec->default_and) {
+        if (h->shapes[i].hash == u->hash && h->shapes[i].kind == u->kind &&
+            !strcmp(h->shapes[i].table, u->table) &&
+            (u->kind == QK_SQL ||
+             (!strncmp(h->shapes[i].norm, u->norm, Q_MAX) &&
+              !strncmp(h->shapes[i].fields, u->fields, F_MAX) &&
+              !strncmp(h->shapes[i].filter, u->filter, F_MAX) &&
+              !strncmp(h->shapes[i].sort, u->sort, F_MAX) &&
+              h->shapes[i].default_and == u->default_and))) {
             s = &h->shapes[i];
             break;
         }
@@ -156,25 +226,93 @@ void http_history_add(HttpHistory *h, const HttpQueryRec *rec)
                     s = &h->shapes[i];
         }
         memset(s, 0, sizeof *s);
-        s->hash = hash;
-        snprintf(s->table, sizeof s->table, "%s", rec->table);
-        snprintf(s->norm, sizeof s->norm, "%s", norm);
-        snprintf(s->fields, sizeof s->fields, "%s", fields);
-        s->default_and = rec->default_and;
+        s->hash = u->hash;
+        s->kind = u->kind;
+        put(s->table, sizeof s->table, u->table, strlen(u->table));
+        put(s->norm, sizeof s->norm, u->norm, strlen(u->norm));
+        put(s->fields, sizeof s->fields, u->fields, strlen(u->fields));
+        put(s->filter, sizeof s->filter, u->filter, strlen(u->filter));
+        put(s->sort, sizeof s->sort, u->sort, strlen(u->sort));
+        s->default_and = u->default_and;
     }
     s->count++;
-    if (rec->status >= 400)
+    if (u->status >= 400)
         s->errors++;
-    s->sum_ms += rec->took_ms;
-    if (rec->took_ms > s->max_ms)
-        s->max_ms = rec->took_ms;
-    s->samples[s->next_sample] = (float)rec->took_ms;
+    s->sum_ms += u->took_ms;
+    if (u->took_ms > s->max_ms)
+        s->max_ms = u->took_ms;
+    s->samples[s->next_sample] = (float)u->took_ms;
     s->next_sample = (s->next_sample + 1) % SAMPLES;
     if (s->n_samples < SAMPLES)
         s->n_samples++;
-    s->last_total = rec->total;
+    if (u->status < 400) {
+        s->last_total = u->total;
+        s->last_rows = u->rows;
+        s->rows_sum += u->rows;
+        if (u->plan[0] && strncmp(s->plan, u->plan, PLAN_MAX)) {
+            if (s->plan[0]) {
+                memcpy(s->prev_plan, s->plan, sizeof s->prev_plan);
+                s->plan_changes++;
+            }
+            put(s->plan, sizeof s->plan, u->plan, strlen(u->plan));
+            s->plan_since_ms = now;
+        }
+    }
     s->last_ms = now;
     pthread_mutex_unlock(&h->lock);
+}
+
+void http_history_add(HttpHistory *h, const HttpQueryRec *rec)
+{
+    char norm[Q_MAX + 1];
+    /* the canonical form groups spellings of one query; text that does not
+     * parse (an error answer) is grouped by its squeezed text */
+    QrBuf cb;
+    qr_buf_init(&cb);
+    QrError e;
+    qr_error_clear(&e);
+    if (rec->q_len && qr_query_canonical(rec->q, rec->q_len, rec->default_and, &cb, &e) == QR_OK &&
+        qr_buf_ok(&cb))
+        put(norm, sizeof norm, (const char *)cb.data, cb.len);
+    else
+        normalize(rec->q, rec->q_len, norm, sizeof norm);
+    qr_buf_free(&cb);
+    char filter[F_MAX + 1], sort[F_MAX + 1], plan[PLAN_MAX + 1];
+    normalize(rec->filter ? rec->filter : "", rec->filter ? strlen(rec->filter) : 0, filter,
+              sizeof filter);
+    put(sort, sizeof sort, rec->sort, rec->sort ? strlen(rec->sort) : 0);
+    search_plan(rec->stats, plan, sizeof plan);
+    const char *fields = rec->fields ? rec->fields : "";
+    uint64_t hash = fnv(norm, fnv(fields, fnv(rec->table, 14695981039346656037ull)));
+    hash = fnv(filter, fnv(sort, hash)) ^ rec->default_and;
+    Run u = {.kind = QK_SEARCH, .hash = hash, .table = rec->table, .raw = rec->q,
+             .raw_len = rec->q_len, .norm = norm, .fields = fields, .filter = filter,
+             .sort = sort, .plan = plan, .default_and = rec->default_and,
+             .took_ms = rec->took_ms, .total = rec->total, .rows = rec->rows,
+             .status = rec->status};
+    record(h, &u);
+}
+
+void http_history_sql(HttpHistory *h, const char *sql, size_t len, uint64_t rows, double took_ms,
+                      int status, const char *plan)
+{
+    QrBuf nb;
+    qr_buf_init(&nb);
+    QrError e;
+    qr_error_clear(&e);
+    uint64_t fp = 0;
+    char norm[Q_MAX + 1];
+    if (qr_sql_normalize(sql, len, &nb, &fp, &e) == QR_OK && qr_buf_ok(&nb))
+        put(norm, sizeof norm, (const char *)nb.data, nb.len);
+    else
+        normalize(sql, len, norm, sizeof norm);
+    qr_buf_free(&nb);
+    if (!fp)
+        fp = fnv(norm, 14695981039346656037ull);
+    Run u = {.kind = QK_SQL, .hash = fp, .table = "", .raw = sql, .raw_len = len,
+             .norm = norm, .fields = "", .filter = "", .sort = "", .plan = plan ? plan : "",
+             .took_ms = took_ms, .total = rows, .rows = rows, .status = status};
+    record(h, &u);
 }
 
 void http_history_forget(HttpHistory *h, const char *table)
@@ -236,16 +374,21 @@ void http_queries_get(HttpReq *r)
         const Recent *e = &h->ring[(h->next - 1 - i + 2 * h->size) % h->size];
         if (i)
             qr_buf_putc(&b, ',');
-        qr_buf_printf(&b, "{\"at_ms\":%lld,\"table\":", (long long)e->at_ms);
+        qr_buf_printf(&b, "{\"at_ms\":%lld,\"kind\":\"%s\",\"table\":", (long long)e->at_ms,
+                      e->kind == QK_SQL ? "sql" : "search");
         jw_cstr(&b, e->table);
         qr_buf_append(&b, ",\"q\":", 5);
         jw_cstr(&b, e->q);
         qr_buf_append(&b, ",\"fields\":", 10);
         jw_cstr(&b, e->fields);
+        qr_buf_append(&b, ",\"filter\":", 10);
+        jw_cstr(&b, e->filter);
+        qr_buf_append(&b, ",\"plan\":", 8);
+        jw_cstr(&b, e->plan);
         qr_buf_printf(&b, ",\"default_operator\":\"%s\",\"took_ms\":%.3f,\"total\":%llu,"
-                          "\"status\":%d}",
+                          "\"rows\":%llu,\"status\":%d}",
                       e->default_and ? "and" : "or", e->took_ms, (unsigned long long)e->total,
-                      e->status);
+                      (unsigned long long)e->rows, e->status);
     }
     qr_buf_append(&b, "],\"shapes\":[", 12);
     for (int i = 0; i < h->n_shapes; i++) {
@@ -262,12 +405,26 @@ void http_queries_get(HttpReq *r)
         const Shape *s = outs[i].s;
         if (i)
             qr_buf_putc(&b, ',');
-        qr_buf_append(&b, "{\"table\":", 9);
+        qr_buf_printf(&b, "{\"kind\":\"%s\",\"table\":", s->kind == QK_SQL ? "sql" : "search");
         jw_cstr(&b, s->table);
         qr_buf_append(&b, ",\"query\":", 9);
         jw_cstr(&b, s->norm);
         qr_buf_append(&b, ",\"fields\":", 10);
         jw_cstr(&b, s->fields);
+        qr_buf_append(&b, ",\"filter\":", 10);
+        jw_cstr(&b, s->filter);
+        qr_buf_append(&b, ",\"sort\":", 8);
+        jw_cstr(&b, s->sort);
+        qr_buf_append(&b, ",\"plan\":", 8);
+        jw_cstr(&b, s->plan);
+        qr_buf_append(&b, ",\"previous_plan\":", 17);
+        jw_cstr(&b, s->prev_plan);
+        qr_buf_printf(&b, ",\"plan_since_ms\":%lld,\"plan_changes\":%llu,\"last_rows\":%llu,"
+                          "\"avg_rows\":%.1f",
+                      (long long)s->plan_since_ms, (unsigned long long)s->plan_changes,
+                      (unsigned long long)s->last_rows,
+                      s->count > s->errors ? (double)s->rows_sum / (double)(s->count - s->errors)
+                                           : 0.0);
         qr_buf_printf(&b,
                       ",\"default_operator\":\"%s\",\"count\":%llu,\"errors\":%llu,"
                       "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"max_ms\":%.3f,\"avg_ms\":%.3f,"

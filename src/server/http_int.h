@@ -243,10 +243,21 @@ typedef struct HttpQueryRec {
     double took_ms;
     uint64_t total;
     int status;             /* HTTP status of the answer */
+    /* optional (zero when the caller does not know them) */
+    const char *filter;     /* filter text, may be NULL */
+    const char *sort;       /* sort text, may be NULL */
+    const QrSearchStats *stats; /* the plan the engine used (strategy, filter paths) */
+    uint64_t rows;          /* hits returned */
 } HttpQueryRec;
 HttpHistory *http_history_new(int size);
 void http_history_free(HttpHistory *h);
+/* A search: grouped by table, canonical query text (qr_query_canonical),
+ * fields, operator, filter and sort. */
 void http_history_add(HttpHistory *h, const HttpQueryRec *rec);
+/* One SQL statement (POST /sql): grouped by its normalized text
+ * (qr_sql_normalize); plan may be NULL. */
+void http_history_sql(HttpHistory *h, const char *sql, size_t len, uint64_t rows, double took_ms,
+                      int status, const char *plan);
 void http_history_forget(HttpHistory *h, const char *table);
 void http_queries_get(HttpReq *r);
 

@@ -723,7 +723,8 @@ static void run_search(HttpReq *r, SearchArgs *a)
     int rc = qr_search(t, &req, &res, &e);
     uint64_t ns = qr_now_ns() - t0;
     HttpQueryRec rec = {.table = r->t, .q = a->q, .q_len = a->q_len, .fields = a->fields,
-                        .default_and = a->default_and, .took_ms = (double)ns / 1e6};
+                        .default_and = a->default_and, .took_ms = (double)ns / 1e6,
+                        .filter = a->filter, .sort = a->sort};
     if (rc != QR_OK) {
         if (e.code == QR_ENOTFOUND)
             e.code = QR_EINVAL; /* an unknown field is a bad parameter, not a missing page */
@@ -738,6 +739,8 @@ static void run_search(HttpReq *r, SearchArgs *a)
     }
     rec.total = res->total;
     rec.status = 200;
+    rec.stats = &res->stats; /* the plan, for the history */
+    rec.rows = (uint64_t)res->n_hits;
     http_history_add(s->history, &rec);
     http_metrics_table(s, r->t, 1, ns, 0);
     QrBuf b;

@@ -21,6 +21,7 @@
 #include "server/http_int.h"
 #include "server/sql_shell.h"
 #include "store/mem.h"
+#include "store/util.h"
 
 #include <cJSON.h>
 #include <stdio.h>
@@ -196,6 +197,7 @@ void http_sql_query(HttpReq *r)
         QrSqlResult *res = NULL;
         int rc;
         qr_error_clear(&err);
+        uint64_t st_t0 = qr_now_ns();
         if (n_params) {
             const char **vals;
             int nv;
@@ -220,6 +222,10 @@ void http_sql_query(HttpReq *r)
             qr_error_hint(&err, "use POST /tables/{t}/documents with JSON lines");
             rc = QR_EUNSUPPORTED;
         }
+        /* the query history (admin page, GET /stats/queries) */
+        http_history_sql(r->srv->history, s, spans[i].len, rc == QR_OK && res ? res->n_rows : 0,
+                         (double)(qr_now_ns() - st_t0) / 1e6,
+                         rc == QR_OK ? 200 : http_status_of((int)err.code), NULL);
         if (rc != QR_OK) {
             qr_buf_free(&all);
             sql_error(r, &err, base);
