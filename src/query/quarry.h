@@ -229,4 +229,39 @@ typedef struct QrSearchRes {
 int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *err);
 void qr_search_res_free(QrSearchRes *r);
 
+/* ---- canonical query text (query/canonical.c) ---- */
+
+/* Append the canonical form of text query q[0, len) (query/qparse.h
+ * qnode_format: the normalized tree printed back, so that spacing, case of
+ * operators and redundant groups do not tell two queries apart).  Errors:
+ * those of parsing (QR_ESYNTAX with the position, QR_EINVAL, QR_ELIMIT) and
+ * QR_ENOMEM; nothing is appended then. */
+int qr_query_canonical(const char *q, size_t len, bool default_and, QrBuf *out, QrError *err);
+/* Append SQL text with its constants replaced by $1, $2 ... and white space
+ * squeezed (libpg_query's normalization); *fingerprint (may be NULL) gets
+ * the statement's structural fingerprint, equal for statements that differ
+ * only in constants, case and spacing.  Errors: QR_ESYNTAX (with the
+ * position), QR_EINVAL (a NUL byte), QR_ENOMEM. */
+int qr_sql_normalize(const char *sql, size_t len, QrBuf *out, uint64_t *fingerprint,
+                     QrError *err);
+
+/* ---- table handles (query/table_ref.c) ----
+ * qr_table_drop frees the table's handle, so a drop must not overlap a
+ * user of the table.  A user takes a reference on the table's name for as
+ * long as it uses the handle; qr_table_drop_wait waits until the last
+ * reference is released (new ones wait for the drop, then find the table
+ * gone) or gives up after a timeout with QR_EBUSY, touching nothing. */
+
+/* Take a reference on table `name` and, when out is not NULL, open it
+ * (QR_ENOTFOUND, no reference kept, when it does not exist).  Waits while
+ * the table is being dropped.  Pair with qr_table_release. */
+int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err);
+void qr_table_release(QrDb *db, const char *name);
+/* References held on `name` now (for tests and /stats). */
+int qr_table_refs(QrDb *db, const char *name);
+/* Drop `name` once no reference is held.  timeout_ms 0 waits forever;
+ * QR_EBUSY naming the count of users when they outlast the timeout.  The
+ * caller must not hold a reference itself. */
+int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err);
+
 #endif

@@ -1,0 +1,179 @@
+/*
+ * table_ref.c — table handles: references on a table's name held by its
+ * users, so that a drop waits for them (or gives up cleanly) instead of
+ * freeing a handle in use.  See quarry.h "table handles".
+ *
+ * Layer: query/.  Calls quarry.h and the base kit.
+ *
+ * One registry for the process, keyed by (db, name): entries exist only
+ * while a reference or a drop is pending, so it stays as small as the
+ * number of tables in use right now.
+ */
+#include "query/quarry.h"
+#include "store/mem.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+typedef struct TableRef {
+    const QrDb *db;
+    char name[QR_NAME_MAX + 1];
+    int refs;
+    bool dropping;
+} TableRef;
+
+static pthread_mutex_t ref_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t ref_cond = PTHREAD_COND_INITIALIZER;
+static TableRef *refs_tab; /* guarded by ref_lock */
+static int n_refs, cap_refs;
+
+static TableRef *ref_find(const QrDb *db, const char *name, bool create)
+{
+    for (int i = 0; i < n_refs; i++)
+        if (refs_tab[i].db == db && !strcmp(refs_tab[i].name, name))
+            return &refs_tab[i];
+    if (!create)
+        return NULL;
+    if (n_refs == cap_refs) {
+        int nc = cap_refs ? cap_refs * 2 : 16;
+        TableRef *nt = qr_realloc(refs_tab, (size_t)nc * sizeof *nt);
+        if (!nt)
+            return NULL;
+        refs_tab = nt;
+        cap_refs = nc;
+    }
+    TableRef *r = &refs_tab[n_refs++];
+    memset(r, 0, sizeof *r);
+    r->db = db;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    return r;
+}
+
+static void ref_gc(TableRef *r)
+{
+    if (r->refs == 0 && !r->dropping)
+        *r = refs_tab[--n_refs];
+}
+
+static bool name_ok(const char *name, QrError *err)
+{
+    if (name && strlen(name) <= QR_NAME_MAX)
+        return true;
+    qr_error_set(err, QR_EINVAL, "bad table name");
+    return false;
+}
+
+int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
+{
+    if (out)
+        *out = NULL;
+    if (!name_ok(name, err))
+        return QR_EINVAL;
+    pthread_mutex_lock(&ref_lock);
+    TableRef *r;
+    while ((r = ref_find(db, name, true)) && r->dropping)
+        pthread_cond_wait(&ref_cond, &ref_lock);
+    if (!r) {
+        pthread_mutex_unlock(&ref_lock);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    r->refs++;
+    pthread_mutex_unlock(&ref_lock);
+    if (!out)
+        return QR_OK;
+    int rc = qr_table_get(db, name, out, err);
+    if (rc != QR_OK)
+        qr_table_release(db, name);
+    return rc;
+}
+
+void qr_table_release(QrDb *db, const char *name)
+{
+    if (!name || strlen(name) > QR_NAME_MAX)
+        return;
+    pthread_mutex_lock(&ref_lock);
+    TableRef *r = ref_find(db, name, false);
+    if (r && r->refs > 0) {
+        r->refs--;
+        if (r->refs == 0)
+            pthread_cond_broadcast(&ref_cond);
+        ref_gc(r);
+    }
+    pthread_mutex_unlock(&ref_lock);
+}
+
+int qr_table_refs(QrDb *db, const char *name)
+{
+    pthread_mutex_lock(&ref_lock);
+    TableRef *r = name ? ref_find(db, name, false) : NULL;
+    int n = r ? r->refs : 0;
+    pthread_mutex_unlock(&ref_lock);
+    return n;
+}
+
+/* Wait on ref_cond until `deadline` (CLOCK_REALTIME), forever when NULL;
+ * false on timeout. */
+static bool ref_wait(const struct timespec *deadline)
+{
+    if (!deadline) {
+        pthread_cond_wait(&ref_cond, &ref_lock);
+        return true;
+    }
+    return pthread_cond_timedwait(&ref_cond, &ref_lock, deadline) != ETIMEDOUT;
+}
+
+int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err)
+{
+    if (!name_ok(name, err))
+        return QR_EINVAL;
+    struct timespec dl, *deadline = NULL;
+    if (timeout_ms) {
+        clock_gettime(CLOCK_REALTIME, &dl);
+        uint64_t ns = (uint64_t)dl.tv_nsec + (timeout_ms % 1000) * 1000000ull;
+        dl.tv_sec += (time_t)(timeout_ms / 1000 + ns / 1000000000ull);
+        dl.tv_nsec = (long)(ns % 1000000000ull);
+        deadline = &dl;
+    }
+    pthread_mutex_lock(&ref_lock);
+    TableRef *r;
+    /* one drop of a name at a time */
+    while ((r = ref_find(db, name, true)) && r->dropping)
+        if (!ref_wait(deadline))
+            goto busy;
+    if (!r) {
+        pthread_mutex_unlock(&ref_lock);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    r->dropping = true;
+    while ((r = ref_find(db, name, false))->refs > 0)
+        if (!ref_wait(deadline)) {
+            r->dropping = false;
+            pthread_cond_broadcast(&ref_cond);
+            goto busy;
+        }
+    pthread_mutex_unlock(&ref_lock);
+    int rc = qr_table_drop(db, name, err);
+    pthread_mutex_lock(&ref_lock);
+    r = ref_find(db, name, false);
+    if (r) {
+        r->dropping = false;
+        ref_gc(r);
+    }
+    pthread_cond_broadcast(&ref_cond);
+    pthread_mutex_unlock(&ref_lock);
+    return rc;
+busy:
+    r = ref_find(db, name, false);
+    int users = r ? r->refs : 0;
+    if (r)
+        ref_gc(r);
+    pthread_mutex_unlock(&ref_lock);
+    qr_error_set(err, QR_EBUSY, "table \"%s\" is in use by %d request%s", name, users,
+                 users == 1 ? "" : "s");
+    qr_error_detail(err, "they did not finish within %llu ms", (unsigned long long)timeout_ms);
+    qr_error_hint(err, "retry the drop when they have finished");
+    return QR_EBUSY;
+}
