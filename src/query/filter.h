@@ -191,4 +191,8 @@ int filter_seg_eval(const FilterSeg *fs, QrAccessPath path, const roaring_bitmap
                     const roaring_bitmap_t *candidates, roaring_bitmap_t *out,
                     QrFilterStats *st, QrError *err);
 
+/* Column scans of at least this many blocks are split over the cores
+ * (default 1024 blocks, ~4M rows).  For tests and benchmarks; 0 means 1. */
+void filter_set_parallel_min_blocks(uint32_t n_blocks);
+
 #endif

@@ -48,8 +48,11 @@
 #define CHECK_NS 25.0
 #define BT_ROW_NS 2.0
 #define BT_LEAF_NS 1500.0
-/* Split a leaf scan over threads from this many blocks on (~1M rows). */
-#define PAR_MIN_BLOCKS 256u
+/* Split a leaf scan over threads from this many blocks on (~4M rows): below
+ * that, thread start-up costs about as much as the scan (docs/columns.md). */
+static _Atomic uint32_t par_min_blocks = 1024u;
+
+void filter_set_parallel_min_blocks(uint32_t n_blocks) { par_min_blocks = n_blocks ? n_blocks : 1; }
 
 typedef enum { FS_TRUE, FS_FALSE, FS_AND, FS_OR, FS_LEAF } FsKind;
 
@@ -420,7 +423,7 @@ static int scan_cf(const ColFilter *cf, const Column *col, const roaring_bitmap_
     uint32_t nb = col_n_blocks(col);
     int nt = n_cpus();
     int rc = QR_OK;
-    if (nb < PAR_MIN_BLOCKS || nt < 2) {
+    if (nb < par_min_blocks || nt < 2) {
         rc = col_filter_scan(cf, cand, out, &cs, err);
     } else {
         ScanJob jobs[16];

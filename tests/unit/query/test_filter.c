@@ -542,6 +542,25 @@ Test(filter, random_trees_every_path_equals_brute_force)
     qr_db_close(e.db);
 }
 
+Test(filter, parallel_block_range_scans_agree)
+{
+    Env e;
+    env_open(&e, "filterpar");
+    uint64_t rng = 0xfeed;
+    put_docs(&e, &rng, 135000, 1 << 30, false); /* 33 blocks: three 16-block chunks */
+    QrField late;
+    schema_field_defaults(&late, "late", QR_FT_INT);
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_add_field(e.t, &late, &err), QR_OK, "%s", err.message);
+    put_docs(&e, &rng, 3000, 1 << 30, true);
+    put_docs(&e, &rng, 3000, 1 << 30, true);
+    filter_set_parallel_min_blocks(1);
+    differential(&e, &rng, 25);
+    filter_set_parallel_min_blocks(1024);
+    qr_db_close(e.db);
+}
+
 Test(filter, random_trees_after_merge)
 {
     Env e;
