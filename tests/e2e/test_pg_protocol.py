@@ -244,6 +244,7 @@ def test_limit_and_cancel(d, work):
     finally:
         rc = srv.stop()
         check(rc == 0, "limit server stops cleanly: %s" % rc)
+        check("Sanitizer" not in srv.text(), "no sanitizer report: %s" % srv.text()[-1500:])
 
 
 def scram_login(port, user, password):
@@ -392,6 +393,9 @@ def main():
             finally:
                 rc = srv.stop()
                 check(rc == 0, "server exits 0 on SIGTERM: %d" % rc)
+                check("Sanitizer" not in srv.text() and "runtime error" not in srv.text(),
+                      "no sanitizer report (leaks included) under an ASan build: %s" %
+                      srv.text()[-1500:])
             test_limit_and_cancel(d.path, work)
             test_shutdown(d.path, work)
             test_auth(d.path, work)  # adds users: trust ends here
