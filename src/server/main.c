@@ -10,6 +10,7 @@
  *                 [--sort published:desc,_score] [--after CURSOR]
  *                 [--access-path auto|scan|check|btree]
  *   quarry bench  TABLE --queries Q.jsonl [--repeat N]
+ *                 (query lines may carry "filter", "sort" and "access_path")
  *   quarry get TABLE ID | delete TABLE ID... | schema TABLE | stats TABLE
  *   quarry tables | check | flush TABLE | merge TABLE
  *
@@ -428,6 +429,15 @@ static int run_batch(QrTable *t, const QrSearchReq *base, const char *path, bool
         const cJSON *mode = cJSON_GetObjectItemCaseSensitive(j, "mode");
         const cJSON *lim = cJSON_GetObjectItemCaseSensitive(j, "limit");
         const char *m = cJSON_IsString(mode) ? mode->valuestring : "top";
+        const cJSON *flt = cJSON_GetObjectItemCaseSensitive(j, "filter");
+        const cJSON *srt = cJSON_GetObjectItemCaseSensitive(j, "sort");
+        const cJSON *ap = cJSON_GetObjectItemCaseSensitive(j, "access_path");
+        if (cJSON_IsString(flt))
+            r.filter = flt->valuestring;
+        if (cJSON_IsString(srt))
+            r.sort = srt->valuestring;
+        if (cJSON_IsString(ap) && qr_access_path_parse(ap->valuestring) >= 0)
+            r.access_path = qr_access_path_parse(ap->valuestring);
         if (cJSON_IsNumber(lim) && lim->valuedouble >= 0 && lim->valuedouble <= 1000000)
             r.limit = (int)lim->valuedouble;
         if (bench) {
@@ -438,7 +448,7 @@ static int run_batch(QrTable *t, const QrSearchReq *base, const char *path, bool
                 r.limit = 1000000;
                 r.offset = 0;
             } else {
-                r.skip_total = true;
+                r.skip_total = !r.sort; /* a sorted page counts as it goes */
             }
         }
         int runs = bench ? (int)repeat + 1 : 1;
@@ -823,6 +833,7 @@ static void usage(FILE *f)
             "  flush TABLE | merge TABLE        checkpoint / merge into one segment\n"
             "  tables                           list tables\n"
             "  check                            verify every checksum of every table\n"
+            "  backup --to DEST                 online, verified copy of the data directory\n"
             "  user add|remove|list [NAME]      PostgreSQL port users (password on stdin)\n"
             "  sql [-c 'SQL'] [--format table|csv|json]  SQL (statements on stdin without -c)\n"
             "  serve [--http HOST:PORT]         HTTP API and admin page (--config FILE)\n\n"
