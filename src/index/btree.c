@@ -71,7 +71,7 @@ enum { BT_ROWS_DELTA = 0, BT_ROWS_ROARING = 1 };
 #define BT_DIR_ENTRY 16u
 #define BT_PAGE_HDR 8u
 #define BT_NUM_KEY 8u
-#define BT_ROARING_MIN 32u /* row lists at least this long are roaring bitmaps */
+#define BT_ROARING_MIN 1024u /* row lists at least this long are roaring bitmaps */
 #define BT_MAX_HEIGHT 40u
 #define BT_SIGN 0x8000000000000000ull
 #define BT_NAN_BITS 0x7FF8000000000000ull
@@ -675,19 +675,24 @@ typedef struct RowVec {
     bool sorted; /* ascending so far */
 } RowVec;
 
-static bool rv_push(RowVec *rv, uint32_t x)
+/* Sort the (distinct) rows of a multi-key lookup through a bit per row of
+ * the column: O(rows of the column / 64 + k), which beats inserting k rows
+ * in value order into roaring's sorted containers. */
+static bool sort_rows(RowVec *rv, uint32_t n_rows)
 {
-    if (rv->n == rv->cap) {
-        size_t nc = rv->cap ? rv->cap * 2 : 256;
-        uint32_t *nv = qr_realloc(rv->v, nc * sizeof *nv);
-        if (!nv)
-            return false;
-        rv->v = nv;
-        rv->cap = nc;
-    }
-    if (rv->n && x < rv->v[rv->n - 1])
-        rv->sorted = false;
-    rv->v[rv->n++] = x;
+    size_t n_words = ((size_t)n_rows + 63) / 64;
+    uint64_t *w = qr_calloc(n_words ? n_words : 1, sizeof *w);
+    if (!w)
+        return false;
+    for (size_t i = 0; i < rv->n; i++)
+        w[rv->v[i] >> 6] |= 1ull << (rv->v[i] & 63);
+    size_t k = 0;
+    for (size_t i = 0; i < n_words; i++)
+        for (uint64_t x = w[i]; x; x &= x - 1)
+            rv->v[k++] = (uint32_t)(i * 64 + (unsigned)__builtin_ctzll(x));
+    rv->n = k;
+    rv->sorted = true;
+    qr_free(w);
     return true;
 }
 
@@ -717,22 +722,47 @@ static int read_rows(const BTree *t, uint32_t page, const Ent *e, RowVec *rv,
     }
     if (e->enc != BT_ROWS_DELTA)
         return bt_corrupt(t, err, page, "unknown row list encoding %u", e->enc);
-    QrReader r;
-    qr_rd_init(&r, p, (size_t)e->c);
+    /* inline LEB128: this loop is the cost of every multi-row lookup */
+    if (rv->cap - rv->n < e->a) {
+        size_t nc = rv->n + (size_t)e->a;
+        if (nc < rv->cap * 2)
+            nc = rv->cap * 2;
+        uint32_t *nv = e->a <= t->n_rows ? qr_realloc(rv->v, nc * sizeof *nv) : NULL;
+        if (!nv)
+            return e->a > t->n_rows ? bt_corrupt(t, err, page, "row count above the column's")
+                                    : qr_error_set(err, QR_ENOMEM, "out of memory reading %s",
+                                                   t->name);
+        rv->v = nv;
+        rv->cap = nc;
+    }
+    const uint8_t *q = p, *end = p + e->c;
     uint64_t row = 0;
+    uint32_t *dst = rv->v + rv->n;
     for (uint64_t i = 0; i < e->a; i++) {
-        uint64_t g = qr_rd_varint(&r);
-        if (r.bad || (i > 0 && g == 0))
-            return bt_corrupt(t, err, page, "bad row list");
+        uint64_t g = 0;
+        unsigned sh = 0;
+        for (;;) {
+            if (q == end || sh > 35)
+                return bt_corrupt(t, err, page, "bad row list");
+            uint8_t b = *q++;
+            g |= (uint64_t)(b & 0x7F) << sh;
+            if (!(b & 0x80))
+                break;
+            sh += 7;
+        }
+        if (i > 0 && g == 0)
+            return bt_corrupt(t, err, page, "row list not ascending");
         row = i ? row + g : g;
         if (row >= t->n_rows)
             return bt_corrupt(t, err, page, "row %llu beyond the column's %u rows",
                               (unsigned long long)row, t->n_rows);
-        if (!rv_push(rv, (uint32_t)row))
-            return qr_error_set(err, QR_ENOMEM, "out of memory reading index %s", t->name);
+        dst[i] = (uint32_t)row;
     }
-    if (!qr_rd_done(&r))
+    if (q != end)
         return bt_corrupt(t, err, page, "row list longer than its count");
+    if (rv->n && e->a && dst[0] < rv->v[rv->n - 1])
+        rv->sorted = false;
+    rv->n += (size_t)e->a;
     return QR_OK;
 }
 
@@ -789,8 +819,20 @@ int bt_lookup(const BTree *t, const ColPred *pred, roaring_bitmap_t *out, BtStat
     RowVec rv = {.sorted = true};
     for (uint32_t i = 0; i < q.n && !rc; i++)
         rc = lookup_range(t, &q.r[i], &rv, out, stats, err);
-    if (!rc && rv.n)
-        roaring_bitmap_add_many(out, rv.n, rv.v); /* any order; runs of one container are cheap */
+    if (!rc && rv.n && !rv.sorted && rv.n > 64 && !sort_rows(&rv, t->n_rows))
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory sorting rows of index %s", t->name);
+    if (!rc && rv.n) {
+        /* ascending into an empty bitmap appends to containers instead of
+         * inserting into them; one OR merges it with what out holds */
+        roaring_bitmap_t *tmp = roaring_bitmap_create();
+        if (!tmp) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory reading index %s", t->name);
+        } else {
+            roaring_bitmap_add_many(tmp, rv.n, rv.v);
+            roaring_bitmap_or_inplace(out, tmp);
+            roaring_bitmap_free(tmp);
+        }
+    }
     qr_free(rv.v);
     query_free(&q);
     return rc;
@@ -1182,8 +1224,9 @@ typedef struct BtPair {
     uint32_t row;
 } BtPair;
 
-/* Stable LSD radix sort by key, 16-bit digits; passes where every key has
- * the same digit are skipped (small ranges, bools, dictionary codes). */
+/* Stable LSD radix sort by key, 8-bit digits (256 buckets stay in cache);
+ * passes where every key has the same byte are skipped (small ranges,
+ * bools, dictionary codes). */
 static bool sort_pairs(BtPair *a, size_t n)
 {
     if (n < 2)
@@ -1195,29 +1238,30 @@ static bool sort_pairs(BtPair *a, size_t n)
     }
     uint64_t varies = all_or ^ all_and;
     BtPair *tmp = qr_malloc(n * sizeof *tmp);
-    size_t *cnt = qr_malloc(65536 * sizeof *cnt);
-    if (!tmp || !cnt) {
-        qr_free(tmp), qr_free(cnt);
+    if (!tmp)
         return false;
-    }
-    for (unsigned shift = 0; shift < 64; shift += 16) {
-        if (!((varies >> shift) & 0xFFFF))
+    BtPair *src = a, *dst = tmp;
+    for (unsigned shift = 0; shift < 64; shift += 8) {
+        if (!((varies >> shift) & 0xFF))
             continue;
-        memset(cnt, 0, 65536 * sizeof *cnt);
+        size_t cnt[256] = {0};
         for (size_t i = 0; i < n; i++)
-            cnt[(a[i].key >> shift) & 0xFFFF]++;
+            cnt[(src[i].key >> shift) & 0xFF]++;
         size_t sum = 0;
-        for (size_t d = 0; d < 65536; d++) {
+        for (size_t d = 0; d < 256; d++) {
             size_t c = cnt[d];
             cnt[d] = sum;
             sum += c;
         }
         for (size_t i = 0; i < n; i++)
-            tmp[cnt[(a[i].key >> shift) & 0xFFFF]++] = a[i];
-        memcpy(a, tmp, n * sizeof *a);
+            dst[cnt[(src[i].key >> shift) & 0xFF]++] = src[i];
+        BtPair *x = src;
+        src = dst;
+        dst = x;
     }
+    if (src != a)
+        memcpy(a, src, n * sizeof *a);
     qr_free(tmp);
-    qr_free(cnt);
     return true;
 }
 
