@@ -10,6 +10,8 @@
 #include "store/util.h"
 
 #include <cJSON.h>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,6 +98,103 @@ void http_tables_list(HttpReq *r)
     http_reply_json(r, 200, &b);
 }
 
+/* ,"columns":[...]: per-column statistics of the live snapshot (what the
+ * planner costs with); omitted when they cannot be read. */
+static void columns_json(QrBuf *b, QrTable *t)
+{
+    QrError e;
+    qr_error_clear(&e);
+    QrColumnStats *cs = NULL;
+    int n = 0;
+    if (qr_table_column_stats(t, &cs, &n, &e) != QR_OK)
+        return;
+    qr_buf_append(b, ",\"columns\":[", 12);
+    for (int i = 0; i < n; i++) {
+        const QrColumnStats *c = &cs[i];
+        if (i)
+            qr_buf_putc(b, ',');
+        qr_buf_putc(b, '{');
+        jw_key(b, "name");
+        jw_cstr(b, c->name);
+        qr_buf_putc(b, ',');
+        jw_key(b, "type");
+        jw_cstr(b, c->col_type ? c->col_type : "");
+        qr_buf_printf(b, ",\"rows\":%llu,\"nulls\":%llu", (unsigned long long)c->rows,
+                      (unsigned long long)c->nulls);
+        /* min_json/max_json are JSON values made by the engine */
+        if (c->has_range)
+            qr_buf_printf(b, ",\"min\":%s,\"max\":%s", c->min_json, c->max_json);
+        else
+            qr_buf_append(b, ",\"min\":null,\"max\":null", 22);
+        qr_buf_printf(b,
+                      ",\"distinct\":{\"at_least\":%llu,\"at_most\":%llu,\"estimate\":%.0f},"
+                      "\"segments\":%u,\"segments_sorted\":%u,\"blocks\":%u,"
+                      "\"histogram_buckets\":%u,\"btree\":%s,\"segments_btree\":%u}",
+                      (unsigned long long)c->distinct_max, (unsigned long long)c->distinct_sum,
+                      c->distinct_hll, c->segments, c->segments_sorted, c->blocks,
+                      c->hist_buckets, c->btree ? "true" : "false", c->segments_btree);
+    }
+    qr_buf_putc(b, ']');
+    qr_free(cs);
+}
+
+/* ,"files":{...}: bytes on disk by kind (segments hold postings, columns
+ * and stored documents; B-tree side files are per field), read from the
+ * table's directory. */
+static void files_json(QrBuf *b, QrDb *db, QrTable *t)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/tables/%s", qr_db_dir(db), qr_table_name(t));
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    const QrSchema *sc = qr_table_schema(t);
+    uint64_t seg_n = 0, seg_bytes = 0, other = 0; /* the WAL is in stats */
+    uint64_t bt_n[QR_MAX_FIELDS] = {0}, bt_bytes[QR_MAX_FIELDS] = {0};
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        struct stat stt;
+        if (stat(path, &stt) != 0)
+            continue;
+        uint64_t sz = (uint64_t)stt.st_size;
+        const char *f = strstr(de->d_name, ".f");
+        size_t len = strlen(de->d_name);
+        int field;
+        if (len > 5 && !strcmp(de->d_name + len - 5, ".qseg")) {
+            seg_n++;
+            seg_bytes += sz;
+        } else if (len > 4 && !strcmp(de->d_name + len - 4, ".qbt") && f &&
+                   sscanf(f, ".f%d", &field) == 1 && field >= 0 && field < QR_MAX_FIELDS) {
+            bt_n[field]++;
+            bt_bytes[field] += sz;
+        } else if (S_ISREG(stt.st_mode)) {
+            other += sz;
+        }
+    }
+    closedir(d);
+    qr_buf_printf(b, ",\"files\":{\"segments\":{\"count\":%llu,\"bytes\":%llu},"
+                     "\"other_bytes\":%llu,\"btrees\":[",
+                  (unsigned long long)seg_n, (unsigned long long)seg_bytes,
+                  (unsigned long long)other);
+    int shown = 0;
+    for (int f = 0; f < QR_MAX_FIELDS && f < sc->n_fields; f++) {
+        if (!bt_n[f])
+            continue;
+        if (shown++)
+            qr_buf_putc(b, ',');
+        qr_buf_putc(b, '{');
+        jw_key(b, "field");
+        jw_cstr(b, sc->fields[f].name);
+        qr_buf_printf(b, ",\"files\":%llu,\"bytes\":%llu}", (unsigned long long)bt_n[f],
+                      (unsigned long long)bt_bytes[f]);
+    }
+    qr_buf_append(b, "]}", 2);
+}
+
 static void describe(HttpReq *r, QrTable *t, int status)
 {
     QrError e;
@@ -118,7 +217,10 @@ static void describe(HttpReq *r, QrTable *t, int status)
     qr_buf_append(&b, sb.data, sb.len);
     qr_buf_append(&b, ",\"stats\":{", 10);
     http_stats_fields(&b, &st);
-    qr_buf_append(&b, "}}", 2);
+    qr_buf_putc(&b, '}');
+    columns_json(&b, t);
+    files_json(&b, r->srv->db, t);
+    qr_buf_putc(&b, '}');
     qr_buf_free(&sb);
     http_reply_json(r, status, &b);
 }

@@ -4,8 +4,11 @@
 // browser cannot start.
 import { chromium } from 'playwright-core';
 import path from 'node:path';
+import fs from 'node:fs';
 
-const [base, out, uploadFile, exe] = process.argv.slice(2);
+const [base, out, uploadFile, exe, expectedFile] = process.argv.slice(2);
+const expected = JSON.parse(fs.readFileSync(expectedFile, 'utf8'));
+const num = t => Number(String(t).replace(/[^0-9.\-]/g, ''));
 let passed = 0, failed = 0;
 function check(cond, what) {
   if (cond) passed++;
@@ -87,12 +90,63 @@ try {
   const err = await page.textContent('#s-error');
   check(/syntax_error/.test(err) && /\^/.test(err), 'query error shown with a caret');
 
+  // facets, and a facet bucket narrowing the search through the filter
+  await page.fill('#q', 'library');
+  await page.fill('#s-facets', 'terms:section:5,stats:installed_size_kb');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#facets:not([hidden]) .facet button');
+  const before = num((await page.textContent('#s-summary')).split('matches')[0]);
+  const bucket = await page.$eval('#facets .facet button', b => ({ key: JSON.parse(b.dataset.key), n: b.querySelector('.n').textContent }));
+  check(before > 0 && /count/.test(await page.textContent('#facets .facet-stats')), 'facets shown (terms and stats)');
+  await page.click('#facets .facet button');
+  await page.waitForFunction(k => document.querySelector('#s-filter').value.includes(k) && /matches/.test(document.querySelector('#s-summary').textContent), bucket.key);
+  const after = num((await page.textContent('#s-summary')).split('matches')[0]);
+  check(after === num(bucket.n) && after < before, 'a facet bucket narrows the search to its count: ' + before + ' -> ' + after + ' (bucket ' + bucket.n + ')');
+  const filtered = await page.evaluate(async f => {
+    const r = await fetch('/tables/packages/search', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ q: 'library', filter: f, limit: 1000, doc: ['section'] }) });
+    return (await r.json()).hits.map(h => h.doc.section);
+  }, await page.inputValue('#s-filter'));
+  check(filtered.length === after && filtered.every(x => x === bucket.key), 'every filtered hit is in the bucket');
+  await shot(page, 'search-facets-1280.png');
+  // a filter error points into the filter text
+  await page.fill('#s-filter', 'installed_size_kb >> 3');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#s-error:not([hidden])');
+  const ferr = await page.textContent('#s-error');
+  check(/installed_size_kb >> 3/.test(ferr) && /\^/.test(ferr), 'filter error shown with a caret under the filter: ' + ferr.split('\n')[0]);
+  // sort with search_after paging: page 2 continues in order
+  await page.fill('#s-filter', '');
+  await page.fill('#s-facets', '');
+  await page.fill('#s-sort', 'installed_size_kb:desc');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('#hits li .hit-sort');
+  const sorts1 = await page.$$eval('#hits .hit-sort', e => e.map(x => JSON.parse(x.textContent.replace(/^sort /, ''))[0]));
+  await page.click('#s-next');
+  await page.waitForFunction(() => /showing 11/.test(document.querySelector('#s-summary').textContent));
+  const sorts2 = await page.$$eval('#hits .hit-sort', e => e.map(x => JSON.parse(x.textContent.replace(/^sort /, ''))[0]));
+  const all = sorts1.concat(sorts2);
+  check(all.length === 20 && all.every((v, i) => i === 0 || all[i - 1] >= v), 'sorted pages through search_after stay in order');
+  await page.fill('#s-sort', '');
+
   // tables view: schema and statistics
   await page.click('#tab-tables');
   await page.waitForSelector('#table-detail table.grid tbody tr');
   const fields = await page.$$eval('#table-detail table.grid tbody tr td:first-child', tds => tds.map(t => t.textContent));
   check(fields.includes('title') && fields.includes('maintainer'), 'schema fields listed');
   check(/3,000/.test(await page.textContent('#table-detail .stats')), 'table stats show 3,000 docs');
+  // column statistics against the file itself
+  const col = await page.$$eval('#columns tbody tr', trs => trs.map(t => Array.from(t.children).map(c => c.textContent)));
+  const size = col.find(r => r[0] === 'installed_size_kb');
+  check(size && num(size[2]) === expected.size_min && num(size[3]) === expected.size_max,
+    'installed_size_kb min/max match the file: ' + (size && size.slice(2, 4)) + ' vs ' + expected.size_min + '/' + expected.size_max);
+  check(size && num(size[5].split('(')[0]) === expected.size_nulls, 'installed_size_kb nulls match the file');
+  const sec = col.find(r => r[0] === 'section');
+  check(sec && num(sec[4].replace(/\(.*/, '').replace('≈', '')) === expected.sections_distinct && /yes/.test(sec[9]),
+    'section: distinct count matches the file and its B-tree is shown: ' + (sec && sec.join('|')));
+  check(/segments/.test(await page.textContent('#index-sizes')), 'index sizes listed');
+  const wide = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(wide <= 1, 'table view fits 1280px (' + wide + 'px too wide)');
   await shot(page, 'table-1280.png');
 
   // import: upload a file with one bad line, see the progress and the report
@@ -111,17 +165,59 @@ try {
   await page.click('#tab-queries');
   await page.waitForSelector('#shapes tbody tr[data-q]');
   const qs = await page.$$eval('#shapes tbody tr', trs => trs.map(t => t.dataset.q));
-  check(qs.includes('terminal emulator'), 'query history lists the search: ' + qs.slice(0, 5));
+  check(qs.includes('(terminal emulator)'), 'query history lists the search in canonical form: ' + qs.slice(0, 5));
+  const plans = await page.$$eval('#shapes tbody tr[data-kind="search"] td:last-child', tds => tds.map(t => t.textContent));
+  check(plans.some(p => /wand|and|exhaustive|filter|sort/.test(p)), 'history shows the plan used: ' + plans.slice(0, 3));
   await shot(page, 'queries-1280.png');
   // clicking a shape runs it in the search console
-  await page.click('#shapes tbody tr[data-q="terminal emulator"]');
+  await page.click('#shapes tbody tr[data-q="(terminal emulator)"]');
   await page.waitForSelector('#view-search:not([hidden]) #hits li');
-  check(await page.inputValue('#q') === 'terminal emulator', 'history row opens the search');
+  check(await page.inputValue('#q') === '(terminal emulator)', 'history row opens the search');
 
-  // SQL placeholder
+  // SQL console: results as a table (checked against the file)
   await page.keyboard.press('Escape');
-  await page.click('#tab-sql');
-  check(/arrives with the SQL issue/.test(await page.textContent('#view-sql')), 'SQL placeholder tab');
+  await page.keyboard.press('6');
+  await page.click('#sql');
+  await page.keyboard.type('SELECT section, count(*) AS n FROM packages GROUP BY section ORDER BY n DESC, section LIMIT 5');
+  await page.keyboard.press('Control+Enter');
+  await page.waitForSelector('#sql-result-box:not([hidden]) #sql-result tbody tr');
+  const rows = await page.$$eval('#sql-result tbody tr', trs => trs.map(t => Array.from(t.children).map(c => c.textContent)));
+  check(JSON.stringify(rows.map(r => [r[0], Number(r[1])])) === JSON.stringify(expected.top_sections),
+    'SQL console rows equal the file\'s top sections: ' + JSON.stringify(rows) + ' vs ' + JSON.stringify(expected.top_sections));
+  check(/SELECT 5/.test(await page.textContent('#sql-summary')), 'SQL summary shows the command tag');
+  await shot(page, 'sql-1280.png');
+  // an error marks its position in the statement
+  await page.fill('#sql', 'SELECT id\nFROM packages\nWHERE nope > 1');
+  await page.click('#sql-run');
+  await page.waitForSelector('#sql-error:not([hidden])');
+  const serr = await page.textContent('#sql-error');
+  const caretLine = serr.split('\n').slice(-2);
+  check(/42703/.test(serr) && /line 3: WHERE nope > 1/.test(serr) && caretLine[1].indexOf('^') === caretLine[0].indexOf('nope'),
+    'SQL error with SQLSTATE and a caret under the column: ' + JSON.stringify(serr));
+  // EXPLAIN ANALYZE drawn as a tree with estimated and actual rows
+  await page.fill('#sql', "SELECT id FROM packages WHERE body @@ 'library' AND installed_size_kb > 100 ORDER BY installed_size_kb DESC LIMIT 5");
+  await page.click('#sql-explain');
+  await page.waitForSelector('#sql-plan-box:not([hidden]) .pnode');
+  const nodes = await page.$$eval('#sql-plan .pnode', ns => ns.map(n => ({ t: n.querySelector('.pt').textContent,
+    est: n.querySelector('.est-rows') && n.querySelector('.est-rows').textContent, act: n.querySelector('.act-rows') && n.querySelector('.act-rows').textContent,
+    depth: (function d(e) { let k = 0; while ((e = e.parentElement.closest('ul'))) k++; return k; })(n) })));
+  const scan = nodes.find(n => /^Scan on packages/.test(n.t));
+  const limit = nodes.find(n => /^Limit/.test(n.t));
+  check(nodes.length >= 3 && limit && scan && scan.depth > limit.depth, 'plan tree: Limit above the scan: ' + JSON.stringify(nodes));
+  check(scan && scan.est !== null && scan.act !== null, 'scan node shows estimated and actual rows');
+  const trueRows = await page.evaluate(async () => {
+    const r = await fetch('/sql', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ query: "SELECT count(*) FROM packages WHERE body @@ 'library' AND installed_size_kb > 100" }) });
+    return (await r.json()).rows[0][0];
+  });
+  check(scan && num(scan.act) === Number(trueRows), 'actual rows of the scan equal count(*): ' + (scan && scan.act) + ' vs ' + trueRows);
+  await shot(page, 'explain-1280.png');
+  // SQL statements join the history, normalized
+  await page.keyboard.press('Escape');
+  await page.keyboard.press('5');
+  await page.waitForSelector('#shapes tbody tr[data-kind="sql"]');
+  const sqlq = await page.$$eval('#shapes tbody tr[data-kind="sql"]', trs => trs.map(t => t.dataset.q));
+  check(sqlq.some(q => /LIMIT \$\d/.test(q) && /GROUP BY section/.test(q)), 'SQL statements in the history with constants as $n: ' + sqlq.slice(0, 3));
 
   // phone width: no horizontal scrolling, search usable
   const phone = await newPage(390, 844);
@@ -133,6 +229,13 @@ try {
   const overflow = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   check(overflow <= 1, 'no horizontal overflow at 390px (' + overflow + 'px)');
   await shot(phone, 'search-390.png');
+  await phone.goto(base + '/#sql');
+  await phone.fill('#sql', "SELECT id, installed_size_kb FROM packages WHERE body @@ 'terminal' ORDER BY installed_size_kb DESC LIMIT 3");
+  await phone.click('#sql-explain');
+  await phone.waitForSelector('#sql-plan .pnode');
+  const overflow2 = await phone.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  check(overflow2 <= 1, 'no horizontal overflow of the plan at 390px (' + overflow2 + 'px)');
+  await shot(phone, 'explain-390.png');
   await phone.goto(base + '/#overview');
   await phone.waitForSelector('#overview-tables tbody tr');
   await shot(phone, 'overview-390.png');

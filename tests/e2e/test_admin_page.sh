@@ -53,8 +53,20 @@ curl -sf -X POST "$base/tables/packages/documents" -H 'Content-Type: application
   || { echo "FAILED: ingest"; exit 1; }
 printf '{"id": "u1", "title": "uploaded one"}\n{broken\n{"id": "u2", "title": "uploaded two"}\n' >"$work/upload.jsonl"
 
+# the oracle for the table view and the SQL console, computed from the file
+python3 - "$work/docs.jsonl.gz" >"$work/expected.json" <<'PY'
+import gzip, json, sys, collections
+docs = [json.loads(l) for l in gzip.open(sys.argv[1], "rt")]
+sizes = [d["installed_size_kb"] for d in docs if d.get("installed_size_kb") is not None]
+sections = collections.Counter(d.get("section") for d in docs)
+top = sorted(sections.items(), key=lambda kv: (-kv[1], kv[0] or ""))[:5]
+print(json.dumps({"size_min": min(sizes), "size_max": max(sizes),
+                  "size_nulls": len(docs) - len(sizes), "docs": len(docs),
+                  "sections_distinct": len(sections), "top_sections": top}))
+PY
+
 mkdir -p "$OUT"
-NODE_PATH=$ROOT/tests/e2e/node_modules node tests/e2e/test_admin_page.mjs "$base" "$OUT" "$work/upload.jsonl" "$CHROMIUM"
+NODE_PATH=$ROOT/tests/e2e/node_modules node tests/e2e/test_admin_page.mjs "$base" "$OUT" "$work/upload.jsonl" "$CHROMIUM" "$work/expected.json"
 rc=$?
 if grep -q ' ERROR ' "$work/serve.log"; then echo "FAILED: server logged errors"; grep ' ERROR ' "$work/serve.log" | head; rc=1; fi
 exit $rc

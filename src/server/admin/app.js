@@ -9,7 +9,7 @@ const HL_PRE = '\u0001', HL_POST = '\u0002'; // highlight markers, replaced afte
 const VIEWS = ['overview', 'tables', 'search', 'import', 'queries', 'sql'];
 const state = {
   view: 'overview', tables: [], stats: null, samples: [], detail: null,
-  search: { table: '', q: '', fields: '', op: 'or', limit: 10, offset: 0, total: 0 },
+  search: { table: '', q: '', fields: '', op: 'or', limit: 10, offset: 0, total: 0, filter: '', sort: '', facets: '', cursors: [] },
 };
 
 // ---- helpers ----
@@ -63,11 +63,21 @@ function errorText(err, query) {
   let s = (err.status ? err.status + ' ' : '') + (i.code ? i.code + ': ' : '') + err.message;
   if (i.detail) s += '\ndetail: ' + i.detail;
   if (i.hint) s += '\nhint: ' + i.hint;
-  if (query !== undefined && i.position) {
-    const col = Math.max(0, Math.min(query.length, i.position - 1));
-    s += '\n\n  ' + query + '\n  ' + ' '.repeat(col) + '^';
-  }
+  if (query !== undefined && i.position) s += '\n\n' + caretText(query, i.position);
   return s;
+}
+
+// The line of `text` holding 1-based character `pos`, with a caret under it.
+function caretText(text, pos) {
+  const chars = Array.from(text);
+  const at = Math.max(0, Math.min(chars.length, pos - 1));
+  let start = at, end = at;
+  while (start > 0 && chars[start - 1] !== '\n') start--;
+  while (end < chars.length && chars[end] !== '\n') end++;
+  const line = chars.slice(start, end).join('');
+  const lineNo = chars.slice(0, start).filter(c => c === '\n').length + 1;
+  const prefix = lineNo > 1 || end < chars.length ? 'line ' + lineNo + ': ' : '  ';
+  return prefix + line + '\n' + ' '.repeat(prefix.length + (at - start)) + '^';
 }
 
 // ---- views and keyboard ----
@@ -305,12 +315,41 @@ async function renderDetail(name) {
     stat('merges done', fmtNum(s.merges_done)) + stat('merges running', fmtNum(s.merges_running)) + stat('commits', fmtNum(s.commits)) + '</div>' +
     '<h2>Schema</h2><div class="scroll"><table class="grid"><thead><tr><th>Field</th><th>Type</th><th>Language</th><th class="num">Weight</th><th>Options</th></tr></thead><tbody>' +
     fields + '</tbody></table></div>' +
-    '<p class="note">Column statistics (min/max, distinct, nulls) appear here once the column store is exposed by the engine.</p>' +
+    columnsHtml(d) + filesHtml(d) +
     '<div class="actions"><button type="button" class="ghost" data-act="search">Search this table</button>' +
     '<button type="button" class="ghost" data-act="flush">Flush</button><button type="button" class="ghost" data-act="merge">Merge segments</button>' +
     '<button type="button" class="danger" data-act="drop">Drop…</button></div><p class="msg" id="detail-msg" role="status"></p>';
   box.dataset.t = d.name;
   renderTableList();
+}
+
+// Column statistics: what the planner costs filters with.
+function columnsHtml(d) {
+  if (!d.columns) return '';
+  if (!d.columns.length) return '<h2>Columns</h2><p class="note">No column fields (text fields are searched through the inverted index).</p>';
+  const v = x => x === null || x === undefined ? '–' : typeof x === 'string' ? x : JSON.stringify(x);
+  const distinct = c => c.distinct.at_least === c.distinct.at_most ? fmtNum(c.distinct.at_least)
+    : '≈' + fmtNum(c.distinct.estimate) + ' <span class="note">(' + fmtNum(c.distinct.at_least) + '–' + fmtNum(c.distinct.at_most) + ')</span>';
+  return '<h2>Columns</h2><div class="scroll"><table class="grid" id="columns"><thead><tr><th>Column</th><th>Type</th><th>Min</th><th>Max</th>' +
+    '<th class="num">Distinct</th><th class="num">Nulls</th><th class="num">Rows</th><th class="num">Blocks</th><th>Sorted</th><th>B-tree</th></tr></thead><tbody>' +
+    d.columns.map(c => '<tr><td>' + esc(c.name) + '</td><td>' + esc(c.type) + '</td><td class="mono">' + esc(v(c.min)) + '</td><td class="mono">' + esc(v(c.max)) +
+      '</td><td class="num">' + distinct(c) + '</td><td class="num">' + fmtNum(c.nulls) + (c.rows ? ' <span class="note">(' + (100 * c.nulls / c.rows).toFixed(c.nulls && c.nulls < c.rows / 100 ? 2 : 0) + '%)</span>' : '') +
+      '</td><td class="num">' + fmtNum(c.rows) + '</td><td class="num">' + fmtNum(c.blocks) + '</td><td>' + c.segments_sorted + ' of ' + c.segments +
+      '</td><td>' + (c.btree ? 'yes, ' + c.segments_btree + ' of ' + c.segments + ' segments' : 'no') + '</td></tr>').join('') + '</tbody></table></div>';
+}
+
+const plural = (n, w) => fmtNum(n) + ' ' + w + (n === 1 ? '' : 's');
+
+// Bytes on disk: segments (postings, columns, stored documents), B-trees per field.
+function filesHtml(d) {
+  const f = d.files;
+  if (!f) return '';
+  const rows = [['segments (postings, columns, documents)', plural(f.segments.count, 'file'), f.segments.bytes]]
+    .concat(f.btrees.map(b => ['B-tree on ' + b.field, plural(b.files, 'file'), b.bytes]))
+    .concat([['write-ahead log', '', d.stats.wal_bytes]]);
+  if (f.other_bytes) rows.push(['other', '', f.other_bytes]);
+  return '<h2>Index sizes</h2><div class="scroll"><table class="grid" id="index-sizes"><thead><tr><th>Part</th><th>Files</th><th class="num">Size</th></tr></thead><tbody>' +
+    rows.map(r => '<tr><td>' + esc(r[0]) + '</td><td>' + esc(r[1]) + '</td><td class="num">' + fmtBytes(r[2]) + '</td></tr>').join('') + '</tbody></table></div>';
 }
 
 $('#table-detail').addEventListener('click', async ev => {
@@ -360,18 +399,52 @@ function hitTitle(doc) {
   return '';
 }
 
-async function runSearch(offset) {
+// "terms:symbol:5,histogram:views:100,stats:views" -> the JSON form.
+function parseFacets(text) {
+  const out = [];
+  for (const part of text.split(',').map(x => x.trim()).filter(Boolean)) {
+    const [type, field, arg] = part.split(':').map(x => x.trim());
+    if (!['terms', 'histogram', 'stats'].includes(type) || !field)
+      throw new Error('facet "' + part + '": write terms:FIELD[:SIZE], histogram:FIELD:INTERVAL or stats:FIELD');
+    const f = { type, field };
+    if (type === 'terms' && arg) f.size = Number(arg);
+    if (type === 'histogram') f.interval = Number(arg);
+    out.push(f);
+  }
+  return out;
+}
+
+// page: 'first', 'next', 'prev', or an offset (offset paging without a sort).
+async function runSearch(page) {
   const s = state.search;
   s.table = $('#s-table').value;
   s.q = $('#q').value;
   s.fields = $('#s-fields').value.trim();
   s.op = $('#s-op').value;
   s.limit = Number($('#s-limit').value);
-  s.offset = offset || 0;
-  if (!s.table || !s.q.trim()) { $('#s-summary').textContent = s.table ? 'Type a query.' : 'No table to search yet.'; return; }
-  const body = { q: s.q, limit: s.limit, offset: s.offset, default_operator: s.op, highlight: { pre: HL_PRE, post: HL_POST } };
+  s.filter = $('#s-filter').value.trim();
+  s.sort = $('#s-sort').value.trim();
+  s.facets = $('#s-facets').value.trim();
+  // with a sort, pages follow search_after cursors (any depth); else offsets
+  if (typeof page === 'number') s.offset = page;
+  else if (page === 'next') { if (s.sort) s.cursors.push(s.lastSort); s.offset += s.limit; }
+  else if (page === 'prev') { if (s.sort) s.cursors.pop(); s.offset = Math.max(0, s.offset - s.limit); }
+  else { s.offset = 0; s.cursors = []; }
+  if (!s.table) { $('#s-summary').textContent = 'No table to search yet.'; return; }
+  if (!s.q.trim() && !s.filter && !s.sort) { $('#s-summary').textContent = 'Type a query, a filter or a sort.'; return; }
+  const body = { limit: s.limit, default_operator: s.op, highlight: { pre: HL_PRE, post: HL_POST } };
+  if (s.q.trim()) body.q = s.q;
   if (s.fields) body.fields = s.fields;
+  if (s.filter) body.filter = s.filter;
+  if (s.sort) body.sort = s.sort;
+  if (s.sort && s.cursors.length) body.search_after = s.cursors[s.cursors.length - 1];
+  else if (!s.sort) body.offset = s.offset;
   $('#s-error').hidden = true;
+  try { if (s.facets) body.facets = parseFacets(s.facets); } catch (e) {
+    $('#s-error').textContent = e.message;
+    $('#s-error').hidden = false;
+    return;
+  }
   $('#s-summary').textContent = 'Searching…';
   try {
     const r = await api('POST', '/tables/' + encodeURIComponent(s.table) + '/search', body);
@@ -381,33 +454,82 @@ async function runSearch(offset) {
     $('#hits').innerHTML = r.hits.map((h, k) => {
       const title = hitTitle(h.doc);
       return '<li><div class="hit-head"><span class="hit-rank">' + (s.offset + k + 1) + '.</span><span class="hit-id mono">' +
-        esc(JSON.stringify(h.id)) + '</span><span class="hit-score">score ' + h.score.toFixed(4) + '</span></div>' +
+        esc(JSON.stringify(h.id)) + '</span>' + (h.sort ? '<span class="hit-sort mono">sort ' + esc(JSON.stringify(h.sort)) + '</span>' : '') +
+        '<span class="hit-score">score ' + h.score.toFixed(4) + '</span></div>' +
         (title ? '<div class="hit-title">' + esc(title) + '</div>' : '') +
         (h.highlight ? '<div class="hit-snippet">' + snippetHtml(h.highlight) + '</div>' : '') +
         (h.doc ? '<details class="doc"><summary>document</summary><pre>' + esc(JSON.stringify(h.doc, null, 2)) + '</pre></details>' : '') + '</li>';
     }).join('');
+    s.lastSort = r.hits.length ? r.hits[r.hits.length - 1].sort : null;
     $('#s-prev').disabled = s.offset === 0;
-    $('#s-next').disabled = s.offset + s.limit >= r.total;
-    const hash = 'search?' + new URLSearchParams({ table: s.table, q: s.q }).toString();
-    history.replaceState(null, '', '#' + hash);
+    $('#s-next').disabled = s.offset + s.limit >= r.total || (s.sort && !s.lastSort);
+    renderFacets(r.facets);
+    const p = { table: s.table, q: s.q };
+    if (s.filter) p.filter = s.filter;
+    if (s.sort) p.sort = s.sort;
+    if (s.facets) p.facets = s.facets;
+    history.replaceState(null, '', '#search?' + new URLSearchParams(p).toString());
   } catch (e) {
     $('#hits').innerHTML = '';
+    renderFacets(null);
     $('#s-summary').textContent = 'The search failed.';
-    $('#s-error').textContent = errorText(e, s.q);
+    const inFilter = e.info && e.info.detail === 'in the filter';
+    $('#s-error').textContent = errorText(e, inFilter ? s.filter : s.q);
     $('#s-error').hidden = false;
     $('#s-prev').disabled = $('#s-next').disabled = true;
   }
 }
 
-$('#search-form').addEventListener('submit', ev => { ev.preventDefault(); runSearch(0); });
-$('#s-prev').addEventListener('click', () => runSearch(Math.max(0, state.search.offset - state.search.limit)));
-$('#s-next').addEventListener('click', () => runSearch(state.search.offset + state.search.limit));
+// SQL literal for a facet key (a JSON value) in a filter.
+function sqlLiteral(v) {
+  if (v === null) return 'NULL';
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return "'" + String(v).replace(/'/g, "''") + "'";
+}
+
+function renderFacets(facets) {
+  const box = $('#facets');
+  const names = facets ? Object.keys(facets) : [];
+  box.hidden = names.length === 0;
+  box.innerHTML = names.map(name => {
+    const f = facets[name];
+    let html = '<h3>' + esc(name) + ' <span class="note">' + esc(f.type) + '</span></h3>';
+    if (f.type === 'stats') {
+      html += '<div class="facet-stats">' + (f.count ? 'count ' + fmtNum(f.count) + ' · min ' + fmtNum(f.min) + ' · max ' + fmtNum(f.max) + ' · avg ' + fmtNum(f.avg) : 'no values') + '</div>';
+    } else {
+      html += '<ul class="facet">' + (f.buckets || []).map(b => '<li><button type="button" data-field="' + esc(f.field) + '" data-type="' + esc(f.type) +
+        '" data-key="' + esc(JSON.stringify(b.key)) + '" data-interval="' + esc(f.interval || '') + '"><span>' + esc(typeof b.key === 'string' ? b.key : JSON.stringify(b.key)) +
+        '</span><span class="n">' + fmtNum(b.count) + '</span></button></li>').join('') + '</ul>';
+      if (f.other) html += '<div class="note">' + fmtNum(f.other) + ' other</div>';
+    }
+    if (f.missing) html += '<div class="note">' + fmtNum(f.missing) + ' without a value</div>';
+    return html;
+  }).join('');
+}
+
+// Clicking a bucket narrows the search to it (added to the filter with AND).
+$('#facets').addEventListener('click', ev => {
+  const b = ev.target.closest('button[data-field]');
+  if (!b) return;
+  const key = JSON.parse(b.dataset.key), field = b.dataset.field;
+  let cond = field + ' = ' + sqlLiteral(key);
+  if (b.dataset.type === 'histogram' && typeof key === 'number' && b.dataset.interval)
+    cond = field + ' >= ' + key + ' AND ' + field + ' < ' + (key + Number(b.dataset.interval));
+  const cur = $('#s-filter').value.trim();
+  $('#s-filter').value = cur ? '(' + cur + ') AND ' + cond : cond;
+  runSearch('first');
+});
+
+$('#search-form').addEventListener('submit', ev => { ev.preventDefault(); runSearch('first'); });
+$('#s-prev').addEventListener('click', () => runSearch('prev'));
+$('#s-next').addEventListener('click', () => runSearch('next'));
 
 function searchFromHash() {
   const m = location.hash.match(/^#search\?(.*)$/);
   if (!m) return;
   const p = new URLSearchParams(m[1]);
   if (p.get('q')) $('#q').value = p.get('q');
+  for (const k of ['filter', 'sort', 'facets']) if (p.get(k)) $('#s-' + k).value = p.get(k);
   if (p.get('table')) { state.search.table = p.get('table'); $('#s-table').value = p.get('table'); }
 }
 
@@ -467,25 +589,136 @@ $('#import-form').addEventListener('submit', ev => {
 async function refreshQueries() {
   let r;
   try { r = await api('GET', '/stats/queries'); } catch (e) { return; }
-  $('#shapes tbody').innerHTML = r.shapes.slice(0, 50).map(s => '<tr class="link" tabindex="0" data-t="' + esc(s.table) + '" data-q="' + esc(s.query) +
-    '"><td class="q">' + esc(s.query) + '</td><td>' + esc(s.table) + '</td><td>' + esc(s.fields || '') + '</td><td class="num">' + fmtNum(s.count) +
+  const planCell = s => {
+    if (!s.plan) return '<td class="note">–</td>';
+    const when = s.plan_since_ms ? new Date(s.plan_since_ms).toLocaleTimeString() : '';
+    return s.plan_changes ? '<td class="changed" title="was: ' + esc(s.previous_plan) + '">⚠ ' + esc(s.plan) + ' <span class="note">since ' + esc(when) + ', was ' + esc(s.previous_plan) + '</span></td>'
+      : '<td>' + esc(s.plan) + '</td>';
+  };
+  $('#shapes tbody').innerHTML = r.shapes.slice(0, 50).map(s => '<tr class="link" tabindex="0" data-kind="' + esc(s.kind) + '" data-t="' + esc(s.table) + '" data-q="' + esc(s.query) +
+    '" data-filter="' + esc(s.filter || '') + '"><td>' + esc(s.kind) + '</td><td class="q">' + esc(s.query) + '</td><td>' + esc(s.table) + '</td><td class="q">' + esc(s.filter || '') + '</td><td class="num">' + fmtNum(s.count) +
     '</td><td class="num">' + s.p50_ms.toFixed(2) + '</td><td class="num">' + s.p99_ms.toFixed(2) + '</td><td class="num">' + s.max_ms.toFixed(2) +
-    '</td><td class="num' + (s.errors ? ' bad' : '') + '">' + fmtNum(s.errors) + '</td><td class="num">' + fmtNum(s.last_total) + '</td></tr>').join('') ||
-    '<tr><td colspan="9" class="empty">No searches yet.</td></tr>';
-  $('#recent tbody').innerHTML = r.recent.slice(0, 100).map(q => '<tr class="link" tabindex="0" data-t="' + esc(q.table) + '" data-q="' + esc(q.q) +
-    '"><td>' + esc(new Date(q.at_ms).toLocaleTimeString()) + '</td><td class="q">' + esc(q.q) + '</td><td>' + esc(q.table) +
-    '</td><td class="num">' + q.took_ms.toFixed(2) + '</td><td class="num">' + fmtNum(q.total) + '</td><td class="num' + (q.status >= 400 ? ' bad' : '') + '">' +
-    q.status + '</td></tr>').join('') || '<tr><td colspan="6" class="empty">No searches yet.</td></tr>';
+    '</td><td class="num' + (s.errors ? ' bad' : '') + '">' + fmtNum(s.errors) + '</td><td class="num">' + fmtNum(s.avg_rows) + '</td>' + planCell(s) + '</tr>').join('') ||
+    '<tr><td colspan="11" class="empty">No queries yet.</td></tr>';
+  $('#recent tbody').innerHTML = r.recent.slice(0, 100).map(q => '<tr class="link" tabindex="0" data-kind="' + esc(q.kind) + '" data-t="' + esc(q.table) + '" data-q="' + esc(q.q) +
+    '" data-filter="' + esc(q.filter || '') + '"><td>' + esc(new Date(q.at_ms).toLocaleTimeString()) + '</td><td>' + esc(q.kind) + '</td><td class="q">' + esc(q.q) +
+    (q.filter ? ' <span class="note">where ' + esc(q.filter) + '</span>' : '') + '</td><td>' + esc(q.table) +
+    '</td><td class="num">' + q.took_ms.toFixed(2) + '</td><td class="num">' + fmtNum(q.rows) + '</td><td class="num' + (q.status >= 400 ? ' bad' : '') + '">' +
+    q.status + '</td><td>' + esc(q.plan || '') + '</td></tr>').join('') || '<tr><td colspan="8" class="empty">No queries yet.</td></tr>';
 }
 const openQuery = tr => {
+  if (tr.dataset.kind === 'sql') {
+    $('#sql').value = tr.dataset.q;
+    go('sql');
+    $('#sql').focus();
+    return;
+  }
   $('#q').value = tr.dataset.q;
+  $('#s-filter').value = tr.dataset.filter || '';
   state.search.table = tr.dataset.t;
   $('#s-table').value = tr.dataset.t;
   go('search');
-  runSearch(0);
+  runSearch('first');
 };
 rowActivate($('#shapes tbody'), openQuery);
 rowActivate($('#recent tbody'), openQuery);
+
+// ---- SQL console ----
+
+// EXPLAIN's text form -> a tree.  Node lines start with "-> " (the first
+// at the left margin); deeper lines without the arrow belong to the node
+// above; "Execution Time:" and "Rows:" close the plan.
+function parsePlan(lines) {
+  const roots = [], stack = [], summary = [];
+  for (const raw of lines) {
+    const m = raw.match(/^( *)(-> )?(.*)$/);
+    const ind = m[1].length, arrow = !!m[2], text = m[3];
+    if (!arrow && ind === 0 && /^(Execution Time|Planning Time|Rows):/.test(text)) { summary.push(text); continue; }
+    const top = stack[stack.length - 1];
+    if (!arrow && top && ind > top.ind) { top.props.push(text.trim()); continue; }
+    const node = { ind, text, props: [], kids: [] };
+    const head = text.split(/  \(/)[0];
+    node.title = head.trim();
+    const est = text.match(/\((?:[^()]*?\s)?rows=([\d.]+)/);
+    const act = text.match(/actual rows=(\d+)/);
+    const ms = text.match(/time=([\d.]+) ms/);
+    const par = text.match(/ {2}\(([^()]*)\)/);
+    node.est = est ? Number(est[1]) : null;
+    node.actual = act ? Number(act[1]) : null;
+    node.ms = ms ? Number(ms[1]) : null;
+    node.info = par && !/^path=|^actual/.test(par[1]) ? par[1] : (text.match(/path=(\w+)/) || [])[1] ? 'path ' + text.match(/path=(\w+)/)[1] : '';
+    while (stack.length && stack[stack.length - 1].ind >= ind) stack.pop();
+    if (stack.length) stack[stack.length - 1].kids.push(node); else roots.push(node);
+    stack.push(node);
+  }
+  return { roots, summary };
+}
+
+function planHtml(nodes, maxRows) {
+  return '<ul>' + nodes.map(n => {
+    const off = n.est !== null && n.actual !== null && Math.max(n.est, 1) / Math.max(n.actual, 1) > 10 || Math.max(n.actual || 1, 1) / Math.max(n.est || 1, 1) > 10 && n.est !== null && n.actual !== null;
+    const bar = (v, cls) => v === null ? '' : '<span class="' + cls + '" data-w="' + Math.max(1, Math.round(100 * Math.log1p(v) / Math.log1p(maxRows))) + '"></span>';
+    return '<li><div class="pnode" tabindex="0"><div class="pt">' + esc(n.title) + '</div><div class="pr' + (off ? ' off' : '') + '">' +
+      (n.est !== null ? '<span>estimated <b class="est-rows">' + fmtNum(n.est) + '</b> rows</span>' : '') +
+      (n.actual !== null ? '<span>actual <b class="act-rows">' + fmtNum(n.actual) + '</b> rows</span>' : '') +
+      (n.ms !== null ? '<span><b>' + fmtNum(n.ms) + '</b> ms</span>' : '') + (n.info ? '<span>' + esc(n.info) + '</span>' : '') + '</div>' +
+      (n.est !== null || n.actual !== null ? '<div class="pbar" aria-hidden="true">' + bar(n.actual, 'act') + bar(n.est, 'est') + '</div>' : '') +
+      (n.props.length ? '<div class="pp">' + esc(n.props.join('\n')) + '</div>' : '') + '</div>' +
+      (n.kids.length ? planHtml(n.kids, maxRows) : '') + '</li>';
+  }).join('') + '</ul>';
+}
+
+function sqlCell(v) {
+  if (v === null) return '<td class="null">NULL</td>';
+  return '<td>' + esc(typeof v === 'string' ? v : JSON.stringify(v)) + '</td>';
+}
+
+async function runSql(explain) {
+  const text = $('#sql').value;
+  if (!text.trim()) { $('#sql-summary').textContent = 'Type a statement.'; return; }
+  const query = explain && !/^\s*explain\b/i.test(text) ? 'EXPLAIN ANALYZE ' + text : text;
+  const shift = query.length - text.length; // error positions count from the text typed
+  $('#sql-error').hidden = true;
+  $('#sql-summary').textContent = 'Running…';
+  $('#sql-run').disabled = $('#sql-explain').disabled = true;
+  try {
+    const r = await api('POST', '/sql', { query });
+    const isPlan = r.columns.length === 1 && r.columns[0].name === 'QUERY PLAN';
+    $('#sql-summary').textContent = (r.command || 'done') + ' · ' + fmtNum(r.took_ms) + ' ms';
+    $('#sql-plan-box').hidden = !isPlan;
+    $('#sql-result-box').hidden = isPlan || !r.columns.length;
+    if (isPlan) {
+      const lines = r.rows.map(x => x[0]);
+      const p = parsePlan(lines);
+      const all = [];
+      const walk = ns => ns.forEach(n => { all.push(n.est || 0, n.actual || 0); walk(n.kids); });
+      walk(p.roots);
+      $('#sql-plan').innerHTML = planHtml(p.roots, Math.max(1, ...all));
+      // widths through the CSSOM: the page's CSP allows no inline style attributes
+      for (const b of $$('#sql-plan .pbar span')) b.style.width = b.dataset.w + '%';
+      $('#sql-plan-sum').textContent = p.summary.join(' · ');
+      $('#sql-plan-text').textContent = lines.join('\n');
+    } else if (r.columns.length) {
+      $('#sql-result thead').innerHTML = '<tr>' + r.columns.map(c => '<th title="' + esc(c.type) + '">' + esc(c.name) + '</th>').join('') + '</tr>';
+      $('#sql-result tbody').innerHTML = r.rows.slice(0, 1000).map(row => '<tr>' + row.map(sqlCell).join('') + '</tr>').join('');
+      if (r.rows.length > 1000) $('#sql-summary').textContent += ' · first 1,000 of ' + fmtNum(r.rows.length) + ' rows shown';
+    }
+  } catch (e) {
+    $('#sql-plan-box').hidden = $('#sql-result-box').hidden = true;
+    $('#sql-summary').textContent = 'The statement failed.';
+    if (e.info && e.info.position) e.info.position = Math.max(1, e.info.position - shift);
+    $('#sql-error').textContent = (e.info && e.info.sqlstate ? 'SQLSTATE ' + e.info.sqlstate + ' · ' : '') + errorText(e, text);
+    $('#sql-error').hidden = false;
+  } finally {
+    $('#sql-run').disabled = $('#sql-explain').disabled = false;
+  }
+}
+
+$('#sql-form').addEventListener('submit', ev => { ev.preventDefault(); runSql(false); });
+$('#sql-explain').addEventListener('click', () => runSql(true));
+$('#sql').addEventListener('keydown', ev => {
+  if (ev.key === 'Enter' && (ev.ctrlKey || ev.metaKey)) { ev.preventDefault(); runSql(ev.shiftKey); }
+});
 
 // ---- start ----
 
