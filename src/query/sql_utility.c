@@ -200,9 +200,9 @@ static int exec_set(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
                     d = SQLW_SETTINGS[k].dflt;
             QrError e;
             qr_error_clear(&e);
-            char name[64];
-            snprintf(name, sizeof name, "%s", n);
-            qr_sql_session_set(cx->sess, name, d, &e);
+            char copy[64]; /* set may move the settings array */
+            snprintf(copy, sizeof copy, "%s", n);
+            qr_sql_session_set(cx->sess, copy, d, &e);
         }
         return QR_OK;
     }
