@@ -951,6 +951,43 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     return QR_OK;
 }
 
+/* The common type of several expressions (CASE results, COALESCE,
+ * GREATEST...): the first typed one, widened across numbers; untyped
+ * literals take it, others are cast to it.  `what` names the construct. */
+static int resolve_common(SqlBind *b, SqlExpr ***items, int n, const char *what, QrSqlType *out)
+{
+    QrSqlType rt = QR_SQL_UNKNOWN;
+    for (int i = 0; i < n; i++) {
+        QrSqlType t = (*items[i])->type;
+        if (t == QR_SQL_UNKNOWN)
+            continue;
+        if (rt == QR_SQL_UNKNOWN)
+            rt = t;
+        else if (sqlt_is_num(rt) && sqlt_is_num(t) && (sqlt_is_float(t) || t == QR_SQL_INT8) &&
+                 !sqlt_is_float(rt))
+            rt = t == QR_SQL_NUMERIC ? QR_SQL_FLOAT8 : t;
+    }
+    if (rt == QR_SQL_UNKNOWN)
+        rt = QR_SQL_TEXT;
+    for (int i = 0; i < n; i++) {
+        int rc = coerce_unknown(b, *items[i], rt);
+        if (rc)
+            return rc;
+        QrSqlType t = (*items[i])->type;
+        if (t == rt)
+            continue;
+        if (!(sqlt_is_num(rt) && sqlt_is_num(t)) && !(sqlt_is_str(rt) && sqlt_is_str(t)) &&
+            !(sqlt_is_ts(rt) && sqlt_is_ts(t)))
+            return sql_err_at(b->cx, (*items[i])->loc, QR_ETYPE, "42804",
+                              "%s types %s and %s cannot be matched", what, qr_sql_type_name(rt),
+                              qr_sql_type_name(t));
+        if (!(*items[i] = wrap_cast(b, *items[i], rt)))
+            return b->cx->err->code;
+    }
+    *out = rt;
+    return QR_OK;
+}
+
 static int bind_case(SqlBind *b, const cJSON *ce, int loc, SqlExpr **out)
 {
     const cJSON *arg = sqlj_get(ce, "arg"), *whens = sqlj_get(ce, "args"),
@@ -996,30 +1033,8 @@ static int bind_case(SqlBind *b, const cJSON *ce, int loc, SqlExpr **out)
         res[n_res++] = &e->args[i];
     if (def && n_res < 256)
         res[n_res++] = &e->args[k - 1];
-    for (int i = 0; i < n_res; i++)
-        if ((*res[i])->type != QR_SQL_UNKNOWN) {
-            if (rt == QR_SQL_UNKNOWN)
-                rt = (*res[i])->type;
-            else if (sqlt_is_num(rt) && sqlt_is_num((*res[i])->type) &&
-                     (sqlt_is_float((*res[i])->type) || (*res[i])->type == QR_SQL_INT8) &&
-                     !sqlt_is_float(rt))
-                rt = (*res[i])->type == QR_SQL_NUMERIC ? QR_SQL_FLOAT8 : (*res[i])->type;
-        }
-    if (rt == QR_SQL_UNKNOWN)
-        rt = QR_SQL_TEXT;
-    for (int i = 0; i < n_res; i++) {
-        if ((rc = coerce_unknown(b, *res[i], rt)))
-            return rc;
-        if ((*res[i])->type != rt) {
-            if (!(sqlt_is_num(rt) && sqlt_is_num((*res[i])->type)) &&
-                !(sqlt_is_str(rt) && sqlt_is_str((*res[i])->type)) && (*res[i])->type != QR_SQL_UNKNOWN)
-                return sql_err_at(b->cx, (*res[i])->loc, QR_ETYPE, "42804",
-                                  "CASE types %s and %s cannot be matched", qr_sql_type_name(rt),
-                                  qr_sql_type_name((*res[i])->type));
-            if (!(*res[i] = wrap_cast(b, *res[i], rt)))
-                return b->cx->err->code;
-        }
-    }
+    if ((rc = resolve_common(b, res, n_res, "CASE", &rt)))
+        return rc;
     e->type = rt;
     e->name = "case";
     *out = e;
@@ -1034,33 +1049,14 @@ static int bind_variadic(SqlBind *b, const cJSON *list, SqlExprKind k, int loc, 
     int rc = bind_list(b, list, NULL, &e, k);
     if (rc)
         return rc;
-    QrSqlType rt = QR_SQL_UNKNOWN;
-    for (int i = 0; i < e->n_args; i++) {
-        QrSqlType t = e->args[i]->type;
-        if (t == QR_SQL_UNKNOWN)
-            continue;
-        if (rt == QR_SQL_UNKNOWN)
-            rt = t;
-        else if (sqlt_is_num(rt) && sqlt_is_num(t) && (sqlt_is_float(t) || t == QR_SQL_INT8) &&
-                 !sqlt_is_float(rt))
-            rt = t == QR_SQL_NUMERIC ? QR_SQL_FLOAT8 : t;
-    }
-    if (rt == QR_SQL_UNKNOWN)
-        rt = QR_SQL_TEXT;
-    for (int i = 0; i < e->n_args; i++) {
-        if ((rc = coerce_unknown(b, e->args[i], rt)))
-            return rc;
-        QrSqlType t = e->args[i]->type;
-        if (t != rt) {
-            if (!(sqlt_is_num(rt) && sqlt_is_num(t)) && !(sqlt_is_str(rt) && sqlt_is_str(t)) &&
-                !(sqlt_is_ts(rt) && sqlt_is_ts(t)))
-                return sql_err_at(b->cx, e->args[i]->loc, QR_ETYPE, "42804",
-                                  "%s types %s and %s cannot be matched", name,
-                                  qr_sql_type_name(rt), qr_sql_type_name(t));
-            if (!(e->args[i] = wrap_cast(b, e->args[i], rt)))
-                return b->cx->err->code;
-        }
-    }
+    SqlExpr **items[256];
+    if (e->n_args > 256)
+        return sql_err_at(b->cx, loc, QR_ELIMIT, "54023", "%s takes at most 256 arguments", name);
+    for (int i = 0; i < e->n_args; i++)
+        items[i] = &e->args[i];
+    QrSqlType rt;
+    if ((rc = resolve_common(b, items, e->n_args, name, &rt)))
+        return rc;
     e->type = rt;
     e->loc = loc;
     e->name = name;

@@ -374,16 +374,27 @@ static int ts_arg(SqlCtx *cx, const SqlValue *a, SqlValue *ts)
     return sqlv_cast(cx, a, QR_SQL_TIMESTAMPTZ, -1, ts);
 }
 
+/* (unit text, timestamp) arguments of date_trunc / extract. */
+static int unit_ts_args(SqlCtx *cx, const SqlValue *a, char *u, size_t un, SqlValue *ts)
+{
+    SqlValue unit;
+    int rc;
+    if ((rc = as_text(cx, &a[0], &unit)) || (rc = ts_arg(cx, &a[1], ts)))
+        return rc;
+    int k = (int)(unit.u.s.n < un - 1 ? unit.u.s.n : un - 1);
+    snprintf(u, un, "%.*s", k, unit.u.s.s);
+    return QR_OK;
+}
+
 static int f_date_trunc(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
     (void)n;
-    SqlValue unit, ts;
-    int rc;
-    if ((rc = as_text(cx, &a[0], &unit)) || (rc = ts_arg(cx, &a[1], &ts)))
-        return rc;
+    SqlValue ts;
     char u[32];
-    snprintf(u, sizeof u, "%.*s", (int)(unit.u.s.n < 31 ? unit.u.s.n : 31), unit.u.s.s);
     int64_t r;
+    int rc = unit_ts_args(cx, a, u, sizeof u, &ts);
+    if (rc)
+        return rc;
     if (sqlv_date_trunc(u, ts.u.i, &r) < 0)
         return sql_err_at(cx, -1, QR_EINVAL, "22023", "unit \"%s\" not recognized for date_trunc", u);
     *out = ts;
@@ -394,13 +405,12 @@ static int f_date_trunc(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 static int f_extract(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
     (void)n;
-    SqlValue unit, ts;
-    int rc;
-    if ((rc = as_text(cx, &a[0], &unit)) || (rc = ts_arg(cx, &a[1], &ts)))
-        return rc;
+    SqlValue ts;
     char u[32];
-    snprintf(u, sizeof u, "%.*s", (int)(unit.u.s.n < 31 ? unit.u.s.n : 31), unit.u.s.s);
     double d;
+    int rc = unit_ts_args(cx, a, u, sizeof u, &ts);
+    if (rc)
+        return rc;
     if (sqlv_extract(u, ts.u.i, &d) < 0)
         return sql_err_at(cx, -1, QR_EINVAL, "22023", "unit \"%s\" not recognized for extract", u);
     *out = sqlv_float(d);

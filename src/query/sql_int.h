@@ -422,6 +422,16 @@ typedef struct SqlTableScan {
     const char *text_strategy;
 } SqlTableScan;
 
+/* Rows being collected (row-major, `width` values each), in cx->arena. */
+typedef struct SqlRowSink {
+    SqlValue *rows;
+    uint64_t n, cap;
+    int width;
+} SqlRowSink;
+/* Room for one more row at rows + n * width (n is not advanced), growing by
+ * doubling; NULL (error set: memory cap) on failure. */
+SqlValue *sql_sink_slot(SqlCtx *cx, SqlRowSink *s);
+
 /* Plan (and when `run`, execute) a table access: rows of the whole scope's
  * width with this table's used columns filled and the others NULL; only
  * rows passing every pushed conjunct.  Rows in cx->arena. */

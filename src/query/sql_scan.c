@@ -702,13 +702,7 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-typedef struct RowSink {
-    SqlValue *rows;
-    uint64_t n, cap;
-    int width;
-} RowSink;
-
-static SqlValue *sink_slot(SqlCtx *cx, RowSink *s)
+SqlValue *sql_sink_slot(SqlCtx *cx, SqlRowSink *s)
 {
     if (s->n == s->cap) {
         uint64_t nc = s->cap ? s->cap * 2 : 256;
@@ -727,7 +721,7 @@ static SqlValue *sink_slot(SqlCtx *cx, RowSink *s)
 }
 
 /* Check one candidate and keep the row if it passes. */
-static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local, RowSink *out,
+static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local, SqlRowSink *out,
                  RowFetch *rf)
 {
     if (sql_check(cx))
@@ -735,7 +729,7 @@ static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t 
     if (snapshot_deleted(snap, si, local))
         return QR_OK;
     sc->candidates++;
-    SqlValue *row = sink_slot(cx, out);
+    SqlValue *row = sql_sink_slot(cx, out);
     if (!row)
         return cx->err->code;
     for (int c = 0; c < out->width; c++)
@@ -856,7 +850,7 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         sc->ms = (double)(qr_now_ns() - t0) / 1e6;
         return rc;
     }
-    RowSink out = {.width = sc->scope->n};
+    SqlRowSink out = {.width = sc->scope->n};
     RowFetch rf = {.dc_seg = -1};
     if (sc->path == SQL_PATH_TEXT || (sc->path == SQL_PATH_SCAN && sc->drive >= 0 && n_cp == 0)) {
         /* candidates: the driving set in doc order */

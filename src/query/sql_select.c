@@ -1696,8 +1696,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                               n_rows * rn);
         }
         /* probe */
-        SqlValue *orow = NULL;
-        uint64_t on = 0, ocap = 0;
+        SqlRowSink sink = {.width = W};
         for (uint64_t l = 0; l < n_rows && rc == QR_OK; l++) {
             const SqlValue *lrow = rows + l * (uint64_t)W;
             bool matched = false;
@@ -1731,19 +1730,11 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                 }
                 if ((rc = sql_check(cx)))
                     break;
-                if (on == ocap) {
-                    uint64_t nc = ocap ? ocap * 2 : 256;
-                    SqlValue *no = qr_arena_alloc(cx->arena, nc * (uint64_t)W * sizeof *no);
-                    if (!no) {
-                        rc = nomem(cx);
-                        break;
-                    }
-                    if (on)
-                        memcpy(no, orow, on * (uint64_t)W * sizeof *no);
-                    orow = no;
-                    ocap = nc;
+                SqlValue *o = sql_sink_slot(cx, &sink);
+                if (!o) {
+                    rc = cx->err->code;
+                    break;
                 }
-                SqlValue *o = orow + on * (uint64_t)W;
                 memcpy(o, lrow, (size_t)W * sizeof *o);
                 memcpy(o + it->first, it->rows + cand * (uint64_t)W + it->first,
                        (size_t)it->n_cols * sizeof *o);
@@ -1753,25 +1744,18 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                     if (use[i])
                         rc = sql_expr_test(cx, cond[i], &er, &pass);
                 if (rc == QR_OK && pass) {
-                    on++;
+                    sink.n++;
                     matched = true;
                 }
             }
             if (rc == QR_OK && it->left && !matched) {
-                if (on == ocap) {
-                    uint64_t nc = ocap ? ocap * 2 : 256;
-                    SqlValue *no = qr_arena_alloc(cx->arena, nc * (uint64_t)W * sizeof *no);
-                    if (!no) {
-                        rc = nomem(cx);
-                        break;
-                    }
-                    if (on)
-                        memcpy(no, orow, on * (uint64_t)W * sizeof *no);
-                    orow = no;
-                    ocap = nc;
+                SqlValue *o = sql_sink_slot(cx, &sink);
+                if (!o) {
+                    rc = cx->err->code;
+                    break;
                 }
-                memcpy(orow + on * (uint64_t)W, lrow, (size_t)W * sizeof *orow);
-                on++;
+                memcpy(o, lrow, (size_t)W * sizeof *o);
+                sink.n++;
             }
         }
         qr_free(slots);
@@ -1787,7 +1771,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                   it->qual ? it->qual : "subquery", n_keys, n_keys == 1 ? "" : "s", "");
         if (cx->ex && cx->ex->analyze && s->n_plan_nodes) {
             char buf[64];
-            snprintf(buf, sizeof buf, " (actual rows=%" PRIu64 ")", on);
+            snprintf(buf, sizeof buf, " (actual rows=%" PRIu64 ")", sink.n);
             size_t l0 = strlen(s->plan_nodes[s->n_plan_nodes - 1]);
             char *nn = qr_arena_alloc(cx->arena, l0 + strlen(buf) + 1);
             if (nn) {
@@ -1796,8 +1780,8 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                 s->plan_nodes[s->n_plan_nodes - 1] = nn;
             }
         }
-        rows = orow;
-        n_rows = on;
+        rows = sink.rows;
+        n_rows = sink.n;
     }
     /* remaining WHERE conjuncts */
     int left_over = 0;

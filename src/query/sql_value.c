@@ -714,33 +714,22 @@ int sqlv_extract(const char *field, int64_t us, double *out)
 {
     SqlTm tm;
     ts_split(us, &tm);
-    if (!strcasecmp(field, "year"))
-        *out = (double)tm.year;
-    else if (!strcasecmp(field, "month"))
-        *out = tm.mon;
-    else if (!strcasecmp(field, "day"))
-        *out = tm.day;
-    else if (!strcasecmp(field, "hour"))
-        *out = tm.hour;
-    else if (!strcasecmp(field, "minute"))
-        *out = tm.min;
-    else if (!strcasecmp(field, "second"))
-        *out = tm.sec + tm.usec / 1e6;
-    else if (!strcasecmp(field, "dow"))
-        *out = tm.dow;
-    else if (!strcasecmp(field, "isodow"))
-        *out = tm.dow ? tm.dow : 7;
-    else if (!strcasecmp(field, "doy"))
-        *out = tm.doy;
-    else if (!strcasecmp(field, "quarter"))
-        *out = (tm.mon - 1) / 3 + 1;
-    else if (!strcasecmp(field, "epoch"))
-        *out = (double)us / 1e6;
-    else if (!strcasecmp(field, "microseconds"))
-        *out = tm.sec * 1e6 + tm.usec;
-    else if (!strcasecmp(field, "milliseconds"))
-        *out = tm.sec * 1e3 + tm.usec / 1e3;
-    else
-        return -1;
-    return 0;
+    const struct {
+        const char *name;
+        double v;
+    } F[] = {
+        {"year", (double)tm.year},      {"month", tm.mon},
+        {"day", tm.day},                {"hour", tm.hour},
+        {"minute", tm.min},             {"second", tm.sec + tm.usec / 1e6},
+        {"dow", tm.dow},                {"isodow", tm.dow ? tm.dow : 7},
+        {"doy", tm.doy},                {"quarter", (tm.mon - 1) / 3 + 1},
+        {"epoch", (double)us / 1e6},    {"microseconds", tm.sec * 1e6 + tm.usec},
+        {"milliseconds", tm.sec * 1e3 + tm.usec / 1e3},
+    };
+    for (size_t i = 0; i < sizeof F / sizeof *F; i++)
+        if (!strcasecmp(field, F[i].name)) {
+            *out = F[i].v;
+            return 0;
+        }
+    return -1;
 }
