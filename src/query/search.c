@@ -217,6 +217,7 @@ typedef struct Search {
     bool sorted;                /* path B: explicit sort or a cursor */
     bool need_score;
     bool has_cursor;
+    bool sort_has_id;           /* a sort key is _id (the primary key is read first) */
     SVal cursor[MAX_SORT_KEYS];
     uint8_t cursor_pk[PK_KEY_MAX];
     size_t cursor_pk_len;
@@ -1335,6 +1336,7 @@ static int parse_sort(Search *s, QrError *err)
             s->need_score = true;
         } else if (!strcmp(name, "_id")) {
             k->field = SK_ID;
+            s->sort_has_id = true;
         } else {
             k->field = schema_field_index(s->schema, name);
             k->ct = qr_filter_field_coltype(s->schema, k->field);
@@ -1509,15 +1511,22 @@ typedef struct SortHit {
 } SortHit;
 
 /* < 0 when a comes first in the requested order (keys, then the id). */
-static int hit_cmp(const Search *s, const SVal *av, const char *apk, size_t apl, const SVal *bv,
-                   const char *bpk, size_t bpl)
+/* Order on the sort keys alone (0 when every key ties). */
+static int keys_cmp(const Search *s, const SVal *av, const SVal *bv)
 {
     for (int k = 0; k < s->n_keys; k++) {
         int c = sval_cmp(&s->keys[k], &av[k], &bv[k]);
         if (c)
             return s->keys[k].desc ? -c : c;
     }
-    return cmp_bytes(apk, apl, bpk, bpl);
+    return 0;
+}
+
+static int hit_cmp(const Search *s, const SVal *av, const char *apk, size_t apl, const SVal *bv,
+                   const char *bpk, size_t bpl)
+{
+    int c = keys_cmp(s, av, bv);
+    return c ? c : cmp_bytes(apk, apl, bpk, bpl);
 }
 
 static int sorthit_cmp(const Search *s, const SortHit *a, const SortHit *b)
@@ -1574,10 +1583,15 @@ static void sheap_offer(const Search *s, SortHeap *hp, const SortHit *x)
 }
 
 /* Fill the sort values of local doc d of segment seg. */
-static void sort_values(Search *s, Segment *seg, uint32_t d, float score, SortHit *h)
+static void sort_values(Search *s, Segment *seg, uint32_t d, float score, const SVal *v0,
+                        SortHit *h)
 {
     for (int k = 0; k < s->n_keys; k++) {
         SVal *v = &h->v[k];
+        if (k == 0 && v0) { /* decoded by the caller a block at a time */
+            *v = *v0;
+            continue;
+        }
         memset(v, 0, sizeof *v);
         const SortKey *sk = &s->keys[k];
         if (sk->field == SK_SCORE) {
@@ -1652,26 +1666,151 @@ static char *sort_json(Search *s, const SortHit *h)
     return out;
 }
 
-/* Offer local doc d of segment i (already known to match and be live). */
-static void sorted_offer(Search *s, int i, uint32_t d, float score, SortHeap *hp)
+/* Offer local doc d of segment i (already known to match and be live).
+ * v0, when not NULL, is the doc's value of the first sort key.  The primary
+ * key is read only for docs that can still enter the heap. */
+static void sorted_offer(Search *s, int i, uint32_t d, float score, const SVal *v0, SortHeap *hp)
 {
+    if (hp->k == 0)
+        return;
     Segment *seg = s->snap->segs[i];
     SortHit h;
     h.doc = s->snap->base[i] + d;
     h.score = score;
+    h.pk = "";
+    h.pk_len = 0;
     const uint8_t *key;
     size_t kl;
-    if (!seg_pk(seg, d, &key, &kl)) {
-        key = (const uint8_t *)"";
-        kl = 0;
+    bool have_pk = false;
+    if (s->sort_has_id) {
+        have_pk = seg_pk(seg, d, &key, &kl);
+        if (have_pk) {
+            h.pk = (const char *)key;
+            h.pk_len = kl;
+        }
     }
-    h.pk = (const char *)key;
-    h.pk_len = kl;
-    sort_values(s, seg, d, score, &h);
+    sort_values(s, seg, d, score, v0, &h);
+    if (hp->n == hp->k && keys_cmp(s, h.v, hp->h[0].v) > 0)
+        return; /* worse than every hit kept on the keys alone */
+    if (!have_pk && seg_pk(seg, d, &key, &kl)) {
+        h.pk = (const char *)key;
+        h.pk_len = kl;
+    }
     if (s->has_cursor && hit_cmp(s, h.v, h.pk, h.pk_len, s->cursor, (const char *)s->cursor_pk,
                                  s->cursor_pk_len) <= 0)
         return;
     sheap_offer(s, hp, &h);
+}
+
+/* Can a value v of the first sort key still enter a full heap?  Only when
+ * it is not strictly worse than the worst hit's first key. */
+static bool first_key_may_enter(const Search *s, const SortHeap *hp, const SVal *v)
+{
+    if (hp->n < hp->k)
+        return true;
+    int c = sval_cmp(&s->keys[0], v, &hp->h[0].v[0]);
+    return (s->keys[0].desc ? -c : c) <= 0;
+}
+
+typedef struct BlockOrder {
+    uint32_t block;
+    SVal best;        /* the block's best possible first-key value */
+} BlockOrder;
+
+static int block_order_cmp(const void *x, const void *y, void *arg)
+{
+    const Search *s = arg;
+    const BlockOrder *a = x, *b = y;
+    int c = sval_cmp(&s->keys[0], &a->best, &b->best);
+    c = s->keys[0].desc ? -c : c;
+    return c ? c : (a->block < b->block ? -1 : a->block > b->block);
+}
+
+/* Top-k of one segment by a column, without scoring: blocks are visited
+ * best zone-map bound first and the walk stops at the first block whose
+ * bound cannot beat the k-th hit, so a sorted column reads a block or two.
+ * Only the first key's column is decoded a block at a time (later keys and
+ * the primary key are read per candidate).  docs = live matches (NULL: every
+ * live doc).  Returns false when this shape is not handled (the caller then
+ * walks every match). */
+static bool sorted_segment_by_column(Search *s, int i, const roaring_bitmap_t *docs,
+                                     SortHeap *hp)
+{
+    const SortKey *sk = &s->keys[0];
+    Segment *seg = s->snap->segs[i];
+    const Column *c = seg_column(seg, sk->field);
+    const roaring_bitmap_t *dels = s->snap->dels[i];
+    if (!c || sk->ct == QR_COL_BOOL)
+        return false;
+    uint32_t nb = col_n_blocks(c);
+    BlockOrder *ord = qr_malloc(((size_t)nb + 1) * sizeof *ord);
+    int64_t *iv = qr_malloc(COL_BLOCK_ROWS * sizeof *iv);
+    uint64_t nulls[COL_BLOCK_ROWS / 64];
+    if (!ord || !iv) {
+        qr_free(ord);
+        qr_free(iv);
+        return false;
+    }
+    double *fv = (double *)iv;
+    uint32_t *cv = (uint32_t *)iv;
+    for (uint32_t b = 0; b < nb; b++) {
+        ColZone z;
+        col_block_zone(c, b, &z);
+        ord[b].block = b;
+        SVal *v = &ord[b].best;
+        memset(v, 0, sizeof *v);
+        /* NULL sorts as the largest value: first descending, last ascending */
+        if (!z.has_range || (sk->desc && z.null_count > 0)) {
+            v->null = true;
+            continue;
+        }
+        const ColVal *bound = sk->desc ? &z.max : &z.min;
+        if (sk->ct == QR_COL_FLOAT64)
+            v->f = bound->u.f;
+        else if (sk->ct == QR_COL_KEYWORD) {
+            v->s = bound->u.str.s;
+            v->n = bound->u.str.n;
+        } else
+            v->i = bound->u.i;
+    }
+    qsort_r(ord, nb, sizeof *ord, block_order_cmp, s);
+    for (uint32_t oi = 0; oi < nb && s->ctx.err.code == QR_OK; oi++) {
+        if (!first_key_may_enter(s, hp, &ord[oi].best))
+            break; /* every later block is worse still */
+        uint32_t b = ord[oi].block;
+        uint32_t first = b * COL_BLOCK_ROWS;
+        uint32_t n;
+        switch (sk->ct) {
+        case QR_COL_FLOAT64: n = col_read_float(c, b, 1, fv, nulls); break;
+        case QR_COL_KEYWORD: n = col_read_code(c, b, 1, cv, nulls); break;
+        default: n = col_read_int(c, b, 1, iv, nulls);
+        }
+        for (uint32_t r = 0; r < n; r++) {
+            uint32_t d = first + r;
+            if (docs ? !roaring_bitmap_contains(docs, d)
+                     : (dels && roaring_bitmap_contains(dels, d)))
+                continue;
+            SVal v;
+            memset(&v, 0, sizeof v);
+            if (nulls[r / 64] >> (r % 64) & 1) {
+                v.null = true;
+            } else if (sk->ct == QR_COL_FLOAT64) {
+                v.f = fv[r];
+            } else if (sk->ct == QR_COL_KEYWORD) {
+                if (!col_dict_get(c, cv[r], &v.s, &v.n))
+                    v.null = true;
+            } else {
+                v.i = iv[r];
+            }
+            if (first_key_may_enter(s, hp, &v))
+                sorted_offer(s, i, d, 0.0f, &v, hp);
+        }
+        if (iter_ctx_interrupted(&s->ctx))
+            break;
+    }
+    qr_free(ord);
+    qr_free(iv);
+    return true;
 }
 
 /* Path B: every match, in the requested order (with the cursor applied);
@@ -1691,6 +1830,14 @@ static int collect_sorted(Search *s, const CNode *root, int k, QrSearchRes *res,
         const roaring_bitmap_t *fb = seg_filter(s, i, root);
         if (s->ctx.err.code != QR_OK)
             break;
+        if (root->kind == CK_ALL && s->keys[0].field >= 0) {
+            total += fb ? roaring_bitmap_get_cardinality(fb)
+                        : seg_n_docs(seg) - (dels ? roaring_bitmap_get_cardinality(dels) : 0);
+            if (sorted_segment_by_column(s, i, fb, hp))
+                continue;
+            total -= fb ? roaring_bitmap_get_cardinality(fb)
+                        : seg_n_docs(seg) - (dels ? roaring_bitmap_get_cardinality(dels) : 0);
+        }
         if (root->kind == CK_ALL) {
             if (fb) {
                 roaring_uint32_iterator_t *it = roaring_create_iterator(fb);
@@ -1699,7 +1846,7 @@ static int collect_sorted(Search *s, const CNode *root, int k, QrSearchRes *res,
                 uint32_t buf[256], n;
                 while ((n = roaring_read_uint32_iterator(it, buf, 256)) > 0) {
                     for (uint32_t j = 0; j < n; j++)
-                        sorted_offer(s, i, buf[j], all_score, hp);
+                        sorted_offer(s, i, buf[j], all_score, NULL, hp);
                     total += n;
                 }
                 roaring_free_uint32_iterator(it);
@@ -1707,7 +1854,7 @@ static int collect_sorted(Search *s, const CNode *root, int k, QrSearchRes *res,
                 for (uint32_t d = 0; d < seg_n_docs(seg); d++) {
                     if (dels && roaring_bitmap_contains(dels, d))
                         continue;
-                    sorted_offer(s, i, d, all_score, hp);
+                    sorted_offer(s, i, d, all_score, NULL, hp);
                     total++;
                 }
             }
@@ -1723,7 +1870,7 @@ static int collect_sorted(Search *s, const CNode *root, int k, QrSearchRes *res,
                    : (dels && roaring_bitmap_contains(dels, (uint32_t)d)))
                 continue;
             total++;
-            sorted_offer(s, i, (uint32_t)d, s->need_score ? iter_score(it) : 0.0f, hp);
+            sorted_offer(s, i, (uint32_t)d, s->need_score ? iter_score(it) : 0.0f, NULL, hp);
         }
     }
     res->total = total;
