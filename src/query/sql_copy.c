@@ -202,7 +202,8 @@ static int split_csv(CopyReader *r, const char *p, size_t n, FieldList *fl, QrEr
             qr_buf_putc(&r->field, (uint8_t)p[i++]);
         }
         size_t nl = strlen(f->null_str);
-        bool is_null = !quoted && i - raw_start == nl && memcmp(p + raw_start, f->null_str, nl) == 0;
+        bool is_null = !quoted && i - raw_start == nl &&
+                       (nl == 0 || memcmp(p + raw_start, f->null_str, nl) == 0);
         if (is_null)
             r->field.len = off;
         int rc = fl_push(fl, off, r->field.len - off, is_null, err);
