@@ -971,6 +971,11 @@ static const CatFunc CAT_FUNCS[] = {
     {"pg_size_pretty", 1, 1, QR_SQL_TEXT},
     {"inet_server_port", 0, 0, QR_SQL_INT4},
     {"txid_current", 0, 0, QR_SQL_INT8},
+    {"array_to_string", 2, 3, QR_SQL_TEXT},
+    {"pg_get_statisticsobjdef_columns", 1, 1, QR_SQL_TEXT},
+    {"pg_get_triggerdef", 1, 2, QR_SQL_TEXT},
+    {"pg_get_viewdef", 1, 2, QR_SQL_TEXT},
+    {"pg_get_partkeydef", 1, 1, QR_SQL_TEXT},
 };
 #define N_CAT_FUNCS (int)(sizeof CAT_FUNCS / sizeof CAT_FUNCS[0])
 
@@ -1152,8 +1157,13 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
         *out = text_v(cx, b);
     } else if (!strcmp(name, "txid_current")) {
         *out = sqlv_int(1);
+    } else if (!strcmp(name, "array_to_string")) {
+        /* catalog arrays (relacl, datacl...) are NULL or their text form */
+        if (!args[0].is_null && sqlt_is_str(args[0].type))
+            *out = args[0];
     }
-    /* obj_description, col_description, shobj_description, inet_server_port: NULL */
+    /* obj_description, col_description, shobj_description, inet_server_port,
+     * pg_get_*def of objects Quarry does not have: NULL */
     if (!out->is_null && out->type != f->ret && f->ret != QR_SQL_UNKNOWN) {
         if (sqlt_is_str(f->ret) && sqlt_is_str(out->type))
             out->type = f->ret;

@@ -28,12 +28,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* The B-tree index calls come with the btree work; until they are linked,
- * CREATE INDEX ... (col) records the index in sql.json and answers queries
- * by column scans. */
-int qr_table_create_index(QrTable *t, const char *field, QrError *err) __attribute__((weak));
-int qr_table_drop_index(QrTable *t, const char *field, QrError *err) __attribute__((weak));
-
 /* ---- metadata ---- */
 
 static void meta_path(QrDb *db, const char *table, char *out, size_t n)
@@ -454,7 +448,7 @@ static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         }
         return sql_err_at(cx, -1, QR_EEXISTS, "42P07", "relation \"%s\" already exists", idx);
     }
-    if (!is_pk && !s->fields[fi].btree && qr_table_create_index)
+    if (!is_pk && !s->fields[fi].btree)
         rc = qr_table_create_index(t, col, cx->err);
     cJSON_AddStringToObject(idxs, idx, col);
     if (rc == QR_OK)
@@ -488,8 +482,8 @@ static int drop_index(SqlCtx *cx, const char *idx, bool missing_ok)
             const cJSON *it;
             cJSON_ArrayForEach(it, idxs) if (strcmp(it->string, idx) && cJSON_IsString(it) &&
                                              !strcmp(it->valuestring, col)) other = true;
-            if (rc == QR_OK && !other && schema_field_index(qr_table_schema(t), col) >= 0 &&
-                qr_table_drop_index)
+            int fi = rc == QR_OK ? schema_field_index(qr_table_schema(t), col) : -1;
+            if (!other && fi >= 0 && qr_table_schema(t)->fields[fi].btree)
                 rc = qr_table_drop_index(t, col, cx->err);
             cJSON_DeleteItemFromObjectCaseSensitive(idxs, idx);
             if (rc == QR_OK)
