@@ -436,9 +436,11 @@ SqlValue *sql_sink_slot(SqlCtx *cx, SqlRowSink *s);
  * width with this table's used columns filled and the others NULL; only
  * rows passing every pushed conjunct.  Rows in cx->arena. */
 int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint64_t *n_rows);
-/* Exact count of a table's rows matching one text predicate, without
- * fetching a document (SELECT count(*) ... WHERE col @@ 'q'). */
-int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count);
+/* Exact count of a table's rows when its conditions are one text predicate
+ * and column predicates, without fetching a document (SELECT count(*) ...
+ * WHERE col @@ 'q' AND x > 5): *done false when another condition needs
+ * the rows. */
+int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *done);
 /* Access path names for EXPLAIN and SET. */
 const char *sql_path_name(SqlAccessPath p);
 

@@ -25,6 +25,7 @@
  * version did not move (retrying otherwise), so doc ids agree.
  */
 #include "query/sql_int.h"
+#include "query/filter.h"
 #include "query/sql_w.h"
 
 #include <cJSON.h>
@@ -217,7 +218,7 @@ static int search_err(SqlCtx *cx, const SqlTextPred *tp, QrError *e)
 
 /* Exact count of a text predicate (postings only). */
 static int text_count(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, uint64_t *count,
-                      SqlTableScan *sc)
+                      SqlTableScan *sc, const QrFilter *filter)
 {
     const char *q;
     size_t n;
@@ -230,6 +231,7 @@ static int text_count(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, uint64_t *c
     QrSearchReq r;
     search_req(cx, tp, q, n, &r);
     r.count_only = true;
+    r.filter_tree = filter;
     QrSearchRes *res;
     QrError e;
     qr_error_clear(&e);
@@ -245,7 +247,8 @@ static int text_count(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, uint64_t *c
 }
 
 /* Fill tp->set: every matching doc (limit < 0) or the best `limit` by score. */
-static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t total, int64_t limit)
+static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t total, int64_t limit,
+                    const QrFilter *filter)
 {
     const char *q;
     size_t n;
@@ -269,6 +272,7 @@ static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t tota
     QrSearchReq r;
     search_req(cx, tp, q, n, &r);
     r.limit = (int)want;
+    r.filter_tree = filter;
     r.unordered = !scores;
     r.skip_total = true;
     r.snippets = tp->want_snippets;
@@ -288,17 +292,6 @@ static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t tota
     sc->text_strategy = res->stats.strategy;
     qr_search_res_free(res);
     return QR_OK;
-}
-
-int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count)
-{
-    uint64_t t0 = qr_now_ns();
-    int rc = text_count(cx, sc->t, sc->texts[sc->drive], count, sc);
-    sc->ms = (double)(qr_now_ns() - t0) / 1e6;
-    sc->rows_out = sc->text_rows = *count;
-    sc->path = SQL_PATH_TEXT;
-    sc->text_strategy = "count";
-    return rc;
 }
 
 /* ---- column predicates (for the scan path) ---- */
@@ -415,6 +408,63 @@ static bool colpred_of(SqlCtx *cx, const SqlTableScan *sc, const SqlExpr *e, Col
         return true;
     }
     return false;
+}
+
+/* The column predicates among a scan's conjuncts (cp has n_conj slots). */
+static int colpreds(SqlCtx *cx, const SqlTableScan *sc, ColPredRef *cp, int *n_cp)
+{
+    *n_cp = 0;
+    for (int k = 0; k < sc->n_conj; k++)
+        if (colpred_of(cx, sc, sc->conj[k], &cp[*n_cp]))
+            (*n_cp)++;
+    return cx->err->code;
+}
+
+/* The column predicates as a filter tree for the text engine, which then
+ * advances the postings into the filter's bitmap. */
+static QrFilter *colpred_filter(SqlCtx *cx, const ColPredRef *cp, int n_cp)
+{
+    QrFilter *kids[64];
+    int n = 0;
+    for (int k = 0; k < n_cp && n < 64; k++)
+        kids[n++] = qr_filter_pred(cp[k].field, &cp[k].pred);
+    for (int k = 0; k < n; k++)
+        if (!kids[k]) {
+            for (int j = 0; j < n; j++)
+                qr_filter_free(kids[j]);
+            sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+            return NULL;
+        }
+    QrFilter *f = qr_filter_and_n(kids, n);
+    if (!f)
+        sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    return f;
+}
+
+int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *done)
+{
+    *done = false;
+    ColPredRef *cp = qr_arena_calloc(cx->arena, (size_t)(sc->n_conj + 1) * sizeof *cp);
+    int n_cp;
+    if (!cp)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    if (colpreds(cx, sc, cp, &n_cp))
+        return cx->err->code;
+    if (sc->drive < 0 || n_cp != sc->n_conj - 1)
+        return QR_OK; /* some condition needs the rows */
+    uint64_t t0 = qr_now_ns();
+    QrFilter *f = n_cp ? colpred_filter(cx, cp, n_cp) : NULL;
+    if (n_cp && !f)
+        return cx->err->code;
+    int rc = text_count(cx, sc->t, sc->texts[sc->drive], count, sc, f);
+    qr_filter_free(f);
+    sc->ms = (double)(qr_now_ns() - t0) / 1e6;
+    sc->rows_out = sc->text_rows = *count;
+    sc->path = n_cp ? SQL_PATH_SCAN : SQL_PATH_TEXT;
+    sc->n_colpreds = n_cp;
+    sc->text_strategy = "count";
+    *done = rc == QR_OK;
+    return rc;
 }
 
 /* ---- fetching a row ---- */
@@ -765,19 +815,20 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     if (!cp)
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     int n_cp = 0;
-    for (int k = 0; k < sc->n_conj; k++)
-        if (colpred_of(cx, sc, sc->conj[k], &cp[n_cp]))
-            n_cp++;
-    if (cx->err->code)
+    if (colpreds(cx, sc, cp, &n_cp))
         return cx->err->code;
     sc->n_colpreds = n_cp;
+    /* top-k needs every other condition inside the text engine's filter */
+    if (sc->topk >= 0 && n_cp != sc->n_conj - 1)
+        sc->topk = -1;
+    QrFilter *filter = NULL;
     /* text predicates: counts first (they cost and plan), sets once the snapshot holds */
     Snapshot *snap = NULL;
     uint64_t drive_n = 0;
     for (int attempt = 0;; attempt++) {
         snap = table_snapshot(sc->t->table);
         uint64_t version = snap->version;
-        if (sc->drive >= 0 && (rc = text_count(cx, sc->t, sc->texts[sc->drive], &drive_n, sc)))
+        if (sc->drive >= 0 && (rc = text_count(cx, sc->t, sc->texts[sc->drive], &drive_n, sc, NULL)))
             break;
         sc->text_rows = drive_n;
         /* plan */
@@ -792,8 +843,11 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         add_alt(sc, SQL_PATH_FULL, est_out, N * rc_row + post);
         if (sc->drive >= 0)
             add_alt(sc, SQL_PATH_TEXT, est_out, post + (double)drive_n * rc_row);
-        if (n_cp)
-            add_alt(sc, SQL_PATH_SCAN, est_out, scan_cost + N * sel * rc_row + post);
+        if (n_cp && sc->drive >= 0) /* filter bitmap, postings advanced into it */
+            add_alt(sc, SQL_PATH_SCAN, est_out,
+                    scan_cost + fmin((double)drive_n, N * sel) * C_POST + est_out * rc_row);
+        else if (n_cp)
+            add_alt(sc, SQL_PATH_SCAN, est_out, scan_cost + N * sel * rc_row);
         SqlAccessPath want = cx->path, chosen = SQL_PATH_FULL;
         double best = INFINITY;
         for (int i = 0; i < sc->n_alts; i++)
@@ -826,13 +880,20 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         sc->est_rows = est_out;
         if (!run)
             break;
-        /* text sets: the driving one limited under top-k, all others complete */
+        /* text sets: the driving one filtered by the column predicates on the
+         * scan path or under top-k, limited under top-k; all others complete */
+        bool filtered = n_cp && sc->drive >= 0 && (chosen == SQL_PATH_SCAN || sc->topk >= 0);
+        if (filtered && !filter && !(filter = colpred_filter(cx, cp, n_cp))) {
+            rc = cx->err->code;
+            break;
+        }
         for (int i = 0; i < sc->n_texts && rc == QR_OK; i++) {
             uint64_t total = drive_n;
-            if (i != sc->drive && (rc = text_count(cx, sc->t, sc->texts[i], &total, sc)))
+            const QrFilter *f = i == sc->drive && filtered ? filter : NULL;
+            if ((i != sc->drive || f) && (rc = text_count(cx, sc->t, sc->texts[i], &total, sc, f)))
                 break;
             int64_t lim = i == sc->drive && sc->topk >= 0 && sc->n_texts == 1 ? sc->topk : -1;
-            rc = text_set(cx, sc, sc->texts[i], total, lim);
+            rc = text_set(cx, sc, sc->texts[i], total, lim, f);
         }
         if (rc)
             break;
@@ -844,6 +905,7 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         snapshot_release(snap);
         snap = NULL;
     }
+    qr_filter_free(filter);
     if (rc || !run) {
         if (snap)
             snapshot_release(snap);
@@ -852,7 +914,7 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     }
     SqlRowSink out = {.width = sc->scope->n};
     RowFetch rf = {.dc_seg = -1};
-    if (sc->path == SQL_PATH_TEXT || (sc->path == SQL_PATH_SCAN && sc->drive >= 0 && n_cp == 0)) {
+    if (sc->path == SQL_PATH_TEXT || (sc->path == SQL_PATH_SCAN && sc->drive >= 0)) {
         /* candidates: the driving set in doc order */
         SqlDocSet *ds = sc->texts[sc->drive]->set;
         int64_t *docs = qr_arena_alloc(cx->arena, (ds->n + 1) * sizeof *docs);

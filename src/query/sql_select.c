@@ -1517,7 +1517,8 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         const SqlExpr *k0 = keys[0].col < n_tg ? tg[keys[0].col].e : extra[keys[0].col - n_tg];
         bool by_score = k0->kind == SE_SCORE ||
                         (k0->kind == SE_COL && s->scope.cols[k0->col].field == -3);
-        if (by_score && sc->drive >= 0 && sc->n_conj == 1 && sc->n_texts == 1)
+        /* the scan keeps it only when the other conditions are column predicates */
+        if (by_score && sc->drive >= 0 && sc->n_conj == n_conj && sc->n_texts == 1)
             sc->topk = (int64_t)(limit + offset);
     }
     /* count(*) over a text predicate, or over a whole table: no documents fetched */
@@ -1531,11 +1532,11 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         SqlTableScan *sc = &s->items[0].scan;
         uint64_t cnt = 0;
         bool have = false;
-        if (only_count && sc->n_conj == 1 && sc->drive >= 0 && n_conj == 1) {
-            if ((rc = sql_scan_count_text(cx, sc, &cnt)))
+        if (only_count && sc->drive >= 0 && n_conj == sc->n_conj) {
+            if ((rc = sql_scan_count_text(cx, sc, &cnt, &have)))
                 return rc;
-            have = true;
-        } else if (only_count && n_conj == 0 && sc->n_texts == 0) {
+        }
+        if (!have && only_count && n_conj == 0 && sc->n_texts == 0) {
             QrTableStats st;
             qr_table_stats(sc->t, &st);
             cnt = st.docs;

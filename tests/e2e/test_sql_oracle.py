@@ -139,7 +139,7 @@ EXPRS = ["n * 2 + 1", "coalesce(n, -1)", "CASE WHEN n > 0 THEN 'pos' WHEN n < 0 
 
 
 def gen_query():
-    k = rnd.randint(0, 11)
+    k = rnd.randint(0, 12)
     w = where()
     if k <= 2:
         return "SELECT id FROM items WHERE %s ORDER BY id" % w, True
@@ -172,6 +172,9 @@ def gen_query():
         d = rnd.choice(["ASC NULLS LAST", "DESC NULLS FIRST", "ASC NULLS FIRST", "DESC NULLS LAST"])
         return ("SELECT id, %s FROM items WHERE %s ORDER BY %s %s, id LIMIT %d"
                 % (col, w, col, d, rnd.randint(1, 50))), True
+    if k == 11:
+        # counted inside the text engine: a word and column predicates only
+        return ("SELECT count(*) FROM items WHERE {M:%s} AND %s" % (rnd.choice(WORDS), num_pred())), False
     return ("SELECT count(*), count(DISTINCT cat), sum(n), min(ts), max(cat) FROM items WHERE %s" % w), False
 
 

@@ -338,6 +338,27 @@ Test(sql, counts_and_aggregates_match_the_model)
     }
     cr_assert_eq(r->n_rows, row);
     qr_sql_result_free(r);
+    /* top-k with a column filter inside the text engine = the first rows of
+     * the full ranking (no limit: every match scored, sorted here) */
+    QrSqlResult *all = run("SELECT id, score() FROM docs WHERE title @@ 'common plain' AND cat = 'c9' "
+                           "ORDER BY score() DESC, id");
+    QrSqlResult *top = run("SELECT id, score() FROM docs WHERE title @@ 'common plain' AND cat = 'c9' "
+                           "ORDER BY score() DESC, id LIMIT 5");
+    cr_assert_eq(top->n_rows, 5);
+    for (uint64_t i = 0; i < 5; i++) {
+        cr_assert_eq(model[top->vals[i * 2].u.i].cat, 9);
+        cr_assert_eq(top->vals[i * 2 + 1].u.f, all->vals[i * 2 + 1].u.f, "score of hit %llu",
+                     (unsigned long long)i);
+    }
+    qr_sql_result_free(all);
+    qr_sql_result_free(top);
+    /* count(*) of a word and a column predicate, counted by the text engine */
+    r = run("SELECT count(*) FROM docs WHERE title @@ 'common' AND n < 777 AND cat = 'c2'");
+    int64_t c2 = 0;
+    for (int i = 0; i < 777; i++)
+        c2 += model[i].cat == 2;
+    cr_assert_eq(r->vals[0].u.i, c2);
+    qr_sql_result_free(r);
     /* top-k by score with a limit: the best 3 of the "rare" docs */
     r = run("SELECT id, score() FROM docs WHERE title @@ 'rare' ORDER BY score() DESC, id LIMIT 3");
     cr_assert_eq(r->n_rows, 3);
