@@ -14,7 +14,9 @@
  *     schema persisted across reopen, missing and damaged side files rebuilt
  *     at open, merges build trees and remove the sources' files, drop.
  *   - Damage: every flipped byte and every truncation of a side file is
- *     reported by bt_open (never a crash under ASan).
+ *     reported by bt_open (never a crash under ASan); damage after open is
+ *     reported by seg_verify; a read-only sync leaves missing files out.
+ *   - The front door: qr_table_create_index / qr_table_drop_index by name.
  */
 #include <cJSON.h>
 #include <criterion/criterion.h>
@@ -28,6 +30,7 @@
 #include "engine_util.h"
 #include "index/btree.h"
 #include "index/seg_int.h"
+#include "query/quarry.h"
 #include "store/util.h"
 
 static char *dir;
@@ -886,4 +889,101 @@ Test(btree, table_create_index)
     table_close(t);
     eu_zipf_free(&z);
     eu_words_free(words, 200);
+}
+
+/* quarry check sees damage done to a side file after it was opened (the
+ * mapping shows the bytes on disk), and a read-only sync leaves a missing
+ * side file out instead of writing it. */
+Test(btree, verify_and_read_only)
+{
+    uint64_t rng = 4321;
+    char **words = eu_words(100, 9);
+    EuZipf z;
+    eu_zipf_init(&z, 100, 1.05);
+    QrSchema sc;
+    random_docs_schema(&sc);
+    char **docs = make_docs(&rng, 600, 0, words, &z);
+    Segment *s = build_seg(&sc, docs, 600, "v");
+    int f = field_index(&sc, "cat");
+    char bp[4096];
+    seg_btree_path(bp, sizeof bp, seg_path(s), f);
+    QrError e;
+    qr_error_clear(&e);
+    /* flip a byte in place, in the middle of the pages */
+    FILE *fp = fopen(bp, "r+b");
+    cr_assert_not_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long len = ftell(fp);
+    fseek(fp, len / 2, SEEK_SET);
+    int ch = fgetc(fp);
+    fseek(fp, len / 2, SEEK_SET);
+    fputc(ch ^ 0x5a, fp);
+    fclose(fp);
+    cr_assert_eq(seg_verify(s, &e), QR_ECORRUPT, "seg_verify: %s", e.message);
+    cr_assert(strstr(e.message, ".qbt") != NULL, "names the side file: %s", e.message);
+    seg_unref(s);
+    /* reopen read-only with the side file gone: no tree, no file written */
+    cr_assert_eq(unlink(bp), 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/v.qseg", dir);
+    qr_error_clear(&e);
+    cr_assert_eq(seg_open(path, 1, &s, &e), QR_OK);
+    cr_assert_eq(seg_sync_btrees(s, &sc, false, false, &e), QR_OK);
+    cr_assert_null(seg_btree(s, f));
+    cr_assert_not_null(seg_btree(s, field_index(&sc, "n")));
+    cr_assert(!qr_path_exists(bp));
+    cr_assert_eq(seg_sync_btrees(s, &sc, true, false, &e), QR_OK);
+    cr_assert_not_null(seg_btree(s, f));
+    cr_assert_eq(seg_verify(s, &e), QR_OK, "%s", e.message);
+    seg_unref(s);
+    for (int i = 0; i < 600; i++)
+        free(docs[i]);
+    free(docs);
+    eu_zipf_free(&z);
+    eu_words_free(words, 100);
+}
+
+/* The front door: qr_table_create_index / qr_table_drop_index by name. */
+Test(btree, front_door)
+{
+    char ddir[4096];
+    snprintf(ddir, sizeof ddir, "%s/db", dir);
+    QrDbOpts o;
+    qr_db_opts_default(&o);
+    o.fsync = QR_FSYNC_OFF;
+    o.background_merge = false;
+    QrDb *db;
+    QrError e;
+    qr_error_clear(&e);
+    cr_assert_eq(qr_db_open(ddir, &o, &db, &e), QR_OK, "%s", e.message);
+    QrSchema sc;
+    eu_random_schema(&sc, true);
+    QrTable *t;
+    cr_assert_eq(qr_table_create(db, "docs", &sc, &t, &e), QR_OK, "%s", e.message);
+    uint64_t rng = 8;
+    char **words = eu_words(100, 2);
+    EuZipf z;
+    eu_zipf_init(&z, 100, 1.05);
+    char **docs = make_docs(&rng, 500, 0, words, &z);
+    for (int i = 0; i < 500; i++)
+        cr_assert_eq(qr_put(t, docs[i], strlen(docs[i]), NULL, &e), QR_OK, "%s", e.message);
+    cr_assert_eq(qr_commit(t, &e), QR_OK);
+    cr_assert_eq(qr_table_create_index(t, "nope", &e), QR_ENOTFOUND);
+    cr_assert_str_eq(qr_error_sqlstate(&e), "42703");
+    qr_error_clear(&e);
+    cr_assert_eq(qr_table_create_index(t, "ts", &e), QR_OK, "%s", e.message);
+    int f = field_index(qr_table_schema(t), "ts");
+    cr_assert(qr_table_schema(t)->fields[f].btree);
+    cr_assert_eq(qr_table_create_index(t, "ts", &e), QR_EEXISTS);
+    qr_error_clear(&e);
+    cr_assert_eq(qr_verify(t, &e), QR_OK, "%s", e.message);
+    cr_assert_eq(qr_table_drop_index(t, "ts", &e), QR_OK, "%s", e.message);
+    cr_assert(!qr_table_schema(t)->fields[f].btree);
+    cr_assert_eq(qr_table_drop_index(t, "ts", &e), QR_ENOTFOUND);
+    qr_db_close(db);
+    for (int i = 0; i < 500; i++)
+        free(docs[i]);
+    free(docs);
+    eu_zipf_free(&z);
+    eu_words_free(words, 100);
 }
