@@ -534,13 +534,14 @@ cJSON *http_body_json(HttpReq *r)
     return v;
 }
 
-/* ---- table guards ---- */
+/* ---- table guards ----
+ * Users of a table hold an engine reference on its name
+ * (qr_table_acquire), which qr_table_drop_wait waits for.  Here we count
+ * only the uploads, which a drop refuses instead of waiting for. */
 
 struct TableGuard {
     char name[QR_NAME_MAX + 1];
-    int users;    /* requests using the table now (streaming ones included) */
-    int streams;  /* of which uploads that span many handler calls */
-    bool dropping;
+    int streams; /* uploads into the table now */
 };
 
 static TableGuard *guard_find(HttpServer *s, const char *name, bool create)
@@ -564,89 +565,63 @@ static TableGuard *guard_find(HttpServer *s, const char *name, bool create)
     return g;
 }
 
-static void guard_gc(HttpServer *s, TableGuard *g)
-{
-    if (g->users == 0 && !g->dropping) {
-        *g = s->guards[--s->n_guards];
-    }
-}
-
 int http_table_enter(HttpServer *s, const char *name, bool streaming)
 {
     if (!qr_name_valid(name))
         return QR_OK; /* the engine rejects the name; nothing to guard */
-    pthread_mutex_lock(&s->guard_lock);
-    TableGuard *g;
-    while ((g = guard_find(s, name, true)) && g->dropping)
-        pthread_cond_wait(&s->guard_cond, &s->guard_lock);
-    if (!g) {
+    if (streaming) {
+        pthread_mutex_lock(&s->guard_lock);
+        TableGuard *g = guard_find(s, name, true);
+        if (g)
+            g->streams++;
         pthread_mutex_unlock(&s->guard_lock);
-        return QR_ENOMEM;
+        if (!g)
+            return QR_ENOMEM;
     }
-    g->users++;
-    if (streaming)
-        g->streams++;
-    pthread_mutex_unlock(&s->guard_lock);
-    return QR_OK;
+    QrError e;
+    qr_error_clear(&e);
+    int rc = qr_table_acquire(s->db, name, NULL, &e);
+    if (rc != QR_OK && streaming) {
+        pthread_mutex_lock(&s->guard_lock);
+        TableGuard *g = guard_find(s, name, false);
+        if (g && --g->streams == 0)
+            *g = s->guards[--s->n_guards];
+        pthread_mutex_unlock(&s->guard_lock);
+    }
+    return rc;
 }
 
 void http_table_leave(HttpServer *s, const char *name, bool streaming)
 {
     if (!qr_name_valid(name))
         return;
-    pthread_mutex_lock(&s->guard_lock);
-    TableGuard *g = guard_find(s, name, false);
-    if (g) {
-        g->users--;
-        if (streaming)
-            g->streams--;
-        if (g->users == 0)
-            pthread_cond_broadcast(&s->guard_cond);
-        guard_gc(s, g);
-    }
-    pthread_mutex_unlock(&s->guard_lock);
-}
-
-int http_table_drop_begin(HttpServer *s, const char *name, QrError *err)
-{
-    if (!qr_name_valid(name))
-        return QR_OK;
-    pthread_mutex_lock(&s->guard_lock);
-    TableGuard *g;
-    while ((g = guard_find(s, name, true)) && g->dropping)
-        pthread_cond_wait(&s->guard_cond, &s->guard_lock);
-    if (!g) {
-        pthread_mutex_unlock(&s->guard_lock);
-        return qr_error_set(err, QR_ENOMEM, "out of memory");
-    }
-    if (g->streams > 0) {
-        int n = g->streams;
-        guard_gc(s, g);
-        pthread_mutex_unlock(&s->guard_lock);
-        qr_error_set(err, QR_EBUSY, "table \"%s\" is busy: %d upload(s) are streaming into it",
-                     name, n);
-        qr_error_hint(err, "retry the drop when the uploads have finished");
-        return QR_EBUSY;
-    }
-    g->dropping = true;
-    while ((g = guard_find(s, name, false)) && g->users > 0)
-        pthread_cond_wait(&s->guard_cond, &s->guard_lock);
-    pthread_mutex_unlock(&s->guard_lock);
-    return QR_OK;
-}
-
-void http_table_drop_end(HttpServer *s, const char *name)
-{
-    if (!qr_name_valid(name))
+    qr_table_release(s->db, name);
+    if (!streaming)
         return;
     pthread_mutex_lock(&s->guard_lock);
     TableGuard *g = guard_find(s, name, false);
-    if (g) {
-        g->dropping = false;
-        guard_gc(s, g);
-    }
-    pthread_cond_broadcast(&s->guard_cond);
+    if (g && --g->streams <= 0)
+        *g = s->guards[--s->n_guards];
     pthread_mutex_unlock(&s->guard_lock);
+}
+
+int http_table_drop(HttpServer *s, const char *name, QrError *err)
+{
+    if (qr_name_valid(name)) {
+        pthread_mutex_lock(&s->guard_lock);
+        TableGuard *g = guard_find(s, name, false);
+        int n = g ? g->streams : 0;
+        pthread_mutex_unlock(&s->guard_lock);
+        if (n > 0) {
+            qr_error_set(err, QR_EBUSY, "table \"%s\" is busy: %d upload(s) are streaming into it",
+                         name, n);
+            qr_error_hint(err, "retry the drop when the uploads have finished");
+            return QR_EBUSY;
+        }
+    }
+    /* waits for searches and other short users; an upload that starts
+     * meanwhile makes it give up after HTTP_DROP_WAIT_MS */
+    return qr_table_drop_wait(s->db, name, HTTP_DROP_WAIT_MS, err);
 }
 
 /* ---- routing ---- */

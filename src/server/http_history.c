@@ -175,6 +175,7 @@ typedef struct Run {
     QueryKind kind;
     uint64_t hash;
     const char *table, *raw, *norm, *fields, *filter, *sort, *plan;
+    const char *raw_filter;   /* the filter as sent (recent runs show it) */
     size_t raw_len;
     bool default_and;
     double took_ms;
@@ -195,7 +196,7 @@ static void record(HttpHistory *h, const Run *u)
     put(r->table, sizeof r->table, u->table, strlen(u->table));
     put(r->q, sizeof r->q, u->raw, u->raw_len);
     put(r->fields, sizeof r->fields, u->fields, strlen(u->fields));
-    put(r->filter, sizeof r->filter, u->filter, strlen(u->filter));
+    put(r->filter, sizeof r->filter, u->raw_filter, strlen(u->raw_filter));
     put(r->plan, sizeof r->plan, u->plan, strlen(u->plan));
     r->default_and = u->default_and;
     r->took_ms = u->took_ms;
@@ -210,7 +211,7 @@ static void record(HttpHistory *h, const Run *u)
             (u->kind == QK_SQL ||
              (!strncmp(h->shapes[i].norm, u->norm, Q_MAX) &&
               !strncmp(h->shapes[i].fields, u->fields, F_MAX) &&
-              !strncmp(h->shapes[i].filter, u->filter, F_MAX) &&
+              /* filters: by fingerprint, in the hash (spacing may differ) */
               !strncmp(h->shapes[i].sort, u->sort, F_MAX) &&
               h->shapes[i].default_and == u->default_and))) {
             s = &h->shapes[i];
@@ -262,6 +263,34 @@ static void record(HttpHistory *h, const Run *u)
     pthread_mutex_unlock(&h->lock);
 }
 
+/* A filter's shape: its SQL WHERE text with constants as $n (so n > 5 and
+ * n>7 are one shape), keyed by libpg_query's fingerprint; the squeezed
+ * text when it does not parse as SQL. */
+static void filter_shape(const char *f, char *out, size_t cap, uint64_t *fp)
+{
+    static const char PRE[] = "SELECT WHERE ";
+    out[0] = 0;
+    *fp = 0;
+    if (!f || !*f)
+        return;
+    QrBuf in, nb;
+    qr_buf_init(&in);
+    qr_buf_init(&nb);
+    qr_buf_append(&in, PRE, sizeof PRE - 1);
+    qr_buf_append(&in, f, strlen(f));
+    QrError e;
+    qr_error_clear(&e);
+    if (qr_buf_ok(&in) && qr_sql_normalize((const char *)in.data, in.len, &nb, fp, &e) == QR_OK &&
+        nb.len >= sizeof PRE - 1 && !memcmp(nb.data, PRE, sizeof PRE - 1)) {
+        put(out, cap, (const char *)nb.data + sizeof PRE - 1, nb.len - (sizeof PRE - 1));
+    } else {
+        *fp = 0;
+        normalize(f, strlen(f), out, cap);
+    }
+    qr_buf_free(&in);
+    qr_buf_free(&nb);
+}
+
 void http_history_add(HttpHistory *h, const HttpQueryRec *rec)
 {
     char norm[Q_MAX + 1];
@@ -277,16 +306,22 @@ void http_history_add(HttpHistory *h, const HttpQueryRec *rec)
     else
         normalize(rec->q, rec->q_len, norm, sizeof norm);
     qr_buf_free(&cb);
+    /* terms are matched case-folded by every analyzer: fold ASCII case */
+    for (char *c = norm; *c; c++)
+        if (*c >= 'A' && *c <= 'Z')
+            *c = (char)(*c + 32);
     char filter[F_MAX + 1], sort[F_MAX + 1], plan[PLAN_MAX + 1];
-    normalize(rec->filter ? rec->filter : "", rec->filter ? strlen(rec->filter) : 0, filter,
-              sizeof filter);
+    uint64_t filter_fp = 0;
+    filter_shape(rec->filter, filter, sizeof filter, &filter_fp);
     put(sort, sizeof sort, rec->sort, rec->sort ? strlen(rec->sort) : 0);
     search_plan(rec->stats, plan, sizeof plan);
     const char *fields = rec->fields ? rec->fields : "";
     uint64_t hash = fnv(norm, fnv(fields, fnv(rec->table, 14695981039346656037ull)));
-    hash = fnv(filter, fnv(sort, hash)) ^ rec->default_and;
+    hash = (filter_fp ? filter_fp * 31 + hash : fnv(filter, hash));
+    hash = fnv(sort, hash) ^ rec->default_and;
     Run u = {.kind = QK_SEARCH, .hash = hash, .table = rec->table, .raw = rec->q,
              .raw_len = rec->q_len, .norm = norm, .fields = fields, .filter = filter,
+             .raw_filter = rec->filter ? rec->filter : "",
              .sort = sort, .plan = plan, .default_and = rec->default_and,
              .took_ms = rec->took_ms, .total = rec->total, .rows = rec->rows,
              .status = rec->status};
@@ -310,7 +345,7 @@ void http_history_sql(HttpHistory *h, const char *sql, size_t len, uint64_t rows
     if (!fp)
         fp = fnv(norm, 14695981039346656037ull);
     Run u = {.kind = QK_SQL, .hash = fp, .table = "", .raw = sql, .raw_len = len,
-             .norm = norm, .fields = "", .filter = "", .sort = "", .plan = plan ? plan : "",
+             .norm = norm, .fields = "", .filter = "", .raw_filter = "", .sort = "", .plan = plan ? plan : "",
              .took_ms = took_ms, .total = rows, .rows = rows, .status = status};
     record(h, &u);
 }

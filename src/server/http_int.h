@@ -154,16 +154,17 @@ void jw_cjson(QrBuf *b, const struct cJSON *v);
 
 /* ---- table guards (http.c) ----
  * qr_table_drop frees the table handle, so no request may hold it then.
- * Every request that uses table T enters T's guard; a drop waits for the
- * short users and refuses (409) while an upload streams into T — a drop
+ * Every request that uses table T holds an engine reference on T
+ * (qr_table_acquire, quarry.h "table handles") from before handle() to
+ * after it, or for an upload's whole body.  A drop waits for the short
+ * users and refuses (QR_EBUSY) while an upload streams into T: a drop
  * waiting on an upload could block the worker thread that upload needs. */
+#define HTTP_DROP_WAIT_MS 30000
 int http_table_enter(HttpServer *s, const char *name, bool streaming);
 void http_table_leave(HttpServer *s, const char *name, bool streaming);
-/* Begin a drop of `name`: QR_EEXISTS-like refusal (recorded in err, code
- * QR_EBUSY) while an upload streams into it; otherwise waits for other
- * users and returns QR_OK.  Pair with http_table_drop_end. */
-int http_table_drop_begin(HttpServer *s, const char *name, QrError *err);
-void http_table_drop_end(HttpServer *s, const char *name);
+/* Drop `name` (qr_table_drop_wait): QR_EBUSY while an upload streams into
+ * it or when users outlast HTTP_DROP_WAIT_MS; the engine's errors else. */
+int http_table_drop(HttpServer *s, const char *name, QrError *err);
 
 /* ---- the server record (http.c) ---- */
 
@@ -185,8 +186,8 @@ struct HttpServer {
     HttpMetrics *metrics;          /* owns */
     HttpHistory *history;          /* owns */
     pthread_mutex_t guard_lock;    /* guards guards[] */
-    pthread_cond_t guard_cond;
-    TableGuard *guards;            /* owns */
+    pthread_cond_t guard_cond;     /* unused */
+    TableGuard *guards;            /* owns: tables with uploads streaming */
     int n_guards, cap_guards;
 };
 

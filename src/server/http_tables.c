@@ -308,12 +308,7 @@ void http_tables_drop(HttpReq *r)
 {
     QrError e;
     qr_error_clear(&e);
-    if (http_table_drop_begin(r->srv, r->t, &e) != QR_OK) {
-        http_error_from(r, &e);
-        return;
-    }
-    int rc = qr_table_drop(r->srv->db, r->t, &e);
-    http_table_drop_end(r->srv, r->t);
+    int rc = http_table_drop(r->srv, r->t, &e);
     if (rc != QR_OK) {
         http_error_from(r, &e);
         return;
