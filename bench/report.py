@@ -214,6 +214,32 @@ def mixed_table(res):
     return lines
 
 
+def real_corpora_section(results_dir):
+    """The newest <date>-real.json (bench/real_corpora.py) as a table."""
+    files = sorted(results_dir.glob('*-real.json'), key=lambda p: (p.name, p.stat().st_mtime))
+    if not files:
+        return ['', '### Real corpora', '', 'Not measured yet (bench/real_corpora.py).']
+    res = json.loads(files[-1].read_text())
+    lines = ['', '### Real corpora (%s)' % res['date'], '',
+             'Result file `%s`, load average %.1f at the start. Ranked top-10 of OR-ed words '
+             '(SciFact: its test queries; Debian: package titles), median over the queries of '
+             'each query\'s median of %d runs; only row counts are compared (tokenizers and '
+             'ranking functions differ on real text).' % (engines.show_path(files[-1]),
+                                                          res['loadavg_start'][0], res['repeat']),
+             '', '| corpus | docs | queries | engine | load s | disk MB | median ms | p95 ms |',
+             '|---|---:|---:|---|---:|---:|---:|---:|']
+    for name, c in res['corpora'].items():
+        if c.get('mismatch'):
+            lines.append('| %s | %d | %d | row counts differ: %s | | | | |'
+                         % (name, c['docs'], c['queries'], c['mismatch']))
+            continue
+        for e, r in c['engines'].items():
+            lines.append('| %s | %d | %d | %s | %.1f | %.1f | %s | %s |' % (
+                name, c['docs'], c['queries'], TITLE[e], r['load_s'], r['disk_bytes'] / 1e6,
+                fmt_ms(r.get('median_ms')), fmt_ms(r.get('p95_ms'))))
+    return lines
+
+
 # --------------------------------------------------------------------------------------
 # Plots
 
@@ -240,7 +266,7 @@ def plot_latency(res, out_png):
                 '%.6g' % med(wr, e) if med(wr, e) else '-' for e in eng)))
     cols = ', '.join("'%s' using %d%s title '%s'" % (data, i + 2, ':xtic(1)' if i == 0 else '',
                                                      TITLE[e]) for i, e in enumerate(eng))
-    script = '''set terminal pngcairo size 1400,600 font ",10"
+    script = '''set terminal pngcairo size 1400,650 font ",10" noenhanced
 set output '%s'
 set title "Latency by query class, %s articles (median ms, log scale; lower is better)"
 set style data histogram
@@ -250,7 +276,7 @@ set logscale y
 set yrange [0.001:*]
 set datafile missing '-'
 set xtics rotate by -40 scale 0
-set key top left horizontal
+set key outside top center horizontal
 set grid ytics
 plot %s
 ''' % (out_png, '{:,}'.format(res['n']), cols)
@@ -274,7 +300,7 @@ def plot_scaling(small, big, out_png):
             f.write('%s %s\n' % (wr['id'], ' '.join(vals)))
     cols = ', '.join("'%s' using %d%s title '%s'" % (data, i + 2, ':xtic(1)' if i == 0 else '',
                                                      TITLE[e]) for i, e in enumerate(eng))
-    script = '''set terminal pngcairo size 1400,600 font ",10"
+    script = '''set terminal pngcairo size 1400,650 font ",10" noenhanced
 set output '%s'
 set title "Growth of latency from %s to %s articles (time ratio; 10 = linear in the corpus)"
 set style data histogram
@@ -283,7 +309,7 @@ set style fill solid 0.8 border -1
 set logscale y
 set datafile missing '-'
 set xtics rotate by -40 scale 0
-set key top left horizontal
+set key outside top center horizontal
 set grid ytics
 plot %s, 10 with lines dt 2 lc rgb "gray" title "linear"
 ''' % (out_png, '{:,}'.format(small['n']), '{:,}'.format(big['n']), cols)
@@ -352,6 +378,7 @@ def generate(results, doc_dir):
                       % ('{:,}'.format(n), png.name)]
         lines += ['', '#### Where Quarry is slower, or misses a target, at this size', '']
         lines += ['- ' + s for s in slower] or ['- nothing: every query meets its target']
+    lines += real_corpora_section(Path(engines.REPO / 'bench' / 'results'))
     if len(sizes) >= 2:
         png = img_dir / 'scaling.png'
         if plot_scaling(results[sizes[0]][0], results[sizes[-1]][0], png):

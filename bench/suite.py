@@ -385,6 +385,11 @@ def make_workloads(n, words, files):
                                                  'offset': page_off, 'total': 'false',
                                                  'doc': 'false'},
                   lambda j: [[h['id'], h['sort'][0]] for h in j['hits']])))
+    out.append(W('noop', 'point', 'SELECT 1: the round trip alone', 'rows',
+                 {e: 'SELECT 1' for e in ('quarry', 'postgres', 'sqlite', 'duckdb')},
+                 ('GET', '/health', {}, lambda j: [[1]]),
+                 note='the floor under every other time: client library, protocol and '
+                      'loopback (none for the in-process SQLite)'))
     pt = 'SELECT id, symbol, views FROM news WHERE id = %d' % point_id
     out.append(W('point', 'point', 'point lookup by id', 'rows',
                  {e: pt for e in ('quarry', 'postgres', 'sqlite', 'duckdb')},
@@ -1231,7 +1236,7 @@ def run_size(args, n, engine_names):
         # ---- searches while ingesting (last: it adds documents)
         if args.mixed:
             log('[%d] searches while ingesting...' % n)
-            rows = mixed_rows(files, n, 200000)
+            rows = mixed_rows(files, n, 50000)
             res['mixed'] = {}
             for e in ('quarry', 'postgres'):
                 if e in info:
