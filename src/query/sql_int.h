@@ -407,6 +407,10 @@ typedef struct SqlTableScan {
     int n_texts;
     int drive;                /* texts[drive] is a top-level conjunct (-1: none) */
     int64_t topk;             /* rows wanted in score order (ORDER BY score DESC LIMIT), -1 */
+    /* when set, rows passing the conditions go to consume (row borrowed for
+     * the call) instead of being stored */
+    int (*consume)(void *arg, const SqlValue *row);
+    void *consume_arg;
     /* planning */
     SqlAccessPath path;
     double est_rows, cost;

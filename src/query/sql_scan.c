@@ -779,7 +779,7 @@ static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t 
     if (snapshot_deleted(snap, si, local))
         return QR_OK;
     sc->candidates++;
-    SqlValue *row = sql_sink_slot(cx, out);
+    SqlValue *row = sc->consume ? out->rows : sql_sink_slot(cx, out);
     if (!row)
         return cx->err->code;
     for (int c = 0; c < out->width; c++)
@@ -790,7 +790,10 @@ static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t 
     SqlEvalRow er = {.row = row, .doc = (int64_t)(snap->base[si] + local)};
     for (int k = 0; rc == QR_OK && pass && k < sc->n_conj; k++)
         rc = sql_expr_test(cx, sc->conj[k], &er, &pass);
-    if (rc == QR_OK && pass) {
+    if (rc == QR_OK && pass && sc->consume) {
+        rc = sc->consume(sc->consume_arg, row);
+        out->n++; /* counted, not kept: out->rows is the one scratch row */
+    } else if (rc == QR_OK && pass) {
         /* values must outlive the snapshot and the parsed document */
         for (int c = sc->first; c < sc->first + sc->n_cols && rc == QR_OK; c++)
             rc = sqlv_own(cx, &row[c]);
@@ -914,6 +917,8 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     }
     SqlRowSink out = {.width = sc->scope->n};
     RowFetch rf = {.dc_seg = -1};
+    if (sc->consume && !(out.rows = qr_arena_alloc(cx->arena, (size_t)(out.width + 1) * sizeof *out.rows)))
+        rc = sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     if (sc->path == SQL_PATH_TEXT || (sc->path == SQL_PATH_SCAN && sc->drive >= 0)) {
         /* candidates: the driving set in doc order */
         SqlDocSet *ds = sc->texts[sc->drive]->set;
@@ -1007,8 +1012,8 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     if (rc)
         return rc;
     sc->rows_out = out.n;
-    *rows = out.rows;
-    *n_rows = out.n;
+    *rows = sc->consume ? NULL : out.rows;
+    *n_rows = sc->consume ? 0 : out.n;
     return QR_OK;
 }
 

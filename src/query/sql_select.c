@@ -612,14 +612,16 @@ static int agg_step(SqlCtx *cx, const SqlAgg *a, AggState *st, const SqlEvalRow 
     if (v.is_null)
         return QR_OK;
     if (a->distinct || a->kind == SA_PCT_CONT || a->kind == SA_PCT_DISC || a->kind == SA_STRING_AGG) {
+        /* kept past the row: strings are copied */
         if (a->kind == SA_STRING_AGG) {
             /* keep value and delimiter pairs */
             SqlValue d;
-            if ((rc = sql_expr_eval(cx, a->arg2, r, &d)))
-                return rc;
-            if ((rc = agg_push_val(cx, st, &d)))
+            if ((rc = sql_expr_eval(cx, a->arg2, r, &d)) || (rc = sqlv_own(cx, &d)) ||
+                (rc = agg_push_val(cx, st, &d)))
                 return rc;
         }
+        if ((rc = sqlv_own(cx, &v)))
+            return rc;
         return agg_push_val(cx, st, &v);
     }
     st->count++;
@@ -652,6 +654,8 @@ static int agg_step(SqlCtx *cx, const SqlAgg *a, AggState *st, const SqlEvalRow 
     case SA_MAX: {
         int c = st->has ? sqlv_cmp(&v, &st->best) : 0;
         if (!st->has || (a->kind == SA_MIN ? c < 0 : c > 0)) {
+            if ((rc = sqlv_own(cx, &v)))
+                return rc;
             st->best = v;
             st->has = true;
         }
@@ -798,6 +802,210 @@ static int agg_final(SqlCtx *cx, const SqlAgg *a, AggState *st, SqlValue *out)
     }
     }
     return QR_OK;
+}
+
+typedef struct Target {
+    SqlExpr *e;
+    const char *name;
+    int scope_col;            /* plain column: scope index, else -1 */
+} Target;
+
+/* Grouping and projection as a row consumer: rows come from a streaming
+ * table scan (borrowed, valid during the call) or from the joined array.
+ * Grouped: per-group keys, a copy of the first row (for grouped columns)
+ * and aggregate states.  Not grouped: the output values (targets + extra
+ * sort keys) of every row.  Strings kept are copied to the arena. */
+typedef struct Agg {
+    SqlCtx *cx;
+    int W;
+    bool grouped;
+    SqlExpr **groups;
+    int n_groups;
+    SqlBind *bind;
+    Target *tg;
+    int n_tg;
+    SqlExpr **extra;
+    int n_extra, XW;
+    int64_t *slots;           /* owns (qr_malloc) */
+    uint64_t cap;
+    Group *gs;                /* owns (qr_malloc) */
+    uint64_t n_g, gcap;
+    SqlValue *keyv;
+    SqlRowSink x;             /* output rows, XW wide */
+} Agg;
+
+static int ag_init(Agg *a, SqlCtx *cx, int W, bool grouped, SqlExpr **groups, int n_groups,
+                   SqlBind *bind, Target *tg, int n_tg, SqlExpr **extra, int n_extra)
+{
+    memset(a, 0, sizeof *a);
+    a->cx = cx;
+    a->W = W;
+    a->grouped = grouped;
+    a->groups = groups;
+    a->n_groups = n_groups;
+    a->bind = bind;
+    a->tg = tg;
+    a->n_tg = n_tg;
+    a->extra = extra;
+    a->n_extra = n_extra;
+    a->XW = n_tg + n_extra;
+    a->x.width = a->XW ? a->XW : 1;
+    if (!grouped)
+        return QR_OK;
+    a->cap = 64;
+    a->gcap = 16;
+    a->slots = qr_malloc(a->cap * sizeof *a->slots);
+    a->gs = qr_malloc(a->gcap * sizeof *a->gs);
+    a->keyv = qr_arena_alloc(cx->arena, (size_t)(n_groups + 1) * sizeof *a->keyv);
+    if (!a->slots || !a->gs || !a->keyv)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    memset(a->slots, 0xff, a->cap * sizeof *a->slots);
+    return QR_OK;
+}
+
+static void ag_free(Agg *a)
+{
+    qr_free(a->slots);
+    qr_free(a->gs);
+    a->slots = NULL;
+    a->gs = NULL;
+}
+
+/* Evaluate the output values of one (group) row into the sink. */
+static int ag_project(Agg *a, const SqlEvalRow *er)
+{
+    SqlCtx *cx = a->cx;
+    SqlValue *x = sql_sink_slot(cx, &a->x);
+    int rc = QR_OK;
+    if (!x)
+        return cx->err->code;
+    for (int i = 0; i < a->n_tg && rc == QR_OK; i++)
+        if ((rc = sql_expr_eval(cx, a->tg[i].e, er, &x[i])) == QR_OK)
+            rc = sqlv_own(cx, &x[i]);
+    for (int i = 0; i < a->n_extra && rc == QR_OK; i++)
+        if ((rc = sql_expr_eval(cx, a->extra[i], er, &x[a->n_tg + i])) == QR_OK)
+            rc = sqlv_own(cx, &x[a->n_tg + i]);
+    if (rc == QR_OK)
+        a->x.n++;
+    return rc;
+}
+
+static int ag_new_group(Agg *a, const SqlValue *row, uint64_t h, uint64_t p, int64_t *gi)
+{
+    SqlCtx *cx = a->cx;
+    if (a->n_g == a->gcap) {
+        Group *ng = qr_realloc(a->gs, a->gcap * 2 * sizeof *ng);
+        if (!ng)
+            return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+        a->gs = ng;
+        a->gcap *= 2;
+    }
+    Group *G = &a->gs[a->n_g];
+    SqlValue *rep = qr_arena_alloc(cx->arena, (size_t)(a->W + 1) * sizeof *rep);
+    G->hash = h;
+    G->keys = qr_arena_alloc(cx->arena, (size_t)(a->n_groups + 1) * sizeof *G->keys);
+    G->st = qr_arena_calloc(cx->arena, (size_t)(a->bind->n_aggs + 1) * sizeof *G->st);
+    if (!rep || !G->keys || !G->st)
+        return nomem(cx);
+    memcpy(rep, row, (size_t)a->W * sizeof *rep);
+    for (int c = 0; c < a->W; c++)
+        if (sqlv_own(cx, &rep[c]))
+            return cx->err->code;
+    G->rep = rep;
+    for (int g = 0; g < a->n_groups; g++) {
+        G->keys[g] = a->keyv[g];
+        if (sqlv_own(cx, &G->keys[g]))
+            return cx->err->code;
+    }
+    a->slots[p] = (int64_t)a->n_g;
+    *gi = (int64_t)a->n_g++;
+    if (a->n_g * 2 > a->cap) { /* grow and rehash */
+        uint64_t nc = a->cap * 2;
+        int64_t *ns = qr_malloc(nc * sizeof *ns);
+        if (!ns)
+            return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+        memset(ns, 0xff, nc * sizeof *ns);
+        for (uint64_t g = 0; g < a->n_g; g++) {
+            uint64_t q = a->gs[g].hash & (nc - 1);
+            while (ns[q] >= 0)
+                q = (q + 1) & (nc - 1);
+            ns[q] = (int64_t)g;
+        }
+        qr_free(a->slots);
+        a->slots = ns;
+        a->cap = nc;
+    }
+    return QR_OK;
+}
+
+/* The row consumer (SqlTableScan.consume and the joined-rows loop). */
+static int ag_row(void *arg, const SqlValue *row)
+{
+    Agg *a = arg;
+    SqlCtx *cx = a->cx;
+    SqlEvalRow er = {.row = row, .doc = -1};
+    int rc = sql_check(cx);
+    if (rc)
+        return rc;
+    if (!a->grouped)
+        return ag_project(a, &er);
+    uint64_t h = 0;
+    for (int g = 0; g < a->n_groups; g++) {
+        if ((rc = sql_expr_eval(cx, a->groups[g], &er, &a->keyv[g])))
+            return rc;
+        h = h * 31 + sqlv_hash(&a->keyv[g]);
+    }
+    uint64_t p = h & (a->cap - 1);
+    int64_t gi = -1;
+    while (a->slots[p] >= 0) {
+        Group *G = &a->gs[a->slots[p]];
+        bool same = G->hash == h;
+        for (int g = 0; g < a->n_groups && same; g++)
+            same = sqlv_same(&G->keys[g], &a->keyv[g]);
+        if (same) {
+            gi = a->slots[p];
+            break;
+        }
+        p = (p + 1) & (a->cap - 1);
+    }
+    if (gi < 0 && (rc = ag_new_group(a, row, h, p, &gi)))
+        return rc;
+    for (int k = 0; k < a->bind->n_aggs && rc == QR_OK; k++)
+        rc = agg_step(cx, a->bind->aggs[k], &a->gs[gi].st[k], &er);
+    return rc;
+}
+
+/* Grouped: final aggregates, HAVING, one output row per group. */
+static int ag_finish(Agg *a, const SqlExpr *having)
+{
+    SqlCtx *cx = a->cx;
+    if (!a->grouped)
+        return QR_OK;
+    int na = a->bind->n_aggs, rc = QR_OK;
+    if (a->n_groups == 0 && a->n_g == 0) { /* no GROUP BY: one group even over no rows */
+        SqlValue *nullrow = qr_arena_alloc(cx->arena, (size_t)(a->W + 1) * sizeof *nullrow);
+        AggState *st = qr_arena_calloc(cx->arena, (size_t)(na + 1) * sizeof *st);
+        if (!nullrow || !st)
+            return nomem(cx);
+        for (int c = 0; c < a->W; c++)
+            nullrow[c] = sqlv_null();
+        a->gs[0] = (Group){.rep = nullrow, .st = st};
+        a->n_g = 1;
+    }
+    SqlValue *aggv = qr_arena_alloc(cx->arena, (size_t)(na + 1) * sizeof *aggv);
+    if (!aggv)
+        return nomem(cx);
+    for (uint64_t g = 0; g < a->n_g && rc == QR_OK; g++) {
+        for (int k = 0; k < na && rc == QR_OK; k++)
+            rc = agg_final(cx, a->bind->aggs[k], &a->gs[g].st[k], &aggv[k]);
+        SqlEvalRow er = {.row = a->gs[g].rep, .aggv = aggv, .doc = -1};
+        bool pass = true;
+        if (rc == QR_OK && having)
+            rc = sql_expr_test(cx, having, &er, &pass);
+        if (rc == QR_OK && pass)
+            rc = ag_project(a, &er);
+    }
+    return rc;
 }
 
 /* ---- EXPLAIN lines ---- */
@@ -1087,11 +1295,6 @@ static int select_values(SqlCtx *cx, const cJSON *body, bool describe, QrSqlResu
 
 /* ---- the main SELECT ---- */
 
-typedef struct Target {
-    SqlExpr *e;
-    const char *name;
-    int scope_col;            /* plain column: scope index, else -1 */
-} Target;
 
 static int expand_star(Sel *s, const char *qual, int loc, Target **tg, int *n, int *cap)
 {
@@ -1569,8 +1772,17 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         }
     }
     bool run = !(cx->ex && !cx->ex->analyze);
-    /* ---- scans ---- */
     int W = s->scope.n;
+    Agg ag;
+    if ((rc = ag_init(&ag, cx, W, grouped, groups, n_groups, &s->bind, tg, n_tg, extra, n_extra)))
+        return rc;
+    /* one table: its rows stream into grouping / projection, never stored */
+    bool streamed = s->n_items == 1 && s->items[0].kind == IT_TABLE && run;
+    if (streamed) {
+        s->items[0].scan.consume = ag_row;
+        s->items[0].scan.consume_arg = &ag;
+    }
+    /* ---- scans ---- */
     for (int ii = 0; ii < s->n_items; ii++) {
         Item *it = &s->items[ii];
         if (it->kind == IT_TABLE) {
@@ -1579,8 +1791,10 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                 it->n_rows = 0;
                 continue;
             }
-            if ((rc = sql_scan_table(cx, &it->scan, run, &it->rows, &it->n_rows)))
+            if ((rc = sql_scan_table(cx, &it->scan, run, &it->rows, &it->n_rows))) {
+                ag_free(&ag);
                 return rc;
+            }
             continue;
         }
         /* materialized rows: widen, apply the item's own conditions */
@@ -1806,151 +2020,28 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         n_rows = kept;
         plan_node(s, "Filter  (%d condition%s)", left_over, left_over == 1 ? "" : "s");
     }
-    /* ---- aggregation ---- */
-    int XW = n_tg + n_extra; /* extended output row: targets + extra sort keys */
-    SqlValue *xrows;
-    uint64_t n_x = 0;
-    if (grouped) {
-        int na = s->bind.n_aggs;
-        uint64_t cap = 64, n_g = 0, gcap = 16;
-        int64_t *slots = qr_malloc(cap * sizeof *slots);
-        Group *gs = qr_malloc(gcap * sizeof *gs);
-        if (!slots || !gs) {
-            qr_free(slots);
-            qr_free(gs);
-            return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-        }
-        memset(slots, 0xff, cap * sizeof *slots);
-        SqlValue *keyv = qr_arena_alloc(cx->arena, (size_t)(n_groups + 1) * sizeof *keyv);
-        if (!keyv)
-            rc = nomem(cx);
-        for (uint64_t r = 0; r < n_rows && rc == QR_OK; r++) {
-            const SqlValue *row = rows + r * (uint64_t)W;
-            SqlEvalRow er = {.row = row, .doc = -1};
-            uint64_t h = 0;
-            for (int g = 0; g < n_groups && rc == QR_OK; g++) {
-                rc = sql_expr_eval(cx, groups[g], &er, &keyv[g]);
-                h = h * 31 + sqlv_hash(&keyv[g]);
-            }
-            if (rc || (rc = sql_check(cx)))
-                break;
-            uint64_t p = h & (cap - 1);
-            int64_t gi = -1;
-            while (slots[p] >= 0) {
-                Group *G = &gs[slots[p]];
-                bool same = G->hash == h;
-                for (int g = 0; g < n_groups && same; g++)
-                    same = sqlv_same(&G->keys[g], &keyv[g]);
-                if (same) {
-                    gi = slots[p];
-                    break;
-                }
-                p = (p + 1) & (cap - 1);
-            }
-            if (gi < 0) {
-                if (n_g == gcap) {
-                    Group *ng2 = qr_realloc(gs, gcap * 2 * sizeof *gs);
-                    if (!ng2) {
-                        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-                        break;
-                    }
-                    gs = ng2;
-                    gcap *= 2;
-                }
-                Group *G = &gs[n_g];
-                G->rep = row;
-                G->hash = h;
-                G->keys = qr_arena_alloc(cx->arena, (size_t)(n_groups + 1) * sizeof *G->keys);
-                G->st = qr_arena_calloc(cx->arena, (size_t)(na + 1) * sizeof *G->st);
-                if (!G->keys || !G->st) {
-                    rc = nomem(cx);
-                    break;
-                }
-                memcpy(G->keys, keyv, (size_t)n_groups * sizeof *keyv);
-                slots[p] = (int64_t)n_g;
-                gi = (int64_t)n_g++;
-                if (n_g * 2 > cap) { /* grow and rehash */
-                    uint64_t nc = cap * 2;
-                    int64_t *ns = qr_malloc(nc * sizeof *ns);
-                    if (!ns) {
-                        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-                        break;
-                    }
-                    memset(ns, 0xff, nc * sizeof *ns);
-                    for (uint64_t g = 0; g < n_g; g++) {
-                        uint64_t q = gs[g].hash & (nc - 1);
-                        while (ns[q] >= 0)
-                            q = (q + 1) & (nc - 1);
-                        ns[q] = (int64_t)g;
-                    }
-                    qr_free(slots);
-                    slots = ns;
-                    cap = nc;
-                }
-            }
-            for (int a = 0; a < na && rc == QR_OK; a++)
-                rc = agg_step(cx, s->bind.aggs[a], &gs[gi].st[a], &er);
-        }
-        qr_free(slots);
-        /* no GROUP BY: one group even over no rows */
-        SqlValue *nullrow = NULL;
-        if (rc == QR_OK && n_groups == 0 && n_g == 0) {
-            nullrow = qr_arena_alloc(cx->arena, (size_t)(W + 1) * sizeof *nullrow);
-            AggState *st = qr_arena_calloc(cx->arena, (size_t)(na + 1) * sizeof *st);
-            if (!nullrow || !st)
-                rc = nomem(cx);
-            else {
-                for (int c = 0; c < W; c++)
-                    nullrow[c] = sqlv_null();
-                gs[0].rep = nullrow;
-                gs[0].st = st;
-                gs[0].keys = NULL;
-                n_g = 1;
-            }
-        }
-        xrows = rc ? NULL : qr_arena_alloc(cx->arena, (n_g * (uint64_t)XW + 1) * sizeof *xrows);
-        SqlValue *aggv = rc ? NULL : qr_arena_alloc(cx->arena, (size_t)(na + 1) * sizeof *aggv);
-        if (rc == QR_OK && (!xrows || !aggv))
-            rc = nomem(cx);
-        for (uint64_t g = 0; g < n_g && rc == QR_OK; g++) {
-            for (int a = 0; a < na && rc == QR_OK; a++)
-                rc = agg_final(cx, s->bind.aggs[a], &gs[g].st[a], &aggv[a]);
-            SqlEvalRow er = {.row = gs[g].rep, .aggv = aggv, .doc = -1};
-            if (rc == QR_OK && having) {
-                bool pass;
-                if ((rc = sql_expr_test(cx, having, &er, &pass)) || !pass)
-                    continue;
-            }
-            SqlValue *x = xrows + n_x * (uint64_t)XW;
-            for (int i = 0; i < n_tg && rc == QR_OK; i++)
-                rc = sql_expr_eval(cx, tg[i].e, &er, &x[i]);
-            for (int i = 0; i < n_extra && rc == QR_OK; i++)
-                rc = sql_expr_eval(cx, extra[i], &er, &x[n_tg + i]);
-            n_x++;
-        }
-        qr_free(gs);
-        if (rc)
+    /* ---- aggregation / projection over the joined rows ---- */
+    if (!streamed) {
+        for (uint64_t r = 0; r < n_rows && rc == QR_OK; r++)
+            rc = ag_row(&ag, rows + r * (uint64_t)W);
+        if (rc) {
+            ag_free(&ag);
             return rc;
-        plan_node(s, "HashAggregate  (%d group key%s, %d aggregate%s%s)", n_groups,
-                  n_groups == 1 ? "" : "s", na, na == 1 ? "" : "s", having ? ", having" : "");
-    } else {
-        xrows = qr_arena_alloc(cx->arena, (n_rows * (uint64_t)XW + 1) * sizeof *xrows);
-        if (!xrows)
-            return nomem(cx);
-        for (uint64_t r = 0; r < n_rows; r++) {
-            SqlEvalRow er = {.row = rows + r * (uint64_t)W, .doc = -1};
-            SqlValue *x = xrows + r * (uint64_t)XW;
-            for (int i = 0; i < n_tg; i++)
-                if ((rc = sql_expr_eval(cx, tg[i].e, &er, &x[i])))
-                    return rc;
-            for (int i = 0; i < n_extra; i++)
-                if ((rc = sql_expr_eval(cx, extra[i], &er, &x[n_tg + i])))
-                    return rc;
-            if ((rc = sql_check(cx)))
-                return rc;
         }
-        n_x = n_rows;
     }
+    rc = ag_finish(&ag, having);
+    ag_free(&ag);
+    if (rc)
+        return rc;
+    if (grouped)
+        plan_node(s, "HashAggregate  (%d group key%s, %d aggregate%s%s)", n_groups,
+                  n_groups == 1 ? "" : "s", s->bind.n_aggs, s->bind.n_aggs == 1 ? "" : "s",
+                  having ? ", having" : "");
+    int XW = ag.XW;
+    SqlValue *xrows = ag.x.rows;
+    uint64_t n_x = ag.x.n;
+    if (!xrows && !(xrows = qr_arena_calloc(cx->arena, sizeof *xrows)))
+        return nomem(cx);
     /* output types: values of a declared type (casts of results of an
      * untyped branch) */
     for (uint64_t r = 0; r < n_x; r++)
