@@ -926,8 +926,10 @@ static const char ASSET_2[] =
     "    return s.plan_changes \? '<td class=\"changed\" title=\"was: ' + esc(s.previous_plan) + '\">\342\232\240 ' + esc(s.plan) + ' <span class=\"note\">since ' + esc(when) + ', was ' + esc(s.previous_plan) + '</span></td>'\n"
     "      : '<td>' + esc(s.plan) + '</td>';\n"
     "  };\n"
-    "  $('#shapes tbody').innerHTML = r.shapes.slice(0, 50).map(s => '<tr class=\"link\" tabindex=\"0\" data-kind=\"' + esc(s.kind) + '\" data-t=\"' + esc(s.table) + '\" data-q=\"' + esc(s.query) +\n"
-    "    '\" data-filter=\"' + esc(s.filter || '') + '\"><td>' + esc(s.kind) + '</td><td class=\"q\">' + esc(s.query) + '</td><td>' + esc(s.table) + '</td><td class=\"q\">' + esc(s.filter || '') + '</td><td class=\"num\">' + fmtNum(s.count) +\n"
+    "  $('#shapes tbody').innerHTML = r.shapes.slice(0, 50).map(s => '<tr class=\"link\" tabindex=\"0\" data-kind=\"' + esc(s.kind) + '\" data-t=\"' + esc(s.table) + '\" data-shape=\"' + esc(s.query) +\n"
+    "    '\" data-q=\"' + esc(s.last_query) + '\" data-filter=\"' + esc(s.last_filter || '') + '\"><td>' + esc(s.kind) + '</td><td class=\"q\">' + esc(s.query) +\n"
+    "    (s.fields \? ' <span class=\"note\">in ' + esc(s.fields) + '</span>' : '') + (s.default_operator === 'and' \? ' <span class=\"note\">AND</span>' : '') +\n"
+    "    (s.sort \? ' <span class=\"note\">sort ' + esc(s.sort) + '</span>' : '') + '</td><td>' + esc(s.table) + '</td><td class=\"q\">' + esc(s.filter || '') + '</td><td class=\"num\">' + fmtNum(s.count) +\n"
     "    '</td><td class=\"num\">' + s.p50_ms.toFixed(2) + '</td><td class=\"num\">' + s.p99_ms.toFixed(2) + '</td><td class=\"num\">' + s.max_ms.toFixed(2) +\n"
     "    '</td><td class=\"num' + (s.errors \? ' bad' : '') + '\">' + fmtNum(s.errors) + '</td><td class=\"num\">' + fmtNum(s.avg_rows) + '</td>' + planCell(s) + '</tr>').join('') ||\n"
     "    '<tr><td colspan=\"11\" class=\"empty\">No queries yet.</td></tr>';\n"
@@ -1067,7 +1069,7 @@ static const char ASSET_3[] =
 const HttpAsset HTTP_ASSETS[] = {
     {"/", "text/html; charset=utf-8", "\"6555c129bfaaa1e4\"", ASSET_0, sizeof ASSET_0 - 1},
     {"/admin/app.css", "text/css; charset=utf-8", "\"44a779d47cfd4bda\"", ASSET_1, sizeof ASSET_1 - 1},
-    {"/admin/app.js", "text/javascript; charset=utf-8", "\"dfb2ebf21f41ff15\"", ASSET_2, sizeof ASSET_2 - 1},
+    {"/admin/app.js", "text/javascript; charset=utf-8", "\"a670b2fa0521769c\"", ASSET_2, sizeof ASSET_2 - 1},
     {"/admin/favicon.svg", "image/svg+xml", "\"81c7ed9e66831dc9\"", ASSET_3, sizeof ASSET_3 - 1},
 };
 const int HTTP_N_ASSETS = (int)(sizeof HTTP_ASSETS / sizeof HTTP_ASSETS[0]);

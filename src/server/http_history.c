@@ -50,6 +50,8 @@ typedef struct Shape {
     QueryKind kind;
     char table[QR_NAME_MAX + 1];
     char norm[Q_MAX + 1];      /* canonical / normalized text */
+    char last_q[Q_MAX + 1];    /* the last run's text and filter as sent (to rerun it) */
+    char last_filter[F_MAX + 1];
     char fields[F_MAX + 1];
     char filter[F_MAX + 1];
     char sort[F_MAX + 1];
@@ -236,6 +238,8 @@ static void record(HttpHistory *h, const Run *u)
         put(s->sort, sizeof s->sort, u->sort, strlen(u->sort));
         s->default_and = u->default_and;
     }
+    put(s->last_q, sizeof s->last_q, u->raw, u->raw_len);
+    put(s->last_filter, sizeof s->last_filter, u->raw_filter, strlen(u->raw_filter));
     s->count++;
     if (u->status >= 400)
         s->errors++;
@@ -452,6 +456,10 @@ void http_queries_get(HttpReq *r)
         jw_cstr(&b, s->sort);
         qr_buf_append(&b, ",\"plan\":", 8);
         jw_cstr(&b, s->plan);
+        qr_buf_append(&b, ",\"last_query\":", 14);
+        jw_cstr(&b, s->last_q);
+        qr_buf_append(&b, ",\"last_filter\":", 15);
+        jw_cstr(&b, s->last_filter);
         qr_buf_append(&b, ",\"previous_plan\":", 17);
         jw_cstr(&b, s->prev_plan);
         qr_buf_printf(&b, ",\"plan_since_ms\":%lld,\"plan_changes\":%llu,\"last_rows\":%llu,"

@@ -164,15 +164,15 @@ try {
   // query history: the search above is listed with its latency
   await page.click('#tab-queries');
   await page.waitForSelector('#shapes tbody tr[data-q]');
-  const qs = await page.$$eval('#shapes tbody tr', trs => trs.map(t => t.dataset.q));
+  const qs = await page.$$eval('#shapes tbody tr', trs => trs.map(t => t.dataset.shape));
   check(qs.includes('(terminal emulator)'), 'query history lists the search in canonical form: ' + qs.slice(0, 5));
   const plans = await page.$$eval('#shapes tbody tr[data-kind="search"] td:last-child', tds => tds.map(t => t.textContent));
   check(plans.some(p => /wand|and|exhaustive|filter|sort/.test(p)), 'history shows the plan used: ' + plans.slice(0, 3));
   await shot(page, 'queries-1280.png');
   // clicking a shape runs it in the search console
-  await page.click('#shapes tbody tr[data-q="(terminal emulator)"]');
+  await page.click('#shapes tbody tr[data-shape="(terminal emulator)"]');
   await page.waitForSelector('#view-search:not([hidden]) #hits li');
-  check(await page.inputValue('#q') === '(terminal emulator)', 'history row opens the search');
+  check(await page.inputValue('#q') === 'terminal emulator', 'history row opens the search as last typed');
 
   // SQL console: results as a table (checked against the file)
   await page.keyboard.press('Escape');
@@ -216,7 +216,7 @@ try {
   await page.keyboard.press('Escape');
   await page.keyboard.press('5');
   await page.waitForSelector('#shapes tbody tr[data-kind="sql"]');
-  const sqlq = await page.$$eval('#shapes tbody tr[data-kind="sql"]', trs => trs.map(t => t.dataset.q));
+  const sqlq = await page.$$eval('#shapes tbody tr[data-kind="sql"]', trs => trs.map(t => t.dataset.shape));
   check(sqlq.some(q => /LIMIT \$\d/.test(q) && /GROUP BY section/.test(q)), 'SQL statements in the history with constants as $n: ' + sqlq.slice(0, 3));
 
   // phone width: no horizontal scrolling, search usable

@@ -595,8 +595,10 @@ async function refreshQueries() {
     return s.plan_changes ? '<td class="changed" title="was: ' + esc(s.previous_plan) + '">⚠ ' + esc(s.plan) + ' <span class="note">since ' + esc(when) + ', was ' + esc(s.previous_plan) + '</span></td>'
       : '<td>' + esc(s.plan) + '</td>';
   };
-  $('#shapes tbody').innerHTML = r.shapes.slice(0, 50).map(s => '<tr class="link" tabindex="0" data-kind="' + esc(s.kind) + '" data-t="' + esc(s.table) + '" data-q="' + esc(s.query) +
-    '" data-filter="' + esc(s.filter || '') + '"><td>' + esc(s.kind) + '</td><td class="q">' + esc(s.query) + '</td><td>' + esc(s.table) + '</td><td class="q">' + esc(s.filter || '') + '</td><td class="num">' + fmtNum(s.count) +
+  $('#shapes tbody').innerHTML = r.shapes.slice(0, 50).map(s => '<tr class="link" tabindex="0" data-kind="' + esc(s.kind) + '" data-t="' + esc(s.table) + '" data-shape="' + esc(s.query) +
+    '" data-q="' + esc(s.last_query) + '" data-filter="' + esc(s.last_filter || '') + '"><td>' + esc(s.kind) + '</td><td class="q">' + esc(s.query) +
+    (s.fields ? ' <span class="note">in ' + esc(s.fields) + '</span>' : '') + (s.default_operator === 'and' ? ' <span class="note">AND</span>' : '') +
+    (s.sort ? ' <span class="note">sort ' + esc(s.sort) + '</span>' : '') + '</td><td>' + esc(s.table) + '</td><td class="q">' + esc(s.filter || '') + '</td><td class="num">' + fmtNum(s.count) +
     '</td><td class="num">' + s.p50_ms.toFixed(2) + '</td><td class="num">' + s.p99_ms.toFixed(2) + '</td><td class="num">' + s.max_ms.toFixed(2) +
     '</td><td class="num' + (s.errors ? ' bad' : '') + '">' + fmtNum(s.errors) + '</td><td class="num">' + fmtNum(s.avg_rows) + '</td>' + planCell(s) + '</tr>').join('') ||
     '<tr><td colspan="11" class="empty">No queries yet.</td></tr>';
