@@ -191,6 +191,13 @@ int filter_seg_eval(const FilterSeg *fs, QrAccessPath path, const roaring_bitmap
                     const roaring_bitmap_t *candidates, roaring_bitmap_t *out,
                     QrFilterStats *st, QrError *err);
 
+/* When the filter is (after compilation) one predicate whose column has a
+ * B-tree in this segment, count its rows from the tree's subtree counts
+ * alone (no row list is read): true and *count set.  Deletes are NOT
+ * subtracted (callers use it on segments without deletes).  false: this
+ * shape cannot be counted so (the caller evaluates the rows instead). */
+bool filter_seg_btree_count(const FilterSeg *fs, uint64_t *count, QrFilterStats *st);
+
 /* Column scans of at least this many blocks are split over the cores
  * (default 1024 blocks, ~4M rows).  For tests and benchmarks; 0 means 1. */
 void filter_set_parallel_min_blocks(uint32_t n_blocks);

@@ -679,3 +679,26 @@ int filter_seg_eval(const FilterSeg *fs, QrAccessPath path, const roaring_bitmap
     bm_free(res);
     return rc;
 }
+
+bool filter_seg_btree_count(const FilterSeg *fs, uint64_t *count, QrFilterStats *st)
+{
+    const FsNode *n = fs->root;
+    if (n->kind == FS_FALSE) {
+        *count = 0;
+        return true;
+    }
+    if (n->kind != FS_LEAF || n->neg || !n->cf || !n->bt)
+        return false;
+    BtStats bs = {0};
+    QrError e;
+    qr_error_clear(&e);
+    if (bt_count(n->bt, &n->pred, count, &bs, &e) != QR_OK)
+        return false; /* the caller falls back to producing the rows */
+    if (st) {
+        st->btree_pages += bs.pages_read;
+        st->rows_matched += *count;
+        st->segs_btree++;
+    }
+    return true;
+}
+

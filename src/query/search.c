@@ -880,6 +880,20 @@ static roaring_bitmap_t *seg_filter(Search *s, int i, const CNode *root);
 static uint64_t count_segment(Search *s, int i, const CNode *root)
 {
     Segment *seg = s->snap->segs[i];
+    if (s->filter && root->kind == CK_ALL && !s->snap->dels[i] && !s->fbm[i] &&
+        (s->req->access_path == QR_ACCESS_AUTO || s->req->access_path == QR_ACCESS_BTREE)) {
+        /* one predicate with a B-tree: the count from subtree counts alone */
+        FilterSeg *fs;
+        QrError e;
+        qr_error_clear(&e);
+        if (filter_seg_compile(s->filter, seg, &fs, &e) == QR_OK) {
+            uint64_t n;
+            bool done = filter_seg_btree_count(fs, &n, &s->fst);
+            filter_seg_free(fs);
+            if (done)
+                return n;
+        }
+    }
     if (s->filter) {
         /* bitmaps only: the filter's live docs, intersected with the text */
         roaring_bitmap_t *fb = seg_filter(s, i, root);
