@@ -44,8 +44,53 @@ SqluState *sqlu_state(QrSqlSession *s, QrError *err)
     return s->u_state;
 }
 
+static uint64_t op_hash(const char *table, const char *key)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = table; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (uint8_t)*p) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of (table, key): its entry, or the empty slot where it goes. */
+static int *slot_of(const SqluState *st, uint64_t h, const char *table, const char *key)
+{
+    uint32_t mask = (uint32_t)st->n_slots - 1;
+    for (uint32_t i = (uint32_t)h & mask;; i = (i + 1) & mask) {
+        int *sl = &st->slots[i];
+        if (*sl < 0)
+            return sl;
+        const TxnOp *o = &st->ops[*sl];
+        if (o->hash == h && !strcmp(o->key, key) && !strcmp(o->table, table))
+            return sl;
+    }
+}
+
+/* Rebuild the slots for ops[0..n_ops) (after growth or a truncation). */
+static int rehash(SqluState *st, int want_slots)
+{
+    int *slots = qr_malloc((size_t)want_slots * sizeof *slots);
+    if (!slots)
+        return QR_ENOMEM;
+    qr_free(st->slots);
+    st->slots = slots;
+    st->n_slots = want_slots;
+    for (int i = 0; i < want_slots; i++)
+        slots[i] = -1;
+    for (int i = 0; i < st->n_ops; i++)
+        *slot_of(st, st->ops[i].hash, st->ops[i].table, st->ops[i].key) = i;
+    return QR_OK;
+}
+
 static int push_op(SqluState *st, TxnOp *op, QrError *err)
 {
+    op->hash = op_hash(op->table, op->key);
+    if (2 * (st->n_ops + 1) >= st->n_slots &&
+        rehash(st, st->n_slots ? st->n_slots * 2 : 256) != QR_OK)
+        goto oom;
     if (st->n_ops == st->cap_ops) {
         int cap = st->cap_ops ? st->cap_ops * 2 : 64;
         TxnOp *o = qr_realloc(st->ops, (size_t)cap * sizeof *o);
@@ -54,6 +99,9 @@ static int push_op(SqluState *st, TxnOp *op, QrError *err)
         st->ops = o;
         st->cap_ops = cap;
     }
+    int *sl = slot_of(st, op->hash, op->table, op->key);
+    op->first = *sl < 0;
+    *sl = st->n_ops;
     st->ops[st->n_ops++] = *op;
     return QR_OK;
 oom:
@@ -89,12 +137,10 @@ int txn_delete(SqluState *st, const char *table, const char *key, QrError *err)
 
 const TxnOp *txn_find(const SqluState *st, const char *table, const char *key)
 {
-    for (int i = st->n_ops - 1; i >= 0; i--) {
-        const TxnOp *o = &st->ops[i];
-        if (!strcmp(o->key, key) && !strcmp(o->table, table))
-            return o;
-    }
-    return NULL;
+    if (!st->n_ops)
+        return NULL;
+    int i = *slot_of(st, op_hash(table, key), table, key);
+    return i < 0 ? NULL : &st->ops[i];
 }
 
 static void discard_from(SqluState *st, int from)
@@ -103,8 +149,17 @@ static void discard_from(SqluState *st, int from)
         qr_free(st->ops[i].key);
         qr_free(st->ops[i].doc);
     }
-    if (from < st->n_ops)
+    if (from < st->n_ops) {
         st->n_ops = from;
+        /* slots may name dropped ops: rebuild (cannot fail at the same size
+         * unless memory is gone; then forget the index and the ops) */
+        if (st->n_slots && rehash(st, st->n_slots) != QR_OK) {
+            qr_free(st->slots);
+            st->slots = NULL;
+            st->n_slots = 0;
+            discard_from(st, 0);
+        }
+    }
 }
 
 void txn_discard(SqluState *st)
@@ -117,17 +172,15 @@ void txn_stmt_begin(SqluState *st) { st->stmt_start = st->n_ops; }
 
 void txn_stmt_fail(SqluState *st) { discard_from(st, st->stmt_start); }
 
-/* Is a key present in the table, counting earlier ops of the same batch
- * (ops[0..upto))? */
-static int key_exists(QrTable *t, const SqluState *st, int upto, const TxnOp *op, bool *exists,
-                      QrError *err)
+/* Is the key of a must-be-new op present in the committed table (only
+ * asked when no earlier op of the batch touched the key)? */
+static int key_exists(QrTable *t, const TxnOp *op, bool *exists, QrError *err)
 {
-    for (int i = upto - 1; i >= 0; i--) {
-        const TxnOp *o = &st->ops[i];
-        if (!strcmp(o->key, op->key) && !strcmp(o->table, op->table)) {
-            *exists = !o->is_delete;
-            return QR_OK;
-        }
+    if (!op->first) {
+        /* an earlier op of this batch (a delete) freed the key: the
+         * statement already checked that against what it saw */
+        *exists = false;
+        return QR_OK;
     }
     QrBuf doc;
     qr_buf_init(&doc);
@@ -173,7 +226,7 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
             break;
         if (o->must_be_new) {
             bool exists = false;
-            rc = key_exists(tab[i], st, i, o, &exists, err);
+            rc = key_exists(tab[i], o, &exists, err);
             if (rc == QR_OK && exists) {
                 rc = qr_error_set(err, QR_ECONSTRAINT,
                                   "duplicate key value violates unique constraint \"%s_pkey\"",

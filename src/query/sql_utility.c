@@ -453,6 +453,7 @@ void sqlu_session_free(QrSqlSession *s)
     sqlw_copy_free(st);
     txn_discard(st);
     qr_free(st->ops);
+    qr_free(st->slots);
     qr_free(st);
     s->u_state = NULL;
 }

@@ -103,6 +103,8 @@ typedef struct TxnOp {
     char *key;             /* owns: primary key as JSON text */
     char *doc;             /* owns: the document (puts), NULL for deletes */
     size_t doc_len;
+    uint64_t hash;         /* of (table, key) */
+    bool first;            /* no earlier op of the batch has this (table, key) */
 } TxnOp;
 
 struct CopyIn;
@@ -112,6 +114,9 @@ typedef struct SqluState {
     bool in_block;         /* BEGIN seen (txn_status 'T' or 'E') */
     TxnOp *ops;            /* owns */
     int n_ops, cap_ops;
+    int *slots;            /* owns: open addressing (table, key) -> index of its
+                              last op, -1 empty; n_slots a power of two > 2 n_ops */
+    int n_slots;
     int stmt_start;        /* ops of the running statement start here */
     struct CopyIn *copy;   /* owns: a COPY FROM STDIN in progress, or NULL */
 } SqluState;
