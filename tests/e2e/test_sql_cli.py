@@ -136,6 +136,21 @@ def test_differential(dd):
         want = sqlite_rows(db)
         check(got == want, "round %d: final tables differ\nquarry %s\nsqlite %s" %
               (rnd, got[:8] if got else got, want[:8]))
+    # INSERT ... SELECT, with and without a column list
+    run(["sql", "-c", QUARRY_DDL.replace("items", "items2")], data)
+    db.execute(SQLITE_DDL.replace("items", "items2"))
+    for q, sq in (("INSERT INTO items2 SELECT * FROM items WHERE qty > 10",) * 2,
+                  ("INSERT INTO items2 (id, qty, name) SELECT id + 100, qty * 2, name "
+                   "FROM items WHERE flag", "INSERT INTO items2 (id, qty, name) SELECT id + 100, "
+                   "qty * 2, name FROM items WHERE flag = 1")):
+        with db:
+            db.execute(sq)
+        rc, out, err = run(["sql", "-c", q], data)
+        check(rc == 0, "%s: %s" % (q, err))
+    want2 = [(i, n, q, p, None if f is None else bool(f)) for (i, n, q, p, f) in db.execute(
+        "SELECT id, name, qty, price, flag FROM items2 ORDER BY id")]
+    check(quarry_rows(data, "items2") == want2 and len(want2) > 0,
+          "INSERT ... SELECT: %s / %s" % (quarry_rows(data, "items2"), want2))
     # RETURNING gives the stored rows
     rc, out, err = run(["sql", "--format", "json", "-c",
                         "UPDATE items SET qty = 1000 WHERE id <= 10 RETURNING id, qty"], data)
