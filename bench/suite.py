@@ -724,6 +724,22 @@ def load_duckdb(ctx):
                                                    '(no text index: DuckDB runs no text query here)'}
 
 
+def reopen(ctx, e):
+    """A handle on what load_<e> left in the run directory, not started yet."""
+    d = ctx['dir']
+    if e == 'quarry':
+        return peers.QuarryServer(ctx['quarry_bin'], d / 'quarry' / 'data', d / 'quarry-serve.log')
+    if e == 'postgres':
+        return peers.PgCluster(d / 'postgres')
+    if e == 'sphinx':
+        return peers.SphinxServer(d / 'sphinx')
+    if e == 'sqlite':
+        return d / 'sqlite.db'
+    if e == 'xapian':
+        return load_xapian(ctx)[0]
+    return d / 'duckdb.db'
+
+
 # --------------------------------------------------------------------------------------
 # Running: answers first, then timing
 
@@ -1060,7 +1076,15 @@ def run_size(args, n, engine_names):
     servers, live, info, samplers = {}, {}, {}, {}
     duck_path = None
     try:
-        # ---- load every engine
+        # ---- load every engine (or reopen what an earlier run of this size loaded)
+        loaded_path = rundir / 'loaded.json'
+        loaded, reused = None, {}
+        if args.reuse and loaded_path.exists():
+            loaded = json.loads(loaded_path.read_text())
+            if loaded.get('sha256') == files['sha256'] and loaded.get('n') == n:
+                reused = loaded['build']
+        if not args.reuse and loaded_path.exists():
+            loaded_path.unlink()
         loaders = {'quarry': load_quarry, 'postgres': load_postgres, 'sqlite': load_sqlite,
                    'xapian': load_xapian, 'sphinx': load_sphinx, 'duckdb': load_duckdb}
         for e in engine_names:
@@ -1081,6 +1105,19 @@ def run_size(args, n, engine_names):
                 res['errors'][e] = ('not built at %d articles: its index build is too slow on '
                                     'this machine (--xapian-max %d)' % (n, args.xapian_max))
                 continue
+            if e in reused:
+                handle, rec = reopen(ctx, e), dict(reused[e], reused=loaded['loaded_at'])
+                res['build'][e] = rec
+                if e in ('quarry', 'postgres', 'sphinx'):
+                    servers[e] = handle
+                    res['footprint'][e] = {'after_load_bytes':
+                                           loaded['after_load'].get(e, {}).get('after_load_bytes')}
+                elif e in ('sqlite', 'xapian'):
+                    servers[e] = handle
+                else:
+                    duck_path = handle
+                log('[%d] reusing %s loaded at %s' % (n, e, loaded['loaded_at']))
+                continue
             log('[%d] loading %s...' % (n, e))
             try:
                 handle, rec = loaders[e](ctx)
@@ -1100,6 +1137,16 @@ def run_size(args, n, engine_names):
                 servers[e] = handle
             else:
                 duck_path = handle
+        if not reused:
+            loaded_path.write_text(json.dumps({
+                'n': n, 'sha256': files['sha256'], 'build': res['build'],
+                'after_load': res['footprint'], 'loadavg': os.getloadavg(),
+                'loaded_at': datetime.datetime.utcnow().isoformat(timespec='seconds') + 'Z'},
+                default=str))
+        else:
+            res['notes'].append('engines loaded by an earlier run at %s (load average then %.1f); '
+                                'their load times and after-load memory are from that run'
+                                % (loaded['loaded_at'], loaded['loadavg'][0]))
         versions = ctx['versions']
         versions['sqlite'] = engines.Fts5Engine.version()
         if 'xapian' in servers:
@@ -1169,8 +1216,9 @@ def run_size(args, n, engine_names):
         duck_q = [{'id': w.id, 'sql': w.sql['duckdb']} for w in workloads if 'duckdb' in w.sql]
         duck_answers = {}
         if duck_path:
-            duck_answers = peers.duckdb_run(duck_path, {'load': None, 'queries': duck_q,
-                                                        'repeat': 0})['queries']
+            dj = peers.duckdb_run(duck_path, {'load': None, 'queries': duck_q, 'repeat': 0})
+            duck_answers = dj['queries']
+            ctx['versions']['duckdb'] = 'DuckDB ' + dj['version']
         answers = collect_answers(workloads, live, duck_answers)
         problems = check_answers(workloads, answers)
         res['workloads'] = [{'id': w.id, 'group': w.group, 'label': w.label, 'kind': w.kind,
@@ -1193,6 +1241,9 @@ def run_size(args, n, engine_names):
                 res['stopped'] = 'answers differ: nothing was timed'
                 return res
         bad = {(p['workload'], p['engine']) for p in problems}
+        if args.load_only:
+            res['stopped'] = 'load and answers only (--load-only)'
+            return res
 
         # ---- timing
         log('[%d] timing (median of %d after a warm-up)...' % (n, args.repeat))
@@ -1243,6 +1294,13 @@ def run_size(args, n, engine_names):
                     spec, qq = concurrency_specs(qs, {e: info[e]})[e]
                     res['mixed'][e] = mixed(e, spec, qq, rows)
                     log('  %s: %s' % (e, res['mixed'][e]))
+                    # leave the table as loaded, so that --reuse finds the same answers
+                    cur = live[e].conn.cursor()
+                    cur.execute('DELETE FROM news WHERE id > %d' % n)
+                    cur.execute('SELECT count(*) FROM news')
+                    left = cur.fetchone()[0]
+                    if left != n:
+                        res['mixed'][e]['cleanup'] = 'left %d rows instead of %d' % (left, n)
             for e, s in samplers.items():
                 res['footprint'][e]['peak_bytes'] = s.peak
         return res
@@ -1270,6 +1328,11 @@ def main():
     ap.add_argument('--keep-going', action='store_true',
                     help='time even when answers differ (the mismatching cells are not timed)')
     ap.add_argument('--no-mixed', dest='mixed', action='store_false')
+    ap.add_argument('--load-only', action='store_true',
+                    help='load and compare answers, time nothing (for a later --reuse)')
+    ap.add_argument('--reuse', action='store_true',
+                    help='reopen the engines an earlier run of this size loaded (its load '
+                         'times are reported, marked) instead of loading them again')
     ap.add_argument('--xapian-max', type=int, default=200000,
                     help='largest corpus Xapian is built for (default 200000)')
     ap.add_argument('--out', help='result file (default bench/results/<date>-<n>.json)')
@@ -1284,12 +1347,17 @@ def main():
         ap.error('--engines takes a comma list of ' + ', '.join(ALL_ENGINES))
     res = run_size(args, args.n, names)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = Path(args.out) if args.out else RESULTS / ('%s-%d.json' % (res['date'], args.n))
+    if args.out:
+        out = Path(args.out)
+    elif args.load_only:
+        out = WORK / ('suite-%d' % args.n) / 'load-only.json'
+    else:
+        out = RESULTS / ('%s-%d.json' % (res['date'], args.n))
     out.write_text(json.dumps(res, indent=1, default=str) + '\n')
     log('wrote %s' % engines.show_path(out))
     if res.get('stopped'):
         log('STOPPED: ' + res['stopped'])
-        return 1
+        return 1 if res.get('mismatches') or not args.load_only else 0
     return 1 if res.get('mismatches') else 0
 
 
