@@ -276,6 +276,14 @@ int pgw_run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult *
 
 /* ---- simple query ---- */
 
+static bool blank_query(const char *q)
+{
+    for (; *q; q++)
+        if (!isspace((unsigned char)*q) && *q != ';')
+            return false;
+    return true;
+}
+
 /* A statement that does not parse or analyze inside BEGIN ... fails the
  * block, as in PostgreSQL; qr_sql_prepare and qr_sql_split leave the block
  * open, so run the same text through qr_sql_exec, which fails the same way
@@ -360,9 +368,16 @@ static void simple_query(PgConn *c, const uint8_t *body, size_t len)
         return;
     }
     size_t qlen = strlen(q);
-    QrSqlSpan *spans = NULL;
+    QrSqlSpan *spans = NULL, one = {0, qlen};
     int n = 0;
-    if (qr_sql_split(q, qlen, &spans, &n, &e) != QR_OK) {
+    int rc = QR_OK;
+    if (!memchr(q, ';', qlen) && !blank_query(q)) {
+        spans = &one; /* one statement: no second parse to split it */
+        n = 1;
+    } else {
+        rc = qr_sql_split(q, qlen, &spans, &n, &e);
+    }
+    if (rc != QR_OK) {
         mark_block_failed(c, q, qlen);
         pgw_send_error(c, "ERROR", &e, e.offset > 0 ? e.offset : 0);
     } else if (n == 0) {
@@ -375,7 +390,8 @@ static void simple_query(PgConn *c, const uint8_t *body, size_t len)
                 break;
         }
     }
-    qr_free(spans);
+    if (spans != &one)
+        qr_free(spans);
     pgw_report_changes(c);
     pgw_send_ready(c);
 }
@@ -386,14 +402,6 @@ static void ext_error(PgConn *c, const QrError *e, int64_t position)
 {
     pgw_send_error(c, "ERROR", e, position);
     c->skip_to_sync = true;
-}
-
-static bool blank_query(const char *q)
-{
-    for (; *q; q++)
-        if (!isspace((unsigned char)*q) && *q != ';')
-            return false;
-    return true;
 }
 
 static void do_parse(PgConn *c, const uint8_t *body, size_t len)
@@ -719,7 +727,8 @@ bool pgw_dispatch(PgConn *c, char type, const uint8_t *body, size_t len)
     case 'F':
         qr_error_set(&e, QR_EUNSUPPORTED, "the function call protocol is not supported");
         qr_error_hint(&e, "call the function in a SELECT");
-        ext_error(c, &e, 0);
+        pgw_send_error(c, "ERROR", &e, 0); /* FunctionCall is answered like a Query */
+        pgw_send_ready(c);
         break;
     default:
         qr_error_set(&e, QR_EINVAL, "invalid frontend message type %d", (unsigned char)type);
