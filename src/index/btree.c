@@ -2,8 +2,8 @@
  * btree.c — per-segment B+tree side files: build from a column, open,
  * verify, lookups, exact range counts, and the Iter over a lookup.
  *
- * Layer: index/.  Calls store/ (column, sfile, buf, mem) and index/iter,
- * iter_bitmap, CRoaring.  The contract is in btree.h; docs/format.md
+ * Layer: index/.  Calls store/ (column, sfile, buf, mem), index/iter and
+ * CRoaring.  The contract is in btree.h; docs/format.md
  * ("B-tree side files") is the long form of the layout below.
  *
  * Keys.  Every value becomes a byte string whose memcmp order (a prefix
@@ -52,7 +52,6 @@
  * is rank(hi) - rank(lo): exact, without reading a row list.
  */
 #include "index/btree.h"
-#include "index/iter_bitmap.h"
 #include "store/buf.h"
 #include "store/mem.h"
 #include "store/sfile.h"
@@ -910,44 +909,65 @@ uint64_t bt_estimate(const BTree *t, const ColPred *pred)
 /* Iterator                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* Owns the bitmap a lookup produced; delegates to the bitmap iterator. */
+/* The rows of a lookup, ascending, copied into the query arena (4 bytes a
+ * row): combinators never close their children, so an iterator must own no
+ * memory outside the arena (iter.h). */
 typedef struct BtIter {
     Iter base;
-    Iter *inner;            /* arena-allocated bitmap iterator over bm */
-    roaring_bitmap_t *bm;   /* owns until close */
+    const uint32_t *rows; /* arena */
+    size_t n, pos;        /* rows[pos] is the next to return */
 } BtIter;
 
 static DocId bti_next(Iter *it)
 {
     BtIter *b = (BtIter *)it;
-    DocId d = iter_next(b->inner);
-    it->stats.docs_returned = b->inner->stats.docs_returned;
-    return it->doc = d;
+    if (it->doc == ITER_END || b->pos >= b->n)
+        return it->doc = ITER_END;
+    it->stats.docs_returned++;
+    if ((it->stats.docs_returned & 4095) == 0 && iter_ctx_interrupted(it->ctx))
+        return it->doc = ITER_END;
+    return it->doc = b->rows[b->pos++];
 }
 
+/* First row >= target: gallop from pos, then binary search. */
 static DocId bti_advance(Iter *it, DocId target)
 {
     BtIter *b = (BtIter *)it;
-    DocId d = iter_advance(b->inner, target);
-    it->stats.docs_returned = b->inner->stats.docs_returned;
-    return it->doc = d;
+    if (it->doc == ITER_END)
+        return ITER_END;
+    if (it->doc != ITER_NONE && target <= it->doc)
+        return it->doc;
+    if (target > UINT32_MAX) {
+        b->pos = b->n;
+        return it->doc = ITER_END;
+    }
+    size_t lo = b->pos, step = 1, hi = lo;
+    while (hi < b->n && (DocId)b->rows[hi] < target) {
+        lo = hi + 1;
+        hi += step;
+        step *= 2;
+    }
+    if (hi > b->n)
+        hi = b->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((DocId)b->rows[mid] < target)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    b->pos = lo;
+    return bti_next(it);
 }
 
-static uint64_t bti_cost(Iter *it) { return iter_cost(((BtIter *)it)->inner); }
-
-static void bti_close(Iter *it)
+static uint64_t bti_cost(Iter *it)
 {
     BtIter *b = (BtIter *)it;
-    iter_close(b->inner);
-    if (b->bm) /* CRoaring 0.2 does not accept NULL */
-        roaring_bitmap_free(b->bm);
-    b->bm = NULL;
-    it->doc = ITER_END;
+    return b->n - b->pos;
 }
 
 static const IterVT bt_iter_vt = {
     .name = "btree", .next = bti_next, .advance = bti_advance, .cost = bti_cost,
-    .close = bti_close,
 };
 
 Iter *bt_iter_open(const BTree *t, IterCtx *ctx, const ColPred *pred, BtStats *stats)
@@ -960,10 +980,20 @@ Iter *bt_iter_open(const BTree *t, IterCtx *ctx, const ColPred *pred, BtStats *s
     QrError e;
     qr_error_clear(&e);
     BtStats st = {0};
-    if (bt_lookup(t, pred, bm, &st, &e) != QR_OK) {
-        roaring_bitmap_free(bm);
+    int rc = bt_lookup(t, pred, bm, &st, &e);
+    uint64_t n = roaring_bitmap_get_cardinality(bm);
+    BtIter *b = rc ? NULL : qr_arena_calloc(ctx->arena, sizeof *b);
+    uint32_t *rows = b ? qr_arena_alloc(ctx->arena, (n ? n : 1) * sizeof *rows) : NULL;
+    if (rows)
+        roaring_bitmap_to_uint32_array(bm, rows);
+    roaring_bitmap_free(bm);
+    if (rc) {
         if (!ctx->err.code)
             qr_error_copy(&ctx->err, &e);
+        return iter_empty_new(ctx);
+    }
+    if (!rows) {
+        iter_ctx_fail(ctx, QR_ENOMEM, "out of memory opening a B-tree lookup on %s", t->name);
         return iter_empty_new(ctx);
     }
     if (stats) {
@@ -971,18 +1001,9 @@ Iter *bt_iter_open(const BTree *t, IterCtx *ctx, const ColPred *pred, BtStats *s
         stats->keys_visited += st.keys_visited;
         stats->rows_matched += st.rows_matched;
     }
-    roaring_bitmap_run_optimize(bm);
-    BtIter *b = qr_arena_calloc(ctx->arena, sizeof *b);
-    Iter *inner = b ? iter_bitmap_new(ctx, bm) : NULL;
-    if (!b || !inner) {
-        roaring_bitmap_free(bm);
-        if (!b)
-            iter_ctx_fail(ctx, QR_ENOMEM, "out of memory opening a B-tree lookup on %s", t->name);
-        return iter_empty_new(ctx);
-    }
     iter_init(&b->base, &bt_iter_vt, ctx);
-    b->inner = inner;
-    b->bm = bm;
+    b->rows = rows;
+    b->n = (size_t)n;
     b->base.stats.blocks_decoded = st.pages_read;
     return &b->base;
 }

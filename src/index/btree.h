@@ -122,11 +122,12 @@ int bt_count(const BTree *t, const ColPred *pred, uint64_t *count, BtStats *stat
 uint64_t bt_estimate(const BTree *t, const ColPred *pred);
 
 /* An Iter (index/iter.h) over the rows matching `pred`, for intersecting
- * with text postings: the rows are materialized into a bitmap at open
- * (freed by iter_close, which the caller must call); cost() is the exact
- * remaining count.  The iterator itself is arena-allocated.  On error the
- * error is recorded in ctx->err and an empty iterator is returned (never
- * NULL unless the arena is exhausted, which is also recorded). */
+ * with text postings: the rows are looked up at open and copied into the
+ * query arena (4 bytes a row; the iterator owns nothing else, so close is
+ * optional, as combinators never call it); cost() is the exact remaining
+ * count, advance gallops.  On error the error is recorded in ctx->err (first
+ * wins: over the arena's cap it is the arena's failure) and an empty
+ * iterator is returned. */
 Iter *bt_iter_open(const BTree *t, IterCtx *ctx, const ColPred *pred, BtStats *stats);
 
 #endif

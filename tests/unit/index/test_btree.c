@@ -30,6 +30,7 @@
 #include "engine_util.h"
 #include "index/btree.h"
 #include "index/seg_int.h"
+#include "query/iter_ops.h"
 #include "query/quarry.h"
 #include "store/util.h"
 
@@ -986,4 +987,75 @@ Test(btree, front_door)
     free(docs);
     eu_zipf_free(&z);
     eu_words_free(words, 100);
+}
+
+/* A B-tree iterator intersected with text postings (what the planner
+ * builds): AND of bt_iter_open and a posting list equals the intersection of
+ * their doc sets, for frequent words and selective or broad predicates. */
+Test(btree, intersect_with_postings)
+{
+    uint64_t rng = 606;
+    char **words = eu_words(60, 4);
+    EuZipf z;
+    eu_zipf_init(&z, 60, 1.05);
+    QrSchema sc;
+    random_docs_schema(&sc);
+    char **docs = make_docs(&rng, 3000, 0, words, &z);
+    Segment *s = build_seg(&sc, docs, 3000, "x");
+    int f_body = field_index(&sc, "body"), f_n = field_index(&sc, "n"),
+        f_cat = field_index(&sc, "cat");
+    QrArena *arena = qr_arena_new(0);
+    int checked = 0;
+    for (int w = 0; w < 8; w++) {
+        TermPostings tp;
+        if (!seg_term(s, f_body, words[w], strlen(words[w]), &tp))
+            continue;
+        IterCtx ctx;
+        iter_ctx_init(&ctx, arena);
+        roaring_bitmap_t *text = roaring_bitmap_create();
+        Iter *pi = seg_postings(s, &ctx, &tp, NULL, false);
+        for (DocId d = iter_next(pi); d != ITER_END; d = iter_next(pi))
+            roaring_bitmap_add(text, (uint32_t)d);
+        iter_close(pi);
+        cr_assert_eq(roaring_bitmap_get_cardinality(text), tp.df);
+        ColPred preds[3] = {
+            {.op = CP_BETWEEN, .v = col_val_int(-5), .hi = col_val_int(40)},
+            {.op = CP_NE, .v = col_val_int(3)},
+            {.op = CP_IS_NULL},
+        };
+        for (int k = 0; k < 4; k++) {
+            const BTree *bt = seg_btree(s, k < 3 ? f_n : f_cat);
+            ColPred cat = {.op = CP_PREFIX, .v = col_val_str("c", 1)};
+            const ColPred *p = k < 3 ? &preds[k] : &cat;
+            roaring_bitmap_t *rows = roaring_bitmap_create();
+            QrError e;
+            qr_error_clear(&e);
+            cr_assert_eq(bt_lookup(bt, p, rows, NULL, &e), QR_OK, "%s", e.message);
+            roaring_bitmap_t *want = roaring_bitmap_and(text, rows);
+            Iter *kids[2] = {seg_postings(s, &ctx, &tp, NULL, false),
+                             bt_iter_open(bt, &ctx, p, NULL)};
+            Iter *and = iter_and_new(&ctx, kids, 2);
+            roaring_bitmap_t *got = roaring_bitmap_create();
+            for (DocId d = iter_next(and); d != ITER_END; d = iter_next(and))
+                roaring_bitmap_add(got, (uint32_t)d);
+            iter_close(and);
+            cr_assert_eq(ctx.err.code, QR_OK, "%s", ctx.err.message);
+            cr_assert(roaring_bitmap_equals(got, want), "word %s pred %d: %llu docs, want %llu",
+                      words[w], k, (unsigned long long)roaring_bitmap_get_cardinality(got),
+                      (unsigned long long)roaring_bitmap_get_cardinality(want));
+            checked += !roaring_bitmap_is_empty(want);
+            roaring_bitmap_free(got);
+            roaring_bitmap_free(want);
+            roaring_bitmap_free(rows);
+        }
+        roaring_bitmap_free(text);
+    }
+    cr_assert_gt(checked, 5, "too few non-empty intersections (%d)", checked);
+    qr_arena_free(arena);
+    seg_unref(s);
+    for (int i = 0; i < 3000; i++)
+        free(docs[i]);
+    free(docs);
+    eu_zipf_free(&z);
+    eu_words_free(words, 60);
 }
