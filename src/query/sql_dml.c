@@ -522,6 +522,17 @@ static int target_scope(SqlCtx *cx, const cJSON *rv, QrTable **t, SqlScope **sc)
     return sql_table_scope(cx, *t, alias, sc);
 }
 
+/* The target table, its scope and its SQL metadata (caller deletes meta). */
+static int target_open(SqlCtx *cx, const cJSON *rv, QrTable **t, SqlScope **sc, cJSON **meta)
+{
+    *meta = NULL;
+    int rc = target_scope(cx, rv, t, sc);
+    if (rc)
+        return rc;
+    *meta = sqlw_meta_load(cx->sess->db, qr_table_name(*t));
+    return *meta ? QR_OK : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+}
+
 int sqlw_dml_describe(SqlCtx *cx, const cJSON *b, QrSqlColumn **cols, int *n_cols)
 {
     *cols = NULL;
@@ -801,13 +812,10 @@ static int insert_row(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *s
 
 static int insert_prepare(SqlCtx *cx, const cJSON *b, InsertCx *ic)
 {
-    int rc = target_scope(cx, sqlj_get(b, "relation"), &ic->t, &ic->sc);
+    int rc = target_open(cx, sqlj_get(b, "relation"), &ic->t, &ic->sc, &ic->meta);
     if (rc)
         return rc;
     ic->s = qr_table_schema(ic->t);
-    ic->meta = sqlw_meta_load(cx->sess->db, qr_table_name(ic->t));
-    if (!ic->meta)
-        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     ic->pk_type = sqlw_pk_type(ic->meta);
     int n = ic->sc->n;
     /* target columns */
@@ -1018,13 +1026,11 @@ int sqlw_update(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
     SqlScope *sc;
     if (sqlj_get(b, "fromClause"))
         return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "UPDATE ... FROM is not supported");
-    int rc = target_scope(cx, rv, &t, &sc);
+    cJSON *meta;
+    int rc = target_open(cx, rv, &t, &sc, &meta);
     if (rc)
         return rc;
     const QrSchema *s = qr_table_schema(t);
-    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
-    if (!meta)
-        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     InsertCx ic = {.t = t, .s = s, .sc = sc, .meta = meta, .pk_type = sqlw_pk_type(meta)};
     const cJSON *tl = sqlj_get(b, "targetList");
     int ns = cJSON_GetArraySize(tl);
@@ -1115,12 +1121,10 @@ int sqlw_delete(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
     SqlScope *sc;
     if (sqlj_get(b, "usingClause"))
         return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "DELETE ... USING is not supported");
-    int rc = target_scope(cx, rv, &t, &sc);
+    cJSON *meta;
+    int rc = target_open(cx, rv, &t, &sc, &meta);
     if (rc)
         return rc;
-    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
-    if (!meta)
-        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     Returning ret = {0};
     rc = returning_bind(cx, sqlj_get(b, "returningList"), sc, &ret);
     DmlRows rows = {0};
@@ -1149,12 +1153,10 @@ int sqlw_truncate(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
         const cJSON *rv = sqlj_is(it, "RangeVar");
         QrTable *t;
         SqlScope *sc;
-        int rc = target_scope(cx, rv, &t, &sc);
+        cJSON *meta;
+        int rc = target_open(cx, rv, &t, &sc, &meta);
         if (rc)
             return rc;
-        cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
-        if (!meta)
-            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
         DmlRows rows = {0};
         rc = dml_rows(cx, st, t, sc, NULL, NULL, sqlw_pk_type(meta), &rows);
         cJSON_Delete(meta);

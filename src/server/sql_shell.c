@@ -16,6 +16,7 @@
 #include "server/sql_shell.h"
 #include "query/sql.h"
 #include "server/cli.h"
+#include "server/http_int.h"
 #include "store/mem.h"
 
 #include <ctype.h>
@@ -52,23 +53,6 @@ static bool type_is_num(QrSqlType t)
     }
 }
 
-static void json_str(QrBuf *b, const char *s, size_t n)
-{
-    qr_buf_putc(b, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            qr_buf_putc(b, '\\');
-            qr_buf_putc(b, c);
-        } else if (c < 0x20) {
-            qr_buf_printf(b, "\\u%04x", c);
-        } else {
-            qr_buf_putc(b, c);
-        }
-    }
-    qr_buf_putc(b, '"');
-}
-
 /* One value as JSON: numbers and booleans native, the rest as strings. */
 void sql_shell_json_value(QrBuf *b, const QrSqlValue *v)
 {
@@ -88,7 +72,7 @@ void sql_shell_json_value(QrBuf *b, const QrSqlValue *v)
     if (num)
         qr_buf_append(b, t.data, t.len);
     else
-        json_str(b, (const char *)t.data, t.len);
+        jw_str(b, (const char *)t.data, t.len);
     qr_buf_free(&t);
 }
 
@@ -101,7 +85,7 @@ static void print_json(const QrSqlResult *r)
         if (c)
             qr_buf_putc(&b, ',');
         qr_buf_append(&b, "{\"name\":", 8);
-        json_str(&b, r->cols[c].name, strlen(r->cols[c].name));
+        jw_str(&b, r->cols[c].name, strlen(r->cols[c].name));
         qr_buf_printf(&b, ",\"type\":\"%s\"}", qr_sql_type_name(r->cols[c].type));
     }
     qr_buf_append(&b, "],\"rows\":[", 10);
@@ -115,7 +99,7 @@ static void print_json(const QrSqlResult *r)
         qr_buf_putc(&b, ']');
     }
     qr_buf_append(&b, "],\"command\":", 12);
-    json_str(&b, r->tag, strlen(r->tag));
+    jw_str(&b, r->tag, strlen(r->tag));
     qr_buf_append(&b, "}\n", 2);
     fwrite(b.data, 1, b.len, stdout);
     qr_buf_free(&b);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "engine_util.h"
+#include "sql_test_env.h"
 #include "query/sql.h"
 #include "query/sql_w.h"
 
@@ -248,32 +249,6 @@ Test(sql_values, assignment_casts)
 
 /* ---- statements against a model ---- */
 
-typedef struct Env {
-    char *dir;
-    QrDb *db;
-    QrSqlSession *s;
-} Env;
-
-static void env_open(Env *e)
-{
-    e->dir = eu_tmpdir("sqldml");
-    QrDbOpts o;
-    qr_db_opts_default(&o);
-    o.fsync = QR_FSYNC_OFF;
-    o.background_merge = false;
-    QrError err;
-    qr_error_clear(&err);
-    cr_assert_eq(qr_db_open(e->dir, &o, &e->db, &err), QR_OK, "%s", err.message);
-    cr_assert_eq(qr_sql_session_new(e->db, &e->s, &err), QR_OK, "%s", err.message);
-}
-
-static void env_close(Env *e)
-{
-    qr_sql_session_free(e->s);
-    qr_db_close(e->db);
-    eu_rmtree(e->dir);
-    free(e->dir);
-}
 
 /* Run one statement; returns the code, *tag the command tag. */
 static int exec(Env *e, const char *sql, char *tag, QrError *err)
