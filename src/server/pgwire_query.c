@@ -687,31 +687,26 @@ static void do_sync(PgConn *c)
     pgw_send_ready(c);
 }
 
+/* Frontend messages with a body, and their handlers. */
+typedef void (*PgwHandler)(PgConn *c, const uint8_t *body, size_t len);
+static const struct {
+    char type;
+    PgwHandler fn;
+} PGW_HANDLERS[] = {{'Q', simple_query}, {'P', do_parse},   {'B', do_bind},
+                    {'D', do_describe},  {'E', do_execute}, {'C', do_close}};
+
 bool pgw_dispatch(PgConn *c, char type, const uint8_t *body, size_t len)
 {
     if (c->skip_to_sync && type != 'S' && type != 'X')
         return true;
     QrError e;
     qr_error_clear(&e);
+    for (size_t i = 0; i < sizeof PGW_HANDLERS / sizeof PGW_HANDLERS[0]; i++)
+        if (PGW_HANDLERS[i].type == type) {
+            PGW_HANDLERS[i].fn(c, body, len);
+            return !c->dead;
+        }
     switch (type) {
-    case 'Q':
-        simple_query(c, body, len);
-        break;
-    case 'P':
-        do_parse(c, body, len);
-        break;
-    case 'B':
-        do_bind(c, body, len);
-        break;
-    case 'D':
-        do_describe(c, body, len);
-        break;
-    case 'E':
-        do_execute(c, body, len);
-        break;
-    case 'C':
-        do_close(c, body, len);
-        break;
     case 'S':
         do_sync(c);
         break;

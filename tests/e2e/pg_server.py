@@ -3,38 +3,25 @@
 port back from the log, and stop it."""
 import os
 import re
-import signal
 import subprocess
-import time
 
 from qtest import BIN
+from qserve import Server
 
 
-class PgServe:
-    """`quarry serve --http 127.0.0.1:0 --pg HOST:0`; always stopped by the test."""
+class PgServe(Server):
+    """`quarry serve --http 127.0.0.1:0 --pg LISTEN` (port 0: read back from the
+    log into pg_port); always stopped by the test."""
 
-    def __init__(self, data, workdir, extra=(), listen="127.0.0.1:0", wait=True):
-        self.log_path = os.path.join(workdir, "serve-%d-%d.log" % (os.getpid(), time.time_ns()))
-        self.log = open(self.log_path, "w")
-        args = [BIN, "serve", "--data", data, "--http", "127.0.0.1:0", "--pg", listen]
-        self.p = subprocess.Popen(args + list(extra), stdout=self.log, stderr=self.log)
-        self.port = None
-        deadline = time.time() + 20
-        while wait and time.time() < deadline and self.p.poll() is None:
-            m = re.search(r"serve pg=\S+:(\d+) ", self.text())
-            if m and "serve started" in self.text():
-                self.port = int(m.group(1))
-                break
-            time.sleep(0.05)
-
-    def text(self):
-        with open(self.log_path) as f:
-            return f.read()
+    def __init__(self, data, workdir, extra=(), listen="127.0.0.1:0"):
+        super().__init__(data, workdir, extra=["--pg", listen] + list(extra))
+        m = re.search(r"serve pg=\S+:(\d+) ", self.text())
+        self.pg_port = int(m.group(1)) if m and self.port else None
 
     def env(self, user="tester", password=None):
         """Environment for libpq tools (psql) pointing at this server."""
         e = dict(os.environ)
-        e.update({"PGHOST": "127.0.0.1", "PGPORT": str(self.port), "PGUSER": user,
+        e.update({"PGHOST": "127.0.0.1", "PGPORT": str(self.pg_port), "PGUSER": user,
                   "PGDATABASE": "quarry", "PGCONNECT_TIMEOUT": "10", "PGSSLMODE": "prefer"})
         e.pop("PGPASSWORD", None)
         if password is not None:
@@ -46,18 +33,6 @@ class PgServe:
                            env=self.env(user, password), input=stdin, capture_output=True,
                            text=True, timeout=timeout)
         return p.returncode, p.stdout, p.stderr
-
-    def stop(self, sig=signal.SIGTERM, timeout=30):
-        if self.p.poll() is None:
-            self.p.send_signal(sig)
-        try:
-            rc = self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
-            rc = self.p.wait()
-        self.log.close()
-        return rc
-
 
 def add_user(data, name, password, role="read-write"):
     p = subprocess.run([BIN, "user", "add", name, "--role", role, "--data", data],

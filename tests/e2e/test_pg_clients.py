@@ -149,7 +149,7 @@ def test_psycopg2(srv):
     if psycopg2 is None:
         print("SKIP: psycopg2 not installed (Debian python3-psycopg2)")
         return
-    conn = psycopg2.connect(host="127.0.0.1", port=srv.port, user="tester", dbname="quarry",
+    conn = psycopg2.connect(host="127.0.0.1", port=srv.pg_port, user="tester", dbname="quarry",
                             connect_timeout=10, application_name="e2e-psycopg2")
     cur = conn.cursor()
     # server parameters reported at startup
@@ -198,7 +198,7 @@ def test_psycopg2(srv):
     conn.commit()
 
     # transactions: rollback discards, commit publishes to other sessions
-    other = psycopg2.connect(host="127.0.0.1", port=srv.port, user="tester", dbname="quarry")
+    other = psycopg2.connect(host="127.0.0.1", port=srv.pg_port, user="tester", dbname="quarry")
     other.autocommit = True
     ocur = other.cursor()
     cur.execute("insert into news (id, title, views, rating, published, tag, flag) "
@@ -248,7 +248,7 @@ def test_sqlalchemy(srv):
         return
     if psycopg2 is None:
         return
-    eng = sa.create_engine("postgresql+psycopg2://tester@127.0.0.1:%d/quarry" % srv.port)
+    eng = sa.create_engine("postgresql+psycopg2://tester@127.0.0.1:%d/quarry" % srv.pg_port)
     md = sa.MetaData()
     news = sa.Table("news", md, sa.Column("id", sa.BigInteger, primary_key=True),
                     sa.Column("title", sa.Text), sa.Column("views", sa.Integer),
@@ -339,7 +339,7 @@ def test_jdbc(srv, work):
     p = subprocess.run(["javac", "-d", work, src], capture_output=True, text=True, timeout=180)
     if not check(p.returncode == 0, "javac: %s" % p.stderr[-500:]):
         return
-    p = subprocess.run(["java", "-cp", "%s:%s" % (work, jar), "PgJdbc", str(srv.port)],
+    p = subprocess.run(["java", "-cp", "%s:%s" % (work, jar), "PgJdbc", str(srv.pg_port)],
                        capture_output=True, text=True, timeout=180)
     check(p.returncode == 0, "JDBC program: %s" % p.stderr[-800:])
     out = p.stdout.splitlines()
@@ -364,7 +364,7 @@ def main():
     try:
         with DataDir() as d:
             srv = PgServe(d.path, work)
-            if not check(srv.port is not None, "server started: %s" % srv.text()[-2000:]):
+            if not check(srv.pg_port is not None, "server started: %s" % srv.text()[-2000:]):
                 srv.stop()
                 finish()
             try:

@@ -42,7 +42,7 @@ def alive(srv):
 
 
 def test_startup(srv):
-    r = Raw(srv.port)
+    r = Raw(srv.pg_port)
     r.send(struct.pack("!ii", 8, 80877103))  # SSLRequest
     check(r.read_byte() == b"N", "SSLRequest answered N")
     r.send(struct.pack("!ii", 8, 80877104))  # GSSENCRequest
@@ -63,19 +63,19 @@ def test_startup(srv):
     check(r.closed(), "Terminate closes the connection")
 
     # wrong database, protocol 2.0, bad startup lengths
-    r = Raw(srv.port)
+    r = Raw(srv.pg_port)
     r.send(startup_packet(database="postgres"))
     t, body = r.read_msg()
     f = error_fields(body)
     check(t == "E" and f.get("C") == "3D000" and f.get("S") == "FATAL",
           "database postgres: 3D000 FATAL %r" % f)
     check(r.closed(), "closed after 3D000")
-    r = Raw(srv.port)
+    r = Raw(srv.pg_port)
     r.send(struct.pack("!ii", 9, 2 << 16) + b"\0")
     t, body = r.read_msg()
     check(t == "E" and error_fields(body).get("C") == "0A000", "protocol 2.0 refused")
     for claimed in (3, 7, 10001, 2 ** 31 - 1):
-        r = Raw(srv.port)
+        r = Raw(srv.pg_port)
         r.send(struct.pack("!i", claimed) + b"\0" * 8)
         try:
             t, body = r.read_msg()
@@ -83,7 +83,7 @@ def test_startup(srv):
         except EOFError:
             ok = False
         check(ok and r.closed(), "startup length %d: 08P01 and close" % claimed)
-    r = Raw(srv.port)
+    r = Raw(srv.pg_port)
     r.send(startup_packet(user=""))
     t, body = r.read_msg()
     check(error_fields(body).get("C") == "28000", "startup without a user: 28000")
@@ -92,7 +92,7 @@ def test_startup(srv):
 
 def test_bad_messages(srv):
     # oversized: the length alone is refused, nothing is allocated for it
-    r, _ = login(srv.port)
+    r, _ = login(srv.pg_port)
     r.send(b"Q" + struct.pack("!i", 2 ** 31 - 1) + b"select 1")
     t, body = r.read_msg()
     f = error_fields(body)
@@ -100,17 +100,17 @@ def test_bad_messages(srv):
           "oversized message: %r" % f)
     check(r.closed(), "closed after an oversized message")
     # a length below 4
-    r, _ = login(srv.port)
+    r, _ = login(srv.pg_port)
     r.send(b"Q" + struct.pack("!i", 2))
     t, body = r.read_msg()
     check(error_fields(body).get("C") == "08P01", "length 2: 08P01")
     # an unknown message type
-    r, _ = login(srv.port)
+    r, _ = login(srv.pg_port)
     r.send(frame("z", b"abc"))
     t, body = r.read_msg()
     check(t == "E" and error_fields(body).get("C") == "08P01", "unknown type: 08P01")
     # a Query without its terminating NUL: an error, then ReadyForQuery
-    r, _ = login(srv.port)
+    r, _ = login(srv.pg_port)
     r.send(frame("Q", b"select 1"))
     msgs = r.read_until("Z")
     check([m[0] for m in msgs] == ["E", "Z"], "unterminated Query: E then Z: %r" % msgs)
@@ -119,16 +119,16 @@ def test_bad_messages(srv):
     check([m[0] for m in msgs] == ["T", "D", "C", "Z"], "connection usable after it")
     # truncated messages and vanishing clients
     for n in range(30):
-        r, _ = login(srv.port)
+        r, _ = login(srv.pg_port)
         msg = frame("Q", cstr("select %d" % n))
         r.send(msg[:rng.randrange(1, len(msg))])
         r.close()
     # garbage after startup, and garbage instead of a startup packet
     for n in range(150):
         if n % 2:
-            r, _ = login(srv.port)
+            r, _ = login(srv.pg_port)
         else:
-            r = Raw(srv.port)
+            r = Raw(srv.pg_port)
         junk = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 400)))
         if n % 3 == 0:  # well framed junk of a known type
             junk = frame(rng.choice("PBDECSHdcfpQ"), junk)
@@ -147,7 +147,7 @@ def test_bad_messages(srv):
 def test_extended_errors(srv):
     """An error in the extended protocol skips to Sync; named statements and
     portals; Execute with a row limit suspends the portal."""
-    r, _ = login(srv.port)
+    r, _ = login(srv.pg_port)
     r.send(frame("P", cstr("") + cstr("selec 1") + struct.pack("!h", 0)) +
            frame("B", cstr("") + cstr("") + struct.pack("!hhh", 0, 0, 0)) +
            frame("E", cstr("") + struct.pack("!i", 0)) + frame("S"))
@@ -184,21 +184,21 @@ def test_extended_errors(srv):
 def test_limit_and_cancel(d, work):
     srv = PgServe(d, work, extra=["--pg-max-connections", "3"])
     try:
-        if not check(srv.port, "server with --pg-max-connections 3 started"):
+        if not check(srv.pg_port, "server with --pg-max-connections 3 started"):
             return
         if psycopg2 is None:
             print("SKIP: connection limit and cancel need psycopg2")
             return
-        conns = [psycopg2.connect(host="127.0.0.1", port=srv.port, user="tester",
+        conns = [psycopg2.connect(host="127.0.0.1", port=srv.pg_port, user="tester",
                                   dbname="quarry") for _ in range(3)]
         try:
-            psycopg2.connect(host="127.0.0.1", port=srv.port, user="tester", dbname="quarry")
+            psycopg2.connect(host="127.0.0.1", port=srv.pg_port, user="tester", dbname="quarry")
             check(False, "4th connection should be refused")
         except psycopg2.OperationalError as e:
             check("too many clients" in str(e), "4th connection: %s" % e)
         conns.pop().close()
         time.sleep(0.3)
-        c = psycopg2.connect(host="127.0.0.1", port=srv.port, user="tester", dbname="quarry")
+        c = psycopg2.connect(host="127.0.0.1", port=srv.pg_port, user="tester", dbname="quarry")
         conns.append(c)
         check(True, "a slot frees when a client leaves")
 
@@ -228,7 +228,7 @@ def test_limit_and_cancel(d, work):
         # a client that disconnects mid-query
         conns.pop().close()
         time.sleep(0.2)
-        r, _ = login(srv.port)
+        r, _ = login(srv.pg_port)
         r.send(frame("Q", cstr("select count(*) from big a, big b, big c "
                                 "where a.v + b.v + c.v = 7")))
         time.sleep(0.3)
@@ -300,7 +300,7 @@ def test_auth(d, work):
 
     srv = PgServe(d, work)
     try:
-        if not check(srv.port, "server with users started"):
+        if not check(srv.pg_port, "server with users started"):
             return
         rc, out, err = srv.psql("-At", "-c", "select 'in'", user="alice",
                                 password="correct horse")
@@ -310,12 +310,12 @@ def test_auth(d, work):
               err)
         rc, out, err = srv.psql("-At", "-c", "select 1", user="mallory", password="x")
         check(rc != 0 and "password authentication failed" in err, "unknown user: %r" % err)
-        t, body = scram_try(srv.port, "alice", "wrong")
+        t, body = scram_try(srv.pg_port, "alice", "wrong")
         check(t == "E" and error_fields(body).get("C") == "28P01",
               "wrong password: 28P01 (%s %r)" % (t, error_fields(body) if t == "E" else body))
-        t, body = scram_try(srv.port, "nobody", "x")
+        t, body = scram_try(srv.pg_port, "nobody", "x")
         check(t == "E" and error_fields(body).get("C") == "28P01", "unknown user: 28P01")
-        t, body = scram_try(srv.port, "alice", "correct horse")
+        t, body = scram_try(srv.pg_port, "alice", "correct horse")
         check(t == "Z", "hand-made SCRAM login succeeds: %s" % t)
         # the read-only role
         rc, out, err = srv.psql("-c", "create table rw (id bigint primary key, t text)",
@@ -337,7 +337,7 @@ def test_auth(d, work):
 
 def test_remote_refusal(work):
     with DataDir() as d2:
-        srv = PgServe(d2.path, work, listen="0.0.0.0:0", wait=False)
+        srv = PgServe(d2.path, work, listen="0.0.0.0:0")
         rc = srv.p.wait(timeout=30)
         text = srv.text()
         srv.stop()
@@ -345,7 +345,7 @@ def test_remote_refusal(work):
               "non-loopback without users refuses to start: rc=%s %s" % (rc, text[-400:]))
         add_user(d2.path, "admin", "pw")
         srv = PgServe(d2.path, work, listen="0.0.0.0:0")
-        ok = srv.port is not None
+        ok = srv.pg_port is not None
         if ok:
             rc2, out, err = srv.psql("-At", "-c", "select 7", user="admin", password="pw")
             check(out.strip() == "7", "remote-capable server requires and accepts SCRAM")
@@ -357,11 +357,11 @@ def test_remote_refusal(work):
 
 def test_shutdown(d, work):
     srv = PgServe(d, work)
-    if not check(srv.port, "server started for the shutdown test"):
+    if not check(srv.pg_port, "server started for the shutdown test"):
         srv.stop()
         return
-    idle, _ = login(srv.port)
-    busy, _ = login(srv.port)
+    idle, _ = login(srv.pg_port)
+    busy, _ = login(srv.pg_port)
     t0 = time.time()
     srv.p.send_signal(signal.SIGTERM)
     rc = srv.p.wait(timeout=30)
@@ -383,7 +383,7 @@ def main():
     try:
         with DataDir() as d:
             srv = PgServe(d.path, work)
-            if not check(srv.port is not None, "server started: %s" % srv.text()[-2000:]):
+            if not check(srv.pg_port is not None, "server started: %s" % srv.text()[-2000:]):
                 srv.stop()
                 finish()
             try:
