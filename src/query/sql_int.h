@@ -95,6 +95,8 @@ typedef struct SqlCtx {
     struct SqlExplain *ex;    /* EXPLAIN: plan nodes are recorded here (NULL otherwise) */
     int depth;                /* nesting of sub-selects (CTEs, subqueries) */
     void *ctes;               /* WITH queries in scope (sql_select.c) */
+    bool scores;              /* EXPLAIN (SCORES): keep the docs of the first text access */
+    struct SqlTableScan *scores_scan; /* ... that access (set by the outermost SELECT) */
     QrError *err;             /* the statement's error (first wins) */
 } SqlCtx;
 
@@ -411,6 +413,10 @@ typedef struct SqlTableScan {
      * the call) instead of being stored */
     int (*consume)(void *arg, const SqlValue *row);
     void *consume_arg;
+    /* EXPLAIN (SCORES): global ids of the docs returned (at most 1000) */
+    bool keep_docs;
+    int64_t *kept_docs;
+    uint64_t n_kept;
     /* planning */
     SqlAccessPath path;
     double est_rows, cost;
@@ -445,6 +451,11 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
  * WHERE col @@ 'q' AND x > 5): *done false when another condition needs
  * the rows. */
 int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *done);
+/* EXPLAIN (SCORES) rows (11 columns: _id, key, term, field, tf, df, idf,
+ * doc_len, avgdl, weight, score) for docs under text predicate tp
+ * (sql_scores.c). */
+int sql_scores_rows(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, const int64_t *docs,
+                    uint64_t n_docs, SqlRowSink *out);
 /* Access path names for EXPLAIN and SET. */
 const char *sql_path_name(SqlAccessPath p);
 

@@ -790,6 +790,11 @@ static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t 
     SqlEvalRow er = {.row = row, .doc = (int64_t)(snap->base[si] + local)};
     for (int k = 0; rc == QR_OK && pass && k < sc->n_conj; k++)
         rc = sql_expr_test(cx, sc->conj[k], &er, &pass);
+    if (rc == QR_OK && pass && sc->keep_docs && sc->n_kept < 1000) {
+        if (!sc->kept_docs && !(sc->kept_docs = qr_arena_alloc(cx->arena, 1000 * sizeof *sc->kept_docs)))
+            return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+        sc->kept_docs[sc->n_kept++] = er.doc;
+    }
     if (rc == QR_OK && pass && sc->consume) {
         rc = sc->consume(sc->consume_arg, row);
         out->n++; /* counted, not kept: out->rows is the one scratch row */

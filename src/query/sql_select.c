@@ -1776,6 +1776,12 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
     Agg ag;
     if ((rc = ag_init(&ag, cx, W, grouped, groups, n_groups, &s->bind, tg, n_tg, extra, n_extra)))
         return rc;
+    /* EXPLAIN (SCORES): the outermost query's first table with a text predicate */
+    for (int ii = 0; ii < s->n_items && cx->scores && cx->depth == 0 && !cx->scores_scan; ii++)
+        if (s->items[ii].kind == IT_TABLE && s->items[ii].scan.drive >= 0) {
+            s->items[ii].scan.keep_docs = true;
+            cx->scores_scan = &s->items[ii].scan;
+        }
     /* one table: its rows stream into grouping / projection, never stored */
     bool streamed = s->n_items == 1 && s->items[0].kind == IT_TABLE && run;
     if (streamed) {
@@ -2151,8 +2157,7 @@ int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
         if (name && !strcasecmp(name, "analyze"))
             ex.analyze = on;
         else if (name && (!strcasecmp(name, "scores")))
-            return sql_err_at(cx, sqlj_loc(o), QR_EUNSUPPORTED, "0A000",
-                              "EXPLAIN (SCORES) is not supported yet");
+            cx->scores = on;
         else if (name && strcasecmp(name, "verbose") && strcasecmp(name, "costs") &&
                  strcasecmp(name, "format") && strcasecmp(name, "buffers") &&
                  strcasecmp(name, "timing") && strcasecmp(name, "summary"))
@@ -2163,9 +2168,42 @@ int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
     if (!sqlj_is(q, "SelectStmt"))
         return sql_err_at(cx, sqlj_loc(q), QR_EUNSUPPORTED, "0A000",
                           "EXPLAIN is supported for SELECT only");
-    cx->ex = &ex;
     QrSqlResult r;
     uint64_t t0 = qr_now_ns();
+    if (cx->scores) {
+        /* run the query, then one row per (returned doc, term, field) */
+        int rc = select_body(cx, sqlj_body(q), false, &r);
+        SqlTableScan *sc = cx->scores_scan;
+        cx->scores = false;
+        cx->scores_scan = NULL;
+        qr_buf_free(&ex.lines);
+        if (rc)
+            return rc;
+        if (!sc)
+            return sql_err_at(cx, sqlj_loc(q), QR_EINVAL, "42809",
+                              "EXPLAIN (SCORES) needs a full-text predicate (col @@ 'query') in WHERE");
+        static const char *const names[] = {"_id", "doc_key", "term", "field", "tf", "df", "idf",
+                                            "doc_len", "avgdl", "weight", "score"};
+        static const QrSqlType types[] = {QR_SQL_INT8, QR_SQL_TEXT, QR_SQL_TEXT, QR_SQL_TEXT,
+                                          QR_SQL_INT8, QR_SQL_INT8, QR_SQL_FLOAT8, QR_SQL_INT8,
+                                          QR_SQL_FLOAT8, QR_SQL_FLOAT8, QR_SQL_FLOAT8};
+        SqlRowSink sink = {.width = 11};
+        if ((rc = sql_scores_rows(cx, sc->t, sc->texts[sc->drive], sc->kept_docs, sc->n_kept, &sink)))
+            return rc;
+        res->n_cols = 11;
+        res->cols = qr_arena_calloc(cx->arena, 11 * sizeof *res->cols);
+        if (!res->cols)
+            return nomem(cx);
+        for (int c = 0; c < 11; c++) {
+            res->cols[c].name = names[c];
+            res->cols[c].type = types[c];
+            res->cols[c].typmod = -1;
+        }
+        res->vals = sink.rows;
+        res->n_rows = sink.n;
+        return QR_OK;
+    }
+    cx->ex = &ex;
     int rc = select_body(cx, sqlj_body(q), false, &r);
     cx->ex = NULL;
     if (rc == QR_OK && ex.analyze)

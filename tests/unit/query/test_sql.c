@@ -10,6 +10,7 @@
  * these tests depend on nothing but the query engine.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,4 +398,35 @@ Test(sql, split_reports_statement_spans)
     cr_assert_eq(n, 3);
     cr_assert_eq(strncmp(q + sp[1].offset, "SELECT ';'", 10), 0);
     qr_free(sp);
+}
+
+Test(sql, explain_scores_sums_to_score)
+{
+    /* per (doc, term) BM25 rows; their sum per document is score() */
+    const char *q = "SELECT id FROM docs WHERE title @@ 'rare^3 common' AND cat <> 'zz' "
+                    "ORDER BY score() DESC, id LIMIT 4";
+    char sql[512];
+    snprintf(sql, sizeof sql, "EXPLAIN (SCORES) %s", q);
+    QrSqlResult *ex = run(sql);
+    QrSqlResult *sc = run("SELECT _id, score() FROM docs WHERE title @@ 'rare^3 common' AND cat <> 'zz' "
+                          "ORDER BY score() DESC, id LIMIT 4");
+    cr_assert_eq(ex->n_cols, 11);
+    cr_assert_str_eq(ex->cols[10].name, "score");
+    cr_assert_eq(sc->n_rows, 4);
+    for (uint64_t d = 0; d < sc->n_rows; d++) {
+        double sum = 0;
+        int terms = 0;
+        for (uint64_t i = 0; i < ex->n_rows; i++)
+            if (ex->vals[i * 11].u.i == sc->vals[d * 2].u.i) {
+                sum += ex->vals[i * 11 + 10].u.f;
+                terms++;
+                cr_assert(ex->vals[i * 11 + 4].u.i >= 1); /* tf */
+            }
+        cr_assert_eq(terms, 2, "doc %lld has %d term rows", (long long)sc->vals[d * 2].u.i, terms);
+        double want = sc->vals[d * 2 + 1].u.f;
+        cr_assert(fabs(sum - want) <= 1e-4 * fabs(want), "sum %g, score %g", sum, want);
+    }
+    qr_sql_result_free(ex);
+    qr_sql_result_free(sc);
+    fails("EXPLAIN (SCORES) SELECT id FROM docs WHERE n < 3", "42809", -1);
 }
