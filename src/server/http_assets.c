@@ -300,6 +300,7 @@ static const char ASSET_1[] =
     "\n"
     "#sql { font-size: 0.95em; min-height: 6.5em; resize: vertical; }\n"
     "#sql-error { margin-top: 0; }\n"
+    "#sql-form .actions { align-items: center; }\n"
     ".plan ul { list-style: none; margin: 0; padding-left: 22px; border-left: 1px dashed var(--line); }\n"
     ".plan > ul { padding-left: 0; border-left: 0; }\n"
     ".plan li { margin: 6px 0; }\n"
@@ -1001,9 +1002,10 @@ static const char ASSET_2[] =
     "  }).join('') + '</ul>';\n"
     "}\n"
     "\n"
-    "function sqlCell(v) {\n"
+    "const NUMERIC = /^(int[248]|float[48]|numeric|oid)$/;\n"
+    "function sqlCell(v, type) {\n"
     "  if (v === null) return '<td class=\"null\">NULL</td>';\n"
-    "  return '<td>' + esc(typeof v === 'string' \? v : JSON.stringify(v)) + '</td>';\n"
+    "  return '<td' + (NUMERIC.test(type) \? ' class=\"num\"' : '') + '>' + esc(typeof v === 'string' \? v : JSON.stringify(v)) + '</td>';\n"
     "}\n"
     "\n"
     "async function runSql(explain) {\n"
@@ -1032,8 +1034,8 @@ static const char ASSET_2[] =
     "      $('#sql-plan-sum').textContent = p.summary.join(' \302\267 ');\n"
     "      $('#sql-plan-text').textContent = lines.join('\\n');\n"
     "    } else if (r.columns.length) {\n"
-    "      $('#sql-result thead').innerHTML = '<tr>' + r.columns.map(c => '<th title=\"' + esc(c.type) + '\">' + esc(c.name) + '</th>').join('') + '</tr>';\n"
-    "      $('#sql-result tbody').innerHTML = r.rows.slice(0, 1000).map(row => '<tr>' + row.map(sqlCell).join('') + '</tr>').join('');\n"
+    "      $('#sql-result thead').innerHTML = '<tr>' + r.columns.map(c => '<th title=\"' + esc(c.type) + '\"' + (NUMERIC.test(c.type) \? ' class=\"num\"' : '') + '>' + esc(c.name) + '</th>').join('') + '</tr>';\n"
+    "      $('#sql-result tbody').innerHTML = r.rows.slice(0, 1000).map(row => '<tr>' + row.map((v, k) => sqlCell(v, r.columns[k].type)).join('') + '</tr>').join('');\n"
     "      if (r.rows.length > 1000) $('#sql-summary').textContent += ' \302\267 first 1,000 of ' + fmtNum(r.rows.length) + ' rows shown';\n"
     "    }\n"
     "  } catch (e) {\n"
@@ -1068,8 +1070,8 @@ static const char ASSET_3[] =
 
 const HttpAsset HTTP_ASSETS[] = {
     {"/", "text/html; charset=utf-8", "\"6555c129bfaaa1e4\"", ASSET_0, sizeof ASSET_0 - 1},
-    {"/admin/app.css", "text/css; charset=utf-8", "\"44a779d47cfd4bda\"", ASSET_1, sizeof ASSET_1 - 1},
-    {"/admin/app.js", "text/javascript; charset=utf-8", "\"a670b2fa0521769c\"", ASSET_2, sizeof ASSET_2 - 1},
+    {"/admin/app.css", "text/css; charset=utf-8", "\"89e68be244da60d4\"", ASSET_1, sizeof ASSET_1 - 1},
+    {"/admin/app.js", "text/javascript; charset=utf-8", "\"baaec2327e9a885f\"", ASSET_2, sizeof ASSET_2 - 1},
     {"/admin/favicon.svg", "image/svg+xml", "\"81c7ed9e66831dc9\"", ASSET_3, sizeof ASSET_3 - 1},
 };
 const int HTTP_N_ASSETS = (int)(sizeof HTTP_ASSETS / sizeof HTTP_ASSETS[0]);

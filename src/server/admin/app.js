@@ -670,9 +670,10 @@ function planHtml(nodes, maxRows) {
   }).join('') + '</ul>';
 }
 
-function sqlCell(v) {
+const NUMERIC = /^(int[248]|float[48]|numeric|oid)$/;
+function sqlCell(v, type) {
   if (v === null) return '<td class="null">NULL</td>';
-  return '<td>' + esc(typeof v === 'string' ? v : JSON.stringify(v)) + '</td>';
+  return '<td' + (NUMERIC.test(type) ? ' class="num"' : '') + '>' + esc(typeof v === 'string' ? v : JSON.stringify(v)) + '</td>';
 }
 
 async function runSql(explain) {
@@ -701,8 +702,8 @@ async function runSql(explain) {
       $('#sql-plan-sum').textContent = p.summary.join(' · ');
       $('#sql-plan-text').textContent = lines.join('\n');
     } else if (r.columns.length) {
-      $('#sql-result thead').innerHTML = '<tr>' + r.columns.map(c => '<th title="' + esc(c.type) + '">' + esc(c.name) + '</th>').join('') + '</tr>';
-      $('#sql-result tbody').innerHTML = r.rows.slice(0, 1000).map(row => '<tr>' + row.map(sqlCell).join('') + '</tr>').join('');
+      $('#sql-result thead').innerHTML = '<tr>' + r.columns.map(c => '<th title="' + esc(c.type) + '"' + (NUMERIC.test(c.type) ? ' class="num"' : '') + '>' + esc(c.name) + '</th>').join('') + '</tr>';
+      $('#sql-result tbody').innerHTML = r.rows.slice(0, 1000).map(row => '<tr>' + row.map((v, k) => sqlCell(v, r.columns[k].type)).join('') + '</tr>').join('');
       if (r.rows.length > 1000) $('#sql-summary').textContent += ' · first 1,000 of ' + fmtNum(r.rows.length) + ' rows shown';
     }
   } catch (e) {
