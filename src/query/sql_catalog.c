@@ -291,6 +291,7 @@ static void set_f(CatBuild *b, const char *col, double f) { set_v(b, col, sqlv_f
 
 /* Every table with its metadata, in name order. */
 typedef struct CatTables {
+    QrDb *db;               /* borrows */
     int n;
     char **names;           /* owns (qr_table_list) */
     QrTable **t;            /* arena */
@@ -300,6 +301,8 @@ typedef struct CatTables {
 static void tables_free(CatTables *ts)
 {
     for (int i = 0; i < ts->n; i++) {
+        if (ts->t && ts->t[i])
+            qr_table_release(ts->db, ts->names[i]);
         qr_free(ts->names[i]);
         cJSON_Delete(ts->meta ? ts->meta[i] : NULL);
     }
@@ -310,6 +313,7 @@ static void tables_free(CatTables *ts)
 static int tables_load(SqlCtx *cx, CatTables *ts)
 {
     memset(ts, 0, sizeof *ts);
+    ts->db = cx->sess->db;
     int rc = qr_table_list(cx->sess->db, &ts->names, &ts->n, cx->err);
     if (rc)
         return rc;
@@ -317,13 +321,33 @@ static int tables_load(SqlCtx *cx, CatTables *ts)
     ts->meta = qr_calloc((size_t)(ts->n + 1), sizeof *ts->meta);
     if (!ts->t || !ts->meta)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    for (int i = 0; i < ts->n; i++) {
-        if ((rc = qr_table_get(cx->sess->db, ts->names[i], &ts->t[i], cx->err)) != QR_OK)
-            return rc;
-        if (!(ts->meta[i] = sqlw_meta_load(cx->sess->db, ts->names[i])))
-            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    /* compact in place: a table dropped since the listing is left out */
+    int k = 0, n = ts->n;
+    rc = QR_OK;
+    for (int i = 0; i < n; i++) {
+        if (rc != QR_OK) {
+            qr_free(ts->names[i]); /* after an error: not kept */
+            continue;
+        }
+        QrError e;
+        qr_error_clear(&e);
+        int arc = qr_table_acquire(cx->sess->db, ts->names[i], &ts->t[k], &e);
+        if (arc == QR_ENOTFOUND) {
+            qr_free(ts->names[i]);
+            continue;
+        }
+        ts->names[k] = ts->names[i];
+        if (arc != QR_OK) {
+            ts->t[k] = NULL; /* kept for freeing, not released */
+            qr_error_copy(cx->err, &e);
+            rc = arc;
+        } else if (!(ts->meta[k] = sqlw_meta_load(cx->sess->db, ts->names[k]))) {
+            rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        }
+        k++;
     }
-    return QR_OK;
+    ts->n = k;
+    return rc;
 }
 
 /* Indexes of a table: the primary key's, then B-trees (sql.json names, or

@@ -511,6 +511,7 @@ void sqlw_copy_free(SqluState *st)
     struct CopyIn *c = st ? st->copy : NULL;
     if (!c)
         return;
+    sqlw_release_all(c->sess);
     sqlw_insert_close(c->ic);
     copy_reader_free(&c->rd);
     cJSON_Delete(c->body);

@@ -28,6 +28,10 @@
 #include <string.h>
 #include <strings.h>
 
+/* How long DROP waits for the statements using the table (then 53300-like
+ * QR_EBUSY naming how many). */
+#define SQLW_DROP_WAIT_MS 10000
+
 /* ---- metadata ---- */
 
 static void meta_path(QrDb *db, const char *table, char *out, size_t n)
@@ -390,7 +394,8 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
     char name[QR_NAME_MAX + 1];
     snprintf(name, sizeof name, "%s", qr_table_name(t));
     cJSON *meta = sqlw_meta_load(cx->sess->db, name);
-    int rc = qr_table_drop(cx->sess->db, name, cx->err);
+    sqlw_release(cx->sess, name); /* a drop waits for every reference, ours too */
+    int rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);
     if (rc == QR_OK)
         rc = qr_table_create(cx->sess->db, name, s, &t, cx->err);
     if (rc == QR_OK && meta)
@@ -477,7 +482,7 @@ static int drop_index(SqlCtx *cx, const char *idx, bool missing_ok)
         const char *col = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(idxs, idx));
         if (col) {
             QrTable *t;
-            rc = qr_table_get(cx->sess->db, names[i], &t, cx->err);
+            rc = sqlw_acquire(cx, names[i], &t, cx->err);
             bool other = false; /* another index name on the same column keeps the B-tree */
             const cJSON *it;
             cJSON_ArrayForEach(it, idxs) if (strcmp(it->string, idx) && cJSON_IsString(it) &&
@@ -535,7 +540,8 @@ static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             return sql_err_at(cx, -1, QR_ENOTFOUND, "42P01", "table \"%s\" does not exist",
                               name);
         }
-        int rc = qr_table_drop(cx->sess->db, name, cx->err);
+        sqlw_release(cx->sess, name);
+        int rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);
         if (rc)
             return rc;
     }

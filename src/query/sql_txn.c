@@ -208,8 +208,11 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         return QR_OK;
     int rc = QR_OK;
     QrTable **touched = qr_calloc((size_t)st->n_ops, sizeof *touched);
+    int *first_op = qr_calloc((size_t)st->n_ops, sizeof *first_op); /* per touched table */
     int n_touched = 0;
-    if (!touched) {
+    if (!touched || !first_op) {
+        qr_free(touched);
+        qr_free(first_op);
         txn_discard(st);
         return qr_error_set(err, QR_ENOMEM, "out of memory applying writes");
     }
@@ -221,9 +224,20 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         rc = qr_error_set(err, QR_ENOMEM, "out of memory applying writes");
     for (int i = 0; rc == QR_OK && i < st->n_ops; i++) {
         TxnOp *o = &st->ops[i];
-        rc = qr_table_get(s->db, o->table, &tab[i], err);
-        if (rc != QR_OK)
-            break;
+        /* a reference per distinct table keeps a DROP from freeing it */
+        const TxnOp *prev = NULL;
+        for (int k = 0; k < n_touched && !prev; k++)
+            if (!strcmp(st->ops[first_op[k]].table, o->table))
+                prev = &st->ops[first_op[k]];
+        if (prev) {
+            tab[i] = tab[prev - st->ops];
+        } else {
+            rc = qr_table_acquire(s->db, o->table, &tab[i], err);
+            if (rc != QR_OK)
+                break;
+            first_op[n_touched] = i;
+            touched[n_touched++] = tab[i];
+        }
         if (o->must_be_new) {
             bool exists = false;
             rc = key_exists(tab[i], o, &exists, err);
@@ -244,11 +258,6 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
             rc = qr_delete(tab[i], o->key, strlen(o->key), NULL, err);
         else
             rc = qr_put(tab[i], o->doc, o->doc_len, NULL, err);
-        bool seen = false;
-        for (int k = 0; k < n_touched && !seen; k++)
-            seen = touched[k] == tab[i];
-        if (!seen)
-            touched[n_touched++] = tab[i];
     }
     /* pass 3: one commit per table (also after a failed write: what was
      * written must not ride along with somebody else's later commit
@@ -262,9 +271,12 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
             rc = crc;
         }
     }
+    for (int k = 0; k < n_touched; k++)
+        qr_table_release(s->db, st->ops[first_op[k]].table);
     pthread_mutex_unlock(&apply_lock);
     qr_free(tab);
     qr_free(touched);
+    qr_free(first_op);
     txn_discard(st);
     return rc;
 }

@@ -67,6 +67,45 @@ QrSqlColumn *sqlw_cols(SqlCtx *cx, int n, const char *const *names, const QrSqlT
     return c;
 }
 
+int sqlw_acquire(SqlCtx *cx, const char *name, QrTable **out, QrError *err)
+{
+    SqluState *st = sqlu_state(cx->sess, err);
+    if (!st)
+        return err ? err->code : QR_ENOMEM;
+    if (st->n_held == st->cap_held) {
+        int cap = st->cap_held ? st->cap_held * 2 : 8;
+        void *h = qr_realloc(st->held, (size_t)cap * sizeof *st->held);
+        if (!h)
+            return qr_error_set(err, QR_ENOMEM, "out of memory");
+        st->held = h;
+        st->cap_held = cap;
+    }
+    int rc = qr_table_acquire(cx->sess->db, name, out, err);
+    if (rc == QR_OK)
+        snprintf(st->held[st->n_held++], sizeof st->held[0], "%s", name);
+    return rc;
+}
+
+void sqlw_release(QrSqlSession *s, const char *name)
+{
+    SqluState *st = s->u_state;
+    for (int i = st ? st->n_held - 1 : -1; i >= 0; i--)
+        if (!strcmp(st->held[i], name)) {
+            qr_table_release(s->db, name);
+            memmove(st->held[i], st->held[i + 1], (size_t)(st->n_held - i - 1) * sizeof st->held[0]);
+            st->n_held--;
+        }
+}
+
+void sqlw_release_all(QrSqlSession *s)
+{
+    SqluState *st = s->u_state;
+    for (int i = 0; st && i < st->n_held; i++)
+        qr_table_release(s->db, st->held[i]);
+    if (st)
+        st->n_held = 0;
+}
+
 int sqlw_table(SqlCtx *cx, const cJSON *rv, QrTable **out)
 {
     const char *name = sqlj_str(rv, "relname");
@@ -78,7 +117,7 @@ int sqlw_table(SqlCtx *cx, const cJSON *rv, QrTable **out)
                           "relation \"%s.%s\" does not exist", schema, name);
     QrError e;
     qr_error_clear(&e);
-    if (!qr_name_valid(name) || qr_table_get(cx->sess->db, name, out, &e) != QR_OK) {
+    if (!qr_name_valid(name) || sqlw_acquire(cx, name, out, &e) != QR_OK) {
         if (e.code != QR_OK && e.code != QR_ENOTFOUND) {
             qr_error_copy(cx->err, &e);
             return e.code;
@@ -437,6 +476,8 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
         rc = sqlw_ddl_exec(cx, b, tag, res);
     if (rc == QR_OK && !st->copy)
         rc = txn_stmt_end(s, st, cx->err);
+    if (!st->copy)
+        sqlw_release_all(s); /* a COPY keeps its table until it ends */
     if (rc != QR_OK) {
         txn_stmt_fail(st);
         if (st->in_block)
@@ -451,6 +492,8 @@ void sqlu_session_free(QrSqlSession *s)
     if (!st)
         return;
     sqlw_copy_free(st);
+    sqlw_release_all(s);
+    qr_free(st->held);
     txn_discard(st);
     qr_free(st->ops);
     qr_free(st->slots);

@@ -119,6 +119,9 @@ typedef struct SqluState {
     int n_slots;
     int stmt_start;        /* ops of the running statement start here */
     struct CopyIn *copy;   /* owns: a COPY FROM STDIN in progress, or NULL */
+    char (*held)[QR_NAME_MAX + 1]; /* owns: tables this statement holds a reference
+                              on (qr_table_acquire), released when it ends */
+    int n_held, cap_held;
 } SqluState;
 
 /* The session's state, created on first use (NULL on OOM, error set). */
@@ -156,8 +159,13 @@ void sqlw_rows_result(QrSqlResult *res, SqlwRows *rs, QrSqlColumn *cols, int n_c
 /* Columns in the arena: names and types. */
 QrSqlColumn *sqlw_cols(SqlCtx *cx, int n, const char *const *names, const QrSqlType *types);
 /* The table named by a RangeVar body ("relname", "schemaname" public or
- * absent); 42P01 at its location when missing. */
+ * absent); 42P01 at its location when missing.  The statement holds a
+ * reference on it (a DROP elsewhere waits) until sqlw_release_all. */
 int sqlw_table(SqlCtx *cx, const cJSON *rangevar, QrTable **out);
+/* Take / give back a reference by name for the running statement. */
+int sqlw_acquire(SqlCtx *cx, const char *name, QrTable **out, QrError *err);
+void sqlw_release(QrSqlSession *s, const char *name);
+void sqlw_release_all(QrSqlSession *s);
 /* Text of an A_Const / String / Integer / Float / Boolean node into the
  * arena (NULL for a NULL constant or another node). */
 const char *sqlw_const_text(SqlCtx *cx, const cJSON *n);

@@ -505,3 +505,34 @@ Test(sql_dml, ddl_errors_are_clear)
     exec_ok(&e, "DROP TABLE IF EXISTS t");
     env_close(&e);
 }
+
+Test(sql_dml, drop_waits_for_a_copy_in_progress)
+{
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE kv (id bigint PRIMARY KEY, v bigint NOT NULL)");
+    QrSqlSession *other;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_session_new(e.db, &other, &err), QR_OK);
+    QrSqlResult *r = NULL;
+    const char *copy = "COPY kv FROM STDIN";
+    cr_assert_eq(qr_sql_exec(e.s, copy, strlen(copy), &r, &err), QR_OK, "%s", err.message);
+    qr_sql_result_free(r);
+    cr_assert_eq(qr_sql_copy_data(e.s, "1\t10\n", 5, &err), QR_OK, "%s", err.message);
+    /* the COPY holds the table: the drop gives up (after its wait) and changes nothing */
+    const char *drop = "DROP TABLE kv";
+    cr_assert_eq(qr_sql_exec(other, drop, strlen(drop), &r, &err), QR_EBUSY, "%s", err.message);
+    cr_assert_eq(qr_sql_copy_done(e.s, &r, &err), QR_OK, "%s", err.message);
+    cr_assert_str_eq(r->tag, "COPY 1");
+    qr_sql_result_free(r);
+    Model m = {0};
+    m.live[1] = true, m.v[1] = 10;
+    check_model(&e, &m);
+    /* once the COPY is over the drop goes through */
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_exec(other, drop, strlen(drop), &r, &err), QR_OK, "%s", err.message);
+    qr_sql_result_free(r);
+    qr_sql_session_free(other);
+    env_close(&e);
+}
