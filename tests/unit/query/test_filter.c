@@ -1055,3 +1055,60 @@ Test(filter, facets_match_brute_force)
     corpus_free(&c);
     qr_db_close(e.db);
 }
+
+/* Random token soup and random bytes: the parser answers OK or an error with
+ * an offset inside the text, never crashes (run under ASan too); what it
+ * accepts prints back to text that parses again. */
+Test(filter, parser_survives_random_input)
+{
+    Env e;
+    env_open(&e, "filterfz");
+    const QrSchema *sc = qr_table_schema(e.t);
+    static const char *toks[] = {"n", "cat", "ts", "flag", "price", "label", "body", "nope",
+                                 "\"cat\"", "=", "!=", "<>", "<", "<=", ">", ">=", "AND", "OR",
+                                 "NOT", "(", ")", ",", "IN", "BETWEEN", "IS", "NULL", "LIKE",
+                                 "TRUE", "false", "1", "-2.5", "1e400", "'a'", "'2025-01-01'",
+                                 "'it''s'", "'%a_'", "'", "\"", "99999999999999999999", "."};
+    uint64_t rng = 42;
+    int accepted = 0;
+    for (int i = 0; i < 20000; i++) {
+        char buf[256];
+        size_t n = 0;
+        int k = 1 + (int)eu_below(&rng, 12);
+        for (int j = 0; j < k; j++) {
+            if (eu_chance(&rng, 0.05)) {
+                buf[n++] = (char)eu_below(&rng, 256);
+            } else {
+                const char *t = toks[eu_below(&rng, sizeof toks / sizeof toks[0])];
+                size_t tl = strlen(t);
+                if (n + tl + 1 >= sizeof buf)
+                    break;
+                memcpy(buf + n, t, tl);
+                n += tl;
+                buf[n++] = ' ';
+            }
+        }
+        QrError err;
+        qr_error_clear(&err);
+        QrFilter *f = NULL;
+        int rc = qr_filter_parse(sc, buf, n, &f, &err);
+        if (rc != QR_OK) {
+            cr_assert_null(f);
+            cr_assert(err.offset >= -1 && err.offset <= (int64_t)n, "offset %lld of %zu",
+                      (long long)err.offset, n);
+            continue;
+        }
+        accepted++;
+        QrBuf txt;
+        qr_buf_init(&txt);
+        qr_filter_to_text(f, sc, &txt);
+        QrFilter *g = NULL;
+        cr_assert_eq(qr_filter_parse(sc, (const char *)txt.data, txt.len, &g, &err), QR_OK,
+                     "%.*s -> %.*s: %s", (int)n, buf, (int)txt.len, (char *)txt.data, err.message);
+        qr_filter_free(g);
+        qr_buf_free(&txt);
+        qr_filter_free(f);
+    }
+    cr_assert_gt(accepted, 100);
+    qr_db_close(e.db);
+}
