@@ -111,6 +111,22 @@ def test_psql(srv, work):
     check(got == want_ids, "title @@ '%s': %s ids, want %d (%s)" %
           (word, None if got is None else len(got), len(want_ids), err.strip()))
 
+    # ranked: score() comes back in descending order, hits contain the words
+    rc, out, err = srv.psql("-At", "-F", ",", "-c",
+                            "select id, score() from news where title @@ 'glacier harbor' "
+                            "order by score() desc limit 25")
+    hits = [(int(a), float(b)) for a, b in (ln.split(",") for ln in out.split())] if rc == 0 \
+        else []
+    check(len(hits) == 25 and all(hits[i][1] >= hits[i + 1][1] for i in range(24)) and
+          all(set(BY_ID[i]["title"].split()) & {"glacier", "harbor"} for i, _ in hits),
+          "ranked search with score(): %r %s" % (hits[:3], err.strip()))
+
+    # EXPLAIN ANALYZE goes through as rows of text
+    rc, out, err = srv.psql("-c", "explain analyze select id from news where title @@ 'glacier' "
+                            "order by score() desc limit 3")
+    check(rc == 0 and "QUERY PLAN" in out and "news" in out, "EXPLAIN ANALYZE: %r %r" %
+          (out[:300], err))
+
     # COPY TO STDOUT through psql (CopyOutResponse / CopyData / CopyDone)
     rc, out, err = srv.psql("-c", "copy news to stdout")
     lines = [ln.split("\t") for ln in out.splitlines()]
@@ -375,8 +391,8 @@ def main():
             finally:
                 rc = srv.stop()
                 check(rc == 0, "server exits 0 on SIGTERM: %d" % rc)
-                if "ERROR" in srv.text() or "runtime error" in srv.text():
-                    print(srv.text()[-3000:])
+                check("Sanitizer" not in srv.text() and "runtime error" not in srv.text(),
+                      "no sanitizer report under an ASan build: %s" % srv.text()[-3000:])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     finish()
