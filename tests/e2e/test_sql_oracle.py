@@ -178,26 +178,24 @@ def gen_query():
     return ("SELECT count(*), count(DISTINCT cat), sum(n), min(ts), max(cat) FROM items WHERE %s" % w), False
 
 
-def for_quarry(q):
+def expand(q, form):
+    """Replace each {M:word} marker with form % word."""
     out, i = "", 0
     while True:
         j = q.find("{M:", i)
         if j < 0:
             return out + q[i:]
         e = q.find("}", j)
-        out += q[i:j] + "title @@ '%s'" % q[j + 3:e]
+        out += q[i:j] + form % q[j + 3:e]
         i = e + 1
+
+
+def for_quarry(q):
+    return expand(q, "title @@ '%s'")
 
 
 def for_peer(q):
-    out, i = "", 0
-    while True:
-        j = q.find("{M:", i)
-        if j < 0:
-            return out + q[i:]
-        e = q.find("}", j)
-        out += q[i:j] + "(' ' || title || ' ') LIKE '%% %s %%'" % q[j + 3:e]
-        i = e + 1
+    return expand(q, "(' ' || title || ' ') LIKE '%% %s %%'")
 
 
 # ---- value normalization -----------------------------------------------------
