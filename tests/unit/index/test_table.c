@@ -6,7 +6,8 @@
  *
  * Every check compares the table with a model of its live documents
  * (engine_util.h EuStore: key -> stored JSON) and checks that each segment's
- * index agrees with a re-analysis of its stored documents.  Crashes are
+ * index agrees with a re-analysis of its stored documents, and that the
+ * B-trees of the two indexed fields (n, cat) agree with column scans.  Crashes are
  * simulated two ways: a child process that writes and _exit()s without
  * closing, and a copy of the table directory taken while it is open (the
  * files as a crash would leave them).
@@ -22,6 +23,7 @@
 #include <unistd.h>
 
 #include "engine_util.h"
+#include "index/btree.h"
 #include "store/mem.h"
 #include "store/util.h"
 
@@ -40,6 +42,47 @@ static void setup(void)
     root = eu_tmpdir("table");
     eu_random_schema(&schema, true);
     schema.all_field = true; /* as tables created from JSON default: "_all" too */
+    /* two B-tree indexes: every recovery, merge and fault sweep below also
+     * builds, rebuilds and removes their side files */
+    schema.fields[schema_field_index(&schema, "n")].btree = true;
+    schema.fields[schema_field_index(&schema, "cat")].btree = true;
+}
+
+/* Every indexed field of every segment has a tree that agrees with a scan of
+ * its column (IS NOT NULL, and = the value of a few rows). */
+static void check_btrees(const Snapshot *s, const char *what)
+{
+    for (int i = 0; i < s->n_segs; i++) {
+        for (int f = 0; f < schema.n_fields; f++) {
+            const Column *c = seg_column(s->segs[i], f);
+            const BTree *bt = seg_btree(s->segs[i], f);
+            cr_assert_eq(bt != NULL, c != NULL && schema.fields[f].btree,
+                         "%s: segment %d field %s tree present", what, i, schema.fields[f].name);
+            if (!bt)
+                continue;
+            uint32_t rows = col_rows(c);
+            for (uint32_t k = 0; k < 4 && rows; k++) {
+                ColPred p = {.op = CP_IS_NOT_NULL};
+                uint32_t row = (uint32_t)((uint64_t)rows * k / 4);
+                int64_t x;
+                const char *str;
+                size_t sn;
+                if (k && col_get_int(c, row, &x))
+                    p = (ColPred){.op = CP_EQ, .v = col_val_int(x)};
+                else if (k && col_get_str(c, row, &str, &sn))
+                    p = (ColPred){.op = CP_EQ, .v = col_val_str(str, sn)};
+                roaring_bitmap_t *a = roaring_bitmap_create(), *b = roaring_bitmap_create();
+                QrError e;
+                qr_error_clear(&e);
+                cr_assert_eq(bt_lookup(bt, &p, a, NULL, &e), QR_OK, "%s: %s", what, e.message);
+                cr_assert_eq(col_scan(c, &p, NULL, b, NULL, &e), QR_OK);
+                cr_assert(roaring_bitmap_equals(a, b), "%s: segment %d field %s: tree != scan",
+                          what, i, schema.fields[f].name);
+                roaring_bitmap_free(a);
+                roaring_bitmap_free(b);
+            }
+        }
+    }
 }
 
 static void teardown(void)
@@ -156,6 +199,7 @@ static void check(Table *t, const EuStore *m, const char *what)
     eu_assert_snapshot_is(s, m, what);
     for (int i = 0; i < s->n_segs; i++)
         eu_assert_segment_consistent(s->segs[i], &schema, what);
+    check_btrees(s, what);
     snapshot_release(s);
 }
 
