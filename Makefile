@@ -19,7 +19,7 @@ PKGS      = icu-uc icu-i18n libcjson snappy libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS   += $(CSTD) $(WARN) $(OPT) -Isrc $(PKG_CFLAGS) -pthread
-LDLIBS   += $(PKG_LIBS) -lstemmer -lroaring -lstreamvbyte -lpg_query -lsqlite3 -lcrypto -lz -lm -pthread
+LDLIBS   += $(PKG_LIBS) -lstemmer -lroaring -lstreamvbyte -lpg_query -lsqlite3 -lssl -lcrypto -lz -lm -pthread
 ASAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BUILD    ?= build

@@ -53,6 +53,7 @@ struct PgServer {
     QrDb *db;                /* borrows */
     PgConfig cfg;
     int lfd;                 /* owns: listening socket */
+    void *tls_ctx;           /* owns: SSL_CTX when TLS is configured, else NULL */
     int stop_pipe[2];        /* owns: readable once stopping */
     char addr[160];
     bool need_auth_remote;   /* listening beyond loopback */
@@ -109,7 +110,7 @@ bool pgw_flush(PgConn *c)
     }
     size_t off = 0;
     while (off < c->out.len) {
-        ssize_t n = send(c->fd, c->out.data + off, c->out.len - off, MSG_NOSIGNAL);
+        ssize_t n = pgw_conn_send(c, c->out.data + off, c->out.len - off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
@@ -164,6 +165,8 @@ static void send_fatal(PgConn *c, QrCode code, const char *sqlstate, const char 
 /* Wait until the socket is readable (or stop / timeout); false to end. */
 static bool wait_readable(PgConn *c, int timeout_ms)
 {
+    if (pgw_conn_pending(c))
+        return true;
     struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN},
                           {.fd = c->srv->stop_pipe[0], .events = POLLIN}};
     for (;;) {
@@ -217,7 +220,7 @@ static bool fill(PgConn *c, size_t need, int timeout_ms)
         }
         if (!wait_readable(c, timeout_ms))
             return false;
-        ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, 0);
+        ssize_t n = pgw_conn_recv(c, c->rbuf + c->rlen, c->rcap - c->rlen);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
         if (n <= 0)
@@ -507,7 +510,21 @@ static bool startup(PgConn *c)
         }
         if (st.kind == PGW_START_NORMAL)
             break;
-        /* SSLRequest / GSSENCRequest: no encryption on this port */
+        if (st.kind == PGW_START_SSL && s->tls_ctx && !c->ssl) {
+            qr_buf_putc(&c->out, 'S');
+            if (!pgw_flush(c))
+                return false;
+            if (c->rlen != c->rpos) {
+                /* bytes sent in the clear after SSLRequest could be injected */
+                send_fatal(c, QR_EINVAL, "08P01",
+                           "received unencrypted data after SSL request", NULL);
+                return false;
+            }
+            if (!pgw_tls_accept(c, s->tls_ctx, tmo))
+                return false;
+            continue;
+        }
+        /* GSSENCRequest, or SSLRequest without a certificate: in the clear */
         qr_buf_putc(&c->out, 'N');
         if (!pgw_flush(c))
             return false;
@@ -690,6 +707,7 @@ static void *conn_main(void *arg)
     pthread_mutex_unlock(&s->mu);
     pgw_query_reset(c);
     qr_sql_session_free(sess);
+    pgw_tls_close(c);
     close(c->fd);
     qr_free(c->rbuf);
     qr_buf_free(&c->out);
@@ -869,8 +887,16 @@ int pg_server_start(QrDb *db, const PgConfig *cfg, PgServer **out, QrError *err)
     s->cfg = *cfg;
     s->lfd = fd;
     s->need_auth_remote = !loopback;
+    if (cfg->tls_cert[0] &&
+        pgw_tls_ctx_new(cfg->tls_cert, cfg->tls_key[0] ? cfg->tls_key : cfg->tls_cert,
+                        &s->tls_ctx, err) != QR_OK) {
+        close(fd);
+        qr_free(s);
+        return err ? err->code : QR_EINVAL;
+    }
     if (pipe2(s->stop_pipe, O_CLOEXEC) != 0) {
         close(fd);
+        pgw_tls_ctx_free(s->tls_ctx);
         qr_free(s);
         return qr_error_set(err, QR_EIO, "cannot create a pipe: %s", strerror(errno));
     }
@@ -885,6 +911,7 @@ int pg_server_start(QrDb *db, const PgConfig *cfg, PgServer **out, QrError *err)
         close(fd);
         close(s->stop_pipe[0]);
         close(s->stop_pipe[1]);
+        pgw_tls_ctx_free(s->tls_ctx);
         qr_free(s);
         return qr_error_set(err, QR_EIO, "cannot start the accept thread: %s", strerror(rc));
     }
@@ -926,6 +953,7 @@ void pg_server_stop(PgServer *s)
     qr_free(s->zombies);
     close(s->stop_pipe[0]);
     close(s->stop_pipe[1]);
+    pgw_tls_ctx_free(s->tls_ctx);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     qr_free(s);

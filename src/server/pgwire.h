@@ -30,6 +30,8 @@ typedef struct PgConfig {
     uint64_t max_message_bytes; /* largest frontend message (08P01 + close beyond) */
     int auth_timeout_s;         /* startup + authentication must finish in this time */
     int shutdown_timeout_s;     /* wait for running queries on stop, then close */
+    char tls_cert[512];         /* PEM certificate chain: SSLRequest gets 'S' ("" = 'N') */
+    char tls_key[512];          /* PEM private key of tls_cert */
 } PgConfig;
 
 void pg_config_default(PgConfig *c);
@@ -38,7 +40,8 @@ typedef struct PgServer PgServer;
 
 /* Bind and start serving `db` (borrowed; it must outlive the server).
  * QR_EINVAL for a bad address, QR_EIO when the bind fails, QR_EPERM for a
- * non-loopback address without any configured user. */
+ * non-loopback address without any configured user, QR_EINVAL when the
+ * TLS certificate or key cannot be loaded. */
 int pg_server_start(QrDb *db, const PgConfig *cfg, PgServer **out, QrError *err);
 /* The bound address, "127.0.0.1:5433" (the real port when 0 was asked). */
 const char *pg_server_addr(const PgServer *s);

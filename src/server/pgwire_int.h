@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "query/sql.h"
 #include "server/pgwire.h"
@@ -183,6 +184,7 @@ typedef struct PgServer PgServer;
 typedef struct PgConn {
     PgServer *srv;            /* borrows */
     int fd;                   /* owns */
+    void *ssl;                /* owns: the TLS session (SSL *), NULL in the clear */
     bool peer_loopback;
     int32_t pid, key;         /* BackendKeyData */
     bool counted;             /* holds a slot of max_connections */
@@ -228,6 +230,19 @@ void pgw_query_reset(PgConn *c);
  * user gets 42501 for statements that write. */
 int pgw_run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult **out,
                  QrError *err);
+
+/* pgwire_tls.c (OpenSSL types stay out of this header) */
+/* An SSL_CTX from PEM files; QR_EINVAL naming the file that failed. */
+int pgw_tls_ctx_new(const char *cert, const char *key, void **out, QrError *err);
+void pgw_tls_ctx_free(void *ctx);
+/* The server side of the handshake on c->fd; false on failure (logged). */
+bool pgw_tls_accept(PgConn *c, void *ctx, int timeout_ms);
+/* recv / send through TLS when the connection has it. */
+ssize_t pgw_conn_recv(PgConn *c, void *buf, size_t n);
+ssize_t pgw_conn_send(PgConn *c, const void *buf, size_t n);
+/* Decrypted bytes wait inside OpenSSL (poll would not see them). */
+bool pgw_conn_pending(const PgConn *c);
+void pgw_tls_close(PgConn *c);
 
 /* pgwire_cursor.c */
 /* DECLARE / FETCH / MOVE / CLOSE of the simple protocol: -1 when the

@@ -36,6 +36,7 @@ static void usage(void)
             "usage: quarry serve --data DIR [--http HOST:PORT] [--config FILE]\n"
             "                    [--threads N] [--fsync commit|batched|off] [--salvage]\n"
             "                    [--pg HOST:PORT] [--pg-max-connections N]\n"
+            "                    [--pg-tls-cert CERT.pem --pg-tls-key KEY.pem]\n"
             "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
             "  --pg        also serve the PostgreSQL wire protocol (e.g. 127.0.0.1:5433;\n"
             "              docs/pg-protocol.md); users: quarry user add NAME\n"
@@ -48,7 +49,8 @@ int cmd_serve(int argc, char **argv)
     ServeOpt opts[] = {{"data", NULL, NULL},   {"http", "http", NULL},
                        {"config", NULL, NULL}, {"threads", "threads", NULL},
                        {"fsync", NULL, NULL},  {"salvage", NULL, NULL},
-                       {"pg", NULL, NULL},     {"pg-max-connections", NULL, NULL}};
+                       {"pg", NULL, NULL},     {"pg-max-connections", NULL, NULL},
+                       {"pg-tls-cert", NULL, NULL}, {"pg-tls-key", NULL, NULL}};
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -118,6 +120,10 @@ int cmd_serve(int argc, char **argv)
     pg_config_default(&pgc);
     if (opts[6].value)
         snprintf(pgc.listen, sizeof pgc.listen, "%s", opts[6].value);
+    if (opts[8].value)
+        snprintf(pgc.tls_cert, sizeof pgc.tls_cert, "%s", opts[8].value);
+    if (opts[9].value)
+        snprintf(pgc.tls_key, sizeof pgc.tls_key, "%s", opts[9].value);
     if (opts[7].value) {
         char *end;
         long v = strtol(opts[7].value, &end, 10);
@@ -165,8 +171,8 @@ int cmd_serve(int argc, char **argv)
         return 1;
     }
     if (pg)
-        qr_log(QR_LOG_INFO, "serve pg=%s max_connections=%d", pg_server_addr(pg),
-               pgc.max_connections);
+        qr_log(QR_LOG_INFO, "serve pg=%s max_connections=%d tls=%s", pg_server_addr(pg),
+               pgc.max_connections, pgc.tls_cert[0] ? "on" : "off");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     qr_log(QR_LOG_INFO,
            "serve started version=%s http=http://%s/ admin=http://%s/ data=%s threads=%d "

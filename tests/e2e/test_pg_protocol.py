@@ -378,6 +378,63 @@ def test_shutdown(d, work):
     check("serve stopped" in srv.text(), "server logged a clean stop")
 
 
+def make_ca(work):
+    """A test CA and a server certificate for 127.0.0.1 / localhost it signed."""
+    def ossl(*args):
+        return subprocess.run(["openssl"] + list(args), cwd=work, capture_output=True,
+                              text=True, timeout=60).returncode == 0
+    ext = os.path.join(work, "san.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    return (ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                 "-subj", "/CN=Quarry test CA", "-keyout", "ca.key", "-out", "ca.pem") and
+            ossl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=127.0.0.1",
+                 "-keyout", "server.key", "-out", "server.csr") and
+            ossl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+                 "-CAcreateserial", "-days", "2", "-extfile", "san.cnf",
+                 "-out", "server.pem") and
+            ossl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                 "-subj", "/CN=Other CA", "-keyout", "other.key", "-out", "other.pem"))
+
+
+def test_tls(work):
+    if not shutil.which("openssl"):
+        print("SKIP: TLS: no openssl command")
+        return
+    if not check(make_ca(work), "test CA and server certificate"):
+        return
+    with DataDir() as d2:
+        srv = PgServe(d2.path, work, extra=["--pg-tls-cert", os.path.join(work, "server.pem"),
+                                            "--pg-tls-key", os.path.join(work, "server.key")])
+        try:
+            if not check(srv.pg_port, "server with TLS started: %s" % srv.text()[-500:]):
+                return
+            ca = os.path.join(work, "ca.pem")
+            rc, out, err = srv.psql("-c", "\\conninfo", "-c", "select 'over tls'",
+                                    "-d", "dbname=quarry sslmode=verify-full sslrootcert=%s" % ca)
+            check(rc == 0 and "SSL connection" in out and "over tls" in out,
+                  "psql sslmode=verify-full with the test CA: %r %r" % (out, err))
+            rc, out, err = srv.psql("-c", "select 1", "-d", "dbname=quarry sslmode=verify-full "
+                                    "sslrootcert=%s" % os.path.join(work, "other.pem"))
+            check(rc != 0 and "certificate verify failed" in err,
+                  "a certificate from another CA is refused: %r" % err)
+            rc, out, err = srv.psql("-At", "-c", "select 2", "-d", "dbname=quarry sslmode=disable")
+            check(out.strip() == "2", "clients without TLS still connect: %r" % err)
+            # bytes sent in the clear right after SSLRequest are refused
+            r = Raw(srv.pg_port)
+            r.send(struct.pack("!ii", 8, 80877103) + startup_packet())
+            check(r.read_byte() == b"S", "SSLRequest answered S")
+            try:  # 08P01 when both arrived together, else the handshake fails
+                t, body = r.read_msg()
+                check(error_fields(body).get("C") == "08P01",
+                      "unencrypted data after SSLRequest: 08P01")
+            except EOFError:
+                check(True, "unencrypted data after SSLRequest: connection closed")
+        finally:
+            rc = srv.stop()
+            check(rc == 0 and "Sanitizer" not in srv.text(), "TLS server stops cleanly")
+
+
 def main():
     work = tempfile.mkdtemp(prefix="quarry-pgp-")
     try:
@@ -400,6 +457,7 @@ def main():
             test_shutdown(d.path, work)
             test_auth(d.path, work)  # adds users: trust ends here
         test_remote_refusal(work)
+        test_tls(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     finish()
