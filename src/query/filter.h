@@ -192,7 +192,8 @@ int filter_seg_eval(const FilterSeg *fs, QrAccessPath path, const roaring_bitmap
                     QrFilterStats *st, QrError *err);
 
 /* When the filter is (after compilation) one predicate whose column has a
- * B-tree in this segment, count its rows from the tree's subtree counts
+ * B-tree in this segment, or an AND of ranges on one such integer or
+ * timestamp column, count its rows from the tree's subtree counts
  * alone (no row list is read): true and *count set.  Deletes are NOT
  * subtracted (callers use it on segments without deletes).  false: this
  * shape cannot be counted so (the caller evaluates the rows instead). */

@@ -680,6 +680,53 @@ int filter_seg_eval(const FilterSeg *fs, QrAccessPath path, const roaring_bitmap
     return rc;
 }
 
+/* An AND of ranges on one integer/timestamp column with a B-tree (e.g.
+ * published >= X AND published < Y) as one inclusive BETWEEN; false for any
+ * other shape.  *empty when the ranges cannot meet. */
+static bool and_as_between(const FsNode *n, ColPred *out, const BTree **bt, bool *empty)
+{
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    *empty = false;
+    for (int i = 0; i < n->n_kids; i++) {
+        const FsNode *k = n->kids[i];
+        if (k->kind != FS_LEAF || k->neg || !k->cf || !k->bt || k->src->field != n->kids[0]->src->field)
+            return false;
+        QrColType ct = col_type(k->col);
+        if (ct != QR_COL_INT64 && ct != QR_COL_TIMESTAMP)
+            return false;
+        const ColPred *p = &k->pred;
+        if (p->v.kind != CV_INT || (p->op == CP_BETWEEN && p->hi.kind != CV_INT))
+            return false;
+        int64_t v = p->v.u.i;
+        switch (p->op) {
+        case CP_EQ: lo = v > lo ? v : lo; hi = v < hi ? v : hi; break;
+        case CP_GE: lo = v > lo ? v : lo; break;
+        case CP_GT:
+            if (v == INT64_MAX)
+                *empty = true;
+            else
+                lo = v + 1 > lo ? v + 1 : lo;
+            break;
+        case CP_LE: hi = v < hi ? v : hi; break;
+        case CP_LT:
+            if (v == INT64_MIN)
+                *empty = true;
+            else
+                hi = v - 1 < hi ? v - 1 : hi;
+            break;
+        case CP_BETWEEN:
+            lo = v > lo ? v : lo;
+            hi = p->hi.u.i < hi ? p->hi.u.i : hi;
+            break;
+        default: return false;
+        }
+    }
+    *empty = *empty || lo > hi;
+    *out = (ColPred){.op = CP_BETWEEN, .v = col_val_int(lo), .hi = col_val_int(hi)};
+    *bt = n->kids[0]->bt;
+    return true;
+}
+
 bool filter_seg_btree_count(const FilterSeg *fs, uint64_t *count, QrFilterStats *st)
 {
     const FsNode *n = fs->root;
@@ -687,12 +734,25 @@ bool filter_seg_btree_count(const FilterSeg *fs, uint64_t *count, QrFilterStats 
         *count = 0;
         return true;
     }
-    if (n->kind != FS_LEAF || n->neg || !n->cf || !n->bt)
+    ColPred range;
+    const ColPred *pred = &n->pred;
+    const BTree *bt = n->bt;
+    if (n->kind == FS_AND) {
+        bool empty;
+        if (!and_as_between(n, &range, &bt, &empty))
+            return false;
+        if (empty) {
+            *count = 0;
+            return true;
+        }
+        pred = &range;
+    } else if (n->kind != FS_LEAF || n->neg || !n->cf || !n->bt) {
         return false;
+    }
     BtStats bs = {0};
     QrError e;
     qr_error_clear(&e);
-    if (bt_count(n->bt, &n->pred, count, &bs, &e) != QR_OK)
+    if (bt_count(bt, pred, count, &bs, &e) != QR_OK)
         return false; /* the caller falls back to producing the rows */
     if (st) {
         st->btree_pages += bs.pages_read;

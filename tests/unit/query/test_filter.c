@@ -765,8 +765,21 @@ Test(filter, search_counts_and_ranking_with_filters)
     corpus_load(&c, &e);
     const QrSchema *sc = qr_table_schema(e.t);
     const char *queries[] = {"", "river", "hydro OR power", "+river +stone", "*"};
-    for (int round = 0; round < 40; round++) {
-        QrFilter *f = rand_tree(&rng, 2);
+    /* ranges on one B-tree column, counted from the tree alone, then random trees */
+    const char *fixed[] = {"n >= -20 AND n < 30", "ts >= '2025-01-10' AND ts < '2025-02-01'",
+                           "n > 5 AND n < 3", "n BETWEEN 1 AND 50 AND n <= 20 AND n >= 20",
+                           "n = 7", "n > 9223372036854775807", "price >= 10 AND price < 20"};
+    int n_fixed = (int)(sizeof fixed / sizeof fixed[0]);
+    for (int round = 0; round < 40 + n_fixed; round++) {
+        QrFilter *f = NULL;
+        if (round < n_fixed) {
+            QrError perr;
+            qr_error_clear(&perr);
+            cr_assert_eq(qr_filter_parse(sc, fixed[round], strlen(fixed[round]), &f, &perr), QR_OK,
+                         "%s", perr.message);
+        } else {
+            f = rand_tree(&rng, 2);
+        }
         QrBuf txt;
         qr_buf_init(&txt);
         qr_filter_to_text(f, sc, &txt);
