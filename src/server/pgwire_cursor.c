@@ -125,19 +125,12 @@ static bool at_end(Tok *t)
 
 static PgwCursor *cursor_find(PgConn *c, const char *name)
 {
-    for (PgwNamed *n = c->cursors; n; n = n->next)
-        if (!strcmp(n->name, name))
-            return (PgwCursor *)n;
-    return NULL;
+    return (PgwCursor *)pgw_named_find(c->cursors, name);
 }
 
 static void cursor_drop(PgConn *c, PgwCursor *k)
 {
-    for (PgwNamed **pp = &c->cursors; *pp; pp = &(*pp)->next)
-        if (*pp == &k->link) {
-            *pp = k->link.next;
-            break;
-        }
+    pgw_named_unlink(&c->cursors, &k->link);
     qr_sql_result_free(k->res);
     qr_sql_stmt_unref(k->st);
     qr_free(k->link.name);

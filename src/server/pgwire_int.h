@@ -222,6 +222,9 @@ void pgw_report_changes(PgConn *c);
 uint64_t pgw_max_message(const PgConn *c);
 
 /* pgwire_query.c */
+/* The named entry of a connection list, or NULL; unlink one (not freed). */
+PgwNamed *pgw_named_find(PgwNamed *head, const char *name);
+void pgw_named_unlink(PgwNamed **head, PgwNamed *n);
 /* Handle one message after startup; false ends the connection. */
 bool pgw_dispatch(PgConn *c, char type, const uint8_t *body, size_t len);
 /* Free every statement, portal and cursor (connection end). */

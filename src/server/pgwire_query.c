@@ -29,7 +29,7 @@
 
 /* ---- statements and portals ---- */
 
-static PgwNamed *named_find(PgwNamed *head, const char *name)
+PgwNamed *pgw_named_find(PgwNamed *head, const char *name)
 {
     for (; head; head = head->next)
         if (!strcmp(head->name, name))
@@ -37,7 +37,7 @@ static PgwNamed *named_find(PgwNamed *head, const char *name)
     return NULL;
 }
 
-static void named_unlink(PgwNamed **head, PgwNamed *n)
+void pgw_named_unlink(PgwNamed **head, PgwNamed *n)
 {
     for (PgwNamed **pp = head; *pp; pp = &(*pp)->next)
         if (*pp == n) {
@@ -48,7 +48,7 @@ static void named_unlink(PgwNamed **head, PgwNamed *n)
 
 static PgwStmt *stmt_find(PgConn *c, const char *name)
 {
-    return (PgwStmt *)named_find(c->stmts, name);
+    return (PgwStmt *)pgw_named_find(c->stmts, name);
 }
 
 static void stmt_unref(PgwStmt *s)
@@ -63,13 +63,13 @@ static void stmt_unref(PgwStmt *s)
 /* Drop a statement from the name table (portals keep theirs). */
 static void stmt_drop(PgConn *c, PgwStmt *s)
 {
-    named_unlink(&c->stmts, &s->link);
+    pgw_named_unlink(&c->stmts, &s->link);
     stmt_unref(s);
 }
 
 static PgwPortal *portal_find(PgConn *c, const char *name)
 {
-    return (PgwPortal *)named_find(c->portals, name);
+    return (PgwPortal *)pgw_named_find(c->portals, name);
 }
 
 static void portal_free(PgwPortal *p)
@@ -84,7 +84,7 @@ static void portal_free(PgwPortal *p)
 
 static void portal_drop(PgConn *c, PgwPortal *p)
 {
-    named_unlink(&c->portals, &p->link);
+    pgw_named_unlink(&c->portals, &p->link);
     portal_free(p);
 }
 
