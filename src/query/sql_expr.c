@@ -458,6 +458,8 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
         case SA_MAX:
             if (t == QR_SQL_UNKNOWN)
                 coerce_unknown(b, a->arg, t = QR_SQL_TEXT);
+            if (t == QR_SQL_BOOL) /* as PostgreSQL: bool_and / bool_or instead */
+                goto badarg;
             a->type = t;
             break;
         case SA_BOOL_AND:

@@ -451,6 +451,11 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
  * WHERE col @@ 'q' AND x > 5): *done false when another condition needs
  * the rows. */
 int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *done);
+/* Whole-table count(*) / count(col) / min(col) / max(col) from column
+ * statistics (out: one value per aggregate); *done false when they cannot
+ * answer (deletes pending, another aggregate, a text column). */
+int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n, SqlValue *out,
+                        bool *done);
 /* EXPLAIN (SCORES) rows (11 columns: _id, key, term, field, tf, df, idf,
  * doc_len, avgdl, weight, score) for docs under text predicate tp
  * (sql_scores.c). */

@@ -467,6 +467,78 @@ int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *don
     return rc;
 }
 
+/* Whole-table count(*), count(col), min(col), max(col) from the segments'
+ * column statistics: no row is read.  Only when no segment has deletes
+ * (statistics count deleted rows too); *done false otherwise. */
+int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n, SqlValue *out,
+                        bool *done)
+{
+    *done = false;
+    const QrSchema *schema = qr_table_schema(sc->t);
+    for (int k = 0; k < n; k++) {
+        const SqlAgg *a = aggs[k];
+        if (a->kind == SA_COUNT_STAR)
+            continue;
+        if ((a->kind != SA_COUNT && a->kind != SA_MIN && a->kind != SA_MAX) || a->distinct ||
+            a->arg->kind != SE_COL || a->arg->col < sc->first || a->arg->col >= sc->first + sc->n_cols)
+            return QR_OK;
+        int f = sc->scope->cols[a->arg->col].field;
+        if (f < 0 || schema->fields[f].type == QR_FT_TEXT)
+            return QR_OK;
+    }
+    Snapshot *snap = table_snapshot(sc->t->table);
+    bool clean = true; /* count(*) alone is exact with deletes too (n_live) */
+    for (int i = 0; i < snap->n_segs; i++)
+        if (snap->dels[i] && !roaring_bitmap_is_empty(snap->dels[i]))
+            for (int k = 0; k < n; k++)
+                clean &= aggs[k]->kind == SA_COUNT_STAR;
+    if (!clean) {
+        snapshot_release(snap);
+        return QR_OK;
+    }
+    int rc = QR_OK;
+    for (int k = 0; k < n && rc == QR_OK; k++) {
+        const SqlAgg *a = aggs[k];
+        out[k] = sqlv_null();
+        out[k].type = a->type;
+        if (a->kind == SA_COUNT_STAR) {
+            out[k] = sqlv_int((int64_t)snap->n_live);
+            continue;
+        }
+        int f = sc->scope->cols[a->arg->col].field;
+        int64_t cnt = 0;
+        for (int i = 0; i < snap->n_segs; i++) {
+            const Column *c = seg_column(snap->segs[i], f);
+            if (!c)
+                continue;
+            ColStats st = col_stats(c);
+            cnt += (int64_t)st.rows - (int64_t)st.null_count;
+            if (a->kind == SA_COUNT || !st.has_range)
+                continue;
+            const ColVal *cv = a->kind == SA_MIN ? &st.min : &st.max;
+            SqlValue v;
+            switch (cv->kind) {
+            case CV_INT: v = sqlv_int(cv->u.i); v.type = a->type; break;
+            case CV_FLOAT: v = sqlv_float(cv->u.f); break;
+            case CV_BOOL: v = sqlv_bool(cv->u.b); break;
+            default: v = sqlv_text(cv->u.str.s, cv->u.str.n); break;
+            }
+            int c2 = out[k].is_null ? 0 : sqlv_cmp(&v, &out[k]);
+            if (out[k].is_null || (a->kind == SA_MIN ? c2 < 0 : c2 > 0)) {
+                if ((rc = sqlv_own(cx, &v)))
+                    break;
+                out[k] = v;
+            }
+        }
+        if (a->kind == SA_COUNT)
+            out[k] = sqlv_int(cnt);
+    }
+    snapshot_release(snap);
+    sc->path = SQL_PATH_AUTO;
+    *done = rc == QR_OK;
+    return rc;
+}
+
 /* ---- fetching a row ---- */
 
 typedef struct RowFetch {

@@ -1724,47 +1724,49 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         if (by_score && sc->drive >= 0 && sc->n_conj == n_conj && sc->n_texts == 1)
             sc->topk = (int64_t)(limit + offset);
     }
-    /* count(*) over a text predicate, or over a whole table: no documents fetched */
+    /* count(*) over a text predicate (postings only), or count/min/max over a
+     * whole table (column statistics): no documents fetched */
     if (s->n_items == 1 && s->items[0].kind == IT_TABLE && n_groups == 0 && !having &&
-        s->bind.n_aggs > 0 && !const_false) {
-        bool only_count = true;
+        s->bind.n_aggs > 0 && !const_false && !cx->scores) {
+        bool only_count = true, plain = true;
         for (int i = 0; i < s->bind.n_aggs; i++)
             only_count &= s->bind.aggs[i]->kind == SA_COUNT_STAR;
         for (int i = 0; i < n_tg; i++)
-            only_count &= tg[i].e->kind == SE_AGG || sql_expr_is_const(tg[i].e);
+            plain &= tg[i].e->kind == SE_AGG || sql_expr_is_const(tg[i].e);
         SqlTableScan *sc = &s->items[0].scan;
+        SqlValue *aggv = qr_arena_calloc(cx->arena, (size_t)(s->bind.n_aggs + 1) * sizeof *aggv);
         uint64_t cnt = 0;
-        bool have = false;
-        if (only_count && sc->drive >= 0 && n_conj == sc->n_conj) {
+        bool have = false, from_stats = false;
+        if (!aggv)
+            return nomem(cx);
+        if (plain && only_count && sc->drive >= 0 && n_conj == sc->n_conj) {
             if ((rc = sql_scan_count_text(cx, sc, &cnt, &have)))
                 return rc;
+            for (int i = 0; have && i < s->bind.n_aggs; i++)
+                aggv[i] = sqlv_int((int64_t)cnt);
         }
-        if (!have && only_count && n_conj == 0 && sc->n_texts == 0) {
-            QrTableStats st;
-            qr_table_stats(sc->t, &st);
-            cnt = st.docs;
-            sc->path = SQL_PATH_AUTO;
-            sc->rows_out = cnt;
-            have = true;
+        if (!have && plain && n_conj == 0 && sc->n_texts == 0) {
+            if ((rc = sql_scan_stats_aggs(cx, sc, s->bind.aggs, s->bind.n_aggs, aggv, &have)))
+                return rc;
+            from_stats = have;
         }
         if (have) {
-            SqlValue *aggv = qr_arena_calloc(cx->arena, (size_t)s->bind.n_aggs * sizeof *aggv);
             SqlValue *row = qr_arena_calloc(cx->arena, (size_t)(s->scope.n + 1) * sizeof *row);
             out->vals = qr_arena_calloc(cx->arena, (size_t)(n_tg + 1) * sizeof *out->vals);
-            if (!aggv || !row || !out->vals)
+            if (!row || !out->vals)
                 return nomem(cx);
-            for (int i = 0; i < s->bind.n_aggs; i++)
-                aggv[i] = sqlv_int((int64_t)cnt);
             for (int i = 0; i < s->scope.n; i++)
                 row[i] = sqlv_null();
             SqlEvalRow er = {.row = row, .aggv = aggv, .doc = -1};
-            for (int i = 0; i < n_tg; i++)
-                if ((rc = sql_expr_eval(cx, tg[i].e, &er, &out->vals[i])))
+            for (int i = 0; i < n_tg; i++) {
+                SqlValue v;
+                if ((rc = sql_expr_eval(cx, tg[i].e, &er, &v)) ||
+                    (rc = sqlv_cast(cx, &v, out->cols[i].type, -1, &out->vals[i])))
                     return rc;
+            }
             out->n_rows = offset == 0 && limit > 0 ? 1 : 0;
-            plan_node(s, "Result  (1 row)");
-            plan_node(s, "Aggregate  (count from %s, no documents fetched)",
-                      sc->drive >= 0 ? "the postings" : "table statistics");
+            plan_node(s, "Aggregate  (from %s, no documents fetched)",
+                      from_stats ? "column statistics" : "the postings");
             if (cx->ex && sc->drive >= 0)
                 scan_node(s, &s->items[0]);
             plan_flush(s);
