@@ -533,6 +533,17 @@ static int target_open(SqlCtx *cx, const cJSON *rv, QrTable **t, SqlScope **sc, 
     return *meta ? QR_OK : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
 }
 
+/* The key type writes use: the declared one; for tables made outside SQL,
+ * integers when the stored keys are integers, else whatever each value is. */
+static QrSqlType dml_pk_type(const cJSON *meta, const SqlScope *sc)
+{
+    QrSqlType t = sqlw_pk_type(meta);
+    int pk = pk_col(sc);
+    if (t == QR_SQL_UNKNOWN && pk >= 0 && sqlt_is_int(sc->cols[pk].type))
+        t = QR_SQL_INT8;
+    return t;
+}
+
 int sqlw_dml_describe(SqlCtx *cx, const cJSON *b, QrSqlColumn **cols, int *n_cols)
 {
     *cols = NULL;
@@ -816,7 +827,7 @@ static int insert_prepare(SqlCtx *cx, const cJSON *b, InsertCx *ic)
     if (rc)
         return rc;
     ic->s = qr_table_schema(ic->t);
-    ic->pk_type = sqlw_pk_type(ic->meta);
+    ic->pk_type = dml_pk_type(ic->meta, ic->sc);
     int n = ic->sc->n;
     /* target columns */
     const cJSON *cols = sqlj_get(b, "cols");
@@ -1031,7 +1042,7 @@ int sqlw_update(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
     if (rc)
         return rc;
     const QrSchema *s = qr_table_schema(t);
-    InsertCx ic = {.t = t, .s = s, .sc = sc, .meta = meta, .pk_type = sqlw_pk_type(meta)};
+    InsertCx ic = {.t = t, .s = s, .sc = sc, .meta = meta, .pk_type = dml_pk_type(meta, sc)};
     const cJSON *tl = sqlj_get(b, "targetList");
     int ns = cJSON_GetArraySize(tl);
     int *set_col = qr_arena_calloc(cx->arena, (size_t)(ns + 1) * sizeof(int));
@@ -1130,7 +1141,7 @@ int sqlw_delete(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
     DmlRows rows = {0};
     if (rc == QR_OK)
         rc = dml_rows(cx, st, t, sc, sqlj_str(sqlj_get(rv, "alias"), "aliasname"),
-                      sqlj_get(b, "whereClause"), sqlw_pk_type(meta), &rows);
+                      sqlj_get(b, "whereClause"), dml_pk_type(meta, sc), &rows);
     cJSON_Delete(meta);
     for (int i = 0; rc == QR_OK && i < rows.n; i++) {
         rc = txn_delete(st, qr_table_name(t), rows.r[i].key, cx->err);
@@ -1158,7 +1169,7 @@ int sqlw_truncate(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
         if (rc)
             return rc;
         DmlRows rows = {0};
-        rc = dml_rows(cx, st, t, sc, NULL, NULL, sqlw_pk_type(meta), &rows);
+        rc = dml_rows(cx, st, t, sc, NULL, NULL, dml_pk_type(meta, sc), &rows);
         cJSON_Delete(meta);
         for (int i = 0; rc == QR_OK && i < rows.n; i++)
             rc = txn_delete(st, qr_table_name(t), rows.r[i].key, cx->err);
