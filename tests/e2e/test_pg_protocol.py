@@ -247,6 +247,51 @@ def test_limit_and_cancel(d, work):
         check("Sanitizer" not in srv.text(), "no sanitizer report: %s" % srv.text()[-1500:])
 
 
+def test_concurrency(srv, work):
+    """40 clients at once, each checking its own parameterized answers while
+    others are cancelled mid-query and others connect and leave."""
+    if psycopg2 is None:
+        print("SKIP: concurrency needs psycopg2")
+        return
+    path = os.path.join(work, "pairs.tsv")
+    with open(path, "w") as f:
+        f.writelines("%d\t%d\n" % (i, i % 89) for i in range(1, 3001))
+    rc, out, err = srv.psql("-c", "create table pairs (id bigint primary key, v integer)",
+                            "-c", "\\copy pairs from '%s'" % path)
+    check("COPY 3000" in out, "pairs loaded: %r %r" % (out, err))
+    errors = []
+
+    def worker(k):
+        try:
+            c = psycopg2.connect(host="127.0.0.1", port=srv.pg_port, user="w%d" % k,
+                                 dbname="quarry")
+            c.autocommit = True
+            cur = c.cursor()
+            for i in range(25):
+                cur.execute("select %s::int8 * 3, %s::text", (k * 1000 + i, "w%d-%d" % (k, i)))
+                if cur.fetchone() != ((k * 1000 + i) * 3, "w%d-%d" % (k, i)):
+                    errors.append("wrong answer in worker %d" % k)
+                if k % 8 == 0 and i % 10 == 0:
+                    t = threading.Timer(0.05, c.cancel)
+                    t.start()
+                    try:
+                        cur.execute("select count(*) from pairs a, pairs b where a.v + b.v = -1")
+                    except psycopg2.errors.QueryCanceled:
+                        pass
+                    t.join()
+            c.close()
+        except Exception as e:  # noqa: BLE001 - reported as a failed check
+            errors.append("worker %d: %s" % (k, e))
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(40)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    check(not errors, "40 concurrent clients with cancels: %s" % errors[:3])
+    check(alive(srv), "alive after the concurrent run")
+
+
 def scram_login(port, user, password):
     """SCRAM-SHA-256 by hand; returns the final backend message."""
     r = Raw(port)
@@ -447,6 +492,7 @@ def main():
                 test_startup(srv)
                 test_bad_messages(srv)
                 test_extended_errors(srv)
+                test_concurrency(srv, work)
             finally:
                 rc = srv.stop()
                 check(rc == 0, "server exits 0 on SIGTERM: %d" % rc)
