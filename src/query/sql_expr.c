@@ -1307,13 +1307,12 @@ bool sql_expr_is_const(const SqlExpr *e)
 
 const char *sql_expr_name(const SqlExpr *e)
 {
-    if (e->kind == SE_COL || e->kind == SE_FUNC || e->kind == SE_AGG || e->kind == SE_SCORE ||
-        e->kind == SE_SNIPPET || e->kind == SE_CASE || e->kind == SE_COALESCE ||
-        e->kind == SE_GREATEST || e->kind == SE_LEAST || e->kind == SE_MATCH)
-        return e->name ? e->name : "?column?";
-    if (e->kind == SE_CAST)
-        return e->name ? e->name : "?column?";
-    return "?column?";
+    /* binding names columns, functions, CASE... as PostgreSQL does; operators
+     * and literals stay "?column?" */
+    if (e->kind == SE_ARITH || e->kind == SE_CMP || e->kind == SE_CONCAT || e->kind == SE_AND ||
+        e->kind == SE_OR || e->kind == SE_NOT || e->kind == SE_NEG)
+        return "?column?";
+    return e->name ? e->name : "?column?";
 }
 
 /* ======================================================================== */
