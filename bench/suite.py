@@ -1051,6 +1051,12 @@ def planner_table(conn, workloads, repeat):
 
 # --------------------------------------------------------------------------------------
 
+def quarry_commit():
+    """The commit the Quarry binary was built from: $QUARRY_COMMIT when the binary was built
+    elsewhere (bench/run builds a clean export of HEAD), else this tree's HEAD (+dirty)."""
+    return os.environ.get('QUARRY_COMMIT') or engines.git_commit()
+
+
 def cpu_model():
     return news_bench.cpu_model()
 
@@ -1063,7 +1069,7 @@ def run_size(args, n, engine_names):
     rundir.mkdir(parents=True, exist_ok=True)
     ctx = {'n': n, 'files': files, 'dir': rundir, 'quarry_bin': args.quarry_bin, 'versions': {}}
     res = {'date': datetime.date.today().isoformat(), 'n': n, 'repeat': args.repeat,
-           'git_commit': engines.git_commit(), 'started': datetime.datetime.utcnow().isoformat(
+           'git_commit': quarry_commit(), 'started': datetime.datetime.utcnow().isoformat(
                timespec='seconds') + 'Z',
            'corpus': {'path': engines.show_path(files['jsonl']), 'bytes': files['bytes'],
                       'sha256': files['sha256'], 'seed': 1},
@@ -1155,7 +1161,7 @@ def run_size(args, n, engine_names):
             versions['postgres'] = peers.PgCluster.version()
         if 'sphinx' in servers:
             versions['sphinx'] = peers.SphinxServer.version()
-        versions['quarry'] = 'Quarry %s' % (engines.git_commit() or '?')
+        versions['quarry'] = 'Quarry %s' % (quarry_commit() or '?')
 
         # ---- restart the servers: idle memory, cold process caches for everyone
         for e in ('quarry', 'postgres', 'sphinx'):
