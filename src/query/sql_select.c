@@ -826,6 +826,9 @@ typedef struct Agg {
     int n_tg;
     SqlExpr **extra;
     int n_extra, XW;
+    const SortKey *keys;      /* ORDER BY ... LIMIT: keep only the first `keep` rows */
+    int n_keys;
+    uint64_t keep;            /* 0 = keep every row */
     int64_t *slots;           /* owns (qr_malloc) */
     uint64_t cap;
     Group *gs;                /* owns (qr_malloc) */
@@ -871,6 +874,31 @@ static void ag_free(Agg *a)
     a->gs = NULL;
 }
 
+/* Bounded sort: once twice `keep` rows are held, sort them and keep the
+ * first `keep` (ties keep their arrival order, as the final sort does). */
+static int ag_compact(Agg *a)
+{
+    uint64_t n = a->x.n, w = (uint64_t)a->XW;
+    uint64_t *idx = qr_malloc(n * sizeof *idx);
+    SqlValue *tmp = qr_malloc(a->keep * w * sizeof *tmp + 1);
+    if (!idx || !tmp) {
+        qr_free(idx);
+        qr_free(tmp);
+        return sql_err_at(a->cx, -1, QR_ENOMEM, NULL, "out of memory");
+    }
+    for (uint64_t i = 0; i < n; i++)
+        idx[i] = i;
+    SortCtx sc = {a->keys, a->n_keys, a->XW, a->x.rows};
+    qsort_r(idx, n, sizeof *idx, row_cmp, &sc);
+    for (uint64_t i = 0; i < a->keep; i++)
+        memcpy(tmp + i * w, a->x.rows + idx[i] * w, w * sizeof *tmp);
+    memcpy(a->x.rows, tmp, a->keep * w * sizeof *tmp);
+    a->x.n = a->keep;
+    qr_free(idx);
+    qr_free(tmp);
+    return QR_OK;
+}
+
 /* Evaluate the output values of one (group) row into the sink. */
 static int ag_project(Agg *a, const SqlEvalRow *er)
 {
@@ -887,6 +915,8 @@ static int ag_project(Agg *a, const SqlEvalRow *er)
             rc = sqlv_own(cx, &x[a->n_tg + i]);
     if (rc == QR_OK)
         a->x.n++;
+    if (rc == QR_OK && a->keep && !a->grouped && a->x.n >= 2 * a->keep)
+        rc = ag_compact(a);
     return rc;
 }
 
@@ -1778,6 +1808,12 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
     Agg ag;
     if ((rc = ag_init(&ag, cx, W, grouped, groups, n_groups, &s->bind, tg, n_tg, extra, n_extra)))
         return rc;
+    /* ORDER BY ... LIMIT without DISTINCT: a bounded sort while projecting */
+    if (n_sort && limit != UINT64_MAX && !distinct && limit + offset <= 100000 && limit + offset > 0) {
+        ag.keys = keys;
+        ag.n_keys = n_sort;
+        ag.keep = limit + offset;
+    }
     /* EXPLAIN (SCORES): the outermost query's first table with a text predicate */
     for (int ii = 0; ii < s->n_items && cx->scores && cx->depth == 0 && !cx->scores_scan; ii++)
         if (s->items[ii].kind == IT_TABLE && s->items[ii].scan.drive >= 0) {
