@@ -1088,7 +1088,7 @@ def run_size(args, n, engine_names):
         if args.reuse and loaded_path.exists():
             loaded = json.loads(loaded_path.read_text())
             if loaded.get('sha256') == files['sha256'] and loaded.get('n') == n:
-                reused = loaded['build']
+                reused = {e: r for e, r in loaded['build'].items() if e not in args.reload}
         if not args.reuse and loaded_path.exists():
             loaded_path.unlink()
         loaders = {'quarry': load_quarry, 'postgres': load_postgres, 'sqlite': load_sqlite,
@@ -1150,9 +1150,17 @@ def run_size(args, n, engine_names):
                 'loaded_at': datetime.datetime.utcnow().isoformat(timespec='seconds') + 'Z'},
                 default=str))
         else:
-            res['notes'].append('engines loaded by an earlier run at %s (load average then %.1f); '
-                                'their load times and after-load memory are from that run'
-                                % (loaded['loaded_at'], loaded['loadavg'][0]))
+            fresh = [e for e in res['build'] if e not in reused]
+            for e in fresh:
+                loaded['build'][e] = res['build'][e]
+                loaded['after_load'][e] = res['footprint'].get(e, {})
+            loaded_path.write_text(json.dumps(loaded, default=str))
+            res['notes'].append('%s loaded by an earlier run at %s (load average then %.1f); '
+                                'their load times and after-load memory are from that run%s'
+                                % (', '.join(sorted(reused)), loaded['loaded_at'],
+                                   loaded['loadavg'][0],
+                                   '; %s loaded afresh in this run' % ', '.join(fresh)
+                                   if fresh else ''))
         versions = ctx['versions']
         versions['sqlite'] = engines.Fts5Engine.version()
         if 'xapian' in servers:
@@ -1334,6 +1342,8 @@ def main():
     ap.add_argument('--keep-going', action='store_true',
                     help='time even when answers differ (the mismatching cells are not timed)')
     ap.add_argument('--no-mixed', dest='mixed', action='store_false')
+    ap.add_argument('--reload', default='', type=lambda v: [x for x in v.split(',') if x],
+                    help='with --reuse: engines to load afresh anyway (comma list)')
     ap.add_argument('--load-only', action='store_true',
                     help='load and compare answers, time nothing (for a later --reuse)')
     ap.add_argument('--reuse', action='store_true',
