@@ -456,8 +456,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--results', default=str(REPO / 'bench' / 'results'))
     ap.add_argument('--doc', default=str(REPO / 'docs' / 'benchmarks.md'))
+    ap.add_argument('--min-size', type=int, default=100000,
+                    help='leave out smaller runs (bench/run --quick is a wiring check)')
     args = ap.parse_args()
-    results = latest(args.results)
+    results = {n: r for n, r in latest(args.results).items() if n >= args.min_size}
     if not results:
         print('report: no bench/results/<date>-<n>.json yet; run bench/run', file=sys.stderr)
         return 1

@@ -1088,7 +1088,8 @@ def run_size(args, n, engine_names):
         if args.reuse and loaded_path.exists():
             loaded = json.loads(loaded_path.read_text())
             if loaded.get('sha256') == files['sha256'] and loaded.get('n') == n:
-                reused = {e: r for e, r in loaded['build'].items() if e not in args.reload}
+                reused = {e: r for e, r in loaded['build'].items()
+                          if e not in args.reload and e in engine_names}
         if not args.reuse and loaded_path.exists():
             loaded_path.unlink()
         loaders = {'quarry': load_quarry, 'postgres': load_postgres, 'sqlite': load_sqlite,
