@@ -379,8 +379,11 @@ def make_workloads(n, words, files):
                   lambda j: [[h['id']] for h in j['hits']]),
                  lambda x: [[i] for i, _ in x.top(('term', cw), 10, page_off)]))
     order = 'SELECT id, views FROM news ORDER BY views DESC, id LIMIT 10 OFFSET %d' % page_off
+    sql = {e: order for e in ('quarry', 'postgres', 'sqlite', 'duckdb')}
+    sql['sphinx'] = ('SELECT id, views FROM news ORDER BY views DESC, id ASC LIMIT %d, 10 '
+                     'OPTION max_matches=%d' % (page_off, page_off + 10))
     out.append(W('page_col', 'paging', 'page 10,000 of all articles by views (10 per page)', 'rows',
-                 {e: order for e in ('quarry', 'postgres', 'sqlite', 'duckdb')},
+                 sql,
                  ('GET', '/tables/news/search', {'sort': 'views:desc,_id', 'limit': 10,
                                                  'offset': page_off, 'total': 'false',
                                                  'doc': 'false'},
@@ -391,8 +394,9 @@ def make_workloads(n, words, files):
                  note='the floor under every other time: client library, protocol and '
                       'loopback (none for the in-process SQLite)'))
     pt = 'SELECT id, symbol, views FROM news WHERE id = %d' % point_id
-    out.append(W('point', 'point', 'point lookup by id', 'rows',
-                 {e: pt for e in ('quarry', 'postgres', 'sqlite', 'duckdb')},
+    sql = {e: pt for e in ('quarry', 'postgres', 'sqlite', 'duckdb')}
+    sql['sphinx'] = 'SELECT id, sym, views FROM news WHERE id = %d' % point_id
+    out.append(W('point', 'point', 'point lookup by id', 'rows', sql,
                  ('GET', '/tables/news/documents/%d' % point_id, {},
                   lambda j: [[j['id'], j['symbol'], j['views']]]),
                  lambda x: x.point(point_id)))
@@ -454,6 +458,8 @@ class SphinxPeer(SqlPeer):
         fn = super().prepare(w)
         if fn and w.id == 'agg_symbol':
             return lambda: [(self.sym_name[int(s)], c) for s, c in fn()]
+        if fn and w.id == 'point':
+            return lambda: [(i, self.sym_name[int(s)], v) for i, s, v in fn()]
         return fn
 
 
