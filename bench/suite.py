@@ -342,24 +342,28 @@ def make_workloads(n, words, files):
           'views BETWEEN %d AND %d' % (v_lo, v_hi), 'views >= %d AND views <= %d' % (v_lo, v_hi),
           lambda x: [[x.value_range_count(2, v_lo, v_hi)]],
           'SELECT COUNT(*) FROM news WHERE views BETWEEN %d AND %d' % (v_lo, v_hi))
+    epoch = lambda day: int(datetime.datetime.fromisoformat(day + 'T00:00:00+00:00').timestamp())
     flt_w('f_date', 'range on an unsorted timestamp: 3 months',
           "published >= '%s' AND published < '%s'" % (d_lo, d_hi),
           "published >= '%s' AND published < '%s'" % (d_lo, d_hi),
-          lambda x: [[x.value_range_count(1, d_lo, '2024-03-31T23:59:59Z')]])
+          lambda x: [[x.value_range_count(1, d_lo, '2024-03-31T23:59:59Z')]],
+          'SELECT COUNT(*) FROM news WHERE published >= %d AND published < %d'
+          % (epoch(d_lo), epoch(d_hi)))
     flt_w('f_in', 'IN-list on a keyword: symbol IN (5 tickers)', 'symbol IN (%s)' % ins,
           'symbol IN (%s)' % ins, lambda x: [[x.in_count(0, in_syms)]],
           'SELECT COUNT(*) FROM news WHERE sym IN (%s)' % ', '.join(str(sym_no[s]) for s in in_syms))
-    for wid, label, cond, hcond in (
+    for wid, label, cond, hcond, scond in (
             ('f_text_sel', 'text + selective filter: "%s" AND symbol = %s' % (mw, sel_sym),
-             "symbol = '%s'" % sel_sym, "symbol = '%s'" % sel_sym),
+             "symbol = '%s'" % sel_sym, "symbol = '%s'" % sel_sym, 'sym = %d' % sym_no[sel_sym]),
             ('f_text_unsel', 'text + unselective filter: "%s" AND views > 100' % mw,
-             'views > 100', 'views > 100')):
+             'views > 100', 'views > 100', 'views > 100')):
         out.append(W(wid, 'filter', label, 'count', {
             'quarry': "SELECT count(*) FROM news WHERE news @@ '%s' AND %s" % (mw, cond),
             'postgres': "SELECT count(*) FROM news WHERE tsv @@ to_tsquery('english', '%s') AND %s"
                         % (mw, cond),
             'sqlite': "SELECT count(*) FROM news_fts JOIN news ON news.id = news_fts.rowid WHERE "
-                      "news_fts MATCH '%s' AND %s" % (mw, cond)},
+                      "news_fts MATCH '%s' AND %s" % (mw, cond),
+            'sphinx': "SELECT COUNT(*) FROM news WHERE MATCH('%s') AND %s" % (mw, scond)},
             ('GET', '/tables/news/search', {'q': mw, 'filter': hcond, 'count_only': 'true'},
              lambda j: [[j['total']]]), None, planner=True))
 
