@@ -134,6 +134,14 @@ int main(int argc, char **argv)
     ColPred fl = {.op = CP_GT, .v = col_val_float(499999999.5)};
     bench_scan("int64 full scan, 30-bit, x > 499999999.5", c30, &fl, reps);
 
+    /* a short IN list over wide random values (neither a key bitmap nor an
+     * offset bitmap applies) */
+    ColVal iset[10];
+    for (int i = 0; i < 10; i++)
+        iset[i] = col_val_int((int64_t)i * 99991 * 997);
+    ColPred in30 = {.op = CP_IN, .set = iset, .n_set = 10};
+    bench_scan("int64 full scan, 30-bit, IN (10 values)", c30, &in30, reps);
+
     Column *c64 = build(QR_COL_INT64, n, gen_rand64, &b2);
     ColPred neg = {.op = CP_LT, .v = col_val_int(0)};
     bench_scan("int64 full scan, 64-bit, x < 0 (50%)", c64, &neg, reps);

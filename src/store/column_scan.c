@@ -35,9 +35,13 @@
 
 /* ---- kernels ------------------------------------------------------------ */
 
+/* Up to this many ranges are tested by comparing every value against each
+ * (branch-free, vectorized); more go to a key bitmap or a binary search. */
+#define MULTI_MAX 16
+
 typedef struct KArgs {
-    uint32_t k;                 /* ranges in lo/span (1..4) */
-    uint64_t lo[4], span[4];    /* offset space: x matches iff x - lo <= span */
+    uint32_t k;                 /* ranges in lo/span (1..MULTI_MAX) */
+    uint64_t lo[MULTI_MAX], span[MULTI_MAX]; /* offset space: x matches iff x - lo <= span */
     const uint64_t *bm;         /* lookup bitmap; bit nbits is 0 */
     uint32_t nbits, delta;      /* bitmap index = min(x + delta, nbits) (mod 2^32) */
     const ColKeyRange *rs;      /* binary search: key = base + x in rs[0..nr) */
@@ -142,7 +146,7 @@ __attribute__((target("avx2"))) static uint64_t k32_range_avx2(const uint32_t *x
 
 __attribute__((target("avx2"))) static uint64_t k32_multi_avx2(const uint32_t *x, const KArgs *a)
 {
-    __m256i lo[4], sp[4];
+    __m256i lo[MULTI_MAX], sp[MULTI_MAX];
     for (uint32_t r = 0; r < a->k; r++) {
         lo[r] = _mm256_set1_epi32((int)(uint32_t)a->lo[r]);
         sp[r] = _mm256_set1_epi32((int)(uint32_t)a->span[r]);
@@ -193,7 +197,7 @@ __attribute__((target("avx2"))) static uint64_t k64_range_avx2(const uint64_t *x
 __attribute__((target("avx2"))) static uint64_t k64_multi_avx2(const uint64_t *x, const KArgs *a)
 {
     const __m256i bias = _mm256_set1_epi64x((long long)COL_SIGN);
-    __m256i lo[4], spb[4];
+    __m256i lo[MULTI_MAX], spb[MULTI_MAX];
     for (uint32_t r = 0; r < a->k; r++) {
         lo[r] = _mm256_set1_epi64x((long long)a->lo[r]);
         spb[r] = _mm256_set1_epi64x((long long)(a->span[r] ^ COL_SIGN));
@@ -363,6 +367,16 @@ static void scan_values(ScanCtx *sc, const ColBlock *bk, uint32_t r0, uint32_t r
         a.bm = sc->obm;
         a.nbits = nbits;
         k32 = K->bitmap32;
+    } else if (nloc <= MULTI_MAX) {
+        /* a short IN list over wide values: every value against each range
+         * beats a branchy binary search per value several times over */
+        a.k = nloc;
+        for (uint32_t i = 0; i < nloc; i++)
+            clip(&f->ranges[r0 + i], bk, &a.lo[i], &a.span[i]);
+        if (narrow)
+            k32 = K->multi32;
+        else
+            k64 = K->multi64;
     } else {
         a.rs = f->ranges + r0;
         a.nr = nloc;
