@@ -219,7 +219,7 @@ static int split_csv(CopyReader *r, const char *p, size_t n, FieldList *fl, QrEr
 /* One complete record in r->rec (without its newline). */
 static int deliver(CopyReader *r, QrError *err)
 {
-    const char *p = (const char *)r->rec.data;
+    const char *p = r->rec.data ? (const char *)r->rec.data : ""; /* an empty first line */
     size_t n = r->rec.len;
     if (n && p[n - 1] == '\r')
         n--;
