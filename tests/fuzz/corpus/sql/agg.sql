@@ -1,0 +1,1 @@
+SELECT tag, count(*), avg(n), percentile_cont(0.5) WITHIN GROUP (ORDER BY f) FROM t WHERE n > 3 GROUP BY tag HAVING count(*) > 1 ORDER BY 2 DESC

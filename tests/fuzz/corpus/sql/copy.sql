@@ -1,0 +1,1 @@
+COPY t (id, body) FROM STDIN

@@ -1,0 +1,1 @@
+WITH x AS (SELECT * FROM t WHERE tag IN (SELECT tag FROM c WHERE size > 10)) SELECT c.name, count(*) FROM x JOIN c ON x.tag = c.tag GROUP BY c.name UNION ALL SELECT 'none', count(*) FROM t WHERE tag IS NULL

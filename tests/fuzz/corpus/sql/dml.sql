@@ -1,0 +1,1 @@
+UPDATE t SET n = n + 1 WHERE id BETWEEN 3 AND 9; DELETE FROM t WHERE body @@ 'bank' AND NOT ok; SELECT count(*) FROM t

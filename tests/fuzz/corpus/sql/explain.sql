@@ -1,0 +1,1 @@
+EXPLAIN ANALYZE SELECT date_trunc('month', at), count(*) FROM t WHERE body @@ 'hydro' AND at >= '2025-03-01' GROUP BY 1

@@ -1,0 +1,1 @@
+SELECT CASE WHEN n % 2 = 0 THEN lower(tag) ELSE upper(coalesce(tag, 'x')) END, extract(year FROM at), length(body), CAST(f AS integer), snippet(body) FROM t WHERE body @@ 'price' LIMIT 3 OFFSET 1

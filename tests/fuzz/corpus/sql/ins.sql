@@ -1,0 +1,1 @@
+INSERT INTO t (id, body, n) VALUES (500, 'new row', 1) ON CONFLICT (id) DO UPDATE SET n = EXCLUDED.n RETURNING id

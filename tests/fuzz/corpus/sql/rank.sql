@@ -1,0 +1,1 @@
+SELECT id, score() FROM t WHERE body @@ 'river power' ORDER BY score() DESC LIMIT 5

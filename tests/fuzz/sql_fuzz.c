@@ -1,0 +1,197 @@
+/*
+ * sql_fuzz.c — libFuzzer target for the SQL front end and executor
+ * (src/query/sql_*.c over libpg_query): splitting, parsing, binding,
+ * planning and running whatever statements the input holds, against two
+ * small tables (a text table with typed columns and a dimension table).
+ *
+ * The input is SQL text.  It runs inside BEGIN ... ROLLBACK on one session
+ * with statement_timeout 200 ms and a 64 MiB memory cap, statement by
+ * statement as the simple protocol does.  Statements that escape the
+ * transaction (DDL, COMMIT) may change the fixture; it is rebuilt whenever
+ * it no longer has its 200 rows.
+ * Promises checked beyond "no crash, no leak, no hang":
+ *   - an error has a message and a 5-character SQLSTATE, and a position, when
+ *     given, inside the statement;
+ *   - a result's rows are all fetchable and render as text and COPY lines;
+ *   - the session's transaction status is always 'I', 'T' or 'E'.
+ */
+#include "fuzz_util.h"
+#include "query/quarry.h"
+#include "query/sql.h"
+#include "store/util.h"
+
+static QrDb *db;
+static QrSqlSession *sess;
+
+static int exec1(const char *sql, QrSqlResult **res, QrError *e)
+{
+    qr_error_clear(e);
+    *res = NULL;
+    return qr_sql_exec(sess, sql, strlen(sql), res, e);
+}
+
+static void must(const char *sql)
+{
+    QrError e;
+    QrSqlResult *r;
+    if (exec1(sql, &r, &e) != QR_OK) {
+        fprintf(stderr, "sql_fuzz fixture: %s: %s\n", sql, e.message);
+        abort();
+    }
+    qr_sql_result_free(r);
+}
+
+static void build_fixture(void)
+{
+    QrError e;
+    QrSqlResult *r;
+    if (exec1("ROLLBACK", &r, &e) == QR_OK)
+        qr_sql_result_free(r);
+    if (exec1("DROP TABLE IF EXISTS t", &r, &e) == QR_OK)
+        qr_sql_result_free(r);
+    if (exec1("DROP TABLE IF EXISTS c", &r, &e) == QR_OK)
+        qr_sql_result_free(r);
+    must("CREATE TABLE t (id bigint PRIMARY KEY, body text, tag varchar(16), n integer, "
+         "f double precision, ok boolean, at timestamp)");
+    must("CREATE TABLE c (tag varchar(16) PRIMARY KEY, name text, size integer)");
+    static const char *words[] = {"river", "power", "hydro", "bank", "market", "share",
+                                  "price", "energy", "profit", "loss", "report", "annual"};
+    char sql[4096];
+    uint32_t seed = 3;
+    for (int i = 0; i < 200; i++) {
+        char body[256] = "";
+        for (int w = 0; w < 8; w++) {
+            seed = seed * 1103515245u + 12345u;
+            strcat(body, words[(seed >> 8) % 12]);
+            strcat(body, " ");
+        }
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO t VALUES (%d, '%s', %s, %s, %d.5, %s, '2025-0%d-1%d 10:00:00')", i,
+                 body, i % 9 ? "'g%d'" : "NULL", i % 7 ? "%d" : "NULL", i - 100,
+                 i % 3 ? "true" : "false", 1 + i % 9, i % 10);
+        char fixed[4096];
+        /* fill the two optional %d */
+        snprintf(fixed, sizeof fixed, sql, i % 5, i * 3);
+        must(fixed);
+    }
+    for (int g = 0; g < 5; g++) {
+        snprintf(sql, sizeof sql, "INSERT INTO c VALUES ('g%d', 'group %d', %d)", g, g, g * 10);
+        must(sql);
+    }
+}
+
+static bool fixture_ok(void)
+{
+    QrError e;
+    QrSqlResult *r;
+    if (exec1("SELECT count(*) FROM t", &r, &e) != QR_OK)
+        return false;
+    bool ok = r->kind == QR_SQL_RES_ROWS && r->n_rows == 1 && !r->vals[0].is_null &&
+              r->vals[0].u.i == 200;
+    qr_sql_result_free(r);
+    return ok;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    qr_log_set_level(QR_LOG_ERROR);
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/db", fz_tmpdir());
+    QrDbOpts o;
+    qr_db_opts_default(&o);
+    o.fsync = QR_FSYNC_OFF;
+    o.background_merge = false;
+    QrError e;
+    qr_error_clear(&e);
+    CHECK(qr_db_open(dir, &o, &db, &e) == QR_OK);
+    CHECK(qr_sql_session_new(db, &sess, &e) == QR_OK);
+    CHECK(qr_sql_session_set(sess, "statement_timeout", "200", &e) == QR_OK);
+    CHECK(qr_sql_session_set(sess, "quarry.mem_cap", "67108864", &e) == QR_OK);
+    build_fixture();
+    return 0;
+}
+
+static void check_error(const QrError *e, size_t len)
+{
+    CHECK(e->message[0]);
+    const char *ss = qr_error_sqlstate(e);
+    CHECK(strlen(ss) == 5);
+    CHECK(e->offset < 0 || (size_t)e->offset <= len + 1);
+}
+
+static void check_result(QrSqlResult *r)
+{
+    QrBuf b;
+    qr_buf_init(&b);
+    if (r->kind == QR_SQL_RES_ROWS || r->kind == QR_SQL_RES_COPY_OUT) {
+        for (uint64_t i = 0; i < r->n_rows && i < 2000; i++) {
+            for (int c = 0; c < r->n_cols; c++) {
+                b.len = 0;
+                qr_sql_value_text(&r->vals[i * (uint64_t)r->n_cols + (uint64_t)c], &b);
+            }
+            b.len = 0;
+            qr_sql_copy_row(r, i, &b);
+            CHECK(b.len > 0 && b.data[b.len - 1] == '\n');
+        }
+        const QrSqlValue *rows;
+        uint64_t n, seen = 0;
+        while (qr_sql_result_fetch(r, 7, &rows, &n))
+            seen += n;
+        seen += n;
+        CHECK(seen == r->n_rows);
+    }
+    qr_buf_free(&b);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size > 4096)
+        return 0;
+    char *sql = malloc(size + 1);
+    CHECK(sql);
+    memcpy(sql, data, size);
+    sql[size] = '\0';
+    QrError e;
+    QrSqlResult *r;
+    if (exec1("BEGIN", &r, &e) == QR_OK)
+        qr_sql_result_free(r);
+    QrSqlSpan *spans = NULL;
+    int n = 0;
+    qr_error_clear(&e);
+    if (qr_sql_split(sql, size, &spans, &n, &e) != QR_OK) {
+        check_error(&e, size);
+    } else {
+        for (int i = 0; i < n && i < 8; i++) {
+            CHECK(spans[i].offset + spans[i].len <= size);
+            qr_error_clear(&e);
+            r = NULL;
+            int rc = qr_sql_exec(sess, sql + spans[i].offset, spans[i].len, &r, &e);
+            if (rc != QR_OK) {
+                CHECK(r == NULL);
+                check_error(&e, spans[i].len);
+            } else {
+                CHECK(r);
+                check_result(r);
+                if (r->kind == QR_SQL_RES_COPY_IN) {
+                    qr_error_clear(&e);
+                    (void)qr_sql_copy_data(sess, "1\tx\n", 4, &e);
+                    qr_sql_copy_fail(sess, "fuzz");
+                }
+                qr_sql_result_free(r);
+            }
+            char st = qr_sql_session_txn_status(sess);
+            CHECK(st == 'I' || st == 'T' || st == 'E');
+        }
+    }
+    qr_free(spans);
+    free(sql);
+    if (qr_sql_copy_active(sess))
+        qr_sql_copy_fail(sess, "fuzz");
+    if (exec1("ROLLBACK", &r, &e) == QR_OK)
+        qr_sql_result_free(r);
+    if (!fixture_ok())
+        build_fixture();
+    return 0;
+}
