@@ -11,13 +11,14 @@
  * document id stays part of that segment.
  */
 #include "server/http_int.h"
+#include "server/netaddr.h"
 #include "store/mem.h"
 #include "store/util.h"
 
 #include <arpa/inet.h>
 #include <cJSON.h>
+#include <ctype.h>
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,30 +32,30 @@
 /* ---- the route table ---- */
 
 const HttpRoute HTTP_ROUTES[] = {
-    {HM_GET, "/", "admin_page", HB_NONE, false, http_admin_asset},
-    {HM_GET, "/admin/{file}", "admin_asset", HB_NONE, false, http_admin_asset},
-    {HM_GET, "/health", "health", HB_NONE, false, http_health},
-    {HM_GET, "/metrics", "metrics", HB_NONE, false, http_metrics_get},
-    {HM_GET, "/stats", "stats", HB_NONE, false, http_stats_get},
-    {HM_GET, "/stats/queries", "stats_queries", HB_NONE, false, http_queries_get},
-    {HM_GET, "/tables", "tables_list", HB_NONE, false, http_tables_list},
-    {HM_POST, "/tables", "tables_create", HB_JSON, false, http_tables_create},
-    {HM_GET, "/tables/{t}", "tables_describe", HB_NONE, true, http_tables_describe},
-    {HM_DELETE, "/tables/{t}", "tables_drop", HB_NONE, false, http_tables_drop},
-    {HM_POST, "/tables/{t}/documents", "documents_ingest", HB_STREAM, false,
+    {HM_GET, "/", "admin_page", API_SCOPE_NONE, HB_NONE, false, http_admin_asset},
+    {HM_GET, "/admin/{file}", "admin_asset", API_SCOPE_NONE, HB_NONE, false, http_admin_asset},
+    {HM_GET, "/health", "health", API_SCOPE_NONE, HB_NONE, false, http_health},
+    {HM_GET, "/metrics", "metrics", API_SCOPE_ADMIN, HB_NONE, false, http_metrics_get},
+    {HM_GET, "/stats", "stats", API_SCOPE_ADMIN, HB_NONE, false, http_stats_get},
+    {HM_GET, "/stats/queries", "stats_queries", API_SCOPE_ADMIN, HB_NONE, false, http_queries_get},
+    {HM_GET, "/tables", "tables_list", API_SCOPE_SEARCH, HB_NONE, false, http_tables_list},
+    {HM_POST, "/tables", "tables_create", API_SCOPE_ADMIN, HB_JSON, false, http_tables_create},
+    {HM_GET, "/tables/{t}", "tables_describe", API_SCOPE_SEARCH, HB_NONE, true, http_tables_describe},
+    {HM_DELETE, "/tables/{t}", "tables_drop", API_SCOPE_ADMIN, HB_NONE, false, http_tables_drop},
+    {HM_POST, "/tables/{t}/documents", "documents_ingest", API_SCOPE_WRITE, HB_STREAM, false,
      http_docs_ingest_end, http_docs_ingest_begin, http_docs_ingest_feed,
      http_docs_ingest_cleanup},
-    {HM_GET, "/tables/{t}/documents/{id}", "documents_get", HB_NONE, true, http_docs_get},
-    {HM_PUT, "/tables/{t}/documents/{id}", "documents_put", HB_JSON, true, http_docs_put},
-    {HM_DELETE, "/tables/{t}/documents/{id}", "documents_delete", HB_NONE, true,
+    {HM_GET, "/tables/{t}/documents/{id}", "documents_get", API_SCOPE_SEARCH, HB_NONE, true, http_docs_get},
+    {HM_PUT, "/tables/{t}/documents/{id}", "documents_put", API_SCOPE_WRITE, HB_JSON, true, http_docs_put},
+    {HM_DELETE, "/tables/{t}/documents/{id}", "documents_delete", API_SCOPE_WRITE, HB_NONE, true,
      http_docs_delete},
-    {HM_POST, "/tables/{t}/delete_by_query", "delete_by_query", HB_JSON, true,
+    {HM_POST, "/tables/{t}/delete_by_query", "delete_by_query", API_SCOPE_WRITE, HB_JSON, true,
      http_docs_delete_by_query},
-    {HM_GET, "/tables/{t}/search", "search", HB_NONE, true, http_search_get},
-    {HM_POST, "/tables/{t}/search", "search_post", HB_JSON, true, http_search_post},
-    {HM_POST, "/tables/{t}/flush", "flush", HB_NONE, true, http_tables_flush},
-    {HM_POST, "/tables/{t}/merge", "merge", HB_NONE, true, http_tables_merge},
-    {HM_POST, "/sql", "sql", HB_JSON, false, http_sql_query},
+    {HM_GET, "/tables/{t}/search", "search", API_SCOPE_SEARCH, HB_NONE, true, http_search_get},
+    {HM_POST, "/tables/{t}/search", "search_post", API_SCOPE_SEARCH, HB_JSON, true, http_search_post},
+    {HM_POST, "/tables/{t}/flush", "flush", API_SCOPE_ADMIN, HB_NONE, true, http_tables_flush},
+    {HM_POST, "/tables/{t}/merge", "merge", API_SCOPE_ADMIN, HB_NONE, true, http_tables_merge},
+    {HM_POST, "/sql", "sql", API_SCOPE_SEARCH, HB_JSON, false, http_sql_query},
 };
 const int HTTP_N_ROUTES = (int)(sizeof HTTP_ROUTES / sizeof HTTP_ROUTES[0]);
 
@@ -87,7 +88,7 @@ static const struct {
     [QR_ECANCELED] = {499, NULL},
     [QR_ETIMEOUT] = {504, NULL},
     [QR_EBUSY] = {503, "overloaded"},
-    [QR_EAUTH] = {401, NULL},
+    [QR_EAUTH] = {401, "unauthorized"},
     [QR_EPERM] = {403, NULL},
     [QR_EINTERNAL] = {500, NULL},
     [HTTP_EMETHOD] = {405, "method_not_allowed"},
@@ -624,6 +625,187 @@ int http_table_drop(HttpServer *s, const char *name, QrError *err)
     return qr_table_drop_wait(s->db, name, HTTP_DROP_WAIT_MS, err);
 }
 
+/* ---- API keys (apikey.h) ---- */
+
+/* Does word w[0..n) equal one of list (case-insensitive)? */
+static bool word_in(const char *w, size_t n, const char *const *list)
+{
+    for (; *list; list++)
+        if (strlen(*list) == n && !strncasecmp(w, *list, n))
+            return true;
+    return false;
+}
+
+/* The scope a POST /sql query string needs, read from its words outside
+ * strings, quoted names and comments: a statement that starts with a word
+ * not known to read is ADMIN, and so is any DDL word anywhere; INSERT,
+ * UPDATE, DELETE, MERGE or COPY anywhere (a data-modifying WITH, SELECT ...
+ * FOR UPDATE) need WRITE.  It errs towards the larger scope. */
+static ApiScope sql_scope(const char *s, size_t n)
+{
+    static const char *const READ[] = {"SELECT", "WITH", "EXPLAIN", "SHOW", "VALUES", "TABLE",
+                                       "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT",
+                                       "SET", "RESET", "DECLARE", "FETCH", "MOVE", "CLOSE",
+                                       "SAVEPOINT", "RELEASE", "DISCARD", "DEALLOCATE", NULL};
+    static const char *const WRITE[] = {"INSERT", "UPDATE", "DELETE", "MERGE", "COPY", NULL};
+    static const char *const ADMIN[] = {"CREATE", "DROP", "ALTER", "TRUNCATE", "VACUUM",
+                                        "REINDEX", "GRANT", "REVOKE", "CLUSTER", "ANALYZE",
+                                        "REFRESH", "LOCK", "IMPORT", "CALL", "DO", NULL};
+    ApiScope need = API_SCOPE_SEARCH;
+    bool stmt_start = true;
+    size_t i = 0;
+    while (i < n) {
+        char c = s[i];
+        if (c == ';') {
+            stmt_start = true;
+            i++;
+        } else if (c == '-' && i + 1 < n && s[i + 1] == '-') {
+            while (i < n && s[i] != '\n')
+                i++;
+        } else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+            int depth = 0;
+            do {
+                if (i + 1 < n && s[i] == '/' && s[i + 1] == '*')
+                    depth++, i += 2;
+                else if (i + 1 < n && s[i] == '*' && s[i + 1] == '/')
+                    depth--, i += 2;
+                else
+                    i++;
+            } while (i < n && depth > 0);
+        } else if (c == '\'' || c == '"') {
+            for (i++; i < n; i++)
+                if (s[i] == c) {
+                    if (i + 1 < n && s[i + 1] == c)
+                        i++;
+                    else
+                        break;
+                }
+            i++;
+            stmt_start = false;
+        } else if (c == '$' && i + 1 < n && !(s[i + 1] >= '0' && s[i + 1] <= '9')) {
+            size_t t = i + 1;
+            while (t < n && (isalnum((unsigned char)s[t]) || s[t] == '_'))
+                t++;
+            if (t < n && s[t] == '$') {
+                size_t tag = t + 1 - i;
+                const char *end = NULL;
+                for (size_t k = t + 1; k + tag <= n; k++)
+                    if (!memcmp(s + k, s + i, tag)) {
+                        end = s + k;
+                        break;
+                    }
+                i = end ? (size_t)(end - s) + tag : n;
+            } else {
+                i++;
+            }
+            stmt_start = false;
+        } else if (isalpha((unsigned char)c) || c == '_') {
+            size_t b = i;
+            while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '$'))
+                i++;
+            const char *w = s + b;
+            size_t wl = i - b;
+            if (word_in(w, wl, ADMIN) || (stmt_start && !word_in(w, wl, READ) &&
+                                          !word_in(w, wl, WRITE)))
+                return API_SCOPE_ADMIN;
+            if (word_in(w, wl, WRITE))
+                need = API_SCOPE_WRITE;
+            stmt_start = false;
+        } else {
+            if (!isspace((unsigned char)c) && c != '(')
+                stmt_start = false;
+            i++;
+        }
+    }
+    return need;
+}
+
+/* Are API keys enforced now?  Keys exist, or the server listens beyond
+ * loopback without allow_remote (then, with every key removed, nobody gets
+ * in rather than everybody). */
+static bool auth_on(HttpServer *s, int *n_keys)
+{
+    *n_keys = s->keys ? apikey_count(s->keys) : 0;
+    return *n_keys > 0 || (s->remote && !s->cfg.allow_remote);
+}
+
+/* Check the request's key against `need`; records 401 or 403. */
+static void auth_check(HttpReq *r, ApiScope need)
+{
+    int n_keys;
+    r->granted = API_SCOPE_ADMIN;
+    if (need == API_SCOPE_NONE || !auth_on(r->srv, &n_keys))
+        return;
+    r->granted = API_SCOPE_NONE;
+    const char *h = http_req_header(r, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h) {
+        http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\"");
+        http_error(r, QR_EAUTH, "an API key is required");
+        if (n_keys)
+            http_error_hint(r, "send \"Authorization: Bearer KEY\" (quarry key add NAME "
+                               "--scope %s)", apikey_scope_name(need));
+        else
+            http_error_hint(r, "no API key exists: make one with quarry key add NAME --scope "
+                               "admin");
+        return;
+    }
+    while (*h == ' ')
+        h++;
+    size_t len;
+    if (strncasecmp(h, "Bearer ", 7) != 0) {
+        http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"invalid_request\"");
+        http_error(r, QR_EAUTH, "the Authorization header must be \"Bearer KEY\"");
+        return;
+    }
+    h += 7;
+    while (*h == ' ')
+        h++;
+    len = strlen(h);
+    while (len && h[len - 1] == ' ')
+        len--;
+    char name[APIKEY_NAME_MAX + 1] = "";
+    ApiScope got = r->srv->keys ? apikey_check(r->srv->keys, h, len, name, sizeof name)
+                                : API_SCOPE_NONE;
+    if (got == API_SCOPE_NONE) {
+        http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"invalid_token\"");
+        http_error(r, QR_EAUTH, "the API key is not valid");
+        http_error_hint(r, "quarry key list shows the keys that exist; a removed key stops "
+                           "working within a second");
+        return;
+    }
+    r->granted = got;
+    if (got < need) {
+        http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
+        http_error(r, QR_EPERM, "API key \"%s\" has scope %s; this request needs %s", name,
+                   apikey_scope_name(got), apikey_scope_name(need));
+        http_error_hint(r, "use a key made with quarry key add NAME --scope %s",
+                        apikey_scope_name(need));
+    }
+}
+
+/* POST /sql: the statements decide the scope, checked once the body is in. */
+static void auth_check_sql(HttpReq *r)
+{
+    if (r->granted >= API_SCOPE_ADMIN)
+        return;
+    cJSON *root = cJSON_ParseWithLength(r->body.data ? (const char *)r->body.data : "",
+                                        r->body.len);
+    const cJSON *q = root ? cJSON_GetObjectItemCaseSensitive(root, "query") : NULL;
+    if (cJSON_IsString(q)) {
+        ApiScope need = sql_scope(q->valuestring, strlen(q->valuestring));
+        if (r->granted < need) {
+            http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                        "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
+            http_error(r, QR_EPERM, "this SQL needs an API key with scope %s; the key has %s",
+                       apikey_scope_name(need), apikey_scope_name(r->granted));
+            http_error_hint(r, "SELECT needs search, INSERT/UPDATE/DELETE write, and DDL "
+                               "admin");
+            qr_error_set_sqlstate(&r->err, "42501");
+        }
+    }
+    cJSON_Delete(root);
+}
+
 /* ---- routing ---- */
 
 /* Split the path of r->uri into decoded segments; false on a bad escape. */
@@ -776,6 +958,9 @@ static void first_call(HttpReq *r)
     if (r->err.code != QR_OK)
         return;
     const HttpRoute *rt = &HTTP_ROUTES[r->route];
+    auth_check(r, rt->scope);
+    if (r->err.code != QR_OK)
+        return;
     if (atomic_load(&s->connections) > s->cfg.max_connections) {
         http_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         http_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
@@ -909,7 +1094,11 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
     if (r->err.code == QR_OK && r->route >= 0) {
         const HttpRoute *rt = &HTTP_ROUTES[r->route];
         bool guard = rt->guard_table && r->t;
-        if (guard && http_table_enter(r->srv, r->t, false) != QR_OK) {
+        if (rt->handle == http_sql_query)
+            auth_check_sql(r);
+        if (r->err.code != QR_OK) {
+            /* answered below */
+        } else if (guard && http_table_enter(r->srv, r->t, false) != QR_OK) {
             http_error(r, QR_ENOMEM, "out of memory");
         } else {
             rt->handle(r);
@@ -998,56 +1187,43 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 
 /* ---- start / stop ---- */
 
-/* "host:port", "[v6]:port" or ":port" into a socket address. */
-static int parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *sl,
-                        bool *is_v6, bool *loopback, QrError *err)
+/* Free what http_server_start made before the daemon ran. */
+static void server_free(HttpServer *s)
 {
-    char host[128];
-    const char *port;
-    if (spec[0] == '[') {
-        const char *rb = strchr(spec, ']');
-        if (!rb || rb[1] != ':' || (size_t)(rb - spec - 1) >= sizeof host)
-            goto bad;
-        memcpy(host, spec + 1, (size_t)(rb - spec - 1));
-        host[rb - spec - 1] = 0;
-        port = rb + 2;
-    } else {
-        const char *colon = strrchr(spec, ':');
-        if (!colon || (size_t)(colon - spec) >= sizeof host)
-            goto bad;
-        memcpy(host, spec, (size_t)(colon - spec));
-        host[colon - spec] = 0;
-        port = colon + 1;
-        if (!host[0])
-            strcpy(host, "127.0.0.1");
-    }
-    char *end;
-    long p = strtol(port, &end, 10);
-    if (!*port || *end || p < 0 || p > 65535)
-        goto bad;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE};
-    struct addrinfo *ai = NULL;
-    if (getaddrinfo(host, port, &hints, &ai) != 0 || !ai) {
-        qr_error_set(err, QR_EINVAL, "cannot resolve listen address \"%s\"", spec);
+    http_history_free(s->history);
+    http_metrics_free(s);
+    apikey_free(s->keys);
+    qr_free(s->tls_cert);
+    qr_free(s->tls_key);
+    qr_free(s->guards);
+    pthread_mutex_destroy(&s->guard_lock);
+    pthread_cond_destroy(&s->guard_cond);
+    qr_free(s);
+}
+
+/* Read the PEM files of cfg into s (TLS on when tls_cert is set). */
+static int tls_load(HttpServer *s, QrError *err)
+{
+    if (!s->cfg.tls_cert[0] && !s->cfg.tls_key[0])
+        return QR_OK;
+    if (!s->cfg.tls_cert[0] || !s->cfg.tls_key[0]) {
+        qr_error_set(err, QR_EINVAL, "HTTPS needs both tls_cert and tls_key");
+        qr_error_hint(err, "give --tls-cert CERT.pem and --tls-key KEY.pem together");
         return QR_EINVAL;
     }
-    memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-    *sl = ai->ai_addrlen;
-    *is_v6 = ai->ai_family == AF_INET6;
-    if (*is_v6) {
-        const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ss;
-        *loopback = IN6_IS_ADDR_LOOPBACK(&a6->sin6_addr);
-    } else {
-        const struct sockaddr_in *a4 = (const struct sockaddr_in *)ss;
-        *loopback = (ntohl(a4->sin_addr.s_addr) >> 24) == 127;
+    if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        qr_error_set(err, QR_EUNSUPPORTED, "this libmicrohttpd was built without TLS");
+        qr_error_hint(err, "install a libmicrohttpd built with GnuTLS, or put a TLS proxy in "
+                           "front");
+        return QR_EUNSUPPORTED;
     }
-    freeaddrinfo(ai);
+    size_t n;
+    if (qr_file_read_all(s->cfg.tls_cert, &s->tls_cert, &n, err) != QR_OK ||
+        qr_file_read_all(s->cfg.tls_key, &s->tls_key, &n, err) != QR_OK) {
+        qr_error_hint(err, "tls_cert and tls_key name PEM files readable by the server");
+        return err->code;
+    }
     return QR_OK;
-bad:
-    qr_error_set(err, QR_EINVAL, "bad listen address \"%s\"", spec);
-    qr_error_hint(err, "use HOST:PORT, e.g. 127.0.0.1:8080 or [::1]:8080");
-    return QR_EINVAL;
 }
 
 int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError *err)
@@ -1055,42 +1231,54 @@ int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError
     *out = NULL;
     struct sockaddr_storage ss;
     socklen_t sl;
-    bool v6, loopback;
-    int rc = parse_listen(cfg->http, &ss, &sl, &v6, &loopback, err);
+    bool loopback;
+    int rc = netaddr_parse_listen(cfg->http, &ss, &sl, &loopback, err);
     if (rc != QR_OK)
         return rc;
-    if (!loopback && !cfg->allow_remote) {
-        qr_error_set(err, QR_EPERM, "refusing to listen on %s without authentication",
-                     cfg->http);
-        qr_error_detail(err, "this build has no API keys yet, so anyone who can reach the "
-                             "address could read and change every table");
-        qr_error_hint(err, "listen on 127.0.0.1, or set \"allow_remote\": true in the config "
-                           "file if a proxy in front does authentication");
-        return QR_EPERM;
-    }
+    bool v6 = ss.ss_family == AF_INET6;
     HttpServer *s = qr_calloc(1, sizeof *s);
     if (!s)
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     s->db = db;
     s->cfg = *cfg;
+    s->remote = !loopback;
+    pthread_mutex_init(&s->guard_lock, NULL);
+    pthread_cond_init(&s->guard_cond, NULL);
+    if (cfg->key_dir[0] && (rc = apikey_open(cfg->key_dir, &s->keys, err)) != QR_OK) {
+        qr_error_hint(err, "fix or remove %s in the data directory (quarry key add NAME)",
+                      APIKEY_FILE);
+        server_free(s);
+        return rc;
+    }
+    if (s->remote && !cfg->allow_remote && (!s->keys || apikey_count(s->keys) == 0)) {
+        qr_error_set(err, QR_EPERM, "refusing to listen on %s without API keys", cfg->http);
+        qr_error_detail(err, "anyone who can reach the address could read and change every "
+                             "table");
+        qr_error_hint(err, "make a key first (quarry key add NAME --scope admin --data DIR), "
+                           "listen on 127.0.0.1, or set \"allow_remote\": true in the config "
+                           "file if a proxy in front does authentication");
+        server_free(s);
+        return QR_EPERM;
+    }
+    if ((rc = tls_load(s, err)) != QR_OK) {
+        server_free(s);
+        return rc;
+    }
     if (s->cfg.threads <= 0) {
         long nc = sysconf(_SC_NPROCESSORS_ONLN);
         s->cfg.threads = nc > 0 ? (int)nc : 1;
     }
     s->started_ns = qr_now_ns();
     s->started_wall_us = qr_wall_us();
-    pthread_mutex_init(&s->guard_lock, NULL);
-    pthread_cond_init(&s->guard_cond, NULL);
     if (http_metrics_new(s) != QR_OK || !(s->history = http_history_new(s->cfg.history_size))) {
-        http_metrics_free(s);
-        pthread_mutex_destroy(&s->guard_lock);
-        pthread_cond_destroy(&s->guard_cond);
-        qr_free(s);
+        server_free(s);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
     if (v6)
         flags |= MHD_USE_IPv6;
+    if (s->tls_cert)
+        flags |= MHD_USE_TLS;
     unsigned hard_limit = (unsigned)s->cfg.max_connections + 64u;
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, s,
@@ -1104,17 +1292,19 @@ int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        /* after NOTIFY_CONNECTION so that without TLS the list ends here */
+        s->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, (const char *)s->tls_cert,
+        MHD_OPTION_HTTPS_MEM_KEY, (const char *)s->tls_key,
         MHD_OPTION_END);
     if (!s->mhd) {
         int e = errno;
-        http_history_free(s->history);
-        http_metrics_free(s);
-        pthread_mutex_destroy(&s->guard_lock);
-        pthread_cond_destroy(&s->guard_cond);
-        qr_free(s);
+        bool tls = s->tls_cert != NULL;
+        server_free(s);
         qr_error_set(err, QR_EIO, "could not listen on %s: %s", cfg->http,
                      e ? strerror(e) : "libmicrohttpd could not start");
-        qr_error_hint(err, "is another process using the port? pick another with --http");
+        qr_error_hint(err, tls ? "is another process using the port, or are tls_cert and "
+                                 "tls_key not a matching PEM certificate and key?"
+                               : "is another process using the port? pick another with --http");
         return QR_EIO;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);
@@ -1153,10 +1343,5 @@ void http_server_stop(HttpServer *s)
         qr_log(QR_LOG_WARN, "http shutdown timeout=%ds abandoned_requests=%d",
                s->cfg.shutdown_timeout_s, atomic_load(&s->inflight));
     MHD_stop_daemon(s->mhd);
-    http_history_free(s->history);
-    http_metrics_free(s);
-    qr_free(s->guards);
-    pthread_mutex_destroy(&s->guard_lock);
-    pthread_cond_destroy(&s->guard_cond);
-    qr_free(s);
+    server_free(s);
 }

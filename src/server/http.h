@@ -38,7 +38,11 @@ typedef struct HttpConfig {
     int shutdown_timeout_s;      /* wait this long for running requests on SIGTERM */
     int history_size;            /* recent queries kept for the admin page */
     bool log_requests;           /* one info line per request */
-    bool allow_remote;           /* listen beyond loopback without authentication */
+    bool allow_remote;           /* listen beyond loopback without API keys */
+    char tls_cert[512];          /* PEM certificate chain file: serve HTTPS ("" = plain HTTP) */
+    char tls_key[512];           /* PEM private key file (with tls_cert) */
+    char key_dir[512];           /* not a config key: the data directory holding
+                                    api_keys.json (apikey.h); "" = no keys */
 } HttpConfig;
 
 void http_config_default(HttpConfig *c);
@@ -51,7 +55,12 @@ int http_config_set(HttpConfig *c, const char *key, const char *value, QrError *
 typedef struct HttpServer HttpServer;
 
 /* Bind and start serving `db` (borrowed; it must outlive the server).
- * Refuses a non-loopback address unless cfg->allow_remote (QR_EPERM). */
+ * API keys come from cfg->key_dir (apikey.h): when any key exists, or the
+ * address is not loopback, every route but /health and the admin page's
+ * files needs a key with the route's scope.  A non-loopback address with
+ * no key is refused (QR_EPERM) unless cfg->allow_remote.  With tls_cert and
+ * tls_key the server speaks HTTPS only (QR_EUNSUPPORTED when this
+ * libmicrohttpd has no TLS, QR_EIO when a file cannot be read). */
 int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError *err);
 /* The bound address, "127.0.0.1:8080" (the real port when 0 was asked). */
 const char *http_server_addr(const HttpServer *s);

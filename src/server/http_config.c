@@ -28,11 +28,13 @@ typedef struct ConfKey {
     size_t off;          /* offsetof(HttpConfig, field) */
     double min, max;     /* numbers only */
     const char *what;    /* one line for messages */
+    size_t cap;          /* strings only: the field's size */
 } ConfKey;
 
 #define OFF(f) offsetof(HttpConfig, f)
+#define CAP(f) sizeof(((HttpConfig *)0)->f)
 static const ConfKey HTTP_CONFIG_KEYS[] = {
-    {"http", CK_STR, OFF(http), 0, 0, "listen address HOST:PORT"},
+    {"http", CK_STR, OFF(http), 0, 0, "listen address HOST:PORT", CAP(http)},
     {"threads", CK_INT, OFF(threads), 0, 256, "worker threads (0 = one per core)"},
     {"max_body_bytes", CK_U64, OFF(max_body_bytes), 1024, 1e12, "largest JSON request body"},
     {"max_ingest_bytes", CK_U64, OFF(max_ingest_bytes), 1024, 1e15,
@@ -50,7 +52,9 @@ static const ConfKey HTTP_CONFIG_KEYS[] = {
     {"history_size", CK_INT, OFF(history_size), 1, 100000, "recent queries kept"},
     {"log_requests", CK_BOOL, OFF(log_requests), 0, 0, "one log line per request"},
     {"allow_remote", CK_BOOL, OFF(allow_remote), 0, 0,
-     "listen beyond loopback without authentication"},
+     "listen beyond loopback without API keys"},
+    {"tls_cert", CK_STR, OFF(tls_cert), 0, 0, "PEM certificate file for HTTPS", CAP(tls_cert)},
+    {"tls_key", CK_STR, OFF(tls_key), 0, 0, "PEM private key file for HTTPS", CAP(tls_key)},
 };
 #define N_KEYS (int)(sizeof HTTP_CONFIG_KEYS / sizeof HTTP_CONFIG_KEYS[0])
 
@@ -118,9 +122,9 @@ int http_config_set(HttpConfig *c, const char *key, const char *value, QrError *
     char *p = (char *)c + k->off;
     switch (k->kind) {
     case CK_STR:
-        if (strlen(value) >= sizeof c->http)
+        if (strlen(value) >= k->cap)
             return qr_error_set(err, QR_EINVAL, "setting \"%s\" is too long", key);
-        snprintf(p, sizeof c->http, "%s", value);
+        snprintf(p, k->cap, "%s", value);
         return QR_OK;
     case CK_BOOL:
         if (!strcmp(value, "true") || !strcmp(value, "1"))
@@ -179,12 +183,12 @@ int http_config_load(const char *path, HttpConfig *c, QrError *err)
         }
         char *p = (char *)c + k->off;
         if (k->kind == CK_STR) {
-            if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof c->http) {
+            if (!cJSON_IsString(it) || strlen(it->valuestring) >= k->cap) {
                 rc = qr_error_set(err, QR_EINVAL, "setting \"%s\" must be a string (%s)",
                                   k->name, k->what);
                 break;
             }
-            snprintf(p, sizeof c->http, "%s", it->valuestring);
+            snprintf(p, k->cap, "%s", it->valuestring);
         } else if (k->kind == CK_BOOL) {
             if (!cJSON_IsBool(it)) {
                 rc = qr_error_set(err, QR_EINVAL, "setting \"%s\" must be true or false",

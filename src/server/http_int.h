@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "query/quarry.h"
+#include "server/apikey.h"
 #include "server/http.h"
 #include "store/buf.h"
 #include "store/error.h"
@@ -65,6 +66,7 @@ typedef struct HttpRoute {
     HttpMethod method;
     const char *pattern;  /* "/tables/{t}/documents/{id}": literal or {name} segments */
     const char *name;     /* metric label, unique per row */
+    ApiScope scope;       /* API key scope needed (when keys are in use) */
     HttpBodyKind body;
     bool guard_table;     /* hold the {t} guard around handle() (drop waits) */
     void (*handle)(HttpReq *r);
@@ -107,6 +109,7 @@ struct HttpReq {
     char *hdr_v[HTTP_MAX_HEADERS];       /* owns the values */
     int n_hdr;
     void *state;                   /* owns: the route's state (cleanup frees) */
+    ApiScope granted;              /* scope of the request's key (ADMIN when keys are off) */
 };
 
 /* Queue `body` (taken over, may be NULL for an empty body) with status and
@@ -189,6 +192,9 @@ struct HttpServer {
     pthread_cond_t guard_cond;     /* unused */
     TableGuard *guards;            /* owns: tables with uploads streaming */
     int n_guards, cap_guards;
+    ApiKeys *keys;                 /* owns, NULL without cfg.key_dir */
+    bool remote;                   /* listening beyond loopback */
+    uint8_t *tls_cert, *tls_key;   /* owns: PEM text given to libmicrohttpd */
 };
 
 /* ---- http_tables.c ---- */

@@ -18,6 +18,7 @@
  * 1 error, 2 usage, 3 import finished with rejected lines.
  */
 #include "query/quarry.h"
+#include "server/apikey.h"
 #include "server/backup_cmd.h"
 #include "server/cli.h"
 #include "server/ingest.h"
@@ -835,6 +836,7 @@ static void usage(FILE *f)
             "  check                            verify every checksum of every table\n"
             "  backup --to DEST                 online, verified copy of the data directory\n"
             "  user add|remove|list [NAME]      PostgreSQL port users (password on stdin)\n"
+            "  key add|remove|list [NAME]       HTTP API keys (--scope search|write|admin)\n"
             "  sql [-c 'SQL'] [--format table|csv|json]  SQL (statements on stdin without -c)\n"
             "  serve [--http HOST:PORT]         HTTP API and admin page (--config FILE)\n\n"
             "--data DIR defaults to ./data.  See docs/ for the query language and formats.\n");
@@ -887,6 +889,8 @@ int main(int argc, char **argv)
         return backup_cmd_main(ac, av);
     if (!strcmp(cmd, "user"))
         return cmd_user(ac, av);
+    if (!strcmp(cmd, "key"))
+        return cmd_key(ac, av);
     fprintf(stderr, "quarry: unknown command \"%s\"\n\n", cmd);
     usage(stderr);
     return 2;

@@ -37,11 +37,14 @@ static void usage(void)
             "                    [--threads N] [--fsync commit|batched|off] [--salvage]\n"
             "                    [--pg HOST:PORT] [--pg-max-connections N]\n"
             "                    [--pg-tls-cert CERT.pem --pg-tls-key KEY.pem]\n"
+            "                    [--tls-cert CERT.pem --tls-key KEY.pem]\n"
             "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
             "  --pg        also serve the PostgreSQL wire protocol (e.g. 127.0.0.1:5433;\n"
             "              docs/pg-protocol.md); users: quarry user add NAME\n"
             "  --config    JSON file with server settings (docs/http-api.md, \"Configuration\")\n"
-            "  --threads   worker threads (default: one per core)\n");
+            "  --threads   worker threads (default: one per core)\n"
+            "  --tls-cert, --tls-key  serve HTTPS from these PEM files (docs/security.md)\n"
+            "  API keys: quarry key add NAME --scope search|write|admin\n");
 }
 
 int cmd_serve(int argc, char **argv)
@@ -50,7 +53,8 @@ int cmd_serve(int argc, char **argv)
                        {"config", NULL, NULL}, {"threads", "threads", NULL},
                        {"fsync", NULL, NULL},  {"salvage", NULL, NULL},
                        {"pg", NULL, NULL},     {"pg-max-connections", NULL, NULL},
-                       {"pg-tls-cert", NULL, NULL}, {"pg-tls-key", NULL, NULL}};
+                       {"pg-tls-cert", NULL, NULL}, {"pg-tls-key", NULL, NULL},
+                       {"tls-cert", "tls_cert", NULL}, {"tls-key", "tls_key", NULL}};
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -116,6 +120,11 @@ int cmd_serve(int argc, char **argv)
         }
     }
     const char *data = opts[0].value ? opts[0].value : "./data";
+    if (strlen(data) >= sizeof cfg.key_dir) {
+        fprintf(stderr, "quarry serve: --data path is too long\n");
+        return 2;
+    }
+    snprintf(cfg.key_dir, sizeof cfg.key_dir, "%s", data);
     PgConfig pgc;
     pg_config_default(&pgc);
     if (opts[6].value)
@@ -175,9 +184,10 @@ int cmd_serve(int argc, char **argv)
                pgc.max_connections, pgc.tls_cert[0] ? "on" : "off");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     qr_log(QR_LOG_INFO,
-           "serve started version=%s http=http://%s/ admin=http://%s/ data=%s threads=%d "
+           "serve started version=%s http=%s://%s/ admin=%s://%s/ data=%s threads=%d "
            "cores=%ld max_connections=%d pid=%ld",
-           QUARRY_VERSION, http_server_addr(srv), http_server_addr(srv), data,
+           QUARRY_VERSION, cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv),
+           cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv), data,
            cfg.threads > 0 ? cfg.threads : (int)cores, cores, cfg.max_connections,
            (long)getpid());
     int sig = 0;

@@ -1,0 +1,449 @@
+/*
+ * apikey.c — API keys for the HTTP port (see apikey.h for the key and file
+ * formats): loading and reloading the key file, constant-time checks,
+ * adding and removing keys, and `quarry key`.
+ *
+ * Layer: server/.  Calls the base kit, cJSON and libcrypto.
+ */
+#include "server/apikey.h"
+#include "store/mem.h"
+#include "store/util.h"
+
+#include <cJSON.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/sha.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define SALT_LEN 16
+
+typedef struct ApiKey {
+    char name[APIKEY_NAME_MAX + 1];
+    ApiScope scope;
+    uint8_t salt[SALT_LEN];
+    uint8_t hash[SHA256_DIGEST_LENGTH];   /* SHA-256(salt || key) */
+} ApiKey;
+
+/* Invariant: keys[0..n) is the file as of `mtime`/`size`; lock guards all. */
+struct ApiKeys {
+    char path[4096];
+    pthread_mutex_t lock;
+    ApiKey *keys;                 /* owns */
+    int n;
+    struct timespec mtime;        /* of the file loaded, zero when absent */
+    off_t size;
+    time_t checked;               /* last stat, seconds */
+};
+
+static const struct {
+    ApiScope s;
+    const char *name;
+} SCOPES[] = {{API_SCOPE_SEARCH, "search"}, {API_SCOPE_WRITE, "write"}, {API_SCOPE_ADMIN, "admin"}};
+
+const char *apikey_scope_name(ApiScope s)
+{
+    for (size_t i = 0; i < sizeof SCOPES / sizeof SCOPES[0]; i++)
+        if (SCOPES[i].s == s)
+            return SCOPES[i].name;
+    return "none";
+}
+
+ApiScope apikey_scope_parse(const char *name)
+{
+    for (size_t i = 0; i < sizeof SCOPES / sizeof SCOPES[0]; i++)
+        if (!strcmp(SCOPES[i].name, name))
+            return SCOPES[i].s;
+    return API_SCOPE_NONE;
+}
+
+static void hex_encode(const uint8_t *p, size_t n, char *out)
+{
+    static const char H[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = H[p[i] >> 4];
+        out[2 * i + 1] = H[p[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+static bool hex_decode(const char *s, uint8_t *out, size_t n)
+{
+    if (strlen(s) != 2 * n)
+        return false;
+    for (size_t i = 0; i < 2 * n; i++) {
+        char c = s[i];
+        int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (v < 0)
+            return false;
+        if (i % 2 == 0)
+            out[i / 2] = (uint8_t)(v << 4);
+        else
+            out[i / 2] |= (uint8_t)v;
+    }
+    return true;
+}
+
+static bool valid_name(const char *n)
+{
+    size_t len = strlen(n);
+    if (len == 0 || len > APIKEY_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)n[i];
+        if (!(c == '_' || c == '-' || c == '.' || (c >= '0' && c <= '9') ||
+              (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+            return false;
+    }
+    return true;
+}
+
+static void hash_key(const uint8_t *salt, const char *key, size_t len,
+                     uint8_t out[SHA256_DIGEST_LENGTH])
+{
+    EVP_MD_CTX *c = EVP_MD_CTX_new();
+    unsigned n = 0;
+    if (!c || EVP_DigestInit_ex(c, EVP_sha256(), NULL) != 1 ||
+        EVP_DigestUpdate(c, salt, SALT_LEN) != 1 || EVP_DigestUpdate(c, key, len) != 1 ||
+        EVP_DigestFinal_ex(c, out, &n) != 1)
+        RAND_bytes(out, SHA256_DIGEST_LENGTH); /* matches no stored hash */
+    EVP_MD_CTX_free(c);
+}
+
+/* Parse the key file at path into keys and n (absent file: none). */
+static int keys_read(const char *path, ApiKey **keys, int *n, QrError *err)
+{
+    *keys = NULL;
+    *n = 0;
+    if (!qr_path_exists(path))
+        return QR_OK;
+    uint8_t *text = NULL;
+    size_t len = 0;
+    int rc = qr_file_read_all(path, &text, &len, err);
+    if (rc != QR_OK)
+        return rc;
+    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
+    qr_free(text);
+    cJSON *arr = root ? cJSON_GetObjectItemCaseSensitive(root, "keys") : NULL;
+    if (!cJSON_IsArray(arr)) {
+        cJSON_Delete(root);
+        qr_error_set(err, QR_ESYNTAX, "malformed key file %s", APIKEY_FILE);
+        qr_error_detail(err, "expected {\"keys\": [...]}");
+        return QR_ESYNTAX;
+    }
+    int cap = cJSON_GetArraySize(arr);
+    ApiKey *k = qr_calloc((size_t)(cap > 0 ? cap : 1), sizeof *k);
+    if (!k) {
+        cJSON_Delete(root);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    const cJSON *it;
+    int i = 0;
+    cJSON_ArrayForEach(it, arr)
+    {
+        const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
+        const cJSON *scope = cJSON_GetObjectItemCaseSensitive(it, "scope");
+        const cJSON *salt = cJSON_GetObjectItemCaseSensitive(it, "salt");
+        const cJSON *hash = cJSON_GetObjectItemCaseSensitive(it, "hash");
+        if (!cJSON_IsString(name) || !cJSON_IsString(scope) || !cJSON_IsString(salt) ||
+            !cJSON_IsString(hash) || !valid_name(name->valuestring) ||
+            !(k[i].scope = apikey_scope_parse(scope->valuestring)) ||
+            !hex_decode(salt->valuestring, k[i].salt, SALT_LEN) ||
+            !hex_decode(hash->valuestring, k[i].hash, sizeof k[i].hash)) {
+            qr_error_set(err, QR_ESYNTAX, "malformed entry %d in key file %s", i + 1, APIKEY_FILE);
+            cJSON_Delete(root);
+            qr_free(k);
+            return QR_ESYNTAX;
+        }
+        snprintf(k[i].name, sizeof k[i].name, "%s", name->valuestring);
+        i++;
+    }
+    cJSON_Delete(root);
+    *keys = k;
+    *n = i;
+    return QR_OK;
+}
+
+static int keys_write(const char *path, const ApiKey *keys, int n, QrError *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arr = root ? cJSON_AddArrayToObject(root, "keys") : NULL;
+    for (int i = 0; arr && i < n; i++) {
+        char salt[2 * SALT_LEN + 1], hash[2 * SHA256_DIGEST_LENGTH + 1];
+        hex_encode(keys[i].salt, SALT_LEN, salt);
+        hex_encode(keys[i].hash, sizeof keys[i].hash, hash);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "name", keys[i].name);
+        cJSON_AddStringToObject(o, "scope", apikey_scope_name(keys[i].scope));
+        cJSON_AddStringToObject(o, "salt", salt);
+        cJSON_AddStringToObject(o, "hash", hash);
+        cJSON_AddItemToArray(arr, o);
+    }
+    char *text = arr ? cJSON_Print(root) : NULL;
+    cJSON_Delete(root);
+    if (!text)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    mode_t old = umask(077);
+    int rc = qr_file_write_atomic(path, text, strlen(text), true, err);
+    umask(old);
+    if (rc == QR_OK)
+        chmod(path, 0600);
+    cJSON_free(text);
+    return rc;
+}
+
+/* Reload when the file's mtime or size changed; caller holds k->lock.  A
+ * file that became unreadable or malformed keeps the keys loaded before
+ * (failing closed would lock everyone out on a half-edited file; failing
+ * open is never done). */
+static void keys_refresh(ApiKeys *k, bool force)
+{
+    time_t now = time(NULL);
+    if (!force && now == k->checked)
+        return;
+    k->checked = now;
+    struct stat st;
+    struct timespec mt = {0, 0};
+    off_t size = 0;
+    if (stat(k->path, &st) == 0) {
+        mt = st.st_mtim;
+        size = st.st_size;
+    }
+    if (!force && mt.tv_sec == k->mtime.tv_sec && mt.tv_nsec == k->mtime.tv_nsec &&
+        size == k->size)
+        return;
+    ApiKey *keys;
+    int n;
+    QrError e;
+    qr_error_clear(&e);
+    if (keys_read(k->path, &keys, &n, &e) != QR_OK) {
+        qr_log(QR_LOG_WARN, "http api_keys reload failed: %s (keeping %d keys)", e.message, k->n);
+        return;
+    }
+    qr_free(k->keys);
+    k->keys = keys;
+    k->n = n;
+    k->mtime = mt;
+    k->size = size;
+}
+
+int apikey_open(const char *data_dir, ApiKeys **out, QrError *err)
+{
+    *out = NULL;
+    ApiKeys *k = qr_calloc(1, sizeof *k);
+    if (!k)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    snprintf(k->path, sizeof k->path, "%s/%s", data_dir, APIKEY_FILE);
+    int rc = keys_read(k->path, &k->keys, &k->n, err);
+    if (rc != QR_OK) {
+        qr_free(k);
+        return rc;
+    }
+    struct stat st;
+    if (stat(k->path, &st) == 0) {
+        k->mtime = st.st_mtim;
+        k->size = st.st_size;
+    }
+    k->checked = time(NULL);
+    pthread_mutex_init(&k->lock, NULL);
+    *out = k;
+    return QR_OK;
+}
+
+void apikey_free(ApiKeys *k)
+{
+    if (!k)
+        return;
+    pthread_mutex_destroy(&k->lock);
+    qr_free(k->keys);
+    qr_free(k);
+}
+
+int apikey_count(ApiKeys *k)
+{
+    pthread_mutex_lock(&k->lock);
+    keys_refresh(k, false);
+    int n = k->n;
+    pthread_mutex_unlock(&k->lock);
+    return n;
+}
+
+ApiScope apikey_check(ApiKeys *k, const char *token, size_t len, char *name, size_t cap)
+{
+    ApiScope found = API_SCOPE_NONE;
+    pthread_mutex_lock(&k->lock);
+    keys_refresh(k, false);
+    /* every key is hashed and compared, so the time taken does not say
+     * which key (or how much of one) matched */
+    for (int i = 0; i < k->n; i++) {
+        uint8_t h[SHA256_DIGEST_LENGTH];
+        hash_key(k->keys[i].salt, token, len, h);
+        if (CRYPTO_memcmp(h, k->keys[i].hash, sizeof h) == 0 && found == API_SCOPE_NONE) {
+            found = k->keys[i].scope;
+            if (name && cap)
+                snprintf(name, cap, "%s", k->keys[i].name);
+        }
+    }
+    pthread_mutex_unlock(&k->lock);
+    return found;
+}
+
+int apikey_add(const char *data_dir, const char *name, ApiScope scope, char *key, QrError *err)
+{
+    if (!valid_name(name)) {
+        qr_error_set(err, QR_EINVAL, "invalid key name \"%.80s\"", name);
+        qr_error_hint(err, "use 1 to %d letters, digits, '_', '-' or '.'", APIKEY_NAME_MAX);
+        return QR_EINVAL;
+    }
+    if (scope < API_SCOPE_SEARCH || scope > API_SCOPE_ADMIN)
+        return qr_error_set(err, QR_EINVAL, "invalid key scope");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", data_dir, APIKEY_FILE);
+    ApiKey *keys;
+    int n;
+    int rc = keys_read(path, &keys, &n, err);
+    if (rc != QR_OK)
+        return rc;
+    int at = -1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(keys[i].name, name))
+            at = i;
+    if (at < 0) {
+        ApiKey *grown = qr_realloc(keys, (size_t)(n + 1) * sizeof *grown);
+        if (!grown) {
+            qr_free(keys);
+            return qr_error_set(err, QR_ENOMEM, "out of memory");
+        }
+        keys = grown;
+        at = n++;
+        memset(&keys[at], 0, sizeof keys[at]);
+        snprintf(keys[at].name, sizeof keys[at].name, "%s", name);
+    }
+    uint8_t secret[32];
+    if (RAND_bytes(secret, sizeof secret) != 1 || RAND_bytes(keys[at].salt, SALT_LEN) != 1) {
+        qr_free(keys);
+        return qr_error_set(err, QR_EINTERNAL, "no random bytes from libcrypto");
+    }
+    memcpy(key, "qk_", 3);
+    hex_encode(secret, sizeof secret, key + 3);
+    OPENSSL_cleanse(secret, sizeof secret);
+    keys[at].scope = scope;
+    hash_key(keys[at].salt, key, APIKEY_LEN, keys[at].hash);
+    rc = keys_write(path, keys, n, err);
+    qr_free(keys);
+    return rc;
+}
+
+int apikey_remove(const char *data_dir, const char *name, QrError *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", data_dir, APIKEY_FILE);
+    ApiKey *keys;
+    int n;
+    int rc = keys_read(path, &keys, &n, err);
+    if (rc != QR_OK)
+        return rc;
+    int at = -1;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(keys[i].name, name))
+            at = i;
+    if (at < 0) {
+        qr_free(keys);
+        return qr_error_set(err, QR_ENOTFOUND, "key \"%.80s\" does not exist", name);
+    }
+    memmove(&keys[at], &keys[at + 1], (size_t)(n - at - 1) * sizeof keys[0]);
+    rc = keys_write(path, keys, n - 1, err);
+    qr_free(keys);
+    return rc;
+}
+
+/* ---- quarry key ---- */
+
+static void key_usage(void)
+{
+    fprintf(stderr, "usage: quarry key add NAME [--scope search|write|admin] [--data DIR]\n"
+                    "       quarry key remove NAME [--data DIR]\n"
+                    "       quarry key list [--data DIR]\n"
+                    "  add prints the new key once; only a salted hash is stored\n");
+}
+
+int cmd_key(int argc, char **argv)
+{
+    const char *verb = NULL, *name = NULL, *data = "./data", *scope = "search";
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if ((!strcmp(a, "--data") || !strcmp(a, "--scope")) && i + 1 < argc) {
+            if (a[2] == 'd')
+                data = argv[++i];
+            else
+                scope = argv[++i];
+        } else if (!strncmp(a, "--data=", 7)) {
+            data = a + 7;
+        } else if (!strncmp(a, "--scope=", 8)) {
+            scope = a + 8;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "quarry key: unknown option %s\n", a);
+            key_usage();
+            return 2;
+        } else if (!verb) {
+            verb = a;
+        } else if (!name) {
+            name = a;
+        } else {
+            fprintf(stderr, "quarry key: unexpected argument \"%s\"\n", a);
+            key_usage();
+            return 2;
+        }
+    }
+    QrError err;
+    qr_error_clear(&err);
+    if (verb && !strcmp(verb, "list") && !name) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", data, APIKEY_FILE);
+        ApiKey *keys;
+        int n;
+        if (keys_read(path, &keys, &n, &err) != QR_OK) {
+            fprintf(stderr, "quarry key: %s\n", err.message);
+            return 1;
+        }
+        for (int i = 0; i < n; i++)
+            printf("%s\t%s\n", keys[i].name, apikey_scope_name(keys[i].scope));
+        qr_free(keys);
+        return 0;
+    }
+    if (!verb || !name || (strcmp(verb, "add") != 0 && strcmp(verb, "remove") != 0)) {
+        key_usage();
+        return 2;
+    }
+    if (!strcmp(verb, "remove")) {
+        if (apikey_remove(data, name, &err) != QR_OK) {
+            fprintf(stderr, "quarry key: %s\n", err.message);
+            return 1;
+        }
+        printf("removed key %s\n", name);
+        return 0;
+    }
+    ApiScope s = apikey_scope_parse(scope);
+    if (s == API_SCOPE_NONE) {
+        fprintf(stderr, "quarry key: --scope must be search, write or admin\n");
+        return 2;
+    }
+    char key[APIKEY_LEN + 1];
+    if (qr_mkdir_p(data, &err) != QR_OK || apikey_add(data, name, s, key, &err) != QR_OK) {
+        fprintf(stderr, "quarry key: %s\n", err.message);
+        if (err.hint[0])
+            fprintf(stderr, "hint: %s\n", err.hint);
+        return 1;
+    }
+    /* the key alone on stdout, so scripts can capture it */
+    printf("%s\n", key);
+    fprintf(stderr, "key %s (%s) saved in %s/%s; it is shown only this once\n", name, scope, data,
+            APIKEY_FILE);
+    OPENSSL_cleanse(key, sizeof key);
+    return 0;
+}
