@@ -13,7 +13,7 @@ pass=0; fail=0
 for bin in "$@"; do
   name=$(basename "$bin"); short=${name%_fuzz}
   seeds=tests/fuzz/corpus/$short; mkdir -p "$scratch/$short"
-  args=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536
+  args=(-max_total_time="$secs" -timeout=30 -rss_limit_mb=2048 -max_len=65536
         -artifact_prefix="$out/$name-" -print_final_stats=0)
   [ -f "tests/fuzz/$short.dict" ] && args+=(-dict="tests/fuzz/$short.dict")
   dirs=("$scratch/$short"); [ -d "$seeds" ] && dirs+=("$seeds")
