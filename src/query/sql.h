@@ -140,6 +140,10 @@ typedef struct QrSqlSpan {
  * dropped; *n may be 0.  *spans is qr_malloc'd (qr_free it).  Syntax errors
  * are reported here with their position. */
 int qr_sql_split(const char *sql, size_t len, QrSqlSpan **spans, int *n, QrError *err);
+/* Mark a statement failed outside the engine (a qr_sql_split syntax error,
+ * a protocol error): inside a transaction block the session turns 'E'
+ * (25P02 until ROLLBACK), as when execution fails.  NULL is a no-op. */
+void qr_sql_session_fail(QrSqlSession *s);
 
 /* Characters (UTF-8 code points) in the first n bytes of text. */
 int64_t qr_sql_utf8_chars(const char *text, size_t n);
@@ -223,6 +227,8 @@ typedef struct QrSqlResult {
     QrSqlNotice *notices;
     double took_ms;
     struct QrArena *arena;   /* owns everything above */
+    QrSqlStmt *stmt;         /* holds one reference (values and names may borrow the
+                                statement's text and parse tree); NULL for COPY results */
 } QrSqlResult;
 
 /* Execute a prepared statement (its parameters bound).  *out gets a result

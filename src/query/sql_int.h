@@ -30,10 +30,11 @@ typedef QrSqlValue SqlValue;
 typedef enum SqlAccessPath {
     SQL_PATH_AUTO,  /* the cost planner chooses */
     SQL_PATH_TEXT,  /* text index first, check the other conditions per candidate */
-    SQL_PATH_BTREE, /* B-tree first (falls back to scan while no B-tree exists) */
+    SQL_PATH_BTREE, /* B-tree lookups (CREATE INDEX) for the column predicates that have one */
     SQL_PATH_SCAN,  /* zone-map column scan to a bitmap, then text / check */
     SQL_PATH_CHECK, /* text index first, every structured condition checked per row */
     SQL_PATH_FULL,  /* every live document, every condition per row */
+    SQL_PATH_PK,    /* primary-key lookups (pk = v, pk IN (...)) in every segment */
 } SqlAccessPath;
 
 typedef struct SqlSetting {
@@ -420,7 +421,7 @@ typedef struct SqlTableScan {
     /* planning */
     SqlAccessPath path;
     double est_rows, cost;
-    SqlScanAlt alts[6];
+    SqlScanAlt alts[8];
     int n_alts;
     int n_colpreds;           /* conjuncts a column scan can evaluate */
     const char *note;         /* why a forced path was not possible, or NULL */
@@ -428,6 +429,7 @@ typedef struct SqlTableScan {
     uint64_t rows_out, candidates, text_rows;
     double ms;
     uint64_t zm_blocks_total, zm_blocks_skipped;
+    uint64_t bt_pages;        /* B-tree pages read (btree path) */
     uint64_t post_blocks_decoded, post_blocks_skipped;
     const char *text_strategy;
 } SqlTableScan;

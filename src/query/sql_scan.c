@@ -15,7 +15,11 @@
  *          a bitmap per segment, intersected with the text docs, then the
  *          remaining conditions per row
  *   full   every live document, every condition per row
- *   btree  no B-trees yet: falls back to scan (noted in EXPLAIN)
+ *   btree  the filter engine (query/filter.h) over the column predicates,
+ *          B-tree lookups for those whose column has a B-tree (CREATE INDEX),
+ *          zone-map scans restricted to the B-tree rows for the others
+ *   pk     `pk = v` / `pk IN (...)`: each key looked up in every segment's
+ *          primary-key index, the other conditions checked per row
  * Costs are in "row units": one candidate row fetched and checked costs
  * C_ROW per needed column plus C_DOC when a stored document must be parsed;
  * a zone-map-pruned column block costs C_BLOCK; a posting costs C_POST.
@@ -27,6 +31,7 @@
 #include "query/sql_int.h"
 #include "query/filter.h"
 #include "query/sql_w.h"
+#include "index/btree.h"
 
 #include <cJSON.h>
 #include <math.h>
@@ -39,12 +44,16 @@
 #define C_DOC 25.0
 #define C_BLOCK 40.0
 #define C_POST 0.2
+#define C_BT_PAGE 4.0 /* one B-tree page read */
+#define C_BT_ROW 0.05 /* one row id out of a B-tree into a bitmap */
+#define C_PK 2.0 /* one key looked up in one segment's primary-key index */
+#define MAX_PK_KEYS 4096
 #define MAX_TEXT_ROWS 1000000
 
 const char *sql_path_name(SqlAccessPath p)
 {
-    static const char *N[] = {"auto", "text", "btree", "scan", "check", "full"};
-    return p <= SQL_PATH_FULL ? N[p] : "?";
+    static const char *N[] = {"auto", "text", "btree", "scan", "check", "full", "pk"};
+    return p <= SQL_PATH_PK ? N[p] : "?";
 }
 
 QrSqlType sql_field_type(QrFieldType t)
@@ -779,7 +788,7 @@ static double row_cost(const SqlTableScan *sc)
 
 static void add_alt(SqlTableScan *sc, SqlAccessPath p, double rows, double cost)
 {
-    if (sc->n_alts < 6)
+    if (sc->n_alts < (int)(sizeof sc->alts / sizeof *sc->alts))
         sc->alts[sc->n_alts++] = (SqlScanAlt){p, rows, cost};
 }
 
@@ -816,13 +825,295 @@ static int colpred_estimate(SqlCtx *cx, Snapshot *snap, ColPredRef *cp, int n_cp
     return QR_OK;
 }
 
-/* ---- the scan ---- */
-
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
 }
+
+/* ---- primary-key lookups ---- */
+
+typedef struct PkKeys {
+    int n, cap;
+    const uint8_t **key;
+    size_t *len;
+    int n_values;          /* values (each may give two encodings) */
+} PkKeys;
+
+static bool pk_add(SqlCtx *cx, PkKeys *k, const uint8_t *key, size_t len)
+{
+    if (k->n == k->cap) {
+        int nc = k->cap ? k->cap * 2 : 16;
+        const uint8_t **nk = qr_arena_alloc(cx->arena, (size_t)nc * sizeof *nk);
+        size_t *nl = qr_arena_alloc(cx->arena, (size_t)nc * sizeof *nl);
+        if (!nk || !nl)
+            return false;
+        if (k->n) {
+            memcpy(nk, k->key, (size_t)k->n * sizeof *nk);
+            memcpy(nl, k->len, (size_t)k->n * sizeof *nl);
+        }
+        k->key = nk;
+        k->len = nl;
+        k->cap = nc;
+    }
+    uint8_t *c = qr_arena_alloc(cx->arena, len + 1);
+    if (!c)
+        return false;
+    memcpy(c, key, len);
+    k->key[k->n] = c;
+    k->len[k->n++] = len;
+    return true;
+}
+
+static bool pk_add_int(SqlCtx *cx, PkKeys *k, int64_t i)
+{
+    uint8_t b[9];
+    uint64_t u = (uint64_t)i ^ (1ull << 63);
+    b[0] = 'i';
+    for (int j = 0; j < 8; j++)
+        b[1 + j] = (uint8_t)(u >> (56 - 8 * j));
+    return pk_add(cx, k, b, 9);
+}
+
+/* The key encodings (index/segment.h pk_encode) a value may be stored
+ * under: rows are still checked against the condition, so trying both an
+ * integer and a string form only costs a lookup.  False: not a key value. */
+static bool pk_add_value(SqlCtx *cx, PkKeys *k, const SqlValue *v)
+{
+    k->n_values++;
+    if (v->is_null)
+        return true; /* matches nothing */
+    char num[32];
+    if (sqlt_is_int(v->type)) {
+        int n = snprintf(num, sizeof num, "%lld", (long long)v->u.i);
+        uint8_t b[32];
+        b[0] = 's';
+        memcpy(b + 1, num, (size_t)n);
+        return pk_add_int(cx, k, v->u.i) && pk_add(cx, k, b, (size_t)n + 1);
+    }
+    if (sqlt_is_float(v->type)) {
+        if (v->u.f != floor(v->u.f) || fabs(v->u.f) > 9007199254740992.0)
+            return true; /* no integer key equals it; a string key compares as text */
+        return pk_add_int(cx, k, (int64_t)v->u.f);
+    }
+    if (!sqlt_is_str(v->type))
+        return false;
+    size_t n = v->u.s.n;
+    if (n == 0 || n + 1 > PK_KEY_MAX)
+        return true; /* no such key can exist */
+    uint8_t *b = qr_arena_alloc(cx->arena, n + 1);
+    if (!b)
+        return false;
+    b[0] = 's';
+    memcpy(b + 1, v->u.s.s, n);
+    if (!pk_add(cx, k, b, n + 1))
+        return false;
+    if (n < sizeof num) {
+        memcpy(num, v->u.s.s, n);
+        num[n] = 0;
+        char *end;
+        long long i = strtoll(num, &end, 10);
+        if (*end == 0 && end != num && !pk_add_int(cx, k, i))
+            return false;
+    }
+    return true;
+}
+
+static bool pk_col(const SqlTableScan *sc, const SqlExpr *e)
+{
+    return e->kind == SE_COL && e->col >= sc->first && e->col < sc->first + sc->n_cols &&
+           sc->scope->cols[e->col].field == -1;
+}
+
+/* Keys of a conjunct `pk = const` / `pk IN (consts)` (also inside a
+ * top-level AND tree).  True when found. */
+static bool pk_keys_of(SqlCtx *cx, const SqlTableScan *sc, const SqlExpr *e, PkKeys *k)
+{
+    SqlEvalRow none = {.doc = -1};
+    if (e->kind == SE_AND) {
+        for (int i = 0; i < e->n_args; i++)
+            if (pk_keys_of(cx, sc, e->args[i], k))
+                return true;
+        return false;
+    }
+    const SqlExpr *vals[MAX_PK_KEYS];
+    int nv = 0;
+    if (e->kind == SE_CMP && e->op == SQL_CMP_EQ && e->n_args == 2) {
+        if (pk_col(sc, e->args[0]) && sql_expr_is_const(e->args[1]))
+            vals[nv++] = e->args[1];
+        else if (pk_col(sc, e->args[1]) && sql_expr_is_const(e->args[0]))
+            vals[nv++] = e->args[0];
+        else
+            return false;
+    } else if (e->kind == SE_IN && e->op == 0 && e->n_args >= 2 && e->n_args - 1 <= MAX_PK_KEYS &&
+               pk_col(sc, e->args[0])) {
+        for (int i = 1; i < e->n_args; i++) {
+            if (!sql_expr_is_const(e->args[i]))
+                return false;
+            vals[nv++] = e->args[i];
+        }
+    } else {
+        return false;
+    }
+    /* evaluation errors (e.g. no parameter values while preparing) only
+     * mean no key path: the row check reports them */
+    QrError e2, *save = cx->err;
+    qr_error_clear(&e2);
+    cx->err = &e2;
+    PkKeys got = {0};
+    bool ok = true;
+    for (int i = 0; i < nv && ok; i++) {
+        SqlValue v;
+        ok = sql_expr_eval(cx, vals[i], &none, &v) == QR_OK && pk_add_value(cx, &got, &v);
+    }
+    cx->err = save;
+    if (ok)
+        *k = got;
+    return ok;
+}
+
+static int pk_find(SqlCtx *cx, const SqlTableScan *sc, PkKeys *k)
+{
+    memset(k, 0, sizeof *k);
+    k->n_values = -1;
+    for (int i = 0; i < sc->n_conj; i++)
+        if (pk_keys_of(cx, sc, sc->conj[i], k))
+            return 1;
+    k->n_values = -1;
+    return 0;
+}
+
+/* The live docs holding any of the keys, in doc order, without repeats. */
+static int pk_docs(SqlCtx *cx, Snapshot *snap, const PkKeys *k, int64_t **docs, uint64_t *n)
+{
+    uint64_t cap = (uint64_t)k->n + 1, m = 0;
+    int64_t *d = qr_arena_alloc(cx->arena, cap * sizeof *d);
+    if (!d)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    for (int si = 0; si < snap->n_segs; si++)
+        for (int i = 0; i < k->n; i++) {
+            int64_t local = seg_pk_lookup(snap->segs[si], k->key[i], k->len[i]);
+            if (local < 0 || snapshot_deleted(snap, si, (uint32_t)local))
+                continue;
+            if (m == cap) {
+                int64_t *nd = qr_arena_alloc(cx->arena, cap * 2 * sizeof *nd);
+                if (!nd)
+                    return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+                memcpy(nd, d, m * sizeof *nd);
+                d = nd;
+                cap *= 2;
+            }
+            d[m++] = (int64_t)(snap->base[si] + (uint64_t)local);
+        }
+    qsort(d, m, sizeof *d, cmp_i64);
+    uint64_t u = 0;
+    for (uint64_t i = 0; i < m; i++)
+        if (!u || d[u - 1] != d[i])
+            d[u++] = d[i];
+    *docs = d;
+    *n = u;
+    return QR_OK;
+}
+
+/* ---- the B-tree path ---- */
+
+static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local,
+                 SqlRowSink *out, RowFetch *rf);
+
+/* Cost of the column predicates through the filter engine with B-trees:
+ * false when no segment has a B-tree on any of their columns.  Per segment,
+ * the candidates are the fewest rows any B-tree'd predicate gives
+ * (bt_estimate); predicates without a tree are scanned over the segment's
+ * zone maps (a share of `scan_cost`). */
+static bool btree_estimate(Snapshot *snap, const ColPredRef *cp, int n_cp, double scan_cost,
+                           double *cost)
+{
+    bool any = false;
+    double c = 0;
+    int untreed = 0;
+    for (int i = 0; i < snap->n_segs; i++) {
+        double best = seg_n_docs(snap->segs[i]);
+        for (int k = 0; k < n_cp; k++) {
+            const struct BTree *bt = seg_btree(snap->segs[i], cp[k].field);
+            if (!bt) {
+                untreed++;
+                continue;
+            }
+            any = true;
+            double e = (double)bt_estimate(bt, &cp[k].pred);
+            c += 3 * C_BT_PAGE + e / 512.0 * C_BT_PAGE;
+            best = fmin(best, e);
+        }
+        c += best * C_BT_ROW;
+    }
+    if (!any)
+        return false;
+    *cost = c + (n_cp && snap->n_segs ? scan_cost * untreed / ((double)n_cp * snap->n_segs) : 0);
+    return true;
+}
+
+/* The docs of a text set that are in segment si, as local ids. */
+static roaring_bitmap_t *seg_text_cand(Snapshot *snap, const SqlDocSet *ds, int si)
+{
+    roaring_bitmap_t *cand = roaring_bitmap_create();
+    for (uint64_t i = 0; cand && i < ds->n; i++) {
+        int s2;
+        uint32_t l2;
+        if (snapshot_locate(snap, (DocId)ds->docs[i], &s2, &l2) && s2 == si)
+            roaring_bitmap_add(cand, l2);
+    }
+    return cand;
+}
+
+static int btree_run(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef *cp, int n_cp,
+                     SqlRowSink *out, RowFetch *rf)
+{
+    QrFilter *filter = colpred_filter(cx, cp, n_cp);
+    if (!filter)
+        return cx->err->code;
+    SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
+    int rc = QR_OK;
+    for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
+        Segment *seg = snap->segs[si];
+        FilterSeg *fs = NULL;
+        QrError e;
+        qr_error_clear(&e);
+        roaring_bitmap_t *cand = ds ? seg_text_cand(snap, ds, si) : NULL;
+        roaring_bitmap_t *hits = roaring_bitmap_create();
+        QrFilterStats st = {0};
+        if (!hits || (ds && !cand)) {
+            rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+        } else if (filter_seg_compile(filter, seg, &fs, &e) != QR_OK) {
+            /* an operand this segment's column cannot compare (a field
+             * retyped since): every row of the segment, checked */
+            for (uint32_t l = 0; l < seg_n_docs(seg) && rc == QR_OK; l++)
+                if (!cand || roaring_bitmap_contains(cand, l))
+                    rc = visit(cx, sc, snap, si, l, out, rf);
+        } else if (filter_seg_eval(fs, QR_ACCESS_BTREE, snap->dels[si], cand, hits, &st, &e) != QR_OK) {
+            qr_error_copy(cx->err, &e);
+            rc = e.code;
+        } else {
+            roaring_uint32_iterator_t *it = roaring_create_iterator(hits);
+            for (; it && it->has_value && rc == QR_OK; roaring_advance_uint32_iterator(it))
+                rc = visit(cx, sc, snap, si, it->current_value, out, rf);
+            if (!it)
+                rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+            roaring_free_uint32_iterator(it);
+        }
+        sc->zm_blocks_total += st.blocks_total;
+        sc->zm_blocks_skipped += st.blocks_skipped;
+        sc->bt_pages += st.btree_pages;
+        filter_seg_free(fs);
+        if (hits)
+            roaring_bitmap_free(hits);
+        if (cand)
+            roaring_bitmap_free(cand);
+    }
+    qr_filter_free(filter);
+    return rc;
+}
+
+/* ---- the scan ---- */
 
 SqlValue *sql_sink_slot(SqlCtx *cx, SqlRowSink *s)
 {
@@ -898,6 +1189,8 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     if (colpreds(cx, sc, cp, &n_cp))
         return cx->err->code;
     sc->n_colpreds = n_cp;
+    PkKeys pk;
+    bool has_pk = pk_find(cx, sc, &pk);
     /* top-k needs every other condition inside the text engine's filter */
     if (sc->topk >= 0 && n_cp != sc->n_conj - 1)
         sc->topk = -1;
@@ -928,6 +1221,14 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
                     scan_cost + fmin((double)drive_n, N * sel) * C_POST + est_out * rc_row);
         else if (n_cp)
             add_alt(sc, SQL_PATH_SCAN, est_out, scan_cost + N * sel * rc_row);
+        double bt_cost;
+        if (n_cp && btree_estimate(snap, cp, n_cp, scan_cost, &bt_cost))
+            add_alt(sc, SQL_PATH_BTREE, est_out,
+                    bt_cost + est_out * rc_row +
+                        (sc->drive >= 0 ? fmin((double)drive_n, N * sel) * C_POST : 0));
+        if (has_pk) /* each key in each segment's key index, the rows checked */
+            add_alt(sc, SQL_PATH_PK, fmin((double)pk.n_values, est_out),
+                    (double)pk.n * (double)snap->n_segs * C_PK + (double)pk.n_values * rc_row + post);
         SqlAccessPath want = cx->path, chosen = SQL_PATH_FULL;
         double best = INFINITY;
         for (int i = 0; i < sc->n_alts; i++)
@@ -938,10 +1239,6 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         sc->note = NULL;
         if (want == SQL_PATH_CHECK)
             want = SQL_PATH_TEXT;
-        if (want == SQL_PATH_BTREE) {
-            want = SQL_PATH_SCAN;
-            sc->note = "no B-tree on these columns yet: scan instead";
-        }
         if (want != SQL_PATH_AUTO) {
             bool ok = false;
             for (int i = 0; i < sc->n_alts; i++)
@@ -953,7 +1250,10 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
                 chosen = want;
             else
                 sc->note = want == SQL_PATH_TEXT ? "forced text path needs a full-text predicate"
-                                                 : "forced scan path needs a column predicate";
+                           : want == SQL_PATH_PK     ? "forced pk path needs pk = value or pk IN (values)"
+                           : want == SQL_PATH_BTREE  ? "forced btree path needs a column predicate on a "
+                                                       "column with CREATE INDEX"
+                                                     : "forced scan path needs a column predicate";
         }
         sc->path = chosen;
         sc->cost = best;
@@ -961,8 +1261,9 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         if (!run)
             break;
         /* text sets: the driving one filtered by the column predicates on the
-         * scan path or under top-k, limited under top-k; all others complete */
-        bool filtered = n_cp && sc->drive >= 0 && (chosen == SQL_PATH_SCAN || sc->topk >= 0);
+         * scan and btree paths or under top-k, limited under top-k; all others complete */
+        bool filtered = n_cp && sc->drive >= 0 &&
+                        (chosen == SQL_PATH_SCAN || chosen == SQL_PATH_BTREE || sc->topk >= 0);
         if (filtered && !filter && !(filter = colpred_filter(cx, cp, n_cp))) {
             rc = cx->err->code;
             break;
@@ -996,7 +1297,17 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     RowFetch rf = {.dc_seg = -1};
     if (sc->consume && !(out.rows = qr_arena_alloc(cx->arena, (size_t)(out.width + 1) * sizeof *out.rows)))
         rc = sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-    if (sc->path == SQL_PATH_TEXT || (sc->path == SQL_PATH_SCAN && sc->drive >= 0)) {
+    if (sc->path == SQL_PATH_PK && rc == QR_OK) {
+        int64_t *docs = NULL;
+        uint64_t nd = 0;
+        rc = pk_docs(cx, snap, &pk, &docs, &nd);
+        for (uint64_t i = 0; rc == QR_OK && i < nd; i++) {
+            int si;
+            uint32_t local;
+            if (snapshot_locate(snap, (DocId)docs[i], &si, &local))
+                rc = visit(cx, sc, snap, si, local, &out, &rf);
+        }
+    } else if (sc->path == SQL_PATH_TEXT || (sc->path == SQL_PATH_SCAN && sc->drive >= 0)) {
         /* candidates: the driving set in doc order */
         SqlDocSet *ds = sc->texts[sc->drive]->set;
         int64_t *docs = qr_arena_alloc(cx->arena, (ds->n + 1) * sizeof *docs);
@@ -1012,20 +1323,13 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
                     rc = visit(cx, sc, snap, si, local, &out, &rf);
             }
         }
+    } else if (sc->path == SQL_PATH_BTREE && rc == QR_OK) {
+        rc = btree_run(cx, sc, snap, cp, n_cp, &out, &rf);
     } else if (sc->path == SQL_PATH_SCAN) {
         SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
         for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
             Segment *seg = snap->segs[si];
-            roaring_bitmap_t *cand = NULL;
-            if (ds) {
-                cand = roaring_bitmap_create();
-                for (uint64_t i = 0; cand && i < ds->n; i++) {
-                    int s2;
-                    uint32_t l2;
-                    if (snapshot_locate(snap, (DocId)ds->docs[i], &s2, &l2) && s2 == si)
-                        roaring_bitmap_add(cand, l2);
-                }
-            }
+            roaring_bitmap_t *cand = ds ? seg_text_cand(snap, ds, si) : NULL;
             bool empty = false;
             for (int k = 0; k < n_cp && rc == QR_OK && !empty; k++) {
                 const Column *c = seg_column(seg, cp[k].field);

@@ -860,8 +860,13 @@ static int ag_init(Agg *a, SqlCtx *cx, int W, bool grouped, SqlExpr **groups, in
     a->slots = qr_malloc(a->cap * sizeof *a->slots);
     a->gs = qr_malloc(a->gcap * sizeof *a->gs);
     a->keyv = qr_arena_alloc(cx->arena, (size_t)(n_groups + 1) * sizeof *a->keyv);
-    if (!a->slots || !a->gs || !a->keyv)
+    if (!a->slots || !a->gs || !a->keyv) {
+        qr_free(a->slots);
+        qr_free(a->gs);
+        a->slots = NULL;
+        a->gs = NULL;
         return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    }
     memset(a->slots, 0xff, a->cap * sizeof *a->slots);
     return QR_OK;
 }
@@ -1096,6 +1101,8 @@ static void scan_node(Sel *s, const Item *it)
         if (sc->zm_blocks_total)
             qr_buf_printf(&b, "\n  Zone maps: %" PRIu64 " of %" PRIu64 " blocks skipped",
                           sc->zm_blocks_skipped, sc->zm_blocks_total);
+        if (sc->bt_pages)
+            qr_buf_printf(&b, "\n  B-tree: %" PRIu64 " pages read", sc->bt_pages);
         if (sc->n_texts)
             qr_buf_printf(&b, "\n  Postings: %" PRIu64 " blocks decoded, %" PRIu64 " skipped%s%s",
                           sc->post_blocks_decoded, sc->post_blocks_skipped,
@@ -1836,8 +1843,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                 continue;
             }
             if ((rc = sql_scan_table(cx, &it->scan, run, &it->rows, &it->n_rows))) {
-                ag_free(&ag);
-                return rc;
+                goto ag_out;
             }
             continue;
         }
@@ -1845,7 +1851,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         uint64_t n = it->src.n_rows;
         it->rows = qr_arena_alloc(cx->arena, (n * (uint64_t)W + 1) * sizeof *it->rows);
         if (!it->rows)
-            return nomem(cx);
+            { rc = nomem(cx); goto ag_out; }
         uint64_t kept = 0;
         for (uint64_t r = 0; r < n; r++) {
             SqlValue *row = it->rows + kept * (uint64_t)W;
@@ -1858,7 +1864,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
             for (int i = 0; i < n_conj && pass && !it->left; i++)
                 if (!done[i] && expr_items(s, conj[i]) == (1ull << ii))
                     if ((rc = sql_expr_test(cx, conj[i], &er, &pass)))
-                        return rc;
+                        goto ag_out;
             if (pass)
                 kept++;
         }
@@ -1877,7 +1883,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         rows = qr_arena_calloc(cx->arena, sizeof *rows);
         n_rows = const_false ? 0 : 1;
         if (!rows)
-            return nomem(cx);
+            { rc = nomem(cx); goto ag_out; }
     } else {
         rows = s->items[0].rows;
         n_rows = s->items[0].n_rows;
@@ -1892,7 +1898,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         SqlExpr *lk[16], *rk[16];
         int n_keys = 0;
         if (!use)
-            return nomem(cx);
+            { rc = nomem(cx); goto ag_out; }
         for (int i = 0; i < n_cond; i++) {
             if (!it->left && done[i])
                 continue;
@@ -1928,7 +1934,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                 qr_free(slots);
                 qr_free(chain);
                 qr_free(hashes);
-                return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+                { rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory"); goto ag_out; }
             }
             memset(slots, 0xff, cap * sizeof *slots);
             for (uint64_t r = 0; r < rn; r++) {
@@ -1950,9 +1956,9 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                 slots[p] = (int64_t)r;
             }
         } else if (n_rows * (rn ? rn : 1) > NESTED_LOOP_MAX) {
-            return sql_err_at(cx, -1, QR_ELIMIT, "54000",
+            { rc = sql_err_at(cx, -1, QR_ELIMIT, "54000",
                               "join without an equality condition would compare %" PRIu64 " row pairs",
-                              n_rows * rn);
+                              n_rows * rn); goto ag_out; }
         }
         /* probe */
         SqlRowSink sink = {.width = W};
@@ -2021,7 +2027,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         qr_free(chain);
         qr_free(hashes);
         if (rc)
-            return rc;
+            goto ag_out;
         if (!it->left)
             for (int i = 0; i < n_conj; i++)
                 if (use[i])
@@ -2054,7 +2060,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
             SqlEvalRow er = {.row = row, .doc = -1};
             for (int i = 0; i < n_conj && pass; i++)
                 if (!done[i] && (rc = sql_expr_test(cx, conj[i], &er, &pass)))
-                    return rc;
+                    goto ag_out;
             if (pass) {
                 if (kept != r)
                     memcpy(rows + kept * (uint64_t)W, row, (size_t)W * sizeof *row);
@@ -2069,11 +2075,11 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         for (uint64_t r = 0; r < n_rows && rc == QR_OK; r++)
             rc = ag_row(&ag, rows + r * (uint64_t)W);
         if (rc) {
-            ag_free(&ag);
-            return rc;
+            goto ag_out;
         }
     }
     rc = ag_finish(&ag, having);
+ag_out:
     ag_free(&ag);
     if (rc)
         return rc;

@@ -126,7 +126,7 @@ QrDb *qr_sql_session_db(const QrSqlSession *s) { return s->db; }
 char qr_sql_session_txn_status(const QrSqlSession *s) { return s->txn_status; }
 void qr_sql_session_cancel(QrSqlSession *s) { atomic_store(&s->cancel, true); }
 
-static const char *ACCESS_PATHS[] = {"auto", "text", "btree", "scan", "check", "full"};
+static const char *ACCESS_PATHS[] = {"auto", "text", "btree", "scan", "check", "full", "pk"};
 
 /* Known settings with their defaults; a NULL validator accepts any text. */
 static const struct {
@@ -200,7 +200,7 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
         if (!ok) {
             qr_error_set(err, QR_EINVAL, "invalid value for parameter \"quarry.access_path\": \"%s\"",
                          value);
-            qr_error_hint(err, "one of auto, text, btree, scan, check, full");
+            qr_error_hint(err, "one of auto, text, btree, scan, check, full, pk");
             return QR_EINVAL;
         }
     }
@@ -517,8 +517,10 @@ int qr_sql_prepare(QrSqlSession *s, const char *sql, size_t len, const uint32_t 
     }
     QrSqlStmt *st;
     int rc = stmt_build(s, sql, len, param_oids, n_param_oids, &st, err);
-    if (rc)
+    if (rc) {
+        qr_sql_session_fail(s); /* a failed Parse aborts the transaction too */
         return rc;
+    }
     /* cache queries only: utility statements may change what they describe */
     if (st->node_tag && !strcmp(st->node_tag, "SelectStmt")) {
         if (s->n_cache == SQL_STMT_CACHE_MAX) {
@@ -617,6 +619,12 @@ bad:
 }
 
 /* ---- execute ---- */
+
+void qr_sql_session_fail(QrSqlSession *s)
+{
+    if (s && s->txn_status == 'T')
+        s->txn_status = 'E';
+}
 
 static bool is_txn_end(const QrSqlStmt *st)
 {
@@ -721,6 +729,17 @@ done:
         qr_arena_free(a);
         return rc;
     }
+    /* the result outlives the caller's reference to the statement (qr_sql_exec
+     * drops it at once): column names are copied, and the statement is pinned
+     * for values that borrow its text or parse tree */
+    for (int c = 0; c < res->n_cols; c++)
+        if (res->cols[c].name &&
+            !(res->cols[c].name = qr_arena_strndup(a, res->cols[c].name, strlen(res->cols[c].name)))) {
+            qr_arena_free(a);
+            return qr_error_set(err, QR_ENOMEM, "out of memory");
+        }
+    st->refs++;
+    res->stmt = st;
     res->took_ms = (double)(qr_now_ns() - cx.t0_ns) / 1e6;
     *out = res;
     return QR_OK;
@@ -732,8 +751,7 @@ int qr_sql_exec(QrSqlSession *s, const char *sql, size_t len, QrSqlResult **out,
     QrSqlStmt *st;
     int rc = stmt_build(s, sql, len, NULL, 0, &st, err);
     if (rc) {
-        if (s->txn_status == 'T')
-            s->txn_status = 'E';
+        qr_sql_session_fail(s);
         return rc;
     }
     QrSqlParams none = {0};
@@ -741,8 +759,7 @@ int qr_sql_exec(QrSqlSession *s, const char *sql, size_t len, QrSqlResult **out,
         qr_error_set(err, QR_EINVAL, "there is no parameter $1");
         qr_error_set_sqlstate(err, "42P02");
         stmt_free(st);
-        if (s->txn_status == 'T')
-            s->txn_status = 'E';
+        qr_sql_session_fail(s);
         return QR_EINVAL;
     }
     rc = qr_sql_execute(s, st, &none, out, err);
@@ -752,8 +769,11 @@ int qr_sql_exec(QrSqlSession *s, const char *sql, size_t len, QrSqlResult **out,
 
 void qr_sql_result_free(QrSqlResult *r)
 {
-    if (r)
-        qr_arena_free(r->arena);
+    if (!r)
+        return;
+    QrSqlStmt *st = r->stmt;
+    qr_arena_free(r->arena);
+    qr_sql_stmt_unref(st);
 }
 
 bool qr_sql_result_fetch(QrSqlResult *r, uint64_t max, const QrSqlValue **rows, uint64_t *n)

@@ -240,7 +240,7 @@ static void set_path(const char *p)
 /* Every forced path returns exactly the ids `want` selects (in id order). */
 static void same_answer(const char *q, bool (*want)(int i))
 {
-    const char *paths[] = {"auto", "text", "scan", "check", "full", "btree"};
+    const char *paths[] = {"auto", "text", "scan", "check", "full", "btree", "pk"};
     for (size_t p = 0; p < sizeof paths / sizeof *paths; p++) {
         set_path(paths[p]);
         QrSqlResult *r = run(q);
@@ -457,4 +457,217 @@ Test(sql, explain_scores_sums_to_score)
     qr_sql_result_free(ex);
     qr_sql_result_free(sc);
     fails("EXPLAIN (SCORES) SELECT id FROM docs WHERE n < 3", "42809", -1);
+}
+
+/* Rows of `SELECT id, n FROM docs WHERE id = $1` per second under the
+ * current access path (prepared once, executed `n` times). */
+static double pk_lookups_per_s(int n)
+{
+    QrError err;
+    qr_error_clear(&err);
+    const char *q = "SELECT id, n FROM docs WHERE id = $1";
+    QrSqlStmt *st;
+    cr_assert_eq(qr_sql_prepare(sess, q, strlen(q), NULL, 0, &st, &err), QR_OK, "%s", err.message);
+    uint64_t rng = 7, t0 = qr_now_ns();
+    for (int i = 0; i < n; i++) {
+        int id = (int)eu_below(&rng, N_DOCS + 100); /* some miss */
+        char txt[16];
+        snprintf(txt, sizeof txt, "%d", id);
+        const char *vals[] = {txt};
+        int lens[] = {(int)strlen(txt)};
+        QrSqlParams p = {.n = 1, .values = vals, .lengths = lens};
+        QrSqlResult *r;
+        cr_assert_eq(qr_sql_execute(sess, st, &p, &r, &err), QR_OK, "%s", err.message);
+        cr_assert_eq(r->n_rows, id < N_DOCS ? 1u : 0u, "id %d", id);
+        if (id < N_DOCS)
+            cr_assert_eq(r->vals[1].u.i, model[id].n);
+        qr_sql_result_free(r);
+    }
+    double s = (double)(qr_now_ns() - t0) / 1e9;
+    qr_sql_stmt_unref(st);
+    return n / s;
+}
+
+static bool w_pk_in(int i) { return i == 5 || i == 9 || i == 10001 || i == N_DOCS - 1; }
+static bool w_pk_eq_rare(int i) { return i == 7; }
+
+Test(sql, primary_key_lookups_use_the_key_index)
+{
+    const char *in = "SELECT id FROM docs WHERE id IN (9, 5, 10001, 5, 99999, 19999) ORDER BY id";
+    char path[32];
+    explain_path(in, path, sizeof path);
+    cr_assert_str_eq(path, "pk");
+    same_answer(in, w_pk_in);
+    /* with a text predicate and a key given as a string literal */
+    const char *eq = "SELECT id FROM docs WHERE id = '7' AND title @@ 'rare'";
+    explain_path(eq, path, sizeof path);
+    cr_assert_str_eq(path, "pk");
+    same_answer(eq, w_pk_eq_rare);
+    /* forced pk without a key condition: the cheapest possible path, noted */
+    set_path("pk");
+    explain_path("SELECT id FROM docs WHERE n < 10", path, sizeof path);
+    cr_assert_str_neq(path, "pk");
+    set_path("auto");
+    /* parameters: the prepared point lookup, timed against the full scan */
+    double fast = pk_lookups_per_s(1000);
+    set_path("full");
+    double slow = pk_lookups_per_s(20);
+    set_path("auto");
+    fprintf(stderr, "pk point lookups: %.0f/s (pk path), %.0f/s (full scan)\n", fast, slow);
+    cr_assert(fast > 10 * slow, "pk path %.0f/s, full scan %.0f/s", fast, slow);
+    /* UPDATE / DELETE find their rows by key; the old version is not found again */
+    QrSqlResult *r = run("UPDATE docs SET n = -5 WHERE id = 12");
+    qr_sql_result_free(r);
+    r = run("DELETE FROM docs WHERE id IN (10, 11)");
+    qr_sql_result_free(r);
+    r = run("SELECT id, n FROM docs WHERE id IN (10, 11, 12, 13) ORDER BY id");
+    cr_assert_eq(r->n_rows, 2);
+    cr_assert_eq(r->vals[0].u.i, 12);
+    cr_assert_eq(r->vals[1].u.i, -5);
+    cr_assert_eq(r->vals[2].u.i, 13);
+    qr_sql_result_free(r);
+    r = run("SELECT count(*) FROM docs WHERE id = 12 OR id = 10");
+    cr_assert_eq(r->vals[0].u.i, 1);
+    qr_sql_result_free(r);
+}
+
+Test(sql, result_outlives_the_statement_it_came_from)
+{
+    /* qr_sql_exec drops its statement before returning: the result's names
+     * and values must not borrow freed memory (ASan reports any use) */
+    QrSqlResult *r = run("SELECT 'a constant string of some length' AS first_output_column_name, "
+                         "id AS second_alias, cat FROM docs WHERE id = 3");
+    cr_assert_eq(r->n_cols, 3);
+    cr_assert_str_eq(r->cols[0].name, "first_output_column_name");
+    cr_assert_str_eq(r->cols[1].name, "second_alias");
+    cr_assert_str_eq(r->cols[2].name, "cat");
+    cr_assert_str_eq(cell(r, 0, 0), "a constant string of some length");
+    cr_assert_eq(r->vals[1].u.i, 3);
+    char want[8];
+    snprintf(want, sizeof want, "c%d", model[3].cat);
+    cr_assert_str_eq(cell(r, 0, 2), want);
+    /* a prepared statement unreferenced before its result is freed */
+    QrError err;
+    qr_error_clear(&err);
+    const char *q = "SELECT 'xyz' || $1 AS joined_value";
+    QrSqlStmt *st;
+    cr_assert_eq(qr_sql_prepare(sess, q, strlen(q), NULL, 0, &st, &err), QR_OK, "%s", err.message);
+    const char *vals[] = {"123"};
+    QrSqlParams p = {.n = 1, .values = vals};
+    QrSqlResult *r2;
+    cr_assert_eq(qr_sql_execute(sess, st, &p, &r2, &err), QR_OK, "%s", err.message);
+    qr_sql_stmt_unref(st);
+    /* push the statement out of the session's cache */
+    for (int i = 0; i < 300; i++) {
+        char sql[64];
+        snprintf(sql, sizeof sql, "SELECT %d AS n%d", i, i);
+        QrSqlStmt *o;
+        cr_assert_eq(qr_sql_prepare(sess, sql, strlen(sql), NULL, 0, &o, &err), QR_OK);
+        qr_sql_stmt_unref(o);
+    }
+    cr_assert_str_eq(r2->cols[0].name, "joined_value");
+    cr_assert_str_eq(cell(r2, 0, 0), "xyz123");
+    qr_sql_result_free(r2);
+    qr_sql_result_free(r);
+}
+
+Test(sql, a_statement_failing_to_prepare_fails_the_transaction)
+{
+    QrError err;
+    qr_error_clear(&err);
+    const char *bad[] = {"SELEC 1", "SELECT nosuch FROM docs", "SELECT * FROM nosuch_table"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        qr_sql_result_free(run("BEGIN"));
+        cr_assert_eq(qr_sql_session_txn_status(sess), 'T');
+        QrSqlStmt *st = NULL;
+        cr_assert_neq(qr_sql_prepare(sess, bad[i], strlen(bad[i]), NULL, 0, &st, &err), QR_OK);
+        qr_error_clear(&err);
+        cr_assert_eq(qr_sql_session_txn_status(sess), 'E', "%s left the block open", bad[i]);
+        fails("SELECT 1", "25P02", -1);
+        qr_sql_result_free(run("ROLLBACK"));
+        cr_assert_eq(qr_sql_session_txn_status(sess), 'I');
+    }
+    /* errors found outside the engine (a split failure) fail it the same way */
+    qr_sql_result_free(run("BEGIN"));
+    qr_sql_session_fail(sess);
+    fails("SELECT 1", "25P02", -1);
+    qr_sql_result_free(run("ROLLBACK"));
+    qr_sql_session_fail(sess); /* outside a block: nothing to fail */
+    cr_assert_eq(qr_sql_session_txn_status(sess), 'I');
+    qr_sql_result_free(run("SELECT 1"));
+}
+
+Test(sql, aggregate_ended_by_timeout_or_cancel_frees_its_groups)
+{
+    /* grouping over a join whose probe outlives the timeout, and grouping
+     * over one streamed table cancelled from another thread: the group
+     * tables are freed (LeakSanitizer checks under the ASan build) */
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_session_set(sess, "statement_timeout", "1ms", &err), QR_OK);
+    fails("SELECT a.cat, count(*) FROM docs a JOIN docs b ON a.n = b.n "
+          "WHERE a.title || b.title LIKE '%zzz%' GROUP BY a.cat", "57014", -1);
+    fails("SELECT cat, count(*), sum(n) FROM docs WHERE title LIKE '%zzz%' GROUP BY cat", "57014", -1);
+    cr_assert_eq(qr_sql_session_set(sess, "statement_timeout", "0", &err), QR_OK);
+    qr_sql_session_cancel(sess); /* a cancel before the statement is cleared by it */
+    QrSqlResult *r = run("SELECT cat, count(*) FROM docs WHERE n < 100 GROUP BY cat");
+    uint64_t groups = r->n_rows;
+    qr_sql_result_free(r);
+    bool seen[N_CATS] = {false};
+    uint64_t want = 0;
+    for (int i = 0; i < 100; i++)
+        if (!seen[model[i].cat]) {
+            seen[model[i].cat] = true;
+            want++;
+        }
+    cr_assert_eq(groups, want);
+}
+
+static bool w_f_eq(int i) { return model[i].f == 12.5; }
+static bool w_cat_f(int i) { return model[i].cat == 7 && model[i].f < 50; }
+static bool w_cat_range(int i) { return model[i].cat == 42 && model[i].n >= 3000; }
+
+Test(sql, btree_path_after_create_index)
+{
+    const char *eq = "SELECT id FROM docs WHERE f = 12.5 ORDER BY id";
+    char path[32];
+    explain_path(eq, path, sizeof path);
+    cr_assert_str_eq(path, "scan", "without an index: %s", path);
+    /* forcing btree without a B-tree: the cheapest possible path, noted */
+    set_path("btree");
+    explain_path(eq, path, sizeof path);
+    cr_assert_str_neq(path, "btree");
+    set_path("auto");
+    QrTable *t;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_get(db, "docs", &t, &err), QR_OK);
+    cr_assert_eq(qr_table_create_index(t, "f", &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_table_create_index(t, "cat", &err), QR_OK, "%s", err.message);
+    struct {
+        const char *q;
+        bool (*want)(int);
+    } cases[] = {
+        {eq, w_f_eq},
+        {"SELECT id FROM docs WHERE title @@ 'common' AND cat = 'c7' AND f < 50 ORDER BY id", w_cat_f},
+        {"SELECT id FROM docs WHERE cat = 'c42' AND n >= 3000 ORDER BY id", w_cat_range},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        explain_path(cases[i].q, path, sizeof path);
+        cr_assert_str_eq(path, "btree", "%s: planner chose %s", cases[i].q, path);
+        same_answer(cases[i].q, cases[i].want);
+    }
+    /* counts through the B-tree path agree with the model; ANALYZE shows pages */
+    QrSqlResult *r = run("SELECT count(*) FROM docs WHERE f = 12.5");
+    int64_t want = 0;
+    for (int i = 0; i < N_DOCS; i++)
+        want += w_f_eq(i);
+    cr_assert_eq(r->vals[0].u.i, want);
+    qr_sql_result_free(r);
+    r = run("EXPLAIN ANALYZE SELECT id FROM docs WHERE f = 12.5");
+    bool pages = false;
+    for (uint64_t i = 0; i < r->n_rows; i++)
+        pages |= strstr(cell(r, i, 0), "B-tree:") != NULL;
+    cr_assert(pages, "EXPLAIN ANALYZE shows no B-tree pages");
+    qr_sql_result_free(r);
 }
