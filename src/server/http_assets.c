@@ -376,13 +376,37 @@ static const char ASSET_2[] =
     "  }\n"
     "}\n"
     "\n"
-    "async function api(method, path, body) {\n"
+    "// API key (docs/security.md): asked for when the server answers 401 and kept\n"
+    "// in sessionStorage, so it lasts for this tab only.\n"
+    "const KEY_SLOT = 'quarry.apiKey';\n"
+    "function apiKey() {\n"
+    "  try { return sessionStorage.getItem(KEY_SLOT) || ''; } catch (e) { return ''; }\n"
+    "}\n"
+    "function askApiKey(message) {\n"
+    "  const k = window.prompt((message \? message + '\\n\\n' : '') +\n"
+    "    'This server needs an API key (quarry key add NAME --scope search|write|admin).', '');\n"
+    "  if (k === null) return false;\n"
+    "  try { sessionStorage.setItem(KEY_SLOT, k.trim()); } catch (e) { /* private mode */ }\n"
+    "  return k.trim() !== '';\n"
+    "}\n"
+    "\n"
+    "async function api(method, path, body, retried) {\n"
     "  const opt = { method, headers: {} };\n"
     "  if (body !== undefined) {\n"
     "    opt.headers['Content-Type'] = 'application/json';\n"
     "    opt.body = JSON.stringify(body);\n"
     "  }\n"
+    "  const key = apiKey();\n"
+    "  if (key) opt.headers['Authorization'] = 'Bearer ' + key;\n"
     "  const r = await fetch(path, opt);\n"
+    "  if (r.status === 401 && !retried) {\n"
+    "    // another request may have asked for the key meanwhile: use it\n"
+    "    if (apiKey() && apiKey() !== key) return api(method, path, body, true);\n"
+    "    let msg = '';\n"
+    "    try { msg = ((await r.json()).error || {}).message || ''; } catch (e) { /* not JSON */ }\n"
+    "    if (askApiKey(msg)) return api(method, path, body, true);\n"
+    "    throw new ApiError(401, { error: { code: 'unauthorized', message: msg || 'an API key is required' } });\n"
+    "  }\n"
     "  const text = await r.text();\n"
     "  let data = null;\n"
     "  try { data = text \? JSON.parse(text) : null; } catch (e) { data = { error: { message: text.slice(0, 200) } }; }\n"
@@ -878,6 +902,7 @@ static const char ASSET_2[] =
     "  xhr.open('POST', '/tables/' + encodeURIComponent(table) + '/documents\?' + q.toString());\n"
     "  xhr.setRequestHeader('Content-Type', 'application/x-ndjson');\n"
     "  if (/\\.gz$/i.test(file.name)) xhr.setRequestHeader('Content-Encoding', 'gzip');\n"
+    "  if (apiKey()) xhr.setRequestHeader('Authorization', 'Bearer ' + apiKey());\n"
     "  bar.hidden = false;\n"
     "  bar.value = 0;\n"
     "  go_.disabled = true;\n"
@@ -1071,7 +1096,7 @@ static const char ASSET_3[] =
 const HttpAsset HTTP_ASSETS[] = {
     {"/", "text/html; charset=utf-8", "\"6555c129bfaaa1e4\"", ASSET_0, sizeof ASSET_0 - 1},
     {"/admin/app.css", "text/css; charset=utf-8", "\"89e68be244da60d4\"", ASSET_1, sizeof ASSET_1 - 1},
-    {"/admin/app.js", "text/javascript; charset=utf-8", "\"baaec2327e9a885f\"", ASSET_2, sizeof ASSET_2 - 1},
+    {"/admin/app.js", "text/javascript; charset=utf-8", "\"622ebbaf910dfacc\"", ASSET_2, sizeof ASSET_2 - 1},
     {"/admin/favicon.svg", "image/svg+xml", "\"81c7ed9e66831dc9\"", ASSET_3, sizeof ASSET_3 - 1},
 };
 const int HTTP_N_ASSETS = (int)(sizeof HTTP_ASSETS / sizeof HTTP_ASSETS[0]);

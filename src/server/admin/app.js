@@ -44,13 +44,37 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path, body) {
+// API key (docs/security.md): asked for when the server answers 401 and kept
+// in sessionStorage, so it lasts for this tab only.
+const KEY_SLOT = 'quarry.apiKey';
+function apiKey() {
+  try { return sessionStorage.getItem(KEY_SLOT) || ''; } catch (e) { return ''; }
+}
+function askApiKey(message) {
+  const k = window.prompt((message ? message + '\n\n' : '') +
+    'This server needs an API key (quarry key add NAME --scope search|write|admin).', '');
+  if (k === null) return false;
+  try { sessionStorage.setItem(KEY_SLOT, k.trim()); } catch (e) { /* private mode */ }
+  return k.trim() !== '';
+}
+
+async function api(method, path, body, retried) {
   const opt = { method, headers: {} };
   if (body !== undefined) {
     opt.headers['Content-Type'] = 'application/json';
     opt.body = JSON.stringify(body);
   }
+  const key = apiKey();
+  if (key) opt.headers['Authorization'] = 'Bearer ' + key;
   const r = await fetch(path, opt);
+  if (r.status === 401 && !retried) {
+    // another request may have asked for the key meanwhile: use it
+    if (apiKey() && apiKey() !== key) return api(method, path, body, true);
+    let msg = '';
+    try { msg = ((await r.json()).error || {}).message || ''; } catch (e) { /* not JSON */ }
+    if (askApiKey(msg)) return api(method, path, body, true);
+    throw new ApiError(401, { error: { code: 'unauthorized', message: msg || 'an API key is required' } });
+  }
   const text = await r.text();
   let data = null;
   try { data = text ? JSON.parse(text) : null; } catch (e) { data = { error: { message: text.slice(0, 200) } }; }
@@ -546,6 +570,7 @@ $('#import-form').addEventListener('submit', ev => {
   xhr.open('POST', '/tables/' + encodeURIComponent(table) + '/documents?' + q.toString());
   xhr.setRequestHeader('Content-Type', 'application/x-ndjson');
   if (/\.gz$/i.test(file.name)) xhr.setRequestHeader('Content-Encoding', 'gzip');
+  if (apiKey()) xhr.setRequestHeader('Authorization', 'Bearer ' + apiKey());
   bar.hidden = false;
   bar.value = 0;
   go_.disabled = true;
