@@ -1374,10 +1374,16 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         qr_error_clear(&e);
         rc = seg_open(path, ms->id, &s, &e);
         if (rc == QR_OK && seg_n_docs(s) != ms->n_docs) {
-            seg_unref(s);
             rc = qr_error_set(&e, QR_ECORRUPT, "segment file \"%s\" has %u docs, manifest says %u",
                               path, seg_n_docs(s), ms->n_docs);
+            seg_unref(s);
         }
+        /* Every byte of every segment is checked once at open (CRC-32C of
+         * each section, at memory speed), so damage inside a postings or
+         * column block that reads cannot see is reported here instead of
+         * being served. */
+        if (rc == QR_OK && (rc = seg_verify(s, &e)) != QR_OK)
+            seg_unref(s);
         if (rc == QR_OK &&
             (rc = seg_sync_btrees(s, &t->schema, !t->opts.read_only, false, &e)) != QR_OK)
             seg_unref(s);
@@ -1385,6 +1391,15 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
             if (t->opts.salvage) {
                 qr_log(QR_LOG_WARN, "salvage: leaving out segment %llu: %s",
                        (unsigned long long)ms->id, e.message);
+                /* Kept for inspection as "<file>.damaged" (never deleted as
+                 * a stray): the next manifest this process writes no longer
+                 * names it.  A read-only open changes nothing. */
+                if (!t->opts.read_only) {
+                    char aside[4096 + 16];
+                    snprintf(aside, sizeof aside, "%s.damaged", path);
+                    if (rename(path, aside) == 0)
+                        qr_log(QR_LOG_WARN, "salvage: moved \"%s\" to \"%s\"", path, aside);
+                }
                 rc = QR_OK;
                 continue;
             }
@@ -1404,7 +1419,8 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         t->dels[k] = del;
         t->meta[k] = (SegMeta){.id = ms->id, .synced = true, .del_gen = ms->del_gen};
     }
-    remove_stray_files(t);
+    if (!t->opts.read_only)
+        remove_stray_files(t);
     if ((rc = publish(t, err)) != QR_OK)
         goto fail;
     /* replay */
