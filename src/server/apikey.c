@@ -293,6 +293,20 @@ ApiScope apikey_check(ApiKeys *k, const char *token, size_t len, char *name, siz
     return found;
 }
 
+/* The key file of data_dir into path[cap], keys and n, with *at the index
+ * of `name` (-1 when absent).  On failure nothing is left to free. */
+static int keys_edit(const char *data_dir, const char *name, char *path, size_t cap,
+                     ApiKey **keys, int *n, int *at, QrError *err)
+{
+    snprintf(path, cap, "%s/%s", data_dir, APIKEY_FILE);
+    int rc = keys_read(path, keys, n, err);
+    *at = -1;
+    for (int i = 0; rc == QR_OK && i < *n; i++)
+        if (!strcmp((*keys)[i].name, name))
+            *at = i;
+    return rc;
+}
+
 int apikey_add(const char *data_dir, const char *name, ApiScope scope, char *key, QrError *err)
 {
     if (!valid_name(name)) {
@@ -303,16 +317,11 @@ int apikey_add(const char *data_dir, const char *name, ApiScope scope, char *key
     if (scope < API_SCOPE_SEARCH || scope > API_SCOPE_ADMIN)
         return qr_error_set(err, QR_EINVAL, "invalid key scope");
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", data_dir, APIKEY_FILE);
     ApiKey *keys;
-    int n;
-    int rc = keys_read(path, &keys, &n, err);
+    int n, at;
+    int rc = keys_edit(data_dir, name, path, sizeof path, &keys, &n, &at, err);
     if (rc != QR_OK)
         return rc;
-    int at = -1;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(keys[i].name, name))
-            at = i;
     if (at < 0) {
         ApiKey *grown = qr_realloc(keys, (size_t)(n + 1) * sizeof *grown);
         if (!grown) {
@@ -342,16 +351,11 @@ int apikey_add(const char *data_dir, const char *name, ApiScope scope, char *key
 int apikey_remove(const char *data_dir, const char *name, QrError *err)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", data_dir, APIKEY_FILE);
     ApiKey *keys;
-    int n;
-    int rc = keys_read(path, &keys, &n, err);
+    int n, at;
+    int rc = keys_edit(data_dir, name, path, sizeof path, &keys, &n, &at, err);
     if (rc != QR_OK)
         return rc;
-    int at = -1;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(keys[i].name, name))
-            at = i;
     if (at < 0) {
         qr_free(keys);
         return qr_error_set(err, QR_ENOTFOUND, "key \"%.80s\" does not exist", name);
@@ -372,42 +376,58 @@ static void key_usage(void)
                     "  add prints the new key once; only a salted hash is stored\n");
 }
 
-int cmd_key(int argc, char **argv)
+/* "--flag VALUE" / "--flag=VALUE" into the matching slot of vals, other
+ * words into pos[0..n_pos); false (message printed) on anything else. */
+static bool key_args(int argc, char **argv, const char *const *flags, const char **vals,
+                     const char **pos, int n_pos)
 {
-    const char *verb = NULL, *name = NULL, *data = "./data", *scope = "search";
+    int n_seen = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if ((!strcmp(a, "--data") || !strcmp(a, "--scope")) && i + 1 < argc) {
-            if (a[2] == 'd')
-                data = argv[++i];
-            else
-                scope = argv[++i];
-        } else if (!strncmp(a, "--data=", 7)) {
-            data = a + 7;
-        } else if (!strncmp(a, "--scope=", 8)) {
-            scope = a + 8;
-        } else if (a[0] == '-') {
-            fprintf(stderr, "quarry key: unknown option %s\n", a);
-            key_usage();
-            return 2;
-        } else if (!verb) {
-            verb = a;
-        } else if (!name) {
-            name = a;
-        } else {
-            fprintf(stderr, "quarry key: unexpected argument \"%s\"\n", a);
-            key_usage();
-            return 2;
+        if (a[0] != '-') {
+            if (n_seen == n_pos) {
+                fprintf(stderr, "quarry key: unexpected argument \"%s\"\n", a);
+                return false;
+            }
+            pos[n_seen++] = a;
+            continue;
         }
+        int f = -1;
+        size_t fl = 0;
+        for (int k = 0; flags[k]; k++) {
+            fl = strlen(flags[k]);
+            if (!strncmp(a, "--", 2) && !strncmp(a + 2, flags[k], fl) &&
+                (a[2 + fl] == 0 || a[2 + fl] == '=')) {
+                f = k;
+                break;
+            }
+        }
+        if (f < 0 || (a[2 + fl] == 0 && i + 1 >= argc)) {
+            fprintf(stderr, "quarry key: %s option %s\n", f < 0 ? "unknown" : "no value for", a);
+            return false;
+        }
+        vals[f] = a[2 + fl] == '=' ? a + 3 + fl : argv[++i];
     }
+    return true;
+}
+
+int cmd_key(int argc, char **argv)
+{
+    static const char *const FLAGS[] = {"data", "scope", NULL};
+    const char *vals[] = {"./data", "search"};
+    const char *pos[2] = {NULL, NULL};
+    if (!key_args(argc, argv, FLAGS, vals, pos, 2)) {
+        key_usage();
+        return 2;
+    }
+    const char *data = vals[0], *scope = vals[1], *verb = pos[0], *name = pos[1];
     QrError err;
     qr_error_clear(&err);
     if (verb && !strcmp(verb, "list") && !name) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s", data, APIKEY_FILE);
         ApiKey *keys;
-        int n;
-        if (keys_read(path, &keys, &n, &err) != QR_OK) {
+        int n, at;
+        if (keys_edit(data, "", path, sizeof path, &keys, &n, &at, &err) != QR_OK) {
             fprintf(stderr, "quarry key: %s\n", err.message);
             return 1;
         }
