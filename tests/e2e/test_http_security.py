@@ -203,6 +203,26 @@ def test_keys(data, dd):
                 n_cases += 1
                 check(good, "%s as %s: %d %s" % (label, who, st, str(b)[:200]))
         print("route x key cases: %d" % n_cases)
+        # the scope POST /sql needs, from its words outside strings and comments:
+        # a write key passes (any answer but 401/403) or gets 403 for admin SQL
+        for q, need in [("/* drop table t */ SELECT 1", "search"),
+                        ("SELECT $$delete$$, 'update', \"drop\" FROM (SELECT 1 AS \"drop\") s",
+                         "search"),
+                        ("EXPLAIN SELECT * FROM t WHERE n = 1", "search"),
+                        ("BEGIN; SELECT 1; COMMIT", "search"),
+                        ("SELECT 1; DELETE FROM t WHERE id = -5", "write"),
+                        ("UPDATE t SET n = n WHERE id = -5", "write"),
+                        ("SELECT 1; DROP TABLE nosuch", "admin"),
+                        ("select 1;truncate nosuch", "admin"),
+                        ("VACUUM", "admin"),
+                        ("frobnicate everything", "admin")]:
+            for who in SCOPES:
+                st, b, _ = call(srv, "POST", "/sql", {"query": q}, key=keys[who])
+                if rank[who] < rank[need]:
+                    good = st == 403 and b["error"]["code"] == "insufficient_privilege"
+                else:
+                    good = st not in (401, 403)
+                check(good, "SQL %r as %s (needs %s): %d %s" % (q, who, need, st, str(b)[:160]))
         # the writes made with sufficient keys are there: docs 100000+ from
         # "ingest" by write and admin keys
         st, b, _ = call(srv, "GET", "/tables/t/search?q=omega&count_only=true", key=keys["search"])
