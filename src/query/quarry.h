@@ -153,6 +153,8 @@ typedef struct QrSearchReq {
                                  how filters read columns (tests, SET quarry.access_path) */
     const struct QrFacetReq *facets; /* borrowed: n_facets summaries over all matches */
     int n_facets;
+    bool no_ids;              /* hits carry doc (and score) only: id_json stays NULL (callers
+                                 that read the key themselves, e.g. SQL) */
 } QrSearchReq;
 
 /* Facets: summaries over every match of q + filter (not only the hits). */

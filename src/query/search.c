@@ -1236,7 +1236,7 @@ static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
         uint32_t local;
         const uint8_t *key;
         size_t kl;
-        if (snapshot_locate(s->snap, docs[h], &si, &local) &&
+        if (!s->req->no_ids && snapshot_locate(s->snap, docs[h], &si, &local) &&
             seg_pk(s->snap->segs[si], local, &key, &kl)) {
             b.len = 0;
             pk_to_json(key, kl, &b);
@@ -2464,7 +2464,7 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
             Segment *seg = s->snap->segs[si];
             const uint8_t *key;
             size_t kl;
-            if (seg_pk(seg, local, &key, &kl)) {
+            if (!req->no_ids && seg_pk(seg, local, &key, &kl)) {
                 b.len = 0;
                 pk_to_json(key, kl, &b);
                 hit->id_json = qr_arena_strndup(arena, (const char *)b.data, b.len);

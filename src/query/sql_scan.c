@@ -285,6 +285,7 @@ static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t tota
     r.unordered = !scores;
     r.skip_total = true;
     r.snippets = tp->want_snippets;
+    r.no_ids = true; /* rows read their key from the segment when they need it */
     QrSearchRes *res;
     QrError e;
     qr_error_clear(&e);
