@@ -13,6 +13,7 @@
   per-query memory, query time, uploads at once (503 with Retry-After)."""
 import json
 import os
+import random
 import re
 import shutil
 import socket
@@ -20,6 +21,7 @@ import stat
 import subprocess
 import threading
 import time
+import urllib.parse
 
 from qserve import Server
 from qtest import BIN, DataDir, check, finish, run, skip
@@ -423,8 +425,35 @@ def test_limits(dd):
         check(r.status == 200, "the first upload finishes")
     finally:
         srv.stop()
-    # per-query memory and query time: a tiny memory cap and a 1 ms deadline
-    # on an expensive query (fuzzy expansions over many distinct terms)
+    # query time: fuzzy expansions of 150 clauses over many distinct terms take
+    # seconds; the server's limit (query_timeout_ms) and a request's lower
+    # timeout_ms both cancel it with 504, and the server goes on answering
+    srv = Server(data, dd.path, config={"query_timeout_ms": 200})
+    try:
+        rng = random.Random(7)
+        syl = ["ka", "lo", "mi", "ter", "sun", "ra", "ven", "do", "pix", "quo", "zel", "an"]
+
+        def word():
+            return "".join(rng.choice(syl) for _ in range(rng.randint(2, 4)))
+        call(srv, "POST", "/tables", {"name": "slow", "schema": SCHEMA})
+        st, b, _ = call(srv, "POST", "/tables/slow/documents", ndjson(
+            {"id": i, "body": " ".join(word() for _ in range(30)), "n": i} for i in range(6000)))
+        check(st == 200 and b["imported"] == 6000, "slow table loaded")
+        q = " OR ".join(word() + "~2" for _ in range(150))
+        for extra, limit in (("", 200), ("&timeout_ms=20", 20)):
+            t = time.time()
+            st, b, _ = call(srv, "GET", "/tables/slow/search?q=%s%s" % (
+                urllib.parse.quote(q), extra))
+            took = time.time() - t
+            check(st == 504 and b["error"]["code"] == "statement_timeout" and
+                  ("%d ms" % limit) in b["error"].get("hint", ""),
+                  "a search over %d ms is cancelled with 504 naming the limit (%.2f s): %d %s"
+                  % (limit, took, st, str(b)[:200]))
+        st, b, _ = call(srv, "GET", "/tables/slow/search?q=" + urllib.parse.quote(word()))
+        check(st == 200, "searches still answer after the cancelled ones")
+    finally:
+        srv.stop()
+    # per-query memory: a tiny memory cap
     srv = Server(data, dd.path, config={"query_mem_bytes": 4096})
     try:
         st, b, _ = call(srv, "GET", "/tables/t/search?q=alpha+OR+beta+OR+gamma&limit=50")
