@@ -806,6 +806,67 @@ static void auth_check_sql(HttpReq *r)
     cJSON_Delete(root);
 }
 
+/* ---- text query size (max_query_terms) ---- */
+
+/* Words in a text query: runs of letters, digits and '_' (inside phrases
+ * too), not counting the operators AND, OR, NOT, a field name before ':',
+ * or the number after '^' (boost) or '~' (slop, edits).  An upper bound on
+ * the terms the engine will look up, cheap to take before parsing. */
+static int query_terms(const char *q)
+{
+    static const char *const OPS[] = {"AND", "OR", "NOT", NULL};
+    int n = 0;
+    const char *p = q;
+    while (*p) {
+        unsigned char c = (unsigned char)*p;
+        if (!(isalnum(c) || c == '_' || c >= 0x80)) {
+            bool num = c == '^' || c == '~';
+            p++;
+            if (num)
+                while (isdigit((unsigned char)*p) || *p == '.')
+                    p++;
+            continue;
+        }
+        const char *b = p;
+        while (isalnum((unsigned char)*p) || *p == '_' || (unsigned char)*p >= 0x80)
+            p++;
+        size_t len = (size_t)(p - b);
+        bool op = false;
+        for (int i = 0; OPS[i]; i++)
+            if (strlen(OPS[i]) == len && !memcmp(OPS[i], b, len))
+                op = true;
+        if (!op && *p != ':')
+            n++;
+    }
+    return n;
+}
+
+/* Search and delete-by-query routes: refuse a text query of more than
+ * max_query_terms words before the engine parses it. */
+static void query_size_check(HttpReq *r)
+{
+    const HttpRoute *rt = &HTTP_ROUTES[r->route];
+    if (rt->handle != http_search_get && rt->handle != http_search_post &&
+        rt->handle != http_docs_delete_by_query)
+        return;
+    cJSON *root = NULL;
+    const char *q;
+    if (rt->body == HB_JSON) {
+        root = cJSON_ParseWithLength(r->body.data ? (const char *)r->body.data : "", r->body.len);
+        const cJSON *v = root ? cJSON_GetObjectItemCaseSensitive(root, "q") : NULL;
+        q = cJSON_IsString(v) ? v->valuestring : NULL;
+    } else {
+        q = http_arg(r, "q");
+    }
+    int n = q ? query_terms(q) : 0;
+    if (n > r->srv->cfg.max_query_terms) {
+        http_error(r, QR_ELIMIT, "text query has %d terms, more than the limit of %d", n,
+                   r->srv->cfg.max_query_terms);
+        http_error_hint(r, "shorten the query, or raise max_query_terms in the server config");
+    }
+    cJSON_Delete(root);
+}
+
 /* ---- routing ---- */
 
 /* Split the path of r->uri into decoded segments; false on a bad escape. */
@@ -1096,6 +1157,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         bool guard = rt->guard_table && r->t;
         if (rt->handle == http_sql_query)
             auth_check_sql(r);
+        if (r->err.code == QR_OK)
+            query_size_check(r);
         if (r->err.code != QR_OK) {
             /* answered below */
         } else if (guard && http_table_enter(r->srv, r->t, false) != QR_OK) {

@@ -33,6 +33,8 @@ typedef struct HttpConfig {
     uint64_t query_timeout_ms;   /* per search; a request may ask for less (0 = none) */
     uint64_t query_mem_bytes;    /* per search (0 = engine default) */
     int max_result_window;       /* offset + limit of one search (413 beyond) */
+    int max_query_terms;         /* words in one text query (413 beyond; the engine's
+                                    parser also stops at 1024 leaf clauses) */
     int max_connections;         /* open connections (503 beyond) */
     int idle_timeout_s;          /* close keep-alive connections idle this long */
     int shutdown_timeout_s;      /* wait this long for running requests on SIGTERM */

@@ -45,6 +45,7 @@ static const ConfKey HTTP_CONFIG_KEYS[] = {
     {"query_mem_bytes", CK_U64, OFF(query_mem_bytes), 0, 1e12, "search memory limit"},
     {"max_result_window", CK_INT, OFF(max_result_window), 1, 1000000,
      "largest offset + limit"},
+    {"max_query_terms", CK_INT, OFF(max_query_terms), 1, 100000, "words in a text query"},
     {"max_connections", CK_INT, OFF(max_connections), 1, 1000000, "open connections"},
     {"idle_timeout_s", CK_INT, OFF(idle_timeout_s), 1, 86400, "keep-alive idle timeout"},
     {"shutdown_timeout_s", CK_INT, OFF(shutdown_timeout_s), 0, 3600,
@@ -70,6 +71,7 @@ void http_config_default(HttpConfig *c)
     c->query_timeout_ms = 10000;
     c->query_mem_bytes = 0;
     c->max_result_window = 10000;
+    c->max_query_terms = 1024;
     c->max_connections = 512;
     c->idle_timeout_s = 60;
     c->shutdown_timeout_s = 30;

@@ -370,7 +370,7 @@ def test_tls(dd):
 def test_limits(dd):
     data = os.path.join(dd.path, "limits")
     cfg = {"max_body_bytes": 4096, "max_ingest_bytes": 64 << 10, "max_result_window": 50,
-           "max_ingests": 1, "query_mem_bytes": 0}
+           "max_ingests": 1, "query_mem_bytes": 0, "max_query_terms": 2000}
     srv = Server(data, dd.path, config=cfg)
     if not check(srv.port is not None, "limits server started"):
         srv.stop()
@@ -454,8 +454,25 @@ def test_limits(dd):
     finally:
         srv.stop()
     # per-query memory: a tiny memory cap
-    srv = Server(data, dd.path, config={"query_mem_bytes": 4096})
+    srv = Server(data, dd.path, config={"query_mem_bytes": 4096, "max_query_terms": 100})
     try:
+        # max_query_terms: words count, operators, field names and numbers do not
+        q100 = "body:(" + " OR ".join('"w%d x"^2' % i for i in range(49)) + ") AND NOT y~1 OR v^3"
+        q101 = q100 + " z"
+        for method, q, over in (("GET", q100, False), ("GET", q101, True), ("POST", q101, True)):
+            if method == "GET":
+                st, b, _ = call(srv, "GET", "/tables/t/search?count_only=true&q=" +
+                                urllib.parse.quote(q))
+            else:
+                st, b, _ = call(srv, "POST", "/tables/t/search", {"q": q, "count_only": True})
+            if over:
+                good = st == 413 and "101 terms, more than the limit of 100" in \
+                    b["error"]["message"] and "max_query_terms" in b["error"]["hint"]
+            else:
+                good = st != 413 or "terms" not in b["error"]["message"]
+            check(good, "max_query_terms %s %s: %d %s" % (method, over, st, str(b)[:200]))
+        st, b, _ = call(srv, "POST", "/tables/t/delete_by_query", {"q": q101})
+        check(st == 413, "delete_by_query with too many terms is refused: %d" % st)
         st, b, _ = call(srv, "GET", "/tables/t/search?q=alpha+OR+beta+OR+gamma&limit=50")
         check(st in (413, 503) and b["error"]["code"] in ("limit_exceeded", "out_of_memory",
                                                           "program_limit_exceeded"),
