@@ -370,7 +370,8 @@ def test_tls(dd):
 def test_limits(dd):
     data = os.path.join(dd.path, "limits")
     cfg = {"max_body_bytes": 4096, "max_ingest_bytes": 64 << 10, "max_result_window": 50,
-           "max_ingests": 1, "query_mem_bytes": 0, "max_query_terms": 2000}
+           "max_ingests": 1, "query_mem_bytes": 0, "max_query_terms": 2000,
+           "max_line_bytes": 2048, "max_connections": 6}
     srv = Server(data, dd.path, config=cfg)
     if not check(srv.port is not None, "limits server started"):
         srv.stop()
@@ -423,6 +424,28 @@ def test_limits(dd):
         r.read()
         c.close()
         check(r.status == 200, "the first upload finishes")
+        # a line over max_line_bytes is rejected with its line number; the others load
+        lines = ndjson([{"id": 900, "body": "alpha", "n": 1},
+                        {"id": 901, "body": "beta " * 600, "n": 2},
+                        {"id": 902, "body": "gamma", "n": 3}])
+        st, b, _ = call(srv, "POST", "/tables/t/documents", lines)
+        check(st == 200 and b["imported"] == 2 and b["rejected"] == 1 and
+              b["errors"] and b["errors"][0].get("line") == 2,
+              "a line over max_line_bytes is rejected by number: %d %s" % (st, str(b)[:300]))
+        # connections over max_connections (6): 503 with Retry-After
+        socks = [socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+                 for _ in range(8)]
+        try:
+            def over():
+                st, b, h = call(srv, "GET", "/health")
+                return st == 503 and h.get("retry-after") == "1" and \
+                    "max_connections" in b["error"].get("hint", "")
+            check(wait_until(over, 10), "connections over max_connections: 503, Retry-After")
+        finally:
+            for so in socks:
+                so.close()
+        check(wait_until(lambda: call(srv, "GET", "/health")[0] == 200, 10),
+              "answers again once the connections closed")
     finally:
         srv.stop()
     # query time: fuzzy expansions of 150 clauses over many distinct terms take
