@@ -2,7 +2,9 @@
  * http.c — the HTTP server core: libmicrohttpd daemon and request
  * lifecycle (see http_int.h), the route table that drives dispatch and the
  * 404/405 answers, the one QrCode -> HTTP status table, replies, JSON
- * writing helpers, table guards, and graceful shutdown.
+ * writing helpers, table guards, API key checks (each route's scope, the
+ * scope a POST /sql needs), the max_query_terms check, TLS, and graceful
+ * shutdown.
  *
  * Layer: server/.  Calls query/quarry.h, the base kit, libmicrohttpd, cJSON.
  *
@@ -37,22 +39,27 @@ const HttpRoute HTTP_ROUTES[] = {
     {HM_GET, "/health", "health", API_SCOPE_NONE, HB_NONE, false, http_health},
     {HM_GET, "/metrics", "metrics", API_SCOPE_ADMIN, HB_NONE, false, http_metrics_get},
     {HM_GET, "/stats", "stats", API_SCOPE_ADMIN, HB_NONE, false, http_stats_get},
-    {HM_GET, "/stats/queries", "stats_queries", API_SCOPE_ADMIN, HB_NONE, false, http_queries_get},
+    {HM_GET, "/stats/queries", "stats_queries", API_SCOPE_ADMIN, HB_NONE, false,
+     http_queries_get},
     {HM_GET, "/tables", "tables_list", API_SCOPE_SEARCH, HB_NONE, false, http_tables_list},
     {HM_POST, "/tables", "tables_create", API_SCOPE_ADMIN, HB_JSON, false, http_tables_create},
-    {HM_GET, "/tables/{t}", "tables_describe", API_SCOPE_SEARCH, HB_NONE, true, http_tables_describe},
+    {HM_GET, "/tables/{t}", "tables_describe", API_SCOPE_SEARCH, HB_NONE, true,
+     http_tables_describe},
     {HM_DELETE, "/tables/{t}", "tables_drop", API_SCOPE_ADMIN, HB_NONE, false, http_tables_drop},
     {HM_POST, "/tables/{t}/documents", "documents_ingest", API_SCOPE_WRITE, HB_STREAM, false,
      http_docs_ingest_end, http_docs_ingest_begin, http_docs_ingest_feed,
      http_docs_ingest_cleanup},
-    {HM_GET, "/tables/{t}/documents/{id}", "documents_get", API_SCOPE_SEARCH, HB_NONE, true, http_docs_get},
-    {HM_PUT, "/tables/{t}/documents/{id}", "documents_put", API_SCOPE_WRITE, HB_JSON, true, http_docs_put},
-    {HM_DELETE, "/tables/{t}/documents/{id}", "documents_delete", API_SCOPE_WRITE, HB_NONE, true,
-     http_docs_delete},
+    {HM_GET, "/tables/{t}/documents/{id}", "documents_get", API_SCOPE_SEARCH, HB_NONE, true,
+     http_docs_get},
+    {HM_PUT, "/tables/{t}/documents/{id}", "documents_put", API_SCOPE_WRITE, HB_JSON, true,
+     http_docs_put},
+    {HM_DELETE, "/tables/{t}/documents/{id}", "documents_delete", API_SCOPE_WRITE, HB_NONE,
+     true, http_docs_delete},
     {HM_POST, "/tables/{t}/delete_by_query", "delete_by_query", API_SCOPE_WRITE, HB_JSON, true,
      http_docs_delete_by_query},
     {HM_GET, "/tables/{t}/search", "search", API_SCOPE_SEARCH, HB_NONE, true, http_search_get},
-    {HM_POST, "/tables/{t}/search", "search_post", API_SCOPE_SEARCH, HB_JSON, true, http_search_post},
+    {HM_POST, "/tables/{t}/search", "search_post", API_SCOPE_SEARCH, HB_JSON, true,
+     http_search_post},
     {HM_POST, "/tables/{t}/flush", "flush", API_SCOPE_ADMIN, HB_NONE, true, http_tables_flush},
     {HM_POST, "/tables/{t}/merge", "merge", API_SCOPE_ADMIN, HB_NONE, true, http_tables_merge},
     {HM_POST, "/sql", "sql", API_SCOPE_SEARCH, HB_JSON, false, http_sql_query},

@@ -9,11 +9,14 @@
  * per request):
  *
  *   uri_log      HttpReq allocated, clock started, raw URI kept      (http.c)
- *   first call   route matched (404/405), limits and media types
- *                checked (413/415/503), HB_STREAM routes' begin()
+ *   first call   route matched (404/405), API key against the route's
+ *                scope (401/403), limits and media types checked
+ *                (413/415/503), HB_STREAM routes' begin()
  *   body calls   HB_JSON: bytes appended up to the route's limit;
  *                HB_STREAM: feed() per chunk as it arrives
- *   final call   handle(): builds the reply or records an error
+ *   final call   POST /sql's scope from its statements (403), the
+ *                max_query_terms check (413), then handle(): builds the
+ *                reply or records an error
  *   completed    cleanup(), metrics, one log line, HttpReq freed
  *
  * A handler either queues a reply (http_reply*) or records an error
