@@ -451,6 +451,70 @@ static QrFilter *colpred_filter(SqlCtx *cx, const ColPredRef *cp, int n_cp)
     return f;
 }
 
+/* count(*) of column predicates alone, per segment through the filter
+ * engine: from B-tree subtree counts when the segment has no deletes and
+ * the predicates are one B-tree'd range, else from the filter's bitmap. */
+static int filter_count(SqlCtx *cx, SqlTableScan *sc, const ColPredRef *cp, int n_cp,
+                        uint64_t *count, bool *done)
+{
+    uint64_t t0 = qr_now_ns();
+    QrFilter *filter = colpred_filter(cx, cp, n_cp);
+    if (!filter)
+        return cx->err->code;
+    Snapshot *snap = table_snapshot(sc->t->table);
+    int rc = QR_OK;
+    uint64_t total = 0, bt_segs = 0;
+    for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
+        if ((rc = sql_check(cx)))
+            break;
+        FilterSeg *fs = NULL;
+        QrError e;
+        qr_error_clear(&e);
+        QrFilterStats st = {0};
+        uint64_t c = 0;
+        if (filter_seg_compile(filter, snap->segs[si], &fs, &e) != QR_OK) {
+            rc = QR_ENOTFOUND; /* a column this segment cannot compare: rows decide */
+            break;
+        }
+        bool clean = !snap->dels[si] || roaring_bitmap_is_empty(snap->dels[si]);
+        if (clean && cx->path != SQL_PATH_SCAN && cx->path != SQL_PATH_FULL &&
+            filter_seg_btree_count(fs, &c, &st)) {
+            bt_segs++;
+        } else {
+            roaring_bitmap_t *hits = roaring_bitmap_create();
+            QrAccessPath ap = cx->path == SQL_PATH_BTREE ? QR_ACCESS_BTREE
+                              : cx->path == SQL_PATH_AUTO ? QR_ACCESS_AUTO
+                                                          : QR_ACCESS_SCAN;
+            if (!hits)
+                rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+            else if (filter_seg_eval(fs, ap, snap->dels[si], NULL, hits, &st, &e) != QR_OK) {
+                qr_error_copy(cx->err, &e);
+                rc = e.code;
+            } else
+                c = roaring_bitmap_get_cardinality(hits);
+            if (hits)
+                roaring_bitmap_free(hits);
+        }
+        total += c;
+        sc->zm_blocks_total += st.blocks_total;
+        sc->zm_blocks_skipped += st.blocks_skipped;
+        sc->bt_pages += st.btree_pages;
+        filter_seg_free(fs);
+    }
+    snapshot_release(snap);
+    qr_filter_free(filter);
+    if (rc == QR_ENOTFOUND && !cx->err->code)
+        return QR_OK; /* *done stays false */
+    if (rc)
+        return rc;
+    sc->ms = (double)(qr_now_ns() - t0) / 1e6;
+    sc->rows_out = *count = total;
+    sc->path = bt_segs || sc->bt_pages ? SQL_PATH_BTREE : SQL_PATH_SCAN;
+    sc->n_colpreds = n_cp;
+    *done = true;
+    return QR_OK;
+}
+
 int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *done)
 {
     *done = false;
@@ -460,6 +524,8 @@ int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *don
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     if (colpreds(cx, sc, cp, &n_cp))
         return cx->err->code;
+    if (sc->drive < 0 && sc->n_texts == 0 && n_cp > 0 && n_cp == sc->n_conj)
+        return filter_count(cx, sc, cp, n_cp, count, done);
     if (sc->drive < 0 || n_cp != sc->n_conj - 1)
         return QR_OK; /* some condition needs the rows */
     uint64_t t0 = qr_now_ns();

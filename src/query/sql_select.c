@@ -1776,7 +1776,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         bool have = false, from_stats = false;
         if (!aggv)
             return nomem(cx);
-        if (plain && only_count && sc->drive >= 0 && n_conj == sc->n_conj) {
+        if (plain && only_count && (sc->drive >= 0 || sc->n_texts == 0) && n_conj == sc->n_conj) {
             if ((rc = sql_scan_count_text(cx, sc, &cnt, &have)))
                 return rc;
             for (int i = 0; have && i < s->bind.n_aggs; i++)
@@ -1803,8 +1803,10 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
             }
             out->n_rows = offset == 0 && limit > 0 ? 1 : 0;
             plan_node(s, "Aggregate  (from %s, no documents fetched)",
-                      from_stats ? "column statistics" : "the postings");
-            if (cx->ex && sc->drive >= 0)
+                      from_stats ? "column statistics"
+                      : sc->drive >= 0 ? "the postings"
+                                       : "B-tree counts and column filters");
+            if (cx->ex && !from_stats)
                 scan_node(s, &s->items[0]);
             plan_flush(s);
             return QR_OK;
