@@ -648,16 +648,18 @@ static bool word_in(const char *w, size_t n, const char *const *list)
  * not known to read is ADMIN, and so is any DDL word anywhere; INSERT,
  * UPDATE, DELETE, MERGE or COPY anywhere (a data-modifying WITH, SELECT ...
  * FOR UPDATE) need WRITE.  It errs towards the larger scope. */
-static ApiScope sql_scope(const char *s, size_t n)
+ApiScope http_sql_scope(const char *s, size_t n)
 {
     static const char *const READ[] = {"SELECT", "WITH", "EXPLAIN", "SHOW", "VALUES", "TABLE",
                                        "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT",
                                        "SET", "RESET", "DECLARE", "FETCH", "MOVE", "CLOSE",
                                        "SAVEPOINT", "RELEASE", "DISCARD", "DEALLOCATE", NULL};
     static const char *const WRITE[] = {"INSERT", "UPDATE", "DELETE", "MERGE", "COPY", NULL};
-    static const char *const ADMIN[] = {"CREATE", "DROP", "ALTER", "TRUNCATE", "VACUUM",
-                                        "REINDEX", "GRANT", "REVOKE", "CLUSTER", "ANALYZE",
-                                        "REFRESH", "LOCK", "IMPORT", "CALL", "DO", NULL};
+    /* DDL words anywhere (fail closed should the split above be fooled);
+     * other statements (ANALYZE, CALL, DO, LOCK, ...) start with a word
+     * not in READ or WRITE, which is ADMIN too */
+    static const char *const ADMIN[] = {"CREATE", "DROP",  "ALTER",  "TRUNCATE",
+                                        "GRANT",  "REVOKE", "VACUUM", "REINDEX", NULL};
     ApiScope need = API_SCOPE_SEARCH;
     bool stmt_start = true;
     size_t i = 0;
@@ -799,7 +801,7 @@ static void auth_check_sql(HttpReq *r)
                                         r->body.len);
     const cJSON *q = root ? cJSON_GetObjectItemCaseSensitive(root, "query") : NULL;
     if (cJSON_IsString(q)) {
-        ApiScope need = sql_scope(q->valuestring, strlen(q->valuestring));
+        ApiScope need = http_sql_scope(q->valuestring, strlen(q->valuestring));
         if (r->granted < need) {
             http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
                         "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
@@ -819,7 +821,7 @@ static void auth_check_sql(HttpReq *r)
  * too), not counting the operators AND, OR, NOT, a field name before ':',
  * or the number after '^' (boost) or '~' (slop, edits).  An upper bound on
  * the terms the engine will look up, cheap to take before parsing. */
-static int query_terms(const char *q)
+int http_query_terms(const char *q)
 {
     static const char *const OPS[] = {"AND", "OR", "NOT", NULL};
     int n = 0;
@@ -865,7 +867,7 @@ static void query_size_check(HttpReq *r)
     } else {
         q = http_arg(r, "q");
     }
-    int n = q ? query_terms(q) : 0;
+    int n = q ? http_query_terms(q) : 0;
     if (n > r->srv->cfg.max_query_terms) {
         http_error(r, QR_ELIMIT, "text query has %d terms, more than the limit of %d", n,
                    r->srv->cfg.max_query_terms);

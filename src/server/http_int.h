@@ -144,6 +144,15 @@ const char *http_req_header(HttpReq *r, const char *name);
  * with the position of the syntax error.  Caller frees with cJSON_Delete. */
 struct cJSON *http_body_json(HttpReq *r);
 
+/* The API key scope a POST /sql query string needs (http.c): its words
+ * outside strings, quoted names, dollar quotes and comments; DDL or a
+ * statement that starts with an unknown word is ADMIN, INSERT/UPDATE/
+ * DELETE/MERGE/COPY anywhere WRITE, else SEARCH. */
+ApiScope http_sql_scope(const char *sql, size_t len);
+/* Words in a text query, as max_query_terms counts them (not AND/OR/NOT,
+ * field names before ':', numbers after '^' or '~'). */
+int http_query_terms(const char *q);
+
 /* The route table, for metrics labels. */
 extern const HttpRoute HTTP_ROUTES[];
 extern const int HTTP_N_ROUTES;
