@@ -38,6 +38,7 @@ typedef struct SqlCte {
 typedef struct SqlExplain {
     QrBuf lines;              /* '\n'-separated */
     bool analyze;
+    cJSON *json;              /* FORMAT JSON: the plans as flushed (sub-selects first) */
 } SqlExplain;
 
 static int nomem(SqlCtx *cx)
@@ -1113,11 +1114,97 @@ static void scan_node(Sel *s, const Item *it)
     qr_buf_free(&b);
 }
 
+/* FORMAT JSON: one plan node from its text form.  The header line
+ * "Scan on docs  (path=scan rows=96 cost=6128.4) (actual rows=101 time=4.2 ms)"
+ * gives "Node Type" and the numbers; other lines are "Details". */
+static cJSON *json_node(const char *text)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    const char *nl = strchr(text, '\n');
+    size_t hl = nl ? (size_t)(nl - text) : strlen(text);
+    char hdr[1024];
+    snprintf(hdr, sizeof hdr, "%.*s", (int)hl, text);
+    char *paren = strstr(hdr, "  (");
+    const char *estim = strstr(hdr, "(path=");
+    const char *actual = strstr(hdr, "(actual rows=");
+    if (paren)
+        *paren = 0;
+    cJSON_AddStringToObject(o, "Node Type", hdr);
+    if (paren) {
+        char path[32];
+        double rows, cost;
+        if (estim && sscanf(estim, "(path=%31[^ )] rows=%lf cost=%lf", path, &rows, &cost) == 3) {
+            cJSON_AddStringToObject(o, "Access Path", path);
+            cJSON_AddNumberToObject(o, "Plan Rows", rows);
+            cJSON_AddNumberToObject(o, "Total Cost", cost);
+        } else { /* "(1 group key, 2 aggregates)" without its parentheses */
+            char *d = paren + 3;
+            size_t dl = strlen(d);
+            if (dl && d[dl - 1] == ')')
+                d[dl - 1] = 0;
+            cJSON_AddStringToObject(o, "Detail", d);
+        }
+        double arows, ams;
+        if (actual && sscanf(actual, "(actual rows=%lf time=%lf", &arows, &ams) == 2) {
+            cJSON_AddNumberToObject(o, "Actual Rows", arows);
+            cJSON_AddNumberToObject(o, "Actual Total Time", ams);
+        }
+    }
+    if (nl) {
+        cJSON *d = cJSON_AddArrayToObject(o, "Details");
+        for (const char *p = nl + 1; d && *p;) {
+            const char *e = strchr(p, '\n');
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            while (n && *p == ' ') {
+                p++;
+                n--;
+            }
+            char line[1024];
+            snprintf(line, sizeof line, "%.*s", (int)n, p);
+            cJSON_AddItemToArray(d, cJSON_CreateString(line));
+            p += n + (e ? 1 : 0);
+        }
+    }
+    return o;
+}
+
+static void plan_flush_json(Sel *s, SqlExplain *ex)
+{
+    cJSON *root = NULL, *parent = NULL;
+    for (int i = s->n_plan_nodes - 1; i >= 0; i--) {
+        cJSON *n = json_node(s->plan_nodes[i]);
+        if (!n)
+            break;
+        if (!root)
+            root = n;
+        else
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(parent, "Plans"), n);
+        parent = n;
+    }
+    if (!root)
+        return;
+    cJSON *entry = cJSON_CreateObject();
+    if (!entry) {
+        cJSON_Delete(root);
+        return;
+    }
+    cJSON_AddItemToObject(entry, "Plan", root);
+    if (s->cx->depth > 0)
+        cJSON_AddNumberToObject(entry, "Subquery Level", s->cx->depth);
+    cJSON_AddItemToArray(ex->json, entry);
+}
+
 static void plan_flush(Sel *s)
 {
     SqlExplain *ex = s->cx->ex;
     if (!ex)
         return;
+    if (ex->json) {
+        plan_flush_json(s, ex);
+        return;
+    }
     int base = s->cx->depth * 2;
     for (int i = s->n_plan_nodes - 1, d = 0; i >= 0; i--, d++) {
         const char *p = s->plan_nodes[i];
@@ -2202,18 +2289,35 @@ int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
         }
         if (name && !strcasecmp(name, "analyze"))
             ex.analyze = on;
+        else if (name && !strcasecmp(name, "format")) {
+            const char *fmt = arg ? sqlj_sval(arg) : NULL;
+            if (fmt && !strcasecmp(fmt, "json")) {
+                if (!ex.json && !(ex.json = cJSON_CreateArray()))
+                    return nomem(cx);
+            } else if (!fmt || strcasecmp(fmt, "text")) {
+                cJSON_Delete(ex.json);
+                return sql_err_at(cx, sqlj_loc(o), QR_EUNSUPPORTED, "0A000",
+                                  "EXPLAIN format \"%s\" is not supported (text or json)",
+                                  fmt ? fmt : "?");
+            }
+        }
         else if (name && (!strcasecmp(name, "scores")))
             cx->scores = on;
         else if (name && strcasecmp(name, "verbose") && strcasecmp(name, "costs") &&
                  strcasecmp(name, "format") && strcasecmp(name, "buffers") &&
-                 strcasecmp(name, "timing") && strcasecmp(name, "summary"))
+                 strcasecmp(name, "timing") && strcasecmp(name, "summary")) {
+            cJSON_Delete(ex.json);
             return sql_err_at(cx, sqlj_loc(o), QR_EINVAL, "42601",
                               "unrecognized EXPLAIN option \"%s\"", name);
+        }
     }
     const cJSON *q = sqlj_get(b, "query");
-    if (!sqlj_is(q, "SelectStmt"))
+    if (!sqlj_is(q, "SelectStmt") || (ex.json && cx->scores)) {
+        cJSON_Delete(ex.json);
         return sql_err_at(cx, sqlj_loc(q), QR_EUNSUPPORTED, "0A000",
-                          "EXPLAIN is supported for SELECT only");
+                          cx->scores ? "EXPLAIN (SCORES) returns rows: FORMAT JSON does not apply"
+                                     : "EXPLAIN is supported for SELECT only");
+    }
     QrSqlResult r;
     uint64_t t0 = qr_now_ns();
     if (cx->scores) {
@@ -2252,7 +2356,25 @@ int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
     cx->ex = &ex;
     int rc = select_body(cx, sqlj_body(q), false, &r);
     cx->ex = NULL;
-    if (rc == QR_OK && ex.analyze)
+    bool json_out = ex.json != NULL;
+    if (rc == QR_OK && ex.json) {
+        /* the outermost plan is the last entry; it carries the totals */
+        cJSON *last = cJSON_GetArrayItem(ex.json, cJSON_GetArraySize(ex.json) - 1);
+        if (last && ex.analyze) {
+            cJSON_AddNumberToObject(last, "Execution Time", (double)(qr_now_ns() - t0) / 1e6);
+            cJSON_AddNumberToObject(last, "Rows", (double)r.n_rows);
+        }
+        char *js = cJSON_Print(ex.json);
+        cJSON_Delete(ex.json);
+        ex.json = NULL;
+        if (js) {
+            qr_buf_append(&ex.lines, js, strlen(js));
+            cJSON_free(js);
+        }
+        qr_buf_putc(&ex.lines, '\n');
+    }
+    cJSON_Delete(ex.json);
+    if (rc == QR_OK && ex.analyze && !json_out)
         qr_buf_printf(&ex.lines, "Execution Time: %.3f ms\nRows: %" PRIu64 "\n",
                       (double)(qr_now_ns() - t0) / 1e6, r.n_rows);
     if (rc == QR_OK && !qr_buf_ok(&ex.lines))
@@ -2265,6 +2387,8 @@ int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
     uint64_t n = 0;
     for (size_t i = 0; i < ex.lines.len; i++)
         n += ex.lines.data[i] == '\n';
+    if (json_out) /* one row: the whole document, its inner newlines kept */
+        n = 1;
     res->n_cols = 1;
     res->cols = qr_arena_calloc(cx->arena, sizeof *res->cols);
     res->vals = qr_arena_alloc(cx->arena, (n + 1) * sizeof *res->vals);
@@ -2277,7 +2401,7 @@ int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
     res->cols[0].typmod = -1;
     const char *p = (const char *)ex.lines.data;
     for (uint64_t i = 0; i < n; i++) {
-        const char *nl = strchr(p, '\n');
+        const char *nl = json_out ? p + ex.lines.len - 1 : strchr(p, '\n');
         char *line = qr_arena_strndup(cx->arena, p, (size_t)(nl - p));
         if (!line) {
             qr_buf_free(&ex.lines);

@@ -9,6 +9,7 @@
  * The table is built with the engine's API (qr_table_create + qr_put), so
  * these tests depend on nothing but the query engine.
  */
+#include <cJSON.h>
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -747,4 +748,58 @@ Test(sql, group_by_over_a_common_word_and_hits_without_ids)
         cr_assert_eq(r->vals[k * 3 + 2].u.i, mn[c], "group c%d", c);
     }
     qr_sql_result_free(r);
+}
+
+/* The first node of a JSON plan tree (depth first) with an "Access Path". */
+static const cJSON *json_scan(const cJSON *n)
+{
+    if (!n)
+        return NULL;
+    if (cJSON_GetObjectItemCaseSensitive(n, "Access Path"))
+        return n;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, cJSON_GetObjectItemCaseSensitive(n, "Plans"))
+    {
+        const cJSON *f = json_scan(k);
+        if (f)
+            return f;
+    }
+    return NULL;
+}
+
+Test(sql, explain_format_json_is_the_text_plan_as_a_tree)
+{
+    QrSqlResult *r = run("EXPLAIN (ANALYZE, FORMAT JSON) SELECT cat, count(*) FROM docs "
+                         "WHERE title @@ 'rare' AND n >= 10 AND cat IN (SELECT cat FROM docs WHERE n < 50) "
+                         "GROUP BY cat ORDER BY cat");
+    cr_assert_eq(r->n_rows, 1);
+    const QrSqlValue *v = &r->vals[0];
+    cJSON *j = cJSON_ParseWithLength(v->u.s.s, v->u.s.n);
+    cr_assert(cJSON_IsArray(j), "not a JSON array: %.*s", (int)v->u.s.n, v->u.s.s);
+    int n = cJSON_GetArraySize(j);
+    cr_assert(n >= 2, "the subquery's plan and the query's: %d", n);
+    cJSON *last = cJSON_GetArrayItem(j, n - 1);
+    cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(last, "Execution Time"));
+    /* the rows the query returns */
+    QrSqlResult *q = run("SELECT cat, count(*) FROM docs WHERE title @@ 'rare' AND n >= 10 "
+                         "AND cat IN (SELECT cat FROM docs WHERE n < 50) GROUP BY cat ORDER BY cat");
+    cr_assert_eq(cJSON_GetObjectItemCaseSensitive(last, "Rows")->valuedouble, (double)q->n_rows);
+    qr_sql_result_free(q);
+    const cJSON *sc = json_scan(cJSON_GetObjectItemCaseSensitive(last, "Plan"));
+    cr_assert_not_null(sc, "no scan node in the outer plan");
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(sc, "Node Type")->valuestring, "Scan on docs");
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(sc, "Access Path")->valuestring, "text");
+    int64_t rare = 0;
+    for (int i = 10; i < N_DOCS; i++)
+        rare += model[i].has_rare;
+    cr_assert(cJSON_GetObjectItemCaseSensitive(sc, "Actual Rows")->valuedouble <= (double)rare);
+    cr_assert(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sc, "Details")) >= 2);
+    cJSON_Delete(j);
+    qr_sql_result_free(r);
+    /* the text form is unchanged; unknown formats are refused */
+    r = run("EXPLAIN (FORMAT TEXT) SELECT id FROM docs WHERE n < 5");
+    cr_assert(r->n_rows >= 2);
+    qr_sql_result_free(r);
+    fails("EXPLAIN (FORMAT YAML) SELECT id FROM docs", "0A000", -1);
+    fails("EXPLAIN (FORMAT JSON, SCORES) SELECT id FROM docs WHERE title @@ 'rare'", "0A000", -1);
 }
