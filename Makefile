@@ -128,7 +128,9 @@ fuzz: $(FUZZ_BIN)
 unit: $(UNIT_BIN)
 	@tests/run_unit.sh $(UNIT_BIN)
 
-asan: $(BUILD)/libquarry-asan.a $(ASAN_UNIT_BIN)
+# (the server objects are named here so that make builds them for the
+# pattern rule of tests/unit/server/ instead of falling back to the plain one)
+asan: $(BUILD)/libquarry-asan.a $(ASAN_SRV_OBJ) $(ASAN_UNIT_BIN)
 
 asan-unit: asan
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
