@@ -408,21 +408,20 @@ def test_limits(dd):
                                                                         for i in range(40)))
         check(st == 413 and "too many query parameters" in b["error"]["message"],
               "too many query parameters: %d" % st)
-        # uploads at once beyond max_ingests (1): 503 with Retry-After
+        # uploads at once beyond max_ingests (1): 503 with Retry-After.  /stats
+        # "uploads" says when an upload counts (from its first call to its
+        # completion, which comes just after its answer)
+        def uploads(n):
+            return lambda: call(srv, "GET", "/stats")[1].get("uploads") == n
+        check(wait_until(uploads(0), 10), "no upload running")
         c = srv.conn()
         c.putrequest("POST", "/tables/t/documents")
         c.putheader("Content-Type", "application/x-ndjson")
         c.putheader("Transfer-Encoding", "chunked")
         c.endheaders()
         c.send(b"5\r\n\n\n\n\n\n\r\n")
-        last = []
-
-        def second_refused():
-            # the first upload counts once its worker has begun it
-            last[:] = call(srv, "POST", "/tables/t/documents", ndjson(docs(500, 501)))
-            return last[0] == 503
-        wait_until(second_refused, 10)
-        st, b, h = last
+        check(wait_until(uploads(1), 10), "the first upload is running")
+        st, b, h = call(srv, "POST", "/tables/t/documents", ndjson(docs(500, 501)))
         check(st == 503 and h.get("retry-after") == "1" and b["error"]["code"] == "overloaded",
               "a second upload beyond max_ingests is 503 with Retry-After: %d %s" % (st, h))
         c.send(b"0\r\n\r\n")
@@ -434,6 +433,7 @@ def test_limits(dd):
         lines = ndjson([{"id": 900, "body": "alpha", "n": 1},
                         {"id": 901, "body": "beta " * 600, "n": 2},
                         {"id": 902, "body": "gamma", "n": 3}])
+        check(wait_until(uploads(0), 10), "the finished upload no longer counts")
         st, b, _ = call(srv, "POST", "/tables/t/documents", lines)
         check(st == 200 and b["imported"] == 2 and b["rejected"] == 1 and
               b["errors"] and b["errors"][0].get("line") == 2,
