@@ -227,6 +227,9 @@ typedef struct QrSqlResult {
     QrSqlNotice *notices;
     double took_ms;
     struct QrArena *arena;   /* owns everything above */
+    const char *plan;        /* SELECT / EXPLAIN / UPDATE / DELETE: the table accesses run,
+                                "docs:pk, companies:full" ("stats": column statistics),
+                                for query histories; NULL when no table was read */
     QrSqlStmt *stmt;         /* holds one reference (values and names may borrow the
                                 statement's text and parse tree); NULL for COPY results */
 } QrSqlResult;

@@ -182,6 +182,27 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
     return QR_OK;
 }
 
+/* ---- the plan summary of the result ---- */
+
+/* Append "qual:path" to the result's plan summary (at most ~500 bytes). */
+static void plan_note(SqlCtx *cx, const SqlTableScan *sc, const char *path)
+{
+    QrSqlResult *res = cx->res;
+    if (!res || !res->arena)
+        return;
+    size_t old = res->plan ? strlen(res->plan) : 0;
+    if (old > 500)
+        return;
+    char buf[600];
+    int n = snprintf(buf, sizeof buf, "%s%s%s:%s", old ? res->plan : "", old ? ", " : "",
+                     sc->qual ? sc->qual : qr_table_name(sc->t), path);
+    if (n > 0 && (size_t)n >= sizeof buf)
+        n = (int)sizeof buf - 1;
+    char *p = n > 0 ? qr_arena_strndup(res->arena, buf, (size_t)n) : NULL;
+    if (p)
+        res->plan = p;
+}
+
 /* ---- text predicates ---- */
 
 static int text_query(SqlCtx *cx, const SqlTextPred *tp, const char **q, size_t *n)
@@ -511,6 +532,7 @@ static int filter_count(SqlCtx *cx, SqlTableScan *sc, const ColPredRef *cp, int 
     sc->rows_out = *count = total;
     sc->path = bt_segs || sc->bt_pages ? SQL_PATH_BTREE : SQL_PATH_SCAN;
     sc->n_colpreds = n_cp;
+    plan_note(cx, sc, sql_path_name(sc->path));
     *done = true;
     return QR_OK;
 }
@@ -539,6 +561,8 @@ int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *don
     sc->path = n_cp ? SQL_PATH_SCAN : SQL_PATH_TEXT;
     sc->n_colpreds = n_cp;
     sc->text_strategy = "count";
+    if (rc == QR_OK)
+        plan_note(cx, sc, sql_path_name(sc->path));
     *done = rc == QR_OK;
     return rc;
 }
@@ -611,6 +635,8 @@ int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n
     }
     snapshot_release(snap);
     sc->path = SQL_PATH_AUTO;
+    if (rc == QR_OK)
+        plan_note(cx, sc, "stats");
     *done = rc == QR_OK;
     return rc;
 }
@@ -1460,6 +1486,7 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     if (rc)
         return rc;
     sc->rows_out = out.n;
+    plan_note(cx, sc, sql_path_name(sc->path));
     *rows = sc->consume ? NULL : out.rows;
     *n_rows = sc->consume ? 0 : out.n;
     return QR_OK;

@@ -803,3 +803,27 @@ Test(sql, explain_format_json_is_the_text_plan_as_a_tree)
     fails("EXPLAIN (FORMAT YAML) SELECT id FROM docs", "0A000", -1);
     fails("EXPLAIN (FORMAT JSON, SCORES) SELECT id FROM docs WHERE title @@ 'rare'", "0A000", -1);
 }
+
+Test(sql, results_summarize_their_plan)
+{
+    struct {
+        const char *q, *plan;
+    } cases[] = {
+        {"SELECT n FROM docs WHERE id = 5", "docs:pk"},
+        {"SELECT count(*) FROM docs", "docs:stats"},
+        {"SELECT id FROM docs WHERE lower(cat) = 'c3'", "docs:full"},
+        {"SELECT count(*) FROM docs WHERE title @@ 'rare'", "docs:text"},
+        {"SELECT a.n FROM docs a JOIN docs b ON a.n = b.n WHERE a.id IN (1, 2) AND b.n < 100",
+         "a:pk, b:scan"},
+        {"SELECT 1", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        QrSqlResult *r = run(cases[i].q);
+        if (cases[i].plan)
+            cr_assert(r->plan && !strcmp(r->plan, cases[i].plan), "%s: plan %s, want %s", cases[i].q,
+                      r->plan ? r->plan : "NULL", cases[i].plan);
+        else
+            cr_assert_null(r->plan, "%s: plan %s", cases[i].q, r->plan);
+        qr_sql_result_free(r);
+    }
+}
