@@ -6,6 +6,7 @@
  * Layer: server/.  Calls the base kit, cJSON and libcrypto.
  */
 #include "server/apikey.h"
+#include "server/secret_file.h"
 #include "store/mem.h"
 #include "store/util.h"
 
@@ -121,22 +122,10 @@ static int keys_read(const char *path, ApiKey **keys, int *n, QrError *err)
 {
     *keys = NULL;
     *n = 0;
-    if (!qr_path_exists(path))
-        return QR_OK;
-    uint8_t *text = NULL;
-    size_t len = 0;
-    int rc = qr_file_read_all(path, &text, &len, err);
-    if (rc != QR_OK)
+    cJSON *root, *arr;
+    int rc = secret_file_read(path, "keys", "key file", &root, &arr, err);
+    if (rc != QR_OK || !root)
         return rc;
-    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
-    qr_free(text);
-    cJSON *arr = root ? cJSON_GetObjectItemCaseSensitive(root, "keys") : NULL;
-    if (!cJSON_IsArray(arr)) {
-        cJSON_Delete(root);
-        qr_error_set(err, QR_ESYNTAX, "malformed key file %s", APIKEY_FILE);
-        qr_error_detail(err, "expected {\"keys\": [...]}");
-        return QR_ESYNTAX;
-    }
     int cap = cJSON_GetArraySize(arr);
     ApiKey *k = qr_calloc((size_t)(cap > 0 ? cap : 1), sizeof *k);
     if (!k) {
@@ -185,16 +174,9 @@ static int keys_write(const char *path, const ApiKey *keys, int n, QrError *err)
         cJSON_AddStringToObject(o, "hash", hash);
         cJSON_AddItemToArray(arr, o);
     }
-    char *text = arr ? cJSON_Print(root) : NULL;
+    int rc = arr ? secret_file_write(path, root, err)
+                 : qr_error_set(err, QR_ENOMEM, "out of memory");
     cJSON_Delete(root);
-    if (!text)
-        return qr_error_set(err, QR_ENOMEM, "out of memory");
-    mode_t old = umask(077);
-    int rc = qr_file_write_atomic(path, text, strlen(text), true, err);
-    umask(old);
-    if (rc == QR_OK)
-        chmod(path, 0600);
-    cJSON_free(text);
     return rc;
 }
 

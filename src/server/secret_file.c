@@ -1,0 +1,54 @@
+/*
+ * secret_file.c — credential files of a data directory (secret_file.h).
+ *
+ * Layer: server/.  Calls the base kit and cJSON.
+ */
+#include "server/secret_file.h"
+#include "store/mem.h"
+#include "store/util.h"
+
+#include <cJSON.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int secret_file_read(const char *path, const char *member, const char *label, cJSON **root,
+                     cJSON **arr, QrError *err)
+{
+    *root = NULL;
+    *arr = NULL;
+    if (!qr_path_exists(path))
+        return QR_OK;
+    uint8_t *text = NULL;
+    size_t len = 0;
+    int rc = qr_file_read_all(path, &text, &len, err);
+    if (rc != QR_OK)
+        return rc;
+    cJSON *r = cJSON_ParseWithLength((const char *)text, len);
+    qr_free(text);
+    cJSON *a = r ? cJSON_GetObjectItemCaseSensitive(r, member) : NULL;
+    if (!cJSON_IsArray(a)) {
+        cJSON_Delete(r);
+        const char *base = strrchr(path, '/');
+        qr_error_set(err, QR_ESYNTAX, "malformed %s %s", label, base ? base + 1 : path);
+        qr_error_detail(err, "expected {\"%s\": [...]}", member);
+        return QR_ESYNTAX;
+    }
+    *root = r;
+    *arr = a;
+    return QR_OK;
+}
+
+int secret_file_write(const char *path, const cJSON *root, QrError *err)
+{
+    char *text = cJSON_Print(root);
+    if (!text)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    /* the temporary file is created 0600 too, so no reader ever sees it open */
+    mode_t old = umask(077);
+    int rc = qr_file_write_atomic(path, text, strlen(text), true, err);
+    umask(old);
+    if (rc == QR_OK)
+        chmod(path, 0600);
+    cJSON_free(text);
+    return rc;
+}
