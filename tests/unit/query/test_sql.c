@@ -555,6 +555,13 @@ Test(sql, result_outlives_the_statement_it_came_from)
     char want[8];
     snprintf(want, sizeof want, "c%d", model[3].cat);
     cr_assert_str_eq(cell(r, 0, 2), want);
+    /* RETURNING names come from the parse tree of the (dropped) statement */
+    QrSqlResult *u = run("UPDATE docs SET n = n WHERE id = 3 RETURNING id AS returned_id_alias, cat");
+    cr_assert_eq(u->n_rows, 1);
+    cr_assert_str_eq(u->cols[0].name, "returned_id_alias");
+    cr_assert_str_eq(u->cols[1].name, "cat");
+    cr_assert_eq(u->vals[0].u.i, 3);
+    qr_sql_result_free(u);
     /* a prepared statement unreferenced before its result is freed */
     QrError err;
     qr_error_clear(&err);
