@@ -21,8 +21,13 @@
 
 #define PATH_CAP 4096
 
+/* Copy a small file keeping its permission bits (credential files such as
+ * api_keys.json and pg_users.json are 0600 and must stay so). */
 static int copy_small_file(const char *src, const char *dst, QrError *err)
 {
+    struct stat sb;
+    if (stat(src, &sb) != 0)
+        return qr_error_set(err, QR_EIO, "could not stat \"%s\": %s", src, strerror(errno));
     uint8_t *data;
     size_t len;
     int rc = qr_file_read_all(src, &data, &len, err);
@@ -30,6 +35,9 @@ static int copy_small_file(const char *src, const char *dst, QrError *err)
         return rc;
     rc = qr_file_write_atomic(dst, data, len, true, err);
     qr_free(data);
+    if (rc == QR_OK && chmod(dst, sb.st_mode & 0777) != 0)
+        rc = qr_error_set(err, QR_EIO, "could not set the mode of \"%s\": %s", dst,
+                          strerror(errno));
     return rc;
 }
 

@@ -29,7 +29,7 @@ class Server:
         deadline = time.time() + 30
         while time.time() < deadline and self.p.poll() is None:
             text = self.text()
-            m = re.search(r"serve started .*http=http://127\.0\.0\.1:(\d+)/", text)
+            m = re.search(r"serve started .*http=https?://127\.0\.0\.1:(\d+)/", text)
             if m:
                 self.port = int(m.group(1))
                 pm = re.search(r"serve pg=127\.0\.0\.1:(\d+)", text)

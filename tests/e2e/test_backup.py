@@ -40,6 +40,11 @@ def offline(dd):
     check(rc == 0, "import: " + err[-300:])
     rc, out, err = run(["delete", "t"] + [str(i) for i in range(0, 5000, 7)], data)
     check(rc == 0, "deletes: " + err[-300:])
+    # a credential file of the data directory keeps its mode in the copy
+    secret = os.path.join(data, "api_keys.json")
+    with open(secret, "w") as f:
+        f.write("{\"keys\": []}\n")
+    os.chmod(secret, 0o600)
     dest = os.path.join(dd.path, "off-copy")
     rc, out, err = run(["backup", "--to", dest], data)
     if not check(rc == 0, "offline backup: " + err[-300:]):
@@ -57,6 +62,9 @@ def offline(dd):
               "copy answers %r like the source (%d hits)" % (q, len(res[0][2])))
     rc, out, err = run(["check"], dest)
     check(rc == 0, "copy passes quarry check: " + (out + err)[-300:])
+    copied = os.path.join(dest, "api_keys.json")
+    check(os.path.exists(copied) and (os.stat(copied).st_mode & 0o777) == 0o600,
+          "credential files keep mode 0600 in the copy")
     # errors
     rc, out, err = run(["backup", "--to", dest], data)
     check(rc == 1 and "already exists" in err, "existing destination refused: " + err.strip())
