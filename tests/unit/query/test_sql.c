@@ -625,6 +625,8 @@ Test(sql, aggregate_ended_by_timeout_or_cancel_frees_its_groups)
           "WHERE a.title || b.title LIKE '%zzz%' GROUP BY a.cat", "57014", -1);
     fails("SELECT cat, count(*), sum(n) FROM docs WHERE title LIKE '%zzz%' GROUP BY cat", "57014", -1);
     cr_assert_eq(qr_sql_session_set(sess, "statement_timeout", "0", &err), QR_OK);
+    /* an error inside the join (too many row pairs) after grouping began */
+    fails("SELECT a.cat, count(*) FROM docs a, docs b WHERE a.n + b.n < 0 GROUP BY a.cat", "54000", -1);
     qr_sql_session_cancel(sess); /* a cancel before the statement is cleared by it */
     QrSqlResult *r = run("SELECT cat, count(*) FROM docs WHERE n < 100 GROUP BY cat");
     uint64_t groups = r->n_rows;
