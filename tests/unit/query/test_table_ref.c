@@ -170,7 +170,9 @@ static void *searcher(void *arg)
         rq.q_len = 10;
         QrSearchRes *res;
         if (qr_search(t, &rq, &res, &e) == QR_OK) {
-            if (res->total != 200)
+            /* 0: a table re-created by the test but not yet committed (its
+             * 200 documents land in one commit, so nothing in between) */
+            if (res->total != 200 && res->total != 0)
                 atomic_fetch_add(&c->errors, 1);
             qr_search_res_free(res);
             atomic_fetch_add(&c->searches, 1);
