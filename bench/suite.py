@@ -811,16 +811,25 @@ def check_answers(workloads, answers):
     return problems
 
 
-def time_all(workloads, live, repeat, answers):
+def time_all(workloads, live, repeat, answers, revive=None):
+    """Time every answered cell. A cell that fails is recorded as an error (and `revive`,
+    when given, restarts a server that went away) instead of ending the run."""
     times = {}
     for w in workloads:
         times[w.id] = {}
-        for name, peer in live.items():
+        for name in list(live):
             if name not in answers[w.id] or isinstance(answers[w.id][name], dict):
                 continue
-            fn = peer.prepare(w)
-            times[w.id][name] = time_fn(fn, repeat)
-        log('  %-14s %s' % (w.id, '  '.join('%s=%.3g' % (e, t['median_ms'])
+            try:
+                times[w.id][name] = time_fn(live[name].prepare(w), repeat)
+            except Exception as e:
+                times[w.id][name] = {'error': ('%s: %s' % (type(e).__name__, e))[:300]}
+                log('  %s on %s failed: %s' % (name, w.id, times[w.id][name]['error']))
+                reset_conn(live[name])
+                if revive:
+                    revive()
+        log('  %-14s %s' % (w.id, '  '.join('%s=%s' % (e, '%.3g' % t['median_ms'] if 'median_ms'
+                                                       in t else 'ERROR')
                                            for e, t in times[w.id].items())))
     return times
 
@@ -1272,9 +1281,29 @@ def run_size(args, n, engine_names):
 
         # ---- timing
         log('[%d] timing (median of %d after a warm-up)...' % (n, args.repeat))
+        def revive():
+            s = servers.get('quarry')
+            if s is None or s.proc is None or s.proc.poll() is None:
+                return
+            log('  quarry serve exited (%s); restarting it' % s.log_tail())
+            res['notes'].append('quarry serve was stopped from outside during the timing '
+                                '(%s) and restarted; the cell running then is an error'
+                                % s.log_tail())
+            s.proc = None
+            s.start()
+            live['quarry'].close()
+            live['quarry'] = SqlPeer('quarry', s.connect)
+            info['quarry'] = {'port': s.pg_port, 'db': 'quarry'}
+            if 'quarry-http' in live:
+                live['quarry-http'].close()
+                live['quarry-http'] = HttpPeer(s.http_port)
+                info['quarry-http'] = {'port': s.http_port}
+            samplers['quarry'].stop()
+            samplers['quarry'] = peers.MemSampler(s.pid)
+
         times = time_all(workloads, live, args.repeat,
                          {w.id: {e: a for e, a in answers[w.id].items()
-                                 if (w.id, e) not in bad} for w in workloads})
+                                 if (w.id, e) not in bad} for w in workloads}, revive)
         if duck_path:
             dt = peers.duckdb_run(duck_path, {'load': None, 'queries': duck_q,
                                               'repeat': args.repeat})['queries']
