@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <regex.h>
 #include <string.h>
 #include <strings.h>
 
@@ -764,7 +765,9 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         *out = e;
         return QR_OK;
     }
-    if (!strcmp(kind, "AEXPR_LIKE") || !strcmp(kind, "AEXPR_ILIKE")) {
+    bool is_regex = !strcmp(kind, "AEXPR_OP") && (!strcmp(op, "~") || !strcmp(op, "!~") ||
+                                                  !strcmp(op, "~*") || !strcmp(op, "!~*"));
+    if (!strcmp(kind, "AEXPR_LIKE") || !strcmp(kind, "AEXPR_ILIKE") || is_regex) {
         SqlExpr *l, *r;
         int rc;
         if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &l)) ||
@@ -780,7 +783,10 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
             return b->cx->err->code;
         e->args[0] = l;
         e->args[1] = r;
-        e->op = (kind[6] == 'I' ? 1 : 0) | (op[0] == '!' ? 2 : 0);
+        if (is_regex) /* POSIX regular expressions: 4 regex | 1 case-insensitive | 2 NOT */
+            e->op = 4 | (strchr(op, '*') ? 1 : 0) | (op[0] == '!' ? 2 : 0);
+        else
+            e->op = (kind[6] == 'I' ? 1 : 0) | (op[0] == '!' ? 2 : 0);
         e->type = QR_SQL_BOOL;
         *out = e;
         return QR_OK;
@@ -1276,8 +1282,17 @@ int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out)
         *out = e;
         return QR_OK;
     }
+    if (!strcmp(tag, "CollateClause")) {
+        /* strings compare by bytes (COLLATE "C"); "default", "C" and "POSIX"
+         * (what psql and drivers write) change nothing */
+        const char *coll = sqlj_last_name(sqlj_get(body, "collname"));
+        if (coll && (!strcmp(coll, "default") || !strcmp(coll, "C") || !strcmp(coll, "POSIX")))
+            return sql_expr_bind(b, sqlj_get(body, "arg"), out);
+        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "collation \"%s\" is not supported",
+                          coll ? coll : "?");
+    }
     if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr") || !strcmp(tag, "A_ArrayExpr") ||
-        !strcmp(tag, "A_Indirection") || !strcmp(tag, "CollateClause") ||
+        !strcmp(tag, "A_Indirection") ||
         !strcmp(tag, "GroupingFunc"))
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s is not supported", tag);
     return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "expression %s is not supported", tag);
@@ -1318,6 +1333,38 @@ const char *sql_expr_name(const SqlExpr *e)
 /* ======================================================================== */
 /* Evaluation                                                                */
 /* ======================================================================== */
+
+/* s ~ p (POSIX extended regular expressions; PostgreSQL's advanced forms
+ * beyond ERE are not supported).  Strings are copied to be NUL-terminated;
+ * an embedded NUL cannot occur in SQL text.  Bad patterns: 2201B. */
+static int regex_match(SqlCtx *cx, const SqlExpr *e, const char *s, size_t n, const char *p,
+                       size_t m, bool ci, bool *out)
+{
+    char *ps = qr_malloc(m + 1), *ss = qr_malloc(n + 1);
+    if (!ps || !ss) {
+        qr_free(ps);
+        qr_free(ss);
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    }
+    memcpy(ps, p, m);
+    ps[m] = '\0';
+    memcpy(ss, s, n);
+    ss[n] = '\0';
+    regex_t re;
+    int rc = regcomp(&re, ps, REG_EXTENDED | REG_NOSUB | (ci ? REG_ICASE : 0));
+    if (rc != 0) {
+        char msg[128];
+        regerror(rc, &re, msg, sizeof msg);
+        qr_free(ps);
+        qr_free(ss);
+        return sql_err_at(cx, e->loc, QR_EINVAL, "2201B", "invalid regular expression: %s", msg);
+    }
+    *out = regexec(&re, ss, 0, NULL, 0) == 0;
+    regfree(&re);
+    qr_free(ps);
+    qr_free(ss);
+    return QR_OK;
+}
 
 static bool like_match(const char *s, size_t n, const char *p, size_t m, bool ci)
 {
@@ -1630,6 +1677,13 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
         if (a.is_null || b.is_null) {
             *out = sqlv_null();
             out->type = QR_SQL_BOOL;
+            return QR_OK;
+        }
+        if (e->op & 4) {
+            bool m = false;
+            if ((rc = regex_match(cx, e, a.u.s.s, a.u.s.n, b.u.s.s, b.u.s.n, e->op & 1, &m)))
+                return rc;
+            *out = sqlv_bool(m != ((e->op & 2) != 0));
             return QR_OK;
         }
         *out = sqlv_bool(like_match(a.u.s.s, a.u.s.n, b.u.s.s, b.u.s.n, e->op & 1) != ((e->op & 2) != 0));

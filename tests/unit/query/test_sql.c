@@ -836,3 +836,27 @@ Test(sql, results_summarize_their_plan)
         qr_sql_result_free(r);
     }
 }
+
+/* The regular-expression operators and COLLATE that psql's \dt, \dn and \di
+ * send (OPERATOR(pg_catalog.~) ... COLLATE pg_catalog.default). */
+Test(sql, regex_operators_and_default_collation)
+{
+    QrSqlResult *r = run("SELECT 'news' ~ '^(news)$', 'news' !~ '^pg_', 'NEWS' ~* 'ew', "
+                         "'NEWS' ~ 'ew', 'abc' !~* 'B', NULL ~ 'a', "
+                         "'news' OPERATOR(pg_catalog.~) '^(news)$' COLLATE pg_catalog.default, "
+                         "'b' COLLATE \"C\" < 'a'");
+    const char *want[] = {"t", "t", "t", "f", "f", "NULL", "t", "f"};
+    cr_assert_eq(r->n_cols, (int)(sizeof want / sizeof *want));
+    for (int c = 0; c < r->n_cols; c++)
+        cr_assert_str_eq(cell(r, 0, c), want[c], "column %d: %s, want %s", c + 1, cell(r, 0, c),
+                         want[c]);
+    qr_sql_result_free(r);
+    fails("SELECT 'abc' ~ '('", "2201B", 0);
+    fails("SELECT 'a' COLLATE \"de_DE\" < 'b'", "0A000", 0);
+    /* against the catalog, as psql's \dt does */
+    r = run("SELECT c.relname FROM pg_catalog.pg_class c "
+            "WHERE c.relname OPERATOR(pg_catalog.~) '^(docs)$' COLLATE pg_catalog.default");
+    cr_assert_eq(r->n_rows, 1);
+    cr_assert_str_eq(cell(r, 0, 0), "docs");
+    qr_sql_result_free(r);
+}
