@@ -999,6 +999,9 @@ def mixed(engine, spec, queries, rows, run_s=6.0):
     if r[0] == 'error' or wr[0] == 'error':
         return {'error': r[1] if r[0] == 'error' else wr[1]}
     lat = sorted(r[1])
+    if not lat:
+        return {'error': 'no search finished within %.0f s while ingesting (%d rows written)'
+                         % (run_s, wr[1])}
     return {'reader_p50_ms': lat[len(lat) // 2], 'reader_p99_ms': lat[int(0.99 * (len(lat) - 1))],
             'reader_qps': len(lat) / run_s, 'rows_written': wr[1],
             'rows_per_s': wr[1] / max(wr[2], 1e-9), 'seconds': run_s}
@@ -1357,6 +1360,10 @@ def run_size(args, n, engine_names):
                         res['mixed'][e]['cleanup'] = 'left %d rows instead of %d' % (left, n)
             for e, s in samplers.items():
                 res['footprint'][e]['peak_bytes'] = s.peak
+        return res
+    except Exception as ex:  # keep what was measured: the result file is still written
+        traceback.print_exc()
+        res['crashed'] = '%s: %s' % (type(ex).__name__, str(ex)[:300])
         return res
     finally:
         for s in samplers.values():
