@@ -401,6 +401,8 @@ def generate(results, doc_dir):
                       ', '.join(v for k, v in sorted(res.get('versions', {}).items())),
                       m.get('cpu'), m.get('cores'), m.get('mem_gb'),
                       m['loadavg_start'][0], (m.get('loadavg_end') or [float('nan')])[0])]
+        if res.get('crashed'):
+            lines += ['', '**This run ended early: %s.** What it measured is below.' % res['crashed']]
         if res.get('stopped'):
             lines += ['', '**This run stopped: %s.**' % res['stopped']]
         for e, why in res.get('errors', {}).items():
