@@ -1349,15 +1349,18 @@ def run_size(args, n, engine_names):
             for e in ('quarry', 'postgres'):
                 if e in info:
                     spec, qq = concurrency_specs(qs, {e: info[e]})[e]
-                    res['mixed'][e] = mixed(e, spec, qq, rows)
-                    log('  %s: %s' % (e, res['mixed'][e]))
-                    # leave the table as loaded, so that --reuse finds the same answers
-                    cur = live[e].conn.cursor()
-                    cur.execute('DELETE FROM news WHERE id > %d' % n)
-                    cur.execute('SELECT count(*) FROM news')
-                    left = cur.fetchone()[0]
-                    if left != n:
-                        res['mixed'][e]['cleanup'] = 'left %d rows instead of %d' % (left, n)
+                    try:
+                        res['mixed'][e] = mixed(e, spec, qq, rows)
+                        log('  %s: %s' % (e, res['mixed'][e]))
+                    finally:
+                        # leave the table as loaded, so that --reuse finds the same answers
+                        cur = live[e].conn.cursor()
+                        cur.execute('DELETE FROM news WHERE id > %d' % n)
+                        cur.execute('SELECT count(*) FROM news')
+                        left = cur.fetchone()[0]
+                        if left != n:
+                            res['mixed'].setdefault(e, {})['cleanup'] = \
+                                'left %d rows instead of %d' % (left, n)
             for e, s in samplers.items():
                 res['footprint'][e]['peak_bytes'] = s.peak
         return res
