@@ -2179,7 +2179,7 @@ static int compute_facets(Search *s, const CNode *root, QrSearchRes *res)
         uint64_t all = 0;
         for (size_t j = 0; j < a->n; j++)
             all += a->v[j].count;
-        if (r->kind == QR_FACET_TERMS)
+        if (r->kind == QR_FACET_TERMS && a->n > 1) /* a->v is NULL when nothing matched */
             qsort(a->v, a->n, sizeof *a->v, facet_count_cmp);
         int size = a->req->size > 0 ? a->req->size : r->kind == QR_FACET_TERMS ? 10 : 1000;
         int nb = r->kind == QR_FACET_STATS ? 0 : (int)(a->n < (size_t)size ? a->n : (size_t)size);
