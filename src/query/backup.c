@@ -33,11 +33,8 @@ static int copy_small_file(const char *src, const char *dst, QrError *err)
     int rc = qr_file_read_all(src, &data, &len, err);
     if (rc != QR_OK)
         return rc;
-    rc = qr_file_write_atomic(dst, data, len, true, err);
+    rc = qr_file_write_atomic_mode(dst, data, len, true, sb.st_mode & 0777, err);
     qr_free(data);
-    if (rc == QR_OK && chmod(dst, sb.st_mode & 0777) != 0)
-        rc = qr_error_set(err, QR_EIO, "could not set the mode of \"%s\": %s", dst,
-                          strerror(errno));
     return rc;
 }
 

@@ -284,21 +284,6 @@ static bool blank_query(const char *q)
     return true;
 }
 
-/* A statement that does not parse or analyze inside BEGIN ... fails the
- * block, as in PostgreSQL; qr_sql_prepare and qr_sql_split leave the block
- * open, so run the same text through qr_sql_exec, which fails the same way
- * before running anything and marks the block failed. */
-static void mark_block_failed(PgConn *c, const char *text, size_t len)
-{
-    if (qr_sql_session_txn_status(c->sess) != 'T')
-        return;
-    QrSqlResult *none = NULL;
-    QrError ignored;
-    qr_error_clear(&ignored);
-    if (qr_sql_exec(c->sess, text, len, &none, &ignored) == QR_OK)
-        qr_sql_result_free(none); /* cannot happen: the text did not prepare */
-}
-
 /* Run one statement of a simple Query and send its results.  Returns false
  * on an error (already sent). */
 static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
@@ -317,8 +302,6 @@ static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
     if (rc == QR_OK)
         rc = pgw_run_stmt(c, st, NULL, &r, &e);
     if (rc != QR_OK) {
-        if (!st)
-            mark_block_failed(c, q + sp.offset, sp.len);
         int64_t pos = e.offset > 0 ? e.offset + qr_sql_utf8_chars(q, sp.offset) : 0;
         pgw_send_error(c, "ERROR", &e, pos);
         qr_sql_stmt_unref(st);
@@ -378,7 +361,7 @@ static void simple_query(PgConn *c, const uint8_t *body, size_t len)
         rc = qr_sql_split(q, qlen, &spans, &n, &e);
     }
     if (rc != QR_OK) {
-        mark_block_failed(c, q, qlen);
+        qr_sql_session_fail(c->sess); /* as PostgreSQL: a bad query aborts the block */
         pgw_send_error(c, "ERROR", &e, e.offset > 0 ? e.offset : 0);
     } else if (n == 0) {
         send_simple(c, 'I');

@@ -19,6 +19,7 @@
  * the user.
  */
 #include "server/scram.h"
+#include "server/secret_file.h"
 #include "store/mem.h"
 #include "store/util.h"
 
@@ -405,22 +406,10 @@ int scram_users_load(const char *data_dir, ScramUsers *out, QrError *err)
     out->n = 0;
     char path[4096];
     users_path(data_dir, path, sizeof path);
-    if (!qr_path_exists(path))
-        return QR_OK;
-    uint8_t *text = NULL;
-    size_t len = 0;
-    int rc = qr_file_read_all(path, &text, &len, err);
-    if (rc != QR_OK)
+    cJSON *root, *arr;
+    int rc = secret_file_read(path, "users", "user file", &root, &arr, err);
+    if (rc != QR_OK || !root)
         return rc;
-    cJSON *root = cJSON_ParseWithLength((const char *)text, len);
-    qr_free(text);
-    cJSON *arr = root ? cJSON_GetObjectItemCaseSensitive(root, "users") : NULL;
-    if (!cJSON_IsArray(arr)) {
-        cJSON_Delete(root);
-        qr_error_set(err, QR_ESYNTAX, "malformed user file %s", SCRAM_USERS_FILE);
-        qr_error_detail(err, "expected {\"users\": [...]}");
-        return QR_ESYNTAX;
-    }
     int n = cJSON_GetArraySize(arr);
     out->users = qr_calloc((size_t)(n > 0 ? n : 1), sizeof(ScramUser));
     if (!out->users) {
@@ -484,18 +473,10 @@ static int users_write(const char *data_dir, const ScramUsers *u, QrError *err)
         cJSON_AddStringToObject(o, "verifier", u->users[i].verifier);
         cJSON_AddItemToArray(arr, o);
     }
-    char *text = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (!text)
-        return qr_error_set(err, QR_ENOMEM, "out of memory");
     char path[4096];
     users_path(data_dir, path, sizeof path);
-    mode_t old = umask(077);
-    int rc = qr_file_write_atomic(path, text, strlen(text), true, err);
-    umask(old);
-    if (rc == QR_OK)
-        chmod(path, 0600);
-    cJSON_free(text);
+    int rc = secret_file_write(path, root, err);
+    cJSON_Delete(root);
     return rc;
 }
 

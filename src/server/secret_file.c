@@ -9,7 +9,6 @@
 
 #include <cJSON.h>
 #include <string.h>
-#include <sys/stat.h>
 
 int secret_file_read(const char *path, const char *member, const char *label, cJSON **root,
                      cJSON **arr, QrError *err)
@@ -44,11 +43,7 @@ int secret_file_write(const char *path, const cJSON *root, QrError *err)
     if (!text)
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     /* the temporary file is created 0600 too, so no reader ever sees it open */
-    mode_t old = umask(077);
-    int rc = qr_file_write_atomic(path, text, strlen(text), true, err);
-    umask(old);
-    if (rc == QR_OK)
-        chmod(path, 0600);
+    int rc = qr_file_write_atomic_mode(path, text, strlen(text), true, 0600, err);
     cJSON_free(text);
     return rc;
 }

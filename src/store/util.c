@@ -98,15 +98,25 @@ int qr_fsync_dir(const char *dir, QrError *err)
 int qr_file_write_atomic(const char *path, const void *data, size_t len, bool do_fsync,
                          QrError *err)
 {
+    return qr_file_write_atomic_mode(path, data, len, do_fsync, 0644, err);
+}
+
+int qr_file_write_atomic_mode(const char *path, const void *data, size_t len, bool do_fsync,
+                              unsigned mode, QrError *err)
+{
     size_t pl = strlen(path);
     char *tmp = qr_malloc(pl + 8);
     if (!tmp)
         return qr_error_set(err, QR_ENOMEM, "out of memory writing \"%s\"", path);
     memcpy(tmp, path, pl);
     memcpy(tmp + pl, ".tmp", 5);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
+    /* created with `mode` (no umask dance: that is process-wide), and a
+     * leftover temporary file gets the mode too before any byte lands */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0 || fchmod(fd, (mode_t)mode) != 0) {
         int rc = io_error(err, "create", tmp);
+        if (fd >= 0)
+            close(fd);
         qr_free(tmp);
         return rc;
     }

@@ -31,6 +31,10 @@ int64_t qr_wall_us(void);
  * data and the directory entry are on disk when it returns 0. */
 int qr_file_write_atomic(const char *path, const void *data, size_t len, bool do_fsync,
                          QrError *err);
+/* The same with the file's permission bits (e.g. 0600 for credentials);
+ * qr_file_write_atomic is this with 0644. */
+int qr_file_write_atomic_mode(const char *path, const void *data, size_t len, bool do_fsync,
+                              unsigned mode, QrError *err);
 /* Read a whole file into a qr_malloc'd buffer (NUL-terminated). */
 int qr_file_read_all(const char *path, uint8_t **out, size_t *len, QrError *err);
 /* fsync a directory so renames/creates in it are durable. */
