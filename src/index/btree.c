@@ -165,30 +165,6 @@ static void query_free(BtQuery *q)
     qr_free(q->bytes);
 }
 
-static const char *kind_name(ColValKind k)
-{
-    switch (k) {
-    case CV_INT: return "integer";
-    case CV_FLOAT: return "float";
-    case CV_BOOL: return "boolean";
-    default: return "string";
-    }
-}
-
-/* Exact comparison of a double (not NaN) with an int64: -1, 0, 1. */
-static int cmp_double_int(double d, int64_t i)
-{
-    if (d >= 9223372036854775808.0)
-        return 1;
-    if (d < -9223372036854775808.0)
-        return -1;
-    int64_t t = (int64_t)d;
-    if (t != i)
-        return t < i ? -1 : 1;
-    double frac = d - (double)t;
-    return frac > 0 ? 1 : frac < 0 ? -1 : 0;
-}
-
 /* Where a numeric operand falls in the key space. */
 enum { LOC_EXACT, LOC_GAP, LOC_BELOW, LOC_ABOVE };
 typedef struct Loc {
@@ -199,7 +175,7 @@ typedef struct Loc {
 static int type_error(const BTree *t, const ColVal *v, QrError *err)
 {
     qr_error_set(err, QR_ETYPE, "cannot compare %s column \"%s\" with a %s value",
-                 col_type_name(t->type), t->name, kind_name(v->kind));
+                 col_type_name(t->type), t->name, col_val_kind_name(v->kind));
     qr_error_hint(err, "compare numbers with int64, float64 and timestamp columns, booleans "
                        "with bool columns and strings with keyword columns");
     return QR_ETYPE;
@@ -231,7 +207,7 @@ static int num_locate(const BTree *t, const ColVal *v, Loc *out, QrError *err)
             *out = (Loc){LOC_EXACT, key_from_double(v->u.f)};
         } else if (v->kind == CV_INT) {
             double d = (double)v->u.i;
-            int cmp = cmp_double_int(d, v->u.i);
+            int cmp = col_cmp_double_int(d, v->u.i);
             if (cmp == 0)
                 *out = (Loc){LOC_EXACT, key_from_double(d)};
             else if (cmp > 0) /* the int lies just below d */

@@ -158,6 +158,12 @@ static inline ColVal col_val_str(const char *s, size_t n)
     return x;
 }
 
+/* "integer", "float", "boolean", "string": an operand kind in messages. */
+const char *col_val_kind_name(ColValKind k);
+/* Exact comparison of a double (not NaN) with an int64, never through a
+ * rounding cast: -1, 0, 1.  Shared by scans and the B-tree. */
+int col_cmp_double_int(double d, int64_t i);
+
 /* Per-column statistics of this segment (what the planner reads). */
 typedef struct ColStats {
     QrColType type;

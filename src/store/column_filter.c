@@ -25,7 +25,7 @@ typedef struct KeyLoc {
     uint64_t lo, hi; /* EXACT: [lo, hi]; GAP: between lo and lo + 1 */
 } KeyLoc;
 
-static const char *kind_name(ColValKind k)
+const char *col_val_kind_name(ColValKind k)
 {
     switch (k) {
     case CV_INT: return "integer";
@@ -35,8 +35,7 @@ static const char *kind_name(ColValKind k)
     }
 }
 
-/* Exact comparison of a double with an int64: -1, 0, 1 (d is not NaN). */
-static int cmp_double_int(double d, int64_t i)
+int col_cmp_double_int(double d, int64_t i)
 {
     if (d >= 9223372036854775808.0)
         return 1;
@@ -110,7 +109,7 @@ static int locate(const Column *c, const ColVal *v, KeyLoc *out, QrError *err)
         if (v->kind == CV_FLOAT || v->kind == CV_INT) {
             ok = true;
             double d = v->kind == CV_FLOAT ? v->u.f : (double)v->u.i;
-            int cmp = v->kind == CV_INT ? cmp_double_int(d, v->u.i) : 0;
+            int cmp = v->kind == CV_INT ? col_cmp_double_int(d, v->u.i) : 0;
             if (d == 0 && cmp == 0)
                 *out = (KeyLoc){LOC_EXACT, col_key_from_double(-0.0), col_key_from_double(0.0)};
             else if (cmp == 0)
@@ -148,7 +147,7 @@ static int locate(const Column *c, const ColVal *v, KeyLoc *out, QrError *err)
     }
     if (!ok) {
         qr_error_set(err, QR_ETYPE, "cannot compare %s column \"%s\" with a %s value",
-                     col_type_name(t), c->name, kind_name(v->kind));
+                     col_type_name(t), c->name, col_val_kind_name(v->kind));
         qr_error_hint(err, "compare numbers with int64, float64 and timestamp columns, booleans "
                            "with bool columns and strings with keyword columns");
         return QR_ETYPE;
