@@ -234,7 +234,6 @@ void http_docs_delete_by_query(HttpReq *r);
 /* ---- http_search.c ---- */
 void http_search_get(HttpReq *r);
 void http_search_post(HttpReq *r);
-void http_sql(HttpReq *r);
 
 /* ---- http_sql.c ---- */
 void http_sql_query(HttpReq *r);

@@ -872,15 +872,3 @@ out:
     args_free(&a);
     cJSON_Delete(root);
 }
-
-/* POST /sql: defined by the API, answered once the SQL front end lands. */
-void http_sql(HttpReq *r)
-{
-    cJSON *root = http_body_json(r);
-    if (!root)
-        return;
-    cJSON_Delete(root);
-    http_error(r, QR_EUNSUPPORTED, "SQL is not supported yet");
-    http_error_detail(r, "POST /sql is part of the API; the SQL front end has not landed");
-    http_error_hint(r, "use POST /tables/{t}/search for ranked full-text search");
-}
