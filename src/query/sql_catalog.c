@@ -475,67 +475,73 @@ static int fill_class(CatBuild *b)
     return rc;
 }
 
-static int fill_attribute(CatBuild *b)
+/* Call row(b, table name, column, attnum) for every column of every table
+ * (the callback adds its row with new_row, or skips the column). */
+typedef int (*CatColRow)(CatBuild *b, const char *table, const CatCol *c, int attnum);
+
+static int each_column(CatBuild *b, CatColRow row)
 {
     CatTables ts;
     int rc = tables_load(b->cx, &ts);
     for (int i = 0; rc == QR_OK && i < ts.n; i++) {
-        CatCol *c;
-        int nc;
+        CatCol *c = NULL;
+        int nc = 0;
         if ((rc = table_cols(b->cx, ts.t[i], ts.meta[i], &c, &nc)) != QR_OK)
             break;
-        for (int k = 0; k < nc && rc == QR_OK; k++) {
-            if ((rc = new_row(b)) != QR_OK)
-                break;
-            set_i(b, "attrelid", name_oid(ts.names[i]));
-            set_s(b, "attname", c[k].name);
-            set_i(b, "atttypid", c[k].type->oid);
-            set_i(b, "attstattarget", -1);
-            set_i(b, "attlen", c[k].type->len);
-            set_i(b, "attnum", k + 1);
-            set_i(b, "attndims", 0);
-            set_i(b, "attcacheoff", -1);
-            set_i(b, "atttypmod", c[k].typmod);
-            set_b(b, "attbyval", c[k].type->len > 0);
-            set_s(b, "attalign", c[k].type->len == 8 ? "d" : "i");
-            set_s(b, "attstorage", c[k].type->len > 0 ? "p" : "x");
-            set_s(b, "attcompression", "");
-            set_b(b, "attnotnull", c[k].not_null);
-            set_b(b, "atthasdef", c[k].dflt != NULL);
-            set_b(b, "atthasmissing", false);
-            set_s(b, "attidentity", "");
-            set_s(b, "attgenerated", "");
-            set_b(b, "attisdropped", false);
-            set_b(b, "attislocal", true);
-            set_i(b, "attinhcount", 0);
-            set_i(b, "attcollation", c[k].type->category == 'S' ? 100 : 0);
-        }
+        for (int k = 0; k < nc && rc == QR_OK; k++)
+            rc = row(b, ts.names[i], &c[k], k + 1);
     }
     tables_free(&ts);
     return rc;
 }
 
-static int fill_attrdef(CatBuild *b)
+static int attribute_row(CatBuild *b, const char *table, const CatCol *c, int attnum)
 {
-    CatTables ts;
-    int rc = tables_load(b->cx, &ts);
-    for (int i = 0; rc == QR_OK && i < ts.n; i++) {
-        CatCol *c;
-        int nc;
-        if ((rc = table_cols(b->cx, ts.t[i], ts.meta[i], &c, &nc)) != QR_OK)
-            break;
-        for (int k = 0; k < nc && rc == QR_OK; k++) {
-            if (!c[k].dflt || (rc = new_row(b)) != QR_OK)
-                continue;
-            set_i(b, "oid", name_oid(c[k].name) ^ name_oid(ts.names[i]));
-            set_i(b, "adrelid", name_oid(ts.names[i]));
-            set_i(b, "adnum", k + 1);
-            set_s(b, "adbin", default_text(b->cx, c[k].dflt));
-        }
-    }
-    tables_free(&ts);
-    return rc;
+    int rc = new_row(b);
+    if (rc != QR_OK)
+        return rc;
+    set_i(b, "attrelid", name_oid(table));
+    set_s(b, "attname", c->name);
+    set_i(b, "atttypid", c->type->oid);
+    set_i(b, "attstattarget", -1);
+    set_i(b, "attlen", c->type->len);
+    set_i(b, "attnum", attnum);
+    set_i(b, "attndims", 0);
+    set_i(b, "attcacheoff", -1);
+    set_i(b, "atttypmod", c->typmod);
+    set_b(b, "attbyval", c->type->len > 0);
+    set_s(b, "attalign", c->type->len == 8 ? "d" : "i");
+    set_s(b, "attstorage", c->type->len > 0 ? "p" : "x");
+    set_s(b, "attcompression", "");
+    set_b(b, "attnotnull", c->not_null);
+    set_b(b, "atthasdef", c->dflt != NULL);
+    set_b(b, "atthasmissing", false);
+    set_s(b, "attidentity", "");
+    set_s(b, "attgenerated", "");
+    set_b(b, "attisdropped", false);
+    set_b(b, "attislocal", true);
+    set_i(b, "attinhcount", 0);
+    set_i(b, "attcollation", c->type->category == 'S' ? 100 : 0);
+    return QR_OK;
 }
+
+static int fill_attribute(CatBuild *b) { return each_column(b, attribute_row); }
+
+static int attrdef_row(CatBuild *b, const char *table, const CatCol *c, int attnum)
+{
+    if (!c->dflt)
+        return QR_OK;
+    int rc = new_row(b);
+    if (rc != QR_OK)
+        return rc;
+    set_i(b, "oid", name_oid(c->name) ^ name_oid(table));
+    set_i(b, "adrelid", name_oid(table));
+    set_i(b, "adnum", attnum);
+    set_s(b, "adbin", default_text(b->cx, c->dflt));
+    return QR_OK;
+}
+
+static int fill_attrdef(CatBuild *b) { return each_column(b, attrdef_row); }
 
 static int fill_index(CatBuild *b)
 {
@@ -731,51 +737,42 @@ static int fill_is_tables(CatBuild *b)
     return rc;
 }
 
-static int fill_is_columns(CatBuild *b)
+static int is_column_row(CatBuild *b, const char *table, const CatCol *c, int attnum)
 {
-    CatTables ts;
-    int rc = tables_load(b->cx, &ts);
-    for (int i = 0; rc == QR_OK && i < ts.n; i++) {
-        CatCol *c;
-        int nc;
-        if ((rc = table_cols(b->cx, ts.t[i], ts.meta[i], &c, &nc)) != QR_OK)
-            break;
-        const char *tn = qr_arena_strndup(b->cx->arena, ts.names[i], strlen(ts.names[i]));
-        for (int k = 0; k < nc && rc == QR_OK; k++) {
-            if ((rc = new_row(b)) != QR_OK)
-                break;
-            const PgType *t = c[k].type;
-            set_s(b, "table_catalog", "quarry");
-            set_s(b, "table_schema", "public");
-            set_s(b, "table_name", tn);
-            set_s(b, "column_name", c[k].name);
-            set_i(b, "ordinal_position", k + 1);
-            set_s(b, "column_default", default_text(b->cx, c[k].dflt));
-            set_s(b, "is_nullable", c[k].not_null ? "NO" : "YES");
-            set_s(b, "data_type", t->sql);
-            if (c[k].typmod >= 4)
-                set_i(b, "character_maximum_length", c[k].typmod - 4);
-            if (t->oid == 20 || t->oid == 23 || t->oid == 21) {
-                set_i(b, "numeric_precision", t->oid == 20 ? 64 : t->oid == 23 ? 32 : 16);
-                set_i(b, "numeric_precision_radix", 2);
-                set_i(b, "numeric_scale", 0);
-            } else if (t->oid == 700 || t->oid == 701) {
-                set_i(b, "numeric_precision", t->oid == 701 ? 53 : 24);
-                set_i(b, "numeric_precision_radix", 2);
-            }
-            if (t->category == 'D')
-                set_i(b, "datetime_precision", 6);
-            set_s(b, "udt_catalog", "quarry");
-            set_s(b, "udt_schema", "pg_catalog");
-            set_s(b, "udt_name", t->name);
-            set_s(b, "is_identity", "NO");
-            set_s(b, "is_generated", "NEVER");
-            set_s(b, "is_updatable", "YES");
-        }
+    int rc = new_row(b);
+    if (rc != QR_OK)
+        return rc;
+    const PgType *t = c->type;
+    set_s(b, "table_catalog", "quarry");
+    set_s(b, "table_schema", "public");
+    set_s(b, "table_name", qr_arena_strndup(b->cx->arena, table, strlen(table)));
+    set_s(b, "column_name", c->name);
+    set_i(b, "ordinal_position", attnum);
+    set_s(b, "column_default", default_text(b->cx, c->dflt));
+    set_s(b, "is_nullable", c->not_null ? "NO" : "YES");
+    set_s(b, "data_type", t->sql);
+    if (c->typmod >= 4)
+        set_i(b, "character_maximum_length", c->typmod - 4);
+    if (t->oid == 20 || t->oid == 23 || t->oid == 21) {
+        set_i(b, "numeric_precision", t->oid == 20 ? 64 : t->oid == 23 ? 32 : 16);
+        set_i(b, "numeric_precision_radix", 2);
+        set_i(b, "numeric_scale", 0);
+    } else if (t->oid == 700 || t->oid == 701) {
+        set_i(b, "numeric_precision", t->oid == 701 ? 53 : 24);
+        set_i(b, "numeric_precision_radix", 2);
     }
-    tables_free(&ts);
-    return rc;
+    if (t->category == 'D')
+        set_i(b, "datetime_precision", 6);
+    set_s(b, "udt_catalog", "quarry");
+    set_s(b, "udt_schema", "pg_catalog");
+    set_s(b, "udt_name", t->name);
+    set_s(b, "is_identity", "NO");
+    set_s(b, "is_generated", "NEVER");
+    set_s(b, "is_updatable", "YES");
+    return QR_OK;
 }
+
+static int fill_is_columns(CatBuild *b) { return each_column(b, is_column_row); }
 
 static const CatRel CAT_RELS[] = {
     {"pg_catalog", "pg_namespace", "oid:o,nspname:n,nspowner:o,nspacl:t", fill_namespace},
