@@ -71,19 +71,7 @@ void pk_to_json(const uint8_t *key, size_t len, QrBuf *out)
         qr_buf_printf(out, "%lld", (long long)i);
         return;
     }
-    qr_buf_putc(out, '"');
-    for (size_t i = 1; i < len; i++) {
-        uint8_t c = key[i];
-        if (c == '"' || c == '\\') {
-            qr_buf_putc(out, '\\');
-            qr_buf_putc(out, c);
-        } else if (c < 0x20) {
-            qr_buf_printf(out, "\\u%04x", c);
-        } else {
-            qr_buf_putc(out, c);
-        }
-    }
-    qr_buf_putc(out, '"');
+    qr_buf_json_str(out, (const char *)key + 1, len - 1);
 }
 
 /* ---- hashing ---- */

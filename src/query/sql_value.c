@@ -605,23 +605,6 @@ void qr_sql_value_text(const QrSqlValue *v, QrBuf *out)
     }
 }
 
-static void json_str(QrBuf *out, const char *s, size_t n)
-{
-    qr_buf_putc(out, '"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c == '"' || c == '\\') {
-            qr_buf_putc(out, '\\');
-            qr_buf_putc(out, c);
-        } else if (c < 0x20) {
-            qr_buf_printf(out, "\\u%04x", c);
-        } else {
-            qr_buf_putc(out, c);
-        }
-    }
-    qr_buf_putc(out, '"');
-}
-
 void sqlv_json(const SqlValue *v, QrBuf *out)
 {
     if (v->is_null) {
@@ -655,11 +638,11 @@ void sqlv_json(const SqlValue *v, QrBuf *out)
     case QR_SQL_TIMESTAMPTZ: {
         char b[48];
         qr_format_timestamp(v->u.i, b, sizeof b);
-        json_str(out, b, strlen(b));
+        qr_buf_json_str(out, b, strlen(b));
         break;
     }
     default:
-        json_str(out, v->u.s.s ? v->u.s.s : "", v->u.s.n);
+        qr_buf_json_str(out, v->u.s.s ? v->u.s.s : "", v->u.s.n);
         break;
     }
 }

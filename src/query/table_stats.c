@@ -48,26 +48,33 @@ static void val_json(const ColVal *v, int ct, char *out, size_t cap, double *num
         snprintf(out, cap, "%s", v->u.b ? "true" : "false");
         break;
     case CV_STR: {
-        /* a JSON string, cut at 64 bytes (marked with "...") */
-        size_t o = 0, n = v->u.str.n > 64 ? 64 : v->u.str.n;
-        out[o++] = '"';
-        for (size_t i = 0; i < n && o + 8 < cap; i++) {
-            unsigned char c = (unsigned char)v->u.str.s[i];
-            if (c == '"' || c == '\\') {
-                out[o++] = '\\';
-                out[o++] = (char)c;
-            } else if (c < 0x20) {
-                o += (size_t)snprintf(out + o, cap - o, "\\u%04x", c);
-            } else {
-                out[o++] = (char)c;
+        /* a JSON string of at most 64 bytes of the value, cut on a character
+         * boundary (marked "...") and further if escapes would overflow out */
+        const unsigned char *p = (const unsigned char *)v->u.str.s;
+        size_t ends[65], k = 0, n = 0; /* ends[i]: byte length of the first i characters */
+        ends[k++] = 0;
+        while (n < v->u.str.n) {
+            int l = qr_utf8_seq_len(p + n, v->u.str.n - n);
+            if (n + (size_t)(l ? l : 1) > 64)
+                break;
+            n += (size_t)(l ? l : 1);
+            ends[k++] = n;
+        }
+        QrBuf b;
+        qr_buf_init(&b);
+        for (;;) {
+            b.len = 0;
+            qr_buf_json_str(&b, v->u.str.s, n);
+            if (n < v->u.str.n && b.len) {
+                b.len--; /* the closing quote */
+                qr_buf_append(&b, "...\"", 4);
             }
+            if (b.len < cap || k <= 1)
+                break;
+            n = ends[--k - 1]; /* one character less */
         }
-        if (n < v->u.str.n && o + 5 < cap) {
-            memcpy(out + o, "...", 3);
-            o += 3;
-        }
-        out[o++] = '"';
-        out[o] = 0;
+        snprintf(out, cap, "%.*s", (int)b.len, b.data ? (const char *)b.data : "\"\"");
+        qr_buf_free(&b);
         break;
     }
     }

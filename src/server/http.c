@@ -119,75 +119,7 @@ const char *http_code_name(int code)
 /* ---- JSON writing ---- */
 
 /* Length of a valid UTF-8 sequence at p (1..4), or 0 if invalid. */
-static int utf8_len(const unsigned char *p, size_t left)
-{
-    unsigned c = p[0];
-    int n;
-    uint32_t cp;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xC2 && c <= 0xDF)
-        n = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF)
-        n = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4)
-        n = 4, cp = c & 0x07;
-    else
-        return 0;
-    if ((size_t)n > left)
-        return 0;
-    for (int i = 1; i < n; i++) {
-        if ((p[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3F);
-    }
-    if ((n == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (n == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-        return 0;
-    return n;
-}
-
-void jw_str(QrBuf *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789abcdef";
-    const unsigned char *p = (const unsigned char *)s, *end = p + n;
-    qr_buf_putc(b, '"');
-    while (p < end) {
-        const unsigned char *run = p;
-        while (p < end && *p >= 0x20 && *p < 0x80 && *p != '"' && *p != '\\')
-            p++;
-        if (p > run)
-            qr_buf_append(b, run, (size_t)(p - run));
-        if (p >= end)
-            break;
-        unsigned c = *p;
-        if (c == '"' || c == '\\') {
-            qr_buf_putc(b, '\\');
-            qr_buf_putc(b, (uint8_t)c);
-            p++;
-        } else if (c < 0x20) {
-            switch (c) {
-            case '\n': qr_buf_append(b, "\\n", 2); break;
-            case '\r': qr_buf_append(b, "\\r", 2); break;
-            case '\t': qr_buf_append(b, "\\t", 2); break;
-            default: {
-                char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-                qr_buf_append(b, e, 6);
-            }
-            }
-            p++;
-        } else {
-            int l = utf8_len(p, (size_t)(end - p));
-            if (l == 0) {
-                qr_buf_append(b, "\xEF\xBF\xBD", 3);
-                p++;
-            } else {
-                qr_buf_append(b, p, (size_t)l);
-                p += l;
-            }
-        }
-    }
-    qr_buf_putc(b, '"');
-}
+void jw_str(QrBuf *b, const char *s, size_t n) { qr_buf_json_str(b, s, n); }
 
 void jw_key(QrBuf *b, const char *k)
 {

@@ -83,4 +83,12 @@ const uint8_t *qr_rd_bytes(QrReader *r, size_t n);
 /* varint length + bytes; returns borrowed pointer, length in *n. */
 const uint8_t *qr_rd_str(QrReader *r, size_t *n);
 
+/* Length of the well-formed UTF-8 sequence at p (1..4), or 0 when the bytes
+ * there are not one (overlong, surrogate, truncated, beyond U+10FFFF). */
+int qr_utf8_seq_len(const unsigned char *p, size_t left);
+/* Append s[0..n) as a JSON string: quotes, escapes for '"', '\\' and control
+ * characters, and U+FFFD for every byte that is not well-formed UTF-8, so the
+ * output is valid JSON whatever the bytes. */
+void qr_buf_json_str(QrBuf *b, const char *s, size_t n);
+
 #endif
