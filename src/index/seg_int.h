@@ -25,7 +25,6 @@ typedef struct SegValue {
 
 /* ---- segbuild.c ---- */
 uint64_t seg_hash_bytes(const void *p, size_t n);
-int seg_column_type(const QrField *f);
 /* Type-check a JSON value against a field (NULL or JSON null => is_null). */
 int seg_value_check(const QrField *f, const cJSON *v, SegValue *out, QrError *err);
 int seg_write_pk_section(const uint8_t *bytes, const uint32_t *offs, uint32_t n_docs, QrBuf *out,

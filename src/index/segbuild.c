@@ -218,7 +218,7 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
                 return err ? err->code : QR_EINVAL;
             }
         }
-        int ct = seg_column_type(fd);
+        int ct = schema_column_type(fd);
         if (ct >= 0) {
             b->cols[f].w = colw_new((QrColType)ct);
             if (!b->cols[f].w) {
@@ -523,19 +523,6 @@ static int invert_tokens(SegBuilder *b, uint32_t doc, TokBuf *tb)
     return QR_OK;
 }
 
-/* Column type for a field, or -1 when the field has no column. */
-int seg_column_type(const QrField *f)
-{
-    switch (f->type) {
-    case QR_FT_KEYWORD: return QR_COL_KEYWORD;
-    case QR_FT_INT: return QR_COL_INT64;
-    case QR_FT_FLOAT: return QR_COL_FLOAT64;
-    case QR_FT_BOOL: return QR_COL_BOOL;
-    case QR_FT_TIMESTAMP: return QR_COL_TIMESTAMP;
-    case QR_FT_TEXT: return f->column ? QR_COL_KEYWORD : -1;
-    }
-    return -1;
-}
 
 int seg_value_check(const QrField *f, const cJSON *v, SegValue *out, QrError *err)
 {

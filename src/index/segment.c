@@ -681,7 +681,7 @@ int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
         goto done;
     }
     for (int f = 0; f < nf; f++) {
-        int ct = seg_column_type(&schema->fields[f]);
+        int ct = schema_column_type(&schema->fields[f]);
         if (ct >= 0 && !(cw[f] = colw_new((QrColType)ct))) {
             rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
             goto done;

@@ -1535,7 +1535,7 @@ static int set_index(Table *t, int field, bool on, QrError *err)
         goto out;
     }
     const QrField *f = &t->schema.fields[field];
-    if (on && seg_column_type(f) < 0) {
+    if (on && schema_column_type(f) < 0) {
         rc = qr_error_set(err, QR_EINVAL, "field \"%s\" has no column to index", f->name);
         qr_error_hint(err, "B-tree indexes cover keyword, int, float, bool and timestamp fields, "
                            "and text fields kept as columns");

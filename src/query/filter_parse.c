@@ -247,16 +247,7 @@ int qr_filter_field_coltype(const QrSchema *schema, int field)
 {
     if (field < 0 || field >= schema->n_fields)
         return -1;
-    const QrField *f = &schema->fields[field];
-    switch (f->type) {
-    case QR_FT_KEYWORD: return QR_COL_KEYWORD;
-    case QR_FT_INT: return QR_COL_INT64;
-    case QR_FT_FLOAT: return QR_COL_FLOAT64;
-    case QR_FT_BOOL: return QR_COL_BOOL;
-    case QR_FT_TIMESTAMP: return QR_COL_TIMESTAMP;
-    case QR_FT_TEXT: return f->column ? QR_COL_KEYWORD : -1;
-    }
-    return -1;
+    return schema_column_type(&schema->fields[field]);
 }
 
 static bool kind_fits(int ct, ColValKind k)

@@ -3,6 +3,7 @@
  * Layer: store/.  Calls the base kit and cJSON.
  */
 #include "store/schema.h"
+#include "store/column.h"
 #include "store/mem.h"
 
 #include <cJSON.h>
@@ -532,4 +533,17 @@ int schema_infer_finish(SchemaInfer *si, QrSchema *out, QrError *err)
     }
     schema_default_all(out);
     return QR_OK;
+}
+
+int schema_column_type(const QrField *f)
+{
+    switch (f->type) {
+    case QR_FT_KEYWORD: return QR_COL_KEYWORD;
+    case QR_FT_INT: return QR_COL_INT64;
+    case QR_FT_FLOAT: return QR_COL_FLOAT64;
+    case QR_FT_BOOL: return QR_COL_BOOL;
+    case QR_FT_TIMESTAMP: return QR_COL_TIMESTAMP;
+    case QR_FT_TEXT: return f->column ? QR_COL_KEYWORD : -1;
+    }
+    return -1;
 }

@@ -89,6 +89,10 @@ int schema_add_field(QrSchema *s, const QrField *f, QrError *err);
 /* Defaults for a new field of type t. */
 void schema_field_defaults(QrField *f, const char *name, QrFieldType t);
 const char *schema_type_name(QrFieldType t);
+/* The column type (a QrColType of store/column.h) that holds field f in
+ * every segment, or -1 when the field has no column (full text without
+ * "column": true). */
+int schema_column_type(const QrField *f);
 int schema_type_parse(const char *name, QrFieldType *t);
 /* A name safe to use on disk and in SQL: [A-Za-z_][A-Za-z0-9_]*, <= 63 bytes. */
 bool qr_name_valid(const char *name);

@@ -612,7 +612,7 @@ static void random_docs_schema(QrSchema *sc)
 {
     eu_random_schema(sc, true);
     for (int f = 0; f < sc->n_fields; f++)
-        if (seg_column_type(&sc->fields[f]) >= 0)
+        if (schema_column_type(&sc->fields[f]) >= 0)
             sc->fields[f].btree = true;
 }
 

@@ -195,7 +195,7 @@ static void check_docs_and_columns(const Segment *seg, const QrSchema *sc, char 
         cJSON *root = cJSON_Parse(docs[i]);
         for (int f = 0; f < sc->n_fields; f++) {
             const QrField *fd = &sc->fields[f];
-            bool has_col = seg_column_type(fd) >= 0;
+            bool has_col = schema_column_type(fd) >= 0;
             const Column *col = seg_column(seg, f);
             cr_assert_eq(col != NULL, has_col, "%s: column of %s present", what, fd->name);
             if (col)
