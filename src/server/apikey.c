@@ -89,20 +89,6 @@ static bool hex_decode(const char *s, uint8_t *out, size_t n)
     return true;
 }
 
-static bool valid_name(const char *n)
-{
-    size_t len = strlen(n);
-    if (len == 0 || len > APIKEY_NAME_MAX)
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)n[i];
-        if (!(c == '_' || c == '-' || c == '.' || (c >= '0' && c <= '9') ||
-              (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
-            return false;
-    }
-    return true;
-}
-
 /* SHA-256(salt || key).  Keys longer than APIKEY_LEN never match, and
  * their length says nothing secret, so they hash only a prefix. */
 static void hash_key(const uint8_t *salt, const char *key, size_t len,
@@ -141,7 +127,7 @@ static int keys_read(const char *path, ApiKey **keys, int *n, QrError *err)
         const cJSON *salt = cJSON_GetObjectItemCaseSensitive(it, "salt");
         const cJSON *hash = cJSON_GetObjectItemCaseSensitive(it, "hash");
         if (!cJSON_IsString(name) || !cJSON_IsString(scope) || !cJSON_IsString(salt) ||
-            !cJSON_IsString(hash) || !valid_name(name->valuestring) ||
+            !cJSON_IsString(hash) || !secret_name_valid(name->valuestring, APIKEY_NAME_MAX) ||
             !(k[i].scope = apikey_scope_parse(scope->valuestring)) ||
             !hex_decode(salt->valuestring, k[i].salt, SALT_LEN) ||
             !hex_decode(hash->valuestring, k[i].hash, sizeof k[i].hash)) {
@@ -292,7 +278,7 @@ static int keys_edit(const char *data_dir, const char *name, char *path, size_t 
 
 int apikey_add(const char *data_dir, const char *name, ApiScope scope, char *key, QrError *err)
 {
-    if (!valid_name(name)) {
+    if (!secret_name_valid(name, APIKEY_NAME_MAX)) {
         qr_error_set(err, QR_EINVAL, "invalid key name \"%.80s\"", name);
         qr_error_hint(err, "use 1 to %d letters, digits, '_', '-' or '.'", APIKEY_NAME_MAX);
         return QR_EINVAL;

@@ -386,20 +386,6 @@ static void users_path(const char *data_dir, char *out, size_t cap)
     snprintf(out, cap, "%s/%s", data_dir, SCRAM_USERS_FILE);
 }
 
-static bool valid_user_name(const char *n)
-{
-    size_t len = strlen(n);
-    if (len == 0 || len >= sizeof(((ScramUser *)0)->name))
-        return false;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)n[i];
-        if (!(c == '_' || c == '-' || c == '.' || (c >= '0' && c <= '9') ||
-              (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
-            return false;
-    }
-    return true;
-}
-
 int scram_users_load(const char *data_dir, ScramUsers *out, QrError *err)
 {
     out->users = NULL;
@@ -423,7 +409,7 @@ int scram_users_load(const char *data_dir, ScramUsers *out, QrError *err)
         const cJSON *ver = cJSON_GetObjectItemCaseSensitive(it, "verifier");
         const cJSON *role = cJSON_GetObjectItemCaseSensitive(it, "role");
         ScramVerifier v;
-        if (!cJSON_IsString(name) || !cJSON_IsString(ver) || !valid_user_name(name->valuestring) ||
+        if (!cJSON_IsString(name) || !cJSON_IsString(ver) || !secret_name_valid(name->valuestring, sizeof(((ScramUser *)0)->name) - 1) ||
             strlen(ver->valuestring) >= sizeof out->users[0].verifier ||
             scram_parse_verifier(ver->valuestring, &v, NULL) != QR_OK) {
             qr_error_set(err, QR_ESYNTAX, "malformed entry %d in user file %s", out->n + 1,
@@ -483,7 +469,7 @@ static int users_write(const char *data_dir, const ScramUsers *u, QrError *err)
 int scram_users_put(const char *data_dir, const char *name, const char *password,
                     ScramRole role, QrError *err)
 {
-    if (!valid_user_name(name)) {
+    if (!secret_name_valid(name, sizeof(((ScramUser *)0)->name) - 1)) {
         qr_error_set(err, QR_EINVAL, "invalid user name \"%s\"", name);
         qr_error_hint(err, "use 1 to 63 letters, digits, '_', '-' or '.'");
         return QR_EINVAL;

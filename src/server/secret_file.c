@@ -47,3 +47,17 @@ int secret_file_write(const char *path, const cJSON *root, QrError *err)
     cJSON_free(text);
     return rc;
 }
+
+bool secret_name_valid(const char *name, size_t max_len)
+{
+    size_t len = strlen(name);
+    if (len == 0 || len > max_len)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (!(c == '_' || c == '-' || c == '.' || (c >= '0' && c <= '9') ||
+              (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+            return false;
+    }
+    return true;
+}

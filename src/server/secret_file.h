@@ -9,6 +9,9 @@
 #ifndef QR_SECRET_FILE_H
 #define QR_SECRET_FILE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include "store/error.h"
 
 struct cJSON;
@@ -21,5 +24,9 @@ int secret_file_read(const char *path, const char *member, const char *label,
                      struct cJSON **root, struct cJSON **arr, QrError *err);
 /* Print `root` to `path` (tmp + rename + fsync) with mode 0600. */
 int secret_file_write(const char *path, const struct cJSON *root, QrError *err);
+
+/* A credential's name (API key, PG user): 1 to max_len letters, digits,
+ * '_', '-' or '.'. */
+bool secret_name_valid(const char *name, size_t max_len);
 
 #endif
