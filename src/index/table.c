@@ -1366,6 +1366,7 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         goto fail;
     }
     char path[4096];
+    int salvaged = 0; /* segments left out by --salvage */
     for (uint32_t i = 0; i < m.n_segs; i++) {
         ManifestSeg *ms = &m.segs[i];
         seg_file_name(path, sizeof path, dir, ms->id);
@@ -1391,6 +1392,7 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
             if (t->opts.salvage) {
                 qr_log(QR_LOG_WARN, "salvage: leaving out segment %llu: %s",
                        (unsigned long long)ms->id, e.message);
+                salvaged++;
                 /* Kept for inspection as "<file>.damaged" (never deleted as
                  * a stray): the next manifest this process writes no longer
                  * names it.  A read-only open changes nothing. */
@@ -1458,9 +1460,12 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
             next = t->checkpoint_lsn;
         if ((rc = start_wal_and_merges(t, next, err)) != QR_OK)
             goto fail;
-        if (!(rcx.applied || st.records))
+        /* a writable salvage open records the smaller segment set at once,
+         * so the next plain open finds a manifest naming only good files */
+        bool changed = rcx.applied || st.records || salvaged;
+        if (!changed)
             t->ckpt_due = false; /* nothing new since the manifest */
-        if ((rcx.applied || st.records) && !t->opts.read_only) {
+        if (changed && !t->opts.read_only) {
             pthread_mutex_lock(&t->wlock);
             rc = checkpoint_locked(t, err);
             pthread_mutex_unlock(&t->wlock);
