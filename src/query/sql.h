@@ -117,6 +117,11 @@ char qr_sql_session_txn_status(const QrSqlSession *s);
  * from any thread; the flag is cleared when the next statement starts. */
 void qr_sql_session_cancel(QrSqlSession *s);
 
+/* A ceiling on statement time that SET statement_timeout cannot raise (the
+ * HTTP server's query_timeout_ms); 0 removes it.  A statement over it fails
+ * with QR_ETIMEOUT (57014). */
+void qr_sql_session_limit_timeout(QrSqlSession *s, uint64_t max_ms);
+
 /* Settings (SET / SHOW; names are case-insensitive).  Known ones are
  * validated: statement_timeout (ms or '5s'), quarry.access_path
  * (auto|text|btree|scan|check|full), quarry.mem_cap (bytes per query),

@@ -1809,10 +1809,15 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
 
 int sql_expr_test(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, bool *pass)
 {
+    /* only the truth value outlives the call: the temporaries the test made
+     * (concatenations, casts, function results) go back to the arena, so a
+     * predicate over millions of rows runs in constant memory */
+    QrArenaMark m = qr_arena_mark(cx->arena);
     SqlValue v;
     int rc = sql_expr_eval(cx, e, r, &v);
     if (rc)
         return rc;
     *pass = !v.is_null && v.u.b;
+    qr_arena_release(cx->arena, m);
     return QR_OK;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "store/util.h"
 
@@ -458,6 +459,32 @@ static int f_repeat(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     return QR_OK;
 }
 
+/* pg_sleep(seconds): waits in slices of at most 10 ms so that a cancel, a
+ * vanished client or the statement timeout ends it as it would a scan. */
+static int f_pg_sleep(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    double secs;
+    int rc = as_float(cx, a, &secs);
+    if (rc)
+        return rc;
+    uint64_t end = qr_now_ns() + (secs > 0 ? (uint64_t)(secs * 1e9) : 0);
+    for (;;) {
+        uint64_t now = qr_now_ns();
+        if (cx->sess && atomic_load(&cx->sess->cancel))
+            return sql_err_at(cx, -1, QR_ECANCELED, "57014", "canceling statement due to user request");
+        if (cx->deadline_ns && now > cx->deadline_ns)
+            return sql_err_at(cx, -1, QR_ETIMEOUT, "57014", "canceling statement due to statement timeout");
+        if (now >= end)
+            break;
+        uint64_t left = end - now;
+        struct timespec ts = {0, (long)(left < 10000000u ? left : 10000000u)};
+        nanosleep(&ts, NULL);
+    }
+    *out = sqlv_text("", 0);   /* PostgreSQL's void prints as an empty string */
+    return QR_OK;
+}
+
 static const SqlFuncDef FUNCS[] = {
     {"lower", 1, 1, QR_SQL_TEXT, f_lower, true},
     {"upper", 1, 1, QR_SQL_TEXT, f_upper, true},
@@ -491,6 +518,7 @@ static const SqlFuncDef FUNCS[] = {
     {"pow", 2, 2, QR_SQL_FLOAT8, f_power, true, true},
     {"mod", 2, 2, QR_SQL_INT8, f_mod, true, true},
     {"random", 0, 0, QR_SQL_FLOAT8, f_md5_free_random, false},
+    {"pg_sleep", 1, 1, QR_SQL_TEXT, f_pg_sleep, true, true},
     {"now", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
     {"current_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
     {"transaction_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},

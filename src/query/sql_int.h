@@ -45,6 +45,7 @@ typedef struct SqlSetting {
 struct QrSqlSession {
     QrDb *db;                 /* borrows */
     atomic_bool cancel;       /* set from any thread; cleared per statement */
+    uint64_t timeout_cap_ms;  /* qr_sql_session_limit_timeout; 0 = none */
     char txn_status;          /* 'I', 'T', 'E' (sql_txn.c moves it) */
     SqlSetting *settings;     /* owns */
     int n_settings, cap_settings;

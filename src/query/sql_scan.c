@@ -1241,11 +1241,14 @@ static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t 
     for (int c = 0; c < out->width; c++)
         if (c < sc->first || c >= sc->first + sc->n_cols)
             row[c] = sqlv_null();
+    QrArenaMark row_mark = qr_arena_mark(cx->arena);
     int rc = fetch_row(cx, sc, snap, si, local, row, rf);
     bool pass = true;
     SqlEvalRow er = {.row = row, .doc = (int64_t)(snap->base[si] + local)};
     for (int k = 0; rc == QR_OK && pass && k < sc->n_conj; k++)
         rc = sql_expr_test(cx, sc->conj[k], &er, &pass);
+    if (rc == QR_OK && !pass)
+        qr_arena_release(cx->arena, row_mark);   /* a rejected row leaves nothing behind */
     if (rc == QR_OK && pass && sc->keep_docs && sc->n_kept < 1000) {
         if (!sc->kept_docs && !(sc->kept_docs = qr_arena_alloc(cx->arena, 1000 * sizeof *sc->kept_docs)))
             return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");

@@ -600,7 +600,8 @@ static int agg_push_val(SqlCtx *cx, AggState *st, const SqlValue *v)
     return QR_OK;
 }
 
-static int agg_step(SqlCtx *cx, const SqlAgg *a, AggState *st, const SqlEvalRow *r)
+static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, AggState *st, const SqlEvalRow *r,
+                         bool *keep)
 {
     if (a->kind == SA_COUNT_STAR) {
         st->count++;
@@ -621,6 +622,7 @@ static int agg_step(SqlCtx *cx, const SqlAgg *a, AggState *st, const SqlEvalRow 
                 (rc = agg_push_val(cx, st, &d)))
                 return rc;
         }
+        *keep = true;
         if ((rc = sqlv_own(cx, &v)))
             return rc;
         return agg_push_val(cx, st, &v);
@@ -655,6 +657,7 @@ static int agg_step(SqlCtx *cx, const SqlAgg *a, AggState *st, const SqlEvalRow 
     case SA_MAX: {
         int c = st->has ? sqlv_cmp(&v, &st->best) : 0;
         if (!st->has || (a->kind == SA_MIN ? c < 0 : c > 0)) {
+            *keep = true;
             if ((rc = sqlv_own(cx, &v)))
                 return rc;
             st->best = v;
@@ -674,6 +677,18 @@ static int agg_step(SqlCtx *cx, const SqlAgg *a, AggState *st, const SqlEvalRow 
         break;
     }
     return QR_OK;
+}
+
+/* One row into one aggregate.  What the argument's evaluation allocated is
+ * given back unless the state kept it (a new min/max, a distinct value). */
+static int agg_step(SqlCtx *cx, const SqlAgg *a, AggState *st, const SqlEvalRow *r)
+{
+    QrArenaMark m = qr_arena_mark(cx->arena);
+    bool keep = false;
+    int rc = agg_step_keep(cx, a, st, r, &keep);
+    if (rc == QR_OK && !keep)
+        qr_arena_release(cx->arena, m);
+    return rc;
 }
 
 static int agg_final(SqlCtx *cx, const SqlAgg *a, AggState *st, SqlValue *out)
@@ -986,6 +1001,7 @@ static int ag_row(void *arg, const SqlValue *row)
     if (!a->grouped)
         return ag_project(a, &er);
     uint64_t h = 0;
+    QrArenaMark keys_mark = qr_arena_mark(cx->arena);
     for (int g = 0; g < a->n_groups; g++) {
         if ((rc = sql_expr_eval(cx, a->groups[g], &er, &a->keyv[g])))
             return rc;
@@ -1004,8 +1020,12 @@ static int ag_row(void *arg, const SqlValue *row)
         }
         p = (p + 1) & (a->cap - 1);
     }
-    if (gi < 0 && (rc = ag_new_group(a, row, h, p, &gi)))
-        return rc;
+    if (gi < 0) {
+        if ((rc = ag_new_group(a, row, h, p, &gi)))
+            return rc;
+    } else {
+        qr_arena_release(cx->arena, keys_mark);   /* the group's keys are kept already */
+    }
     for (int k = 0; k < a->bind->n_aggs && rc == QR_OK; k++)
         rc = agg_step(cx, a->bind->aggs[k], &a->gs[gi].st[k], &er);
     return rc;
@@ -1057,6 +1077,23 @@ static void plan_node(Sel *s, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     s->plan_nodes[s->n_plan_nodes++] = qr_arena_strndup(s->cx->arena, buf, strlen(buf));
+}
+
+/* EXPLAIN ANALYZE: append the actual row count to the newest plan node. */
+static void plan_actual(Sel *s, uint64_t rows)
+{
+    SqlCtx *cx = s->cx;
+    if (!cx->ex || !cx->ex->analyze || !s->n_plan_nodes)
+        return;
+    char buf[64];
+    snprintf(buf, sizeof buf, " (actual rows=%" PRIu64 ")", rows);
+    size_t l0 = strlen(s->plan_nodes[s->n_plan_nodes - 1]);
+    char *nn = qr_arena_alloc(cx->arena, l0 + strlen(buf) + 1);
+    if (nn) {
+        memcpy(nn, s->plan_nodes[s->n_plan_nodes - 1], l0);
+        strcpy(nn + l0, buf);
+        s->plan_nodes[s->n_plan_nodes - 1] = nn;
+    }
 }
 
 static void scan_node(Sel *s, const Item *it)
@@ -1525,6 +1562,23 @@ static int select_body(SqlCtx *cx, const cJSON *body, bool describe, QrSqlResult
     }
     cx->ctes = saved;
     return rc;
+}
+
+/* One row of the last join: the WHERE conjuncts the join did not apply,
+ * then grouping/projection (which copies what it keeps). */
+static int join_emit(SqlCtx *cx, Agg *ag, const SqlValue *row, SqlExpr **conj, int n_conj,
+                     const bool *post, uint64_t *n_out)
+{
+    bool pass = true;
+    SqlEvalRow er = {.row = row, .doc = -1};
+    int rc = QR_OK;
+    for (int i = 0; i < n_conj && pass && rc == QR_OK; i++)
+        if (post[i])
+            rc = sql_expr_test(cx, conj[i], &er, &pass);
+    if (rc || !pass)
+        return rc;
+    ++*n_out;
+    return ag_row(ag, row);
 }
 
 static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *out)
@@ -2049,8 +2103,28 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                               "join without an equality condition would compare %" PRIu64 " row pairs",
                               n_rows * rn); goto ag_out; }
         }
-        /* probe */
+        /* probe.  The last join streams its rows into grouping/projection
+         * through one scratch row, as a one-table scan does, instead of
+         * storing its (possibly huge) output first: count(*) over a big
+         * join then runs in constant memory. */
         SqlRowSink sink = {.width = W};
+        bool stream_out = ii == s->n_items - 1;
+        SqlValue *scratch = NULL;
+        uint64_t n_streamed = 0, n_joined = 0;
+        bool *post = NULL;      /* WHERE conjuncts tested on each streamed row */
+        if (stream_out) {
+            scratch = qr_arena_alloc(cx->arena, ((size_t)W + 1) * sizeof *scratch);
+            post = qr_arena_calloc(cx->arena, (size_t)n_conj + 1);
+            if (!scratch || !post) {
+                qr_free(slots);
+                qr_free(chain);
+                qr_free(hashes);
+                rc = nomem(cx);
+                goto ag_out;
+            }
+            for (int i = 0; i < n_conj; i++)
+                post[i] = !done[i] && (it->left || !use[i]);
+        }
         for (uint64_t l = 0; l < n_rows && rc == QR_OK; l++) {
             const SqlValue *lrow = rows + l * (uint64_t)W;
             bool matched = false;
@@ -2084,7 +2158,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                 }
                 if ((rc = sql_check(cx)))
                     break;
-                SqlValue *o = sql_sink_slot(cx, &sink);
+                SqlValue *o = stream_out ? scratch : sql_sink_slot(cx, &sink);
                 if (!o) {
                     rc = cx->err->code;
                     break;
@@ -2098,18 +2172,26 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                     if (use[i])
                         rc = sql_expr_test(cx, cond[i], &er, &pass);
                 if (rc == QR_OK && pass) {
-                    sink.n++;
                     matched = true;
+                    n_joined++;
+                    if (!stream_out)
+                        sink.n++;
+                    else
+                        rc = join_emit(cx, &ag, o, conj, n_conj, post, &n_streamed);
                 }
             }
             if (rc == QR_OK && it->left && !matched) {
-                SqlValue *o = sql_sink_slot(cx, &sink);
+                SqlValue *o = stream_out ? scratch : sql_sink_slot(cx, &sink);
                 if (!o) {
                     rc = cx->err->code;
                     break;
                 }
                 memcpy(o, lrow, (size_t)W * sizeof *o);
-                sink.n++;
+                n_joined++;
+                if (!stream_out)
+                    sink.n++;
+                else
+                    rc = join_emit(cx, &ag, o, conj, n_conj, post, &n_streamed);
             }
         }
         qr_free(slots);
@@ -2123,19 +2205,24 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                     done[i] = true;
         plan_node(s, "%s Join on %s  (%d key%s)%s", it->left ? "Left Hash" : n_keys ? "Hash" : "Nested Loop",
                   it->qual ? it->qual : "subquery", n_keys, n_keys == 1 ? "" : "s", "");
-        if (cx->ex && cx->ex->analyze && s->n_plan_nodes) {
-            char buf[64];
-            snprintf(buf, sizeof buf, " (actual rows=%" PRIu64 ")", sink.n);
-            size_t l0 = strlen(s->plan_nodes[s->n_plan_nodes - 1]);
-            char *nn = qr_arena_alloc(cx->arena, l0 + strlen(buf) + 1);
-            if (nn) {
-                memcpy(nn, s->plan_nodes[s->n_plan_nodes - 1], l0);
-                strcpy(nn + l0, buf);
-                s->plan_nodes[s->n_plan_nodes - 1] = nn;
+        plan_actual(s, stream_out ? n_joined : sink.n);
+        int n_post = 0;
+        for (int i = 0; stream_out && i < n_conj; i++)
+            if (post[i]) {
+                done[i] = true;
+                n_post++;
             }
+        if (n_post) {
+            plan_node(s, "Filter  (%d condition%s)", n_post, n_post == 1 ? "" : "s");
+            plan_actual(s, n_streamed);
         }
-        rows = sink.rows;
-        n_rows = sink.n;
+        if (stream_out) {
+            streamed = true;   /* the rows went to the aggregator already */
+            n_rows = 0;
+        } else {
+            rows = sink.rows;
+            n_rows = sink.n;
+        }
     }
     /* remaining WHERE conjuncts */
     int left_over = 0;

@@ -251,8 +251,13 @@ const char *qr_sql_session_get(const QrSqlSession *s, const char *name)
 uint64_t sql_session_timeout_ms(const QrSqlSession *s)
 {
     int64_t ms = parse_ms(qr_sql_session_get(s, "statement_timeout"));
-    return ms > 0 ? (uint64_t)ms : 0;
+    uint64_t t = ms > 0 ? (uint64_t)ms : 0;
+    if (s->timeout_cap_ms && (t == 0 || t > s->timeout_cap_ms))
+        t = s->timeout_cap_ms;
+    return t;
 }
+
+void qr_sql_session_limit_timeout(QrSqlSession *s, uint64_t max_ms) { s->timeout_cap_ms = max_ms; }
 
 static SqlAccessPath session_path(const QrSqlSession *s)
 {

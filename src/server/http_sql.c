@@ -179,6 +179,8 @@ void http_sql_query(HttpReq *r)
         sql_error(r, &err, 0);
         goto done;
     }
+    /* each statement is bounded by query_timeout_ms, as a search is */
+    qr_sql_session_limit_timeout(sess, r->srv->cfg.query_timeout_ms);
     a = qr_arena_new(0);
     if (!a) {
         http_error(r, QR_ENOMEM, "out of memory");

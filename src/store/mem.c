@@ -77,6 +77,7 @@ typedef struct ArenaBlock {
 
 struct QrArena {
     ArenaBlock *head; /* owns: newest block first */
+    ArenaBlock *spare; /* owns: one block a release gave back, reused first */
     size_t cap;       /* 0 = unlimited */
     size_t handed;    /* bytes handed out */
     bool over_cap;
@@ -103,6 +104,7 @@ void qr_arena_free(QrArena *a)
         qr_free(b);
         b = n;
     }
+    qr_free(a->spare);
     qr_free(a);
 }
 
@@ -139,10 +141,16 @@ void *qr_arena_alloc(QrArena *a, size_t n)
             sz = b->size * 2;
         if (sz < n)
             sz = n;
-        ArenaBlock *nb = qr_malloc(ARENA_HDR + sz);
-        if (!nb)
-            return NULL;
-        nb->size = sz;
+        ArenaBlock *nb;
+        if (a->spare && a->spare->size >= n) {
+            nb = a->spare;     /* a released block: no malloc per row */
+            a->spare = NULL;
+        } else {
+            nb = qr_malloc(ARENA_HDR + sz);
+            if (!nb)
+                return NULL;
+            nb->size = sz;
+        }
         nb->used = 0;
         nb->next = b;
         a->head = b = nb;
@@ -169,6 +177,30 @@ char *qr_arena_strndup(QrArena *a, const char *s, size_t n)
     memcpy(d, s, n);
     d[n] = '\0';
     return d;
+}
+
+QrArenaMark qr_arena_mark(const QrArena *a)
+{
+    QrArenaMark m = {a->head, a->head ? a->head->used : 0, a->handed};
+    return m;
+}
+
+void qr_arena_release(QrArena *a, QrArenaMark m)
+{
+    /* blocks opened since the mark go; the largest is kept as the spare */
+    while (a->head && a->head != (ArenaBlock *)m.block) {
+        ArenaBlock *b = a->head;
+        a->head = b->next;
+        if (!a->spare || a->spare->size < b->size) {
+            qr_free(a->spare);
+            a->spare = b;
+        } else {
+            qr_free(b);
+        }
+    }
+    if (a->head)
+        a->head->used = m.used;
+    a->handed = m.handed;
 }
 
 size_t qr_arena_used(const QrArena *a) { return a->handed; }

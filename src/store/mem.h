@@ -46,6 +46,17 @@ void qr_arena_reset(QrArena *a);
 void *qr_arena_alloc(QrArena *a, size_t n);
 void *qr_arena_calloc(QrArena *a, size_t n);
 char *qr_arena_strndup(QrArena *a, const char *s, size_t n);
+/* A position in the arena.  qr_arena_release() forgets everything allocated
+ * after qr_arena_mark() returned it, so per-row temporaries (a WHERE clause's
+ * concatenations, an aggregate argument) do not accumulate over a long scan.
+ * Marks nest like a stack; releasing an older mark invalidates newer ones. */
+typedef struct QrArenaMark {
+    void *block;      /* the newest block when marked (NULL: none yet) */
+    size_t used;      /* its fill then */
+    size_t handed;
+} QrArenaMark;
+QrArenaMark qr_arena_mark(const QrArena *a);
+void qr_arena_release(QrArena *a, QrArenaMark m);
 /* Bytes handed out so far, and whether the cap was hit. */
 size_t qr_arena_used(const QrArena *a);
 bool qr_arena_over_cap(const QrArena *a);

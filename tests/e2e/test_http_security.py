@@ -480,6 +480,22 @@ def test_limits(dd):
                   % (limit, took, st, str(b)[:200]))
         st, b, _ = call(srv, "GET", "/tables/slow/search?q=" + urllib.parse.quote(word()))
         check(st == 200, "searches still answer after the cancelled ones")
+        # SQL is bounded by the same limit, and SET cannot raise it
+        for sql in ("select pg_sleep(30)",
+                    "set statement_timeout = 0; select pg_sleep(30)",
+                    "select count(*) from slow a, slow b where a.body || b.body like '%zzz%'"):
+            t = time.time()
+            st, b, _ = call(srv, "POST", "/sql", {"query": sql})
+            took = time.time() - t
+            check(st == 504 and b["error"].get("sqlstate") == "57014" and took < 5,
+                  "SQL over query_timeout_ms is cancelled with 504 (%.2f s): %s: %d %s"
+                  % (took, sql[:40], st, str(b)[:200]))
+        st, b, _ = call(srv, "POST", "/sql", {"query": "set statement_timeout = 20; "
+                                                       "select pg_sleep(0.1)"})
+        check(st == 504, "SET may lower the limit: %d %s" % (st, str(b)[:200]))
+        st, b, _ = call(srv, "POST", "/sql", {"query": "select count(*) from slow"})
+        check(st == 200 and b["rows"] == [[6000]], "SQL answers after the cancelled ones: %s"
+              % str(b)[:200])
     finally:
         srv.stop()
     # per-query memory: a tiny memory cap

@@ -11,6 +11,7 @@
  */
 #include <cJSON.h>
 #include <criterion/criterion.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -404,7 +405,13 @@ Test(sql, timeout_and_memory_cap_end_a_query_cleanly)
     cr_assert_eq(qr_sql_session_set(sess, "statement_timeout", "1ms", &err), QR_OK);
     /* a full scan that parses every stored document takes well over 1 ms */
     fails("SELECT count(*) FROM docs a JOIN docs b ON a.n = b.n WHERE a.title LIKE '%zzz%'", "57014", -1);
+    uint64_t t0 = qr_now_ns();
+    fails("SELECT pg_sleep(30)", "57014", -1);   /* the sleep watches the deadline */
+    cr_assert(qr_now_ns() - t0 < 5000000000ull);
     cr_assert_eq(qr_sql_session_set(sess, "statement_timeout", "0", &err), QR_OK);
+    QrSqlResult *slept = run("SELECT pg_sleep(0.01), pg_sleep(NULL) IS NULL");
+    cr_assert(slept->vals[1].u.b);
+    qr_sql_result_free(slept);
     cr_assert_eq(qr_sql_session_set(sess, "quarry.mem_cap", "1048576", &err), QR_OK);
     fails("SELECT title, cat, f FROM docs", "54000", -1);
     cr_assert_eq(qr_sql_session_set(sess, "quarry.mem_cap", "268435456", &err), QR_OK);
@@ -611,6 +618,35 @@ Test(sql, a_statement_failing_to_prepare_fails_the_transaction)
     qr_sql_session_fail(sess); /* outside a block: nothing to fail */
     cr_assert_eq(qr_sql_session_txn_status(sess), 'I');
     qr_sql_result_free(run("SELECT 1"));
+}
+
+Test(sql, big_join_and_per_row_temporaries_run_in_bounded_memory)
+{
+    /* 2000 x 20000 rows joined on cat: about 400,000 pairs, each making a
+     * concatenation in WHERE and another in an aggregate.  Under a 32 MiB
+     * cap neither the join's output (over 100 MB if stored) nor the per-row
+     * temporaries may accumulate; the answer is checked by brute force. */
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_session_set(sess, "quarry.mem_cap", "33554432", &err), QR_OK);
+    QrSqlResult *r = run("SELECT count(*), sum(b.n), sum(length(a.title || b.cat)) "
+                         "FROM docs a JOIN docs b ON a.cat = b.cat "
+                         "WHERE a.n < 2000 AND (a.cat || '-' || b.n::text) LIKE '%7'");
+    cr_assert_eq(qr_sql_session_set(sess, "quarry.mem_cap", "268435456", &err), QR_OK);
+    int64_t cnt = 0, sum = 0, len = 0;
+    for (int i = 0; i < 2000; i++)
+        for (int j = 0; j < N_DOCS; j++)
+            if (model[i].cat == model[j].cat && j % 10 == 7) {
+                char cat[16];
+                cnt++;
+                sum += j;
+                len += (model[i].has_rare ? 22 : 23) + snprintf(cat, sizeof cat, "c%d", model[j].cat);
+            }
+    cr_assert_eq(r->n_rows, 1);
+    cr_assert_eq(r->vals[0].u.i, cnt);
+    cr_assert_eq(r->vals[1].u.i, sum);
+    cr_assert_eq(r->vals[2].u.i, len, "sum(length) %" PRId64 " want %" PRId64, r->vals[2].u.i, len);
+    qr_sql_result_free(r);
 }
 
 Test(sql, aggregate_ended_by_timeout_or_cancel_frees_its_groups)
