@@ -42,6 +42,7 @@
  * prefixes, key lengths <= max_key_len, total_tf >= df.
  */
 #include "index/termdict.h"
+#include "index/iter.h"
 
 #include <string.h>
 
@@ -873,6 +874,16 @@ int td_fuzzy(const TermDict *td, const uint8_t *scope, size_t scope_len, const u
                        int dist),
              void *arg, QrError *err)
 {
+    return td_fuzzy_ctx(td, scope, scope_len, term, term_len, max_edits, max_terms, cb, arg, NULL,
+                        err);
+}
+
+int td_fuzzy_ctx(const TermDict *td, const uint8_t *scope, size_t scope_len, const uint8_t *term,
+                 size_t term_len, int max_edits, size_t max_terms,
+                 int (*cb)(void *arg, const uint8_t *key, size_t key_len, const TermPostings *tp,
+                           int dist),
+                 void *arg, struct IterCtx *ictx, QrError *err)
+{
     if (max_edits < 0 || max_edits > 2)
         return qr_error_set(err, QR_EINVAL, "fuzzy edit distance must be 0, 1 or 2, not %d",
                             max_edits);
@@ -906,8 +917,14 @@ int td_fuzzy(const TermDict *td, const uint8_t *scope, size_t scope_len, const u
         f.rows[j] = (uint8_t)(j < (size_t)max_edits + 1 ? j : (size_t)max_edits + 1);
     f.rowmin[0] = 0;
     size_t nvalid = 0, found = 0;
+    uint32_t walked = 0;
     bool on = td_cursor_seek(c, scope, scope_len);
     while (on) {
+        if (ictx && (++walked & 255) == 0 && iter_ctx_interrupted(ictx)) {
+            rc = (int)ictx->err.code;
+            qr_error_copy(err, &ictx->err);
+            break;
+        }
         if (c->key_len < scope_len || (c->stable < scope_len && scope_len &&
                                        memcmp(c->key, scope, scope_len) != 0))
             break;

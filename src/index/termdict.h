@@ -104,5 +104,15 @@ int td_fuzzy(const TermDict *td, const uint8_t *scope, size_t scope_len, const u
              int (*cb)(void *arg, const uint8_t *key, size_t key_len, const TermPostings *tp,
                        int dist),
              void *arg, QrError *err);
+/* td_fuzzy that also stops when `ictx` (may be NULL) is cancelled, past its
+ * deadline or over its memory cap: checked every 256 keys walked, so an
+ * expansion over a huge dictionary ends within a timeout; the error is in
+ * both `err` and ictx->err. */
+struct IterCtx;
+int td_fuzzy_ctx(const TermDict *td, const uint8_t *scope, size_t scope_len, const uint8_t *term,
+                 size_t term_len, int max_edits, size_t max_terms,
+                 int (*cb)(void *arg, const uint8_t *key, size_t key_len, const TermPostings *tp,
+                           int dist),
+                 void *arg, struct IterCtx *ictx, QrError *err);
 
 #endif

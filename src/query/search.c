@@ -438,7 +438,8 @@ static int expand_segment(Search *s, Segment *seg, ExpandCtx *e, const char *tex
     if (e->edits < 0)
         rc = td_prefix(seg_terms(seg), kb, len + 1, cap, prefix_cb, e, &lerr);
     else
-        rc = td_fuzzy(seg_terms(seg), kb, 1, kb + 1, len, e->edits, cap, fuzzy_cb, e, &lerr);
+        rc = td_fuzzy_ctx(seg_terms(seg), kb, 1, kb + 1, len, e->edits, cap, fuzzy_cb, e, &s->ctx,
+                          &lerr);
     if (rc == QR_ELIMIT) {
         e->overflow = true;
         return QR_OK;
@@ -680,8 +681,8 @@ static Iter *bitmap_leaf(Search *s, Segment *seg, const CNode *c, bool scoring)
         qr_error_clear(&lerr);
         int rc = c->bm_edits < 0
                      ? td_prefix(seg_terms(seg), kb, len + 1, SIZE_MAX, bm_add_term, &b, &lerr)
-                     : td_fuzzy(seg_terms(seg), kb, 1, kb + 1, len, c->bm_edits, SIZE_MAX,
-                                bm_add_fuzzy, &b, &lerr);
+                     : td_fuzzy_ctx(seg_terms(seg), kb, 1, kb + 1, len, c->bm_edits, SIZE_MAX,
+                                    bm_add_fuzzy, &b, &s->ctx, &lerr);
         if (rc != QR_OK) {
             qr_error_copy(&s->ctx.err, &lerr);
             break;
