@@ -3,7 +3,9 @@
 # 3,000 Debian package descriptions, then headless Chromium (Debian's
 # /usr/bin/chromium) driven by playwright-core (npm, installed here into
 # tests/e2e/node_modules from package-lock.json) runs test_admin_page.mjs.
-# Screenshots go to tests/output/admin-page/.  Exit 77 (skip) with a reason
+# Screenshots go to tests/output/admin-page/.  A second server that requires
+# API keys then checks the page's key prompt (test_admin_key.mjs).
+# Exit 77 (skip) with a reason
 # when node, npm, the npm package or chromium is unavailable.
 set -u
 cd "$(dirname "$0")/../.."
@@ -69,4 +71,27 @@ mkdir -p "$OUT"
 NODE_PATH=$ROOT/tests/e2e/node_modules node tests/e2e/test_admin_page.mjs "$base" "$OUT" "$work/upload.jsonl" "$CHROMIUM" "$work/expected.json"
 rc=$?
 if grep -q ' ERROR ' "$work/serve.log"; then echo "FAILED: server logged errors"; grep ' ERROR ' "$work/serve.log" | head; rc=1; fi
+kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
+
+# the same page against a server that requires API keys: the key prompt
+key=$("$BIN" key add admin-page --scope admin --data "$work/kdata" 2>/dev/null | head -1)
+[ -n "$key" ] || { echo "FAILED: quarry key add"; exit 1; }
+"$BIN" serve --data "$work/kdata" --http 127.0.0.1:0 >"$work/kserve.log" 2>&1 &
+pid=$!
+port=
+for _ in $(seq 100); do
+  port=$(sed -nE 's/.*serve started .*http=http:\/\/127\.0\.0\.1:([0-9]+)\/.*/\1/p' "$work/kserve.log" | head -1)
+  [ -n "$port" ] && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$port" ]; then echo "FAILED: keyed server did not start"; cat "$work/kserve.log"; exit 1; fi
+kbase=http://127.0.0.1:$port
+auth="Authorization: Bearer $key"
+curl -sf -X POST "$kbase/tables" -H "$auth" -H 'Content-Type: application/json' --data-binary @"$work/create.json" >/dev/null \
+  || { echo "FAILED: create table on the keyed server"; exit 1; }
+zcat "$work/docs.jsonl.gz" | head -250 | curl -sf -X POST "$kbase/tables/packages/documents" -H "$auth" \
+  -H 'Content-Type: application/x-ndjson' --data-binary @- >/dev/null || { echo "FAILED: keyed ingest"; exit 1; }
+[ "$(curl -s -o /dev/null -w '%{http_code}' "$kbase/tables")" = 401 ] || { echo "FAILED: keyed server answers without a key"; rc=1; }
+NODE_PATH=$ROOT/tests/e2e/node_modules node tests/e2e/test_admin_key.mjs "$kbase" "$CHROMIUM" "$key" packages 250 || rc=1
 exit $rc
