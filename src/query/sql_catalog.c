@@ -20,6 +20,7 @@
 #include "query/sql_w.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
@@ -850,7 +851,10 @@ static const CatRel CAT_RELS[] = {
     {"pg_catalog", "pg_extension", "oid:o,extname:n,extowner:o,extnamespace:o,extversion:t",
      NULL},
     {"pg_catalog", "pg_proc", "oid:o,proname:n,pronamespace:o,prorettype:o,prokind:c", NULL},
-    {"pg_catalog", "pg_sequence", "seqrelid:o,seqtypid:o,seqstart:l,seqincrement:l", NULL},
+    {"pg_catalog", "pg_sequence", "seqrelid:o,seqtypid:o,seqstart:l,seqincrement:l,seqmax:l,"
+                                  "seqmin:l,seqcache:l,seqcycle:b",
+     NULL},
+    {"pg_catalog", "pg_enum", "oid:o,enumtypid:o,enumsortorder:f,enumlabel:n", NULL},
     {"pg_catalog", "pg_depend", "classid:o,objid:o,objsubid:i,refclassid:o,refobjid:o,"
                                 "refobjsubid:i,deptype:c",
      NULL},
@@ -992,7 +996,7 @@ static const CatFunc CAT_FUNCS[] = {
     {"pg_size_pretty", 1, 1, QR_SQL_TEXT},
     {"inet_server_port", 0, 0, QR_SQL_INT4},
     {"txid_current", 0, 0, QR_SQL_INT8},
-    {"array_to_string", 2, 3, QR_SQL_TEXT},
+    {"pg_get_serial_sequence", 2, 2, QR_SQL_TEXT},
     {"pg_get_statisticsobjdef_columns", 1, 1, QR_SQL_TEXT},
     {"pg_get_triggerdef", 1, 2, QR_SQL_TEXT},
     {"pg_get_viewdef", 1, 2, QR_SQL_TEXT},
@@ -1178,13 +1182,9 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
         *out = text_v(cx, b);
     } else if (!strcmp(name, "txid_current")) {
         *out = sqlv_int(1);
-    } else if (!strcmp(name, "array_to_string")) {
-        /* catalog arrays (relacl, datacl...) are NULL or their text form */
-        if (!args[0].is_null && sqlt_is_str(args[0].type))
-            *out = args[0];
     }
     /* obj_description, col_description, shobj_description, inet_server_port,
-     * pg_get_*def of objects Quarry does not have: NULL */
+     * pg_get_serial_sequence (Quarry has no sequences), pg_get_*def of objects Quarry does not have: NULL */
     if (!out->is_null && out->type != f->ret && f->ret != QR_SQL_UNKNOWN) {
         if (sqlt_is_str(f->ret) && sqlt_is_str(out->type))
             out->type = f->ret;
@@ -1192,4 +1192,136 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
             out->type = f->ret;
     }
     return QR_OK;
+}
+
+/* ---- arrays and reg* casts ---- */
+
+QrSqlType sqlcat_array_elem(const char *column)
+{
+    static const struct {
+        const char *col;
+        QrSqlType elem;
+    } A[] = {
+        {"indkey", QR_SQL_INT2},   {"indoption", QR_SQL_INT2}, {"conkey", QR_SQL_INT2},
+        {"confkey", QR_SQL_INT2},  {"stxkeys", QR_SQL_INT2},   {"prattrs", QR_SQL_INT2},
+        {"indclass", QR_SQL_OID},  {"indcollation", QR_SQL_OID}, {"polroles", QR_SQL_OID},
+    };
+    for (size_t i = 0; i < sizeof A / sizeof *A; i++)
+        if (!strcmp(A[i].col, column))
+            return A[i].elem;
+    return QR_SQL_UNKNOWN;
+}
+
+static const char *const NS_NAMES[][2] = {{"11", "pg_catalog"}, {"2200", "public"},
+                                          {"13000", "information_schema"}};
+
+/* The relation (table or index) called `name`, or of oid `oid` when name is
+ * NULL: its oid and name (copied to the arena).  false if none. */
+static bool rel_lookup(SqlCtx *cx, const char *name, int64_t oid, uint32_t *oid_out,
+                       const char **name_out)
+{
+    CatTables ts;
+    bool found = false;
+    if (tables_load(cx, &ts) != QR_OK) {
+        tables_free(&ts);
+        return false;
+    }
+    for (int i = 0; i < ts.n && !found; i++) {
+        uint32_t o = name_oid(ts.names[i]);
+        if (name ? !strcmp(name, ts.names[i]) : o == (uint32_t)oid) {
+            *oid_out = o;
+            *name_out = qr_arena_strndup(cx->arena, ts.names[i], strlen(ts.names[i]));
+            found = true;
+            break;
+        }
+        CatIndex *x;
+        int nx;
+        if (table_indexes(cx, ts.t[i], ts.meta[i], &x, &nx) != QR_OK)
+            break;
+        for (int k = 0; k < nx && !found; k++) {
+            o = x[k].primary ? pkey_oid(ts.names[i]) : name_oid(x[k].name);
+            if (name ? !strcmp(name, x[k].name) : o == (uint32_t)oid) {
+                *oid_out = o;
+                *name_out = qr_arena_strndup(cx->arena, x[k].name, strlen(x[k].name));
+                found = true;
+            }
+        }
+    }
+    tables_free(&ts);
+    return found;
+}
+
+int sqlcat_reg_oid(SqlCtx *cx, char kind, const SqlValue *in, int loc, SqlValue *out)
+{
+    char n[2 * QR_NAME_MAX + 16];
+    snprintf(n, sizeof n, "%.*s", (int)in->u.s.n, in->u.s.s);
+    const char *name = n;
+    char *end;
+    long long num = strtoll(n, &end, 10);
+    if (*n && *end == 0) { /* a number is the oid itself */
+        *out = sqlv_int(num);
+        out->type = QR_SQL_OID;
+        return QR_OK;
+    }
+    /* unquote "name" and drop a schema qualification */
+    const char *dot = strrchr(name, '.');
+    if (dot && (kind != 't' || !strncmp(name, "pg_catalog.", 11)))
+        name = dot + 1;
+    size_t len = strlen(name);
+    if (len >= 2 && name[0] == '"' && name[len - 1] == '"') {
+        memmove(n, name + 1, len - 2);
+        n[len - 2] = 0;
+        name = n;
+    }
+    uint32_t oid = 0;
+    bool found = false;
+    if (kind == 'c') {
+        const char *nm;
+        found = rel_lookup(cx, name, 0, &oid, &nm);
+    } else if (kind == 't') {
+        for (int i = 0; i < N_PG_TYPES && !found; i++)
+            if (!strcmp(PG_TYPES[i].name, name) || !strcmp(PG_TYPES[i].sql, name)) {
+                oid = PG_TYPES[i].oid;
+                found = true;
+            }
+    } else {
+        for (size_t i = 0; i < sizeof NS_NAMES / sizeof *NS_NAMES && !found; i++)
+            if (!strcmp(NS_NAMES[i][1], name)) {
+                oid = (uint32_t)atoi(NS_NAMES[i][0]);
+                found = true;
+            }
+    }
+    if (!found)
+        return kind == 'c' ? sql_err_at(cx, loc, QR_ENOTFOUND, "42P01",
+                                        "relation \"%s\" does not exist", name)
+               : kind == 't' ? sql_err_at(cx, loc, QR_ENOTFOUND, "42704",
+                                          "type \"%s\" does not exist", name)
+                             : sql_err_at(cx, loc, QR_ENOTFOUND, "3F000",
+                                          "schema \"%s\" does not exist", name);
+    *out = sqlv_int(oid);
+    out->type = QR_SQL_OID;
+    return QR_OK;
+}
+
+int sqlcat_reg_name(SqlCtx *cx, char kind, int64_t oid, SqlValue *out)
+{
+    char num[24];
+    snprintf(num, sizeof num, "%lld", (long long)oid);
+    const char *name = NULL;
+    if (oid == 0) {
+        name = "-";
+    } else if (kind == 'c') {
+        uint32_t o;
+        if (!rel_lookup(cx, NULL, oid, &o, &name))
+            name = NULL;
+    } else if (kind == 't') {
+        const PgType *t = type_by_oid((uint32_t)oid);
+        name = t ? t->sql : NULL;
+    } else {
+        for (size_t i = 0; i < sizeof NS_NAMES / sizeof *NS_NAMES; i++)
+            if (!strcmp(NS_NAMES[i][0], num))
+                name = NS_NAMES[i][1];
+    }
+    *out = text_v(cx, name ? name : num);  /* PostgreSQL prints an unknown oid as its number */
+    return out->is_null ? qr_error_set(cx->err, QR_ENOMEM, "out of memory") : QR_OK;
 }

@@ -135,9 +135,9 @@ static int unify(SqlBind *b, SqlExpr **x, SqlExpr **y, int loc, QrSqlType *out)
 
 /* ---- names ---- */
 
-static const SqlCol *find_col(SqlBind *b, const char *qual, const char *name, int loc, int *idx)
+/* A name in one scope: its index, -1 if absent, -2 (error set) if ambiguous. */
+static int scope_find(SqlBind *b, const SqlScope *sc, const char *qual, const char *name, int loc)
 {
-    const SqlScope *sc = b->scope;
     int found = -1;
     for (int i = 0; sc && i < sc->n; i++) {
         const SqlCol *c = &sc->cols[i];
@@ -148,20 +148,59 @@ static const SqlCol *find_col(SqlBind *b, const char *qual, const char *name, in
         if (found >= 0) {
             sql_err_at(b->cx, loc, QR_EINVAL, "42702", "column reference \"%s\" is ambiguous",
                        name);
-            return NULL;
+            return -2;
         }
         found = i;
     }
+    return found;
+}
+
+/* A column by name: the bind's own scope first, then the enclosing queries'
+ * (correlated subqueries).  *depth is 0 for an own column, d for one of the
+ * query d levels out, whose scope is *in. */
+static const SqlCol *find_col_outer(SqlBind *b, const char *qual, const char *name, int loc,
+                                    int *idx, int *depth, const SqlScope **in)
+{
+    const SqlScope *sc = b->scope;
+    int d = 0;
+    if (!sc) { /* no columns here (VALUES, LIMIT): straight to the outer query */
+        sc = b->cx->outer_scope;
+        d = 1;
+    }
+    for (; sc; sc = sc->outer, d++) {
+        int found = scope_find(b, sc, qual, name, loc);
+        if (found == -2)
+            return NULL;
+        if (found >= 0) {
+            *idx = found;
+            *depth = d;
+            *in = sc;
+            return &sc->cols[found];
+        }
+    }
+    if (qual)
+        sql_err_at(b->cx, loc, QR_ENOTFOUND, "42703", "column %s.%s does not exist", qual, name);
+    else
+        sql_err_at(b->cx, loc, QR_ENOTFOUND, "42703", "column \"%s\" does not exist", name);
+    return NULL;
+}
+
+/* A column of the bind's own scope only (text predicates, score()). */
+static const SqlCol *find_col(SqlBind *b, const char *qual, const char *name, int loc, int *idx)
+{
+    int found = b->scope ? scope_find(b, b->scope, qual, name, loc) : -1;
+    if (found == -2)
+        return NULL;
     if (found < 0) {
-        if (qual)
-            sql_err_at(b->cx, loc, QR_ENOTFOUND, "42703", "column %s.%s does not exist", qual,
-                       name);
-        else
-            sql_err_at(b->cx, loc, QR_ENOTFOUND, "42703", "column \"%s\" does not exist", name);
+        int d;
+        const SqlScope *in;
+        if (find_col_outer(b, qual, name, loc, &found, &d, &in) && d > 0)
+            sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                       "column \"%s\" of an outer query cannot be used here", name);
         return NULL;
     }
     *idx = found;
-    return &sc->cols[found];
+    return &b->scope->cols[found];
 }
 
 /* Is `name` a table (qualifier) in scope? Returns the _id column index. */
@@ -183,6 +222,24 @@ static int find_hidden(const SqlScope *sc, const char *qual, int field)
     return -1;
 }
 
+/* Record an outer reference (see SqlCorrRef).  Every occurrence is kept:
+ * each subquery looks only at the entries made while it was bound. */
+static int note_ref(SqlCtx *cx, int level, int col, const SqlCol *c)
+{
+    if (cx->n_refs == cx->cap_refs) {
+        int nc = cx->cap_refs ? cx->cap_refs * 2 : 8;
+        SqlCorrRef *nr = qr_arena_alloc(cx->arena, (size_t)nc * sizeof *nr);
+        if (!nr)
+            return nomem(cx);
+        if (cx->n_refs)
+            memcpy(nr, cx->refs, (size_t)cx->n_refs * sizeof *nr);
+        cx->refs = nr;
+        cx->cap_refs = nc;
+    }
+    cx->refs[cx->n_refs++] = (SqlCorrRef){level, col, c->type, c->name};
+    return QR_OK;
+}
+
 static int bind_colref(SqlBind *b, const cJSON *body, int loc, SqlExpr **out)
 {
     const cJSON *fields = sqlj_get(body, "fields");
@@ -197,17 +254,24 @@ static int bind_colref(SqlBind *b, const cJSON *body, int loc, SqlExpr **out)
         names[i] = sqlj_sval(f);
     }
     const char *qual = n >= 2 ? names[n - 2] : NULL, *name = names[n - 1];
-    int idx;
-    const SqlCol *c = find_col(b, qual, name, loc, &idx);
+    int idx, depth;
+    const SqlScope *in;
+    const SqlCol *c = find_col_outer(b, qual, name, loc, &idx, &depth, &in);
     if (!c)
         return b->cx->err->code;
-    SqlExpr *e = new_expr(b, SE_COL, loc);
+    SqlExpr *e = new_expr(b, depth ? SE_OUTER : SE_COL, loc);
     if (!e)
         return b->cx->err->code;
     e->col = idx;
+    e->op = depth;
     e->type = c->type;
     e->name = c->name;
-    b->scope->cols[idx].used = true;
+    ((SqlScope *)in)->cols[idx].used = true; /* scans fetch only used columns */
+    if (depth) {
+        int rc = note_ref(b->cx, b->cx->sub_level - depth, idx, c);
+        if (rc)
+            return rc;
+    }
     *out = e;
     return QR_OK;
 }
@@ -511,6 +575,8 @@ badarg:
 
 /* ---- function calls ---- */
 
+static int bind_srf(SqlBind *b, SqlExpr *e, int loc, SqlExpr **out);
+
 static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
 {
     const cJSON *fn = sqlj_get(fc, "funcname");
@@ -540,7 +606,8 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
     if (strcmp(lname, "score") == 0 || strcmp(lname, "snippet") == 0 ||
         strcmp(lname, "highlight") == 0)
         return bind_text_fn(b, lname, args, loc, out);
-    SqlExpr *e = new_expr(b, SE_FUNC, loc);
+    bool srf = sql_srf_known(lname) && (!schema || !strcmp(schema, "pg_catalog"));
+    SqlExpr *e = new_expr(b, srf ? SE_SRF : SE_FUNC, loc);
     if (!e || set_args(b, e, nargs))
         return b->cx->err->code;
     for (int i = 0; i < nargs; i++) {
@@ -549,6 +616,8 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
             return rc;
     }
     e->name = qr_arena_strndup(b->cx->arena, lname, strlen(lname));
+    if (srf)
+        return bind_srf(b, e, loc, out);
     const SqlFuncDef *def = schema && strcmp(schema, "pg_catalog") != 0 ? NULL
                                                                         : sql_func_find(lname, nargs);
     if (!def) {
@@ -586,6 +655,114 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
         rt = sqlt_is_ts(e->args[1]->type) ? e->args[1]->type : QR_SQL_TIMESTAMPTZ;
     e->type = rt;
     *out = e;
+    return QR_OK;
+}
+
+/* ---- set-returning functions ---- */
+
+static const char *const SRF_NAMES[] = {"unnest", "generate_series", "generate_subscripts"};
+
+bool sql_srf_known(const char *name)
+{
+    for (size_t i = 0; i < sizeof SRF_NAMES / sizeof *SRF_NAMES; i++)
+        if (!strcmp(SRF_NAMES[i], name))
+            return true;
+    return false;
+}
+
+/* Argument checks and the element type; the rows come at run time from
+ * sql_srf_rows (select lists and FROM). */
+static int bind_srf(SqlBind *b, SqlExpr *e, int loc, SqlExpr **out)
+{
+    int n = e->n_args;
+    bool series = !strcmp(e->name, "generate_series");
+    if (series ? n < 2 || n > 3 : !strcmp(e->name, "unnest") ? n != 1 : n != 2)
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s with %d arguments does not exist",
+                          e->name, n);
+    if (series) {
+        e->type = QR_SQL_INT4;
+        for (int i = 0; i < n; i++) {
+            int rc = coerce_unknown(b, e->args[i], QR_SQL_INT8);
+            if (rc)
+                return rc;
+            if (!sqlt_is_int(e->args[i]->type))
+                return sql_err_at(b->cx, e->args[i]->loc, QR_EUNSUPPORTED, "0A000",
+                                  "generate_series over %s is not supported (integers only)",
+                                  qr_sql_type_name(e->args[i]->type));
+            if (e->args[i]->type == QR_SQL_INT8)
+                e->type = QR_SQL_INT8;
+        }
+    } else {
+        int rc = coerce_unknown(b, e->args[0], QR_SQL_TEXT);
+        if (rc || (n == 2 && (rc = coerce_unknown(b, e->args[1], QR_SQL_INT4))))
+            return rc;
+        if (!sqlt_is_str(e->args[0]->type))
+            return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist",
+                              e->name, qr_sql_type_name(e->args[0]->type));
+        QrSqlType el = e->args[0]->name ? sqlcat_array_elem(e->args[0]->name) : QR_SQL_UNKNOWN;
+        e->type = n == 2 ? QR_SQL_INT4 : el == QR_SQL_UNKNOWN ? QR_SQL_TEXT : el;
+    }
+    *out = e;
+    return QR_OK;
+}
+
+int sql_srf_rows(SqlCtx *cx, const char *name, int n, const SqlValue *args, QrSqlType elem,
+                 SqlValue **out, uint64_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    if (!sql_srf_known(name))
+        return QR_ENOTFOUND;
+    for (int i = 0; i < n; i++)
+        if (args[i].is_null)
+            return QR_OK;
+    if (!strcmp(name, "generate_series")) {
+        int64_t a = args[0].u.i, z = args[1].u.i, step = n > 2 ? args[2].u.i : 1;
+        if (step == 0)
+            return sql_err_at(cx, -1, QR_EINVAL, "22023", "step size cannot equal zero");
+        if ((step > 0 && a > z) || (step < 0 && a < z))
+            return QR_OK;
+        uint64_t cnt = (step > 0 ? (uint64_t)z - (uint64_t)a : (uint64_t)a - (uint64_t)z) /
+                           (step > 0 ? (uint64_t)step : 0 - (uint64_t)step) + 1;
+        if (cnt > 100000000ull)
+            return sql_err_at(cx, -1, QR_ELIMIT, "54000",
+                              "generate_series would return %llu rows", (unsigned long long)cnt);
+        SqlValue *v = qr_arena_alloc(cx->arena, cnt * sizeof *v);
+        if (!v)
+            return nomem(cx);
+        for (uint64_t i = 0; i < cnt; i++) {
+            v[i] = sqlv_int((int64_t)((uint64_t)a + i * (uint64_t)step));
+            v[i].type = elem;
+        }
+        *out = v;
+        *n_out = cnt;
+        return QR_OK;
+    }
+    SqlValue *el;
+    uint64_t cnt;
+    int rc = sqlv_array_parse(cx, &args[0], &el, &cnt);
+    if (rc)
+        return rc;
+    if (n == 2) { /* generate_subscripts(array, dim): 1..n of the one dimension */
+        if (args[1].u.i != 1)
+            return QR_OK;
+        for (uint64_t i = 0; i < cnt; i++) {
+            el[i] = sqlv_int((int64_t)i + 1);
+            el[i].type = QR_SQL_INT4;
+        }
+    } else if (elem != QR_SQL_TEXT) {
+        for (uint64_t i = 0; i < cnt; i++) {
+            SqlValue c;
+            if (el[i].is_null)
+                el[i].type = elem;
+            else if ((rc = sqlv_cast(cx, &el[i], elem, -1, &c)))
+                return rc;
+            else
+                el[i] = c;
+        }
+    }
+    *out = el;
+    *n_out = cnt;
     return QR_OK;
 }
 
@@ -718,6 +895,33 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "bad expression");
     if (!strcmp(kind, "AEXPR_IN"))
         return bind_in(b, ae, loc, strcmp(op, "<>") == 0, out);
+    if (!strcmp(kind, "AEXPR_OP_ANY")) {
+        /* x op ANY (array): the array is its text form (catalog arrays,
+         * ARRAY(subquery), '{1,2}') */
+        int c = cmp_op(op);
+        SqlExpr *l, *r;
+        int rc;
+        if (c < 0)
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "operator %s ANY (array) is not supported", op);
+        if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &l)) ||
+            (rc = sql_expr_bind(b, sqlj_get(ae, "rexpr"), &r)))
+            return rc;
+        coerce_unknown(b, r, QR_SQL_TEXT);
+        coerce_unknown(b, l, QR_SQL_TEXT);
+        if (!sqlt_is_str(r->type))
+            return sql_err_at(b->cx, loc, QR_ETYPE, "42809",
+                              "op ANY/ALL (array) requires array on right side");
+        SqlExpr *e = new_expr(b, SE_ANY_ARRAY, loc);
+        if (!e || set_args(b, e, 2))
+            return b->cx->err->code;
+        e->args[0] = l;
+        e->args[1] = r;
+        e->op = c;
+        e->type = QR_SQL_BOOL;
+        *out = e;
+        return QR_OK;
+    }
     if (!strcmp(kind, "AEXPR_OP") && !strcmp(op, "@@"))
         return bind_match(b, sqlj_get(ae, "lexpr"), sqlj_get(ae, "rexpr"), loc, out);
     if (!strcmp(kind, "AEXPR_BETWEEN") || !strcmp(kind, "AEXPR_NOT_BETWEEN")) {
@@ -919,8 +1123,68 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     const cJSON *tn = sqlj_get(tc, "typeName");
     const char *name = sqlj_last_name(sqlj_get(tn, "names"));
     QrSqlType t;
-    if (sqlj_get(tn, "arrayBounds"))
-        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "array types are not supported");
+    if (sqlj_get(tn, "arrayBounds")) {
+        /* arrays are their text form: ::int2[] checks and normalizes it */
+        SqlExpr *a, *e;
+        int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
+        if (rc)
+            return rc;
+        coerce_unknown(b, a, QR_SQL_TEXT);
+        if (!sqlt_is_str(a->type))
+            return sql_err_at(b->cx, loc, QR_ETYPE, "42846", "cannot cast type %s to %s[]",
+                              qr_sql_type_name(a->type), name ? name : "?");
+        if (!(e = new_expr(b, SE_CAST, loc)) || set_args(b, e, 1))
+            return b->cx->err->code;
+        e->args[0] = a;
+        e->type = QR_SQL_TEXT;
+        e->op = '[';
+        e->name = a->name;
+        *out = e;
+        return QR_OK;
+    }
+    /* reg* casts: an object's name to its oid (op 'c' / 't' / 'n'), and
+     * such an oid back to the name when cast to text (op 'C' / 'T' / 'N') */
+    char reg = !name ? 0 : !strcmp(name, "regclass") ? 'c' : !strcmp(name, "regtype") ? 't'
+               : !strcmp(name, "regnamespace") ? 'n' : 0;
+    if (reg) {
+        SqlExpr *a, *e;
+        int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
+        if (rc)
+            return rc;
+        coerce_unknown(b, a, QR_SQL_TEXT);
+        if (!sqlt_is_str(a->type) && !sqlt_is_int(a->type))
+            return sql_err_at(b->cx, loc, QR_ETYPE, "42846", "cannot cast type %s to %s",
+                              qr_sql_type_name(a->type), name);
+        if (!(e = new_expr(b, SE_CAST, loc)) || set_args(b, e, 1))
+            return b->cx->err->code;
+        e->args[0] = a;
+        e->type = QR_SQL_OID;
+        e->op = reg;
+        e->name = name;
+        *out = e;
+        return QR_OK;
+    }
+    if (name && sqlt_from_name(name, &t) && sqlt_is_str(t)) {
+        const cJSON *arg = sqlj_get(tc, "arg");
+        const cJSON *inner = sqlj_is(arg, "TypeCast");
+        const char *iname = inner ? sqlj_last_name(sqlj_get(sqlj_get(inner, "typeName"), "names"))
+                                  : NULL;
+        if (iname && (!strcmp(iname, "regclass") || !strcmp(iname, "regtype") ||
+                      !strcmp(iname, "regnamespace"))) {
+            SqlExpr *a, *e;
+            int rc = sql_expr_bind(b, arg, &a);
+            if (rc)
+                return rc;
+            if (!(e = new_expr(b, SE_CAST, loc)) || set_args(b, e, 1))
+                return b->cx->err->code;
+            e->args[0] = a;
+            e->type = t;
+            e->op = a->op - 'a' + 'A';
+            e->name = name;
+            *out = e;
+            return QR_OK;
+        }
+    }
     if (!name || !sqlt_from_name(name, &t))
         return sql_err_at(b->cx, sqlj_loc(tn), QR_ENOTFOUND, "42704", "type \"%s\" does not exist",
                           name ? name : "?");
@@ -1072,74 +1336,405 @@ static int bind_variadic(SqlBind *b, const cJSON *list, SqlExprKind k, int loc, 
     return QR_OK;
 }
 
+/* ---- subqueries ---- */
+
+typedef enum SubqKind { SQ_EXPR, SQ_EXISTS, SQ_ANY, SQ_ARRAY } SubqKind;
+
+#define SUBQ_MAX_KEYS 32
+#define SUBQ_CACHE_BYTES (64u << 20)
+
+/* One cached run of a correlated subquery: the key values, then the
+ * result, strings copied after them (one qr_malloc block). */
+typedef struct SubqEnt {
+    uint64_t hash;
+    struct SubqEnt *next;  /* chain */
+    SqlValue vals[];       /* n_args keys, then the result */
+} SubqEnt;
+
+/* A correlated subquery: run again for each distinct set of the outer
+ * values it reads (the SE_SUBQ's args), the result kept per set. */
+struct SqlSubq {
+    const cJSON *select;   /* borrows the parse tree: the SelectStmt node */
+    SubqKind kind;
+    QrSqlType col_type;    /* the subquery's (one) column */
+    const SqlScope *scope; /* the enclosing query's scope: the subquery's outer */
+    int level;             /* the subquery's level (SqlCtx.sub_level while it runs) */
+    bool cache;            /* listed on a SqlBind.live: results are cached */
+    uint64_t runs;
+    SubqEnt **slots;       /* owns (qr_malloc), cap slots; entries owned too */
+    uint64_t cap, n;
+    size_t bytes;
+    SqlSubq *next;         /* SqlBind.live list */
+};
+
+void sql_subq_free_all(SqlSubq *list)
+{
+    for (SqlSubq *q = list; q; q = q->next) {
+        for (uint64_t i = 0; i < q->cap; i++)
+            for (SubqEnt *e = q->slots[i], *nx; e; e = nx) {
+                nx = e->next;
+                qr_free(e);
+            }
+        qr_free(q->slots);
+        q->slots = NULL;
+        q->cap = q->n = 0;
+    }
+}
+
+/* A heap copy of n values (strings copied into the same block). */
+static SubqEnt *subq_ent_new(const SqlValue *v, int n, size_t *bytes)
+{
+    size_t sz = sizeof(SubqEnt) + (size_t)n * sizeof(SqlValue);
+    for (int i = 0; i < n; i++)
+        if (!v[i].is_null && (sqlt_is_str(v[i].type) || v[i].type == QR_SQL_NUMERIC))
+            sz += v[i].u.s.n + 1;
+    SubqEnt *e = qr_malloc(sz);
+    if (!e)
+        return NULL;
+    char *p = (char *)&e->vals[n];
+    for (int i = 0; i < n; i++) {
+        e->vals[i] = v[i];
+        if (!v[i].is_null && (sqlt_is_str(v[i].type) || v[i].type == QR_SQL_NUMERIC)) {
+            if (v[i].u.s.n)
+                memcpy(p, v[i].u.s.s, v[i].u.s.n);
+            p[v[i].u.s.n] = 0;
+            e->vals[i].u.s.s = p;
+            p += v[i].u.s.n + 1;
+        }
+    }
+    e->next = NULL;
+    *bytes = sz;
+    return e;
+}
+
+static bool subq_cache_put(SqlSubq *q, SubqEnt *e, size_t bytes)
+{
+    if (q->bytes + bytes > SUBQ_CACHE_BYTES)
+        return false;
+    if (q->n >= q->cap) {
+        uint64_t nc = q->cap ? q->cap * 4 : 64;
+        SubqEnt **ns = qr_calloc(nc, sizeof *ns);
+        if (!ns)
+            return false;
+        for (uint64_t i = 0; i < q->cap; i++)
+            for (SubqEnt *x = q->slots[i], *nx; x; x = nx) {
+                nx = x->next;
+                x->next = ns[x->hash & (nc - 1)];
+                ns[x->hash & (nc - 1)] = x;
+            }
+        qr_free(q->slots);
+        q->slots = ns;
+        q->cap = nc;
+    }
+    e->next = q->slots[e->hash & (q->cap - 1)];
+    q->slots[e->hash & (q->cap - 1)] = e;
+    q->n++;
+    q->bytes += bytes;
+    return true;
+}
+
+/* The value a subquery's rows give: its one value (EXPR), whether it has
+ * rows (EXISTS), x = ANY (rows), or the rows as an array's text (ARRAY). */
+static int subq_value(SqlCtx *cx, SubqKind kind, const QrSqlResult *r, const SqlValue *x,
+                      int loc, SqlValue *out)
+{
+    switch (kind) {
+    case SQ_EXISTS:
+        *out = sqlv_bool(r->n_rows > 0);
+        return QR_OK;
+    case SQ_EXPR:
+        if (r->n_rows > 1)
+            return sql_err_at(cx, loc, QR_EINVAL, "21000",
+                              "more than one row returned by a subquery used as an expression");
+        *out = r->n_rows ? r->vals[0] : sqlv_null();
+        if (out->is_null)
+            out->type = r->cols[0].type;
+        return QR_OK;
+    case SQ_ARRAY:
+        return sqlv_array_text(cx, r->vals, r->n_rows, out);
+    case SQ_ANY: {
+        bool has_null = false;
+        *out = sqlv_bool(false);
+        for (uint64_t i = 0; i < r->n_rows; i++) {
+            if (x->is_null || r->vals[i].is_null)
+                has_null = true;
+            else if (sqlv_cmp(x, &r->vals[i]) == 0)
+                return *out = sqlv_bool(true), QR_OK;
+        }
+        out->is_null = has_null;
+        return QR_OK;
+    }
+    }
+    return QR_OK;
+}
+
+/* Run a subquery whose outer query is `scope` at level `level - 1`; the
+ * references it adds to cx->refs are dropped again. */
+static int subq_run(SqlCtx *cx, const cJSON *sub, const SqlScope *scope, int level, bool describe,
+                    QrSqlResult *r)
+{
+    const SqlScope *saved_outer = cx->outer_scope;
+    int saved_level = cx->sub_level, saved_n = cx->n_refs;
+    cx->outer_scope = scope;
+    cx->sub_level = level;
+    cx->depth++;
+    memset(r, 0, sizeof *r);
+    r->arena = cx->arena;
+    int rc = describe ? sql_query_describe(cx, sub, &r->cols, &r->n_cols)
+                      : sql_query_run(cx, sub, r);
+    cx->depth--;
+    cx->outer_scope = saved_outer;
+    cx->sub_level = saved_level;
+    if (!describe)
+        cx->n_refs = saved_n;
+    return rc;
+}
+
 static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
 {
+    SqlCtx *cx = b->cx;
     const char *type = sqlj_str(sl, "subLinkType");
     const cJSON *sub = sqlj_get(sl, "subselect");
-    bool any = type && !strcmp(type, "ANY_SUBLINK");
-    bool expr = type && !strcmp(type, "EXPR_SUBLINK");
-    bool exists = type && !strcmp(type, "EXISTS_SUBLINK");
-    if (!any && !expr && !exists)
-        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "%s subqueries are not supported",
+    SubqKind kind;
+    if (type && !strcmp(type, "ANY_SUBLINK"))
+        kind = SQ_ANY;
+    else if (type && !strcmp(type, "EXPR_SUBLINK"))
+        kind = SQ_EXPR;
+    else if (type && !strcmp(type, "EXISTS_SUBLINK"))
+        kind = SQ_EXISTS;
+    else if (type && !strcmp(type, "ARRAY_SUBLINK"))
+        kind = SQ_ARRAY;
+    else
+        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s subqueries are not supported",
                           type ? type : "these");
-    if (any) {
+    if (kind == SQ_ANY) {
         const char *op = sqlj_last_name(sqlj_get(sl, "operName"));
         if (op && strcmp(op, "=") != 0)
-            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
                               "%s ANY (subquery) is not supported", op);
     }
-    /* uncorrelated: run (or describe) the subquery once, here */
+    /* the subquery's outer scope is this query's (an empty one where this
+     * expression has no columns: VALUES, LIMIT) */
+    SqlScope *mine = (SqlScope *)b->scope;
+    if (!mine) {
+        if (!(mine = qr_arena_calloc(cx->arena, sizeof *mine)))
+            return nomem(cx);
+        mine->outer = cx->outer_scope;
+    }
+    int L = cx->sub_level, ref0 = cx->n_refs;
+    /* bind it once (describe) to learn its columns and whether it reads
+     * columns of this query or of queries further out */
     QrSqlResult r;
-    memset(&r, 0, sizeof r);
-    r.arena = b->cx->arena;
-    int rc = b->cx->analyze_only ? sql_query_describe(b->cx, sub, &r.cols, &r.n_cols)
-                                 : sql_query_run(b->cx, sub, &r);
+    int rc = subq_run(cx, sub, mine, L + 1, true, &r);
     if (rc)
         return rc;
-    if (!exists && r.n_cols != 1)
-        return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "subquery must return only one column");
-    if (exists) {
-        SqlExpr *e = new_expr(b, SE_CONST, loc);
-        if (!e)
-            return b->cx->err->code;
-        e->val = sqlv_bool(r.n_rows > 0);
+    if (kind != SQ_EXISTS && r.n_cols != 1)
+        return sql_err_at(cx, loc, QR_ESYNTAX, "42601", "subquery must return only one column");
+    int k = ref0;
+    for (int i = ref0; i < cx->n_refs; i++)
+        if (cx->refs[i].level <= L)
+            cx->refs[k++] = cx->refs[i];
+    cx->n_refs = k; /* the references out of this query stay for its own outer query */
+    QrSqlType ct = kind == SQ_EXISTS ? QR_SQL_BOOL : r.cols[0].type;
+    if (k == ref0) {
+        /* uncorrelated: run it once, here */
+        if (!cx->analyze_only && (rc = subq_run(cx, sub, mine, L + 1, false, &r)))
+            return rc;
+        if (kind != SQ_ANY) {
+            SqlExpr *e = new_expr(b, SE_CONST, loc);
+            if (!e)
+                return cx->err->code;
+            if ((rc = subq_value(cx, kind, &r, NULL, loc, &e->val)))
+                return rc;
+            e->type = e->val.type = kind == SQ_EXPR ? ct : kind == SQ_EXISTS ? QR_SQL_BOOL
+                                                                               : QR_SQL_TEXT;
+            e->name = kind == SQ_EXPR ? r.cols[0].name : kind == SQ_EXISTS ? "exists" : "array";
+            *out = e;
+            return QR_OK;
+        }
+        SqlExpr *x;
+        if ((rc = sql_expr_bind(b, sqlj_get(sl, "testexpr"), &x)))
+            return rc;
+        coerce_unknown(b, x, ct);
+        SqlValueSet *set = qr_arena_calloc(cx->arena, sizeof *set);
+        SqlExpr *e = new_expr(b, SE_IN_SET, loc);
+        if (!set || !e || set_args(b, e, 1))
+            return nomem(cx);
+        set->n = r.n_rows;
+        set->vals = r.vals;
+        for (uint64_t i = 0; i < r.n_rows; i++)
+            if (r.vals[i].is_null)
+                set->has_null = true;
+        /* sorted for binary search */
+        if (set->n > 1)
+            sql_sort_values(set->vals, set->n);
+        e->args[0] = x;
+        e->set = set;
         e->type = QR_SQL_BOOL;
-        e->name = "exists";
         *out = e;
         return QR_OK;
     }
-    if (expr) {
-        if (r.n_rows > 1)
-            return sql_err_at(b->cx, loc, QR_EINVAL, "21000",
-                              "more than one row returned by a subquery used as an expression");
-        SqlExpr *e = new_expr(b, SE_CONST, loc);
-        if (!e)
-            return b->cx->err->code;
-        e->val = r.n_rows ? r.vals[0] : sqlv_null();
-        e->type = e->val.type = r.cols[0].type;
-        e->name = r.cols[0].name;
-        *out = e;
-        return QR_OK;
+    /* correlated: the outer values it reads become its arguments (and its
+     * cache key); it runs per row (sql_expr_eval) */
+    int n_keys = 0;
+    for (int i = ref0; i < k; i++) {
+        bool dup = false;
+        for (int j = ref0; j < i && !dup; j++)
+            dup = cx->refs[j].level == cx->refs[i].level && cx->refs[j].col == cx->refs[i].col;
+        n_keys += !dup;
     }
-    SqlExpr *x;
-    if ((rc = sql_expr_bind(b, sqlj_get(sl, "testexpr"), &x)))
+    if (n_keys > SUBQ_MAX_KEYS)
+        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "a correlated subquery may read at most %d outer columns", SUBQ_MAX_KEYS);
+    SqlSubq *q = qr_arena_calloc(cx->arena, sizeof *q);
+    SqlExpr *e = new_expr(b, SE_SUBQ, loc);
+    if (!q || !e || set_args(b, e, n_keys + (kind == SQ_ANY)))
+        return nomem(cx);
+    int a = 0;
+    for (int i = ref0; i < k; i++) {
+        const SqlCorrRef *cr = &cx->refs[i];
+        bool dup = false;
+        for (int j = ref0; j < i && !dup; j++)
+            dup = cx->refs[j].level == cr->level && cx->refs[j].col == cr->col;
+        if (dup)
+            continue;
+        SqlExpr *x = new_expr(b, cr->level == L ? SE_COL : SE_OUTER, loc);
+        if (!x)
+            return cx->err->code;
+        x->col = cr->col;
+        x->op = L - cr->level;
+        x->type = cr->type;
+        x->name = cr->name;
+        e->args[a++] = x;
+    }
+    if (kind == SQ_ANY) {
+        if ((rc = sql_expr_bind(b, sqlj_get(sl, "testexpr"), &e->args[a])))
+            return rc;
+        coerce_unknown(b, e->args[a], ct);
+    }
+    q->select = sub;
+    q->kind = kind;
+    q->col_type = ct;
+    q->scope = mine;
+    q->level = L + 1;
+    if (b->live) {
+        q->cache = true;
+        q->next = *b->live;
+        *b->live = q;
+    }
+    e->subq = q;
+    e->type = kind == SQ_EXPR ? (ct == QR_SQL_UNKNOWN ? QR_SQL_TEXT : ct)
+              : kind == SQ_ARRAY ? QR_SQL_TEXT
+                                 : QR_SQL_BOOL;
+    e->name = kind == SQ_EXPR ? r.cols[0].name : kind == SQ_EXISTS ? "exists"
+                                               : kind == SQ_ARRAY ? "array"
+                                                                  : "?column?";
+    *out = e;
+    return QR_OK;
+}
+
+/* A correlated subquery for one outer row: from the cache, or run with the
+ * row as its outer frame.  What the run allocates goes back to the arena;
+ * the result lives in the cache entry (or is copied to the arena). */
+static int subq_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
+{
+    SqlSubq *q = e->subq;
+    SqlValue kv[SUBQ_MAX_KEYS + 2];
+    int n = e->n_args, rc;
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < n; i++) {
+        if ((rc = sql_expr_eval(cx, e->args[i], r, &kv[i])))
+            return rc;
+        h = h * 31 + sqlv_hash(&kv[i]);
+    }
+    if (q->cache && q->cap)
+        for (SubqEnt *x = q->slots[h & (q->cap - 1)]; x; x = x->next) {
+            bool same = x->hash == h;
+            for (int i = 0; i < n && same; i++)
+                same = sqlv_same(&x->vals[i], &kv[i]);
+            if (same) {
+                *out = x->vals[n];
+                return QR_OK;
+            }
+        }
+    QrArenaMark m = qr_arena_mark(cx->arena);
+    int notices = cx->res ? cx->res->n_notices : 0;
+    SqlFrame fr = {r->row, cx->frames};
+    SqlCorrRef *saved_refs = cx->refs;
+    int saved_cap = cx->cap_refs;
+    struct SqlExplain *saved_ex = cx->ex;
+    if (q->runs++)
+        cx->ex = NULL; /* EXPLAIN shows the first run's plan */
+    cx->frames = &fr;
+    QrSqlResult res;
+    rc = subq_run(cx, q->select, q->scope, q->level, false, &res);
+    cx->frames = fr.next;
+    cx->ex = saved_ex;
+    cx->refs = saved_refs;
+    cx->cap_refs = saved_cap;
+    if (rc == QR_OK && q->kind != SQ_EXISTS && res.n_cols != 1)
+        rc = sql_err_at(cx, e->loc, QR_ESYNTAX, "42601", "subquery must return only one column");
+    if (rc == QR_OK)
+        rc = subq_value(cx, q->kind, &res, q->kind == SQ_ANY ? &kv[n - 1] : NULL, e->loc, &kv[n]);
+    if (rc)
         return rc;
-    coerce_unknown(b, x, r.cols[0].type);
-    SqlValueSet *set = qr_arena_calloc(b->cx->arena, sizeof *set);
-    SqlExpr *e = new_expr(b, SE_IN_SET, loc);
-    if (!set || !e || set_args(b, e, 1))
-        return nomem(b->cx);
-    set->n = r.n_rows;
-    set->vals = r.vals;
-    for (uint64_t i = 0; i < r.n_rows; i++)
-        if (r.vals[i].is_null)
-            set->has_null = true;
-    /* sorted for binary search */
-    if (set->n > 1)
-        sql_sort_values(set->vals, set->n);
-    e->args[0] = x;
-    e->set = set;
-    e->type = QR_SQL_BOOL;
+    if (q->kind == SQ_EXPR && !kv[n].is_null && kv[n].type != e->type &&
+        (rc = sqlv_cast(cx, &kv[n], e->type, e->loc, &kv[n])))
+        return rc;
+    size_t bytes;
+    SubqEnt *x = subq_ent_new(kv, n + 1, &bytes);
+    if (!x)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    x->hash = h;
+    if (!cx->res || cx->res->n_notices == notices)
+        qr_arena_release(cx->arena, m);
+    *out = x->vals[n];
+    if (q->cache && subq_cache_put(q, x, bytes))
+        return QR_OK;
+    rc = sqlv_own(cx, out);
+    qr_free(x);
+    return rc;
+}
+
+/* arr[i]: element i (from 1) of an array's text form, NULL outside it. */
+static int f_subscript(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    SqlValue *el, i;
+    uint64_t k;
+    int rc = sqlv_array_parse(cx, &a[0], &el, &k);
+    if (rc || (rc = sqlv_cast(cx, &a[1], QR_SQL_INT8, -1, &i)))
+        return rc;
+    *out = i.u.i >= 1 && (uint64_t)i.u.i <= k ? el[i.u.i - 1] : sqlv_null();
+    out->type = QR_SQL_TEXT;
+    return QR_OK;
+}
+
+static const SqlFuncDef SUBSCRIPT = {"subscript", 2, 2, QR_SQL_TEXT, f_subscript, true, false};
+
+static int bind_subscript(SqlBind *b, const cJSON *ind, int loc, SqlExpr **out)
+{
+    const cJSON *subs = sqlj_get(ind, "indirection");
+    const cJSON *ix = sqlj_is(cJSON_GetArrayItem(subs, 0), "A_Indices");
+    if (cJSON_GetArraySize(subs) != 1 || !ix || sqlj_bool(ix, "is_slice") || !sqlj_get(ix, "uidx"))
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "only one array subscript (arr[i]) is supported");
+    SqlExpr *e = new_expr(b, SE_FUNC, loc);
+    int rc;
+    if (!e || set_args(b, e, 2))
+        return b->cx->err->code;
+    if ((rc = sql_expr_bind(b, sqlj_get(ind, "arg"), &e->args[0])) ||
+        (rc = sql_expr_bind(b, sqlj_get(ix, "uidx"), &e->args[1])) ||
+        (rc = coerce_unknown(b, e->args[0], QR_SQL_TEXT)) ||
+        (rc = coerce_unknown(b, e->args[1], QR_SQL_INT4)))
+        return rc;
+    if (!sqlt_is_str(e->args[0]->type) || !sqlt_is_int(e->args[1]->type))
+        return sql_err_at(b->cx, loc, QR_ETYPE, "42804", "cannot subscript type %s",
+                          qr_sql_type_name(e->args[0]->type));
+    QrSqlType el = e->args[0]->name ? sqlcat_array_elem(e->args[0]->name) : QR_SQL_UNKNOWN;
+    e->fn = &SUBSCRIPT;
+    e->type = el == QR_SQL_UNKNOWN ? QR_SQL_TEXT : el;
+    e->name = e->args[0]->name;
     *out = e;
     return QR_OK;
 }
@@ -1291,8 +1886,9 @@ int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out)
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "collation \"%s\" is not supported",
                           coll ? coll : "?");
     }
+    if (!strcmp(tag, "A_Indirection"))
+        return bind_subscript(b, body, loc, out);
     if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr") || !strcmp(tag, "A_ArrayExpr") ||
-        !strcmp(tag, "A_Indirection") ||
         !strcmp(tag, "GroupingFunc"))
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s is not supported", tag);
     return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "expression %s is not supported", tag);
@@ -1312,8 +1908,10 @@ bool sql_expr_is_const(const SqlExpr *e)
     if (e->kind == SE_COL || e->kind == SE_AGG || e->kind == SE_MATCH || e->kind == SE_SCORE ||
         e->kind == SE_SNIPPET)
         return false;
-    if (e->kind == SE_FUNC && e->fn == NULL)
+    if ((e->kind == SE_FUNC && e->fn == NULL) || e->kind == SE_SRF)
         return false;
+    /* SE_OUTER is constant while its subquery runs, and so is an SE_SUBQ that
+     * reads only such columns */
     for (int i = 0; i < e->n_args; i++)
         if (!sql_expr_is_const(e->args[i]))
             return false;
@@ -1535,6 +2133,49 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
     case SE_AGG:
         *out = r->aggv ? r->aggv[e->col] : sqlv_null();
         return QR_OK;
+    case SE_OUTER: {
+        const SqlFrame *f = cx->frames;
+        for (int d = 1; f && d < e->op; d++)
+            f = f->next;
+        if (!f || !f->row)
+            return sql_err_at(cx, e->loc, QR_EINTERNAL, "XX000",
+                              "outer column \"%s\" read outside its subquery", e->name);
+        *out = f->row[e->col];
+        return QR_OK;
+    }
+    case SE_SUBQ:
+        return subq_eval(cx, e, r, out);
+    case SE_ANY_ARRAY: {
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        *out = sqlv_null();
+        out->type = QR_SQL_BOOL;
+        if (b.is_null)
+            return QR_OK;
+        SqlValue *el;
+        uint64_t n;
+        if ((rc = sqlv_array_parse(cx, &b, &el, &n)))
+            return rc;
+        bool has_null = false;
+        for (uint64_t i = 0; i < n; i++) {
+            SqlValue c;
+            if (a.is_null || el[i].is_null) {
+                has_null = true;
+                continue;
+            }
+            if ((rc = sqlv_cast(cx, &el[i], a.type, e->loc, &c)))
+                return rc;
+            if (cmp_result(e->op, sqlv_cmp(&a, &c)))
+                return *out = sqlv_bool(true), QR_OK;
+        }
+        if (!has_null)
+            *out = sqlv_bool(false);
+        return QR_OK;
+    }
+    case SE_SRF:
+        return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "0A000",
+                          "set-returning function %s() is only supported as a whole select-list "
+                          "item or in FROM", e->name);
     case SE_SCORE:
         *out = r->row[e->col];
         if (out->is_null) {
@@ -1748,6 +2389,37 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
     case SE_CAST:
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
+        if (e->op == 'c' || e->op == 't' || e->op == 'n') {
+            if (a.is_null || !sqlt_is_str(a.type)) {
+                if ((rc = sqlv_cast(cx, &a, QR_SQL_OID, e->loc, out)))
+                    return rc;
+                out->type = QR_SQL_OID;
+                return QR_OK;
+            }
+            return sqlcat_reg_oid(cx, (char)e->op, &a, e->loc, out);
+        }
+        if (e->op == '[') {
+            SqlValue *el;
+            uint64_t n;
+            if (a.is_null) {
+                *out = a;
+                return QR_OK;
+            }
+            if ((rc = sqlv_array_parse(cx, &a, &el, &n)))
+                return rc;
+            return sqlv_array_text(cx, el, n, out);
+        }
+        if (e->op == 'C' || e->op == 'T' || e->op == 'N') {
+            if (a.is_null) {
+                *out = sqlv_null();
+                out->type = e->type;
+                return QR_OK;
+            }
+            if ((rc = sqlcat_reg_name(cx, (char)(e->op - 'A' + 'a'), a.u.i, out)))
+                return rc;
+            out->type = e->type;
+            return QR_OK;
+        }
         if ((rc = sqlv_cast(cx, &a, e->type, e->loc, out)))
             return rc;
         if (e->op == 1 && !out->is_null) { /* ::date */

@@ -485,7 +485,121 @@ static int f_pg_sleep(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     return QR_OK;
 }
 
+/* json_build_object(k1, v1, ...): a JSON object as text (the json type is
+ * carried as text); keys must not be NULL (22004). */
+static int f_json_build_object(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    if (n % 2)
+        return sql_err_at(cx, -1, QR_EINVAL, "22023",
+                          "argument list must have even number of elements");
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_putc(&b, '{');
+    int rc = QR_OK;
+    for (int i = 0; i < n && rc == QR_OK; i += 2) {
+        SqlValue k;
+        if (a[i].is_null) {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22004", "null value not allowed for object key");
+            break;
+        }
+        if ((rc = as_text(cx, &a[i], &k)))
+            break;
+        if (i)
+            qr_buf_append(&b, ", ", 2);
+        qr_buf_json_str(&b, k.u.s.s, k.u.s.n);
+        qr_buf_append(&b, " : ", 3);
+        if (a[i + 1].is_null)
+            qr_buf_append(&b, "null", 4);
+        else if (sqlt_is_num(a[i + 1].type))
+            qr_sql_value_text(&a[i + 1], &b);
+        else if (a[i + 1].type == QR_SQL_BOOL)
+            qr_buf_append(&b, a[i + 1].u.b ? "true" : "false", a[i + 1].u.b ? 4 : 5);
+        else {
+            SqlValue t;
+            if ((rc = as_text(cx, &a[i + 1], &t)))
+                break;
+            qr_buf_json_str(&b, t.u.s.s, t.u.s.n);
+        }
+    }
+    qr_buf_putc(&b, '}');
+    if (rc == QR_OK)
+        rc = qr_buf_ok(&b) ? out_str(cx, (const char *)b.data, b.len, out)
+                           : sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    qr_buf_free(&b);
+    return rc;
+}
+
+/* array_to_string(array, delimiter [, null_string]) over an array's text form */
+static int f_array_to_string(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    SqlValue *el, d;
+    uint64_t k;
+    int rc;
+    if (a[0].is_null || a[1].is_null) {
+        *out = sqlv_null();
+        return QR_OK;
+    }
+    if ((rc = sqlv_array_parse(cx, &a[0], &el, &k)) || (rc = as_text(cx, &a[1], &d)))
+        return rc;
+    QrBuf b;
+    qr_buf_init(&b);
+    bool first = true;
+    for (uint64_t i = 0; i < k; i++) {
+        const SqlValue *x = &el[i];
+        if (x->is_null && (n < 3 || a[2].is_null))
+            continue;
+        if (!first)
+            qr_buf_append(&b, d.u.s.s, d.u.s.n);
+        first = false;
+        if (x->is_null)
+            x = &a[2];
+        SqlValue t;
+        if ((rc = as_text(cx, x, &t)))
+            break;
+        qr_buf_append(&b, t.u.s.s, t.u.s.n);
+    }
+    if (rc == QR_OK)
+        rc = qr_buf_ok(&b) ? out_str(cx, b.data ? (const char *)b.data : "", b.len, out)
+                           : sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    qr_buf_free(&b);
+    return rc;
+}
+
+/* array_upper / array_length (array, dim) and array_lower over the text
+ * form: one dimension, subscripts from 1; NULL for an empty array or
+ * another dimension. */
+static int array_dim(SqlCtx *cx, const SqlValue *a, int which, SqlValue *out)
+{
+    SqlValue *el;
+    uint64_t k;
+    int rc = sqlv_array_parse(cx, &a[0], &el, &k);
+    if (rc)
+        return rc;
+    *out = sqlv_null();
+    if (k && a[1].u.i == 1)
+        *out = sqlv_int(which == 0 ? 1 : (int64_t)k);
+    out->type = QR_SQL_INT4;
+    return QR_OK;
+}
+
+static int f_array_lower(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    return array_dim(cx, a, 0, out);
+}
+
+static int f_array_upper(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    return array_dim(cx, a, 1, out);
+}
+
 static const SqlFuncDef FUNCS[] = {
+    {"array_lower", 2, 2, QR_SQL_INT4, f_array_lower, true, true},
+    {"array_upper", 2, 2, QR_SQL_INT4, f_array_upper, true, true},
+    {"array_length", 2, 2, QR_SQL_INT4, f_array_upper, true, true},
+    {"json_build_object", 0, 16, QR_SQL_TEXT, f_json_build_object, false},
+    {"array_to_string", 2, 3, QR_SQL_TEXT, f_array_to_string, false},
     {"lower", 1, 1, QR_SQL_TEXT, f_lower, true},
     {"upper", 1, 1, QR_SQL_TEXT, f_upper, true},
     {"length", 1, 1, QR_SQL_INT4, f_length, true},

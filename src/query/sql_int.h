@@ -99,6 +99,13 @@ typedef struct SqlCtx {
     void *ctes;               /* WITH queries in scope (sql_select.c) */
     bool scores;              /* EXPLAIN (SCORES): keep the docs of the first text access */
     struct SqlTableScan *scores_scan; /* ... that access (set by the outermost SELECT) */
+    /* correlated subqueries (sql_expr.c): */
+    const struct SqlScope *outer_scope; /* the scope a query bound now sees as its outer
+                                           query's (NULL at the top level) */
+    struct SqlFrame *frames;  /* the outer rows of the subqueries running now, innermost first */
+    int sub_level;            /* subquery nesting of the query being bound / run (0: top) */
+    struct SqlCorrRef *refs;  /* outer references met while binding (arena array, grows) */
+    int n_refs, cap_refs;
     QrError *err;             /* the statement's error (first wins) */
 } SqlCtx;
 
@@ -183,6 +190,13 @@ int sqlv_own(SqlCtx *cx, SqlValue *v);
  * -1 for an unknown unit / field. */
 int sqlv_date_trunc(const char *unit, int64_t us, int64_t *out);
 int sqlv_extract(const char *field, int64_t us, double *out);
+/* Arrays are carried as their PostgreSQL text form ('{a,"b c",NULL}', or
+ * an int2vector / oidvector's '1 2'): the elements (text values, NULL for
+ * an unquoted NULL) into an arena array.  Malformed text: 22P02. */
+int sqlv_array_parse(SqlCtx *cx, const SqlValue *arr, SqlValue **elems, uint64_t *n);
+/* The text form of elements (quoted where PostgreSQL's array_out quotes),
+ * into the arena. */
+int sqlv_array_text(SqlCtx *cx, const SqlValue *elems, uint64_t n, SqlValue *out);
 
 /* ======================================================================== */
 /* sql_expr.c — expressions: binding and evaluation                          */
@@ -202,17 +216,41 @@ typedef struct SqlCol {
     int16_t attnum;
 } SqlCol;
 
+/* Scopes chain outward: a subquery's names that are not its own resolve in
+ * `outer` (the enclosing query's scope), then outer->outer... */
 typedef struct SqlScope {
     int n;
     SqlCol *cols;          /* arena */
-    struct SqlScope *outer; /* correlated names are not supported: NULL */
+    const struct SqlScope *outer; /* the enclosing query's scope, NULL at the top level */
 } SqlScope;
+
+/* The row of an outer query while one of its correlated subqueries runs
+ * (SE_OUTER with depth d reads the d-th frame). */
+typedef struct SqlFrame {
+    const SqlValue *row;   /* borrows the outer query's row */
+    struct SqlFrame *next; /* the frame one level further out */
+} SqlFrame;
+
+/* An outer reference met while binding: column `col` of the query at
+ * subquery level `level` (the subquery binding it is correlated when the
+ * level is outside it). */
+typedef struct SqlCorrRef {
+    int level;
+    int col;
+    QrSqlType type;
+    const char *name;
+} SqlCorrRef;
 
 typedef enum SqlExprKind {
     SE_CONST, SE_COL, SE_PARAM, SE_ARITH, SE_NEG, SE_CMP, SE_AND, SE_OR, SE_NOT,
     SE_IS_NULL, SE_IS_NOT_NULL, SE_IS_TRUE, SE_IS_FALSE, SE_IN, SE_LIKE, SE_CASE,
     SE_COALESCE, SE_NULLIF, SE_GREATEST, SE_LEAST, SE_CAST, SE_FUNC, SE_AGG,
     SE_MATCH, SE_SCORE, SE_SNIPPET, SE_IN_SET, SE_CONCAT,
+    SE_OUTER,              /* a column of an outer query: col, op = levels out (1 = enclosing) */
+    SE_SUBQ,               /* a correlated subquery: subq; args = the outer values it reads
+                              (its cache key), then for ANY the tested value */
+    SE_ANY_ARRAY,          /* x op ANY (array text): args[0] x, args[1] the array; op SQL_CMP_* */
+    SE_SRF,                /* unnest / generate_series / generate_subscripts in a target list */
 } SqlExprKind;
 
 typedef struct SqlExpr SqlExpr;
@@ -220,6 +258,7 @@ typedef struct SqlAgg SqlAgg;
 typedef struct SqlTextPred SqlTextPred;
 typedef struct SqlFuncDef SqlFuncDef;
 typedef struct SqlValueSet SqlValueSet;
+typedef struct SqlSubq SqlSubq;
 
 struct SqlExpr {
     SqlExprKind kind;
@@ -236,6 +275,7 @@ struct SqlExpr {
     const SqlFuncDef *fn;  /* SE_FUNC */
     SqlTextPred *text;     /* SE_MATCH / SE_SCORE / SE_SNIPPET */
     SqlValueSet *set;      /* SE_IN_SET: materialized subquery */
+    SqlSubq *subq;         /* SE_SUBQ */
     const char *name;      /* output name hint ("count", column name) */
 };
 
@@ -266,6 +306,8 @@ typedef struct SqlBind {
     bool in_agg;
     SqlTextPred **texts;   /* text predicates met (arena array, grows) */
     int n_texts, cap_texts;
+    SqlSubq **live;        /* correlated subqueries bound here are listed on *live so their
+                              caches can be freed (sql_subq_free_all); NULL: no caching */
 } SqlBind;
 
 /* A full-text predicate `col @@ 'q'` / matches(col, 'q') of one table. */
@@ -318,6 +360,18 @@ bool sql_expr_is_const(const SqlExpr *e);
 /* Output name of an expression (PostgreSQL's rules: column name, function
  * name, "?column?"). */
 const char *sql_expr_name(const SqlExpr *e);
+
+/* Free the result caches of a list of correlated subqueries (SqlBind.live);
+ * the subqueries themselves are arena memory.  NULL is a no-op. */
+void sql_subq_free_all(SqlSubq *list);
+/* Set-returning functions: the rows of unnest(array) / generate_series(a, b
+ * [, step]) / generate_subscripts(array, dim) for already evaluated
+ * arguments, into an arena array; QR_ENOTFOUND (no error set) for other
+ * names.  *type is the element type. */
+int sql_srf_rows(SqlCtx *cx, const char *name, int n, const SqlValue *args, QrSqlType elem,
+                 SqlValue **out, uint64_t *n_out);
+/* Is `name` a set-returning function sql_srf_rows knows? */
+bool sql_srf_known(const char *name);
 
 /* Simple convenience for the utility side (INSERT VALUES, UPDATE SET, COPY
  * defaults): bind against a scope (may be NULL) and keep the expression. */
@@ -388,6 +442,15 @@ int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **ou
 int sqlcat_func_lookup(const char *schema, const char *name, int n_args, QrSqlType *ret);
 int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_args,
                      const SqlValue *args, SqlValue *out);
+/* The element type of a catalog array column by name (pg_index.indkey:
+ * int2...), QR_SQL_UNKNOWN when not one. */
+QrSqlType sqlcat_array_elem(const char *column);
+/* reg* casts: text or oid to the object's oid (::regclass of a table or
+ * index name, ::regtype of a type name, ::regnamespace of a schema) and
+ * back to its name (::regclass::text).  kind is 'c', 't' or 'n'.  Unknown
+ * names: 42P01 / 42704 / 3F000. */
+int sqlcat_reg_oid(SqlCtx *cx, char kind, const SqlValue *in, int loc, SqlValue *out);
+int sqlcat_reg_name(SqlCtx *cx, char kind, int64_t oid, SqlValue *out);
 
 /* ======================================================================== */
 /* sql_select.c / sql_scan.c — queries, offered to the utility side          */

@@ -85,6 +85,7 @@ struct Sel {
     int plan_len;
     const char *plan_nodes[16];
     int n_plan_nodes;
+    SqlSubq *subqs;           /* correlated subqueries bound here: their caches (freed at the end) */
 };
 
 static int add_cols(Sel *s, const char *qual, int n, const QrSqlColumn *cols, const SqlCol *tcols)
@@ -247,6 +248,52 @@ static int add_range_var(Sel *s, const cJSON *rv, bool describe)
     return add_cols(s, qual, it->tscope->n, NULL, it->tscope->cols);
 }
 
+/* A set-returning function in FROM (generate_series(1, 10) AS g(n),
+ * unnest(...)): its rows materialized.  The arguments may read outer
+ * queries' columns, not other FROM items (no LATERAL). */
+static int add_range_function(Sel *s, const cJSON *rf, int loc, bool describe)
+{
+    SqlCtx *cx = s->cx;
+    const cJSON *fns = sqlj_get(rf, "functions");
+    const cJSON *pair = sqlj_list(cJSON_GetArrayItem(fns, 0));
+    const cJSON *fc = cJSON_GetArrayItem(pair, 0);
+    const cJSON *alias = sqlj_get(rf, "alias");
+    if (cJSON_GetArraySize(fns) != 1 || sqlj_bool(rf, "lateral") || sqlj_bool(rf, "ordinality") ||
+        sqlj_bool(rf, "is_rowsfrom") || !sqlj_is(fc, "FuncCall"))
+        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "only one set-returning function (generate_series, unnest, "
+                          "generate_subscripts) is supported in FROM, without LATERAL, "
+                          "ROWS FROM or WITH ORDINALITY");
+    SqlExpr *e;
+    int rc = sql_expr_compile(cx, fc, NULL, &e);
+    if (rc)
+        return rc;
+    if (e->kind != SE_SRF)
+        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "function %s in FROM is not supported (generate_series, unnest and "
+                          "generate_subscripts are)", e->name ? e->name : "?");
+    QrSqlResult r;
+    memset(&r, 0, sizeof r);
+    r.n_cols = 1;
+    r.cols = qr_arena_calloc(cx->arena, 2 * sizeof *r.cols);
+    if (!r.cols)
+        return nomem(cx);
+    const char *aname = sqlj_str(alias, "aliasname");
+    r.cols[0].name = aname ? aname : e->name;
+    r.cols[0].type = e->type;
+    r.cols[0].typmod = -1;
+    if (!describe) {
+        SqlValue argv[3];
+        SqlEvalRow er = {.doc = -1};
+        for (int i = 0; i < e->n_args; i++)
+            if ((rc = sql_expr_eval(cx, e->args[i], &er, &argv[i])))
+                return rc;
+        if ((rc = sql_srf_rows(cx, e->name, e->n_args, argv, e->type, &r.vals, &r.n_rows)))
+            return rc;
+    }
+    return add_item_rows(s, aname ? aname : e->name, &r, sqlj_get(alias, "colnames"), loc);
+}
+
 static int add_from(Sel *s, const cJSON *node, bool describe, bool left, const cJSON *on)
 {
     SqlCtx *cx = s->cx;
@@ -288,7 +335,7 @@ static int add_from(Sel *s, const cJSON *node, bool describe, bool left, const c
             return rc;
         return add_from(s, r, describe, is_left, sqlj_get(b, "quals"));
     } else if (!strcmp(tag, "RangeFunction")) {
-        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "functions in FROM are not supported");
+        rc = add_range_function(s, b, loc, describe);
     } else {
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "FROM item %s is not supported", tag);
     }
@@ -329,15 +376,20 @@ static uint64_t expr_items(const Sel *s, const SqlExpr *e)
     return m;
 }
 
-static bool expr_has_agg(const SqlExpr *e)
+/* Does the expression hold a node of this kind (aggregates, set-returning
+ * functions)? */
+static bool expr_has_kind(const SqlExpr *e, SqlExprKind kind)
 {
-    if (e->kind == SE_AGG)
+    if (e->kind == kind)
         return true;
     for (int k = 0; k < e->n_args; k++)
-        if (expr_has_agg(e->args[k]))
+        if (expr_has_kind(e->args[k], kind))
             return true;
     return false;
 }
+
+static bool expr_has_agg(const SqlExpr *e) { return expr_has_kind(e, SE_AGG); }
+static bool expr_has_srf(const SqlExpr *e) { return expr_has_kind(e, SE_SRF); }
 
 static bool expr_equal(const SqlExpr *a, const SqlExpr *b)
 {
@@ -350,6 +402,8 @@ static bool expr_equal(const SqlExpr *a, const SqlExpr *b)
     if (a->kind == SE_FUNC && !a->fn && strcmp(a->name, b->name) != 0)
         return false;
     if (a->kind == SE_MATCH && a->text != b->text)
+        return false;
+    if (a->kind == SE_SUBQ && a->subq != b->subq)
         return false;
     for (int k = 0; k < a->n_args; k++)
         if (!expr_equal(a->args[k], b->args[k]))
@@ -851,6 +905,7 @@ typedef struct Agg {
     uint64_t n_g, gcap;
     SqlValue *keyv;
     SqlRowSink x;             /* output rows, XW wide */
+    bool has_srf;             /* a target is a set-returning function: rows fan out */
 } Agg;
 
 static int ag_init(Agg *a, SqlCtx *cx, int W, bool grouped, SqlExpr **groups, int n_groups,
@@ -920,17 +975,26 @@ static int ag_compact(Agg *a)
     return QR_OK;
 }
 
-/* Evaluate the output values of one (group) row into the sink. */
-static int ag_project(Agg *a, const SqlEvalRow *er)
+/* One output row into the sink: the targets (set-returning ones take
+ * element r of their list, NULL past its end) and the extra sort keys. */
+static int ag_project_row(Agg *a, const SqlEvalRow *er, SqlValue **lists, const uint64_t *lens,
+                          uint64_t r)
 {
     SqlCtx *cx = a->cx;
     SqlValue *x = sql_sink_slot(cx, &a->x);
     int rc = QR_OK;
     if (!x)
         return cx->err->code;
-    for (int i = 0; i < a->n_tg && rc == QR_OK; i++)
-        if ((rc = sql_expr_eval(cx, a->tg[i].e, er, &x[i])) == QR_OK)
+    for (int i = 0; i < a->n_tg && rc == QR_OK; i++) {
+        if (lists && a->tg[i].e->kind == SE_SRF) {
+            x[i] = r < lens[i] ? lists[i][r] : sqlv_null();
+            x[i].type = a->tg[i].e->type;
+        } else {
+            rc = sql_expr_eval(cx, a->tg[i].e, er, &x[i]);
+        }
+        if (rc == QR_OK)
             rc = sqlv_own(cx, &x[i]);
+    }
     for (int i = 0; i < a->n_extra && rc == QR_OK; i++)
         if ((rc = sql_expr_eval(cx, a->extra[i], er, &x[a->n_tg + i])) == QR_OK)
             rc = sqlv_own(cx, &x[a->n_tg + i]);
@@ -938,6 +1002,38 @@ static int ag_project(Agg *a, const SqlEvalRow *er)
         a->x.n++;
     if (rc == QR_OK && a->keep && !a->grouped && a->x.n >= 2 * a->keep)
         rc = ag_compact(a);
+    return rc;
+}
+
+/* Evaluate the output values of one (group) row into the sink.  With
+ * set-returning targets, as many rows as the longest function gives,
+ * shorter ones padded with NULLs (PostgreSQL 10's rule); the other targets
+ * repeat. */
+static int ag_project(Agg *a, const SqlEvalRow *er)
+{
+    SqlCtx *cx = a->cx;
+    if (!a->has_srf)
+        return ag_project_row(a, er, NULL, NULL, 0);
+    SqlValue **lists = qr_arena_calloc(cx->arena, (size_t)(a->n_tg + 1) * sizeof *lists);
+    uint64_t *lens = qr_arena_calloc(cx->arena, (size_t)(a->n_tg + 1) * sizeof *lens);
+    uint64_t n = 0;
+    int rc = QR_OK;
+    if (!lists || !lens)
+        return nomem(cx);
+    for (int i = 0; i < a->n_tg && rc == QR_OK; i++) {
+        const SqlExpr *e = a->tg[i].e;
+        if (e->kind != SE_SRF)
+            continue;
+        SqlValue argv[3];
+        for (int k = 0; k < e->n_args && rc == QR_OK; k++)
+            rc = sql_expr_eval(cx, e->args[k], er, &argv[k]);
+        if (rc == QR_OK)
+            rc = sql_srf_rows(cx, e->name, e->n_args, argv, e->type, &lists[i], &lens[i]);
+        if (lens[i] > n)
+            n = lens[i];
+    }
+    for (uint64_t r = 0; r < n && rc == QR_OK; r++)
+        rc = ag_project_row(a, er, lists, lens, r);
     return rc;
 }
 
@@ -1557,7 +1653,10 @@ static int select_body(SqlCtx *cx, const cJSON *body, bool describe, QrSqlResult
             rc = nomem(cx);
         else {
             s->cx = cx;
+            s->scope.outer = cx->outer_scope;
+            s->bind.live = &s->subqs;
             rc = select_plain(s, body, describe, out);
+            sql_subq_free_all(s->subqs);
         }
     }
     cx->ctes = saved;
@@ -1794,6 +1893,19 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         k++;
     }
     bool grouped = n_groups > 0 || s->bind.n_aggs > 0 || having;
+    /* set-returning functions: whole select-list items of an ungrouped query */
+    bool has_srf = false;
+    for (int i = 0; i < n_tg; i++) {
+        const SqlExpr *e = tg[i].e;
+        bool nested = false;
+        for (int ai = 0; e->kind == SE_SRF && ai < e->n_args; ai++)
+            nested |= expr_has_srf(e->args[ai]);
+        if (nested || (e->kind != SE_SRF && expr_has_srf(e)) || (e->kind == SE_SRF && grouped))
+            return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "0A000",
+                              "set-returning functions are supported only as whole select-list "
+                              "items of a query without GROUP BY or aggregates");
+        has_srf |= e->kind == SE_SRF;
+    }
     if (grouped) {
         for (int i = 0; i < n_tg; i++) {
             const SqlExpr *x = ungrouped(tg[i].e, groups, n_groups);
@@ -1958,6 +2070,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
     Agg ag;
     if ((rc = ag_init(&ag, cx, W, grouped, groups, n_groups, &s->bind, tg, n_tg, extra, n_extra)))
         return rc;
+    ag.has_srf = has_srf;
     /* ORDER BY ... LIMIT without DISTINCT: a bounded sort while projecting */
     if (n_sort && limit != UINT64_MAX && !distinct && limit + offset <= 100000 && limit + offset > 0) {
         ag.keys = keys;

@@ -716,3 +716,146 @@ int sqlv_extract(const char *field, int64_t us, double *out)
         }
     return -1;
 }
+
+/* ---- arrays as text ---- */
+
+static int array_push(SqlCtx *cx, SqlValue **v, uint64_t *n, uint64_t *cap, SqlValue x)
+{
+    if (*n == *cap) {
+        uint64_t nc = *cap ? *cap * 2 : 8;
+        SqlValue *nv = qr_arena_alloc(cx->arena, nc * sizeof *nv);
+        if (!nv)
+            return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+        if (*n)
+            memcpy(nv, *v, *n * sizeof *nv);
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = x;
+    return QR_OK;
+}
+
+int sqlv_array_parse(SqlCtx *cx, const SqlValue *arr, SqlValue **elems, uint64_t *n)
+{
+    *elems = NULL;
+    *n = 0;
+    if (arr->is_null)
+        return QR_OK;
+    SqlValue t;
+    int rc = sqlv_cast(cx, arr, QR_SQL_TEXT, -1, &t);
+    if (rc)
+        return rc;
+    const char *p = t.u.s.s, *end = p + t.u.s.n;
+    uint64_t cap = 0;
+    while (p < end && isspace((unsigned char)*p))
+        p++;
+    if (p == end || *p != '{') { /* int2vector / oidvector: "1 2 3" */
+        while (p < end) {
+            const char *w = p;
+            while (p < end && !isspace((unsigned char)*p))
+                p++;
+            if (p > w && (rc = array_push(cx, elems, n, &cap, sqlv_text(w, (size_t)(p - w)))))
+                return rc;
+            while (p < end && isspace((unsigned char)*p))
+                p++;
+        }
+        return QR_OK;
+    }
+    p++;
+    char *buf = qr_arena_alloc(cx->arena, t.u.s.n + 1);
+    if (!buf)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    bool closed = false;
+    while (p < end && !closed) {
+        while (p < end && isspace((unsigned char)*p))
+            p++;
+        if (p < end && *p == '}' && *n == 0) {
+            closed = true;
+            p++;
+            break;
+        }
+        size_t k = 0;
+        bool quoted = false;
+        if (p < end && *p == '"') {
+            quoted = true;
+            for (p++; p < end && *p != '"'; p++) {
+                if (*p == '\\' && p + 1 < end)
+                    p++;
+                buf[k++] = *p;
+            }
+            if (p == end)
+                break;
+            p++;
+        } else {
+            while (p < end && *p != ',' && *p != '}') {
+                if (*p == '\\' && p + 1 < end)
+                    p++;
+                buf[k++] = *p++;
+            }
+            while (k && isspace((unsigned char)buf[k - 1]))
+                k--;
+        }
+        SqlValue x = sqlv_text(buf, k);
+        if (!quoted && k == 4 && !strncasecmp(buf, "NULL", 4)) {
+            x = sqlv_null();
+            x.type = QR_SQL_TEXT;
+        }
+        buf += k;
+        if ((rc = array_push(cx, elems, n, &cap, x)))
+            return rc;
+        while (p < end && isspace((unsigned char)*p))
+            p++;
+        if (p < end && *p == ',')
+            p++;
+        else if (p < end && *p == '}') {
+            closed = true;
+            p++;
+        } else
+            break;
+    }
+    while (p < end && isspace((unsigned char)*p))
+        p++;
+    if (!closed || p != end)
+        return sql_err_at(cx, -1, QR_EINVAL, "22P02", "malformed array literal: \"%.*s\"",
+                          (int)(t.u.s.n > 64 ? 64 : t.u.s.n), t.u.s.s);
+    return QR_OK;
+}
+
+int sqlv_array_text(SqlCtx *cx, const SqlValue *elems, uint64_t n, SqlValue *out)
+{
+    QrBuf b, e;
+    qr_buf_init(&b);
+    qr_buf_putc(&b, '{');
+    for (uint64_t i = 0; i < n; i++) {
+        if (i)
+            qr_buf_putc(&b, ',');
+        if (elems[i].is_null) {
+            qr_buf_append(&b, "NULL", 4);
+            continue;
+        }
+        qr_buf_init(&e);
+        qr_sql_value_text(&elems[i], &e);
+        const char *s = e.data ? (const char *)e.data : "";
+        bool quote = e.len == 0 || (e.len == 4 && !strncasecmp(s, "NULL", 4));
+        for (size_t k = 0; k < e.len && !quote; k++)
+            quote = strchr("{},\"\\ \t\n", s[k]) != NULL;
+        if (quote)
+            qr_buf_putc(&b, '"');
+        for (size_t k = 0; k < e.len; k++) {
+            if (quote && (s[k] == '"' || s[k] == '\\'))
+                qr_buf_putc(&b, '\\');
+            qr_buf_putc(&b, (uint8_t)s[k]);
+        }
+        if (quote)
+            qr_buf_putc(&b, '"');
+        qr_buf_free(&e);
+    }
+    qr_buf_putc(&b, '}');
+    char *s = qr_buf_ok(&b) ? qr_arena_strndup(cx->arena, (const char *)b.data, b.len) : NULL;
+    size_t len = b.len;
+    qr_buf_free(&b);
+    if (!s)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    *out = sqlv_text(s, len);
+    return QR_OK;
+}
