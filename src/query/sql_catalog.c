@@ -572,6 +572,7 @@ static int fill_index(CatBuild *b)
             set_b(b, "indisready", true);
             set_b(b, "indislive", true);
             set_b(b, "indisreplident", false);
+            set_b(b, "indnullsnotdistinct", false);
             set_s(b, "indkey", qr_arena_strndup(b->cx->arena, key, strlen(key)));
         }
     }
@@ -802,7 +803,7 @@ static const CatRel CAT_RELS[] = {
     {"pg_catalog", "pg_index",
      "indexrelid:o,indrelid:o,indnatts:s,indnkeyatts:s,indisunique:b,indisprimary:b,"
      "indisexclusion:b,indimmediate:b,indisclustered:b,indisvalid:b,indcheckxmin:b,"
-     "indisready:b,indislive:b,indisreplident:b,indkey:t,indcollation:t,indclass:t,"
+     "indisready:b,indislive:b,indisreplident:b,indnullsnotdistinct:b,indkey:t,indcollation:t,indclass:t,"
      "indoption:t,indexprs:t,indpred:t",
      fill_index},
     {"pg_catalog", "pg_constraint",

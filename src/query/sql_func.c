@@ -595,9 +595,9 @@ static int f_array_upper(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 }
 
 static const SqlFuncDef FUNCS[] = {
-    {"array_lower", 2, 2, QR_SQL_INT4, f_array_lower, true, true},
-    {"array_upper", 2, 2, QR_SQL_INT4, f_array_upper, true, true},
-    {"array_length", 2, 2, QR_SQL_INT4, f_array_upper, true, true},
+    {"array_lower", 2, 2, QR_SQL_INT4, f_array_lower, true},
+    {"array_upper", 2, 2, QR_SQL_INT4, f_array_upper, true},
+    {"array_length", 2, 2, QR_SQL_INT4, f_array_upper, true},
     {"json_build_object", 0, 16, QR_SQL_TEXT, f_json_build_object, false},
     {"array_to_string", 2, 3, QR_SQL_TEXT, f_array_to_string, false},
     {"lower", 1, 1, QR_SQL_TEXT, f_lower, true},

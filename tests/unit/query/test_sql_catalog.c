@@ -169,3 +169,59 @@ Test(sql_catalog, settings_and_functions)
            "character varying(20)|bigint|UTF8\n");
     env_close(&e);
 }
+
+/* psql 15's \d TABLE column query and SQLAlchemy's primary-key / index
+ * reflection queries, verbatim: correlated subqueries, unnest and ANY over
+ * catalog arrays, reg* casts. */
+Test(sql_catalog, psql_describe_and_sqlalchemy_reflection_queries)
+{
+    Env e;
+    setup(&e);
+    expect(&e,
+           "SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod),\n"
+           "  (SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid, true)\n"
+           "   FROM pg_catalog.pg_attrdef d\n"
+           "   WHERE d.adrelid = a.attrelid AND d.adnum = a.attnum AND a.atthasdef),\n"
+           "  a.attnotnull,\n"
+           "  (SELECT c.collname FROM pg_catalog.pg_collation c, pg_catalog.pg_type t\n"
+           "   WHERE c.oid = a.attcollation AND t.oid = a.atttypid AND a.attcollation <> "
+           "t.typcollation) AS attcollation,\n"
+           "  a.attidentity, a.attgenerated\n"
+           "FROM pg_catalog.pg_attribute a\n"
+           "WHERE a.attrelid = 'news'::regclass AND a.attnum > 0 AND NOT a.attisdropped\n"
+           "ORDER BY a.attnum",
+           "id|bigint||t|||\n"
+           "title|text||f|||\n"
+           "symbol|character varying(12)||t|||\n"
+           "views|integer|0|f|||\n"
+           "score|real||f|||\n"
+           "published|timestamp with time zone||f|||\n");
+    expect(&e,
+           "SELECT a.attname FROM pg_attribute a JOIN (\n"
+           "  SELECT unnest(ix.indkey) attnum, generate_subscripts(ix.indkey, 1) ord\n"
+           "  FROM pg_index ix WHERE ix.indrelid = 'news'::regclass AND ix.indisprimary\n"
+           ") k ON a.attnum=k.attnum\n"
+           "WHERE a.attrelid = 'news'::regclass ORDER BY k.ord",
+           "id\n");
+    expect(&e,
+           "SELECT i.relname, ix.indisunique, a.attname, ix.indkey::varchar, am.amname\n"
+           "FROM pg_class t join pg_index ix on t.oid = ix.indrelid\n"
+           "  join pg_class i on i.oid = ix.indexrelid\n"
+           "  left outer join pg_attribute a on t.oid = a.attrelid and a.attnum = ANY(ix.indkey)\n"
+           "  left outer join pg_am am on i.relam = am.oid\n"
+           "WHERE t.oid = 'news'::regclass ORDER BY i.relname",
+           "news_pkey|t|id|1|btree\n"
+           "news_symbol|f|symbol|3|btree\n");
+    expect(&e,
+           "SELECT 'news'::regclass::text, 'news_symbol'::regclass = "
+           "(SELECT indexrelid FROM pg_index WHERE NOT indisprimary AND indrelid = "
+           "'news'::regclass), 'int4'::regtype::text, 2200::regnamespace::text, "
+           "0::regtype::text",
+           "news|t|integer|public|-\n");
+    QrError err;
+    qr_error_clear(&err);
+    QrSqlResult *r = NULL;
+    cr_assert_neq(qr_sql_exec(e.s, "select 'nope'::regclass", 23, &r, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "42P01");
+    env_close(&e);
+}
