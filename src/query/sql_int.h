@@ -478,6 +478,7 @@ typedef struct SqlTableScan {
      * the call) instead of being stored */
     int (*consume)(void *arg, const SqlValue *row);
     void *consume_arg;
+    bool plan_first;          /* scanned last but first in FROM: listed first in res->plan */
     /* EXPLAIN (SCORES): global ids of the docs returned (at most 1000) */
     bool keep_docs;
     int64_t *kept_docs;

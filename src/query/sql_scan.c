@@ -194,8 +194,11 @@ static void plan_note(SqlCtx *cx, const SqlTableScan *sc, const char *path)
     if (old > 500)
         return;
     char buf[600];
-    int n = snprintf(buf, sizeof buf, "%s%s%s:%s", old ? res->plan : "", old ? ", " : "",
-                     sc->qual ? sc->qual : qr_table_name(sc->t), path);
+    const char *q = sc->qual ? sc->qual : qr_table_name(sc->t);
+    int n = sc->plan_first ? snprintf(buf, sizeof buf, "%s:%s%s%s", q, path, old ? ", " : "",
+                                      old ? res->plan : "")
+                           : snprintf(buf, sizeof buf, "%s%s%s:%s", old ? res->plan : "",
+                                      old ? ", " : "", q, path);
     if (n > 0 && (size_t)n >= sizeof buf)
         n = (int)sizeof buf - 1;
     char *p = n > 0 ? qr_arena_strndup(res->arena, buf, (size_t)n) : NULL;

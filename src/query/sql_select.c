@@ -1680,6 +1680,222 @@ static int join_emit(SqlCtx *cx, Agg *ag, const SqlValue *row, SqlExpr **conj, i
     return ag_row(ag, row);
 }
 
+/* ---- joins ---- */
+
+/* One join step: item `it` joined to the rows of the items before it. */
+typedef struct JoinLevel {
+    Item *it;
+    SqlExpr **cond;           /* the conditions this join may apply: ON (LEFT) or WHERE */
+    int n_cond;
+    int *use;                 /* per cond: 0 no, 1 tested per pair, 2 a hash key */
+    SqlExpr *lk[16], *rk[16]; /* hash keys: left side, this item's side */
+    int n_keys;
+    uint64_t rn, cap;         /* this item's rows; hash slots */
+    int64_t *slots, *chain;   /* owns (qr_malloc) */
+    uint64_t *hashes;         /* owns */
+    uint64_t n_out;           /* rows the join produced (EXPLAIN ANALYZE) */
+    int W;                    /* row width (the whole scope) */
+} JoinLevel;
+
+static void join_level_free(JoinLevel *jl)
+{
+    qr_free(jl->slots);
+    qr_free(jl->chain);
+    qr_free(jl->hashes);
+    jl->slots = jl->chain = NULL;
+    jl->hashes = NULL;
+}
+
+static int join_key_hash(SqlCtx *cx, SqlExpr *const *k, int n, const SqlValue *row, uint64_t *h,
+                         bool *null_key)
+{
+    SqlEvalRow er = {.row = row, .doc = -1};
+    *h = 0;
+    *null_key = false;
+    for (int i = 0; i < n; i++) {
+        SqlValue v;
+        int rc = sql_expr_eval(cx, k[i], &er, &v);
+        if (rc)
+            return rc;
+        *null_key |= v.is_null;
+        *h = *h * 31 + sqlv_hash(&v);
+    }
+    return QR_OK;
+}
+
+/* Which conditions join `ii` applies (those over items 0..ii not applied
+ * yet), its equality keys, and the hash table over the item's rows. */
+static int join_prepare(Sel *s, int ii, SqlExpr **conj, int n_conj, const bool *done, JoinLevel *jl)
+{
+    SqlCtx *cx = s->cx;
+    Item *it = &s->items[ii];
+    uint64_t left_mask = (1ull << ii) - 1, me = 1ull << ii;
+    memset(jl, 0, sizeof *jl);
+    jl->it = it;
+    jl->W = s->scope.n;
+    jl->cond = it->left ? it->on_conj : conj;
+    jl->n_cond = it->left ? it->n_on : n_conj;
+    jl->use = qr_arena_calloc(cx->arena, (size_t)(jl->n_cond + 1) * sizeof *jl->use);
+    if (!jl->use)
+        return nomem(cx);
+    for (int i = 0; i < jl->n_cond; i++) {
+        if (!it->left && done[i])
+            continue;
+        uint64_t m = expr_items(s, jl->cond[i]);
+        if ((m & ~(left_mask | me)) != 0)
+            continue; /* needs a later item */
+        jl->use[i] = 1;
+        SqlExpr *e = jl->cond[i];
+        if (e->kind == SE_CMP && e->op == SQL_CMP_EQ && jl->n_keys < 16) {
+            uint64_t a = expr_items(s, e->args[0]), b = expr_items(s, e->args[1]);
+            if (a && b && !(a & me) && b == me) {
+                jl->lk[jl->n_keys] = e->args[0];
+                jl->rk[jl->n_keys++] = e->args[1];
+                jl->use[i] = 2;
+            } else if (a && b && !(b & me) && a == me) {
+                jl->lk[jl->n_keys] = e->args[1];
+                jl->rk[jl->n_keys++] = e->args[0];
+                jl->use[i] = 2;
+            }
+        }
+    }
+    jl->rn = it->n_rows;
+    if (!jl->n_keys)
+        return QR_OK;
+    jl->cap = 16;
+    while (jl->cap < jl->rn * 2)
+        jl->cap <<= 1;
+    jl->slots = qr_malloc(jl->cap * sizeof *jl->slots);
+    jl->chain = qr_malloc((jl->rn + 1) * sizeof *jl->chain);
+    jl->hashes = qr_malloc((jl->rn + 1) * sizeof *jl->hashes);
+    if (!jl->slots || !jl->chain || !jl->hashes)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    memset(jl->slots, 0xff, jl->cap * sizeof *jl->slots);
+    for (uint64_t r = 0; r < jl->rn; r++) {
+        uint64_t h;
+        bool null_key;
+        int rc = join_key_hash(cx, jl->rk, jl->n_keys, it->rows + r * (uint64_t)s->scope.n, &h,
+                               &null_key);
+        if (rc)
+            return rc;
+        jl->hashes[r] = h;
+        jl->chain[r] = -1;
+        if (null_key)
+            continue;  /* NULL never equals: the row can only be unmatched */
+        uint64_t p = h & (jl->cap - 1);
+        jl->chain[r] = jl->slots[p];
+        jl->slots[p] = (int64_t)r;
+    }
+    return QR_OK;
+}
+
+/* The candidates of one left row: its hash chain, or every row. */
+typedef struct JoinProbe {
+    int64_t r;
+    uint64_t h, next;
+    bool matched;
+} JoinProbe;
+
+static int join_probe_start(SqlCtx *cx, const JoinLevel *jl, const SqlValue *lrow, JoinProbe *pr)
+{
+    memset(pr, 0, sizeof *pr);
+    pr->r = -1;
+    if (!jl->n_keys)
+        return QR_OK;
+    bool null_key;
+    int rc = join_key_hash(cx, jl->lk, jl->n_keys, lrow, &pr->h, &null_key);
+    if (rc == QR_OK && !null_key)
+        pr->r = jl->slots[pr->h & (jl->cap - 1)];
+    return rc;
+}
+
+/* The next candidate row of the item, or -1. */
+static int64_t join_probe_next(const JoinLevel *jl, JoinProbe *pr)
+{
+    if (!jl->n_keys)
+        return pr->next < jl->rn ? (int64_t)pr->next++ : -1;
+    while (pr->r >= 0 && jl->hashes[pr->r] != pr->h)
+        pr->r = jl->chain[pr->r];
+    if (pr->r < 0)
+        return -1;
+    int64_t c = pr->r;
+    pr->r = jl->chain[c];
+    return c;
+}
+
+/* Put candidate `cand`'s columns into `o` (which holds the left row) and
+ * test the join's conditions. */
+static int join_candidate(SqlCtx *cx, const JoinLevel *jl, SqlValue *o, uint64_t cand, bool *pass)
+{
+    const Item *it = jl->it;
+    memcpy(o + it->first, it->rows + cand * (uint64_t)jl->W + it->first,
+           (size_t)it->n_cols * sizeof *o);
+    *pass = true;
+    SqlEvalRow er = {.row = o, .doc = -1};
+    int rc = QR_OK;
+    for (int i = 0; i < jl->n_cond && *pass && rc == QR_OK; i++)
+        if (jl->use[i])
+            rc = sql_expr_test(cx, jl->cond[i], &er, pass);
+    return rc;
+}
+
+static void join_plan_node(Sel *s, const JoinLevel *jl)
+{
+    const Item *it = jl->it;
+    plan_node(s, "%s Join on %s  (%d key%s)", it->left ? "Left Hash" : jl->n_keys ? "Hash" : "Nested Loop",
+              it->qual ? it->qual : "subquery", jl->n_keys, jl->n_keys == 1 ? "" : "s");
+    plan_actual(s, jl->n_out);
+}
+
+/* The pipelined join: the first table's scan streams each row through every
+ * join's hash table in turn and on into grouping/projection; only the later
+ * items are stored.  Nothing of the join's output is kept. */
+typedef struct JoinPipe {
+    SqlCtx *cx;
+    Agg *ag;
+    JoinLevel *lv;
+    int n_lv, W;
+    SqlValue *row;            /* the row being built: item 0's columns, then each level's */
+    SqlExpr **conj;
+    int n_conj;
+    const bool *post;
+    uint64_t n_post_out;
+} JoinPipe;
+
+static int pipe_level(JoinPipe *p, int k)
+{
+    SqlCtx *cx = p->cx;
+    if (k == p->n_lv)
+        return join_emit(cx, p->ag, p->row, p->conj, p->n_conj, p->post, &p->n_post_out);
+    JoinLevel *jl = &p->lv[k];
+    JoinProbe pr;
+    int rc = join_probe_start(cx, jl, p->row, &pr);
+    for (int64_t cand; rc == QR_OK && (cand = join_probe_next(jl, &pr)) >= 0;) {
+        bool pass;
+        if ((rc = sql_check(cx)) || (rc = join_candidate(cx, jl, p->row, (uint64_t)cand, &pass)))
+            break;
+        if (pass) {
+            pr.matched = true;
+            jl->n_out++;
+            rc = pipe_level(p, k + 1);
+        }
+    }
+    if (rc == QR_OK && jl->it->left && !pr.matched) {
+        for (int c = jl->it->first; c < jl->it->first + jl->it->n_cols; c++)
+            p->row[c] = sqlv_null();
+        jl->n_out++;
+        rc = pipe_level(p, k + 1);
+    }
+    return rc;
+}
+
+static int pipe_row(void *arg, const SqlValue *row)
+{
+    JoinPipe *p = arg;
+    memcpy(p->row, row, (size_t)p->W * sizeof *row);
+    return pipe_level(p, 0);
+}
+
 static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *out)
 {
     SqlCtx *cx = s->cx;
@@ -2071,6 +2287,10 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
     if ((rc = ag_init(&ag, cx, W, grouped, groups, n_groups, &s->bind, tg, n_tg, extra, n_extra)))
         return rc;
     ag.has_srf = has_srf;
+    JoinLevel lv[MAX_ITEMS];  /* join steps; their hash tables are freed at ag_out */
+    JoinPipe pipe;
+    memset(lv, 0, sizeof lv);
+    memset(&pipe, 0, sizeof pipe);
     /* ORDER BY ... LIMIT without DISTINCT: a bounded sort while projecting */
     if (n_sort && limit != UINT64_MAX && !distinct && limit + offset <= 100000 && limit + offset > 0) {
         ag.keys = keys;
@@ -2090,7 +2310,11 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         s->items[0].scan.consume_arg = &ag;
     }
     /* ---- scans ---- */
-    for (int ii = 0; ii < s->n_items; ii++) {
+    /* a join whose first item is a table runs pipelined: the later items
+     * are read and hashed first, then the first table's scan streams */
+    bool pipe_ok = run && !const_false && s->n_items >= 2 && s->items[0].kind == IT_TABLE;
+    bool pipelined = false;
+    for (int ii = pipe_ok ? 1 : 0; ii < s->n_items; ii++) {
         Item *it = &s->items[ii];
         if (it->kind == IT_TABLE) {
             if (const_false && run) {
@@ -2129,9 +2353,72 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                 done[i] = true;
         it->n_rows = kept;
     }
+    if (pipe_ok) {
+        bool *done0 = qr_arena_alloc(cx->arena, (size_t)n_conj + 1);
+        if (!done0)
+            { rc = nomem(cx); goto ag_out; }
+        memcpy(done0, done, (size_t)n_conj);
+        /* pairs compared without a hash key, at most: the first table's
+         * rows times the rows of every key-less item */
+        QrTableStats ts;
+        qr_table_stats(s->items[0].t, &ts);
+        uint64_t pairs = ts.docs_total ? ts.docs_total : 1;
+        bool keyless = false;
+        for (int ii = 1; ii < s->n_items; ii++) {
+            JoinLevel *jl = &lv[ii - 1];
+            if ((rc = join_prepare(s, ii, conj, n_conj, done, jl)))
+                goto ag_out;
+            if (!jl->n_keys) {
+                keyless = true;
+                if (__builtin_mul_overflow(pairs, jl->rn ? jl->rn : 1, &pairs))
+                    pairs = UINT64_MAX;
+            }
+            if (!s->items[ii].left)
+                for (int i = 0; i < n_conj; i++)
+                    if (jl->use[i])
+                        done[i] = true;
+        }
+        if (!keyless || pairs <= NESTED_LOOP_MAX) {
+            bool *post = qr_arena_calloc(cx->arena, (size_t)n_conj + 1);
+            SqlValue *prow = qr_arena_alloc(cx->arena, ((size_t)W + 1) * sizeof *prow);
+            if (!post || !prow)
+                { rc = nomem(cx); goto ag_out; }
+            for (int i = 0; i < n_conj; i++)
+                post[i] = !done[i];
+            pipe = (JoinPipe){.cx = cx, .ag = &ag, .lv = lv, .n_lv = s->n_items - 1, .W = W,
+                              .row = prow, .conj = conj, .n_conj = n_conj, .post = post};
+            s->items[0].scan.consume = pipe_row;
+            s->items[0].scan.consume_arg = &pipe;
+            pipelined = streamed = true;
+        } else {
+            /* too many pairs to be sure of: store the first table's rows
+             * and join step by step, which knows the exact count */
+            for (int i = 0; i < MAX_ITEMS; i++)
+                join_level_free(&lv[i]);
+            memcpy(done, done0, (size_t)n_conj);
+        }
+        Item *it0 = &s->items[0];
+        it0->scan.plan_first = true;
+        if ((rc = sql_scan_table(cx, &it0->scan, run, &it0->rows, &it0->n_rows)))
+            goto ag_out;
+    }
     for (int ii = s->n_items - 1; ii >= 0; ii--)
         if (s->items[ii].kind == IT_TABLE)
             scan_node(s, &s->items[ii]);
+    if (pipelined) {
+        for (int ii = 1; ii < s->n_items; ii++)
+            join_plan_node(s, &lv[ii - 1]);
+        int n_post = 0;
+        for (int i = 0; i < n_conj; i++)
+            if (!done[i]) {
+                done[i] = true;
+                n_post++;
+            }
+        if (n_post) {
+            plan_node(s, "Filter  (%d condition%s)", n_post, n_post == 1 ? "" : "s");
+            plan_actual(s, pipe.n_post_out);
+        }
+    }
     /* ---- joins (left-deep, in FROM order) ---- */
     SqlValue *rows;
     uint64_t n_rows;
@@ -2144,131 +2431,42 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         rows = s->items[0].rows;
         n_rows = s->items[0].n_rows;
     }
-    for (int ii = 1; ii < s->n_items; ii++) {
+    for (int ii = 1; ii < s->n_items && !pipelined; ii++) {
         Item *it = &s->items[ii];
-        uint64_t left_mask = (1ull << ii) - 1, me = 1ull << ii;
-        /* the conditions this join applies */
-        SqlExpr **cond = it->left ? it->on_conj : conj;
-        int n_cond = it->left ? it->n_on : n_conj;
-        int *use = qr_arena_calloc(cx->arena, (size_t)(n_cond + 1) * sizeof *use);
-        SqlExpr *lk[16], *rk[16];
-        int n_keys = 0;
-        if (!use)
-            { rc = nomem(cx); goto ag_out; }
-        for (int i = 0; i < n_cond; i++) {
-            if (!it->left && done[i])
-                continue;
-            uint64_t m = expr_items(s, cond[i]);
-            if ((m & ~(left_mask | me)) != 0)
-                continue; /* needs a later item */
-            use[i] = 1;
-            const SqlExpr *e = cond[i];
-            if (e->kind == SE_CMP && e->op == SQL_CMP_EQ && n_keys < 16) {
-                uint64_t a = expr_items(s, e->args[0]), b = expr_items(s, e->args[1]);
-                if (a && b && !(a & me) && (b == me)) {
-                    lk[n_keys] = e->args[0];
-                    rk[n_keys++] = e->args[1];
-                    use[i] = 2;
-                } else if (a && b && !(b & me) && a == me) {
-                    lk[n_keys] = e->args[1];
-                    rk[n_keys++] = e->args[0];
-                    use[i] = 2;
-                }
-            }
-        }
-        /* hash the right side */
-        uint64_t rn = it->n_rows, cap = 16;
-        while (cap < rn * 2)
-            cap <<= 1;
-        int64_t *slots = NULL, *chain = NULL;
-        uint64_t *hashes = NULL;
-        if (n_keys) {
-            slots = qr_malloc(cap * sizeof *slots);
-            chain = qr_malloc((rn + 1) * sizeof *chain);
-            hashes = qr_malloc((rn + 1) * sizeof *hashes);
-            if (!slots || !chain || !hashes) {
-                qr_free(slots);
-                qr_free(chain);
-                qr_free(hashes);
-                { rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory"); goto ag_out; }
-            }
-            memset(slots, 0xff, cap * sizeof *slots);
-            for (uint64_t r = 0; r < rn; r++) {
-                SqlEvalRow er = {.row = it->rows + r * (uint64_t)W, .doc = -1};
-                uint64_t h = 0;
-                bool null_key = false;
-                for (int kk = 0; kk < n_keys && rc == QR_OK; kk++) {
-                    SqlValue v;
-                    rc = sql_expr_eval(cx, rk[kk], &er, &v);
-                    null_key |= v.is_null;
-                    h = h * 31 + sqlv_hash(&v);
-                }
-                hashes[r] = h;
-                chain[r] = -1;
-                if (null_key || rc)
-                    continue;
-                uint64_t p = h & (cap - 1);
-                chain[r] = slots[p];
-                slots[p] = (int64_t)r;
-            }
-        } else if (n_rows * (rn ? rn : 1) > NESTED_LOOP_MAX) {
-            { rc = sql_err_at(cx, -1, QR_ELIMIT, "54000",
-                              "join without an equality condition would compare %" PRIu64 " row pairs",
-                              n_rows * rn); goto ag_out; }
+        JoinLevel *jl = &lv[ii - 1];
+        if ((rc = join_prepare(s, ii, conj, n_conj, done, jl)))
+            goto ag_out;
+        if (!jl->n_keys && n_rows * (jl->rn ? jl->rn : 1) > NESTED_LOOP_MAX) {
+            rc = sql_err_at(cx, -1, QR_ELIMIT, "54000",
+                            "join without an equality condition would compare %" PRIu64 " row pairs",
+                            n_rows * jl->rn);
+            goto ag_out;
         }
         /* probe.  The last join streams its rows into grouping/projection
          * through one scratch row, as a one-table scan does, instead of
-         * storing its (possibly huge) output first: count(*) over a big
-         * join then runs in constant memory. */
+         * storing its (possibly huge) output first. */
         SqlRowSink sink = {.width = W};
         bool stream_out = ii == s->n_items - 1;
         SqlValue *scratch = NULL;
-        uint64_t n_streamed = 0, n_joined = 0;
+        uint64_t n_streamed = 0;
         bool *post = NULL;      /* WHERE conjuncts tested on each streamed row */
         if (stream_out) {
             scratch = qr_arena_alloc(cx->arena, ((size_t)W + 1) * sizeof *scratch);
             post = qr_arena_calloc(cx->arena, (size_t)n_conj + 1);
-            if (!scratch || !post) {
-                qr_free(slots);
-                qr_free(chain);
-                qr_free(hashes);
-                rc = nomem(cx);
-                goto ag_out;
-            }
+            if (!scratch || !post)
+                { rc = nomem(cx); goto ag_out; }
             for (int i = 0; i < n_conj; i++)
-                post[i] = !done[i] && (it->left || !use[i]);
+                post[i] = !done[i] && (it->left || !jl->use[i]);
         }
         for (uint64_t l = 0; l < n_rows && rc == QR_OK; l++) {
             const SqlValue *lrow = rows + l * (uint64_t)W;
-            bool matched = false;
-            int64_t r = -1;
-            uint64_t h = 0;
-            bool null_key = false;
-            if (n_keys) {
-                SqlEvalRow er = {.row = lrow, .doc = -1};
-                for (int kk = 0; kk < n_keys && rc == QR_OK; kk++) {
-                    SqlValue v;
-                    rc = sql_expr_eval(cx, lk[kk], &er, &v);
-                    null_key |= v.is_null;
-                    h = h * 31 + sqlv_hash(&v);
-                }
-                r = null_key ? -1 : slots[h & (cap - 1)];
-            }
-            uint64_t rr = 0;
+            JoinProbe pr;
+            if ((rc = join_probe_start(cx, jl, lrow, &pr)))
+                break;
             for (;;) {
-                uint64_t cand;
-                if (n_keys) {
-                    while (r >= 0 && hashes[r] != h)
-                        r = chain[r];
-                    if (r < 0)
-                        break;
-                    cand = (uint64_t)r;
-                    r = chain[r];
-                } else {
-                    if (rr >= rn)
-                        break;
-                    cand = rr++;
-                }
+                int64_t cand = join_probe_next(jl, &pr);
+                if (cand == -1)
+                    break;
                 if ((rc = sql_check(cx)))
                     break;
                 SqlValue *o = stream_out ? scratch : sql_sink_slot(cx, &sink);
@@ -2276,49 +2474,41 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
                     rc = cx->err->code;
                     break;
                 }
-                memcpy(o, lrow, (size_t)W * sizeof *o);
-                memcpy(o + it->first, it->rows + cand * (uint64_t)W + it->first,
-                       (size_t)it->n_cols * sizeof *o);
-                bool pass = true;
-                SqlEvalRow er = {.row = o, .doc = -1};
-                for (int i = 0; i < n_cond && pass && rc == QR_OK; i++)
-                    if (use[i])
-                        rc = sql_expr_test(cx, cond[i], &er, &pass);
-                if (rc == QR_OK && pass) {
-                    matched = true;
-                    n_joined++;
-                    if (!stream_out)
-                        sink.n++;
-                    else
-                        rc = join_emit(cx, &ag, o, conj, n_conj, post, &n_streamed);
-                }
+                if (o != lrow)
+                    memcpy(o, lrow, (size_t)W * sizeof *o);
+                bool pass;
+                if ((rc = join_candidate(cx, jl, o, (uint64_t)cand, &pass)))
+                    break;
+                if (!pass)
+                    continue;
+                pr.matched = true;
+                jl->n_out++;
+                if (!stream_out)
+                    sink.n++;
+                else if ((rc = join_emit(cx, &ag, o, conj, n_conj, post, &n_streamed)))
+                    break;
             }
-            if (rc == QR_OK && it->left && !matched) {
+            if (rc == QR_OK && it->left && !pr.matched) {
                 SqlValue *o = stream_out ? scratch : sql_sink_slot(cx, &sink);
                 if (!o) {
                     rc = cx->err->code;
                     break;
                 }
                 memcpy(o, lrow, (size_t)W * sizeof *o);
-                n_joined++;
+                jl->n_out++;
                 if (!stream_out)
                     sink.n++;
                 else
                     rc = join_emit(cx, &ag, o, conj, n_conj, post, &n_streamed);
             }
         }
-        qr_free(slots);
-        qr_free(chain);
-        qr_free(hashes);
         if (rc)
             goto ag_out;
         if (!it->left)
             for (int i = 0; i < n_conj; i++)
-                if (use[i])
+                if (jl->use[i])
                     done[i] = true;
-        plan_node(s, "%s Join on %s  (%d key%s)%s", it->left ? "Left Hash" : n_keys ? "Hash" : "Nested Loop",
-                  it->qual ? it->qual : "subquery", n_keys, n_keys == 1 ? "" : "s", "");
-        plan_actual(s, stream_out ? n_joined : sink.n);
+        join_plan_node(s, jl);
         int n_post = 0;
         for (int i = 0; stream_out && i < n_conj; i++)
             if (post[i]) {
@@ -2369,6 +2559,8 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
     }
     rc = ag_finish(&ag, having);
 ag_out:
+    for (int i = 0; i < MAX_ITEMS; i++)
+        join_level_free(&lv[i]);
     ag_free(&ag);
     if (rc)
         return rc;

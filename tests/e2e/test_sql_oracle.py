@@ -158,6 +158,21 @@ def gen_query():
         return ("SELECT i.id, c.label, c.weight FROM items i JOIN cats c ON i.cat = c.code "
                 "WHERE %s ORDER BY i.id" % w.replace("cat ", "i.cat ").replace("(cat", "(i.cat")
                 .replace("lower(cat", "lower(i.cat")), True
+    if k == 7 and rnd.random() < 0.5:
+        # three tables: a hash join, then a key-less or LEFT join, conditions
+        # over both sides applied after the joins (the pipelined join)
+        iw = w.replace("cat ", "i.cat ").replace("(cat", "(i.cat").replace("lower(cat", "lower(i.cat")
+        v = rnd.randint(0, 2)
+        if v == 0:
+            return ("SELECT c.label, count(*), sum(i.n), max(c2.weight) FROM items i "
+                    "JOIN cats c ON i.cat = c.code JOIN cats c2 ON c2.weight >= c.weight "
+                    "WHERE %s GROUP BY c.label" % iw), False
+        if v == 1:
+            return ("SELECT i.id, c.code, c2.code FROM items i JOIN cats c ON i.cat = c.code "
+                    "LEFT JOIN cats c2 ON c2.weight = c.weight + %d WHERE %s" % (rnd.randint(0, 3), iw)), False
+        return ("SELECT i.cat, count(*), count(c.code) FROM items i LEFT JOIN cats c ON i.cat = c.code "
+                "WHERE c.code IS NULL OR c.weight > %d OR i.n < %d GROUP BY i.cat"
+                % (rnd.randint(0, 5), rnd.randint(-10, 40))), False
     if k == 7:
         return ("SELECT i.id, c.weight FROM items i LEFT JOIN cats c ON i.cat = c.code AND c.weight > %d "
                 "WHERE i.id %% 7 = %d ORDER BY i.id" % (rnd.randint(0, 4), rnd.randint(0, 6))), True
