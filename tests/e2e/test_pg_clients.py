@@ -2,9 +2,11 @@
 (\\copy in, queries, COPY TO STDOUT, the caret under a syntax error, \\dt,
 \\d TABLE), psycopg2 (parameters, types, server-side cursors, transactions,
 SQLSTATEs), SQLAlchemy Core and table reflection (inspector, MetaData.reflect),
-and the PostgreSQL JDBC driver (PreparedStatement with
+the PostgreSQL JDBC driver (PreparedStatement with
 fetch size, so portals are suspended and resumed, binary transfer and
-metadata).  Every answer is checked against the rows the test generated
+metadata), and pgbench (custom scripts of ranked searches, a filtered
+aggregate and a point lookup, 4 clients, in the prepared, extended and simple
+protocols).  Every answer is checked against the rows the test generated
 (a Python model of the table)."""
 import csv
 import datetime
@@ -351,6 +353,55 @@ def check_reflection(sa, eng):
           "MetaData.reflect: %r" % (refl,))
 
 
+# pgbench: each script is one transaction, and pgbench picks one at random per
+# transaction (-f several times). Ranked searches, a search with a filter and a
+# grouped aggregate, and a point lookup by a random id.
+PGBENCH_SCRIPTS = {
+    "ranked_glacier": "select id from news where title @@ 'glacier' order by score() desc limit 10;\n",
+    "ranked_two": "select id, score() from news where title @@ 'harbor ember' "
+                  "order by score() desc limit 10;\n",
+    "agg": "select tag, count(*), avg(views) from news where title @@ 'fjord' and views > 100 "
+           "group by tag;\n",
+    "point": "\\set id random(1, %d)\nselect id, title, views from news where id = :id;\n" % N,
+}
+PGBENCH_CLIENTS, PGBENCH_TX = 4, 50
+LOG_TROUBLE = re.compile(r"^\S+ (ERROR|WARN|FATAL|PANIC) ", re.M)
+
+
+def test_pgbench(srv, work):
+    """pgbench in each query protocol: every transaction of every client runs,
+    none fails, and the server stays up with nothing logged at WARN or ERROR."""
+    if not shutil.which("pgbench"):
+        print("SKIP: pgbench not installed (Debian postgresql-client)")
+        return
+    files = []
+    for name, text in PGBENCH_SCRIPTS.items():
+        path = os.path.join(work, "pgbench-%s.sql" % name)
+        with open(path, "w") as f:
+            f.write(text)
+        files += ["-f", path]
+    log_before = len(srv.text())
+    for mode in ("prepared", "extended", "simple"):
+        p = subprocess.run(["pgbench", "-n", "-M", mode, "-c", str(PGBENCH_CLIENTS), "-j", "2",
+                            "-t", str(PGBENCH_TX)] + files, env=srv.env(), capture_output=True,
+                           text=True, timeout=300)
+        out = p.stdout
+        m = re.search(r"number of transactions actually processed: (\d+)", out)
+        f = re.search(r"number of failed transactions: (\d+)", out)
+        check(p.returncode == 0, "pgbench -M %s exits 0: %s" % (mode, (p.stderr or out)[-800:]))
+        check(m is not None and int(m.group(1)) == PGBENCH_CLIENTS * PGBENCH_TX,
+              "pgbench -M %s processed %s transactions, want %d" %
+              (mode, m.group(1) if m else None, PGBENCH_CLIENTS * PGBENCH_TX))
+        check(f is not None and int(f.group(1)) == 0,
+              "pgbench -M %s: no failed transaction: %r" % (mode, f.group(0) if f else out[-300:]))
+    rc, out, err = srv.psql("-At", "-c", "select count(*) from news where title @@ 'glacier'")
+    want = sum(1 for r in ROWS if "glacier" in r["title"].split())
+    check(rc == 0 and out.strip() == str(want),
+          "server answers after pgbench: %r %r" % (out, err))
+    trouble = LOG_TROUBLE.findall(srv.text()[log_before:])
+    check(not trouble, "no WARN/ERROR logged during pgbench: %s" % srv.text()[log_before:][-1500:])
+
+
 JAVA = r"""
 import java.sql.*;
 import java.util.Properties;
@@ -447,6 +498,7 @@ def main():
                 test_psycopg2(srv)
                 test_sqlalchemy(srv)
                 test_jdbc(srv, work)
+                test_pgbench(srv, work)
             finally:
                 rc = srv.stop()
                 check(rc == 0, "server exits 0 on SIGTERM: %d" % rc)
