@@ -539,6 +539,7 @@ static int copy_row(void *ctx, int n, char **vals, size_t *lens, int64_t line, Q
     }
     SqlCtx cx = {.sess = c->sess, .arena = c->row_arena, .err = err, .t0_ns = 0};
     int rc = sqlw_insert_values(&cx, c->st, c->ic, c->src);
+    sql_ctx_done(&cx);
     qr_arena_reset(c->row_arena);
     if (rc != QR_OK && err && err->detail[0] == 0)
         qr_error_detail(err, "COPY %s, line %lld", c->rel, (long long)line);
@@ -644,6 +645,7 @@ int sqlw_copy_exec(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
     SqlCtx cc = *cx;
     cc.arena = c->arena;
     rc = sqlw_insert_open(&cc, c->body, &c->ic);
+    sql_ctx_done(&cc);
     if (rc == QR_OK) {
         c->src = qr_arena_calloc(c->arena, (size_t)(sqlw_insert_n_target(c->ic) + 1) *
                                                sizeof *c->src);

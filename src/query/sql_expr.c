@@ -547,6 +547,21 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
             break;
         }
     }
+    const cJSON *flt = sqlj_get(fc, "agg_filter");
+    if (flt) {
+        /* bound as the arguments are: no aggregate inside */
+        if ((rc = sql_expr_bind(b, flt, &a->filter)) ||
+            (rc = coerce_unknown(b, a->filter, QR_SQL_BOOL))) {
+            b->in_agg = false;
+            return rc;
+        }
+        if (a->filter->type != QR_SQL_BOOL) {
+            b->in_agg = false;
+            return sql_err_at(b->cx, a->filter->loc >= 0 ? a->filter->loc : loc, QR_EINVAL, "42804",
+                              "argument of FILTER must be type boolean, not type %s",
+                              qr_sql_type_name(a->filter->type));
+        }
+    }
     b->in_agg = false;
     if (b->n_aggs == b->cap_aggs) {
         int nc = b->cap_aggs ? b->cap_aggs * 2 : 8;
@@ -597,6 +612,9 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
             return bind_agg(b, fc, AGGS[i].kind, lname, loc, out);
     if (sqlj_bool(fc, "agg_star") || sqlj_bool(fc, "agg_distinct"))
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(*) does not exist", lname);
+    if (sqlj_get(fc, "agg_filter"))
+        return sql_err_at(b->cx, loc, QR_EINVAL, "42809",
+                          "FILTER specified, but %s is not an aggregate function", lname);
     if (strcmp(lname, "matches") == 0) {
         if (nargs != 2)
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883",
@@ -1934,33 +1952,87 @@ const char *sql_expr_name(const SqlExpr *e)
 
 /* s ~ p (POSIX extended regular expressions; PostgreSQL's advanced forms
  * beyond ERE are not supported).  Strings are copied to be NUL-terminated;
- * an embedded NUL cannot occur in SQL text.  Bad patterns: 2201B. */
-static int regex_match(SqlCtx *cx, const SqlExpr *e, const char *s, size_t n, const char *p,
-                       size_t m, bool ci, bool *out)
+ * an embedded NUL cannot occur in SQL text.  Bad patterns: 2201B.  A
+ * statement compiles each distinct pattern once: the last few are kept in
+ * cx->regex (a pattern from a column changes per row and rotates through). */
+#define REGEX_CACHE 8
+typedef struct SqlRegexCache {
+    struct {
+        char *pat;            /* owns (qr_malloc); NULL = empty slot */
+        size_t n;
+        bool ci;
+        regex_t re;
+    } e[REGEX_CACHE];
+    int next;                 /* slot replaced next */
+} SqlRegexCache;
+
+void sql_ctx_done(SqlCtx *cx)
 {
-    char *ps = qr_malloc(m + 1), *ss = qr_malloc(n + 1);
-    if (!ps || !ss) {
-        qr_free(ps);
-        qr_free(ss);
+    SqlRegexCache *c = cx->regex;
+    if (!c)
+        return;
+    for (int i = 0; i < REGEX_CACHE; i++)
+        if (c->e[i].pat) {
+            regfree(&c->e[i].re);
+            qr_free(c->e[i].pat);
+        }
+    qr_free(c);
+    cx->regex = NULL;
+}
+
+static int regex_get(SqlCtx *cx, const SqlExpr *e, const char *p, size_t m, bool ci, regex_t **out)
+{
+    if (!cx->regex && !(cx->regex = qr_calloc(1, sizeof *cx->regex)))
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    }
+    SqlRegexCache *c = cx->regex;
+    for (int i = 0; i < REGEX_CACHE; i++)
+        if (c->e[i].pat && c->e[i].n == m && c->e[i].ci == ci && !memcmp(c->e[i].pat, p, m)) {
+            *out = &c->e[i].re;
+            return QR_OK;
+        }
+    char *ps = qr_malloc(m + 1);
+    if (!ps)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     memcpy(ps, p, m);
     ps[m] = '\0';
-    memcpy(ss, s, n);
-    ss[n] = '\0';
     regex_t re;
     int rc = regcomp(&re, ps, REG_EXTENDED | REG_NOSUB | (ci ? REG_ICASE : 0));
     if (rc != 0) {
         char msg[128];
         regerror(rc, &re, msg, sizeof msg);
         qr_free(ps);
-        qr_free(ss);
         return sql_err_at(cx, e->loc, QR_EINVAL, "2201B", "invalid regular expression: %s", msg);
     }
-    *out = regexec(&re, ss, 0, NULL, 0) == 0;
-    regfree(&re);
-    qr_free(ps);
-    qr_free(ss);
+    int k = c->next;
+    c->next = (c->next + 1) % REGEX_CACHE;
+    if (c->e[k].pat) {
+        regfree(&c->e[k].re);
+        qr_free(c->e[k].pat);
+    }
+    c->e[k].pat = ps;
+    c->e[k].n = m;
+    c->e[k].ci = ci;
+    c->e[k].re = re;
+    *out = &c->e[k].re;
+    return QR_OK;
+}
+
+static int regex_match(SqlCtx *cx, const SqlExpr *e, const char *s, size_t n, const char *p,
+                       size_t m, bool ci, bool *out)
+{
+    regex_t *re = NULL;
+    int rc = regex_get(cx, e, p, m, ci, &re);
+    if (rc)
+        return rc;
+    char small[256];
+    char *ss = n < sizeof small ? small : qr_malloc(n + 1);
+    if (!ss)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    memcpy(ss, s, n);
+    ss[n] = '\0';
+    *out = regexec(re, ss, 0, NULL, 0) == 0;
+    if (ss != small)
+        qr_free(ss);
     return QR_OK;
 }
 

@@ -106,8 +106,13 @@ typedef struct SqlCtx {
     int sub_level;            /* subquery nesting of the query being bound / run (0: top) */
     struct SqlCorrRef *refs;  /* outer references met while binding (arena array, grows) */
     int n_refs, cap_refs;
+    struct SqlRegexCache *regex; /* compiled patterns of ~ (sql_expr.c), freed by sql_ctx_done */
     QrError *err;             /* the statement's error (first wins) */
 } SqlCtx;
+
+/* Release what a statement's execution holds outside its arena (compiled
+ * regular expressions). */
+void sql_ctx_done(SqlCtx *cx);
 
 /* Error helpers: set err with the 1-based character position of the byte
  * `loc` of the statement (loc < 0: no position).  Return the code. */
@@ -292,6 +297,7 @@ struct SqlAgg {
     bool distinct;
     SqlExpr *arg;          /* NULL for count(*) */
     SqlExpr *arg2;         /* string_agg delimiter; percentile fraction */
+    SqlExpr *filter;       /* FILTER (WHERE ...): rows it rejects are skipped; NULL = none */
     QrSqlType type;        /* result type */
 };
 

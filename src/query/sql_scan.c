@@ -580,6 +580,8 @@ int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n
     const QrSchema *schema = qr_table_schema(sc->t);
     for (int k = 0; k < n; k++) {
         const SqlAgg *a = aggs[k];
+        if (a->filter)
+            return QR_OK;  /* statistics cover every row */
         if (a->kind == SA_COUNT_STAR)
             continue;
         if ((a->kind != SA_COUNT && a->kind != SA_MIN && a->kind != SA_MAX) || a->distinct ||

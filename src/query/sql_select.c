@@ -657,6 +657,12 @@ static int agg_push_val(SqlCtx *cx, AggState *st, const SqlValue *v)
 static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, AggState *st, const SqlEvalRow *r,
                          bool *keep)
 {
+    if (a->filter) {
+        bool pass;
+        int frc = sql_expr_test(cx, a->filter, r, &pass);
+        if (frc || !pass)
+            return frc;
+    }
     if (a->kind == SA_COUNT_STAR) {
         st->count++;
         return QR_OK;
@@ -762,6 +768,7 @@ static int agg_final(SqlCtx *cx, const SqlAgg *a, AggState *st, SqlValue *out)
             memset(&s2, 0, sizeof s2);
             SqlAgg plain = *a;
             plain.distinct = false;
+            plain.filter = NULL;   /* applied when the values were collected */
             SqlExpr colx = {.kind = SE_COL, .col = 0, .type = a->arg->type};
             plain.arg = &colx;
             for (uint64_t i = 0; i < k; i++) {
@@ -2236,7 +2243,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         s->bind.n_aggs > 0 && !const_false && !cx->scores) {
         bool only_count = true, plain = true;
         for (int i = 0; i < s->bind.n_aggs; i++)
-            only_count &= s->bind.aggs[i]->kind == SA_COUNT_STAR;
+            only_count &= s->bind.aggs[i]->kind == SA_COUNT_STAR && !s->bind.aggs[i]->filter;
         for (int i = 0; i < n_tg; i++)
             plain &= tg[i].e->kind == SE_AGG || sql_expr_is_const(tg[i].e);
         SqlTableScan *sc = &s->items[0].scan;

@@ -494,6 +494,7 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
         }
     } else
         rc = sqlu_describe(&cx, st->stmt, st->node_tag, &st->cols, &st->n_cols);
+    sql_ctx_done(&cx);
     if (rc) {
         stmt_free(st);
         return rc;
@@ -724,6 +725,7 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
         rc = sqlu_exec(&cx, st->stmt, st->node_tag, res);
     }
 done:
+    sql_ctx_done(&cx);
     if (rc == QR_OK && err && err->code)
         rc = err->code;
     if (rc) {

@@ -149,8 +149,9 @@ def gen_query():
                 % (", ".join(es), w, rnd.randint(1, 60), rnd.randint(0, 30)), True)
     if k == 4:
         g = rnd.choice(["cat", "ok", "n % 4", "cat, ok"])
-        return ("SELECT %s, count(*), count(n), sum(n), min(n), max(f), avg(n) FROM items WHERE %s "
-                "GROUP BY %s" % (g, w, g)), False
+        return ("SELECT %s, count(*), count(n), sum(n), min(n), max(f), avg(n), "
+                "count(*) FILTER (WHERE %s), sum(n) FILTER (WHERE %s) FROM items WHERE %s "
+                "GROUP BY %s" % (g, num_pred(), pred(), w, g)), False
     if k == 5:
         return ("SELECT cat, count(*) AS c, sum(n) FROM items WHERE %s GROUP BY cat HAVING count(*) > %d"
                 % (w, rnd.randint(0, 150))), False

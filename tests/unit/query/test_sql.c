@@ -889,6 +889,23 @@ Test(sql, regex_operators_and_default_collation)
     qr_sql_result_free(r);
     fails("SELECT 'abc' ~ '('", "2201B", 0);
     fails("SELECT 'a' COLLATE \"de_DE\" < 'b'", "0A000", 0);
+    /* compiled patterns are cached per statement: a pattern that changes per
+     * row (13 of them, more than the cache holds) and the same text under ~
+     * and ~* must each be matched as written; checked against the model */
+    int64_t want_rot = 0, want_ci = 0;
+    for (int i = 0; i < N_DOCS; i++) {
+        want_rot += model[i].cat == i % 13;
+        want_ci += model[i].cat == 1;
+    }
+    r = run("SELECT count(*) FROM docs WHERE cat ~ ('^c' || (n % 13)::text || '$')");
+    cr_assert_eq(r->vals[0].u.i, want_rot);
+    qr_sql_result_free(r);
+    r = run("SELECT count(*) FILTER (WHERE cat ~ '^C1$'), count(*) FILTER (WHERE cat ~* '^C1$'), "
+            "count(*) FILTER (WHERE cat ~ '^C1$') FROM docs");
+    cr_assert_eq(r->vals[0].u.i, 0);
+    cr_assert_eq(r->vals[1].u.i, want_ci);
+    cr_assert_eq(r->vals[2].u.i, 0);
+    qr_sql_result_free(r);
     /* against the catalog, as psql's \dt does */
     r = run("SELECT c.relname FROM pg_catalog.pg_class c "
             "WHERE c.relname OPERATOR(pg_catalog.~) '^(docs)$' COLLATE pg_catalog.default");
