@@ -1166,6 +1166,16 @@ def run_size(args, n, engine_names):
                 servers[e] = handle
             else:
                 duck_path = handle
+            if not reused:
+                # record each engine as soon as it is loaded: a run stopped
+                # part-way (a 2,000,000-article load takes hours on 2 cores)
+                # resumes with --reuse instead of loading everything again
+                loaded_path.write_text(json.dumps({
+                    'n': n, 'sha256': files['sha256'], 'build': res['build'],
+                    'after_load': res['footprint'], 'loadavg': os.getloadavg(),
+                    'partial': True,
+                    'loaded_at': datetime.datetime.utcnow().isoformat(timespec='seconds') + 'Z'},
+                    default=str))
         if not reused:
             loaded_path.write_text(json.dumps({
                 'n': n, 'sha256': files['sha256'], 'build': res['build'],
