@@ -519,6 +519,47 @@ void sql_sort_values(SqlValue *v, uint64_t n)
     qsort(v, n, sizeof *v, value_cmp);
 }
 
+/* Reorder v so that v[k] holds the value a sort would put there, with
+ * nothing larger before it and nothing smaller after it (quickselect,
+ * Hoare partitions around a median of three): O(n) on average, where a
+ * percentile used to sort all n values. */
+static void select_kth(SqlValue *v, uint64_t n, uint64_t k)
+{
+    int64_t lo = 0, hi = (int64_t)n - 1, kk = (int64_t)k;
+    SqlValue t;
+#define SWAPV(a, b) (t = v[a], v[a] = v[b], v[b] = t)
+    while (lo < hi) {
+        int64_t mid = lo + (hi - lo) / 2;
+        if (sqlv_cmp(&v[mid], &v[lo]) < 0)
+            SWAPV(mid, lo);
+        if (sqlv_cmp(&v[hi], &v[lo]) < 0)
+            SWAPV(hi, lo);
+        if (sqlv_cmp(&v[hi], &v[mid]) < 0)
+            SWAPV(hi, mid);
+        SqlValue pivot = v[mid];
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (sqlv_cmp(&v[i], &pivot) < 0)
+                i++;
+            while (sqlv_cmp(&v[j], &pivot) > 0)
+                j--;
+            if (i <= j) {
+                SWAPV(i, j);
+                i++;
+                j--;
+            }
+        }
+        /* [lo, j] <= pivot <= [i, hi]; between them, values equal to it */
+        if (kk <= j)
+            hi = j;
+        else if (kk >= i)
+            lo = i;
+        else
+            break;
+    }
+#undef SWAPV
+}
+
 /* Sort rows [n x width] by keys, keep [offset, offset+limit), copy the first
  * out_width columns of each into a new array. */
 static int sort_limit(SqlCtx *cx, SqlValue *vals, uint64_t n, int width, const SortKey *keys,
@@ -849,8 +890,8 @@ static int agg_final(SqlCtx *cx, const SqlAgg *a, AggState *st, SqlValue *out)
         if (p < 0 || p > 1 || isnan(p))
             return sql_err_at(cx, a->arg2->loc, QR_EINVAL, "22003",
                               "percentile value %g is not between 0 and 1", p);
-        if (!a->distinct)
-            sql_sort_values(st->vals, st->n_vals);
+        /* DISTINCT values arrive sorted; others are only partly ordered,
+         * enough to put the one or two order statistics in place */
         uint64_t n = st->n_vals;
         if (a->kind == SA_PCT_DISC) {
             /* the first value whose position >= p * n */
@@ -858,12 +899,27 @@ static int agg_final(SqlCtx *cx, const SqlAgg *a, AggState *st, SqlValue *out)
             uint64_t k = pos <= 0 ? 0 : (uint64_t)ceil(pos) - 1;
             if (k >= n)
                 k = n - 1;
+            if (!a->distinct)
+                select_kth(st->vals, n, k);
             *out = st->vals[k];
             out->type = a->type;
             return QR_OK;
         }
         double pos = p * (double)(n - 1);
         uint64_t lo = (uint64_t)floor(pos), hi = (uint64_t)ceil(pos);
+        if (!a->distinct) {
+            select_kth(st->vals, n, lo);
+            if (hi != lo) {
+                /* the next order statistic: the least value after lo */
+                uint64_t m = lo + 1;
+                for (uint64_t i = lo + 2; i < n; i++)
+                    if (sqlv_cmp(&st->vals[i], &st->vals[m]) < 0)
+                        m = i;
+                SqlValue t = st->vals[hi];
+                st->vals[hi] = st->vals[m];
+                st->vals[m] = t;
+            }
+        }
         SqlValue lv, hv;
         if ((rc = sqlv_cast(cx, &st->vals[lo], QR_SQL_FLOAT8, -1, &lv)) ||
             (rc = sqlv_cast(cx, &st->vals[hi], QR_SQL_FLOAT8, -1, &hv)))
