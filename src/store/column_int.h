@@ -110,6 +110,8 @@ struct Column {
     uint32_t n_buckets;
     const uint8_t *buckets; /* borrows: n_buckets x COL_BUCKET_LEN */
     uint8_t *hll;         /* owns: COL_HLL_REGS registers */
+    double hll_estimate;  /* col_hll_estimate(hll), computed once at open:
+                             col_stats runs per filter leaf per query */
     uint32_t n_dict;      /* KEYWORD */
     uint8_t dict_bits;
     const uint8_t *dict_offs;  /* borrows: packed offsets */

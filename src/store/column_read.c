@@ -267,6 +267,7 @@ Column *col_open(const uint8_t *data, size_t len, const char *name, QrError *err
     }
     if (parse_stats(c, data + so, sl, err) || parse_dict(c, data + dco, dcl, err))
         goto fail;
+    c->hll_estimate = col_hll_estimate(c->hll);
     uint64_t nulls = 0, mn = UINT64_MAX, mx = 0;
     for (uint32_t b = 0; b < c->n_blocks; b++) {
         if (parse_block(c, b, data + dio + (uint64_t)b * COL_DIR_ENTRY_LEN, data + dao, dal, err))
@@ -580,7 +581,7 @@ ColStats col_stats(const Column *c)
     s.null_count = c->null_count;
     s.n_blocks = c->n_blocks;
     s.distinct = c->distinct;
-    s.distinct_hll = col_hll_estimate(c->hll);
+    s.distinct_hll = c->hll_estimate;
     s.has_range = c->null_count < c->n_rows;
     s.min = col_val_from_key(c, c->min_key);
     s.max = col_val_from_key(c, c->max_key);
