@@ -24,9 +24,11 @@
 #include "query/sql_w.h"
 #include "store/util.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 /* How long DROP waits for the statements using the table (then 53300-like
  * QR_EBUSY naming how many). */
@@ -39,16 +41,72 @@ static void meta_path(QrDb *db, const char *table, char *out, size_t n)
     snprintf(out, n, "%s/tables/%s/sql.json", qr_db_dir(db), table);
 }
 
+/* Every statement that names a table reads its metadata (declared types,
+ * keys): parsed files are kept here, each with the identity of the file it
+ * came from, and reused while a stat() shows the same file.  The file is
+ * only ever replaced by an atomic rename, so a change always shows as a new
+ * inode or mtime. */
+#define META_CACHE 32
+static struct {
+    char *path;               /* owns; NULL = free slot */
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    struct timespec mtim;
+    cJSON *json;              /* owns */
+} meta_cache[META_CACHE];
+static int meta_cache_next;
+static pthread_mutex_t meta_cache_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static bool meta_same(int i, const struct stat *st)
+{
+    return meta_cache[i].dev == st->st_dev && meta_cache[i].ino == st->st_ino &&
+           meta_cache[i].size == st->st_size && meta_cache[i].mtim.tv_sec == st->st_mtim.tv_sec &&
+           meta_cache[i].mtim.tv_nsec == st->st_mtim.tv_nsec;
+}
+
 cJSON *sqlw_meta_load(QrDb *db, const char *table)
 {
     char path[4096];
     meta_path(db, table, path, sizeof path);
-    uint8_t *data = NULL;
-    size_t len = 0;
+    struct stat st;
     cJSON *m = NULL;
-    if (qr_path_exists(path) && qr_file_read_all(path, &data, &len, NULL) == QR_OK)
-        m = cJSON_ParseWithLength((const char *)data, len);
-    qr_free(data);
+    if (stat(path, &st) == 0) {
+        pthread_mutex_lock(&meta_cache_mu);
+        for (int i = 0; i < META_CACHE && !m; i++)
+            if (meta_cache[i].path && !strcmp(meta_cache[i].path, path) && meta_same(i, &st))
+                m = cJSON_Duplicate(meta_cache[i].json, true);
+        pthread_mutex_unlock(&meta_cache_mu);
+        uint8_t *data = NULL;
+        size_t len = 0;
+        if (!m && qr_file_read_all(path, &data, &len, NULL) == QR_OK) {
+            m = cJSON_ParseWithLength((const char *)data, len);
+            cJSON *keep = cJSON_IsObject(m) ? cJSON_Duplicate(m, true) : NULL;
+            char *kp = keep ? qr_strdup(path) : NULL;
+            if (keep && kp) {
+                pthread_mutex_lock(&meta_cache_mu);
+                int i = meta_cache_next;
+                for (int j = 0; j < META_CACHE; j++)   /* the same path's old entry first */
+                    if (meta_cache[j].path && !strcmp(meta_cache[j].path, path))
+                        i = j;
+                if (i == meta_cache_next)
+                    meta_cache_next = (meta_cache_next + 1) % META_CACHE;
+                qr_free(meta_cache[i].path);
+                cJSON_Delete(meta_cache[i].json);
+                meta_cache[i].path = kp;
+                meta_cache[i].json = keep;
+                meta_cache[i].dev = st.st_dev;
+                meta_cache[i].ino = st.st_ino;
+                meta_cache[i].size = st.st_size;
+                meta_cache[i].mtim = st.st_mtim;
+                pthread_mutex_unlock(&meta_cache_mu);
+            } else {
+                cJSON_Delete(keep);
+                qr_free(kp);
+            }
+        }
+        qr_free(data);
+    }
     if (!cJSON_IsObject(m)) {
         cJSON_Delete(m);
         m = cJSON_CreateObject();
