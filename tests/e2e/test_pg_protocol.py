@@ -228,10 +228,11 @@ def test_limit_and_cancel(d, work):
             cur.execute("select 5")
             check(cur.fetchone() == (5,), "connection usable after cancelling %s" % what)
         # a statement that waits, and one that computes: 9M regular
-        # expression tests over a join, in constant memory, for many seconds
+        # expression tests over a join, in constant memory (about 2.3 s on
+        # a quiet 2-core machine), cancelled well before it could end
         cancelled("select pg_sleep(60)", 0.5, "pg_sleep")
         cancelled("select count(*) from big a, big b "
-                  "where (a.v::text || '-' || b.id::text) ~ '^[0-9]+-[0-9]*7$'", 1.0,
+                  "where (a.v::text || '-' || b.id::text) ~ '^[0-9]+-[0-9]*7$'", 0.25,
                   "a long join")
         # a client that disconnects mid-query
         conns.pop().close()
