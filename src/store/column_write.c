@@ -246,7 +246,8 @@ static int finish_dict(ColWriter *w, QrBuf *dict, uint32_t **counts_out, uint8_t
         return QR_ENOMEM;
     }
     for (uint32_t i = 0; i < nd; i++) {
-        refs[i].p = w->sbytes.data + w->soff[i];
+        /* only empty strings seen: no bytes buffered, and NULL + 0 is undefined */
+        refs[i].p = w->sbytes.data ? w->sbytes.data + w->soff[i] : (const uint8_t *)"";
         refs[i].n = w->soff[i + 1] - w->soff[i];
         refs[i].id = i;
         col_hll_add(hll, w->shash[i]);

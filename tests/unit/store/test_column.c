@@ -685,6 +685,25 @@ Test(column, keyword_ranges_and_prefixes)
     qr_buf_free(&b);
 }
 
+Test(column, keyword_column_of_empty_strings_only)
+{
+    /* no byte of keyword text is ever buffered: the dictionary is one empty
+     * string (jsonl_fuzz found the writer offsetting a NULL buffer here) */
+    ColWriter *w = colw_new(QR_COL_KEYWORD);
+    for (int i = 0; i < 5; i++)
+        colw_add_str(w, "", 0);
+    QrBuf b;
+    qr_buf_init(&b);
+    cr_assert_eq(colw_finish(w, &b, NULL), QR_OK);
+    colw_free(w);
+    Column *c = open_ok(&b, 0);
+    cr_assert_eq(col_dict_size(c), 1);
+    cr_assert_eq(count(c, (ColPred){.op = CP_EQ, .v = col_val_str("", 0)}), 5);
+    cr_assert_eq(count(c, (ColPred){.op = CP_EQ, .v = col_val_str("a", 1)}), 0);
+    col_close(c);
+    qr_buf_free(&b);
+}
+
 Test(column, type_errors)
 {
     int64_t v[] = {1};
