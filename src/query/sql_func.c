@@ -471,10 +471,8 @@ static int f_pg_sleep(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     uint64_t end = qr_now_ns() + (secs > 0 ? (uint64_t)(secs * 1e9) : 0);
     for (;;) {
         uint64_t now = qr_now_ns();
-        if (cx->sess && atomic_load(&cx->sess->cancel))
-            return sql_err_at(cx, -1, QR_ECANCELED, "57014", "canceling statement due to user request");
-        if (cx->deadline_ns && now > cx->deadline_ns)
-            return sql_err_at(cx, -1, QR_ETIMEOUT, "57014", "canceling statement due to statement timeout");
+        if ((rc = sql_check_now(cx)))
+            return rc;
         if (now >= end)
             break;
         uint64_t left = end - now;

@@ -121,6 +121,9 @@ int sql_err_at(SqlCtx *cx, int loc, QrCode code, const char *sqlstate, const cha
 /* Cancellation / timeout / memory cap check for scan loops: QR_OK or the
  * error (also set in cx->err).  Cheap: looks at the clock every 1024 calls. */
 int sql_check(SqlCtx *cx);
+/* The same checks (cancel, deadline, memory cap) at once, for loops whose
+ * iterations are long (pg_sleep's slices). */
+int sql_check_now(SqlCtx *cx);
 /* Add a notice to the result. */
 void sql_notice(SqlCtx *cx, const char *severity, const char *sqlstate, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -56,6 +56,13 @@ int sql_check(SqlCtx *cx)
         return cx->err->code;
     if ((++cx->ticks & 1023) != 0)
         return QR_OK;
+    return sql_check_now(cx);
+}
+
+int sql_check_now(SqlCtx *cx)
+{
+    if (cx->err->code)
+        return cx->err->code;
     if (cx->sess && atomic_load(&cx->sess->cancel))
         return sql_err_at(cx, -1, QR_ECANCELED, "57014", "canceling statement due to user request");
     if (cx->deadline_ns && qr_now_ns() > cx->deadline_ns)
