@@ -30,16 +30,20 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-"$BIN" serve --data "$work/data" --http 127.0.0.1:0 >"$work/serve.log" 2>&1 &
-pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -nE 's/.*serve started .*http=http:\/\/127\.0\.0\.1:([0-9]+)\/.*/\1/p' "$work/serve.log" | head -1)
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$port" ]; then echo "FAILED: server did not start"; cat "$work/serve.log"; exit 1; fi
+# start_server DATA LOG: `quarry serve` on a free loopback port; sets pid and port
+start_server() {
+  "$BIN" serve --data "$1" --http 127.0.0.1:0 >"$2" 2>&1 &
+  pid=$!
+  port=
+  for _ in $(seq 100); do
+    port=$(sed -nE 's/.*serve started .*http=http:\/\/127\.0\.0\.1:([0-9]+)\/.*/\1/p' "$2" | head -1)
+    [ -n "$port" ] && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$port" ]; then echo "FAILED: server did not start"; cat "$2"; exit 1; fi
+}
+start_server "$work/data" "$work/serve.log"
 base=http://127.0.0.1:$port
 
 # a table with the sample corpus' schema and its first 3,000 documents
@@ -76,16 +80,7 @@ kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; pid=
 # the same page against a server that requires API keys: the key prompt
 key=$("$BIN" key add admin-page --scope admin --data "$work/kdata" 2>/dev/null | head -1)
 [ -n "$key" ] || { echo "FAILED: quarry key add"; exit 1; }
-"$BIN" serve --data "$work/kdata" --http 127.0.0.1:0 >"$work/kserve.log" 2>&1 &
-pid=$!
-port=
-for _ in $(seq 100); do
-  port=$(sed -nE 's/.*serve started .*http=http:\/\/127\.0\.0\.1:([0-9]+)\/.*/\1/p' "$work/kserve.log" | head -1)
-  [ -n "$port" ] && break
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$port" ]; then echo "FAILED: keyed server did not start"; cat "$work/kserve.log"; exit 1; fi
+start_server "$work/kdata" "$work/kserve.log"
 kbase=http://127.0.0.1:$port
 auth="Authorization: Bearer $key"
 curl -sf -X POST "$kbase/tables" -H "$auth" -H 'Content-Type: application/json' --data-binary @"$work/create.json" >/dev/null \
