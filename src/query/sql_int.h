@@ -185,6 +185,9 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
  * largest, as PostgreSQL's default ASC NULLS LAST); numbers compare across
  * int/float; strings by bytes (COLLATE "C"). */
 int sqlv_cmp(const SqlValue *a, const SqlValue *b);
+/* One ORDER BY key: negative when a comes first, as sqlv_cmp turned by
+ * DESC and NULLS FIRST / LAST. */
+int sqlv_key_cmp(const SqlValue *a, const SqlValue *b, bool desc, bool nulls_first);
 /* Equality for grouping / hashing (NULL = NULL here). */
 bool sqlv_same(const SqlValue *a, const SqlValue *b);
 uint64_t sqlv_hash(const SqlValue *v);
@@ -488,6 +491,17 @@ typedef struct SqlTableScan {
     int (*consume)(void *arg, const SqlValue *row);
     void *consume_arg;
     bool plan_first;          /* scanned last but first in FROM: listed first in res->plan */
+    /* ORDER BY <column> ... LIMIT k (order_on): the full and column-scan
+     * paths visit the column's blocks best zone-map bound first and skip
+     * rows, then whole blocks, whose key cannot enter the first k.
+     * order_may_enter(order_arg, key) is false when key sorts strictly after
+     * the k-th row kept so far (a key of scope column order_col). */
+    bool order_on, order_desc, order_nulls_first;
+    int order_col;
+    bool (*order_may_enter)(void *arg, const SqlValue *key);
+    void *order_arg;
+    bool ordered;             /* the ordered walk ran */
+    uint64_t ord_blocks_read, ord_blocks_total, ord_rows_skipped;
     /* EXPLAIN (SCORES): global ids of the docs returned (at most 1000) */
     bool keep_docs;
     int64_t *kept_docs;

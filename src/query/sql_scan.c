@@ -1276,6 +1276,198 @@ static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t 
     return rc;
 }
 
+/* The column predicates' matches in segment si (within the driving text
+ * set, if any) into *out; *out NULL with *empty false means every doc of
+ * the segment (only NULL-tolerant predicates on columns it lacks). */
+static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, ColPredRef *cp,
+                         int n_cp, roaring_bitmap_t **out, bool *empty)
+{
+    Segment *seg = snap->segs[si];
+    SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
+    roaring_bitmap_t *cand = ds ? seg_text_cand(snap, ds, si) : NULL;
+    int rc = QR_OK;
+    *empty = false;
+    for (int k = 0; k < n_cp && rc == QR_OK && !*empty; k++) {
+        const Column *c = seg_column(seg, cp[k].field);
+        if (!c) { /* no column in this segment: only IS NULL matches */
+            if (cp[k].pred.op != CP_IS_NULL)
+                *empty = true;
+            continue;
+        }
+        roaring_bitmap_t *next = roaring_bitmap_create();
+        if (!next) {
+            rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        ColFilter *f = NULL;
+        QrError e;
+        qr_error_clear(&e);
+        ColScanStats st = {0};
+        if (col_filter_new(c, &cp[k].pred, &f, &e) != QR_OK ||
+            col_filter_scan(f, cand, next, &st, &e) != QR_OK) {
+            qr_error_copy(cx->err, &e);
+            rc = e.code;
+        }
+        col_filter_free(f);
+        sc->zm_blocks_total += st.blocks_total;
+        sc->zm_blocks_skipped += st.blocks_skipped;
+        if (cand) /* this CRoaring's free does not take NULL */
+            roaring_bitmap_free(cand);
+        cand = next;
+        if (roaring_bitmap_is_empty(cand))
+            *empty = true;
+    }
+    if (rc && cand) {
+        roaring_bitmap_free(cand);
+        cand = NULL;
+    }
+    *out = cand;
+    return rc;
+}
+
+/* ---- ORDER BY <column> LIMIT k: blocks best zone-map bound first ---- */
+
+/* The walk serves the full and column-scan paths when the first ORDER BY
+ * key is an int, timestamp or keyword column (floats are left out: a NaN
+ * sorts above every number but zone maps do not record one). */
+static bool order_walk_ok(const SqlTableScan *sc, Snapshot *snap)
+{
+    if (!sc->order_on || !sc->order_may_enter ||
+        (sc->path != SQL_PATH_FULL && sc->path != SQL_PATH_SCAN))
+        return false;
+    int field = sc->scope->cols[sc->order_col].field;
+    if (sc->order_col < sc->first || sc->order_col >= sc->first + sc->n_cols || field < 0)
+        return false;
+    const QrField *fd = &qr_table_schema(sc->t)->fields[field];
+    if (fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_KEYWORD)
+        return false;
+    for (int si = 0; si < snap->n_segs; si++) {
+        const Column *c = seg_column(snap->segs[si], field);
+        if (c && col_type(c) != QR_COL_INT64 && col_type(c) != QR_COL_TIMESTAMP &&
+            col_type(c) != QR_COL_KEYWORD)
+            return false;
+    }
+    return true;
+}
+
+typedef struct OrdBlock {
+    int si;
+    uint32_t block;
+    SqlValue best;            /* the best key any row of the block can have */
+} OrdBlock;
+
+static int ordblock_cmp(const void *x, const void *y, void *arg)
+{
+    const SqlTableScan *sc = arg;
+    const OrdBlock *a = x, *b = y;
+    int c = sqlv_key_cmp(&a->best, &b->best, sc->order_desc, sc->order_nulls_first);
+    if (c)
+        return c;
+    if (a->si != b->si)
+        return a->si < b->si ? -1 : 1;
+    return a->block < b->block ? -1 : a->block > b->block;
+}
+
+static int ordered_walk(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef *cp, int n_cp,
+                        SqlRowSink *out, RowFetch *rf)
+{
+    const SqlCol *col = &sc->scope->cols[sc->order_col];
+    int field = col->field;
+    int rc = QR_OK;
+    uint64_t nb_all = 0;
+    for (int si = 0; si < snap->n_segs; si++)
+        nb_all += (seg_n_docs(snap->segs[si]) + COL_BLOCK_ROWS - 1) / COL_BLOCK_ROWS;
+    roaring_bitmap_t **cands = qr_calloc((size_t)snap->n_segs + 1, sizeof *cands);
+    bool *skip = qr_calloc((size_t)snap->n_segs + 1, sizeof *skip);
+    OrdBlock *ob = qr_malloc((nb_all + 1) * sizeof *ob);
+    int64_t *iv = qr_malloc(COL_BLOCK_ROWS * sizeof *iv);
+    uint64_t nulls[COL_BLOCK_ROWS / 64];
+    if (!cands || !skip || !ob || !iv) {
+        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    /* candidates per segment, then every block that holds one, with its bound */
+    uint64_t n_ob = 0;
+    for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
+        if (n_cp && (rc = seg_scan_cand(cx, sc, snap, si, cp, n_cp, &cands[si], &skip[si])))
+            break;
+        uint32_t nd = seg_n_docs(snap->segs[si]);
+        const Column *c = seg_column(snap->segs[si], field);
+        for (uint32_t b = 0; !skip[si] && b * (uint64_t)COL_BLOCK_ROWS < nd; b++) {
+            uint32_t first = b * COL_BLOCK_ROWS;
+            uint32_t last = nd - first < COL_BLOCK_ROWS ? nd : first + COL_BLOCK_ROWS;
+            if (cands[si] && roaring_bitmap_range_cardinality(cands[si], first, last) == 0)
+                continue;
+            OrdBlock *o = &ob[n_ob++];
+            o->si = si;
+            o->block = b;
+            o->best = sqlv_null();
+            ColZone z;
+            /* NULL is the best key when NULLs sort first, and the only one
+             * of a block without values */
+            if (!c || !col_block_zone(c, b, &z) || !z.has_range ||
+                (sc->order_nulls_first && z.null_count > 0))
+                continue;
+            const ColVal *bound = sc->order_desc ? &z.max : &z.min;
+            if (col_type(c) == QR_COL_KEYWORD)
+                o->best = sqlv_text(bound->u.str.s, bound->u.str.n);
+            else
+                o->best = sqlv_int(bound->u.i);
+            o->best.type = col->type;
+        }
+    }
+    sc->ord_blocks_total += n_ob;
+    if (rc == QR_OK)
+        qsort_r(ob, n_ob, sizeof *ob, ordblock_cmp, sc);
+    for (uint64_t oi = 0; oi < n_ob && rc == QR_OK; oi++) {
+        if (!sc->order_may_enter(sc->order_arg, &ob[oi].best))
+            break; /* every later block is as bad or worse */
+        sc->ord_blocks_read++;
+        int si = ob[oi].si;
+        uint32_t b = ob[oi].block, first = b * COL_BLOCK_ROWS;
+        uint32_t nd = seg_n_docs(snap->segs[si]);
+        const Column *c = seg_column(snap->segs[si], field);
+        bool kw = c && col_type(c) == QR_COL_KEYWORD;
+        uint32_t n = nd - first < COL_BLOCK_ROWS ? nd - first : COL_BLOCK_ROWS;
+        if (!c)
+            memset(nulls, 0xff, sizeof nulls);
+        else if ((kw ? col_read_code(c, b, 1, (uint32_t *)iv, nulls)
+                     : col_read_int(c, b, 1, iv, nulls)) != n) {
+            rc = sql_err_at(cx, -1, QR_ECORRUPT, "XX001", "column block shorter than its segment");
+            break;
+        }
+        for (uint32_t r = 0; r < n && rc == QR_OK; r++) {
+            uint32_t local = first + r;
+            if (cands[si] && !roaring_bitmap_contains(cands[si], local))
+                continue;
+            SqlValue v = sqlv_null();
+            if (!(nulls[r / 64] >> (r % 64) & 1)) {
+                const char *str;
+                size_t len;
+                if (!kw)
+                    v = sqlv_int(iv[r]);
+                else if (col_dict_get(c, ((uint32_t *)iv)[r], &str, &len))
+                    v = sqlv_text(str, len);
+            }
+            v.type = col->type;
+            if (!sc->order_may_enter(sc->order_arg, &v)) {
+                sc->ord_rows_skipped++;
+                continue;
+            }
+            rc = visit(cx, sc, snap, si, local, out, rf);
+        }
+    }
+done:
+    for (int si = 0; cands && si < snap->n_segs; si++)
+        if (cands[si])
+            roaring_bitmap_free(cands[si]);
+    qr_free(cands);
+    qr_free(skip);
+    qr_free(ob);
+    qr_free(iv);
+    return rc;
+}
+
 int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint64_t *n_rows)
 {
     *rows = NULL;
@@ -1359,6 +1551,7 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         sc->path = chosen;
         sc->cost = best;
         sc->est_rows = est_out;
+        sc->ordered = order_walk_ok(sc, snap);
         if (!run)
             break;
         /* text sets: the driving one filtered by the column predicates on the
@@ -1426,45 +1619,16 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         }
     } else if (sc->path == SQL_PATH_BTREE && rc == QR_OK) {
         rc = btree_run(cx, sc, snap, cp, n_cp, &out, &rf);
+    } else if (sc->ordered) {
+        rc = ordered_walk(cx, sc, snap, cp, sc->path == SQL_PATH_SCAN ? n_cp : 0, &out, &rf);
     } else if (sc->path == SQL_PATH_SCAN) {
-        SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
         for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
-            Segment *seg = snap->segs[si];
-            roaring_bitmap_t *cand = ds ? seg_text_cand(snap, ds, si) : NULL;
+            roaring_bitmap_t *cand = NULL;
             bool empty = false;
-            for (int k = 0; k < n_cp && rc == QR_OK && !empty; k++) {
-                const Column *c = seg_column(seg, cp[k].field);
-                if (!c) { /* no column in this segment: only IS NULL matches */
-                    if (cp[k].pred.op != CP_IS_NULL)
-                        empty = true;
-                    continue;
-                }
-                roaring_bitmap_t *next = roaring_bitmap_create();
-                if (!next) {
-                    rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-                    break;
-                }
-                ColFilter *f = NULL;
-                QrError e;
-                qr_error_clear(&e);
-                ColScanStats st = {0};
-                if (col_filter_new(c, &cp[k].pred, &f, &e) != QR_OK ||
-                    col_filter_scan(f, cand, next, &st, &e) != QR_OK) {
-                    qr_error_copy(cx->err, &e);
-                    rc = e.code;
-                }
-                col_filter_free(f);
-                sc->zm_blocks_total += st.blocks_total;
-                sc->zm_blocks_skipped += st.blocks_skipped;
-                if (cand) /* this CRoaring's free does not take NULL */
-                    roaring_bitmap_free(cand);
-                cand = next;
-                if (roaring_bitmap_is_empty(cand))
-                    empty = true;
-            }
+            rc = seg_scan_cand(cx, sc, snap, si, cp, n_cp, &cand, &empty);
             if (rc == QR_OK && !empty) {
                 if (!cand) { /* only NULL-tolerant predicates on missing columns */
-                    for (uint32_t l = 0; l < seg_n_docs(seg) && rc == QR_OK; l++)
+                    for (uint32_t l = 0; l < seg_n_docs(snap->segs[si]) && rc == QR_OK; l++)
                         rc = visit(cx, sc, snap, si, l, &out, &rf);
                 } else {
                     uint64_t nc = roaring_bitmap_get_cardinality(cand);

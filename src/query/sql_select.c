@@ -492,19 +492,10 @@ static int row_cmp(const void *a, const void *b, void *arg)
     uint64_t ia = *(const uint64_t *)a, ib = *(const uint64_t *)b;
     const SqlValue *ra = sc->vals + ia * (uint64_t)sc->width, *rb = sc->vals + ib * (uint64_t)sc->width;
     for (int k = 0; k < sc->n_keys; k++) {
-        const SqlValue *x = &ra[sc->keys[k].col], *y = &rb[sc->keys[k].col];
-        int c;
-        if (x->is_null || y->is_null) {
-            if (x->is_null && y->is_null)
-                continue;
-            c = x->is_null ? 1 : -1;
-            if (sc->keys[k].nulls_first)
-                c = -c;
-            return c;
-        }
-        c = sqlv_cmp(x, y);
+        int c = sqlv_key_cmp(&ra[sc->keys[k].col], &rb[sc->keys[k].col], sc->keys[k].desc,
+                             sc->keys[k].nulls_first);
         if (c)
-            return sc->keys[k].desc ? -c : c;
+            return c;
     }
     return ia < ib ? -1 : ia > ib; /* stable */
 }
@@ -962,6 +953,8 @@ typedef struct Agg {
     const SortKey *keys;      /* ORDER BY ... LIMIT: keep only the first `keep` rows */
     int n_keys;
     uint64_t keep;            /* 0 = keep every row */
+    SqlValue bar;             /* after a compaction (have_bar): the first key of */
+    bool have_bar;            /* the keep-th row; a row sorting after it cannot enter */
     int64_t *slots;           /* owns (qr_malloc) */
     uint64_t cap;
     Group *gs;                /* owns (qr_malloc) */
@@ -1033,9 +1026,20 @@ static int ag_compact(Agg *a)
         memcpy(tmp + i * w, a->x.rows + idx[i] * w, w * sizeof *tmp);
     memcpy(a->x.rows, tmp, a->keep * w * sizeof *tmp);
     a->x.n = a->keep;
+    a->bar = a->x.rows[(a->keep - 1) * w + (uint64_t)a->keys[0].col];
+    a->have_bar = true;
     qr_free(idx);
     qr_free(tmp);
     return QR_OK;
+}
+
+/* The scan's ordered walk asks whether a row with this first sort key can
+ * still be among the first `keep` rows. */
+static bool ag_may_enter(void *arg, const SqlValue *key)
+{
+    const Agg *a = arg;
+    return !a->have_bar ||
+           sqlv_key_cmp(key, &a->bar, a->keys[0].desc, a->keys[0].nulls_first) <= 0;
 }
 
 /* One output row into the sink: the targets (set-returning ones take
@@ -1287,6 +1291,9 @@ static void scan_node(Sel *s, const Item *it)
                       sc->n_conj == 1 ? "" : "s", sc->n_colpreds);
     if (sc->topk >= 0)
         qr_buf_printf(&b, "\n  Top-k: %" PRId64 " by score from the text index", sc->topk);
+    if (sc->ordered) /* known after the scan ran */
+        qr_buf_printf(&b, "\n  Order: %s %s, blocks best zone-map bound first",
+                      s->scope.cols[sc->order_col].name, sc->order_desc ? "DESC" : "ASC");
     qr_buf_printf(&b, "\n  Alternatives:");
     for (int i = 0; i < sc->n_alts; i++)
         qr_buf_printf(&b, "%s %s (rows=%.0f cost=%.1f)%s", i ? "," : "", sql_path_name(sc->alts[i].path),
@@ -1300,6 +1307,10 @@ static void scan_node(Sel *s, const Item *it)
                           sc->zm_blocks_skipped, sc->zm_blocks_total);
         if (sc->bt_pages)
             qr_buf_printf(&b, "\n  B-tree: %" PRIu64 " pages read", sc->bt_pages);
+        if (sc->ordered)
+            qr_buf_printf(&b, "\n  Ordered walk: %" PRIu64 " of %" PRIu64 " blocks read, %" PRIu64
+                              " rows skipped by their key",
+                          sc->ord_blocks_read, sc->ord_blocks_total, sc->ord_rows_skipped);
         if (sc->n_texts)
             qr_buf_printf(&b, "\n  Postings: %" PRIu64 " blocks decoded, %" PRIu64 " skipped%s%s",
                           sc->post_blocks_decoded, sc->post_blocks_skipped,
@@ -2359,6 +2370,19 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         ag.keys = keys;
         ag.n_keys = n_sort;
         ag.keep = limit + offset;
+        /* over one table ordered by one of its int, timestamp or keyword
+         * columns, the scan walks blocks best zone-map bound first */
+        const SqlExpr *k0 = keys[0].col < n_tg ? tg[keys[0].col].e : extra[keys[0].col - n_tg];
+        SqlTableScan *sc0 = &s->items[0].scan;
+        if (s->n_items == 1 && s->items[0].kind == IT_TABLE && !grouped && !has_srf &&
+            k0->kind == SE_COL && k0->col >= sc0->first && k0->col < sc0->first + sc0->n_cols) {
+            sc0->order_on = true;
+            sc0->order_col = k0->col;
+            sc0->order_desc = keys[0].desc;
+            sc0->order_nulls_first = keys[0].nulls_first;
+            sc0->order_may_enter = ag_may_enter;
+            sc0->order_arg = &ag;
+        }
     }
     /* EXPLAIN (SCORES): the outermost query's first table with a text predicate */
     for (int ii = 0; ii < s->n_items && cx->scores && cx->depth == 0 && !cx->scores_scan; ii++)

@@ -491,6 +491,18 @@ int sqlv_cmp(const SqlValue *a, const SqlValue *b)
     return n1 < n2 ? -1 : n1 > n2;
 }
 
+int sqlv_key_cmp(const SqlValue *a, const SqlValue *b, bool desc, bool nulls_first)
+{
+    if (a->is_null || b->is_null) {
+        if (a->is_null && b->is_null)
+            return 0;
+        int c = a->is_null ? 1 : -1;
+        return nulls_first ? -c : c;
+    }
+    int c = sqlv_cmp(a, b);
+    return desc ? -c : c;
+}
+
 bool sqlv_same(const SqlValue *a, const SqlValue *b)
 {
     return sqlv_cmp(a, b) == 0;

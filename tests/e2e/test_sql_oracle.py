@@ -186,8 +186,8 @@ def gen_query():
     if k == 10:
         col = rnd.choice(["n", "f", "cat", "ts"])
         d = rnd.choice(["ASC NULLS LAST", "DESC NULLS FIRST", "ASC NULLS FIRST", "DESC NULLS LAST"])
-        return ("SELECT id, %s FROM items WHERE %s ORDER BY %s %s, id LIMIT %d"
-                % (col, w, col, d, rnd.randint(1, 50))), True
+        return ("SELECT id, %s FROM items WHERE %s ORDER BY %s %s, id LIMIT %d OFFSET %d"
+                % (col, w, col, d, rnd.randint(1, 50), rnd.choice([0, 0, 3, 40]))), True
     if k == 12 and rnd.random() < 0.3:
         # whole table: answered from column statistics
         return "SELECT count(*), count(n), min(n), max(f), min(cat), max(ts) FROM items", False
