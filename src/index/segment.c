@@ -461,6 +461,36 @@ int64_t seg_pk_lookup(const Segment *s, const uint8_t *key, size_t len)
     return d;
 }
 
+/* First position whose key is >= key (after_equal: > key). */
+static uint32_t pk_bound(const Segment *s, const uint8_t *key, size_t len, bool after_equal)
+{
+    uint32_t lo = 0, hi = s->n_docs;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        uint32_t d = s->pk_sorted[mid];
+        int c = key_cmp(s->pk_bytes + s->pk_offs[d], s->pk_offs[d + 1] - s->pk_offs[d], key, len);
+        if (c < 0 || (after_equal && c == 0))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void seg_pk_range(const Segment *s, const uint8_t *lo, size_t lo_len, const uint8_t *hi,
+                  size_t hi_len, uint32_t *from, uint32_t *to)
+{
+    *from = lo ? pk_bound(s, lo, lo_len, false) : 0;
+    *to = hi ? pk_bound(s, hi, hi_len, true) : s->n_docs;
+    if (*to < *from)
+        *to = *from;
+}
+
+uint32_t seg_pk_at(const Segment *s, uint32_t pos)
+{
+    return s->pk_sorted[pos];
+}
+
 int seg_verify(const Segment *s, QrError *err)
 {
     int rc = sf_verify(s->sf, err);

@@ -125,6 +125,13 @@ const DocStore *seg_docs(const Segment *s);
 /* Primary key of a doc, and the doc of a key (-1 when absent). */
 bool seg_pk(const Segment *s, uint32_t doc, const uint8_t **key, size_t *len);
 int64_t seg_pk_lookup(const Segment *s, const uint8_t *key, size_t len);
+/* Key order: positions [*from, *to) of the segment's sorted keys hold the
+ * keys k with lo <= k <= hi (byte order; a NULL bound is open), and
+ * seg_pk_at gives the doc at a position.  A re-added key has its older
+ * docs in the segment's deletes. */
+void seg_pk_range(const Segment *s, const uint8_t *lo, size_t lo_len, const uint8_t *hi,
+                  size_t hi_len, uint32_t *from, uint32_t *to);
+uint32_t seg_pk_at(const Segment *s, uint32_t pos);
 /* The typed column of field f, or NULL if the segment has none. */
 const Column *seg_column(const Segment *s, int field);
 /* The B-tree index (index/btree.h) of field f, or NULL when the field has

@@ -500,7 +500,9 @@ typedef struct SqlTableScan {
     int order_col;
     bool (*order_may_enter)(void *arg, const SqlValue *key);
     void *order_arg;
-    bool ordered;             /* the ordered walk ran */
+    bool pk_range;            /* the pk path reads a range of keys (pk > a, BETWEEN...) */
+    uint64_t pk_range_keys;   /* keys in that range */
+    bool ordered;             /* the ordered walk runs */
     uint64_t ord_blocks_read, ord_blocks_total, ord_rows_skipped;
     /* EXPLAIN (SCORES): global ids of the docs returned (at most 1000) */
     bool keep_docs;

@@ -1081,6 +1081,136 @@ static int pk_find(SqlCtx *cx, const SqlTableScan *sc, PkKeys *k)
     return 0;
 }
 
+/* ---- primary-key ranges: pk > a, pk <= b, pk BETWEEN a AND b ----
+ * Bounds are kept inclusive and widened to whole keys (a superset: every
+ * row is checked against its conditions again).  Keys of the other kind
+ * (a string key in an integer-keyed table, or the reverse) are always
+ * candidates, since they compare by their SQL value, not their bytes. */
+
+typedef struct PkRange {
+    bool int_keys;             /* the range is over 'i' keys, else 's' keys */
+    bool lo_on, hi_on;
+    int64_t lo_i, hi_i;
+    SqlValue lo_s, hi_s;
+    uint64_t n;                /* keys in range in the snapshot (deletes included) */
+} PkRange;
+
+static void pk_range_tighten(SqlCtx *cx, const SqlTableScan *sc, const SqlExpr *e, PkRange *r,
+                             bool *found)
+{
+    if (e->kind == SE_AND) {
+        for (int i = 0; i < e->n_args; i++)
+            pk_range_tighten(cx, sc, e->args[i], r, found);
+        return;
+    }
+    if (e->kind != SE_CMP || e->n_args != 2 || e->op < SQL_CMP_LT)
+        return;
+    int op = e->op;
+    const SqlExpr *c;
+    if (pk_col(sc, e->args[0]) && sql_expr_is_const(e->args[1])) {
+        c = e->args[1];
+    } else if (pk_col(sc, e->args[1]) && sql_expr_is_const(e->args[0])) {
+        c = e->args[0]; /* a < pk is pk > a */
+        op = op == SQL_CMP_LT ? SQL_CMP_GT : op == SQL_CMP_LE ? SQL_CMP_GE
+             : op == SQL_CMP_GT ? SQL_CMP_LT : SQL_CMP_LE;
+    } else {
+        return;
+    }
+    /* as for key lookups, an evaluation error only means no range */
+    SqlEvalRow none = {.doc = -1};
+    QrError e2, *save = cx->err;
+    qr_error_clear(&e2);
+    cx->err = &e2;
+    SqlValue v;
+    bool ok = sql_expr_eval(cx, c, &none, &v) == QR_OK && !v.is_null;
+    cx->err = save;
+    if (!ok)
+        return;
+    bool lower = op == SQL_CMP_GT || op == SQL_CMP_GE;
+    if (r->int_keys) {
+        int64_t x;
+        if (sqlt_is_int(v.type))
+            x = v.u.i;
+        else if (sqlt_is_float(v.type) && isfinite(v.u.f) && fabs(v.u.f) < 9.2e18)
+            x = (int64_t)(lower ? floor(v.u.f) : ceil(v.u.f));
+        else
+            return;
+        if (lower && (!r->lo_on || x > r->lo_i))
+            r->lo_i = x;
+        else if (!lower && (!r->hi_on || x < r->hi_i))
+            r->hi_i = x;
+        r->lo_on |= lower;
+        r->hi_on |= !lower;
+    } else {
+        if (!sqlt_is_str(v.type))
+            return;
+        if (lower && (!r->lo_on || sqlv_cmp(&v, &r->lo_s) > 0))
+            r->lo_s = v;
+        else if (!lower && (!r->hi_on || sqlv_cmp(&v, &r->hi_s) < 0))
+            r->hi_s = v;
+        r->lo_on |= lower;
+        r->hi_on |= !lower;
+    }
+    *found = true;
+}
+
+static size_t pk_range_key(const PkRange *r, bool hi, uint8_t *out)
+{
+    if (r->int_keys) {
+        out[0] = 'i';
+        if (!(hi ? r->hi_on : r->lo_on)) { /* "i" sorts before every int key, "i" ff.. after */
+            memset(out + 1, 0xff, 8);
+            return hi ? 9 : 1;
+        }
+        uint64_t u = (uint64_t)(hi ? r->hi_i : r->lo_i) ^ (1ull << 63);
+        for (int j = 0; j < 8; j++)
+            out[1 + j] = (uint8_t)(u >> (56 - 8 * j));
+        return 9;
+    }
+    out[0] = 's';
+    const SqlValue *v = hi ? &r->hi_s : &r->lo_s;
+    if (!(hi ? r->hi_on : r->lo_on))
+        return hi ? 0 : 1; /* 0: open above (no key kind sorts after 's') */
+    size_t n = v->u.s.n < PK_KEY_MAX - 1 ? v->u.s.n : PK_KEY_MAX - 1; /* no key is longer */
+    memcpy(out + 1, v->u.s.s, n);
+    return n + 1;
+}
+
+/* Positions of segment si's sorted keys to visit: the range, then every
+ * key of the other kind.  spans[0..1] = {from, to}, spans[2..3] likewise. */
+static void pk_range_spans(const PkRange *r, const Segment *seg, uint32_t spans[4])
+{
+    uint8_t lo[PK_KEY_MAX + 1], hi[PK_KEY_MAX + 1];
+    size_t ll = pk_range_key(r, false, lo), hl = pk_range_key(r, true, hi);
+    seg_pk_range(seg, lo, ll, hl ? hi : NULL, hl, &spans[0], &spans[1]);
+    static const uint8_t i_lo[1] = {'i'}, i_hi[9] = {'i', 0xff, 0xff, 0xff, 0xff,
+                                                     0xff, 0xff, 0xff, 0xff};
+    static const uint8_t s_lo[1] = {'s'};
+    if (r->int_keys)
+        seg_pk_range(seg, s_lo, 1, NULL, 0, &spans[2], &spans[3]);
+    else
+        seg_pk_range(seg, i_lo, 1, i_hi, 9, &spans[2], &spans[3]);
+}
+
+/* A range over the primary key among the conjuncts: true and *r counted
+ * over the snapshot when there is one. */
+static bool pk_range_find(SqlCtx *cx, const SqlTableScan *sc, Snapshot *snap, PkRange *r)
+{
+    memset(r, 0, sizeof *r);
+    r->int_keys = pk_type(sc->t) == QR_SQL_INT8;
+    bool found = false;
+    for (int i = 0; i < sc->n_conj; i++)
+        pk_range_tighten(cx, sc, sc->conj[i], r, &found);
+    if (!found)
+        return false;
+    for (int si = 0; si < snap->n_segs; si++) {
+        uint32_t sp[4];
+        pk_range_spans(r, snap->segs[si], sp);
+        r->n += (uint64_t)(sp[1] - sp[0]) + (sp[3] - sp[2]);
+    }
+    return true;
+}
+
 /* The live docs holding any of the keys, in doc order, without repeats. */
 static int pk_docs(SqlCtx *cx, Snapshot *snap, const PkKeys *k, int64_t **docs, uint64_t *n)
 {
@@ -1484,6 +1614,7 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     sc->n_colpreds = n_cp;
     PkKeys pk;
     bool has_pk = pk_find(cx, sc, &pk);
+    PkRange range;
     /* top-k needs every other condition inside the text engine's filter */
     if (sc->topk >= 0 && n_cp != sc->n_conj - 1)
         sc->topk = -1;
@@ -1505,6 +1636,11 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
             break;
         double text_frac = sc->drive >= 0 && N > 0 ? (double)drive_n / N : 1;
         double est_out = N * sel * text_frac;
+        sc->pk_range = !has_pk && pk_range_find(cx, sc, snap, &range);
+        if (sc->pk_range) { /* the range bounds every path's output */
+            sc->pk_range_keys = range.n;
+            est_out = fmin(est_out, (double)range.n);
+        }
         double post = sc->drive >= 0 ? (double)drive_n * C_POST : 0;
         add_alt(sc, SQL_PATH_FULL, est_out, N * rc_row + post);
         if (sc->drive >= 0)
@@ -1522,6 +1658,9 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         if (has_pk) /* each key in each segment's key index, the rows checked */
             add_alt(sc, SQL_PATH_PK, fmin((double)pk.n_values, est_out),
                     (double)pk.n * (double)snap->n_segs * C_PK + (double)pk.n_values * rc_row + post);
+        if (sc->pk_range) /* two searches per segment, then the rows in key order */
+            add_alt(sc, SQL_PATH_PK, fmin((double)range.n, est_out),
+                    (double)snap->n_segs * 4 * C_PK + (double)range.n * rc_row + post);
         SqlAccessPath want = cx->path, chosen = SQL_PATH_FULL;
         double best = INFINITY;
         for (int i = 0; i < sc->n_alts; i++)
@@ -1543,7 +1682,8 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
                 chosen = want;
             else
                 sc->note = want == SQL_PATH_TEXT ? "forced text path needs a full-text predicate"
-                           : want == SQL_PATH_PK     ? "forced pk path needs pk = value or pk IN (values)"
+                           : want == SQL_PATH_PK     ? "forced pk path needs pk = value, pk IN (values) "
+                                                       "or a range of the primary key"
                            : want == SQL_PATH_BTREE  ? "forced btree path needs a column predicate on a "
                                                        "column with CREATE INDEX"
                                                      : "forced scan path needs a column predicate";
@@ -1591,7 +1731,15 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     RowFetch rf = {.dc_seg = -1};
     if (sc->consume && !(out.rows = qr_arena_alloc(cx->arena, (size_t)(out.width + 1) * sizeof *out.rows)))
         rc = sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-    if (sc->path == SQL_PATH_PK && rc == QR_OK) {
+    if (sc->path == SQL_PATH_PK && sc->pk_range && rc == QR_OK) {
+        for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
+            uint32_t sp[4];
+            pk_range_spans(&range, snap->segs[si], sp);
+            for (int k = 0; k < 4 && rc == QR_OK; k += 2)
+                for (uint32_t p = sp[k]; p < sp[k + 1] && rc == QR_OK; p++)
+                    rc = visit(cx, sc, snap, si, seg_pk_at(snap->segs[si], p), &out, &rf);
+        }
+    } else if (sc->path == SQL_PATH_PK && rc == QR_OK) {
         int64_t *docs = NULL;
         uint64_t nd = 0;
         rc = pk_docs(cx, snap, &pk, &docs, &nd);

@@ -1291,7 +1291,9 @@ static void scan_node(Sel *s, const Item *it)
                       sc->n_conj == 1 ? "" : "s", sc->n_colpreds);
     if (sc->topk >= 0)
         qr_buf_printf(&b, "\n  Top-k: %" PRId64 " by score from the text index", sc->topk);
-    if (sc->ordered) /* known after the scan ran */
+    if (sc->path == SQL_PATH_PK && sc->pk_range)
+        qr_buf_printf(&b, "\n  Key range: %" PRIu64 " keys", sc->pk_range_keys);
+    if (sc->ordered)
         qr_buf_printf(&b, "\n  Order: %s %s, blocks best zone-map bound first",
                       s->scope.cols[sc->order_col].name, sc->order_desc ? "DESC" : "ASC");
     qr_buf_printf(&b, "\n  Alternatives:");

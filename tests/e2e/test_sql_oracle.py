@@ -98,7 +98,12 @@ def pred(depth=0):
         return "(%s %s %s)" % (pred(depth + 1), rnd.choice(["AND", "OR"]), pred(depth + 1))
     if depth < 2 and r < 0.30:
         return "NOT (%s)" % pred(depth + 1)
-    c = rnd.randint(0, 11)
+    c = rnd.randint(0, 12)
+    if c == 12:  # primary-key ranges (the pk path's key-order read)
+        lo = rnd.randint(-20, N_ROWS)
+        return rnd.choice(["id BETWEEN %d AND %d" % (lo, lo + rnd.randint(0, 300)),
+                           "id %s %d" % (rnd.choice(["<", "<=", ">", ">="]), lo),
+                           "%d < id" % lo])
     if c == 0:
         return num_pred()
     if c == 1:
