@@ -119,7 +119,7 @@ class QuarryServer:
 
     # Limits raised for the benchmark: a whole-corpus upload, "all ids" pages over HTTP, and
     # no per-request log line (PostgreSQL logs no statements either).
-    CONFIG = {'max_result_window': 1000000, 'max_ingest_bytes': 10 ** 12,
+    CONFIG = {'max_result_window': 10 ** 8, 'max_ingest_bytes': 10 ** 12,
               'query_timeout_ms': 600000, 'log_requests': False}
 
     def __init__(self, binary, data_dir, log_path):

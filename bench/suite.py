@@ -233,7 +233,7 @@ def make_workloads(n, words, files):
             sql['sqlite'] = "SELECT rowid FROM news_fts WHERE news_fts MATCH '%s'" % fm
             sql['sphinx'] = ("SELECT id FROM news WHERE MATCH('%s') LIMIT %d OPTION max_matches=%d"
                              % (sp, n, n))
-            http = ('GET', '/tables/news/search', {'q': qq, 'limit': min(n, 1000000),
+            http = ('GET', '/tables/news/search', {'q': qq, 'limit': n,
                                                    'total': 'false', 'doc': 'false'},
                     lambda j: [[h['id']] for h in j['hits']])
             xap = lambda x, q=q: [[i] for i in x.ids(q)]

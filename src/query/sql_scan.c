@@ -48,7 +48,10 @@
 #define C_BT_ROW 0.05 /* one row id out of a B-tree into a bitmap */
 #define C_PK 2.0 /* one key looked up in one segment's primary-key index */
 #define MAX_PK_KEYS 4096
-#define MAX_TEXT_ROWS 1000000
+/* Matches a full-text predicate may hand to the rows of a query: about
+ * 36 bytes each in the query arena, so the per-query memory cap (54000)
+ * is what binds first; this bound only keeps the counts in range. */
+#define MAX_TEXT_ROWS (1 << 26)
 
 const char *sql_path_name(SqlAccessPath p)
 {
