@@ -475,6 +475,29 @@ typedef struct SqlScanAlt {
     double rows, cost;
 } SqlScanAlt;
 
+/* Aggregates read from column blocks instead of rows (sql_scan.c): per
+ * value of a keyword column (or one group), for each aggregate over the
+ * column of field[k] (-1: count(*)), a partial state per segment. */
+typedef struct SqlColAggPart {
+    int64_t rows;             /* rows of the group (count(*)): first part only */
+    int64_t count;            /* non-NULL values */
+    int64_t sum_i;            /* integers; on overflow the sum goes on in sum_f */
+    double sum_f;
+    bool sum_is_f;
+    int64_t min_i, max_i;     /* int64 / timestamp */
+    double min_f, max_f;      /* float64 */
+} SqlColAggPart;
+
+typedef struct SqlColAgg {
+    int group_field;          /* keyword field grouped by, -1: one group */
+    int n;                    /* aggregates */
+    const int *field;         /* per aggregate: its column's field, -1 for count(*) */
+    /* one group's partial states (n of them) from one segment; key NULL for
+     * the NULL group and for the single group */
+    int (*emit)(void *arg, const SqlValue *key, const SqlColAggPart *parts);
+    void *arg;
+} SqlColAgg;
+
 typedef struct SqlTableScan {
     QrTable *t;               /* borrows */
     const char *qual;         /* table name or alias */
@@ -500,6 +523,12 @@ typedef struct SqlTableScan {
     int order_col;
     bool (*order_may_enter)(void *arg, const SqlValue *key);
     void *order_arg;
+    /* when set and every condition is the driving text predicate or a
+     * column predicate, the full / scan / text paths aggregate from column
+     * blocks (colagg_used) instead of handing rows to consume */
+    const SqlColAgg *colagg;
+    bool colagg_used;
+    uint64_t colagg_rows;
     bool pk_range;            /* the pk path reads a range of keys (pk > a, BETWEEN...) */
     uint64_t pk_range_keys;   /* keys in that range */
     bool ordered;             /* the ordered walk runs */

@@ -1458,6 +1458,173 @@ static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, C
     return rc;
 }
 
+/* ---- aggregates from column blocks ---- */
+
+static bool colagg_field_ok(const SqlTableScan *sc, Snapshot *snap, int field, bool group)
+{
+    const QrField *fd = &qr_table_schema(sc->t)->fields[field];
+    if (group ? fd->type != QR_FT_KEYWORD
+              : fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_FLOAT)
+        return false;
+    for (int si = 0; si < snap->n_segs; si++) {
+        const Column *c = seg_column(snap->segs[si], field);
+        QrColType want = fd->type == QR_FT_KEYWORD ? QR_COL_KEYWORD
+                       : fd->type == QR_FT_FLOAT ? QR_COL_FLOAT64
+                       : fd->type == QR_FT_INT   ? QR_COL_INT64
+                                                 : QR_COL_TIMESTAMP;
+        if (c && col_type(c) != want)
+            return false;
+    }
+    return true;
+}
+
+/* Every condition is the driving text predicate or a column predicate,
+ * the path reads candidates (not a B-tree or key lookup), and the columns
+ * have the types the block readers serve. */
+static bool colagg_ok(const SqlTableScan *sc, Snapshot *snap, int n_cp)
+{
+    const SqlColAgg *ca = sc->colagg;
+    if (!ca || sc->keep_docs || n_cp + (sc->drive >= 0) != sc->n_conj ||
+        sc->n_texts != (sc->drive >= 0) ||
+        (sc->path != SQL_PATH_FULL && sc->path != SQL_PATH_SCAN && sc->path != SQL_PATH_TEXT))
+        return false;
+    if (ca->group_field >= 0 && !colagg_field_ok(sc, snap, ca->group_field, true))
+        return false;
+    for (int k = 0; k < ca->n; k++)
+        if (ca->field[k] >= 0 && !colagg_field_ok(sc, snap, ca->field[k], false))
+            return false;
+    return true;
+}
+
+static void part_add_int(SqlColAggPart *p, int64_t v)
+{
+    if (p->count == 0 || v < p->min_i)
+        p->min_i = v;
+    if (p->count == 0 || v > p->max_i)
+        p->max_i = v;
+    p->count++;
+    if (p->sum_is_f)
+        p->sum_f += (double)v;
+    else if (__builtin_add_overflow(p->sum_i, v, &p->sum_i)) {
+        p->sum_is_f = true;
+        p->sum_f = (double)p->sum_i + (double)v;
+    }
+}
+
+static void part_add_float(SqlColAggPart *p, double v)
+{
+    /* PostgreSQL: NaN is above every number */
+    if (p->count == 0 || (!isnan(v) && (isnan(p->min_f) || v < p->min_f)))
+        p->min_f = v;
+    if (p->count == 0 || isnan(v) || (!isnan(p->max_f) && v > p->max_f))
+        p->max_f = v;
+    p->count++;
+    p->sum_is_f = true;
+    p->sum_f += v;
+}
+
+static int colagg_segment(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, ColPredRef *cp,
+                          int n_cp)
+{
+    const SqlColAgg *ca = sc->colagg;
+    Segment *seg = snap->segs[si];
+    uint32_t nd = seg_n_docs(seg);
+    roaring_bitmap_t *cand = NULL;
+    bool empty = false;
+    int rc = QR_OK;
+    if ((n_cp || sc->drive >= 0) && (rc = seg_scan_cand(cx, sc, snap, si, cp, n_cp, &cand, &empty)))
+        return rc;
+    if (empty || nd == 0) {
+        if (cand)
+            roaring_bitmap_free(cand);
+        return QR_OK;
+    }
+    if (!cand) { /* no condition, or only NULL-tolerant ones on missing columns: every doc */
+        if (!(cand = roaring_bitmap_create()))
+            return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+        roaring_bitmap_add_range(cand, 0, nd);
+    }
+    if (snap->dels[si])
+        roaring_bitmap_andnot_inplace(cand, snap->dels[si]);
+    uint64_t nc = roaring_bitmap_get_cardinality(cand);
+    const Column *gc = ca->group_field >= 0 ? seg_column(seg, ca->group_field) : NULL;
+    uint32_t n_codes = gc ? col_dict_size(gc) : 0; /* group n_codes: NULL / the only group */
+    int n = ca->n;
+    SqlColAggPart *parts = qr_calloc(((size_t)n_codes + 1) * (size_t)n + 1, sizeof *parts);
+    uint32_t *ids = qr_malloc((nc + 1) * sizeof *ids);
+    uint32_t *codes = qr_malloc(COL_BLOCK_ROWS * sizeof *codes);
+    uint64_t gnull[COL_BLOCK_ROWS / 64];
+    int64_t **vals = qr_calloc((size_t)n + 1, sizeof *vals);
+    uint64_t(*vnull)[COL_BLOCK_ROWS / 64] = qr_malloc(((size_t)n + 1) * sizeof *vnull);
+    const Column **ac = qr_calloc((size_t)n + 1, sizeof *ac);
+    bool ok = parts && ids && codes && vals && vnull && ac;
+    for (int k = 0; ok && k < n; k++)
+        if (ca->field[k] >= 0) {
+            ac[k] = seg_column(seg, ca->field[k]);
+            ok = (vals[k] = qr_malloc(COL_BLOCK_ROWS * sizeof **vals)) != NULL;
+        }
+    if (!ok) {
+        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+        goto done;
+    }
+    roaring_bitmap_to_uint32_array(cand, ids);
+    int64_t cur_block = -1;
+    for (uint64_t i = 0; i < nc; i++) {
+        uint32_t d = ids[i], b = d / COL_BLOCK_ROWS, r = d % COL_BLOCK_ROWS;
+        if ((int64_t)b != cur_block) { /* decode the block of every column needed */
+            if ((rc = sql_check(cx)))
+                goto done;
+            cur_block = b;
+            if (gc)
+                col_read_code(gc, b, 1, codes, gnull);
+            for (int k = 0; k < n; k++) {
+                if (!vals[k])
+                    continue;
+                if (!ac[k])
+                    memset(vnull[k], 0xff, sizeof vnull[k]);
+                else if (col_type(ac[k]) == QR_COL_FLOAT64)
+                    col_read_float(ac[k], b, 1, (double *)vals[k], vnull[k]);
+                else
+                    col_read_int(ac[k], b, 1, vals[k], vnull[k]);
+            }
+        }
+        uint32_t g = gc && !(gnull[r / 64] >> (r % 64) & 1) ? codes[r] : n_codes;
+        SqlColAggPart *P = &parts[(size_t)g * (size_t)n];
+        P->rows++;
+        for (int k = 0; k < n; k++) {
+            if (!vals[k] || vnull[k][r / 64] >> (r % 64) & 1)
+                continue;
+            if (col_type(ac[k]) == QR_COL_FLOAT64)
+                part_add_float(&P[k], ((double *)vals[k])[r]);
+            else
+                part_add_int(&P[k], vals[k][r]);
+        }
+    }
+    sc->colagg_rows += nc;
+    for (uint32_t g = 0; g <= n_codes && rc == QR_OK; g++) {
+        SqlColAggPart *P = &parts[(size_t)g * (size_t)n];
+        if (!P->rows)
+            continue;
+        SqlValue key = sqlv_null();
+        const char *str;
+        size_t len;
+        if (g < n_codes && col_dict_get(gc, g, &str, &len))
+            key = sqlv_text(str, len);
+        rc = ca->emit(ca->arg, &key, P);
+    }
+done:
+    for (int k = 0; vals && k < n; k++)
+        qr_free(vals[k]);
+    qr_free(vals);
+    qr_free(vnull);
+    qr_free(ac);
+    qr_free(parts);
+    qr_free(ids);
+    qr_free(codes);
+    roaring_bitmap_free(cand);
+    return rc;
+}
+
 /* ---- ORDER BY <column> LIMIT k: blocks best zone-map bound first ---- */
 
 /* The walk serves the full and column-scan paths when the first ORDER BY
@@ -1734,7 +1901,11 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     RowFetch rf = {.dc_seg = -1};
     if (sc->consume && !(out.rows = qr_arena_alloc(cx->arena, (size_t)(out.width + 1) * sizeof *out.rows)))
         rc = sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-    if (sc->path == SQL_PATH_PK && sc->pk_range && rc == QR_OK) {
+    sc->colagg_used = rc == QR_OK && colagg_ok(sc, snap, n_cp);
+    if (sc->colagg_used) {
+        for (int si = 0; si < snap->n_segs && rc == QR_OK; si++)
+            rc = colagg_segment(cx, sc, snap, si, cp, n_cp);
+    } else if (sc->path == SQL_PATH_PK && sc->pk_range && rc == QR_OK) {
         for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
             uint32_t sp[4];
             pk_range_spans(&range, snap->segs[si], sp);

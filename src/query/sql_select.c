@@ -953,6 +953,8 @@ typedef struct Agg {
     const SortKey *keys;      /* ORDER BY ... LIMIT: keep only the first `keep` rows */
     int n_keys;
     uint64_t keep;            /* 0 = keep every row */
+    SqlValue *ca_row;         /* aggregates from column blocks: the group's row */
+    int ca_col;               /* (NULLs but the grouped column ca_col) */
     SqlValue bar;             /* after a compaction (have_bar): the first key of */
     bool have_bar;            /* the keep-th row; a row sorting after it cannot enter */
     int64_t *slots;           /* owns (qr_malloc) */
@@ -1152,6 +1154,38 @@ static int ag_new_group(Agg *a, const SqlValue *row, uint64_t h, uint64_t p, int
     return QR_OK;
 }
 
+/* The group of a row (created when new): *gi indexes a->gs. */
+static int ag_group(Agg *a, const SqlValue *row, int64_t *gi)
+{
+    SqlCtx *cx = a->cx;
+    SqlEvalRow er = {.row = row, .doc = -1};
+    int rc;
+    uint64_t h = 0;
+    QrArenaMark keys_mark = qr_arena_mark(cx->arena);
+    for (int g = 0; g < a->n_groups; g++) {
+        if ((rc = sql_expr_eval(cx, a->groups[g], &er, &a->keyv[g])))
+            return rc;
+        h = h * 31 + sqlv_hash(&a->keyv[g]);
+    }
+    uint64_t p = h & (a->cap - 1);
+    *gi = -1;
+    while (a->slots[p] >= 0) {
+        Group *G = &a->gs[a->slots[p]];
+        bool same = G->hash == h;
+        for (int g = 0; g < a->n_groups && same; g++)
+            same = sqlv_same(&G->keys[g], &a->keyv[g]);
+        if (same) {
+            *gi = a->slots[p];
+            break;
+        }
+        p = (p + 1) & (a->cap - 1);
+    }
+    if (*gi < 0)
+        return ag_new_group(a, row, h, p, gi);
+    qr_arena_release(cx->arena, keys_mark);   /* the group's keys are kept already */
+    return QR_OK;
+}
+
 /* The row consumer (SqlTableScan.consume and the joined-rows loop). */
 static int ag_row(void *arg, const SqlValue *row)
 {
@@ -1163,35 +1197,126 @@ static int ag_row(void *arg, const SqlValue *row)
         return rc;
     if (!a->grouped)
         return ag_project(a, &er);
-    uint64_t h = 0;
-    QrArenaMark keys_mark = qr_arena_mark(cx->arena);
-    for (int g = 0; g < a->n_groups; g++) {
-        if ((rc = sql_expr_eval(cx, a->groups[g], &er, &a->keyv[g])))
-            return rc;
-        h = h * 31 + sqlv_hash(&a->keyv[g]);
-    }
-    uint64_t p = h & (a->cap - 1);
-    int64_t gi = -1;
-    while (a->slots[p] >= 0) {
-        Group *G = &a->gs[a->slots[p]];
-        bool same = G->hash == h;
-        for (int g = 0; g < a->n_groups && same; g++)
-            same = sqlv_same(&G->keys[g], &a->keyv[g]);
-        if (same) {
-            gi = a->slots[p];
-            break;
-        }
-        p = (p + 1) & (a->cap - 1);
-    }
-    if (gi < 0) {
-        if ((rc = ag_new_group(a, row, h, p, &gi)))
-            return rc;
-    } else {
-        qr_arena_release(cx->arena, keys_mark);   /* the group's keys are kept already */
-    }
+    int64_t gi;
+    if ((rc = ag_group(a, row, &gi)))
+        return rc;
     for (int k = 0; k < a->bind->n_aggs && rc == QR_OK; k++)
         rc = agg_step(cx, a->bind->aggs[k], &a->gs[gi].st[k], &er);
     return rc;
+}
+
+/* Aggregates read from column blocks: one group's partial states from one
+ * segment (SqlColAgg.emit), merged as agg_step would have added the rows. */
+static int ag_colagg_part(void *arg, const SqlValue *key, const SqlColAggPart *parts)
+{
+    Agg *a = arg;
+    SqlCtx *cx = a->cx;
+    if (a->n_groups) {
+        a->ca_row[a->ca_col] = *key;
+        a->ca_row[a->ca_col].type = a->groups[0]->type;
+    }
+    int64_t gi;
+    int rc = ag_group(a, a->ca_row, &gi);
+    for (int k = 0; k < a->bind->n_aggs && rc == QR_OK; k++) {
+        const SqlAgg *A = a->bind->aggs[k];
+        const SqlColAggPart *P = &parts[k];
+        AggState *st = &a->gs[gi].st[k];
+        if (A->kind == SA_COUNT_STAR) {
+            st->count += parts[0].rows; /* the group's rows are counted in the first part */
+            continue;
+        }
+        if (!P->count)
+            continue;
+        bool fl = sqlt_is_float(A->arg->type);
+        switch (A->kind) {
+        case SA_SUM:
+        case SA_AVG:
+            if (!fl && P->sum_is_f && A->kind == SA_SUM)
+                return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
+            if (!P->sum_is_f && !st->sum_is_f) {
+                if (!__builtin_add_overflow(st->sum_i, P->sum_i, &st->sum_i))
+                    break;
+                if (A->kind == SA_SUM)
+                    return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
+                st->sum_is_f = true;
+                st->sum_f = (double)st->sum_i + (double)P->sum_i;
+                break;
+            }
+            if (!st->sum_is_f) {
+                st->sum_is_f = true;
+                st->sum_f = (double)st->sum_i;
+            }
+            st->sum_f += P->sum_is_f ? P->sum_f : (double)P->sum_i;
+            break;
+        case SA_MIN:
+        case SA_MAX: {
+            bool mn = A->kind == SA_MIN;
+            SqlValue v = fl ? sqlv_float(mn ? P->min_f : P->max_f) : sqlv_int(mn ? P->min_i : P->max_i);
+            v.type = A->arg->type;
+            int c = st->has ? sqlv_cmp(&v, &st->best) : 0;
+            if (!st->has || (mn ? c < 0 : c > 0))
+                st->best = v;
+            st->has = true;
+            break;
+        }
+        default:
+            break;
+        }
+        st->count += P->count;
+    }
+    return rc;
+}
+
+/* GROUP BY one keyword column of the query's one table (or no GROUP BY)
+ * with only count(*) and count / sum / avg / min / max of its columns, no
+ * FILTER or DISTINCT: the scan may aggregate from column blocks (it
+ * decides, knowing the conditions and the column types). */
+static int colagg_setup(Sel *s, Agg *a, SqlColAgg *ca, bool *on)
+{
+    SqlCtx *cx = s->cx;
+    const SqlTableScan *sc = &s->items[0].scan;
+    *on = false;
+    memset(ca, 0, sizeof *ca);
+    ca->group_field = -1;
+    if (a->n_groups > 1)
+        return QR_OK;
+    if (a->n_groups == 1) {
+        const SqlExpr *g = a->groups[0];
+        if (g->kind != SE_COL || g->col < sc->first || g->col >= sc->first + sc->n_cols ||
+            s->scope.cols[g->col].field < 0)
+            return QR_OK;
+        ca->group_field = s->scope.cols[g->col].field;
+        a->ca_col = g->col;
+    }
+    int n = a->bind->n_aggs;
+    int *field = qr_arena_alloc(cx->arena, ((size_t)n + 1) * sizeof *field);
+    if (!field)
+        return nomem(cx);
+    for (int k = 0; k < n; k++) {
+        const SqlAgg *A = a->bind->aggs[k];
+        if (A->filter || A->distinct ||
+            (A->kind != SA_COUNT_STAR && A->kind != SA_COUNT && A->kind != SA_SUM &&
+             A->kind != SA_AVG && A->kind != SA_MIN && A->kind != SA_MAX))
+            return QR_OK;
+        field[k] = -1;
+        if (A->kind == SA_COUNT_STAR)
+            continue;
+        const SqlExpr *x = A->arg;
+        if (x->kind != SE_COL || x->col < sc->first || x->col >= sc->first + sc->n_cols ||
+            s->scope.cols[x->col].field < 0)
+            return QR_OK;
+        field[k] = s->scope.cols[x->col].field;
+    }
+    if (!(a->ca_row = qr_arena_alloc(cx->arena, ((size_t)a->W + 1) * sizeof *a->ca_row)))
+        return nomem(cx);
+    for (int c = 0; c < a->W; c++)
+        a->ca_row[c] = sqlv_null();
+    ca->n = n;
+    ca->field = field;
+    ca->emit = ag_colagg_part;
+    ca->arg = a;
+    *on = true;
+    return QR_OK;
 }
 
 /* Grouped: final aggregates, HAVING, one output row per group. */
@@ -1309,6 +1434,8 @@ static void scan_node(Sel *s, const Item *it)
                           sc->zm_blocks_skipped, sc->zm_blocks_total);
         if (sc->bt_pages)
             qr_buf_printf(&b, "\n  B-tree: %" PRIu64 " pages read", sc->bt_pages);
+        if (sc->colagg_used)
+            qr_buf_printf(&b, "\n  Aggregated from column blocks: %" PRIu64 " rows", sc->colagg_rows);
         if (sc->ordered)
             qr_buf_printf(&b, "\n  Ordered walk: %" PRIu64 " of %" PRIu64 " blocks read, %" PRIu64
                               " rows skipped by their key",
@@ -2397,6 +2524,16 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
     if (streamed) {
         s->items[0].scan.consume = ag_row;
         s->items[0].scan.consume_arg = &ag;
+    }
+    SqlColAgg colagg;
+    if (s->n_items == 1 && s->items[0].kind == IT_TABLE)
+        s->items[0].scan.colagg = NULL;
+    if (streamed && grouped && !has_srf && !cx->scores) {
+        bool on;
+        if ((rc = colagg_setup(s, &ag, &colagg, &on)))
+            goto ag_out;
+        if (on)
+            s->items[0].scan.colagg = &colagg;
     }
     /* ---- scans ---- */
     /* a join whose first item is a table runs pipelined: the later items

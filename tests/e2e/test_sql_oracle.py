@@ -144,8 +144,20 @@ EXPRS = ["n * 2 + 1", "coalesce(n, -1)", "CASE WHEN n > 0 THEN 'pos' WHEN n < 0 
 
 
 def gen_query():
-    k = rnd.randint(0, 12)
+    k = rnd.randint(0, 13)
     w = where()
+    if k == 13:
+        # aggregates read from column blocks: one keyword group (or none),
+        # conditions that are a word and / or column predicates
+        cw = rnd.choice(["true", num_pred(), "{M:%s}" % rnd.choice(WORDS),
+                         "{M:%s} AND %s" % (rnd.choice(WORDS), num_pred()),
+                         "%s AND %s" % (num_pred(), num_pred()), "cat IS NULL", "n IS NOT NULL"])
+        aggs = "count(*), count(n), sum(n), avg(n), min(n), max(n), sum(f), avg(f), min(f), max(ts), min(ts)"
+        if rnd.random() < 0.3:
+            return "SELECT %s FROM items WHERE %s" % (aggs, cw), False
+        return ("SELECT cat, %s FROM items WHERE %s GROUP BY cat%s" % (
+            aggs, cw, rnd.choice(["", " HAVING count(*) > %d" % rnd.randint(0, 120),
+                                  " HAVING sum(n) < %d" % rnd.randint(-50, 500)]))), False
     if k <= 2:
         return "SELECT id FROM items WHERE %s ORDER BY id" % w, True
     if k == 3:
