@@ -526,6 +526,8 @@ typedef struct SqlTableScan {
     /* when set and every condition is the driving text predicate or a
      * column predicate, the full / scan / text paths aggregate from column
      * blocks (colagg_used) instead of handing rows to consume */
+    void **text_cands;        /* the driving text set split by segment (roaring bitmaps) */
+    int n_text_cands;
     const SqlColAgg *colagg;
     bool colagg_used;
     uint64_t colagg_rows;

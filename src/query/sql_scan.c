@@ -283,8 +283,62 @@ static int text_count(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, uint64_t *c
 }
 
 /* Fill tp->set: every matching doc (limit < 0) or the best `limit` by score. */
+/* Split doc ids (int64 at base + i * stride) by segment into
+ * sc->text_cands, in one pass: ids in doc order rarely change segment. */
+static bool text_cands_build(SqlTableScan *sc, Snapshot *snap, const char *base, size_t stride,
+                             uint64_t n)
+{
+    roaring_bitmap_t **tc = qr_calloc((size_t)snap->n_segs + 1, sizeof *tc);
+    if (!tc)
+        return false;
+    sc->text_cands = (void **)tc;
+    sc->n_text_cands = snap->n_segs;
+    for (int k = 0; k < snap->n_segs; k++)
+        if (!(tc[k] = roaring_bitmap_create()))
+            return false;
+    int cur = -1;
+    for (uint64_t i = 0; i < n; i++) {
+        int64_t g;
+        memcpy(&g, base + i * stride, sizeof g);
+        DocId d = (DocId)g;
+        uint32_t local;
+        if ((cur < 0 || d < snap->base[cur] || d - snap->base[cur] >= seg_n_docs(snap->segs[cur])) &&
+            !snapshot_locate(snap, d, &cur, &local)) {
+            cur = -1;
+            continue;
+        }
+        roaring_bitmap_add(tc[cur], (uint32_t)(d - snap->base[cur]));
+    }
+    return true;
+}
+
+/* The driving text set's docs of segment si, as a bitmap the caller owns
+ * (split once per scan and kept in sc->text_cands until it ends). */
+static roaring_bitmap_t *seg_text_cand(SqlTableScan *sc, Snapshot *snap, const SqlDocSet *ds, int si)
+{
+    if (!sc->text_cands &&
+        !text_cands_build(sc, snap, (const char *)ds->docs, sizeof *ds->docs, ds->n))
+        return NULL;
+    roaring_bitmap_t *piece = si < sc->n_text_cands ? sc->text_cands[si] : NULL;
+    return piece ? roaring_bitmap_copy(piece) : NULL;
+}
+
+static void text_cands_free(SqlTableScan *sc)
+{
+    for (int k = 0; sc->text_cands && k < sc->n_text_cands; k++)
+        if (sc->text_cands[k])
+            roaring_bitmap_free(sc->text_cands[k]);
+    qr_free(sc->text_cands);
+    sc->text_cands = NULL;
+    sc->n_text_cands = 0;
+}
+
+/* The docs of a text predicate into tp->set (limit >= 0: the best
+ * `limit` by score).  With split_snap, for aggregates read from column
+ * blocks, the docs only go to sc->text_cands split by segment (no set is
+ * kept: no scores, no hash). */
 static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t total, int64_t limit,
-                    const QrFilter *filter)
+                    const QrFilter *filter, Snapshot *split_snap)
 {
     const char *q;
     size_t n;
@@ -300,7 +354,7 @@ static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t tota
         qr_error_hint(cx->err, "add a LIMIT with ORDER BY score() DESC, or use count(*)");
         return QR_ELIMIT;
     }
-    tp->set = docset_new(cx, want, tp->want_snippets);
+    tp->set = docset_new(cx, split_snap ? 0 : want, tp->want_snippets);
     if (!tp->set)
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     if (!q || want == 0)
@@ -318,7 +372,14 @@ static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t tota
     qr_error_clear(&e);
     if (qr_search(sc->t, &r, &res, &e) != QR_OK)
         return search_err(cx, tp, &e);
-    for (int i = 0; i < res->n_hits; i++) {
+    text_cands_free(sc);
+    const char *hit_docs = res->n_hits ? (const char *)&res->hits[0].doc : NULL;
+    if (split_snap &&
+        !text_cands_build(sc, split_snap, hit_docs, sizeof *res->hits, (uint64_t)res->n_hits)) {
+        qr_search_res_free(res);
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    }
+    for (int i = 0; !split_snap && i < res->n_hits; i++) {
         const char *snip = NULL;
         if (tp->want_snippets && res->hits[i].snippet)
             snip = qr_arena_strndup(cx->arena, res->hits[i].snippet, strlen(res->hits[i].snippet));
@@ -1284,17 +1345,6 @@ static bool btree_estimate(Snapshot *snap, const ColPredRef *cp, int n_cp, doubl
 }
 
 /* The docs of a text set that are in segment si, as local ids. */
-static roaring_bitmap_t *seg_text_cand(Snapshot *snap, const SqlDocSet *ds, int si)
-{
-    roaring_bitmap_t *cand = roaring_bitmap_create();
-    for (uint64_t i = 0; cand && i < ds->n; i++) {
-        int s2;
-        uint32_t l2;
-        if (snapshot_locate(snap, (DocId)ds->docs[i], &s2, &l2) && s2 == si)
-            roaring_bitmap_add(cand, l2);
-    }
-    return cand;
-}
 
 static int btree_run(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef *cp, int n_cp,
                      SqlRowSink *out, RowFetch *rf)
@@ -1309,7 +1359,7 @@ static int btree_run(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef *c
         FilterSeg *fs = NULL;
         QrError e;
         qr_error_clear(&e);
-        roaring_bitmap_t *cand = ds ? seg_text_cand(snap, ds, si) : NULL;
+        roaring_bitmap_t *cand = ds ? seg_text_cand(sc, snap, ds, si) : NULL;
         roaring_bitmap_t *hits = roaring_bitmap_create();
         QrFilterStats st = {0};
         if (!hits || (ds && !cand)) {
@@ -1417,7 +1467,7 @@ static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, C
 {
     Segment *seg = snap->segs[si];
     SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
-    roaring_bitmap_t *cand = ds ? seg_text_cand(snap, ds, si) : NULL;
+    roaring_bitmap_t *cand = ds ? seg_text_cand(sc, snap, ds, si) : NULL;
     int rc = QR_OK;
     *empty = false;
     for (int k = 0; k < n_cp && rc == QR_OK && !*empty; k++) {
@@ -1878,7 +1928,8 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
             if ((i != sc->drive || f) && (rc = text_count(cx, sc->t, sc->texts[i], &total, sc, f)))
                 break;
             int64_t lim = i == sc->drive && sc->topk >= 0 && sc->n_texts == 1 ? sc->topk : -1;
-            rc = text_set(cx, sc, sc->texts[i], total, lim, f);
+            bool split = i == sc->drive && sc->colagg && colagg_ok(sc, snap, n_cp);
+            rc = text_set(cx, sc, sc->texts[i], total, lim, f, split ? snap : NULL);
         }
         if (rc)
             break;
@@ -1975,6 +2026,7 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
         }
     }
     ds_cursor_free(rf.dc);
+    text_cands_free(sc);
     snapshot_release(snap);
     sc->ms = (double)(qr_now_ns() - t0) / 1e6;
     if (rc)
