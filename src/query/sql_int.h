@@ -336,7 +336,8 @@ struct SqlTextPred {
 
 /* Docs matching a text predicate: open addressing doc -> index. */
 typedef struct SqlDocSet {
-    uint64_t n, cap;       /* entries, slots (power of two) */
+    uint64_t n, cap;       /* entries, slots (power of two; 0 when sorted) */
+    bool sorted;           /* no hash: docs ascending, found by binary search */
     int64_t *slot_doc;     /* -1 empty */
     uint32_t *slot_idx;
     int64_t *docs;         /* n, in the order the search gave them */
@@ -526,6 +527,8 @@ typedef struct SqlTableScan {
     /* when set and every condition is the driving text predicate or a
      * column predicate, the full / scan / text paths aggregate from column
      * blocks (colagg_used) instead of handing rows to consume */
+    bool from_drive;          /* candidates come from the driving text set: its
+                                 predicate is not checked again per row */
     void **text_cands;        /* the driving text set split by segment (roaring bitmaps) */
     int n_text_cands;
     const SqlColAgg *colagg;
