@@ -323,6 +323,8 @@ def plot_latency(res, out_png):
     eng = [e for e in ['quarry', 'postgres', 'sqlite', 'xapian', 'sphinx', 'duckdb']
            if any(med(wr, e) for wr in res['workloads'])]
     rows = [wr for wr in res['workloads'] if wr['group'] in ('text', 'agg', 'filter')]
+    if not eng or not rows:  # a run stopped before timing: nothing to draw
+        return False
     data = out_png.with_suffix('.dat')
     with open(data, 'w') as f:
         f.write('query ' + ' '.join(eng) + '\n')

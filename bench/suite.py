@@ -476,8 +476,16 @@ class HttpPeer:
 
     def request(self, method, path, params):
         url = path + ('?' + urllib.parse.urlencode(params) if params else '')
-        self.conn.request(method, url)
-        r = self.conn.getresponse()
+        try:
+            self.conn.request(method, url)
+            r = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            # the server closes keep-alive connections idle past idle_timeout_s (60 s),
+            # which a peer's slow cell at 2M exceeds: reconnect once, as HTTP clients do
+            self.conn.close()
+            self.conn = http.client.HTTPConnection('127.0.0.1', self.port, timeout=600)
+            self.conn.request(method, url)
+            r = self.conn.getresponse()
         body = r.read()
         if r.status != 200:
             raise RuntimeError('HTTP %d: %s' % (r.status, body[:300].decode('utf-8', 'replace')))

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #define DEFAULT_MEM_CAP (256u << 20)
+#define SEARCH_WINDOW_MAX 100000000
 #define MAX_PHRASE_TERMS 64
 
 void qr_search_req_init(QrSearchReq *r)
@@ -2286,8 +2287,12 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     uint64_t t0 = qr_now_ns();
     if (req->limit < 0 || req->offset < 0)
         return qr_error_set(err, QR_EINVAL, "limit and offset must not be negative");
-    if ((int64_t)req->limit + req->offset > 1000000) {
-        qr_error_set(err, QR_ELIMIT, "result window offset + limit is too large (at most 1000000)");
+    /* the hits live in the query's arena, whose cap binds first for
+     * ranked windows; unordered "every match" requests (SQL's text sets, an
+     * HTTP max_result_window raised by the operator) may be large */
+    if ((int64_t)req->limit + req->offset > SEARCH_WINDOW_MAX) {
+        qr_error_set(err, QR_ELIMIT, "result window offset + limit is too large (at most %d)",
+                     SEARCH_WINDOW_MAX);
         qr_error_hint(err, "page with search_after / keyset paging on (score, id) instead");
         return QR_ELIMIT;
     }

@@ -1723,8 +1723,8 @@ done:
 /* ---- ORDER BY <column> LIMIT k: blocks best zone-map bound first ---- */
 
 /* The walk serves the full and column-scan paths when the first ORDER BY
- * key is an int, timestamp or keyword column (floats are left out: a NaN
- * sorts above every number but zone maps do not record one). */
+ * key is an int, float, timestamp or keyword column (documents are JSON,
+ * so a float column holds no NaN to escape its zone maps). */
 static bool order_walk_ok(const SqlTableScan *sc, Snapshot *snap)
 {
     if (!sc->order_on || !sc->order_may_enter ||
@@ -1734,12 +1734,13 @@ static bool order_walk_ok(const SqlTableScan *sc, Snapshot *snap)
     if (sc->order_col < sc->first || sc->order_col >= sc->first + sc->n_cols || field < 0)
         return false;
     const QrField *fd = &qr_table_schema(sc->t)->fields[field];
-    if (fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_KEYWORD)
+    if (fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_KEYWORD &&
+        fd->type != QR_FT_FLOAT)
         return false;
     for (int si = 0; si < snap->n_segs; si++) {
         const Column *c = seg_column(snap->segs[si], field);
         if (c && col_type(c) != QR_COL_INT64 && col_type(c) != QR_COL_TIMESTAMP &&
-            col_type(c) != QR_COL_KEYWORD)
+            col_type(c) != QR_COL_KEYWORD && col_type(c) != QR_COL_FLOAT64)
             return false;
     }
     return true;
@@ -1806,6 +1807,8 @@ static int ordered_walk(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef
             const ColVal *bound = sc->order_desc ? &z.max : &z.min;
             if (col_type(c) == QR_COL_KEYWORD)
                 o->best = sqlv_text(bound->u.str.s, bound->u.str.n);
+            else if (col_type(c) == QR_COL_FLOAT64)
+                o->best = sqlv_float(bound->u.f);
             else
                 o->best = sqlv_int(bound->u.i);
             o->best.type = col->type;
@@ -1822,12 +1825,13 @@ static int ordered_walk(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef
         uint32_t b = ob[oi].block, first = b * COL_BLOCK_ROWS;
         uint32_t nd = seg_n_docs(snap->segs[si]);
         const Column *c = seg_column(snap->segs[si], field);
-        bool kw = c && col_type(c) == QR_COL_KEYWORD;
+        bool kw = c && col_type(c) == QR_COL_KEYWORD, fl = c && col_type(c) == QR_COL_FLOAT64;
         uint32_t n = nd - first < COL_BLOCK_ROWS ? nd - first : COL_BLOCK_ROWS;
         if (!c)
             memset(nulls, 0xff, sizeof nulls);
-        else if ((kw ? col_read_code(c, b, 1, (uint32_t *)iv, nulls)
-                     : col_read_int(c, b, 1, iv, nulls)) != n) {
+        else if ((kw   ? col_read_code(c, b, 1, (uint32_t *)iv, nulls)
+                  : fl ? col_read_float(c, b, 1, (double *)iv, nulls)
+                       : col_read_int(c, b, 1, iv, nulls)) != n) {
             rc = sql_err_at(cx, -1, QR_ECORRUPT, "XX001", "column block shorter than its segment");
             break;
         }
@@ -1839,7 +1843,9 @@ static int ordered_walk(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef
             if (!(nulls[r / 64] >> (r % 64) & 1)) {
                 const char *str;
                 size_t len;
-                if (!kw)
+                if (fl)
+                    v = sqlv_float(((double *)iv)[r]);
+                else if (!kw)
                     v = sqlv_int(iv[r]);
                 else if (col_dict_get(c, ((uint32_t *)iv)[r], &str, &len))
                     v = sqlv_text(str, len);

@@ -326,7 +326,8 @@ static int bad_int(HttpReq *r, const char *name, long long max)
 
 static int set_int(HttpReq *r, const SearchParam *p, double v, bool is_num, SearchArgs *a)
 {
-    long long max = p->kind == P_TIMEOUT ? 86400000LL : 1000000LL;
+    /* limit / offset: max_result_window (up to 10^9) is checked on their sum */
+    long long max = p->kind == P_TIMEOUT ? 86400000LL : 1000000000LL;
     if (!is_num || !isfinite(v) || v != floor(v) || v < 0 || v > (double)max)
         return bad_int(r, p->name, max);
     if (p->kind == P_LIMIT)

@@ -509,6 +509,9 @@ def test_search(srv, oracle):
     check(is_error(call(srv, "POST", "/tables/t/search", {"q": 5}), 400), "q must be a string")
     check(is_error(call(srv, "GET", "/tables/t/search?q=a&limit=400&offset=200"), 413,
                    "program_limit_exceeded"), "result window over the limit is 413")
+    # limit and offset are bounded by max_result_window (up to 10^9), not a fixed 10^6
+    check(is_error(call(srv, "GET", "/tables/t/search?q=a&limit=1500000"), 413,
+                   "program_limit_exceeded"), "a limit above 10^6 meets the window: 413")
     check(is_error(call(srv, "GET", "/tables/t/search?q=a&nosuch=1"), 400), "unknown param 400")
     check(is_error(call(srv, "GET", "/tables/t/search?q=a&q=b"), 400), "repeated param is 400")
     check(is_error(call(srv, "GET", "/tables/t/search?q=a&fields=nosuch"), 400),
