@@ -1166,6 +1166,58 @@ static char *make_snippet(Search *s, const char *json, size_t len)
 
 /* Matching live docs in doc order, unscored: offset/limit applied, total
  * exact.  Hits get ids only (no scores). */
+/* The next docs of a segment's match iterator: up to 512 at once from a
+ * plain postings iterator (batch), else one.  0 at the end. */
+static size_t next_docs(Iter *it, bool batch, uint32_t buf[512])
+{
+    if (batch)
+        return post_iter_fill(it, buf, 512);
+    DocId d = iter_next(it);
+    buf[0] = (uint32_t)d;
+    return d != ITER_END;
+}
+
+/* seg_bitmaps: every match of each segment into a bitmap of its own. */
+static int collect_bitmaps(Search *s, const CNode *root, QrSearchRes *res)
+{
+    int n = s->snap->n_segs;
+    roaring_bitmap_t **bits = qr_calloc((size_t)n + 1, sizeof *bits);
+    if (!bits)
+        return qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+    res->seg_bits = (void **)bits;
+    res->n_seg_bits = n;
+    uint32_t buf[512];
+    uint64_t seen = 0;
+    for (int i = 0; i < n && s->ctx.err.code == QR_OK; i++) {
+        if (!(bits[i] = roaring_bitmap_create()))
+            return qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+        Iter *it = build(s, s->snap->segs[i], root, false);
+        if (!it)
+            continue;
+        if (s->filter) {
+            roaring_bitmap_t *fb = seg_filter(s, i, root);
+            Iter *v[2] = {it, fb ? iter_bitmap_new(&s->ctx, fb) : NULL};
+            if (!v[1] || !(it = iter_and_new(&s->ctx, v, 2)))
+                break;
+        }
+        bool batch = !s->filter && post_iter_is(it);
+        for (;;) {
+            size_t k = next_docs(it, batch, buf);
+            if (!k)
+                break;
+            roaring_bitmap_add_many(bits[i], k, buf);
+            if (iter_ctx_interrupted(&s->ctx))
+                break;
+        }
+        if (s->snap->dels[i])
+            roaring_bitmap_andnot_inplace(bits[i], s->snap->dels[i]);
+        seen += roaring_bitmap_get_cardinality(bits[i]);
+    }
+    res->total = seen;
+    res->stats.strategy = "bitmaps";
+    return s->ctx.err.code;
+}
+
 static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
 {
     uint64_t from = (uint64_t)s->req->offset, want = from + (uint64_t)s->req->limit;
@@ -1195,14 +1247,7 @@ static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
                 break;
         }
         for (;;) {
-            size_t k;
-            if (batch) {
-                k = post_iter_fill(it, buf, 512);
-            } else {
-                DocId d = iter_next(it);
-                k = d != ITER_END;
-                buf[0] = (uint32_t)d;
-            }
+            size_t k = next_docs(it, batch, buf);
             if (!k)
                 break;
             for (size_t j = 0; j < k; j++) {
@@ -2410,7 +2455,8 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
             goto fail;
         k = 0;
     } else if (req->unordered && !req->count_only) {
-        if (collect_unordered(s, root, res) != QR_OK)
+        if ((req->seg_bitmaps ? collect_bitmaps(s, root, res) : collect_unordered(s, root, res)) !=
+            QR_OK)
             goto fail;
         k = 0;
     } else if (req->count_only || !req->skip_total) {
@@ -2531,6 +2577,11 @@ fail:
 
 void qr_search_res_free(QrSearchRes *r)
 {
-    if (r)
-        qr_arena_free(r->arena);
+    if (!r)
+        return;
+    for (int i = 0; r->seg_bits && i < r->n_seg_bits; i++)
+        if (r->seg_bits[i])
+            roaring_bitmap_free(r->seg_bits[i]);
+    qr_free(r->seg_bits);
+    qr_arena_free(r->arena);
 }

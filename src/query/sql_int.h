@@ -527,6 +527,8 @@ typedef struct SqlTableScan {
     /* when set and every condition is the driving text predicate or a
      * column predicate, the full / scan / text paths aggregate from column
      * blocks (colagg_used) instead of handing rows to consume */
+    bool uncounted;           /* top-k by score alone: the matches were not counted
+                                 (text_rows is the k asked for) */
     bool from_drive;          /* candidates come from the driving text set: its
                                  predicate is not checked again per row */
     void **text_cands;        /* the driving text set split by segment (roaring bitmaps) */

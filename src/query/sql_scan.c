@@ -403,17 +403,17 @@ static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t tota
     r.skip_total = true;
     r.snippets = tp->want_snippets;
     r.no_ids = true; /* rows read their key from the segment when they need it */
+    r.seg_bitmaps = split_snap != NULL;
     QrSearchRes *res;
     QrError e;
     qr_error_clear(&e);
     if (qr_search(sc->t, &r, &res, &e) != QR_OK)
         return search_err(cx, tp, &e);
     text_cands_free(sc);
-    const char *hit_docs = res->n_hits ? (const char *)&res->hits[0].doc : NULL;
-    if (split_snap &&
-        !text_cands_build(sc, split_snap, hit_docs, sizeof *res->hits, (uint64_t)res->n_hits)) {
-        qr_search_res_free(res);
-        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    if (split_snap) { /* the search's per-segment bitmaps become the scan's */
+        sc->text_cands = res->seg_bits;
+        sc->n_text_cands = res->n_seg_bits;
+        res->seg_bits = NULL;
     }
     for (int i = 0; !split_snap && i < res->n_hits; i++) {
         const char *snip = NULL;
@@ -1896,7 +1896,15 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
     for (int attempt = 0;; attempt++) {
         snap = table_snapshot(sc->t->table);
         uint64_t version = snap->version;
-        if (sc->drive >= 0 && (rc = text_count(cx, sc->t, sc->texts[sc->drive], &drive_n, sc, NULL)))
+        /* a top-k whose only condition is its text predicate has one sensible
+         * path, and counting every match first (a pass over all postings
+         * that block-max WAND then skips) would cost more than the top-k */
+        sc->uncounted = sc->drive >= 0 && sc->topk >= 0 && sc->n_texts == 1 && sc->n_conj == 1 &&
+                        n_cp == 0 && cx->path == SQL_PATH_AUTO;
+        if (sc->uncounted)
+            drive_n = (uint64_t)sc->topk < snap->n_live ? (uint64_t)sc->topk : snap->n_live;
+        else if (sc->drive >= 0 &&
+                 (rc = text_count(cx, sc->t, sc->texts[sc->drive], &drive_n, sc, NULL)))
             break;
         sc->text_rows = drive_n;
         /* plan */

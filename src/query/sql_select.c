@@ -1408,7 +1408,8 @@ static void scan_node(Sel *s, const Item *it)
         qr_buf_printf(&b, "\n  Text: %s @@ '%.*s'%s", sc->texts[i]->field ? sc->texts[i]->field : it->qual,
                       (int)qb.len, qb.data ? (char *)qb.data : "", i == sc->drive ? " (driving)" : "");
         if (i == sc->drive)
-            qr_buf_printf(&b, "  matches=%" PRIu64, sc->text_rows);
+            qr_buf_printf(&b, sc->uncounted ? "  matches=(not counted: top-%" PRIu64 " only)"
+                                            : "  matches=%" PRIu64, sc->text_rows);
         qr_buf_free(&qb);
     }
     if (sc->n_conj)
