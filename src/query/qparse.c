@@ -649,19 +649,11 @@ static QNode *make_bool(QParser *p, QNode **kids, size_t n, bool is_and, uint32_
         if (!add_kid(p, &vec, kids[i], o))
             return NULL;
     }
-    bool real_must = false, positive = false;
-    for (size_t i = 0; i < vec.n; i++) {
-        QNode *k = vec.v[i];
-        real_must |= k->occur == QO_MUST && k->kind != QN_ALL;
-        positive |= k->occur != QO_MUST_NOT;
-    }
-    if (real_must) { /* "everything AND x" is x */
-        size_t w = 0;
-        for (size_t i = 0; i < vec.n; i++)
-            if (!(vec.v[i]->occur == QO_MUST && vec.v[i]->kind == QN_ALL))
-                vec.v[w++] = vec.v[i];
-        vec.n = w;
-    }
+    /* "everything AND x" stays as written: x may analyze to no word (a stop
+     * word) and drop out, and then the group is everything, not nothing */
+    bool positive = false;
+    for (size_t i = 0; i < vec.n; i++)
+        positive |= vec.v[i]->occur != QO_MUST_NOT;
     if (!positive) { /* only exclusions: start from every doc */
         QNode *all = new_node(p, QN_ALL, pos);
         if (!all || !vec_push(p, &vec, all))

@@ -1142,7 +1142,7 @@ static void check_query(QrTable *t, Model *m, Stats *st, const char *q, const QN
      * scale), then a page */
     req.count_only = false;
     req.unordered = true;
-    req.limit = st->queries % 4 == 0 ? 5000000 : n_hits_sc + 5; /* (rng untouched) */
+    req.limit = eu_below(rng, 4) == 0 ? 5000000 : n_hits_sc + 5;
     req.offset = 0;
     res = run(t, &req, &err);
     if (!res)
