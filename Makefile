@@ -120,7 +120,7 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c tests/fuzz/fuzz_util.h $(BUILD)/libquarry-fuzz.a
 
 # A short bounded run of every target (part of make check), and a long one.
 fuzz-smoke: $(FUZZ_BIN)
-	@tests/run_fuzz.sh $(or $(FUZZ_SMOKE_SECONDS),10) $(FUZZ_BIN)
+	@tests/run_fuzz.sh $(or $(FUZZ_SMOKE_SECONDS),6) $(FUZZ_BIN)
 
 fuzz: $(FUZZ_BIN)
 	@tests/run_fuzz.sh $(FUZZ_SECONDS) $(FUZZ_BIN)
