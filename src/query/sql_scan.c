@@ -317,11 +317,9 @@ static int text_count(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, uint64_t *c
     return QR_OK;
 }
 
-/* Fill tp->set: every matching doc (limit < 0) or the best `limit` by score. */
-/* Split doc ids (int64 at base + i * stride) by segment into
- * sc->text_cands, in one pass: ids in doc order rarely change segment. */
-static bool text_cands_build(SqlTableScan *sc, Snapshot *snap, const char *base, size_t stride,
-                             uint64_t n)
+/* Split a text set's docs by segment into sc->text_cands, in one pass:
+ * ids in doc order rarely change segment. */
+static bool text_cands_build(SqlTableScan *sc, Snapshot *snap, const SqlDocSet *ds)
 {
     roaring_bitmap_t **tc = qr_calloc((size_t)snap->n_segs + 1, sizeof *tc);
     if (!tc)
@@ -332,10 +330,8 @@ static bool text_cands_build(SqlTableScan *sc, Snapshot *snap, const char *base,
         if (!(tc[k] = roaring_bitmap_create()))
             return false;
     int cur = -1;
-    for (uint64_t i = 0; i < n; i++) {
-        int64_t g;
-        memcpy(&g, base + i * stride, sizeof g);
-        DocId d = (DocId)g;
+    for (uint64_t i = 0; i < ds->n; i++) {
+        DocId d = (DocId)ds->docs[i];
         uint32_t local;
         if ((cur < 0 || d < snap->base[cur] || d - snap->base[cur] >= seg_n_docs(snap->segs[cur])) &&
             !snapshot_locate(snap, d, &cur, &local)) {
@@ -352,7 +348,7 @@ static bool text_cands_build(SqlTableScan *sc, Snapshot *snap, const char *base,
 static roaring_bitmap_t *seg_text_cand(SqlTableScan *sc, Snapshot *snap, const SqlDocSet *ds, int si)
 {
     if (!sc->text_cands &&
-        !text_cands_build(sc, snap, (const char *)ds->docs, sizeof *ds->docs, ds->n))
+        !text_cands_build(sc, snap, ds))
         return NULL;
     roaring_bitmap_t *piece = si < sc->n_text_cands ? sc->text_cands[si] : NULL;
     return piece ? roaring_bitmap_copy(piece) : NULL;
@@ -369,11 +365,11 @@ static void text_cands_free(SqlTableScan *sc)
 }
 
 /* The docs of a text predicate into tp->set (limit >= 0: the best
- * `limit` by score).  With split_snap, for aggregates read from column
+ * `limit` by score).  With split, for aggregates read from column
  * blocks, the docs only go to sc->text_cands split by segment (no set is
  * kept: no scores, no hash). */
 static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t total, int64_t limit,
-                    const QrFilter *filter, Snapshot *split_snap)
+                    const QrFilter *filter, bool split)
 {
     const char *q;
     size_t n;
@@ -390,7 +386,7 @@ static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t tota
         return QR_ELIMIT;
     }
     /* unscored hits come in doc order: no hash needed */
-    tp->set = docset_new(cx, split_snap ? 0 : want, tp->want_snippets, !scores);
+    tp->set = docset_new(cx, split ? 0 : want, tp->want_snippets, !scores);
     if (!tp->set)
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     if (!q || want == 0)
@@ -403,19 +399,19 @@ static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t tota
     r.skip_total = true;
     r.snippets = tp->want_snippets;
     r.no_ids = true; /* rows read their key from the segment when they need it */
-    r.seg_bitmaps = split_snap != NULL;
+    r.seg_bitmaps = split;
     QrSearchRes *res;
     QrError e;
     qr_error_clear(&e);
     if (qr_search(sc->t, &r, &res, &e) != QR_OK)
         return search_err(cx, tp, &e);
-    text_cands_free(sc);
-    if (split_snap) { /* the search's per-segment bitmaps become the scan's */
+    if (split) { /* the search's per-segment bitmaps become the scan's */
+        text_cands_free(sc); /* those of an earlier attempt */
         sc->text_cands = res->seg_bits;
         sc->n_text_cands = res->n_seg_bits;
         res->seg_bits = NULL;
     }
-    for (int i = 0; !split_snap && i < res->n_hits; i++) {
+    for (int i = 0; !split && i < res->n_hits; i++) {
         const char *snip = NULL;
         if (tp->want_snippets && res->hits[i].snippet)
             snip = qr_arena_strndup(cx->arena, res->hits[i].snippet, strlen(res->hits[i].snippet));
@@ -1988,7 +1984,7 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
                 break;
             int64_t lim = i == sc->drive && sc->topk >= 0 && sc->n_texts == 1 ? sc->topk : -1;
             bool split = i == sc->drive && sc->colagg && colagg_ok(sc, snap, n_cp);
-            rc = text_set(cx, sc, sc->texts[i], total, lim, f, split ? snap : NULL);
+            rc = text_set(cx, sc, sc->texts[i], total, lim, f, split);
         }
         if (rc)
             break;
