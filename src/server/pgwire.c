@@ -835,11 +835,12 @@ static void refuse_client(PgServer *s, int fd, const char *client)
     if (qr_buf_ok(&b) && send(fd, b.data, b.len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
         qr_log(QR_LOG_DEBUG, "pg: refusal not sent: %s", strerror(errno));
     qr_buf_free(&b);
-    /* read what already came so that close sends FIN, not RST (which could
-     * discard the error before the client reads it) */
+    /* read what already came (a startup packet, at most 10000 bytes) so
+     * that close sends FIN, not RST, which could discard the error before
+     * the client reads it */
     shutdown(fd, SHUT_WR);
     char junk[4096];
-    while (recv(fd, junk, sizeof junk, MSG_DONTWAIT) > 0)
+    for (int i = 0; i < 4 && recv(fd, junk, sizeof junk, MSG_DONTWAIT) > 0; i++)
         ;
     close(fd);
 }
