@@ -8,7 +8,7 @@
 #
 # Env: DURATION (seconds per wrk run, default 10), LOG_REQUESTS (true|false,
 # default true: the shipped setting, one log line per request to a file),
-# THREADS (server worker threads, default: one per core), DATA (a data
+# DATA (a data
 # directory that already holds the table "news", e.g. one `quarry import` made:
 # copied and used instead of uploading the corpus), PERF=1 (profile the server
 # with `perf` during the 8-connection ranked run and split its CPU time into
@@ -31,7 +31,7 @@ command -v wrk >/dev/null || { echo "wrk is not installed (make deps)"; exit 1; 
 rm -rf "$WORK"
 mkdir -p "$WORK"
 cat >"$WORK/serve.json" <<EOF
-{"log_requests": $LOG_REQUESTS, "max_connections": 1024, "threads": ${THREADS:-0}}
+{"log_requests": $LOG_REQUESTS, "max_connections": 1024}
 EOF
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; }
@@ -173,7 +173,7 @@ mkdir -p "$ROOT/bench/results"
   echo
   echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo);" \
        "load average before/after: $load_before / $load_after (shared machine)."
-  echo "Server: \`quarry serve\`, $(grep -o 'threads=[0-9]*' "$WORK/serve.log" | head -1) worker threads," \
+  echo "Server: \`quarry serve\`, a thread per connection," \
        "log_requests=$LOG_REQUESTS; wrk on the same machine, ${DURATION}s per row, 2 wrk threads (1 at 1 connection)."
   echo
   if [ -n "$ingest_s" ]; then

@@ -100,6 +100,7 @@ static const struct {
     [QR_EINTERNAL] = {500, NULL},
     [HTTP_EMETHOD] = {405, "method_not_allowed"},
     [HTTP_EMEDIA] = {415, "unsupported_media_type"},
+    [HTTP_EHEADER_TIMEOUT] = {408, "request_timeout"},
 };
 
 int http_status_of(int code)
@@ -944,6 +945,16 @@ static void media_type(const char *ct, char *out, size_t cap)
     out[o] = 0;
 }
 
+/* /health, /metrics, /stats and the admin page: cheap, and what an
+ * operator needs most when the server is full, so max_connections does
+ * not turn them away. */
+static bool route_light(const HttpRoute *rt)
+{
+    return rt->handle == http_health || rt->handle == http_admin_asset ||
+           rt->handle == http_metrics_get || rt->handle == http_stats_get ||
+           rt->handle == http_queries_get;
+}
+
 /* Headers are in: route, limits, media types.  May queue an error. */
 static void first_call(HttpReq *r)
 {
@@ -963,7 +974,7 @@ static void first_call(HttpReq *r)
     auth_check(r, rt->scope);
     if (r->err.code != QR_OK)
         return;
-    if (atomic_load(&s->connections) > s->cfg.max_connections) {
+    if (atomic_load(&s->connections) > s->cfg.max_connections && !route_light(rt)) {
         http_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
         http_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
         http_error(r, QR_EBUSY, "too many connections (at most %d)", s->cfg.max_connections);
@@ -1010,6 +1021,8 @@ static void first_call(HttpReq *r)
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
     HttpServer *s = cls;
+    if (!http_conns_request(s, c))
+        return NULL; /* refused or past its deadline: drop the connection */
     HttpReq *r = qr_calloc(1, sizeof *r);
     if (!r)
         return NULL;
@@ -1039,6 +1052,8 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *c, const char
         return MHD_NO; /* out of memory at uri_log: drop the connection */
     r->conn = c;
     if (!r->started) {
+        if (!http_conns_busy(r->srv, c))
+            return MHD_NO; /* closed at its header deadline or for room meanwhile */
         r->started = true;
         r->method_name = method;
         first_call(r);
@@ -1127,9 +1142,9 @@ static void log_path(const char *uri, char *out, size_t cap)
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    (void)c;
     HttpServer *s = cls;
     HttpReq *r = *con_cls;
+    http_conns_idle(s, c);
     if (!r)
         return;
     *con_cls = NULL;
@@ -1166,18 +1181,6 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
     qr_free(r);
 }
 
-static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
-                          enum MHD_ConnectionNotificationCode toe)
-{
-    (void)c;
-    (void)socket_context;
-    HttpServer *s = cls;
-    if (toe == MHD_CONNECTION_NOTIFY_STARTED)
-        atomic_fetch_add(&s->connections, 1);
-    else
-        atomic_fetch_sub(&s->connections, 1);
-}
-
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
     (void)cls;
@@ -1194,6 +1197,7 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 /* Free what http_server_start made before the daemon ran. */
 static void server_free(HttpServer *s)
 {
+    http_conns_free(s);
     http_history_free(s->history);
     http_metrics_free(s);
     apikey_free(s->keys);
@@ -1268,34 +1272,36 @@ int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError
         server_free(s);
         return rc;
     }
-    if (s->cfg.threads <= 0) {
-        long nc = sysconf(_SC_NPROCESSORS_ONLN);
-        s->cfg.threads = nc > 0 ? (int)nc : 1;
-    }
     s->started_ns = qr_now_ns();
     s->started_wall_us = qr_wall_us();
-    if (http_metrics_new(s) != QR_OK || !(s->history = http_history_new(s->cfg.history_size))) {
+    if (http_metrics_new(s) != QR_OK || !(s->history = http_history_new(s->cfg.history_size)) ||
+        http_conns_new(s) != QR_OK) {
         server_free(s);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
-    unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ITC | MHD_USE_ERROR_LOG | MHD_USE_TURBO;
+    /* one thread per connection: a request that runs long (a statement up
+     * to query_timeout_ms, a merge, an upload) holds only its own
+     * connection, and /health or the admin page never wait behind it */
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_ITC |
+                     MHD_USE_ERROR_LOG | MHD_USE_TURBO;
     if (v6)
         flags |= MHD_USE_IPv6;
     if (s->tls_cert)
         flags |= MHD_USE_TLS;
+    /* beyond max_connections the guard closes waiting connections
+     * (http_conn.c); the margin covers those still closing and busy ones */
     unsigned hard_limit = (unsigned)s->cfg.max_connections + 64u;
     s->mhd = MHD_start_daemon(
         flags, 0, NULL, NULL, on_access, s,
         MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, s,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_THREAD_POOL_SIZE, (unsigned)s->cfg.threads,
         MHD_OPTION_CONNECTION_LIMIT, hard_limit,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)s->cfg.idle_timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128u << 10),
         MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024u,
         MHD_OPTION_URI_LOG_CALLBACK, on_uri, s,
         MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
+        MHD_OPTION_NOTIFY_CONNECTION, http_conns_notify, s,
         /* after NOTIFY_CONNECTION so that without TLS the list ends here */
         s->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, (const char *)s->tls_cert,
         MHD_OPTION_HTTPS_MEM_KEY, (const char *)s->tls_key,

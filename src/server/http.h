@@ -4,8 +4,10 @@
  * Layer: server/.  Calls query/quarry.h, server/ingest.h, the base kit,
  * libmicrohttpd, cJSON and zlib.
  *
- * One HttpServer serves one open QrDb over libmicrohttpd: a thread pool
- * (one epoll loop per thread, keep-alive), routes described as data
+ * One HttpServer serves one open QrDb over libmicrohttpd: one thread per
+ * connection (keep-alive), so a long statement never holds up another
+ * connection such as /health; connection limits and header deadlines in
+ * http_conn.c; routes described as data
  * (http.c), every error as JSON {"error":{"code","message",...}} with the
  * status from one QrCode -> HTTP table.  docs/http-api.md is the manual;
  * docs/openapi.yaml the machine-readable form.
@@ -25,7 +27,8 @@
 
 typedef struct HttpConfig {
     char http[128];              /* listen address "HOST:PORT" (port 0 = any free port) */
-    int threads;                 /* worker threads (0 = one per core) */
+    int threads;                 /* ignored: each connection has its own thread (kept so
+                                    that older config files load) */
     uint64_t max_body_bytes;     /* JSON request bodies (413 beyond) */
     uint64_t max_ingest_bytes;   /* one JSONL upload, counted after gunzip (413 beyond) */
     uint64_t max_line_bytes;     /* one JSONL line (that line is rejected beyond) */
@@ -35,7 +38,13 @@ typedef struct HttpConfig {
     int max_result_window;       /* offset + limit of one search (413 beyond) */
     int max_query_terms;         /* words in one text query (413 beyond; the engine's
                                     parser also stops at 1024 leaf clauses) */
-    int max_connections;         /* open connections (503 beyond) */
+    int max_connections;         /* live connections; beyond, the one waiting longest for
+                                    a request is closed, and when all are busy requests
+                                    but /health and the admin page get 503 */
+    int max_connections_per_ip;  /* connections from one client address (IPv4, IPv6 /64)
+                                    (refused with 503 beyond; 0 = no limit) */
+    int header_timeout_s;        /* a request's line and headers must arrive within this
+                                    (408 and close) */
     int idle_timeout_s;          /* close keep-alive connections idle this long */
     int shutdown_timeout_s;      /* wait this long for running requests on SIGTERM */
     int history_size;            /* recent queries kept for the admin page */

@@ -35,7 +35,7 @@ typedef struct ConfKey {
 #define CAP(f) sizeof(((HttpConfig *)0)->f)
 static const ConfKey HTTP_CONFIG_KEYS[] = {
     {"http", CK_STR, OFF(http), 0, 0, "listen address HOST:PORT", CAP(http)},
-    {"threads", CK_INT, OFF(threads), 0, 256, "worker threads (0 = one per core)"},
+    {"threads", CK_INT, OFF(threads), 0, 256, "ignored (one thread per connection)"},
     {"max_body_bytes", CK_U64, OFF(max_body_bytes), 1024, 1e12, "largest JSON request body"},
     {"max_ingest_bytes", CK_U64, OFF(max_ingest_bytes), 1024, 1e15,
      "largest JSONL upload (after gunzip)"},
@@ -47,6 +47,10 @@ static const ConfKey HTTP_CONFIG_KEYS[] = {
      "largest offset + limit"},
     {"max_query_terms", CK_INT, OFF(max_query_terms), 1, 100000, "words in a text query"},
     {"max_connections", CK_INT, OFF(max_connections), 1, 1000000, "open connections"},
+    {"max_connections_per_ip", CK_INT, OFF(max_connections_per_ip), 0, 1000000,
+     "connections from one client address (0 = no limit)"},
+    {"header_timeout_s", CK_INT, OFF(header_timeout_s), 1, 3600,
+     "time to send a request's headers"},
     {"idle_timeout_s", CK_INT, OFF(idle_timeout_s), 1, 86400, "keep-alive idle timeout"},
     {"shutdown_timeout_s", CK_INT, OFF(shutdown_timeout_s), 0, 3600,
      "wait for running requests on shutdown"},
@@ -73,6 +77,8 @@ void http_config_default(HttpConfig *c)
     c->max_result_window = 10000;
     c->max_query_terms = 1024;
     c->max_connections = 512;
+    c->max_connections_per_ip = 128;
+    c->header_timeout_s = 10;
     c->idle_timeout_s = 60;
     c->shutdown_timeout_s = 30;
     c->history_size = 200;

@@ -58,7 +58,7 @@ typedef enum HttpBodyKind {
 } HttpBodyKind;
 
 /* Error codes beyond QrCode for failures that only HTTP has. */
-enum { HTTP_EMETHOD = QR_CODE_COUNT, HTTP_EMEDIA, HTTP_ECODE_END };
+enum { HTTP_EMETHOD = QR_CODE_COUNT, HTTP_EMEDIA, HTTP_EHEADER_TIMEOUT, HTTP_ECODE_END };
 
 typedef struct HttpReq HttpReq;
 
@@ -186,6 +186,7 @@ int http_table_drop(HttpServer *s, const char *name, QrError *err);
 typedef struct HttpMetrics HttpMetrics;
 typedef struct HttpHistory HttpHistory;
 typedef struct TableGuard TableGuard;
+typedef struct HttpConns HttpConns;
 
 struct HttpServer {
     QrDb *db;                      /* borrows */
@@ -207,7 +208,27 @@ struct HttpServer {
     ApiKeys *keys;                 /* owns, NULL without cfg.key_dir */
     bool remote;                   /* listening beyond loopback */
     uint8_t *tls_cert, *tls_key;   /* owns: PEM text given to libmicrohttpd */
+    HttpConns *conns;              /* owns: connection limits and deadlines (http_conn.c) */
 };
+
+/* ---- http_conn.c: per-client and global connection limits, header and
+ * keep-alive deadlines (conn_guard.h) ---- */
+/* Start the deadline thread; QR_ENOMEM / QR_EIO. */
+int http_conns_new(HttpServer *s);
+/* After the daemon stopped (every connection closed). NULL-safe. */
+void http_conns_free(HttpServer *s);
+/* MHD_OPTION_NOTIFY_CONNECTION: admit or refuse, count, forget. */
+void http_conns_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                       enum MHD_ConnectionNotificationCode toe);
+/* A request line arrived (uri_log); false: the connection was refused or
+ * kicked and must be dropped. */
+bool http_conns_request(HttpServer *s, struct MHD_Connection *c);
+/* The headers are in (first access call); false: drop the connection. */
+bool http_conns_busy(HttpServer *s, struct MHD_Connection *c);
+/* The request completed: wait for the next one up to idle_timeout_s. */
+void http_conns_idle(HttpServer *s, struct MHD_Connection *c);
+/* Connections refused per client, evicted for room, closed at a deadline. */
+void http_conns_counts(HttpServer *s, uint64_t *refused, uint64_t *evicted, uint64_t *timed_out);
 
 /* ---- http_tables.c ---- */
 void http_tables_list(HttpReq *r);

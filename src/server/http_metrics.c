@@ -289,9 +289,17 @@ void http_metrics_get(HttpReq *r)
                       lbl, (unsigned long long)cum, lbl,
                       (double)atomic_load(&m->sum_ns[ri]) / 1e9, lbl, (unsigned long long)cum);
     }
+    uint64_t refused, evicted, timed_out;
+    http_conns_counts(s, &refused, &evicted, &timed_out);
     qr_buf_printf(&b,
                   "# HELP quarry_http_connections Open HTTP connections.\n"
                   "# TYPE quarry_http_connections gauge\nquarry_http_connections %d\n"
+                  "# HELP quarry_http_connections_closed_total Connections refused or closed "
+                  "by the server's connection limits and deadlines.\n"
+                  "# TYPE quarry_http_connections_closed_total counter\n"
+                  "quarry_http_connections_closed_total{reason=\"per_client_limit\"} %llu\n"
+                  "quarry_http_connections_closed_total{reason=\"evicted\"} %llu\n"
+                  "quarry_http_connections_closed_total{reason=\"deadline\"} %llu\n"
                   "# HELP quarry_http_requests_in_flight Requests being answered.\n"
                   "# TYPE quarry_http_requests_in_flight gauge\n"
                   "quarry_http_requests_in_flight %d\n"
@@ -301,8 +309,10 @@ void http_metrics_get(HttpReq *r)
                   "# TYPE quarry_uptime_seconds gauge\nquarry_uptime_seconds %.3f\n"
                   "# HELP quarry_build_info Build version.\n# TYPE quarry_build_info gauge\n"
                   "quarry_build_info{version=\"%s\"} 1\n",
-                  atomic_load(&s->connections), atomic_load(&s->inflight),
-                  atomic_load(&s->ingests), uptime_s(s), QUARRY_VERSION);
+                  atomic_load(&s->connections), (unsigned long long)refused,
+                  (unsigned long long)evicted, (unsigned long long)timed_out,
+                  atomic_load(&s->inflight), atomic_load(&s->ingests), uptime_s(s),
+                  QUARRY_VERSION);
     PromTables pt = {&b, 0};
     for (pt.pass = 0; pt.pass < N_FAMILIES; pt.pass++) {
         qr_buf_printf(&b, "# HELP %s %s\n# TYPE %s %s\n", TABLE_FAMILIES[pt.pass].name,
@@ -360,7 +370,7 @@ void http_stats_get(HttpReq *r)
                   QUARRY_VERSION, uptime_s(s), (long long)(s->started_wall_us / 1000),
                   atomic_load(&s->connections), atomic_load(&s->inflight),
                   atomic_load(&s->ingests), (unsigned long long)reqs, (unsigned long long)errs,
-                  s->cfg.threads);
+                  atomic_load(&s->connections)); /* a thread per connection */
     jw_cstr(&b, s->addr);
     qr_buf_printf(&b, ",\"limits\":{\"max_body_bytes\":%llu,\"max_ingest_bytes\":%llu,"
                       "\"query_timeout_ms\":%llu,\"max_result_window\":%d,"

@@ -85,3 +85,37 @@ void netaddr_format(const struct sockaddr_storage *ss, char *out, size_t cap)
         snprintf(out, cap, "%s:%d", host, ntohs(a->sin_port));
     }
 }
+
+int netaddr_client_key(const struct sockaddr_storage *ss, uint8_t *key, char *name,
+                       size_t name_cap)
+{
+    const uint8_t *a;
+    int n;
+    if (ss->ss_family == AF_INET) {
+        a = (const uint8_t *)&((const struct sockaddr_in *)ss)->sin_addr;
+        n = 4;
+    } else if (ss->ss_family == AF_INET6) {
+        const struct in6_addr *a6 = &((const struct sockaddr_in6 *)ss)->sin6_addr;
+        bool mapped = IN6_IS_ADDR_V4MAPPED(a6);
+        a = a6->s6_addr + (mapped ? 12 : 0);
+        n = mapped ? 4 : 8;
+    } else {
+        if (name && name_cap)
+            snprintf(name, name_cap, "local");
+        return 0;
+    }
+    memcpy(key, a, (size_t)n);
+    if (name && name_cap) {
+        char host[INET6_ADDRSTRLEN] = "?";
+        if (n == 4) {
+            inet_ntop(AF_INET, a, host, sizeof host);
+            snprintf(name, name_cap, "%s", host);
+        } else {
+            uint8_t net[16] = {0};
+            memcpy(net, a, 8);
+            inet_ntop(AF_INET6, net, host, sizeof host);
+            snprintf(name, name_cap, "%s/64", host);
+        }
+    }
+    return n;
+}

@@ -9,6 +9,8 @@
 #define QR_NETADDR_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 
 #include "store/error.h"
@@ -21,5 +23,14 @@ int netaddr_parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_
 bool netaddr_is_loopback(const struct sockaddr_storage *ss);
 /* "127.0.0.1:5433" / "[::1]:5433" for a bound socket address. */
 void netaddr_format(const struct sockaddr_storage *ss, char *out, size_t cap);
+
+/* The client a peer address belongs to, for per-client connection limits:
+ * an IPv4 address (also when v4-mapped in IPv6), or an IPv6 /64 (one
+ * host commonly holds a whole /64).  Writes up to NETADDR_KEY_MAX bytes
+ * to key and returns their count; 0 for other families (no client key).
+ * name (may be NULL) gets "127.0.0.2" or "2001:db8:1:2::/64". */
+#define NETADDR_KEY_MAX 8
+int netaddr_client_key(const struct sockaddr_storage *ss, uint8_t *key, char *name,
+                       size_t name_cap);
 
 #endif

@@ -15,10 +15,18 @@
  * the stop pipe, so stop reaches idle connections at once.  The registry
  * (a list under srv->mu) serves CancelRequest and stop.
  *
- * Limits.  Threads beyond max_connections + PGW_EXTRA_THREADS are refused at
- * accept (closed); sessions beyond max_connections get FATAL 53300 after
- * the startup packet (so CancelRequests still get through).  Startup and
- * authentication must finish in auth_timeout_s.  A message longer than
+ * Limits.  A ConnGuard (conn_guard.h) admits connections at accept: a
+ * client address beyond max_connections_per_ip gets FATAL 53300 at once
+ * (PGW_CANCEL_EXTRA more are let in to send a CancelRequest, and only
+ * that); when max_connections + PGW_EXTRA_THREADS connections are open, the
+ * one longest in its startup phase is closed (FATAL 53300) to make room.
+ * Startup and authentication must finish auth_timeout_s after the accept:
+ * the accept thread kicks late ones (FATAL 57014), however slowly their
+ * bytes came.  The guard wakes a connection's thread by shutting down the
+ * socket's read side, so the thread can still write why.  Sessions beyond
+ * max_connections get FATAL 53300 after the startup packet (so
+ * CancelRequests still get through).  Every statement is bounded by
+ * statement_timeout_ms (SET statement_timeout lowers it).  A message longer than
  * max_message_bytes is a FATAL 08P01 and the connection closes; buffers
  * grow with the bytes that actually arrive, never with the length a client
  * claims.
@@ -45,6 +53,8 @@
 #include <unistd.h>
 
 #define PGW_EXTRA_THREADS 64          /* startup-phase connections beyond the limit */
+#define PGW_HARD_EXTRA 128            /* threads beyond that (kicked ones still closing) */
+#define PGW_CANCEL_EXTRA 2            /* per client beyond its limit, for CancelRequest */
 #define PGW_RBUF_INIT 8192
 #define PGW_FLUSH_AT (64 * 1024)
 #define PGW_STACK_BYTES (4u << 20)
@@ -57,6 +67,7 @@ struct PgServer {
     int stop_pipe[2];        /* owns: readable once stopping */
     char addr[160];
     bool need_auth_remote;   /* listening beyond loopback */
+    ConnGuard guard;         /* per-client and global admission, startup deadlines */
     pthread_t accept_thr;
     pthread_mutex_t mu;      /* guards everything below */
     pthread_cond_t cv;
@@ -75,8 +86,10 @@ void pg_config_default(PgConfig *c)
     memset(c, 0, sizeof *c);
     snprintf(c->listen, sizeof c->listen, "127.0.0.1:5433");
     c->max_connections = 100;
+    c->max_connections_per_ip = 50;
     c->max_message_bytes = 64u << 20;
-    c->auth_timeout_s = 60;
+    c->auth_timeout_s = 10;
+    c->statement_timeout_ms = 10000;
     c->shutdown_timeout_s = 10;
 }
 
@@ -162,19 +175,20 @@ static void send_fatal(PgConn *c, QrCode code, const char *sqlstate, const char 
 
 /* ---- input ---- */
 
-/* Wait until the socket is readable (or stop / timeout); false to end. */
-static bool wait_readable(PgConn *c, int timeout_ms)
+/* Wait until the socket is readable (or stop); false to end.  The startup
+ * deadline arrives as the end of input (the guard shuts the read side). */
+static bool wait_readable(PgConn *c)
 {
     if (pgw_conn_pending(c))
         return true;
     struct pollfd p[2] = {{.fd = c->fd, .events = POLLIN},
                           {.fd = c->srv->stop_pipe[0], .events = POLLIN}};
     for (;;) {
-        int n = poll(p, 2, timeout_ms);
+        int n = poll(p, 2, -1);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return false; /* timeout or error */
+            return false;
         if (p[1].revents) {
             /* shutting down: tell an idle client why, as PostgreSQL does */
             send_fatal(c, QR_ECANCELED, "57P01",
@@ -186,7 +200,7 @@ static bool wait_readable(PgConn *c, int timeout_ms)
 }
 
 /* Make at least `need` unread bytes available in rbuf. */
-static bool fill(PgConn *c, size_t need, int timeout_ms)
+static bool fill(PgConn *c, size_t need)
 {
     while (c->rlen - c->rpos < need) {
         if (c->rpos > 0 && c->rpos == c->rlen)
@@ -218,7 +232,7 @@ static bool fill(PgConn *c, size_t need, int timeout_ms)
                 c->rcap = nc;
             }
         }
-        if (!wait_readable(c, timeout_ms))
+        if (!wait_readable(c))
             return false;
         ssize_t n = pgw_conn_recv(c, c->rbuf + c->rlen, c->rcap - c->rlen);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
@@ -255,7 +269,7 @@ bool pgw_read_msg(PgConn *c, char *type, const uint8_t **body, size_t *len)
     if (c->dead)
         return false;
     shrink_rbuf(c);
-    if (!fill(c, 5, c->timeout_ms))
+    if (!fill(c, 5))
         return false;
     const uint8_t *h = c->rbuf + c->rpos;
     uint32_t l = be32(h + 1);
@@ -275,7 +289,7 @@ bool pgw_read_msg(PgConn *c, char *type, const uint8_t **body, size_t *len)
         pgw_flush(c);
         return false;
     }
-    if (!fill(c, 1 + (size_t)l, c->timeout_ms))
+    if (!fill(c, 1 + (size_t)l))
         return false;
     h = c->rbuf + c->rpos;
     *type = (char)h[0];
@@ -286,16 +300,16 @@ bool pgw_read_msg(PgConn *c, char *type, const uint8_t **body, size_t *len)
 }
 
 /* The startup packet: no type byte, a length limit of 10000. */
-static bool read_startup(PgConn *c, const uint8_t **body, size_t *len, int timeout_ms)
+static bool read_startup(PgConn *c, const uint8_t **body, size_t *len)
 {
-    if (!fill(c, 4, timeout_ms))
+    if (!fill(c, 4))
         return false;
     uint32_t l = be32(c->rbuf + c->rpos);
     if (l < 8 || l > PGW_MAX_STARTUP_LEN) {
         send_fatal(c, QR_EINVAL, "08P01", "invalid length of startup packet", NULL);
         return false;
     }
-    if (!fill(c, l, timeout_ms))
+    if (!fill(c, l))
         return false;
     *body = c->rbuf + c->rpos + 4;
     *len = l - 4;
@@ -481,12 +495,9 @@ static int apply_options(PgConn *c, const char *opts, QrError *err)
 }
 
 /* Run the startup phase.  Returns true when the session is ready. */
-static bool startup(PgConn *c)
+static bool startup_run(PgConn *c)
 {
     PgServer *s = c->srv;
-    int tmo = s->cfg.auth_timeout_s > 0 ? s->cfg.auth_timeout_s * 1000 : -1;
-    c->timeout_ms = tmo;
-    uint64_t deadline = qr_now_ns() + (uint64_t)s->cfg.auth_timeout_s * 1000000000ull;
     const uint8_t *body;
     size_t len;
     PgwStartup st;
@@ -495,7 +506,7 @@ static bool startup(PgConn *c)
      * into rbuf, which may move */
     uint8_t pkt[PGW_MAX_STARTUP_LEN];
     for (;;) {
-        if (!read_startup(c, &body, &len, tmo))
+        if (!read_startup(c, &body, &len))
             return false;
         memcpy(pkt, body, len);
         qr_error_clear(&e);
@@ -507,6 +518,16 @@ static bool startup(PgConn *c)
         if (st.kind == PGW_START_CANCEL) {
             handle_cancel(s, st.cancel_pid, st.cancel_key);
             return false; /* the cancel connection closes without a reply */
+        }
+        if (c->slot.over_client_limit) {
+            /* let in for a CancelRequest only */
+            char msg[160], hint[160];
+            snprintf(msg, sizeof msg, "too many connections from this client address "
+                                      "(at most %d)", s->cfg.max_connections_per_ip);
+            snprintf(hint, sizeof hint, "close idle connections, or raise "
+                                        "--pg-max-connections-per-ip");
+            send_fatal(c, QR_EBUSY, "53300", msg, hint);
+            return false;
         }
         if (st.kind == PGW_START_NORMAL)
             break;
@@ -520,15 +541,14 @@ static bool startup(PgConn *c)
                            "received unencrypted data after SSL request", NULL);
                 return false;
             }
-            if (!pgw_tls_accept(c, s->tls_ctx, tmo))
+            /* a stalled handshake ends at the startup deadline too */
+            if (!pgw_tls_accept(c, s->tls_ctx, s->cfg.auth_timeout_s * 1000))
                 return false;
             continue;
         }
         /* GSSENCRequest, or SSLRequest without a certificate: in the clear */
         qr_buf_putc(&c->out, 'N');
         if (!pgw_flush(c))
-            return false;
-        if (qr_now_ns() > deadline)
             return false;
     }
     if (st.minor > 0) {
@@ -598,6 +618,10 @@ static bool startup(PgConn *c)
     scram_users_free(&users);
     if (auth_rc != QR_OK)
         return false;
+    /* authenticated: no longer subject to the startup deadline nor evicted
+     * for room (false: kicked just now, startup() says why) */
+    if (!conn_guard_busy(&s->guard, &c->slot))
+        return false;
     send_auth(c, 0, NULL, 0); /* AuthenticationOk */
 
     /* the session and its startup settings */
@@ -611,6 +635,8 @@ static bool startup(PgConn *c)
     pthread_mutex_lock(&s->mu); /* published for CancelRequest and stop */
     c->sess = sess;
     pthread_mutex_unlock(&s->mu);
+    /* SET statement_timeout may lower this, not raise it */
+    qr_sql_session_limit_timeout(sess, s->cfg.statement_timeout_ms);
     for (int i = 0; i < st.n_params && e.code == QR_OK; i++) {
         const char *k = st.keys[i], *v = st.vals[i];
         if (!strcmp(k, "user") || !strcmp(k, "database") || !strcmp(k, "replication") ||
@@ -658,9 +684,28 @@ static bool startup(PgConn *c)
     pgw_put_i32(&c->out, c->pid);
     pgw_put_i32(&c->out, c->key);
     pgw_end(&c->out, m);
-    c->timeout_ms = -1; /* from now on a connection may idle as long as it likes */
-    pgw_send_ready(c);
+    pgw_send_ready(c); /* from now on a connection may idle as long as it likes */
     return !c->dead;
+}
+
+/* The startup phase, and why it ended when the guard closed it. */
+static bool startup(PgConn *c)
+{
+    if (startup_run(c))
+        return true;
+    PgServer *s = c->srv;
+    ConnKick why = conn_guard_kicked(&s->guard, &c->slot);
+    if (why == CONN_KICK_TIMEOUT) {
+        char hint[120];
+        snprintf(hint, sizeof hint, "startup and authentication must finish within %d "
+                                    "seconds (--pg-auth-timeout)", s->cfg.auth_timeout_s);
+        send_fatal(c, QR_ETIMEOUT, "57014", "canceling authentication due to timeout", hint);
+    } else if (why == CONN_KICK_EVICTED) {
+        send_fatal(c, QR_EBUSY, "53300", "sorry, too many clients already",
+                   "the connection longest in startup was closed to make room; retry, or "
+                   "raise --pg-max-connections");
+    }
+    return false;
 }
 
 /* ---- connection thread ---- */
@@ -705,6 +750,7 @@ static void *conn_main(void *arg)
     QrSqlSession *sess = c->sess;
     c->sess = NULL;
     pthread_mutex_unlock(&s->mu);
+    conn_guard_remove(&s->guard, &c->slot); /* before close: no kick reaches a reused fd */
     pgw_query_reset(c);
     qr_sql_session_free(sess);
     pgw_tls_close(c);
@@ -763,6 +809,42 @@ static uint32_t random_u32(void)
     return v;
 }
 
+/* ConnGuard kick: wake the connection's thread with the end of input;
+ * it can still write why (startup()). */
+static void kick(ConnSlot *slot, ConnKick why, void *arg)
+{
+    (void)why;
+    (void)arg;
+    shutdown(slot->fd, SHUT_RD);
+}
+
+/* A client over its connection limit, at accept: FATAL 53300 without
+ * reading its startup packet (libpq reports an ErrorResponse in place of
+ * the first reply), then close. */
+static void refuse_client(PgServer *s, int fd, const char *client)
+{
+    QrError e;
+    qr_error_clear(&e);
+    qr_error_set(&e, QR_EBUSY, "too many connections from client %s", client);
+    qr_error_set_sqlstate(&e, "53300");
+    qr_error_hint(&e, "at most %d connections per client address (--pg-max-connections-per-ip)",
+                  s->cfg.max_connections_per_ip);
+    QrBuf b;
+    qr_buf_init(&b);
+    pgw_put_error(&b, 'E', "FATAL", &e, 0);
+    if (qr_buf_ok(&b) && send(fd, b.data, b.len, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+        qr_log(QR_LOG_DEBUG, "pg: refusal not sent: %s", strerror(errno));
+    qr_buf_free(&b);
+    /* read what already came (a startup packet, at most 10000 bytes) so
+     * that close sends FIN, not RST, which could discard the error before
+     * the client reads it */
+    shutdown(fd, SHUT_WR);
+    char junk[4096];
+    for (int i = 0; i < 4 && recv(fd, junk, sizeof junk, MSG_DONTWAIT) > 0; i++)
+        ;
+    close(fd);
+}
+
 static void *accept_main(void *arg)
 {
     PgServer *s = arg;
@@ -772,7 +854,13 @@ static void *accept_main(void *arg)
     struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN},
                           {.fd = s->stop_pipe[0], .events = POLLIN}};
     for (;;) {
-        int n = poll(p, 2, 1000);
+        /* startup deadlines: kick the late, sleep until the next one */
+        uint64_t now = qr_now_ns();
+        uint64_t next = conn_guard_expire(&s->guard, now);
+        int wait_ms = 1000;
+        if (next && (next - now) / 1000000 + 1 < (uint64_t)wait_ms)
+            wait_ms = (int)((next - now) / 1000000 + 1);
+        int n = poll(p, 2, wait_ms);
         reap(s);
         check_gone_clients(s);
         if (n < 0 && errno != EINTR)
@@ -792,8 +880,11 @@ static void *accept_main(void *arg)
         int one = 1;
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+        /* the guard keeps live connections within max_connections +
+         * PGW_EXTRA_THREADS; this bounds threads that are still closing */
         pthread_mutex_lock(&s->mu);
-        bool over = s->n_threads >= s->cfg.max_connections + PGW_EXTRA_THREADS || s->stopping;
+        bool over = s->n_threads >= s->cfg.max_connections + PGW_EXTRA_THREADS + PGW_HARD_EXTRA ||
+                    s->stopping;
         pthread_mutex_unlock(&s->mu);
         if (over) {
             close(fd);
@@ -805,6 +896,16 @@ static void *accept_main(void *arg)
             qr_free(c);
             qr_free(rb);
             close(fd);
+            continue;
+        }
+        char client[64];
+        uint64_t t_acc = qr_now_ns();
+        if (conn_guard_add(&s->guard, &c->slot, fd, &peer, t_acc,
+                           t_acc + (uint64_t)s->cfg.auth_timeout_s * 1000000000ull,
+                           client) != QR_OK) {
+            qr_free(c);
+            qr_free(rb);
+            refuse_client(s, fd, client);
             continue;
         }
         c->srv = s;
@@ -829,6 +930,7 @@ static void *accept_main(void *arg)
         pthread_mutex_unlock(&s->mu);
         if (rc != 0) {
             qr_log(QR_LOG_WARN, "pg: cannot start a connection thread: %s", strerror(rc));
+            conn_guard_remove(&s->guard, &c->slot);
             close(fd);
             qr_free(c->rbuf);
             qr_free(c);
@@ -902,6 +1004,8 @@ int pg_server_start(QrDb *db, const PgConfig *cfg, PgServer **out, QrError *err)
     }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
+    conn_guard_init(&s->guard, "pg", cfg->max_connections + PGW_EXTRA_THREADS,
+                    cfg->max_connections_per_ip, PGW_CANCEL_EXTRA, kick, s);
     struct sockaddr_storage bound;
     socklen_t bl = sizeof bound;
     getsockname(fd, (struct sockaddr *)&bound, &bl);
@@ -912,6 +1016,7 @@ int pg_server_start(QrDb *db, const PgConfig *cfg, PgServer **out, QrError *err)
         close(s->stop_pipe[0]);
         close(s->stop_pipe[1]);
         pgw_tls_ctx_free(s->tls_ctx);
+        conn_guard_destroy(&s->guard);
         qr_free(s);
         return qr_error_set(err, QR_EIO, "cannot start the accept thread: %s", strerror(rc));
     }
@@ -954,6 +1059,7 @@ void pg_server_stop(PgServer *s)
     close(s->stop_pipe[0]);
     close(s->stop_pipe[1]);
     pgw_tls_ctx_free(s->tls_ctx);
+    conn_guard_destroy(&s->guard);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     qr_free(s);

@@ -6,7 +6,9 @@
  *
  * One PgServer serves one open QrDb (shared with the HTTP server) on one
  * TCP address: an accept thread and one thread per connection (blocking
- * I/O).  Each connection owns one SQL session (query/sql.h).  Idle
+ * I/O).  Connections are admitted by a conn_guard.h: per client address,
+ * and when max_connections sessions plus 64 starting ones are open, the
+ * connection longest in its startup phase is closed for a new one.  Each connection owns one SQL session (query/sql.h).  Idle
  * connections cost their thread's touched stack pages, an 8 KB read buffer
  * and the session.
  *
@@ -27,8 +29,13 @@
 typedef struct PgConfig {
     char listen[128];           /* "HOST:PORT" (port 0 = any free port) */
     int max_connections;        /* client sessions (53300 beyond) */
+    int max_connections_per_ip; /* connections from one client address, IPv4 or IPv6 /64
+                                   (53300 beyond; 0 = no limit) */
     uint64_t max_message_bytes; /* largest frontend message (08P01 + close beyond) */
-    int auth_timeout_s;         /* startup + authentication must finish in this time */
+    int auth_timeout_s;         /* startup + authentication must finish this long after
+                                   the accept, however slowly bytes come (57014 + close) */
+    uint64_t statement_timeout_ms; /* ceiling on every statement: SET statement_timeout
+                                   can lower it, not raise it (57014; 0 = none) */
     int shutdown_timeout_s;     /* wait for running queries on stop, then close */
     char tls_cert[512];         /* PEM certificate chain: SSLRequest gets 'S' ("" = 'N') */
     char tls_key[512];          /* PEM private key of tls_cert */

@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include "query/sql.h"
+#include "server/conn_guard.h"
 #include "server/pgwire.h"
 #include "server/scram.h"
 #include "store/buf.h"
@@ -182,6 +183,7 @@ typedef struct PgwPortal {
 typedef struct PgServer PgServer;
 
 typedef struct PgConn {
+    ConnSlot slot;            /* the server's ConnGuard: limits, startup deadline */
     PgServer *srv;            /* borrows */
     int fd;                   /* owns */
     void *ssl;                /* owns: the TLS session (SSL *), NULL in the clear */
@@ -189,7 +191,6 @@ typedef struct PgConn {
     int32_t pid, key;         /* BackendKeyData */
     bool counted;             /* holds a slot of max_connections */
     atomic_bool busy;         /* a message is being handled (gone-client check) */
-    int timeout_ms;           /* input wait limit: startup only, else -1 */
     char user[64];
     ScramRole role;
     QrSqlSession *sess;       /* owns */

@@ -17,6 +17,7 @@
 #include "server/pgwire.h"
 #include "store/util.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -34,17 +35,41 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: quarry serve --data DIR [--http HOST:PORT] [--config FILE]\n"
-            "                    [--threads N] [--fsync commit|batched|off] [--salvage]\n"
+            "                    [--fsync commit|batched|off] [--salvage]\n"
+            "                    [--statement-timeout MS] [--header-timeout S]\n"
+            "                    [--max-connections-per-ip N]\n"
             "                    [--pg HOST:PORT] [--pg-max-connections N]\n"
+            "                    [--pg-max-connections-per-ip N] [--pg-auth-timeout S]\n"
+            "                    [--pg-statement-timeout MS]\n"
             "                    [--pg-tls-cert CERT.pem --pg-tls-key KEY.pem]\n"
             "                    [--tls-cert CERT.pem --tls-key KEY.pem]\n"
             "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
             "  --pg        also serve the PostgreSQL wire protocol (e.g. 127.0.0.1:5433;\n"
             "              docs/pg-protocol.md); users: quarry user add NAME\n"
             "  --config    JSON file with server settings (docs/http-api.md, \"Configuration\")\n"
-            "  --threads   worker threads (default: one per core)\n"
+            "  --statement-timeout  ceiling on a search or SQL statement, both ports\n"
+            "              (default 10000 ms; 0 = none; SET statement_timeout can lower it)\n"
+            "  --header-timeout     seconds to send HTTP request headers (default 10)\n"
+            "  --max-connections-per-ip, --pg-max-connections-per-ip  connections from\n"
+            "              one client address (defaults 128 and 50; 0 = no limit)\n"
+            "  --pg-auth-timeout    seconds for PG startup and authentication (default 10)\n"
+            "  --pg-statement-timeout  the PG port's own ceiling (default: --statement-timeout)\n"
             "  --tls-cert, --tls-key  serve HTTPS from these PEM files (docs/security.md)\n"
-            "  API keys: quarry key add NAME --scope search|write|admin\n");
+            "  limits and timeouts: docs/operations.md; API keys: quarry key add NAME\n");
+}
+
+/* A whole-number option value in lo..hi, or -1 after saying what is wrong. */
+static long opt_long(const char *name, const char *value, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < lo || v > hi) {
+        fprintf(stderr, "quarry serve: --%s must be a whole number from %ld to %ld\n", name, lo,
+                hi);
+        return -1;
+    }
+    return v;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -54,7 +79,13 @@ int cmd_serve(int argc, char **argv)
                        {"fsync", NULL, NULL},  {"salvage", NULL, NULL},
                        {"pg", NULL, NULL},     {"pg-max-connections", NULL, NULL},
                        {"pg-tls-cert", NULL, NULL}, {"pg-tls-key", NULL, NULL},
-                       {"tls-cert", "tls_cert", NULL}, {"tls-key", "tls_key", NULL}};
+                       {"tls-cert", "tls_cert", NULL}, {"tls-key", "tls_key", NULL},
+                       {"statement-timeout", "query_timeout_ms", NULL},
+                       {"header-timeout", "header_timeout_s", NULL},
+                       {"max-connections-per-ip", "max_connections_per_ip", NULL},
+                       {"pg-max-connections-per-ip", NULL, NULL},
+                       {"pg-auth-timeout", NULL, NULL},
+                       {"pg-statement-timeout", NULL, NULL}};
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -133,14 +164,28 @@ int cmd_serve(int argc, char **argv)
         snprintf(pgc.tls_cert, sizeof pgc.tls_cert, "%s", opts[8].value);
     if (opts[9].value)
         snprintf(pgc.tls_key, sizeof pgc.tls_key, "%s", opts[9].value);
-    if (opts[7].value) {
-        char *end;
-        long v = strtol(opts[7].value, &end, 10);
-        if (*end || v < 1 || v > 100000) {
-            fprintf(stderr, "quarry serve: --pg-max-connections must be 1..100000\n");
+    /* one statement ceiling for both ports unless the PG port has its own */
+    pgc.statement_timeout_ms = cfg.query_timeout_ms;
+    const struct {
+        int opt; /* index in opts */
+        long lo, hi;
+        int *to_int;
+        uint64_t *to_u64;
+    } pg_num[] = {{7, 1, 100000, &pgc.max_connections, NULL},
+                  {15, 0, 100000, &pgc.max_connections_per_ip, NULL},
+                  {16, 1, 3600, &pgc.auth_timeout_s, NULL},
+                  {17, 0, 86400000, NULL, &pgc.statement_timeout_ms}};
+    for (size_t k = 0; k < sizeof pg_num / sizeof pg_num[0]; k++) {
+        const ServeOpt *o = &opts[pg_num[k].opt];
+        if (!o->value)
+            continue;
+        long v = opt_long(o->name, o->value, pg_num[k].lo, pg_num[k].hi);
+        if (v < 0)
             return 2;
-        }
-        pgc.max_connections = (int)v;
+        if (pg_num[k].to_int)
+            *pg_num[k].to_int = (int)v;
+        else
+            *pg_num[k].to_u64 = (uint64_t)v;
     }
 
     /* block the stop signals in this thread before any other thread exists */
@@ -180,16 +225,24 @@ int cmd_serve(int argc, char **argv)
         return 1;
     }
     if (pg)
-        qr_log(QR_LOG_INFO, "serve pg=%s max_connections=%d tls=%s", pg_server_addr(pg),
-               pgc.max_connections, pgc.tls_cert[0] ? "on" : "off");
+        qr_log(QR_LOG_INFO,
+               "serve pg=%s max_connections=%d max_connections_per_ip=%d auth_timeout_s=%d "
+               "statement_timeout_ms=%llu tls=%s",
+               pg_server_addr(pg), pgc.max_connections, pgc.max_connections_per_ip,
+               pgc.auth_timeout_s, (unsigned long long)pgc.statement_timeout_ms,
+               pgc.tls_cert[0] ? "on" : "off");
+    if (cfg.threads > 0)
+        qr_log(QR_LOG_INFO, "serve: setting \"threads\" is ignored: every HTTP connection has "
+                            "its own thread");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     qr_log(QR_LOG_INFO,
-           "serve started version=%s http=%s://%s/ admin=%s://%s/ data=%s threads=%d "
-           "cores=%ld max_connections=%d pid=%ld",
+           "serve started version=%s http=%s://%s/ admin=%s://%s/ data=%s cores=%ld "
+           "max_connections=%d max_connections_per_ip=%d header_timeout_s=%d "
+           "query_timeout_ms=%llu pid=%ld",
            QUARRY_VERSION, cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv),
-           cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv), data,
-           cfg.threads > 0 ? cfg.threads : (int)cores, cores, cfg.max_connections,
-           (long)getpid());
+           cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv), data, cores,
+           cfg.max_connections, cfg.max_connections_per_ip, cfg.header_timeout_s,
+           (unsigned long long)cfg.query_timeout_ms, (long)getpid());
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)
         ;
