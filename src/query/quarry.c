@@ -9,8 +9,10 @@
 
 #include <cJSON.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +36,22 @@ void qr_db_opts_default(QrDbOpts *o)
     o->fsync = QR_FSYNC_COMMIT;
     o->fsync_batch_ms = 10;
     o->background_merge = true;
+}
+
+/* A writable open keeps the data directory private to its owner, also when
+ * an older version created it 0755 (the files in it were 0644 then). */
+static void db_restrict_mode(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 || (st.st_mode & 077) == 0)
+        return;
+    if (chmod(dir, st.st_mode & 0700) == 0)
+        qr_log(QR_LOG_INFO, "data directory \"%s\": mode %o restricted to %o", dir,
+               (unsigned)(st.st_mode & 0777), (unsigned)(st.st_mode & 0700));
+    else
+        qr_log(QR_LOG_WARN, "data directory \"%s\" is readable by other users (mode %o) and "
+                            "could not be restricted: %s",
+               dir, (unsigned)(st.st_mode & 0777), strerror(errno));
 }
 
 int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err)
@@ -62,6 +80,8 @@ int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err)
     int rc = qr_mkdir_p(dir, err);
     if (rc != QR_OK)
         return rc;
+    if (!o.read_only)
+        db_restrict_mode(dir);
     snprintf(path, sizeof path, "%s/tables", dir);
     if ((rc = qr_mkdir_p(path, err)) != QR_OK)
         return rc;
@@ -88,7 +108,7 @@ int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err)
                                 dir, fmt, DB_FORMAT);
     }
     snprintf(path, sizeof path, "%s/LOCK", dir);
-    int lfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int lfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lfd < 0)
         return qr_error_set(err, QR_EIO, "could not open lock file \"%s\"", path);
     if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {

@@ -11,6 +11,9 @@
  *   <data>/BACKUP_INCOMPLETE only in a backup that has not finished
  *                            (query/backup.h): such a directory is refused
  *
+ * Files are created mode 0600 and directories 0700: documents are private
+ * to the server's user.
+ *
  * Thread safety: a QrDb and its tables may be used from many threads.
  * Tables are opened on first use and stay open until qr_db_close (or
  * qr_table_drop).  QrTable pointers stay valid until then.
@@ -48,8 +51,9 @@ typedef struct QrDbOpts {
 } QrDbOpts;
 
 void qr_db_opts_default(QrDbOpts *o);
-/* Open (creating if missing, unless opts->check) a data directory.
- * QR_ENOTFOUND (check: no data directory),
+/* Open (creating if missing, unless opts->check) a data directory.  A
+ * writable open restricts the directory to its owner (mode 0700; older
+ * versions made it 0755).  QR_ENOTFOUND (check: no data directory),
  * QR_ECORRUPT (an interrupted backup, a bad marker), QR_EUNSUPPORTED,
  * QR_EBUSY (another process has it), QR_EIO, QR_ENOMEM. */
 int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err);

@@ -304,7 +304,7 @@ static int wal_create_file(WalWriter *w, uint64_t lsn, bool reuse, int *fd_out, 
     wal_path(w->tmp_path, wal_path_cap(w->dir), w->dir, lsn);
     const char *path = w->tmp_path;
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (reuse ? O_TRUNC : O_EXCL);
-    int fd = open(path, flags, 0644);
+    int fd = open(path, flags, 0600); /* table data: owner only */
     if (fd < 0)
         return wal_io_error(err, "create", path, errno);
     uint8_t hdr[SF_HEADER_LEN];

@@ -3,12 +3,13 @@ last WAL records gets the right verdict (a damaged record followed by intact
 ones is corruption: exit 1, named; damage in the final record is a torn write:
 noted, exit 0) and never changes a byte of the file; opening the table refuses
 the same damage; `check --salvage` keeps the commits before it and sets the
-rest aside; a damaged B-tree side file is reported, then rebuilt by a
-salvage."""
+rest aside; a damaged B-tree side file is reported, then rebuilt by a salvage;
+files are created 0600 and directories 0700."""
 import json
 import os
 import shutil
 import signal
+import stat
 import struct
 
 from qserve import Server
@@ -164,6 +165,32 @@ def btree_damage(dd, pristine):
     check(rc == 0 and n == str(BATCHES * PER_BATCH), "the rebuilt tree answers: %s" % n)
 
 
+def modes(dd, pristine):
+    data = os.path.join(dd.path, "modes")
+    shutil.copytree(pristine, data)
+    rc, out, err = run(["flush", "t"], data)
+    check(rc == 0, "flush: " + err[-200:])
+    loose = []
+    for root, dirs, files in os.walk(data):
+        for d in dirs:
+            m = stat.S_IMODE(os.stat(os.path.join(root, d)).st_mode)
+            if m != 0o700:
+                loose.append("%s %o" % (os.path.join(root, d), m))
+        for f in files:
+            m = stat.S_IMODE(os.stat(os.path.join(root, f)).st_mode)
+            if m != 0o600:
+                loose.append("%s %o" % (os.path.join(root, f), m))
+    check(not loose, "every file 0600 and directory 0700: %s" % loose[:5])
+    # a data directory an older version made 0755 is restricted by a writable open
+    os.chmod(data, 0o755)
+    rc, out, err = run(["search", "t", "every", "--count"], data)
+    check(stat.S_IMODE(os.stat(data).st_mode) == 0o755, "a read-only command changes no mode")
+    rc, out, err = run(["flush", "t"], data)
+    check(rc == 0 and stat.S_IMODE(os.stat(data).st_mode) == 0o700,
+          "a writable open restricts the data directory to 0700: %o"
+          % stat.S_IMODE(os.stat(data).st_mode))
+
+
 def main():
     with DataDir() as dd:
         pristine = acked_data(dd)
@@ -173,6 +200,7 @@ def main():
                   "all %d acknowledged docs recover: %s %r" % (BATCHES * PER_BATCH, n, err[-200:]))
             wal_bit_flips(dd, pristine)
             btree_damage(dd, pristine)
+            modes(dd, pristine)
         rc, out, err = run(["check"], os.path.join(dd.path, "nowhere"))
         check(rc == 1 and "not a Quarry data directory" in err, "check of a missing dir: %r" % err)
         check(not os.path.exists(os.path.join(dd.path, "nowhere")), "check creates nothing")
