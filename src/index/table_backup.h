@@ -4,7 +4,7 @@
  *
  * Layer: index/.  Calls store/ (manifest, util).  The table's file layout is
  * table.c's (its header comment); the protocol is described in
- * table_backup.c and docs/format.md ("Backups").
+ * table_backup.c and docs/operations.md ("Backups").
  */
 #ifndef QR_TABLE_BACKUP_H
 #define QR_TABLE_BACKUP_H
