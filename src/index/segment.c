@@ -346,12 +346,39 @@ static int seg_btree_swap(Segment *s, int f, BTree *bt, QrError *err)
     return QR_OK;
 }
 
+/* Does the schema want a B-tree on field f of this segment (*c: its column)? */
+static bool seg_wants_btree(const Segment *s, const QrSchema *schema, int f, const Column **c)
+{
+    *c = f < schema->n_fields ? seg_column(s, f) : NULL;
+    return *c && schema->fields[f].btree;
+}
+
+/* Open field f's side file (path, name: out, for messages) and check it
+ * matches its column c.  QR_ENOTFOUND when there is none; QR_ECORRUPT naming
+ * it when damaged. */
+static int seg_btree_load(const Segment *s, const QrSchema *schema, int f, const Column *c,
+                          char path[4096], char name[160], BTree **out, QrError *err)
+{
+    seg_btree_path(path, 4096, s->path, f);
+    snprintf(name, 160, "segment %llu field \"%s\"", (unsigned long long)s->id,
+             schema->fields[f].name);
+    BTree *bt = NULL;
+    int rc = bt_open(path, name, &bt, err);
+    if (rc == QR_OK && (bt_rows(bt) != col_rows(c) || bt_type(bt) != col_type(c))) {
+        bt_close(bt);
+        bt = NULL;
+        rc = qr_error_set(err, QR_ECORRUPT, "B-tree index %s does not match its column", name);
+    }
+    *out = bt;
+    return rc;
+}
+
 int seg_sync_btrees(Segment *s, const QrSchema *schema, bool build, bool do_fsync, QrError *err)
 {
     char path[4096], name[160];
     for (int f = 0; f < QR_MAX_FIELDS; f++) {
-        const Column *c = f < schema->n_fields ? seg_column(s, f) : NULL;
-        bool want = c && f < schema->n_fields && schema->fields[f].btree;
+        const Column *c;
+        bool want = seg_wants_btree(s, schema, f, &c);
         BTree *cur = atomic_load(&s->bts[f]);
         if (!want) {
             if (cur) {
@@ -363,18 +390,10 @@ int seg_sync_btrees(Segment *s, const QrSchema *schema, bool build, bool do_fsyn
         }
         if (cur)
             continue;
-        seg_btree_path(path, sizeof path, s->path, f);
-        snprintf(name, sizeof name, "segment %llu field \"%s\"", (unsigned long long)s->id,
-                 schema->fields[f].name);
         BTree *bt = NULL;
         QrError e;
         qr_error_clear(&e);
-        int rc = bt_open(path, name, &bt, &e);
-        if (rc == QR_OK && (bt_rows(bt) != col_rows(c) || bt_type(bt) != col_type(c))) {
-            bt_close(bt);
-            bt = NULL;
-            rc = qr_error_set(&e, QR_ECORRUPT, "B-tree index %s does not match its column", name);
-        }
+        int rc = seg_btree_load(s, schema, f, c, path, name, &bt, &e);
         if (rc != QR_OK) {
             if (!build)
                 continue; /* read-only: the field is served by column scans */
@@ -386,6 +405,36 @@ int seg_sync_btrees(Segment *s, const QrSchema *schema, bool build, bool do_fsyn
         }
         if ((rc = seg_btree_swap(s, f, bt, err)) != QR_OK)
             return rc;
+    }
+    return QR_OK;
+}
+
+int seg_check_btrees(const Segment *s, const QrSchema *schema, QrError *err)
+{
+    char path[4096], name[160];
+    for (int f = 0; f < QR_MAX_FIELDS; f++) {
+        const Column *c;
+        if (!seg_wants_btree(s, schema, f, &c))
+            continue;
+        const BTree *cur = seg_btree(s, f);
+        BTree *bt = NULL;
+        QrError e;
+        qr_error_clear(&e);
+        int rc = cur ? QR_OK : seg_btree_load(s, schema, f, c, path, name, &bt, &e);
+        if (rc == QR_ENOTFOUND)
+            continue; /* derived data: the next writable open builds it */
+        if (rc == QR_OK)
+            rc = bt_verify(cur ? cur : bt, &e);
+        bt_close(bt);
+        if (rc != QR_OK) {
+            /* the file's own hint says to restore it; a side file is rebuilt */
+            qr_error_set(err, e.code, "%s", e.message);
+            if (e.detail[0])
+                qr_error_detail(err, "%s", e.detail);
+            qr_error_hint(err, "a B-tree side file is derived from its column: the next "
+                               "writable open (quarry serve, quarry check --salvage) rebuilds it");
+            return rc;
+        }
     }
     return QR_OK;
 }

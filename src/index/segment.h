@@ -156,6 +156,12 @@ void seg_btree_path(char *out, size_t n, const char *seg_path, int field);
 int seg_sync_btrees(Segment *s, const QrSchema *schema, bool build, bool do_fsync, QrError *err);
 /* Unlink every B-tree side file of the segment file `seg_path`. */
 void seg_remove_btree_files(const char *seg_path);
+/* quarry check: every B-tree the schema wants for this segment is verified
+ * in full (bt_verify), an attached one or else its side file, so a damaged
+ * side file that a read-only seg_sync_btrees left out is reported
+ * (QR_ECORRUPT naming it, with a hint) instead of skipped.  A missing side
+ * file is not damage: the next writable open builds it. */
+int seg_check_btrees(const Segment *s, const QrSchema *schema, QrError *err);
 /* bt_verify of every attached tree (seg_verify calls it). */
 int seg_verify_btrees(const Segment *s, QrError *err);
 /* Check every section's checksum and every attached B-tree (quarry check). */

@@ -107,6 +107,9 @@ struct Table {
     pthread_cond_t idle_cv;
     /* counters */
     uint64_t merges_done, merges_failed, commits, checkpoints, recovered, torn_cut;
+    /* what the open found (table_open_report) */
+    WalReplayStats open_wal;
+    int open_salvaged;
 };
 
 void table_opts_default(TableOpts *o)
@@ -1339,6 +1342,45 @@ static void remove_stray_files(Table *t)
 
 static void remove_stale_del_files(Table *t) { remove_stray_files(t); }
 
+/* A read-only open changes nothing on disk, but replaying the WAL spills
+ * its batches into segment files.  They get ids above every "seg-*" file
+ * in the directory (strays of a crash included, which are not ours to
+ * touch), and their names go as soon as they are mapped (unlink_replayed).
+ * A crash in between leaves strays that the next writable open removes. */
+static uint64_t first_free_seg_id(const Table *t)
+{
+    uint64_t next = t->next_seg_id;
+    DIR *d = opendir(t->dir);
+    if (!d)
+        return next;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        unsigned long long id;
+        if (sscanf(e->d_name, "seg-%16llx.", &id) == 1 && id >= next && id < UINT64_MAX)
+            next = id + 1;
+    }
+    closedir(d);
+    return next;
+}
+
+static void unlink_replayed(Table *t, uint64_t first_id)
+{
+    char path[4096];
+    for (int i = 0; i < t->n_segs; i++) {
+        if (t->meta[i].id < first_id)
+            continue;
+        seg_file_name(path, sizeof path, t->dir, t->meta[i].id);
+        unlink(path);
+        for (int f = 0; f < t->schema.n_fields; f++) {
+            char bpath[4096 + 16];
+            if (!t->schema.fields[f].btree)
+                continue;
+            seg_btree_path(bpath, sizeof bpath, path, f);
+            unlink(bpath);
+        }
+    }
+}
+
 int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err)
 {
     *out = NULL;
@@ -1388,6 +1430,8 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         if (rc == QR_OK &&
             (rc = seg_sync_btrees(s, &t->schema, !t->opts.read_only, false, &e)) != QR_OK)
             seg_unref(s);
+        if (rc == QR_OK && t->opts.check && (rc = seg_check_btrees(s, &t->schema, &e)) != QR_OK)
+            seg_unref(s);
         if (rc != QR_OK) {
             if (t->opts.salvage) {
                 qr_log(QR_LOG_WARN, "salvage: leaving out segment %llu: %s",
@@ -1435,9 +1479,17 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         ReplayCtx rcx = {.t = t, .err = err, .last_lsn = t->checkpoint_lsn - 1};
         WalReplayStats st;
         memset(&st, 0, sizeof st);
+        uint64_t first_replay_id = t->next_seg_id;
+        if (t->opts.read_only)
+            t->next_seg_id = first_replay_id = first_free_seg_id(t);
         t->replaying = true;
+        /* a torn tail is cut before writing; damage followed by intact
+         * records is refused unless salvaging (store/wal.h) */
+        WalReplayMode mode = t->opts.read_only ? WAL_REPLAY_READ
+                             : t->opts.salvage ? WAL_REPLAY_SALVAGE
+                                               : WAL_REPLAY_RECOVER;
         if (qr_path_exists(wdir))
-            rc = wal_replay(wdir, t->checkpoint_lsn, replay_cb, &rcx, &st, err);
+            rc = wal_replay(wdir, t->checkpoint_lsn, mode, replay_cb, &rcx, &st, err);
         t->replaying = false;
         uint64_t unapplied = rcx.open_bytes; /* records of a batch that never committed */
         replay_drop(&rcx);
@@ -1447,11 +1499,21 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         clear_pending(t);
         if (rc != QR_OK)
             goto fail;
+        if (t->opts.read_only)
+            unlink_replayed(t, first_replay_id);
+        t->open_wal = st;
+        t->open_salvaged = salvaged;
         t->recovered = rcx.applied;
-        t->torn_cut = st.torn_bytes_cut + unapplied;
-        if (st.torn_bytes_cut)
-            qr_log(QR_LOG_WARN, "table \"%s\": cut a torn WAL tail of %llu bytes in %s", dir,
-                   (unsigned long long)st.torn_bytes_cut, st.torn_file);
+        t->torn_cut = st.torn_bytes + unapplied;
+        if (st.torn_bytes)
+            qr_log(QR_LOG_WARN, "table \"%s\": %s a torn WAL tail of %llu bytes in %s", dir,
+                   t->opts.read_only ? "left (read-only)" : "cut",
+                   (unsigned long long)st.torn_bytes, st.torn_file);
+        if (st.salvaged_bytes)
+            qr_log(QR_LOG_WARN, "table \"%s\": salvage set aside %llu WAL bytes from offset "
+                                "%llu of %s",
+                   dir, (unsigned long long)st.salvaged_bytes,
+                   (unsigned long long)st.salvage_off, st.salvage_file);
         if (unapplied)
             qr_log(QR_LOG_INFO, "table \"%s\": %llu WAL bytes of an uncommitted batch discarded",
                    dir, (unsigned long long)unapplied);
@@ -1609,6 +1671,14 @@ void table_info(Table *t, TableInfo *info)
     info->checkpoints = t->checkpoints;
     info->recovered_records = t->recovered;
     info->torn_bytes_cut = t->torn_cut;
+    pthread_mutex_unlock(&t->wlock);
+}
+
+void table_open_report(Table *t, WalReplayStats *wal, int *segments_salvaged)
+{
+    pthread_mutex_lock(&t->wlock);
+    *wal = t->open_wal;
+    *segments_salvaged = t->open_salvaged;
     pthread_mutex_unlock(&t->wlock);
 }
 

@@ -46,7 +46,11 @@ typedef struct TableOpts {
     bool background_merge;         /* run the merge thread (default true) */
     int merge_factor;              /* segments per tier before merging (default 8) */
     bool salvage;                  /* open with damaged segments left out (reported) */
-    bool read_only;                /* no WAL writer, no merges, no checkpoints (replay only) */
+    bool read_only;                /* no WAL writer, no merges, no checkpoints (replay only):
+                                      nothing on disk changes, a torn WAL tail included */
+    bool check;                    /* with read_only (quarry check): B-tree side files are
+                                      verified in full, and a damaged one is an error
+                                      instead of being left out */
 } TableOpts;
 
 void table_opts_default(TableOpts *o);
@@ -133,5 +137,9 @@ bool snapshot_find_key(const Snapshot *s, const uint8_t *key, size_t len, int *s
 void table_info(Table *t, TableInfo *info);
 /* Verify every segment file's checksums. */
 int table_verify(Table *t, QrError *err);
+/* What the open found in the WAL (a torn tail: cut, or left by a read-only
+ * open; what a salvage set aside) and how many damaged segments a salvage
+ * left out. */
+void table_open_report(Table *t, WalReplayStats *wal, int *segments_salvaged);
 
 #endif

@@ -8,6 +8,11 @@
  *      and "<seg>.del.<gen>" files are never rewritten, only deleted once a
  *      later manifest no longer names them.  Link (or copy) each; if one has
  *      vanished, a merge or a new deletes generation replaced it: start over.
+ *      Each file taken is verified at once (every checksum), because a hard
+ *      link is the source's own bytes: damage there must stop the backup,
+ *      naming the source file, not ride along into a copy that looks good.
+ *      A damaged B-tree side file (derived data) is left out instead; the
+ *      copy's first writable open rebuilds it from its column.
  *   2. Copy the WAL files in lsn order.  Records with lsn >= M.checkpoint_lsn
  *      are all in the log (files are dropped only after a LATER checkpoint
  *      is durable), and replaying them on top of M's segments rebuilds every
@@ -20,6 +25,8 @@
  */
 #include "index/table_backup.h"
 
+#include "index/btree.h"
+#include "index/segment.h"
 #include "store/manifest.h"
 #include "store/mem.h"
 #include "store/util.h"
@@ -46,7 +53,7 @@ static int copy_file(const char *src, const char *dst, uint64_t *bytes, QrError 
             return QR_ENOTFOUND;
         return qr_error_set(err, QR_EIO, "could not open \"%s\": %s", src, strerror(errno));
     }
-    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (out < 0) {
         int e = errno;
         close(in);
@@ -107,6 +114,64 @@ static int take_immutable(const char *src, const char *dst, TableBackupStats *st
     int rc = copy_file(src, dst, &st->bytes, err);
     if (rc == QR_OK)
         st->copied++;
+    return rc;
+}
+
+typedef enum { TAKEN_SEGMENT, TAKEN_DELETES, TAKEN_BTREE } TakenKind;
+
+/* Every checksum of a file just taken into the copy (for a hard link, the
+ * source's own bytes). */
+static int verify_taken(const char *dst, TakenKind kind, uint64_t seg_id, QrError *err)
+{
+    int rc;
+    if (kind == TAKEN_SEGMENT) {
+        Segment *s;
+        if ((rc = seg_open(dst, seg_id, &s, err)) == QR_OK) {
+            rc = seg_verify(s, err);
+            seg_unref(s);
+        }
+    } else if (kind == TAKEN_DELETES) {
+        roaring_bitmap_t *bm;
+        if ((rc = deletes_read(dst, &bm, err)) == QR_OK)
+            roaring_bitmap_free(bm);
+    } else {
+        BTree *bt;
+        if ((rc = bt_open(dst, dst, &bt, err)) == QR_OK)
+            bt_close(bt);
+    }
+    return rc;
+}
+
+/* Take an immutable file and verify it.  Damage in a segment or deletes
+ * file is QR_ECORRUPT naming the source; a damaged B-tree side file is
+ * removed from the copy and counted (the copy rebuilds it).  QR_ENOTFOUND
+ * (no message) when src has vanished. */
+static int take_verified(const char *src, const char *dst, TakenKind kind, uint64_t seg_id,
+                         TableBackupStats *st, QrError *err)
+{
+    int rc = take_immutable(src, dst, st, err);
+    if (rc != QR_OK)
+        return rc;
+    QrError e;
+    qr_error_clear(&e);
+    rc = verify_taken(dst, kind, seg_id, &e);
+    if (rc == QR_ECORRUPT && kind == TAKEN_BTREE) {
+        qr_log(QR_LOG_WARN, "backup: left out the damaged B-tree side file \"%s\" (%s); the "
+                            "copy rebuilds it from its column",
+               src, e.message);
+        st->btrees_left_out++;
+        return unlink(dst) == 0 ? QR_OK
+                                : qr_error_set(err, QR_EIO, "could not remove \"%s\": %s", dst,
+                                               strerror(errno));
+    }
+    if (rc == QR_ECORRUPT) {
+        qr_error_set(err, QR_ECORRUPT, "backup source file \"%s\" is damaged", src);
+        qr_error_detail(err, "%s", e.message);
+        qr_error_hint(err, "stop the server, run quarry check on the source, then restore the "
+                           "table or salvage it (quarry check --salvage); no backup was taken");
+    } else if (rc != QR_OK) {
+        qr_error_copy(err, &e);
+    }
     return rc;
 }
 
@@ -209,13 +274,13 @@ static int backup_once(const char *src, const char *dst, TableBackupStats *st, Q
         const ManifestSeg *s = &m.segs[i];
         snprintf(a, PATH_CAP, "%s/seg-%016llx.qseg", src, (unsigned long long)s->id);
         snprintf(b, PATH_CAP, "%s/seg-%016llx.qseg", dst, (unsigned long long)s->id);
-        rc = take_immutable(a, b, st, err);
+        rc = take_verified(a, b, TAKEN_SEGMENT, s->id, st, err);
         if (rc == QR_OK && s->del_gen) {
             snprintf(a, PATH_CAP, "%s/seg-%016llx.del.%llu", src, (unsigned long long)s->id,
                      (unsigned long long)s->del_gen);
             snprintf(b, PATH_CAP, "%s/seg-%016llx.del.%llu", dst, (unsigned long long)s->id,
                      (unsigned long long)s->del_gen);
-            rc = take_immutable(a, b, st, err);
+            rc = take_verified(a, b, TAKEN_DELETES, s->id, st, err);
         }
         st->segments += rc == QR_OK;
     }
@@ -226,7 +291,7 @@ static int backup_once(const char *src, const char *dst, TableBackupStats *st, Q
         for (size_t i = 0; i < bt.n && rc == QR_OK; i++) {
             snprintf(a, PATH_CAP, "%s/%s", src, bt.v[i]);
             snprintf(b, PATH_CAP, "%s/%s", dst, bt.v[i]);
-            rc = take_immutable(a, b, st, err);
+            rc = take_verified(a, b, TAKEN_BTREE, 0, st, err);
             if (rc == QR_ENOTFOUND)
                 rc = QR_OK;
         }

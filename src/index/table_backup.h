@@ -4,7 +4,7 @@
  *
  * Layer: index/.  Calls store/ (manifest, util).  The table's file layout is
  * table.c's (its header comment); the protocol is described in
- * table_backup.c and docs/format.md ("Backups").
+ * table_backup.c and docs/operations.md ("Backups").
  */
 #ifndef QR_TABLE_BACKUP_H
 #define QR_TABLE_BACKUP_H
@@ -19,13 +19,16 @@ typedef struct TableBackupStats {
     uint64_t copied;       /* files copied (WAL files, and everything across file systems) */
     uint64_t bytes;        /* bytes of every file taken */
     uint64_t wal_files;
+    uint64_t btrees_left_out; /* damaged B-tree side files not taken (rebuilt by the copy) */
     uint32_t attempts;     /* 1 unless a merge or checkpoint raced the copy */
     uint64_t checkpoint_lsn;
 } TableBackupStats;
 
 /* Copy the durable state of the table in src_dir into dst_dir (created; it
  * must not exist yet): the segments and deletes files the MANIFEST names
- * (hard links where possible: they are immutable), their B-tree side files,
+ * (hard links where possible: they are immutable; each verified as it is
+ * taken, QR_ECORRUPT naming the source file when damaged), their B-tree
+ * side files (a damaged one is left out and counted),
  * the WAL files (copied; a half-written last record is a torn tail that
  * recovery cuts, and an uncommitted batch is discarded by recovery), and the
  * MANIFEST that was read first.  Opening dst_dir replays the copied WAL on

@@ -1,8 +1,20 @@
 /*
  * backup.c — qr_backup: copy a data directory table by table, then prove the
- * copy opens and verifies.
+ * copy opens and verifies, then give it its name.
  *
- * Layer: query/.
+ * Layer: query/.  Calls index/table_backup.h, quarry.h and the base kit.
+ *
+ * Completion protocol (a backup killed at any point must not look whole):
+ *   1. mkdir "<DEST>.incomplete" and create in it, before anything else,
+ *      the marker file BACKUP_INCOMPLETE, held under flock(LOCK_EX) while
+ *      the backup runs; qr_db_open refuses a directory that has it, so
+ *      neither `quarry check` nor a restore (--data) accepts the copy.
+ *   2. Copy the directory's own files and every table (table_backup_dir).
+ *   3. Open the copy read-only with QrDbOpts.check: every table verified.
+ *   4. Remove the marker, sync, rename "<DEST>.incomplete" to DEST (never
+ *      replacing anything), sync DEST's parent directory.
+ * A later backup to the same DEST finds a leftover "<DEST>.incomplete"
+ * whose marker nobody holds locked and removes it.
  */
 #include "query/backup.h"
 
@@ -11,11 +23,16 @@
 #include "store/mem.h"
 #include "store/util.h"
 
+#include "query/query_int.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,6 +55,18 @@ static int copy_small_file(const char *src, const char *dst, QrError *err)
     return rc;
 }
 
+/* Test hook (tests/e2e/test_backup.py only): with
+ * QUARRY_TEST_BACKUP_KILL_AFTER_TABLES=N in the environment, the process
+ * kills itself (SIGKILL, as kill -9 would) when N tables have been copied,
+ * before the next one or, N being the number of tables, before the copy is
+ * verified and renamed. */
+static void backup_test_kill_point(size_t tables_done)
+{
+    const char *v = getenv("QUARRY_TEST_BACKUP_KILL_AFTER_TABLES");
+    if (v && *v && strtoull(v, NULL, 10) == tables_done)
+        raise(SIGKILL);
+}
+
 static int backup_tables(const char *src, const char *dest, QrBackupStats *st, QrError *err)
 {
     char *a = qr_malloc(PATH_CAP), *b = qr_malloc(PATH_CAP);
@@ -57,7 +86,8 @@ static int backup_tables(const char *src, const char *dest, QrBackupStats *st, Q
     while (rc == QR_OK && (e = readdir(d))) {
         struct stat sb;
         snprintf(a, PATH_CAP, "%s/%s", src, e->d_name);
-        if (e->d_name[0] == '.' || !strcmp(e->d_name, "LOCK") || stat(a, &sb) != 0 ||
+        if (e->d_name[0] == '.' || !strcmp(e->d_name, "LOCK") ||
+            !strcmp(e->d_name, QR_BACKUP_MARKER) || stat(a, &sb) != 0 ||
             !S_ISREG(sb.st_mode) || strstr(e->d_name, ".tmp"))
             continue;
         snprintf(b, PATH_CAP, "%s/%s", dest, e->d_name);
@@ -92,6 +122,7 @@ static int backup_tables(const char *src, const char *dest, QrBackupStats *st, Q
     }
     closedir(d);
     for (size_t i = 0; i < n && rc == QR_OK; i++) {
+        backup_test_kill_point(i);
         snprintf(a, PATH_CAP, "%s/tables/%s", src, names[i]);
         snprintf(b, PATH_CAP, "%s/tables/%s", dest, names[i]);
         TableBackupStats ts;
@@ -110,9 +141,12 @@ static int backup_tables(const char *src, const char *dest, QrBackupStats *st, Q
         st->copied += ts.copied;
         st->bytes += ts.bytes;
         st->wal_files += ts.wal_files;
+        st->btrees_left_out += ts.btrees_left_out;
         if (ts.attempts > st->max_attempts)
             st->max_attempts = ts.attempts;
     }
+    if (rc == QR_OK)
+        backup_test_kill_point(n);
     for (size_t i = 0; i < n; i++)
         qr_free(names[i]);
     qr_free(names);
@@ -125,13 +159,16 @@ out:
     return rc;
 }
 
-/* Open the copy as a data directory: each table's WAL is replayed and every
- * segment's checksums are verified as it opens. */
+/* Open the copy as a data directory, read-only and with QrDbOpts.check:
+ * each table's WAL is replayed in memory and every checksum (segments,
+ * deletes, B-trees, manifest) verified; nothing in the copy changes. */
 static int verify_copy(const char *dest, QrBackupStats *st, QrBuf *report, QrError *err)
 {
     QrDbOpts o;
     qr_db_opts_default(&o);
     o.background_merge = false;
+    o.check = true;
+    o.open_unfinished_backup = true;
     QrDb *db = NULL;
     int rc = qr_db_open(dest, &o, &db, err);
     if (rc != QR_OK)
@@ -141,7 +178,6 @@ static int verify_copy(const char *dest, QrBackupStats *st, QrBuf *report, QrErr
     rc = qr_table_list(db, &names, &n, err);
     for (int i = 0; i < n && rc == QR_OK; i++) {
         QrTable *t;
-        /* opening a table checks every segment's checksums (table.c) */
         if ((rc = qr_table_get(db, names[i], &t, err)) != QR_OK)
             break;
         QrTableStats ts;
@@ -159,6 +195,91 @@ static int verify_copy(const char *dest, QrBackupStats *st, QrBuf *report, QrErr
     return rc;
 }
 
+/* Make room for `work` ("<DEST>.incomplete"): a leftover of an interrupted
+ * backup (its marker exists and nobody holds it locked) is removed;
+ * QR_EBUSY while another backup holds it; QR_EEXISTS for anything else. */
+static int clear_leftover(const char *work, QrError *err)
+{
+    if (!qr_path_exists(work))
+        return QR_OK;
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s", work, QR_BACKUP_MARKER);
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        qr_error_set(err, QR_EEXISTS, "backup work directory \"%s\" already exists", work);
+        qr_error_hint(err, "it is not an interrupted backup (no %s file in it): move it away",
+                      QR_BACKUP_MARKER);
+        return QR_EEXISTS;
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        close(fd);
+        return qr_error_set(err, QR_EBUSY, "another backup is writing \"%s\"", work);
+    }
+    qr_log(QR_LOG_WARN, "backup: removing \"%s\", left by an interrupted backup", work);
+    int rc = qr_remove_tree(work, err);
+    close(fd);
+    return rc;
+}
+
+/* Step 1 of the protocol: the work directory (*created once made) and its
+ * locked marker (*marker_fd, -1 until open). */
+static int begin_work(const char *src, const char *work, bool *created, int *marker_fd,
+                      QrError *err)
+{
+    *created = false;
+    *marker_fd = -1;
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s", work);
+    char *slash = strrchr(path, '/');
+    if (slash && slash != path) {
+        *slash = '\0';
+        int rc = qr_mkdir_p(path, err);
+        if (rc != QR_OK)
+            return rc;
+    }
+    if (mkdir(work, 0700) != 0)
+        return qr_error_set(err, errno == EEXIST ? QR_EEXISTS : QR_EIO,
+                            "could not create backup work directory \"%s\": %s", work,
+                            strerror(errno));
+    *created = true;
+    snprintf(path, sizeof path, "%s/%s", work, QR_BACKUP_MARKER);
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return qr_error_set(err, QR_EIO, "could not create \"%s\": %s", path, strerror(errno));
+    *marker_fd = fd;
+    char text[PATH_CAP + 96];
+    int n = snprintf(text, sizeof text, "quarry backup of \"%s\" in progress (pid %ld)\n", src,
+                     (long)getpid());
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0 || write(fd, text, (size_t)n) != n || fsync(fd) != 0)
+        return qr_error_set(err, QR_EIO, "could not write \"%s\": %s", path, strerror(errno));
+    return qr_fsync_dir(work, err);
+}
+
+/* Step 4: the copy is whole and verified; give it its name. */
+static int finish_work(const char *work, const char *dest, QrError *err)
+{
+    char path[PATH_CAP];
+    snprintf(path, sizeof path, "%s/%s", work, QR_BACKUP_MARKER);
+    if (unlink(path) != 0)
+        return qr_error_set(err, QR_EIO, "could not remove \"%s\": %s", path, strerror(errno));
+    int rc = qr_fsync_dir(work, err);
+    if (rc != QR_OK)
+        return rc;
+    if (renameat2(AT_FDCWD, work, AT_FDCWD, dest, RENAME_NOREPLACE) != 0)
+        return qr_error_set(err, errno == EEXIST ? QR_EEXISTS : QR_EIO,
+                            "could not rename \"%s\" to \"%s\": %s", work, dest,
+                            strerror(errno));
+    snprintf(path, sizeof path, "%s", dest);
+    char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(path, sizeof path, ".");
+    else if (slash == path)
+        path[1] = '\0';
+    else
+        *slash = '\0';
+    return qr_fsync_dir(path, err);
+}
+
 int qr_backup(const char *data_dir, const char *dest, QrBackupStats *st, QrBuf *report,
               QrError *err)
 {
@@ -172,17 +293,41 @@ int qr_backup(const char *data_dir, const char *dest, QrBackupStats *st, QrBuf *
     if (!qr_path_exists(path))
         return qr_error_set(err, QR_ENOTFOUND, "\"%s\" is not a Quarry data directory",
                             data_dir);
+    snprintf(path, sizeof path, "%s/%s", data_dir, QR_BACKUP_MARKER);
+    if (qr_path_exists(path))
+        return qr_error_set(err, QR_ECORRUPT, "\"%s\" is an incomplete backup", data_dir);
+    size_t dl = strlen(dest);
+    while (dl > 1 && dest[dl - 1] == '/')
+        dl--; /* "b/" names "b" */
+    if (dl + sizeof ".incomplete" + sizeof QR_BACKUP_MARKER + 2 > PATH_CAP)
+        return qr_error_set(err, QR_EINVAL, "backup destination name is too long");
     if (qr_path_exists(dest))
         return qr_error_set(err, QR_EEXISTS, "backup destination \"%s\" already exists", dest);
-    int rc = qr_mkdir_p(dest, err);
-    if (rc == QR_OK)
-        rc = backup_tables(data_dir, dest, st, err);
-    if (rc == QR_OK)
-        rc = verify_copy(dest, st, report, err);
+    char *work = qr_malloc(PATH_CAP);
+    if (!work)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    snprintf(work, PATH_CAP, "%.*s.incomplete", (int)dl, dest);
+    int rc = clear_leftover(work, err);
     if (rc != QR_OK) {
-        (void)qr_remove_tree(dest, NULL);
+        qr_free(work);
         return rc;
     }
+    int marker_fd;
+    bool created;
+    rc = begin_work(data_dir, work, &created, &marker_fd, err);
+    if (rc == QR_OK)
+        rc = backup_tables(data_dir, work, st, err);
+    if (rc == QR_OK)
+        rc = verify_copy(work, st, report, err);
+    if (rc == QR_OK)
+        rc = finish_work(work, dest, err);
+    if (rc != QR_OK && created)
+        (void)qr_remove_tree(work, NULL);
+    if (marker_fd >= 0)
+        close(marker_fd);
+    qr_free(work);
+    if (rc != QR_OK)
+        return rc;
     st->took_ms = (double)(qr_now_ns() - t0) / 1e6;
     return QR_OK;
 }

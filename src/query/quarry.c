@@ -9,8 +9,10 @@
 
 #include <cJSON.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,13 +38,50 @@ void qr_db_opts_default(QrDbOpts *o)
     o->background_merge = true;
 }
 
+/* A writable open keeps the data directory private to its owner, also when
+ * an older version created it 0755 (the files in it were 0644 then). */
+static void db_restrict_mode(const char *dir)
+{
+    struct stat st;
+    if (stat(dir, &st) != 0 || (st.st_mode & 077) == 0)
+        return;
+    if (chmod(dir, st.st_mode & 0700) == 0)
+        qr_log(QR_LOG_INFO, "data directory \"%s\": mode %o restricted to %o", dir,
+               (unsigned)(st.st_mode & 0777), (unsigned)(st.st_mode & 0700));
+    else
+        qr_log(QR_LOG_WARN, "data directory \"%s\" is readable by other users (mode %o) and "
+                            "could not be restricted: %s",
+               dir, (unsigned)(st.st_mode & 0777), strerror(errno));
+}
+
 int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err)
 {
     *out = NULL;
+    QrDbOpts o;
+    if (opts)
+        o = *opts;
+    else
+        qr_db_opts_default(&o);
+    if (o.check)
+        o.read_only = true;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/" DB_MARKER, dir);
+    if (o.check && !qr_path_exists(path))
+        return qr_error_set(err, QR_ENOTFOUND, "\"%s\" is not a Quarry data directory", dir);
+    snprintf(path, sizeof path, "%s/" QR_BACKUP_MARKER, dir);
+    if (!o.open_unfinished_backup && qr_path_exists(path)) {
+        qr_error_set(err, QR_ECORRUPT, "data directory \"%s\" is an incomplete backup", dir);
+        qr_error_detail(err, "the backup that wrote it stopped before it had copied and "
+                             "verified every table (it has the file %s)", QR_BACKUP_MARKER);
+        qr_error_hint(err, "take the backup again: quarry backup removes an interrupted copy "
+                           "of the same destination");
+        return QR_ECORRUPT;
+    }
     int rc = qr_mkdir_p(dir, err);
     if (rc != QR_OK)
         return rc;
-    char path[4096];
+    if (!o.read_only)
+        db_restrict_mode(dir);
     snprintf(path, sizeof path, "%s/tables", dir);
     if ((rc = qr_mkdir_p(path, err)) != QR_OK)
         return rc;
@@ -69,7 +108,7 @@ int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err)
                                 dir, fmt, DB_FORMAT);
     }
     snprintf(path, sizeof path, "%s/LOCK", dir);
-    int lfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int lfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (lfd < 0)
         return qr_error_set(err, QR_EIO, "could not open lock file \"%s\"", path);
     if (flock(lfd, LOCK_EX | LOCK_NB) != 0) {
@@ -86,10 +125,7 @@ int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err)
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
     db->lock_fd = lfd;
-    if (opts)
-        db->opts = *opts;
-    else
-        qr_db_opts_default(&db->opts);
+    db->opts = o;
     pthread_mutex_init(&db->lock, NULL);
     *out = db;
     return QR_OK;
@@ -130,6 +166,7 @@ static void table_opts_from_db(const QrDb *db, TableOpts *o)
     o->background_merge = db->opts.background_merge && !db->opts.read_only;
     o->salvage = db->opts.salvage;
     o->read_only = db->opts.read_only;
+    o->check = db->opts.check;
 }
 
 static int check_name(const char *name, QrError *err)
@@ -340,6 +377,12 @@ void qr_table_stats(QrTable *t, QrTableStats *st)
     st->merges_running = ti.merges_running;
     st->commits = ti.commits;
     st->checkpoints = ti.checkpoints;
+}
+
+void qr_table_open_report(QrTable *t, QrOpenReport *out)
+{
+    memset(out, 0, sizeof *out);
+    table_open_report(t->table, &out->wal, &out->segments_salvaged);
 }
 
 static int ro_check(QrTable *t, QrError *err)

@@ -8,6 +8,11 @@
  *
  *   <data>/QUARRY            marker file with the format version
  *   <data>/tables/<name>/    one table (index/table.h)
+ *   <data>/BACKUP_INCOMPLETE only in a backup that has not finished
+ *                            (query/backup.h): such a directory is refused
+ *
+ * Files are created mode 0600 and directories 0700: documents are private
+ * to the server's user.
  *
  * Thread safety: a QrDb and its tables may be used from many threads.
  * Tables are opened on first use and stay open until qr_db_close (or
@@ -38,10 +43,19 @@ typedef struct QrDbOpts {
     bool background_merge;   /* default true */
     bool salvage;            /* open tables with damaged segments left out */
     bool read_only;          /* never write (quarry search): no merges, no WAL */
+    bool check;              /* quarry check: read_only, a missing directory is an error
+                                (not created), and B-tree side files are verified too
+                                (a damaged one is an error, not left out) */
+    bool open_unfinished_backup; /* qr_backup's own verification only: open a copy that
+                                    still has its BACKUP_INCOMPLETE marker */
 } QrDbOpts;
 
 void qr_db_opts_default(QrDbOpts *o);
-/* Open (creating if missing) a data directory. */
+/* Open (creating if missing, unless opts->check) a data directory.  A
+ * writable open restricts the directory to its owner (mode 0700; older
+ * versions made it 0755).  QR_ENOTFOUND (check: no data directory),
+ * QR_ECORRUPT (an interrupted backup, a bad marker), QR_EUNSUPPORTED,
+ * QR_EBUSY (another process has it), QR_EIO, QR_ENOMEM. */
 int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err);
 void qr_db_close(QrDb *db);
 const char *qr_db_dir(const QrDb *db);
@@ -65,6 +79,15 @@ typedef struct QrTableStats {
     uint64_t merges_done, merges_running, commits, checkpoints;
 } QrTableStats;
 void qr_table_stats(QrTable *t, QrTableStats *st);
+
+/* What opening a table found and did: a torn WAL tail (cut, or left by a
+ * read-only open), what a salvage set aside (store/wal.h WalReplayStats),
+ * and how many damaged segments a salvage left out.  quarry check prints it. */
+typedef struct QrOpenReport {
+    WalReplayStats wal;
+    int segments_salvaged;
+} QrOpenReport;
+void qr_table_open_report(QrTable *t, QrOpenReport *out);
 
 /* Statistics of one column over the live snapshot's segments (what the
  * planner costs with; quarry stats TABLE prints them).  Rows and nulls

@@ -22,6 +22,10 @@ typedef struct QsAnalyzers {
 int qsearch_analyzers_new(const QrSchema *s, QsAnalyzers **out, QrError *err);
 void qsearch_analyzers_free(QsAnalyzers *a);
 
+/* The file qr_backup writes first into a copy and removes once the copy is
+ * complete and verified; qr_db_open refuses a directory that has it. */
+#define QR_BACKUP_MARKER "BACKUP_INCOMPLETE"
+
 struct QrTable {
     char name[QR_NAME_MAX + 1];
     QrDb *db;                 /* borrows */

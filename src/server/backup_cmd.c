@@ -17,7 +17,8 @@ static int usage(void)
 {
     fprintf(stderr, "usage: quarry backup --data DIR --to DEST\n"
                     "  copies DIR (online: a server may be running on it) to the new\n"
-                    "  directory DEST and verifies the copy; restore by using DEST as --data\n");
+                    "  directory DEST and verifies the copy; restore by using DEST as --data.\n"
+                    "  The copy is built in DEST.incomplete and renamed to DEST when verified\n");
     return 2;
 }
 
@@ -57,11 +58,12 @@ int backup_cmd_main(int argc, char **argv)
         return 1;
     }
     printf("{\"to\":\"%s\",\"tables\":%u,\"docs\":%llu,\"segments\":%llu,\"linked\":%llu,"
-           "\"copied\":%llu,\"bytes\":%llu,\"wal_files\":%llu,\"max_attempts\":%u,"
-           "\"took_ms\":%.1f,\"verified\":true,\"per_table\":[%.*s]}\n",
+           "\"copied\":%llu,\"bytes\":%llu,\"wal_files\":%llu,\"btrees_left_out\":%llu,"
+           "\"max_attempts\":%u,\"took_ms\":%.1f,\"verified\":true,\"per_table\":[%.*s]}\n",
            to, st.tables, (unsigned long long)st.docs, (unsigned long long)st.segments,
            (unsigned long long)st.linked, (unsigned long long)st.copied,
-           (unsigned long long)st.bytes, (unsigned long long)st.wal_files, st.max_attempts,
+           (unsigned long long)st.bytes, (unsigned long long)st.wal_files,
+           (unsigned long long)st.btrees_left_out, st.max_attempts,
            st.took_ms, (int)report.len, report.data ? (const char *)report.data : "");
     qr_buf_free(&report);
     return 0;

@@ -20,6 +20,7 @@
 #include "query/quarry.h"
 #include "server/apikey.h"
 #include "server/backup_cmd.h"
+#include "server/check_cmd.h"
 #include "server/cli.h"
 #include "server/ingest.h"
 #include "server/serve.h"
@@ -771,50 +772,6 @@ static int do_merge(QrTable *t, Args *a, QrError *err)
     return rc;
 }
 
-static int cmd_tables_or_check(int argc, char **argv, bool check)
-{
-    Opt opts[] = {{"data", true}, {"salvage", false}};
-    Args a = {opts, sizeof opts / sizeof opts[0]};
-    int rc = parse_args(argc, argv, &a);
-    if (rc)
-        return rc;
-    QrDb *db;
-    if ((rc = open_db(&a, true, &db)) != 0)
-        return rc;
-    QrError err;
-    qr_error_clear(&err);
-    char **names;
-    int n;
-    if (qr_table_list(db, &names, &n, &err) != QR_OK) {
-        qr_db_close(db);
-        return report(&err);
-    }
-    int bad = 0;
-    for (int i = 0; i < n; i++) {
-        QrTable *t;
-        qr_error_clear(&err);
-        /* opening a table verifies every checksum of its segments, B-trees,
-         * deletes files and manifest: `check` needs no second pass */
-        int r = qr_table_get(db, names[i], &t, &err);
-        if (r != QR_OK) {
-            printf("%s: DAMAGED: %s\n", names[i], err.message);
-            if (err.hint[0])
-                printf("  hint: %s\n", err.hint);
-            bad++;
-        } else {
-            QrTableStats st;
-            qr_table_stats(t, &st);
-            printf("%s: %s%llu docs, %llu segments, %.1f MB\n", names[i], check ? "ok, " : "",
-                   (unsigned long long)st.docs, (unsigned long long)st.segments,
-                   (double)st.disk_bytes / 1e6);
-        }
-        qr_free(names[i]);
-    }
-    qr_free(names);
-    qr_db_close(db);
-    return bad ? 1 : 0;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -833,7 +790,8 @@ static void usage(FILE *f)
             "  schema TABLE | stats TABLE       describe a table\n"
             "  flush TABLE | merge TABLE        checkpoint / merge into one segment\n"
             "  tables                           list tables\n"
-            "  check                            verify every checksum of every table\n"
+            "  check [--salvage]                verify every table, change nothing (--salvage:\n"
+            "                                   set damaged files aside, keep the rest)\n"
             "  backup --to DEST                 online, verified copy of the data directory\n"
             "  user add|remove|list [NAME]      PostgreSQL port users (password on stdin)\n"
             "  key add|remove|list [NAME]       HTTP API keys (--scope search|write|admin)\n"
@@ -878,9 +836,9 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "merge"))
         return with_table(ac, av, 1, "quarry merge TABLE", false, do_merge);
     if (!strcmp(cmd, "tables"))
-        return cmd_tables_or_check(ac, av, false);
+        return tables_cmd_main(ac, av);
     if (!strcmp(cmd, "check"))
-        return cmd_tables_or_check(ac, av, true);
+        return check_cmd_main(ac, av);
     if (!strcmp(cmd, "serve"))
         return cmd_serve(ac, av);
     if (!strcmp(cmd, "sql"))

@@ -46,6 +46,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define SF_MAGIC 0x59525189u     /* 89 'Q' 'R' 'Y' */
@@ -334,9 +335,12 @@ int sfw_finish(SfileWriter *w, const char *path, bool do_fsync, QrError *err)
     memcpy(tmp, path, pl);
     memcpy(tmp + pl, ".tmp", 5);
     int rc = QR_OK;
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
+    /* private to the server's user; fchmod for a leftover tmp file */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || fchmod(fd, 0600) != 0) {
         rc = io_error(err, "create", tmp, errno);
+        if (fd >= 0)
+            close(fd);
         goto out;
     }
     rc = sfw_write_body(w, fd, tmp, err);

@@ -110,7 +110,7 @@ int qr_fsync_dir(const char *dir, QrError *err)
 int qr_file_write_atomic(const char *path, const void *data, size_t len, bool do_fsync,
                          QrError *err)
 {
-    return qr_file_write_atomic_mode(path, data, len, do_fsync, 0644, err);
+    return qr_file_write_atomic_mode(path, data, len, do_fsync, 0600, err);
 }
 
 int qr_file_write_atomic_mode(const char *path, const void *data, size_t len, bool do_fsync,
@@ -231,7 +231,7 @@ int qr_mkdir_p(const char *path, QrError *err)
     for (char *s = p + 1; *s; s++) {
         if (*s == '/') {
             *s = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+            if (mkdir(p, 0700) != 0 && errno != EEXIST) {
                 int rc = io_error(err, "create directory", p);
                 qr_free(p);
                 return rc;
@@ -239,7 +239,7 @@ int qr_mkdir_p(const char *path, QrError *err)
             *s = '/';
         }
     }
-    if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+    if (mkdir(p, 0700) != 0 && errno != EEXIST) {
         int rc = io_error(err, "create directory", p);
         qr_free(p);
         return rc;

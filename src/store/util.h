@@ -35,19 +35,21 @@ int64_t qr_wall_us(void);
  * own state is the test's business.  Never set outside tests. */
 void qr_clock_set_source(uint64_t (*now_ns)(void));
 
-/* Write `len` bytes to `path` atomically (tmp + rename); with do_fsync the
- * data and the directory entry are on disk when it returns 0. */
+/* Write `len` bytes to `path` atomically (tmp + rename), mode 0600 (data
+ * files are private to the server's user); with do_fsync the data and the
+ * directory entry are on disk when it returns 0. */
 int qr_file_write_atomic(const char *path, const void *data, size_t len, bool do_fsync,
                          QrError *err);
-/* The same with the file's permission bits (e.g. 0600 for credentials);
- * qr_file_write_atomic is this with 0644. */
+/* The same with the file's permission bits; qr_file_write_atomic is this
+ * with 0600. */
 int qr_file_write_atomic_mode(const char *path, const void *data, size_t len, bool do_fsync,
                               unsigned mode, QrError *err);
 /* Read a whole file into a qr_malloc'd buffer (NUL-terminated). */
 int qr_file_read_all(const char *path, uint8_t **out, size_t *len, QrError *err);
 /* fsync a directory so renames/creates in it are durable. */
 int qr_fsync_dir(const char *dir, QrError *err);
-/* mkdir -p (mode 0755). */
+/* mkdir -p (mode 0700 for each directory it creates; existing ones are
+ * left as they are). */
 int qr_mkdir_p(const char *path, QrError *err);
 bool qr_path_exists(const char *path);
 /* rm -rf of a directory tree Quarry created. */

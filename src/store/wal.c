@@ -1,6 +1,6 @@
 /*
  * wal.c — write-ahead log: writer (buffer, commit, fsync modes, rotation,
- * dropping old files) and replay with torn-tail recovery.
+ * dropping old files) and replay with torn-tail recovery and salvage.
  *
  * Layer: store/.  Calls the base kit, sfile.h (common header), POSIX, pthreads.
  *
@@ -25,12 +25,20 @@
  *     have a torn tail, because wal_rotate syncs a file before starting the
  *     next (except in OFF mode, where an OS crash can damage any file).
  *
- * Recovery (wal_replay): the first bad record of the last file and
- * everything after it are cut (ftruncate + fdatasync) — they were never
- * acknowledged in COMMIT mode, since an fdatasync covering them never
- * returned.  A bad record in an older file is reported, never cut.  A last
- * file whose header is short or fails its checksum is cut to zero bytes; an
- * empty (zero-byte) file holds no records wherever it is.
+ * Recovery (wal_replay): a crash during a write can only damage the end of
+ * the last file, and leaves no intact record after the damage (the torn
+ * bytes are the end of the file).  So damage in the last file is a torn tail
+ * only when no intact record follows it; the search for one (wal_find_intact)
+ * checks every offset after the damage for a record whose lsn the log could
+ * hold there and whose CRC matches.  A torn tail is cut (ftruncate +
+ * fdatasync; not in READ mode): it was never acknowledged in COMMIT mode,
+ * since an fdatasync covering it never returned.  Damage with an intact
+ * record after it, damage in an older file, and records missing between
+ * files are corruption: reported, never cut, unless the caller asks to
+ * salvage (the log is kept up to the damage, the rest set aside as
+ * "<file>.damaged").  A last file whose header is short or fails its
+ * checksum, with no intact record after it, is cut to zero bytes; an empty
+ * (zero-byte) file holds no records wherever it is.
  *
  * Durability per mode: COMMIT fdatasyncs inside wal_commit.  BATCHED marks
  * the writer dirty and a thread fdatasyncs at most every batch_ms; it takes
@@ -296,7 +304,7 @@ static int wal_create_file(WalWriter *w, uint64_t lsn, bool reuse, int *fd_out, 
     wal_path(w->tmp_path, wal_path_cap(w->dir), w->dir, lsn);
     const char *path = w->tmp_path;
     int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (reuse ? O_TRUNC : O_EXCL);
-    int fd = open(path, flags, 0644);
+    int fd = open(path, flags, 0600); /* table data: owner only */
     if (fd < 0)
         return wal_io_error(err, "create", path, errno);
     uint8_t hdr[SF_HEADER_LEN];
@@ -581,6 +589,7 @@ typedef int (*WalReplayFn)(void *arg, uint8_t type, uint64_t lsn, const uint8_t 
 typedef struct WalDamage {
     uint64_t off;       /* first byte not part of an intact record */
     const char *why;    /* NULL when the file is intact to its end */
+    QrError header;     /* an intact header that is not a WAL v1 header */
 } WalDamage;
 
 /* Cut a damaged last file to `off` bytes and make the cut durable. */
@@ -600,13 +609,15 @@ static int wal_cut(const char *path, uint64_t off, QrError *err)
 
 /* Scan one mapped file, passing records >= from_lsn to cb.  *last is the
  * highest lsn seen so far in the log (updated); *end_lsn the lsn after the
- * file's last intact record (name_lsn when it holds none).  Sets *dmg. */
+ * file's last intact record (name_lsn when it holds none), which is the lsn
+ * the record at the damage should have had.  Sets *dmg. */
 static int wal_scan(const uint8_t *p, size_t n, const char *path, uint64_t name_lsn,
                     uint64_t from_lsn, WalReplayFn cb, void *arg, uint64_t *last,
                     uint64_t *end_lsn, WalReplayStats *st, WalDamage *dmg, QrError *err)
 {
     dmg->off = 0;
     dmg->why = NULL;
+    qr_error_clear(&dmg->header);
     *end_lsn = name_lsn;
     if (n == 0)
         return QR_OK;
@@ -614,9 +625,11 @@ static int wal_scan(const uint8_t *p, size_t n, const char *path, uint64_t name_
         dmg->why = "torn or damaged file header";
         return QR_OK;
     }
-    int rc = sf_header_check(p, n, path, QR_KIND_WAL, WAL_VERSION, NULL, err);
+    /* An intact header of another kind or a newer version is no torn
+     * write: the caller reports it (or a salvage sets the file aside). */
+    int rc = sf_header_check(p, n, path, QR_KIND_WAL, WAL_VERSION, NULL, &dmg->header);
     if (rc != QR_OK)
-        return rc; /* intact header of the wrong kind or a newer version */
+        return QR_OK;
     size_t off = SF_HEADER_LEN;
     uint64_t expect = name_lsn;
     while (off < n) {
@@ -662,7 +675,103 @@ static int wal_scan(const uint8_t *p, size_t n, const char *path, uint64_t name_
     return QR_OK;
 }
 
-int wal_replay(const char *dir, uint64_t from_lsn, WalReplayFn cb, void *arg,
+/* Find an intact record at or after `from` (the damage) in p[0..n): a
+ * length that fits the file, a matching CRC, and an lsn the log could have
+ * written there: from `expect` (the lsn due at the damage) up to one more
+ * per WAL_RECORD_OVERHEAD bytes left.  The lsn window keeps the CRC work to
+ * a few candidates even over megabytes of garbage.  A torn write leaves none
+ * (its bytes end the file); finding one means the damage is followed by
+ * records that were written, and so maybe acknowledged, after it. */
+static bool wal_find_intact(const uint8_t *p, size_t n, size_t from, uint64_t expect,
+                            size_t *at, uint64_t *lsn_at)
+{
+    if (from >= n)
+        return false;
+    uint64_t max_lsn = expect + (n - from) / WAL_RECORD_OVERHEAD;
+    for (size_t q = from; n - q >= WAL_RECORD_OVERHEAD; q++) {
+        const uint8_t *r = p + q;
+        uint64_t lsn = qr_get_u64le(r + 9);
+        if (lsn < expect || lsn > max_lsn)
+            continue;
+        uint32_t len = qr_get_u32le(r);
+        if (len > WAL_MAX_PAYLOAD || len > n - q - WAL_RECORD_OVERHEAD)
+            continue;
+        if (qr_get_u32le(r + 4) == qr_crc32c(0, r + 8, 9 + (size_t)len)) {
+            *at = q;
+            *lsn_at = lsn;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* "<path>.damaged", or ".damaged.N" for the first N that is free. */
+static void wal_aside_name(char *out, size_t cap, const char *path)
+{
+    snprintf(out, cap, "%s.damaged", path);
+    for (int k = 2; qr_path_exists(out) && k < 1000; k++)
+        snprintf(out, cap, "%s.damaged.%d", path, k);
+}
+
+/* SALVAGE: keep the log up to `off` of files[i] (mapped at p, n bytes) and
+ * set aside the rest: the file is copied whole to its aside name, then cut
+ * at `off` (p == NULL: the whole file is renamed aside instead); every later
+ * file is renamed aside.  The directory is synced. */
+static int wal_set_aside(const char *dir, const WalFile *files, size_t n_files, size_t i,
+                         const uint8_t *p, uint64_t off, WalReplayStats *st, QrError *err)
+{
+    size_t cap = wal_path_cap(dir) + 16;
+    char *path = qr_malloc(cap), *aside = qr_malloc(cap);
+    int rc = QR_OK;
+    if (!path || !aside) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory salvaging wal \"%s\"", dir);
+        goto out;
+    }
+    uint64_t total = 0;
+    for (size_t k = i; k < n_files && rc == QR_OK; k++) {
+        wal_path(path, cap, dir, files[k].first_lsn);
+        wal_aside_name(aside, cap, path);
+        if (k == i && p) {
+            rc = qr_file_write_atomic_mode(aside, p, files[k].bytes, true, 0600, err);
+            if (rc == QR_OK)
+                rc = wal_cut(path, off, err);
+            total += files[k].bytes - off;
+        } else {
+            if (rename(path, aside) != 0)
+                rc = wal_io_error(err, "set aside", path, errno);
+            total += files[k].bytes;
+        }
+        if (rc == QR_OK)
+            qr_log(QR_LOG_WARN, "wal salvage: kept \"%s\" as \"%s\"%s", path, aside,
+                   k == i && p ? " and cut the file at the damage" : "");
+    }
+    if (rc == QR_OK)
+        rc = qr_fsync_dir(dir, err);
+    if (rc == QR_OK && st) {
+        wal_path(path, cap, dir, files[i].first_lsn);
+        st->salvaged_bytes = total;
+        st->salvage_off = off;
+        snprintf(st->salvage_file, sizeof st->salvage_file, "%s", path);
+    }
+out:
+    qr_free(path);
+    qr_free(aside);
+    return rc;
+}
+
+/* The error for damage that is not a torn tail (the caller sets detail). */
+static int wal_corrupt(QrError *err, const char *path, uint64_t off, const char *why)
+{
+    qr_error_set(err, QR_ECORRUPT, "corrupt wal file \"%s\" at offset %" PRIu64 ": %s", path,
+                 off, why);
+    qr_error_pos(err, (int64_t)off, -1, -1);
+    qr_error_hint(err, "restore the table from a backup, or salvage it (quarry check "
+                       "--salvage): the log is kept up to the damage and the rest is set "
+                       "aside as \"<file>.damaged\"");
+    return QR_ECORRUPT;
+}
+
+int wal_replay(const char *dir, uint64_t from_lsn, WalReplayMode mode, WalReplayFn cb, void *arg,
                WalReplayStats *stats, QrError *err)
 {
     if (stats)
@@ -677,29 +786,48 @@ int wal_replay(const char *dir, uint64_t from_lsn, WalReplayFn cb, void *arg,
         qr_free(files);
         return qr_error_set(err, QR_ENOMEM, "out of memory replaying wal \"%s\"", dir);
     }
+    bool salvage = mode == WAL_REPLAY_SALVAGE;
     uint64_t last = 0; /* highest intact lsn of the files scanned so far */
-    for (size_t i = 0; i < n && rc == QR_OK; i++) {
+    size_t kept = n;   /* files left in the log (SALVAGE sets the others aside) */
+    for (size_t i = 0; i < kept && rc == QR_OK; i++) {
         bool is_last = i + 1 == n;
         if (!is_last && files[i + 1].first_lsn <= from_lsn)
             continue; /* every record is below from_lsn */
         wal_path(path, wal_path_cap(dir), dir, files[i].first_lsn);
         if (last && files[i].first_lsn <= last) {
+            if (salvage) {
+                rc = wal_set_aside(dir, files, n, i, NULL, 0, stats, err);
+                kept = i;
+                break;
+            }
             rc = qr_error_set(err, QR_ECORRUPT,
                               "corrupt wal file \"%s\": it starts at lsn %" PRIu64
                               " but the file before it reaches lsn %" PRIu64,
                               path, files[i].first_lsn, last);
+            qr_error_hint(err, "restore the table from a backup, or salvage it (quarry check "
+                               "--salvage)");
             break;
         }
         QrMap map;
         rc = qr_map_open(path, &map, err);
         if (rc != QR_OK)
             break;
+        files[i].bytes = map.len; /* as mapped (the listing's size may be older) */
         WalDamage dmg;
         uint64_t end = 0;
         rc = wal_scan(map.data, map.len, path, files[i].first_lsn, from_lsn, cb, arg, &last,
                       &end, stats, &dmg, err);
-        size_t flen = map.len;
-        qr_map_close(&map);
+        if (rc == QR_OK && dmg.header.code != QR_OK) {
+            if (salvage && dmg.header.code == QR_ECORRUPT) {
+                rc = wal_set_aside(dir, files, n, i, NULL, 0, stats, err);
+                kept = i;
+            } else {
+                qr_error_copy(err, &dmg.header);
+                rc = dmg.header.code;
+            }
+            qr_map_close(&map);
+            break;
+        }
         if (rc == QR_OK && !dmg.why && !is_last) {
             /* Records are numbered without gaps across files (a rotation
              * starts the next file at the next lsn), so an older file that
@@ -707,39 +835,55 @@ int wal_replay(const char *dir, uint64_t from_lsn, WalReplayFn cb, void *arg,
              * a record boundary, which no record checksum can see. */
             uint64_t next = files[i + 1].first_lsn;
             if ((end > from_lsn ? end : from_lsn) < next) {
-                rc = qr_error_set(err, QR_ECORRUPT,
-                                  "corrupt wal file \"%s\": records %" PRIu64 " to %" PRIu64
-                                  " are missing (the next file starts at lsn %" PRIu64 ")",
-                                  path, end, next - 1, next);
-                qr_error_detail(err, "an older wal file was truncated or emptied");
-                qr_error_hint(err, "restore the table from a backup");
-                break;
+                if (salvage) {
+                    rc = wal_set_aside(dir, files, n, i + 1, NULL, 0, stats, err);
+                    kept = i + 1;
+                } else {
+                    rc = qr_error_set(err, QR_ECORRUPT,
+                                      "corrupt wal file \"%s\": records %" PRIu64 " to %" PRIu64
+                                      " are missing (the next file starts at lsn %" PRIu64 ")",
+                                      path, end, next - 1, next);
+                    qr_error_detail(err, "an older wal file was truncated or emptied");
+                    qr_error_hint(err, "restore the table from a backup, or salvage it "
+                                       "(quarry check --salvage)");
+                }
             }
         }
-        if (rc != QR_OK || !dmg.why)
-            continue;
-        if (!is_last) {
-            rc = qr_error_set(err, QR_ECORRUPT, "corrupt wal file \"%s\" at offset %" PRIu64 ": %s",
-                              path, dmg.off, dmg.why);
-            qr_error_pos(err, (int64_t)dmg.off, -1, -1);
-            qr_error_detail(err, "only the last wal file may have a torn tail");
-            qr_error_hint(err, "restore the table from a backup");
-            break;
-        }
-        rc = wal_cut(path, dmg.off, err);
-        if (rc == QR_OK) {
-            qr_log(QR_LOG_WARN, "wal \"%s\": cut %" PRIu64 " bytes at offset %" PRIu64 ": %s",
-                   path, (uint64_t)flen - dmg.off, dmg.off, dmg.why);
-            if (stats) {
-                stats->torn_bytes_cut = (uint64_t)flen - dmg.off;
+        size_t at = 0;
+        uint64_t at_lsn = 0;
+        bool torn = rc == QR_OK && dmg.why && is_last &&
+                    !wal_find_intact(map.data, map.len, dmg.off, end, &at, &at_lsn);
+        if (rc != QR_OK || !dmg.why) {
+            /* intact to its end (or already failed) */
+        } else if (torn) {
+            if (mode != WAL_REPLAY_READ && (rc = wal_cut(path, dmg.off, err)) == QR_OK)
+                qr_log(QR_LOG_WARN, "wal \"%s\": cut a torn tail of %" PRIu64
+                                    " bytes at offset %" PRIu64 ": %s",
+                       path, (uint64_t)map.len - dmg.off, dmg.off, dmg.why);
+            if (rc == QR_OK && stats) {
+                stats->torn_bytes = (uint64_t)map.len - dmg.off;
+                stats->torn_off = dmg.off;
                 snprintf(stats->torn_file, sizeof stats->torn_file, "%s", path);
+                snprintf(stats->torn_why, sizeof stats->torn_why, "%s", dmg.why);
             }
+        } else if (salvage) {
+            rc = wal_set_aside(dir, files, n, i, map.data, dmg.off, stats, err);
+            kept = i + 1;
+        } else {
+            rc = wal_corrupt(err, path, dmg.off, dmg.why);
+            if (is_last)
+                qr_error_detail(err, "an intact record (lsn %" PRIu64 ") follows at offset %zu, "
+                                     "so this is not a torn write: cutting the log here "
+                                     "would lose the changes after it", at_lsn, at);
+            else
+                qr_error_detail(err, "only the last wal file may have a torn tail");
         }
+        qr_map_close(&map);
     }
     if (rc == QR_OK && stats) {
         stats->last_lsn = last;
-        if (n && files[n - 1].first_lsn > 0 && files[n - 1].first_lsn - 1 > last)
-            stats->last_lsn = files[n - 1].first_lsn - 1;
+        if (kept && files[kept - 1].first_lsn > 0 && files[kept - 1].first_lsn - 1 > last)
+            stats->last_lsn = files[kept - 1].first_lsn - 1;
     }
     qr_free(path);
     qr_free(files);

@@ -12,7 +12,8 @@
  * records are the lsns from its name up to (not including) the next file's.
  *
  * Use (checkpoint_lsn = the first lsn not yet reflected in durable segments):
- *   wal_replay(dir, checkpoint_lsn, cb, arg, &st, err);       cuts a torn tail
+ *   wal_replay(dir, checkpoint_lsn, WAL_REPLAY_RECOVER, cb, arg, &st, err);
+ *                                                  cuts a torn tail
  *   next = max(st.last_lsn + 1, checkpoint_lsn);
  *   wal_open(dir, mode, batch_ms, next, &w, err);
  *   wal_append(w, type, p, n, &lsn, err) ... wal_commit(w, err);
@@ -107,35 +108,60 @@ uint64_t wal_bytes(const WalWriter *w);
  * wal_commit first when the outcome matters.  NULL is a no-op. */
 void wal_close(WalWriter *w);
 
+/* What wal_replay may change on disk. */
+typedef enum {
+    WAL_REPLAY_RECOVER, /* before writing: cut a torn tail of the last file */
+    WAL_REPLAY_READ,    /* change nothing: a torn tail is reported and left */
+    WAL_REPLAY_SALVAGE  /* RECOVER, and damage that is not a torn tail is set
+                           aside (below) instead of being an error */
+} WalReplayMode;
+
 typedef struct WalReplayStats {
     uint64_t records;        /* records passed to cb */
     uint64_t bytes;          /* on-disk bytes of those records */
     uint64_t last_lsn;       /* highest lsn the log accounts for: the last
                                 intact record's, or (file name lsn - 1) of
                                 the last file if that is higher; 0 if none */
-    uint64_t torn_bytes_cut; /* bytes cut from the last file's damaged tail */
-    char torn_file[256];     /* path of the file that was cut, "" if none */
+    uint64_t torn_bytes;     /* bytes of the last file's torn tail: cut
+                                (RECOVER, SALVAGE) or left in place (READ) */
+    uint64_t torn_off;       /* where the torn tail starts in torn_file */
+    char torn_file[256];     /* path of the file with the torn tail, "" if none */
+    char torn_why[64];       /* what is wrong at torn_off, "" if none */
+    uint64_t salvaged_bytes; /* SALVAGE: bytes set aside from the first damage
+                                to the end of the log; 0 if nothing was */
+    uint64_t salvage_off;    /* offset of that damage in salvage_file */
+    char salvage_file[256];  /* the file it is in, "" if none */
 } WalReplayStats;
 
 /* Pass every intact record with lsn >= from_lsn to cb, in lsn order.  cb's
  * payload is borrowed for the duration of the call only.
- *   - A damaged tail of the LAST file (short record, bad CRC, out-of-order
- *     lsn, garbage, torn header) is cut off: the file is truncated to its
- *     last intact record and synced, and the cut is reported in *stats; this
- *     is not an error.
- *   - Damage in any other file is QR_ECORRUPT naming the file and offset
- *     (err->offset).  Records before it have already been passed to cb.
- *   - So is a gap at or above from_lsn: an older file that ends before its
- *     successor's first lsn lost records (truncated at a record boundary).
- *     Gaps wholly below from_lsn (a writer reopened at a checkpoint past
- *     the log's end) are not damage.
- *   - Files wholly below from_lsn (their successor starts <= from_lsn) are
- *     skipped unread.  A missing directory is an empty log.
+ *   - A torn tail ends the log: damage in the LAST file (short record, bad
+ *     CRC, out-of-order lsn, garbage, torn or damaged header) with no intact
+ *     record after it.  That is what a crash during a write leaves, and
+ *     those bytes were never acknowledged (their fdatasync never returned).
+ *     RECOVER and SALVAGE truncate the file to its last intact record and
+ *     sync it; READ leaves it.  Either way it is reported in *stats, not as
+ *     an error.
+ *   - Damage followed by an intact record (one with a matching CRC and an
+ *     lsn the log could hold there), damage in any file but the last, and a
+ *     gap at or above from_lsn (an older file ends before its successor's
+ *     first lsn: records lost at a record boundary) are corruption: cutting
+ *     there would drop acknowledged records.  QR_ECORRUPT naming the file
+ *     and the offset (err->offset), files untouched; records before the
+ *     damage have already been passed to cb.  SALVAGE instead keeps the log
+ *     up to the damage: the damaged file is copied whole to
+ *     "<file>.damaged" (".damaged.N" when taken) and truncated at the
+ *     damage, and every later file is renamed to "<file>.damaged"; what
+ *     was set aside is reported in *stats and logged.
+ *   - Gaps wholly below from_lsn (a writer reopened at a checkpoint past the
+ *     log's end) are not damage.  Files wholly below from_lsn (their
+ *     successor starts <= from_lsn) are skipped unread.  A missing directory
+ *     is an empty log.
  *   - cb returning non-zero stops the replay and returns that code (err is
  *     set to a generic message unless cb set it).
  *   - QR_EUNSUPPORTED for a file written by a newer format; QR_EIO, QR_ENOMEM.
  * stats may be NULL.  Not to be run while a WalWriter has the dir open. */
-int wal_replay(const char *dir, uint64_t from_lsn,
+int wal_replay(const char *dir, uint64_t from_lsn, WalReplayMode mode,
                int (*cb)(void *arg, uint8_t type, uint64_t lsn, const uint8_t *payload,
                          size_t len),
                void *arg, WalReplayStats *stats, QrError *err);

@@ -2,15 +2,22 @@
 source; online, while writers post batches and merges run, the copy holds
 every batch acknowledged before the backup started (exact content, once),
 only whole documents that were really written, and it verifies.  Bad
-destinations and sources are clear errors."""
+destinations and sources are clear errors.  A backup killed at every table
+boundary leaves no DEST and a work directory that `check` and a restore
+refuse (the next backup removes it); damage in a source file stops the
+backup, naming the file, except a damaged B-tree side file, which is left
+out for the copy to rebuild."""
+import fcntl
 import json
 import os
 import random
+import signal
+import subprocess
 import threading
 import time
 
 from qserve import Server
-from qtest import DataDir, check, finish, run, wait_until, write_jsonl
+from qtest import BIN, DataDir, check, finish, run, wait_until, write_jsonl
 
 rng = random.Random(5)
 SCHEMA = {"primary_key": "id", "fields": [
@@ -154,10 +161,111 @@ def online(dd):
     copy.stop()
 
 
+def import_tables(dd, data, names, n_docs, schema=SCHEMA, batch=100):
+    sf = os.path.join(dd.path, "schema-%s.json" % os.path.basename(data))
+    with open(sf, "w") as f:
+        json.dump(schema, f)
+    src = os.path.join(dd.path, "docs.jsonl")
+    write_jsonl(src, [json.dumps(mkdoc(i)) for i in range(n_docs)])
+    for name in names:
+        rc, out, err = run(["import", name, src, "--schema", sf, "--batch", str(batch)], data)
+        check(rc == 0, "import %s: %s" % (name, err[-300:]))
+
+
+def killed(dd):
+    data = os.path.join(dd.path, "multi")
+    tables = ["t0", "t1", "t2"]
+    import_tables(dd, data, tables, 300)
+    dest = os.path.join(dd.path, "multi-copy")
+    work = dest + ".incomplete"
+    for n in range(len(tables) + 1):
+        # test-only hook: the backup kills itself (SIGKILL) after n tables
+        p = subprocess.run([BIN, "backup", "--data", data, "--to", dest], capture_output=True,
+                           text=True, timeout=300,
+                           env=dict(os.environ, QUARRY_TEST_BACKUP_KILL_AFTER_TABLES=str(n)))
+        what = "killed after %d of %d tables" % (n, len(tables))
+        check(p.returncode == -signal.SIGKILL, "%s: rc %d %s" % (what, p.returncode, p.stderr))
+        check(not os.path.exists(dest), what + ": no destination")
+        copied = sorted(os.listdir(os.path.join(work, "tables")))
+        check(copied == tables[:n], "%s: the work directory holds %s" % (what, copied))
+        check(os.path.exists(os.path.join(work, "BACKUP_INCOMPLETE")), what + ": marked incomplete")
+        rc, out, err = run(["check"], work)
+        check(rc == 1 and "incomplete backup" in err, "%s: check refuses it: %r" % (what, err))
+        rc, out, err = run(["search", "t0", "all", "--count"], work)
+        check(rc == 1 and "incomplete backup" in err, "%s: a restore refuses it: %r" % (what, err))
+        rc, out, err = run(["check"], dest)
+        check(rc == 1 and "not a Quarry data directory" in err and not os.path.exists(dest),
+              "%s: check of DEST fails and creates nothing: %r" % (what, err))
+        if n == 1:
+            srv = Server(work, dd.path)
+            rc = srv.stop()
+            check(srv.port is None and rc != 0 and "incomplete backup" in srv.text(),
+                  "%s: quarry serve refuses it: %s" % (what, srv.text()[-300:]))
+    # a backup still running (its marker locked) is not removed by another
+    with open(os.path.join(work, "BACKUP_INCOMPLETE"), "r+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        rc, out, err = run(["backup", "--to", dest], data)
+        check(rc == 1 and "another backup" in err and os.path.exists(work),
+              "a running backup's work directory is left alone: %r" % err)
+    rc, out, err = run(["backup", "--to", dest], data)
+    if not check(rc == 0, "the next backup succeeds: " + err[-300:]):
+        return
+    rep = json.loads(out)
+    check(rep["tables"] == 3 and rep["docs"] == 900, "full copy: %s" % out.strip())
+    check(not os.path.exists(work), "the interrupted work directory was removed")
+    rc, out, err = run(["check"], dest)
+    check(rc == 0 and out.count(": ok,") == 3, "the copy passes check: %r" % out)
+
+
+def damaged_source(dd):
+    data = os.path.join(dd.path, "dmg")
+    schema = {"primary_key": "id", "fields": [
+        {"name": "body", "type": "text", "language": "none"},
+        {"name": "n", "type": "int", "index": "btree"}]}
+    import_tables(dd, data, ["t"], 300, schema)
+    tdir = os.path.join(data, "tables", "t")
+    segs = sorted(f for f in os.listdir(tdir) if f.endswith(".qseg"))
+    qbts = sorted(f for f in os.listdir(tdir) if f.endswith(".qbt"))
+    if not check(len(segs) == 3 and len(qbts) == 3, "segments %s, B-trees %s" % (segs, qbts)):
+        return
+
+    def flip(path):
+        with open(path, "r+b") as f:
+            f.seek(os.path.getsize(path) // 2)
+            b = f.read(1)
+            f.seek(-1, 1)
+            f.write(bytes([b[0] ^ 0x21]))
+
+    dest = os.path.join(dd.path, "dmg-copy")
+    victim = os.path.join(tdir, segs[1])
+    flip(victim)
+    rc, out, err = run(["backup", "--to", dest], data)
+    check(rc == 1 and "backup source file" in err and segs[1] in err and "damaged" in err,
+          "a damaged source segment stops the backup, named: %r" % err)
+    check(not os.path.exists(dest) and not os.path.exists(dest + ".incomplete"),
+          "nothing is left of the failed backup")
+    flip(victim)  # the same flip again: the original bytes
+    flip(os.path.join(tdir, qbts[0]))
+    rc, out, err = run(["backup", "--to", dest], data)
+    if not check(rc == 0, "a damaged B-tree side file does not stop it: " + err[-300:]):
+        return
+    rep = json.loads(out)
+    check(rep["btrees_left_out"] == 1 and rep["docs"] == 300, "report: %s" % out.strip())
+    check(not os.path.exists(os.path.join(dest, "tables", "t", qbts[0])),
+          "the damaged side file was not copied")
+    rc, out, err = run(["check"], dest)
+    check(rc == 0, "the copy passes check: %r" % out)
+    rc, out, err = run(["search", "t", "all", "--count", "--filter", "n >= 100"], dest)
+    check(rc == 0 and out.strip().startswith("200"), "the copy answers a B-tree filter: %r %r" %
+          (out, err[-200:]))
+
+
 def main():
     with DataDir() as dd:
         offline(dd)
         online(dd)
+        killed(dd)
+        damaged_source(dd)
     finish()
 
 

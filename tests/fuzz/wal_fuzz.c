@@ -10,8 +10,11 @@
  *         (0 = none), and the rest are (u32 offset, u8 xor) pairs.
  * Promises checked beyond "no crash, no leak, no hang":
  *   - records come out with strictly increasing lsns, none below from_lsn;
- *   - damage in the last file is cut (never an error); replaying again
- *     returns the same records and cuts nothing (recovery is idempotent);
+ *   - a READ replay changes no byte of any file;
+ *   - damage in the last file is a torn tail that is cut, or (an intact
+ *     record follows it) QR_ECORRUPT with the file untouched; a SALVAGE
+ *     replay then succeeds; after either, replaying again returns the same
+ *     records and cuts nothing (recovery is idempotent);
  *   - damage to the first of two files is QR_ECORRUPT, or replays every
  *     record unchanged when the bytes were not really changed;
  *   - an untouched valid log replays every record with its payload intact.
@@ -148,6 +151,23 @@ static void clear_dir(const char *dir)
     CHECK(mkdir(dir, 0700) == 0);
 }
 
+/* Do the files hold exactly what was written? */
+static bool files_are(const char *dir, const char *const *names, uint8_t *const *bytes,
+                      const size_t *lens, int n)
+{
+    bool same = true;
+    for (int i = 0; i < n; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        uint8_t *now;
+        size_t now_len;
+        read_file(path, &now, &now_len);
+        same = same && now_len == lens[i] && (now_len == 0 || !memcmp(now, bytes[i], now_len));
+        free(now);
+    }
+    return same;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
@@ -158,13 +178,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint64_t from = 0;
     int damaged_file = -1;
     bool changed = false;
+    static uint8_t *wrote[2]; /* what each file holds before any replay */
+    static size_t wrote_len[2];
+    const char *names[2] = {"wal-0000000000000001.log", NULL};
+    int n_files = 1;
+    for (int i = 0; i < 2; i++) {
+        free(wrote[i]);
+        wrote[i] = NULL;
+    }
     if ((data[0] & 1) == 0) {
-        write_file(dir, "wal-0000000000000001.log", data + 1, size - 1);
+        wrote[0] = malloc(size);
+        CHECK(wrote[0]);
+        memcpy(wrote[0], data + 1, size - 1);
+        wrote_len[0] = size - 1;
         from = data[0] >> 5;
     } else {
         FzIn in = {data + 1, size - 1, 0};
         damaged_file = (int)(fz_u8(&in) & 1);
         uint32_t cut = fz_u32(&in);
+        n_files = 2;
         for (int i = 0; i < 2; i++) {
             size_t len = valid_len[i];
             uint8_t *copy = malloc(len + 1);
@@ -183,40 +215,64 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
                 changed = changed || memcmp(copy, valid_bytes[i], len) != 0;
             }
-            write_file(dir, valid_name[i], copy, len);
-            free(copy);
+            names[i] = valid_name[i];
+            wrote[i] = copy;
+            wrote_len[i] = len;
         }
     }
-    static Seen s1, s2;
+    for (int i = 0; i < n_files; i++)
+        write_file(dir, names[i], wrote[i], wrote_len[i]);
+    static Seen s0, s1, s2;
+    QrError e;
+    /* READ changes nothing, whatever it finds */
+    memset(&s0, 0, sizeof s0);
+    s0.from = from;
+    s0.check_payload = damaged_file >= 0;
+    qr_error_clear(&e);
+    int rc0 = wal_replay(dir, from, WAL_REPLAY_READ, on_rec, &s0, NULL, &e);
+    CHECK(files_are(dir, names, wrote, wrote_len, n_files));
     memset(&s1, 0, sizeof s1);
     s1.from = from;
     s1.check_payload = damaged_file >= 0;
     WalReplayStats st1 = {0};
-    QrError e;
     qr_error_clear(&e);
-    int rc = wal_replay(dir, from, on_rec, &s1, &st1, &e);
-    if (damaged_file == 1 || (damaged_file == 0 && !changed))
+    int rc = wal_replay(dir, from, WAL_REPLAY_RECOVER, on_rec, &s1, &st1, &e);
+    CHECK(rc == rc0 && s1.n == s0.n);
+    if (damaged_file == 0 && !changed)
         CHECK(rc == QR_OK);
     if (damaged_file >= 0 && !changed)
-        CHECK(s1.n == N_REC && st1.torn_bytes_cut == 0);
-    /* damage to the last file loses at most records of that file */
-    if (damaged_file == 1)
-        CHECK(s1.n >= N_REC / 2);
+        CHECK(s1.n == N_REC && st1.torn_bytes == 0);
     /* damage to an earlier file is reported, never silently skipped */
     if (damaged_file == 0 && rc == QR_OK)
         CHECK(s1.n == N_REC);
     if (rc != QR_OK) {
         CHECK(rc == QR_ECORRUPT || rc == QR_EUNSUPPORTED || rc == QR_ENOMEM);
         CHECK(e.message[0]);
-        return 0;
+        /* refused: RECOVER cut nothing */
+        CHECK(files_are(dir, names, wrote, wrote_len, n_files));
+        if (rc != QR_ECORRUPT)
+            return 0;
+        /* salvage keeps the log up to the damage */
+        memset(&s1, 0, sizeof s1);
+        s1.from = from;
+        s1.check_payload = damaged_file >= 0;
+        qr_error_clear(&e);
+        rc = wal_replay(dir, from, WAL_REPLAY_SALVAGE, on_rec, &s1, &st1, &e);
+        if (rc != QR_OK) {
+            CHECK(rc == QR_ENOMEM);
+            return 0;
+        }
     }
-    /* replay again: the tail was cut, so the log is now clean */
+    /* damage to the last file loses at most records of that file */
+    if (damaged_file == 1)
+        CHECK(s1.n >= N_REC / 2);
+    /* replay again: the tail was cut or set aside, so the log is now clean */
     memset(&s2, 0, sizeof s2);
     s2.from = from;
     WalReplayStats st2 = {0};
     qr_error_clear(&e);
-    CHECK(wal_replay(dir, from, on_rec, &s2, &st2, &e) == QR_OK);
-    CHECK(st2.torn_bytes_cut == 0);
+    CHECK(wal_replay(dir, from, WAL_REPLAY_RECOVER, on_rec, &s2, &st2, &e) == QR_OK);
+    CHECK(st2.torn_bytes == 0 && st2.salvaged_bytes == 0);
     CHECK(s2.n == s1.n);
     for (uint64_t i = 0; i < s1.n && i < 4096; i++)
         CHECK(s1.lsns[i] == s2.lsns[i] && s1.sums[i] == s2.sums[i]);

@@ -772,6 +772,31 @@ static int count_qbt(const char *d)
     return n;
 }
 
+/* A new table in tdir (options in *o: no background merges, no fsync) with
+ * n_commits commits of n docs each, keys from k * step for commit k
+ * (step < n: later commits replace earlier docs). */
+static Table *fill_table(const char *tdir, const QrSchema *sc, TableOpts *o, uint64_t *rng,
+                         char **words, EuZipf *z, int n_commits, int n, int step)
+{
+    table_opts_default(o);
+    o->background_merge = false;
+    o->fsync = QR_FSYNC_OFF;
+    Table *t;
+    QrError e;
+    qr_error_clear(&e);
+    cr_assert_eq(table_create(tdir, sc, o, &t, &e), QR_OK, "%s", e.message);
+    for (int k = 0; k < n_commits; k++) {
+        char **docs = make_docs(rng, n, k * step, words, z);
+        for (int i = 0; i < n; i++) {
+            cr_assert_eq(table_put(t, docs[i], strlen(docs[i]), NULL, &e), QR_OK, "%s", e.message);
+            free(docs[i]);
+        }
+        free(docs);
+        cr_assert_eq(table_commit(t, &e), QR_OK, "%s", e.message);
+    }
+    return t;
+}
+
 Test(btree, table_create_index)
 {
     uint64_t rng = 1234;
@@ -783,23 +808,10 @@ Test(btree, table_create_index)
     char tdir[4096];
     snprintf(tdir, sizeof tdir, "%s/t", dir);
     TableOpts o;
-    table_opts_default(&o);
-    o.background_merge = false;
-    o.fsync = QR_FSYNC_OFF;
-    Table *t;
     QrError e;
     qr_error_clear(&e);
-    cr_assert_eq(table_create(tdir, &sc, &o, &t, &e), QR_OK, "%s", e.message);
-    /* three segments of data before any index */
-    for (int k = 0; k < 3; k++) {
-        char **docs = make_docs(&rng, 700, k * 500, words, &z); /* overlapping keys: deletes */
-        for (int i = 0; i < 700; i++) {
-            cr_assert_eq(table_put(t, docs[i], strlen(docs[i]), NULL, &e), QR_OK, "%s", e.message);
-            free(docs[i]);
-        }
-        free(docs);
-        cr_assert_eq(table_commit(t, &e), QR_OK);
-    }
+    /* three segments of data before any index (overlapping keys: deletes) */
+    Table *t = fill_table(tdir, &sc, &o, &rng, words, &z, 3, 700, 500);
     cr_assert_eq(count_qbt(tdir), 0);
     int f_n = field_index(&sc, "n"), f_cat = field_index(&sc, "cat"),
         f_price = field_index(&sc, "price"), f_title = field_index(&sc, "title");
@@ -940,6 +952,71 @@ Test(btree, verify_and_read_only)
     for (int i = 0; i < 600; i++)
         free(docs[i]);
     free(docs);
+    eu_zipf_free(&z);
+    eu_words_free(words, 100);
+}
+
+/* quarry check's open (TableOpts.check, read-only) reports a damaged side
+ * file, naming it, where a plain read-only open leaves the tree out and a
+ * writable open rebuilds it; a missing side file is not damage (the next
+ * writable open builds it); an intact table passes with every tree
+ * verified. */
+Test(btree, check_open_reports_damaged_side_file)
+{
+    uint64_t rng = 77;
+    char **words = eu_words(100, 3);
+    EuZipf z;
+    eu_zipf_init(&z, 100, 1.05);
+    QrSchema sc;
+    eu_random_schema(&sc, true);
+    int f_cat = field_index(&sc, "cat"), f_n = field_index(&sc, "n");
+    sc.fields[f_cat].btree = true;
+    sc.fields[f_n].btree = true;
+    char tdir[4096];
+    snprintf(tdir, sizeof tdir, "%s/t", dir);
+    TableOpts o;
+    QrError e;
+    qr_error_clear(&e);
+    Table *t = fill_table(tdir, &sc, &o, &rng, words, &z, 2, 400, 400);
+    Snapshot *s0 = table_snapshot(t);
+    char bp[4096], bn[4096];
+    seg_btree_path(bp, sizeof bp, seg_path(s0->segs[1]), f_cat);
+    seg_btree_path(bn, sizeof bn, seg_path(s0->segs[0]), f_n);
+    snapshot_release(s0);
+    table_close(t);
+    TableOpts ro = o, ck = o;
+    ro.read_only = true;
+    ck.read_only = ck.check = true;
+    cr_assert_eq(table_open(tdir, &ck, &t, &e), QR_OK, "intact: %s", e.message);
+    table_close(t);
+    /* flip one byte of one side file */
+    uint8_t *data;
+    size_t len;
+    cr_assert_eq(qr_file_read_all(bp, &data, &len, &e), QR_OK);
+    data[len / 2] ^= 0x20;
+    cr_assert_eq(qr_file_write_atomic(bp, data, len, false, &e), QR_OK);
+    cr_assert_eq(table_open(tdir, &ro, &t, &e), QR_OK, "read-only leaves it out: %s", e.message);
+    table_close(t);
+    cr_assert_eq(table_open(tdir, &ck, &t, &e), QR_ECORRUPT, "check reports it");
+    cr_assert(strstr(e.message, strrchr(bp, '/') + 1), "names the file: %s", e.message);
+    cr_assert(strstr(e.hint, "rebuilds"), "hint: %s", e.hint);
+    uint8_t *after;
+    size_t after_len;
+    cr_assert_eq(qr_file_read_all(bp, &after, &after_len, NULL), QR_OK);
+    cr_assert(after_len == len && !memcmp(after, data, len), "check changed the side file");
+    free(after);
+    free(data);
+    /* a missing side file: not damage */
+    qr_error_clear(&e);
+    cr_assert_eq(unlink(bn), 0);
+    cr_assert_eq(table_open(tdir, &ck, &t, &e), QR_ECORRUPT, "the damaged one still counts");
+    qr_error_clear(&e);
+    cr_assert_eq(table_open(tdir, &o, &t, &e), QR_OK, "a writable open rebuilds: %s", e.message);
+    table_close(t);
+    cr_assert(qr_path_exists(bn), "the missing side file was built");
+    cr_assert_eq(unlink(bn), 0);
+    cr_assert_eq(table_open(tdir, &ck, &t, &e), QR_OK, "missing is not damage: %s", e.message);
+    table_close(t);
     eu_zipf_free(&z);
     eu_words_free(words, 100);
 }

@@ -1,6 +1,7 @@
 /*
  * test_table.c — the write path of a table: commit and visibility, WAL
- * replay after a crash, torn WAL tails, upserts and deletes through
+ * replay after a crash, torn WAL tails, damaged WAL records before
+ * acknowledged commits (refused; salvaged on request), upserts and deletes through
  * recovery and merges, deletes racing background merges, snapshots pinned
  * across merges, force merges, and allocation failures.
  *
@@ -368,6 +369,30 @@ Test(table, checkpoint_between_put_and_commit_loses_nothing)
     free(dir);
 }
 
+/* n commits of growing batches (commit c: 5 + c * grow changes), all in one
+ * WAL file, whose path is returned (malloc'd): states[c] is the model after
+ * commit c (states[0] empty; the caller frees them), ends[c] the file's size
+ * after it. */
+static char *commit_series(Table *t, const char *dir, int n, int grow, uint64_t *rng, int *next,
+                           EuStore *states, off_t *ends)
+{
+    eu_store_init(&states[0]);
+    char *wal = eu_newest_wal(dir);
+    cr_assert_not_null(wal);
+    ends[0] = eu_file_size(wal);
+    for (int c = 1; c <= n; c++) {
+        eu_store_copy(&states[c], &states[c - 1]);
+        batch(t, &states[c], rng, next, 5 + c * grow);
+        commit(t);
+        char *w = eu_newest_wal(dir);
+        cr_assert_str_eq(w, wal, "one WAL file for the whole test");
+        free(w);
+        ends[c] = eu_file_size(wal);
+        cr_assert_gt(ends[c], ends[c - 1]);
+    }
+    return wal;
+}
+
 /* Truncate the newest WAL file anywhere: recovery keeps exactly the commits
  * whose records are whole. */
 Test(table, torn_wal_tail_loses_only_the_torn_commit)
@@ -379,22 +404,9 @@ Test(table, torn_wal_tail_loses_only_the_torn_commit)
     enum { N_COMMITS = 8 };
     EuStore states[N_COMMITS + 1];
     off_t ends[N_COMMITS + 1];
-    eu_store_init(&states[0]);
-    char *wal = eu_newest_wal(dir);
-    cr_assert_not_null(wal);
-    ends[0] = eu_file_size(wal);
     uint64_t rng = 77;
     int next = 0;
-    for (int c = 1; c <= N_COMMITS; c++) {
-        eu_store_copy(&states[c], &states[c - 1]);
-        batch(t, &states[c], &rng, &next, 5 + c * 3);
-        commit(t);
-        char *w = eu_newest_wal(dir);
-        cr_assert_str_eq(w, wal, "one WAL file for the whole test");
-        free(w);
-        ends[c] = eu_file_size(wal);
-        cr_assert_gt(ends[c], ends[c - 1]);
-    }
+    char *wal = commit_series(t, dir, N_COMMITS, 3, &rng, &next, states, ends);
     batch(t, NULL, &rng, &next, 10); /* uncommitted: never reaches the file */
     char *base = path_in("base");
     eu_copy_tree(dir, base);
@@ -457,6 +469,95 @@ Test(table, torn_wal_tail_loses_only_the_torn_commit)
         check(r, &after, what);
         table_close(r);
         eu_store_free(&after);
+    }
+    for (int c = 0; c <= N_COMMITS; c++)
+        eu_store_free(&states[c]);
+    free(img);
+    free(base);
+    free(wal);
+    free(dir);
+}
+
+static uint8_t *read_whole(const char *path, size_t *len)
+{
+    uint8_t *d;
+    cr_assert_eq(qr_file_read_all(path, &d, len, NULL), QR_OK, "read %s", path);
+    return d;
+}
+
+/* One flipped byte in the WAL with acknowledged commits after it (the
+ * damaged record is followed by intact ones): opening the table, writable
+ * or read-only, is QR_ECORRUPT naming the WAL file, and no byte of it
+ * changes; a salvage open keeps exactly the commits before the damaged one
+ * and the whole damaged file as "<file>.damaged".  A flip in the final
+ * COMMIT record is a torn tail: every commit but the last. */
+Test(table, flipped_byte_before_acknowledged_commits_is_corruption)
+{
+    char *dir = path_in("t");
+    TableOpts o = opts_for(false, 8);
+    o.checkpoint_wal_bytes = 1ull << 40;
+    Table *t = create(dir, &o);
+    enum { N_COMMITS = 5 };
+    EuStore states[N_COMMITS + 1];
+    off_t ends[N_COMMITS + 1];
+    uint64_t rng = 91;
+    int next = 0;
+    char *wal = commit_series(t, dir, N_COMMITS, 2, &rng, &next, states, ends);
+    char *base = path_in("base");
+    eu_copy_tree(dir, base);
+    table_close(t);
+    const char *wal_name = strrchr(wal, '/') + 1;
+    char *img = path_in("img");
+    TableOpts ro = o, sv = o;
+    ro.read_only = true;
+    sv.salvage = true;
+    for (int c = 1; c <= N_COMMITS; c++) {
+        /* the commit's first byte (a length), an lsn byte, a payload byte,
+         * the last byte of its COMMIT record */
+        off_t at[4] = {ends[c - 1], ends[c - 1] + 10, (ends[c - 1] + ends[c]) / 2, ends[c] - 1};
+        for (int k = 0; k < 4; k++) {
+            eu_rmtree(img);
+            eu_copy_tree(base, img);
+            char wp[4096], aside[4200];
+            snprintf(wp, sizeof wp, "%s/wal/%s", img, wal_name);
+            snprintf(aside, sizeof aside, "%s.damaged", wp);
+            size_t len;
+            uint8_t *bytes = read_whole(wp, &len);
+            bytes[at[k]] ^= 0x08;
+            cr_assert_eq(qr_file_write_atomic(wp, bytes, len, false, NULL), QR_OK);
+            char what[96];
+            snprintf(what, sizeof what, "commit %d, byte %ld flipped", c, (long)at[k]);
+            Table *r;
+            QrError e;
+            if (c == N_COMMITS && at[k] >= ends[c] - WAL_RECORD_OVERHEAD) {
+                r = reopen(img, &o); /* torn tail: only the last commit goes */
+                check(r, &states[N_COMMITS - 1], what);
+                table_close(r);
+                free(bytes);
+                continue;
+            }
+            for (int m = 0; m < 2; m++) {
+                qr_error_clear(&e);
+                cr_assert_eq(table_open(img, m ? &ro : &o, &r, &e), QR_ECORRUPT, "%s: %s", what,
+                             e.message);
+                cr_assert(strstr(e.message, wal_name), "%s: %s", what, e.message);
+                size_t now_len;
+                uint8_t *now = read_whole(wp, &now_len);
+                cr_assert(now_len == len && !memcmp(now, bytes, len), "%s: WAL changed", what);
+                free(now);
+            }
+            r = reopen(img, &sv);
+            check(r, &states[c - 1], what);
+            table_close(r);
+            size_t kept_len;
+            uint8_t *kept = read_whole(aside, &kept_len);
+            cr_assert(kept_len == len && !memcmp(kept, bytes, len), "%s: aside copy", what);
+            free(kept);
+            r = reopen(img, &o); /* salvaged for good */
+            check(r, &states[c - 1], what);
+            table_close(r);
+            free(bytes);
+        }
     }
     for (int c = 0; c <= N_COMMITS; c++)
         eu_store_free(&states[c]);

@@ -1,7 +1,9 @@
 /*
  * test_wal.c — write-ahead log: round trips across rotations, torn tails cut
- * at every byte, bit flips, damage in older files, drop_before, batched mode,
- * disk full, and an allocation-failure sweep.
+ * at every byte (and left by READ), every bit flipped in the last file
+ * (torn tail or corruption, files untouched unless salvaging), damage in
+ * older files and its salvage, drop_before, batched mode, disk full, and an
+ * allocation-failure sweep.
  */
 #include <criterion/criterion.h>
 
@@ -126,11 +128,17 @@ static int check_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *p, siz
     return 0;
 }
 
-static int replay(const char *dir, uint64_t from, Seen *s, WalReplayStats *st, QrError *err)
+static int replay_mode(const char *dir, uint64_t from, WalReplayMode mode, Seen *s,
+                       WalReplayStats *st, QrError *err)
 {
     memset(s, 0, sizeof *s);
     qr_error_clear(err);
-    return wal_replay(dir, from, check_cb, s, st, err);
+    return wal_replay(dir, from, mode, check_cb, s, st, err);
+}
+
+static int replay(const char *dir, uint64_t from, Seen *s, WalReplayStats *st, QrError *err)
+{
+    return replay_mode(dir, from, WAL_REPLAY_RECOVER, s, st, err);
 }
 
 static void file_path(char *out, const char *dir, uint64_t lsn)
@@ -194,7 +202,7 @@ Test(wal, round_trip_across_rotations)
     cr_assert_eq(s.bad, 0);
     cr_assert_eq(st.records, 1000);
     cr_assert_eq(st.last_lsn, 1000);
-    cr_assert_eq(st.torn_bytes_cut, 0);
+    cr_assert_eq(st.torn_bytes, 0);
     cr_assert_str_empty(st.torn_file);
 
     cr_assert_eq(replay(dir, 500, &s, &st, &err), QR_OK, "%s", err.message);
@@ -273,6 +281,16 @@ Test(wal, lsn_gap_between_files)
     cr_assert_eq(s.bad, 0);
     cr_assert_eq(st.last_lsn, 105);
     cr_assert_eq(replay(dir, 50, &s, &st, &err), QR_ECORRUPT);
+    /* salvage keeps lsns 1..10 and sets the file after the gap aside */
+    cr_assert_eq(replay_mode(dir, 1, WAL_REPLAY_SALVAGE, &s, &st, &err), QR_OK, "%s",
+                 err.message);
+    cr_assert_eq(s.n, 10);
+    cr_assert_eq(st.last_lsn, 10);
+    char p[600];
+    file_path(p, dir, 100);
+    cr_assert(!qr_path_exists(p));
+    cr_assert_eq(replay(dir, 1, &s, &st, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(s.n, 10);
     drop_dir(dir);
 }
 
@@ -298,11 +316,18 @@ Test(wal, torn_tail_at_every_offset)
         Seen s;
         WalReplayStats st;
         QrError err;
+        /* READ: the same records and the same tail reported, nothing cut */
+        cr_assert_eq(replay_mode(dir, 1, WAL_REPLAY_READ, &s, &st, &err), QR_OK, "cut %zu: %s",
+                     cut, err.message);
+        cr_assert_eq(s.n, 20 + (uint64_t)m, "cut %zu", cut);
+        cr_assert_eq(st.torn_bytes, cut - keep, "cut %zu", cut);
+        cr_assert_eq(st.torn_off, cut != keep ? keep : 0, "cut %zu", cut);
+        cr_assert_eq(file_size(last), cut, "cut %zu: READ left the file", cut);
         cr_assert_eq(replay(dir, 1, &s, &st, &err), QR_OK, "cut %zu: %s", cut, err.message);
         cr_assert_eq(s.n, 20 + (uint64_t)m, "cut %zu", cut);
         cr_assert_eq(s.bad, 0, "cut %zu", cut);
         cr_assert_eq(st.last_lsn, 20 + (uint64_t)m, "cut %zu", cut);
-        cr_assert_eq(st.torn_bytes_cut, cut - keep, "cut %zu", cut);
+        cr_assert_eq(st.torn_bytes, cut - keep, "cut %zu", cut);
         if (cut != keep)
             cr_assert_str_eq(st.torn_file, last);
         else
@@ -311,7 +336,7 @@ Test(wal, torn_tail_at_every_offset)
         /* stable: a second replay cuts nothing */
         cr_assert_eq(replay(dir, 1, &s, &st, &err), QR_OK);
         cr_assert_eq(s.n, 20 + (uint64_t)m);
-        cr_assert_eq(st.torn_bytes_cut, 0);
+        cr_assert_eq(st.torn_bytes, 0);
 
         if (cut % 11 == 0 || cut == len) { /* the log takes new records after the cut */
             WalWriter *w;
@@ -334,44 +359,90 @@ Test(wal, torn_tail_at_every_offset)
     drop_dir(dir);
 }
 
-Test(wal, bit_flips_in_last_records)
+static bool file_equals(const char *path, const uint8_t *want, size_t len)
+{
+    size_t n;
+    uint8_t *d = slurp(path, &n);
+    bool eq = n == len && memcmp(d, want, len) == 0;
+    free(d);
+    return eq;
+}
+
+/* Every bit of every byte of the last file flipped in turn.  In its final
+ * record the flip is a torn tail: nothing intact follows, which is all a
+ * torn write can leave (RECOVER cuts it, READ leaves it).  Anywhere before
+ * (the header included) intact records follow, so cutting would drop
+ * them: QR_ECORRUPT at the damaged record's offset, with the file's bytes
+ * unchanged in READ and RECOVER modes.  SALVAGE keeps the records before
+ * the damage and the whole damaged file as "<file>.damaged". */
+Test(wal, bit_flips_in_last_file)
 {
     char *dir = two_file_log();
-    char last[600];
+    char last[600], aside[700];
     file_path(last, dir, 21);
+    snprintf(aside, sizeof aside, "%s.damaged", last);
     size_t len;
     uint8_t *orig = slurp(last, &len);
     uint8_t *bad = malloc(len);
-    uint64_t start4 = SF_HEADER_LEN; /* offset of the record for lsn 25 */
-    for (uint64_t l = 21; l < 25; l++)
-        start4 += rec_bytes(l);
-    for (size_t pos = start4; pos < len; pos++) {
-        for (int bit = 0; bit < 8; bit += 7) {
+    uint64_t bound[7]; /* bound[k] = offset of the k-th record (lsn 21 + k); bound[6] = len */
+    bound[0] = SF_HEADER_LEN;
+    for (int k = 0; k < 6; k++)
+        bound[k + 1] = bound[k] + rec_bytes(21 + (uint64_t)k);
+    cr_assert_eq(bound[6], len);
+    for (size_t pos = 0; pos < len; pos++) {
+        int k = -1; /* record holding pos; -1: the file header */
+        while (k < 5 && pos >= bound[k + 1])
+            k++;
+        uint64_t dmg = k < 0 ? 0 : bound[k]; /* where the log stops being intact */
+        uint64_t good = 20 + (uint64_t)(k < 0 ? 0 : k); /* intact records before it */
+        bool torn = k == 5;
+        for (int bit = 0; bit < 8; bit++) {
             memcpy(bad, orig, len);
             bad[pos] ^= (uint8_t)(1u << bit);
-            spit(last, bad, len);
-            /* records 25 and 26 go: the flip is in 25 or 26 */
-            uint64_t want = pos < start4 + rec_bytes(25) ? 24 : 25;
             Seen s;
             WalReplayStats st;
             QrError err;
-            cr_assert_eq(replay(dir, 1, &s, &st, &err), QR_OK, "pos %zu: %s", pos, err.message);
-            cr_assert_eq(s.n, want, "pos %zu bit %d: %" PRIu64 " records", pos, bit, s.n);
-            cr_assert_eq(s.bad, 0);
-            cr_assert_gt(st.torn_bytes_cut, 0);
+            for (int mode = WAL_REPLAY_RECOVER; mode <= WAL_REPLAY_SALVAGE; mode++) {
+                spit(last, bad, len);
+                int rc = replay_mode(dir, 1, (WalReplayMode)mode, &s, &st, &err);
+                cr_assert_eq(s.n, good, "pos %zu bit %d mode %d: %" PRIu64 " records", pos, bit,
+                             mode, s.n);
+                cr_assert_eq(s.bad, 0);
+                if (torn) {
+                    cr_assert_eq(rc, QR_OK, "pos %zu bit %d: %s", pos, bit, err.message);
+                    cr_assert_eq(st.torn_bytes, len - dmg, "pos %zu bit %d", pos, bit);
+                    cr_assert_eq(st.torn_off, dmg);
+                    cr_assert_eq(file_size(last), mode == WAL_REPLAY_READ ? len : dmg,
+                                 "pos %zu bit %d mode %d", pos, bit, mode);
+                    continue;
+                }
+                if (mode != WAL_REPLAY_SALVAGE) {
+                    cr_assert_eq(rc, QR_ECORRUPT, "pos %zu bit %d mode %d: rc %d", pos, bit,
+                                 mode, rc);
+                    cr_assert_eq(err.offset, (int64_t)dmg, "pos %zu bit %d: offset %" PRId64,
+                                 pos, bit, err.offset);
+                    cr_assert(strstr(err.message, "wal-0000000000000015.log"), "%s",
+                              err.message);
+                    cr_assert(strstr(err.detail, "intact record"), "%s", err.detail);
+                    cr_assert(file_equals(last, bad, len), "pos %zu bit %d mode %d: the file "
+                              "was changed", pos, bit, mode);
+                    continue;
+                }
+                cr_assert_eq(rc, QR_OK, "pos %zu bit %d salvage: %s", pos, bit, err.message);
+                cr_assert_eq(st.salvaged_bytes, len - dmg);
+                cr_assert_eq(st.salvage_off, dmg);
+                cr_assert_str_eq(st.salvage_file, last);
+                cr_assert_eq(st.last_lsn, good);
+                cr_assert_eq(file_size(last), dmg, "salvage cut at the damage");
+                cr_assert(file_equals(aside, bad, len), "the damaged file is kept whole");
+                cr_assert_eq(unlink(aside), 0);
+                /* what the salvage kept replays cleanly */
+                cr_assert_eq(replay(dir, 1, &s, &st, &err), QR_OK, "%s", err.message);
+                cr_assert_eq(s.n, good);
+                cr_assert_eq(st.torn_bytes, 0);
+            }
         }
     }
-    /* a flip in the file header of the last file: the whole file is cut */
-    memcpy(bad, orig, len);
-    bad[5] ^= 0x10;
-    spit(last, bad, len);
-    Seen s;
-    WalReplayStats st;
-    QrError err;
-    cr_assert_eq(replay(dir, 1, &s, &st, &err), QR_OK, "%s", err.message);
-    cr_assert_eq(s.n, 20);
-    cr_assert_eq(st.torn_bytes_cut, len);
-    cr_assert_eq(file_size(last), 0);
     free(bad);
     free(orig);
     drop_dir(dir);
@@ -401,6 +472,31 @@ Test(wal, damage_in_older_file_is_corrupt)
     cr_assert_eq(err.offset, (int64_t)off5);
     cr_assert_eq(s.n, 4, "records before the damage were delivered");
     cr_assert_eq(file_size(first), len, "an older file is never cut");
+
+    cr_assert_eq(replay_mode(dir, 1, WAL_REPLAY_READ, &s, &st, &err), QR_ECORRUPT);
+    cr_assert_eq(file_size(first), len);
+    /* salvage: the first file cut at the damage (kept whole aside), the
+     * last file set aside: the log is lsns 1..4 */
+    char last[600], aside[700];
+    file_path(last, dir, 21);
+    size_t last_len;
+    uint8_t *last_orig = slurp(last, &last_len);
+    cr_assert_eq(replay_mode(dir, 1, WAL_REPLAY_SALVAGE, &s, &st, &err), QR_OK, "%s",
+                 err.message);
+    cr_assert_eq(s.n, 4);
+    cr_assert_eq(st.last_lsn, 4);
+    cr_assert_eq(st.salvage_off, off5);
+    cr_assert_eq(st.salvaged_bytes, len - off5 + last_len);
+    cr_assert_eq(file_size(first), off5);
+    cr_assert(!qr_path_exists(last), "the later file is set aside");
+    snprintf(aside, sizeof aside, "%s.damaged", last);
+    cr_assert(file_equals(aside, last_orig, last_len));
+    snprintf(aside, sizeof aside, "%s.damaged", first);
+    cr_assert(file_equals(aside, bad, len));
+    cr_assert_eq(replay(dir, 1, &s, &st, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(s.n, 4);
+    spit(last, last_orig, last_len); /* back as it was, for the cases below */
+    free(last_orig);
 
     /* a truncated older file */
     spit(first, orig, len - 3);
@@ -445,7 +541,7 @@ Test(wal, callback_abort)
     s.stop_at = 10;
     QrError err;
     qr_error_clear(&err);
-    cr_assert_eq(wal_replay(dir, 1, check_cb, &s, NULL, &err), QR_ECANCELED);
+    cr_assert_eq(wal_replay(dir, 1, WAL_REPLAY_RECOVER, check_cb, &s, NULL, &err), QR_ECANCELED);
     cr_assert_eq(err.code, QR_ECANCELED);
     cr_assert_eq(s.n, 9);
     drop_dir(dir);
@@ -604,7 +700,7 @@ static int wal_scenario(const char *dir, QrError *err)
         return rc;
     Seen s;
     memset(&s, 0, sizeof s);
-    return wal_replay(dir, 1, check_cb, &s, NULL, err);
+    return wal_replay(dir, 1, WAL_REPLAY_RECOVER, check_cb, &s, NULL, err);
 }
 
 Test(wal, allocation_failure_sweep)
