@@ -221,9 +221,9 @@ static void explain_path(const char *q, char *path, size_t n)
     path[0] = 0;
     for (uint64_t i = 0; i < r->n_rows; i++) {
         const char *line = cell(r, i, 0);
-        const char *p = strstr(line, "(path=");
+        const char *p = strstr(line, "Access Path: ");
         if (p) {
-            p += 6;
+            p += 13;
             size_t k = strcspn(p, " )");
             snprintf(path, n, "%.*s", (int)k, p);
             break;
@@ -527,8 +527,8 @@ Test(sql, primary_key_lookups_use_the_key_index)
     QrSqlResult *x = run("EXPLAIN ANALYZE SELECT id, n FROM docs WHERE id = 77");
     bool one = false;
     for (uint64_t i = 0; i < x->n_rows; i++)
-        one |= strstr(cell(x, i, 0), "Candidates checked: 1") != NULL &&
-               strstr(cell(x, i, 0), "Candidates checked: 10") == NULL;
+        one |= strstr(cell(x, i, 0), "Candidates Checked: 1") != NULL &&
+               strstr(cell(x, i, 0), "Candidates Checked: 10") == NULL;
     cr_assert(one, "EXPLAIN ANALYZE of a key lookup does not show 1 candidate");
     qr_sql_result_free(x);
     /* UPDATE / DELETE find their rows by key; the old version is not found again */
@@ -736,13 +736,13 @@ Test(sql, btree_path_after_create_index)
     QrSqlResult *r = run("EXPLAIN ANALYZE SELECT count(*) FROM docs WHERE f = 12.5");
     bool bt = false;
     for (uint64_t i = 0; i < r->n_rows; i++)
-        bt |= strstr(cell(r, i, 0), "path=btree") != NULL;
+        bt |= strstr(cell(r, i, 0), "Access Path: btree") != NULL;
     cr_assert(bt, "count(*) over a B-tree'd column does not use it");
     qr_sql_result_free(r);
     r = run("EXPLAIN ANALYZE SELECT id FROM docs WHERE f = 12.5");
     bool pages = false;
     for (uint64_t i = 0; i < r->n_rows; i++)
-        pages |= strstr(cell(r, i, 0), "B-tree:") != NULL;
+        pages |= strstr(cell(r, i, 0), "B-tree Pages:") != NULL;
     cr_assert(pages, "EXPLAIN ANALYZE shows no B-tree pages");
     qr_sql_result_free(r);
 }
@@ -832,13 +832,15 @@ Test(sql, explain_format_json_is_the_text_plan_as_a_tree)
     qr_sql_result_free(q);
     const cJSON *sc = json_scan(cJSON_GetObjectItemCaseSensitive(last, "Plan"));
     cr_assert_not_null(sc, "no scan node in the outer plan");
-    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(sc, "Node Type")->valuestring, "Scan on docs");
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(sc, "Node Type")->valuestring, "Text Scan");
+    cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(sc, "Relation Name")->valuestring, "docs");
     cr_assert_str_eq(cJSON_GetObjectItemCaseSensitive(sc, "Access Path")->valuestring, "text");
     int64_t rare = 0;
     for (int i = 10; i < N_DOCS; i++)
         rare += model[i].has_rare;
     cr_assert(cJSON_GetObjectItemCaseSensitive(sc, "Actual Rows")->valuedouble <= (double)rare);
-    cr_assert(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(sc, "Details")) >= 2);
+    cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(sc, "Text Query"));
+    cr_assert_not_null(cJSON_GetObjectItemCaseSensitive(sc, "Filter"));
     cJSON_Delete(j);
     qr_sql_result_free(r);
     /* the text form is unchanged; unknown formats are refused */
@@ -1219,7 +1221,7 @@ Test(sql, ordered_walk_matches_the_plain_sort)
                     snprintf(q1, sizeof q1, "EXPLAIN ANALYZE SELECT id FROM ow %s", t1);
                     QrSqlResult *x = run(q1);
                     for (uint64_t i = 0; i < x->n_rows; i++)
-                        walked += strstr(cell(x, i, 0), "Ordered walk:") != NULL;
+                        walked += strstr(cell(x, i, 0), "Ordered Walk:") != NULL;
                     qr_sql_result_free(x);
                 }
     cr_assert_gt(compared, 60);
@@ -1228,9 +1230,9 @@ Test(sql, ordered_walk_matches_the_plain_sort)
     QrSqlResult *x = run("EXPLAIN ANALYZE SELECT id, a FROM ow ORDER BY a DESC NULLS LAST LIMIT 10");
     bool few = false;
     for (uint64_t i = 0; i < x->n_rows; i++) {
-        const char *p = strstr(cell(x, i, 0), "Ordered walk: ");
+        const char *p = strstr(cell(x, i, 0), "Ordered Walk: ");
         unsigned rd, tot;
-        if (p && sscanf(p, "Ordered walk: %u of %u", &rd, &tot) == 2)
+        if (p && sscanf(p, "Ordered Walk: %u of %u", &rd, &tot) == 2)
             few = rd <= 2 && tot >= 6;
     }
     cr_assert(few, "ORDER BY a clustered column read more than two blocks");
@@ -1238,7 +1240,7 @@ Test(sql, ordered_walk_matches_the_plain_sort)
     /* expressions keep the ordinary sort */
     x = run("EXPLAIN ANALYZE SELECT id FROM ow ORDER BY b + 1 LIMIT 3");
     for (uint64_t i = 0; i < x->n_rows; i++)
-        cr_assert_null(strstr(cell(x, i, 0), "Ordered walk"));
+        cr_assert_null(strstr(cell(x, i, 0), "Ordered Walk"));
     qr_sql_result_free(x);
 }
 
@@ -1327,8 +1329,8 @@ Test(sql, primary_key_ranges)
     QrSqlResult *x = run("EXPLAIN ANALYZE SELECT id FROM docs WHERE id BETWEEN 100 AND 199");
     bool pk = false, few = false;
     for (uint64_t i = 0; i < x->n_rows; i++) {
-        pk |= strstr(cell(x, i, 0), "path=pk") != NULL;
-        const char *c = strstr(cell(x, i, 0), "Candidates checked: ");
+        pk |= strstr(cell(x, i, 0), "Access Path: pk") != NULL;
+        const char *c = strstr(cell(x, i, 0), "Candidates Checked: ");
         few |= c && atoi(c + 20) == 85; /* 100 keys, 15 of them deleted */
     }
     cr_assert(pk && few, "a pk range is not read through the key index");
@@ -1470,12 +1472,12 @@ Test(sql, column_block_aggregates_match_the_row_path)
                 snprintf(qx, sizeof qx, "EXPLAIN ANALYZE %s", q1);
                 QrSqlResult *x = run(qx);
                 for (uint64_t i = 0; i < x->n_rows; i++)
-                    fast += strstr(cell(x, i, 0), "Aggregated from column blocks") != NULL;
+                    fast += strstr(cell(x, i, 0), "Aggregated from Column Blocks") != NULL;
                 qr_sql_result_free(x);
                 snprintf(qx, sizeof qx, "EXPLAIN ANALYZE %s", q2);
                 x = run(qx);
                 for (uint64_t i = 0; i < x->n_rows; i++)
-                    cr_assert_null(strstr(cell(x, i, 0), "Aggregated from column blocks"), "%s", q2);
+                    cr_assert_null(strstr(cell(x, i, 0), "Aggregated from Column Blocks"), "%s", q2);
                 qr_sql_result_free(x);
                 total++;
             }
