@@ -1,8 +1,10 @@
 # Quarry — one Makefile, flags in one place (STYLE.md §2).
 #
-#   make deps     install the Debian packages the build, tests and benches need
+#   make deps     install the Debian packages the build, tests and benches need,
+#                 and the npm packages of the e2e tests (tests/npm_deps.sh)
 #   make          build build/quarry and build/libquarry.a
-#   make check    deps + build + unit tests (normal and ASan/UBSan) + e2e tests
+#   make check    deps + build + unit tests (normal and ASan/UBSan) + fuzz-smoke + e2e
+#                 tests; with CI=true (.ci/run) any skipped test fails it
 #   make asan     the sanitizer build of the library and unit tests
 #   make demo     deps + build + import the sample corpus + serve it
 #   make fuzz     every libFuzzer target for FUZZ_SECONDS (make check runs them briefly)
@@ -36,20 +38,29 @@ ASAN_UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/asan-tests/%)
 UNIT_HELPERS = $(wildcard tests/unit/*.c)
 
 # Debian packages: toolchain, libraries, and the peers/clients the tests and
-# benches use.  `make deps` installs only what is missing.
+# benches use (nodejs, npm and chromium for the browser and node-postgres
+# tests, the JDK and libpostgresql-jdbc-java for JDBC, postgresql-15 for the
+# SQL oracle).  `make deps` installs only what is missing, running apt-get
+# update first when it must install: a package counts as present when it is
+# installed or an installed package provides it (NodeSource's nodejs provides
+# npm), so it never fights another source.  Then tests/npm_deps.sh installs
+# the npm packages the e2e tests use from their lock files.  Every test runs
+# on a fresh machine after it; with CI=true a skipped test fails the run.
 DEB_PKGS = gcc make pkg-config ca-certificates python3 gzip \
 	libicu-dev libstemmer-dev libmicrohttpd-dev libcjson-dev libsnappy-dev \
 	libcriterion-dev libpg-query-dev libroaring-dev libstreamvbyte-dev \
 	zlib1g-dev libsqlite3-dev sqlite3 wamerican python3-xapian \
-	clang libclang-rt-14-dev curl chromium nodejs wrk libssl-dev postgresql-client python3-psycopg2 python3-sqlalchemy postgresql-15 sphinxsearch python3-pymysql gnuplot-nox libpostgresql-jdbc-java openjdk-17-jdk-headless openssl
+	clang libclang-rt-14-dev curl chromium nodejs npm wrk libssl-dev postgresql-client python3-psycopg2 python3-sqlalchemy postgresql-15 sphinxsearch python3-pymysql gnuplot-nox libpostgresql-jdbc-java openjdk-17-jdk-headless openssl
 
 .PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz fuzz-smoke soak
 
 all: $(BUILD)/quarry
 
 deps:
-	@missing=""; for p in $(DEB_PKGS); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	@present=$$(dpkg-query -W -f='$${db:Status-Abbrev} $${Package} $${Provides}\n' 2>/dev/null | \
+	  awk '$$1 == "ii" { $$1 = ""; gsub(/\([^)]*\)/, ""); gsub(/,/, " "); print }' | tr -s ' ' '\n'); \
+	missing=""; for p in $(DEB_PKGS); do \
+	  printf '%s\n' "$$present" | grep -qxF "$$p" || missing="$$missing $$p"; \
 	done; \
 	if [ -n "$$missing" ]; then \
 	  echo "make deps: installing$$missing"; \
@@ -57,6 +68,7 @@ deps:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing; \
 	else echo "make deps: all packages present"; fi
+	@tests/npm_deps.sh
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -156,7 +168,8 @@ demo: deps
 
 # The soak test alone, long (make check runs it for 60 s).
 soak: $(BUILD)/quarry
-	@SOAK_SECONDS=$(or $(SOAK_SECONDS),600) E2E_ONLY=test_soak BUILD=$(BUILD) tests/run_e2e.sh
+	@SOAK_SECONDS=$(or $(SOAK_SECONDS),600) E2E_TIMEOUT=$$(( $(or $(SOAK_SECONDS),600) + 1800 )) \
+	  E2E_ONLY=test_soak BUILD=$(BUILD) tests/run_e2e.sh
 
 relevance: $(BUILD)/quarry
 	@python3 bench/relevance.py

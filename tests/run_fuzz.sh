@@ -3,9 +3,12 @@
 # (tests/fuzz/corpus/<name>/, read only: new inputs go to a scratch corpus),
 # with its dictionary when tests/fuzz/<name>.dict exists.  A crash, leak or
 # broken promise fails the run and leaves the input under tests/output/fuzz/.
+# There is no skip: a target that cannot run fails, and so does a call with
+# no targets (make fuzz-smoke always names them; none means clang is missing).
 # Usage: tests/run_fuzz.sh SECONDS BIN...
 set -u
 cd "$(dirname "$0")/.."
+[ $# -ge 2 ] || { echo "fuzz: usage: tests/run_fuzz.sh SECONDS BIN... (no fuzz targets given)"; exit 2; }
 secs=$1; shift
 out=tests/output/fuzz; mkdir -p "$out"
 scratch=$(mktemp -d); trap 'rm -rf "$scratch"' EXIT

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,19 @@ void qr_log(QrLogLevel lvl, const char *fmt, ...)
     (void)w;
 }
 
+/* the test clock of qr_clock_set_source (NULL: CLOCK_MONOTONIC) */
+static _Atomic(uint64_t (*)(void)) clock_source;
+
+void qr_clock_set_source(uint64_t (*now_ns)(void))
+{
+    atomic_store(&clock_source, now_ns);
+}
+
 uint64_t qr_now_ns(void)
 {
+    uint64_t (*src)(void) = atomic_load_explicit(&clock_source, memory_order_relaxed);
+    if (src)
+        return src();
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;

@@ -26,6 +26,14 @@ void qr_log(QrLogLevel lvl, const char *fmt, ...) __attribute__((format(printf, 
 /* Monotonic nanoseconds; wall-clock microseconds since the epoch. */
 uint64_t qr_now_ns(void);
 int64_t qr_wall_us(void);
+/* Test hook: while `now_ns` is set, qr_now_ns() returns now_ns() instead of
+ * reading CLOCK_MONOTONIC, so a test decides exactly when a query's deadline
+ * passes (a busy machine cannot move it).  NULL restores the real clock.
+ * Deadlines, timings and timeouts read through qr_now_ns(); real waits
+ * (condition variables, nanosleep) keep the system clocks.  Set it before the
+ * threads that read it start: the swap is atomic, the installed function's
+ * own state is the test's business.  Never set outside tests. */
+void qr_clock_set_source(uint64_t (*now_ns)(void));
 
 /* Write `len` bytes to `path` atomically (tmp + rename); with do_fsync the
  * data and the directory entry are on disk when it returns 0. */

@@ -6,6 +6,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 BIN = os.environ.get("QUARRY_BIN") or os.path.join(
     os.path.dirname(__file__), "..", "..", "build", "quarry")
@@ -27,6 +28,18 @@ def check(cond, what):
 def finish():
     print("%d passed, %d failed" % (_passed, _failed))
     sys.exit(1 if _failed else 0)
+
+
+def wait_until(cond, secs=30):
+    """Poll cond() until it holds (True) or secs pass (False): tests wait for
+    what they need to see, and secs is only a bound that turns a hang into a
+    failure, never a measure of speed."""
+    end = time.monotonic() + secs
+    while not cond():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def skip(reason):

@@ -14,14 +14,11 @@ BIN=${QUARRY_BIN:-$ROOT/build/quarry}
 OUT=$ROOT/tests/output/admin-page
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 
-command -v node >/dev/null || { echo "skip: node is not installed (make deps installs nodejs)"; exit 77; }
-command -v npm >/dev/null || { echo "skip: npm is not installed"; exit 77; }
+command -v node >/dev/null || { echo "skip: node is not installed (make deps installs Debian nodejs)"; exit 77; }
+command -v npm >/dev/null || { echo "skip: npm is not installed (make deps installs Debian npm)"; exit 77; }
 [ -x "$CHROMIUM" ] || { echo "skip: $CHROMIUM is missing (make deps installs Debian chromium)"; exit 77; }
-if [ ! -f tests/e2e/node_modules/playwright-core/package.json ]; then
-  if ! (cd tests/e2e && timeout 300 npm ci --no-audit --no-fund --loglevel=error >/dev/null 2>&1); then
-    echo "skip: npm ci of playwright-core failed (no registry access?)"; exit 77
-  fi
-fi
+tests/npm_deps.sh tests/e2e >/dev/null ||
+  { echo "skip: npm ci of playwright-core failed in tests/e2e (make deps installs it)"; exit 77; }
 
 work=$(mktemp -d /tmp/quarry-admin-XXXXXX)
 pid=

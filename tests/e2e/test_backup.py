@@ -10,7 +10,7 @@ import threading
 import time
 
 from qserve import Server
-from qtest import DataDir, check, finish, run, write_jsonl
+from qtest import DataDir, check, finish, run, wait_until, write_jsonl
 
 rng = random.Random(5)
 SCHEMA = {"primary_key": "id", "fields": [
@@ -114,7 +114,13 @@ def online(dd):
     ws.append(threading.Thread(target=merger))
     for w in ws:
         w.start()
-    time.sleep(1.5)
+
+    def written():
+        with lock:
+            return len(acked) > 100
+    # the backup starts once the writers have work acknowledged, however long
+    # that takes (the bound only turns a hang into a failure)
+    wait_until(written, 120)
     with lock:
         before = dict(acked)
     dest = os.path.join(dd.path, "on-copy")

@@ -17,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from qserve import Server  # noqa: E402
-from qtest import DataDir, check, finish  # noqa: E402
+from qtest import DataDir, check, finish, wait_until  # noqa: E402
 
 WORDS = ("alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi "
          "omicron pi rho sigma tau upsilon phi chi psi omega").split()
@@ -180,16 +180,17 @@ def test_drop_while_searching(srv, workdir):
         ts = [threading.Thread(target=client, args=(k,)) for k in range(8)]
         for t in ts:
             t.start()
-        time.sleep(0.3)
+        # paced by the answers seen, not by sleeps (60 s only catches a hang)
+        check(wait_until(lambda: counts["200"] > 0, 60),
+              "cycle %d: searches answered before the drop: %s" % (cycle, counts))
         st, r = srv.call("DELETE", "/tables/d")
         check(st == 200 and r.get("dropped") == "d", "cycle %d: drop while searching: %s %s" % (cycle, st, r))
-        time.sleep(0.3)
+        check(wait_until(lambda: counts["404"] > 0, 60),
+              "cycle %d: searches get 404 after the drop: %s" % (cycle, counts))
         stop.set()
         for t in ts:
             t.join()
         check(not bad, "cycle %d: no failed requests: %s" % (cycle, bad[:5]))
-        check(counts["200"] > 0 and counts["404"] > 0,
-              "cycle %d: searches ran before and 404 after the drop: %s" % (cycle, counts))
         bad.clear()
     st, _ = srv.call("GET", "/health")
     check(st == 200 and srv.p.poll() is None, "server alive after the drops")

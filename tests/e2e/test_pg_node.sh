@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# node-postgres (npm "pg", installed into tests/e2e/pg_node/ by npm) against
+# node-postgres (npm "pg", installed into tests/e2e/pg_node/ by npm_deps.sh) against
 # `quarry serve --pg 127.0.0.1:0` on a temporary data directory: see
 # test_pg_node.mjs.  Skips (77) when node/npm or the package are unavailable.
 set -u
 cd "$(dirname "$0")"
 BIN=${QUARRY_BIN:-../../build/quarry}
-command -v node >/dev/null && command -v npm >/dev/null || { echo "skip: node/npm not installed"; exit 77; }
-if [ ! -d pg_node/node_modules/pg ]; then
-  (cd pg_node && npm install --no-audit --no-fund --silent >/dev/null 2>&1) ||
-    { echo "skip: npm could not install pg"; exit 77; }
-fi
+command -v node >/dev/null && command -v npm >/dev/null ||
+  { echo "skip: node/npm not installed (make deps installs Debian nodejs and npm)"; exit 77; }
+../npm_deps.sh tests/e2e/pg_node >/dev/null ||
+  { echo "skip: npm ci of pg failed in tests/e2e/pg_node (make deps installs it)"; exit 77; }
 work=$(mktemp -d); trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 "$BIN" serve --data "$work/data" --http 127.0.0.1:0 --pg 127.0.0.1:0 >"$work/log" 2>&1 &
 pid=$!

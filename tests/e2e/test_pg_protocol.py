@@ -211,29 +211,36 @@ def test_limit_and_cancel(d, work):
         cur.copy_expert("copy big from stdin", io.StringIO(rows))
         cur.execute("select count(*) from big")
         check(cur.fetchone()[0] == 3000, "COPY FROM STDIN via psycopg2 copy_expert")
-        def cancelled(sql, after, what):
-            timer = threading.Timer(after, c.cancel)
-            t0 = time.time()
-            timer.start()
+        def cancelled(sql, what):
+            # CancelRequests every 50 ms until the statement ends (one that
+            # reaches an idle session is ignored, as in PostgreSQL): the
+            # statement is cancelled soon after it starts, however busy
+            # the machine, and must not run to its end
+            done = threading.Event()
+
+            def canceller():
+                while not done.wait(0.05):
+                    c.cancel()
+            th = threading.Thread(target=canceller)
+            th.start()
             try:
                 cur.execute(sql)
-                check(False, "%s should have been cancelled (finished in %.1fs)" %
-                      (what, time.time() - t0))
+                check(False, "%s should have been cancelled" % what)
             except psycopg2.errors.QueryCanceled:
-                check(time.time() - t0 < 10, "%s cancelled within 10 s (%.1fs)" %
-                      (what, time.time() - t0))
+                check(True, "%s cancelled" % what)
             except psycopg2.Error as e:
                 check(False, "cancel %s: wrong error %s %s" % (what, e.pgcode, e))
-            timer.join()
+            finally:
+                done.set()
+                th.join()
             cur.execute("select 5")
             check(cur.fetchone() == (5,), "connection usable after cancelling %s" % what)
         # a statement that waits, and one that computes: 9M regular
         # expression tests over a join, in constant memory (about 2.3 s on
-        # a quiet 2-core machine), cancelled well before it could end
-        cancelled("select pg_sleep(60)", 0.5, "pg_sleep")
+        # a quiet 2-core machine)
+        cancelled("select pg_sleep(60)", "pg_sleep")
         cancelled("select count(*) from big a, big b "
-                  "where (a.v::text || '-' || b.id::text) ~ '^[0-9]+-[0-9]*7$'", 0.25,
-                  "a long join")
+                  "where (a.v::text || '-' || b.id::text) ~ '^[0-9]+-[0-9]*7$'", "a long join")
         # a client that disconnects mid-query
         conns.pop().close()
         time.sleep(0.2)
@@ -415,12 +422,12 @@ def test_shutdown(d, work):
         return
     idle, _ = login(srv.pg_port)
     busy, _ = login(srv.pg_port)
-    t0 = time.time()
     srv.p.send_signal(signal.SIGTERM)
-    rc = srv.p.wait(timeout=30)
-    took = time.time() - t0
+    # (a server that waited out its 10 s shutdown timeout would cut the idle
+    # sockets without the 57P01 checked below; the 60 s only catches a hang)
+    rc = srv.p.wait(timeout=60)
     srv.stop()
-    check(rc == 0 and took < 10, "SIGTERM with idle clients: rc=%s in %.1fs" % (rc, took))
+    check(rc == 0, "SIGTERM with idle clients: rc=%s" % rc)
     try:
         t, body = idle.read_msg()
         check(t == "E" and error_fields(body).get("C") == "57P01",

@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,6 +241,27 @@ char *eu_random_doc(uint64_t *rng, char *const *words, const EuZipf *z, const ch
     qr_buf_free(&b);
     return out;
 }
+
+/* ---- a virtual clock ---- */
+
+static _Atomic uint64_t vclock_step, vclock_reads;
+
+static uint64_t vclock_now(void)
+{
+    uint64_t n = atomic_fetch_add(&vclock_reads, 1);
+    return 1000000000ull + n * atomic_load(&vclock_step);
+}
+
+void eu_clock_virtual(uint64_t step_ns)
+{
+    atomic_store(&vclock_step, step_ns);
+    atomic_store(&vclock_reads, 0);
+    qr_clock_set_source(vclock_now);
+}
+
+void eu_clock_real(void) { qr_clock_set_source(NULL); }
+
+uint64_t eu_clock_reads(void) { return atomic_load(&vclock_reads); }
 
 /* ---- files ---- */
 

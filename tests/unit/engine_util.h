@@ -6,6 +6,9 @@
  * the schema's analyzers over stored JSON (the model the engine's postings,
  * norms and statistics are checked against).
  *
+ * A virtual clock replaces the engine's monotonic one, so that tests of
+ * deadlines decide when time passes instead of timing a busy machine.
+ *
  * Linked into every unit test binary: every symbol is prefixed eu_.
  */
 #ifndef QR_ENGINE_UTIL_H
@@ -64,6 +67,18 @@ char *eu_random_doc(uint64_t *rng, char *const *words, const EuZipf *z, const ch
                     const char *dup_of);
 /* n words drawn from the Zipf table, space separated, into out (malloc'd). */
 char *eu_random_text(uint64_t *rng, char *const *words, const EuZipf *z, int n);
+
+/* ---- a virtual clock ---- */
+
+/* Make qr_now_ns() (qr_clock_set_source) a virtual clock that starts at 1 s
+ * and moves step_ns forward at every read, whatever the real time: a query
+ * with a deadline D ns after its start sees it pass at its
+ * (D / step_ns + 1)-th clock read, on a quiet machine or a loaded one.
+ * step_ns = 0 stops time.  Thread-safe.  eu_clock_real() restores the system
+ * clock; eu_clock_reads() counts the reads since eu_clock_virtual(). */
+void eu_clock_virtual(uint64_t step_ns);
+void eu_clock_real(void);
+uint64_t eu_clock_reads(void);
 
 /* ---- files ---- */
 
