@@ -472,7 +472,7 @@ Test(sql, explain_scores_sums_to_score)
  * times with random keys (some missing): every answer is checked against
  * the model, and every execution must have read the table by the access
  * `want_plan` (QrSqlResult.plan: "docs:pk", "docs:full").  Returns the
- * rows checked per lookup (EXPLAIN ANALYZE's "Candidates checked" of the
+ * rows checked per lookup (EXPLAIN ANALYZE's "Candidates Checked" of the
  * same statement prepared with the same keys): the work the path did. */
 static double pk_lookups(int n, const char *want_plan)
 {
@@ -503,7 +503,7 @@ static double pk_lookups(int n, const char *want_plan)
         cr_assert_eq(qr_sql_execute(sess, xst, &p, &r, &err), QR_OK, "%s", err.message);
         bool seen = false;
         for (uint64_t k = 0; k < r->n_rows; k++) {
-            const char *c = strstr(cell(r, k, 0), "Candidates checked: ");
+            const char *c = strstr(cell(r, k, 0), "Candidates Checked: ");
             if (c) {
                 checked += strtoull(c + 20, NULL, 10);
                 seen = true;
