@@ -77,6 +77,8 @@ struct QrSqlStmt {
     QrSqlColumn *cols;
     uint32_t *declared;       /* declared oids at prepare (cache key) */
     int n_declared;
+    struct SqlQuery *query;   /* SELECT: bound once (plan/plan.h), in arena */
+    uint64_t bound_gen;       /* the database's DDL generation it was bound at */
 };
 
 /* Everything one statement's execution (or analysis) sees. */
@@ -633,9 +635,17 @@ typedef struct SqlTableRows {
 int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where,
                    SqlTableRows *out);
 
-/* Run a query node (SelectStmt body's parent node) into res (ROWS):
- * INSERT ... SELECT, CREATE TABLE AS, COPY (query) TO STDOUT. */
+struct SqlQuery;
+/* Run a query node (SelectStmt body's parent node) into res (ROWS): bind,
+ * plan and run (INSERT ... SELECT, CREATE TABLE AS, COPY (query) TO
+ * STDOUT). */
 int sql_query_run(SqlCtx *cx, const cJSON *select_node, QrSqlResult *res);
+/* Bind a query once (plan/plan.h), in cx->arena: *q and its result
+ * columns (names copied); nothing is evaluated. */
+int sql_query_bind(SqlCtx *cx, const cJSON *select_node, struct SqlQuery **q, QrSqlColumn **cols,
+                   int *n_cols);
+/* Plan and run a bound query into res (ROWS). */
+int sql_query_run_bound(SqlCtx *cx, struct SqlQuery *q, QrSqlResult *res);
 /* EXPLAIN [ANALYZE] [(SCORES)] of an ExplainStmt node into res (ROWS). */
 int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res);
 /* Result columns of a query without running it (prepare). */

@@ -1519,3 +1519,90 @@ Test(sql, column_block_aggregates_match_the_row_path)
     free(r1);
     free(r2);
 }
+
+/* One prepared statement executed many times: bound once, planned and run
+ * per execution with its parameter values; bound again after DDL. */
+static QrSqlResult *exec_p(QrSqlStmt *st, const char *v1)
+{
+    QrError err;
+    qr_error_clear(&err);
+    const char *vals[] = {v1};
+    int lens[] = {v1 ? (int)strlen(v1) : 0};
+    QrSqlParams p = {.n = v1 ? 1 : 0, .values = vals, .lengths = lens};
+    QrSqlResult *r = NULL;
+    cr_assert_eq(qr_sql_execute(sess, st, &p, &r, &err), QR_OK, "%s", err.message);
+    return r;
+}
+
+static QrSqlStmt *prep(const char *q)
+{
+    QrError err;
+    qr_error_clear(&err);
+    QrSqlStmt *st;
+    cr_assert_eq(qr_sql_prepare(sess, q, strlen(q), NULL, 0, &st, &err), QR_OK, "%s: %s", q, err.message);
+    return st;
+}
+
+Test(sql, bound_once_run_many_times)
+{
+    /* parameters change the answer (and the path) between executions */
+    QrSqlStmt *st = prep("SELECT count(*), min(id), max(id) FROM docs WHERE n < $1 AND cat <> 'c1' "
+                         "AND id IN (SELECT id FROM docs WHERE n >= $1 - 500)");
+    const char *lims[] = {"10", "600", "3000", "10"};
+    for (int k = 0; k < 4; k++) {
+        int lim = atoi(lims[k]);
+        int64_t cnt = 0, lo = -1, hi = -1;
+        for (int i = 0; i < N_DOCS; i++)
+            if (model[i].n < lim && model[i].cat != 1 && model[i].n >= lim - 500) {
+                cnt++;
+                if (lo < 0)
+                    lo = i;
+                hi = i;
+            }
+        QrSqlResult *r = exec_p(st, lims[k]);
+        cr_assert_eq(r->vals[0].u.i, cnt, "n < %d: count %lld, want %lld", lim,
+                     (long long)r->vals[0].u.i, (long long)cnt);
+        cr_assert_eq(r->vals[1].u.i, lo);
+        cr_assert_eq(r->vals[2].u.i, hi);
+        qr_sql_result_free(r);
+    }
+    qr_sql_stmt_unref(st);
+    /* a catalog join and a WITH query keep their column names across runs */
+    st = prep("WITH t AS (SELECT relname AS r FROM pg_class c JOIN pg_namespace n "
+              "ON n.oid = c.relnamespace WHERE n.nspname = 'public') SELECT r FROM t ORDER BY r");
+    for (int k = 0; k < 3; k++) {
+        QrSqlResult *r = exec_p(st, NULL);
+        cr_assert_str_eq(r->cols[0].name, "r");
+        bool docs = false;
+        for (uint64_t i = 0; i < r->n_rows; i++)
+            docs |= !strcmp(cell(r, i, 0), "docs");
+        cr_assert(docs, "run %d: pg_class lists no docs", k);
+        qr_sql_result_free(r);
+    }
+    qr_sql_stmt_unref(st);
+    /* DDL between executions: the statement binds again */
+    qr_sql_result_free(run("CREATE TABLE bo (id bigint PRIMARY KEY, a int)"));
+    qr_sql_result_free(run("INSERT INTO bo VALUES (1, 10), (2, 20)"));
+    st = prep("SELECT * FROM bo ORDER BY id");
+    QrSqlResult *r = exec_p(st, NULL);
+    cr_assert_eq(r->n_cols, 2);
+    qr_sql_result_free(r);
+    qr_sql_result_free(run("ALTER TABLE bo ADD COLUMN b text"));
+    qr_sql_result_free(run("UPDATE bo SET b = 'x' || a"));
+    r = exec_p(st, NULL);
+    cr_assert_eq(r->n_cols, 3, "the new column after ALTER TABLE: %d columns", r->n_cols);
+    cr_assert_str_eq(cell(r, 1, 2), "x20");
+    qr_sql_result_free(r);
+    qr_sql_result_free(run("DROP TABLE bo"));
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_neq(qr_sql_execute(sess, st, &(QrSqlParams){0}, &r, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "42P01", "%s", err.message);
+    qr_sql_result_free(run("CREATE TABLE bo (id bigint PRIMARY KEY, a int)"));
+    qr_sql_result_free(run("INSERT INTO bo VALUES (7, 70)"));
+    r = exec_p(st, NULL);
+    cr_assert_eq(r->n_rows, 1);
+    cr_assert_eq(r->vals[0].u.i, 7);
+    qr_sql_result_free(r);
+    qr_sql_stmt_unref(st);
+}
