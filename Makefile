@@ -25,7 +25,7 @@ LDLIBS   += $(PKG_LIBS) -lstemmer -lroaring -lstreamvbyte -lpg_query -lsqlite3 -
 ASAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 BUILD    ?= build
-LIB_SRC   = $(wildcard src/store/*.c src/index/*.c src/query/*.c)
+LIB_SRC   = $(wildcard src/store/*.c src/index/*.c src/query/*.c src/query/*/*.c)
 SRV_SRC   = $(wildcard src/server/*.c)
 LIB_OBJ   = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 SRV_OBJ   = $(SRV_SRC:%.c=$(BUILD)/obj/%.o)

@@ -8,6 +8,7 @@
 #include "store/util.h"
 
 #include <cJSON.h>
+#include <stdatomic.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -28,7 +29,11 @@ struct QrDb {
     pthread_mutex_t lock;  /* guards tables[] */
     QrTable **tables;      /* owns */
     int n_tables, cap_tables;
+    _Atomic uint64_t ddl_gen; /* bumped by every change of tables, schemas, indexes */
 };
+
+uint64_t qr_db_ddl_generation(QrDb *db) { return atomic_load(&db->ddl_gen); }
+void qr_db_ddl_bump(QrDb *db) { atomic_fetch_add(&db->ddl_gen, 1); }
 
 void qr_db_opts_default(QrDbOpts *o)
 {
@@ -248,6 +253,7 @@ int qr_table_create(QrDb *db, const char *name, const QrSchema *schema, QrTable 
     rc = table_create(path, schema, &o, &tab, err);
     if (rc == QR_OK)
         rc = add_handle(db, name, tab, out, err);
+    qr_db_ddl_bump(db);
     pthread_mutex_unlock(&db->lock);
     return rc;
 }
@@ -288,6 +294,7 @@ int qr_table_drop(QrDb *db, const char *name, QrError *err)
     char path[4096];
     snprintf(path, sizeof path, "%s/tables/%s", db->dir, name);
     pthread_mutex_lock(&db->lock);
+    qr_db_ddl_bump(db); /* before the handle goes: bound queries rebind */
     for (int i = 0; i < db->n_tables; i++)
         if (!strcmp(db->tables[i]->name, name)) {
             /* callers must not use the handle after drop */
@@ -360,7 +367,9 @@ const QrSchema *qr_table_schema(const QrTable *t) { return table_schema(t->table
 
 int qr_table_add_field(QrTable *t, const QrField *f, QrError *err)
 {
-    return table_add_field(t->table, f, err);
+    int rc = table_add_field(t->table, f, err);
+    qr_db_ddl_bump(t->db);
+    return rc;
 }
 
 void qr_table_stats(QrTable *t, QrTableStats *st)
@@ -404,7 +413,9 @@ static int set_index(QrTable *t, const char *field, bool on, QrError *err)
         qr_error_set_sqlstate(err, "42703"); /* undefined_column */
         return QR_ENOTFOUND;
     }
-    return on ? table_create_index(t->table, f, err) : table_drop_index(t->table, f, err);
+    rc = on ? table_create_index(t->table, f, err) : table_drop_index(t->table, f, err);
+    qr_db_ddl_bump(t->db);
+    return rc;
 }
 
 int qr_table_create_index(QrTable *t, const char *field, QrError *err)

@@ -66,6 +66,13 @@ int qr_table_create(QrDb *db, const char *name, const QrSchema *schema, QrTable 
 /* Open an existing table; QR_ENOTFOUND naming it when absent. */
 int qr_table_get(QrDb *db, const char *name, QrTable **out, QrError *err);
 int qr_table_drop(QrDb *db, const char *name, QrError *err);
+/* A counter that moves with every change of the database's tables, schemas,
+ * indexes and SQL metadata (create, drop, add field, CREATE/DROP INDEX,
+ * ALTER): what was bound against the tables (prepared SQL) is bound again
+ * when it moved.  qr_db_ddl_bump is for the layers that change metadata
+ * kept beside a table (query/sql_ddl.c). */
+uint64_t qr_db_ddl_generation(QrDb *db);
+void qr_db_ddl_bump(QrDb *db);
 /* Sorted names; *names is qr_malloc'd (free each and the array). */
 int qr_table_list(QrDb *db, char ***names, int *n, QrError *err);
 const char *qr_table_name(const QrTable *t);

@@ -116,6 +116,7 @@ cJSON *sqlw_meta_load(QrDb *db, const char *table)
 
 int sqlw_meta_save(QrDb *db, const char *table, const cJSON *meta, QrError *err)
 {
+    qr_db_ddl_bump(db); /* declared types and defaults change what binding sees */
     char path[4096];
     meta_path(db, table, path, sizeof path);
     char *text = cJSON_PrintUnformatted(meta);

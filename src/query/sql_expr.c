@@ -1372,8 +1372,10 @@ typedef struct SubqEnt {
 /* A correlated subquery: run again for each distinct set of the outer
  * values it reads (the SE_SUBQ's args), the result kept per set. */
 struct SqlSubq {
-    const cJSON *select;   /* borrows the parse tree: the SelectStmt node */
+    struct SqlQuery *query; /* the bound subquery (plan/plan.h) */
     SubqKind kind;
+    bool correlated;       /* reads columns of enclosing queries (else it runs once per
+                              execution, when first needed) */
     QrSqlType col_type;    /* the subquery's (one) column */
     const SqlScope *scope; /* the enclosing query's scope: the subquery's outer */
     int level;             /* the subquery's level (SqlCtx.sub_level while it runs) */
@@ -1382,6 +1384,8 @@ struct SqlSubq {
     SubqEnt **slots;       /* owns (qr_malloc), cap slots; entries owned too */
     uint64_t cap, n;
     size_t bytes;
+    SqlValueSet set;       /* uncorrelated x IN (subquery): the rows, sorted (run time) */
+    bool set_ready;
     SqlSubq *next;         /* SqlBind.live list */
 };
 
@@ -1396,6 +1400,10 @@ void sql_subq_free_all(SqlSubq *list)
         qr_free(q->slots);
         q->slots = NULL;
         q->cap = q->n = 0;
+        q->bytes = 0;
+        q->runs = 0;
+        q->set_ready = false;
+        memset(&q->set, 0, sizeof q->set);
     }
 }
 
@@ -1486,25 +1494,34 @@ static int subq_value(SqlCtx *cx, SubqKind kind, const QrSqlResult *r, const Sql
     return QR_OK;
 }
 
-/* Run a subquery whose outer query is `scope` at level `level - 1`; the
- * references it adds to cx->refs are dropped again. */
-static int subq_run(SqlCtx *cx, const cJSON *sub, const SqlScope *scope, int level, bool describe,
-                    QrSqlResult *r)
+/* Bind a subquery whose outer query is `scope` at level `level - 1`: its
+ * outer references are added to cx->refs (the caller keeps or drops them). */
+static int subq_bind(SqlCtx *cx, const cJSON *sub, const SqlScope *scope, int level,
+                     struct SqlQuery **q, QrSqlColumn **cols, int *n_cols)
 {
     const SqlScope *saved_outer = cx->outer_scope;
-    int saved_level = cx->sub_level, saved_n = cx->n_refs;
+    int saved_level = cx->sub_level;
     cx->outer_scope = scope;
     cx->sub_level = level;
     cx->depth++;
-    memset(r, 0, sizeof *r);
-    r->arena = cx->arena;
-    int rc = describe ? sql_query_describe(cx, sub, &r->cols, &r->n_cols)
-                      : sql_query_run(cx, sub, r);
+    int rc = sql_query_bind(cx, sub, q, cols, n_cols);
     cx->depth--;
     cx->outer_scope = saved_outer;
     cx->sub_level = saved_level;
-    if (!describe)
-        cx->n_refs = saved_n;
+    return rc;
+}
+
+/* Run a bound subquery (its outer row, if any, is on cx->frames). */
+static int subq_exec(SqlCtx *cx, SqlSubq *q, QrSqlResult *r)
+{
+    int saved_level = cx->sub_level;
+    cx->sub_level = q->level;
+    cx->depth++;
+    memset(r, 0, sizeof *r);
+    r->arena = cx->arena;
+    int rc = sql_query_run_bound(cx, q->query, r);
+    cx->depth--;
+    cx->sub_level = saved_level;
     return rc;
 }
 
@@ -1540,54 +1557,49 @@ static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
         mine->outer = cx->outer_scope;
     }
     int L = cx->sub_level, ref0 = cx->n_refs;
-    /* bind it once (describe) to learn its columns and whether it reads
-     * columns of this query or of queries further out */
-    QrSqlResult r;
-    int rc = subq_run(cx, sub, mine, L + 1, true, &r);
+    /* bind it once, learning its columns and whether it reads columns of
+     * this query or of queries further out */
+    struct SqlQuery *bound;
+    QrSqlColumn *rcols;
+    int rn;
+    int rc = subq_bind(cx, sub, mine, L + 1, &bound, &rcols, &rn);
     if (rc)
         return rc;
-    if (kind != SQ_EXISTS && r.n_cols != 1)
+    if (kind != SQ_EXISTS && rn != 1)
         return sql_err_at(cx, loc, QR_ESYNTAX, "42601", "subquery must return only one column");
     int k = ref0;
     for (int i = ref0; i < cx->n_refs; i++)
         if (cx->refs[i].level <= L)
             cx->refs[k++] = cx->refs[i];
     cx->n_refs = k; /* the references out of this query stay for its own outer query */
-    QrSqlType ct = kind == SQ_EXISTS ? QR_SQL_BOOL : r.cols[0].type;
-    if (k == ref0) {
-        /* uncorrelated: run it once, here */
-        if (!cx->analyze_only && (rc = subq_run(cx, sub, mine, L + 1, false, &r)))
-            return rc;
-        if (kind != SQ_ANY) {
-            SqlExpr *e = new_expr(b, SE_CONST, loc);
-            if (!e)
-                return cx->err->code;
-            if ((rc = subq_value(cx, kind, &r, NULL, loc, &e->val)))
-                return rc;
-            e->type = e->val.type = kind == SQ_EXPR ? ct : kind == SQ_EXISTS ? QR_SQL_BOOL
-                                                                               : QR_SQL_TEXT;
-            e->name = kind == SQ_EXPR ? r.cols[0].name : kind == SQ_EXISTS ? "exists" : "array";
-            *out = e;
-            return QR_OK;
-        }
+    QrSqlType ct = kind == SQ_EXISTS ? QR_SQL_BOOL : rcols[0].type;
+    SqlSubq *q = qr_arena_calloc(cx->arena, sizeof *q);
+    if (!q)
+        return nomem(cx);
+    q->query = bound;
+    q->kind = kind;
+    q->col_type = ct;
+    q->scope = mine;
+    q->level = L + 1;
+    q->correlated = k > ref0;
+    /* run-time state (caches, the IN set) is reset with the query's */
+    if (b->live) {
+        q->cache = true;
+        q->next = *b->live;
+        *b->live = q;
+    }
+    if (k == ref0 && kind == SQ_ANY) {
+        /* uncorrelated x IN (subquery): its rows as a sorted set, made when
+         * first needed in each execution */
         SqlExpr *x;
         if ((rc = sql_expr_bind(b, sqlj_get(sl, "testexpr"), &x)))
             return rc;
         coerce_unknown(b, x, ct);
-        SqlValueSet *set = qr_arena_calloc(cx->arena, sizeof *set);
         SqlExpr *e = new_expr(b, SE_IN_SET, loc);
-        if (!set || !e || set_args(b, e, 1))
+        if (!e || set_args(b, e, 1))
             return nomem(cx);
-        set->n = r.n_rows;
-        set->vals = r.vals;
-        for (uint64_t i = 0; i < r.n_rows; i++)
-            if (r.vals[i].is_null)
-                set->has_null = true;
-        /* sorted for binary search */
-        if (set->n > 1)
-            sql_sort_values(set->vals, set->n);
         e->args[0] = x;
-        e->set = set;
+        e->subq = q;
         e->type = QR_SQL_BOOL;
         *out = e;
         return QR_OK;
@@ -1604,9 +1616,8 @@ static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
     if (n_keys > SUBQ_MAX_KEYS)
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
                           "a correlated subquery may read at most %d outer columns", SUBQ_MAX_KEYS);
-    SqlSubq *q = qr_arena_calloc(cx->arena, sizeof *q);
     SqlExpr *e = new_expr(b, SE_SUBQ, loc);
-    if (!q || !e || set_args(b, e, n_keys + (kind == SQ_ANY)))
+    if (!e || set_args(b, e, n_keys + (kind == SQ_ANY)))
         return nomem(cx);
     int a = 0;
     for (int i = ref0; i < k; i++) {
@@ -1630,24 +1641,44 @@ static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
             return rc;
         coerce_unknown(b, e->args[a], ct);
     }
-    q->select = sub;
-    q->kind = kind;
-    q->col_type = ct;
-    q->scope = mine;
-    q->level = L + 1;
-    if (b->live) {
-        q->cache = true;
-        q->next = *b->live;
-        *b->live = q;
-    }
     e->subq = q;
     e->type = kind == SQ_EXPR ? (ct == QR_SQL_UNKNOWN ? QR_SQL_TEXT : ct)
               : kind == SQ_ARRAY ? QR_SQL_TEXT
                                  : QR_SQL_BOOL;
-    e->name = kind == SQ_EXPR ? r.cols[0].name : kind == SQ_EXISTS ? "exists"
+    e->name = kind == SQ_EXPR ? rcols[0].name : kind == SQ_EXISTS ? "exists"
                                                : kind == SQ_ARRAY ? "array"
                                                                   : "?column?";
     *out = e;
+    return QR_OK;
+}
+
+/* An uncorrelated x IN (subquery)'s rows, sorted, made once per execution
+ * (reset with the query's other run-time state, sql_subq_free_all). */
+static int subq_set(SqlCtx *cx, SqlSubq *q, const SqlValueSet **out)
+{
+    if (!q->set_ready) {
+        struct SqlExplain *saved_ex = cx->ex;
+        if (q->runs++)
+            cx->ex = NULL; /* EXPLAIN shows the first run's plan */
+        SqlFrame fr = {NULL, cx->frames};
+        cx->frames = &fr;
+        QrSqlResult r;
+        int rc = subq_exec(cx, q, &r);
+        cx->frames = fr.next;
+        cx->ex = saved_ex;
+        if (rc)
+            return rc;
+        memset(&q->set, 0, sizeof q->set);
+        q->set.n = r.n_rows;
+        q->set.vals = r.vals;
+        for (uint64_t i = 0; i < r.n_rows; i++)
+            if (r.vals[i].is_null)
+                q->set.has_null = true;
+        if (q->set.n > 1) /* sorted for binary search */
+            sql_sort_values(q->set.vals, q->set.n);
+        q->set_ready = true;
+    }
+    *out = &q->set;
     return QR_OK;
 }
 
@@ -1677,7 +1708,7 @@ static int subq_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
         }
     QrArenaMark m = qr_arena_mark(cx->arena);
     int notices = cx->res ? cx->res->n_notices : 0;
-    SqlFrame fr = {r->row, cx->frames};
+    SqlFrame fr = {q->correlated ? r->row : NULL, cx->frames};
     SqlCorrRef *saved_refs = cx->refs;
     int saved_cap = cx->cap_refs;
     struct SqlExplain *saved_ex = cx->ex;
@@ -1685,7 +1716,7 @@ static int subq_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
         cx->ex = NULL; /* EXPLAIN shows the first run's plan */
     cx->frames = &fr;
     QrSqlResult res;
-    rc = subq_run(cx, q->select, q->scope, q->level, false, &res);
+    rc = subq_exec(cx, q, &res);
     cx->frames = fr.next;
     cx->ex = saved_ex;
     cx->refs = saved_refs;
@@ -2378,9 +2409,12 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
             out->type = QR_SQL_BOOL;
             return QR_OK;
         }
-        bool found = set_find(e->set, &a);
+        const SqlValueSet *set = e->set;
+        if (!set && (rc = subq_set(cx, e->subq, &set)))
+            return rc;
+        bool found = set_find(set, &a);
         *out = sqlv_bool(found);
-        if (!found && e->set->has_null)
+        if (!found && set->has_null)
             out->is_null = true;
         return QR_OK;
     }

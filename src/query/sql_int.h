@@ -77,6 +77,8 @@ struct QrSqlStmt {
     QrSqlColumn *cols;
     uint32_t *declared;       /* declared oids at prepare (cache key) */
     int n_declared;
+    struct SqlQuery *query;   /* SELECT: bound once (plan/plan.h), in arena */
+    uint64_t bound_gen;       /* the database's DDL generation it was bound at */
 };
 
 /* Everything one statement's execution (or analysis) sees. */
@@ -499,6 +501,11 @@ typedef struct SqlColAgg {
     void *arg;
 } SqlColAgg;
 
+typedef struct SqlScanRun SqlScanRun;
+
+/* One table access of a query block: its pushed conditions, what the
+ * planner chose and why, and what happened (EXPLAIN reads it).  The scan
+ * runs as exec/op_scan.c's operator through sql_scan_open / _next / _close. */
 typedef struct SqlTableScan {
     QrTable *t;               /* borrows */
     const char *qual;         /* table name or alias */
@@ -510,11 +517,6 @@ typedef struct SqlTableScan {
     int n_texts;
     int drive;                /* texts[drive] is a top-level conjunct (-1: none) */
     int64_t topk;             /* rows wanted in score order (ORDER BY score DESC LIMIT), -1 */
-    /* when set, rows passing the conditions go to consume (row borrowed for
-     * the call) instead of being stored */
-    int (*consume)(void *arg, const SqlValue *row);
-    void *consume_arg;
-    bool plan_first;          /* scanned last but first in FROM: listed first in res->plan */
     /* ORDER BY <column> ... LIMIT k (order_on): the full and column-scan
      * paths visit the column's blocks best zone-map bound first and skip
      * rows, then whole blocks, whose key cannot enter the first k.
@@ -526,16 +528,16 @@ typedef struct SqlTableScan {
     void *order_arg;
     /* when set and every condition is the driving text predicate or a
      * column predicate, the full / scan / text paths aggregate from column
-     * blocks (colagg_used) instead of handing rows to consume */
+     * blocks (colagg_used, sql_scan_colagg) instead of producing rows */
+    const struct SqlColAgg *colagg;
+    bool colagg_used;
+    uint64_t colagg_rows;
     bool uncounted;           /* top-k by score alone: the matches were not counted
                                  (text_rows is the k asked for) */
     bool from_drive;          /* candidates come from the driving text set: its
                                  predicate is not checked again per row */
     void **text_cands;        /* the driving text set split by segment (roaring bitmaps) */
     int n_text_cands;
-    const SqlColAgg *colagg;
-    bool colagg_used;
-    uint64_t colagg_rows;
     bool pk_range;            /* the pk path reads a range of keys (pk > a, BETWEEN...) */
     uint64_t pk_range_keys;   /* keys in that range */
     bool ordered;             /* the ordered walk runs */
@@ -558,6 +560,8 @@ typedef struct SqlTableScan {
     uint64_t bt_pages;        /* B-tree pages read (btree path) */
     uint64_t post_blocks_decoded, post_blocks_skipped;
     const char *text_strategy;
+    bool from_stats;          /* answered from column statistics (sql_scan_stats_aggs) */
+    SqlScanRun *run;          /* sql_scan.c's state once planned (arena) */
 } SqlTableScan;
 
 /* Rows being collected (row-major, `width` values each), in cx->arena. */
@@ -570,10 +574,32 @@ typedef struct SqlRowSink {
  * doubling; NULL (error set: memory cap) on failure. */
 SqlValue *sql_sink_slot(SqlCtx *cx, SqlRowSink *s);
 
-/* Plan (and when `run`, execute) a table access: rows of the whole scope's
- * width with this table's used columns filled and the others NULL; only
- * rows passing every pushed conjunct.  Rows in cx->arena. */
-int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint64_t *n_rows);
+struct SqlBatch;
+/* Choose the access path (costs, and the driving text predicate's count):
+ * sc->path, est_rows, cost, alts.  Set order_* and topk before.  Pins a
+ * snapshot only for the call; sql_scan_open plans again if the table
+ * moved since. */
+int sql_scan_plan(SqlCtx *cx, SqlTableScan *sc);
+/* Start the scan: pins the table's snapshot until close, computes the text
+ * predicates' sets.  Set colagg before when aggregates may come from
+ * column blocks. */
+int sql_scan_open(SqlCtx *cx, SqlTableScan *sc);
+/* The next batch of rows passing every pushed conjunct (scope-wide, the
+ * conjuncts' columns filled; exec.h), borrowed until the next call;
+ * *out NULL at the end. */
+int sql_scan_next(SqlCtx *cx, SqlTableScan *sc, struct SqlBatch **out);
+/* After open: aggregate from column blocks through sc->colagg's emit, when
+ * the scan can (*used); then it produces no rows. */
+int sql_scan_colagg(SqlCtx *cx, SqlTableScan *sc, bool *used);
+/* Release the snapshot and what open took; the plan stays (a rescan opens
+ * again).  Safe when not open. */
+void sql_scan_close(SqlCtx *cx, SqlTableScan *sc);
+/* Add "qual:path" to the result's plan summary (QrSqlResult.plan) once the
+ * scan was planned. */
+void sql_scan_note(SqlCtx *cx, const SqlTableScan *sc);
+/* Open, every row with every used column filled (rows in cx->arena),
+ * close: UPDATE / DELETE. */
+int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, SqlValue **rows, uint64_t *n_rows);
 /* Exact count of a table's rows when its conditions are one text predicate
  * and column predicates, without fetching a document (SELECT count(*) ...
  * WHERE col @@ 'q' AND x > 5): *done false when another condition needs
@@ -609,9 +635,17 @@ typedef struct SqlTableRows {
 int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where,
                    SqlTableRows *out);
 
-/* Run a query node (SelectStmt body's parent node) into res (ROWS):
- * INSERT ... SELECT, CREATE TABLE AS, COPY (query) TO STDOUT. */
+struct SqlQuery;
+/* Run a query node (SelectStmt body's parent node) into res (ROWS): bind,
+ * plan and run (INSERT ... SELECT, CREATE TABLE AS, COPY (query) TO
+ * STDOUT). */
 int sql_query_run(SqlCtx *cx, const cJSON *select_node, QrSqlResult *res);
+/* Bind a query once (plan/plan.h), in cx->arena: *q and its result
+ * columns (names copied); nothing is evaluated. */
+int sql_query_bind(SqlCtx *cx, const cJSON *select_node, struct SqlQuery **q, QrSqlColumn **cols,
+                   int *n_cols);
+/* Plan and run a bound query into res (ROWS). */
+int sql_query_run_bound(SqlCtx *cx, struct SqlQuery *q, QrSqlResult *res);
 /* EXPLAIN [ANALYZE] [(SCORES)] of an ExplainStmt node into res (ROWS). */
 int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res);
 /* Result columns of a query without running it (prepare). */

@@ -29,6 +29,7 @@
  * version did not move (retrying otherwise), so doc ids agree.
  */
 #include "query/sql_int.h"
+#include "query/exec/exec.h"
 #include "query/filter.h"
 #include "query/sql_w.h"
 #include "index/btree.h"
@@ -233,10 +234,7 @@ static void plan_note(SqlCtx *cx, const SqlTableScan *sc, const char *path)
         return;
     char buf[600];
     const char *q = sc->qual ? sc->qual : qr_table_name(sc->t);
-    int n = sc->plan_first ? snprintf(buf, sizeof buf, "%s:%s%s%s", q, path, old ? ", " : "",
-                                      old ? res->plan : "")
-                           : snprintf(buf, sizeof buf, "%s%s%s:%s", old ? res->plan : "",
-                                      old ? ", " : "", q, path);
+    int n = snprintf(buf, sizeof buf, "%s%s%s:%s", old ? res->plan : "", old ? ", " : "", q, path);
     if (n > 0 && (size_t)n >= sizeof buf)
         n = (int)sizeof buf - 1;
     char *p = n > 0 ? qr_arena_strndup(res->arena, buf, (size_t)n) : NULL;
@@ -643,7 +641,6 @@ static int filter_count(SqlCtx *cx, SqlTableScan *sc, const ColPredRef *cp, int 
     sc->rows_out = *count = total;
     sc->path = bt_segs || sc->bt_pages ? SQL_PATH_BTREE : SQL_PATH_SCAN;
     sc->n_colpreds = n_cp;
-    plan_note(cx, sc, sql_path_name(sc->path));
     *done = true;
     return QR_OK;
 }
@@ -672,8 +669,6 @@ int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *don
     sc->path = n_cp ? SQL_PATH_SCAN : SQL_PATH_TEXT;
     sc->n_colpreds = n_cp;
     sc->text_strategy = "count";
-    if (rc == QR_OK)
-        plan_note(cx, sc, sql_path_name(sc->path));
     *done = rc == QR_OK;
     return rc;
 }
@@ -747,9 +742,7 @@ int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n
             out[k] = sqlv_int(cnt);
     }
     snapshot_release(snap);
-    sc->path = SQL_PATH_AUTO;
-    if (rc == QR_OK)
-        plan_note(cx, sc, "stats");
+    sc->from_stats = rc == QR_OK;
     *done = rc == QR_OK;
     return rc;
 }
@@ -866,112 +859,6 @@ static void json_value(SqlCtx *cx, const cJSON *v, QrSqlType t, SqlValue *out)
             *out = sqlv_text(s, n);
         return;
     }
-}
-
-static int fetch_row(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local,
-                     SqlValue *row, RowFetch *rf)
-{
-    Segment *seg = snap->segs[si];
-    const QrSchema *schema = qr_table_schema(sc->t);
-    int64_t gdoc = (int64_t)(snap->base[si] + local);
-    rf->doc_loaded = false;
-    rf->doc = NULL;
-    for (int c = sc->first; c < sc->first + sc->n_cols; c++) {
-        SqlCol *col = &sc->scope->cols[c];
-        SqlValue *v = &row[c];
-        if (!col->used) {
-            *v = sqlv_null();
-            continue;
-        }
-        *v = sqlv_null();
-        v->type = col->type;
-        switch (col->field) {
-        case -1: {
-            const uint8_t *key;
-            size_t kl;
-            if (!seg_pk(seg, local, &key, &kl))
-                break;
-            if (kl == 9 && key[0] == 'i') {
-                uint64_t u = 0;
-                for (int k = 0; k < 8; k++)
-                    u = u << 8 | key[1 + k];
-                *v = sqlv_int((int64_t)(u ^ (1ull << 63)));
-                if (col->type != QR_SQL_INT8) {
-                    SqlValue o;
-                    if (sqlv_cast(cx, v, col->type, -1, &o) == QR_OK)
-                        *v = o;
-                }
-            } else if (kl >= 1) {
-                *v = sqlv_text((const char *)key + 1, kl - 1);
-                v->type = col->type == QR_SQL_INT8 ? QR_SQL_TEXT : col->type;
-            }
-            break;
-        }
-        case -2:
-            *v = sqlv_int(gdoc);
-            break;
-        case -3: {
-            v->type = QR_SQL_FLOAT4;
-            for (int i = 0; i < sc->n_texts; i++) {
-                int64_t k = sql_docset_find(sc->texts[i]->set, gdoc);
-                if (k >= 0) {
-                    *v = sqlv_float(sc->texts[i]->set->scores[k]);
-                    v->type = QR_SQL_FLOAT4;
-                    break;
-                }
-            }
-            if (v->is_null) {
-                *v = sqlv_float(0);
-                v->type = QR_SQL_FLOAT4;
-            }
-            break;
-        }
-        default: {
-            const QrField *fd = &schema->fields[col->field];
-            const Column *cc = fd->type == QR_FT_TEXT && !fd->column ? NULL
-                                                                     : seg_column(seg, col->field);
-            if (cc) {
-                const char *s;
-                size_t n;
-                int64_t iv;
-                double dv;
-                bool bv;
-                switch (col_type(cc)) {
-                case QR_COL_INT64:
-                case QR_COL_TIMESTAMP:
-                    if (col_get_int(cc, local, &iv)) {
-                        *v = sqlv_int(iv);
-                        v->type = col->type;
-                    }
-                    break;
-                case QR_COL_FLOAT64:
-                    if (col_get_float(cc, local, &dv))
-                        *v = sqlv_float(dv);
-                    break;
-                case QR_COL_BOOL:
-                    if (col_get_bool(cc, local, &bv))
-                        *v = sqlv_bool(bv);
-                    break;
-                case QR_COL_KEYWORD:
-                    if (col_get_str(cc, local, &s, &n))
-                        *v = sqlv_text(s, n);
-                    break;
-                default:
-                    break;
-                }
-                break;
-            }
-            if (fd->type != QR_FT_TEXT && fd->type != QR_FT_KEYWORD)
-                break; /* a segment written before the field existed: NULL */
-            if (load_doc(cx, snap, si, local, rf))
-                return cx->err->code;
-            json_value(cx, rf->doc ? cJSON_GetObjectItemCaseSensitive(rf->doc, fd->name) : NULL,
-                       col->type, v);
-            break;
-        }
-        }
-    }
-    return QR_OK;
 }
 
 /* ---- planning ---- */
@@ -1348,8 +1235,6 @@ static int pk_docs(SqlCtx *cx, Snapshot *snap, const PkKeys *k, int64_t **docs, 
 
 /* ---- the B-tree path ---- */
 
-static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local,
-                 SqlRowSink *out, RowFetch *rf);
 
 /* Cost of the column predicates through the filter engine with B-trees:
  * false when no segment has a B-tree on any of their columns.  Per segment,
@@ -1383,173 +1268,11 @@ static bool btree_estimate(Snapshot *snap, const ColPredRef *cp, int n_cp, doubl
     return true;
 }
 
-/* The docs of a text set that are in segment si, as local ids. */
-
-static int btree_run(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef *cp, int n_cp,
-                     SqlRowSink *out, RowFetch *rf)
-{
-    QrFilter *filter = colpred_filter(cx, cp, n_cp);
-    if (!filter)
-        return cx->err->code;
-    SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
-    int rc = QR_OK;
-    for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
-        Segment *seg = snap->segs[si];
-        FilterSeg *fs = NULL;
-        QrError e;
-        qr_error_clear(&e);
-        roaring_bitmap_t *cand = ds ? seg_text_cand(sc, snap, ds, si) : NULL;
-        roaring_bitmap_t *hits = roaring_bitmap_create();
-        QrFilterStats st = {0};
-        if (!hits || (ds && !cand)) {
-            rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-        } else if (filter_seg_compile(filter, seg, &fs, &e) != QR_OK) {
-            /* an operand this segment's column cannot compare (a field
-             * retyped since): every row of the segment, checked */
-            for (uint32_t l = 0; l < seg_n_docs(seg) && rc == QR_OK; l++)
-                if (!cand || roaring_bitmap_contains(cand, l))
-                    rc = visit(cx, sc, snap, si, l, out, rf);
-        } else if (filter_seg_eval(fs, QR_ACCESS_BTREE, snap->dels[si], cand, hits, &st, &e) != QR_OK) {
-            qr_error_copy(cx->err, &e);
-            rc = e.code;
-        } else {
-            roaring_uint32_iterator_t *it = roaring_create_iterator(hits);
-            for (; it && it->has_value && rc == QR_OK; roaring_advance_uint32_iterator(it))
-                rc = visit(cx, sc, snap, si, it->current_value, out, rf);
-            if (!it)
-                rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-            roaring_free_uint32_iterator(it);
-        }
-        sc->zm_blocks_total += st.blocks_total;
-        sc->zm_blocks_skipped += st.blocks_skipped;
-        sc->bt_pages += st.btree_pages;
-        filter_seg_free(fs);
-        if (hits)
-            roaring_bitmap_free(hits);
-        if (cand)
-            roaring_bitmap_free(cand);
-    }
-    qr_filter_free(filter);
-    return rc;
-}
-
-/* ---- the scan ---- */
-
-SqlValue *sql_sink_slot(SqlCtx *cx, SqlRowSink *s)
-{
-    if (s->n == s->cap) {
-        uint64_t nc = s->cap ? s->cap * 2 : 256;
-        SqlValue *nr = qr_arena_alloc(cx->arena, nc * (uint64_t)s->width * sizeof *nr);
-        if (!nr) {
-            sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-            qr_error_hint(cx->err, "raise quarry.mem_cap or narrow the query");
-            return NULL;
-        }
-        if (s->n)
-            memcpy(nr, s->rows, s->n * (uint64_t)s->width * sizeof *nr);
-        s->rows = nr;
-        s->cap = nc;
-    }
-    return s->rows + s->n * (uint64_t)s->width;
-}
-
-/* Check one candidate and keep the row if it passes. */
-static int visit(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local, SqlRowSink *out,
-                 RowFetch *rf)
-{
-    if (sql_check(cx))
-        return cx->err->code;
-    if (snapshot_deleted(snap, si, local))
-        return QR_OK;
-    sc->candidates++;
-    SqlValue *row = sc->consume ? out->rows : sql_sink_slot(cx, out);
-    if (!row)
-        return cx->err->code;
-    for (int c = 0; c < out->width; c++)
-        if (c < sc->first || c >= sc->first + sc->n_cols)
-            row[c] = sqlv_null();
-    QrArenaMark row_mark = qr_arena_mark(cx->arena);
-    int rc = fetch_row(cx, sc, snap, si, local, row, rf);
-    bool pass = true;
-    SqlEvalRow er = {.row = row, .doc = (int64_t)(snap->base[si] + local)};
-    for (int k = 0; rc == QR_OK && pass && k < sc->n_conj; k++)
-        if (!(sc->from_drive && sc->conj[k]->kind == SE_MATCH &&
-              sc->conj[k]->text == sc->texts[sc->drive]))
-            rc = sql_expr_test(cx, sc->conj[k], &er, &pass);
-    if (rc == QR_OK && !pass)
-        qr_arena_release(cx->arena, row_mark);   /* a rejected row leaves nothing behind */
-    if (rc == QR_OK && pass && sc->keep_docs && sc->n_kept < 1000) {
-        if (!sc->kept_docs && !(sc->kept_docs = qr_arena_alloc(cx->arena, 1000 * sizeof *sc->kept_docs)))
-            return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-        sc->kept_docs[sc->n_kept++] = er.doc;
-    }
-    if (rc == QR_OK && pass && sc->consume) {
-        rc = sc->consume(sc->consume_arg, row);
-        out->n++; /* counted, not kept: out->rows is the one scratch row */
-    } else if (rc == QR_OK && pass) {
-        /* values must outlive the snapshot and the parsed document */
-        for (int c = sc->first; c < sc->first + sc->n_cols && rc == QR_OK; c++)
-            rc = sqlv_own(cx, &row[c]);
-        if (rc == QR_OK)
-            out->n++;
-    }
-    if (rf->doc) {
-        cJSON_Delete(rf->doc);
-        rf->doc = NULL;
-    }
-    return rc;
-}
-
-/* The column predicates' matches in segment si (within the driving text
- * set, if any) into *out; *out NULL with *empty false means every doc of
- * the segment (only NULL-tolerant predicates on columns it lacks). */
-static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, ColPredRef *cp,
-                         int n_cp, roaring_bitmap_t **out, bool *empty)
-{
-    Segment *seg = snap->segs[si];
-    SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
-    roaring_bitmap_t *cand = ds ? seg_text_cand(sc, snap, ds, si) : NULL;
-    int rc = QR_OK;
-    *empty = false;
-    for (int k = 0; k < n_cp && rc == QR_OK && !*empty; k++) {
-        const Column *c = seg_column(seg, cp[k].field);
-        if (!c) { /* no column in this segment: only IS NULL matches */
-            if (cp[k].pred.op != CP_IS_NULL)
-                *empty = true;
-            continue;
-        }
-        roaring_bitmap_t *next = roaring_bitmap_create();
-        if (!next) {
-            rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-            break;
-        }
-        ColFilter *f = NULL;
-        QrError e;
-        qr_error_clear(&e);
-        ColScanStats st = {0};
-        if (col_filter_new(c, &cp[k].pred, &f, &e) != QR_OK ||
-            col_filter_scan(f, cand, next, &st, &e) != QR_OK) {
-            qr_error_copy(cx->err, &e);
-            rc = e.code;
-        }
-        col_filter_free(f);
-        sc->zm_blocks_total += st.blocks_total;
-        sc->zm_blocks_skipped += st.blocks_skipped;
-        if (cand) /* this CRoaring's free does not take NULL */
-            roaring_bitmap_free(cand);
-        cand = next;
-        if (roaring_bitmap_is_empty(cand))
-            *empty = true;
-    }
-    if (rc && cand) {
-        roaring_bitmap_free(cand);
-        cand = NULL;
-    }
-    *out = cand;
-    return rc;
-}
-
 /* ---- aggregates from column blocks ---- */
+
+static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, ColPredRef *cp,
+                         int n_cp, roaring_bitmap_t **out, bool *empty);
+
 
 static bool colagg_field_ok(const SqlTableScan *sc, Snapshot *snap, int field, bool group)
 {
@@ -1742,6 +1465,77 @@ static bool order_walk_ok(const SqlTableScan *sc, Snapshot *snap)
     return true;
 }
 
+/* ---- the scan: candidates per path, batches of rows ---- */
+
+SqlValue *sql_sink_slot(SqlCtx *cx, SqlRowSink *s)
+{
+    if (s->n == s->cap) {
+        uint64_t nc = s->cap ? s->cap * 2 : 256;
+        SqlValue *nr = qr_arena_alloc(cx->arena, nc * (uint64_t)s->width * sizeof *nr);
+        if (!nr) {
+            sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+            qr_error_hint(cx->err, "raise quarry.mem_cap or narrow the query");
+            return NULL;
+        }
+        if (s->n)
+            memcpy(nr, s->rows, s->n * (uint64_t)s->width * sizeof *nr);
+        s->rows = nr;
+        s->cap = nc;
+    }
+    return s->rows + s->n * (uint64_t)s->width;
+}
+
+/* The column predicates' matches in segment si (within the driving text
+ * set, if any) into *out; *out NULL with *empty false means every doc of
+ * the segment (only NULL-tolerant predicates on columns it lacks). */
+static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, ColPredRef *cp,
+                         int n_cp, roaring_bitmap_t **out, bool *empty)
+{
+    Segment *seg = snap->segs[si];
+    SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
+    roaring_bitmap_t *cand = ds ? seg_text_cand(sc, snap, ds, si) : NULL;
+    int rc = QR_OK;
+    *empty = false;
+    for (int k = 0; k < n_cp && rc == QR_OK && !*empty; k++) {
+        const Column *c = seg_column(seg, cp[k].field);
+        if (!c) { /* no column in this segment: only IS NULL matches */
+            if (cp[k].pred.op != CP_IS_NULL)
+                *empty = true;
+            continue;
+        }
+        roaring_bitmap_t *next = roaring_bitmap_create();
+        if (!next) {
+            rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+            break;
+        }
+        ColFilter *f = NULL;
+        QrError e;
+        qr_error_clear(&e);
+        ColScanStats st = {0};
+        if (col_filter_new(c, &cp[k].pred, &f, &e) != QR_OK ||
+            col_filter_scan(f, cand, next, &st, &e) != QR_OK) {
+            qr_error_copy(cx->err, &e);
+            rc = e.code;
+        }
+        col_filter_free(f);
+        sc->zm_blocks_total += st.blocks_total;
+        sc->zm_blocks_skipped += st.blocks_skipped;
+        if (cand) /* this CRoaring's free does not take NULL */
+            roaring_bitmap_free(cand);
+        cand = next;
+        if (roaring_bitmap_is_empty(cand))
+            *empty = true;
+    }
+    if (rc && cand) {
+        roaring_bitmap_free(cand);
+        cand = NULL;
+    }
+    *out = cand;
+    return rc;
+}
+
+/* ---- the ordered walk's blocks ---- */
+
 typedef struct OrdBlock {
     int si;
     uint32_t block;
@@ -1760,37 +1554,441 @@ static int ordblock_cmp(const void *x, const void *y, void *arg)
     return a->block < b->block ? -1 : a->block > b->block;
 }
 
-static int ordered_walk(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef *cp, int n_cp,
-                        SqlRowSink *out, RowFetch *rf)
+/* What an open scan holds (SqlTableScan.run; arena memory unless said). */
+struct SqlScanRun {
+    SqlTableScan *sc;         /* borrows: the scan this run belongs to */
+    ColPredRef *cp;           /* the column predicates among the conjuncts */
+    int n_cp;
+    PkKeys pk;
+    bool has_pk;
+    PkRange range;
+    bool planned;
+    uint64_t planned_version; /* the snapshot version the plan counted */
+    Snapshot *snap;           /* owns one reference while open */
+    QrArena *scratch;         /* owns: per-batch values (fetched columns, checks) */
+    RowFetch rf;              /* owns its cursor */
+    SqlDocSrc src;            /* fills columns of this scan's batches */
+    /* candidates: runs of local ids of one segment (or one block) */
+    int si;                   /* segment of the current run, -1 before the first */
+    uint32_t *ids;            /* owns (qr_malloc): the run's ids; NULL for a range */
+    uint64_t n_ids, pos;
+    uint32_t r_next, r_end;   /* a range run: [r_next, r_end) */
+    bool ended;
+    int64_t *gdocs;           /* text / key-list paths: global ids, ascending */
+    uint64_t n_gdocs, gpos;
+    QrFilter *bt_filter;      /* owns: btree path */
+    OrdBlock *ob;             /* owns (qr_malloc): ordered walk's blocks, best first */
+    uint64_t n_ob, oi;
+    roaring_bitmap_t **ocands;/* owns: per segment, the walk's candidates (NULL: all) */
+    bool *oskip;              /* owns: per segment, no candidate at all */
+    int64_t *oiv;             /* owns: one block of key values */
+    /* the batch */
+    SqlBatch *b;
+    int *cond_cols;           /* scope columns the conjuncts read */
+    int n_cond_cols;
+    int *doc_cols;            /* used columns read from stored documents */
+    int n_doc_cols;
+    int *used_cols;           /* every used column of the table */
+    int n_used_cols;
+    uint32_t docs[SQL_BATCH_ROWS];
+    float scores[SQL_BATCH_ROWS];
+    uint16_t sel[SQL_BATCH_ROWS];
+};
+
+static void run_reset_cursor(SqlScanRun *R)
 {
+    qr_free(R->ids);
+    R->ids = NULL;
+    R->n_ids = R->pos = 0;
+    R->r_next = R->r_end = 0;
+    R->si = -1;
+    R->ended = false;
+    R->gdocs = NULL;
+    R->n_gdocs = R->gpos = 0;
+    qr_filter_free(R->bt_filter);
+    R->bt_filter = NULL;
+    for (int si = 0; R->ocands && R->snap && si < R->snap->n_segs; si++)
+        if (R->ocands[si])
+            roaring_bitmap_free(R->ocands[si]);
+    qr_free(R->ocands);
+    qr_free(R->oskip);
+    qr_free(R->ob);
+    qr_free(R->oiv);
+    R->ocands = NULL;
+    R->oskip = NULL;
+    R->ob = NULL;
+    R->oiv = NULL;
+    R->n_ob = R->oi = 0;
+}
+
+/* One column of one row (local doc of segment si) into v; stored
+ * documents are parsed once per row (rf) for every document column. */
+static int fetch_col(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local, int c,
+                     SqlValue *v, RowFetch *rf)
+{
+    Segment *seg = snap->segs[si];
+    const QrSchema *schema = qr_table_schema(sc->t);
+    SqlCol *col = &sc->scope->cols[c];
+    *v = sqlv_null();
+    v->type = col->type;
+    switch (col->field) {
+    case -1: {
+        const uint8_t *key;
+        size_t kl;
+        if (!seg_pk(seg, local, &key, &kl))
+            break;
+        if (kl == 9 && key[0] == 'i') {
+            uint64_t u = 0;
+            for (int k = 0; k < 8; k++)
+                u = u << 8 | key[1 + k];
+            *v = sqlv_int((int64_t)(u ^ (1ull << 63)));
+            if (col->type != QR_SQL_INT8) {
+                SqlValue o;
+                if (sqlv_cast(cx, v, col->type, -1, &o) == QR_OK)
+                    *v = o;
+            }
+        } else if (kl >= 1) {
+            *v = sqlv_text((const char *)key + 1, kl - 1);
+            v->type = col->type == QR_SQL_INT8 ? QR_SQL_TEXT : col->type;
+        }
+        break;
+    }
+    case -2:
+        *v = sqlv_int((int64_t)(snap->base[si] + local));
+        break;
+    case -3: {
+        int64_t gdoc = (int64_t)(snap->base[si] + local);
+        *v = sqlv_float(0);
+        for (int i = 0; i < sc->n_texts; i++) {
+            int64_t k = sql_docset_find(sc->texts[i]->set, gdoc);
+            if (k >= 0) {
+                *v = sqlv_float(sc->texts[i]->set->scores[k]);
+                break;
+            }
+        }
+        v->type = QR_SQL_FLOAT4;
+        break;
+    }
+    default: {
+        const QrField *fd = &schema->fields[col->field];
+        const Column *cc = fd->type == QR_FT_TEXT && !fd->column ? NULL : seg_column(seg, col->field);
+        if (cc) {
+            const char *s;
+            size_t n;
+            int64_t iv;
+            double dv;
+            bool bv;
+            switch (col_type(cc)) {
+            case QR_COL_INT64:
+            case QR_COL_TIMESTAMP:
+                if (col_get_int(cc, local, &iv)) {
+                    *v = sqlv_int(iv);
+                    v->type = col->type;
+                }
+                break;
+            case QR_COL_FLOAT64:
+                if (col_get_float(cc, local, &dv))
+                    *v = sqlv_float(dv);
+                break;
+            case QR_COL_BOOL:
+                if (col_get_bool(cc, local, &bv))
+                    *v = sqlv_bool(bv);
+                break;
+            case QR_COL_KEYWORD:
+                if (col_get_str(cc, local, &s, &n))
+                    *v = sqlv_text(s, n);
+                break;
+            default:
+                break;
+            }
+            break;
+        }
+        if (fd->type != QR_FT_TEXT && fd->type != QR_FT_KEYWORD)
+            break; /* a segment written before the field existed: NULL */
+        if (load_doc(cx, snap, si, local, rf))
+            return cx->err->code;
+        json_value(cx, rf->doc ? cJSON_GetObjectItemCaseSensitive(rf->doc, fd->name) : NULL,
+                   col->type, v);
+        break;
+    }
+    }
+    return QR_OK;
+}
+
+/* Is column c read from stored documents (a text field without a column)? */
+static bool doc_column(const SqlTableScan *sc, int c)
+{
+    int f = sc->scope->cols[c].field;
+    if (f < 0)
+        return false;
+    const QrField *fd = &qr_table_schema(sc->t)->fields[f];
+    return fd->type == QR_FT_TEXT && !fd->column;
+}
+
+/* SqlDocSrc.fill: column c of the live rows.  Document columns are all
+ * filled together, each document parsed once. */
+static int run_fill(SqlDocSrc *src, SqlCtx *cx, SqlBatch *b, int c)
+{
+    SqlScanRun *R = (SqlScanRun *)((char *)src - offsetof(SqlScanRun, src));
+    SqlTableScan *sc = R->sc;
+    QrArena *saved = cx->arena;
+    cx->arena = R->scratch;
+    int rc = QR_OK;
+    bool docs = doc_column(sc, c);
+    for (int i = 0; i < b->n && rc == QR_OK; i++) {
+        int p = sql_batch_at(b, i);
+        SqlValue *row = b->rows + (size_t)p * (size_t)b->width;
+        R->rf.doc_loaded = false;
+        R->rf.doc = NULL;
+        if (!docs) {
+            rc = fetch_col(cx, sc, R->snap, b->seg, b->docs[p], c, &row[c], &R->rf);
+            continue;
+        }
+        for (int k = 0; k < R->n_doc_cols && rc == QR_OK; k++)
+            if (!b->filled[R->doc_cols[k]] &&
+                (rc = fetch_col(cx, sc, R->snap, b->seg, b->docs[p], R->doc_cols[k],
+                                &row[R->doc_cols[k]], &R->rf)) == QR_OK)
+                rc = sqlv_own(cx, &row[R->doc_cols[k]]); /* the parsed document goes next */
+        if (R->rf.doc) {
+            cJSON_Delete(R->rf.doc);
+            R->rf.doc = NULL;
+        }
+    }
+    for (int k = 0; docs && rc == QR_OK && k < R->n_doc_cols; k++)
+        b->filled[R->doc_cols[k]] = 1;
+    cx->arena = saved;
+    return rc;
+}
+
+/* ---- choosing the path ---- */
+
+/* The column predicates, key lookups and ranges of the conjuncts, and the
+ * columns the scan's batches fill; once per scan. */
+static int run_new(SqlCtx *cx, SqlTableScan *sc)
+{
+    SqlScanRun *R = qr_arena_calloc(cx->arena, sizeof *R);
+    int W = sc->scope->n;
+    uint8_t *marks = qr_arena_calloc(cx->arena, (size_t)W + 1);
+    uint8_t *dmarks = qr_arena_calloc(cx->arena, (size_t)W + 1);
+    uint8_t *umarks = qr_arena_calloc(cx->arena, (size_t)W + 1);
+    if (!R || !marks || !dmarks || !umarks ||
+        !(R->cp = qr_arena_calloc(cx->arena, (size_t)(sc->n_conj + 1) * sizeof *R->cp)))
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    R->sc = sc;
+    R->si = -1;
+    R->rf.dc_seg = -1;
+    R->src.fill = run_fill;
+    R->src.first = sc->first;
+    R->src.n_cols = sc->n_cols;
+    if (colpreds(cx, sc, R->cp, &R->n_cp))
+        return cx->err->code;
+    sc->n_colpreds = R->n_cp;
+    R->has_pk = pk_find(cx, sc, &R->pk);
+    for (int k = 0; k < sc->n_conj; k++)
+        sql_expr_cols(sc->conj[k], marks);
+    for (int c = sc->first; c < sc->first + sc->n_cols; c++) {
+        if (doc_column(sc, c) && sc->scope->cols[c].used)
+            dmarks[c] = 1;
+        if (sc->scope->cols[c].used)
+            umarks[c] = 1;
+    }
+    for (int c = 0; c < W; c++)
+        if (c < sc->first || c >= sc->first + sc->n_cols)
+            marks[c] = 0; /* outer columns are the caller's */
+    if (!(R->cond_cols = sql_cols_list(cx, marks, W, &R->n_cond_cols)) ||
+        !(R->doc_cols = sql_cols_list(cx, dmarks, W, &R->n_doc_cols)) ||
+        !(R->used_cols = sql_cols_list(cx, umarks, W, &R->n_used_cols)))
+        return cx->err->code;
+    R->src.used = R->used_cols;
+    R->src.n_used = R->n_used_cols;
+    sc->run = R;
+    return QR_OK;
+}
+
+/* Cost every path this scan could take over snapshot snap and choose one
+ * (or the forced one): sc->path, cost, est_rows, alts, note, ordered. */
+static int run_choose(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
+{
+    SqlScanRun *R = sc->run;
+    int rc = QR_OK;
+    uint64_t drive_n = 0;
+    int n_cp = R->n_cp;
+    /* a top-k whose only condition is its text predicate has one sensible
+     * path, and counting every match first (a pass over all postings that
+     * block-max WAND then skips) would cost more than the top-k */
+    if (sc->topk >= 0 && n_cp != sc->n_conj - 1)
+        sc->topk = -1;
+    sc->uncounted = sc->drive >= 0 && sc->topk >= 0 && sc->n_texts == 1 && sc->n_conj == 1 &&
+                    n_cp == 0 && cx->path == SQL_PATH_AUTO;
+    if (sc->uncounted)
+        drive_n = (uint64_t)sc->topk < snap->n_live ? (uint64_t)sc->topk : snap->n_live;
+    else if (sc->drive >= 0 && (rc = text_count(cx, sc->t, sc->texts[sc->drive], &drive_n, sc, NULL)))
+        return rc;
+    sc->text_rows = drive_n;
+    double N = (double)snap->n_live, rc_row = row_cost(sc);
+    double sel = 1, scan_cost = 0;
+    sc->n_alts = 0;
+    if (n_cp && (rc = colpred_estimate(cx, snap, R->cp, n_cp, &sel, &scan_cost)))
+        return rc;
+    double text_frac = sc->drive >= 0 && N > 0 ? (double)drive_n / N : 1;
+    double est_out = N * sel * text_frac;
+    sc->pk_range = !R->has_pk && pk_range_find(cx, sc, snap, &R->range);
+    if (sc->pk_range) { /* the range bounds every path's output */
+        sc->pk_range_keys = R->range.n;
+        est_out = fmin(est_out, (double)R->range.n);
+    }
+    double post = sc->drive >= 0 ? (double)drive_n * C_POST : 0;
+    add_alt(sc, SQL_PATH_FULL, est_out, N * rc_row + post);
+    if (sc->drive >= 0)
+        add_alt(sc, SQL_PATH_TEXT, est_out, post + (double)drive_n * rc_row);
+    if (n_cp && sc->drive >= 0) /* filter bitmap, postings advanced into it */
+        add_alt(sc, SQL_PATH_SCAN, est_out,
+                scan_cost + fmin((double)drive_n, N * sel) * C_POST + est_out * rc_row);
+    else if (n_cp)
+        add_alt(sc, SQL_PATH_SCAN, est_out, scan_cost + N * sel * rc_row);
+    double bt_cost;
+    if (n_cp && btree_estimate(snap, R->cp, n_cp, scan_cost, &bt_cost))
+        add_alt(sc, SQL_PATH_BTREE, est_out,
+                bt_cost + est_out * rc_row +
+                    (sc->drive >= 0 ? fmin((double)drive_n, N * sel) * C_POST : 0));
+    if (R->has_pk) /* each key in each segment's key index, the rows checked */
+        add_alt(sc, SQL_PATH_PK, fmin((double)R->pk.n_values, est_out),
+                (double)R->pk.n * (double)snap->n_segs * C_PK + (double)R->pk.n_values * rc_row + post);
+    if (sc->pk_range) /* two searches per segment, then the rows in key order */
+        add_alt(sc, SQL_PATH_PK, fmin((double)R->range.n, est_out),
+                (double)snap->n_segs * 4 * C_PK + (double)R->range.n * rc_row + post);
+    SqlAccessPath want = cx->path, chosen = SQL_PATH_FULL;
+    double best = INFINITY;
+    for (int i = 0; i < sc->n_alts; i++)
+        if (sc->alts[i].cost < best) {
+            best = sc->alts[i].cost;
+            chosen = sc->alts[i].path;
+        }
+    sc->note = NULL;
+    if (want == SQL_PATH_CHECK)
+        want = SQL_PATH_TEXT;
+    if (want != SQL_PATH_AUTO) {
+        bool ok = false;
+        for (int i = 0; i < sc->n_alts; i++)
+            if (sc->alts[i].path == want) {
+                ok = true;
+                best = sc->alts[i].cost;
+            }
+        if (ok)
+            chosen = want;
+        else
+            sc->note = want == SQL_PATH_TEXT ? "forced text path needs a full-text predicate"
+                       : want == SQL_PATH_PK     ? "forced pk path needs pk = value, pk IN (values) "
+                                                   "or a range of the primary key"
+                       : want == SQL_PATH_BTREE  ? "forced btree path needs a column predicate on a "
+                                                   "column with CREATE INDEX"
+                                                 : "forced scan path needs a column predicate";
+    }
+    sc->path = chosen;
+    sc->cost = best;
+    sc->est_rows = est_out;
+    /* (a column scan driven by a text predicate reads the text set instead) */
+    sc->ordered = order_walk_ok(sc, snap) && !(sc->path == SQL_PATH_SCAN && sc->drive >= 0);
+    R->planned = true;
+    R->planned_version = snap->version;
+    return QR_OK;
+}
+
+int sql_scan_plan(SqlCtx *cx, SqlTableScan *sc)
+{
+    if (!sc->run && run_new(cx, sc))
+        return cx->err->code;
+    if (sc->run->planned)
+        return QR_OK;
+    Snapshot *snap = table_snapshot(sc->t->table);
+    int rc = run_choose(cx, sc, snap);
+    snapshot_release(snap);
+    return rc;
+}
+
+/* The text sets of an open scan: the driving one filtered by the column
+ * predicates on the scan and btree paths or under top-k, limited under
+ * top-k; all others complete. */
+static int run_text_sets(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
+{
+    SqlScanRun *R = sc->run;
+    int rc = QR_OK;
+    bool filtered = R->n_cp && sc->drive >= 0 &&
+                    (sc->path == SQL_PATH_SCAN || sc->path == SQL_PATH_BTREE || sc->topk >= 0);
+    QrFilter *filter = filtered ? colpred_filter(cx, R->cp, R->n_cp) : NULL;
+    if (filtered && !filter)
+        return cx->err->code;
+    for (int i = 0; i < sc->n_texts && rc == QR_OK; i++) {
+        uint64_t total = sc->text_rows;
+        const QrFilter *f = i == sc->drive && filtered ? filter : NULL;
+        if ((i != sc->drive || f) && (rc = text_count(cx, sc->t, sc->texts[i], &total, sc, f)))
+            break;
+        int64_t lim = i == sc->drive && sc->topk >= 0 && sc->n_texts == 1 ? sc->topk : -1;
+        bool split = i == sc->drive && sc->colagg && colagg_ok(sc, snap, R->n_cp);
+        rc = text_set(cx, sc, sc->texts[i], total, lim, f, split);
+    }
+    qr_filter_free(filter);
+    return rc;
+}
+
+/* ---- candidates ---- */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The ids of a bitmap as the run (owned). */
+static int run_from_bitmap(SqlCtx *cx, SqlScanRun *R, const roaring_bitmap_t *bm)
+{
+    uint64_t n = roaring_bitmap_get_cardinality(bm);
+    R->ids = qr_malloc((n + 1) * sizeof *R->ids);
+    if (!R->ids)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    roaring_bitmap_to_uint32_array(bm, R->ids);
+    R->n_ids = n;
+    R->pos = 0;
+    return QR_OK;
+}
+
+static void run_range(SqlScanRun *R, uint32_t from, uint32_t to)
+{
+    R->r_next = from;
+    R->r_end = to;
+}
+
+/* The ordered walk's blocks: every block holding a candidate, with the
+ * best key any of its rows can have, sorted best first. */
+static int run_ordered_setup(SqlCtx *cx, SqlTableScan *sc)
+{
+    SqlScanRun *R = sc->run;
+    Snapshot *snap = R->snap;
     const SqlCol *col = &sc->scope->cols[sc->order_col];
     int field = col->field;
-    int rc = QR_OK;
+    int n_cp = sc->path == SQL_PATH_SCAN ? R->n_cp : 0;
     uint64_t nb_all = 0;
     for (int si = 0; si < snap->n_segs; si++)
         nb_all += (seg_n_docs(snap->segs[si]) + COL_BLOCK_ROWS - 1) / COL_BLOCK_ROWS;
-    roaring_bitmap_t **cands = qr_calloc((size_t)snap->n_segs + 1, sizeof *cands);
-    bool *skip = qr_calloc((size_t)snap->n_segs + 1, sizeof *skip);
-    OrdBlock *ob = qr_malloc((nb_all + 1) * sizeof *ob);
-    int64_t *iv = qr_malloc(COL_BLOCK_ROWS * sizeof *iv);
-    uint64_t nulls[COL_BLOCK_ROWS / 64];
-    if (!cands || !skip || !ob || !iv) {
-        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-        goto done;
-    }
-    /* candidates per segment, then every block that holds one, with its bound */
+    R->ocands = qr_calloc((size_t)snap->n_segs + 1, sizeof *R->ocands);
+    R->oskip = qr_calloc((size_t)snap->n_segs + 1, sizeof *R->oskip);
+    R->ob = qr_malloc((nb_all + 1) * sizeof *R->ob);
+    R->oiv = qr_malloc(COL_BLOCK_ROWS * sizeof *R->oiv);
+    if (!R->ocands || !R->oskip || !R->ob || !R->oiv)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    int rc = QR_OK;
     uint64_t n_ob = 0;
     for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
-        if (n_cp && (rc = seg_scan_cand(cx, sc, snap, si, cp, n_cp, &cands[si], &skip[si])))
+        if (n_cp && (rc = seg_scan_cand(cx, sc, snap, si, R->cp, n_cp, &R->ocands[si], &R->oskip[si])))
             break;
         uint32_t nd = seg_n_docs(snap->segs[si]);
         const Column *c = seg_column(snap->segs[si], field);
-        for (uint32_t b = 0; !skip[si] && b * (uint64_t)COL_BLOCK_ROWS < nd; b++) {
+        for (uint32_t b = 0; !R->oskip[si] && b * (uint64_t)COL_BLOCK_ROWS < nd; b++) {
             uint32_t first = b * COL_BLOCK_ROWS;
             uint32_t last = nd - first < COL_BLOCK_ROWS ? nd : first + COL_BLOCK_ROWS;
-            if (cands[si] && roaring_bitmap_range_cardinality(cands[si], first, last) == 0)
+            if (R->ocands[si] && roaring_bitmap_range_cardinality(R->ocands[si], first, last) == 0)
                 continue;
-            OrdBlock *o = &ob[n_ob++];
+            OrdBlock *o = &R->ob[n_ob++];
             o->si = si;
             o->block = b;
             o->best = sqlv_null();
@@ -1810,30 +2008,48 @@ static int ordered_walk(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef
             o->best.type = col->type;
         }
     }
+    R->n_ob = n_ob;
     sc->ord_blocks_total += n_ob;
     if (rc == QR_OK)
-        qsort_r(ob, n_ob, sizeof *ob, ordblock_cmp, sc);
-    for (uint64_t oi = 0; oi < n_ob && rc == QR_OK; oi++) {
-        if (!sc->order_may_enter(sc->order_arg, &ob[oi].best))
-            break; /* every later block is as bad or worse */
+        qsort_r(R->ob, n_ob, sizeof *R->ob, ordblock_cmp, sc);
+    return rc;
+}
+
+/* The ordered walk's next block: its candidates whose key may still enter
+ * the first k; *more false once no later block can. */
+static int run_ordered_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
+{
+    SqlScanRun *R = sc->run;
+    Snapshot *snap = R->snap;
+    const SqlCol *col = &sc->scope->cols[sc->order_col];
+    *more = false;
+    while (R->oi < R->n_ob) {
+        const OrdBlock *ob = &R->ob[R->oi++];
+        if (!sc->order_may_enter(sc->order_arg, &ob->best))
+            return QR_OK; /* every later block is as bad or worse */
         sc->ord_blocks_read++;
-        int si = ob[oi].si;
-        uint32_t b = ob[oi].block, first = b * COL_BLOCK_ROWS;
+        int si = ob->si;
+        uint32_t b = ob->block, first = b * COL_BLOCK_ROWS;
         uint32_t nd = seg_n_docs(snap->segs[si]);
-        const Column *c = seg_column(snap->segs[si], field);
+        const Column *c = seg_column(snap->segs[si], col->field);
         bool kw = c && col_type(c) == QR_COL_KEYWORD, fl = c && col_type(c) == QR_COL_FLOAT64;
         uint32_t n = nd - first < COL_BLOCK_ROWS ? nd - first : COL_BLOCK_ROWS;
+        uint64_t nulls[COL_BLOCK_ROWS / 64];
+        int64_t *iv = R->oiv;
         if (!c)
             memset(nulls, 0xff, sizeof nulls);
         else if ((kw   ? col_read_code(c, b, 1, (uint32_t *)iv, nulls)
                   : fl ? col_read_float(c, b, 1, (double *)iv, nulls)
-                       : col_read_int(c, b, 1, iv, nulls)) != n) {
-            rc = sql_err_at(cx, -1, QR_ECORRUPT, "XX001", "column block shorter than its segment");
-            break;
-        }
-        for (uint32_t r = 0; r < n && rc == QR_OK; r++) {
+                       : col_read_int(c, b, 1, iv, nulls)) != n)
+            return sql_err_at(cx, -1, QR_ECORRUPT, "XX001", "column block shorter than its segment");
+        R->ids = qr_malloc(((size_t)n + 1) * sizeof *R->ids);
+        if (!R->ids)
+            return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+        R->n_ids = R->pos = 0;
+        R->si = si;
+        for (uint32_t r = 0; r < n; r++) {
             uint32_t local = first + r;
-            if (cands[si] && !roaring_bitmap_contains(cands[si], local))
+            if (R->ocands[si] && !roaring_bitmap_contains(R->ocands[si], local))
                 continue;
             SqlValue v = sqlv_null();
             if (!(nulls[r / 64] >> (r % 64) & 1)) {
@@ -1851,142 +2067,177 @@ static int ordered_walk(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, ColPredRef
                 sc->ord_rows_skipped++;
                 continue;
             }
-            rc = visit(cx, sc, snap, si, local, out, rf);
+            R->ids[R->n_ids++] = local;
         }
+        if (R->n_ids) {
+            *more = true;
+            return QR_OK;
+        }
+        qr_free(R->ids);
+        R->ids = NULL;
     }
-done:
-    for (int si = 0; cands && si < snap->n_segs; si++)
-        if (cands[si])
-            roaring_bitmap_free(cands[si]);
-    qr_free(cands);
-    qr_free(skip);
-    qr_free(ob);
-    qr_free(iv);
+    return QR_OK;
+}
+
+/* The B-tree path's candidates of segment si. */
+static int run_btree_seg(SqlCtx *cx, SqlTableScan *sc, int si)
+{
+    SqlScanRun *R = sc->run;
+    Snapshot *snap = R->snap;
+    Segment *seg = snap->segs[si];
+    SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
+    FilterSeg *fs = NULL;
+    QrError e;
+    qr_error_clear(&e);
+    roaring_bitmap_t *cand = ds ? seg_text_cand(sc, snap, ds, si) : NULL;
+    roaring_bitmap_t *hits = roaring_bitmap_create();
+    QrFilterStats st = {0};
+    int rc = QR_OK;
+    if (!hits || (ds && !cand)) {
+        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    } else if (filter_seg_compile(R->bt_filter, seg, &fs, &e) != QR_OK) {
+        /* an operand this segment's column cannot compare (a field retyped
+         * since): every row of the segment, checked */
+        if (cand)
+            rc = run_from_bitmap(cx, R, cand);
+        else
+            run_range(R, 0, seg_n_docs(seg));
+    } else if (filter_seg_eval(fs, QR_ACCESS_BTREE, snap->dels[si], cand, hits, &st, &e) != QR_OK) {
+        qr_error_copy(cx->err, &e);
+        rc = e.code;
+    } else {
+        rc = run_from_bitmap(cx, R, hits);
+    }
+    sc->zm_blocks_total += st.blocks_total;
+    sc->zm_blocks_skipped += st.blocks_skipped;
+    sc->bt_pages += st.btree_pages;
+    filter_seg_free(fs);
+    if (hits)
+        roaring_bitmap_free(hits);
+    if (cand)
+        roaring_bitmap_free(cand);
     return rc;
 }
 
-int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint64_t *n_rows)
+/* Move to the next run of candidates; *more false at the end. */
+static int run_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
 {
-    *rows = NULL;
-    *n_rows = 0;
-    uint64_t t0 = qr_now_ns();
+    SqlScanRun *R = sc->run;
+    Snapshot *snap = R->snap;
     int rc = QR_OK;
-    /* column predicates among the conjuncts */
-    ColPredRef *cp = qr_arena_calloc(cx->arena, (size_t)(sc->n_conj + 1) * sizeof *cp);
-    if (!cp)
-        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-    int n_cp = 0;
-    if (colpreds(cx, sc, cp, &n_cp))
+    qr_free(R->ids);
+    R->ids = NULL;
+    R->n_ids = R->pos = 0;
+    R->r_next = R->r_end = 0;
+    *more = false;
+    if (R->ended)
+        return QR_OK;
+    if (sc->ordered && sc->path != SQL_PATH_PK && sc->path != SQL_PATH_BTREE &&
+        !sc->from_drive) {
+        rc = run_ordered_next(cx, sc, more);
+        R->ended = !*more;
+        return rc;
+    }
+    if (R->gdocs) { /* the driving text set, or looked-up keys: one segment's run */
+        while (R->gpos < R->n_gdocs) {
+            int si;
+            uint32_t local;
+            if (!snapshot_locate(snap, (DocId)R->gdocs[R->gpos], &si, &local)) {
+                R->gpos++;
+                continue;
+            }
+            uint64_t end = R->gpos;
+            uint64_t seg_end = snap->base[si] + seg_n_docs(snap->segs[si]);
+            while (end < R->n_gdocs && (uint64_t)R->gdocs[end] < seg_end)
+                end++;
+            R->ids = qr_malloc((end - R->gpos + 1) * sizeof *R->ids);
+            if (!R->ids)
+                return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+            for (uint64_t i = R->gpos; i < end; i++)
+                R->ids[R->n_ids++] = (uint32_t)((uint64_t)R->gdocs[i] - snap->base[si]);
+            R->gpos = end;
+            R->si = si;
+            *more = true;
+            return QR_OK;
+        }
+        R->ended = true;
+        return QR_OK;
+    }
+    while (++R->si < snap->n_segs) {
+        int si = R->si;
+        uint32_t nd = seg_n_docs(snap->segs[si]);
+        if (nd == 0)
+            continue;
+        if (sc->path == SQL_PATH_PK && sc->pk_range) {
+            uint32_t sp[4];
+            pk_range_spans(&R->range, snap->segs[si], sp);
+            uint64_t n = (uint64_t)(sp[1] - sp[0]) + (sp[3] - sp[2]);
+            if (n == 0)
+                continue;
+            R->ids = qr_malloc((n + 1) * sizeof *R->ids);
+            if (!R->ids)
+                return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+            for (int k = 0; k < 4; k += 2)
+                for (uint32_t p = sp[k]; p < sp[k + 1]; p++)
+                    R->ids[R->n_ids++] = seg_pk_at(snap->segs[si], p);
+            qsort(R->ids, R->n_ids, sizeof *R->ids, cmp_u32);
+        } else if (sc->path == SQL_PATH_BTREE) {
+            if ((rc = run_btree_seg(cx, sc, si)))
+                return rc;
+        } else if (sc->path == SQL_PATH_SCAN) {
+            roaring_bitmap_t *cand = NULL;
+            bool empty = false;
+            if ((rc = seg_scan_cand(cx, sc, snap, si, R->cp, R->n_cp, &cand, &empty)))
+                return rc;
+            if (empty) {
+                if (cand)
+                    roaring_bitmap_free(cand);
+                continue;
+            }
+            if (!cand) { /* only NULL-tolerant predicates on missing columns */
+                run_range(R, 0, nd);
+            } else {
+                rc = run_from_bitmap(cx, R, cand);
+                roaring_bitmap_free(cand);
+                if (rc)
+                    return rc;
+            }
+        } else {
+            run_range(R, 0, nd);
+        }
+        if (R->n_ids == 0 && R->r_next == R->r_end)
+            continue;
+        *more = true;
+        return QR_OK;
+    }
+    R->ended = true;
+    return QR_OK;
+}
+
+/* ---- open, next, close ---- */
+
+int sql_scan_open(SqlCtx *cx, SqlTableScan *sc)
+{
+    uint64_t t0 = qr_now_ns();
+    if (!sc->run && run_new(cx, sc))
         return cx->err->code;
-    sc->n_colpreds = n_cp;
-    PkKeys pk;
-    bool has_pk = pk_find(cx, sc, &pk);
-    PkRange range;
-    /* top-k needs every other condition inside the text engine's filter */
-    if (sc->topk >= 0 && n_cp != sc->n_conj - 1)
-        sc->topk = -1;
-    QrFilter *filter = NULL;
-    /* text predicates: counts first (they cost and plan), sets once the snapshot holds */
+    SqlScanRun *R = sc->run;
+    int rc = QR_OK;
+    if (!R->scratch && !(R->scratch = qr_arena_new_child(cx->arena)))
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    if (!R->b && !(R->b = sql_batch_new(cx, sc->scope->n)))
+        return cx->err->code;
+    if (!R->b->filled && !(R->b->filled = qr_arena_calloc(cx->arena, (size_t)sc->scope->n + 1)))
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    /* the plan, and the text sets over the same snapshot (text predicates
+     * pin their own: retried when the table moved in between) */
     Snapshot *snap = NULL;
-    uint64_t drive_n = 0;
     for (int attempt = 0;; attempt++) {
         snap = table_snapshot(sc->t->table);
         uint64_t version = snap->version;
-        /* a top-k whose only condition is its text predicate has one sensible
-         * path, and counting every match first (a pass over all postings
-         * that block-max WAND then skips) would cost more than the top-k */
-        sc->uncounted = sc->drive >= 0 && sc->topk >= 0 && sc->n_texts == 1 && sc->n_conj == 1 &&
-                        n_cp == 0 && cx->path == SQL_PATH_AUTO;
-        if (sc->uncounted)
-            drive_n = (uint64_t)sc->topk < snap->n_live ? (uint64_t)sc->topk : snap->n_live;
-        else if (sc->drive >= 0 &&
-                 (rc = text_count(cx, sc->t, sc->texts[sc->drive], &drive_n, sc, NULL)))
+        if ((!R->planned || R->planned_version != version) && (rc = run_choose(cx, sc, snap)))
             break;
-        sc->text_rows = drive_n;
-        /* plan */
-        double N = (double)snap->n_live, rc_row = row_cost(sc);
-        double sel = 1, scan_cost = 0;
-        sc->n_alts = 0;
-        if (n_cp && (rc = colpred_estimate(cx, snap, cp, n_cp, &sel, &scan_cost)))
-            break;
-        double text_frac = sc->drive >= 0 && N > 0 ? (double)drive_n / N : 1;
-        double est_out = N * sel * text_frac;
-        sc->pk_range = !has_pk && pk_range_find(cx, sc, snap, &range);
-        if (sc->pk_range) { /* the range bounds every path's output */
-            sc->pk_range_keys = range.n;
-            est_out = fmin(est_out, (double)range.n);
-        }
-        double post = sc->drive >= 0 ? (double)drive_n * C_POST : 0;
-        add_alt(sc, SQL_PATH_FULL, est_out, N * rc_row + post);
-        if (sc->drive >= 0)
-            add_alt(sc, SQL_PATH_TEXT, est_out, post + (double)drive_n * rc_row);
-        if (n_cp && sc->drive >= 0) /* filter bitmap, postings advanced into it */
-            add_alt(sc, SQL_PATH_SCAN, est_out,
-                    scan_cost + fmin((double)drive_n, N * sel) * C_POST + est_out * rc_row);
-        else if (n_cp)
-            add_alt(sc, SQL_PATH_SCAN, est_out, scan_cost + N * sel * rc_row);
-        double bt_cost;
-        if (n_cp && btree_estimate(snap, cp, n_cp, scan_cost, &bt_cost))
-            add_alt(sc, SQL_PATH_BTREE, est_out,
-                    bt_cost + est_out * rc_row +
-                        (sc->drive >= 0 ? fmin((double)drive_n, N * sel) * C_POST : 0));
-        if (has_pk) /* each key in each segment's key index, the rows checked */
-            add_alt(sc, SQL_PATH_PK, fmin((double)pk.n_values, est_out),
-                    (double)pk.n * (double)snap->n_segs * C_PK + (double)pk.n_values * rc_row + post);
-        if (sc->pk_range) /* two searches per segment, then the rows in key order */
-            add_alt(sc, SQL_PATH_PK, fmin((double)range.n, est_out),
-                    (double)snap->n_segs * 4 * C_PK + (double)range.n * rc_row + post);
-        SqlAccessPath want = cx->path, chosen = SQL_PATH_FULL;
-        double best = INFINITY;
-        for (int i = 0; i < sc->n_alts; i++)
-            if (sc->alts[i].cost < best) {
-                best = sc->alts[i].cost;
-                chosen = sc->alts[i].path;
-            }
-        sc->note = NULL;
-        if (want == SQL_PATH_CHECK)
-            want = SQL_PATH_TEXT;
-        if (want != SQL_PATH_AUTO) {
-            bool ok = false;
-            for (int i = 0; i < sc->n_alts; i++)
-                if (sc->alts[i].path == want) {
-                    ok = true;
-                    best = sc->alts[i].cost;
-                }
-            if (ok)
-                chosen = want;
-            else
-                sc->note = want == SQL_PATH_TEXT ? "forced text path needs a full-text predicate"
-                           : want == SQL_PATH_PK     ? "forced pk path needs pk = value, pk IN (values) "
-                                                       "or a range of the primary key"
-                           : want == SQL_PATH_BTREE  ? "forced btree path needs a column predicate on a "
-                                                       "column with CREATE INDEX"
-                                                     : "forced scan path needs a column predicate";
-        }
-        sc->path = chosen;
-        sc->cost = best;
-        sc->est_rows = est_out;
-        sc->ordered = order_walk_ok(sc, snap);
-        if (!run)
-            break;
-        /* text sets: the driving one filtered by the column predicates on the
-         * scan and btree paths or under top-k, limited under top-k; all others complete */
-        bool filtered = n_cp && sc->drive >= 0 &&
-                        (chosen == SQL_PATH_SCAN || chosen == SQL_PATH_BTREE || sc->topk >= 0);
-        if (filtered && !filter && !(filter = colpred_filter(cx, cp, n_cp))) {
-            rc = cx->err->code;
-            break;
-        }
-        for (int i = 0; i < sc->n_texts && rc == QR_OK; i++) {
-            uint64_t total = drive_n;
-            const QrFilter *f = i == sc->drive && filtered ? filter : NULL;
-            if ((i != sc->drive || f) && (rc = text_count(cx, sc->t, sc->texts[i], &total, sc, f)))
-                break;
-            int64_t lim = i == sc->drive && sc->topk >= 0 && sc->n_texts == 1 ? sc->topk : -1;
-            bool split = i == sc->drive && sc->colagg && colagg_ok(sc, snap, n_cp);
-            rc = text_set(cx, sc, sc->texts[i], total, lim, f, split);
-        }
-        if (rc)
+        if ((rc = run_text_sets(cx, sc, snap)))
             break;
         Snapshot *now = table_snapshot(sc->t->table);
         bool same = now->version == version;
@@ -1995,105 +2246,181 @@ int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, bool run, SqlValue **rows, uint
             break;
         snapshot_release(snap);
         snap = NULL;
+        R->planned = false;
     }
-    qr_filter_free(filter);
-    if (rc || !run) {
+    if (rc) {
         if (snap)
             snapshot_release(snap);
-        sc->ms = (double)(qr_now_ns() - t0) / 1e6;
         return rc;
     }
-    SqlRowSink out = {.width = sc->scope->n};
-    RowFetch rf = {.dc_seg = -1};
-    if (sc->consume && !(out.rows = qr_arena_alloc(cx->arena, (size_t)(out.width + 1) * sizeof *out.rows)))
-        rc = sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-    sc->colagg_used = rc == QR_OK && colagg_ok(sc, snap, n_cp);
-    if (sc->colagg_used) {
-        for (int si = 0; si < snap->n_segs && rc == QR_OK; si++)
-            rc = colagg_segment(cx, sc, snap, si, cp, n_cp);
-    } else if (sc->path == SQL_PATH_PK && sc->pk_range && rc == QR_OK) {
-        for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
-            uint32_t sp[4];
-            pk_range_spans(&range, snap->segs[si], sp);
-            for (int k = 0; k < 4 && rc == QR_OK; k += 2)
-                for (uint32_t p = sp[k]; p < sp[k + 1] && rc == QR_OK; p++)
-                    rc = visit(cx, sc, snap, si, seg_pk_at(snap->segs[si], p), &out, &rf);
-        }
-    } else if (sc->path == SQL_PATH_PK && rc == QR_OK) {
-        int64_t *docs = NULL;
-        uint64_t nd = 0;
-        rc = pk_docs(cx, snap, &pk, &docs, &nd);
-        for (uint64_t i = 0; rc == QR_OK && i < nd; i++) {
-            int si;
-            uint32_t local;
-            if (snapshot_locate(snap, (DocId)docs[i], &si, &local))
-                rc = visit(cx, sc, snap, si, local, &out, &rf);
-        }
+    R->snap = snap;
+    run_reset_cursor(R);
+    sc->from_drive = false;
+    if (sc->path == SQL_PATH_PK && !sc->pk_range) {
+        rc = pk_docs(cx, snap, &R->pk, &R->gdocs, &R->n_gdocs);
+        if (rc == QR_OK && R->n_gdocs == 0)
+            R->ended = true;
     } else if (sc->path == SQL_PATH_TEXT || (sc->path == SQL_PATH_SCAN && sc->drive >= 0)) {
         /* candidates: the driving set in doc order (its own predicate holds) */
         sc->from_drive = true;
         SqlDocSet *ds = sc->texts[sc->drive]->set;
-        int64_t *docs = qr_arena_alloc(cx->arena, (ds->n + 1) * sizeof *docs);
-        if (!docs)
-            rc = sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-        else {
-            memcpy(docs, ds->docs, ds->n * sizeof *docs);
-            qsort(docs, ds->n, sizeof *docs, cmp_i64);
-            for (uint64_t i = 0; i < ds->n && rc == QR_OK; i++) {
-                int si;
-                uint32_t local;
-                if (snapshot_locate(snap, (DocId)docs[i], &si, &local))
-                    rc = visit(cx, sc, snap, si, local, &out, &rf);
-            }
-        }
-    } else if (sc->path == SQL_PATH_BTREE && rc == QR_OK) {
-        rc = btree_run(cx, sc, snap, cp, n_cp, &out, &rf);
-    } else if (sc->ordered) {
-        rc = ordered_walk(cx, sc, snap, cp, sc->path == SQL_PATH_SCAN ? n_cp : 0, &out, &rf);
-    } else if (sc->path == SQL_PATH_SCAN) {
-        for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
-            roaring_bitmap_t *cand = NULL;
-            bool empty = false;
-            rc = seg_scan_cand(cx, sc, snap, si, cp, n_cp, &cand, &empty);
-            if (rc == QR_OK && !empty) {
-                if (!cand) { /* only NULL-tolerant predicates on missing columns */
-                    for (uint32_t l = 0; l < seg_n_docs(snap->segs[si]) && rc == QR_OK; l++)
-                        rc = visit(cx, sc, snap, si, l, &out, &rf);
-                } else {
-                    uint64_t nc = roaring_bitmap_get_cardinality(cand);
-                    uint32_t *ids = qr_malloc((nc + 1) * sizeof *ids);
-                    if (!ids)
-                        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-                    else
-                        roaring_bitmap_to_uint32_array(cand, ids);
-                    for (uint64_t i = 0; ids && i < nc && rc == QR_OK; i++)
-                        rc = visit(cx, sc, snap, si, ids[i], &out, &rf);
-                    qr_free(ids);
-                }
-            }
-            if (cand)
-                roaring_bitmap_free(cand);
-        }
-    } else {
-        for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
-            uint32_t nd = seg_n_docs(snap->segs[si]);
-            for (uint32_t l = 0; l < nd && rc == QR_OK; l++)
-                rc = visit(cx, sc, snap, si, l, &out, &rf);
-        }
+        R->gdocs = qr_arena_alloc(cx->arena, (ds->n + 1) * sizeof *R->gdocs);
+        if (!R->gdocs)
+            return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+        memcpy(R->gdocs, ds->docs, ds->n * sizeof *R->gdocs);
+        if (!ds->sorted)
+            qsort(R->gdocs, ds->n, sizeof *R->gdocs, cmp_i64);
+        R->n_gdocs = ds->n;
+        if (ds->n == 0)
+            R->ended = true;
+    } else if (sc->path == SQL_PATH_BTREE) {
+        if (!(R->bt_filter = colpred_filter(cx, R->cp, R->n_cp)))
+            rc = cx->err->code;
+    } else if (sc->ordered && sc->path != SQL_PATH_PK) {
+        rc = run_ordered_setup(cx, sc);
     }
-    sc->from_drive = false;
-    ds_cursor_free(rf.dc);
+    sc->ms += (double)(qr_now_ns() - t0) / 1e6;
+    return rc;
+}
+
+int sql_scan_next(SqlCtx *cx, SqlTableScan *sc, SqlBatch **out)
+{
+    SqlScanRun *R = sc->run;
+    SqlBatch *b = R->b;
+    Snapshot *snap = R->snap;
+    uint64_t t0 = qr_now_ns();
+    int W = b->width, rc = QR_OK;
+    *out = NULL;
+    qr_arena_reset(R->scratch);
+    for (;;) {
+        if (R->pos >= R->n_ids && R->r_next >= R->r_end) {
+            bool more;
+            if ((rc = run_next(cx, sc, &more)) || !more)
+                break;
+        }
+        int si = R->si, k = 0;
+        while (k < SQL_BATCH_ROWS && (R->pos < R->n_ids || R->r_next < R->r_end)) {
+            uint32_t local = R->ids ? R->ids[R->pos++] : R->r_next++;
+            if (!snapshot_deleted(snap, si, local))
+                R->docs[k++] = local;
+        }
+        if (k == 0)
+            continue;
+        sc->candidates += (uint64_t)k;
+        b->n = b->n_phys = k;
+        b->sel = NULL;
+        b->src = &R->src;
+        b->seg = si;
+        b->base = (int64_t)snap->base[si];
+        b->docs = R->docs;
+        b->scores = NULL;
+        memset(b->filled, 0, (size_t)W);
+        for (size_t i = 0; i < (size_t)k * (size_t)W; i++)
+            b->rows[i] = sqlv_null();
+        if ((rc = sql_batch_need(cx, b, R->cond_cols, R->n_cond_cols)) || (rc = sql_check_now(cx)))
+            break;
+        /* the conditions (the driving text predicate holds for its own set) */
+        QrArena *saved = cx->arena;
+        cx->arena = R->scratch;
+        int n = 0;
+        for (int i = 0; i < k && rc == QR_OK; i++) {
+            SqlEvalRow er = {.row = b->rows + (size_t)i * (size_t)W, .doc = b->base + R->docs[i]};
+            bool pass = true;
+            for (int c = 0; rc == QR_OK && pass && c < sc->n_conj; c++)
+                if (!(sc->from_drive && sc->conj[c]->kind == SE_MATCH &&
+                      sc->conj[c]->text == sc->texts[sc->drive]))
+                    rc = sql_expr_test(cx, sc->conj[c], &er, &pass);
+            if (pass)
+                R->sel[n++] = (uint16_t)i;
+        }
+        cx->arena = saved;
+        if (rc)
+            break;
+        if (n == 0)
+            continue;
+        b->n = n;
+        b->sel = n == k ? NULL : R->sel;
+        if (sc->keep_docs)
+            for (int i = 0; i < n && sc->n_kept < 1000; i++) {
+                if (!sc->kept_docs &&
+                    !(sc->kept_docs = qr_arena_alloc(cx->arena, 1000 * sizeof *sc->kept_docs)))
+                    return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+                sc->kept_docs[sc->n_kept++] = b->base + b->docs[sql_batch_at(b, i)];
+            }
+        sc->rows_out += (uint64_t)n;
+        *out = b;
+        break;
+    }
+    sc->ms += (double)(qr_now_ns() - t0) / 1e6;
+    return rc;
+}
+
+int sql_scan_colagg(SqlCtx *cx, SqlTableScan *sc, bool *used)
+{
+    SqlScanRun *R = sc->run;
+    int rc = QR_OK;
+    uint64_t t0 = qr_now_ns();
+    *used = sc->colagg_used = colagg_ok(sc, R->snap, R->n_cp);
+    for (int si = 0; *used && si < R->snap->n_segs && rc == QR_OK; si++)
+        rc = colagg_segment(cx, sc, R->snap, si, R->cp, R->n_cp);
+    if (*used) {
+        R->ended = true;
+        sc->rows_out = sc->colagg_rows;
+    }
+    sc->ms += (double)(qr_now_ns() - t0) / 1e6;
+    return rc;
+}
+
+void sql_scan_close(SqlCtx *cx, SqlTableScan *sc)
+{
+    SqlScanRun *R = sc->run;
+    if (!R)
+        return;
+    run_reset_cursor(R);
+    if (R->snap) {
+        snapshot_release(R->snap);
+        R->snap = NULL;
+    }
+    ds_cursor_free(R->rf.dc);
+    R->rf.dc = NULL;
+    R->rf.dc_seg = -1;
     text_cands_free(sc);
-    snapshot_release(snap);
-    sc->ms = (double)(qr_now_ns() - t0) / 1e6;
+    qr_arena_free(R->scratch);
+    R->scratch = NULL;
+    sc->from_drive = false;
+}
+
+void sql_scan_note(SqlCtx *cx, const SqlTableScan *sc)
+{
+    if (sc->from_stats)
+        plan_note(cx, sc, "stats");
+    else if (sc->run && sc->run->planned)
+        plan_note(cx, sc, sql_path_name(sc->path));
+}
+
+/* Every row of a scan with every used column (for UPDATE / DELETE). */
+int sql_scan_table(SqlCtx *cx, SqlTableScan *sc, SqlValue **rows, uint64_t *n_rows)
+{
+    *rows = NULL;
+    *n_rows = 0;
+    SqlRowSink out = {.width = sc->scope->n};
+    int rc = sql_scan_open(cx, sc);
+    while (rc == QR_OK) {
+        SqlBatch *b;
+        if ((rc = sql_scan_next(cx, sc, &b)) || !b)
+            break;
+        if ((rc = sql_sink_batch(cx, &out, b)))
+            break;
+    }
+    sql_scan_close(cx, sc);
     if (rc)
         return rc;
-    sc->rows_out = out.n;
-    plan_note(cx, sc, sql_path_name(sc->path));
-    *rows = sc->consume ? NULL : out.rows;
-    *n_rows = sc->consume ? 0 : out.n;
+    sql_scan_note(cx, sc);
+    *rows = out.rows;
+    *n_rows = out.n;
     return QR_OK;
 }
+
 
 /* ---- for the utility side: rows of a table matching a WHERE ---- */
 
@@ -2134,7 +2461,7 @@ int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where
                 sc.drive = i;
     SqlValue *rows;
     uint64_t n;
-    if ((rc = sql_scan_table(cx, &sc, true, &rows, &n)))
+    if ((rc = sql_scan_table(cx, &sc, &rows, &n)))
         return rc;
     out->scope = scope;
     out->n = n;

@@ -487,8 +487,11 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
     cx.param_types = st->param_types;
     cx.n_params = mx;
     int rc = QR_OK;
-    if (!strcmp(st->node_tag, "SelectStmt"))
-        rc = sql_query_describe(&cx, st->stmt, &st->cols, &st->n_cols);
+    if (!strcmp(st->node_tag, "SelectStmt")) {
+        /* bound once: executions plan and run it while no DDL intervened */
+        st->bound_gen = s ? qr_db_ddl_generation(s->db) : 0;
+        rc = sql_query_bind(&cx, st->stmt, &st->query, &st->cols, &st->n_cols);
+    }
     else if (!strcmp(st->node_tag, "ExplainStmt")) {
         st->cols = qr_arena_calloc(a, sizeof *st->cols);
         if (!st->cols)
@@ -655,6 +658,27 @@ static size_t session_mem_cap(const QrSqlSession *s)
     return c >= (1u << 20) ? (size_t)c : SQL_DEFAULT_MEM_CAP;
 }
 
+/* The statement's bound query, bound again (into its own arena) when the
+ * database's tables changed since. */
+static int stmt_bound(SqlCtx *cx, QrSqlStmt *st)
+{
+    uint64_t gen = qr_db_ddl_generation(cx->sess->db);
+    if (st->query && st->bound_gen == gen)
+        return QR_OK;
+    QrArena *run = cx->arena;
+    QrSqlColumn *cols;
+    int n_cols;
+    cx->arena = st->arena;
+    int rc = sql_query_bind(cx, st->stmt, &st->query, &cols, &n_cols);
+    cx->arena = run;
+    if (rc) {
+        st->query = NULL;
+        return rc;
+    }
+    st->bound_gen = gen;
+    return QR_OK;
+}
+
 int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, QrSqlResult **out,
                    QrError *err)
 {
@@ -717,7 +741,9 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
     if (!st->node_tag) {
         res->kind = QR_SQL_RES_EMPTY;
     } else if (!strcmp(st->node_tag, "SelectStmt")) {
-        rc = sql_query_run(&cx, st->stmt, res);
+        rc = stmt_bound(&cx, st);
+        if (rc == QR_OK)
+            rc = sql_query_run_bound(&cx, st->query, res);
         if (rc == QR_OK) {
             res->kind = QR_SQL_RES_ROWS;
             snprintf(res->tag, sizeof res->tag, "SELECT %" PRIu64, res->n_rows);

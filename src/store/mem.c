@@ -81,6 +81,8 @@ struct QrArena {
     size_t cap;       /* 0 = unlimited */
     size_t handed;    /* bytes handed out */
     bool over_cap;
+    QrArena *budget;  /* borrows: the arena whose cap this one shares, NULL */
+    size_t children;  /* bytes its children (qr_arena_new_child) hold now */
 };
 
 #define ARENA_HDR ((sizeof(ArenaBlock) + 15) & ~(size_t)15)
@@ -94,10 +96,26 @@ QrArena *qr_arena_new(size_t cap_bytes)
     return a;
 }
 
+QrArena *qr_arena_new_child(QrArena *parent)
+{
+    QrArena *a = qr_calloc(1, sizeof *a);
+    if (a)
+        a->budget = parent->budget ? parent->budget : parent;
+    return a;
+}
+
+/* A child gives `n` bytes back to its budget. */
+static void arena_uncharge(QrArena *a, size_t n)
+{
+    if (a->budget)
+        a->budget->children -= n < a->budget->children ? n : a->budget->children;
+}
+
 void qr_arena_free(QrArena *a)
 {
     if (!a)
         return;
+    arena_uncharge(a, a->handed);
     ArenaBlock *b = a->head;
     while (b) {
         ArenaBlock *n = b->next;
@@ -121,6 +139,7 @@ void qr_arena_reset(QrArena *a)
     /* keep the newest (largest) block */
     a->head->next = NULL;
     a->head->used = 0;
+    arena_uncharge(a, a->handed);
     a->handed = 0;
     a->over_cap = false;
 }
@@ -130,8 +149,13 @@ void *qr_arena_alloc(QrArena *a, size_t n)
     n = (n + 15) & ~(size_t)15;
     if (n == 0)
         n = 16;
-    if (a->cap && a->handed + n > a->cap) {
+    if (a->cap && a->handed + a->children + n > a->cap) {
         a->over_cap = true;
+        return NULL;
+    }
+    QrArena *root = a->budget;
+    if (root && root->cap && root->handed + root->children + n > root->cap) {
+        a->over_cap = root->over_cap = true;
         return NULL;
     }
     ArenaBlock *b = a->head;
@@ -158,6 +182,8 @@ void *qr_arena_alloc(QrArena *a, size_t n)
     void *p = (char *)b + ARENA_HDR + b->used;
     b->used += n;
     a->handed += n;
+    if (root)
+        root->children += n;
     return p;
 }
 
@@ -200,6 +226,8 @@ void qr_arena_release(QrArena *a, QrArenaMark m)
     }
     if (a->head)
         a->head->used = m.used;
+    if (a->handed > m.handed)
+        arena_uncharge(a, a->handed - m.handed);
     a->handed = m.handed;
 }
 

@@ -38,6 +38,11 @@ typedef struct QrArena QrArena;
 
 /* New arena; cap_bytes = 0 means no cap.  NULL on OOM. */
 QrArena *qr_arena_new(size_t cap_bytes);
+/* An arena whose allocations also count against `parent`'s cap (or its
+ * parent's, for a child of a child): per-batch scratch that is reset on
+ * its own while the statement's budget stays one.  Free it before its
+ * parent.  NULL on OOM. */
+QrArena *qr_arena_new_child(QrArena *parent);
 /* Release every block.  NULL is a no-op. */
 void qr_arena_free(QrArena *a);
 /* Forget all allocations but keep the first block for reuse. */

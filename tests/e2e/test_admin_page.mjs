@@ -201,7 +201,7 @@ try {
   const nodes = await page.$$eval('#sql-plan .pnode', ns => ns.map(n => ({ t: n.querySelector('.pt').textContent,
     est: n.querySelector('.est-rows') && n.querySelector('.est-rows').textContent, act: n.querySelector('.act-rows') && n.querySelector('.act-rows').textContent,
     depth: (function d(e) { let k = 0; while ((e = e.parentElement.closest('ul'))) k++; return k; })(n) })));
-  const scan = nodes.find(n => /^Scan on packages/.test(n.t));
+  const scan = nodes.find(n => / on packages$/.test(n.t));
   const limit = nodes.find(n => /^Limit/.test(n.t));
   check(nodes.length >= 3 && limit && scan && scan.depth > limit.depth, 'plan tree: Limit above the scan: ' + JSON.stringify(nodes));
   check(scan && scan.est !== null && scan.act !== null, 'scan node shows estimated and actual rows');

@@ -652,32 +652,38 @@ rowActivate($('#recent tbody'), openQuery);
 
 // ---- SQL console ----
 
-// EXPLAIN's text form -> a tree.  Node lines start with "-> " (the first
-// at the left margin); deeper lines without the arrow belong to the node
-// above; "Execution Time:" and "Rows:" close the plan.
+// EXPLAIN's text form (PostgreSQL's) -> a tree.  A node line is the first
+// one, one after "->  ", or a "SubPlan" heading; lines indented past a
+// node's label with "Key: value" are its properties; "Execution Time:",
+// "Planning Time:" and "Rows:" at the margin close the plan.
 function parsePlan(lines) {
   const roots = [], stack = [], summary = [];
   for (const raw of lines) {
-    const m = raw.match(/^( *)(-> )?(.*)$/);
-    const ind = m[1].length, arrow = !!m[2], text = m[3];
-    if (!arrow && ind === 0 && /^(Execution Time|Planning Time|Rows):/.test(text)) { summary.push(text); continue; }
+    const m = raw.match(/^( *)(->  )?(.*)$/);
+    const arrow = !!m[2], text = m[3], col = m[1].length + (arrow ? 4 : 0);
+    if (!arrow && m[1].length === 0 && /^(Execution Time|Planning Time|Rows):/.test(text)) { summary.push(text); continue; }
     const top = stack[stack.length - 1];
-    if (!arrow && top && ind > top.ind) { top.props.push(text.trim()); continue; }
-    const node = { ind, text, props: [], kids: [] };
-    const head = text.split(/  \(/)[0];
-    node.title = head.trim();
-    const est = text.match(/\((?:[^()]*?\s)?rows=([\d.]+)/);
-    const act = text.match(/actual rows=(\d+)/);
-    const ms = text.match(/time=([\d.]+) ms/);
-    const par = text.match(/ {2}\(([^()]*)\)/);
+    const nodeLine = arrow || !top || /\((cost|actual time)=|\(never executed\)|^SubPlan \(/.test(text);
+    if (!nodeLine && top && col > top.col) { top.props.push(text.trim()); continue; }
+    const node = { col, text, props: [], kids: [] };
+    node.title = text.split(/  \(/)[0].trim();
+    const est = text.match(/\(cost=[\d.]+\.\.[\d.]+ rows=(\d+)/);
+    const act = text.match(/\(actual time=[\d.]+\.\.([\d.]+) rows=(\d+) loops=(\d+)\)/);
     node.est = est ? Number(est[1]) : null;
-    node.actual = act ? Number(act[1]) : null;
-    node.ms = ms ? Number(ms[1]) : null;
-    node.info = par && !/^path=|^actual/.test(par[1]) ? par[1] : (text.match(/path=(\w+)/) || [])[1] ? 'path ' + text.match(/path=(\w+)/)[1] : '';
-    while (stack.length && stack[stack.length - 1].ind >= ind) stack.pop();
+    node.actual = act ? Number(act[2]) : null;
+    node.ms = act ? Number(act[1]) : null;
+    node.info = '';
+    while (stack.length && stack[stack.length - 1].col >= col) stack.pop();
     if (stack.length) stack[stack.length - 1].kids.push(node); else roots.push(node);
     stack.push(node);
   }
+  (function info(ns) {
+    for (const n of ns) {
+      const p = n.props.find(x => /^Access Path: /.test(x));
+      if (p) n.info = 'path ' + p.slice(13);
+      info(n.kids);
+    }
+  })(roots);
   return { roots, summary };
 }
 

@@ -1,0 +1,332 @@
+/*
+ * op_hash_agg.c — GROUP BY and aggregates: rows are hashed on their group
+ * keys, each group keeps a representative input row (for the grouped
+ * columns the select list reads) and one state per aggregate; at the end
+ * HAVING filters the groups and each surviving group becomes one row,
+ * [representative row..., aggregate values...].  Without GROUP BY there is
+ * exactly one group, even over no rows.
+ *
+ * When the child is a table scan whose conditions are column predicates
+ * (and the driving text predicate), and the aggregates are count / sum /
+ * avg / min / max of its columns grouped by at most one keyword column, the
+ * scan aggregates column blocks itself (sql_scan_colagg) and hands each
+ * segment's partial state per dictionary code here instead of rows.
+ *
+ * Memory: groups, states and the hash live in the statement's arena (its
+ * cap is the statement's budget: 54000 past it).
+ *
+ * Layer: query/ (SQL execution).  Calls agg.c.
+ */
+#include "query/exec/exec.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+typedef struct Group {
+    SqlValue *rep;            /* a representative input row (in_width), strings owned */
+    SqlValue *keys;           /* n_groups */
+    SqlAggState *st;          /* n_aggs */
+    uint64_t hash;
+} Group;
+
+typedef struct AggOp {
+    SqlOp op;
+    SqlAggSpec spec;
+    SqlColAgg ca;             /* offered to the scan below (colagg_scan) */
+    SqlCtx *cx;               /* while open (the column-block callback needs it) */
+    SqlValue *ca_row;         /* a column-block group's row: NULLs but the key */
+    bool colagg_used;
+    int *cols;                /* input columns the keys, aggregates and HAVING read */
+    int n_cols;
+    int64_t *slots;           /* hash: group index or -1 (arena) */
+    uint64_t cap;
+    Group *gs;                /* arena, doubling */
+    uint64_t n_g, gcap;
+    SqlValue *keyv;           /* scratch: the current row's keys */
+    SqlValue *out;            /* the groups' output rows (arena) */
+    uint64_t n_out, pos;
+    SqlBatch *b;
+} AggOp;
+
+static int grow_slots(AggOp *a, SqlCtx *cx, uint64_t nc)
+{
+    int64_t *ns = qr_arena_alloc(cx->arena, nc * sizeof *ns);
+    if (!ns)
+        return sql_nomem(cx);
+    memset(ns, 0xff, nc * sizeof *ns);
+    for (uint64_t g = 0; g < a->n_g; g++) {
+        uint64_t q = a->gs[g].hash & (nc - 1);
+        while (ns[q] >= 0)
+            q = (q + 1) & (nc - 1);
+        ns[q] = (int64_t)g;
+    }
+    a->slots = ns;
+    a->cap = nc;
+    return QR_OK;
+}
+
+static int new_group(AggOp *a, SqlCtx *cx, const SqlValue *row, uint64_t h, uint64_t p, int64_t *gi)
+{
+    const SqlAggSpec *sp = &a->spec;
+    if (a->n_g == a->gcap) {
+        uint64_t nc = a->gcap ? a->gcap * 2 : 16;
+        Group *ng = qr_arena_alloc(cx->arena, nc * sizeof *ng);
+        if (!ng)
+            return sql_nomem(cx);
+        if (a->n_g)
+            memcpy(ng, a->gs, a->n_g * sizeof *ng);
+        a->gs = ng;
+        a->gcap = nc;
+    }
+    Group *G = &a->gs[a->n_g];
+    G->hash = h;
+    G->rep = qr_arena_alloc(cx->arena, ((size_t)sp->in_width + 1) * sizeof *G->rep);
+    G->keys = qr_arena_alloc(cx->arena, ((size_t)sp->n_groups + 1) * sizeof *G->keys);
+    G->st = qr_arena_calloc(cx->arena, ((size_t)sp->n_aggs + 1) * sizeof *G->st);
+    if (!G->rep || !G->keys || !G->st)
+        return sql_nomem(cx);
+    memcpy(G->rep, row, (size_t)sp->in_width * sizeof *row);
+    for (int c = 0; c < sp->in_width; c++)
+        if (sqlv_own(cx, &G->rep[c]))
+            return cx->err->code;
+    for (int g = 0; g < sp->n_groups; g++) {
+        G->keys[g] = a->keyv[g];
+        if (sqlv_own(cx, &G->keys[g]))
+            return cx->err->code;
+    }
+    if (a->slots)
+        a->slots[p] = (int64_t)a->n_g;
+    *gi = (int64_t)a->n_g++;
+    if (a->n_g * 2 > a->cap)
+        return grow_slots(a, cx, a->cap * 2);
+    return QR_OK;
+}
+
+/* The group of a row (made when new): *gi indexes a->gs. */
+static int find_group(AggOp *a, SqlCtx *cx, const SqlEvalRow *er, int64_t *gi)
+{
+    const SqlAggSpec *sp = &a->spec;
+    if (sp->n_groups == 0) { /* one group */
+        *gi = 0;
+        return a->n_g ? QR_OK : new_group(a, cx, er->row, 0, 0, gi);
+    }
+    uint64_t h = 0;
+    int rc;
+    QrArenaMark keys_mark = qr_arena_mark(cx->arena);
+    for (int g = 0; g < sp->n_groups; g++) {
+        if ((rc = sql_expr_eval(cx, sp->groups[g], er, &a->keyv[g])))
+            return rc;
+        h = h * 31 + sqlv_hash(&a->keyv[g]);
+    }
+    uint64_t p = h & (a->cap - 1);
+    while (a->slots[p] >= 0) {
+        Group *G = &a->gs[a->slots[p]];
+        bool same = G->hash == h;
+        for (int g = 0; g < sp->n_groups && same; g++)
+            same = sqlv_same(&G->keys[g], &a->keyv[g]);
+        if (same) {
+            *gi = a->slots[p];
+            qr_arena_release(cx->arena, keys_mark); /* the group's keys are kept already */
+            return QR_OK;
+        }
+        p = (p + 1) & (a->cap - 1);
+    }
+    return new_group(a, cx, er->row, h, p, gi);
+}
+
+/* SqlColAgg.emit: one group's partial states from one segment. */
+static int colagg_emit(void *arg, const SqlValue *key, const SqlColAggPart *parts)
+{
+    AggOp *a = arg;
+    SqlCtx *cx = a->cx;
+    const SqlAggSpec *sp = &a->spec;
+    if (sp->n_groups) {
+        a->ca_row[sp->colagg_col] = *key;
+        a->ca_row[sp->colagg_col].type = sp->groups[0]->type;
+    }
+    SqlEvalRow er = {.row = a->ca_row, .doc = -1};
+    int64_t gi;
+    int rc = find_group(a, cx, &er, &gi);
+    for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
+        rc = sql_agg_merge_part(cx, sp->aggs[k], &a->gs[gi].st[k], &parts[k], parts[0].rows);
+    return rc;
+}
+
+/* Every group's output row, HAVING applied. */
+static int finish(AggOp *a, SqlCtx *cx)
+{
+    const SqlAggSpec *sp = &a->spec;
+    int W = a->op.width, rc = QR_OK;
+    if (sp->n_groups == 0 && a->n_g == 0) { /* no GROUP BY: one group even over no rows */
+        SqlValue *nullrow = qr_arena_alloc(cx->arena, ((size_t)sp->in_width + 1) * sizeof *nullrow);
+        if (!nullrow)
+            return sql_nomem(cx);
+        for (int c = 0; c < sp->in_width; c++)
+            nullrow[c] = sqlv_null();
+        int64_t gi;
+        if ((rc = new_group(a, cx, nullrow, 0, 0, &gi)))
+            return rc;
+    }
+    a->out = qr_arena_alloc(cx->arena, (a->n_g * (uint64_t)W + 1) * sizeof *a->out);
+    if (!a->out)
+        return sql_nomem(cx);
+    a->n_out = 0;
+    for (uint64_t g = 0; g < a->n_g && rc == QR_OK; g++) {
+        SqlValue *o = a->out + a->n_out * (uint64_t)W;
+        memcpy(o, a->gs[g].rep, (size_t)sp->in_width * sizeof *o);
+        SqlValue *aggv = o + sp->in_width;
+        for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
+            rc = sql_agg_final(cx, sp->aggs[k], &a->gs[g].st[k], &aggv[k]);
+        bool pass = true;
+        SqlEvalRow er = {.row = o, .aggv = aggv, .doc = -1};
+        if (rc == QR_OK && sp->having)
+            rc = sql_expr_test(cx, sp->having, &er, &pass);
+        if ((rc = rc ? rc : sql_check(cx)))
+            break;
+        if (pass)
+            a->n_out++;
+    }
+    return rc;
+}
+
+static int agg_open(SqlOp *op, SqlCtx *cx)
+{
+    AggOp *a = (AggOp *)op;
+    const SqlAggSpec *sp = &a->spec;
+    a->n_g = a->gcap = 0;
+    a->gs = NULL;
+    a->n_out = a->pos = 0;
+    a->colagg_used = false;
+    if (!a->b && !(a->b = qr_arena_calloc(cx->arena, sizeof *a->b)))
+        return sql_nomem(cx);
+    if (!(a->keyv = qr_arena_alloc(cx->arena, ((size_t)sp->n_groups + 1) * sizeof *a->keyv)))
+        return sql_nomem(cx);
+    int rc = grow_slots(a, cx, 64);
+    if (rc || (rc = sql_op_open(op->kids[0], cx)))
+        return rc;
+    if (sp->colagg_scan) {
+        a->cx = cx;
+        if ((rc = sql_scan_colagg(cx, sp->colagg_scan, &a->colagg_used)))
+            return rc;
+    }
+    /* the rows */
+    for (;;) {
+        SqlBatch *b;
+        if ((rc = sql_op_next(op->kids[0], cx, &b)) || !b)
+            break;
+        if ((rc = sql_batch_need(cx, b, a->cols, a->n_cols)))
+            break;
+        for (int i = 0; i < b->n && rc == QR_OK; i++) {
+            int p = sql_batch_at(b, i);
+            SqlEvalRow er = {.row = b->rows + (size_t)p * (size_t)b->width,
+                             .doc = b->src ? b->base + b->docs[p] : -1};
+            int64_t gi;
+            if ((rc = find_group(a, cx, &er, &gi)))
+                break;
+            for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
+                rc = sql_agg_step(cx, sp->aggs[k], &a->gs[gi].st[k], &er);
+        }
+        if (rc == QR_OK)
+            rc = sql_check_now(cx);
+        if (rc)
+            break;
+    }
+    sql_op_close(op->kids[0], cx);
+    return rc ? rc : finish(a, cx);
+}
+
+static int agg_next(SqlOp *op, SqlCtx *cx, SqlBatch **out)
+{
+    AggOp *a = (AggOp *)op;
+    (void)cx;
+    *out = NULL;
+    if (a->pos >= a->n_out)
+        return QR_OK;
+    uint64_t n = a->n_out - a->pos < SQL_BATCH_ROWS ? a->n_out - a->pos : SQL_BATCH_ROWS;
+    SqlBatch *b = a->b;
+    memset(b, 0, sizeof *b);
+    b->width = op->width;
+    b->rows = a->out + a->pos * (uint64_t)op->width;
+    b->n = b->n_phys = (int)n;
+    a->pos += n;
+    *out = b;
+    return QR_OK;
+}
+
+static void agg_close(SqlOp *op, SqlCtx *cx)
+{
+    sql_op_close(op->kids[0], cx);
+}
+
+static void agg_explain(const SqlOp *op, SqlCtx *cx, SqlExplainNode *n)
+{
+    const AggOp *a = (const AggOp *)op;
+    const SqlAggSpec *sp = &a->spec;
+    sql_explain_type(n, sp->n_groups ? "HashAggregate" : "Aggregate", NULL, NULL);
+    if (sp->n_groups) {
+        QrBuf b;
+        qr_buf_init(&b);
+        for (int g = 0; g < sp->n_groups; g++)
+            qr_buf_printf(&b, "%s%s", g ? ", " : "", sql_expr_sql(cx, sp->groups[g], NULL, false));
+        sql_explain_prop(n, cx, "Group Key", "%.*s", (int)b.len, (char *)b.data);
+        qr_buf_free(&b);
+    }
+    if (sp->n_aggs) {
+        QrBuf b;
+        qr_buf_init(&b);
+        for (int k = 0; k < sp->n_aggs; k++)
+            qr_buf_printf(&b, "%s%s", k ? ", " : "", sql_agg_name(sp->aggs[k]));
+        sql_explain_prop(n, cx, "Aggregates", "%.*s", (int)b.len, (char *)b.data);
+        qr_buf_free(&b);
+    }
+    if (sp->having)
+        sql_explain_prop(n, cx, "Filter", "%s", sql_expr_sql(cx, sp->having, NULL, false));
+    if (a->colagg_used)
+        sql_explain_actual(n, cx, "Input", "partial states from column blocks");
+    sql_explain_actual(n, cx, "Groups", "%" PRIu64, a->n_g);
+}
+
+static const SqlOpVt AGG_VT = {"hash_agg", agg_open, agg_next, agg_close, agg_explain};
+
+SqlOp *sql_op_hash_agg(SqlCtx *cx, SqlOp *kid, const SqlAggSpec *spec)
+{
+    AggOp *a = sql_op_new(cx, sizeof *a, &AGG_VT, kid, NULL, spec->in_width + spec->n_aggs);
+    uint8_t *marks = qr_arena_calloc(cx->arena, (size_t)kid->width + 1);
+    if (!a || !marks) {
+        sql_nomem(cx);
+        return NULL;
+    }
+    a->spec = *spec;
+    for (int g = 0; g < spec->n_groups; g++)
+        sql_expr_cols(spec->groups[g], marks);
+    for (int k = 0; k < spec->n_aggs; k++) {
+        sql_expr_cols(spec->aggs[k]->arg, marks);
+        sql_expr_cols(spec->aggs[k]->arg2, marks);
+        sql_expr_cols(spec->aggs[k]->filter, marks);
+    }
+    /* the representative row feeds HAVING and the select list: the columns
+     * they read outside aggregates */
+    for (int c = 0; c < kid->width; c++)
+        marks[c] |= spec->need ? spec->need[c] : 1;
+    if (!(a->cols = sql_cols_list(cx, marks, kid->width, &a->n_cols)))
+        return NULL;
+    if (spec->colagg_scan) {
+        SqlTableScan *sc = spec->colagg_scan;
+        a->ca.group_field = spec->colagg_col >= 0 ? sc->scope->cols[spec->colagg_col].field : -1;
+        a->ca.n = spec->n_aggs;
+        a->ca.field = spec->colagg_field;
+        a->ca.emit = colagg_emit;
+        a->ca.arg = a;
+        if (!(a->ca_row = qr_arena_alloc(cx->arena, ((size_t)spec->in_width + 1) * sizeof *a->ca_row))) {
+            sql_nomem(cx);
+            return NULL;
+        }
+        for (int c = 0; c < spec->in_width; c++)
+            a->ca_row[c] = sqlv_null();
+        sc->colagg = &a->ca;
+    }
+    a->op.est_rows = spec->n_groups ? kid->est_rows * 0.1 + 1 : 1;
+    a->op.startup_cost = kid->total_cost + kid->est_rows * 0.05;
+    a->op.total_cost = a->op.startup_cost + a->op.est_rows * 0.01;
+    return &a->op;
+}

@@ -1,0 +1,132 @@
+/*
+ * plan.h — a SELECT bound once, then planned into an operator tree at each
+ * execution.
+ *
+ * Layer: query/ (SQL).  bind.c reads libpg_query's tree (the only place a
+ * query's JSON is read) into a SqlQuery: names, types, functions,
+ * aggregates, subqueries resolved, nothing evaluated.  The bound query is
+ * kept on the prepared statement (sql_session.c), so EXECUTE only supplies
+ * parameter values, and a correlated subquery is bound once however often
+ * it runs.  planner.c turns a bound query into a tree of exec/ operators
+ * for one execution: it evaluates what depends on parameters (LIMIT, key
+ * values, text queries), chooses each table's access path, orders joins,
+ * applies the rules (top-k by score, counts from postings, aggregates from
+ * column blocks, the ordered walk) and runs the tree.
+ *
+ * Lifetime.  A bound query lives in the arena it was bound in (the
+ * statement's) and holds table handles that stay valid while the database's
+ * DDL generation is unchanged (qr_db_ddl_generation); sql_session.c binds
+ * again when it moved.  Run-time state that the planner writes into a bound
+ * query (a table scan's plan and counters, a CTE's rows, subquery caches) is
+ * reset at the start of every execution; a statement runs in one session,
+ * one execution at a time.
+ */
+#ifndef QR_PLAN_H
+#define QR_PLAN_H
+
+#include "query/exec/exec.h"
+#include "query/sql_int.h"
+
+#define SQL_MAX_ITEMS 64
+
+typedef struct SqlQuery SqlQuery;
+
+/* A WITH query: bound once, its rows materialized per execution. */
+typedef struct SqlCteDef {
+    const char *name;
+    SqlQuery *q;
+    int n_cols;
+    QrSqlColumn *cols;        /* with the WITH's column aliases */
+    /* run time (reset per execution) */
+    bool ready;
+    QrSqlResult rows;
+    struct SqlCteDef *next;   /* the next one visible (binding: innermost first) */
+} SqlCteDef;
+
+typedef enum SqlItemKind {
+    SQL_ITEM_TABLE,           /* a table: scanned */
+    SQL_ITEM_CTE,             /* a WITH query's rows */
+    SQL_ITEM_SUBQUERY,        /* (SELECT ...) AS x */
+    SQL_ITEM_CATALOG,         /* pg_catalog / information_schema relation */
+    SQL_ITEM_FUNCTION,        /* a set-returning function */
+} SqlItemKind;
+
+/* One FROM item: its columns are scope[first, first + n_cols). */
+typedef struct SqlItem {
+    SqlItemKind kind;
+    const char *qual;         /* name or alias */
+    int first, n_cols;
+    QrTable *t;               /* TABLE: borrows (valid for the DDL generation) */
+    SqlCteDef *cte;           /* CTE */
+    SqlQuery *sub;            /* SUBQUERY */
+    const char *schema, *relname; /* CATALOG */
+    SqlExpr *srf;             /* FUNCTION: the SE_SRF call */
+    QrSqlColumn *cols;        /* the item's own columns (n_cols) */
+    const char *label;        /* EXPLAIN node label */
+    /* join */
+    bool left;                /* LEFT JOIN: this item is the nullable side */
+    SqlExpr **on_conj;        /* LEFT JOIN ... ON conjuncts */
+    int n_on;
+    /* run time (planner) */
+    SqlTableScan scan;
+    QrSqlResult rows;         /* non-table items: materialized */
+    SqlExpr **rows_conj;
+    int n_rows_conj;
+} SqlItem;
+
+typedef struct SqlTarget {
+    SqlExpr *e;
+    const char *name;
+    int scope_col;            /* plain column: scope index, else -1 */
+} SqlTarget;
+
+typedef enum SqlQueryKind { SQL_Q_SELECT, SQL_Q_SETOP, SQL_Q_VALUES } SqlQueryKind;
+
+struct SqlQuery {
+    SqlQueryKind kind;
+    SqlCtx *cx;               /* the bind or the execution under way */
+    int n_cols;               /* output columns */
+    QrSqlColumn *cols;
+    SqlCteDef **ctes;         /* this query's WITH list, in order */
+    int n_ctes;
+    /* ORDER BY over output columns, LIMIT / OFFSET (all kinds) */
+    SqlSortKey *keys;
+    int n_sort;
+    SqlExpr *limit, *offset;  /* NULL: none */
+    /* SQL_Q_SELECT */
+    SqlItem items[SQL_MAX_ITEMS];
+    int n_items;
+    SqlScope scope;
+    int cap_cols;
+    SqlBind bind;             /* aggregates and text predicates */
+    SqlExpr **conj;           /* WHERE (and inner ON) conjuncts */
+    int n_conj;
+    SqlTarget *tg;
+    int n_tg;
+    SqlExpr **groups;
+    int n_groups;
+    SqlExpr *having;
+    SqlExpr **extra;          /* ORDER BY expressions not in the select list */
+    int n_extra;
+    bool distinct, grouped, has_srf;
+    SqlSubq *subqs;           /* subqueries bound in this block (caches reset per run) */
+    /* SQL_Q_SETOP */
+    const char *setop;        /* "UNION", "INTERSECT", "EXCEPT" */
+    bool all;
+    SqlQuery *larg, *rarg;
+    /* SQL_Q_VALUES */
+    SqlExpr **cells;          /* n_rows * n_cols */
+    int n_rows;
+};
+
+/* bind.c: bind a SelectStmt (node or body) against the enclosing query's
+ * scope (cx->outer_scope) into cx->arena.  Errors: unknown names (42P01,
+ * 42703), types, unsupported constructs (0A000), with positions. */
+int sql_bind_query(SqlCtx *cx, const cJSON *select, SqlQuery **out);
+
+/* planner.c: plan and run a bound query into out (ROWS: columns and rows in
+ * cx->arena); under EXPLAIN (cx->ex) its tree is printed, and without
+ * ANALYZE nothing runs.  Resets the query's run-time state first. */
+int sql_query_exec(SqlCtx *cx, SqlQuery *q, QrSqlResult *out);
+
+#endif
