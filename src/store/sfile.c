@@ -253,6 +253,9 @@ static int write_all(int fd, const void *data, size_t len, const char *path, QrE
 {
     const uint8_t *p = data;
     while (len) {
+        int fault = qr_io_fault();
+        if (fault)
+            return io_error(err, "write", path, fault);
         ssize_t n = write(fd, p, len);
         if (n < 0) {
             if (errno == EINTR)

@@ -195,6 +195,9 @@ static int wal_io_error(QrError *err, const char *what, const char *path, int e)
 static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 {
     while (n) {
+        int fault = qr_io_fault();
+        if (fault)
+            return fault;
         ssize_t r = pwrite(fd, p, n, (off_t)off);
         if (r < 0 && errno == EINTR)
             continue;
@@ -489,6 +492,12 @@ int wal_commit(WalWriter *w, QrError *err)
         pthread_mutex_unlock(&w->mu);
     }
     return QR_OK;
+}
+
+void wal_discard(WalWriter *w)
+{
+    w->buf.len = 0;
+    w->next_lsn = w->pending_lsn;
 }
 
 int wal_rotate(WalWriter *w, QrError *err)
