@@ -790,15 +790,18 @@ Test(btree, table_create_index)
     QrError e;
     qr_error_clear(&e);
     cr_assert_eq(table_create(tdir, &sc, &o, &t, &e), QR_OK, "%s", e.message);
+    TableBatch *tb;
+    cr_assert_eq(table_batch_begin(t, &tb, &e), QR_OK, "%s", e.message);
     /* three segments of data before any index */
     for (int k = 0; k < 3; k++) {
         char **docs = make_docs(&rng, 700, k * 500, words, &z); /* overlapping keys: deletes */
         for (int i = 0; i < 700; i++) {
-            cr_assert_eq(table_put(t, docs[i], strlen(docs[i]), NULL, &e), QR_OK, "%s", e.message);
+            cr_assert_eq(table_batch_put(tb, docs[i], strlen(docs[i]), NULL, NULL, &e), QR_OK,
+                         "%s", e.message);
             free(docs[i]);
         }
         free(docs);
-        cr_assert_eq(table_commit(t, &e), QR_OK);
+        cr_assert_eq(table_batch_commit(tb, &e), QR_OK);
     }
     cr_assert_eq(count_qbt(tdir), 0);
     int f_n = field_index(&sc, "n"), f_cat = field_index(&sc, "cat"),
@@ -822,14 +825,15 @@ Test(btree, table_create_index)
     /* new data gets trees at commit */
     char **docs = make_docs(&rng, 300, 5000, words, &z);
     for (int i = 0; i < 300; i++) {
-        cr_assert_eq(table_put(t, docs[i], strlen(docs[i]), NULL, &e), QR_OK);
+        cr_assert_eq(table_batch_put(tb, docs[i], strlen(docs[i]), NULL, NULL, &e), QR_OK);
         free(docs[i]);
     }
     free(docs);
-    cr_assert_eq(table_commit(t, &e), QR_OK);
+    cr_assert_eq(table_batch_commit(tb, &e), QR_OK);
     cr_assert_eq(count_qbt(tdir), 12);
     check_table(t, &rng, "after commit");
     cr_assert_eq(table_verify(t, &e), QR_OK, "%s", e.message);
+    table_batch_free(tb);
     table_close(t);
     /* reopen: schema persisted; a missing file is rebuilt, a damaged one too */
     Snapshot *s0;
@@ -966,9 +970,13 @@ Test(btree, front_door)
     EuZipf z;
     eu_zipf_init(&z, 100, 1.05);
     char **docs = make_docs(&rng, 500, 0, words, &z);
+    QrBatch *qb;
+    cr_assert_eq(qr_batch_begin(t, &qb, &e), QR_OK, "%s", e.message);
     for (int i = 0; i < 500; i++)
-        cr_assert_eq(qr_put(t, docs[i], strlen(docs[i]), NULL, &e), QR_OK, "%s", e.message);
-    cr_assert_eq(qr_commit(t, &e), QR_OK);
+        cr_assert_eq(qr_batch_put(qb, docs[i], strlen(docs[i]), NULL, &e), QR_OK, "%s",
+                     e.message);
+    cr_assert_eq(qr_batch_commit(qb, &e), QR_OK);
+    qr_batch_free(qb);
     cr_assert_eq(qr_table_create_index(t, "nope", &e), QR_ENOTFOUND);
     cr_assert_str_eq(qr_error_sqlstate(&e), "42703");
     qr_error_clear(&e);
