@@ -133,6 +133,19 @@ def pg_insert(srv, truth, first, n, src, cycle, answers):
         conn.close()
 
 
+def write_round(srv, truth, next_id, sizes, cycle):
+    """sizes[0] PUTs, an upload of sizes[1] documents, an INSERT of sizes[2]
+    rows, with ids from next_id on; returns the answers and the next id."""
+    answers = {"ok": 0, "err": 0}
+    for _ in range(sizes[0]):
+        put_doc(srv, truth, next_id, "put", cycle, answers)
+        next_id += 1
+    upload(srv, truth, next_id, sizes[1], "up", cycle, answers)
+    next_id += sizes[1]
+    pg_insert(srv, truth, next_id, sizes[2], "pg", cycle, answers)
+    return answers, next_id + sizes[2]
+
+
 def verify(srv, truth, what):
     st, body = srv.call("POST", "/tables/t/search", {"q": "*", "limit": 10000})
     if not check(st == 200, "%s: search answers (%d %s)" % (what, st, str(body)[:200])):
@@ -177,14 +190,7 @@ def main():
                 # the disk fills up, leaving `free` bytes
                 size = fill(filler)
                 os.truncate(filler, max(0, size - free))
-                answers = {"ok": 0, "err": 0}
-                for k in range(3):
-                    put_doc(srv, truth, next_id, "put", cycle, answers)
-                    next_id += 1
-                upload(srv, truth, next_id, 500, "up", cycle, answers)
-                next_id += 500
-                pg_insert(srv, truth, next_id, 300, "pg", cycle, answers)
-                next_id += 300
+                answers, next_id = write_round(srv, truth, next_id, (3, 500, 300), cycle)
                 failed_total += answers["err"]
                 print("cycle %d, %d bytes free: %d writes answered success, %d an error "
                       "(upload: %s of 500 acknowledged)" % (
@@ -193,13 +199,7 @@ def main():
                 verify(srv, truth, "cycle %d, disk full (%d bytes free)" % (cycle, free))
                 # space comes back: the same server takes every kind of write
                 os.unlink(filler)
-                answers = {"ok": 0, "err": 0}
-                put_doc(srv, truth, next_id, "put", cycle, answers)
-                next_id += 1
-                upload(srv, truth, next_id, 300, "up", cycle, answers)
-                next_id += 300
-                pg_insert(srv, truth, next_id, 100, "pg", cycle, answers)
-                next_id += 100
+                answers, next_id = write_round(srv, truth, next_id, (1, 300, 100), cycle)
                 answers.pop("acked", None)
                 check(answers == {"ok": 3, "err": 0},
                       "cycle %d: every write works once space is freed (%s)" % (cycle, answers))
