@@ -352,8 +352,10 @@ static void batch_copy_schema_locked(TableBatch *b)
 static void batch_poison(TableBatch *b, const QrError *cause)
 {
     if (b->poison.code == QR_OK) {
-        qr_error_set(&b->poison, cause && cause->code ? cause->code : QR_EIO, "%s",
-                     cause && cause->message[0] ? cause->message : "batch failed");
+        if (cause && cause->code)
+            qr_error_copy(&b->poison, cause);
+        else
+            qr_error_set(&b->poison, QR_EIO, "batch failed");
         qr_error_detail(&b->poison, "the batch lost documents it was setting aside: nothing "
                                     "of it is written, it can only be discarded");
     }
@@ -1038,8 +1040,8 @@ fail:
     pthread_mutex_unlock(&t->wlock);
 fail_unlocked:
     /* (batch_write_wal says it first when the outcome is unknown) */
-    qr_error_detail(err, "nothing of this commit (%llu changes) was written",
-                    (unsigned long long)b->n_ops);
+    qr_error_detail(err, "nothing of this commit (%llu change%s) was written",
+                    (unsigned long long)b->n_ops, b->n_ops == 1 ? "" : "s");
     for (int i = 0; nd && i < n_nd; i++)
         if (nd[i])
             roaring_bitmap_free(nd[i]);

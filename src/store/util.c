@@ -103,8 +103,10 @@ static int io_error(QrError *err, const char *what, const char *path)
 {
     int e = errno;
     qr_error_set(err, QR_EIO, "could not %s file \"%s\": %s", what, path, strerror(e));
-    if (e == ENOSPC)
+    if (e == ENOSPC || e == EDQUOT) {
         qr_error_hint(err, "free disk space and retry; nothing was acknowledged");
+        qr_error_set_sqlstate(err, "53100"); /* disk_full */
+    }
     return QR_EIO;
 }
 

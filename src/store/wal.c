@@ -187,8 +187,10 @@ static int wal_list(const char *dir, WalFile **files, size_t *n, QrError *err)
 static int wal_io_error(QrError *err, const char *what, const char *path, int e)
 {
     qr_error_set(err, QR_EIO, "could not %s wal file \"%s\": %s", what, path, strerror(e));
-    if (e == ENOSPC || e == EDQUOT || e == EFBIG)
+    if (e == ENOSPC || e == EDQUOT || e == EFBIG) {
         qr_error_hint(err, "free disk space and retry; the failed commit was not acknowledged");
+        qr_error_set_sqlstate(err, "53100"); /* disk_full */
+    }
     return QR_EIO;
 }
 

@@ -127,7 +127,7 @@ def pg_insert(srv, truth, first, n, src, cycle, answers):
     except psycopg2.Error as e:
         truth.fail(ids)
         answers["err"] += 1
-        check(e.pgcode == "58030" and "No space left" in str(e),
+        check(e.pgcode == "53100" and "No space left" in str(e),
               "cycle %d: a failed INSERT says the disk is full (%s %s)" % (cycle, e.pgcode, e))
     finally:
         conn.close()

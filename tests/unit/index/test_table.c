@@ -1562,6 +1562,7 @@ Test(table, disk_full_fails_cleanly_and_writes_resume)
             cr_assert_eq(rcs[k], QR_EIO, "%s: step %d: %s", what, k, es[k]->message);
             cr_assert(strstr(es[k]->message, "No space left on device"), "%s: %s", what,
                       es[k]->message);
+            cr_assert_str_eq(qr_error_sqlstate(es[k]), "53100", "%s: disk_full", what);
             if (k < 2)
                 cr_assert(strstr(es[k]->detail, "nothing of this commit"),
                           "%s: a failed commit says it wrote nothing: %s", what, es[k]->detail);
