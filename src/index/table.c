@@ -14,12 +14,28 @@
  *   <table>/wal/wal-<lsn>.log       write-ahead log (store/wal.h)
  *
  * Invariants (under wlock):
- *   - cur_segs/cur_dels/cur_meta describe the committed state; the published
- *     snapshot is a copy of them (segments referenced, bitmaps copied).
+ *   - segs/dels/meta describe the committed state; the published snapshot
+ *     is a copy of them (segments referenced, bitmaps copied).
  *   - Every change in the WAL at LSN >= checkpoint_lsn that is followed by a
- *     COMMIT record is either in cur_* or will be replayed on open.
+ *     COMMIT record is either in segs/dels or will be replayed on open.
+ *   - The WAL holds whole commits only: a batch's records reach it at its
+ *     commit, all of them followed by the COMMIT record, written by one
+ *     wal_commit (which cuts the file back when it fails).  So no record of
+ *     an uncommitted batch is ever in the WAL while the table runs, and the
+ *     checkpoint LSN is simply the WAL's next LSN.
  *   - A segment file is referenced by the durable MANIFEST only after it was
  *     fsynced; files the manifest does not name are deleted on open.
+ *     Batches write their segment files before they commit; those files are
+ *     named by nothing until the commit, so only open (when no batch
+ *     exists) removes unnamed segment files -- merges remove only stale
+ *     deletes files.
+ *
+ * Batches (TableBatch, table.h): a writer's puts and deletes go to its own
+ * SegBuilder (a copy of the schema, refreshed when a field is added) and to
+ * its record buffer (the WAL records it will append at commit) and key
+ * list.  The deletes a batch makes of committed documents are resolved at
+ * its commit, under wlock, against the committed state of that moment, so
+ * that a merge or another writer's commit in between cannot be missed.
  *
  * Merge policy (tiered): a segment's tier is floor(log_F(live docs)) with F
  * = merge_factor; when a tier holds F or more segments, the F smallest of it
@@ -45,6 +61,7 @@ enum { WAL_PUT = 1, WAL_DELETE = 2, WAL_COMMIT = 3 };
 
 struct Table;
 static void remove_stale_del_files(struct Table *t);
+static int checkpoint_locked(struct Table *t, QrError *err);
 
 typedef struct SegMeta {
     uint64_t id;
@@ -52,14 +69,11 @@ typedef struct SegMeta {
     uint64_t del_gen;  /* generation of the deletes file on disk (0 = none) */
     bool del_dirty;  /* deletes changed since the last checkpoint */
     bool merging;    /* picked by a running merge */
-    bool merge_failed; /* a merge including it failed: left out of later picks */
+    bool merge_failed; /* a merge including it found damage: left out until reopened */
+    bool merge_wait;   /* a merge including it ran out of disk space or memory: left
+                          out until the table's merge_retry_at commit */
     uint64_t pending_old_gen; /* deletes file to remove after the next manifest */
 } SegMeta;
-
-typedef struct PendDel {
-    Segment *seg;          /* borrows (the table holds a reference) */
-    roaring_bitmap_t *bm;  /* owns */
-} PendDel;
 
 struct Table {
     char *dir;                /* owns */
@@ -71,27 +85,15 @@ struct Table {
     Snapshot *snap;           /* owns one reference */
     uint64_t snap_version;
     WalWriter *wal;           /* owns; NULL while replaying */
-    bool replaying;
-    bool broken;              /* a WAL write failed: writes refused until reopen */
+    bool broken;              /* a commit's outcome is unknown: writes refused until reopen */
     QrError broken_err;
+    _Atomic uint64_t fields_gen; /* bumped by table_add_field: batches re-copy the schema */
     /* committed state */
     int n_segs, cap_segs;
     Segment **segs;           /* owns references */
     roaring_bitmap_t **dels;  /* owns; NULL = none */
     SegMeta *meta;
-    /* uncommitted state */
-    SegBuilder *builder;      /* owns */
-    uint64_t b_min_lsn, b_max_lsn;
-    uint64_t first_open_lsn;  /* first WAL record not yet followed by a COMMIT, 0 = none */
-    int n_pending;
-    Segment **pending;        /* owns: spilled builders awaiting commit */
-    roaring_bitmap_t **pending_bdels;
-    uint64_t *pending_ids;
-    int n_pdel;
-    PendDel *pdel;
-    bool dirty;               /* something to commit */
     bool ckpt_due;            /* committed state differs from the durable manifest */
-    uint64_t cur_lsn_min, cur_lsn_max;
     /* durability */
     uint64_t next_seg_id;
     uint64_t manifest_gen;
@@ -104,6 +106,8 @@ struct Table {
     bool stop;
     bool merge_due;
     int merges_running;
+    uint64_t merge_retry_at;  /* commits count at which merge_wait is cleared, 0 = none */
+    uint64_t merge_retry_gap; /* commits between retries; doubles per failure, up to 1024 */
     pthread_cond_t idle_cv;
     /* counters */
     uint64_t merges_done, merges_failed, commits, checkpoints, recovered, torn_cut;
@@ -279,272 +283,488 @@ static int segs_reserve(Table *t, int extra)
     return 0;
 }
 
-static bool is_deleted_now(Table *t, int i, uint32_t d)
-{
-    if (t->dels[i] && roaring_bitmap_contains(t->dels[i], d))
-        return true;
-    for (int k = 0; k < t->n_pdel; k++)
-        if (t->pdel[k].seg == t->segs[i])
-            return roaring_bitmap_contains(t->pdel[k].bm, d);
-    return false;
-}
-
-/* Where the live copy of a key is, outside the builder. */
-typedef struct Older {
-    int pending;       /* index in t->pending, or -1 */
-    Segment *seg;      /* committed segment, or NULL */
-    uint32_t doc;
-} Older;
-
-/* Find the live copy of `key` in spilled or committed segments (no change
- * made).  With `reserve`, make sure recording its delete cannot fail later
- * (the pending-deletes entry exists).  Returns false when there is none. */
-static bool find_older(Table *t, const uint8_t *key, size_t len, Older *o, int *rc, QrError *err)
-{
-    *rc = QR_OK;
-    o->pending = -1;
-    o->seg = NULL;
-    for (int k = t->n_pending - 1; k >= 0; k--) {
-        int64_t d = seg_pk_lookup(t->pending[k], key, len);
-        if (d >= 0 && !roaring_bitmap_contains(t->pending_bdels[k], (uint32_t)d)) {
-            o->pending = k;
-            o->doc = (uint32_t)d;
-            return true;
-        }
-    }
-    for (int i = t->n_segs - 1; i >= 0; i--) {
-        int64_t d = seg_pk_lookup(t->segs[i], key, len);
-        if (d >= 0 && !is_deleted_now(t, i, (uint32_t)d)) {
-            o->seg = t->segs[i];
-            o->doc = (uint32_t)d;
-            for (int k = 0; k < t->n_pdel; k++)
-                if (t->pdel[k].seg == o->seg)
-                    return true;
-            PendDel *np = qr_realloc(t->pdel, ((size_t)t->n_pdel + 1) * sizeof *np);
-            roaring_bitmap_t *bm = np ? roaring_bitmap_create() : NULL;
-            if (np)
-                t->pdel = np;
-            if (!bm) {
-                *rc = qr_error_set(err, QR_ENOMEM, "out of memory recording a delete");
-                return false;
-            }
-            t->pdel[t->n_pdel].seg = o->seg;
-            t->pdel[t->n_pdel].bm = bm;
-            t->n_pdel++;
-            return true;
-        }
-    }
-    return false;
-}
-
-/* Record the delete find_older prepared (cannot fail). */
-static void apply_older(Table *t, const Older *o)
-{
-    if (o->pending >= 0) {
-        roaring_bitmap_add(t->pending_bdels[o->pending], o->doc);
-        return;
-    }
-    for (int k = 0; k < t->n_pdel; k++)
-        if (t->pdel[k].seg == o->seg) {
-            roaring_bitmap_add(t->pdel[k].bm, o->doc);
-            return;
-        }
-}
-
 static int fail_broken(Table *t, QrError *err)
 {
     qr_error_copy(err, &t->broken_err);
     return t->broken_err.code ? t->broken_err.code : QR_EIO;
 }
 
-static int wal_log(Table *t, uint8_t type, const void *p, size_t n, QrError *err)
+/* Refuse writes from now on: a commit's outcome is unknown (its records
+ * may or may not be durable) or its durable changes could not be applied.
+ * Reopening recovers from the WAL.  Under wlock. */
+static void set_broken(Table *t, const QrError *cause)
 {
-    if (t->replaying || !t->wal)
-        return QR_OK;
-    uint64_t lsn;
-    QrError e;
-    qr_error_clear(&e);
-    int rc = wal_append(t->wal, type, p, n, &lsn, &e);
-    if (rc != QR_OK) {
-        t->broken = true;
-        qr_error_copy(&t->broken_err, &e);
-        qr_error_copy(err, &e);
-        return rc;
+    if (t->broken)
+        return;
+    t->broken = true;
+    qr_error_clear(&t->broken_err);
+    qr_error_set(&t->broken_err, cause->code ? cause->code : QR_EIO, "%s", cause->message);
+    qr_error_detail(&t->broken_err, "table \"%s\" refuses writes since a commit failed with an "
+                                    "unknown outcome", t->dir);
+    qr_error_hint(&t->broken_err, "restart the server: reopening the table recovers every "
+                                  "commit from the write-ahead log");
+}
+
+/* ---- batches ---- */
+
+/* A segment file written by a batch: spilled while it filled, or its last
+ * builder at commit.  Named by no manifest until the commit. */
+typedef struct BatchSeg {
+    Segment *seg;           /* owns a reference */
+    roaring_bitmap_t *bdel; /* owns: its docs deleted inside the batch (maybe empty) */
+    uint64_t id;
+} BatchSeg;
+
+/* Encoding of TableBatch.recs: per put or delete the WAL record the commit
+ * appends, [u8 type][u32 payload length][payload]; of TableBatch.keys: per
+ * distinct key the batch put or deleted, [u16 length][primary key bytes]. */
+#define BATCH_REC_HDR 5
+#define BATCH_KEY_HDR 2
+
+/* Invariants: the batch's live documents are the live docs of segs[] and of
+ * the builder; a key has at most one live copy among them.  recs lists
+ * every put and delete in order (n_ops; it stays empty in a replay batch),
+ * keys every key they touched once (n_keys), and kslot indexes keys.  For
+ * a key in keys the batch alone knows whether it is live; for any other
+ * key the committed state does.  Nothing here is reachable by readers or
+ * in the WAL. */
+struct TableBatch {
+    Table *t;                 /* borrows */
+    QrSchema *schema;         /* owns: copy of the table's schema; builders borrow it */
+    uint64_t fields_gen;      /* t->fields_gen when copied */
+    SegBuilder *builder;      /* owns; NULL until the first put after a write-out */
+    BatchSeg *segs;           /* owns: spilled segment files, oldest first */
+    int n_segs, cap_segs;
+    QrBuf recs;               /* owns */
+    QrBuf keys;               /* owns */
+    size_t *kslot;            /* owns: open addressing, offset + 1 of a key in keys, 0 = empty */
+    size_t n_kslot;           /* 0 or a power of two > 2 * n_keys */
+    uint64_t n_ops, n_keys;
+    bool replay;              /* recovery's batch: its records are in the WAL already */
+    uint64_t lsn_lo, lsn_hi;  /* replay: lsns of its first and last record */
+    QrError poison;           /* set: the batch lost documents and can only fail */
+};
+
+/* Copy the table's schema into the batch.  Under wlock, builder-less. */
+static void batch_copy_schema_locked(TableBatch *b)
+{
+    *b->schema = b->t->schema;
+    b->fields_gen = atomic_load(&b->t->fields_gen);
+}
+
+static void batch_poison(TableBatch *b, const QrError *cause)
+{
+    if (b->poison.code == QR_OK) {
+        if (cause && cause->code)
+            qr_error_copy(&b->poison, cause);
+        else
+            qr_error_set(&b->poison, QR_EIO, "batch failed");
+        qr_error_detail(&b->poison, "the batch lost documents it was setting aside: nothing "
+                                    "of it is written, it can only be discarded");
     }
-    if (!t->b_min_lsn)
-        t->b_min_lsn = lsn;
-    t->b_max_lsn = lsn;
-    if (!t->first_open_lsn)
-        t->first_open_lsn = lsn;
+}
+
+/* Drop a batch segment; with `remove` its files go too (it was never
+ * committed). */
+static void batch_seg_drop(BatchSeg *bs, bool remove)
+{
+    if (bs->seg) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", seg_path(bs->seg));
+        seg_unref(bs->seg);
+        if (remove) {
+            unlink(path);
+            seg_remove_btree_files(path);
+        }
+    }
+    if (bs->bdel)
+        roaring_bitmap_free(bs->bdel);
+    bs->seg = NULL;
+    bs->bdel = NULL;
+}
+
+/* Empty the batch for reuse.  remove_files: its segment files were not
+ * committed (after a commit the table owns them and their slots are empty). */
+static void batch_reset(TableBatch *b, bool remove_files)
+{
+    segb_free(b->builder);
+    b->builder = NULL;
+    for (int k = 0; k < b->n_segs; k++)
+        batch_seg_drop(&b->segs[k], remove_files);
+    b->n_segs = 0;
+    /* keep small buffers for the next round, give big ones back */
+    if (b->recs.cap > (1u << 20))
+        qr_buf_free(&b->recs);
+    if (b->keys.cap > (1u << 20))
+        qr_buf_free(&b->keys);
+    b->recs.len = 0;
+    b->keys.len = 0;
+    b->recs.oom = b->keys.oom = false;
+    if (b->n_kslot > 4096) {
+        qr_free(b->kslot);
+        b->kslot = NULL;
+        b->n_kslot = 0;
+    } else if (b->kslot) {
+        memset(b->kslot, 0, b->n_kslot * sizeof *b->kslot);
+    }
+    b->n_ops = b->n_keys = 0;
+    b->lsn_lo = b->lsn_hi = 0;
+    qr_error_clear(&b->poison);
+}
+
+int table_batch_begin(Table *t, TableBatch **out, QrError *err)
+{
+    *out = NULL;
+    TableBatch *b = qr_calloc(1, sizeof *b);
+    QrSchema *sc = b ? qr_malloc(sizeof *sc) : NULL;
+    if (!sc) {
+        qr_free(b);
+        return qr_error_set(err, QR_ENOMEM, "out of memory starting a write batch");
+    }
+    b->t = t;
+    b->schema = sc;
+    qr_buf_init(&b->recs);
+    qr_buf_init(&b->keys);
+    qr_error_clear(&b->poison);
+    pthread_mutex_lock(&t->wlock);
+    batch_copy_schema_locked(b);
+    pthread_mutex_unlock(&t->wlock);
+    *out = b;
     return QR_OK;
 }
 
-/* Spill the builder to a pending segment file. Under wlock. */
-static int spill_builder(Table *t, QrError *err)
+void table_batch_free(TableBatch *b)
 {
-    if (!t->builder || segb_n_docs(t->builder) == 0)
+    if (!b)
+        return;
+    batch_reset(b, true);
+    qr_buf_free(&b->recs);
+    qr_buf_free(&b->keys);
+    qr_free(b->kslot);
+    qr_free(b->segs);
+    qr_free(b->schema);
+    qr_free(b);
+}
+
+uint64_t table_batch_ops(const TableBatch *b) { return b->n_ops; }
+
+static int batch_ensure_builder(TableBatch *b, QrError *err)
+{
+    if (b->builder)
         return QR_OK;
+    if (b->n_ops == 0 && atomic_load(&b->t->fields_gen) != b->fields_gen) {
+        /* a fresh batch picks up fields added since its last commit */
+        pthread_mutex_lock(&b->t->wlock);
+        batch_copy_schema_locked(b);
+        pthread_mutex_unlock(&b->t->wlock);
+    }
+    return segb_new(b->schema, &b->builder, err);
+}
+
+/* Write the batch's builder out as a segment file of its own and add it to
+ * segs[].  `locked`: the caller holds wlock (a commit: the table's schema
+ * decides the B-trees); otherwise the id is reserved under it and the rest
+ * runs outside it.  On failure the builder's documents are gone (the
+ * caller poisons the batch or fails the commit). */
+static int batch_write_builder(TableBatch *b, bool locked, QrError *err)
+{
+    Table *t = b->t;
+    if (!b->builder)
+        return QR_OK;
+    if (segb_n_docs(b->builder) == 0) {
+        segb_free(b->builder);
+        b->builder = NULL;
+        return QR_OK;
+    }
+    if (b->n_segs == b->cap_segs) {
+        int nc = b->cap_segs ? b->cap_segs * 2 : 4;
+        BatchSeg *ns = qr_realloc(b->segs, (size_t)nc * sizeof *ns);
+        if (!ns)
+            return qr_error_set(err, QR_ENOMEM, "out of memory writing a batch segment");
+        b->segs = ns;
+        b->cap_segs = nc;
+    }
+    if (!locked)
+        pthread_mutex_lock(&t->wlock);
     uint64_t id = t->next_seg_id++;
+    if (!locked)
+        pthread_mutex_unlock(&t->wlock);
     char path[4096];
     seg_file_name(path, sizeof path, t->dir, id);
-    segb_set_lsn_range(t->builder, t->b_min_lsn, t->b_max_lsn);
     roaring_bitmap_t *bdel = NULL;
-    int rc = segb_finish(t->builder, path, false, &bdel, err);
-    segb_free(t->builder);
-    t->builder = NULL;
-    t->b_min_lsn = t->b_max_lsn = 0;
+    int rc = segb_finish(b->builder, path, false, &bdel, err);
+    segb_free(b->builder);
+    b->builder = NULL;
+    Segment *seg = NULL;
+    if (rc == QR_OK)
+        rc = seg_open(path, id, &seg, err);
+    if (rc == QR_OK)
+        rc = seg_sync_btrees(seg, locked ? &t->schema : b->schema, true, false, err);
     if (rc != QR_OK) {
-        unlink(path);
-        return rc;
-    }
-    Segment *seg;
-    if ((rc = seg_open(path, id, &seg, err)) != QR_OK) {
-        roaring_bitmap_free(bdel);
-        unlink(path);
-        return rc;
-    }
-    if ((rc = seg_sync_btrees(seg, &t->schema, true, false, err)) != QR_OK) {
         seg_unref(seg);
-        roaring_bitmap_free(bdel);
+        if (bdel)
+            roaring_bitmap_free(bdel);
         unlink(path);
         seg_remove_btree_files(path);
         return rc;
     }
-    int n = t->n_pending + 1;
-    Segment **p = qr_realloc(t->pending, (size_t)n * sizeof *p);
-    if (p)
-        t->pending = p;
-    roaring_bitmap_t **b = qr_realloc(t->pending_bdels, (size_t)n * sizeof *b);
-    if (b)
-        t->pending_bdels = b;
-    uint64_t *ids = qr_realloc(t->pending_ids, (size_t)n * sizeof *ids);
-    if (ids)
-        t->pending_ids = ids;
-    if (!p || !b || !ids) {
-        seg_unref(seg);
-        roaring_bitmap_free(bdel);
-        unlink(path);
-        seg_remove_btree_files(path);
-        return qr_error_set(err, QR_ENOMEM, "out of memory");
-    }
-    t->pending[t->n_pending] = seg;
-    t->pending_bdels[t->n_pending] = bdel;
-    t->pending_ids[t->n_pending] = id;
-    t->n_pending = n;
+    b->segs[b->n_segs++] = (BatchSeg){.seg = seg, .bdel = bdel, .id = id};
     return QR_OK;
 }
 
-static int ensure_builder(Table *t, QrError *err)
+/* The live copy of `key` among the batch's spilled segments: its index in
+ * segs[] (and *doc), or -1. */
+static int batch_find_spilled(const TableBatch *b, const uint8_t *key, size_t len, uint32_t *doc)
 {
-    if (t->builder)
-        return QR_OK;
-    return segb_new(&t->schema, &t->builder, err);
+    for (int k = b->n_segs - 1; k >= 0; k--) {
+        int64_t d = seg_pk_lookup(b->segs[k].seg, key, len);
+        if (d >= 0 && !roaring_bitmap_contains(b->segs[k].bdel, (uint32_t)d)) {
+            *doc = (uint32_t)d;
+            return k;
+        }
+    }
+    return -1;
 }
 
-int table_put_parsed(Table *t, const char *json, size_t len, const cJSON *root, bool *replaced,
+/* Does the published snapshot hold a live document with the key? */
+static bool committed_has(Table *t, const uint8_t *key, size_t len)
+{
+    Snapshot *s = table_snapshot(t);
+    int seg;
+    uint32_t local;
+    bool f = snapshot_find_key(s, key, len, &seg, &local);
+    snapshot_release(s);
+    return f;
+}
+
+static uint64_t key_hash(const uint8_t *key, size_t len)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ key[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The slot of `key` in kslot: its entry, or the empty slot where it goes
+ * (n_kslot > 0). */
+static size_t *batch_key_slot(const TableBatch *b, const uint8_t *key, size_t len)
+{
+    size_t mask = b->n_kslot - 1;
+    for (size_t i = (size_t)key_hash(key, len) & mask;; i = (i + 1) & mask) {
+        size_t *sl = &b->kslot[i];
+        if (!*sl)
+            return sl;
+        const uint8_t *e = b->keys.data + *sl - 1;
+        if (qr_get_u16le(e) == len && !memcmp(e + BATCH_KEY_HDR, key, len))
+            return sl;
+    }
+}
+
+/* Did an earlier put or delete of the batch touch the key? */
+static bool batch_key_known(const TableBatch *b, const uint8_t *key, size_t len)
+{
+    return b->n_kslot && *batch_key_slot(b, key, len) != 0;
+}
+
+/* Room for one more record of `n` payload bytes and, when `new_key`, one
+ * more key of `klen` bytes, so that recording them cannot fail once the
+ * builder was changed. */
+static bool batch_reserve(TableBatch *b, size_t n, size_t klen, bool new_key)
+{
+    if (!b->replay && !qr_buf_try_reserve(&b->recs, BATCH_REC_HDR + n))
+        return false;
+    if (!new_key)
+        return true;
+    if (!qr_buf_try_reserve(&b->keys, BATCH_KEY_HDR + klen))
+        return false;
+    if (2 * (b->n_keys + 1) < b->n_kslot)
+        return true;
+    size_t ns = b->n_kslot ? b->n_kslot * 2 : 64;
+    size_t *sl = qr_calloc(ns, sizeof *sl);
+    if (!sl)
+        return false;
+    size_t *old = b->kslot, n_old = b->n_kslot;
+    b->kslot = sl;
+    b->n_kslot = ns;
+    for (size_t i = 0; i < n_old; i++)
+        if (old[i]) {
+            const uint8_t *e = b->keys.data + old[i] - 1;
+            *batch_key_slot(b, e + BATCH_KEY_HDR, qr_get_u16le(e)) = old[i];
+        }
+    qr_free(old);
+    return true;
+}
+
+/* Record a put or delete (room reserved by batch_reserve). */
+static void batch_record(TableBatch *b, uint8_t type, const void *p, size_t n,
+                         const uint8_t *key, size_t klen, bool new_key)
+{
+    if (!b->replay) {
+        uint8_t h[BATCH_REC_HDR];
+        h[0] = type;
+        qr_put_u32le(h + 1, (uint32_t)n);
+        qr_buf_append(&b->recs, h, sizeof h);
+        qr_buf_append(&b->recs, p, n);
+    }
+    b->n_ops++;
+    if (!new_key)
+        return;
+    *batch_key_slot(b, key, klen) = b->keys.len + 1;
+    uint8_t kh[BATCH_KEY_HDR] = {(uint8_t)(klen & 0xff), (uint8_t)(klen >> 8)};
+    qr_buf_append(&b->keys, kh, sizeof kh);
+    qr_buf_append(&b->keys, key, klen);
+    b->n_keys++;
+}
+
+/* Add a document to the batch's builder, mark its older copy in a spilled
+ * segment, record it when `record` (not when a rebuild replays the
+ * records), and spill the builder when it is large.  *in_batch: the key had
+ * a live copy in the batch; *known: the batch had touched the key before. */
+static int batch_add(TableBatch *b, const char *json, size_t len, const cJSON *root,
+                     const uint8_t *key, size_t klen, bool record, bool *in_batch, bool *known,
                      QrError *err)
+{
+    *in_batch = false;
+    *known = batch_key_known(b, key, klen);
+    if (record && !batch_reserve(b, len, klen, !*known))
+        return qr_error_set(err, QR_ENOMEM, "out of memory buffering a document of %zu bytes",
+                            len);
+    int rc = batch_ensure_builder(b, err);
+    if (rc != QR_OK)
+        return rc;
+    uint32_t sdoc = 0;
+    int sk = batch_find_spilled(b, key, klen, &sdoc);
+    uint32_t before = segb_n_live(b->builder), doc;
+    if ((rc = segb_add(b->builder, json, len, root, &doc, err)) != QR_OK) {
+        if (segb_poisoned(b->builder))
+            batch_poison(b, err);
+        return rc;
+    }
+    bool in_builder = segb_n_live(b->builder) == before; /* the new doc replaced one */
+    if (sk >= 0 && !in_builder)
+        roaring_bitmap_add(b->segs[sk].bdel, sdoc);
+    if (record)
+        batch_record(b, WAL_PUT, json, len, key, klen, !*known);
+    *in_batch = in_builder || sk >= 0;
+    if (segb_mem_bytes(b->builder) > b->t->opts.builder_bytes &&
+        (rc = batch_write_builder(b, false, err)) != QR_OK)
+        batch_poison(b, err); /* the builder's documents went with it */
+    return rc;
+}
+
+/* Delete the batch's own live copy of a key (cannot fail). */
+static bool batch_del(TableBatch *b, const uint8_t *key, size_t klen)
+{
+    bool f = b->builder && segb_delete_key(b->builder, key, klen);
+    uint32_t sdoc = 0;
+    int sk = batch_find_spilled(b, key, klen, &sdoc);
+    if (sk >= 0)
+        roaring_bitmap_add(b->segs[sk].bdel, sdoc);
+    return f || sk >= 0;
+}
+
+int table_batch_put(TableBatch *b, const char *json, size_t len, const cJSON *root,
+                    bool *replaced, QrError *err)
 {
     if (replaced)
         *replaced = false;
-    if (!cJSON_IsObject(root))
-        return qr_error_set(err, QR_ETYPE, "document is not a JSON object");
-    const cJSON *pkv = cJSON_GetObjectItemCaseSensitive(root, t->schema.primary_key);
-    if (!pkv || cJSON_IsNull(pkv)) {
-        qr_error_set(err, QR_ECONSTRAINT, "document has no primary key \"%s\"",
-                     t->schema.primary_key);
-        qr_error_hint(err, "every document needs a \"%s\" field (a string or an integer)",
-                      t->schema.primary_key);
-        return QR_ECONSTRAINT;
+    if (b->poison.code) {
+        qr_error_copy(err, &b->poison);
+        return b->poison.code;
     }
-    uint8_t key[PK_KEY_MAX];
-    size_t klen = pk_encode(pkv, key, err);
-    if (!klen)
-        return err ? err->code : QR_ECONSTRAINT;
-    pthread_mutex_lock(&t->wlock);
-    int rc;
-    if (t->broken) {
-        rc = fail_broken(t, err);
-        goto out;
-    }
-    if ((rc = ensure_builder(t, err)) != QR_OK)
-        goto out;
-    /* find (and prepare the delete of) an older copy before touching the
-     * builder, so a failure anywhere leaves the table as it was */
-    Older older;
-    bool found = find_older(t, key, klen, &older, &rc, err);
-    if (rc != QR_OK)
-        goto out;
-    /* a key re-added inside the builder: segb_add marks the old copy */
-    uint32_t before = segb_n_live(t->builder);
-    uint32_t doc;
-    if ((rc = segb_add(t->builder, json, len, root, &doc, err)) != QR_OK) {
-        if (segb_poisoned(t->builder)) {
-            /* the uncommitted batch cannot be trusted: refuse writes until
-             * reopened (recovery replays only committed batches) */
-            t->broken = true;
-            qr_error_copy(&t->broken_err, err);
-        }
-        goto out;
-    }
-    bool in_builder = segb_n_live(t->builder) == before; /* the new doc replaced one */
-    if (found && !in_builder)
-        apply_older(t, &older);
-    if ((rc = wal_log(t, WAL_PUT, json, len, err)) != QR_OK)
-        goto out;
-    if (replaced)
-        *replaced = in_builder || found;
-    t->dirty = true;
-    if (segb_mem_bytes(t->builder) > t->opts.builder_bytes &&
-        (rc = spill_builder(t, err)) != QR_OK) {
-        /* the batch's documents are only in the WAL now: refuse writes until
-         * reopened, so recovery decides (it replays committed batches) */
-        t->broken = true;
-        qr_error_copy(&t->broken_err, err);
-    }
-out:
-    pthread_mutex_unlock(&t->wlock);
-    return rc;
-}
-
-int table_put(Table *t, const char *json, size_t len, bool *replaced, QrError *err)
-{
-    cJSON *root = cJSON_ParseWithLength(json, len);
+    cJSON *own = NULL;
     if (!root) {
-        qr_error_set(err, QR_ESYNTAX, "document is not valid JSON");
-        const char *ep = cJSON_GetErrorPtr();
-        if (ep && ep >= json && ep <= json + len)
-            qr_error_pos(err, ep - json, -1, (int32_t)(ep - json) + 1);
-        return QR_ESYNTAX;
+        root = own = cJSON_ParseWithLength(json, len);
+        if (!root) {
+            qr_error_set(err, QR_ESYNTAX, "document is not valid JSON");
+            const char *ep = cJSON_GetErrorPtr();
+            if (ep && ep >= json && ep <= json + len)
+                qr_error_pos(err, ep - json, -1, (int32_t)(ep - json) + 1);
+            return QR_ESYNTAX;
+        }
     }
-    int rc = table_put_parsed(t, json, len, root, replaced, err);
-    cJSON_Delete(root);
+    int rc = QR_OK;
+    const char *pk = b->schema->primary_key;
+    const cJSON *pkv = cJSON_IsObject(root) ? cJSON_GetObjectItemCaseSensitive(root, pk) : NULL;
+    uint8_t key[PK_KEY_MAX];
+    size_t klen = 0;
+    bool in_batch = false, known = false;
+    if (!cJSON_IsObject(root)) {
+        rc = qr_error_set(err, QR_ETYPE, "document is not a JSON object");
+    } else if (!pkv || cJSON_IsNull(pkv)) {
+        rc = qr_error_set(err, QR_ECONSTRAINT, "document has no primary key \"%s\"", pk);
+        qr_error_hint(err, "every document needs a \"%s\" field (a string or an integer)", pk);
+    } else if (!(klen = pk_encode(pkv, key, err))) {
+        rc = err && err->code ? err->code : QR_ECONSTRAINT;
+    } else if (len > WAL_MAX_PAYLOAD) {
+        rc = qr_error_set(err, QR_ELIMIT, "document of %zu bytes is over the limit of %u bytes",
+                          len, WAL_MAX_PAYLOAD);
+    } else {
+        rc = batch_add(b, json, len, root, key, klen, true, &in_batch, &known, err);
+    }
+    if (rc == QR_OK && replaced)
+        *replaced = known ? in_batch : committed_has(b->t, key, klen);
+    cJSON_Delete(own);
     return rc;
 }
 
-int table_delete_key(Table *t, const uint8_t *key, size_t len, bool *found, QrError *err)
+int table_batch_delete(TableBatch *b, const uint8_t *key, size_t len, bool *found,
+                       QrError *err)
 {
-    bool f1 = false, f2 = false;
-    pthread_mutex_lock(&t->wlock);
-    int rc = QR_OK;
-    if (t->broken) {
-        rc = fail_broken(t, err);
-        goto out;
-    }
-    Older older;
-    f2 = find_older(t, key, len, &older, &rc, err);
-    if (rc != QR_OK)
-        goto out;
-    if (t->builder)
-        f1 = segb_delete_key(t->builder, key, len);
-    if (f2)
-        apply_older(t, &older);
-    if ((rc = wal_log(t, WAL_DELETE, key, len, err)) != QR_OK)
-        goto out;
-    t->dirty = true;
-out:
-    pthread_mutex_unlock(&t->wlock);
     if (found)
-        *found = f1 || f2;
+        *found = false;
+    if (b->poison.code) {
+        qr_error_copy(err, &b->poison);
+        return b->poison.code;
+    }
+    if (len == 0 || len > PK_KEY_MAX)
+        return qr_error_set(err, QR_EINVAL, "primary key of %zu bytes is not a valid key", len);
+    bool known = batch_key_known(b, key, len);
+    if (!batch_reserve(b, len, len, !known))
+        return qr_error_set(err, QR_ENOMEM, "out of memory buffering a delete");
+    bool in_batch = batch_del(b, key, len);
+    batch_record(b, WAL_DELETE, key, len, key, len, !known);
+    if (found)
+        *found = known ? in_batch : committed_has(b->t, key, len);
+    return QR_OK;
+}
+
+/* Fields were added since the batch copied the schema: index its documents
+ * again, from its records, with the table's schema of now.  Outside wlock. */
+static int batch_rebuild(TableBatch *b, QrError *err)
+{
+    segb_free(b->builder);
+    b->builder = NULL;
+    for (int k = 0; k < b->n_segs; k++)
+        batch_seg_drop(&b->segs[k], true);
+    b->n_segs = 0;
+    pthread_mutex_lock(&b->t->wlock);
+    batch_copy_schema_locked(b);
+    pthread_mutex_unlock(&b->t->wlock);
+    int rc = QR_OK;
+    const uint8_t *p = b->recs.data, *end = p + b->recs.len;
+    while (rc == QR_OK && p < end) {
+        uint8_t type = p[0];
+        size_t n = qr_get_u32le(p + 1);
+        const uint8_t *pay = p + BATCH_REC_HDR;
+        p = pay + n;
+        if (type == WAL_DELETE) {
+            batch_del(b, pay, n);
+            continue;
+        }
+        cJSON *root = cJSON_ParseWithLength((const char *)pay, n);
+        const cJSON *pkv = root ? cJSON_GetObjectItemCaseSensitive(root, b->schema->primary_key)
+                                : NULL;
+        uint8_t key[PK_KEY_MAX];
+        size_t klen = pkv ? pk_encode(pkv, key, err) : 0;
+        bool in_batch, known;
+        if (!klen)
+            rc = qr_error_set(err, QR_EINTERNAL, "a document of the batch no longer parses");
+        else
+            rc = batch_add(b, (const char *)pay, n, root, key, klen, false, &in_batch, &known,
+                           err);
+        cJSON_Delete(root);
+    }
     return rc;
 }
 
@@ -591,10 +811,9 @@ static int checkpoint_locked(Table *t, QrError *err)
         return rc;
     /* 2. manifest */
     m.generation = ++t->manifest_gen;
-    /* changes not yet committed are in no segment: replay must start at them */
+    /* the WAL holds whole commits only (uncommitted batches are not in it),
+     * and every commit so far is in the segments */
     m.checkpoint_lsn = t->wal ? wal_next_lsn(t->wal) : t->checkpoint_lsn;
-    if (t->first_open_lsn && t->first_open_lsn < m.checkpoint_lsn)
-        m.checkpoint_lsn = t->first_open_lsn;
     m.next_seg_id = t->next_seg_id;
     m.n_segs = (uint32_t)t->n_segs;
     m.segs = qr_calloc((size_t)t->n_segs + 1, sizeof *m.segs);
@@ -643,113 +862,201 @@ static int checkpoint_locked(Table *t, QrError *err)
 
 /* ---- commit ---- */
 
-static void clear_pending(Table *t)
+/* Segments left out of merges for want of space or memory are candidates
+ * again.  Under wlock. */
+static void clear_merge_wait(Table *t)
 {
-    for (int k = 0; k < t->n_pdel; k++)
-        roaring_bitmap_free(t->pdel[k].bm);
-    t->n_pdel = 0;
-    for (int k = 0; k < t->n_pending; k++) {
-        char path[4096];
-        seg_file_name(path, sizeof path, t->dir, t->pending_ids[k]);
-        seg_unref(t->pending[k]);
-        roaring_bitmap_free(t->pending_bdels[k]);
-        unlink(path);
-        seg_remove_btree_files(path);
-    }
-    t->n_pending = 0;
-    segb_free(t->builder);
-    t->builder = NULL;
-    t->b_min_lsn = t->b_max_lsn = 0;
-    t->first_open_lsn = 0;
-    t->dirty = false;
+    for (int i = 0; i < t->n_segs; i++)
+        t->meta[i].merge_wait = false;
+    t->merge_retry_at = 0;
 }
 
-static int commit_locked(Table *t, QrError *err)
+/* Find the live committed copy of every key the batch put or deleted and
+ * mark it in nd[i] (new deletes of committed segment i, created on demand).
+ * Under wlock; changes nothing of the table.  Errors: QR_ENOMEM. */
+static int batch_resolve_deletes(Table *t, const TableBatch *b, roaring_bitmap_t **nd,
+                                 QrError *err)
 {
-    int rc;
-    if (t->broken)
-        return fail_broken(t, err);
-    if (!t->dirty)
+    const uint8_t *p = b->keys.data, *end = p + b->keys.len;
+    while (p < end) {
+        size_t klen = qr_get_u16le(p);
+        const uint8_t *key = p + BATCH_KEY_HDR;
+        p = key + klen;
+        for (int i = t->n_segs - 1; i >= 0; i--) {
+            int64_t d = seg_pk_lookup(t->segs[i], key, klen);
+            if (d < 0 || (t->dels[i] && roaring_bitmap_contains(t->dels[i], (uint32_t)d)) ||
+                (nd[i] && roaring_bitmap_contains(nd[i], (uint32_t)d)))
+                continue; /* a dead copy: an older one cannot be live either, but look on */
+            if (!nd[i] && !(nd[i] = roaring_bitmap_create()))
+                return qr_error_set(err, QR_ENOMEM, "out of memory committing");
+            roaring_bitmap_add(nd[i], (uint32_t)d);
+            break;
+        }
+    }
+    return QR_OK;
+}
+
+/* Append the batch's records and a COMMIT record and make them durable
+ * (per the fsync policy) as one wal_commit.  On failure the WAL is as
+ * before (wal_commit cuts the file back) and the error's detail says that
+ * nothing was written -- or, when the WAL could not be synced or cut back,
+ * that the outcome is unknown, and the table refuses writes from then on.
+ * Under wlock. */
+static int batch_write_wal(Table *t, const TableBatch *b, QrError *err)
+{
+    QrError e;
+    qr_error_clear(&e);
+    int rc = QR_OK;
+    const uint8_t *p = b->recs.data, *end = p + b->recs.len;
+    while (rc == QR_OK && p < end) {
+        size_t n = qr_get_u32le(p + 1);
+        rc = wal_append(t->wal, p[0], p + BATCH_REC_HDR, n, NULL, &e);
+        p += BATCH_REC_HDR + n;
+    }
+    if (rc == QR_OK)
+        rc = wal_append(t->wal, WAL_COMMIT, "", 0, NULL, &e);
+    if (rc == QR_OK)
+        rc = wal_commit(t->wal, &e);
+    else
+        wal_discard(t->wal);
+    if (rc == QR_OK)
         return QR_OK;
-    if ((rc = wal_log(t, WAL_COMMIT, "", 0, err)) != QR_OK)
+    qr_error_copy(err, &e);
+    QrError e2;
+    qr_error_clear(&e2);
+    if (wal_commit(t->wal, &e2) != QR_OK) {
+        /* the writer is poisoned: the records may be in the file */
+        set_broken(t, &e);
+        qr_error_detail(err, "the commit's %llu changes reached the write-ahead log but could "
+                             "not be made durable: after a restart they may or may not be there",
+                        (unsigned long long)b->n_ops);
+        qr_error_hint(err, "restart the server: the table refuses writes until it is reopened");
+    }
+    return rc;
+}
+
+int table_batch_commit(TableBatch *b, QrError *err)
+{
+    Table *t = b->t;
+    int rc = QR_OK;
+    if (b->poison.code) {
+        qr_error_copy(err, &b->poison);
+        rc = b->poison.code;
+        batch_reset(b, true);
         return rc;
-    if (t->wal && !t->replaying) {
+    }
+    if (b->n_ops == 0)
+        return QR_OK;
+    if (t->opts.read_only && !b->replay) {
+        batch_reset(b, true);
+        return qr_error_set(err, QR_EPERM, "table \"%s\" is open read-only", t->dir);
+    }
+    roaring_bitmap_t **nd = NULL;
+    int n_nd = 0;
+    pthread_mutex_lock(&t->wlock);
+    while (!b->replay && b->fields_gen != atomic_load(&t->fields_gen)) {
+        pthread_mutex_unlock(&t->wlock);
+        if ((rc = batch_rebuild(b, err)) != QR_OK)
+            goto fail_unlocked;
+        pthread_mutex_lock(&t->wlock);
+    }
+    if (t->broken) {
+        rc = fail_broken(t, err);
+        goto fail;
+    }
+    bool log = t->wal && !b->replay;
+    /* 1. the batch's last documents as a segment file; every segment of
+     * the batch gets the B-trees the schema asks for now */
+    if (b->builder) {
+        uint64_t lo = log ? wal_next_lsn(t->wal) : b->lsn_lo;
+        uint64_t hi = log ? lo + b->n_ops - 1 : b->lsn_hi;
+        segb_set_lsn_range(b->builder, lo, hi);
+    }
+    if ((rc = batch_write_builder(b, true, err)) != QR_OK)
+        goto fail;
+    for (int k = 0; k < b->n_segs; k++)
+        if ((rc = seg_sync_btrees(b->segs[k].seg, &t->schema, true, false, err)) != QR_OK)
+            goto fail;
+    /* 2. the committed copies the batch replaces or deletes */
+    n_nd = t->n_segs;
+    nd = qr_calloc((size_t)n_nd + 1, sizeof *nd);
+    if (!nd || segs_reserve(t, b->n_segs) != 0) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory committing");
+        goto fail;
+    }
+    if ((rc = batch_resolve_deletes(t, b, nd, err)) != QR_OK)
+        goto fail;
+    /* 3. the WAL: from here on the commit is durable */
+    if (log && (rc = batch_write_wal(t, b, err)) != QR_OK)
+        goto fail;
+    /* 4. apply and publish */
+    for (int i = 0; i < n_nd; i++) {
+        if (!nd[i])
+            continue;
+        if (!t->dels[i]) {
+            t->dels[i] = nd[i];
+        } else {
+            roaring_bitmap_or_inplace(t->dels[i], nd[i]);
+            roaring_bitmap_free(nd[i]);
+        }
+        nd[i] = NULL;
+        t->meta[i].del_dirty = true;
+    }
+    for (int k = 0; k < b->n_segs; k++) {
+        BatchSeg *bs = &b->segs[k];
+        int i = t->n_segs++;
+        bool has_del = !roaring_bitmap_is_empty(bs->bdel);
+        t->segs[i] = bs->seg;
+        t->dels[i] = has_del ? bs->bdel : NULL;
+        if (!has_del)
+            roaring_bitmap_free(bs->bdel);
+        t->meta[i] = (SegMeta){.id = bs->id, .del_dirty = has_del};
+        bs->seg = NULL;
+        bs->bdel = NULL;
+    }
+    t->commits++;
+    if (t->merge_retry_at && t->commits >= t->merge_retry_at)
+        clear_merge_wait(t);
+    if ((rc = publish(t, err)) != QR_OK) {
+        /* durable and applied, but readers cannot be shown it */
+        set_broken(t, err);
+        qr_error_detail(err, "the commit is durable but could not be made visible: it "
+                             "appears after a restart");
+    }
+    if (rc == QR_OK && t->wal &&
+        wal_bytes(t->wal) - t->wal_at_ckpt > t->opts.checkpoint_wal_bytes) {
         QrError e;
         qr_error_clear(&e);
-        if ((rc = wal_commit(t->wal, &e)) != QR_OK) {
-            t->broken = true;
-            qr_error_copy(&t->broken_err, &e);
-            qr_error_copy(err, &e);
-            return rc;
-        }
+        if (checkpoint_locked(t, &e) != QR_OK) /* the WAL still has it all: try again later */
+            qr_log(QR_LOG_WARN, "checkpoint of table \"%s\" failed (retried at the next "
+                                "commit): %s", t->dir, e.message);
     }
-    /* From here the change is durable in the WAL: a failure below leaves it
-     * to recovery (the table refuses writes until reopened). */
-    if ((rc = spill_builder(t, err)) != QR_OK)
-        goto broken;
-    if (segs_reserve(t, t->n_pending) != 0) {
-        rc = qr_error_set(err, QR_ENOMEM, "out of memory committing");
-        goto broken;
-    }
-    for (int k = 0; k < t->n_pdel; k++) {
-        for (int i = 0; i < t->n_segs; i++) {
-            if (t->segs[i] != t->pdel[k].seg)
-                continue;
-            if (!t->dels[i]) {
-                t->dels[i] = t->pdel[k].bm;
-                t->pdel[k].bm = NULL;
-            } else {
-                roaring_bitmap_or_inplace(t->dels[i], t->pdel[k].bm);
-            }
-            t->meta[i].del_dirty = true;
-        }
-        if (t->pdel[k].bm)
-            roaring_bitmap_free(t->pdel[k].bm);
-    }
-    t->n_pdel = 0;
-    for (int k = 0; k < t->n_pending; k++) {
-        int i = t->n_segs++;
-        t->segs[i] = t->pending[k];
-        bool has_del = !roaring_bitmap_is_empty(t->pending_bdels[k]);
-        t->dels[i] = has_del ? t->pending_bdels[k] : NULL;
-        if (!has_del)
-            roaring_bitmap_free(t->pending_bdels[k]);
-        t->meta[i] = (SegMeta){.id = t->pending_ids[k], .del_dirty = has_del};
-    }
-    t->n_pending = 0;
-    t->dirty = false;
-    t->commits++;
-    if ((rc = publish(t, err)) != QR_OK)
-        goto broken;
-    t->first_open_lsn = 0; /* everything logged so far is in published segments */
-    if (t->wal && wal_bytes(t->wal) - t->wal_at_ckpt > t->opts.checkpoint_wal_bytes &&
-        (rc = checkpoint_locked(t, err)) != QR_OK)
-        goto broken;
     if (t->merge_thr_started) {
         t->merge_due = true;
         pthread_cond_signal(&t->merge_cv);
     }
-    return QR_OK;
-broken:
-    t->broken = true;
-    qr_error_copy(&t->broken_err, err);
-    return rc;
-}
-
-int table_commit(Table *t, QrError *err)
-{
-    pthread_mutex_lock(&t->wlock);
-    int rc = commit_locked(t, err);
     pthread_mutex_unlock(&t->wlock);
+    qr_free(nd);
+    batch_reset(b, false);
+    return rc;
+fail:
+    pthread_mutex_unlock(&t->wlock);
+fail_unlocked:
+    /* (batch_write_wal says it first when the outcome is unknown) */
+    qr_error_detail(err, "nothing of this commit (%llu change%s) was written",
+                    (unsigned long long)b->n_ops, b->n_ops == 1 ? "" : "s");
+    for (int i = 0; nd && i < n_nd; i++)
+        if (nd[i])
+            roaring_bitmap_free(nd[i]);
+    qr_free(nd);
+    batch_reset(b, true);
     return rc;
 }
 
 int table_flush(Table *t, QrError *err)
 {
     pthread_mutex_lock(&t->wlock);
-    int rc = commit_locked(t, err);
-    if (rc == QR_OK)
-        rc = checkpoint_locked(t, err);
+    int rc = t->broken ? fail_broken(t, err) : checkpoint_locked(t, err);
     pthread_mutex_unlock(&t->wlock);
     return rc;
 }
@@ -793,7 +1100,7 @@ static bool choose_merge(Table *t, bool all, MergePick *p)
     if (all) {
         bool any_del = false;
         for (int i = 0; i < n; i++) {
-            if (t->meta[i].merging || t->meta[i].merge_failed) {
+            if (t->meta[i].merging || t->meta[i].merge_failed || t->meta[i].merge_wait) {
                 nc = 0;
                 break;
             }
@@ -807,7 +1114,7 @@ static bool choose_merge(Table *t, bool all, MergePick *p)
         double lf = log((double)f);
         /* deleted-heavy segment first */
         for (int i = 0; i < n && !nc; i++) {
-            if (t->meta[i].merging || t->meta[i].merge_failed || !t->dels[i])
+            if (t->meta[i].merging || t->meta[i].merge_failed || t->meta[i].merge_wait || !t->dels[i])
                 continue;
             uint64_t d = roaring_bitmap_get_cardinality(t->dels[i]);
             if (d * 10 > (uint64_t)seg_n_docs(t->segs[i]) * 3)
@@ -816,7 +1123,7 @@ static bool choose_merge(Table *t, bool all, MergePick *p)
         for (int tier = 0; tier < 12 && !nc; tier++) {
             int cnt = 0;
             for (int i = 0; i < n; i++) {
-                if (t->meta[i].merging || t->meta[i].merge_failed)
+                if (t->meta[i].merging || t->meta[i].merge_failed || t->meta[i].merge_wait)
                     continue;
                 int ti = (int)floor(log((double)live_docs(t, i) + 1) / lf);
                 if (ti <= tier)
@@ -825,7 +1132,7 @@ static bool choose_merge(Table *t, bool all, MergePick *p)
             if (cnt < f)
                 continue;
             for (int i = 0; i < n && nc < f; i++) {
-                if (t->meta[i].merging || t->meta[i].merge_failed)
+                if (t->meta[i].merging || t->meta[i].merge_failed || t->meta[i].merge_wait)
                     continue;
                 int ti = (int)floor(log((double)live_docs(t, i) + 1) / lf);
                 if (ti <= tier)
@@ -896,21 +1203,34 @@ static int run_merge(Table *t, MergePick *p, QrError *err)
         seg_unref(ns);
         unlink(path);
         seg_remove_btree_files(path);
-        /* never retry the same failure in a loop: its segments stay as they
-         * are until the table is reopened (quarry check names damage) */
+        /* never retry the same failure in a loop.  Damage: its segments stay
+         * as they are until the table is reopened (quarry check names it).
+         * A full disk or a memory shortage passes: they are tried again
+         * after some commits, twice as many after each failure in a row
+         * (and at once by a forced merge) */
+        bool transient = rc == QR_EIO || rc == QR_ENOMEM;
         for (int k = 0; k < p->n; k++) {
             int i = index_of_seg(t, p->segs[k]);
             if (i >= 0) {
                 t->meta[i].merging = false;
-                t->meta[i].merge_failed = true;
+                if (transient)
+                    t->meta[i].merge_wait = true;
+                else
+                    t->meta[i].merge_failed = true;
             }
+        }
+        if (transient) {
+            t->merge_retry_gap = t->merge_retry_gap ? t->merge_retry_gap * 2 : 1;
+            if (t->merge_retry_gap > 1024)
+                t->merge_retry_gap = 1024;
+            t->merge_retry_at = t->commits + t->merge_retry_gap;
         }
         t->merges_failed++;
         goto out;
     }
-    /* deletes that raced the merge, committed and pending, follow the docs */
+    /* deletes committed while the merge ran follow the docs (batches
+     * resolve their deletes at commit, so there are no others) */
     roaring_bitmap_t *nd = roaring_bitmap_create();
-    roaring_bitmap_t *npd = roaring_bitmap_create();
     int first = -1;
     for (int k = 0; k < p->n; k++) {
         int i = index_of_seg(t, p->segs[k]);
@@ -925,17 +1245,6 @@ static int run_merge(Table *t, MergePick *p, QrError *err)
                     roaring_bitmap_add(nd, remap[k][d]);
             }
             roaring_free_uint32_iterator(it);
-        }
-        for (int q = 0; q < t->n_pdel; q++) {
-            if (t->pdel[q].seg != p->segs[k])
-                continue;
-            roaring_uint32_iterator_t *it = roaring_create_iterator(t->pdel[q].bm);
-            for (; it->has_value; roaring_advance_uint32_iterator(it))
-                if (remap[k][it->current_value] != UINT32_MAX)
-                    roaring_bitmap_add(npd, remap[k][it->current_value]);
-            roaring_free_uint32_iterator(it);
-            roaring_bitmap_clear(t->pdel[q].bm);
-            t->pdel[q].seg = NULL; /* dead entry; replaced below */
         }
     }
     /* rebuild the committed list: sources out, merged segment at `first`
@@ -978,29 +1287,8 @@ static int run_merge(Table *t, MergePick *p, QrError *err)
     if (nd)
         roaring_bitmap_free(nd);
     t->n_segs = w;
-    /* pending deletes of sources now point at the merged segment */
-    int q2 = 0;
-    for (int q = 0; q < t->n_pdel; q++) {
-        if (!t->pdel[q].seg) {
-            roaring_bitmap_free(t->pdel[q].bm);
-            continue;
-        }
-        t->pdel[q2++] = t->pdel[q];
-    }
-    t->n_pdel = q2;
-    if (!roaring_bitmap_is_empty(npd)) {
-        PendDel *np = qr_realloc(t->pdel, ((size_t)t->n_pdel + 1) * sizeof *np);
-        if (np) {
-            t->pdel = np;
-            t->pdel[t->n_pdel].seg = ns;
-            t->pdel[t->n_pdel].bm = npd;
-            t->n_pdel++;
-            npd = NULL;
-        }
-    }
-    if (npd)
-        roaring_bitmap_free(npd);
     t->merges_done++;
+    t->merge_retry_gap = 0;
     if ((rc = publish(t, err)) == QR_OK)
         rc = checkpoint_locked(t, err);
     if (rc == QR_OK) {
@@ -1067,6 +1355,7 @@ int table_force_merge(Table *t, QrError *err)
 {
     pthread_mutex_lock(&t->merge_lock);
     pthread_mutex_lock(&t->wlock);
+    clear_merge_wait(t); /* asked for: space may be back */
     MergePick p = {0};
     bool have = !t->broken && choose_merge(t, true, &p);
     pthread_mutex_unlock(&t->wlock);
@@ -1133,7 +1422,6 @@ static void table_release(Table *t)
 {
     if (!t)
         return;
-    clear_pending(t);
     for (int i = 0; i < t->n_segs; i++) {
         seg_unref(t->segs[i]);
         if (t->dels[i])
@@ -1142,10 +1430,6 @@ static void table_release(Table *t)
     qr_free(t->segs);
     qr_free(t->dels);
     qr_free(t->meta);
-    qr_free(t->pending);
-    qr_free(t->pending_bdels);
-    qr_free(t->pending_ids);
-    qr_free(t->pdel);
     if (t->snap)
         snapshot_release(t->snap);
     if (t->wal)
@@ -1210,88 +1494,62 @@ int table_create(const char *dir, const QrSchema *schema, const TableOpts *opts,
     return QR_OK;
 }
 
-typedef struct ReplayOp {
-    uint8_t type;
-    uint8_t *data; /* owns */
-    size_t len;
-} ReplayOp;
-
+/* Recovery feeds the WAL to one replay batch: the records of a run go into
+ * it, a COMMIT record commits it (nothing is logged again), and a run
+ * without its COMMIT -- a crash or a failed commit -- is discarded. */
 typedef struct ReplayCtx {
     Table *t;
-    ReplayOp *ops;
-    size_t n, cap;
-    uint64_t open_bytes;  /* WAL bytes of the ops waiting for a COMMIT */
+    TableBatch *b;        /* owns: the run waiting for its COMMIT */
+    uint64_t open_bytes;  /* WAL bytes of that run */
+    uint64_t n_open;      /* its records applied to the batch */
     uint64_t last_lsn;
     uint64_t applied, skipped;
     QrError *err;
     int rc;
 } ReplayCtx;
 
-static void replay_drop(ReplayCtx *rc)
-{
-    for (size_t i = 0; i < rc->n; i++)
-        qr_free(rc->ops[i].data);
-    rc->n = 0;
-    rc->open_bytes = 0;
-}
-
 static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *payload, size_t len)
 {
     ReplayCtx *rc = arg;
     rc->last_lsn = lsn;
+    QrError e;
+    qr_error_clear(&e);
     if (type == WAL_COMMIT) {
-        Table *t = rc->t;
-        for (size_t i = 0; i < rc->n; i++) {
-            ReplayOp *op = &rc->ops[i];
-            QrError e;
-            qr_error_clear(&e);
-            int r;
-            if (op->type == WAL_PUT)
-                r = table_put(t, (const char *)op->data, op->len, NULL, &e);
-            else
-                r = table_delete_key(t, op->data, op->len, NULL, &e);
-            if (r == QR_OK)
-                rc->applied++;
-            else if (r == QR_ENOMEM || r == QR_EIO) {
-                qr_error_copy(rc->err, &e);
-                return rc->rc = r;
-            } else
-                rc->skipped++; /* rejected the first time too: not acknowledged */
-        }
-        replay_drop(rc);
-        QrError e;
-        qr_error_clear(&e);
-        pthread_mutex_lock(&t->wlock);
-        int r = commit_locked(t, &e);
-        pthread_mutex_unlock(&t->wlock);
+        int r = table_batch_commit(rc->b, &e);
         if (r != QR_OK) {
             qr_error_copy(rc->err, &e);
             return rc->rc = r;
         }
+        rc->applied += rc->n_open;
+        rc->n_open = 0;
+        rc->open_bytes = 0;
         return 0;
     }
     if (type != WAL_PUT && type != WAL_DELETE)
         return 0; /* unknown record types from a newer minor version are ignored */
-    if (rc->n == rc->cap) {
-        size_t nc = rc->cap ? rc->cap * 2 : 256;
-        ReplayOp *no = qr_realloc(rc->ops, nc * sizeof *no);
-        if (!no)
-            return rc->rc = qr_error_set(rc->err, QR_ENOMEM, "out of memory replaying the WAL");
-        rc->ops = no;
-        rc->cap = nc;
-    }
-    uint8_t *d = qr_malloc(len + 1);
-    if (!d)
-        return rc->rc = qr_error_set(rc->err, QR_ENOMEM, "out of memory replaying the WAL");
-    memcpy(d, payload, len);
-    d[len] = 0;
-    rc->ops[rc->n++] = (ReplayOp){type, d, len};
     rc->open_bytes += len + WAL_RECORD_OVERHEAD;
+    if (!rc->b->lsn_lo)
+        rc->b->lsn_lo = lsn;
+    rc->b->lsn_hi = lsn;
+    int r = type == WAL_PUT
+                ? table_batch_put(rc->b, (const char *)payload, len, NULL, NULL, &e)
+                : table_batch_delete(rc->b, payload, len, NULL, &e);
+    if (r == QR_OK)
+        rc->n_open++;
+    else if (r == QR_ENOMEM || r == QR_EIO) {
+        qr_error_copy(rc->err, &e);
+        return rc->rc = r;
+    } else
+        rc->skipped++; /* rejected the first time too: not acknowledged */
     return 0;
 }
 
-/* Remove files of this table that the manifest does not name. */
-static void remove_stray_files(Table *t)
+/* Remove files of this table that the manifest does not name.  At open
+ * (`all`) every unnamed file goes: segments of batches and merges a crash
+ * interrupted, B-trees of fields no longer indexed, temporary files.  While
+ * the table runs only stale deletes files: a batch's segment files are
+ * named by nothing until it commits. */
+static void remove_stray_files(Table *t, bool all)
 {
     DIR *d = opendir(t->dir);
     if (!d)
@@ -1305,15 +1563,12 @@ static void remove_stray_files(Table *t)
         size_t nl = strlen(e->d_name);
         if (sscanf(e->d_name, "seg-%16llx.f%d.qbt%n", &id, &fld, &end) == 2 &&
             (size_t)end == nl) {
-            /* a B-tree side file: kept for a live (or pending) segment whose
-             * field the schema indexes */
-            keep = false;
+            /* a B-tree side file: kept for a live segment whose field the
+             * schema indexes */
+            keep = !all;
             if (fld >= 0 && fld < t->schema.n_fields && t->schema.fields[fld].btree) {
                 for (int i = 0; i < t->n_segs; i++)
                     if (t->meta[i].id == id)
-                        keep = true;
-                for (int k = 0; k < t->n_pending; k++)
-                    if (t->pending_ids[k] == id)
                         keep = true;
             }
         } else if (sscanf(e->d_name, "seg-%16llx.del.%llu", &id, &gen) == 2) {
@@ -1322,15 +1577,12 @@ static void remove_stray_files(Table *t)
                 if (t->meta[i].id == id && t->meta[i].del_gen == gen)
                     keep = true;
         } else if (sscanf(e->d_name, "seg-%16llx.qseg", &id) == 1 && nl == 4 + 16 + 5) {
-            keep = false;
+            keep = !all;
             for (int i = 0; i < t->n_segs; i++)
                 if (t->meta[i].id == id)
                     keep = true;
-            for (int k = 0; k < t->n_pending; k++) /* spilled, not yet committed */
-                if (t->pending_ids[k] == id)
-                    keep = true;
         } else if (nl > 4 && !strcmp(e->d_name + nl - 4, ".tmp")) {
-            keep = false;
+            keep = !all;
         }
         if (!keep) {
             snprintf(path, sizeof path, "%s/%s", t->dir, e->d_name);
@@ -1340,7 +1592,7 @@ static void remove_stray_files(Table *t)
     closedir(d);
 }
 
-static void remove_stale_del_files(Table *t) { remove_stray_files(t); }
+static void remove_stale_del_files(Table *t) { remove_stray_files(t, false); }
 
 /* A read-only open changes nothing on disk, but replaying the WAL spills
  * its batches into segment files.  They get ids above every "seg-*" file
@@ -1466,7 +1718,7 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         t->meta[k] = (SegMeta){.id = ms->id, .synced = true, .del_gen = ms->del_gen};
     }
     if (!t->opts.read_only)
-        remove_stray_files(t);
+        remove_stray_files(t, true);
     if ((rc = publish(t, err)) != QR_OK)
         goto fail;
     /* replay */
@@ -1482,21 +1734,21 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         uint64_t first_replay_id = t->next_seg_id;
         if (t->opts.read_only)
             t->next_seg_id = first_replay_id = first_free_seg_id(t);
-        t->replaying = true;
         /* a torn tail is cut before writing; damage followed by intact
          * records is refused unless salvaging (store/wal.h) */
         WalReplayMode mode = t->opts.read_only ? WAL_REPLAY_READ
                              : t->opts.salvage ? WAL_REPLAY_SALVAGE
                                                : WAL_REPLAY_RECOVER;
-        if (qr_path_exists(wdir))
-            rc = wal_replay(wdir, t->checkpoint_lsn, mode, replay_cb, &rcx, &st, err);
-        t->replaying = false;
+        rc = table_batch_begin(t, &rcx.b, err);
+        if (rc == QR_OK) {
+            rcx.b->replay = true;
+            if (qr_path_exists(wdir))
+                rc = wal_replay(wdir, t->checkpoint_lsn, mode, replay_cb, &rcx, &st, err);
+        }
         uint64_t unapplied = rcx.open_bytes; /* records of a batch that never committed */
-        replay_drop(&rcx);
-        qr_free(rcx.ops);
-        qr_free(wdir);
         /* uncommitted tail: discarded like after a crash */
-        clear_pending(t);
+        table_batch_free(rcx.b);
+        qr_free(wdir);
         if (rc != QR_OK)
             goto fail;
         if (t->opts.read_only)
@@ -1557,7 +1809,6 @@ void table_close(Table *t)
         t->merge_thr_started = false;
     }
     pthread_mutex_lock(&t->wlock);
-    clear_pending(t);
     if (!t->broken && t->wal && t->ckpt_due) {
         QrError e;
         qr_error_clear(&e);
@@ -1572,17 +1823,13 @@ int table_add_field(Table *t, const QrField *f, QrError *err)
 {
     pthread_mutex_lock(&t->wlock);
     int rc = QR_OK;
-    if (t->dirty || t->builder) {
-        rc = commit_locked(t, err);
-        if (rc != QR_OK)
-            goto out;
-    }
     QrSchema ns = t->schema;
     if (schema_add_field(&ns, f, err) < 0) {
         rc = err ? err->code : QR_EINVAL;
         goto out;
     }
     t->schema = ns;
+    atomic_fetch_add(&t->fields_gen, 1); /* open batches index their documents again */
     rc = checkpoint_locked(t, err);
 out:
     pthread_mutex_unlock(&t->wlock);
@@ -1615,10 +1862,6 @@ static int set_index(Table *t, int field, bool on, QrError *err)
     if (!on && !f->btree) {
         rc = qr_error_set(err, QR_ENOTFOUND, "field \"%s\" has no B-tree index", f->name);
         goto out;
-    }
-    if (t->dirty || t->builder) {
-        if ((rc = commit_locked(t, err)) != QR_OK)
-            goto out;
     }
     t->schema.fields[field].btree = on;
     bool do_fsync = t->opts.fsync != QR_FSYNC_OFF;

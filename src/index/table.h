@@ -4,27 +4,48 @@
  * Layer: index/.  Calls segment (index/) and wal, manifest, sfile, schema
  * (store/).
  *
- * Write path: table_put / table_delete append a WAL record and apply the
- * change to the in-memory segment builder (and to pending deletes of older
- * segments).  table_commit appends a COMMIT record, makes the WAL durable
- * per the fsync policy, turns the builder into an immutable segment file
- * and publishes a new snapshot: only then is the change acknowledged and
- * visible.  Recovery replays the WAL from the manifest's checkpoint and
- * applies only changes followed by a COMMIT record, so a batch is all or
- * nothing; puts are upserts, so a replayed document is present once.
+ * Write path: every writer has its own batch (TableBatch).  table_batch_put
+ * and table_batch_delete change only the batch: its private segment
+ * builder (spilled to private segment files when large) and its list of
+ * WAL records, which stays in memory.  Nothing of a batch is visible,
+ * and nothing of it is in the WAL, before table_batch_commit, which under
+ * the table's write lock
+ *   1. writes the batch's last documents as a segment file (named by no
+ *      manifest yet, so a crash leaves a stray file that open removes),
+ *   2. finds the committed copies of every key the batch put or deleted,
+ *   3. appends the batch's records and a COMMIT record to the WAL and makes
+ *      them durable per the fsync policy -- one unit: a failure cuts the
+ *      WAL back and the commit wrote nothing,
+ *   4. applies the deletes, adds the batch's segments and publishes a new
+ *      snapshot.
+ * Only then is the change acknowledged and visible.  A commit is therefore
+ * one contiguous run of records ending in COMMIT in the WAL, never
+ * interleaved with another writer's; recovery replays the WAL from the
+ * manifest's checkpoint and applies only runs that end in a COMMIT, so a
+ * batch is all or nothing; puts are upserts, so a replayed document is
+ * present once.  Writers whose commits touch the same key: the later
+ * commit wins.
+ *
+ * Failures: a commit that fails before its records are durable changes
+ * nothing and the table keeps taking writes (a full disk: writes work again
+ * once space is freed).  Only a failure that leaves the outcome unknown (the
+ * WAL could not be synced or cut back) or an allocation failure after the
+ * records are durable makes the table refuse writes until it is reopened.
  *
  * Checkpoint: fsync new segment files, write deletes files, write the
  * manifest (fsync), then drop WAL files before the checkpoint LSN.  Taken
  * when the WAL since the last checkpoint exceeds opts.checkpoint_wal_bytes,
- * after a merge, on table_flush and on close.
+ * after a merge, on table_flush and on close.  A checkpoint that fails after
+ * a commit does not fail the commit (its records are in the WAL); it is
+ * tried again at the next one.
  *
  * Merges run in a background thread per table (tiered policy, see
  * table.c); readers never wait for them: a snapshot pins its segments.
  *
  * Thread safety: any number of threads may take snapshots and read
- * concurrently with one another and with writers; writers serialize on the
- * table's write lock (table_put/delete/commit may be called from several
- * threads; a commit covers every put made before it by any thread).
+ * concurrently with one another and with writers.  A batch is used by one
+ * thread at a time; any number of batches may be filled concurrently, and
+ * their commits serialize on the table's write lock.
  */
 #ifndef QR_TABLE_H
 #define QR_TABLE_H
@@ -82,15 +103,17 @@ int table_create(const char *dir, const QrSchema *schema, const TableOpts *opts,
                  QrError *err);
 /* Open and recover.  QR_ENOTFOUND when `dir` holds no table. */
 int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err);
-/* Commit nothing pending (uncommitted changes are discarded, as after a
- * crash), stop merges, checkpoint, free.  NULL is a no-op. */
+/* Stop merges, checkpoint, free.  Every batch must have been freed
+ * (uncommitted batches are lost, as after a crash).  NULL is a no-op. */
 void table_close(Table *t);
 
 /* The schema (stable for the table's life except table_add_field). */
 const QrSchema *table_schema(const Table *t);
+/* Add a field (persisted in the manifest at once).  Batches filled before
+ * index their documents again with the new schema at their commit. */
 int table_add_field(Table *t, const QrField *f, QrError *err);
 /* Create / drop the B-tree index (index/btree.h) of schema field `field`
- * (an index into the schema's fields).  Create commits what is pending,
+ * (an index into the schema's fields).  Create
  * builds a side file for every segment from its column (under the write
  * lock: writers wait, readers do not), attaches the trees, and persists the
  * schema's "index": "btree" in the manifest; from then on every flushed or
@@ -102,18 +125,41 @@ int table_add_field(Table *t, const QrField *f, QrError *err);
 int table_create_index(Table *t, int field, QrError *err);
 int table_drop_index(Table *t, int field, QrError *err);
 
-/* Upsert one JSON document.  *replaced (may be NULL) tells whether a live
- * document with the same key existed.  Errors leave the table unchanged. */
-int table_put(Table *t, const char *json, size_t len, bool *replaced, QrError *err);
-/* Same, for a document already parsed (root is borrowed). */
+/* ---- batches: one writer's uncommitted changes ---- */
+
+typedef struct TableBatch TableBatch;
+
+/* A new, empty batch.  It borrows t: free every batch before table_close.
+ * Errors: QR_ENOMEM. */
+int table_batch_begin(Table *t, TableBatch **out, QrError *err);
+/* Upsert one JSON document into the batch.  `root` is its parse (borrowed)
+ * or NULL to parse `json` here.  *replaced (may be NULL) tells whether the
+ * key had a live document -- in the batch or committed when the put was
+ * made.  Errors leave the batch unchanged: QR_ESYNTAX, QR_ETYPE,
+ * QR_ECONSTRAINT (no usable primary key), QR_ELIMIT, QR_ENOMEM; QR_EIO when
+ * spilling the batch's builder to a file failed, after which the batch is
+ * poisoned (every later put, delete and commit returns that error; free
+ * it). */
 struct cJSON;
-int table_put_parsed(Table *t, const char *json, size_t len, const struct cJSON *root,
-                     bool *replaced, QrError *err);
-/* Delete by primary key bytes (pk_encode).  *found tells whether it existed. */
-int table_delete_key(Table *t, const uint8_t *key, size_t len, bool *found, QrError *err);
-/* Make everything put/deleted so far durable and visible. */
-int table_commit(Table *t, QrError *err);
-/* Commit, then checkpoint (segments + manifest on disk, WAL trimmed). */
+int table_batch_put(TableBatch *b, const char *json, size_t len, const struct cJSON *root,
+                    bool *replaced, QrError *err);
+/* Delete by primary key bytes (pk_encode).  *found (may be NULL) tells
+ * whether a live document had the key (in the batch or committed). */
+int table_batch_delete(TableBatch *b, const uint8_t *key, size_t len, bool *found,
+                       QrError *err);
+/* Puts and deletes in the batch. */
+uint64_t table_batch_ops(const TableBatch *b);
+/* Make the batch durable and visible as one unit (the protocol above), then
+ * leave it empty for more.  An empty batch commits nothing.  On error the
+ * batch is emptied too and nothing of it was written, unless the error's
+ * detail says the outcome is unknown (the table then refuses writes until
+ * reopened).  Errors: QR_EIO (disk full, I/O), QR_ENOMEM, QR_EPERM
+ * (read-only table), the poisoning error of table_batch_put. */
+int table_batch_commit(TableBatch *b, QrError *err);
+/* Discard whatever the batch holds and free it.  NULL is a no-op. */
+void table_batch_free(TableBatch *b);
+
+/* Checkpoint: segments + manifest on disk, WAL trimmed. */
 int table_flush(Table *t, QrError *err);
 /* Merge all segments into one (waits). */
 int table_force_merge(Table *t, QrError *err);

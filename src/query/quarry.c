@@ -428,17 +428,50 @@ int qr_table_drop_index(QrTable *t, const char *field, QrError *err)
     return set_index(t, field, false, err);
 }
 
-int qr_put(QrTable *t, const char *json, size_t len, bool *replaced, QrError *err)
+struct QrBatch {
+    QrTable *t;       /* borrows */
+    TableBatch *tb;   /* owns */
+};
+
+int qr_batch_begin(QrTable *t, QrBatch **out, QrError *err)
 {
+    *out = NULL;
     int rc = ro_check(t, err);
-    return rc ? rc : table_put(t->table, json, len, replaced, err);
+    if (rc)
+        return rc;
+    QrBatch *b = qr_calloc(1, sizeof *b);
+    if (!b)
+        return qr_error_set(err, QR_ENOMEM, "out of memory starting a write batch");
+    if ((rc = table_batch_begin(t->table, &b->tb, err)) != QR_OK) {
+        qr_free(b);
+        return rc;
+    }
+    b->t = t;
+    *out = b;
+    return QR_OK;
 }
 
-int qr_put_parsed(QrTable *t, const char *json, size_t len, const cJSON *root, bool *replaced,
-                  QrError *err)
+int qr_batch_put(QrBatch *b, const char *json, size_t len, bool *replaced, QrError *err)
 {
-    int rc = ro_check(t, err);
-    return rc ? rc : table_put_parsed(t->table, json, len, root, replaced, err);
+    return table_batch_put(b->tb, json, len, NULL, replaced, err);
+}
+
+int qr_batch_put_parsed(QrBatch *b, const char *json, size_t len, const cJSON *root,
+                        bool *replaced, QrError *err)
+{
+    return table_batch_put(b->tb, json, len, root, replaced, err);
+}
+
+uint64_t qr_batch_ops(const QrBatch *b) { return table_batch_ops(b->tb); }
+
+int qr_batch_commit(QrBatch *b, QrError *err) { return table_batch_commit(b->tb, err); }
+
+void qr_batch_free(QrBatch *b)
+{
+    if (!b)
+        return;
+    table_batch_free(b->tb);
+    qr_free(b);
 }
 
 static size_t pk_from_json_text(const char *pk_json, size_t len, uint8_t *key, QrError *err)
@@ -466,19 +499,15 @@ static size_t pk_from_json_text(const char *pk_json, size_t len, uint8_t *key, Q
     return n;
 }
 
-int qr_delete(QrTable *t, const char *pk_json, size_t len, bool *found, QrError *err)
+int qr_batch_delete(QrBatch *b, const char *pk_json, size_t len, bool *found, QrError *err)
 {
-    int rc = ro_check(t, err);
-    if (rc)
-        return rc;
     uint8_t key[PK_KEY_MAX];
     size_t kl = pk_from_json_text(pk_json, len, key, err);
     if (!kl)
-        return err ? err->code : QR_EINVAL;
-    return table_delete_key(t->table, key, kl, found, err);
+        return err && err->code ? err->code : QR_EINVAL;
+    return table_batch_delete(b->tb, key, kl, found, err);
 }
 
-int qr_commit(QrTable *t, QrError *err) { return table_commit(t->table, err); }
 int qr_flush(QrTable *t, QrError *err) { return table_flush(t->table, err); }
 int qr_merge(QrTable *t, QrError *err) { return table_force_merge(t->table, err); }
 void qr_wait_merges(QrTable *t) { table_wait_merges(t->table); }

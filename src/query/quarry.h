@@ -123,14 +123,41 @@ typedef struct QrColumnStats {
  * qr_malloc'd (qr_free it).  Errors: QR_ENOMEM. */
 int qr_table_column_stats(QrTable *t, QrColumnStats **out, int *n, QrError *err);
 
-/* Writes: upsert (by primary key), delete, commit (durable + visible). */
-int qr_put(QrTable *t, const char *json, size_t len, bool *replaced, QrError *err);
+/* Writes.  Each writer fills its own batch and commits it: a commit makes
+ * that batch -- and nothing of any other writer's -- durable (per the fsync
+ * policy) and visible, as one unit (index/table.h has the protocol and
+ * docs/format.md the WAL layout).  Puts are upserts by primary key; when
+ * two batches write the same key, the later commit wins.  A batch is used
+ * by one thread at a time and borrows its table: free it before the table
+ * is dropped or the QrDb closed. */
+typedef struct QrBatch QrBatch;
+/* A new empty batch for table t.  Errors: QR_EPERM (read-only), QR_ENOMEM. */
+int qr_batch_begin(QrTable *t, QrBatch **out, QrError *err);
+/* Upsert one JSON object.  *replaced (may be NULL): the key had a live
+ * document, in this batch or committed.  Errors leave the batch as it was
+ * (QR_ESYNTAX, QR_ETYPE, QR_ECONSTRAINT, QR_ELIMIT, QR_ENOMEM), except
+ * QR_EIO: the batch could not set documents aside on disk and can now only
+ * be freed (its later calls fail the same way). */
+int qr_batch_put(QrBatch *b, const char *json, size_t len, bool *replaced, QrError *err);
 struct cJSON;
-int qr_put_parsed(QrTable *t, const char *json, size_t len, const struct cJSON *root,
-                  bool *replaced, QrError *err);
-/* Delete by primary key given as JSON text ("abc" or 42). */
-int qr_delete(QrTable *t, const char *pk_json, size_t len, bool *found, QrError *err);
-int qr_commit(QrTable *t, QrError *err);
+/* The same for a document already parsed (root is borrowed). */
+int qr_batch_put_parsed(QrBatch *b, const char *json, size_t len, const struct cJSON *root,
+                        bool *replaced, QrError *err);
+/* Delete by primary key given as JSON text ("abc" or 42).  *found (may be
+ * NULL): a live document had the key, in this batch or committed. */
+int qr_batch_delete(QrBatch *b, const char *pk_json, size_t len, bool *found, QrError *err);
+/* Puts and deletes waiting in the batch. */
+uint64_t qr_batch_ops(const QrBatch *b);
+/* Commit the batch and leave it empty for more.  0: every change in it is
+ * durable and visible.  An error means nothing of it was written -- unless
+ * the error's detail says the outcome is unknown (the log could not be
+ * synced), in which case the table refuses writes until the server
+ * restarts.  The batch is empty afterwards either way.  A full disk fails a
+ * commit with QR_EIO; commits work again once space is freed. */
+int qr_batch_commit(QrBatch *b, QrError *err);
+/* Discard what the batch holds and free it.  NULL is a no-op. */
+void qr_batch_free(QrBatch *b);
+/* Checkpoint: segments and manifest on disk, the WAL trimmed. */
 int qr_flush(QrTable *t, QrError *err);
 int qr_merge(QrTable *t, QrError *err);
 void qr_wait_merges(QrTable *t);

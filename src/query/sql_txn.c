@@ -2,16 +2,18 @@
  * sql_txn.c — transactions for SQL sessions: the write buffer, BEGIN /
  * COMMIT / ROLLBACK, and applying a batch of writes.
  *
- * Layer: query/.  Calls quarry.h (qr_put / qr_delete / qr_commit / qr_get).
+ * Layer: query/.  Calls quarry.h (QrBatch writes, qr_get).
  *
  * Every INSERT, UPDATE, DELETE, COPY and TRUNCATE buffers its writes in the
  * session (TxnOp).  Outside a block a statement's writes are applied when
  * it ends (so a statement is all or nothing: a bad row in a 1,000-row
  * INSERT writes nothing); inside BEGIN ... COMMIT they wait for COMMIT.
  *
- * Guarantees (docs/sql.md "Transactions"):
+ * Guarantees (docs/sql-writes.md "Transactions"):
  *   - Atomic visibility per table: all of a transaction's writes to a table
- *     become visible in one table commit; readers never see part of them.
+ *     go to a batch of their own (QrBatch) and become durable and visible in
+ *     its one commit; readers never see part of them, and no other writer's
+ *     commit can publish them early.
  *   - Across tables the commits follow one another under the process-wide
  *     apply lock, so no other SQL transaction interleaves, but a reader may
  *     see table A's part before table B's, and a crash between the two
@@ -200,8 +202,10 @@ static int key_exists(QrTable *t, const TxnOp *op, bool *exists, QrError *err)
     return QR_OK;
 }
 
-/* Apply every buffered op, then commit each table touched.  Under the
- * apply lock.  Empties the buffer whatever happens. */
+/* Apply every buffered op to one batch per table touched, then commit the
+ * batches in turn.  Under the apply lock.  Empties the buffer whatever
+ * happens.  A failed write commits nothing; a failed commit names, in the
+ * error's detail, the tables whose commits came before it. */
 static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
 {
     if (st->n_ops == 0)
@@ -209,10 +213,14 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
     int rc = QR_OK;
     QrTable **touched = qr_calloc((size_t)st->n_ops, sizeof *touched);
     int *first_op = qr_calloc((size_t)st->n_ops, sizeof *first_op); /* per touched table */
+    int *tk = qr_calloc((size_t)st->n_ops, sizeof *tk); /* per op: its table in touched[] */
+    QrBatch **batch = qr_calloc((size_t)st->n_ops, sizeof *batch); /* per touched table */
     int n_touched = 0;
-    if (!touched || !first_op) {
+    if (!touched || !first_op || !tk || !batch) {
         qr_free(touched);
         qr_free(first_op);
+        qr_free(tk);
+        qr_free(batch);
         txn_discard(st);
         return qr_error_set(err, QR_ENOMEM, "out of memory applying writes");
     }
@@ -225,17 +233,19 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
     for (int i = 0; rc == QR_OK && i < st->n_ops; i++) {
         TxnOp *o = &st->ops[i];
         /* a reference per distinct table keeps a DROP from freeing it */
-        const TxnOp *prev = NULL;
-        for (int k = 0; k < n_touched && !prev; k++)
+        int prev = -1;
+        for (int k = 0; k < n_touched && prev < 0; k++)
             if (!strcmp(st->ops[first_op[k]].table, o->table))
-                prev = &st->ops[first_op[k]];
-        if (prev) {
-            tab[i] = tab[prev - st->ops];
+                prev = k;
+        if (prev >= 0) {
+            tab[i] = touched[prev];
+            tk[i] = prev;
         } else {
             rc = qr_table_acquire(s->db, o->table, &tab[i], err);
             if (rc != QR_OK)
                 break;
             first_op[n_touched] = i;
+            tk[i] = n_touched;
             touched[n_touched++] = tab[i];
         }
         if (o->must_be_new) {
@@ -251,32 +261,44 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
             }
         }
     }
-    /* pass 2: write */
+    /* pass 2: each table's writes into its own batch (invisible, not yet
+     * in the WAL: a failure here writes nothing anywhere) */
+    for (int k = 0; rc == QR_OK && k < n_touched; k++)
+        rc = qr_batch_begin(touched[k], &batch[k], err);
     for (int i = 0; rc == QR_OK && i < st->n_ops; i++) {
         TxnOp *o = &st->ops[i];
         if (o->is_delete)
-            rc = qr_delete(tab[i], o->key, strlen(o->key), NULL, err);
+            rc = qr_batch_delete(batch[tk[i]], o->key, strlen(o->key), NULL, err);
         else
-            rc = qr_put(tab[i], o->doc, o->doc_len, NULL, err);
+            rc = qr_batch_put(batch[tk[i]], o->doc, o->doc_len, NULL, err);
     }
-    /* pass 3: one commit per table (also after a failed write: what was
-     * written must not ride along with somebody else's later commit
-     * unannounced; the error still reports the failure) */
+    /* pass 3: one commit per table */
+    int n_done = 0;
+    for (int k = 0; rc == QR_OK && k < n_touched; k++)
+        if ((rc = qr_batch_commit(batch[k], err)) == QR_OK)
+            n_done++;
+    if (rc != QR_OK && n_done > 0 && err) {
+        /* the truth about a transaction over several tables */
+        char done[200] = "";
+        size_t o = 0;
+        for (int k = 0; k < n_done && o < sizeof done; k++)
+            o += (size_t)snprintf(done + o, sizeof done - o, "%s\"%s\"", k ? ", " : "",
+                                  st->ops[first_op[k]].table);
+        size_t dl = strlen(err->detail);
+        snprintf(err->detail + dl, sizeof err->detail - dl,
+                 "%sthe writes to table%s %s were committed before the failure",
+                 dl ? "; " : "", n_done > 1 ? "s" : "", done);
+    }
     for (int k = 0; k < n_touched; k++) {
-        QrError e;
-        qr_error_clear(&e);
-        int crc = qr_commit(touched[k], &e);
-        if (crc != QR_OK && rc == QR_OK) {
-            qr_error_copy(err, &e);
-            rc = crc;
-        }
-    }
-    for (int k = 0; k < n_touched; k++)
+        qr_batch_free(batch[k]);
         qr_table_release(s->db, st->ops[first_op[k]].table);
+    }
     pthread_mutex_unlock(&apply_lock);
     qr_free(tab);
     qr_free(touched);
     qr_free(first_op);
+    qr_free(tk);
+    qr_free(batch);
     txn_discard(st);
     return rc;
 }

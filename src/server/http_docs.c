@@ -7,12 +7,13 @@
  * cJSON and zlib.
  *
  * Commit rule: a 2xx answer means every accepted document is committed
- * (durable per the fsync policy and visible to searches).  When an upload
- * fails part way (strict mode, a limit, bad gzip, the client going away),
- * the documents accepted before the failure are committed too and the
- * answer counts them in "acked": the engine has no per-request rollback,
- * so leaving them pending would let the next writer's commit publish them
- * at an unknown time.
+ * (durable per the fsync policy and visible to searches).  An upload writes
+ * into a batch of its own, committed every `batch` documents: other
+ * writers' commits never publish it.  When an upload fails part way (strict
+ * mode, a limit, bad gzip, the client going away), the documents accepted
+ * before the failure are committed and the answer counts them in "acked";
+ * when a commit itself fails (a full disk), nothing of that batch was
+ * written, and "acked" counts the documents of the commits before it.
  */
 #include "server/http_int.h"
 #include "server/ingest.h"
@@ -225,11 +226,11 @@ static void commit_after_failure(Upload *u)
     u->ended = true;
     QrTable *t = ingest_table(u->in);
     if (!t || u->fail.code == QR_EIO || u->fail.code == QR_ECORRUPT ||
-        u->fail.code == QR_EINTERNAL)
+        u->fail.code == QR_EINTERNAL || u->fail.code == QR_ENOMEM)
         return;
     QrError e;
     qr_error_clear(&e);
-    if (qr_commit(t, &e) != QR_OK)
+    if (ingest_commit(u->in, &e) != QR_OK)
         qr_log(QR_LOG_ERROR, "http upload commit after failure table=%s: %s",
                qr_table_name(t), e.message);
     else
@@ -465,8 +466,14 @@ void http_docs_put(HttpReq *r)
     QrError e;
     qr_error_clear(&e);
     bool replaced = false;
-    if (qr_put_parsed(t, text, text_len, root, &replaced, &e) != QR_OK ||
-        qr_commit(t, &e) != QR_OK) {
+    QrBatch *batch = NULL;
+    int rc = qr_batch_begin(t, &batch, &e);
+    if (rc == QR_OK)
+        rc = qr_batch_put_parsed(batch, text, text_len, root, &replaced, &e);
+    if (rc == QR_OK)
+        rc = qr_batch_commit(batch, &e);
+    qr_batch_free(batch);
+    if (rc != QR_OK) {
         e.offset = -1; /* positions refer to the engine's view, not the body */
         http_error_from(r, &e);
         goto out;
@@ -497,8 +504,14 @@ void http_docs_delete(HttpReq *r)
     QrError e;
     qr_error_clear(&e);
     bool found = false;
-    if (qr_delete(t, (const char *)key.data, key.len, &found, &e) != QR_OK ||
-        (found && qr_commit(t, &e) != QR_OK)) {
+    QrBatch *batch = NULL;
+    int rc = qr_batch_begin(t, &batch, &e);
+    if (rc == QR_OK)
+        rc = qr_batch_delete(batch, (const char *)key.data, key.len, &found, &e);
+    if (rc == QR_OK && found)
+        rc = qr_batch_commit(batch, &e);
+    qr_batch_free(batch);
+    if (rc != QR_OK) {
         http_error_from(r, &e);
         goto out;
     }
@@ -578,18 +591,21 @@ void http_docs_delete_by_query(HttpReq *r)
             goto out;
         }
         uint64_t found = 0;
-        int rc = QR_OK;
+        QrBatch *batch = NULL;
+        int rc = qr_batch_begin(t, &batch, &e);
         for (int h = 0; h < res->n_hits && rc == QR_OK; h++) {
             bool fnd = false;
             if (!res->hits[h].id_json)
                 continue;
-            rc = qr_delete(t, res->hits[h].id_json, strlen(res->hits[h].id_json), &fnd, &e);
+            rc = qr_batch_delete(batch, res->hits[h].id_json, strlen(res->hits[h].id_json),
+                                 &fnd, &e);
             found += fnd;
         }
         int n_hits = res->n_hits;
         qr_search_res_free(res);
         if (rc == QR_OK && found)
-            rc = qr_commit(t, &e);
+            rc = qr_batch_commit(batch, &e);
+        qr_batch_free(batch);
         if (rc != QR_OK) {
             http_error_from(r, &e);
             http_error_detail(r, "%llu documents were deleted before the error",

@@ -14,6 +14,7 @@ struct Ingest {
     IngestOpts opts;
     char table[QR_NAME_MAX + 1];
     QrTable *t;             /* borrows (db owns); NULL until known */
+    QrBatch *batch;         /* owns: this ingest's uncommitted documents; NULL until t */
     IngestCounts c;
     uint64_t in_batch;      /* docs since the last commit */
     /* inference: the first lines of a new table wait here */
@@ -29,6 +30,16 @@ struct Ingest {
     int n_errs;
     bool failed;
 };
+
+/* The table is known: start this ingest's own batch (nothing of it is
+ * visible or durable before commit_batch, whatever other writers do). */
+static int start_batch(Ingest *in, QrError *err)
+{
+    int rc = qr_batch_begin(in->t, &in->batch, err);
+    if (rc != QR_OK)
+        in->failed = true;
+    return rc;
+}
 
 int ingest_begin(QrDb *db, const IngestOpts *opts, Ingest **out, QrError *err)
 {
@@ -52,6 +63,8 @@ int ingest_begin(QrDb *db, const IngestOpts *opts, Ingest **out, QrError *err)
     if (rc == QR_ENOTFOUND) {
         if (opts->schema) {
             rc = qr_table_create(db, in->table, opts->schema, &in->t, err);
+            if (rc == QR_OK)
+                rc = start_batch(in, err);
             if (rc != QR_OK) {
                 ingest_free(in);
                 return rc;
@@ -67,7 +80,7 @@ int ingest_begin(QrDb *db, const IngestOpts *opts, Ingest **out, QrError *err)
                 return qr_error_set(err, QR_ENOMEM, "out of memory");
             }
         }
-    } else if (rc != QR_OK) {
+    } else if (rc != QR_OK || (rc = start_batch(in, &e)) != QR_OK) {
         qr_error_copy(err, &e);
         ingest_free(in);
         return rc;
@@ -94,10 +107,13 @@ static void reject(Ingest *in, uint64_t line, const QrError *e)
 
 static int commit_batch(Ingest *in, QrError *err)
 {
-    if (!in->t || in->in_batch == 0)
+    if (!in->batch || in->in_batch == 0)
         return QR_OK;
-    int rc = qr_commit(in->t, err);
+    int rc = qr_batch_commit(in->batch, err);
     if (rc != QR_OK) {
+        /* nothing of the batch was written: lines after the last commit
+         * are not acknowledged */
+        in->in_batch = 0;
         in->failed = true;
         return rc;
     }
@@ -125,7 +141,7 @@ static int put_line(Ingest *in, uint64_t line, const char *s, size_t len, QrErro
         rc = QR_ESYNTAX;
     } else {
         bool replaced = false;
-        rc = qr_put_parsed(in->t, s, len, root, &replaced, &e);
+        rc = qr_batch_put_parsed(in->batch, s, len, root, &replaced, &e);
         cJSON_Delete(root);
         if (rc == QR_OK) {
             if (replaced)
@@ -172,6 +188,8 @@ static int finish_inference(Ingest *in, QrError *err)
     schema_infer_free(si);
     if (rc == QR_OK)
         rc = qr_table_create(in->db, in->table, sc, &in->t, err);
+    if (rc == QR_OK)
+        rc = start_batch(in, err);
     qr_free(sc);
     if (rc != QR_OK) {
         in->failed = true;
@@ -295,6 +313,7 @@ void ingest_free(Ingest *in)
 {
     if (!in)
         return;
+    qr_batch_free(in->batch); /* uncommitted documents are discarded */
     for (int i = 0; i < in->n_held; i++)
         qr_free(in->held[i]);
     qr_free(in->held);
@@ -314,3 +333,5 @@ const IngestError *ingest_errors(const Ingest *in, int *n)
 }
 
 QrTable *ingest_table(const Ingest *in) { return in->t; }
+
+int ingest_commit(Ingest *in, QrError *err) { return commit_batch(in, err); }

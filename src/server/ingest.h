@@ -8,8 +8,11 @@
  * Nothing is silently lost: every line is imported (new or replacing a
  * document with the same key), rejected (reported with its line number and
  * reason), or — only after a fatal error such as a full disk — left
- * unprocessed, which the summary states.  A batch becomes durable and
- * visible at its commit; `acked` counts documents whose commit succeeded.
+ * unprocessed, which the summary states.  An ingest writes into a batch of
+ * its own (QrBatch), committed every `batch` documents and at the end: a
+ * batch becomes durable and visible at its commit, and only then -- other
+ * writers' commits never publish it; `acked` counts documents whose commit
+ * succeeded.
  */
 #ifndef QR_INGEST_H
 #define QR_INGEST_H
@@ -53,6 +56,11 @@ int ingest_line(Ingest *in, const char *line, size_t len, QrError *err);
 int ingest_feed(Ingest *in, const char *data, size_t len, QrError *err);
 /* Final partial line, last commit.  The Ingest stays readable until free. */
 int ingest_end(Ingest *in, QrError *err);
+/* Commit the documents accepted since the last commit now (an upload that
+ * stopped part way keeps what it accepted).  Errors as qr_batch_commit. */
+int ingest_commit(Ingest *in, QrError *err);
+/* Free; documents not committed yet are discarded (they were never in the
+ * WAL, so a crash could not have kept them either). */
 void ingest_free(Ingest *in);
 
 typedef struct IngestCounts {

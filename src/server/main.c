@@ -694,14 +694,16 @@ static int do_get(QrTable *t, Args *a, QrError *err)
 static int do_delete(QrTable *t, Args *a, QrError *err)
 {
     int found_n = 0;
-    for (int i = 1; i < a->n_pos; i++) {
+    QrBatch *b;
+    int rc = qr_batch_begin(t, &b, err);
+    for (int i = 1; rc == QR_OK && i < a->n_pos; i++) {
         bool found;
-        int rc = qr_delete(t, a->pos[i], strlen(a->pos[i]), &found, err);
-        if (rc != QR_OK)
-            return rc;
+        rc = qr_batch_delete(b, a->pos[i], strlen(a->pos[i]), &found, err);
         found_n += found;
     }
-    int rc = qr_commit(t, err);
+    if (rc == QR_OK)
+        rc = qr_batch_commit(b, err);
+    qr_batch_free(b);
     if (rc == QR_OK)
         printf("deleted %d of %d\n", found_n, a->n_pos - 1);
     return rc;

@@ -245,8 +245,10 @@ static int sfw_add_borrowed(SfileWriter *w, uint32_t id, const void *data, size_
 static int io_error(QrError *err, const char *what, const char *path, int e)
 {
     qr_error_set(err, QR_EIO, "could not %s file \"%s\": %s", what, path, strerror(e));
-    if (e == ENOSPC || e == EDQUOT || e == EFBIG)
+    if (e == ENOSPC || e == EDQUOT || e == EFBIG) {
         qr_error_hint(err, "free disk space and retry; nothing was written");
+        qr_error_set_sqlstate(err, "53100"); /* disk_full */
+    }
     return QR_EIO;
 }
 
@@ -254,6 +256,9 @@ static int write_all(int fd, const void *data, size_t len, const char *path, QrE
 {
     const uint8_t *p = data;
     while (len) {
+        int fault = qr_io_fault();
+        if (fault)
+            return io_error(err, "write", path, fault);
         ssize_t n = write(fd, p, len);
         if (n < 0) {
             if (errno == EINTR)

@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -85,12 +86,39 @@ int64_t qr_wall_us(void)
     return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+static _Atomic int64_t io_fail_after = -1; /* <0: never fail */
+static _Atomic int io_fail_errno = 0;
+static _Atomic int64_t io_writes = 0;
+
+void qr_io_fail_after(int64_t n, int e)
+{
+    atomic_store(&io_fail_errno, e);
+    atomic_store(&io_writes, 0);
+    atomic_store(&io_fail_after, n);
+}
+
+int64_t qr_io_write_count(void) { return atomic_load(&io_writes); }
+
+int qr_io_fault(void)
+{
+    atomic_fetch_add_explicit(&io_writes, 1, memory_order_relaxed);
+    int64_t f = atomic_load_explicit(&io_fail_after, memory_order_relaxed);
+    if (f < 0)
+        return 0;
+    if (f == 0)
+        return atomic_load(&io_fail_errno);
+    atomic_fetch_sub_explicit(&io_fail_after, 1, memory_order_relaxed);
+    return 0;
+}
+
 static int io_error(QrError *err, const char *what, const char *path)
 {
     int e = errno;
     qr_error_set(err, QR_EIO, "could not %s file \"%s\": %s", what, path, strerror(e));
-    if (e == ENOSPC)
+    if (e == ENOSPC || e == EDQUOT) {
         qr_error_hint(err, "free disk space and retry; nothing was acknowledged");
+        qr_error_set_sqlstate(err, "53100"); /* disk_full */
+    }
     return QR_EIO;
 }
 
@@ -135,7 +163,10 @@ int qr_file_write_atomic_mode(const char *path, const void *data, size_t len, bo
     const uint8_t *p = data;
     size_t left = len;
     while (left) {
-        ssize_t w = write(fd, p, left);
+        int fault = qr_io_fault();
+        if (fault)
+            errno = fault;
+        ssize_t w = fault ? -1 : write(fd, p, left);
         if (w < 0) {
             if (errno == EINTR)
                 continue;

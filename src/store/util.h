@@ -55,6 +55,18 @@ bool qr_path_exists(const char *path);
 /* rm -rf of a directory tree Quarry created. */
 int qr_remove_tree(const char *path, QrError *err);
 
+/* Fault injection for tests (STYLE.md §8): after `n` more data writes
+ * succeed, every write to a file Quarry makes durable (WAL, segments,
+ * B-trees, deletes, manifests and other qr_file_write_atomic files) fails
+ * with errno `e` -- ENOSPC is a full disk -- until called again with n < 0
+ * ("space is back").  qr_io_write_count() is the number of writes checked
+ * since the last qr_io_fail_after.  Thread-safe (atomic counters). */
+void qr_io_fail_after(int64_t n, int e);
+int64_t qr_io_write_count(void);
+/* Called by the writers before each write(2)/pwrite(2): 0, or the errno
+ * that write must fail with. */
+int qr_io_fault(void);
+
 typedef struct QrMap {
     const uint8_t *data; /* owns the mapping (NULL when len == 0) */
     size_t len;

@@ -195,14 +195,19 @@ static int wal_list(const char *dir, WalFile **files, size_t *n, QrError *err)
 static int wal_io_error(QrError *err, const char *what, const char *path, int e)
 {
     qr_error_set(err, QR_EIO, "could not %s wal file \"%s\": %s", what, path, strerror(e));
-    if (e == ENOSPC || e == EDQUOT || e == EFBIG)
+    if (e == ENOSPC || e == EDQUOT || e == EFBIG) {
         qr_error_hint(err, "free disk space and retry; the failed commit was not acknowledged");
+        qr_error_set_sqlstate(err, "53100"); /* disk_full */
+    }
     return QR_EIO;
 }
 
 static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off)
 {
     while (n) {
+        int fault = qr_io_fault();
+        if (fault)
+            return fault;
         ssize_t r = pwrite(fd, p, n, (off_t)off);
         if (r < 0 && errno == EINTR)
             continue;
@@ -497,6 +502,12 @@ int wal_commit(WalWriter *w, QrError *err)
         pthread_mutex_unlock(&w->mu);
     }
     return QR_OK;
+}
+
+void wal_discard(WalWriter *w)
+{
+    w->buf.len = 0;
+    w->next_lsn = w->pending_lsn;
 }
 
 int wal_rotate(WalWriter *w, QrError *err)

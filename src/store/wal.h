@@ -84,6 +84,12 @@ int wal_append(WalWriter *w, uint8_t type, const void *payload, size_t len, uint
  * sync.  QR_EIO as described in the file comment. */
 int wal_commit(WalWriter *w, QrError *err);
 
+/* Forget the records appended since the last wal_commit: nothing of them
+ * reaches the file and their lsns are handed out again.  For a caller whose
+ * unit of commit failed half way through its appends (QR_ENOMEM), so that
+ * the next commit does not carry them. */
+void wal_discard(WalWriter *w);
+
 /* Commit what is buffered, make the current file durable (COMMIT, BATCHED),
  * and start a new file at wal_next_lsn().  A no-op when the current file
  * holds no record yet.  If the new file cannot be created the writer keeps

@@ -785,15 +785,19 @@ static Table *fill_table(const char *tdir, const QrSchema *sc, TableOpts *o, uin
     QrError e;
     qr_error_clear(&e);
     cr_assert_eq(table_create(tdir, sc, o, &t, &e), QR_OK, "%s", e.message);
+    TableBatch *tb;
+    cr_assert_eq(table_batch_begin(t, &tb, &e), QR_OK, "%s", e.message);
     for (int k = 0; k < n_commits; k++) {
         char **docs = make_docs(rng, n, k * step, words, z);
         for (int i = 0; i < n; i++) {
-            cr_assert_eq(table_put(t, docs[i], strlen(docs[i]), NULL, &e), QR_OK, "%s", e.message);
+            cr_assert_eq(table_batch_put(tb, docs[i], strlen(docs[i]), NULL, NULL, &e), QR_OK,
+                         "%s", e.message);
             free(docs[i]);
         }
         free(docs);
-        cr_assert_eq(table_commit(t, &e), QR_OK, "%s", e.message);
+        cr_assert_eq(table_batch_commit(tb, &e), QR_OK, "%s", e.message);
     }
+    table_batch_free(tb);
     return t;
 }
 
@@ -812,6 +816,8 @@ Test(btree, table_create_index)
     qr_error_clear(&e);
     /* three segments of data before any index (overlapping keys: deletes) */
     Table *t = fill_table(tdir, &sc, &o, &rng, words, &z, 3, 700, 500);
+    TableBatch *tb;
+    cr_assert_eq(table_batch_begin(t, &tb, &e), QR_OK, "%s", e.message);
     cr_assert_eq(count_qbt(tdir), 0);
     int f_n = field_index(&sc, "n"), f_cat = field_index(&sc, "cat"),
         f_price = field_index(&sc, "price"), f_title = field_index(&sc, "title");
@@ -834,14 +840,15 @@ Test(btree, table_create_index)
     /* new data gets trees at commit */
     char **docs = make_docs(&rng, 300, 5000, words, &z);
     for (int i = 0; i < 300; i++) {
-        cr_assert_eq(table_put(t, docs[i], strlen(docs[i]), NULL, &e), QR_OK);
+        cr_assert_eq(table_batch_put(tb, docs[i], strlen(docs[i]), NULL, NULL, &e), QR_OK);
         free(docs[i]);
     }
     free(docs);
-    cr_assert_eq(table_commit(t, &e), QR_OK);
+    cr_assert_eq(table_batch_commit(tb, &e), QR_OK);
     cr_assert_eq(count_qbt(tdir), 12);
     check_table(t, &rng, "after commit");
     cr_assert_eq(table_verify(t, &e), QR_OK, "%s", e.message);
+    table_batch_free(tb);
     table_close(t);
     /* reopen: schema persisted; a missing file is rebuilt, a damaged one too */
     Snapshot *s0;
@@ -1043,9 +1050,13 @@ Test(btree, front_door)
     EuZipf z;
     eu_zipf_init(&z, 100, 1.05);
     char **docs = make_docs(&rng, 500, 0, words, &z);
+    QrBatch *qb;
+    cr_assert_eq(qr_batch_begin(t, &qb, &e), QR_OK, "%s", e.message);
     for (int i = 0; i < 500; i++)
-        cr_assert_eq(qr_put(t, docs[i], strlen(docs[i]), NULL, &e), QR_OK, "%s", e.message);
-    cr_assert_eq(qr_commit(t, &e), QR_OK);
+        cr_assert_eq(qr_batch_put(qb, docs[i], strlen(docs[i]), NULL, &e), QR_OK, "%s",
+                     e.message);
+    cr_assert_eq(qr_batch_commit(qb, &e), QR_OK);
+    qr_batch_free(qb);
     cr_assert_eq(qr_table_create_index(t, "nope", &e), QR_ENOTFOUND);
     cr_assert_str_eq(qr_error_sqlstate(&e), "42703");
     qr_error_clear(&e);

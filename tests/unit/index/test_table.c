@@ -15,7 +15,10 @@
  */
 #include <cJSON.h>
 #include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,6 +92,7 @@ static void check_btrees(const Snapshot *s, const char *what)
 static void teardown(void)
 {
     qr_mem_fail_after(-1);
+    qr_io_fail_after(-1, 0);
     eu_rmtree(root);
     free(root);
     eu_words_free(words, N_WORDS);
@@ -132,6 +136,41 @@ static Table *reopen(const char *dir, const TableOpts *o)
     return t;
 }
 
+/* Most tests have one writer per table: its batch, made on first use and
+ * freed by close_table (tests of several writers make their own). */
+static struct {
+    Table *t;
+    TableBatch *b;
+} writers[16];
+
+static TableBatch *wb(Table *t)
+{
+    int free_slot = -1;
+    for (int i = 0; i < 16; i++) {
+        if (writers[i].t == t)
+            return writers[i].b;
+        if (!writers[i].t && free_slot < 0)
+            free_slot = i;
+    }
+    cr_assert_geq(free_slot, 0, "too many tables open");
+    QrError e;
+    qr_error_clear(&e);
+    cr_assert_eq(table_batch_begin(t, &writers[free_slot].b, &e), QR_OK, "%s", e.message);
+    writers[free_slot].t = t;
+    return writers[free_slot].b;
+}
+
+static void close_table(Table *t)
+{
+    for (int i = 0; i < 16; i++)
+        if (writers[i].t == t) {
+            table_batch_free(writers[i].b);
+            writers[i].t = NULL;
+            writers[i].b = NULL;
+        }
+    table_close(t);
+}
+
 static void id_of(int k, char *out, size_t n)
 {
     if (k % 3 == 0)
@@ -140,21 +179,23 @@ static void id_of(int k, char *out, size_t n)
         snprintf(out, n, "%d", k);
 }
 
-/* Upsert doc k (random text); t or m may be NULL (table only / model only:
- * both consume the random stream the same way). */
-static void put(Table *t, EuStore *m, uint64_t *rng, int k)
+/* Upsert doc k (random text) into batch b; b or m may be NULL (batch only /
+ * model only: both consume the random stream the same way).  m is what the
+ * batch sees: the committed state plus its own writes. */
+static void bput(TableBatch *b, EuStore *m, uint64_t *rng, int k)
 {
     char id[32];
     id_of(k, id, sizeof id);
     char *d = eu_random_doc(rng, words, &zipf, id, NULL);
     uint8_t key[PK_KEY_MAX];
     size_t kl = eu_doc_key(d, key);
-    if (t) {
+    if (b) {
         QrError e;
         qr_error_clear(&e);
         bool replaced;
         bool had = m && eu_store_get(m, key, kl) != NULL;
-        cr_assert_eq(table_put(t, d, strlen(d), &replaced, &e), QR_OK, "%s", e.message);
+        cr_assert_eq(table_batch_put(b, d, strlen(d), NULL, &replaced, &e), QR_OK, "%s",
+                     e.message);
         if (m)
             cr_assert_eq(replaced, had, "put of %s: replaced %d, model says %d", id, replaced,
                          had);
@@ -164,7 +205,12 @@ static void put(Table *t, EuStore *m, uint64_t *rng, int k)
     free(d);
 }
 
-static void del(Table *t, EuStore *m, int k)
+static void put(Table *t, EuStore *m, uint64_t *rng, int k)
+{
+    bput(t ? wb(t) : NULL, m, rng, k);
+}
+
+static void bdel(TableBatch *b, EuStore *m, int k)
 {
     char id[32];
     id_of(k, id, sizeof id);
@@ -172,11 +218,11 @@ static void del(Table *t, EuStore *m, int k)
     snprintf(doc, sizeof doc, "{\"id\":%s}", id);
     uint8_t key[PK_KEY_MAX];
     size_t kl = eu_doc_key(doc, key);
-    if (t) {
+    if (b) {
         bool found;
         QrError e;
         qr_error_clear(&e);
-        cr_assert_eq(table_delete_key(t, key, kl, &found, &e), QR_OK, "%s", e.message);
+        cr_assert_eq(table_batch_delete(b, key, kl, &found, &e), QR_OK, "%s", e.message);
         if (m)
             cr_assert_eq(found, eu_store_get(m, key, kl) != NULL, "delete of %s: found %d", id,
                          found);
@@ -185,11 +231,37 @@ static void del(Table *t, EuStore *m, int k)
         eu_store_del(m, key, kl);
 }
 
+static void del(Table *t, EuStore *m, int k) { bdel(t ? wb(t) : NULL, m, k); }
+
+static void bcommit(TableBatch *b)
+{
+    QrError e;
+    qr_error_clear(&e);
+    cr_assert_eq(table_batch_commit(b, &e), QR_OK, "%s", e.message);
+}
+
+static TableBatch *begin(Table *t)
+{
+    TableBatch *b;
+    QrError e;
+    qr_error_clear(&e);
+    cr_assert_eq(table_batch_begin(t, &b, &e), QR_OK, "%s", e.message);
+    return b;
+}
+
+/* dst gets every live document of src (later writes win). */
+static void store_apply(EuStore *dst, const EuStore *src)
+{
+    for (int i = 0; i < src->n; i++)
+        if (src->ents[i].json)
+            eu_store_put(dst, src->ents[i].key, src->ents[i].key_len, src->ents[i].json);
+}
+
 static void commit(Table *t)
 {
     QrError e;
     qr_error_clear(&e);
-    cr_assert_eq(table_commit(t, &e), QR_OK, "%s", e.message);
+    cr_assert_eq(table_batch_commit(wb(t), &e), QR_OK, "%s", e.message);
 }
 
 /* The table's snapshot holds exactly the model, and every segment's index
@@ -241,7 +313,7 @@ Test(table, commit_makes_visible_close_discards_uncommitted)
     TableInfo ti;
     table_info(t, &ti);
     cr_assert_eq(ti.n_live, (uint64_t)eu_store_live(&m));
-    table_close(t);
+    close_table(t);
     t = reopen(dir, &o);
     check(t, &m, "reopened: uncommitted changes are discarded");
     /* the reopened table keeps working */
@@ -251,13 +323,13 @@ Test(table, commit_makes_visible_close_discards_uncommitted)
     commit(t);
     QrError e;
     qr_error_clear(&e);
-    cr_assert_eq(table_commit(t, &e), QR_OK, "an empty commit is fine");
+    cr_assert_eq(table_batch_commit(wb(t), &e), QR_OK, "an empty commit is fine");
     check(t, &pending, "after reopen and commit");
     cr_assert_eq(table_verify(t, &e), QR_OK, "%s", e.message);
-    table_close(t);
+    close_table(t);
     t = reopen(dir, &o);
     check(t, &pending, "reopened again");
-    table_close(t);
+    close_table(t);
     /* a table directory cannot be created twice; a missing one is not found */
     Table *t2;
     cr_assert_eq(table_create(dir, &schema, &o, &t2, NULL), QR_EEXISTS);
@@ -286,7 +358,7 @@ Test(table, crash_without_close_replays_the_wal)
             o.checkpoint_wal_bytes = 20000;
         }
         if (round == 0)
-            table_close(create(dir, &o));
+            close_table(create(dir, &o));
         uint64_t rng = 100 + (uint64_t)round;
         pid_t pid = fork();
         cr_assert_geq(pid, 0);
@@ -298,7 +370,7 @@ Test(table, crash_without_close_replays_the_wal)
             int n2 = next;
             for (int c = 0; c < 6; c++) {
                 batch(t, NULL, &r2, &n2, 50);
-                if (table_commit(t, NULL) != QR_OK)
+                if (table_batch_commit(wb(t), NULL) != QR_OK)
                     _exit(3);
             }
             batch(t, NULL, &r2, &n2, 30); /* never committed */
@@ -323,10 +395,10 @@ Test(table, crash_without_close_replays_the_wal)
         batch(t, &m, &r3, &n3, 20);
         commit(t);
         table_wait_merges(t);
-        table_close(t);
+        close_table(t);
         t = reopen(dir, &o);
         check(t, &m, what);
-        table_close(t);
+        close_table(t);
     }
     eu_store_free(&m);
     free(dir);
@@ -360,10 +432,10 @@ Test(table, checkpoint_between_put_and_commit_loses_nothing)
     check(t, &m, "after commit");
     char *img = path_in("crash");
     eu_copy_tree(dir, img); /* the files a crash here would leave */
-    table_close(t);
+    close_table(t);
     t = reopen(img, &o);
     check(t, &m, "crash image after a merge checkpoint between put and commit");
-    table_close(t);
+    close_table(t);
     eu_store_free(&m);
     free(img);
     free(dir);
@@ -410,7 +482,7 @@ Test(table, torn_wal_tail_loses_only_the_torn_commit)
     batch(t, NULL, &rng, &next, 10); /* uncommitted: never reaches the file */
     char *base = path_in("base");
     eu_copy_tree(dir, base);
-    table_close(t);
+    close_table(t);
     const char *wal_name = strrchr(wal, '/') + 1;
     /* cut points: every commit boundary, just before and after, mid-record */
     off_t cuts[400];
@@ -464,10 +536,10 @@ Test(table, torn_wal_tail_loses_only_the_torn_commit)
         int n2 = 50000;
         batch(r, &after, &r2, &n2, 5);
         commit(r);
-        table_close(r);
+        close_table(r);
         r = reopen(img, &o);
         check(r, &after, what);
-        table_close(r);
+        close_table(r);
         eu_store_free(&after);
     }
     for (int c = 0; c <= N_COMMITS; c++)
@@ -613,12 +685,12 @@ Test(table, upserts_and_deletes_survive_recovery_and_merges)
         eu_copy_tree(dir, img);
         Table *c = reopen(img, &o);
         check(c, &m, "crash image");
-        table_close(c);
-        table_close(t);
+        close_table(c);
+        close_table(t);
         t = reopen(dir, &o);
         check(t, &m, "reopened");
     }
-    table_close(t);
+    close_table(t);
     eu_store_free(&m);
     free(img);
     free(dir);
@@ -650,20 +722,27 @@ static void *race_a(void *arg)
 {
     Race *r = arg;
     uint64_t rng = 1;
+    TableBatch *b;
+    if (table_batch_begin(r->t, &b, NULL) != QR_OK) {
+        race_fail(r, "A: no batch");
+        atomic_store(&r->a_done, true);
+        return NULL;
+    }
     for (int k = 0; k < r->n_a;) {
         int n = 5 + (int)eu_below(&rng, 10);
         for (int i = 0; i < n && k < r->n_a; i++, k++) {
             char id[32];
             snprintf(id, sizeof id, "%d", k);
             char *d = eu_random_doc(&rng, words, &zipf, id, NULL);
-            if (table_put(r->t, d, strlen(d), NULL, NULL) != QR_OK)
+            if (table_batch_put(b, d, strlen(d), NULL, NULL, NULL) != QR_OK)
                 race_fail(r, "A: put failed");
             free(d);
         }
-        if (table_commit(r->t, NULL) != QR_OK)
+        if (table_batch_commit(b, NULL) != QR_OK)
             race_fail(r, "A: commit failed");
         atomic_store(&r->a_committed, k);
     }
+    table_batch_free(b);
     atomic_store(&r->a_done, true);
     return NULL;
 }
@@ -673,6 +752,11 @@ static void *race_b(void *arg)
     Race *r = arg;
     uint64_t rng = 2;
     int since = 0;
+    TableBatch *b;
+    if (table_batch_begin(r->t, &b, NULL) != QR_OK) {
+        race_fail(r, "B: no batch");
+        return NULL;
+    }
     for (;;) {
         int n = atomic_load(&r->a_committed);
         bool done = atomic_load(&r->a_done);
@@ -684,14 +768,14 @@ static void *race_b(void *arg)
                 uint8_t key[PK_KEY_MAX];
                 size_t kl = eu_doc_key(doc, key);
                 bool found;
-                if (table_delete_key(r->t, key, kl, &found, NULL) != QR_OK)
+                if (table_batch_delete(b, key, kl, &found, NULL) != QR_OK)
                     race_fail(r, "B: delete failed");
                 else if (!found)
                     race_fail(r, "B: a committed key was not found for deletion");
                 r->deleted[k] = 1;
                 if (++since >= 3) {
                     since = 0;
-                    if (table_commit(r->t, NULL) != QR_OK)
+                    if (table_batch_commit(b, NULL) != QR_OK)
                         race_fail(r, "B: commit failed");
                 }
             }
@@ -701,8 +785,9 @@ static void *race_b(void *arg)
         if (eu_chance(&rng, 0.3))
             usleep(100);
     }
-    if (table_commit(r->t, NULL) != QR_OK)
+    if (table_batch_commit(b, NULL) != QR_OK)
         race_fail(r, "B: final commit failed");
+    table_batch_free(b);
     return NULL;
 }
 
@@ -711,17 +796,22 @@ static void *race_c(void *arg)
     Race *r = arg;
     uint64_t rng = 3;
     char *pending[RACE_C_KEYS] = {0};
+    TableBatch *b;
+    if (table_batch_begin(r->t, &b, NULL) != QR_OK) {
+        race_fail(r, "C: no batch");
+        return NULL;
+    }
     while (!atomic_load(&r->a_done)) {
         int k = (int)eu_below(&rng, RACE_C_KEYS);
         char id[32];
         snprintf(id, sizeof id, "%d", RACE_C_BASE + k);
         char *d = eu_random_doc(&rng, words, &zipf, id, NULL);
-        if (table_put(r->t, d, strlen(d), NULL, NULL) != QR_OK)
+        if (table_batch_put(b, d, strlen(d), NULL, NULL, NULL) != QR_OK)
             race_fail(r, "C: put failed");
         free(pending[k]);
         pending[k] = d;
         if (eu_chance(&rng, 0.25)) {
-            if (table_commit(r->t, NULL) != QR_OK)
+            if (table_batch_commit(b, NULL) != QR_OK)
                 race_fail(r, "C: commit failed");
             for (int i = 0; i < RACE_C_KEYS; i++)
                 if (pending[i]) {
@@ -732,8 +822,9 @@ static void *race_c(void *arg)
         }
         usleep(200);
     }
-    if (table_commit(r->t, NULL) != QR_OK)
+    if (table_batch_commit(b, NULL) != QR_OK)
         race_fail(r, "C: final commit failed");
+    table_batch_free(b);
     for (int i = 0; i < RACE_C_KEYS; i++)
         if (pending[i]) {
             free(r->c_docs[i]);
@@ -809,10 +900,10 @@ Test(table, deletes_racing_background_merges_are_kept)
     qr_error_clear(&e);
     cr_assert_eq(table_force_merge(t, &e), QR_OK, "%s", e.message);
     check(t, &m, "after a force merge");
-    table_close(t);
+    close_table(t);
     t = reopen(dir, &o);
     check(t, &m, "reopened after the race");
-    table_close(t);
+    close_table(t);
     for (int i = 0; i < RACE_C_KEYS; i++)
         free(r.c_docs[i]);
     free(r.c_docs);
@@ -854,7 +945,7 @@ Test(table, snapshot_outlives_merges)
         eu_assert_segment_consistent(old->segs[i], &schema, "pinned segment");
     }
     snapshot_release(old);
-    table_close(t);
+    close_table(t);
     eu_store_free(&m);
     eu_store_free(&old_m);
     free(dir);
@@ -864,7 +955,15 @@ Test(table, snapshot_outlives_merges)
 
 typedef struct FaultRun {
     int rc_put1, rc_commit1, rc_commit2, rc_merge; /* last error of each step */
+    bool unknown1, unknown2; /* the commit's error says its outcome is unknown */
 } FaultRun;
+
+/* table.h: a failed commit wrote nothing unless its error's detail says
+ * the outcome is unknown (it then shows after a restart, or not). */
+static bool outcome_unknown(int rc, const QrError *e)
+{
+    return rc != QR_OK && strstr(e->detail, "after a restart") != NULL;
+}
 
 /* After an operation failed in transient mode, allocations work again (a
  * passing memory shortage); in persistent mode they keep failing. */
@@ -879,8 +978,9 @@ static int after_op(int rc, bool transient)
  * merge: every one after it (persistent), or until the first operation
  * reports an error (transient).  Each call must end in QR_OK or a clean
  * error; afterwards the table (reopened when it refuses writes) holds a
- * state the acknowledgements allow, its index agrees with its documents,
- * and it reopens. */
+ * state the answers allow -- each batch there if its commit succeeded,
+ * absent if it failed, either only if the failure said the outcome is
+ * unknown --, its index agrees with its documents, and it reopens. */
 static void fault_sweep(bool transient)
 {
     char *dir = path_in("t");
@@ -896,7 +996,9 @@ static void fault_sweep(bool transient)
         int next = 0;
         batch(t, &base, &rng, &next, 25);
         commit(t);
-        /* the two batches, as models: b1 = after batch 1, b2 = after both */
+        TableBatch *w = wb(t);
+        /* the two batches, as models: b1 = after batch 1, b2 = after both,
+         * b2only = batch 2 without batch 1 */
         char *docs1[20], *docs2[10];
         for (int i = 0; i < 20; i++) {
             char id[32];
@@ -908,13 +1010,14 @@ static void fault_sweep(bool transient)
             id_of(next + 100 + i, id, sizeof id);
             docs2[i] = eu_random_doc(&rng, words, &zipf, id, NULL);
         }
-        EuStore b1, b2;
+        EuStore b1, b2, b2only;
         eu_store_copy(&b1, &base);
         qr_mem_fail_after(n);
         bool put1_ok[20];
         FaultRun fr = {0};
         for (int i = 0; i < 20; i++) {
-            int rc = after_op(table_put(t, docs1[i], strlen(docs1[i]), NULL, NULL), transient);
+            int rc =
+                after_op(table_batch_put(w, docs1[i], strlen(docs1[i]), NULL, NULL, NULL), transient);
             put1_ok[i] = rc == QR_OK;
             if (rc != QR_OK)
                 fr.rc_put1 = rc;
@@ -923,13 +1026,18 @@ static void fault_sweep(bool transient)
         snprintf(dk, sizeof dk, "{\"id\":%d}", 4);
         uint8_t key[PK_KEY_MAX];
         size_t kl = eu_doc_key(dk, key);
-        bool del_ok = after_op(table_delete_key(t, key, kl, NULL, NULL), transient) == QR_OK;
-        fr.rc_commit1 = after_op(table_commit(t, NULL), transient);
+        bool del_ok = after_op(table_batch_delete(w, key, kl, NULL, NULL), transient) == QR_OK;
+        QrError e1, e2;
+        qr_error_clear(&e1);
+        qr_error_clear(&e2);
+        fr.rc_commit1 = after_op(table_batch_commit(w, &e1), transient);
+        fr.unknown1 = outcome_unknown(fr.rc_commit1, &e1);
         bool put2_ok[10];
         for (int i = 0; i < 10; i++)
-            put2_ok[i] =
-                after_op(table_put(t, docs2[i], strlen(docs2[i]), NULL, NULL), transient) == QR_OK;
-        fr.rc_commit2 = after_op(table_commit(t, NULL), transient);
+            put2_ok[i] = after_op(table_batch_put(w, docs2[i], strlen(docs2[i]), NULL, NULL, NULL),
+                                  transient) == QR_OK;
+        fr.rc_commit2 = after_op(table_batch_commit(w, &e2), transient);
+        fr.unknown2 = outcome_unknown(fr.rc_commit2, &e2);
         fr.rc_merge = after_op(table_force_merge(t, NULL), transient);
         int64_t used = qr_mem_alloc_count();
         qr_mem_fail_after(-1);
@@ -944,37 +1052,44 @@ static void fault_sweep(bool transient)
         if (del_ok)
             eu_store_del(&b1, key, kl);
         eu_store_copy(&b2, &b1);
+        eu_store_copy(&b2only, &base);
         for (int i = 0; i < 10; i++)
             if (put2_ok[i]) {
                 uint8_t k2[PK_KEY_MAX];
                 size_t l2 = eu_doc_key(docs2[i], k2);
                 eu_store_put(&b2, k2, l2, docs2[i]);
+                eu_store_put(&b2only, k2, l2, docs2[i]);
             }
         /* a probe write tells whether the table still takes writes */
         const char *probe = "{\"id\":\"probe\",\"title\":\"probe doc\"}";
-        if (table_put(t, probe, strlen(probe), NULL, NULL) != QR_OK ||
-            table_commit(t, NULL) != QR_OK) {
-            table_close(t);
+        if (table_batch_put(w, probe, strlen(probe), NULL, NULL, NULL) != QR_OK ||
+            table_batch_commit(w, NULL) != QR_OK) {
+            close_table(t);
             t = reopen(dir, &o);
-            cr_assert_eq(table_put(t, probe, strlen(probe), NULL, NULL), QR_OK);
+            cr_assert_eq(table_batch_put(wb(t), probe, strlen(probe), NULL, NULL, NULL), QR_OK);
             commit(t);
         }
         uint8_t pk[PK_KEY_MAX];
         size_t pl = eu_doc_key(probe, pk);
-        /* allowed outcomes: batch 1 all or nothing, then batch 2 all or nothing;
-         * a batch whose commit was acknowledged must be there */
-        EuStore cands[3];
-        bool allowed[3];
+        /* allowed outcomes: each batch all or nothing -- there when its
+         * commit succeeded, absent when it failed, either when the failure
+         * said the outcome is unknown */
+        EuStore cands[4];
+        bool allowed[4];
         eu_store_copy(&cands[0], &base);
         eu_store_copy(&cands[1], &b1);
-        eu_store_copy(&cands[2], &b2);
-        allowed[0] = fr.rc_commit1 != QR_OK && fr.rc_commit2 != QR_OK;
-        allowed[1] = fr.rc_commit2 != QR_OK;
-        allowed[2] = true;
+        eu_store_copy(&cands[2], &b2only);
+        eu_store_copy(&cands[3], &b2);
+        for (int c = 0; c < 4; c++) {
+            bool with1 = c & 1, with2 = c & 2;
+            bool ok1 = fr.rc_commit1 == QR_OK ? with1 : (fr.unknown1 || !with1);
+            bool ok2 = fr.rc_commit2 == QR_OK ? with2 : (fr.unknown2 || !with2);
+            allowed[c] = ok1 && ok2;
+        }
         Snapshot *s = table_snapshot(t);
         char why[1024] = "", w2[1024];
         bool ok = false;
-        for (int c = 0; c < 3 && !ok; c++) {
+        for (int c = 0; c < 4 && !ok; c++) {
             eu_store_put(&cands[c], pk, pl, probe);
             if (!allowed[c])
                 continue;
@@ -997,22 +1112,23 @@ static void fault_sweep(bool transient)
         /* the state we saw is the one a reopen finds */
         EuStore seen;
         eu_store_init(&seen);
-        for (int c = 0; c < 3; c++)
+        for (int c = 0; c < 4; c++)
             if (allowed[c] && eu_snapshot_equals(s, &cands[c], w2, sizeof w2)) {
                 eu_store_free(&seen);
                 eu_store_copy(&seen, &cands[c]);
                 break;
             }
         snapshot_release(s);
-        table_close(t);
+        close_table(t);
         t = reopen(dir, &o);
         check(t, &seen, "reopened after the failures");
-        table_close(t);
+        close_table(t);
         eu_store_free(&seen);
-        for (int c = 0; c < 3; c++)
+        for (int c = 0; c < 4; c++)
             eu_store_free(&cands[c]);
         eu_store_free(&b1);
         eu_store_free(&b2);
+        eu_store_free(&b2only);
         eu_store_free(&base);
         for (int i = 0; i < 20; i++)
             free(docs1[i]);
@@ -1037,7 +1153,7 @@ Test(table, transient_allocation_failures_leave_the_table_intact)
     fault_sweep(true);
 }
 
-/* table.h: "Errors leave the table unchanged."  Fail each allocation of one
+/* table.h: "Errors leave the batch unchanged."  Fail each allocation of one
  * put or delete in turn (then allocations work again), commit, and check the
  * table holds exactly what it held plus the operation if it succeeded. */
 Test(table, a_failed_put_or_delete_changes_nothing)
@@ -1069,8 +1185,8 @@ Test(table, a_failed_put_or_delete_changes_nothing)
             qr_mem_fail_after(k);
             QrError e;
             qr_error_clear(&e);
-            int rc = kind == 3 ? table_delete_key(t, key, kl, NULL, &e)
-                               : table_put(t, d, strlen(d), NULL, &e);
+            int rc = kind == 3 ? table_batch_delete(wb(t), key, kl, NULL, &e)
+                               : table_batch_put(wb(t), d, strlen(d), NULL, NULL, &e);
             qr_mem_fail_after(-1);
             if (rc == QR_OK) {
                 done = true;
@@ -1086,11 +1202,11 @@ Test(table, a_failed_put_or_delete_changes_nothing)
             snprintf(what, sizeof what,
                      "%s, allocation %ld failed (rc %d), then another put and a commit",
                      kinds[kind], (long)k, rc);
-            /* a later successful write commits whatever the builder holds */
+            /* a later successful write commits whatever the batch holds */
             qr_error_clear(&e);
             char *other = NULL;
-            if (table_put(t, "{\"id\":\"other\",\"title\":\"other doc\"}", 34, NULL, &e) ==
-                QR_OK)
+            if (table_batch_put(wb(t), "{\"id\":\"other\",\"title\":\"other doc\"}", 34, NULL,
+                                NULL, &e) == QR_OK)
                 other = "{\"id\":\"other\",\"title\":\"other doc\"}";
             if (other) {
                 uint8_t ok_key[PK_KEY_MAX];
@@ -1098,15 +1214,15 @@ Test(table, a_failed_put_or_delete_changes_nothing)
                 eu_store_put(&model, ok_key, okl, other);
             }
             qr_error_clear(&e);
-            if (table_commit(t, &e) != QR_OK) {
-                /* the table refused: reopening recovers what was committed */
-                table_close(t);
+            if (table_batch_commit(wb(t), &e) != QR_OK) {
+                /* the batch was poisoned: nothing of it was written */
+                close_table(t);
                 t = reopen(dir, &o);
                 check(t, &committed, what);
             } else {
                 check(t, &model, what);
             }
-            table_close(t);
+            close_table(t);
             free(d);
             eu_store_free(&committed);
             eu_store_free(&model);
@@ -1132,14 +1248,14 @@ Test(table, allocation_failures_during_recovery)
     }
     char *base = path_in("base");
     eu_copy_tree(dir, base); /* a crash image with a WAL to replay */
-    table_close(t);
+    close_table(t);
     char *img = path_in("img");
     eu_copy_tree(base, img);
     qr_mem_fail_after(INT64_MAX / 2); /* count the allocations of one open */
     t = reopen(img, &o);
     int64_t total = qr_mem_alloc_count();
     qr_mem_fail_after(-1);
-    table_close(t);
+    close_table(t);
     int tried = 0;
     for (int64_t n = 0; n <= total + 10; n += n < 200 ? 3 : 1 + n / 12) {
         eu_rmtree(img);
@@ -1152,7 +1268,7 @@ Test(table, allocation_failures_during_recovery)
         qr_mem_fail_after(-1);
         if (rc == QR_OK) {
             check(r, &m, "opened under allocation failures");
-            table_close(r);
+            close_table(r);
         } else {
             cr_assert_neq(e.message[0], 0, "fail after %ld: rc %d without a message", (long)n,
                           rc);
@@ -1162,12 +1278,470 @@ Test(table, allocation_failures_during_recovery)
         char what[64];
         snprintf(what, sizeof what, "reopen after failing at %ld (rc %d)", (long)n, rc);
         check(r, &m, what);
-        table_close(r);
+        close_table(r);
         tried++;
     }
     cr_assert_gt(tried, 10);
     eu_store_free(&m);
     free(img);
     free(base);
+    free(dir);
+}
+
+/* ---- writers in isolation (one batch each) ---- */
+
+/* The state a crash right now would leave: a copy of the open table's
+ * files, opened. */
+static void check_crash_image(const char *dir, const TableOpts *o, const EuStore *m,
+                              const char *what)
+{
+    char *img = path_in("crash");
+    eu_rmtree(img);
+    eu_copy_tree(dir, img);
+    Table *c = reopen(img, o);
+    check(c, m, what);
+    close_table(c);
+    eu_rmtree(img);
+    free(img);
+}
+
+/* Issue 13 item 5: a commit publishes -- and logs -- its own batch only.
+ * Two batches fill side by side; each commit shows (and a crash image
+ * keeps) exactly the committed batches, whatever the other holds.  Puts
+ * and deletes of the same key by two writers: the later commit wins. */
+Test(table, a_commit_publishes_and_logs_only_its_own_batch)
+{
+    char *dir = path_in("t");
+    TableOpts o = opts_for(false, 8);
+    Table *t = create(dir, &o);
+    EuStore committed;
+    eu_store_init(&committed);
+    uint64_t rng = 21;
+    for (int k = 0; k < 40; k++)
+        put(t, &committed, &rng, k);
+    commit(t);
+    TableBatch *a = begin(t), *b = begin(t);
+    /* A: new keys, an upsert and a delete of committed keys, a delete then
+     * a re-put; B: other new keys, another upsert and delete (the models:
+     * the state after B's commit, and after both) */
+    EuStore after_b, after_ab;
+    eu_store_copy(&after_b, &committed);
+    for (int k = 1000; k < 1030; k++)
+        bput(b, &after_b, &rng, k);
+    bput(b, &after_b, &rng, 3);
+    bdel(b, &after_b, 5);
+    eu_store_copy(&after_ab, &after_b);
+    for (int k = 2000; k < 2020; k++)
+        bput(a, &after_ab, &rng, k);
+    bput(a, &after_ab, &rng, 7);
+    bdel(a, &after_ab, 9);
+    bdel(a, &after_ab, 11);
+    bput(a, &after_ab, &rng, 11);
+    check(t, &committed, "two batches filled, none committed");
+    check_crash_image(dir, &o, &committed, "crash image before any commit");
+    bcommit(b);
+    check(t, &after_b, "B committed, A still filling");
+    check_crash_image(dir, &o, &after_b, "crash image after B's commit: nothing of A");
+    /* A keeps filling after B's commit, and its found/replaced answers see
+     * B's commit */
+    bool replaced = false, found = true;
+    char *d = eu_random_doc(&rng, words, &zipf, "1000", NULL);
+    uint8_t key[PK_KEY_MAX];
+    size_t kl = eu_doc_key(d, key);
+    cr_assert_eq(table_batch_put(a, d, strlen(d), NULL, &replaced, NULL), QR_OK);
+    cr_assert(replaced, "a key B committed is replaced");
+    eu_store_put(&after_ab, key, kl, d);
+    free(d);
+    kl = eu_doc_key("{\"id\":5}", key);
+    cr_assert_eq(table_batch_delete(a, key, kl, &found, NULL), QR_OK);
+    cr_assert(!found, "the key B deleted is gone");
+    bcommit(a);
+    check(t, &after_ab, "both committed");
+    check_crash_image(dir, &o, &after_ab, "crash image after both commits");
+    /* the same keys from two writers: the later commit wins, for puts and
+     * deletes alike, in either order */
+    EuStore wins;
+    eu_store_copy(&wins, &after_ab);
+    bput(b, NULL, &rng, 0);  /* B's version of 0: loses to A's */
+    bput(a, &wins, &rng, 0); /* A's version, committed last */
+    bput(b, NULL, &rng, 1);  /* B upserts 1 ... */
+    bdel(a, &wins, 1);       /* ... A deletes it later */
+    bdel(b, NULL, 2);        /* B deletes 2 ... */
+    bput(a, &wins, &rng, 2); /* ... A re-puts it later */
+    bcommit(b);
+    bcommit(a);
+    check(t, &wins, "the later commit wins");
+    check_crash_image(dir, &o, &wins, "crash image: the later commit wins");
+    table_batch_free(a);
+    table_batch_free(b);
+    close_table(t);
+    t = reopen(dir, &o);
+    check(t, &wins, "reopened");
+    close_table(t);
+    eu_store_free(&committed);
+    eu_store_free(&after_b);
+    eu_store_free(&after_ab);
+    eu_store_free(&wins);
+    free(dir);
+}
+
+/* Writers commit batches of CW_BATCH new documents concurrently (merges
+ * running) while the main thread takes snapshots: every snapshot holds
+ * whole batches only. */
+#define CW_WRITERS 3
+#define CW_BATCH 23
+#define CW_ROUNDS 40
+
+typedef struct CwArg {
+    Table *t;
+    int w;
+    atomic_int *running;
+    atomic_int *failures;
+} CwArg;
+
+static void *cw_writer(void *arg)
+{
+    CwArg *c = arg;
+    TableBatch *b;
+    uint64_t rng = 500 + (uint64_t)c->w;
+    if (table_batch_begin(c->t, &b, NULL) != QR_OK) {
+        atomic_fetch_add(c->failures, 1);
+        atomic_fetch_sub(c->running, 1);
+        return NULL;
+    }
+    for (int r = 0; r < CW_ROUNDS; r++) {
+        for (int i = 0; i < CW_BATCH; i++) {
+            char id[32];
+            snprintf(id, sizeof id, "%d", c->w * 1000000 + r * CW_BATCH + i);
+            char *d = eu_random_doc(&rng, words, &zipf, id, NULL);
+            if (table_batch_put(b, d, strlen(d), NULL, NULL, NULL) != QR_OK)
+                atomic_fetch_add(c->failures, 1);
+            free(d);
+            if (i % 7 == 0)
+                sched_yield(); /* let the others interleave their puts */
+        }
+        if (table_batch_commit(b, NULL) != QR_OK)
+            atomic_fetch_add(c->failures, 1);
+    }
+    table_batch_free(b);
+    atomic_fetch_sub(c->running, 1);
+    return NULL;
+}
+
+Test(table, concurrent_writers_are_seen_in_whole_batches)
+{
+    char *dir = path_in("t");
+    TableOpts o = opts_for(true, 4);
+    Table *t = create(dir, &o);
+    atomic_int running = CW_WRITERS, failures = 0;
+    pthread_t th[CW_WRITERS];
+    CwArg args[CW_WRITERS];
+    for (int w = 0; w < CW_WRITERS; w++) {
+        args[w] = (CwArg){.t = t, .w = w, .running = &running, .failures = &failures};
+        pthread_create(&th[w], NULL, cw_writer, &args[w]);
+    }
+    uint64_t snapshots = 0, partial = 0, last_partial = 0;
+    while (atomic_load(&running) > 0) {
+        Snapshot *s = table_snapshot(t);
+        if (s->n_live % CW_BATCH) {
+            partial++;
+            last_partial = s->n_live;
+        }
+        snapshots++;
+        snapshot_release(s);
+        sched_yield();
+    }
+    for (int w = 0; w < CW_WRITERS; w++)
+        pthread_join(th[w], NULL);
+    cr_assert_eq(atomic_load(&failures), 0);
+    cr_assert_eq(partial, 0, "%lu of %lu snapshots held part of a batch (e.g. %lu docs)",
+                 (unsigned long)partial, (unsigned long)snapshots, (unsigned long)last_partial);
+    TableInfo ti;
+    table_info(t, &ti);
+    cr_assert_eq(ti.n_live, (uint64_t)CW_WRITERS * CW_ROUNDS * CW_BATCH);
+    close_table(t);
+    t = reopen(dir, &o);
+    table_info(t, &ti);
+    cr_assert_eq(ti.n_live, (uint64_t)CW_WRITERS * CW_ROUNDS * CW_BATCH);
+    close_table(t);
+    free(dir);
+}
+
+static int count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    size_t sl = strlen(suffix);
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        n += l >= sl && !strcmp(e->d_name + l - sl, suffix);
+    }
+    closedir(d);
+    return n;
+}
+
+/* A large batch spills its builder to segment files of its own.  They are
+ * invisible, survive merges and checkpoints of the table meanwhile (which
+ * must not take them for strays), join the table at the commit, and go
+ * away when a batch is discarded. */
+Test(table, a_spilled_batch_is_private_until_its_commit)
+{
+    char *dir = path_in("t");
+    TableOpts o = opts_for(false, 2);
+    o.builder_bytes = 24 << 10;
+    Table *t = create(dir, &o);
+    EuStore m;
+    eu_store_init(&m);
+    uint64_t rng = 33;
+    int next = 0;
+    for (int c = 0; c < 4; c++) {
+        batch(t, &m, &rng, &next, 30);
+        commit(t);
+    }
+    int files0 = count_files(dir, ".qseg");
+    TableBatch *a = begin(t);
+    EuStore ma;
+    eu_store_copy(&ma, &m);
+    for (int i = 0; i < 250; i++) /* new keys, upserts and deletes of committed ones */
+        if (i % 10 == 9)
+            bdel(a, &ma, (int)eu_below(&rng, (uint64_t)next));
+        else
+            bput(a, &ma, &rng, i % 5 == 4 ? (int)eu_below(&rng, (uint64_t)next) : next + i);
+    int spilled = count_files(dir, ".qseg") - files0;
+    cr_assert_gt(spilled, 2, "the batch spilled (%d files)", spilled);
+    check(t, &m, "spilled, not committed");
+    QrError e;
+    qr_error_clear(&e);
+    cr_assert_eq(table_force_merge(t, &e), QR_OK, "%s", e.message);
+    cr_assert_eq(table_flush(t, &e), QR_OK, "%s", e.message);
+    check(t, &m, "merged and flushed meanwhile");
+    check_crash_image(dir, &o, &m, "crash image with a spilled batch: nothing of it");
+    bcommit(a);
+    check(t, &ma, "the spilled batch committed");
+    check_crash_image(dir, &o, &ma, "crash image after the commit");
+    /* a discarded batch takes its files with it */
+    int files1 = count_files(dir, ".qseg");
+    TableBatch *b = begin(t);
+    for (int i = 0; i < 200; i++)
+        bput(b, NULL, &rng, 500000 + i);
+    cr_assert_gt(count_files(dir, ".qseg"), files1);
+    table_batch_free(b);
+    cr_assert_eq(count_files(dir, ".qseg"), files1, "the discarded batch's files are gone");
+    check(t, &ma, "after discarding a batch");
+    table_batch_free(a);
+    close_table(t);
+    t = reopen(dir, &o);
+    check(t, &ma, "reopened");
+    close_table(t);
+    eu_store_free(&m);
+    eu_store_free(&ma);
+    free(dir);
+}
+
+/* A field added while a batch fills: the batch's documents are indexed
+ * with it at the commit (the column holds their values), even those
+ * spilled before the field existed. */
+Test(table, a_field_added_while_a_batch_fills_is_indexed_at_its_commit)
+{
+    char *dir = path_in("t");
+    TableOpts o = opts_for(false, 8);
+    o.builder_bytes = 16 << 10;
+    Table *t = create(dir, &o);
+    TableBatch *a = begin(t);
+    enum { N = 120 };
+    for (int i = 0; i < N; i++) {
+        char d[128];
+        snprintf(d, sizeof d, "{\"id\":%d,\"title\":\"late field %d\",\"late\":%d}", i, i,
+                 i * 3);
+        cr_assert_eq(table_batch_put(a, d, strlen(d), NULL, NULL, NULL), QR_OK);
+    }
+    cr_assert_gt(count_files(dir, ".qseg"), 0, "part of the batch spilled");
+    QrField f;
+    schema_field_defaults(&f, "late", QR_FT_INT);
+    QrError e;
+    qr_error_clear(&e);
+    cr_assert_eq(table_add_field(t, &f, &e), QR_OK, "%s", e.message);
+    int fi = schema_field_index(table_schema(t), "late");
+    cr_assert_geq(fi, 0);
+    bcommit(a);
+    for (int round = 0; round < 2; round++) {
+        Snapshot *s = table_snapshot(t);
+        cr_assert_eq(s->n_live, N);
+        int seen = 0;
+        for (int k = 0; k < s->n_segs; k++) {
+            const Column *c = seg_column(s->segs[k], fi);
+            cr_assert_not_null(c, "segment %d has the new field's column", k);
+            for (uint32_t d = 0; d < seg_n_docs(s->segs[k]); d++) {
+                if (snapshot_deleted(s, k, d))
+                    continue;
+                const uint8_t *key;
+                size_t kl;
+                cr_assert(seg_pk(s->segs[k], d, &key, &kl));
+                QrBuf kb;
+                qr_buf_init(&kb);
+                pk_to_json(key, kl, &kb);
+                qr_buf_putc(&kb, 0);
+                int id = atoi((const char *)kb.data);
+                qr_buf_free(&kb);
+                int64_t v;
+                cr_assert(col_get_int(c, d, &v), "doc %d has a value", id);
+                cr_assert_eq(v, id * 3);
+                seen++;
+            }
+        }
+        cr_assert_eq(seen, N);
+        snapshot_release(s);
+        table_batch_free(a);
+        a = NULL;
+        close_table(t);
+        if (round == 0)
+            t = reopen(dir, &o);
+    }
+    free(dir);
+}
+
+/* ---- a full disk (issue 13 item 8) ---- */
+
+/* Every write to a file fails with ENOSPC from the n-th on, during two
+ * commits (each followed by a checkpoint), a merge and a flush; then space
+ * comes back.  Each answer tells the truth -- a commit that failed wrote
+ * nothing, one that succeeded is there (also when the checkpoint after it
+ * failed) --, and the same table, not reopened, takes writes, merges and
+ * checkpoints again.  Crash images and a reopen find the same state.  Then
+ * a batch that cannot spill its builder to disk fails whole. */
+Test(table, disk_full_fails_cleanly_and_writes_resume)
+{
+    char *dir = path_in("t");
+    TableOpts o = opts_for(false, 8);
+    o.checkpoint_wal_bytes = 1; /* a checkpoint after every commit */
+    int64_t total = 0;
+    int tried = 0, failed1 = 0, failed2 = 0, ok_both = 0;
+    for (int64_t n = -1; n < 0 || n <= total + 2; n += n < 60 ? 1 : 3) {
+        eu_rmtree(dir);
+        Table *t = create(dir, &o);
+        EuStore base;
+        eu_store_init(&base);
+        uint64_t rng = 71;
+        int next = 0;
+        batch(t, &base, &rng, &next, 30);
+        commit(t);
+        TableBatch *w = wb(t);
+        /* batch 1: new keys, upserts and deletes of committed ones;
+         * batch 2: new keys only (its outcome does not depend on batch 1's) */
+        EuStore m1, m2;
+        eu_store_copy(&m1, &base);
+        eu_store_init(&m2);
+        batch(t, &m1, &rng, &next, 25);
+        qr_io_fail_after(n, ENOSPC);
+        QrError e1, e2, em, ef;
+        qr_error_clear(&e1);
+        qr_error_clear(&e2);
+        qr_error_clear(&em);
+        qr_error_clear(&ef);
+        int rc1 = table_batch_commit(w, &e1);
+        for (int i = 0; i < 12; i++)
+            bput(w, &m2, &rng, 700000 + i);
+        int rc2 = table_batch_commit(w, &e2);
+        int rcm = table_force_merge(t, &em);
+        int rcf = table_flush(t, &ef);
+        int64_t used = qr_io_write_count();
+        qr_io_fail_after(-1, 0); /* space is back */
+        char what[160];
+        snprintf(what, sizeof what, "disk full from write %ld (commit %d, commit %d, merge %d, "
+                 "flush %d)", (long)n, rc1, rc2, rcm, rcf);
+        if (n < 0) {
+            total = used;
+            cr_assert(rc1 == QR_OK && rc2 == QR_OK && rcm == QR_OK && rcf == QR_OK, "%s", what);
+        }
+        const QrError *es[] = {&e1, &e2, &em, &ef};
+        const int rcs[] = {rc1, rc2, rcm, rcf};
+        for (int k = 0; k < 4; k++) {
+            if (rcs[k] == QR_OK)
+                continue;
+            cr_assert_eq(rcs[k], QR_EIO, "%s: step %d: %s", what, k, es[k]->message);
+            cr_assert(strstr(es[k]->message, "No space left on device"), "%s: %s", what,
+                      es[k]->message);
+            cr_assert_str_eq(qr_error_sqlstate(es[k]), "53100", "%s: disk_full", what);
+            if (k < 2)
+                cr_assert(strstr(es[k]->detail, "nothing of this commit"),
+                          "%s: a failed commit says it wrote nothing: %s", what, es[k]->detail);
+        }
+        failed1 += rc1 != QR_OK;
+        failed2 += rc2 != QR_OK;
+        ok_both += rc1 == QR_OK && rc2 == QR_OK;
+        EuStore want;
+        eu_store_copy(&want, rc1 == QR_OK ? &m1 : &base);
+        if (rc2 == QR_OK)
+            store_apply(&want, &m2);
+        check(t, &want, what);
+        check_crash_image(dir, &o, &want, what);
+        /* writes, merges and checkpoints work again, no reopen needed */
+        bput(w, &want, &rng, 800000);
+        QrError e;
+        qr_error_clear(&e);
+        cr_assert_eq(table_batch_commit(w, &e), QR_OK, "%s: a write once space is back: %s",
+                     what, e.message);
+        cr_assert_eq(table_force_merge(t, &e), QR_OK, "%s: a merge once space is back: %s",
+                     what, e.message);
+        Snapshot *s = table_snapshot(t);
+        cr_assert_eq(s->n_segs, 1, "%s: the merge ran", what);
+        snapshot_release(s);
+        cr_assert_eq(table_flush(t, &e), QR_OK, "%s: %s", what, e.message);
+        check(t, &want, what);
+        check_crash_image(dir, &o, &want, what);
+        close_table(t);
+        t = reopen(dir, &o);
+        check(t, &want, what);
+        close_table(t);
+        eu_store_free(&want);
+        eu_store_free(&m1);
+        eu_store_free(&m2);
+        eu_store_free(&base);
+        tried++;
+    }
+    cr_assert_gt(failed1, 5, "the sweep failed the first commit (%d)", failed1);
+    cr_assert_gt(failed2, 5, "and the second alone (%d)", failed2);
+    cr_assert_gt(ok_both, 5, "and only what followed both (%d of %d)", ok_both, tried);
+
+    /* a batch that cannot spill: the put says so, the batch is poisoned,
+     * its commit writes nothing, and a new batch works once space is back */
+    eu_rmtree(dir);
+    o.builder_bytes = 16 << 10;
+    Table *t = create(dir, &o);
+    EuStore m;
+    eu_store_init(&m);
+    uint64_t rng = 5;
+    for (int k = 0; k < 10; k++)
+        put(t, &m, &rng, k);
+    commit(t);
+    TableBatch *b = begin(t);
+    qr_io_fail_after(0, ENOSPC);
+    int rc = QR_OK, puts = 0;
+    QrError e;
+    qr_error_clear(&e);
+    while (rc == QR_OK && puts < 10000) {
+        char id[32];
+        snprintf(id, sizeof id, "%d", 100 + puts++);
+        char *d = eu_random_doc(&rng, words, &zipf, id, NULL);
+        rc = table_batch_put(b, d, strlen(d), NULL, NULL, &e);
+        free(d);
+    }
+    qr_io_fail_after(-1, 0);
+    cr_assert_eq(rc, QR_EIO, "the spill failed (after %d puts): %s", puts, e.message);
+    cr_assert_eq(table_batch_put(b, "{\"id\":1}", 8, NULL, NULL, NULL), QR_EIO, "poisoned");
+    qr_error_clear(&e);
+    cr_assert_eq(table_batch_commit(b, &e), QR_EIO, "a poisoned batch does not commit");
+    check(t, &m, "after a batch that could not spill");
+    bput(b, &m, &rng, 9999); /* the emptied batch works again */
+    bcommit(b);
+    check(t, &m, "space back");
+    table_batch_free(b);
+    close_table(t);
+    t = reopen(dir, &o);
+    check(t, &m, "reopened");
+    close_table(t);
+    eu_store_free(&m);
     free(dir);
 }

@@ -133,24 +133,30 @@ static void put_docs(Env *e, uint64_t *rng, int n, int64_t id_space, bool with_l
 {
     QrError err;
     qr_error_clear(&err);
+    QrBatch *b;
+    cr_assert_eq(qr_batch_begin(e->t, &b, &err), QR_OK, "%s", err.message);
     for (int i = 0; i < n; i++) {
         char *d = random_doc(rng, (int64_t)eu_below(rng, (uint64_t)id_space), e->seq++, with_late);
-        cr_assert_eq(qr_put(e->t, d, strlen(d), NULL, &err), QR_OK, "%s", err.message);
+        cr_assert_eq(qr_batch_put(b, d, strlen(d), NULL, &err), QR_OK, "%s", err.message);
         free(d);
     }
-    cr_assert_eq(qr_commit(e->t, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
+    qr_batch_free(b);
 }
 
 static void delete_some(Env *e, uint64_t *rng, int n, int64_t id_space)
 {
     QrError err;
     qr_error_clear(&err);
+    QrBatch *b;
+    cr_assert_eq(qr_batch_begin(e->t, &b, &err), QR_OK, "%s", err.message);
     for (int i = 0; i < n; i++) {
         char k[32];
         snprintf(k, sizeof k, "%lld", (long long)eu_below(rng, (uint64_t)id_space));
-        cr_assert_eq(qr_delete(e->t, k, strlen(k), NULL, &err), QR_OK, "%s", err.message);
+        cr_assert_eq(qr_batch_delete(b, k, strlen(k), NULL, &err), QR_OK, "%s", err.message);
     }
-    cr_assert_eq(qr_commit(e->t, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
+    qr_batch_free(b);
 }
 
 /* Several segments with deletes, then a field added and more segments. */

@@ -1267,6 +1267,7 @@ typedef struct Env {
     char *dir;
     QrDb *db;
     QrTable *t;
+    QrBatch *b;   /* the test's writer */
     EuStore live; /* what the table should hold */
 } Env;
 
@@ -1284,11 +1285,13 @@ static void env_open(Env *e, const QrSchema *sc)
     qr_error_clear(&err);
     cr_assert_eq(qr_db_open(e->dir, &o, &e->db, &err), QR_OK, "%s", err.message);
     cr_assert_eq(qr_table_create(e->db, "t", sc, &e->t, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_batch_begin(e->t, &e->b, &err), QR_OK, "%s", err.message);
     eu_store_init(&e->live);
 }
 
 static void env_close(Env *e)
 {
+    qr_batch_free(e->b);
     qr_db_close(e->db);
     eu_rmtree(e->dir);
     free(e->dir);
@@ -1299,7 +1302,7 @@ static void env_put(Env *e, const char *json)
 {
     QrError err;
     qr_error_clear(&err);
-    cr_assert_eq(qr_put(e->t, json, strlen(json), NULL, &err), QR_OK, "%s: %s", json,
+    cr_assert_eq(qr_batch_put(e->b, json, strlen(json), NULL, &err), QR_OK, "%s: %s", json,
                  err.message);
     uint8_t key[PK_KEY_MAX];
     size_t kl = eu_doc_key(json, key);
@@ -1316,7 +1319,8 @@ static void env_del(Env *e, const char *json_doc)
     bool found;
     QrError err;
     qr_error_clear(&err);
-    cr_assert_eq(qr_delete(e->t, (char *)b.data, b.len, &found, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_batch_delete(e->b, (char *)b.data, b.len, &found, &err), QR_OK, "%s",
+                 err.message);
     cr_assert_eq(found, eu_store_get(&e->live, key, kl) != NULL);
     qr_buf_free(&b);
     eu_store_del(&e->live, key, kl);
@@ -1326,7 +1330,7 @@ static void env_commit(Env *e)
 {
     QrError err;
     qr_error_clear(&err);
-    cr_assert_eq(qr_commit(e->t, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_batch_commit(e->b, &err), QR_OK, "%s", err.message);
     Snapshot *s = table_snapshot(e->t->table);
     eu_assert_snapshot_is(s, &e->live, "after commit");
     snapshot_release(s);

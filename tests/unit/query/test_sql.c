@@ -55,6 +55,8 @@ static void setup(void)
     cr_assert_eq(qr_table_create(db, "docs", &s, &t, &err), QR_OK, "%s", err.message);
     uint64_t rng = 42;
     char buf[512];
+    QrBatch *b;
+    cr_assert_eq(qr_batch_begin(t, &b, &err), QR_OK, "%s", err.message);
     for (int i = 0; i < N_DOCS; i++) {
         /* n follows the id (sorted: zone maps prune ranges), cat is uniform
          * over 100 values, "common" is in every title, "rare" in 7 */
@@ -65,11 +67,12 @@ static void setup(void)
         snprintf(buf, sizeof buf,
                  "{\"id\":%d,\"title\":\"common words %s here\",\"cat\":\"c%d\",\"n\":%d,\"f\":%.1f}",
                  i, model[i].has_rare ? "rare" : "plain", model[i].cat, i, model[i].f);
-        cr_assert_eq(qr_put(t, buf, strlen(buf), NULL, &err), QR_OK, "%s", err.message);
+        cr_assert_eq(qr_batch_put(b, buf, strlen(buf), NULL, &err), QR_OK, "%s", err.message);
         if (i == N_DOCS / 2)
-            cr_assert_eq(qr_commit(t, &err), QR_OK); /* two segments */
+            cr_assert_eq(qr_batch_commit(b, &err), QR_OK); /* two segments */
     }
-    cr_assert_eq(qr_commit(t, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
+    qr_batch_free(b);
     cr_assert_eq(qr_sql_session_new(db, &sess, &err), QR_OK);
 }
 
@@ -331,8 +334,11 @@ Test(sql, counts_and_aggregates_match_the_model)
             QrError err;
             qr_error_clear(&err);
             cr_assert_eq(qr_table_get(db, "docs", &t, &err), QR_OK);
-            cr_assert_eq(qr_delete(t, "0", 1, NULL, &err), QR_OK, "%s", err.message);
-            cr_assert_eq(qr_commit(t, &err), QR_OK);
+            QrBatch *b;
+            cr_assert_eq(qr_batch_begin(t, &b, &err), QR_OK, "%s", err.message);
+            cr_assert_eq(qr_batch_delete(b, "0", 1, NULL, &err), QR_OK, "%s", err.message);
+            cr_assert_eq(qr_batch_commit(b, &err), QR_OK);
+            qr_batch_free(b);
         }
     }
     r = run("SELECT cat, count(*), sum(n), min(f), max(f) FROM docs WHERE n >= 1 AND n < 5000 "
@@ -1376,6 +1382,8 @@ Test(sql, primary_key_ranges)
         cr_assert_eq(schema_from_json(sj, strlen(sj), &s, &err), QR_OK, "%s", err.message);
         QrTable *tb;
         cr_assert_eq(qr_table_create(db, names[ti], &s, &tb, &err), QR_OK, "%s", err.message);
+        QrBatch *b;
+        cr_assert_eq(qr_batch_begin(tb, &b, &err), QR_OK, "%s", err.message);
         for (int i = 0; i < 3000; i++) {
             char doc[128];
             if (ti == 1 && i % 3 == 0)
@@ -1383,10 +1391,11 @@ Test(sql, primary_key_ranges)
             else
                 snprintf(doc, sizeof doc, "{\"id\":\"%c%c%d\",\"v\":%d}", 'a' + (int)eu_below(&rng, 26),
                          'a' + (int)eu_below(&rng, 26), i, i);
-            cr_assert_eq(qr_put(tb, doc, strlen(doc), NULL, &err), QR_OK, "%s", err.message);
+            cr_assert_eq(qr_batch_put(b, doc, strlen(doc), NULL, &err), QR_OK, "%s", err.message);
             if (i % 1000 == 999)
-                cr_assert_eq(qr_commit(tb, &err), QR_OK, "%s", err.message);
+                cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
         }
+        qr_batch_free(b);
         /* mk's first key is an integer, so its id column is int8 */
         const char *conds[2][6] = {
             {"id BETWEEN 'c' AND 'f'", "id > 'x'", "id <= 'b'", "'m5' < id AND id < 'p'",

@@ -52,13 +52,16 @@ static void make_table(const char *name, int n_docs)
     cr_assert_eq(schema_from_json(S, strlen(S), &sc, &e), QR_OK, "%s", e.message);
     QrTable *t;
     cr_assert_eq(qr_table_create(db, name, &sc, &t, &e), QR_OK, "%s", e.message);
+    QrBatch *b;
+    cr_assert_eq(qr_batch_begin(t, &b, &e), QR_OK, "%s", e.message);
     for (int i = 0; i < n_docs; i++) {
         char doc[128];
         int len = snprintf(doc, sizeof doc, "{\"id\":%d,\"title\":\"alpha %s %d\"}", i,
                            i % 2 ? "beta" : "gamma", i);
-        cr_assert_eq(qr_put(t, doc, (size_t)len, NULL, &e), QR_OK, "%s", e.message);
+        cr_assert_eq(qr_batch_put(b, doc, (size_t)len, NULL, &e), QR_OK, "%s", e.message);
     }
-    cr_assert_eq(qr_commit(t, &e), QR_OK, "%s", e.message);
+    cr_assert_eq(qr_batch_commit(b, &e), QR_OK, "%s", e.message);
+    qr_batch_free(b);
 }
 
 static uint64_t ms_now(void) { return qr_now_ns() / 1000000; }
