@@ -5,6 +5,7 @@
  */
 #include "query/quarry.h"
 #include "query/query_int.h"
+#include "store/mem.h"
 #include "store/util.h"
 
 #include <cJSON.h>
@@ -372,6 +373,21 @@ int qr_table_create_index(QrTable *t, const char *field, QrError *err)
 int qr_table_drop_index(QrTable *t, const char *field, QrError *err)
 {
     return set_index(t, field, false, err);
+}
+
+int quarry_budget_error(QrError *err)
+{
+    if (!err)
+        return QR_ENOMEM;
+    qr_error_clear(err);
+    size_t lim = qr_mem_budget_limit(), used = qr_mem_budget_used();
+    qr_error_set(err, QR_ENOMEM, "out of memory for queries: the server's memory limit is "
+                                 "reached");
+    qr_error_detail(err, "queries running now hold %zu MiB of the limit of %zu MiB",
+                    used >> 20, lim >> 20);
+    qr_error_hint(err, "retry when fewer queries run, or narrow the query; the server's "
+                       "limit is mem_limit_bytes (quarry serve --mem-limit)");
+    return QR_ENOMEM;
 }
 
 int qr_put(QrTable *t, const char *json, size_t len, bool *replaced, QrError *err)

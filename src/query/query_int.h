@@ -31,4 +31,9 @@ struct QrTable {
     int n_an_free, cap_an_free;
 };
 
+/* Rewrite a query's memory failure as the process-wide budget's
+ * (store/mem.h): QR_ENOMEM, SQLSTATE 53200, with what the running queries
+ * hold and a hint.  Returns QR_ENOMEM. */
+int quarry_budget_error(QrError *err);
+
 #endif

@@ -32,6 +32,9 @@ typedef struct HttpConfig {
     int max_ingests;             /* uploads running at once (503 beyond) */
     uint64_t query_timeout_ms;   /* per search; a request may ask for less (0 = none) */
     uint64_t query_mem_bytes;    /* per search (0 = engine default) */
+    uint64_t mem_limit_bytes;    /* working memory of all queries at once, SQL and
+                                    search, HTTP and PG (store/mem.h budget; 0 = a
+                                    quarter of the machine's memory) */
     int max_result_window;       /* offset + limit of one search (413 beyond) */
     int max_query_terms;         /* words in one text query (413 beyond; the engine's
                                     parser also stops at 1024 leaf clauses) */

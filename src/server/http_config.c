@@ -43,6 +43,8 @@ static const ConfKey HTTP_CONFIG_KEYS[] = {
     {"max_ingests", CK_INT, OFF(max_ingests), 1, 10000, "uploads running at once"},
     {"query_timeout_ms", CK_U64, OFF(query_timeout_ms), 0, 864e5, "search time limit"},
     {"query_mem_bytes", CK_U64, OFF(query_mem_bytes), 0, 1e12, "search memory limit"},
+    {"mem_limit_bytes", CK_U64, OFF(mem_limit_bytes), 0, 1e15,
+     "memory of all running queries (0 = a quarter of the machine's)"},
     {"max_result_window", CK_INT, OFF(max_result_window), 1, 1000000000,
      "largest offset + limit"},
     {"max_query_terms", CK_INT, OFF(max_query_terms), 1, 100000, "words in a text query"},

@@ -15,6 +15,7 @@
 #include "query/quarry.h"
 #include "server/http.h"
 #include "server/pgwire.h"
+#include "store/mem.h"
 #include "store/util.h"
 
 #include <pthread.h>
@@ -23,6 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define SERVE_MEM_LIMIT_MIN (16u << 20)          /* smaller starves every query */
+#define SERVE_MEM_LIMIT_UNKNOWN (1ull << 30)     /* when the machine's memory is unknown */
 
 typedef struct ServeOpt {
     const char *name;       /* flag without "--" */
@@ -37,13 +41,15 @@ static void usage(void)
             "                    [--threads N] [--fsync commit|batched|off] [--salvage]\n"
             "                    [--pg HOST:PORT] [--pg-max-connections N]\n"
             "                    [--pg-tls-cert CERT.pem --pg-tls-key KEY.pem]\n"
-            "                    [--tls-cert CERT.pem --tls-key KEY.pem]\n"
+            "                    [--tls-cert CERT.pem --tls-key KEY.pem] [--mem-limit BYTES]\n"
             "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
             "  --pg        also serve the PostgreSQL wire protocol (e.g. 127.0.0.1:5433;\n"
             "              docs/pg-protocol.md); users: quarry user add NAME\n"
             "  --config    JSON file with server settings (docs/http-api.md, \"Configuration\")\n"
             "  --threads   worker threads (default: one per core)\n"
             "  --tls-cert, --tls-key  serve HTTPS from these PEM files (docs/security.md)\n"
+            "  --mem-limit memory for all running queries together, in bytes (default: a\n"
+            "              quarter of the machine's memory; docs/operations.md)\n"
             "  API keys: quarry key add NAME --scope search|write|admin\n");
 }
 
@@ -54,7 +60,8 @@ int cmd_serve(int argc, char **argv)
                        {"fsync", NULL, NULL},  {"salvage", NULL, NULL},
                        {"pg", NULL, NULL},     {"pg-max-connections", NULL, NULL},
                        {"pg-tls-cert", NULL, NULL}, {"pg-tls-key", NULL, NULL},
-                       {"tls-cert", "tls_cert", NULL}, {"tls-key", "tls_key", NULL}};
+                       {"tls-cert", "tls_cert", NULL}, {"tls-key", "tls_key", NULL},
+                       {"mem-limit", "mem_limit_bytes", NULL}};
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -104,6 +111,16 @@ int cmd_serve(int argc, char **argv)
             fprintf(stderr, "quarry serve: --%s: %s\n", opts[k].name, err.message);
             return 2;
         }
+    uint64_t mem_limit = cfg.mem_limit_bytes ? cfg.mem_limit_bytes : qr_mem_physical() / 4;
+    if (mem_limit == 0)
+        mem_limit = SERVE_MEM_LIMIT_UNKNOWN;
+    if (mem_limit < SERVE_MEM_LIMIT_MIN) {
+        fprintf(stderr, "quarry serve: --mem-limit (mem_limit_bytes) must be at least %u bytes\n",
+                SERVE_MEM_LIMIT_MIN);
+        return 2;
+    }
+    /* every query arena of the process, HTTP and PG, draws on it */
+    qr_mem_budget_set((size_t)mem_limit);
     QrDbOpts dbo;
     qr_db_opts_default(&dbo);
     dbo.salvage = opts[5].value != NULL;
@@ -185,11 +202,11 @@ int cmd_serve(int argc, char **argv)
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     qr_log(QR_LOG_INFO,
            "serve started version=%s http=%s://%s/ admin=%s://%s/ data=%s threads=%d "
-           "cores=%ld max_connections=%d pid=%ld",
+           "cores=%ld max_connections=%d mem_limit_mib=%llu pid=%ld",
            QUARRY_VERSION, cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv),
            cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv), data,
            cfg.threads > 0 ? cfg.threads : (int)cores, cores, cfg.max_connections,
-           (long)getpid());
+           (unsigned long long)(mem_limit >> 20), (long)getpid());
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)
         ;
