@@ -29,6 +29,8 @@ typedef struct HttpConfig {
     uint64_t max_body_bytes;     /* JSON request bodies (413 beyond) */
     uint64_t max_ingest_bytes;   /* one JSONL upload, counted after gunzip (413 beyond) */
     uint64_t max_line_bytes;     /* one JSONL line (that line is rejected beyond) */
+    int max_gzip_ratio;          /* gunzipped bytes per gzip byte of an upload (413
+                                    beyond, after the first 10 MiB; 0 = no limit) */
     int max_ingests;             /* uploads running at once (503 beyond) */
     uint64_t query_timeout_ms;   /* per search; a request may ask for less (0 = none) */
     uint64_t query_mem_bytes;    /* per search (0 = engine default) */

@@ -40,6 +40,8 @@ static const ConfKey HTTP_CONFIG_KEYS[] = {
     {"max_ingest_bytes", CK_U64, OFF(max_ingest_bytes), 1024, 1e15,
      "largest JSONL upload (after gunzip)"},
     {"max_line_bytes", CK_U64, OFF(max_line_bytes), 1024, 1e10, "longest JSONL line"},
+    {"max_gzip_ratio", CK_INT, OFF(max_gzip_ratio), 0, 100000,
+     "how many times gunzip may multiply an upload (0 = no limit)"},
     {"max_ingests", CK_INT, OFF(max_ingests), 1, 10000, "uploads running at once"},
     {"query_timeout_ms", CK_U64, OFF(query_timeout_ms), 0, 864e5, "search time limit"},
     {"query_mem_bytes", CK_U64, OFF(query_mem_bytes), 0, 1e12, "search memory limit"},
@@ -69,6 +71,7 @@ void http_config_default(HttpConfig *c)
     c->max_body_bytes = 1u << 20;
     c->max_ingest_bytes = 4ull << 30;
     c->max_line_bytes = 16u << 20;
+    c->max_gzip_ratio = 100;
     c->max_ingests = 4;
     c->query_timeout_ms = 10000;
     c->query_mem_bytes = 0;

@@ -1,0 +1,187 @@
+"""End to end: the server's memory and upload limits (`quarry serve` with
+small limits, the real binary on 127.0.0.1).
+
+- Uploads: a gzip bomb (a few hundred KB expanding a thousand times) is
+  refused with 413 once it passes max_gzip_ratio; with the ratio off, a
+  300 MB upload of 1 MB lines into a new table (schema inferred) streams
+  in bounded memory (the server's peak RSS, VmHWM from /proc/PID/status,
+  stays far below the upload's size) and the memory comes back after the
+  request (VmRSS); a line of a million tiny JSON values is rejected with
+  its line number, the lines around it imported.
+- Memory for queries: SET quarry.mem_cap above --mem-limit is 22023 over
+  PG and HTTP; while one psycopg2 connection holds a large cursor result,
+  the same query from another connection fails with 53200 (not a crash,
+  not the statement's own cap), and runs once the cursor is closed."""
+import gzip
+import io
+import json
+import os
+import time
+
+from qserve import Server
+from qtest import DataDir, check, finish
+
+try:
+    import psycopg2
+except ImportError:
+    psycopg2 = None
+
+MIB = 1 << 20
+
+
+def status_kb(srv, field):
+    """VmRSS / VmHWM of the server process, in kB."""
+    with open("/proc/%d/status" % srv.p.pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return -1
+
+
+def upload(srv, table, body, gz=False, ctype="application/x-ndjson", timeout=300):
+    h = {"Content-Type": ctype}
+    if gz:
+        h["Content-Encoding"] = "gzip"
+    return srv.call("POST", "/tables/%s/documents" % table, body, headers=h, timeout=timeout)
+
+
+def big_lines(n, size):
+    """n documents of `size` bytes each, stored only (no text field to
+    analyze), as gzip: repetitive, so the gzip is about size * n / 1000."""
+    pad = "a" * size
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6) as z:
+        for i in range(n):
+            z.write((json.dumps({"id": i, "kind": "k", "pad": pad}) + "\n").encode())
+    return out.getvalue()
+
+
+def test_uploads(dd):
+    # a gzip bomb against the default ratio (100)
+    srv = Server(os.path.join(dd.path, "bomb"), dd.path)
+    try:
+        bomb = big_lines(200, MIB)
+        check(len(bomb) < 2 * MIB, "the bomb is small: %d bytes" % len(bomb))
+        base = status_kb(srv, "VmRSS")
+        st, b = upload(srv, "t", bomb, gz=True)
+        err = b.get("error", {}) if isinstance(b, dict) else {}
+        check(st == 413 and err.get("code") == "program_limit_exceeded" and
+              "expands more than 100 times" in err.get("message", ""),
+              "a gzip bomb is refused with 413: %s %s" % (st, str(b)[:300]))
+        check("max_gzip_ratio" in err.get("hint", ""), "the hint names max_gzip_ratio")
+        check(isinstance(b, dict) and b.get("lines", 10**9) < 40,
+              "it stopped early: %s lines" % (b.get("lines") if isinstance(b, dict) else b))
+        peak = status_kb(srv, "VmHWM")
+        check(peak - base < 150 * 1024, "the bomb cost little memory: peak %d kB over %d kB" %
+              (peak, base))
+        check(srv.call("GET", "/health")[0] == 200, "the server answers after the bomb")
+    finally:
+        srv.stop()
+
+    # with the ratio off, 300 MB in 1 MB lines into a new table streams in
+    # bounded memory, and the memory is given back afterwards
+    srv = Server(os.path.join(dd.path, "stream"), dd.path, config={"max_gzip_ratio": 0})
+    try:
+        n = 300
+        body = big_lines(n, MIB)
+        base = status_kb(srv, "VmRSS")
+        st, b = upload(srv, "big", body, gz=True)
+        check(st == 200 and b.get("imported") == n and b.get("acked") == n and
+              b.get("schema_inferred") is True,
+              "300 MB upload imported in full: %s %s" % (st, str(b)[:300]))
+        peak = status_kb(srv, "VmHWM")
+        check(peak - base < 200 * 1024,
+              "peak memory stays bounded while 300 MB stream in: %d kB over %d kB" % (peak, base))
+        after = -1
+        for _ in range(100):  # the upload's cleanup runs after the answer is sent
+            after = status_kb(srv, "VmRSS")
+            if after - base < 24 * 1024:
+                break
+            time.sleep(0.1)
+        check(after - base < 24 * 1024,
+              "memory is given back after the upload: %d kB now, %d kB before" % (after, base))
+        st, b = srv.call("POST", "/sql", {"query": "SELECT count(*) FROM big"})
+        check(st == 200 and b.get("rows") == [[n]], "every document is there: %s" % str(b)[:200])
+
+        # a line of a million tiny values: rejected with its line number
+        lines = [json.dumps({"id": "a", "kind": "ok"}),
+                 json.dumps({"id": "b", "kind": "bomb", "v": [0] * (1100 * 1000)}),
+                 json.dumps({"id": "c", "kind": "ok"})]
+        st, b = upload(srv, "big", ("\n".join(lines) + "\n").encode())
+        errs = b.get("errors", []) if isinstance(b, dict) else []
+        check(st == 200 and b.get("imported") == 2 and b.get("rejected") == 1 and
+              len(errs) == 1 and errs[0].get("line") == 2 and
+              "JSON values" in errs[0].get("message", ""),
+              "a line of a million values is rejected by line: %s %s" % (st, str(b)[:300]))
+    finally:
+        srv.stop()
+
+
+def test_query_memory(dd):
+    if psycopg2 is None:
+        check(False, "psycopg2 is installed (make deps)")
+        return
+    limit = 64 * MIB
+    srv = Server(os.path.join(dd.path, "mem"), dd.path, pg=True,
+                 extra=["--mem-limit", str(limit)])
+    try:
+        check("mem_limit_mib=64" in srv.text(), "the startup line states the limit")
+        # HTTP: a cap above the server's limit, in the same request as a query
+        st, b = srv.call("POST", "/sql", {"query": "SET quarry.mem_cap = %d" % (2 * limit)})
+        err = b.get("error", {}) if isinstance(b, dict) else {}
+        check(st == 400 and err.get("sqlstate") == "22023" and
+              "(1048576 .. %d)" % limit in err.get("message", ""),
+              "SET quarry.mem_cap above the limit over HTTP: %s %s" % (st, b))
+        dsn = "host=127.0.0.1 port=%d dbname=quarry user=quarry" % srv.pg_port
+        a = psycopg2.connect(dsn)
+        other = psycopg2.connect(dsn)
+        try:
+            cur = a.cursor()
+            try:
+                cur.execute("SET quarry.mem_cap = %d" % (limit + 1))
+                check(False, "SET above the limit must fail over PG")
+            except psycopg2.Error as e:
+                check(e.pgcode == "22023", "22023 over PG: %s %s" % (e.pgcode, e))
+            a.rollback()
+            # ~40 MB of rows held by a cursor, then the same from another session
+            big = ("SELECT g, repeat('y', 200) AS r FROM generate_series(1, 80000) g "
+                   "ORDER BY g DESC")
+            held = a.cursor("held")
+            held.execute(big)
+            first = held.fetchmany(2)
+            check([r[0] for r in first] == [80000, 79999], "the cursor streams: %s" %
+                  [r[0] for r in first])
+            oc = other.cursor()
+            try:
+                oc.execute(big)
+                check(False, "the second statement must not fit in the limit")
+            except psycopg2.Error as e:
+                check(e.pgcode == "53200" and "mem_limit" in (e.diag.message_hint or ""),
+                      "53200 with a hint while the cursor holds the memory: %s %s (%s)" %
+                      (e.pgcode, e, e.diag.message_hint))
+            other.rollback()
+            oc.execute("SELECT 1")
+            check(oc.fetchall() == [(1,)], "small statements still run")
+            held.close()
+            a.commit()
+            oc.execute(big)
+            rows = oc.fetchall()
+            check(len(rows) == 80000 and rows[0][0] == 80000 and rows[-1][0] == 1 and
+                  rows[0][1] == "y" * 200, "after the cursor closed the query runs in full")
+        finally:
+            a.close()
+            other.close()
+        check(srv.call("GET", "/health")[0] == 200, "the server is up")
+    finally:
+        srv.stop()
+
+
+def main():
+    with DataDir() as dd:
+        test_uploads(dd)
+        test_query_memory(dd)
+    finish()
+
+
+if __name__ == "__main__":
+    main()
