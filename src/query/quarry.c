@@ -375,6 +375,27 @@ int qr_table_drop_index(QrTable *t, const char *field, QrError *err)
     return set_index(t, field, false, err);
 }
 
+int quarry_doc_check(const char *json, size_t len, QrError *err)
+{
+    size_t bad = qr_utf8_invalid_at(json, len);
+    if (bad == len)
+        return QR_OK;
+    /* the bytes of the sequence the lead byte announces, as PostgreSQL shows them */
+    unsigned char c = (unsigned char)json[bad];
+    size_t want = c >= 0xF8 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    char hex[24] = "";
+    for (size_t i = 0; i < want && bad + i < len; i++)
+        snprintf(hex + strlen(hex), sizeof hex - strlen(hex), "%s0x%02x", i ? " " : "",
+                 (unsigned char)json[bad + i]);
+    qr_error_set(err, QR_EINVAL, "invalid byte sequence for encoding \"UTF8\": %s", hex);
+    qr_error_set_sqlstate(err, "22021");
+    qr_error_detail(err, "the document has bytes that are not UTF-8 at byte %zu", bad + 1);
+    qr_error_hint(err, "documents are UTF-8 text: convert the input (for example iconv -f "
+                       "LATIN1 -t UTF-8) or remove the bytes");
+    qr_error_pos(err, -1, -1, (int32_t)(bad < INT32_MAX ? bad + 1 : INT32_MAX));
+    return QR_EINVAL;
+}
+
 int quarry_budget_error(QrError *err)
 {
     if (!err)
@@ -393,6 +414,8 @@ int quarry_budget_error(QrError *err)
 int qr_put(QrTable *t, const char *json, size_t len, bool *replaced, QrError *err)
 {
     int rc = ro_check(t, err);
+    if (rc == QR_OK)
+        rc = quarry_doc_check(json, len, err);
     return rc ? rc : table_put(t->table, json, len, replaced, err);
 }
 
@@ -400,6 +423,8 @@ int qr_put_parsed(QrTable *t, const char *json, size_t len, const cJSON *root, b
                   QrError *err)
 {
     int rc = ro_check(t, err);
+    if (rc == QR_OK)
+        rc = quarry_doc_check(json, len, err);
     return rc ? rc : table_put_parsed(t->table, json, len, root, replaced, err);
 }
 

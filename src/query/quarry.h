@@ -93,7 +93,12 @@ typedef struct QrColumnStats {
  * qr_malloc'd (qr_free it).  Errors: QR_ENOMEM. */
 int qr_table_column_stats(QrTable *t, QrColumnStats **out, int *n, QrError *err);
 
-/* Writes: upsert (by primary key), delete, commit (durable + visible). */
+/* Writes: upsert (by primary key), delete, commit (durable + visible).
+ * A document must be UTF-8 text: one with a byte sequence that is not
+ * well-formed UTF-8 is refused with QR_EINVAL, SQLSTATE 22021
+ * (character_not_in_repertoire) and the byte's 1-based column, and the
+ * table is unchanged; stored documents are therefore always valid JSON for
+ * clients (docs/http-api.md, "Documents"). */
 int qr_put(QrTable *t, const char *json, size_t len, bool *replaced, QrError *err);
 struct cJSON;
 int qr_put_parsed(QrTable *t, const char *json, size_t len, const struct cJSON *root,

@@ -11,7 +11,10 @@ small limits, the real binary on 127.0.0.1).
 - Memory for queries: SET quarry.mem_cap above --mem-limit is 22023 over
   PG and HTTP; while one psycopg2 connection holds a large cursor result,
   the same query from another connection fails with 53200 (not a crash,
-  not the statement's own cap), and runs once the cursor is closed."""
+  not the statement's own cap), and runs once the cursor is closed.
+- UTF-8: documents with bytes that are not UTF-8 are refused by upload
+  (that line, with its column), PUT (400), INSERT and COPY over psycopg2
+  (22021) and quarry import (the line); the stored rest reads back."""
 import gzip
 import io
 import json
@@ -19,7 +22,7 @@ import os
 import time
 
 from qserve import Server
-from qtest import DataDir, check, finish
+from qtest import DataDir, check, finish, run
 
 try:
     import psycopg2
@@ -176,10 +179,74 @@ def test_query_memory(dd):
         srv.stop()
 
 
+def test_utf8(dd):
+    """Documents that are not UTF-8 are refused wherever they come in, so
+    what is stored is always valid JSON for clients (psycopg2 decodes every
+    text value; a JSON parser refuses stray bytes)."""
+    data = os.path.join(dd.path, "utf8")
+    srv = Server(data, dd.path, pg=True)
+    try:
+        st, b = srv.call("POST", "/tables", {"name": "u", "schema": {
+            "primary_key": "id", "fields": [{"name": "s", "type": "text"}]}})
+        check(st in (200, 201), "table created: %s %s" % (st, b))
+        body = (b'{"id": 1, "s": "caf\xc3\xa9"}\n'
+                b'{"id": 2, "s": "latin-1 caf\xe9"}\n'
+                b'{"id": 3, "s": "fine"}\n')
+        st, b = upload(srv, "u", body)
+        errs = b.get("errors", []) if isinstance(b, dict) else []
+        check(st == 200 and b.get("imported") == 2 and b.get("rejected") == 1 and
+              len(errs) == 1 and errs[0].get("line") == 2 and
+              "invalid byte sequence" in errs[0].get("message", "") and
+              errs[0].get("column") == 28,
+              "upload: the bad line is named with its column: %s %s" % (st, str(b)[:400]))
+        st, b = srv.call("PUT", "/tables/u/documents/9", b'{"s": "\xff"}',
+                         headers={"Content-Type": "application/json"})
+        err = b.get("error", {}) if isinstance(b, dict) else {}
+        check(st == 400 and "invalid byte sequence" in err.get("message", ""),
+              "PUT: 400 naming the bytes: %s %s" % (st, b))
+        st, b = srv.call("POST", "/sql", {"query": "SELECT count(*) FROM u"})
+        check(st == 200 and b.get("rows") == [[2]], "only the good documents: %s" % b)
+        if psycopg2 is not None:
+            conn = psycopg2.connect("host=127.0.0.1 port=%d dbname=quarry user=quarry" %
+                                    srv.pg_port)
+            try:
+                cur = conn.cursor()
+                try:
+                    cur.execute(b"INSERT INTO u (id, s) VALUES (4, 'caf\xe9')")
+                    check(False, "an INSERT of bytes that are not UTF-8 must fail")
+                except psycopg2.Error as e:
+                    check(e.pgcode == "22021", "INSERT: 22021 over PG: %s %s" % (e.pgcode, e))
+                conn.rollback()
+                try:
+                    cur.copy_expert("COPY u (id, s) FROM STDIN",
+                                    io.BytesIO(b"5\tgood\n6\tbad\xfe\n"))
+                    check(False, "a COPY of bytes that are not UTF-8 must fail")
+                except psycopg2.Error as e:
+                    check(e.pgcode == "22021", "COPY: 22021: %s %s" % (e.pgcode, e))
+                conn.rollback()
+                cur.execute("SELECT id, s FROM u ORDER BY id")
+                check(cur.fetchall() == [(1, "caf\u00e9"), (3, "fine")],
+                      "psycopg2 reads every stored value")
+            finally:
+                conn.close()
+        else:
+            check(False, "psycopg2 is installed (make deps)")
+    finally:
+        srv.stop()
+    # quarry import names the line too
+    path = os.path.join(dd.path, "bad.jsonl")
+    with open(path, "wb") as f:
+        f.write(b'{"id": 7, "s": "ok"}\n{"id": 8, "s": "\xc3("}\n')
+    rc, out, err = run(["import", "u", path], data)
+    check(rc == 3 and "line 2: invalid byte sequence" in err + out and "imported 1" in err + out,
+          "quarry import reports the line: %s %s" % (out, err))
+
+
 def main():
     with DataDir() as dd:
         test_uploads(dd)
         test_query_memory(dd)
+        test_utf8(dd)
     finish()
 
 
