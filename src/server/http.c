@@ -1205,6 +1205,11 @@ static void server_free(HttpServer *s)
     qr_free(s);
 }
 
+/* GnuTLS priorities for HTTPS: its defaults, but TLS 1.2 and 1.3 only
+ * (TLS 1.0 and 1.1 are deprecated, RFC 8996), as the PG port's OpenSSL
+ * context (pgwire_tls.c). */
+#define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
 /* Read the PEM files of cfg into s (TLS on when tls_cert is set). */
 static int tls_load(HttpServer *s, QrError *err)
 {
@@ -1299,6 +1304,7 @@ int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError
         /* after NOTIFY_CONNECTION so that without TLS the list ends here */
         s->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, (const char *)s->tls_cert,
         MHD_OPTION_HTTPS_MEM_KEY, (const char *)s->tls_key,
+        MHD_OPTION_HTTPS_PRIORITIES, HTTP_TLS_PRIORITIES,
         MHD_OPTION_END);
     if (!s->mhd) {
         int e = errno;

@@ -12,6 +12,8 @@ small limits, the real binary on 127.0.0.1).
   PG and HTTP; while one psycopg2 connection holds a large cursor result,
   the same query from another connection fails with 53200 (not a crash,
   not the statement's own cap), and runs once the cursor is closed.
+- TLS: HTTPS refuses TLS 1.0 and 1.1 handshakes (openssl s_client), as
+  the PG port does, and completes 1.2 and 1.3.
 - UTF-8: documents with bytes that are not UTF-8 are refused by upload
   (that line, with its column), PUT (400), INSERT and COPY over psycopg2
   (22021) and quarry import (the line); the stored rest reads back."""
@@ -19,6 +21,9 @@ import gzip
 import io
 import json
 import os
+import re
+import shutil
+import subprocess
 import time
 
 from qserve import Server
@@ -242,8 +247,52 @@ def test_utf8(dd):
           "quarry import reports the line: %s %s" % (out, err))
 
 
+def handshake(port, version, starttls=None):
+    """openssl s_client with only `version` on offer (security level 0, so
+    the client itself would allow TLS 1.0/1.1): the protocol agreed, or
+    None when the server refused."""
+    args = ["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-" + version,
+            "-cipher", "DEFAULT:@SECLEVEL=0"]
+    if starttls:
+        args += ["-starttls", starttls]
+    p = subprocess.run(args, input="", capture_output=True, text=True, timeout=30)
+    m = re.search(r"^New, (TLSv[0-9.]+), Cipher is (?!\(NONE\))", p.stdout, re.M)
+    return m.group(1) if m and p.returncode == 0 else None
+
+
+def test_tls(dd):
+    """HTTPS, like the PG port, completes TLS 1.2 and 1.3 handshakes only."""
+    if not shutil.which("openssl"):
+        check(False, "openssl is installed (make deps)")
+        return
+    d = os.path.join(dd.path, "pki")
+    os.makedirs(d)
+    p = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                        "-keyout", "k.pem", "-out", "c.pem", "-subj", "/CN=127.0.0.1"],
+                       cwd=d, capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0, "test certificate: %s" % p.stderr[-200:])
+    cert, key = os.path.join(d, "c.pem"), os.path.join(d, "k.pem")
+    srv = Server(os.path.join(dd.path, "tls"), dd.path, pg=True,
+                 extra=["--tls-cert", cert, "--tls-key", key, "--pg-tls-cert", cert,
+                        "--pg-tls-key", key])
+    try:
+        m = re.search(r"http=https://127\.0\.0\.1:(\d+)/", srv.text())
+        if not check(m is not None and srv.pg_port, "TLS server started: " + srv.text()[-300:]):
+            return
+        https = int(m.group(1))
+        for port, starttls, what in ((https, None, "HTTPS"), (srv.pg_port, "postgres", "PG")):
+            for v in ("tls1", "tls1_1"):
+                got = handshake(port, v, starttls)
+                check(got is None, "%s refuses %s: agreed %s" % (what, v, got))
+            check(handshake(port, "tls1_2", starttls) == "TLSv1.2", "%s speaks TLS 1.2" % what)
+            check(handshake(port, "tls1_3", starttls) == "TLSv1.3", "%s speaks TLS 1.3" % what)
+    finally:
+        srv.stop()
+
+
 def main():
     with DataDir() as dd:
+        test_tls(dd)
         test_uploads(dd)
         test_query_memory(dd)
         test_utf8(dd)
