@@ -959,6 +959,11 @@ static void first_call(HttpReq *r)
     route_request(r);
     if (r->err.code != QR_OK)
         return;
+    int n_keys;
+    if (!auth_on(s, &n_keys))
+        http_origin_check(r); /* no key protects it: browsers must not steer it */
+    if (r->err.code != QR_OK)
+        return;
     const HttpRoute *rt = &HTTP_ROUTES[r->route];
     auth_check(r, rt->scope);
     if (r->err.code != QR_OK)
@@ -1251,6 +1256,7 @@ int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError
     s->db = db;
     s->cfg = *cfg;
     s->remote = !loopback;
+    s->listen_ss = ss;
     pthread_mutex_init(&s->guard_lock, NULL);
     pthread_cond_init(&s->guard_cond, NULL);
     if (cfg->key_dir[0] && (rc = apikey_open(cfg->key_dir, &s->keys, err)) != QR_OK) {

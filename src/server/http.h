@@ -46,6 +46,9 @@ typedef struct HttpConfig {
     int history_size;            /* recent queries kept for the admin page */
     bool log_requests;           /* one info line per request */
     bool allow_remote;           /* listen beyond loopback without API keys */
+    char allowed_hosts[512];     /* without API keys: host names besides loopback ones
+                                    and the listen address that Host and Origin may
+                                    name, comma-separated (http_origin.c) */
     char tls_cert[512];          /* PEM certificate chain file: serve HTTPS ("" = plain HTTP) */
     char tls_key[512];           /* PEM private key file (with tls_cert) */
     char key_dir[512];           /* not a config key: the data directory holding

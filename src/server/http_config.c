@@ -58,6 +58,8 @@ static const ConfKey HTTP_CONFIG_KEYS[] = {
     {"log_requests", CK_BOOL, OFF(log_requests), 0, 0, "one log line per request"},
     {"allow_remote", CK_BOOL, OFF(allow_remote), 0, 0,
      "listen beyond loopback without API keys"},
+    {"allowed_hosts", CK_STR, OFF(allowed_hosts), 0, 0,
+     "host names Host and Origin may name without API keys", CAP(allowed_hosts)},
     {"tls_cert", CK_STR, OFF(tls_cert), 0, 0, "PEM certificate file for HTTPS", CAP(tls_cert)},
     {"tls_key", CK_STR, OFF(tls_key), 0, 0, "PEM private key file for HTTPS", CAP(tls_key)},
 };

@@ -14,6 +14,10 @@ small limits, the real binary on 127.0.0.1).
   not the statement's own cap), and runs once the cursor is closed.
 - TLS: HTTPS refuses TLS 1.0 and 1.1 handshakes (openssl s_client), as
   the PG port does, and completes 1.2 and 1.3.
+- Browsers without API keys: foreign Host (DNS rebinding) 403, foreign
+  Origin on writes 403, text/plain / form / multipart / missing
+  Content-Type on writes 415 (the browser-style DROP TABLE); allowed_hosts
+  and API keys let other names in.
 - UTF-8: documents with bytes that are not UTF-8 are refused by upload
   (that line, with its column), PUT (400), INSERT and COPY over psycopg2
   (22021) and quarry import (the line); the stored rest reads back."""
@@ -290,8 +294,104 @@ def test_tls(dd):
         srv.stop()
 
 
+def test_browser_guards(dd):
+    """Without API keys (the loopback default) a web page must not steer the
+    server through the user's browser: a foreign Host (DNS rebinding) is
+    403, a write with a foreign Origin is 403, and a write whose
+    Content-Type a page may send without asking (text/plain, a form, none
+    where a body is expected) is 415 -- the browser-style POST that used to
+    run DROP TABLE.  CLI clients that name their JSON keep working; with a
+    key the checks are off."""
+    data = os.path.join(dd.path, "guards")
+    srv = Server(data, dd.path)
+    try:
+        port = srv.port
+        st, b = srv.call("POST", "/tables", {"name": "t", "schema": {
+            "primary_key": "id", "fields": [{"name": "s", "type": "text"}]}})
+        check(st in (200, 201), "table created: %s %s" % (st, b))
+
+        def table_exists():
+            return srv.call("GET", "/tables/t")[0] == 200
+
+        for host, want in (("evil.example", 403), ("evil.example:%d" % port, 403),
+                           ("10.9.8.7:%d" % port, 403), ("localhost.evil.example", 403),
+                           ("localhost:%d" % port, 200), ("LOCALHOST.", 200),
+                           ("app.localhost:%d" % port, 200), ("127.0.0.1:%d" % port, 200),
+                           ("127.3.4.5", 200), ("[::1]:%d" % port, 200)):
+            st, b = srv.call("GET", "/tables", headers={"Host": host})
+            check(st == want, "GET with Host %s: %s, want %s (%s)" % (host, st, want, b))
+        st, b = srv.call("GET", "/tables", headers={"Host": "evil.example"})
+        check(b.get("error", {}).get("code") == "insufficient_privilege" and
+              "allowed_hosts" in b["error"].get("hint", ""), "the 403 says what to do: %s" % b)
+        drop = json.dumps({"query": "DROP TABLE t"})
+        for ct in ("text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
+                   "multipart/form-data; boundary=x", None):
+            h = {"Content-Type": ct} if ct else {}
+            st, b = srv.call("POST", "/sql", drop, headers=h)
+            check(st == 415 and table_exists(),
+                  "a browser-style POST /sql with Content-Type %s is refused: %s %s" % (ct, st, b))
+        st, b = srv.call("POST", "/sql", drop, headers={"Content-Type": "application/json",
+                                                        "Origin": "http://evil.example"})
+        check(st == 403 and table_exists(), "a foreign Origin is refused: %s %s" % (st, b))
+        st, b = srv.call("DELETE", "/tables/t", headers={"Origin": "null"})
+        check(st == 403 and table_exists(), "Origin null is refused: %s %s" % (st, b))
+        st, b = srv.call("POST", "/tables/t/documents", b'{"id":1,"s":"x"}\n',
+                         headers={"Content-Type": "text/plain"})
+        check(st == 415, "a text/plain upload is refused without keys: %s %s" % (st, b))
+        st, b = srv.call("POST", "/tables/t/flush", "a=b",
+                         headers={"Content-Type": "application/x-www-form-urlencoded"})
+        check(st == 415, "a form post to flush is refused: %s %s" % (st, b))
+        # what the admin page and CLI clients send still works
+        st, b = srv.call("POST", "/sql", {"query": "SELECT 1"},
+                         headers={"Origin": "http://127.0.0.1:%d" % port})
+        check(st == 200 and b.get("rows") == [[1]], "same-origin JSON works: %s %s" % (st, b))
+        st, b = srv.call("POST", "/tables/t/documents", b'{"id":1,"s":"x"}\n',
+                         headers={"Content-Type": "application/x-ndjson"})
+        check(st == 200 and b.get("imported") == 1, "an ndjson upload works: %s %s" % (st, b))
+        st, b = srv.call("POST", "/tables/t/flush")
+        check(st == 200, "a body-less flush without Content-Type works: %s %s" % (st, b))
+        if shutil.which("curl"):
+            url = "http://127.0.0.1:%d/sql" % port
+            p = subprocess.run(["curl", "-sS", "-d", '{"query":"SELECT 2"}', url],
+                               capture_output=True, text=True, timeout=30)
+            check('"unsupported_media_type"' in p.stdout and "application/json" in p.stdout,
+                  "curl -d (a form type) gets 415 naming the type to send: %s" % p.stdout)
+            p = subprocess.run(["curl", "-sS", "-H", "Content-Type: application/json", "-d",
+                                '{"query":"SELECT 2"}', url],
+                               capture_output=True, text=True, timeout=30)
+            check('"rows":[[2]]' in p.stdout, "curl with -H Content-Type works: %s" % p.stdout)
+    finally:
+        srv.stop()
+    # allowed_hosts names more hosts (a proxy, an internal name); Origin too
+    srv = Server(os.path.join(dd.path, "guards2"), dd.path,
+                 config={"allowed_hosts": "quarry.internal, other.example"})
+    try:
+        st, b = srv.call("GET", "/tables", headers={"Host": "Quarry.Internal:%d" % srv.port})
+        check(st == 200, "a host in allowed_hosts is served: %s %s" % (st, b))
+        st, b = srv.call("GET", "/tables", headers={"Host": "quarry.internal.evil"})
+        check(st == 403, "only the names listed: %s" % st)
+        st, b = srv.call("POST", "/sql", {"query": "SELECT 3"},
+                         headers={"Origin": "https://other.example:3000"})
+        check(st == 200, "an Origin in allowed_hosts may write: %s %s" % (st, b))
+    finally:
+        srv.stop()
+    # with an API key, Bearer auth protects; Host and Origin are not checked
+    data3 = os.path.join(dd.path, "guards3")
+    rc, out, _ = run(["key", "add", "k", "--scope", "admin"], data3)
+    key = out.strip()
+    srv = Server(data3, dd.path)
+    try:
+        st, b = srv.call("POST", "/sql", {"query": "SELECT 4"},
+                         headers={"Host": "db.example", "Origin": "https://app.example",
+                                  "Authorization": "Bearer " + key})
+        check(rc == 0 and st == 200, "with a key, any Host and Origin: %s %s" % (st, b))
+    finally:
+        srv.stop()
+
+
 def main():
     with DataDir() as dd:
+        test_browser_guards(dd)
         test_tls(dd)
         test_uploads(dd)
         test_query_memory(dd)
