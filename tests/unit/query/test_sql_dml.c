@@ -14,6 +14,7 @@
 #include "sql_test_env.h"
 #include "query/sql.h"
 #include "query/sql_w.h"
+#include "store/mem.h"
 
 /* ---- COPY codec ---- */
 
@@ -537,6 +538,17 @@ Test(sql_dml, drop_waits_for_a_copy_in_progress)
     env_close(&e);
 }
 
+/* Start a COPY FROM STDIN. */
+static void copy_start(Env *e, const char *copy)
+{
+    QrError err;
+    qr_error_clear(&err);
+    QrSqlResult *r = NULL;
+    cr_assert_eq(qr_sql_exec(e->s, copy, strlen(copy), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->kind, QR_SQL_RES_COPY_IN);
+    qr_sql_result_free(r);
+}
+
 /* The sqlstate and message of a failing statement. */
 static void exec_fails(Env *e, const char *sql, const char *sqlstate, const char *msg_part)
 {
@@ -564,12 +576,10 @@ Test(sql_dml, invalid_utf8_is_refused_by_every_write)
     exec_fails(&e, "INSERT INTO tx VALUES (5, '\xe2\x82')", "22021", "0xe2 0x82");
     cr_assert_eq(qr_sql_session_txn_status(e.s), 'E');
     exec_ok(&e, "ROLLBACK");
+    copy_start(&e, "COPY tx FROM STDIN");
     QrError err;
     qr_error_clear(&err);
     QrSqlResult *r = NULL;
-    const char *copy = "COPY tx FROM STDIN";
-    cr_assert_eq(qr_sql_exec(e.s, copy, strlen(copy), &r, &err), QR_OK, "%s", err.message);
-    qr_sql_result_free(r);
     cr_assert_neq(qr_sql_copy_data(e.s, "6\tgood\n7\tbad\xfe\n", 15, &err), QR_OK);
     cr_assert_str_eq(qr_error_sqlstate(&err), "22021", "%s", err.message);
     cr_assert_eq(err.line, 2, "COPY names the line: %lld", (long long)err.line);
@@ -592,5 +602,48 @@ Test(sql_dml, invalid_utf8_is_refused_by_every_write)
     cr_assert(r->vals[1].u.s.n == strlen(want) && !memcmp(r->vals[1].u.s.s, want, strlen(want)),
               "stored as sent: %.*s", (int)r->vals[1].u.s.n, r->vals[1].u.s.s);
     qr_sql_result_free(r);
+    env_close(&e);
+}
+
+Test(sql_dml, buffered_writes_draw_on_the_server_budget)
+{
+    /* a COPY (or a block) keeps every row until it ends: the rows count
+     * against the server's budget, a COPY larger than it fails with 53200
+     * and writes nothing, the budget is whole again after, and a COPY that
+     * fits lands in full */
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE kv (id bigint PRIMARY KEY, v bigint NOT NULL)");
+    qr_mem_budget_set(8u << 20);
+    copy_start(&e, "COPY kv (id, v) FROM STDIN");
+    QrError err;
+    qr_error_clear(&err);
+    char line[64];
+    int rc = QR_OK, sent = 0;
+    for (int i = 0; rc == QR_OK && i < 200000; i++, sent++) {
+        int n = snprintf(line, sizeof line, "%d\t%d\n", i, i * 3);
+        rc = qr_sql_copy_data(e.s, line, (size_t)n, &err);
+    }
+    cr_assert_eq(rc, QR_ENOMEM, "a COPY over the budget fails: %s", err.message);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "53200");
+    cr_assert(strstr(err.hint, "smaller transactions"), "%s", err.hint);
+    cr_assert(sent > 1000 && sent < 200000, "it failed part way: %d rows", sent);
+    cr_assert(!qr_sql_copy_active(e.s));
+    cr_assert_eq(qr_mem_budget_used(), 0, "the failed COPY gave its rows back");
+    Model m = {0};
+    check_model(&e, &m);
+    /* a block of INSERTs: the same accounting, given back at COMMIT */
+    exec_ok(&e, "BEGIN");
+    for (int k = 0; k < N_KEYS; k++) {
+        snprintf(line, sizeof line, "INSERT INTO kv VALUES (%d, %d)", k, k + 100);
+        exec_ok(&e, line);
+        m.live[k] = true;
+        m.v[k] = k + 100;
+    }
+    cr_assert(qr_mem_budget_used() >= (size_t)N_KEYS * sizeof(TxnOp), "the block holds its rows");
+    exec_ok(&e, "COMMIT");
+    cr_assert_eq(qr_mem_budget_used(), 0);
+    check_model(&e, &m);
+    qr_mem_budget_set(0);
     env_close(&e);
 }
