@@ -133,6 +133,20 @@ def test_query_memory(dd):
     if psycopg2 is None:
         check(False, "psycopg2 is installed (make deps)")
         return
+    # a large statement's memory goes back to the system when it ends
+    srv = Server(os.path.join(dd.path, "trim"), dd.path)
+    try:
+        base = status_kb(srv, "VmRSS")
+        st, b = srv.call("POST", "/sql", {"query": "SELECT count(*), max(r) FROM (SELECT g, "
+                                                   "repeat('y', 200) || g AS r FROM "
+                                                   "generate_series(1, 300000) g ORDER BY r) s"})
+        check(st == 200 and b.get("rows", [[0]])[0][0] == 300000, "large sort: %s" % str(b)[:200])
+        peak, after = status_kb(srv, "VmHWM"), status_kb(srv, "VmRSS")
+        check(peak - base > 100 * 1024 and after - base < 16 * 1024,
+              "memory is given back after a large statement: %d kB before, %d kB peak, %d kB "
+              "after" % (base, peak, after))
+    finally:
+        srv.stop()
     limit = 64 * MIB
     srv = Server(os.path.join(dd.path, "mem"), dd.path, pg=True,
                  extra=["--mem-limit", str(limit)])
