@@ -5,6 +5,7 @@
  */
 #include "query/quarry.h"
 #include "query/query_int.h"
+#include "store/mem.h"
 #include "store/util.h"
 
 #include <cJSON.h>
@@ -428,6 +429,42 @@ int qr_table_drop_index(QrTable *t, const char *field, QrError *err)
     return set_index(t, field, false, err);
 }
 
+int quarry_doc_check(const char *json, size_t len, QrError *err)
+{
+    size_t bad = qr_utf8_invalid_at(json, len);
+    if (bad == len)
+        return QR_OK;
+    /* the bytes of the sequence the lead byte announces, as PostgreSQL shows them */
+    unsigned char c = (unsigned char)json[bad];
+    size_t want = c >= 0xF8 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    char hex[24] = "";
+    for (size_t i = 0; i < want && bad + i < len; i++)
+        snprintf(hex + strlen(hex), sizeof hex - strlen(hex), "%s0x%02x", i ? " " : "",
+                 (unsigned char)json[bad + i]);
+    qr_error_set(err, QR_EINVAL, "invalid byte sequence for encoding \"UTF8\": %s", hex);
+    qr_error_set_sqlstate(err, "22021");
+    qr_error_detail(err, "the document has bytes that are not UTF-8 at byte %zu", bad + 1);
+    qr_error_hint(err, "documents are UTF-8 text: convert the input (for example iconv -f "
+                       "LATIN1 -t UTF-8) or remove the bytes");
+    qr_error_pos(err, -1, -1, (int32_t)(bad < INT32_MAX ? bad + 1 : INT32_MAX));
+    return QR_EINVAL;
+}
+
+int quarry_budget_error(QrError *err)
+{
+    if (!err)
+        return QR_ENOMEM;
+    qr_error_clear(err);
+    size_t lim = qr_mem_budget_limit(), used = qr_mem_budget_used();
+    qr_error_set(err, QR_ENOMEM, "out of memory for queries: the server's memory limit is "
+                                 "reached");
+    qr_error_detail(err, "queries running now hold %zu MiB of the limit of %zu MiB",
+                    used >> 20, lim >> 20);
+    qr_error_hint(err, "retry when fewer queries run, or narrow the query; the server's "
+                       "limit is mem_limit_bytes (quarry serve --mem-limit)");
+    return QR_ENOMEM;
+}
+
 struct QrBatch {
     QrTable *t;       /* borrows */
     TableBatch *tb;   /* owns */
@@ -453,13 +490,15 @@ int qr_batch_begin(QrTable *t, QrBatch **out, QrError *err)
 
 int qr_batch_put(QrBatch *b, const char *json, size_t len, bool *replaced, QrError *err)
 {
-    return table_batch_put(b->tb, json, len, NULL, replaced, err);
+    int rc = quarry_doc_check(json, len, err);
+    return rc ? rc : table_batch_put(b->tb, json, len, NULL, replaced, err);
 }
 
 int qr_batch_put_parsed(QrBatch *b, const char *json, size_t len, const cJSON *root,
                         bool *replaced, QrError *err)
 {
-    return table_batch_put(b->tb, json, len, root, replaced, err);
+    int rc = quarry_doc_check(json, len, err);
+    return rc ? rc : table_batch_put(b->tb, json, len, root, replaced, err);
 }
 
 uint64_t qr_batch_ops(const QrBatch *b) { return table_batch_ops(b->tb); }

@@ -129,7 +129,11 @@ int qr_table_column_stats(QrTable *t, QrColumnStats **out, int *n, QrError *err)
  * docs/format.md the WAL layout).  Puts are upserts by primary key; when
  * two batches write the same key, the later commit wins.  A batch is used
  * by one thread at a time and borrows its table: free it before the table
- * is dropped or the QrDb closed. */
+ * is dropped or the QrDb closed.  A document must be UTF-8 text: one with
+ * a byte sequence that is not well-formed UTF-8 is refused with QR_EINVAL,
+ * SQLSTATE 22021 (character_not_in_repertoire) and the byte's 1-based
+ * column, and the batch is unchanged; stored documents are therefore
+ * always valid JSON for clients (docs/http-api.md, "Documents"). */
 typedef struct QrBatch QrBatch;
 /* A new empty batch for table t.  Errors: QR_EPERM (read-only), QR_ENOMEM. */
 int qr_batch_begin(QrTable *t, QrBatch **out, QrError *err);

@@ -35,4 +35,15 @@ struct QrTable {
     int n_an_free, cap_an_free;
 };
 
+/* The one rule for document text (quarry.c): QR_OK when json[0..len) is
+ * well-formed UTF-8, else QR_EINVAL with SQLSTATE 22021 naming the bad
+ * bytes and their 1-based column (qr_batch_put, qr_batch_put_parsed and SQL writes all
+ * call it, so every way in refuses the same documents). */
+int quarry_doc_check(const char *json, size_t len, QrError *err);
+
+/* Rewrite a query's memory failure as the process-wide budget's
+ * (store/mem.h): QR_ENOMEM, SQLSTATE 53200, with what the running queries
+ * hold and a hint.  Returns QR_ENOMEM. */
+int quarry_budget_error(QrError *err);
+
 #endif

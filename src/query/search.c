@@ -2419,6 +2419,8 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     QNode *q;
     if ((rc = qparse(arena, qtext, qlen, &po, &q, err)) !=
         QR_OK) {
+        if (rc == QR_ELIMIT && qr_arena_over_budget(arena))
+            rc = quarry_budget_error(err);
         search_cleanup(s);
         qr_arena_free(arena);
         return rc;
@@ -2570,6 +2572,8 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
 fail:
     qr_error_copy(err, &s->ctx.err);
     rc = s->ctx.err.code != QR_OK ? (int)s->ctx.err.code : (int)QR_ENOMEM;
+    if ((rc == QR_ELIMIT || rc == QR_ENOMEM) && qr_arena_over_budget(arena))
+        rc = quarry_budget_error(err); /* the server's limit, not this query's cap */
     search_cleanup(s);
     qr_arena_free(arena);
     return rc;

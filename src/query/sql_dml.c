@@ -411,7 +411,10 @@ static int put_doc(SqlCtx *cx, SqluState *st, QrTable *t, const char *key, const
     char *text = cJSON_PrintUnformatted(doc);
     if (!text)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    int rc = txn_put(st, qr_table_name(t), key, text, strlen(text), must_be_new, cx->err);
+    /* refused here, at the statement, not at COMMIT (22021) */
+    int rc = quarry_doc_check(text, strlen(text), cx->err);
+    if (rc == QR_OK)
+        rc = txn_put(st, qr_table_name(t), key, text, strlen(text), must_be_new, cx->err);
     cJSON_free(text);
     return rc;
 }

@@ -67,6 +67,8 @@ int sql_check_now(SqlCtx *cx)
         return sql_err_at(cx, -1, QR_ECANCELED, "57014", "canceling statement due to user request");
     if (cx->deadline_ns && qr_now_ns() > cx->deadline_ns)
         return sql_err_at(cx, -1, QR_ETIMEOUT, "57014", "canceling statement due to statement timeout");
+    if (qr_arena_over_budget(cx->arena))
+        return quarry_budget_error(cx->err);
     if (qr_arena_over_cap(cx->arena)) {
         sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
         qr_error_hint(cx->err, "raise quarry.mem_cap or narrow the query");
@@ -190,6 +192,7 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
         qr_error_set_sqlstate(err, "42704");
         return QR_EINVAL;
     }
+    bool reset = !value; /* RESET: the default, which the ceiling lowers silently */
     if (!value)
         for (size_t i = 0; i < sizeof SETTINGS / sizeof *SETTINGS; i++)
             if (!strcmp(SETTINGS[i].name, lname))
@@ -214,9 +217,21 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
     if (!strcmp(lname, "quarry.mem_cap")) {
         char *end;
         unsigned long long v = strtoull(value, &end, 10);
-        if (*end || v < (1u << 20)) {
+        size_t ceiling = qr_mem_budget_limit();
+        if (*end || (v != 0 && v < (1u << 20))) { /* 0: the default (RESET) */
             qr_error_set(err, QR_EINVAL, "invalid value for parameter \"quarry.mem_cap\": \"%s\"", value);
-            qr_error_hint(err, "bytes, at least 1048576");
+            qr_error_hint(err, "bytes, at least 1048576 (0 for the default)");
+            return QR_EINVAL;
+        }
+        if (ceiling && v > ceiling && !reset) {
+            /* no session may plan for more than the whole server has */
+            qr_error_set(err, QR_EINVAL,
+                         "%llu is outside the valid range for parameter \"quarry.mem_cap\" "
+                         "(1048576 .. %zu)", v, ceiling);
+            qr_error_detail(err, "the server's memory limit for all running queries is %zu "
+                                 "bytes", ceiling);
+            qr_error_hint(err, "ask for at most %zu, or start the server with a larger "
+                               "--mem-limit", ceiling);
             return QR_EINVAL;
         }
     }
@@ -651,11 +666,15 @@ static bool is_txn_end(const QrSqlStmt *st)
                  !strcmp(k, "TRANS_STMT_ROLLBACK_TO"));
 }
 
+/* The session's cap, never above the server's budget (the default of
+ * 512 MiB is lowered on a server with less). */
 static size_t session_mem_cap(const QrSqlSession *s)
 {
     const char *v = qr_sql_session_get(s, "quarry.mem_cap");
     unsigned long long c = v ? strtoull(v, NULL, 10) : 0;
-    return c >= (1u << 20) ? (size_t)c : SQL_DEFAULT_MEM_CAP;
+    size_t cap = c >= (1u << 20) ? (size_t)c : SQL_DEFAULT_MEM_CAP;
+    size_t ceiling = qr_mem_budget_limit();
+    return ceiling && cap > ceiling ? ceiling : cap;
 }
 
 /* The statement's bound query, bound again (into its own arena) when the
@@ -761,6 +780,9 @@ done:
     sql_ctx_done(&cx);
     if (rc == QR_OK && err && err->code)
         rc = err->code;
+    /* whichever check saw the failed allocation first, name the budget */
+    if ((rc == QR_ELIMIT || rc == QR_ENOMEM) && qr_arena_over_budget(a))
+        rc = quarry_budget_error(err);
     if (rc) {
         if (err && err->code == QR_OK)
             qr_error_set(err, (QrCode)rc, "statement failed");

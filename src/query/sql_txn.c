@@ -5,7 +5,8 @@
  * Layer: query/.  Calls quarry.h (QrBatch writes, qr_get).
  *
  * Every INSERT, UPDATE, DELETE, COPY and TRUNCATE buffers its writes in the
- * session (TxnOp).  Outside a block a statement's writes are applied when
+ * session (TxnOp), each op's bytes taken from the process-wide memory
+ * budget until it is applied or discarded (53200 when they do not fit).  Outside a block a statement's writes are applied when
  * it ends (so a statement is all or nothing: a bad row in a 1,000-row
  * INSERT writes nothing); inside BEGIN ... COMMIT they wait for COMMIT.
  *
@@ -87,8 +88,28 @@ static int rehash(SqluState *st, int want_slots)
     return QR_OK;
 }
 
+/* The bytes an op holds, as taken from the memory budget (store/mem.h):
+ * a COPY or a transaction block keeps every row here until it ends. */
+static size_t op_bytes(const TxnOp *o)
+{
+    return sizeof *o + strlen(o->key) + 1 + (o->doc ? o->doc_len + 1 : 0);
+}
+
 static int push_op(SqluState *st, TxnOp *op, QrError *err)
 {
+    if (!qr_mem_budget_take(op_bytes(op))) {
+        size_t lim = qr_mem_budget_limit(), used = qr_mem_budget_used();
+        qr_free(op->key);
+        qr_free(op->doc);
+        qr_error_set(err, QR_ENOMEM, "out of memory for the writes of this transaction: the "
+                                     "server's memory limit is reached");
+        qr_error_detail(err, "a transaction's rows wait in memory until it ends; running "
+                             "queries and transactions hold %zu MiB of the limit of %zu MiB",
+                        used >> 20, lim >> 20);
+        qr_error_hint(err, "write in smaller transactions (COPY or INSERT in parts), or raise "
+                           "the server's mem_limit_bytes (quarry serve --mem-limit)");
+        return QR_ENOMEM;
+    }
     op->hash = op_hash(op->table, op->key);
     if (2 * (st->n_ops + 1) >= st->n_slots &&
         rehash(st, st->n_slots ? st->n_slots * 2 : 256) != QR_OK)
@@ -107,6 +128,7 @@ static int push_op(SqluState *st, TxnOp *op, QrError *err)
     st->ops[st->n_ops++] = *op;
     return QR_OK;
 oom:
+    qr_mem_budget_give(op_bytes(op));
     qr_free(op->key);
     qr_free(op->doc);
     return qr_error_set(err, QR_ENOMEM, "out of memory buffering a write");
@@ -148,6 +170,7 @@ const TxnOp *txn_find(const SqluState *st, const char *table, const char *key)
 static void discard_from(SqluState *st, int from)
 {
     for (int i = from; i < st->n_ops; i++) {
+        qr_mem_budget_give(op_bytes(&st->ops[i]));
         qr_free(st->ops[i].key);
         qr_free(st->ops[i].doc);
     }

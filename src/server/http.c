@@ -970,6 +970,11 @@ static void first_call(HttpReq *r)
     route_request(r);
     if (r->err.code != QR_OK)
         return;
+    int n_keys;
+    if (!auth_on(s, &n_keys))
+        http_origin_check(r); /* no key protects it: browsers must not steer it */
+    if (r->err.code != QR_OK)
+        return;
     const HttpRoute *rt = &HTTP_ROUTES[r->route];
     auth_check(r, rt->scope);
     if (r->err.code != QR_OK)
@@ -1209,6 +1214,11 @@ static void server_free(HttpServer *s)
     qr_free(s);
 }
 
+/* GnuTLS priorities for HTTPS: its defaults, but TLS 1.2 and 1.3 only
+ * (TLS 1.0 and 1.1 are deprecated, RFC 8996), as the PG port's OpenSSL
+ * context (pgwire_tls.c). */
+#define HTTP_TLS_PRIORITIES "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
+
 /* Read the PEM files of cfg into s (TLS on when tls_cert is set). */
 static int tls_load(HttpServer *s, QrError *err)
 {
@@ -1250,6 +1260,7 @@ int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError
     s->db = db;
     s->cfg = *cfg;
     s->remote = !loopback;
+    s->listen_ss = ss;
     pthread_mutex_init(&s->guard_lock, NULL);
     pthread_cond_init(&s->guard_cond, NULL);
     if (cfg->key_dir[0] && (rc = apikey_open(cfg->key_dir, &s->keys, err)) != QR_OK) {
@@ -1305,6 +1316,7 @@ int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError
         /* after NOTIFY_CONNECTION so that without TLS the list ends here */
         s->tls_cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, (const char *)s->tls_cert,
         MHD_OPTION_HTTPS_MEM_KEY, (const char *)s->tls_key,
+        MHD_OPTION_HTTPS_PRIORITIES, HTTP_TLS_PRIORITIES,
         MHD_OPTION_END);
     if (!s->mhd) {
         int e = errno;

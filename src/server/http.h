@@ -32,9 +32,14 @@ typedef struct HttpConfig {
     uint64_t max_body_bytes;     /* JSON request bodies (413 beyond) */
     uint64_t max_ingest_bytes;   /* one JSONL upload, counted after gunzip (413 beyond) */
     uint64_t max_line_bytes;     /* one JSONL line (that line is rejected beyond) */
+    int max_gzip_ratio;          /* gunzipped bytes per gzip byte of an upload (413
+                                    beyond, after the first 10 MiB; 0 = no limit) */
     int max_ingests;             /* uploads running at once (503 beyond) */
     uint64_t query_timeout_ms;   /* per search; a request may ask for less (0 = none) */
     uint64_t query_mem_bytes;    /* per search (0 = engine default) */
+    uint64_t mem_limit_bytes;    /* working memory of all queries at once, SQL and
+                                    search, HTTP and PG (store/mem.h budget; 0 = a
+                                    quarter of the machine's memory) */
     int max_result_window;       /* offset + limit of one search (413 beyond) */
     int max_query_terms;         /* words in one text query (413 beyond; the engine's
                                     parser also stops at 1024 leaf clauses) */
@@ -50,6 +55,9 @@ typedef struct HttpConfig {
     int history_size;            /* recent queries kept for the admin page */
     bool log_requests;           /* one info line per request */
     bool allow_remote;           /* listen beyond loopback without API keys */
+    char allowed_hosts[512];     /* without API keys: host names besides loopback ones
+                                    and the listen address that Host and Origin may
+                                    name, comma-separated (http_origin.c) */
     char tls_cert[512];          /* PEM certificate chain file: serve HTTPS ("" = plain HTTP) */
     char tls_key[512];           /* PEM private key file (with tls_cert) */
     char key_dir[512];           /* not a config key: the data directory holding

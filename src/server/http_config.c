@@ -40,9 +40,13 @@ static const ConfKey HTTP_CONFIG_KEYS[] = {
     {"max_ingest_bytes", CK_U64, OFF(max_ingest_bytes), 1024, 1e15,
      "largest JSONL upload (after gunzip)"},
     {"max_line_bytes", CK_U64, OFF(max_line_bytes), 1024, 1e10, "longest JSONL line"},
+    {"max_gzip_ratio", CK_INT, OFF(max_gzip_ratio), 0, 100000,
+     "how many times gunzip may multiply an upload (0 = no limit)"},
     {"max_ingests", CK_INT, OFF(max_ingests), 1, 10000, "uploads running at once"},
     {"query_timeout_ms", CK_U64, OFF(query_timeout_ms), 0, 864e5, "search time limit"},
     {"query_mem_bytes", CK_U64, OFF(query_mem_bytes), 0, 1e12, "search memory limit"},
+    {"mem_limit_bytes", CK_U64, OFF(mem_limit_bytes), 0, 1e15,
+     "memory of all running queries (0 = a quarter of the machine's)"},
     {"max_result_window", CK_INT, OFF(max_result_window), 1, 1000000000,
      "largest offset + limit"},
     {"max_query_terms", CK_INT, OFF(max_query_terms), 1, 100000, "words in a text query"},
@@ -58,6 +62,8 @@ static const ConfKey HTTP_CONFIG_KEYS[] = {
     {"log_requests", CK_BOOL, OFF(log_requests), 0, 0, "one log line per request"},
     {"allow_remote", CK_BOOL, OFF(allow_remote), 0, 0,
      "listen beyond loopback without API keys"},
+    {"allowed_hosts", CK_STR, OFF(allowed_hosts), 0, 0,
+     "host names Host and Origin may name without API keys", CAP(allowed_hosts)},
     {"tls_cert", CK_STR, OFF(tls_cert), 0, 0, "PEM certificate file for HTTPS", CAP(tls_cert)},
     {"tls_key", CK_STR, OFF(tls_key), 0, 0, "PEM private key file for HTTPS", CAP(tls_key)},
 };
@@ -71,6 +77,7 @@ void http_config_default(HttpConfig *c)
     c->max_body_bytes = 1u << 20;
     c->max_ingest_bytes = 4ull << 30;
     c->max_line_bytes = 16u << 20;
+    c->max_gzip_ratio = 100;
     c->max_ingests = 4;
     c->query_timeout_ms = 10000;
     c->query_mem_bytes = 0;

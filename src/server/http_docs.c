@@ -30,6 +30,8 @@
 
 /* ---- JSONL ingest ---- */
 
+#define HTTP_GZIP_FREE_BYTES (10u << 20) /* plain bytes not held to max_gzip_ratio */
+
 typedef struct Upload {
     Ingest *in;             /* owns */
     bool gzip;
@@ -37,6 +39,7 @@ typedef struct Upload {
     bool z_member_done;     /* last gzip member ended cleanly */
     z_stream z;
     uint64_t plain_bytes;   /* after gunzip */
+    uint64_t gz_bytes;      /* gzip bytes inflated so far */
     uint64_t t0_ns;
     bool ended;             /* ingest_end ran (or the failure path committed) */
     bool all_acked;         /* the failure path committed every accepted document */
@@ -164,10 +167,25 @@ int http_docs_ingest_begin(HttpReq *r)
     return QR_OK;
 }
 
-/* Feed plain bytes to the ingest, counting them against the limit. */
+/* Feed plain bytes to the ingest, counting them against the limits: the
+ * size after gunzip, and how much gunzip multiplied the bytes sent (a few
+ * MB of gzip can hold gigabytes of one repeated line: the server would
+ * spend its disk and CPU on what the client never paid to send).  The
+ * first HTTP_GZIP_FREE_BYTES are not held to the ratio. */
 static int feed_plain(HttpReq *r, Upload *u, const char *p, size_t n)
 {
     u->plain_bytes += n;
+    uint64_t ratio = (uint64_t)r->srv->cfg.max_gzip_ratio;
+    if (u->gzip && u->plain_bytes > HTTP_GZIP_FREE_BYTES && ratio &&
+        u->plain_bytes / ratio > u->gz_bytes) {
+        qr_error_set(&u->fail, QR_ELIMIT, "gzip data expands more than %llu times",
+                     (unsigned long long)ratio);
+        qr_error_detail(&u->fail, "%llu bytes of gzip became %llu bytes",
+                        (unsigned long long)u->gz_bytes, (unsigned long long)u->plain_bytes);
+        qr_error_hint(&u->fail, "send the file uncompressed, or raise max_gzip_ratio in the "
+                                "server config");
+        return QR_ELIMIT;
+    }
     if (u->plain_bytes > r->srv->cfg.max_ingest_bytes) {
         qr_error_set(&u->fail, QR_ELIMIT, "upload is larger than the limit of %llu bytes",
                      (unsigned long long)r->srv->cfg.max_ingest_bytes);
@@ -195,7 +213,9 @@ int http_docs_ingest_feed(HttpReq *r, const char *data, size_t len)
         }
         u->z.next_out = (Bytef *)u->out;
         u->z.avail_out = sizeof u->out;
+        uInt in_before = u->z.avail_in;
         int zr = inflate(&u->z, Z_NO_FLUSH);
+        u->gz_bytes += in_before - u->z.avail_in;
         size_t got = sizeof u->out - u->z.avail_out;
         if (got) {
             int rc = feed_plain(r, u, u->out, got);
@@ -338,6 +358,9 @@ void http_docs_ingest_cleanup(HttpReq *r)
         atomic_fetch_sub(&r->srv->ingests, 1);
     qr_free(u);
     r->state = NULL;
+    /* an upload's lines, batches and segment builds leave freed heap
+     * behind in the worker thread's malloc arena: give it back */
+    qr_mem_trim();
 }
 
 /* ---- one document by id ---- */

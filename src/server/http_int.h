@@ -31,6 +31,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "query/quarry.h"
 #include "server/apikey.h"
@@ -207,6 +208,7 @@ struct HttpServer {
     int n_guards, cap_guards;
     ApiKeys *keys;                 /* owns, NULL without cfg.key_dir */
     bool remote;                   /* listening beyond loopback */
+    struct sockaddr_storage listen_ss; /* the listen address asked for (port aside) */
     uint8_t *tls_cert, *tls_key;   /* owns: PEM text given to libmicrohttpd */
     HttpConns *conns;              /* owns: connection limits and deadlines (http_conn.c) */
 };
@@ -229,6 +231,13 @@ bool http_conns_busy(HttpServer *s, struct MHD_Connection *c);
 void http_conns_idle(HttpServer *s, struct MHD_Connection *c);
 /* Connections refused per client, evicted for room, closed at a deadline. */
 void http_conns_counts(HttpServer *s, uint64_t *refused, uint64_t *evicted, uint64_t *timed_out);
+/* ---- http_origin.c ---- */
+/* Without API keys: refuse (403) a request whose Host is not a loopback
+ * name, the listen address or in allowed_hosts (DNS rebinding), and a write
+ * with a foreign Origin (403) or a Content-Type a page of any site may send
+ * (415: text/plain, forms, multipart, or none where the route takes a
+ * body).  Needs r->route.  Records the error on r. */
+void http_origin_check(HttpReq *r);
 
 /* ---- http_tables.c ---- */
 void http_tables_list(HttpReq *r);

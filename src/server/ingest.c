@@ -17,12 +17,14 @@ struct Ingest {
     QrBatch *batch;         /* owns: this ingest's uncommitted documents; NULL until t */
     IngestCounts c;
     uint64_t in_batch;      /* docs since the last commit */
+    uint64_t batch_bytes;   /* their line bytes */
     /* inference: the first lines of a new table wait here */
     bool inferring;
     char **held;
     size_t *held_len;
     uint64_t *held_line;
     int n_held;
+    size_t held_bytes;
     /* partial line across ingest_feed calls */
     QrBuf partial;
     bool partial_too_long;
@@ -51,6 +53,8 @@ int ingest_begin(QrDb *db, const IngestOpts *opts, Ingest **out, QrError *err)
     in->opts = *opts;
     if (in->opts.batch <= 0)
         in->opts.batch = 10000;
+    if (!in->opts.batch_bytes)
+        in->opts.batch_bytes = INGEST_BATCH_BYTES;
     if (in->opts.max_errors_kept <= 0)
         in->opts.max_errors_kept = 100;
     if (!in->opts.max_line_bytes)
@@ -119,9 +123,33 @@ static int commit_batch(Ingest *in, QrError *err)
     }
     in->c.acked += in->in_batch;
     in->in_batch = 0;
+    in->batch_bytes = 0;
     if (in->opts.on_commit)
         in->opts.on_commit(in->opts.arg, in->c.lines, in->c.acked);
     return QR_OK;
+}
+
+/* An upper bound on the JSON values of s[0..len): every value but the
+ * first follows a ',' or opens with '[' or '{' outside strings.  Stops
+ * counting past `max`. */
+static size_t json_values_bound(const char *s, size_t len, size_t max)
+{
+    size_t n = 1;
+    bool in_str = false;
+    for (size_t i = 0; i < len && n <= max; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\')
+                i++;
+            else if (c == '"')
+                in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+        } else if (c == ',' || c == '[' || c == '{') {
+            n++;
+        }
+    }
+    return n;
 }
 
 /* Put one line into the table.  Rejections are counted, fatal errors returned. */
@@ -149,7 +177,11 @@ static int put_line(Ingest *in, uint64_t line, const char *s, size_t len, QrErro
             else
                 in->c.imported++;
             in->in_batch++;
-            if (in->in_batch >= (uint64_t)in->opts.batch)
+            /* a batch waits in memory (the WAL's buffer, the segment
+             * builder) until its commit: bound it by bytes as well */
+            in->batch_bytes += len;
+            if (in->in_batch >= (uint64_t)in->opts.batch ||
+                in->batch_bytes >= in->opts.batch_bytes)
                 return commit_batch(in, err);
             return QR_OK;
         }
@@ -168,6 +200,19 @@ static int put_line(Ingest *in, uint64_t line, const char *s, size_t len, QrErro
         qr_error_copy(err, &e);
         qr_error_hint(err, "without --strict bad lines are skipped and reported");
         return rc;
+    }
+    return QR_OK;
+}
+
+/* Line ln breaks a limit (e): rejected and reported, or fatal in strict mode. */
+static int reject_over_limit(Ingest *in, uint64_t ln, QrError *e, QrError *err)
+{
+    qr_error_pos(e, -1, (int64_t)ln, -1);
+    reject(in, ln, e);
+    if (in->opts.strict) {
+        in->failed = true;
+        qr_error_copy(err, e);
+        return e->code;
     }
     return QR_OK;
 }
@@ -202,6 +247,7 @@ static int finish_inference(Ingest *in, QrError *err)
     for (int i = 0; i < in->n_held; i++)
         qr_free(in->held[i]);
     in->n_held = 0;
+    in->held_bytes = 0;
     return rc;
 }
 
@@ -218,6 +264,18 @@ int ingest_line(Ingest *in, const char *line, size_t len, QrError *err)
         i++;
     if (i == len)
         return QR_OK; /* blank */
+    /* a parsed value costs ~64 bytes however short its text: "[0,0,...]"
+     * would grow 32 times in memory, so a line's values are bounded too */
+    size_t max_values = in->opts.max_line_bytes / INGEST_BYTES_PER_VALUE;
+    if (json_values_bound(line, len, max_values) > max_values) {
+        QrError e;
+        qr_error_clear(&e);
+        qr_error_set(&e, QR_ELIMIT, "line has more than %zu JSON values", max_values);
+        qr_error_hint(&e, "a line may hold one value per %d bytes of max_line_bytes: split "
+                          "the document",
+                      INGEST_BYTES_PER_VALUE);
+        return reject_over_limit(in, ln, &e, err);
+    }
     if (in->inferring) {
         char *copy = qr_strndup(line, len);
         if (!copy)
@@ -226,7 +284,9 @@ int ingest_line(Ingest *in, const char *line, size_t len, QrError *err)
         in->held_len[in->n_held] = len;
         in->held_line[in->n_held] = ln;
         in->n_held++;
-        if (in->n_held == INGEST_INFER_LINES)
+        in->held_bytes += len;
+        /* held lines are memory too: infer from fewer when they are big */
+        if (in->n_held == INGEST_INFER_LINES || in->held_bytes >= in->opts.batch_bytes)
             return finish_inference(in, err);
         return QR_OK;
     }
@@ -238,17 +298,9 @@ static int reject_long_line(Ingest *in, QrError *err)
     QrError e;
     qr_error_clear(&e);
     qr_error_set(&e, QR_ELIMIT, "line is longer than %zu bytes", in->opts.max_line_bytes);
-    uint64_t ln = ++in->c.lines;
-    qr_error_pos(&e, -1, (int64_t)ln, -1);
-    reject(in, ln, &e);
     in->partial_too_long = false;
     in->partial.len = 0;
-    if (in->opts.strict) {
-        in->failed = true;
-        qr_error_copy(err, &e);
-        return QR_ELIMIT;
-    }
-    return QR_OK;
+    return reject_over_limit(in, ++in->c.lines, &e, err);
 }
 
 int ingest_feed(Ingest *in, const char *data, size_t len, QrError *err)

@@ -24,14 +24,21 @@
 #include "query/quarry.h"
 
 #define INGEST_INFER_LINES 1000
+#define INGEST_BATCH_BYTES (32u << 20)
+#define INGEST_BYTES_PER_VALUE 16
 
 typedef struct IngestOpts {
     const char *table;          /* table name */
     const QrSchema *schema;     /* for a new table; NULL = infer */
     int batch;                  /* docs per commit (default 10000) */
+    size_t batch_bytes;         /* ... or line bytes per commit, whichever comes
+                                   first (default INGEST_BATCH_BYTES): what a
+                                   batch holds in memory until its commit */
     bool strict;                /* first bad line aborts */
     int max_errors_kept;        /* error lines kept for the report (default 100) */
-    size_t max_line_bytes;      /* longest accepted line (default 16 MiB) */
+    size_t max_line_bytes;      /* longest accepted line (default 16 MiB); a line
+                                   may also hold at most max_line_bytes /
+                                   INGEST_BYTES_PER_VALUE JSON values */
     /* called for each rejected line (may be NULL) */
     void (*on_error)(void *arg, uint64_t line, const QrError *e);
     /* called after each successful commit: lines consumed so far (every

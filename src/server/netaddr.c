@@ -27,29 +27,44 @@ bool netaddr_is_loopback(const struct sockaddr_storage *ss)
     return ss->ss_family == AF_UNIX;
 }
 
+bool netaddr_split(const char *s, size_t n, char *host, size_t cap, const char **port)
+{
+    const char *end = s + n, *h = s, *he;
+    *port = NULL;
+    if (n && s[0] == '[') {
+        const char *rb = memchr(s, ']', n);
+        if (!rb || (rb + 1 < end && rb[1] != ':'))
+            return false;
+        h = s + 1;
+        he = rb;
+        if (rb + 1 < end)
+            *port = rb + 2;
+    } else {
+        const char *colon = NULL;
+        for (const char *p = s; p < end; p++)
+            if (*p == ':')
+                colon = p;
+        he = colon ? colon : end;
+        if (colon)
+            *port = colon + 1;
+    }
+    if ((size_t)(he - h) >= cap)
+        return false;
+    memcpy(host, h, (size_t)(he - h));
+    host[he - h] = 0;
+    return true;
+}
+
 /* "host:port", "[v6]:port" or ":port" into a socket address. */
 int netaddr_parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *sl,
                          bool *loopback, QrError *err)
 {
     char host[128];
     const char *port;
-    if (spec[0] == '[') {
-        const char *rb = strchr(spec, ']');
-        if (!rb || rb[1] != ':' || (size_t)(rb - spec - 1) >= sizeof host)
-            goto bad;
-        memcpy(host, spec + 1, (size_t)(rb - spec - 1));
-        host[rb - spec - 1] = 0;
-        port = rb + 2;
-    } else {
-        const char *colon = strrchr(spec, ':');
-        if (!colon || (size_t)(colon - spec) >= sizeof host)
-            goto bad;
-        memcpy(host, spec, (size_t)(colon - spec));
-        host[colon - spec] = 0;
-        port = colon + 1;
-        if (!host[0])
-            strcpy(host, "127.0.0.1");
-    }
+    if (!netaddr_split(spec, strlen(spec), host, sizeof host, &port) || !port)
+        goto bad;
+    if (!host[0])
+        strcpy(host, "127.0.0.1");
     char *end;
     long p = strtol(port, &end, 10);
     if (!*port || *end || p < 0 || p > 65535)

@@ -15,6 +15,10 @@
 
 #include "store/error.h"
 
+/* Split an authority "host", "host:port", "[v6]" or "[v6]:port" (the
+ * first n bytes of s): the host without brackets into host[cap] and the
+ * port text (*port, NULL when none).  False when malformed or too long. */
+bool netaddr_split(const char *s, size_t n, char *host, size_t cap, const char **port);
 /* Resolve a listen spec (numeric port 0..65535; an empty host is
  * 127.0.0.1).  QR_EINVAL with a hint on a malformed or unresolvable spec. */
 int netaddr_parse_listen(const char *spec, struct sockaddr_storage *ss, socklen_t *sl,

@@ -15,6 +15,7 @@
 #include "query/quarry.h"
 #include "server/http.h"
 #include "server/pgwire.h"
+#include "store/mem.h"
 #include "store/util.h"
 
 #include <errno.h>
@@ -24,6 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#define SERVE_MEM_LIMIT_MIN (16u << 20)          /* smaller starves every query */
+#define SERVE_MEM_LIMIT_UNKNOWN (1ull << 30)     /* when the machine's memory is unknown */
 
 typedef struct ServeOpt {
     const char *name;       /* flag without "--" */
@@ -42,7 +46,7 @@ static void usage(void)
             "                    [--pg-max-connections-per-ip N] [--pg-auth-timeout S]\n"
             "                    [--pg-statement-timeout MS]\n"
             "                    [--pg-tls-cert CERT.pem --pg-tls-key KEY.pem]\n"
-            "                    [--tls-cert CERT.pem --tls-key KEY.pem]\n"
+            "                    [--tls-cert CERT.pem --tls-key KEY.pem] [--mem-limit BYTES]\n"
             "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
             "  --pg        also serve the PostgreSQL wire protocol (e.g. 127.0.0.1:5433;\n"
             "              docs/pg-protocol.md); users: quarry user add NAME\n"
@@ -55,6 +59,8 @@ static void usage(void)
             "  --pg-auth-timeout    seconds for PG startup and authentication (default 10)\n"
             "  --pg-statement-timeout  the PG port's own ceiling (default: --statement-timeout)\n"
             "  --tls-cert, --tls-key  serve HTTPS from these PEM files (docs/security.md)\n"
+            "  --mem-limit memory for all running queries together, in bytes (default: a\n"
+            "              quarter of the machine's memory; docs/operations.md)\n"
             "  limits and timeouts: docs/operations.md; API keys: quarry key add NAME\n");
 }
 
@@ -85,7 +91,9 @@ int cmd_serve(int argc, char **argv)
                        {"max-connections-per-ip", "max_connections_per_ip", NULL},
                        {"pg-max-connections-per-ip", NULL, NULL},
                        {"pg-auth-timeout", NULL, NULL},
-                       {"pg-statement-timeout", NULL, NULL}};
+                       {"pg-statement-timeout", NULL, NULL},
+                       {"mem-limit", "mem_limit_bytes", NULL}};
+
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -135,6 +143,16 @@ int cmd_serve(int argc, char **argv)
             fprintf(stderr, "quarry serve: --%s: %s\n", opts[k].name, err.message);
             return 2;
         }
+    uint64_t mem_limit = cfg.mem_limit_bytes ? cfg.mem_limit_bytes : qr_mem_physical() / 4;
+    if (mem_limit == 0)
+        mem_limit = SERVE_MEM_LIMIT_UNKNOWN;
+    if (mem_limit < SERVE_MEM_LIMIT_MIN) {
+        fprintf(stderr, "quarry serve: --mem-limit (mem_limit_bytes) must be at least %u bytes\n",
+                SERVE_MEM_LIMIT_MIN);
+        return 2;
+    }
+    /* every query arena of the process, HTTP and PG, draws on it */
+    qr_mem_budget_set((size_t)mem_limit);
     QrDbOpts dbo;
     qr_db_opts_default(&dbo);
     dbo.salvage = opts[5].value != NULL;
@@ -238,11 +256,12 @@ int cmd_serve(int argc, char **argv)
     qr_log(QR_LOG_INFO,
            "serve started version=%s http=%s://%s/ admin=%s://%s/ data=%s cores=%ld "
            "max_connections=%d max_connections_per_ip=%d header_timeout_s=%d "
-           "query_timeout_ms=%llu pid=%ld",
+           "query_timeout_ms=%llu mem_limit_mib=%llu pid=%ld",
            QUARRY_VERSION, cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv),
            cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv), data, cores,
            cfg.max_connections, cfg.max_connections_per_ip, cfg.header_timeout_s,
-           (unsigned long long)cfg.query_timeout_ms, (long)getpid());
+           (unsigned long long)cfg.query_timeout_ms, (unsigned long long)(mem_limit >> 20),
+           (long)getpid());
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)
         ;

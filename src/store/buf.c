@@ -251,6 +251,24 @@ int qr_utf8_seq_len(const unsigned char *p, size_t left)
     return n;
 }
 
+size_t qr_utf8_invalid_at(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        uint64_t w;
+        if (i + 8 <= n && (memcpy(&w, p + i, 8), (w & 0x8080808080808080ull) == 0)) {
+            i += 8;
+            continue;
+        }
+        int l = qr_utf8_seq_len(p + i, n - i);
+        if (l == 0)
+            return i;
+        i += (size_t)l;
+    }
+    return n;
+}
+
 void qr_buf_json_str(QrBuf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";

@@ -86,6 +86,11 @@ const uint8_t *qr_rd_str(QrReader *r, size_t *n);
 /* Length of the well-formed UTF-8 sequence at p (1..4), or 0 when the bytes
  * there are not one (overlong, surrogate, truncated, beyond U+10FFFF). */
 int qr_utf8_seq_len(const unsigned char *p, size_t left);
+/* Offset of the first byte of s[0..n) that does not begin a well-formed
+ * UTF-8 sequence (by qr_utf8_seq_len's rules), or n when all of it is
+ * well-formed.  NUL bytes count as well-formed.  ASCII runs go 8 bytes a
+ * step. */
+size_t qr_utf8_invalid_at(const char *s, size_t n);
 /* Append s[0..n) as a JSON string: quotes, escapes for '"', '\\' and control
  * characters, and U+FFFD for every byte that is not well-formed UTF-8, so the
  * output is valid JSON whatever the bytes. */

@@ -1,12 +1,18 @@
 /*
- * mem.c — allocation hook with fault injection, and QrArena.
+ * mem.c — allocation hook with fault injection, QrArena, and the
+ * process-wide memory budget of capped arenas.
  * Layer: store/ (base kit).
  */
 #include "store/mem.h"
 
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 static _Atomic int64_t fail_after = -1; /* <0: never fail */
 static _Atomic int64_t alloc_count = 0;
@@ -66,6 +72,49 @@ char *qr_strndup(const char *s, size_t n)
 
 char *qr_strdup(const char *s) { return qr_strndup(s, strlen(s)); }
 
+/* ---- the budget ---- */
+
+static _Atomic size_t budget_limit = 0; /* 0: none */
+static _Atomic size_t budget_used = 0;
+
+void qr_mem_budget_set(size_t limit_bytes) { atomic_store(&budget_limit, limit_bytes); }
+size_t qr_mem_budget_limit(void) { return atomic_load(&budget_limit); }
+size_t qr_mem_budget_used(void) { return atomic_load(&budget_used); }
+
+bool qr_mem_budget_take(size_t n)
+{
+    size_t lim = atomic_load(&budget_limit);
+    size_t cur = atomic_load(&budget_used);
+    do {
+        if (lim && (n > lim || cur > lim - n))
+            return false;
+    } while (!atomic_compare_exchange_weak(&budget_used, &cur, cur + n));
+    return true;
+}
+
+void qr_mem_budget_give(size_t n) { atomic_fetch_sub(&budget_used, n); }
+
+void qr_mem_trim(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+uint64_t qr_mem_physical(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t phys = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (f) {
+        unsigned long long cg;
+        if (fscanf(f, "%llu", &cg) == 1 && cg > 0 && (phys == 0 || cg < phys))
+            phys = cg; /* "max" (no limit) does not scan as a number */
+        fclose(f);
+    }
+    return phys;
+}
+
 /* ---- arena ---- */
 
 typedef struct ArenaBlock {
@@ -75,18 +124,35 @@ typedef struct ArenaBlock {
     /* data follows, 16-aligned */
 } ArenaBlock;
 
+/* Invariant: a capped arena has taken from the budget exactly the bytes
+ * (headers included) of the blocks in head's chain and of spare. */
 struct QrArena {
     ArenaBlock *head; /* owns: newest block first */
     ArenaBlock *spare; /* owns: one block a release gave back, reused first */
-    size_t cap;       /* 0 = unlimited */
+    size_t cap;       /* 0 = unlimited (and outside the budget) */
     size_t handed;    /* bytes handed out */
-    bool over_cap;
+    bool over_cap;    /* an allocation failed at the cap or the budget */
+    bool over_budget; /* the first such failure was the budget's */
     QrArena *budget;  /* borrows: the arena whose cap this one shares, NULL */
-    size_t children;  /* bytes its children (qr_arena_new_child) hold now */
+    size_t children;  /* bytes its children (qr_arena_new_child) hand out now */
 };
+
+/* Does the arena draw its blocks from the server-wide budget?  Capped
+ * arenas do, and the children of one. */
+static bool budgeted(const QrArena *a) { return a->cap || (a->budget && a->budget->cap); }
 
 #define ARENA_HDR ((sizeof(ArenaBlock) + 15) & ~(size_t)15)
 #define ARENA_MIN_BLOCK (32 * 1024)
+
+/* Free one block, giving its bytes back to the budget. */
+static void block_free(QrArena *a, ArenaBlock *b)
+{
+    if (!b)
+        return;
+    if (budgeted(a))
+        qr_mem_budget_give(ARENA_HDR + b->size);
+    qr_free(b);
+}
 
 QrArena *qr_arena_new(size_t cap_bytes)
 {
@@ -119,21 +185,25 @@ void qr_arena_free(QrArena *a)
     ArenaBlock *b = a->head;
     while (b) {
         ArenaBlock *n = b->next;
-        qr_free(b);
+        block_free(a, b);
         b = n;
     }
-    qr_free(a->spare);
+    block_free(a, a->spare);
     qr_free(a);
 }
 
 void qr_arena_reset(QrArena *a)
 {
-    if (!a || !a->head)
+    if (!a)
+        return;
+    a->over_cap = false;
+    a->over_budget = false;
+    if (!a->head)
         return;
     ArenaBlock *b = a->head->next;
     while (b) {
         ArenaBlock *n = b->next;
-        qr_free(b);
+        block_free(a, b);
         b = n;
     }
     /* keep the newest (largest) block */
@@ -141,7 +211,6 @@ void qr_arena_reset(QrArena *a)
     a->head->used = 0;
     arena_uncharge(a, a->handed);
     a->handed = 0;
-    a->over_cap = false;
 }
 
 void *qr_arena_alloc(QrArena *a, size_t n)
@@ -170,9 +239,22 @@ void *qr_arena_alloc(QrArena *a, size_t n)
             nb = a->spare;     /* a released block: no malloc per row */
             a->spare = NULL;
         } else {
-            nb = qr_malloc(ARENA_HDR + sz);
-            if (!nb)
+            bool bud = budgeted(a);
+            if (bud && !qr_mem_budget_take(ARENA_HDR + sz)) {
+                a->over_budget |= !a->over_cap;
+                a->over_cap = true;
+                if (root) {
+                    root->over_budget |= !root->over_cap;
+                    root->over_cap = true;
+                }
                 return NULL;
+            }
+            nb = qr_malloc(ARENA_HDR + sz);
+            if (!nb) {
+                if (bud)
+                    qr_mem_budget_give(ARENA_HDR + sz);
+                return NULL;
+            }
             nb->size = sz;
         }
         nb->used = 0;
@@ -218,10 +300,10 @@ void qr_arena_release(QrArena *a, QrArenaMark m)
         ArenaBlock *b = a->head;
         a->head = b->next;
         if (!a->spare || a->spare->size < b->size) {
-            qr_free(a->spare);
+            block_free(a, a->spare);
             a->spare = b;
         } else {
-            qr_free(b);
+            block_free(a, b);
         }
     }
     if (a->head)
@@ -233,3 +315,4 @@ void qr_arena_release(QrArena *a, QrArenaMark m)
 
 size_t qr_arena_used(const QrArena *a) { return a->handed; }
 bool qr_arena_over_cap(const QrArena *a) { return a->over_cap; }
+bool qr_arena_over_budget(const QrArena *a) { return a->over_budget; }

@@ -13,6 +13,15 @@
  * together by qr_arena_free/qr_arena_reset.  Bytes handed out count against
  * `cap_bytes` (0 = unlimited); going over makes qr_arena_alloc return NULL
  * and sets `over_cap`, which the query layer reports as QR_ELIMIT.
+ *
+ * The memory budget: one process-wide limit on the blocks of every capped
+ * arena (the working memory of the queries running at once).  A capped
+ * arena takes each block it mallocs from the budget and gives it back when
+ * the block is freed; when the budget cannot cover a new block the
+ * allocation fails as at the cap (NULL, over_cap) and
+ * qr_arena_over_budget() tells the two apart (the query layer reports it
+ * as QR_ENOMEM, SQLSTATE 53200).  Arenas without a cap (statement caches,
+ * COPY buffers) stay outside.  The budget is off (0) until a server sets it.
  */
 #ifndef QR_MEM_H
 #define QR_MEM_H
@@ -62,8 +71,32 @@ typedef struct QrArenaMark {
 } QrArenaMark;
 QrArenaMark qr_arena_mark(const QrArena *a);
 void qr_arena_release(QrArena *a, QrArenaMark m);
-/* Bytes handed out so far, and whether the cap was hit. */
+/* Bytes handed out so far, and whether the cap (or the budget) was hit. */
 size_t qr_arena_used(const QrArena *a);
 bool qr_arena_over_cap(const QrArena *a);
+/* The allocation that failed was refused by the process-wide budget, not
+ * by the arena's own cap. */
+bool qr_arena_over_budget(const QrArena *a);
+
+/* The process-wide budget of capped arenas, in bytes (0 = no limit; the
+ * bytes are counted either way).  Set it before queries run; lowering it
+ * does not take memory back from running queries, it only refuses new
+ * blocks. */
+void qr_mem_budget_set(size_t limit_bytes);
+size_t qr_mem_budget_limit(void);
+/* Bytes the capped arenas hold now (blocks, including spares). */
+size_t qr_mem_budget_used(void);
+/* Take n bytes from the budget (false, nothing taken, when they do not
+ * fit) / give them back.  For memory outside arenas that a query holds. */
+bool qr_mem_budget_take(size_t n);
+void qr_mem_budget_give(size_t n);
+
+/* Hand freed heap memory back to the operating system (glibc malloc_trim;
+ * a no-op elsewhere).  Costs a walk of the malloc arenas: call it after a
+ * request that used much memory, not per row. */
+void qr_mem_trim(void);
+/* Physical memory of this machine in bytes, lowered to the cgroup's
+ * memory.max when a cgroup (v2) limit is set; 0 when unknown. */
+uint64_t qr_mem_physical(void);
 
 #endif

@@ -70,6 +70,7 @@
 
 #define WAL_VERSION 1
 #define WAL_NAME_LEN 24 /* "wal-" + 16 hex + ".log" */
+#define WAL_BUF_KEEP (4u << 20) /* a commit keeps a record buffer up to this size */
 
 typedef struct WalFile {
     uint64_t first_lsn; /* from the name */
@@ -489,6 +490,8 @@ int wal_commit(WalWriter *w, QrError *err)
     cur->bytes += w->buf.len;
     atomic_fetch_add(&w->bytes, (uint64_t)w->buf.len);
     w->buf.len = 0;
+    if (w->buf.cap > WAL_BUF_KEEP)
+        qr_buf_free(&w->buf); /* a big batch's buffer goes back, not kept for the next */
     w->pending_lsn = w->next_lsn;
     if (w->mode == QR_FSYNC_COMMIT) {
         if (fdatasync(w->fd) != 0) {

@@ -44,9 +44,9 @@ class Server:
     def conn(self, timeout=30):
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
 
-    def call(self, method, path, body=None, headers=None):
+    def call(self, method, path, body=None, headers=None, timeout=30):
         """One request; (status, parsed JSON or text)."""
-        c = self.conn()
+        c = self.conn(timeout=timeout)
         h = dict(headers or {})
         if isinstance(body, (dict, list)):
             body = json.dumps(body)

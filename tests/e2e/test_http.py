@@ -244,7 +244,8 @@ def test_basics(srv):
     check(is_error(call(srv, "GET", "/tables/%zz"), 400), "bad percent-encoding in path is 400")
     res = call(srv, "POST", "/sql", {"query": "select 1"})
     check(res[0] == 200 and res[2].get("rows") == [[1]], "POST /sql answers SELECT 1: %s" % (res,))
-    check(is_error(call(srv, "POST", "/sql", "{oops"), 400, "syntax_error"), "/sql bad JSON")
+    check(is_error(call(srv, "POST", "/sql", "{oops", {"Content-Type": "application/json"}), 400,
+                   "syntax_error"), "/sql bad JSON")
 
 
 def test_tables(srv):
@@ -788,7 +789,7 @@ def test_limits(srv):
     check(data.startswith(b"HTTP/1.1 503") and b"overloaded" in data and
           b"make room" in data, "the oldest idle socket was closed with 503: %r" % data[:80])
     s = socks[-1]
-    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     data = s.recv(4096)
     check(data.startswith(b"HTTP/1.1 200"), "the newest socket is served: %r" % data[:60])
     for s in socks:

@@ -61,6 +61,9 @@ def call(srv, method, path, body=None, key=None, headers=None):
         h.setdefault("Content-Type", "application/json")
     if isinstance(body, str):
         body = body.encode()
+        # without keys, writes need a type no page may send (http_origin.c)
+        h.setdefault("Content-Type", "application/x-ndjson" if path.endswith("/documents")
+                     else "application/json")
     try:
         c.request(method, path, body=body, headers=h)
         r = c.getresponse()

@@ -94,7 +94,7 @@ static void http_simple(const char *method, const char *path, const char *body)
 {
     char req[4096], out[8192];
     int n = snprintf(req, sizeof req,
-                     "%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                      "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
                      method, path, strlen(body), body);
     roundtrip(req, (size_t)n, out, sizeof out, true);
@@ -121,7 +121,7 @@ static void fixture(void)
     }
     char req[4096], out[8192];
     int n = snprintf(req, sizeof req,
-                     "POST /tables/t/documents HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                     "POST /tables/t/documents HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                      "application/x-ndjson\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
                      strlen(body), body);
     roundtrip(req, (size_t)n, out, sizeof out, true);
@@ -188,7 +188,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const uint8_t *body = nl ? nl + 1 : rest;
         size_t n_body = nl ? n_rest - n_path - 1 : n_rest;
         int h = snprintf(req, sizeof req,
-                         "%s %s%s HTTP/1.1\r\nHost: x\r\n%s%s%sContent-Length: %zu\r\n"
+                         "%s %s%s HTTP/1.1\r\nHost: 127.0.0.1\r\n%s%s%sContent-Length: %zu\r\n"
                          "Connection: close\r\n\r\n",
                          rt[0], rt[1], path, *ct ? "Content-Type: " : "", ct, *ct ? "\r\n" : "",
                          n_body);

@@ -37,6 +37,7 @@
 #include "query/qparse.h"
 #include "query/query_int.h"
 #include "query/quarry.h"
+#include "store/mem.h"
 #include "store/util.h"
 
 /* Table directories of the running test, removed at the end even when an
@@ -1882,6 +1883,23 @@ Test(search, errors_carry_codes_and_positions)
     req.mem_cap = 512; /* far too small for any query */
     qr_error_clear(&err);
     cr_assert_eq(qr_search(e.t, &req, &res, &err), QR_ELIMIT, "tiny mem_cap: %s", err.message);
+    /* the server's budget, held by other queries: out of memory (53200),
+     * not this query's cap, and nothing of the budget kept after */
+    req.mem_cap = 0;
+    qr_mem_budget_set(64u << 20);
+    cr_assert(qr_mem_budget_take((64u << 20) - 4096));
+    qr_error_clear(&err);
+    cr_assert_eq(qr_search(e.t, &req, &res, &err), QR_ENOMEM, "budget: %s", err.message);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "53200");
+    cr_assert(strstr(err.hint, "mem_limit"), "%s", err.hint);
+    qr_mem_budget_give((64u << 20) - 4096);
+    cr_assert_eq(qr_mem_budget_used(), 0);
+    qr_error_clear(&err);
+    cr_assert_eq(qr_search(e.t, &req, &res, &err), QR_OK, "%s", err.message);
+    cr_assert(qr_mem_budget_used() > 0, "the result holds its arena");
+    qr_search_res_free(res);
+    cr_assert_eq(qr_mem_budget_used(), 0);
+    qr_mem_budget_set(0);
     env_close(&e);
 }
 

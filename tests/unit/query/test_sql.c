@@ -19,6 +19,7 @@
 
 #include "engine_util.h"
 #include "query/sql.h"
+#include "store/mem.h"
 #include "store/util.h"
 
 #define N_DOCS 20000
@@ -1615,3 +1616,72 @@ Test(sql, bound_once_run_many_times)
     qr_sql_result_free(r);
     qr_sql_stmt_unref(st);
 }
+
+Test(sql, mem_cap_cannot_exceed_the_server_budget)
+{
+    /* the server's limit is the ceiling of every session's cap: asking for
+     * more is 22023 (naming the range), asking for less or RESET is fine */
+    QrError err;
+    qr_error_clear(&err);
+    qr_mem_budget_set(64u << 20);
+    cr_assert_eq(qr_sql_session_set(sess, "quarry.mem_cap", "134217728", &err), QR_EINVAL);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "22023");
+    cr_assert(strstr(err.message, "(1048576 .. 67108864)"), "%s", err.message);
+    fails("SET quarry.mem_cap = 67108865", "22023", -1);
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_session_set(sess, "quarry.mem_cap", "67108864", &err), QR_OK, "%s",
+                 err.message);
+    qr_sql_result_free(run("SET quarry.mem_cap = 33554432"));
+    qr_sql_result_free(run("RESET quarry.mem_cap")); /* the default (512 MiB) is lowered, not refused */
+    QrSqlResult *r = run("SELECT count(*) FROM docs WHERE cat = 'c5'");
+    int64_t want = 0;
+    for (int i = 0; i < N_DOCS; i++)
+        want += model[i].cat == 5;
+    cr_assert_eq(r->vals[0].u.i, want);
+    qr_sql_result_free(r);
+    qr_mem_budget_set(0);
+}
+
+Test(sql, running_statements_share_the_server_budget)
+{
+    /* A result holds its statement's memory until it is freed (a cursor, a
+     * client reading slowly).  While one such result holds most of the
+     * budget, the same statement in another session fails as out of memory
+     * (53200, not its own cap's 54000), the server stays usable, and once
+     * the first result is freed the second runs and gives the same rows. */
+    const char *big = "SELECT title, cat, f FROM docs ORDER BY f, n";
+    QrSqlResult *a = run(big);
+    size_t held = qr_mem_budget_used();
+    cr_assert(held > (4u << 20), "the result holds its arena: %zu bytes", held);
+    qr_mem_budget_set(held + held / 2);
+    QrSqlSession *other;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_session_new(db, &other, &err), QR_OK);
+    QrSqlResult *b = NULL;
+    cr_assert_eq(qr_sql_exec(other, big, strlen(big), &b, &err), QR_ENOMEM, "%s", err.message);
+    cr_assert_null(b);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "53200", "%s", err.message);
+    cr_assert(strstr(err.hint, "mem_limit"), "hint: %s", err.hint);
+    cr_assert(qr_mem_budget_used() <= held + held / 2);
+    /* small statements still run beside it */
+    QrSqlResult *c = NULL;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_exec(other, "SELECT 1", 8, &c, &err), QR_OK, "%s", err.message);
+    qr_sql_result_free(c);
+    qr_sql_result_free(a);
+    cr_assert_eq(qr_mem_budget_used(), 0, "a freed result gives all its memory back");
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_exec(other, big, strlen(big), &b, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(b->n_rows, N_DOCS);
+    double last = -1;
+    for (uint64_t i = 0; i < b->n_rows; i++) {
+        cr_assert(b->vals[i * 3 + 2].u.f >= last);
+        last = b->vals[i * 3 + 2].u.f;
+    }
+    qr_sql_result_free(b);
+    qr_sql_session_free(other);
+    cr_assert_eq(qr_mem_budget_used(), 0);
+    qr_mem_budget_set(0);
+}
+

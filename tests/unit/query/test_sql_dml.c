@@ -14,6 +14,7 @@
 #include "sql_test_env.h"
 #include "query/sql.h"
 #include "query/sql_w.h"
+#include "store/mem.h"
 
 /* ---- COPY codec ---- */
 
@@ -534,5 +535,118 @@ Test(sql_dml, drop_waits_for_a_copy_in_progress)
     cr_assert_eq(qr_sql_exec(other, drop, strlen(drop), &r, &err), QR_OK, "%s", err.message);
     qr_sql_result_free(r);
     qr_sql_session_free(other);
+    env_close(&e);
+}
+
+/* Start a COPY FROM STDIN. */
+static void copy_start(Env *e, const char *copy)
+{
+    QrError err;
+    qr_error_clear(&err);
+    QrSqlResult *r = NULL;
+    cr_assert_eq(qr_sql_exec(e->s, copy, strlen(copy), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->kind, QR_SQL_RES_COPY_IN);
+    qr_sql_result_free(r);
+}
+
+/* The sqlstate and message of a failing statement. */
+static void exec_fails(Env *e, const char *sql, const char *sqlstate, const char *msg_part)
+{
+    QrError err;
+    cr_assert_neq(exec(e, sql, NULL, &err), QR_OK, "%s should fail", sql);
+    cr_assert_str_eq(qr_error_sqlstate(&err), sqlstate, "%s: %s", sql, err.message);
+    cr_assert(strstr(err.message, msg_part), "%s: message %s", sql, err.message);
+}
+
+Test(sql_dml, invalid_utf8_is_refused_by_every_write)
+{
+    /* bytes that are not UTF-8 never reach a stored document: INSERT,
+     * UPDATE and COPY fail at the statement with 22021 (inside a
+     * transaction it aborts; nothing of it lands), qr_batch_put refuses with the
+     * byte's column, and well-formed multi-byte text is stored as sent */
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE tx (id bigint PRIMARY KEY, s text)");
+    exec_ok(&e, "INSERT INTO tx VALUES (1, 'caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80')");
+    exec_fails(&e, "INSERT INTO tx VALUES (2, 'caf\xff')", "22021", "\"UTF8\": 0xff");
+    exec_fails(&e, "UPDATE tx SET s = 'x\xc3(' WHERE id = 1", "22021", "0xc3 0x28");
+    exec_fails(&e, "INSERT INTO tx VALUES (3, '\xed\xa0\x80')", "22021", "0xed 0xa0 0x80");
+    exec_ok(&e, "BEGIN");
+    exec_ok(&e, "INSERT INTO tx VALUES (4, 'fine')");
+    exec_fails(&e, "INSERT INTO tx VALUES (5, '\xe2\x82')", "22021", "0xe2 0x82");
+    cr_assert_eq(qr_sql_session_txn_status(e.s), 'E');
+    exec_ok(&e, "ROLLBACK");
+    copy_start(&e, "COPY tx FROM STDIN");
+    QrError err;
+    qr_error_clear(&err);
+    QrSqlResult *r = NULL;
+    cr_assert_neq(qr_sql_copy_data(e.s, "6\tgood\n7\tbad\xfe\n", 15, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "22021", "%s", err.message);
+    cr_assert_eq(err.line, 2, "COPY names the line: %lld", (long long)err.line);
+    /* the engine's front door: the byte's column, the table unchanged */
+    QrTable *t;
+    cr_assert_eq(qr_table_get(e.db, "tx", &t, &err), QR_OK);
+    const char *doc = "{\"id\":8,\"s\":\"ab\x80\"}";
+    QrBatch *b;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_batch_begin(t, &b, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_batch_put(b, doc, strlen(doc), NULL, &err), QR_EINVAL);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "22021");
+    cr_assert_eq(err.column, 16, "column of the bad byte: %d", err.column);
+    cr_assert_eq(qr_batch_commit(b, &err), QR_OK);
+    qr_batch_free(b);
+    r = NULL;
+    qr_error_clear(&err);
+    const char *q = "SELECT id, s FROM tx ORDER BY id";
+    cr_assert_eq(qr_sql_exec(e.s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->n_rows, 1, "only the good row: %llu rows", (unsigned long long)r->n_rows);
+    cr_assert_eq(r->vals[0].u.i, 1);
+    const char *want = "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80";
+    cr_assert(r->vals[1].u.s.n == strlen(want) && !memcmp(r->vals[1].u.s.s, want, strlen(want)),
+              "stored as sent: %.*s", (int)r->vals[1].u.s.n, r->vals[1].u.s.s);
+    qr_sql_result_free(r);
+    env_close(&e);
+}
+
+Test(sql_dml, buffered_writes_draw_on_the_server_budget)
+{
+    /* a COPY (or a block) keeps every row until it ends: the rows count
+     * against the server's budget, a COPY larger than it fails with 53200
+     * and writes nothing, the budget is whole again after, and a COPY that
+     * fits lands in full */
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE kv (id bigint PRIMARY KEY, v bigint NOT NULL)");
+    qr_mem_budget_set(8u << 20);
+    copy_start(&e, "COPY kv (id, v) FROM STDIN");
+    QrError err;
+    qr_error_clear(&err);
+    char line[64];
+    int rc = QR_OK, sent = 0;
+    for (int i = 0; rc == QR_OK && i < 200000; i++, sent++) {
+        int n = snprintf(line, sizeof line, "%d\t%d\n", i, i * 3);
+        rc = qr_sql_copy_data(e.s, line, (size_t)n, &err);
+    }
+    cr_assert_eq(rc, QR_ENOMEM, "a COPY over the budget fails: %s", err.message);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "53200");
+    cr_assert(strstr(err.hint, "smaller transactions"), "%s", err.hint);
+    cr_assert(sent > 1000 && sent < 200000, "it failed part way: %d rows", sent);
+    cr_assert(!qr_sql_copy_active(e.s));
+    cr_assert_eq(qr_mem_budget_used(), 0, "the failed COPY gave its rows back");
+    Model m = {0};
+    check_model(&e, &m);
+    /* a block of INSERTs: the same accounting, given back at COMMIT */
+    exec_ok(&e, "BEGIN");
+    for (int k = 0; k < N_KEYS; k++) {
+        snprintf(line, sizeof line, "INSERT INTO kv VALUES (%d, %d)", k, k + 100);
+        exec_ok(&e, line);
+        m.live[k] = true;
+        m.v[k] = k + 100;
+    }
+    cr_assert(qr_mem_budget_used() >= (size_t)N_KEYS * sizeof(TxnOp), "the block holds its rows");
+    exec_ok(&e, "COMMIT");
+    cr_assert_eq(qr_mem_budget_used(), 0);
+    check_model(&e, &m);
+    qr_mem_budget_set(0);
     env_close(&e);
 }

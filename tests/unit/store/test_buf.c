@@ -1,9 +1,12 @@
 /*
  * test_buf.c — the base kit's JSON string writer (qr_buf_json_str), which
  * every layer uses to put user bytes (keys, keyword values, SQL text) into
- * JSON: the output must be valid JSON whatever the bytes.
+ * JSON: the output must be valid JSON whatever the bytes; and the UTF-8
+ * scan that documents must pass (qr_utf8_invalid_at), against RFC 3629's
+ * grammar.
  */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "store/buf.h"
@@ -45,4 +48,93 @@ Test(buf, utf8_seq_len)
     cr_assert_eq(qr_utf8_seq_len((const unsigned char *)"\xC3\xA9", 1), 0);
     cr_assert_eq(qr_utf8_seq_len((const unsigned char *)"\xF4\x90\x80\x80", 4), 0); /* > U+10FFFF */
     cr_assert_eq(qr_utf8_seq_len((const unsigned char *)"\xE0\x80\x80", 3), 0);     /* overlong */
+}
+
+/* RFC 3629's grammar, written out as byte ranges (independent of
+ * qr_utf8_seq_len's code-point arithmetic): length of the well-formed
+ * sequence at p, or 0. */
+static size_t rfc3629_len(const unsigned char *p, size_t left)
+{
+    static const struct {
+        unsigned char lead_lo, lead_hi, second_lo, second_hi;
+        size_t n;
+    } FORMS[] = {
+        {0x00, 0x7F, 0, 0, 1},       {0xC2, 0xDF, 0x80, 0xBF, 2}, {0xE0, 0xE0, 0xA0, 0xBF, 3},
+        {0xE1, 0xEC, 0x80, 0xBF, 3}, {0xED, 0xED, 0x80, 0x9F, 3}, {0xEE, 0xEF, 0x80, 0xBF, 3},
+        {0xF0, 0xF0, 0x90, 0xBF, 4}, {0xF1, 0xF3, 0x80, 0xBF, 4}, {0xF4, 0xF4, 0x80, 0x8F, 4},
+    };
+    for (size_t f = 0; f < sizeof FORMS / sizeof FORMS[0]; f++) {
+        if (p[0] < FORMS[f].lead_lo || p[0] > FORMS[f].lead_hi)
+            continue;
+        size_t n = FORMS[f].n;
+        if (n > left)
+            return 0;
+        if (n > 1 && (p[1] < FORMS[f].second_lo || p[1] > FORMS[f].second_hi))
+            return 0;
+        for (size_t k = 2; k < n; k++)
+            if (p[k] < 0x80 || p[k] > 0xBF)
+                return 0;
+        return n;
+    }
+    return 0;
+}
+
+Test(buf, utf8_invalid_at_agrees_with_rfc3629)
+{
+    /* random strings mixing long ASCII runs (the 8-byte fast path), valid
+     * sequences of every length, and single random bytes */
+    static const char *const good[] = {"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80",
+                                       "\xE0\xA0\x80", "\xED\x9F\xBF", "\xF4\x8F\xBF\xBF",
+                                       "\xEF\xBF\xBD"};
+    uint64_t rng = 7;
+    unsigned char s[256];
+    static const char *const edges[] = {"\xC0\x80", "\xC1\xBF", "\xE0\x80\x80", "\xE0\x9F\xBF",
+                                        "\xF0\x8F\xBF\xBF", "\xED\xA0\x80", "\xED\xBF\xBF",
+                                        "\xF4\x90\x80\x80", "\xF5\x80\x80\x80", "\x80",
+                                        "\xFE", "\xFF", "\xE2\x82", "\xF0\x9F\x98"};
+    for (size_t k = 0; k < sizeof edges / sizeof edges[0]; k++) {
+        char e[32];
+        int len = snprintf(e, sizeof e, "abcdefghij%s", edges[k]);
+        cr_assert_eq(qr_utf8_invalid_at(e, (size_t)len), 10, "edge %zu", k);
+        cr_assert_eq(rfc3629_len((const unsigned char *)e + 10, (size_t)len - 10), 0);
+    }
+    for (int iter = 0; iter < 20000; iter++) {
+        size_t n = 0;
+        while (n < 200) {
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            unsigned pick = (unsigned)(rng >> 59);
+            if (pick < 6) {
+                size_t run = 1 + (size_t)((rng >> 20) % 23);
+                for (size_t k = 0; k < run && n < 200; k++)
+                    s[n++] = (unsigned char)('a' + k % 26);
+            } else if (pick < 12) {
+                const char *g = good[(rng >> 30) % 7];
+                for (size_t k = 0; g[k] && n < 200; k++)
+                    s[n++] = (unsigned char)g[k];
+            } else if (pick < 20) {
+                /* a lead byte and continuation bytes: overlongs, surrogates,
+                 * beyond U+10FFFF, short sequences */
+                s[n++] = (unsigned char)(0xC0 + (rng >> 32) % 0x38);
+                for (unsigned k = 0; k < (unsigned)((rng >> 26) % 4) && n < 200; k++)
+                    s[n++] = (unsigned char)(0x80 + (rng >> (8 + 6 * k)) % 0x40);
+            } else if (pick < 21 || iter % 3 == 0) {
+                s[n++] = (unsigned char)(rng >> 40);
+            } else {
+                s[n++] = (unsigned char)((rng >> 40) % 0x80);
+            }
+        }
+        size_t want = 0;
+        while (want < n) {
+            size_t l = rfc3629_len(s + want, n - want);
+            if (!l)
+                break;
+            want += l;
+        }
+        size_t got = qr_utf8_invalid_at((const char *)s, n);
+        cr_assert_eq(got, want, "iteration %d: %zu, the grammar says %zu", iter, got, want);
+    }
+    cr_assert_eq(qr_utf8_invalid_at("", 0), 0);
+    cr_assert_eq(qr_utf8_invalid_at("abcdefgh\xFF", 9), 8, "after a full 8-byte run");
+    cr_assert_eq(qr_utf8_invalid_at("abcdefghijklmno\xC3", 16), 15, "truncated at the end");
+    cr_assert_eq(qr_utf8_invalid_at("a\0b", 3), 3, "NUL is well-formed");
 }
