@@ -1663,7 +1663,12 @@ static int subq_set(SqlCtx *cx, SqlSubq *q, const SqlValueSet **out)
         SqlFrame fr = {NULL, cx->frames};
         cx->frames = &fr;
         QrSqlResult r;
+        /* the set lasts the execution: not in an operator's per-batch scratch */
+        QrArena *saved_arena = cx->arena;
+        if (cx->root_arena)
+            cx->arena = cx->root_arena;
         int rc = subq_exec(cx, q, &r);
+        cx->arena = saved_arena;
         cx->frames = fr.next;
         cx->ex = saved_ex;
         if (rc)

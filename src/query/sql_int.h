@@ -84,7 +84,10 @@ struct QrSqlStmt {
 /* Everything one statement's execution (or analysis) sees. */
 typedef struct SqlCtx {
     QrSqlSession *sess;       /* borrows */
-    QrArena *arena;           /* the statement's or result's arena */
+    QrArena *arena;           /* where values go now: the statement's or result's arena,
+                                 or an operator's per-batch scratch while it evaluates */
+    QrArena *root_arena;      /* the statement's or result's arena, never a scratch:
+                                 what must last the whole execution */
     const char *sql;          /* statement text (error positions) */
     size_t sql_len;
     const SqlParams *params;  /* NULL while only analyzing */

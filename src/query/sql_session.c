@@ -408,6 +408,7 @@ static void ctx_init(SqlCtx *cx, QrSqlSession *s, QrArena *a, const char *sql, s
     memset(cx, 0, sizeof *cx);
     cx->sess = s;
     cx->arena = a;
+    cx->root_arena = a;
     cx->sql = sql;
     cx->sql_len = len;
     cx->err = err;

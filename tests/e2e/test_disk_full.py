@@ -74,7 +74,7 @@ class Truth:
 
 
 def put_doc(srv, truth, i, src, cycle, answers):
-    st, body = srv.call("PUT", "/tables/t/documents/%d" % i, json.dumps(body_of(i, src, cycle)))
+    st, body = srv.call("PUT", "/tables/t/documents/%d" % i, body_of(i, src, cycle))
     if st in (200, 201):
         truth.ack([i])
         answers["ok"] += 1

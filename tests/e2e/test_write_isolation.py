@@ -66,7 +66,7 @@ class Upload:
 
 def put(srv, i, acked):
     d = {"id": i, "src": "put", "body": "single %d" % i, "n": i}
-    st, _ = srv.call("PUT", "/tables/t/documents/%d" % i, json.dumps(d))
+    st, _ = srv.call("PUT", "/tables/t/documents/%d" % i, d)
     if st in (200, 201):
         acked.add(i)
     return st

@@ -58,7 +58,15 @@ SqlBatch *sql_batch_dense(SqlBatch *b, int k)
     b->n = b->n_phys = k;
     b->sel = NULL;
     b->src = NULL;
+    b->stable = false;
     return b;
+}
+
+QrArena *sql_op_scratch(SqlCtx *cx, QrArena **slot)
+{
+    if (!*slot && !(*slot = qr_arena_new_child(cx->arena)))
+        sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    return *slot;
 }
 
 /* ---- driver ---- */
@@ -207,7 +215,7 @@ int sql_sink_batch(SqlCtx *cx, SqlRowSink *s, SqlBatch *b)
         if (!o)
             return cx->err->code;
         memcpy(o, sql_batch_row(b, i), (size_t)s->width * sizeof *o);
-        for (int c = 0; c < s->width; c++)
+        for (int c = 0; c < s->width && !b->stable; c++)
             if (sqlv_own(cx, &o[c]))
                 return cx->err->code;
         s->n++;

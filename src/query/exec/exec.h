@@ -71,6 +71,8 @@ struct SqlBatch {
     int n_phys;               /* rows stored */
     int width;                /* values per row */
     SqlValue *rows;           /* n_phys * width, row major */
+    bool stable;              /* the values (strings too) live in the statement's arena
+                                 until it ends: a consumer keeps them without copying */
     /* document rows (NULL src otherwise) */
     SqlDocSrc *src;           /* fills columns not filled yet */
     uint8_t *filled;          /* width flags: column c holds values for every live row */
@@ -159,6 +161,9 @@ int sql_nomem(SqlCtx *cx);
 int sql_conj_test(SqlCtx *cx, SqlExpr *const *conj, int n, const SqlEvalRow *er, bool *pass);
 /* Hand out the first k rows of an operator's own batch (dense, no source). */
 SqlBatch *sql_batch_dense(SqlBatch *b, int k);
+/* A per-batch arena for an operator's values (a child of the statement's:
+ * one budget), made on first use; NULL (error set) on failure. */
+QrArena *sql_op_scratch(SqlCtx *cx, QrArena **slot);
 
 /* The driver: every call goes through these (timing, counters, checks). */
 int sql_op_open(SqlOp *op, SqlCtx *cx);

@@ -248,6 +248,7 @@ static int agg_next(SqlOp *op, SqlCtx *cx, SqlBatch **out)
     b->width = op->width;
     b->rows = a->out + a->pos * (uint64_t)op->width;
     b->n = b->n_phys = (int)n;
+    b->stable = true; /* groups are kept to the end, strings owned */
     a->pos += n;
     *out = b;
     return QR_OK;

@@ -22,6 +22,7 @@ typedef struct ProjectOp {
     int *cols;                /* input columns the expressions read */
     int n_cols;
     SqlBatch *b;              /* the output batch */
+    QrArena *scratch;         /* owns: the output batch's values, reset per batch */
     /* a row being fanned out by set-returning targets */
     SqlBatch *in;             /* the input batch (borrowed until its next) */
     int in_pos;               /* next input row */
@@ -87,6 +88,12 @@ static int project_next(SqlOp *op, SqlCtx *cx, SqlBatch **out)
     ProjectOp *p = (ProjectOp *)op;
     SqlBatch *o = p->b;
     int W = op->width, k = 0, rc = QR_OK;
+    /* the last batch's values are dead: evaluate into a fresh scratch (what
+     * a consumer keeps, it copies) */
+    QrArena *scratch = sql_op_scratch(cx, &p->scratch), *stmt = cx->arena;
+    if (!scratch)
+        return cx->err->code;
+    qr_arena_reset(scratch);
     while (k < SQL_BATCH_ROWS) {
         if (!p->in || p->in_pos >= p->in->n) {
             if (p->fan_pos < p->fan_n) /* (cannot happen: a fan-out ends with its row) */
@@ -116,6 +123,7 @@ static int project_next(SqlOp *op, SqlCtx *cx, SqlBatch **out)
             }
         }
         SqlValue *x = o->rows + (size_t)k * (size_t)W;
+        cx->arena = scratch;
         for (int i = 0; i < W && rc == QR_OK; i++) {
             if (p->has_srf && p->exprs[i]->kind == SE_SRF) {
                 x[i] = p->fan_pos < p->lens[i] ? p->lists[i][p->fan_pos] : sqlv_null();
@@ -126,6 +134,7 @@ static int project_next(SqlOp *op, SqlCtx *cx, SqlBatch **out)
             if (rc == QR_OK)
                 rc = cast_out(p, cx, i, &x[i]);
         }
+        cx->arena = stmt;
         if (rc)
             break;
         k++;
@@ -143,6 +152,8 @@ static void project_close(SqlOp *op, SqlCtx *cx)
     ProjectOp *p = (ProjectOp *)op;
     p->in = NULL;
     sql_op_close(op->kids[0], cx);
+    qr_arena_free(p->scratch);
+    p->scratch = NULL;
 }
 
 static void project_explain(const SqlOp *op, SqlCtx *cx, SqlExplainNode *n)

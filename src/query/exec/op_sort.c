@@ -79,6 +79,7 @@ int sql_rows_batch(SqlBatch *b, const SqlValue *vals, const uint64_t *idx, uint6
     b->n = b->n_phys = k;
     b->sel = NULL;
     b->src = NULL;
+    b->stable = true; /* rows kept by the sort, strings owned */
     return k;
 }
 
