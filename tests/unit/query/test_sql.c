@@ -773,33 +773,8 @@ Test(sql, btree_path_after_create_index)
     qr_sql_result_free(r);
 }
 
-Test(sql, group_by_over_a_common_word_and_hits_without_ids)
+Test(sql, group_by_over_a_common_word)
 {
-    /* the text engine can leave out the per-hit key (SQL reads keys itself) */
-    QrTable *t;
-    QrError err;
-    qr_error_clear(&err);
-    cr_assert_eq(qr_table_get(db, "docs", &t, &err), QR_OK);
-    for (int pass = 0; pass < 2; pass++) {
-        QrSearchReq rq;
-        qr_search_req_init(&rq);
-        rq.q = "common";
-        rq.q_len = 6;
-        rq.unordered = true;
-        rq.limit = N_DOCS;
-        rq.no_ids = pass == 1;
-        QrSearchRes *res;
-        cr_assert_eq(qr_search(t, &rq, &res, &err), QR_OK, "%s", err.message);
-        cr_assert_eq(res->n_hits, N_DOCS);
-        for (int i = 0; i < res->n_hits; i++) {
-            cr_assert_eq(res->hits[i].doc, i);
-            if (pass)
-                cr_assert_null(res->hits[i].id_json);
-            else
-                cr_assert_not_null(res->hits[i].id_json);
-        }
-        qr_search_res_free(res);
-    }
     QrSqlResult *r = run("SELECT cat, count(*), min(id) FROM docs WHERE title @@ 'common' GROUP BY cat");
     int64_t cnt[N_CATS] = {0}, mn[N_CATS];
     for (int c = 0; c < N_CATS; c++)
