@@ -2231,7 +2231,10 @@ static int run_texts_plan(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
         if (!R->bt_filter && !(R->bt_filter = colpred_filter(cx, R->cp, R->n_cp)))
             return cx->err->code;
     }
-    for (int i = 0; i < sc->n_texts && rc == QR_OK; i++) {
+    /* aggregates from column blocks read the driving predicate's matches
+     * per segment themselves, and there is no other predicate then */
+    bool colagg = sc->colagg && colagg_ok(sc, snap, R->n_cp);
+    for (int i = 0; i < sc->n_texts && rc == QR_OK && !colagg; i++) {
         if (i == sc->drive && R->drive_cands)
             continue;
         /* _score is the driving predicate's score, else the first matching one's */
