@@ -143,8 +143,6 @@ typedef struct QrSearchReq {
     /* structured filter and order (docs/query-language.md "Filters", "Sorting") */
     const char *filter;       /* SQL-WHERE filter text, or NULL */
     size_t filter_len;        /* bytes of filter (0 = strlen) */
-    const struct QrFilter *filter_tree; /* prebuilt filter (query/filter.h), borrowed;
-                                 used when filter is NULL */
     const char *sort;         /* "published:desc,symbol" (default asc; _score, _id too), or
                                  NULL = _score:desc.  An explicit sort breaks ties by _id */
     const char *search_after; /* cursor: the JSON array a previous page's last hit carried in

@@ -215,7 +215,7 @@ struct Search {
     int n_bms, cap_bms;
     /* structured filter (query/filter.h) */
     QrFilter *filter_owned;     /* owns: parsed from req->filter */
-    const QrFilter *filter;     /* borrows filter_owned or req->filter_tree; NULL = none */
+    const QrFilter *filter;     /* borrows filter_owned; NULL = none */
     roaring_bitmap_t **fbm;     /* owns: per segment, live docs matching the filter
                                    (restricted to text matches when those went first) */
     QrFilterStats fst;
@@ -2459,7 +2459,7 @@ static int search_begin(Search *s, Snapshot *snap, QrError *err)
     while (lead < qlen && (qtext[lead] == ' ' || qtext[lead] == '\t' || qtext[lead] == '\n'))
         lead++;
     /* (an empty query alone stays a syntax error: it is usually a mistake) */
-    bool filtering = req->filter || req->filter_tree || (req->sort && *req->sort);
+    bool filtering = req->filter || (req->sort && *req->sort);
     bool match_all = (lead == qlen && filtering) || (qlen - lead == 1 && qtext[lead] == '*');
     if (match_all) {
         qtext = "*:*";
@@ -2578,9 +2578,6 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         size_t fl = req->filter_len ? req->filter_len : strlen(req->filter);
         rc = qr_filter_parse(s->schema, req->filter, fl, &s->filter_owned, err);
         s->filter = s->filter_owned;
-    } else if (req->filter_tree) {
-        rc = qr_filter_check(req->filter_tree, s->schema, err);
-        s->filter = req->filter_tree;
     }
     if (rc != QR_OK)
         qr_error_detail(err, QR_FILTER_ERROR_DETAIL);

@@ -604,6 +604,7 @@ const char *sql_path_name(SqlAccessPath p);
  * match sets for rows that ask after the fact, snippets. */
 typedef struct SqlTextRun SqlTextRun;
 struct Search;
+struct QrFilter;
 /* A closed run of tp over table t (scope: the query's, for snippet
  * columns), in cx->arena; NULL (54000 set) over the cap. */
 SqlTextRun *sql_text_run_new(SqlCtx *cx, const SqlTextPred *tp, QrTable *t, const SqlScope *scope);
