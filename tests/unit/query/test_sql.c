@@ -1869,3 +1869,32 @@ Test(sql_text, snippet_comes_from_the_column_named)
     cr_assert(r->vals[3].is_null);
     qr_sql_result_free(r);
 }
+
+/* A text scan ended by the statement's deadline or memory cap (a driving
+ * predicate, a per-row one, a top-k, a count) is 57014 / 54000, gives back
+ * what it compiled (ASan's leak check), and the session answers the next
+ * statement. */
+Test(sql_text, deadline_and_memory_cap_end_a_text_scan)
+{
+    const char *qs[] = {
+        "SELECT id FROM tx WHERE body @@ 'common'",
+        "SELECT id FROM tx WHERE body @@ 'common' OR n < 3",
+        "SELECT id FROM tx WHERE body @@ 'common' AND n < 5000 ORDER BY score() DESC LIMIT 3",
+        "SELECT count(*) FROM tx WHERE body @@ 'common' AND n < 5000",
+    };
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_session_set(sess, "statement_timeout", "1ms", &err), QR_OK);
+    eu_clock_virtual(2000000); /* 2 ms a clock read: past the deadline at the first check */
+    for (size_t i = 0; i < sizeof qs / sizeof *qs; i++)
+        fails(qs[i], "57014", -1);
+    eu_clock_real();
+    cr_assert_eq(qr_sql_session_set(sess, "statement_timeout", "0", &err), QR_OK);
+    cr_assert_eq(qr_sql_session_set(sess, "quarry.mem_cap", "1048576", &err), QR_OK);
+    fails("SELECT id, body, snippet(body) FROM tx WHERE body @@ 'common'", "54000", -1);
+    fails("SELECT id, body, score() FROM tx WHERE body @@ 'common' OR n < 3", "54000", -1);
+    cr_assert_eq(qr_sql_session_set(sess, "quarry.mem_cap", "268435456", &err), QR_OK);
+    QrSqlResult *r = run("SELECT count(*) FROM tx WHERE body @@ 'solo'");
+    cr_assert_eq(r->vals[0].u.i, 1);
+    qr_sql_result_free(r);
+}
