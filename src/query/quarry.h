@@ -204,8 +204,6 @@ typedef struct QrSearchReq {
     /* structured filter and order (docs/query-language.md "Filters", "Sorting") */
     const char *filter;       /* SQL-WHERE filter text, or NULL */
     size_t filter_len;        /* bytes of filter (0 = strlen) */
-    const struct QrFilter *filter_tree; /* prebuilt filter (query/filter.h), borrowed;
-                                 used when filter is NULL */
     const char *sort;         /* "published:desc,symbol" (default asc; _score, _id too), or
                                  NULL = _score:desc.  An explicit sort breaks ties by _id */
     const char *search_after; /* cursor: the JSON array a previous page's last hit carried in
@@ -214,10 +212,6 @@ typedef struct QrSearchReq {
                                  how filters read columns (tests, SET quarry.access_path) */
     const struct QrFacetReq *facets; /* borrowed: n_facets summaries over all matches */
     int n_facets;
-    bool no_ids;              /* hits carry doc (and score) only: id_json stays NULL (callers
-                                 that read the key themselves, e.g. SQL) */
-    bool seg_bitmaps;         /* with unordered: no hits; every match goes to
-                                 res->seg_bits (SQL's aggregates over columns) */
 } QrSearchReq;
 
 /* Facets: summaries over every match of q + filter (not only the hits). */
@@ -289,12 +283,6 @@ typedef struct QrSearchRes {
     int n_facets;             /* one per requested facet, in request order */
     QrFacetRes *facets;
     QrArena *arena;           /* owns everything above */
-    /* seg_bitmaps: one CRoaring bitmap (roaring_bitmap_t *) of local doc ids
-     * per segment of the search's snapshot, in its order; owned by the
-     * result (qr_search_res_free frees them) unless the caller takes them
-     * and sets seg_bits NULL */
-    void **seg_bits;
-    int n_seg_bits;
 } QrSearchRes;
 
 int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *err);

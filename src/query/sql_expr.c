@@ -354,6 +354,7 @@ static int bind_text_fn(SqlBind *b, const char *fname, const cJSON *args, int lo
     /* a static name: fname lives on the caller's stack */
     fname = !snippet ? "score" : !strcmp(fname, "snippet") ? "snippet" : "highlight";
     const char *qual = NULL;
+    int col = -1; /* snippet(col): the passage comes from that column */
     if (cJSON_GetArraySize(args) >= 1) {
         const cJSON *cr = sqlj_is(cJSON_GetArrayItem(args, 0), "ColumnRef");
         const cJSON *fields = sqlj_get(cr, "fields");
@@ -364,9 +365,8 @@ static int bind_text_fn(SqlBind *b, const char *fname, const cJSON *args, int lo
         if (n == 1 && find_table(b, n0) >= 0)
             qual = n0;
         else {
-            int idx;
             const SqlCol *c = find_col(b, n == 2 ? n0 : NULL,
-                                       sqlj_sval(cJSON_GetArrayItem(fields, n - 1)), loc, &idx);
+                                       sqlj_sval(cJSON_GetArrayItem(fields, n - 1)), loc, &col);
             if (!c)
                 return b->cx->err->code;
             qual = c->qual;
@@ -398,10 +398,37 @@ static int bind_text_fn(SqlBind *b, const char *fname, const cJSON *args, int lo
         *out = e;
         return QR_OK;
     }
-    if (snippet)
-        tp->want_snippets = true;
-    else
+    if (snippet) {
+        /* the text it is cut from: the column named, else the columns the
+         * predicate searched (its field, or every text column of the table;
+         * sql_text.c keeps the indexed ones); they become columns the scan
+         * fills */
+        const SqlScope *sc = b->scope;
+        int n = 0;
+        for (int i = 0; i < sc->n; i++)
+            n += i == col || (col < 0 && sc->cols[i].field >= 0 && sqlt_is_str(sc->cols[i].type) &&
+                              sc->cols[i].qual && !strcmp(sc->cols[i].qual, tp->qual) &&
+                              (!tp->field || !strcmp(sc->cols[i].name, tp->field)));
+        if (set_args(b, e, n))
+            return b->cx->err->code;
+        n = 0;
+        for (int i = 0; i < sc->n; i++)
+            if (i == col || (col < 0 && sc->cols[i].field >= 0 && sqlt_is_str(sc->cols[i].type) &&
+                             sc->cols[i].qual && !strcmp(sc->cols[i].qual, tp->qual) &&
+                             (!tp->field || !strcmp(sc->cols[i].name, tp->field)))) {
+                SqlExpr *c = new_expr(b, SE_COL, loc);
+                if (!c)
+                    return b->cx->err->code;
+                c->col = i;
+                c->type = sc->cols[i].type;
+                c->name = sc->cols[i].name;
+                b->scope->cols[i].used = true;
+                e->args[n++] = c;
+            }
+        e->op = col >= 0; /* 1: a column was named */
+    } else {
         b->scope->cols[tp->score_col].used = true;
+    }
     e->text = tp;
     e->col = snippet ? tp->id_col : tp->score_col;
     e->type = snippet ? QR_SQL_TEXT : QR_SQL_FLOAT4;
@@ -2291,22 +2318,14 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
         }
         out->type = QR_SQL_FLOAT4;
         return QR_OK;
-    case SE_SNIPPET: {
-        const SqlDocSet *s = e->text->set;
-        int64_t doc = r->row[e->col].is_null ? -1 : r->row[e->col].u.i;
-        int64_t i = s ? sql_docset_find(s, doc) : -1;
-        if (i < 0 || !s->snippets || !s->snippets[i]) {
-            *out = sqlv_null();
-            out->type = QR_SQL_TEXT;
-        } else {
-            *out = sqlv_text(s->snippets[i], strlen(s->snippets[i]));
-        }
-        return QR_OK;
-    }
+    case SE_SNIPPET:
+        return sql_text_snippet(cx, e, r, out);
     case SE_MATCH: {
-        const SqlDocSet *s = e->text->set;
         const SqlValue *id = &r->row[e->text->id_col];
-        *out = sqlv_bool(s && !id->is_null && sql_docset_find(s, id->u.i) >= 0);
+        bool m = false;
+        if (!id->is_null && (rc = sql_text_has(cx, e->text->run, id->u.i, &m, NULL)))
+            return rc;
+        *out = sqlv_bool(m);
         return QR_OK;
     }
     case SE_ARITH:

@@ -335,20 +335,8 @@ struct SqlTextPred {
     const char *field;     /* searched field, NULL = the table's default fields */
     SqlExpr *query;        /* the query text: constant or parameter */
     int loc;
-    bool want_snippets;
-    struct SqlDocSet *set; /* run time: matching docs with scores (sql_scan.c) */
+    struct SqlTextRun *run; /* run time (sql_text.c), set when its scan opens */
 };
-
-/* Docs matching a text predicate: open addressing doc -> index. */
-typedef struct SqlDocSet {
-    uint64_t n, cap;       /* entries, slots (power of two; 0 when sorted) */
-    bool sorted;           /* no hash: docs ascending, found by binary search */
-    int64_t *slot_doc;     /* -1 empty */
-    uint32_t *slot_idx;
-    int64_t *docs;         /* n, in the order the search gave them */
-    float *scores;         /* n */
-    const char **snippets; /* n or NULL */
-} SqlDocSet;
 /* A materialized IN (subquery) set, sorted by sqlv_cmp. */
 struct SqlValueSet {
     uint64_t n;
@@ -357,9 +345,6 @@ struct SqlValueSet {
 };
 /* Sort values by sqlv_cmp (NULLs last). */
 void sql_sort_values(SqlValue *v, uint64_t n);
-
-/* Index of doc in the set, or -1. */
-int64_t sql_docset_find(const SqlDocSet *s, int64_t doc);
 
 /* Bind a parse-tree expression against a scope (NULL = no columns). */
 int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out);
@@ -537,10 +522,8 @@ typedef struct SqlTableScan {
     uint64_t colagg_rows;
     bool uncounted;           /* top-k by score alone: the matches were not counted
                                  (text_rows is the k asked for) */
-    bool from_drive;          /* candidates come from the driving text set: its
-                                 predicate is not checked again per row */
-    void **text_cands;        /* the driving text set split by segment (roaring bitmaps) */
-    int n_text_cands;
+    bool from_drive;          /* candidates come from the driving predicate's iterators:
+                                 it is not checked again per row */
     bool pk_range;            /* the pk path reads a range of keys (pk > a, BETWEEN...) */
     uint64_t pk_range_keys;   /* keys in that range */
     bool ordered;             /* the ordered walk runs */
@@ -620,6 +603,40 @@ int sql_scores_rows(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, const int64_t
                     uint64_t n_docs, SqlRowSink *out);
 /* Access path names for EXPLAIN and SET. */
 const char *sql_path_name(SqlAccessPath p);
+
+/* sql_text.c — a full-text predicate at run time: compiled against the
+ * snapshot of the scan that opened it (query/search_int.h), per-segment
+ * match sets for rows that ask after the fact, snippets. */
+typedef struct SqlTextRun SqlTextRun;
+struct Search;
+struct QrFilter;
+/* A closed run of tp over table t (scope: the query's, for snippet
+ * columns), in cx->arena; NULL (54000 set) over the cap. */
+SqlTextRun *sql_text_run_new(SqlCtx *cx, const SqlTextPred *tp, QrTable *t, const SqlScope *scope);
+/* Evaluate the query text and compile it against snap (pinned by the
+ * caller until sql_text_close).  A NULL query matches nothing.  Errors:
+ * 42601 / 22023 at the predicate for a bad query, 54000. */
+int sql_text_open(SqlCtx *cx, SqlTextRun *r, Snapshot *snap);
+/* Release the compiled query (the sets and highlight terms stay). */
+void sql_text_close(SqlTextRun *r);
+/* The compiled query while open (NULL: closed, or a NULL query). */
+struct Search *sql_text_search(SqlTextRun *r);
+/* The compiled query's first error, as the statement's (QR_OK: none). */
+int sql_text_check(SqlCtx *cx, SqlTextRun *r);
+/* Posting blocks decoded / skipped so far, added to sc's counters. */
+void sql_text_stats(SqlTextRun *r, SqlTableScan *sc);
+/* Exact count of the live matches over snap (within `filter`, the column
+ * predicates, when not NULL); adds the work to sc's counters. */
+int sql_text_count(SqlCtx *cx, SqlTextRun *r, Snapshot *snap, const struct QrFilter *filter,
+                   SqlTableScan *sc, uint64_t *count);
+/* Build (once per snapshot version) the per-segment match sets rows are
+ * answered from, with scores when `scored`.  Open runs only. */
+int sql_text_sets(SqlCtx *cx, SqlTextRun *r, Snapshot *snap, bool scored);
+/* Does global doc `doc` match (and its score, 0 unless the sets are
+ * scored)?  XX000 when the sets were never built. */
+int sql_text_has(SqlCtx *cx, SqlTextRun *r, int64_t doc, bool *match, float *score);
+/* snippet(...) of a row: e is SE_SNIPPET, its args the text columns. */
+int sql_text_snippet(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *row, SqlValue *out);
 
 /* The SQL columns of a table: the primary key, the fields in schema order,
  * then hidden _id (global doc id) and _score.  Scope in cx->arena. */

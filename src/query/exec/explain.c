@@ -251,8 +251,9 @@ static void expr_sql(QrBuf *b, SqlCtx *cx, const SqlExpr *e, const SqlScope *sco
     case SE_MATCH:
     case SE_SNIPPET: {
         const SqlTextPred *tp = e->text;
-        if (e->kind == SE_SNIPPET) {
-            qr_buf_printf(b, "snippet(%s)", tp && tp->field ? tp->field : tp ? tp->qual : "?");
+        if (e->kind == SE_SNIPPET) { /* snippet(col), else the table's */
+            qr_buf_printf(b, "%s(%s)", e->name ? e->name : "snippet",
+                          e->op && e->n_args ? e->args[0]->name : tp ? tp->qual : "?");
             return;
         }
         qr_buf_printf(b, "(%s @@ ", tp && tp->field ? tp->field : tp && tp->qual ? tp->qual : "?");

@@ -325,7 +325,7 @@ static int exec_plain(SqlQuery *s, QrSqlResult *out)
             return rc;
     }
     for (int i = 0; i < s->bind.n_texts; i++)
-        s->bind.texts[i]->set = NULL;
+        s->bind.texts[i]->run = NULL;
     /* ---- plan: conjuncts to the scans and joins, then the tree ---- */
     bool *done = qr_arena_calloc(cx->arena, (size_t)(n_conj + 1) * sizeof *done);
     if (!done)
