@@ -1952,6 +1952,17 @@ int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlEx
     return sql_expr_bind(&b, node, out);
 }
 
+int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, QrSqlType want,
+                        SqlExpr **out)
+{
+    SqlBind b;
+    memset(&b, 0, sizeof b);
+    b.cx = cx;
+    b.scope = scope;
+    int rc = sql_expr_bind(&b, node, out);
+    return rc ? rc : coerce_unknown(&b, *out, want);
+}
+
 bool sql_expr_is_const(const SqlExpr *e)
 {
     if (e->kind == SE_COL || e->kind == SE_AGG || e->kind == SE_MATCH || e->kind == SE_SCORE ||

@@ -391,6 +391,11 @@ bool sql_srf_known(const char *name);
 /* Simple convenience for the utility side (INSERT VALUES, UPDATE SET, COPY
  * defaults): bind against a scope (may be NULL) and keep the expression. */
 int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlExpr **out);
+/* The same where a value of type `want` is expected (an INSERT value, an
+ * UPDATE SET target): an untyped parameter or literal takes that type, as
+ * PostgreSQL resolves them from their context. */
+int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, QrSqlType want,
+                        SqlExpr **out);
 
 /* ======================================================================== */
 /* sql_func.c — scalar functions as data                                     */
