@@ -605,6 +605,7 @@ static int copy_to(SqlCtx *cx, const cJSON *b, const CopyFmt *fmt, QrSqlResult *
     res->copy_delim = fmt->delim;
     res->copy_header = fmt->header;
     res->copy_null = qr_arena_strndup(cx->arena, fmt->null_str, strlen(fmt->null_str));
+    res->copy_relation = sqlj_str(sqlj_get(b, "relation"), "relname");
     snprintf(res->tag, sizeof res->tag, "COPY %llu", (unsigned long long)res->n_rows);
     return QR_OK;
 }
@@ -671,6 +672,7 @@ int sqlw_copy_exec(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
     res->copy_delim = fmt.delim;
     res->copy_header = fmt.header;
     res->copy_null = qr_arena_strndup(cx->arena, fmt.null_str, strlen(fmt.null_str));
+    res->copy_relation = qr_arena_strndup(cx->arena, c->rel, strlen(c->rel));
     snprintf(res->tag, sizeof res->tag, "COPY");
     return QR_OK;
 }
