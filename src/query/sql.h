@@ -234,7 +234,9 @@ typedef enum QrSqlResultKind {
     QR_SQL_RES_EMPTY,   /* an empty query (EmptyQueryResponse) */
 } QrSqlResultKind;
 
-typedef enum QrSqlCopyFormat { QR_SQL_COPY_TEXT, QR_SQL_COPY_CSV } QrSqlCopyFormat;
+/* BINARY is PostgreSQL's binary COPY format (signature, tuples of length-prefixed
+ * send-format values); the PG port encodes it, COPY FROM parses it in the engine. */
+typedef enum QrSqlCopyFormat { QR_SQL_COPY_TEXT, QR_SQL_COPY_CSV, QR_SQL_COPY_BINARY } QrSqlCopyFormat;
 
 typedef struct QrSqlNotice {
     const char *severity; /* "NOTICE", "WARNING", "INFO" */
@@ -296,8 +298,9 @@ int qr_sql_copy_done(QrSqlSession *s, QrSqlResult **out, QrError *err);
 void qr_sql_copy_fail(QrSqlSession *s, const char *message);
 bool qr_sql_copy_active(const QrSqlSession *s);
 
-/* One row of a COPY_OUT (or any ROWS) result in the result's copy format,
- * with the trailing newline. */
+/* One row of a COPY_OUT (or any ROWS) result in the result's text or CSV
+ * format, with the trailing newline (BINARY results are the caller's to
+ * encode: the PG port does). */
 void qr_sql_copy_row(const QrSqlResult *r, uint64_t row, QrBuf *out);
 /* The header line of a COPY_OUT result with HEADER in CSV (the column
  * names, quoted where CSV needs it, with the newline); appends nothing

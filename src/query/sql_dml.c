@@ -1262,6 +1262,10 @@ int sqlw_insert_values(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *
 }
 
 int sqlw_insert_n_target(const InsertCx *ic) { return ic->n_target; }
+QrSqlType sqlw_insert_target_type(const InsertCx *ic, int k)
+{
+    return ic->sc->cols[ic->target[k]].type;
+}
 uint64_t sqlw_insert_count(const InsertCx *ic) { return ic->count; }
 
 void sqlw_insert_close(InsertCx *ic)

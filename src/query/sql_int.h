@@ -479,6 +479,10 @@ void sqlc_session_free(QrSqlSession *s);
  * `sql` is the whole text (locations point into it), the node is copied. */
 int sql_stmt_from_node(QrSqlSession *s, const char *sql, size_t len, const cJSON *node,
                        const uint32_t *oids, int n_oids, QrSqlStmt **out, QrError *err);
+/* A bound parameter or binary COPY field of type t: text (fmt 0) or
+ * PostgreSQL's binary send format (fmt 1); v NULL is SQL NULL.  22P03 for
+ * binary data of the wrong length. */
+int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, SqlValue *out);
 /* The per-query memory cap in force (quarry.mem_cap). */
 size_t sql_session_mem_cap(const QrSqlSession *s);
 

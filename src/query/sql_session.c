@@ -613,7 +613,7 @@ int qr_sql_prepare(QrSqlSession *s, const char *sql, size_t len, const uint32_t 
 
 /* ---- parameters ---- */
 
-static int decode_param(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, SqlValue *out)
+int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, SqlValue *out)
 {
     if (!v) {
         *out = sqlv_null();
@@ -784,7 +784,7 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
         int fmt = !params->formats ? 0 : params->n_formats == 1 ? params->formats[0]
                                      : i < params->n_formats   ? params->formats[i]
                                                                : 0;
-        if ((rc = decode_param(&cx, st->param_types[i], params->values ? params->values[i] : NULL,
+        if ((rc = sql_param_decode(&cx, st->param_types[i], params->values ? params->values[i] : NULL,
                                params->lengths ? params->lengths[i] : -1, fmt, &pv->v[i])))
             goto done;
     }

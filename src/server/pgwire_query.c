@@ -139,20 +139,56 @@ static void send_rows(PgConn *c, const QrSqlResult *r, const QrSqlValue *rows, u
     }
 }
 
-/* CopyInResponse / CopyOutResponse: text format, every column text. */
-static void send_copy_response(PgConn *c, char type, int n_cols)
+/* CopyInResponse / CopyOutResponse: text (0) or binary (1), every column
+ * alike. */
+static void send_copy_response(PgConn *c, char type, const QrSqlResult *r)
 {
+    int16_t fmt = r->copy_format == QR_SQL_COPY_BINARY;
     size_t m = pgw_begin(&c->out, type);
-    qr_buf_putc(&c->out, 0);
-    pgw_put_i16(&c->out, (int16_t)n_cols);
-    for (int i = 0; i < n_cols; i++)
-        pgw_put_i16(&c->out, 0);
+    qr_buf_putc(&c->out, (uint8_t)fmt);
+    pgw_put_i16(&c->out, (int16_t)r->n_cols);
+    for (int i = 0; i < r->n_cols; i++)
+        pgw_put_i16(&c->out, fmt);
+    pgw_end(&c->out, m);
+}
+
+/* PostgreSQL's binary COPY stream: the signature with flags and an empty
+ * header extension, then per row n_fields:i16 and each value with its
+ * length word in its send format, then the trailer -1.  One CopyData per
+ * row, the header inside the first one (or the trailer's), as PostgreSQL
+ * sends it: psycopg reads the signature and the first row together. */
+static void copy_out_binary(PgConn *c, const QrSqlResult *r)
+{
+    static const uint8_t SIG[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xFF, '\r', '\n', 0};
+    size_t m = pgw_begin(&c->out, 'd');
+    qr_buf_append(&c->out, SIG, sizeof SIG);
+    pgw_put_i32(&c->out, 0);
+    pgw_put_i32(&c->out, 0);
+    for (uint64_t i = 0; i < r->n_rows && !c->dead; i++) {
+        const QrSqlValue *row = r->vals + i * (uint64_t)r->n_cols;
+        if (i > 0)
+            m = pgw_begin(&c->out, 'd');
+        pgw_put_i16(&c->out, (int16_t)r->n_cols);
+        for (int k = 0; k < r->n_cols; k++)
+            pgw_put_value(&c->out, &row[k], 1);
+        pgw_end(&c->out, m);
+        pgw_maybe_flush(c);
+    }
+    if (r->n_rows > 0)
+        m = pgw_begin(&c->out, 'd');
+    pgw_put_i16(&c->out, -1);
     pgw_end(&c->out, m);
 }
 
 static void copy_out(PgConn *c, QrSqlResult *r)
 {
-    send_copy_response(c, 'H', r->n_cols);
+    send_copy_response(c, 'H', r);
+    if (r->copy_format == QR_SQL_COPY_BINARY) {
+        copy_out_binary(c, r);
+        send_simple(c, 'c');
+        send_complete(c, r->tag);
+        return;
+    }
     QrBuf line;
     qr_buf_init(&line);
     qr_sql_copy_header(r, &line); /* CSV HEADER: the column names first */
@@ -181,7 +217,7 @@ static void copy_out(PgConn *c, QrSqlResult *r)
 static int copy_in(PgConn *c, const QrSqlResult *r, QrError *err, char *where, size_t where_len)
 {
     where[0] = 0;
-    send_copy_response(c, 'G', r->n_cols);
+    send_copy_response(c, 'G', r);
     if (!pgw_flush(c)) {
         qr_sql_copy_fail(c->sess, "connection lost");
         return qr_error_set(err, QR_EIO, "connection lost during COPY");

@@ -234,6 +234,11 @@ static void print_result(Shell *sh, const QrSqlResult *r)
 {
     for (int i = 0; i < r->n_notices; i++)
         fprintf(stderr, "%s:  %s\n", r->notices[i].severity, r->notices[i].message);
+    if (r->kind == QR_SQL_RES_COPY_OUT && r->copy_format == QR_SQL_COPY_BINARY) {
+        fprintf(stderr, "ERROR:  COPY TO STDOUT (FORMAT binary) is available over the "
+                        "PostgreSQL port only\nHINT:  use FORMAT text or csv here\n");
+        return;
+    }
     if (r->kind == QR_SQL_RES_COPY_OUT) {
         QrBuf b;
         qr_buf_init(&b);

@@ -5,6 +5,7 @@ throwaway PostgreSQL 15 cluster (initdb in a temporary folder, a free loopback p
 serve every client module; each module is tests/e2e/conformance/c_<client>.py with a
 `run(ctx)` function.  Checks go through ctx.check so the runner can report the pass
 counts per client."""
+import json
 import os
 import shutil
 import socket
@@ -18,6 +19,7 @@ from qtest import check as _check  # noqa: E402
 from pg_server import PgServe  # noqa: E402
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
+NODE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pg_node")
 
 
 def free_port():
@@ -32,6 +34,8 @@ class Postgres:
     """A throwaway PostgreSQL 15 cluster on 127.0.0.1, trust auth, stopped by stop()."""
 
     def __init__(self, work):
+        if os.geteuid() == 0:
+            os.chmod(work, 0o711)  # the postgres user must reach its folder inside
         self.dir = tempfile.mkdtemp(prefix="pg-", dir=work)
         os.chmod(self.dir, 0o777)
         self.port = free_port()
@@ -91,3 +95,29 @@ class Ctx:
         self.srv.stop()
         if self._pg is not None:
             self._pg.stop()
+
+    def node(self, script, timeout=120):
+        """Run conformance/<script> (ES module) with node, its npm packages from
+        tests/e2e/pg_node (npm_deps.sh installs them; missing ones fail the
+        client).  The script prints one JSON line per check, {"ok": bool,
+        "what": "..."}; each becomes a ctx.check.  Returns False when it could
+        not run."""
+        deps = os.path.join(os.path.dirname(NODE_DIR), "..", "npm_deps.sh")
+        if not shutil.which("node"):
+            return self.check(False, "node is not installed (make deps installs Debian nodejs)")
+        p = subprocess.run([deps, NODE_DIR], capture_output=True, text=True, timeout=900)
+        if not self.check(p.returncode == 0, "npm packages of tests/e2e/pg_node installed: " +
+                          p.stderr[-500:]):
+            return False
+        env = dict(os.environ, PGPORT=str(self.srv.pg_port), PGHOST="127.0.0.1",
+                   NODE_DIR=NODE_DIR)
+        p = subprocess.run(["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), script)],
+                           env=env, capture_output=True, text=True, timeout=timeout)
+        n = 0
+        for line in p.stdout.splitlines():
+            if line.startswith("{"):
+                r = json.loads(line)
+                self.check(r["ok"], r["what"])
+                n += 1
+        return self.check(p.returncode == 0 and n > 0, "%s ran to the end (%d checks): %s" %
+                          (script, n, (p.stderr or p.stdout)[-1500:]))

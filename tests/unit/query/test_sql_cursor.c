@@ -302,3 +302,39 @@ Test(sql_cursor, prepare_execute_deallocate_share_the_protocol_names)
     cr_assert_null(qr_sql_named_get(e.s, "byid"));
     env_close(&e);
 }
+
+/* psycopg2 sends a list parameter as ARRAY[...]: x = ANY (ARRAY[...]) answers
+ * as x IN (...) does, over random lists (with NULLs and duplicates). */
+Test(sql_cursor, any_of_an_array_literal_matches_in)
+{
+    Env e;
+    env_open(&e);
+    ok(&e, "CREATE TABLE t (id bigint PRIMARY KEY, name text)");
+    ok(&e, "INSERT INTO t SELECT g, 'n' || (g % 7) FROM generate_series(1, 60) g");
+    uint64_t rng = 5;
+    for (int round = 0; round < 30; round++) {
+        char list[512] = "", a[1024], b[1024];
+        size_t off = 0;
+        int n = 1 + (int)eu_below(&rng, 8);
+        for (int i = 0; i < n; i++) {
+            if (eu_chance(&rng, 0.1))
+                off += (size_t)snprintf(list + off, sizeof list - off, "%sNULL", i ? ", " : "");
+            else
+                off += (size_t)snprintf(list + off, sizeof list - off, "%s%d", i ? ", " : "",
+                                        (int)eu_below(&rng, 80));
+        }
+        snprintf(a, sizeof a, "SELECT id FROM t WHERE id = ANY(ARRAY[%s]) ORDER BY id", list);
+        snprintf(b, sizeof b, "SELECT id FROM t WHERE id IN (%s) ORDER BY id", list);
+        QrSqlResult *ra = q(&e, a), *rb = q(&e, b);
+        int64_t va[128], vb[128];
+        int na = ints(ra, va, 128), nb = ints(rb, vb, 128);
+        cr_assert_eq(na, nb, "%s: %d rows, IN gives %d", a, na, nb);
+        cr_assert(na == 0 || !memcmp(va, vb, (size_t)na * sizeof *va), "%s", a);
+        qr_sql_result_free(ra);
+        qr_sql_result_free(rb);
+    }
+    QrSqlResult *r = q(&e, "SELECT count(*) FROM t WHERE name = ANY(ARRAY['n1', 'n3'])");
+    cr_assert_eq(r->vals[0].u.i, 18); /* g % 7 in (1, 3) for g in 1..60 */
+    qr_sql_result_free(r);
+    env_close(&e);
+}
