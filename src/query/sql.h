@@ -184,6 +184,10 @@ uint32_t qr_sql_stmt_param_oid(const QrSqlStmt *st, int i);
 void qr_sql_stmt_columns(const QrSqlStmt *st, const QrSqlColumn **cols, int *n_cols);
 /* "SELECT", "INSERT", "BEGIN"... (the command tag's first word(s)). */
 const char *qr_sql_stmt_kind(const QrSqlStmt *st);
+/* The kind of what a statement runs when executed now: as qr_sql_stmt_kind,
+ * except that EXECUTE name is the named statement's kind ("INSERT"...), so a
+ * role check sees the write behind it. */
+const char *qr_sql_stmt_kind_in(QrSqlSession *s, const QrSqlStmt *st);
 /* The columns a statement returns when executed now: as
  * qr_sql_stmt_columns, except that FETCH returns its cursor's current
  * columns (a cursor of that name may have been declared since prepare). */

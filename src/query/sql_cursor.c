@@ -199,6 +199,14 @@ bool qr_sql_cursor_close(QrSqlSession *s, const char *name)
     return k != NULL;
 }
 
+const char *qr_sql_stmt_kind_in(QrSqlSession *s, const QrSqlStmt *st)
+{
+    if (!st->node_tag || strcmp(st->node_tag, "ExecuteStmt") != 0)
+        return st->kind;
+    SqlNamed *n = named_find(s, sqlj_str(sqlj_body(st->stmt), "name") ?: "");
+    return n ? n->st->kind : st->kind;
+}
+
 void qr_sql_stmt_columns_in(QrSqlSession *s, const QrSqlStmt *st, const QrSqlColumn **cols,
                             int *n_cols)
 {

@@ -299,7 +299,7 @@ int pgw_run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult *
                     QrError *err)
 {
     *out = NULL;
-    if (c->role == SCRAM_ROLE_READ_ONLY && kind_writes(qr_sql_stmt_kind(st)))
+    if (c->role == SCRAM_ROLE_READ_ONLY && kind_writes(qr_sql_stmt_kind_in(c->sess, st)))
         return deny_write(c, err);
     int rc = qr_sql_execute(c->sess, st, prm, out, err);
     if (rc == QR_OK && c->role == SCRAM_ROLE_READ_ONLY && (*out)->kind == QR_SQL_RES_COPY_IN) {
