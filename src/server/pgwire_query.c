@@ -360,13 +360,14 @@ static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
     case QR_SQL_RES_COPY_OUT:
         copy_out(c, r);
         break;
-    case QR_SQL_RES_COPY_IN:
+    case QR_SQL_RES_COPY_IN: {
         char where[160];
         if (copy_in(c, r, &e, where, sizeof where) != QR_OK) {
             pgw_put_error_where(&c->out, 'E', "ERROR", &e, 0, where);
             ok = false;
         }
         break;
+    }
     }
     qr_sql_result_free(r);
     qr_sql_stmt_unref(st);
@@ -654,7 +655,7 @@ static void do_execute(PgConn *c, const uint8_t *body, size_t len)
             copy_out(c, r);
         p->done = true;
         break;
-    case QR_SQL_RES_COPY_IN:
+    case QR_SQL_RES_COPY_IN: {
         if (p->done)
             break;
         p->done = true;
@@ -664,6 +665,7 @@ static void do_execute(PgConn *c, const uint8_t *body, size_t len)
             c->skip_to_sync = true;
         }
         break;
+    }
     }
 }
 
