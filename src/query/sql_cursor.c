@@ -499,7 +499,10 @@ static int execute_exec(SqlCtx *cx, const cJSON *b, QrSqlResult **instead)
     QrSqlParams p = {.n = np, .values = vals, .lengths = lens};
     /* the named statement may be deallocated while its result lives: the
      * result holds its own reference (qr_sql_execute) */
-    return qr_sql_execute(cx->sess, inner, &p, instead, cx->err);
+    rc = qr_sql_execute(cx->sess, inner, &p, instead, cx->err);
+    if (rc)
+        cx->err->offset = -1; /* a position in the PREPARE's text, not this one's */
+    return rc;
 }
 
 static int deallocate_exec(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
