@@ -110,6 +110,10 @@ def pred(depth=0):
         lo = rnd.randint(-50, 30)
         return "n %sBETWEEN %d AND %d" % (rnd.choice(["", "NOT "]), lo, lo + rnd.randint(0, 40))
     if c == 2:
+        if rnd.random() < 0.4:  # x = ANY (ARRAY[...]), a client's list (peers get IN)
+            if rnd.random() < 0.5:
+                return "{A:cat:%s}" % ", ".join(sql_lit(x) for x in rnd.sample(CATS, rnd.randint(1, 3)))
+            return "{A:n:%s}" % ", ".join(str(rnd.randint(-20, 20)) for _ in range(rnd.randint(1, 4)))
         return "cat %sIN (%s)" % (rnd.choice(["", "NOT "]),
                                   ", ".join(sql_lit(x) for x in rnd.sample(CATS, rnd.randint(1, 3))))
     if c == 3:
@@ -226,12 +230,26 @@ def expand(q, form):
         i = e + 1
 
 
+def expand_lists(q, quarry):
+    """Replace each {A:col:list} marker with col = ANY(ARRAY[list]) for Quarry,
+    col IN (list) for the peers."""
+    out, i = "", 0
+    while True:
+        j = q.find("{A:", i)
+        if j < 0:
+            return out + q[i:]
+        e = q.find("}", j)
+        col, lst = q[j + 3:e].split(":", 1)
+        out += q[i:j] + ("%s = ANY(ARRAY[%s])" % (col, lst) if quarry else "%s IN (%s)" % (col, lst))
+        i = e + 1
+
+
 def for_quarry(q):
-    return expand(q, "title @@ '%s'")
+    return expand(expand_lists(q, True), "title @@ '%s'")
 
 
 def for_peer(q):
-    return expand(q, "(' ' || title || ' ') LIKE '%% %s %%'")
+    return expand(expand_lists(q, False), "(' ' || title || ' ') LIKE '%% %s %%'")
 
 
 # ---- value normalization -----------------------------------------------------
