@@ -218,30 +218,28 @@ def gen_query():
     return ("SELECT count(*), count(DISTINCT cat), sum(n), min(ts), max(cat) FROM items WHERE %s" % w), False
 
 
-def expand(q, form):
-    """Replace each {M:word} marker with form % word."""
+def markers(q, tag, fn):
+    """Replace each {tag:body} marker with fn(body)."""
     out, i = "", 0
     while True:
-        j = q.find("{M:", i)
+        j = q.find("{%s:" % tag, i)
         if j < 0:
             return out + q[i:]
         e = q.find("}", j)
-        out += q[i:j] + form % q[j + 3:e]
+        out += q[i:j] + fn(q[j + len(tag) + 2:e])
         i = e + 1
+
+
+def expand(q, form):
+    """Replace each {M:word} marker with form % word."""
+    return markers(q, "M", lambda w: form % w)
 
 
 def expand_lists(q, quarry):
     """Replace each {A:col:list} marker with col = ANY(ARRAY[list]) for Quarry,
     col IN (list) for the peers."""
-    out, i = "", 0
-    while True:
-        j = q.find("{A:", i)
-        if j < 0:
-            return out + q[i:]
-        e = q.find("}", j)
-        col, lst = q[j + 3:e].split(":", 1)
-        out += q[i:j] + ("%s = ANY(ARRAY[%s])" % (col, lst) if quarry else "%s IN (%s)" % (col, lst))
-        i = e + 1
+    return markers(q, "A", lambda b: ("%s = ANY(ARRAY[%s])" if quarry else "%s IN (%s)")
+                   % tuple(b.split(":", 1)))
 
 
 def for_quarry(q):
