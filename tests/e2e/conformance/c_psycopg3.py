@@ -16,6 +16,15 @@ def run(ctx):
         ctx.check(False, "psycopg 3 is not installed (make deps installs python3-psycopg)")
         return
     conn = psycopg.connect(ctx.dsn("pg3"))
+
+    def recover():
+        """After a failed section: roll back, or reconnect when even that fails."""
+        nonlocal conn
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            conn = psycopg.connect(ctx.dsn("pg3"))
+
     model = {i: (i * 13 % 29, "name %d" % i, i % 3 == 0) for i in range(1, N + 1)}
 
     def table():
@@ -43,7 +52,7 @@ def run(ctx):
         exp = [(i, model[i][1]) for i in sorted(model) if model[i][0] >= 10]
         ctx.check(first + rest == exp, "named cursor with a parameter, fetchmany then iteration")
     except Exception as e:
-        conn.rollback()
+        recover()
         ctx.check(False, "named cursor: %r" % e)
     try:
         with conn.cursor(name="p3_scroll", scrollable=True) as cur:
@@ -57,7 +66,7 @@ def run(ctx):
         ctx.check(a == [(1,), (2,), (3,)] and b == (2,) and c == (11,),
                   "scrollable cursor: relative back and absolute: %r %r %r" % (a, b, c))
     except Exception as e:
-        conn.rollback()
+        recover()
         ctx.check(False, "scrollable cursor: %r" % e)
     try:
         with conn.cursor(name="p3_hold", withhold=True) as cur:
@@ -66,7 +75,7 @@ def run(ctx):
             got = cur.fetchone()
         ctx.check(got == (N,), "WITH HOLD cursor read after COMMIT: %r" % (got,))
     except Exception as e:
-        conn.rollback()
+        recover()
         ctx.check(False, "WITH HOLD cursor: %r" % e)
 
     # RowDescription: table OID and attnum of plain columns
