@@ -95,4 +95,15 @@ def run(ctx):
               "protocol Close of the cursor closes it: %r" % errs)
     r.send(frame("Q", cstr("ROLLBACK")))
     r.read_until("Z")
+
+    # DISCARD ALL (what poolers send between clients) forgets Parse'd named statements
+    r.send(P("keep", "SELECT 1") + S)
+    r.read_until("Z")
+    r.send(frame("Q", cstr("DISCARD ALL")))
+    r.read_until("Z")
+    r.send(B("", "keep") + S)
+    m = r.read_until("Z")
+    errs = [error_fields(b) for t, b in m if t == "E"]
+    ctx.check(errs and errs[0].get("C") == "26000",
+              "DISCARD ALL drops the protocol's named statements: %r" % errs)
     r.close()
