@@ -2,7 +2,8 @@
 # Installs the npm packages the end-to-end tests use, exactly as their lock
 # files pin them (`npm ci`), into each directory's node_modules/:
 #   tests/e2e/          playwright-core (the admin-page browser test)
-#   tests/e2e/pg_node/  pg (node-postgres against the PG port)
+#   tests/e2e/pg_node/  pg, pg-cursor, postgres (node-postgres and postgres.js
+#                       against the PG port: test_pg_node.sh, the conformance suite)
 # A directory whose node_modules already matches its lock file is left alone,
 # so `make deps` runs offline once done; --prefer-offline uses npm's cache
 # before the registry.  Run by `make deps`, and by the two tests when their

@@ -914,11 +914,12 @@ static int bind_list(SqlBind *b, const cJSON *list, SqlExpr *head, SqlExpr **e_o
 }
 
 /* x IN (a, b, c): args[0] = x, every other arg coerced to the common type */
-static int bind_in(SqlBind *b, const cJSON *ae, int loc, bool neg, SqlExpr **out)
+static int bind_in_list(SqlBind *b, const cJSON *lexpr, const cJSON *list, int loc, bool neg,
+                        SqlExpr **out)
 {
     SqlExpr *x, *e;
-    int rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &x);
-    if (rc || (rc = bind_list(b, sqlj_list(sqlj_get(ae, "rexpr")), x, &e, SE_IN)))
+    int rc = sql_expr_bind(b, lexpr, &x);
+    if (rc || (rc = bind_list(b, list, x, &e, SE_IN)))
         return rc;
     for (int i = 1; i < e->n_args; i++) {
         QrSqlType t;
@@ -930,6 +931,11 @@ static int bind_in(SqlBind *b, const cJSON *ae, int loc, bool neg, SqlExpr **out
     e->type = QR_SQL_BOOL;
     *out = e;
     return QR_OK;
+}
+
+static int bind_in(SqlBind *b, const cJSON *ae, int loc, bool neg, SqlExpr **out)
+{
+    return bind_in_list(b, sqlj_get(ae, "lexpr"), sqlj_list(sqlj_get(ae, "rexpr")), loc, neg, out);
 }
 
 static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
@@ -949,6 +955,10 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         if (c < 0)
             return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
                               "operator %s ANY (array) is not supported", op);
+        const cJSON *arr = sqlj_is(sqlj_get(ae, "rexpr"), "A_ArrayExpr");
+        if (arr && c == SQL_CMP_EQ) /* x = ANY (ARRAY[a, b]) is x IN (a, b): psycopg2's lists */
+            return bind_in_list(b, sqlj_get(ae, "lexpr"), sqlj_get(arr, "elements"), loc, false,
+                                out);
         if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &l)) ||
             (rc = sql_expr_bind(b, sqlj_get(ae, "rexpr"), &r)))
             return rc;
@@ -1982,6 +1992,17 @@ int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlEx
     b.cx = cx;
     b.scope = scope;
     return sql_expr_bind(&b, node, out);
+}
+
+int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, QrSqlType want,
+                        SqlExpr **out)
+{
+    SqlBind b;
+    memset(&b, 0, sizeof b);
+    b.cx = cx;
+    b.scope = scope;
+    int rc = sql_expr_bind(&b, node, out);
+    return rc ? rc : coerce_unknown(&b, *out, want);
 }
 
 bool sql_expr_is_const(const SqlExpr *e)

@@ -53,6 +53,9 @@ struct QrSqlSession {
     int n_cache, cap_cache;
     void *u_state;            /* owned by the utility side (transaction, COPY);
                                  freed by sqlu_session_free */
+    struct SqlCursor *cursors; /* owns: DECLAREd cursors (sql_cursor.c) */
+    struct SqlNamed *named;   /* owns: named prepared statements, SQL PREPARE and the
+                                 protocol's Parse alike (sql_cursor.c) */
 };
 
 /* Decoded parameter values ($1 is v[0]). */
@@ -379,6 +382,11 @@ bool sql_srf_known(const char *name);
 /* Simple convenience for the utility side (INSERT VALUES, UPDATE SET, COPY
  * defaults): bind against a scope (may be NULL) and keep the expression. */
 int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlExpr **out);
+/* The same where a value of type `want` is expected (an INSERT value, an
+ * UPDATE SET target): an untyped parameter or literal takes that type, as
+ * PostgreSQL resolves them from their context. */
+int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, QrSqlType want,
+                        SqlExpr **out);
 
 /* ======================================================================== */
 /* sql_func.c — scalar functions as data                                     */
@@ -434,6 +442,37 @@ void sqlu_copy_fail(QrSqlSession *s, const char *message);
 bool sqlu_copy_active(const QrSqlSession *s);
 /* Free u_state (rolls back an open transaction).  Called by session_free. */
 void sqlu_session_free(QrSqlSession *s);
+/* RESET ALL: every setting the session changed back to its default. */
+void sqlu_reset_all(QrSqlSession *s);
+
+/* ======================================================================== */
+/* sql_cursor.c — cursors, named prepared statements, DISCARD               */
+/* ======================================================================== */
+
+/* DECLARE / FETCH / MOVE / CLOSE / PREPARE / EXECUTE / DEALLOCATE /
+ * DISCARD: is the statement tag one of sql_cursor.c's, and its kind. */
+bool sqlc_handles(const char *tag);
+const char *sqlc_kind(const cJSON *stmt, const char *tag);
+/* Prepare time: result columns (FETCH: its cursor's now; EXECUTE: its
+ * statement's) and the types of EXECUTE's and DECLARE's parameters. */
+int sqlc_describe(SqlCtx *cx, const QrSqlStmt *st, QrSqlColumn **cols, int *n_cols);
+/* Run one; EXECUTE sets *instead to the executed statement's own result
+ * (res is then unused). */
+int sqlc_exec(SqlCtx *cx, QrSqlStmt *st, QrSqlResult *res, QrSqlResult **instead);
+/* The transaction block ended: close the cursors without HOLD. */
+void sqlc_end_txn(QrSqlSession *s);
+/* Close every cursor and drop every named statement. */
+void sqlc_session_free(QrSqlSession *s);
+/* A statement from a subtree of another's parse (PREPARE name AS query):
+ * `sql` is the whole text (locations point into it), the node is copied. */
+int sql_stmt_from_node(QrSqlSession *s, const char *sql, size_t len, const cJSON *node,
+                       const uint32_t *oids, int n_oids, QrSqlStmt **out, QrError *err);
+/* A bound parameter or binary COPY field of type t: text (fmt 0) or
+ * PostgreSQL's binary send format (fmt 1); v NULL is SQL NULL.  22P03 for
+ * binary data of the wrong length. */
+int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, SqlValue *out);
+/* The per-query memory cap in force (quarry.mem_cap). */
+size_t sql_session_mem_cap(const QrSqlSession *s);
 
 /* Catalog relations (pg_catalog.pg_class, information_schema.columns...).
  * schema may be NULL (search path: pg_catalog then public).  Returns QR_OK

@@ -122,6 +122,7 @@ void qr_sql_session_free(QrSqlSession *s)
     if (!s)
         return;
     sqlu_session_free(s);
+    sqlc_session_free(s);
     for (int i = 0; i < s->n_settings; i++)
         qr_free(s->settings[i].value);
     qr_free(s->settings);
@@ -368,7 +369,7 @@ static const char *node_kind(const cJSON *stmt, const char *tag)
         {"TransactionStmt", "TRANSACTION"}, {"AlterTableStmt", "ALTER TABLE"},
     };
     const char *k = sqlu_kind(stmt, tag);
-    if (k)
+    if (k || (k = sqlc_kind(stmt, tag)))
         return k;
     for (size_t i = 0; i < sizeof K / sizeof *K; i++)
         if (!strcmp(K[i].tag, tag))
@@ -390,6 +391,7 @@ void qr_sql_stmt_unref(QrSqlStmt *st)
         stmt_free(st);
 }
 
+void qr_sql_stmt_ref(QrSqlStmt *st) { st->refs++; }
 int qr_sql_stmt_n_params(const QrSqlStmt *st) { return st->n_params; }
 uint32_t qr_sql_stmt_param_oid(const QrSqlStmt *st, int i)
 {
@@ -416,8 +418,9 @@ static void ctx_init(SqlCtx *cx, QrSqlSession *s, QrArena *a, const char *sql, s
     cx->path = s ? session_path(s) : SQL_PATH_AUTO;
 }
 
-/* Parse + describe one statement into a new QrSqlStmt (refs 1). */
-static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32_t *oids, int n_oids,
+/* A new statement (refs 1) holding a copy of the text and the declared
+ * parameter types; no parse yet. */
+static int stmt_alloc(const char *sql, size_t len, const uint32_t *oids, int n_oids,
                       QrSqlStmt **out, QrError *err)
 {
     *out = NULL;
@@ -441,45 +444,22 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
         stmt_free(st);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
-    PgQueryParseResult pr = pg_query_parse(st->sql);
-    if (pr.error) {
-        qr_error_set(err, QR_ESYNTAX, "%s", pr.error->message);
-        qr_error_set_sqlstate(err, "42601");
-        if (pr.error->cursorpos > 0)
-            qr_error_pos(err, qr_sql_utf8_chars(st->sql, (size_t)pr.error->cursorpos - 1) + 1, -1, -1);
-        pg_query_free_parse_result(pr);
-        stmt_free(st);
-        return QR_ESYNTAX;
-    }
-    st->tree = cJSON_Parse(pr.parse_tree);
-    pg_query_free_parse_result(pr);
-    if (!st->tree) {
-        stmt_free(st);
-        return qr_error_set(err, QR_ENOMEM, "out of memory");
-    }
-    const cJSON *stmts = cJSON_GetObjectItemCaseSensitive(st->tree, "stmts");
-    int ns = cJSON_GetArraySize(stmts);
-    if (ns > 1) {
-        qr_error_set(err, QR_ESYNTAX, "cannot insert multiple commands into a prepared statement");
-        qr_error_set_sqlstate(err, "42601");
-        stmt_free(st);
-        return QR_ESYNTAX;
-    }
-    if (ns == 0) {
-        st->kind = "";
-        *out = st;
-        return QR_OK;
-    }
-    st->stmt = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(stmts, 0), "stmt");
-    st->node_tag = sqlj_tag(st->stmt);
-    if (!st->node_tag) {
-        stmt_free(st);
-        return qr_error_set(err, QR_ESYNTAX, "empty statement");
-    }
+    *out = st;
+    return QR_OK;
+}
+
+/* Analyze st->stmt (its tag, kind, parameters, result columns): the
+ * second half of preparing.  Frees st on failure. */
+static int stmt_analyze(QrSqlSession *s, QrSqlStmt *st, const uint32_t *oids, int n_oids,
+                        QrSqlStmt **out, QrError *err)
+{
+    QrArena *a = st->arena;
+    size_t len = st->len;
     st->kind = node_kind(st->stmt, st->node_tag);
     /* parameters: declared types, then inferred during analysis */
     int mx = n_oids;
-    max_param(st->stmt, &mx);
+    if (strcmp(st->node_tag, "PrepareStmt") != 0) /* PREPARE's $n are its query's */
+        max_param(st->stmt, &mx);
     st->n_params = mx;
     st->param_types = qr_arena_calloc(a, (size_t)(mx + 1) * sizeof *st->param_types);
     st->param_oids = qr_arena_calloc(a, (size_t)(mx + 1) * sizeof *st->param_oids);
@@ -518,7 +498,9 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
             st->cols[0].typmod = -1;
             st->n_cols = 1;
         }
-    } else
+    } else if (sqlc_handles(st->node_tag))
+        rc = sqlc_describe(&cx, st, &st->cols, &st->n_cols);
+    else
         rc = sqlu_describe(&cx, st->stmt, st->node_tag, &st->cols, &st->n_cols);
     sql_ctx_done(&cx);
     if (rc) {
@@ -532,6 +514,74 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
     }
     *out = st;
     return QR_OK;
+}
+
+/* Parse + describe one statement into a new QrSqlStmt (refs 1). */
+static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32_t *oids, int n_oids,
+                      QrSqlStmt **out, QrError *err)
+{
+    QrSqlStmt *st;
+    int rc = stmt_alloc(sql, len, oids, n_oids, &st, err);
+    if (rc)
+        return rc;
+    PgQueryParseResult pr = pg_query_parse(st->sql);
+    if (pr.error) {
+        qr_error_set(err, QR_ESYNTAX, "%s", pr.error->message);
+        qr_error_set_sqlstate(err, "42601");
+        if (pr.error->cursorpos > 0)
+            qr_error_pos(err, qr_sql_utf8_chars(st->sql, (size_t)pr.error->cursorpos - 1) + 1, -1, -1);
+        pg_query_free_parse_result(pr);
+        stmt_free(st);
+        return QR_ESYNTAX;
+    }
+    st->tree = cJSON_Parse(pr.parse_tree);
+    pg_query_free_parse_result(pr);
+    if (!st->tree) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    const cJSON *stmts = cJSON_GetObjectItemCaseSensitive(st->tree, "stmts");
+    int ns = cJSON_GetArraySize(stmts);
+    if (ns > 1) {
+        qr_error_set(err, QR_ESYNTAX, "cannot insert multiple commands into a prepared statement");
+        qr_error_set_sqlstate(err, "42601");
+        stmt_free(st);
+        return QR_ESYNTAX;
+    }
+    if (ns == 0) {
+        st->kind = "";
+        *out = st;
+        return QR_OK;
+    }
+    st->stmt = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(stmts, 0), "stmt");
+    st->node_tag = sqlj_tag(st->stmt);
+    if (!st->node_tag) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ESYNTAX, "empty statement");
+    }
+    return stmt_analyze(s, st, oids, n_oids, out, err);
+}
+
+int sql_stmt_from_node(QrSqlSession *s, const char *sql, size_t len, const cJSON *node,
+                       const uint32_t *oids, int n_oids, QrSqlStmt **out, QrError *err)
+{
+    *out = NULL;
+    QrSqlStmt *st;
+    int rc = stmt_alloc(sql, len, oids, n_oids, &st, err);
+    if (rc)
+        return rc;
+    st->tree = cJSON_Duplicate(node, 1);
+    if (!st->tree) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    st->stmt = st->tree;
+    st->node_tag = sqlj_tag(st->stmt);
+    if (!st->node_tag) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ESYNTAX, "empty statement");
+    }
+    return stmt_analyze(s, st, oids, n_oids, out, err);
 }
 
 int qr_sql_prepare(QrSqlSession *s, const char *sql, size_t len, const uint32_t *param_oids,
@@ -579,7 +629,7 @@ int qr_sql_prepare(QrSqlSession *s, const char *sql, size_t len, const uint32_t 
 
 /* ---- parameters ---- */
 
-static int decode_param(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, SqlValue *out)
+int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, SqlValue *out)
 {
     if (!v) {
         *out = sqlv_null();
@@ -669,7 +719,7 @@ static bool is_txn_end(const QrSqlStmt *st)
 
 /* The session's cap, never above the server's budget (the default of
  * 512 MiB is lowered on a server with less). */
-static size_t session_mem_cap(const QrSqlSession *s)
+size_t sql_session_mem_cap(const QrSqlSession *s)
 {
     const char *v = qr_sql_session_get(s, "quarry.mem_cap");
     unsigned long long c = v ? strtoull(v, NULL, 10) : 0;
@@ -710,7 +760,7 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
         qr_error_set_sqlstate(err, "25P02");
         return QR_EINVAL;
     }
-    QrArena *a = qr_arena_new(session_mem_cap(s));
+    QrArena *a = qr_arena_new(sql_session_mem_cap(s));
     QrSqlResult *res = a ? qr_arena_calloc(a, sizeof *res) : NULL;
     if (!res) {
         qr_arena_free(a);
@@ -728,6 +778,7 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
         cx.deadline_ns = cx.t0_ns + tmo * 1000000ull;
     cx.param_types = qr_arena_calloc(a, (size_t)(st->n_params + 1) * sizeof *cx.param_types);
     SqlParams *pv = qr_arena_calloc(a, sizeof *pv);
+    QrSqlResult *instead = NULL;
     int rc = QR_OK;
     if (!cx.param_types || !pv) {
         rc = qr_error_set(err, QR_ENOMEM, "out of memory");
@@ -753,7 +804,7 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
         int fmt = !params->formats ? 0 : params->n_formats == 1 ? params->formats[0]
                                      : i < params->n_formats   ? params->formats[i]
                                                                : 0;
-        if ((rc = decode_param(&cx, st->param_types[i], params->values ? params->values[i] : NULL,
+        if ((rc = sql_param_decode(&cx, st->param_types[i], params->values ? params->values[i] : NULL,
                                params->lengths ? params->lengths[i] : -1, fmt, &pv->v[i])))
             goto done;
     }
@@ -774,11 +825,20 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
             res->kind = QR_SQL_RES_ROWS;
             snprintf(res->tag, sizeof res->tag, "EXPLAIN");
         }
+    } else if (sqlc_handles(st->node_tag)) {
+        rc = sqlc_exec(&cx, st, res, &instead);
     } else {
         rc = sqlu_exec(&cx, st->stmt, st->node_tag, res);
     }
 done:
     sql_ctx_done(&cx);
+    if (s->txn_status == 'I')
+        sqlc_end_txn(s); /* cursors without HOLD end with their block */
+    if (rc == QR_OK && instead) { /* EXECUTE: the executed statement's result */
+        qr_arena_free(a);
+        *out = instead;
+        return QR_OK;
+    }
     if (rc == QR_OK && err && err->code)
         rc = err->code;
     /* whichever check saw the failed allocation first, name the budget */
@@ -887,6 +947,40 @@ void qr_sql_copy_fail(QrSqlSession *s, const char *message)
 
 bool qr_sql_copy_active(const QrSqlSession *s) { return sqlu_copy_active(s); }
 
+/* One CSV field: quoted when it holds the delimiter, a quote or a line
+ * break, or is empty while the NULL marker is empty. */
+static void copy_csv_field(QrBuf *out, const char *p, size_t n, char delim, const char *null)
+{
+    bool quote = n == 0 && null[0] == 0;
+    for (size_t i = 0; i < n && !quote; i++)
+        quote = p[i] == delim || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
+    if (!quote) {
+        qr_buf_append(out, p, n);
+        return;
+    }
+    qr_buf_putc(out, '"');
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '"')
+            qr_buf_putc(out, '"');
+        qr_buf_putc(out, (uint8_t)p[i]);
+    }
+    qr_buf_putc(out, '"');
+}
+
+void qr_sql_copy_header(const QrSqlResult *r, QrBuf *out)
+{
+    if (!r->copy_header || r->copy_format != QR_SQL_COPY_CSV)
+        return;
+    char delim = r->copy_delim ? r->copy_delim : ',';
+    for (int c = 0; c < r->n_cols; c++) {
+        const char *name = r->cols[c].name ? r->cols[c].name : "?column?";
+        if (c)
+            qr_buf_putc(out, (uint8_t)delim);
+        copy_csv_field(out, name, strlen(name), delim, "\n"); /* a name is never NULL */
+    }
+    qr_buf_putc(out, '\n');
+}
+
 void qr_sql_copy_row(const QrSqlResult *r, uint64_t row, QrBuf *out)
 {
     bool csv = r->copy_format == QR_SQL_COPY_CSV;
@@ -906,20 +1000,7 @@ void qr_sql_copy_row(const QrSqlResult *r, uint64_t row, QrBuf *out)
         qr_sql_value_text(x, &v);
         const char *p = v.data ? (const char *)v.data : "";
         if (csv) {
-            bool quote = v.len == 0 && null[0] == 0;
-            for (size_t i = 0; i < v.len && !quote; i++)
-                quote = p[i] == delim || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
-            if (!quote) {
-                qr_buf_append(out, p, v.len);
-                continue;
-            }
-            qr_buf_putc(out, '"');
-            for (size_t i = 0; i < v.len; i++) {
-                if (p[i] == '"')
-                    qr_buf_putc(out, '"');
-                qr_buf_putc(out, (uint8_t)p[i]);
-            }
-            qr_buf_putc(out, '"');
+            copy_csv_field(out, p, v.len, delim, null);
         } else {
             for (size_t i = 0; i < v.len; i++) {
                 char ch = p[i];

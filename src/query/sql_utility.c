@@ -219,6 +219,24 @@ static int reset_one(SqlCtx *cx, const char *name)
                       name);
 }
 
+void sqlu_reset_all(QrSqlSession *s)
+{
+    /* every setting the session changed goes back to its default
+     * (read-only ones such as server_version were never changed) */
+    for (int i = 0; i < s->n_settings; i++) {
+        const char *n = s->settings[i].name;
+        const char *d = "";
+        for (int k = 0; k < SQLW_N_SETTINGS; k++)
+            if (!strcasecmp(SQLW_SETTINGS[k].name, n))
+                d = SQLW_SETTINGS[k].dflt;
+        QrError e;
+        qr_error_clear(&e);
+        char copy[64]; /* set may move the settings array */
+        snprintf(copy, sizeof copy, "%s", n);
+        qr_sql_session_set(s, copy, d, &e);
+    }
+}
+
 static int exec_set(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 {
     const char *kind = sqlj_str(b, "kind");
@@ -229,20 +247,7 @@ static int exec_set(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     if (!kind)
         return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "malformed SET");
     if (!strcmp(kind, "VAR_RESET_ALL")) {
-        /* every setting the session changed goes back to its default
-         * (read-only ones such as server_version were never changed) */
-        for (int i = 0; i < cx->sess->n_settings; i++) {
-            const char *n = cx->sess->settings[i].name;
-            const char *d = "";
-            for (int k = 0; k < SQLW_N_SETTINGS; k++)
-                if (!strcasecmp(SQLW_SETTINGS[k].name, n))
-                    d = SQLW_SETTINGS[k].dflt;
-            QrError e;
-            qr_error_clear(&e);
-            char copy[64]; /* set may move the settings array */
-            snprintf(copy, sizeof copy, "%s", n);
-            qr_sql_session_set(cx->sess, copy, d, &e);
-        }
+        sqlu_reset_all(cx->sess);
         return QR_OK;
     }
     if (!name)

@@ -24,6 +24,7 @@
  * "\N", CSV with ',', '"', and NULL as an unquoted empty field. */
 typedef struct CopyFmt {
     bool csv;
+    bool binary;          /* FORMAT binary (the text options do not apply) */
     bool header;          /* CSV: first line is a header (skipped on input) */
     char delim;
     char quote;           /* CSV only */
@@ -212,6 +213,8 @@ typedef struct InsertCx InsertCx;
 int sqlw_insert_open(SqlCtx *cx, const cJSON *b, InsertCx **out);
 int sqlw_insert_values(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *src);
 int sqlw_insert_n_target(const InsertCx *ic);
+/* The SQL type of target column k. */
+QrSqlType sqlw_insert_target_type(const InsertCx *ic, int k);
 uint64_t sqlw_insert_count(const InsertCx *ic);
 void sqlw_insert_close(InsertCx *ic);
 /* RETURNING columns of INSERT / UPDATE / DELETE (prepare). */

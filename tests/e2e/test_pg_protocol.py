@@ -388,6 +388,11 @@ def test_auth(d, work):
         rc, out, err = srv.psql("-v", "VERBOSITY=verbose", "-c", "drop table rw",
                                 user="reader", password="read only pw")
         check("42501" in err, "read-only DDL: 42501 (%r)" % err)
+        # a write behind EXECUTE is a write (the named statement's kind is checked)
+        rc, out, err = srv.psql("-c", "prepare w as insert into rw values (2, 'y')", "-c",
+                                "execute w", user="reader", password="read only pw")
+        check("PREPARE" in out and "42501" not in out and "read-only" in err,
+              "read-only EXECUTE of a prepared INSERT: 42501 (%r %r)" % (out, err))
         rc, out, err = srv.psql("-At", "-c", "select count(*) from rw", user="reader",
                                 password="read only pw")
         check(rc == 0 and out.strip() == "0", "read-only user reads: %r %r" % (out, err))

@@ -110,6 +110,10 @@ def pred(depth=0):
         lo = rnd.randint(-50, 30)
         return "n %sBETWEEN %d AND %d" % (rnd.choice(["", "NOT "]), lo, lo + rnd.randint(0, 40))
     if c == 2:
+        if rnd.random() < 0.4:  # x = ANY (ARRAY[...]), a client's list (peers get IN)
+            if rnd.random() < 0.5:
+                return "{A:cat:%s}" % ", ".join(sql_lit(x) for x in rnd.sample(CATS, rnd.randint(1, 3)))
+            return "{A:n:%s}" % ", ".join(str(rnd.randint(-20, 20)) for _ in range(rnd.randint(1, 4)))
         return "cat %sIN (%s)" % (rnd.choice(["", "NOT "]),
                                   ", ".join(sql_lit(x) for x in rnd.sample(CATS, rnd.randint(1, 3))))
     if c == 3:
@@ -214,24 +218,36 @@ def gen_query():
     return ("SELECT count(*), count(DISTINCT cat), sum(n), min(ts), max(cat) FROM items WHERE %s" % w), False
 
 
-def expand(q, form):
-    """Replace each {M:word} marker with form % word."""
+def markers(q, tag, fn):
+    """Replace each {tag:body} marker with fn(body)."""
     out, i = "", 0
     while True:
-        j = q.find("{M:", i)
+        j = q.find("{%s:" % tag, i)
         if j < 0:
             return out + q[i:]
         e = q.find("}", j)
-        out += q[i:j] + form % q[j + 3:e]
+        out += q[i:j] + fn(q[j + len(tag) + 2:e])
         i = e + 1
 
 
+def expand(q, form):
+    """Replace each {M:word} marker with form % word."""
+    return markers(q, "M", lambda w: form % w)
+
+
+def expand_lists(q, quarry):
+    """Replace each {A:col:list} marker with col = ANY(ARRAY[list]) for Quarry,
+    col IN (list) for the peers."""
+    return markers(q, "A", lambda b: ("%s = ANY(ARRAY[%s])" if quarry else "%s IN (%s)")
+                   % tuple(b.split(":", 1)))
+
+
 def for_quarry(q):
-    return expand(q, "title @@ '%s'")
+    return expand(expand_lists(q, True), "title @@ '%s'")
 
 
 def for_peer(q):
-    return expand(q, "(' ' || title || ' ') LIKE '%% %s %%'")
+    return expand(expand_lists(q, False), "(' ' || title || ' ') LIKE '%% %s %%'")
 
 
 # ---- value normalization -----------------------------------------------------

@@ -12,6 +12,7 @@
  * table's SQL columns) and the catalog hook (a catalog relation's columns).
  */
 #include "query/plan/plan.h"
+#include "query/sql_w.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -168,8 +169,11 @@ static int add_range_var(SqlQuery *s, const cJSON *rv)
     int rc = sql_table_scope(cx, t, qual, &tscope);
     if (rc)
         return rc;
+    /* RowDescription names the table and column of a plain column (pg_class
+     * and pg_attribute numbering, as clients such as JDBC's getTableName read) */
+    uint32_t oid = sqlcat_table_oid(qr_table_name(t));
     for (int i = 0; i < tscope->n; i++)
-        tscope->cols[i].table_oid = 0;
+        tscope->cols[i].table_oid = tscope->cols[i].hidden ? 0 : oid;
     it->first = s->scope.n;
     it->n_cols = tscope->n;
     it->label = qr_table_name(t);
