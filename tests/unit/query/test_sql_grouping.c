@@ -281,13 +281,13 @@ Test(grouping, distinct_on_keeps_the_first_row_in_order)
             if (i == 0 || sorted[i]->g != sorted[i - 1]->g) {
                 char line[64], gs[16];
                 snprintf(gs, sizeof gs, sorted[i]->g < 0 ? "N" : "%d", sorted[i]->g);
-                snprintf(line, sizeof line, "%s|%d", gs, sorted[i]->id);
+                snprintf(line, sizeof line, "%d|%s", sorted[i]->id, gs);
                 lines_add(&want, line);
             }
         for (int i = 1; i < want.n && i < 3; i++)
             lines_add(&want_lim, want.v[i]);
         char sql[256];
-        snprintf(sql, sizeof sql, "SELECT DISTINCT ON (g) g, id FROM t%d ORDER BY g, v DESC NULLS LAST, id", n);
+        snprintf(sql, sizeof sql, "SELECT DISTINCT ON (g) id, g FROM t%d ORDER BY g, v DESC NULLS LAST, id", n);
         QrSqlResult *r = q_ok(sql);
         Lines got = {0};
         result_lines(r, &got);
@@ -295,7 +295,7 @@ Test(grouping, distinct_on_keeps_the_first_row_in_order)
         lines_free(&got);
         qr_sql_result_free(r);
         /* LIMIT / OFFSET count the distinct rows */
-        snprintf(sql, sizeof sql, "SELECT DISTINCT ON (g) g, id FROM t%d ORDER BY g, v DESC NULLS LAST, id "
+        snprintf(sql, sizeof sql, "SELECT DISTINCT ON (g) id, g FROM t%d ORDER BY g, v DESC NULLS LAST, id "
                  "LIMIT 2 OFFSET 1", n);
         r = q_ok(sql);
         result_lines(r, &got);
