@@ -652,6 +652,7 @@ Test(window, explain_shows_each_window)
     qr_buf_init(&b);
     for (uint64_t i = 0; i < r->n_rows; i++)
         qr_buf_printf(&b, "%.*s\n", (int)r->vals[i].u.s.n, r->vals[i].u.s.s);
+    qr_buf_putc(&b, 0);
     const char *text = (const char *)b.data;
     const char *w1 = strstr(text, "WindowAgg"), *w2 = w1 ? strstr(w1 + 1, "WindowAgg") : NULL;
     cr_assert(w1 && w2 && !strstr(w2 + 1, "WindowAgg"), "two WindowAgg nodes (one per sort):\n%s", text);
