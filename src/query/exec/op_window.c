@@ -23,11 +23,14 @@
  *   GROUP / TIES drops rows from it.  first_value, last_value, nth_value
  *   and the aggregates read the frame.
  * - Aggregates over frames: a frame whose head stays at the partition's
- *   start only grows, so one running state is finalized per row; a
- *   sliding frame of count, or sum / avg of integers, takes leaving rows
- *   back out (sql_agg_unstep); anything else aggregates its frame afresh
- *   per row (what that allocates is released per row).  A row whose frame
- *   equals the previous row's copies its value.
+ *   start only grows, so one running state is finalized per row; one whose
+ *   tail stays at the partition's end grows from the last row back (for
+ *   aggregates blind to the order: count, min, max, bool_and / bool_or,
+ *   sum / avg of integers); a sliding frame of count, or sum / avg of
+ *   integers, takes leaving rows back out (sql_agg_unstep); anything else
+ *   aggregates its frame afresh per row (what that allocates is released
+ *   per row).  A row whose frame equals the previous row's copies its
+ *   value.
  *
  * The rows come out in the order of the node's sort (PostgreSQL's too).
  *
@@ -72,6 +75,7 @@ typedef struct FnRun {
     SqlValue *av;             /* per row: arg, arg2 */
     uint8_t *ok;              /* per row: FILTER passed */
     bool invertible;          /* leaving rows can be taken out of the state */
+    bool order_free;          /* its value does not depend on the rows' order */
 } FnRun;
 
 /* One partition being computed. */
@@ -425,12 +429,47 @@ static int agg_fresh(SqlCtx *cx, const Part *P, const FnRun *fr, int64_t p, int6
     return rc;
 }
 
-/* An aggregate over every row's frame (see the header for the three ways). */
+/* Frames that end at the partition's end (n PRECEDING / CURRENT ROW ...
+ * AND UNBOUNDED FOLLOWING) grow towards the start from the last row back:
+ * for aggregates whose value does not depend on the order they see rows
+ * in, one running state serves, rows added at the front. */
+static int agg_suffixes(SqlCtx *cx, const Part *P, const FnRun *fr)
+{
+    SqlAggState st;
+    memset(&st, 0, sizeof st);
+    int64_t sh = P->m, ph = -1;
+    SqlValue v = sqlv_null();
+    int rc = QR_OK;
+    for (int64_t p = P->m - 1; p >= 0 && rc == QR_OK; p--) {
+        int64_t h, t;
+        frame_of(P, fr, p, &h, &t);
+        if (h != ph) {
+            if (h > sh) { /* (heads only move back here) start over */
+                memset(&st, 0, sizeof st);
+                sh = P->m;
+            }
+            for (; sh > h && rc == QR_OK; sh--)
+                rc = agg_add(cx, P, fr, &st, sh - 1);
+            if (rc == QR_OK)
+                rc = sql_agg_final(cx, &fr->plain, &st, &v);
+        }
+        if (rc == QR_OK)
+            rc = put(cx, P, fr->f, p, v);
+        ph = h;
+        if (rc == QR_OK)
+            rc = sql_check(cx);
+    }
+    return rc;
+}
+
+/* An aggregate over every row's frame (see the header for the ways). */
 static int agg_frames(SqlCtx *cx, const Part *P, const FnRun *fr)
 {
     const SqlWinDef *w = fr->f->win;
     bool plain_frames = w->exclude == SQL_EXCLUDE_NONE;
     bool growing = plain_frames && w->start == SQL_FB_UNBOUNDED_PRECEDING;
+    if (plain_frames && !growing && w->end == SQL_FB_UNBOUNDED_FOLLOWING && fr->order_free)
+        return agg_suffixes(cx, P, fr);
     bool sliding = plain_frames && !growing && fr->invertible;
     SqlAggState st;
     memset(&st, 0, sizeof st);
@@ -581,6 +620,8 @@ static int fn_setup(WinOp *o, SqlCtx *cx, FnRun *fr, uint64_t n)
     fr->plain.arg2 = a->arg2 ? &fr->colx2 : NULL;
     fr->invertible = a->kind == SA_COUNT_STAR || a->kind == SA_COUNT ||
                      ((a->kind == SA_SUM || a->kind == SA_AVG) && sqlt_is_int(a->arg->type));
+    fr->order_free = fr->invertible || a->kind == SA_MIN || a->kind == SA_MAX ||
+                     a->kind == SA_BOOL_AND || a->kind == SA_BOOL_OR;
     fr->av = qr_arena_alloc(cx->arena, (2 * n + 1) * sizeof *fr->av);
     fr->ok = qr_arena_alloc(cx->arena, n + 1);
     if (!fr->av || !fr->ok)
