@@ -52,6 +52,7 @@ typedef struct AggOp {
     SqlValue *keyv;           /* scratch: the current row's keys */
     SqlValue *skeyv;          /* scratch: ... with the keys outside a grouping set NULL */
     uint64_t all_keys;        /* the one set without grouping sets: every key */
+    int64_t *set_gi;          /* scratch: the current row's group in each set */
     bool made;                /* a group was made for the current row */
     SqlValue *out;            /* the groups' output rows (arena) */
     uint64_t n_out, pos;
@@ -159,7 +160,9 @@ static int find_group(AggOp *a, SqlCtx *cx, const SqlEvalRow *er, int64_t *gi)
     return rc;
 }
 
-/* One input row into its group of every grouping set. */
+/* One input row into its group of every grouping set.  (The keys'
+ * evaluation is given back before the aggregates step: their states keep
+ * what they allocate.) */
 static int add_row_sets(AggOp *a, SqlCtx *cx, const SqlEvalRow *er)
 {
     const SqlAggSpec *sp = &a->spec;
@@ -176,14 +179,13 @@ static int add_row_sets(AggOp *a, SqlCtx *cx, const SqlEvalRow *er)
                 a->skeyv[g].type = sp->groups[g]->type;
             }
         }
-        int64_t gi;
-        if ((rc = lookup(a, cx, er->row, a->skeyv, si, &gi)))
-            break;
-        for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
-            rc = sql_agg_step(cx, sp->aggs[k], &a->gs[gi].st[k], er);
+        rc = lookup(a, cx, er->row, a->skeyv, si, &a->set_gi[si]);
     }
     if (rc == QR_OK && !a->made)
         qr_arena_release(cx->arena, keys_mark);
+    for (int si = 0; si < sp->n_sets && rc == QR_OK; si++)
+        for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
+            rc = sql_agg_step(cx, sp->aggs[k], &a->gs[a->set_gi[si]].st[k], er);
     return rc;
 }
 
@@ -286,7 +288,8 @@ static int agg_open(SqlOp *op, SqlCtx *cx)
     if (!a->b && !(a->b = qr_arena_calloc(cx->arena, sizeof *a->b)))
         return sql_nomem(cx);
     if (!(a->keyv = qr_arena_alloc(cx->arena, ((size_t)sp->n_groups + 1) * sizeof *a->keyv)) ||
-        !(a->skeyv = qr_arena_alloc(cx->arena, ((size_t)sp->n_groups + 1) * sizeof *a->skeyv)))
+        !(a->skeyv = qr_arena_alloc(cx->arena, ((size_t)sp->n_groups + 1) * sizeof *a->skeyv)) ||
+        !(a->set_gi = qr_arena_alloc(cx->arena, ((size_t)sp->n_sets + 1) * sizeof *a->set_gi)))
         return sql_nomem(cx);
     int rc = grow_slots(a, cx, 64);
     if (rc || (rc = sql_op_open(op->kids[0], cx)))

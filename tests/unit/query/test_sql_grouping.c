@@ -251,6 +251,35 @@ Test(grouping, grouping_sets_match_the_model)
             }
 }
 
+/* Aggregates that keep their rows' values (string_agg, array_agg,
+ * DISTINCT) give, per grouping set, what a plain GROUP BY by that set's
+ * keys gives: the states survive the rows of every set. */
+Test(grouping, collecting_aggregates_per_set_match_plain_group_by)
+{
+    const char *aggs = "count(*), string_agg(DISTINCT s, ',' ORDER BY s), array_agg(k ORDER BY id), "
+                       "sum(DISTINCT k)";
+    const char *plain[] = {"g, s", "g, NULL::integer", "NULL::integer, NULL::varchar"};
+    const char *groups[] = {" GROUP BY g, s", " GROUP BY g", ""};
+    for (int t = 0; t < N_SIZES; t++) {
+        char sql[1024];
+        Lines got = {0}, want = {0};
+        snprintf(sql, sizeof sql, "SELECT g, s, %s FROM t%d GROUP BY ROLLUP(g, s)", aggs, NS[t]);
+        QrSqlResult *r = q_ok(sql);
+        result_lines(r, &got);
+        qr_sql_result_free(r);
+        for (int k = 0; k < 3; k++) {
+            char q2[1024];
+            snprintf(q2, sizeof q2, "SELECT %s, %s FROM t%d%s", plain[k], aggs, NS[t], groups[k]);
+            r = q_ok(q2);
+            result_lines(r, &want);
+            qr_sql_result_free(r);
+        }
+        assert_same_lines(&got, &want, true, sql);
+        lines_free(&got);
+        lines_free(&want);
+    }
+}
+
 /* ---- DISTINCT ON ---- */
 
 static int don_cmp_g(const Doc *a, const Doc *b)
