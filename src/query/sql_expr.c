@@ -447,15 +447,77 @@ static const struct {
     {"min", SA_MIN},      {"max", SA_MAX},       {"percentile_cont", SA_PCT_CONT},
     {"percentile_disc", SA_PCT_DISC}, {"bool_and", SA_BOOL_AND}, {"bool_or", SA_BOOL_OR},
     {"every", SA_BOOL_AND}, {"string_agg", SA_STRING_AGG},
+    {"stddev", SA_STDDEV_SAMP}, {"stddev_samp", SA_STDDEV_SAMP}, {"stddev_pop", SA_STDDEV_POP},
+    {"variance", SA_VAR_SAMP}, {"var_samp", SA_VAR_SAMP}, {"var_pop", SA_VAR_POP},
+    {"array_agg", SA_ARRAY_AGG},
 };
 
-static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fname, int loc,
-                    SqlExpr **out)
+bool sql_agg_known(const char *lname)
 {
-    if (!b->allow_aggs)
+    for (size_t i = 0; i < sizeof AGGS / sizeof *AGGS; i++)
+        if (strcmp(AGGS[i].name, lname) == 0)
+            return true;
+    return false;
+}
+
+/* ORDER BY inside an aggregate call: the sort expressions (no aggregate
+ * inside them), with DISTINCT only over the aggregate's arguments. */
+static int bind_agg_order(SqlBind *b, const cJSON *order, SqlAgg *a, const char *fname, int loc)
+{
+    int n = cJSON_GetArraySize(order);
+    a->order = qr_arena_calloc(b->cx->arena, (size_t)(n + 1) * sizeof *a->order);
+    a->order_desc = qr_arena_calloc(b->cx->arena, (size_t)(n + 1) * sizeof *a->order_desc);
+    a->order_nulls_first = qr_arena_calloc(b->cx->arena, (size_t)(n + 1) * sizeof *a->order_nulls_first);
+    if (!a->order || !a->order_desc || !a->order_nulls_first)
+        return nomem(b->cx);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, order)
+    {
+        const cJSON *sb = sqlj_is(it, "SortBy");
+        const char *dir = sqlj_str(sb, "sortby_dir"), *nl = sqlj_str(sb, "sortby_nulls");
+        if (!sb || sqlj_get(sb, "useOp"))
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "ORDER BY USING inside %s() is not supported", fname);
+        int k = a->n_order;
+        int rc = sql_expr_bind(b, sqlj_get(sb, "node"), &a->order[k]);
+        if (rc == QR_OK)
+            rc = coerce_unknown(b, a->order[k], QR_SQL_TEXT);
+        if (rc)
+            return rc;
+        bool desc = dir && !strcmp(dir, "SORTBY_DESC");
+        a->order_desc[k] = desc;
+        a->order_nulls_first[k] = nl && !strcmp(nl, "SORTBY_NULLS_FIRST") ? true
+                                  : nl && !strcmp(nl, "SORTBY_NULLS_LAST") ? false
+                                                                           : desc;
+        a->n_order++;
+        if (a->distinct && !sql_expr_same(a->order[k], a->arg) &&
+            !(a->arg2 && sql_expr_same(a->order[k], a->arg2)))
+            return sql_err_at(b->cx, a->order[k]->loc >= 0 ? a->order[k]->loc : loc, QR_EINVAL,
+                              "42P10", "in an aggregate with DISTINCT, ORDER BY expressions must "
+                              "appear in argument list");
+    }
+    return QR_OK;
+}
+
+/* An aggregate call into a SqlAgg: arguments, result type, ORDER BY,
+ * FILTER.  A window's aggregate (`window`) may read the query's own
+ * aggregates in its arguments and has no DISTINCT or ORDER BY. */
+static int agg_def(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fname, int loc,
+                   bool window, SqlAgg **out)
+{
+    if (!window && !b->allow_aggs)
         return sql_err_at(b->cx, loc, QR_EINVAL, "42803", "aggregate functions are not allowed here");
     if (b->in_agg)
         return sql_err_at(b->cx, loc, QR_EINVAL, "42803", "aggregate function calls cannot be nested");
+    if (window && (kind == SA_PCT_CONT || kind == SA_PCT_DISC))
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "OVER is not supported for ordered-set aggregate %s", fname);
+    if (window && sqlj_bool(fc, "agg_distinct"))
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "DISTINCT is not implemented for window functions");
+    if (window && sqlj_get(fc, "agg_order"))
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "aggregate ORDER BY is not implemented for window functions");
     SqlAgg *a = qr_arena_calloc(b->cx->arena, sizeof *a);
     if (!a)
         return nomem(b->cx);
@@ -463,7 +525,7 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
     a->distinct = sqlj_bool(fc, "agg_distinct");
     const cJSON *args = sqlj_get(fc, "args");
     int nargs = cJSON_GetArraySize(args);
-    b->in_agg = true;
+    b->in_agg = !window;
     int rc = QR_OK;
     if (sqlj_bool(fc, "agg_star")) {
         if (kind != SA_COUNT) {
@@ -510,11 +572,8 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
         }
     } else {
         int want = kind == SA_STRING_AGG ? 2 : 1;
-        if (nargs != want || sqlj_get(fc, "agg_order") || sqlj_bool(fc, "agg_within_group")) {
+        if (nargs != want || sqlj_bool(fc, "agg_within_group")) {
             b->in_agg = false;
-            if (sqlj_get(fc, "agg_order"))
-                return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
-                                  "ORDER BY inside %s() is not supported", fname);
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883",
                               "function %s with %d arguments does not exist", fname, nargs);
         }
@@ -540,6 +599,10 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
             a->type = sqlt_is_int(t) ? QR_SQL_INT8 : QR_SQL_FLOAT8;
             break;
         case SA_AVG:
+        case SA_STDDEV_SAMP:
+        case SA_STDDEV_POP:
+        case SA_VAR_SAMP:
+        case SA_VAR_POP:
             if (t == QR_SQL_UNKNOWN)
                 coerce_unknown(b, a->arg, t = QR_SQL_FLOAT8);
             if (!sqlt_is_num(t))
@@ -570,13 +633,23 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
                 goto badarg;
             a->type = QR_SQL_TEXT;
             break;
+        case SA_ARRAY_AGG: /* arrays are their text form */
+            coerce_unknown(b, a->arg, QR_SQL_TEXT);
+            a->type = QR_SQL_TEXT;
+            break;
         default:
             break;
+        }
+        const cJSON *order = sqlj_get(fc, "agg_order");
+        if (order && (rc = bind_agg_order(b, order, a, fname, loc))) {
+            b->in_agg = false;
+            return rc;
         }
     }
     const cJSON *flt = sqlj_get(fc, "agg_filter");
     if (flt) {
         /* bound as the arguments are: no aggregate inside */
+        b->in_agg = true;
         if ((rc = sql_expr_bind(b, flt, &a->filter)) ||
             (rc = coerce_unknown(b, a->filter, QR_SQL_BOOL))) {
             b->in_agg = false;
@@ -590,6 +663,25 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
         }
     }
     b->in_agg = false;
+    *out = a;
+    return QR_OK;
+badarg:
+    b->in_agg = false;
+    return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist", fname,
+                      qr_sql_type_name(a->arg->type));
+}
+
+int sql_agg_bind(SqlBind *b, const cJSON *fc, const char *lname, int loc, bool window,
+                 SqlAgg **out)
+{
+    for (size_t i = 0; i < sizeof AGGS / sizeof *AGGS; i++)
+        if (strcmp(AGGS[i].name, lname) == 0)
+            return agg_def(b, fc, AGGS[i].kind, lname, loc, window, out);
+    return QR_ENOTFOUND;
+}
+
+int sql_bind_add_agg(SqlBind *b, SqlAgg *a, int loc, const char *name, SqlExpr **out)
+{
     if (b->n_aggs == b->cap_aggs) {
         int nc = b->cap_aggs ? b->cap_aggs * 2 : 8;
         SqlAgg **na = qr_arena_alloc(b->cx->arena, (size_t)nc * sizeof *na);
@@ -606,13 +698,17 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
     e->col = b->n_aggs;
     b->aggs[b->n_aggs++] = a;
     e->type = a->type;
-    e->name = qr_arena_strndup(b->cx->arena, fname, strlen(fname));
+    e->name = qr_arena_strndup(b->cx->arena, name, strlen(name));
     *out = e;
     return QR_OK;
-badarg:
-    b->in_agg = false;
-    return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist", fname,
-                      qr_sql_type_name(a->arg->type));
+}
+
+static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fname, int loc,
+                    SqlExpr **out)
+{
+    SqlAgg *a;
+    int rc = agg_def(b, fc, kind, fname, loc, false, &a);
+    return rc ? rc : sql_bind_add_agg(b, a, loc, fname, out);
 }
 
 /* ---- function calls ---- */
@@ -626,12 +722,18 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
     const char *schema = cJSON_GetArraySize(fn) > 1 ? sqlj_sval(cJSON_GetArrayItem(fn, 0)) : NULL;
     if (!fname)
         return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "bad function name");
-    if (sqlj_get(fc, "over"))
-        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "window functions are not supported");
     char lname[64];
     snprintf(lname, sizeof lname, "%s", fname);
     for (char *p = lname; *p; p++)
         *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+    if (sqlj_get(fc, "over")) {
+        if (!b->bind_window)
+            return sql_err_at(b->cx, loc, QR_EINVAL, "42P20", "window functions are not allowed here");
+        return b->bind_window(b, fc, lname, loc, out);
+    }
+    if (sql_win_known(lname) && !schema)
+        return sql_err_at(b->cx, loc, QR_EINVAL, "42809", "window function %s requires an OVER clause",
+                          lname);
     const cJSON *args = sqlj_get(fc, "args");
     int nargs = cJSON_GetArraySize(args);
     for (size_t i = 0; i < sizeof AGGS / sizeof *AGGS; i++)
@@ -1979,8 +2081,12 @@ int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out)
     }
     if (!strcmp(tag, "A_Indirection"))
         return bind_subscript(b, body, loc, out);
-    if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr") || !strcmp(tag, "A_ArrayExpr") ||
-        !strcmp(tag, "GroupingFunc"))
+    if (!strcmp(tag, "GroupingFunc")) {
+        if (!b->bind_grouping)
+            return sql_err_at(cx, loc, QR_EINVAL, "42803", "grouping operations are not allowed here");
+        return b->bind_grouping(b, body, loc, out);
+    }
+    if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr") || !strcmp(tag, "A_ArrayExpr"))
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s is not supported", tag);
     return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "expression %s is not supported", tag);
 }
@@ -2008,7 +2114,7 @@ int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, Qr
 bool sql_expr_is_const(const SqlExpr *e)
 {
     if (e->kind == SE_COL || e->kind == SE_AGG || e->kind == SE_MATCH || e->kind == SE_SCORE ||
-        e->kind == SE_SNIPPET)
+        e->kind == SE_SNIPPET || e->kind == SE_WIN)
         return false;
     if ((e->kind == SE_FUNC && e->fn == NULL) || e->kind == SE_SRF)
         return false;
@@ -2288,6 +2394,9 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
         return QR_OK;
     case SE_AGG:
         *out = r->aggv ? r->aggv[e->col] : sqlv_null();
+        return QR_OK;
+    case SE_WIN: /* computed below the projection, into the row */
+        *out = r->row[e->col];
         return QR_OK;
     case SE_OUTER: {
         const SqlFrame *f = cx->frames;

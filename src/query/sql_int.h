@@ -270,6 +270,9 @@ typedef enum SqlExprKind {
                               (its cache key), then for ANY the tested value */
     SE_ANY_ARRAY,          /* x op ANY (array text): args[0] x, args[1] the array; op SQL_CMP_* */
     SE_SRF,                /* unnest / generate_series / generate_subscripts in a target list */
+    SE_WIN,                /* a window function's value, computed by the window operator
+                              into column `col` of the rows under the projection
+                              (plan/bind_window.c); op = its argument count */
 } SqlExprKind;
 
 typedef struct SqlExpr SqlExpr;
@@ -304,6 +307,11 @@ enum { SQL_CMP_EQ, SQL_CMP_NE, SQL_CMP_LT, SQL_CMP_LE, SQL_CMP_GT, SQL_CMP_GE };
 typedef enum SqlAggKind {
     SA_COUNT_STAR, SA_COUNT, SA_SUM, SA_AVG, SA_MIN, SA_MAX, SA_PCT_CONT, SA_PCT_DISC,
     SA_BOOL_AND, SA_BOOL_OR, SA_STRING_AGG,
+    SA_STDDEV_SAMP, SA_STDDEV_POP, SA_VAR_SAMP, SA_VAR_POP, SA_ARRAY_AGG,
+    SA_GROUP_KEY,          /* grouping sets: the value of group key keys[0], NULL in a
+                              grouping set without it (plan/bind_group.c) */
+    SA_GROUPING,           /* GROUPING(a, b, ...): bit per argument (first = highest),
+                              set when its key keys[i] is not in the row's grouping set */
 } SqlAggKind;
 
 struct SqlAgg {
@@ -313,6 +321,13 @@ struct SqlAgg {
     SqlExpr *arg2;         /* string_agg delimiter; percentile fraction */
     SqlExpr *filter;       /* FILTER (WHERE ...): rows it rejects are skipped; NULL = none */
     QrSqlType type;        /* result type */
+    /* ORDER BY inside the aggregate (string_agg(x, ',' ORDER BY y)): the
+     * rows' values are collected, sorted, then aggregated in that order */
+    SqlExpr **order;       /* n_order sort expressions */
+    bool *order_desc, *order_nulls_first;
+    int n_order;
+    int *keys;             /* SA_GROUP_KEY, SA_GROUPING: group key indexes (n_keys) */
+    int n_keys;
 };
 
 /* Binding context: the scope, aggregates collected (NULL = aggregates not
@@ -328,6 +343,14 @@ typedef struct SqlBind {
     int n_texts, cap_texts;
     SqlSubq **live;        /* correlated subqueries bound here are listed on *live so their
                               caches can be freed (sql_subq_free_all); NULL: no caching */
+    /* the query binder's hooks (plan/bind_window.c, plan/bind_group.c): a
+     * call with OVER, and GROUPING(...); NULL where a query's clauses are
+     * not being bound (42P20 / 42803) */
+    int (*bind_window)(struct SqlBind *b, const cJSON *fc, const char *lname, int loc,
+                       SqlExpr **out);
+    int (*bind_grouping)(struct SqlBind *b, const cJSON *gf, int loc, SqlExpr **out);
+    void *hook_arg;        /* the query being bound */
+    bool in_win;           /* binding a window function's arguments */
 } SqlBind;
 
 /* A full-text predicate `col @@ 'q'` / matches(col, 'q') of one table. */
@@ -351,6 +374,21 @@ void sql_sort_values(SqlValue *v, uint64_t n);
 
 /* Bind a parse-tree expression against a scope (NULL = no columns). */
 int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out);
+/* Is lname (lowercase) an aggregate function? */
+bool sql_agg_known(const char *lname);
+/* Bind the aggregate call fc (a FuncCall of an aggregate named lname)
+ * into *out without adding it to b->aggs: a window function's aggregate
+ * (`window`: its arguments may hold the query's own aggregates; DISTINCT,
+ * ORDER BY and ordered-set aggregates are 0A000). */
+int sql_agg_bind(SqlBind *b, const cJSON *fc, const char *lname, int loc, bool window,
+                 SqlAgg **out);
+/* Add an aggregate to b->aggs: *out is the SE_AGG expression reading it
+ * (named `name`). */
+int sql_bind_add_agg(SqlBind *b, SqlAgg *a, int loc, const char *name, SqlExpr **out);
+/* plan/bind_window.c: is lname a window function (row_number, rank, lag...)? */
+bool sql_win_known(const char *lname);
+/* plan/bind.c: do two bound expressions compute the same thing? */
+bool sql_expr_same(const SqlExpr *a, const SqlExpr *b);
 /* Evaluate over one row of the scope (aggregate slots read `aggv`). */
 typedef struct SqlEvalRow {
     const SqlValue *row;   /* scope values */

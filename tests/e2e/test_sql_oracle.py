@@ -5,7 +5,11 @@ stopped at the end; skipped only when the binaries are absent).
 The same generated data is loaded into the three engines, then hundreds of
 generated queries (filters with NULLs and three-valued logic, expressions,
 GROUP BY / HAVING, ORDER BY with total orders, LIMIT / OFFSET, joins, IN
-subqueries, UNION ALL, CTEs) must return identical rows.  Full-text
+subqueries, UNION ALL, CTEs) must return identical rows.  Then window
+functions with every frame kind (compared with both peers: SQLite has them
+too, but for RANGE over timestamps), and DISTINCT ON, GROUPING SETS /
+ROLLUP / CUBE and the aggregates SQLite lacks (stddev / variance,
+array_agg, ORDER BY inside the call), compared with PostgreSQL only.  Full-text
 predicates are checked against a brute-force matcher: `title @@ 'word'` in
 Quarry is `(' ' || title || ' ') LIKE '% word %'` in the peers, whose titles
 are made of whole lowercase words with distinct stems and no stop words.
@@ -14,6 +18,7 @@ Quarry is driven through `quarry sql --format json` (one process per batch).
 import json
 import os
 import random
+import re
 import shutil
 import socket
 import sqlite3
@@ -28,6 +33,7 @@ from qtest import BIN, check, finish, skip  # noqa: E402
 SEED = int(os.environ.get("SQL_ORACLE_SEED", "20251129"))
 N_ROWS = 1500
 N_QUERIES = int(os.environ.get("SQL_ORACLE_QUERIES", "400"))
+N_OLAP = int(os.environ.get("SQL_ORACLE_OLAP_QUERIES", "160"))
 PG_BIN = "/usr/lib/postgresql/15/bin"
 WORDS = ["apple", "river", "stone", "cloud", "engine", "garden", "silver", "market", "forest",
          "window", "planet", "doctor", "coffee", "bridge", "castle", "pencil", "rocket", "tiger"]
@@ -218,6 +224,150 @@ def gen_query():
     return ("SELECT count(*), count(DISTINCT cat), sum(n), min(ts), max(cat) FROM items WHERE %s" % w), False
 
 
+# ---- windows, DISTINCT ON, grouping sets, aggregates ---------------------------
+# Each generator returns (query, ordered, sqlite_too).  Orders are total
+# where a result depends on the order among peers (row_number, lag, ROWS
+# frames, first_value ...); RANGE and GROUPS frames read whole peer groups.
+# NULL ordering is always written out (SQLite sorts NULLs first).
+
+def nulls():
+    return rnd.choice(["NULLS FIRST", "NULLS LAST"])
+
+
+def win_order(total):
+    key = rnd.choice(["n", "f", "cat", "ts", "ok"])
+    o = "%s %s %s" % (key, rnd.choice(["ASC", "DESC"]), nulls())
+    return o + (", id" if total else ""), key
+
+
+def win_partition():
+    return rnd.choice(["", "", "PARTITION BY cat ", "PARTITION BY ok ", "PARTITION BY n % 3 ",
+                       "PARTITION BY cat, ok "])
+
+
+def frame(mode, numeric_key):
+    """A frame clause the grammar accepts (a frame starting at the current
+    row has no preceding rows, one starting after it ends after it);
+    offsets only where the mode allows them."""
+    def bound(choices):
+        b = rnd.choice(choices)
+        if "%d" in b:
+            if mode == "RANGE" and not numeric_key:
+                return "CURRENT ROW"
+            return b % rnd.randint(0, 4 if mode != "RANGE" else 30)
+        return b
+    s = bound(["UNBOUNDED PRECEDING", "%d PRECEDING", "CURRENT ROW", "%d FOLLOWING"])
+    ends = ["%d FOLLOWING", "UNBOUNDED FOLLOWING"]
+    if "FOLLOWING" not in s:
+        ends.append("CURRENT ROW")
+    if "PRECEDING" in s:
+        ends.append("%d PRECEDING")
+    e = bound(ends)
+    if "FOLLOWING" in s and e == "CURRENT ROW":  # (a RANGE offset that became CURRENT ROW)
+        e = "UNBOUNDED FOLLOWING"
+    excl = rnd.choice(["", "", "", " EXCLUDE CURRENT ROW", " EXCLUDE GROUP", " EXCLUDE TIES"])
+    return "%s BETWEEN %s AND %s%s" % (mode, s, e, excl)
+
+
+def window_call():
+    """(call, sqlite_too)"""
+    k = rnd.randint(0, 9)
+    part = win_partition()
+    if k == 0:
+        return "row_number() OVER (%sORDER BY %s)" % (part, win_order(True)[0]), True
+    if k == 1:
+        f = rnd.choice(["rank()", "dense_rank()", "percent_rank()", "cume_dist()"])
+        return "%s OVER (%sORDER BY %s)" % (f, part, win_order(False)[0]), True
+    if k == 2:
+        return "ntile(%d) OVER (%sORDER BY %s)" % (rnd.randint(1, 9), part, win_order(True)[0]), True
+    if k == 3:
+        f = rnd.choice(["lag", "lead"])
+        arg = rnd.choice(["n", "cat", "f"])
+        extra = rnd.choice(["", ", %d" % rnd.randint(0, 3),
+                            ", %d, %s" % (rnd.randint(1, 3), {"n": "-1", "cat": "'none'", "f": "0.5"}[arg])])
+        return "%s(%s%s) OVER (%sORDER BY %s)" % (f, arg, extra, part, win_order(True)[0]), True
+    if k == 4:
+        f = rnd.choice(["first_value(n)", "last_value(cat)", "nth_value(f, %d)" % rnd.randint(1, 4)])
+        mode = rnd.choice(["ROWS", "GROUPS", "RANGE"])
+        return "%s OVER (%sORDER BY %s %s)" % (f, part, win_order(True)[0], frame(mode, False)), True
+    # aggregates over frames
+    agg = rnd.choice(["count(*)", "count(n)", "sum(n)", "min(f)", "max(n)", "avg(n)", "sum(f)",
+                      "max(cat)", "count(cat)"])
+    lite = True
+    if rnd.random() < 0.15:  # (SQLite 3.40 filters window aggregates wrongly over RANGE frames)
+        agg += " FILTER (WHERE n > %d)" % rnd.randint(-20, 20)
+        lite = False
+    mode = rnd.choice(["ROWS", "RANGE", "GROUPS", "DEFAULT"])
+    if mode == "ROWS":
+        return "%s OVER (%sORDER BY %s %s)" % (agg, part, win_order(True)[0], frame("ROWS", False)), lite
+    if mode == "DEFAULT":
+        order = rnd.choice(["", "ORDER BY %s" % win_order(False)[0]])
+        return "%s OVER (%s%s)" % (agg, part, order), lite
+    if mode == "GROUPS":
+        return "%s OVER (%sORDER BY %s %s)" % (agg, part, win_order(False)[0], frame("GROUPS", False)), lite
+    key = rnd.choice(["n", "f", "ts"])
+    if key == "ts":  # interval offsets: PostgreSQL only
+        b = lambda: rnd.choice(["'%d hours' PRECEDING" % rnd.randint(0, 300), "CURRENT ROW",
+                                "'%d days' FOLLOWING" % rnd.randint(0, 20), "UNBOUNDED FOLLOWING"])
+        return ("%s OVER (%sORDER BY ts %s %s RANGE BETWEEN '%d days' PRECEDING AND %s)"
+                % (agg, part, rnd.choice(["ASC", "DESC"]), nulls(), rnd.randint(0, 30), b())), False
+    o = "%s %s %s" % (key, rnd.choice(["ASC", "DESC"]), nulls())
+    fr = frame("RANGE", True)
+    # SQLite 3.40 frames a NULL key's row differently from PostgreSQL under
+    # RANGE offsets: those are compared with PostgreSQL only
+    offsets = re.search(r"\d+ (PRECEDING|FOLLOWING)", fr) is not None
+    return "%s OVER (%sORDER BY %s %s)" % (agg, part, o, fr), lite and not offsets
+
+
+def gen_olap():
+    k = rnd.randint(0, 11)
+    w = where()
+    if k <= 4:  # window functions in the select list
+        calls = [window_call() for _ in range(rnd.randint(1, 3))]
+        lim = rnd.choice(["", "", " LIMIT %d OFFSET %d" % (rnd.randint(1, 40), rnd.randint(0, 20))])
+        return ("SELECT id, %s FROM items WHERE %s ORDER BY id%s"
+                % (", ".join(c for c, _ in calls), w, lim)), True, all(lite for _, lite in calls)
+    if k == 5:  # over groups, and in ORDER BY
+        g = rnd.choice(["cat", "ok", "n % 5"])
+        return ("SELECT %s, count(*), sum(count(*)) OVER (), rank() OVER (ORDER BY count(*) DESC, %s %s), "
+                "sum(sum(n)) OVER (ORDER BY %s %s ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) "
+                "FROM items WHERE %s GROUP BY %s ORDER BY %s %s"
+                % (g, g, "NULLS LAST", g, "NULLS FIRST", w, g, g, "NULLS FIRST")), True, True
+    if k == 6:  # a window's result filtered outside, named windows
+        f = rnd.choice(["rank()", "row_number()", "dense_rank()"])
+        return ("SELECT * FROM (SELECT id, cat, %s OVER w AS r, sum(n) OVER (w ROWS BETWEEN 2 PRECEDING AND "
+                "CURRENT ROW) AS s FROM items WHERE %s WINDOW w AS (PARTITION BY cat ORDER BY n DESC NULLS LAST, "
+                "id)) x WHERE r <= %d ORDER BY id" % (f, w, rnd.randint(1, 4))), True, True
+    if k == 7:
+        return ("SELECT id FROM items WHERE %s ORDER BY row_number() OVER (ORDER BY %s) DESC LIMIT %d"
+                % (w, win_order(True)[0], rnd.randint(1, 30))), True, True
+    if k == 8:  # DISTINCT ON
+        keys = rnd.choice([["cat"], ["ok"], ["cat", "ok"], ["n % 4"]])
+        order = ", ".join("%s %s" % (x, nulls()) for x in keys)
+        lim = rnd.choice(["", " LIMIT %d" % rnd.randint(1, 5)])
+        return ("SELECT DISTINCT ON (%s) %s, id, n FROM items WHERE %s ORDER BY %s, n DESC NULLS LAST, id%s"
+                % (", ".join(keys), ", ".join(keys), w, order, lim)), True, False
+    if k == 9:  # grouping sets
+        gb = rnd.choice(["ROLLUP(cat, ok)", "CUBE(cat, ok)", "GROUPING SETS ((cat), (ok), ())",
+                         "cat, ROLLUP(ok)", "ROLLUP(cat), ROLLUP(ok)", "DISTINCT ROLLUP(cat, ok), ok",
+                         "GROUPING SETS ((cat, ok), (cat), (cat))", "ROLLUP((cat, ok))",
+                         "CUBE(cat, n % 2)", "ROLLUP(date_trunc('month', ts))"])
+        cols = [c for c in ["cat", "ok", "n % 2", "date_trunc('month', ts)"] if c in gb]
+        gr = "GROUPING(%s)" % ", ".join(cols)
+        hv = rnd.choice(["", " HAVING count(*) > %d" % rnd.randint(0, 60), " HAVING %s > 0" % gr])
+        return ("SELECT %s, count(*), sum(n), max(f), %s FROM items WHERE %s GROUP BY %s%s"
+                % (", ".join(cols), gr, w, gb, hv)), False, False
+    # aggregates SQLite lacks
+    g = rnd.choice(["cat", "ok"])
+    aggs = ", ".join(rnd.sample([
+        "stddev(n)", "stddev_pop(f)", "variance(f)", "var_pop(n)", "var_samp(n)", "stddev_samp(f)",
+        "array_agg(id ORDER BY n DESC NULLS LAST, id)", "array_agg(DISTINCT n)",
+        "string_agg(DISTINCT cat, ',' ORDER BY cat DESC)", "string_agg(cat, '-' ORDER BY id)",
+        "array_agg(ok ORDER BY id) FILTER (WHERE n > 0)", "array_agg(ts ORDER BY ts, id)",
+        "count(DISTINCT n)", "sum(DISTINCT n)", "avg(DISTINCT n)", "string_agg(DISTINCT cat, '|')"], 4))
+    return "SELECT %s, %s FROM items WHERE %s GROUP BY %s" % (g, aggs, w, g), False, False
+
+
 def markers(q, tag, fn):
     """Replace each {tag:body} marker with fn(body)."""
     out, i = "", 0
@@ -269,6 +419,27 @@ def canon(v):
     if x == int(x) and abs(x) < 1e15:
         return str(int(x))
     return "%.9g" % x
+
+
+def same_rows(a, b):
+    """Rows equal cell by cell, floats to 1e-8 relative: an aggregate of
+    floats summed in another order (stddev, variance, moving sums) may
+    differ in its last digits."""
+    if len(a) != len(b):
+        return False
+    for ra, rb in zip(a, b):
+        if len(ra) != len(rb):
+            return False
+        for x, y in zip(ra, rb):
+            if x == y:
+                continue
+            try:
+                fx, fy = float(x), float(y)
+            except (TypeError, ValueError):
+                return False
+            if abs(fx - fy) > 1e-8 * max(1.0, abs(fy)):
+                return False
+    return True
 
 
 def canon_rows(rows, ordered):
@@ -366,20 +537,22 @@ def main():
             check("ERROR" not in perr, "postgres loads the data (%s)" % perr[:300])
         else:
             print("skip: PostgreSQL 15 binaries absent, SQLite only")
-        queries = [gen_query() for _ in range(N_QUERIES)]
-        qres, qerr = quarry_batch(data, [for_quarry(q) for q, _ in queries])
-        pres = pg.run([for_peer(q) for q, _ in queries])[0] if pg else {}
+        queries = [gen_query() + (True,) for _ in range(N_QUERIES)]
+        queries += [gen_olap() for _ in range(N_OLAP)]
+        qres, qerr = quarry_batch(data, [for_quarry(q) for q, _, _ in queries])
+        pres = pg.run([for_peer(q) for q, _, _ in queries])[0] if pg else {}
         n_lite = n_pg = 0
-        for i, (q, ordered) in enumerate(queries):
+        for i, (q, ordered, sqlite_too) in enumerate(queries):
             got = qres.get(i)
             if not check(got is not None, "quarry answers: %s (%s)" % (for_quarry(q), qerr[-300:])):
                 continue
             got = canon_rows(got, ordered)
             try:
-                want = canon_rows(lite.execute(for_peer(q)).fetchall(), ordered)
-                n_lite += 1
-                check(got == want, "sqlite agrees on: %s\n  quarry %s\n  sqlite %s"
-                      % (for_quarry(q), got[:6], want[:6]))
+                if sqlite_too:  # (else PostgreSQL only: SQLite cannot say it)
+                    want = canon_rows(lite.execute(for_peer(q)).fetchall(), ordered)
+                    n_lite += 1
+                    check(same_rows(got, want), "sqlite agrees on: %s\n  quarry %s\n  sqlite %s"
+                          % (for_quarry(q), got[:6], want[:6]))
             except sqlite3.Error as e:
                 check(False, "sqlite runs %s: %s" % (for_peer(q), e))
             if pg:
@@ -387,7 +560,7 @@ def main():
                 if check(pw is not None, "postgres answers: %s" % for_peer(q)):
                     n_pg += 1
                     pw = canon_rows(pw, ordered)
-                    check(got == pw, "postgres agrees on: %s\n  quarry %s\n  postgres %s"
+                    check(same_rows(got, pw), "postgres agrees on: %s\n  quarry %s\n  postgres %s"
                           % (for_quarry(q), got[:6], pw[:6]))
         print("compared %d queries with SQLite, %d with PostgreSQL" % (n_lite, n_pg))
         # planner: every forced access path gives the same answer as auto

@@ -218,6 +218,10 @@ int sql_sort_index(SqlCtx *cx, const SqlValue *vals, uint64_t n, int width, cons
 int sql_rows_batch(SqlBatch *b, const SqlValue *vals, const uint64_t *idx, uint64_t n, uint64_t *pos);
 void sql_sort_keys_explain(SqlCtx *cx, SqlExplainNode *n, const SqlSortKey *keys, int n_keys);
 bool sql_topn_may_enter(void *topn, const SqlValue *key);
+/* op_unique.c (DISTINCT ON): the first of every run of rows equal in the
+ * columns cols[0..n) (the input is sorted so that equal ones follow each
+ * other; NULLs equal each other). */
+SqlOp *sql_op_unique_on(SqlCtx *cx, SqlOp *kid, const int *cols, int n);
 /* op_limit.c: skip `offset` rows, then hand out at most `limit`. */
 SqlOp *sql_op_limit(SqlCtx *cx, SqlOp *kid, uint64_t limit, uint64_t offset);
 /* op_unique.c: the first of every set of equal rows (first `key_width`
@@ -258,6 +262,60 @@ typedef int (*SqlResultFn)(void *arg, SqlCtx *cx, SqlValue *row, bool *answered)
 SqlOp *sql_op_result(SqlCtx *cx, int width, SqlResultFn fn, void *arg, bool none,
                      const char *label, const char *detail, SqlOp *fallback);
 
+/* ---- windows (op_window.c; bound by plan/bind_window.c) ---------------- */
+
+typedef enum SqlWinKind {
+    SW_ROW_NUMBER, SW_RANK, SW_DENSE_RANK, SW_PERCENT_RANK, SW_CUME_DIST, SW_NTILE,
+    SW_LAG, SW_LEAD, SW_FIRST_VALUE, SW_LAST_VALUE, SW_NTH_VALUE,
+    SW_AGG,                   /* an aggregate over the frame */
+} SqlWinKind;
+
+typedef enum SqlFrameMode { SQL_FRAME_RANGE, SQL_FRAME_ROWS, SQL_FRAME_GROUPS } SqlFrameMode;
+typedef enum SqlFrameBound {
+    SQL_FB_UNBOUNDED_PRECEDING, SQL_FB_PRECEDING, SQL_FB_CURRENT, SQL_FB_FOLLOWING,
+    SQL_FB_UNBOUNDED_FOLLOWING,
+} SqlFrameBound;
+typedef enum SqlFrameExclude {
+    SQL_EXCLUDE_NONE, SQL_EXCLUDE_CURRENT, SQL_EXCLUDE_GROUP, SQL_EXCLUDE_TIES,
+} SqlFrameExclude;
+
+/* A window: PARTITION BY, ORDER BY and the frame.  Expressions read the
+ * rows the window operator gets (the aggregate's when grouped). */
+typedef struct SqlWinDef {
+    const char *name;         /* WINDOW w: its name (NULL inline) */
+    SqlExpr **part;           /* n_part */
+    int n_part;
+    SqlExpr **order;          /* n_order, with their directions */
+    bool *desc, *nulls_first;
+    int n_order;
+    bool has_frame;           /* written (not the default) */
+    SqlFrameMode mode;
+    SqlFrameBound start, end;
+    SqlExpr *start_off, *end_off; /* n PRECEDING / FOLLOWING: constants or parameters */
+    bool off_us;              /* RANGE over a timestamp: the offsets are microseconds */
+    SqlFrameExclude exclude;
+} SqlWinDef;
+
+/* One window function call. */
+typedef struct SqlWinFunc {
+    SqlWinKind kind;
+    const char *name;         /* "rank", "sum" */
+    SqlExpr **args;           /* n_args (lag: value, offset, default) */
+    int n_args;
+    SqlAgg *agg;              /* SW_AGG: the aggregate (its arg / arg2 / filter) */
+    SqlWinDef *win;           /* borrows (shared by calls over the same window) */
+    QrSqlType type;           /* result type */
+    int col;                  /* its column in the rows (SE_WIN.col) */
+    SqlExpr *ref;             /* the SE_WIN expression reading it */
+} SqlWinFunc;
+
+/* op_window.c: window functions over the rows of kid (`width` - n values
+ * each, [row..., aggregate values at agg_off...] when grouped, agg_off -1
+ * otherwise), each into its column; rows come out `width` wide, in the
+ * order of the last window's sort.  One WindowAgg node per distinct
+ * PARTITION BY + ORDER BY, stacked. */
+SqlOp *sql_op_window(SqlCtx *cx, SqlOp *kid, SqlWinFunc *const *fns, int n, int width, int agg_off);
+
 /* ---- aggregation spec (op_hash_agg.c, agg.c) -------------------------- */
 
 struct SqlColAgg;
@@ -277,6 +335,11 @@ typedef struct SqlAggSpec {
     int colagg_col;           /* scope column of the grouped keyword column, -1 */
     const int *colagg_field;  /* per aggregate: its column's field, -1 count(*) */
     const char *const *key_labels;
+    /* GROUPING SETS / ROLLUP / CUBE: the keys in each set (bit g for
+     * groups[g]); every row goes into one group per set, the keys outside
+     * it NULL.  NULL: one set of every key */
+    const uint64_t *sets;
+    int n_sets;
 } SqlAggSpec;
 
 /* Aggregate states (agg.c), one per (group, aggregate). */
@@ -288,15 +351,21 @@ typedef struct SqlAggState {
     SqlValue best;            /* min / max */
     bool has;
     bool bool_acc;
-    SqlValue *vals;           /* DISTINCT, percentiles, string_agg */
+    double sxx;               /* stddev / variance: sum of squared deviations (Youngs-Cramer) */
+    SqlValue *vals;           /* DISTINCT, ORDER BY, percentiles, string_agg, array_agg */
     uint64_t n_vals, cap_vals;
 } SqlAggState;
 
 /* One row into one aggregate; what the argument's evaluation allocated is
  * given back unless the state kept it. */
 int sql_agg_step(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow *r);
-/* The aggregate's value. */
+/* The aggregate's value.  Without DISTINCT or ORDER BY it leaves the state
+ * as it was (a window's frame goes on growing after it). */
 int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out);
+/* Take one row out of a state (a window frame's head moving on): count,
+ * and sum / avg of integers; *done false when the state cannot (the
+ * caller aggregates the frame again). */
+int sql_agg_unstep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow *r, bool *done);
 /* Merge one segment's column-block partial state into st. */
 int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *a, SqlAggState *st,
                        const struct SqlColAggPart *part, int64_t group_rows);

@@ -131,8 +131,11 @@ static void expr_sql(QrBuf *b, SqlCtx *cx, const SqlExpr *e, const SqlScope *sco
     case SE_PARAM:
         qr_buf_printf(b, "$%d", e->col + 1);
         return;
-    case SE_AGG:
-        qr_buf_printf(b, "%s(...)", e->name ? e->name : "agg");
+    case SE_AGG: /* (op 1: a grouping set's key, named as its expression) */
+        qr_buf_printf(b, e->op == 1 ? "%s" : "%s(...)", e->name ? e->name : "agg");
+        return;
+    case SE_WIN: /* as PostgreSQL prints a window function's reference */
+        qr_buf_printf(b, "%s(%s) OVER (?)", e->name ? e->name : "?", e->op ? "..." : "");
         return;
     case SE_ARITH:
     case SE_CMP:

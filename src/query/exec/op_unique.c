@@ -1,8 +1,10 @@
 /*
  * op_unique.c — DISTINCT: the first row of every set of rows equal in
  * their first `key_width` values (NULL equals NULL here, as DISTINCT
- * treats them), by a hash of those values.  Rows pass through in input
- * order; the seen set keeps owned copies of the keys.
+ * treats them), by a hash of those values; DISTINCT ON: in the columns
+ * given, over rows sorted by ORDER BY, so the row kept is the first in that
+ * order.  Rows pass through in input order; the seen set keeps owned copies
+ * of the keys.
  *
  * Layer: query/ (SQL execution).
  */
@@ -13,6 +15,7 @@
 typedef struct UniqueOp {
     SqlOp op;
     int key_width;
+    const int *cols;          /* DISTINCT ON: the key columns (key_width); NULL: the first ones */
     int64_t *slots;           /* arena: index into keys, -1 empty */
     uint64_t cap, n;
     SqlValue *keys;           /* arena: n * key_width */
@@ -43,6 +46,12 @@ static int grow(UniqueOp *u, SqlCtx *cx)
 static int insert(UniqueOp *u, SqlCtx *cx, const SqlValue *row, bool *fresh)
 {
     int K = u->key_width;
+    SqlValue kv[64];
+    if (u->cols) { /* the key columns side by side */
+        for (int c = 0; c < K; c++)
+            kv[c] = row[u->cols[c]];
+        row = kv;
+    }
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (int c = 0; c < K; c++)
         h = h * 31 + sqlv_hash(&row[c]);
@@ -131,8 +140,11 @@ static void unique_close(SqlOp *op, SqlCtx *cx)
 
 static void unique_explain(const SqlOp *op, SqlCtx *cx, SqlExplainNode *n)
 {
-    (void)op;
-    (void)cx;
+    const UniqueOp *u = (const UniqueOp *)op;
+    if (u->cols) { /* DISTINCT ON over sorted rows, as PostgreSQL's Unique */
+        sql_explain_type(n, "Unique", NULL, NULL);
+        return;
+    }
     sql_explain_type(n, "HashAggregate", NULL, NULL);
     sql_explain_prop(n, cx, "Strategy", "distinct rows");
 }
@@ -148,5 +160,18 @@ SqlOp *sql_op_unique(SqlCtx *cx, SqlOp *kid, int key_width)
     }
     u->op.total_cost = kid->total_cost + kid->est_rows * 0.02;
     u->key_width = key_width;
+    return &u->op;
+}
+
+SqlOp *sql_op_unique_on(SqlCtx *cx, SqlOp *kid, const int *cols, int n)
+{
+    if (n > 64) {
+        sql_err_at(cx, -1, QR_ELIMIT, "54000", "too many DISTINCT ON expressions (at most 64)");
+        return NULL;
+    }
+    UniqueOp *u = (UniqueOp *)sql_op_unique(cx, kid, n);
+    if (!u)
+        return NULL;
+    u->cols = cols;
     return &u->op;
 }

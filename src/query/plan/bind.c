@@ -560,6 +560,130 @@ static int bind_values(SqlCtx *cx, const cJSON *body, SqlQuery *q)
     return bind_output_order(cx, body, q);
 }
 
+/* One GROUP BY item: an output ordinal, an output name (when no input
+ * column has it), else an expression over the input. */
+int sql_bind_group_item(SqlQuery *s, const cJSON *g, SqlExpr **out)
+{
+    SqlCtx *cx = s->cx;
+    SqlTarget *tg = s->tg;
+    int n_tg = s->n_tg;
+    const cJSON *ac = sqlj_is(g, "A_Const");
+    const cJSON *cr = sqlj_is(g, "ColumnRef");
+    const char *tag = sqlj_tag(g);
+    if (tag && !strcmp(tag, "RowExpr"))
+        return sql_err_at(cx, sqlj_loc(g), QR_EUNSUPPORTED, "0A000",
+                          "GROUP BY a row expression is not supported");
+    if (ac && sqlj_get(ac, "ival")) {
+        int k = sqlj_int(sqlj_get(ac, "ival"), "ival", 0);
+        if (k < 1 || k > n_tg)
+            return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42P10",
+                              "GROUP BY position %d is not in select list", k);
+        if (expr_has_agg(tg[k - 1].e))
+            return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42803",
+                              "aggregate functions are not allowed in GROUP BY");
+        if (expr_has_kind(tg[k - 1].e, SE_WIN))
+            return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42P20",
+                              "window functions are not allowed in GROUP BY");
+        *out = tg[k - 1].e;
+        return QR_OK;
+    }
+    if (cr && cJSON_GetArraySize(sqlj_get(cr, "fields")) == 1) {
+        const char *n = sqlj_sval(cJSON_GetArrayItem(sqlj_get(cr, "fields"), 0));
+        bool in_scope = false;
+        for (int i = 0; i < s->scope.n; i++)
+            in_scope |= n && !strcmp(s->scope.cols[i].name, n);
+        if (!in_scope) {
+            int hit = -1;
+            for (int k = 0; k < n_tg; k++)
+                if (n && !strcmp(tg[k].name, n))
+                    hit = k;
+            if (hit >= 0) {
+                *out = tg[hit].e;
+                return QR_OK;
+            }
+        }
+    }
+    return sql_expr_bind(&s->bind, g, out);
+}
+
+/* DISTINCT ON (...): each item an output column (a position, an output
+ * name, a target's expression or an extra ORDER BY key's, else a new
+ * extra).  The ORDER BY must begin with them (PostgreSQL's rule: 42P10);
+ * those it lacks are sorted by after it. */
+static int bind_distinct_on(SqlQuery *s, const cJSON *don, SqlTarget *tg, int n_tg, SqlSortKey *keys,
+                            int *n_sort, SqlExpr **extra, int *n_extra)
+{
+    SqlCtx *cx = s->cx;
+    int n = cJSON_GetArraySize(don), rc, k = 0;
+    int *cols = qr_arena_calloc(cx->arena, (size_t)(n + 1) * sizeof *cols);
+    int *locs = qr_arena_calloc(cx->arena, (size_t)(n + 1) * sizeof *locs);
+    bool *matched = qr_arena_calloc(cx->arena, (size_t)(n + 1) * sizeof *matched);
+    if (!cols || !locs || !matched)
+        return nomem(cx);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, don)
+    {
+        const cJSON *ac = sqlj_is(it, "A_Const");
+        const cJSON *cr = sqlj_is(it, "ColumnRef");
+        int col = -1;
+        locs[k] = sqlj_loc(it);
+        if (ac && sqlj_get(ac, "ival")) {
+            int p = sqlj_int(sqlj_get(ac, "ival"), "ival", 0);
+            if (p < 1 || p > n_tg)
+                return sql_err_at(cx, locs[k], QR_EINVAL, "42P10",
+                                  "DISTINCT ON position %d is not in select list", p);
+            col = p - 1;
+        } else if (cr && cJSON_GetArraySize(sqlj_get(cr, "fields")) == 1) {
+            const char *nm = sqlj_sval(cJSON_GetArrayItem(sqlj_get(cr, "fields"), 0));
+            for (int i = 0; nm && i < n_tg && col < 0; i++)
+                if (!strcmp(tg[i].name, nm))
+                    col = i;
+        }
+        if (col < 0) {
+            SqlExpr *e;
+            if ((rc = sql_expr_bind(&s->bind, it, &e)))
+                return rc;
+            for (int i = 0; i < n_tg + *n_extra && col < 0; i++)
+                if (expr_equal(e, i < n_tg ? tg[i].e : extra[i - n_tg]))
+                    col = i;
+            if (col < 0) {
+                col = n_tg + *n_extra;
+                extra[(*n_extra)++] = e;
+            }
+        }
+        cols[k++] = col;
+    }
+    bool skipped = false;
+    for (int i = 0; i < *n_sort; i++) {
+        const SqlExpr *ke = keys[i].col < n_tg ? tg[keys[i].col].e : extra[keys[i].col - n_tg];
+        bool in = false;
+        for (int d = 0; d < n; d++) {
+            const SqlExpr *de = cols[d] < n_tg ? tg[cols[d]].e : extra[cols[d] - n_tg];
+            if (cols[d] == keys[i].col || expr_equal(de, ke)) {
+                in = true;
+                if (skipped)
+                    return sql_err_at(cx, locs[d], QR_EINVAL, "42P10",
+                                      "SELECT DISTINCT ON expressions must match initial ORDER BY "
+                                      "expressions");
+                matched[d] = true;
+            }
+        }
+        skipped |= !in;
+    }
+    for (int d = 0; d < n; d++) {
+        if (matched[d])
+            continue;
+        if (skipped)
+            return sql_err_at(cx, locs[d], QR_EINVAL, "42P10",
+                              "SELECT DISTINCT ON expressions must match initial ORDER BY expressions");
+        keys[(*n_sort)++] = (SqlSortKey){cols[d], false, false, NULL};
+        matched[d] = true;
+    }
+    s->distinct_on = cols;
+    s->n_distinct_on = n;
+    return QR_OK;
+}
+
 /* ---- the main SELECT ---- */
 
 static int bind_plain(SqlQuery *s, const cJSON *body)
@@ -570,12 +694,13 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "SELECT INTO is not supported");
     if (sqlj_get(body, "lockingClause"))
         return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "SELECT ... FOR UPDATE is not supported");
-    if (sqlj_get(body, "windowClause"))
-        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "WINDOW is not supported");
     const cJSON *dist = sqlj_get(body, "distinctClause");
     bool distinct = dist != NULL;
-    if (dist && cJSON_GetArraySize(dist) > 0 && sqlj_tag(cJSON_GetArrayItem(dist, 0)))
-        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "DISTINCT ON is not supported");
+    const cJSON *dist_on = NULL; /* DISTINCT ON (...): bound after ORDER BY */
+    if (dist && cJSON_GetArraySize(dist) > 0 && sqlj_tag(cJSON_GetArrayItem(dist, 0))) {
+        dist_on = dist;
+        distinct = false;
+    }
     /* FROM */
     const cJSON *ons[SQL_MAX_ITEMS] = {0};
     const cJSON *f;
@@ -586,6 +711,10 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
     }
     s->bind.cx = cx;
     s->bind.scope = &s->scope;
+    s->bind.bind_window = sql_bind_window_call;
+    s->bind.bind_grouping = sql_bind_grouping_call;
+    s->bind.hook_arg = s;
+    s->clause = "WHERE";
     /* WHERE (no aggregates) */
     SqlExpr **conj = NULL;
     int n_conj = 0, cap_conj = 0;
@@ -596,6 +725,7 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
             return rc;
     }
     /* ON conditions of joins */
+    s->clause = "JOIN conditions";
     for (int i = 0; i < s->n_items; i++) {
         SqlItem *it = &s->items[i];
         if (!ons[i])
@@ -611,8 +741,13 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
             return rc;
         }
     }
-    /* target list (aggregates allowed) */
+    /* WINDOW w AS (...), then the target list (aggregates and windows allowed) */
     s->bind.allow_aggs = true;
+    s->clause = "window definitions";
+    if ((rc = sql_bind_window_clause(s, sqlj_get(body, "windowClause"))))
+        return rc;
+    s->clause = NULL;
+    s->win_ok = true;
     SqlTarget *tg = NULL;
     int n_tg = 0, cap_tg = 0;
     const cJSON *t;
@@ -654,12 +789,23 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         const char *name = sqlj_str(rt, "name");
         tg[n_tg++] = (SqlTarget){e, name ? name : sql_expr_name(e), e->kind == SE_COL ? e->col : -1};
     }
-    /* GROUP BY: expressions, output ordinals or output names */
+    /* GROUP BY: expressions, output ordinals or output names; grouping sets */
     SqlExpr **groups = NULL;
     int n_groups = 0;
     const cJSON *gb = sqlj_get(body, "groupClause");
     int ng = cJSON_GetArraySize(gb);
-    if (ng) {
+    s->tg = tg;
+    s->n_tg = n_tg;
+    s->clause = "GROUP BY";
+    s->win_ok = false;
+    if (ng && sql_group_has_sets(gb)) {
+        s->bind.allow_aggs = false;
+        if ((rc = sql_bind_grouping_sets(s, gb, sqlj_bool(body, "groupDistinct"))))
+            return rc;
+        s->bind.allow_aggs = true;
+        groups = s->groups;
+        n_groups = s->n_groups;
+    } else if (ng) {
         groups = qr_arena_calloc(cx->arena, (size_t)ng * sizeof *groups);
         if (!groups)
             return nomem(cx);
@@ -667,40 +813,7 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         s->bind.allow_aggs = false;
         cJSON_ArrayForEach(g, gb)
         {
-            const cJSON *ac = sqlj_is(g, "A_Const");
-            const cJSON *cr = sqlj_is(g, "ColumnRef");
-            const char *tag = sqlj_tag(g);
-            if (tag && (!strcmp(tag, "GroupingSet") || !strcmp(tag, "RowExpr")))
-                return sql_err_at(cx, sqlj_loc(g), QR_EUNSUPPORTED, "0A000",
-                                  "GROUPING SETS, ROLLUP and CUBE are not supported");
-            if (ac && sqlj_get(ac, "ival")) {
-                int k = sqlj_int(sqlj_get(ac, "ival"), "ival", 0);
-                if (k < 1 || k > n_tg)
-                    return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42P10",
-                                      "GROUP BY position %d is not in select list", k);
-                if (expr_has_agg(tg[k - 1].e))
-                    return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42803",
-                                      "aggregate functions are not allowed in GROUP BY");
-                groups[n_groups++] = tg[k - 1].e;
-                continue;
-            }
-            if (cr && cJSON_GetArraySize(sqlj_get(cr, "fields")) == 1) {
-                const char *n = sqlj_sval(cJSON_GetArrayItem(sqlj_get(cr, "fields"), 0));
-                bool in_scope = false;
-                for (int i = 0; i < s->scope.n; i++)
-                    in_scope |= n && !strcmp(s->scope.cols[i].name, n);
-                if (!in_scope) {
-                    int hit = -1;
-                    for (int k = 0; k < n_tg; k++)
-                        if (n && !strcmp(tg[k].name, n))
-                            hit = k;
-                    if (hit >= 0) {
-                        groups[n_groups++] = tg[hit].e;
-                        continue;
-                    }
-                }
-            }
-            if ((rc = sql_expr_bind(&s->bind, g, &groups[n_groups])))
+            if ((rc = sql_bind_group_item(s, g, &groups[n_groups])))
                 return rc;
             n_groups++;
         }
@@ -708,14 +821,18 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
     }
     /* HAVING */
     SqlExpr *having = NULL;
+    s->clause = "HAVING";
     if (sqlj_get(body, "havingClause") &&
         (rc = bind_bool(s, sqlj_get(body, "havingClause"), "HAVING", &having)))
         return rc;
     /* ORDER BY: output names / ordinals, else expressions over the input */
     const cJSON *sortc = sqlj_get(body, "sortClause");
     int n_sort = cJSON_GetArraySize(sortc);
-    SqlSortKey *keys = qr_arena_calloc(cx->arena, (size_t)(n_sort + 1) * sizeof *keys);
-    SqlExpr **extra = qr_arena_calloc(cx->arena, (size_t)(n_sort + 1) * sizeof *extra);
+    int n_don = cJSON_GetArraySize(dist_on); /* DISTINCT ON may add sort keys and extras */
+    SqlSortKey *keys = qr_arena_calloc(cx->arena, (size_t)(n_sort + n_don + 1) * sizeof *keys);
+    SqlExpr **extra = qr_arena_calloc(cx->arena, (size_t)(n_sort + n_don + 1) * sizeof *extra);
+    s->clause = NULL;
+    s->win_ok = true;
     int n_extra = 0;
     if (!keys || !extra)
         return nomem(cx);
@@ -775,7 +892,9 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         }
         k++;
     }
-    bool grouped = n_groups > 0 || s->bind.n_aggs > 0 || having;
+    if (dist_on && (rc = bind_distinct_on(s, dist_on, tg, n_tg, keys, &n_sort, extra, &n_extra)))
+        return rc;
+    bool grouped = n_groups > 0 || s->bind.n_aggs > 0 || having || s->sets;
     /* set-returning functions: whole select-list items of an ungrouped query */
     bool has_srf = false;
     for (int i = 0; i < n_tg; i++) {
@@ -814,6 +933,21 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         if (expr_has_agg(conj[i]))
             return sql_err_at(cx, conj[i]->loc, QR_EINVAL, "42803",
                               "aggregate functions are not allowed in WHERE");
+    /* windows over groups; grouped expressions read as grouping-set keys;
+     * each window function's column */
+    s->tg = tg;
+    s->n_tg = n_tg;
+    s->groups = groups;
+    s->n_groups = n_groups;
+    s->having = having;
+    s->extra = extra;
+    s->n_extra = n_extra;
+    s->grouped = grouped;
+    if ((rc = sql_bind_windows_check(s)) || (rc = sql_bind_grouping_finish(s)))
+        return rc;
+    tg = s->tg;
+    having = s->having;
+    sql_bind_windows_place(s);
     /* output columns */
     s->n_cols = n_tg;
     s->cols = qr_arena_calloc(cx->arena, (size_t)(n_tg + 1) * sizeof *s->cols);
@@ -931,4 +1065,11 @@ int sql_bind_query(SqlCtx *cx, const cJSON *select, SqlQuery **out)
 {
     const cJSON *body = sqlj_is(select, "SelectStmt");
     return bind_body(cx, body ? body : select, out);
+}
+
+bool sql_expr_same(const SqlExpr *a, const SqlExpr *b) { return expr_equal(a, b); }
+
+const SqlExpr *sql_bind_ungrouped(const SqlExpr *e, SqlExpr **groups, int n_groups)
+{
+    return ungrouped(e, groups, n_groups);
 }

@@ -110,6 +110,26 @@ struct SqlQuery {
     int n_extra;
     bool distinct, grouped, has_srf;
     SqlSubq *subqs;           /* subqueries bound in this block (caches reset per run) */
+    /* DISTINCT ON: the output columns (targets or extras) whose equal
+     * values keep only their first row, in ORDER BY order */
+    int *distinct_on;
+    int n_distinct_on;
+    /* GROUPING SETS / ROLLUP / CUBE (bind_group.c): per grouping set, the
+     * group keys in it (bit g: groups[g]); NULL without them */
+    uint64_t *sets;
+    int n_sets;
+    struct SqlGroupingCall *groupings; /* GROUPING(...) calls, resolved at the end of binding */
+    int n_groupings, cap_groupings;
+    /* windows (bind_window.c): the window functions of the select list and
+     * ORDER BY, and the WINDOW clause's named windows */
+    SqlWinFunc **wins;
+    int n_wins, cap_wins;
+    SqlWinDef **windefs;
+    int n_windefs;
+    /* binding: the clause being bound ("WHERE"; NULL: the select list, ORDER
+     * BY, DISTINCT ON), where window functions are allowed only when win_ok */
+    const char *clause;
+    bool win_ok;
     /* SQL_Q_SETOP */
     const char *setop;        /* "UNION", "INTERSECT", "EXCEPT" */
     bool all;
@@ -118,6 +138,38 @@ struct SqlQuery {
     SqlExpr **cells;          /* n_rows * n_cols */
     int n_rows;
 };
+
+/* bind.c: a GROUP BY item (an expression, an output ordinal or name) of
+ * query s, whose select list is bound (s->tg). */
+int sql_bind_group_item(SqlQuery *s, const cJSON *node, SqlExpr **out);
+/* bind.c: the first column of e outside aggregates that is not one of the
+ * groups (or within a grouped expression), else NULL. */
+const SqlExpr *sql_bind_ungrouped(const SqlExpr *e, SqlExpr **groups, int n_groups);
+
+/* bind_group.c: does a GROUP BY clause hold GROUPING SETS, ROLLUP, CUBE
+ * or ()? */
+bool sql_group_has_sets(const cJSON *group_clause);
+/* bind_group.c: GROUP BY with grouping sets into s->groups (each distinct
+ * key once) and s->sets (their cross product, PostgreSQL's expansion;
+ * GROUP BY DISTINCT drops repeated sets).  54000 past 4096 sets or 64
+ * keys. */
+int sql_bind_grouping_sets(SqlQuery *s, const cJSON *group_clause, bool distinct);
+/* bind_group.c: SqlBind hook for GROUPING(...) */
+int sql_bind_grouping_call(SqlBind *b, const cJSON *gf, int loc, SqlExpr **out);
+/* bind_group.c: at the end of binding, GROUPING's arguments to group keys
+ * (42803 when one is not), and with grouping sets every grouped expression
+ * above the aggregate read as its key (NULL where the set lacks it). */
+int sql_bind_grouping_finish(SqlQuery *s);
+
+/* bind_window.c: the WINDOW clause's named windows (before the select
+ * list). */
+int sql_bind_window_clause(SqlQuery *s, const cJSON *window_clause);
+/* bind_window.c: SqlBind hook for a call with OVER */
+int sql_bind_window_call(SqlBind *b, const cJSON *fc, const char *lname, int loc, SqlExpr **out);
+/* bind_window.c: at the end of binding, a grouped query's windows read
+ * only groups and aggregates (42803); each function gets its column. */
+int sql_bind_windows_check(SqlQuery *s);
+void sql_bind_windows_place(SqlQuery *s);
 
 /* bind.c: bind a SelectStmt (node or body) against the enclosing query's
  * scope (cx->outer_scope) into cx->arena.  Errors: unknown names (42P01,

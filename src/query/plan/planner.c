@@ -386,9 +386,12 @@ static int exec_plain(SqlQuery *s, QrSqlResult *out)
     }
     bool one_table = s->n_items == 1 && s->items[0].kind == SQL_ITEM_TABLE;
     SqlTableScan *sc0 = one_table ? &s->items[0].scan : NULL;
+    /* windows and DISTINCT ON read every row: no scan may stop early */
+    bool all_rows = s->n_wins > 0 || s->n_distinct_on > 0;
     /* top-k: ORDER BY score() DESC LIMIT k over one table whose only
      * condition is its text predicate, no grouping / distinct */
-    if (one_table && !grouped && !distinct && n_sort >= 1 && limit != UINT64_MAX && keys[0].desc) {
+    if (one_table && !grouped && !distinct && !all_rows && n_sort >= 1 && limit != UINT64_MAX &&
+        keys[0].desc) {
         const SqlExpr *k0 = keys[0].col < n_tg ? tg[keys[0].col].e : extra[keys[0].col - n_tg];
         bool by_score = k0->kind == SE_SCORE ||
                         (k0->kind == SE_COL && s->scope.cols[k0->col].field == -3);
@@ -398,9 +401,9 @@ static int exec_plain(SqlQuery *s, QrSqlResult *out)
     }
     /* ORDER BY a column of the one table LIMIT k: the scan may walk the
      * column's blocks best zone-map bound first, asking the top-N above */
-    bool topn = n_sort && limit != UINT64_MAX && !distinct && limit + offset <= 100000 &&
-                limit + offset > 0;
-    if (topn && one_table && !grouped && !has_srf) {
+    bool topn = n_sort && limit != UINT64_MAX && !distinct && !s->n_distinct_on &&
+                limit + offset <= 100000 && limit + offset > 0;
+    if (topn && one_table && !grouped && !has_srf && !all_rows) {
         const SqlExpr *k0 = keys[0].col < n_tg ? tg[keys[0].col].e : extra[keys[0].col - n_tg];
         if (k0->kind == SE_COL && k0->col >= sc0->first && k0->col < sc0->first + sc0->n_cols) {
             sc0->order_on = true;
@@ -498,10 +501,24 @@ static int exec_plain(SqlQuery *s, QrSqlResult *out)
         for (int i = 0; i < n_extra; i++)
             sql_expr_cols(extra[i], need);
         sql_expr_cols(having, need);
+        for (int i = 0; i < s->n_wins; i++) { /* windows read the groups' rows too */
+            const SqlWinFunc *f = s->wins[i];
+            for (int k = 0; k < f->n_args; k++)
+                sql_expr_cols(f->args[k], need);
+            for (int k = 0; k < f->win->n_part; k++)
+                sql_expr_cols(f->win->part[k], need);
+            for (int k = 0; k < f->win->n_order; k++)
+                sql_expr_cols(f->win->order[k], need);
+            if (f->agg) {
+                sql_expr_cols(f->agg->arg, need);
+                sql_expr_cols(f->agg->arg2, need);
+                sql_expr_cols(f->agg->filter, need);
+            }
+        }
         SqlAggSpec spec = {.groups = groups, .n_groups = n_groups, .aggs = s->bind.aggs,
                            .n_aggs = s->bind.n_aggs, .having = having, .in_width = W, .need = need,
-                           .colagg_col = -1};
-        if (one_table && !const_false && !has_srf && !cx->scores &&
+                           .colagg_col = -1, .sets = s->sets, .n_sets = s->n_sets};
+        if (one_table && !const_false && !has_srf && !cx->scores && !s->sets &&
             (rc = colagg_setup(s, &spec)))
             return rc;
         SqlOp *agg = sql_op_hash_agg(cx, tree, &spec);
@@ -511,9 +528,13 @@ static int exec_plain(SqlQuery *s, QrSqlResult *out)
         /* count(*) over a text predicate (postings only), or count/min/max
          * over a whole table (column statistics): no documents fetched; the
          * aggregate above is the fallback when they cannot answer */
-        if ((rc = fast_aggs(s, &tree, n_groups, having, tg, n_tg, conj, n_conj, const_false)))
+        if (!s->sets && (rc = fast_aggs(s, &tree, n_groups, having, tg, n_tg, conj, n_conj, const_false)))
             return rc;
     }
+    /* window functions, over the groups when grouped */
+    if (s->n_wins && !(tree = sql_op_window(cx, tree, s->wins, s->n_wins, tree->width + s->n_wins,
+                                            grouped ? W : -1)))
+        return cx->err->code;
     /* the select list (and extra ORDER BY keys), typed */
     int XW = n_tg + n_extra;
     SqlExpr **px = qr_arena_calloc(cx->arena, ((size_t)XW + 1) * sizeof *px);
@@ -536,7 +557,12 @@ static int exec_plain(SqlQuery *s, QrSqlResult *out)
         const SqlExpr *ke = keys[i].col < n_tg ? tg[keys[i].col].e : extra[keys[i].col - n_tg];
         keys[i].label = sql_expr_sql(cx, ke, &s->scope, s->n_items > 1);
     }
-    if (topn) {
+    if (s->n_distinct_on) {
+        /* DISTINCT ON: every row sorted, the first of each run of equal keys */
+        if (!(tree = sql_op_sort(cx, tree, keys, n_sort)) ||
+            !(tree = sql_op_unique_on(cx, tree, s->distinct_on, s->n_distinct_on)))
+            return cx->err->code;
+    } else if (topn) {
         if (!(tree = sql_op_topn(cx, tree, keys, n_sort, limit + offset)))
             return cx->err->code;
         if (sc0 && sc0->order_on)
