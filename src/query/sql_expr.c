@@ -607,6 +607,9 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
         *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
     const cJSON *args = sqlj_get(fc, "args");
     int nargs = cJSON_GetArraySize(args);
+    if (nargs > SQL_FUNC_MAX_ARGS) /* PostgreSQL's FUNC_MAX_ARGS */
+        return sql_err_at(b->cx, loc, QR_ELIMIT, "54023",
+                          "cannot pass more than %d arguments to a function", SQL_FUNC_MAX_ARGS);
     for (size_t i = 0; i < sizeof AGGS / sizeof *AGGS; i++)
         if (strcmp(AGGS[i].name, lname) == 0)
             return bind_agg(b, fc, AGGS[i].kind, lname, loc, out);
@@ -628,8 +631,11 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
     SqlExpr *e = new_expr(b, srf ? SE_SRF : SE_FUNC, loc);
     if (!e || set_args(b, e, nargs))
         return b->cx->err->code;
-    for (int i = 0; i < nargs; i++) {
-        int rc = sql_expr_bind(b, cJSON_GetArrayItem(args, i), &e->args[i]);
+    int k = 0;
+    const cJSON *arg;
+    cJSON_ArrayForEach(arg, args)
+    {
+        int rc = sql_expr_bind(b, arg, &e->args[k++]);
         if (rc)
             return rc;
     }
@@ -677,6 +683,8 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
 }
 
 /* ---- set-returning functions ---- */
+
+#define SQL_SRF_MAX_ROWS 100000000ull /* generate_series: more is 54000 */
 
 static const char *const SRF_NAMES[] = {"unnest", "generate_series", "generate_subscripts"};
 
@@ -740,11 +748,15 @@ int sql_srf_rows(SqlCtx *cx, const char *name, int n, const SqlValue *args, QrSq
             return sql_err_at(cx, -1, QR_EINVAL, "22023", "step size cannot equal zero");
         if ((step > 0 && a > z) || (step < 0 && a < z))
             return QR_OK;
-        uint64_t cnt = (step > 0 ? (uint64_t)z - (uint64_t)a : (uint64_t)a - (uint64_t)z) /
-                           (step > 0 ? (uint64_t)step : 0 - (uint64_t)step) + 1;
-        if (cnt > 100000000ull)
+        /* steps after the first; the row count is that + 1, checked before
+         * adding (the whole int8 range has 2^64 values, which wraps to 0) */
+        uint64_t steps = (step > 0 ? (uint64_t)z - (uint64_t)a : (uint64_t)a - (uint64_t)z) /
+                         (step > 0 ? (uint64_t)step : 0 - (uint64_t)step);
+        if (steps >= SQL_SRF_MAX_ROWS)
             return sql_err_at(cx, -1, QR_ELIMIT, "54000",
-                              "generate_series would return %llu rows", (unsigned long long)cnt);
+                              "generate_series would return more than %llu rows",
+                              (unsigned long long)SQL_SRF_MAX_ROWS);
+        uint64_t cnt = steps + 1;
         SqlValue *v = qr_arena_alloc(cx->arena, cnt * sizeof *v);
         if (!v)
             return nomem(cx);

@@ -394,6 +394,13 @@ int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlEx
 /* sql_func.c — scalar functions as data                                     */
 /* ======================================================================== */
 
+/* The longest text a string function builds (repeat, replace): longer
+ * results fail with 54000 "requested length too large" before any memory
+ * is taken. */
+#define SQL_TEXT_MAX ((size_t)64 << 20)
+/* Arguments of one function call, as PostgreSQL (54023 beyond). */
+#define SQL_FUNC_MAX_ARGS 100
+
 struct SqlFuncDef {
     const char *name;
     int min_args, max_args;
