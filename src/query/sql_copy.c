@@ -575,14 +575,10 @@ static int table_query(SqlCtx *cx, const cJSON *b, cJSON **root, const cJSON **n
     qr_buf_putc(&q, 0);
     if (!qr_buf_ok(&q))
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    PgQueryParseResult pr = pg_query_parse((const char *)q.data);
+    int rc = sql_parse((const char *)q.data, q.len - 1, root, cx->err);
     qr_buf_free(&q);
-    if (pr.error) {
-        pg_query_free_parse_result(pr);
-        return qr_error_set(cx->err, QR_EINTERNAL, "cannot build the COPY query");
-    }
-    *root = cJSON_Parse(pr.parse_tree);
-    pg_query_free_parse_result(pr);
+    if (rc)
+        return rc;
     const cJSON *stmts = cJSON_GetObjectItemCaseSensitive(*root, "stmts");
     *node = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(stmts, 0), "stmt");
     return *node ? QR_OK : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
@@ -597,7 +593,7 @@ static int copy_to(SqlCtx *cx, const cJSON *b, const CopyFmt *fmt, QrSqlResult *
         rc = table_query(cx, b, &root, &node);
     if (rc == QR_OK)
         rc = sql_query_run(cx, node, res);
-    cJSON_Delete(root);
+    sqlj_delete(root);
     if (rc)
         return rc;
     res->kind = QR_SQL_RES_COPY_OUT;

@@ -1328,12 +1328,15 @@ static int bind_case(SqlBind *b, const cJSON *ce, int loc, SqlExpr **out)
     }
     if (def && (rc = sql_expr_bind(b, def, &e->args[k++])))
         return rc;
-    /* result type: the first typed result; others coerced */
+    /* result type: the first typed result; others coerced (the list is in
+     * the arena: this frame is on the stack once per level of nested CASE) */
     int n_res = 0;
-    SqlExpr **res[256];
-    for (int i = first_res; i < (arg ? 1 : 0) + 2 * nw && n_res < 255; i += 2)
+    SqlExpr ***res = qr_arena_alloc(b->cx->arena, (size_t)(nw + 1) * sizeof *res);
+    if (!res)
+        return nomem(b->cx);
+    for (int i = first_res; i < (arg ? 1 : 0) + 2 * nw; i += 2)
         res[n_res++] = &e->args[i];
-    if (def && n_res < 256)
+    if (def)
         res[n_res++] = &e->args[k - 1];
     if ((rc = resolve_common(b, res, n_res, "CASE", &rt)))
         return rc;
@@ -1351,9 +1354,9 @@ static int bind_variadic(SqlBind *b, const cJSON *list, SqlExprKind k, int loc, 
     int rc = bind_list(b, list, NULL, &e, k);
     if (rc)
         return rc;
-    SqlExpr **items[256];
-    if (e->n_args > 256)
-        return sql_err_at(b->cx, loc, QR_ELIMIT, "54023", "%s takes at most 256 arguments", name);
+    SqlExpr ***items = qr_arena_alloc(b->cx->arena, (size_t)(e->n_args + 1) * sizeof *items);
+    if (!items)
+        return nomem(b->cx);
     for (int i = 0; i < e->n_args; i++)
         items[i] = &e->args[i];
     QrSqlType rt;
@@ -1666,7 +1669,8 @@ static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
 /* A correlated subquery for one outer row: from the cache, or run with the
  * row as its outer frame.  What the run allocates goes back to the arena;
  * the result lives in the cache entry (or is copied to the arena). */
-static int subq_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
+static __attribute__((noinline)) int subq_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r,
+                                                SqlValue *out)
 {
     SqlSubq *q = e->subq;
     SqlValue kv[SUBQ_MAX_KEYS + 2];
@@ -1769,7 +1773,27 @@ static int bind_subscript(SqlBind *b, const cJSON *ind, int loc, SqlExpr **out)
     return QR_OK;
 }
 
+static int bind_node(SqlBind *b, const cJSON *node, SqlExpr **out);
+
+/* Every expression level passes here: the nesting (subqueries included)
+ * and the stack are checked before the recursion goes deeper. */
 int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out)
+{
+    SqlCtx *cx = b->cx;
+    if (cx->nest >= SQL_MAX_NESTING) {
+        if (cx->err->code == QR_OK)
+            sql_too_complex(cx->err, SQL_MAX_NESTING);
+        return cx->err->code;
+    }
+    if (sql_check_stack(cx))
+        return cx->err->code;
+    cx->nest++;
+    int rc = bind_node(b, node, out);
+    cx->nest--;
+    return rc;
+}
+
+static int bind_node(SqlBind *b, const cJSON *node, SqlExpr **out)
 {
     SqlCtx *cx = b->cx;
     const char *tag = sqlj_tag(node);
@@ -2029,7 +2053,8 @@ static int regex_get(SqlCtx *cx, const SqlExpr *e, const char *p, size_t m, bool
     return QR_OK;
 }
 
-static int regex_match(SqlCtx *cx, const SqlExpr *e, const char *s, size_t n, const char *p,
+static __attribute__((noinline)) int regex_match(SqlCtx *cx, const SqlExpr *e, const char *s,
+                                                  size_t n, const char *p,
                        size_t m, bool ci, bool *out)
 {
     regex_t *re = NULL;
@@ -2193,7 +2218,50 @@ static int set_find(const SqlValueSet *s, const SqlValue *v)
     return 0;
 }
 
+static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out);
+
+/* Nodes with operands recurse: they check the stack first (binding bounded
+ * the depth, but a correlated subquery runs inside an outer evaluation). */
 int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
+{
+    if (e->n_args && sql_stack_low() && sql_check_stack(cx))
+        return cx->err->code;
+    return eval_node(cx, e, r, out);
+}
+
+/* A scalar function call.  Apart from eval_node, whose frame every level
+ * of an expression pays: the argument array is large. */
+static __attribute__((noinline)) int eval_func(SqlCtx *cx, const SqlExpr *e,
+                                               const SqlEvalRow *r, SqlValue *out)
+{
+    SqlValue argv[16];
+    int rc = QR_OK;
+    if (e->n_args > 16)
+        return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "54023", "too many arguments");
+    for (int i = 0; i < e->n_args; i++) {
+        if ((rc = sql_expr_eval(cx, e->args[i], r, &argv[i])))
+            return rc;
+        if (argv[i].is_null && e->fn && e->fn->strict) {
+            *out = sqlv_null();
+            out->type = e->type;
+            return QR_OK;
+        }
+    }
+    if (!e->fn)
+        rc = sqlcat_func_call(cx, NULL, e->name, e->n_args, argv, out);
+    else
+        rc = e->fn->fn(cx, e->n_args, argv, out);
+    if (rc == QR_OK && out->type != e->type && !out->is_null && e->type != QR_SQL_UNKNOWN) {
+        SqlValue c;
+        if ((rc = sqlv_cast(cx, out, e->type, e->loc, &c)) == QR_OK)
+            *out = c;
+    }
+    if (rc == QR_OK && out->is_null)
+        out->type = e->type;
+    return rc;
+}
+
+static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
 {
     SqlValue a, b;
     int rc;
@@ -2533,32 +2601,8 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
         *out = sqlv_text(s, ta.u.s.n + tb.u.s.n);
         return QR_OK;
     }
-    case SE_FUNC: {
-        SqlValue argv[16];
-        if (e->n_args > 16)
-            return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "54023", "too many arguments");
-        for (int i = 0; i < e->n_args; i++) {
-            if ((rc = sql_expr_eval(cx, e->args[i], r, &argv[i])))
-                return rc;
-            if (argv[i].is_null && e->fn && e->fn->strict) {
-                *out = sqlv_null();
-                out->type = e->type;
-                return QR_OK;
-            }
-        }
-        if (!e->fn)
-            rc = sqlcat_func_call(cx, NULL, e->name, e->n_args, argv, out);
-        else
-            rc = e->fn->fn(cx, e->n_args, argv, out);
-        if (rc == QR_OK && out->type != e->type && !out->is_null && e->type != QR_SQL_UNKNOWN) {
-            SqlValue c;
-            if ((rc = sqlv_cast(cx, out, e->type, e->loc, &c)) == QR_OK)
-                *out = c;
-        }
-        if (rc == QR_OK && out->is_null)
-            out->type = e->type;
-        return rc;
-    }
+    case SE_FUNC:
+        return eval_func(cx, e, r, out);
     }
     return sql_err_at(cx, e->loc, QR_EINTERNAL, NULL, "unknown expression kind %d", e->kind);
 }

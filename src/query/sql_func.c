@@ -181,6 +181,23 @@ static int f_btrim(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { return
 static int f_ltrim(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { return f_trim(cx, n, a, out, 1); }
 static int f_rtrim(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { return f_trim(cx, n, a, out, 2); }
 
+/* The first occurrence of needle[0, m) (m > 0) in hay[0, n), or NULL.
+ * memchr, then compare: reads only up to the match (memmem's checked
+ * builds read the whole rest each call, quadratic over many matches). */
+static const char *find_bytes(const char *hay, size_t n, const char *needle, size_t m)
+{
+    const char *end = hay + n;
+    while ((size_t)(end - hay) >= m) {
+        const char *c = memchr(hay, needle[0], (size_t)(end - hay) - m + 1);
+        if (!c)
+            return NULL;
+        if (memcmp(c, needle, m) == 0)
+            return c;
+        hay = c + 1;
+    }
+    return NULL;
+}
+
 static int f_replace(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
     (void)n;
@@ -196,7 +213,7 @@ static int f_replace(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
      * (replace(repeat('a', 10^7), 'a', repeat('b', 10^7)) asks for 10^14) */
     uint64_t hits = 0;
     for (const char *p = s.u.s.s, *end = s.u.s.s + s.u.s.n;
-         (p = memmem(p, (size_t)(end - p), f.u.s.s, f.u.s.n)) != NULL; p += f.u.s.n)
+         (p = find_bytes(p, (size_t)(end - p), f.u.s.s, f.u.s.n)) != NULL; p += f.u.s.n)
         hits++;
     if (r.u.s.n > f.u.s.n && hits > (SQL_TEXT_MAX - s.u.s.n) / (r.u.s.n - f.u.s.n))
         return text_too_long(cx);
@@ -206,7 +223,7 @@ static int f_replace(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
         return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
     size_t k = 0;
     for (const char *p = s.u.s.s, *end = s.u.s.s + s.u.s.n; p < end;) {
-        const char *m = memmem(p, (size_t)(end - p), f.u.s.s, f.u.s.n);
+        const char *m = find_bytes(p, (size_t)(end - p), f.u.s.s, f.u.s.n);
         size_t lit = m ? (size_t)(m - p) : (size_t)(end - p);
         memcpy(d + k, p, lit);
         k += lit;

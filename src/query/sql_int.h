@@ -96,6 +96,7 @@ typedef struct SqlCtx {
     uint64_t ticks;           /* rows since the last deadline check */
     struct SqlExplain *ex;    /* EXPLAIN: plan nodes are recorded here (NULL otherwise) */
     int depth;                /* nesting of sub-selects (CTEs, subqueries) */
+    int nest;                 /* expression levels being bound now (sql_expr_bind) */
     void *ctes;               /* WITH queries in scope (sql_select.c) */
     bool scores;              /* EXPLAIN (SCORES): keep the docs of the first text access */
     struct SqlTableScan *scores_scan; /* ... that access (set by the outermost SELECT) */
@@ -154,6 +155,58 @@ const char *sqlj_sval(const cJSON *n);
 const cJSON *sqlj_list(const cJSON *n);
 /* The last name of a list of String nodes (funcname, typeName.names). */
 const char *sqlj_last_name(const cJSON *list);
+/* Read libpg_query's JSON output into a cJSON tree without recursion (the
+ * tree of a long operator chain nests deeper than cJSON_Parse accepts).
+ * QR_ELIMIT when containers nest deeper than max_depth (*depth_seen then
+ * says how deep it went), QR_ENOMEM, QR_EINTERNAL for malformed JSON; no
+ * error is set and *out is NULL on failure.  Free with sqlj_delete. */
+int sqlj_parse(const char *json, int max_depth, cJSON **out, int *depth_seen);
+/* Free a tree (its root has no siblings) without recursion.  NULL is a no-op. */
+void sqlj_delete(cJSON *root);
+/* Visit root and every item below it, parents before children, without
+ * recursion; a visit returning non-zero stops the walk with that value.
+ * The visitor may add members to the node it visits. */
+int sqlj_walk(cJSON *root, int (*visit)(cJSON *node, void *arg), void *arg);
+
+/* ======================================================================== */
+/* sql_guard.c — nesting, stack and access guards; parsing                   */
+/* ======================================================================== */
+
+/* About how many levels a statement may nest (a chain of that many
+ * operators, brackets, subqueries): beyond, 54001 "statement too complex"
+ * before libpg_query sees it.  Normalizing (query history) recurses more
+ * per level and takes less. */
+#define SQL_MAX_NESTING 5000
+#define SQL_NORMALIZE_NESTING 1500
+/* Containers the parse tree's JSON may nest (a level of SQL is at most 4). */
+#define SQL_MAX_JSON_DEPTH (4 * SQL_MAX_NESTING + 64)
+/* Stack the binder and executor leave free for the calls they make. */
+#define SQL_STACK_MARGIN ((size_t)256 << 10)
+
+/* Set err to 54001 "statement too complex" (limit named in the detail);
+ * returns QR_ELIMIT. */
+int sql_too_complex(QrError *err, int limit);
+/* QR_OK when the statement sql[0, len) (NUL-terminated at len) surely
+ * nests at most about `limit` levels; 54001 otherwise.  Cheap for short
+ * statements and for long ones of few operators (IN lists, VALUES). */
+int sql_guard_nesting(const char *sql, size_t len, int limit, QrError *err);
+/* Guard, parse with libpg_query and read the tree (sqlj_delete it):
+ * 42601 with the position for syntax errors, 54001 when too deep. */
+int sql_parse(const char *sql, size_t len, cJSON **tree, QrError *err);
+/* Bytes of stack left below the caller's frame (SIZE_MAX when unknown).
+ * The first call on a thread finds its stack; statements make it before
+ * anything recurses, so sql_stack_low is then exact. */
+size_t sql_stack_left(void);
+extern __thread uintptr_t sql_stack_lo; /* this thread's lowest usable stack address, 0 unknown */
+/* Cheap test for hot recursion (evaluation): less than the margin left? */
+static inline bool sql_stack_low(void)
+{
+    return (uintptr_t)__builtin_frame_address(0) < sql_stack_lo + SQL_STACK_MARGIN;
+}
+/* QR_OK, or 54001 set in cx->err when less than SQL_STACK_MARGIN is left:
+ * called by every recursion over statements (binding, evaluation,
+ * subqueries). */
+int sql_check_stack(SqlCtx *cx);
 
 /* ======================================================================== */
 /* sql_value.c — values, casts, comparison, text forms                       */

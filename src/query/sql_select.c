@@ -1806,7 +1806,7 @@ static int select_body(SqlCtx *cx, const cJSON *body, bool describe, QrSqlResult
     out->arena = cx->arena;
     if (!body)
         return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "missing SELECT");
-    if (sql_check(cx))
+    if (sql_check(cx) || sql_check_stack(cx)) /* UNION chains and subqueries recurse here */
         return cx->err->code;
     /* WITH: materialize each CTE once, visible to what follows */
     SqlCte *saved = (SqlCte *)cx->ctes;
@@ -2487,13 +2487,17 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
     }
     bool run = !(cx->ex && !cx->ex->analyze);
     int W = s->scope.n;
+    /* join steps; their hash tables are freed at ag_out.  In the arena: on
+     * the stack they were 23 KB that every level of nested subqueries paid */
+    int n_lv = s->n_items;    /* lv[ii - 1] joins item ii: n_items - 1 used */
+    JoinLevel *lv = qr_arena_calloc(cx->arena, (size_t)n_lv * sizeof *lv + 1);
+    if (!lv)
+        return nomem(cx);
     Agg ag;
     if ((rc = ag_init(&ag, cx, W, grouped, groups, n_groups, &s->bind, tg, n_tg, extra, n_extra)))
         return rc;
     ag.has_srf = has_srf;
-    JoinLevel lv[MAX_ITEMS];  /* join steps; their hash tables are freed at ag_out */
     JoinPipe pipe;
-    memset(lv, 0, sizeof lv);
     memset(&pipe, 0, sizeof pipe);
     /* ORDER BY ... LIMIT without DISTINCT: a bounded sort while projecting */
     if (n_sort && limit != UINT64_MAX && !distinct && limit + offset <= 100000 && limit + offset > 0) {
@@ -2620,7 +2624,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
         } else {
             /* too many pairs to be sure of: store the first table's rows
              * and join step by step, which knows the exact count */
-            for (int i = 0; i < MAX_ITEMS; i++)
+            for (int i = 0; i < n_lv; i++)
                 join_level_free(&lv[i]);
             memcpy(done, done0, (size_t)n_conj);
         }
@@ -2786,7 +2790,7 @@ static int select_plain(Sel *s, const cJSON *body, bool describe, QrSqlResult *o
     }
     rc = ag_finish(&ag, having);
 ag_out:
-    for (int i = 0; i < MAX_ITEMS; i++)
+    for (int i = 0; i < n_lv; i++)
         join_level_free(&lv[i]);
     ag_free(&ag);
     if (rc)

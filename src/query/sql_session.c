@@ -328,17 +328,16 @@ int qr_sql_split(const char *sql, size_t len, QrSqlSpan **spans, int *n, QrError
 
 /* ---- statements ---- */
 
-static void max_param(const cJSON *n, int *mx)
+/* sqlj_walk visitor: the highest $n of a ParamRef into *(int *)arg. */
+static int max_param(cJSON *n, void *arg)
 {
-    for (const cJSON *c = n ? n->child : NULL; c; c = c->next) {
-        if (c->string && !strcmp(c->string, "ParamRef")) {
-            int k = sqlj_int(c, "number", 0);
-            if (k > *mx)
-                *mx = k;
-        }
-        if (cJSON_IsObject(c) || cJSON_IsArray(c))
-            max_param(c, mx);
+    int *mx = arg;
+    if (n->string && !strcmp(n->string, "ParamRef")) {
+        int k = sqlj_int(n, "number", 0);
+        if (k > *mx)
+            *mx = k;
     }
+    return QR_OK;
 }
 
 static const char *node_kind(const cJSON *stmt, const char *tag)
@@ -365,7 +364,7 @@ static void stmt_free(QrSqlStmt *st)
 {
     if (!st)
         return;
-    cJSON_Delete(st->tree);
+    sqlj_delete(st->tree);
     qr_arena_free(st->arena);
 }
 
@@ -398,6 +397,7 @@ static void ctx_init(SqlCtx *cx, QrSqlSession *s, QrArena *a, const char *sql, s
     cx->err = err;
     cx->t0_ns = qr_now_ns();
     cx->path = s ? session_path(s) : SQL_PATH_AUTO;
+    (void)sql_stack_left(); /* learn this thread's stack before recursing (sql_stack_low) */
 }
 
 /* Parse + describe one statement into a new QrSqlStmt (refs 1). */
@@ -425,21 +425,10 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
         stmt_free(st);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
-    PgQueryParseResult pr = pg_query_parse(st->sql);
-    if (pr.error) {
-        qr_error_set(err, QR_ESYNTAX, "%s", pr.error->message);
-        qr_error_set_sqlstate(err, "42601");
-        if (pr.error->cursorpos > 0)
-            qr_error_pos(err, qr_sql_utf8_chars(st->sql, (size_t)pr.error->cursorpos - 1) + 1, -1, -1);
-        pg_query_free_parse_result(pr);
+    int prc = sql_parse(st->sql, len, &st->tree, err);
+    if (prc) {
         stmt_free(st);
-        return QR_ESYNTAX;
-    }
-    st->tree = cJSON_Parse(pr.parse_tree);
-    pg_query_free_parse_result(pr);
-    if (!st->tree) {
-        stmt_free(st);
-        return qr_error_set(err, QR_ENOMEM, "out of memory");
+        return prc;
     }
     const cJSON *stmts = cJSON_GetObjectItemCaseSensitive(st->tree, "stmts");
     int ns = cJSON_GetArraySize(stmts);
@@ -463,7 +452,10 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
     st->kind = node_kind(st->stmt, st->node_tag);
     /* parameters: declared types, then inferred during analysis */
     int mx = n_oids;
-    max_param(st->stmt, &mx);
+    if (sqlj_walk((cJSON *)st->stmt, max_param, &mx)) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
     st->n_params = mx;
     st->param_types = qr_arena_calloc(a, (size_t)(mx + 1) * sizeof *st->param_types);
     st->param_oids = qr_arena_calloc(a, (size_t)(mx + 1) * sizeof *st->param_oids);

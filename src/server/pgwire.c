@@ -47,7 +47,7 @@
 #define PGW_EXTRA_THREADS 64          /* startup-phase connections beyond the limit */
 #define PGW_RBUF_INIT 8192
 #define PGW_FLUSH_AT (64 * 1024)
-#define PGW_STACK_BYTES (4u << 20)
+#define PGW_STACK_BYTES (8u << 20)    /* as a main thread: SQL nests to its limit, not the stack's */
 
 struct PgServer {
     QrDb *db;                /* borrows */

@@ -8,10 +8,12 @@
  * was seen to fail with the guard it covers taken out.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "query/sql_int.h"
 #include "sql_test_env.h"
 #include "store/util.h"
 
@@ -141,4 +143,214 @@ Test(sql_limits, function_calls_take_at_most_100_arguments)
     QrSqlResult *r = run("SELECT json_build_object('a', 1, 'b', 'x')");
     cr_assert_str_eq(cell0(r, 0), "{\"a\" : 1, \"b\" : \"x\"}");
     qr_sql_result_free(r);
+}
+
+/* ---- nesting ---- */
+
+/* prefix + unit x n + middle + close x n + suffix */
+static char *nested(const char *prefix, const char *unit, int n, const char *middle,
+                    const char *close, const char *suffix, size_t *len)
+{
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, prefix, strlen(prefix));
+    for (int i = 0; i < n; i++)
+        qr_buf_append(&b, unit, strlen(unit));
+    qr_buf_append(&b, middle, strlen(middle));
+    for (int i = 0; i < n; i++)
+        qr_buf_append(&b, close, strlen(close));
+    qr_buf_append(&b, suffix, strlen(suffix));
+    qr_buf_putc(&b, 0);
+    cr_assert(qr_buf_ok(&b));
+    *len = b.len - 1;
+    return (char *)b.data;
+}
+
+typedef struct DeepRun {
+    const char *sql;
+    size_t len;
+    int rc;
+    char sqlstate[6];
+    char first[64]; /* row 0, column 0 */
+    char msg[256];
+} DeepRun;
+
+static void *deep_thread(void *arg)
+{
+    DeepRun *d = arg;
+    QrError err;
+    QrSqlResult *r = try_sql(env.s, d->sql, d->len, &err);
+    d->rc = r ? QR_OK : err.code;
+    snprintf(d->sqlstate, sizeof d->sqlstate, "%s", r ? "00000" : qr_error_sqlstate(&err));
+    snprintf(d->msg, sizeof d->msg, "%s", r ? "" : err.message);
+    if (r && r->n_rows && r->n_cols)
+        snprintf(d->first, sizeof d->first, "%s", cell0(r, 0));
+    qr_sql_result_free(r);
+    return NULL;
+}
+
+/* Run sql on a thread with a stack of stack_mb MB (the PostgreSQL port's
+ * threads have 8). */
+static DeepRun run_deep(const char *sql, size_t len, unsigned stack_mb)
+{
+    DeepRun d = {.sql = sql, .len = len};
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, (size_t)stack_mb << 20);
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, &at, deep_thread, &d), 0);
+    pthread_join(t, NULL);
+    pthread_attr_destroy(&at);
+    return d;
+}
+
+/* The longest sum asked to run: near the limit (ASan's frames are about
+ * three times larger, and its 8 MB hold 3,000 levels). */
+#ifdef __SANITIZE_ADDRESS__
+#define SUM_OK 1000
+#else
+#define SUM_OK 4900
+#endif
+
+Test(sql_limits, deep_statements_answer_or_refuse_with_54001, .timeout = 300)
+{
+    static const struct {
+        const char *prefix, *unit, *middle, *close, *suffix;
+        int ok_n;          /* a depth that must run (8 MB stack) and answer `want` */
+        const char *want;  /* %d: ok_n + 1 */
+    } C[] = {
+        {"SELECT ", "1+", "1", "", "", SUM_OK, "%d"},
+        {"SELECT ", "NOT ", "true", "", "", 1000, "t"},
+        {"SELECT ", "(", "7", ")", "", 2000, "7"},
+        {"SELECT ", "abs(", "-3", ")", "", 1000, "3"},
+        {"SELECT ", "coalesce(NULL, ", "5", ")", "", 1000, "5"},
+        {"SELECT 1", "::int8", "", "", "", 1000, "1"},
+        {"SELECT ", "CASE WHEN true THEN ", "2", " END", "", 500, "2"},
+        {"SELECT ", "(SELECT ", "4", ")", "", 60, "4"},
+        {"SELECT ", "1 + (", "1", ")", "", 1000, "%d"},
+        {"SELECT length(", "'a' || ", "'b'", "", ")", 1000, "%d"},
+        {"SELECT count(*) FROM (SELECT 1", " UNION ALL SELECT 1", "", "", ") u", 1000, "%d"},
+        {"SELECT ", "- ", "8", "", "", 1000, "8"},
+        {"SELECT 1 WHERE ", "(", "true", " AND true)", "", 1000, "1"},
+    };
+    char want[64];
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        int sizes[] = {C[i].ok_n, 6000, 40000};
+        for (int k = 0; k < 3; k++) {
+            size_t len;
+            char *sql = nested(C[i].prefix, C[i].unit, sizes[k], C[i].middle, C[i].close,
+                               C[i].suffix, &len);
+            /* too deep must be refused however small the stack: 4 MB there */
+            DeepRun d = run_deep(sql, len, k == 0 ? 8 : 4);
+            free(sql);
+            if (k == 0) {
+                cr_assert_eq(d.rc, QR_OK, "%s x %d: %s (%s)", C[i].unit, sizes[k], d.msg,
+                             d.sqlstate);
+                snprintf(want, sizeof want, C[i].want, sizes[k] + 1);
+                if (!strcmp(C[i].unit, "- ")) /* an even number of minus signs */
+                    snprintf(want, sizeof want, "%s", sizes[k] % 2 ? "-8" : "8");
+                cr_assert_str_eq(d.first, want, "%s x %d", C[i].unit, sizes[k]);
+            } else {
+                /* refused with 54001 (or, for the brackets the grammar limits
+                 * itself, its syntax error), never a crash */
+                cr_assert_neq(d.rc, QR_OK, "%s x %d should be refused", C[i].unit, sizes[k]);
+                cr_assert(!strcmp(d.sqlstate, "54001") || !strcmp(d.sqlstate, "42601"),
+                          "%s x %d: %s (%s)", C[i].unit, sizes[k], d.msg, d.sqlstate);
+            }
+        }
+    }
+}
+
+Test(sql_limits, the_stack_check_stops_what_the_count_lets_through)
+{
+    /* 2,400 nested calls are 4,800 levels by the count, under the limit;
+     * binding them takes more than a 1 MB stack has, and the check answers
+     * 54001 before it runs out */
+    size_t len;
+    char *sql = nested("SELECT ", "abs(", 2400, "-3", ")", "", &len);
+    DeepRun d = run_deep(sql, len, 1);
+    cr_assert_str_eq(d.sqlstate, "54001", "%s", d.msg);
+    d = run_deep(sql, len, 8); /* and runs where the stack is larger */
+    free(sql);
+#ifndef __SANITIZE_ADDRESS__
+    cr_assert_eq(d.rc, QR_OK, "%s (%s)", d.msg, d.sqlstate);
+    cr_assert_str_eq(d.first, "3");
+#endif
+}
+
+Test(sql_limits, long_flat_lists_are_not_nesting)
+{
+    /* 10,000-item IN lists and OR chains nest one level: they run */
+    QrBuf q;
+    qr_buf_init(&q);
+    qr_buf_printf(&q, "SELECT 9999 IN (");
+    for (int i = 0; i < 10000; i++)
+        qr_buf_printf(&q, "%s%d", i ? ", " : "", i);
+    qr_buf_printf(&q, "), (SELECT count(*) FROM generate_series(1, 300) g(x) WHERE ");
+    for (int i = 0; i < 10000; i++)
+        qr_buf_printf(&q, "%sx = %d", i ? " OR " : "", 2 * i);
+    qr_buf_printf(&q, ")");
+    DeepRun d = run_deep((const char *)q.data, q.len, 4);
+    cr_assert_eq(d.rc, QR_OK, "%s (%s)", d.msg, d.sqlstate);
+    cr_assert_str_eq(d.first, "t");
+    QrSqlResult *r = try_sql(env.s, (const char *)q.data, q.len, &(QrError){0});
+    cr_assert_not_null(r);
+    cr_assert_str_eq(cell0(r, 1), "150"); /* the even numbers of 1..300 */
+    qr_sql_result_free(r);
+    qr_buf_free(&q);
+}
+
+typedef struct NormRun {
+    const char *sql;
+    size_t len;
+    int rc;
+    char sqlstate[6];
+    size_t out_len;
+} NormRun;
+
+static void *norm_thread(void *arg)
+{
+    NormRun *n = arg;
+    QrBuf out;
+    qr_buf_init(&out);
+    QrError err;
+    qr_error_clear(&err);
+    uint64_t fp;
+    n->rc = qr_sql_normalize(n->sql, n->len, &out, &fp, &err);
+    snprintf(n->sqlstate, sizeof n->sqlstate, "%s", n->rc ? qr_error_sqlstate(&err) : "00000");
+    n->out_len = out.len;
+    qr_buf_free(&out);
+    return NULL;
+}
+
+Test(sql_limits, normalizing_for_the_query_history_refuses_deep_statements)
+{
+    /* libpg_query's normalization walks the tree with about 700 bytes of
+     * stack a level: 1,500 NOTs in a row crashed a 1 MB stack */
+    static const struct {
+        const char *unit, *middle;
+        int n;
+        bool ok;
+    } C[] = {
+        {"1+", "1", 1000, true},  {"NOT ", "true", 1000, true}, {"1+", "1", 40000, false},
+        {"NOT ", "true", 9000, false}, {"abs(", "1", 3000, false},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        size_t len;
+        char *sql = nested("SELECT ", C[i].unit, C[i].n, C[i].middle,
+                           C[i].unit[0] == 'a' ? ")" : "", "", &len);
+        NormRun n = {.sql = sql, .len = len};
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setstacksize(&at, 2u << 20);
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, &at, norm_thread, &n), 0);
+        pthread_join(t, NULL);
+        pthread_attr_destroy(&at);
+        free(sql);
+        if (C[i].ok)
+            cr_assert_eq(n.rc, QR_OK, "%s x %d: %s", C[i].unit, C[i].n, n.sqlstate);
+        else
+            cr_assert_str_eq(n.sqlstate, "54001", "%s x %d", C[i].unit, C[i].n);
+    }
 }
