@@ -1,7 +1,8 @@
 /*
  * sql_guard.c — what a statement must pass before it runs: a bound on its
- * nesting before libpg_query sees it, and a stack check for the recursion
- * of binding and execution.
+ * nesting before libpg_query sees it, a stack check for the recursion of
+ * binding and execution, and the access a statement needs (read, write
+ * rows, change the schema) decided from its parse tree.
  *
  * Layer: query/.  Calls libpg_query's scanner and the base kit.
  *
@@ -28,6 +29,15 @@
  * count is over the limit are they tokenized by libpg_query's own scanner
  * and measured as above.  The parse that follows is then exact: the tree
  * is read without recursion and nesting past its limit is the same 54001.
+ *
+ * Access.  A statement needs the most any node of its tree needs
+ * (sql_access_of), so nothing hides in a string a second tokenizer
+ * misread: SELECT, VALUES, EXPLAIN, SHOW, SET, transactions, cursors and
+ * COPY ... TO STDOUT read; INSERT, UPDATE, DELETE, MERGE, COPY FROM and
+ * SELECT ... FOR UPDATE/SHARE write rows (in a WITH or under EXPLAIN
+ * too); anything else, SELECT INTO, TRUNCATE and statements Quarry does not
+ * know included, changes the schema.  A limited session checks it for
+ * every statement as it executes (sql_session.c).
  */
 #include "query/sql_int.h"
 
@@ -302,5 +312,127 @@ int sql_parse(const char *sql, size_t len, cJSON **tree, QrError *err)
         return qr_error_set(err, QR_ENOMEM, "out of memory reading the parse tree");
     if (rc)
         return qr_error_set(err, QR_EINTERNAL, "cannot read the parse tree");
+    return QR_OK;
+}
+
+/* ---- access ---- */
+
+/* Statement nodes by tag; a tag not listed changes the schema (unknown
+ * statements fail closed). */
+static const struct {
+    const char *tag;
+    QrSqlAccess access;
+    const char *what;
+} ACCESS[] = {
+    {"SelectStmt", QR_SQL_ACCESS_READ, "SELECT"},
+    {"ExplainStmt", QR_SQL_ACCESS_READ, "EXPLAIN"}, /* its query is walked too */
+    {"VariableShowStmt", QR_SQL_ACCESS_READ, "SHOW"},
+    {"VariableSetStmt", QR_SQL_ACCESS_READ, "SET"},  /* the session's own settings */
+    {"TransactionStmt", QR_SQL_ACCESS_READ, "TRANSACTION"},
+    {"DiscardStmt", QR_SQL_ACCESS_READ, "DISCARD"},
+    {"DeclareCursorStmt", QR_SQL_ACCESS_READ, "DECLARE CURSOR"},
+    {"FetchStmt", QR_SQL_ACCESS_READ, "FETCH"},
+    {"ClosePortalStmt", QR_SQL_ACCESS_READ, "CLOSE"},
+    {"InsertStmt", QR_SQL_ACCESS_WRITE, "INSERT"},
+    {"UpdateStmt", QR_SQL_ACCESS_WRITE, "UPDATE"},
+    {"DeleteStmt", QR_SQL_ACCESS_WRITE, "DELETE"},
+    {"MergeStmt", QR_SQL_ACCESS_WRITE, "MERGE"},
+    {"CopyStmt", QR_SQL_ACCESS_WRITE, "COPY FROM"}, /* COPY ... TO: see tag_access */
+    {"CreateStmt", QR_SQL_ACCESS_SCHEMA, "CREATE TABLE"},
+    {"CreateTableAsStmt", QR_SQL_ACCESS_SCHEMA, "CREATE TABLE AS"},
+    {"IndexStmt", QR_SQL_ACCESS_SCHEMA, "CREATE INDEX"},
+    {"DropStmt", QR_SQL_ACCESS_SCHEMA, "DROP"},
+    {"AlterTableStmt", QR_SQL_ACCESS_SCHEMA, "ALTER TABLE"},
+    {"TruncateStmt", QR_SQL_ACCESS_SCHEMA, "TRUNCATE TABLE"},
+};
+
+static QrSqlAccess tag_access(const char *tag, const cJSON *body, const char **what)
+{
+    if (!strcmp(tag, "CopyStmt") && !sqlj_bool(body, "is_from") && !sqlj_get(body, "filename") &&
+        !sqlj_bool(body, "is_program")) {
+        *what = "COPY TO";
+        return QR_SQL_ACCESS_READ;
+    }
+    for (size_t i = 0; i < sizeof ACCESS / sizeof ACCESS[0]; i++)
+        if (!strcmp(ACCESS[i].tag, tag)) {
+            *what = ACCESS[i].what;
+            /* COPY with a file or a program reaches the server's files */
+            if (!strcmp(tag, "CopyStmt") && (sqlj_get(body, "filename") || sqlj_bool(body, "is_program")))
+                return QR_SQL_ACCESS_SCHEMA;
+            return ACCESS[i].access;
+        }
+    *what = tag;
+    return QR_SQL_ACCESS_SCHEMA;
+}
+
+typedef struct AccessWalk {
+    QrSqlAccess need;
+    const char *what;
+} AccessWalk;
+
+static void access_note(AccessWalk *w, QrSqlAccess a, const char *what)
+{
+    if (a > w->need) {
+        w->need = a;
+        w->what = what;
+    }
+}
+
+/* sqlj_walk visitor: every statement node below the top one (the key of a
+ * node's member is its tag), and the clauses that make a SELECT more */
+static int access_visit(cJSON *n, void *arg)
+{
+    AccessWalk *w = arg;
+    const char *k = n->string, *what;
+    size_t kl = k ? strlen(k) : 0;
+    /* node tags are capitalized; fields are not ("selectStmt" of INSERT) */
+    if (kl > 4 && k[0] >= 'A' && k[0] <= 'Z' && !strcmp(k + kl - 4, "Stmt") && cJSON_IsObject(n)) {
+        QrSqlAccess a = tag_access(k, n, &what);
+        access_note(w, a, what);
+    } else if (k && !strcmp(k, "intoClause") && !cJSON_IsNull(n)) {
+        access_note(w, QR_SQL_ACCESS_SCHEMA, "SELECT INTO");
+    } else if (k && !strcmp(k, "lockingClause") && !cJSON_IsNull(n)) {
+        access_note(w, QR_SQL_ACCESS_WRITE, "SELECT FOR UPDATE");
+    }
+    return QR_OK;
+}
+
+int sql_access_of(const cJSON *stmt, QrSqlAccess *need, const char **what)
+{
+    /* the top node by its tag, whatever it is called; then every node
+     * below (the walk meets the top one again, which changes nothing) */
+    const char *tag = sqlj_tag(stmt), *top = "SELECT";
+    AccessWalk w = {QR_SQL_ACCESS_READ, NULL};
+    if (tag)
+        w.need = tag_access(tag, sqlj_body(stmt), &top);
+    w.what = top;
+    int rc = sqlj_walk((cJSON *)stmt, access_visit, &w);
+    *need = rc ? QR_SQL_ACCESS_SCHEMA : w.need; /* out of memory: fail closed */
+    *what = w.what;
+    return rc;
+}
+
+int qr_sql_access_needed(const char *sql, size_t len, QrSqlAccess *need, QrError *err)
+{
+    char *text = qr_strndup(sql, len);
+    if (!text)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    cJSON *tree;
+    int rc = sql_parse(text, len, &tree, err);
+    qr_free(text);
+    if (rc)
+        return rc;
+    QrSqlAccess most = QR_SQL_ACCESS_READ;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(tree, "stmts"))
+    {
+        QrSqlAccess a;
+        const char *what;
+        sql_access_of(cJSON_GetObjectItemCaseSensitive(it, "stmt"), &a, &what);
+        if (a > most)
+            most = a;
+    }
+    sqlj_delete(tree);
+    *need = most;
     return QR_OK;
 }

@@ -46,6 +46,8 @@ struct QrSqlSession {
     QrDb *db;                 /* borrows */
     atomic_bool cancel;       /* set from any thread; cleared per statement */
     uint64_t timeout_cap_ms;  /* qr_sql_session_limit_timeout; 0 = none */
+    QrSqlAccess access_max;   /* qr_sql_session_limit_access (SCHEMA: no limit) */
+    const char *access_hint;  /* borrows: the hint of an access error, or NULL */
     char txn_status;          /* 'I', 'T', 'E' (sql_txn.c moves it) */
     SqlSetting *settings;     /* owns */
     int n_settings, cap_settings;
@@ -70,6 +72,8 @@ struct QrSqlStmt {
     const cJSON *stmt;        /* borrows tree: {"SelectStmt": {...}} */
     const char *node_tag;     /* "SelectStmt", "InsertStmt", ... */
     const char *kind;         /* "SELECT", "INSERT", ... */
+    QrSqlAccess access;       /* what running it needs (sql_access_of) */
+    const char *access_what;  /* the command that needs it ("DELETE" in a WITH) */
     int n_params;
     uint32_t *param_oids;     /* n_params */
     QrSqlType *param_types;
@@ -193,6 +197,9 @@ int sql_guard_nesting(const char *sql, size_t len, int limit, QrError *err);
 /* Guard, parse with libpg_query and read the tree (sqlj_delete it):
  * 42601 with the position for syntax errors, 54001 when too deep. */
 int sql_parse(const char *sql, size_t len, cJSON **tree, QrError *err);
+/* The access a statement node ({"Tag": {...}}) needs, and the command that
+ * needs it (static text: "DELETE", "SELECT INTO", "CREATE TABLE"...). */
+int sql_access_of(const cJSON *stmt, QrSqlAccess *need, const char **what);
 /* Bytes of stack left below the caller's frame (SIZE_MAX when unknown).
  * The first call on a thread finds its stack; statements make it before
  * anything recurses, so sql_stack_low is then exact. */

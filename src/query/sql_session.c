@@ -110,6 +110,7 @@ int qr_sql_session_new(QrDb *db, QrSqlSession **out, QrError *err)
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     s->db = db;
     s->txn_status = 'I';
+    s->access_max = QR_SQL_ACCESS_SCHEMA;
     atomic_init(&s->cancel, false);
     *out = s;
     return QR_OK;
@@ -265,6 +266,36 @@ uint64_t sql_session_timeout_ms(const QrSqlSession *s)
 }
 
 void qr_sql_session_limit_timeout(QrSqlSession *s, uint64_t max_ms) { s->timeout_cap_ms = max_ms; }
+
+void qr_sql_session_limit_access(QrSqlSession *s, QrSqlAccess max, const char *hint)
+{
+    s->access_max = max;
+    s->access_hint = hint;
+    if (max == QR_SQL_ACCESS_READ) { /* what SHOW transaction_read_only says */
+        QrError e;
+        qr_error_clear(&e);
+        qr_sql_session_set(s, "transaction_read_only", "on", &e);
+    }
+}
+
+/* Refuse a statement needing more than the session may do (25006 for a
+ * read-only session, 42501 for one that may not change the schema). */
+static int access_check(const QrSqlSession *s, const QrSqlStmt *st, QrError *err)
+{
+    if (st->access <= s->access_max)
+        return QR_OK;
+    if (s->access_max == QR_SQL_ACCESS_READ) {
+        qr_error_set(err, QR_EPERM, "cannot execute %s in a read-only transaction", st->access_what);
+        qr_error_set_sqlstate(err, "25006");
+    } else {
+        qr_error_set(err, QR_EPERM, "permission denied to execute %s", st->access_what);
+        qr_error_detail(err, "this session may read and write rows but not change the schema");
+        qr_error_set_sqlstate(err, "42501");
+    }
+    if (s->access_hint)
+        qr_error_hint(err, "%s", s->access_hint);
+    return QR_EPERM;
+}
 
 static SqlAccessPath session_path(const QrSqlSession *s)
 {
@@ -440,6 +471,7 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
     }
     if (ns == 0) {
         st->kind = "";
+        st->access = QR_SQL_ACCESS_READ;
         *out = st;
         return QR_OK;
     }
@@ -450,6 +482,10 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
         return qr_error_set(err, QR_ESYNTAX, "empty statement");
     }
     st->kind = node_kind(st->stmt, st->node_tag);
+    if (sql_access_of(st->stmt, &st->access, &st->access_what)) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
     /* parameters: declared types, then inferred during analysis */
     int mx = n_oids;
     if (sqlj_walk((cJSON *)st->stmt, max_param, &mx)) {
@@ -657,6 +693,10 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
                      "current transaction is aborted, commands ignored until end of transaction block");
         qr_error_set_sqlstate(err, "25P02");
         return QR_EINVAL;
+    }
+    if (access_check(s, st, err)) {
+        qr_sql_session_fail(s); /* as any failed statement in a block */
+        return QR_EPERM;
     }
     QrArena *a = qr_arena_new(session_mem_cap(s));
     QrSqlResult *res = a ? qr_arena_calloc(a, sizeof *res) : NULL;

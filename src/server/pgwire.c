@@ -608,6 +608,12 @@ static bool startup(PgConn *c)
         pgw_flush(c);
         return false;
     }
+    /* a read-only user's session runs reads only: the engine checks every
+     * statement's parse as it executes (SQL, cursors, COPY alike) */
+    if (c->role == SCRAM_ROLE_READ_ONLY)
+        qr_sql_session_limit_access(sess, QR_SQL_ACCESS_READ,
+                                    "connect as a read-write user (quarry user add NAME --role "
+                                    "read-write)");
     pthread_mutex_lock(&s->mu); /* published for CancelRequest and stop */
     c->sess = sess;
     pthread_mutex_unlock(&s->mu);

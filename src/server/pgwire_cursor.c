@@ -239,7 +239,7 @@ static bool do_declare(PgConn *c, Tok *t, const char *q, QrSqlSpan sp)
     QrSqlStmt *st = NULL;
     int rc = qr_sql_prepare(c->sess, q + qoff, qlen, NULL, 0, &st, &e);
     if (rc == QR_OK)
-        rc = pgw_run_stmt(c, st, NULL, &r, &e);
+        rc = qr_sql_execute(c->sess, st, NULL, &r, &e);
     if (rc != QR_OK) {
         qr_sql_stmt_unref(st);
         int64_t pos = e.offset > 0 ? e.offset + qr_sql_utf8_chars(q, qoff) : 0;

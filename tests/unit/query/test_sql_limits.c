@@ -354,3 +354,210 @@ Test(sql_limits, normalizing_for_the_query_history_refuses_deep_statements)
             cr_assert_str_eq(n.sqlstate, "54001", "%s x %d", C[i].unit, C[i].n);
     }
 }
+
+/* ---- access ---- */
+
+Test(sql_limits, the_access_a_query_string_needs_comes_from_its_parse)
+{
+    enum { R = QR_SQL_ACCESS_READ, W = QR_SQL_ACCESS_WRITE, S = QR_SQL_ACCESS_SCHEMA, SYNTAX = 0 };
+    static const struct {
+        const char *sql;
+        int want;
+    } C[] = {
+        {"SELECT 1", R},
+        {"  select * from t where x = 'drop table t'", R},
+        {"/* delete */ SELECT 1 -- update\n", R},
+        {"/* nested /* drop */ still comment */ SELECT 1", R},
+        {"SELECT \"update\" FROM t", R},
+        {"SELECT $tag$ insert $tag$, $1", R},
+        {"SELECT 'it''s; drop table x'", R},
+        {"(SELECT 1) UNION (SELECT 2)", R},
+        {"BEGIN; SELECT 1; COMMIT;", R},
+        {"EXPLAIN ANALYZE SELECT 1", R},
+        {"SELECT lock, call FROM t", R},
+        {"SET statement_timeout = 5; SHOW x", R},
+        {"", R},
+        {"COPY t TO STDOUT", R},
+        {"COPY (SELECT 1) TO STDOUT", R},
+        {"DECLARE c CURSOR FOR SELECT 1", R},
+        {"VALUES (1), (2)", R},
+        {"SELECT $a$ $b$ ; DELETE FROM t; $a$", R}, /* one dollar-quoted string */
+        {"EXPLAIN ANALYZE INSERT INTO t VALUES (1)", W},
+        {"EXPLAIN DELETE FROM t", W}, /* not run, but refused all the same */
+        {"INSERT INTO t VALUES (1) ON CONFLICT DO NOTHING", W},
+        {"INSERT INTO t VALUES (1)", W},
+        {"select 1; delete from t", W},
+        {"WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", W},
+        {"SELECT * FROM t FOR UPDATE", W},
+        {"SELECT 1 FROM t FOR SHARE", W},
+        {"(SELECT 1 FROM t FOR UPDATE) UNION SELECT 2", W},
+        {"COPY t FROM STDIN", W},
+        /* what fooled the tokenizer POST /sql had: E'' escapes, dollar quotes */
+        {"SELECT E'\\'' AS a; DELETE FROM t WHERE id = 4; SELECT 'x'", W},
+        {"SELECT E'\\\\'; DELETE FROM t; --'", W},
+        {"SELECT E'\\''; INSERT INTO t VALUES (5); SELECT '", SYNTAX},
+        {"SELECT E'\\''; INSERT INTO t VALUES (5); SELECT ''", W},
+        {"SELECT U&'\\0041'; UPDATE t SET v = 'x'", W},
+        {"SELECT $$;$$; DROP TABLE t", S},
+        {"SELECT E'\\''; CREATE TABLE x (id int); SELECT ''", S},
+        {"SELECT $x$'$x$; DROP TABLE t; SELECT $y$'$y$", S},
+        {"ANALYZE t", S},
+        {"LOCK TABLE t", S},
+        {"CREATE TABLE x (id int)", S},
+        {"select 1;drop table t", S},
+        {"SELECT 1; TRUNCATE t", S},
+        {"insert into t select 1; alter table t add column y int", S},
+        {"VACUUM", S},
+        {"grant all on t to x", S},
+        {"SELECT * INTO x FROM t", S},
+        {"CREATE TABLE x AS SELECT 1", S},
+        {"COPY t TO '/tmp/x'", S},
+        {"COPY t FROM PROGRAM 'true'", S},
+        {"PREPARE p AS DELETE FROM t", S},
+        {"CALL f()", S},
+        {"DO $$ begin end $$", S},
+        {"frobnicate", SYNTAX},
+        {"SELECT 'unterminated", SYNTAX},
+        {"SELECT $$ never closed drop", SYNTAX},
+    };
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
+        QrSqlAccess need = 0;
+        QrError err;
+        qr_error_clear(&err);
+        int rc = qr_sql_access_needed(C[i].sql, strlen(C[i].sql), &need, &err);
+        if (C[i].want == SYNTAX) {
+            cr_expect_eq(rc, QR_ESYNTAX, "%s: %d", C[i].sql, rc);
+            continue;
+        }
+        cr_expect_eq(rc, QR_OK, "%s: %s", C[i].sql, err.message);
+        cr_expect_eq((int)need, C[i].want, "%s -> %d, want %d", C[i].sql, (int)need, C[i].want);
+    }
+}
+
+/* A digest of every table's rows and of the tables that exist: what a
+ * refused statement must leave as it was. */
+static void digest(char *out, size_t n)
+{
+    QrBuf b;
+    qr_buf_init(&b);
+    QrSqlResult *r = run("SELECT id, v FROM t ORDER BY id");
+    for (uint64_t i = 0; i < r->n_rows; i++)
+        qr_buf_printf(&b, "%lld=%.*s,", (long long)r->vals[2 * i].u.i, (int)r->vals[2 * i + 1].u.s.n,
+                      r->vals[2 * i + 1].u.s.s);
+    qr_sql_result_free(r);
+    r = run("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
+            "ORDER BY 1");
+    for (uint64_t i = 0; i < r->n_rows; i++)
+        qr_buf_printf(&b, "|%.*s", (int)r->vals[i].u.s.n, r->vals[i].u.s.s);
+    qr_sql_result_free(r);
+    snprintf(out, n, "%.*s", (int)b.len, b.data ? (char *)b.data : "");
+    qr_buf_free(&b);
+}
+
+Test(sql_limits, a_limited_session_refuses_every_quoting_trick, .timeout = 120)
+{
+    QrSqlResult *r = run("CREATE TABLE t (id bigint PRIMARY KEY, v text)");
+    qr_sql_result_free(r);
+    r = run("INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 10) g");
+    qr_sql_result_free(r);
+    char before[512], after[512];
+    digest(before, sizeof before);
+    QrSqlSession *ro, *rw;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_session_new(env.db, &ro, &err), QR_OK);
+    cr_assert_eq(qr_sql_session_new(env.db, &rw, &err), QR_OK);
+    qr_sql_session_limit_access(ro, QR_SQL_ACCESS_READ, "use a read-write login");
+    qr_sql_session_limit_access(rw, QR_SQL_ACCESS_WRITE, NULL);
+    /* generated query strings: statements after literals written in every
+     * quoting form (some of which end, or seem to end, a literal where a
+     * naive scan would not), and loose pieces of those forms */
+    static const char *const LITS[] = {
+        "E'\\''", "E'\\\\'", "'it''s'", "$$;$$", "$a$ $b$ ;$a$", "$x$'$x$", "U&'\\0041'",
+        "B'101'", "X'1f'", "'/* ; */'", "\"q;\"", "e'\\047'", "'a' /* ' */", "'--'",
+    };
+    static const char *const STMTS[] = {
+        "DELETE FROM t WHERE id = 4", "INSERT INTO t VALUES (99, 'x')", "UPDATE t SET v = 'y'",
+        "DROP TABLE t", "CREATE TABLE z (id int)", "TRUNCATE t",
+        "WITH d AS (DELETE FROM t RETURNING *) SELECT 1", "COPY t FROM STDIN",
+        "SELECT 1 FROM t FOR UPDATE", "EXPLAIN ANALYZE DELETE FROM t", "SELECT * INTO z FROM t",
+        "BEGIN", "COMMIT", "ROLLBACK", "SELECT count(*) FROM t", "SET statement_timeout = 50",
+        "COPY t TO STDOUT", "VALUES (1)",
+    };
+    static const char *const LOOSE[] = {"'", "$$", "$a$", "\"", "E'\\", "/*", "*/", "--", "\n",
+                                        "\\", ";"};
+    enum { N_LITS = sizeof LITS / sizeof *LITS, N_STMTS = sizeof STMTS / sizeof *STMTS,
+           N_LOOSE = sizeof LOOSE / sizeof *LOOSE };
+    uint64_t rng = 13;
+    int refused = 0, ran = 0;
+    for (int round = 0; round < 3000; round++) {
+        QrBuf q;
+        qr_buf_init(&q);
+        int n = 1 + (int)eu_below(&rng, 4);
+        for (int k = 0; k < n; k++) {
+            uint64_t c = eu_below(&rng, 10);
+            if (c < 4)
+                qr_buf_printf(&q, "SELECT %s AS a", LITS[eu_below(&rng, N_LITS)]);
+            else if (c < 8)
+                qr_buf_printf(&q, "%s", STMTS[eu_below(&rng, N_STMTS)]);
+            else
+                qr_buf_printf(&q, "%s", LOOSE[eu_below(&rng, N_LOOSE)]);
+            c = eu_below(&rng, 10);
+            qr_buf_printf(&q, "%s", c < 8 ? "; " : c < 9 ? " " : LOOSE[eu_below(&rng, N_LOOSE)]);
+        }
+        qr_buf_putc(&q, 0);
+        const char *sql = (const char *)q.data;
+        QrSqlAccess need = QR_SQL_ACCESS_SCHEMA;
+        qr_error_clear(&err);
+        bool parsed = qr_sql_access_needed(sql, q.len - 1, &need, &err) == QR_OK;
+        QrSqlSpan *sp = NULL;
+        int ns = 0;
+        bool ro_refused = false;
+        qr_error_clear(&err);
+        if (qr_sql_split(sql, q.len - 1, &sp, &ns, &err) == QR_OK) {
+            /* read-only: nothing changes; may write rows: no table comes or goes */
+            for (int s = 0; s < 2; s++) {
+                QrSqlSession *ss = s ? rw : ro;
+                for (int i = 0; i < ns; i++) {
+                    QrSqlResult *x = try_sql(ss, sql + sp[i].offset, sp[i].len, &err);
+                    if (x && x->kind == QR_SQL_RES_COPY_IN)
+                        qr_sql_copy_fail(ss, "test");
+                    if (x)
+                        ran++;
+                    else if (!strcmp(qr_error_sqlstate(&err), "25006") ||
+                             !strcmp(qr_error_sqlstate(&err), "42501")) {
+                        refused++;
+                        ro_refused |= s == 0;
+                    }
+                    qr_sql_result_free(x);
+                }
+                qr_sql_result_free(try_sql(ss, "ROLLBACK", 8, &err));
+                digest(after, sizeof after);
+                if (s == 0)
+                    cr_assert_str_eq(after, before, "a read-only session changed something: %s",
+                                     sql);
+                else
+                    cr_assert_str_eq(strchr(after, '|'), strchr(before, '|'),
+                                     "a session without schema access changed it: %s", sql);
+            }
+        }
+        qr_free(sp);
+        if (strcmp(after, before)) { /* rows the writing session changed */
+            qr_sql_result_free(run("DELETE FROM t"));
+            qr_sql_result_free(run("INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 10) g"));
+        }
+        /* what the whole string's parse said (POST /sql's check before it
+         * runs anything) agrees with what its statements met as they ran */
+        if (parsed && need == QR_SQL_ACCESS_READ)
+            cr_assert(!ro_refused, "a read by its parse was refused as it ran: %s", sql);
+        if (ro_refused)
+            cr_assert(parsed && need > QR_SQL_ACCESS_READ, "refused, not a write by its parse: %s",
+                      sql);
+        qr_buf_free(&q);
+    }
+    /* the generator reaches both outcomes often */
+    cr_assert_gt(refused, 300, "refused %d", refused);
+    cr_assert_gt(ran, 300, "ran %d", ran);
+    qr_sql_session_free(ro);
+    qr_sql_session_free(rw);
+}
