@@ -569,6 +569,8 @@ static CNode *compile_terms_leaf(Search *s, const QNode *q, CNode *c)
 
 static CNode *compile(Search *s, const QNode *q)
 {
+    if (iter_ctx_interrupted(&s->ctx)) /* expansions run here, per leaf and segment */
+        return NULL;
     CNode *c = aalloc(s, sizeof *c);
     if (!c)
         return NULL;
@@ -722,7 +724,9 @@ static Iter *or_of(Search *s, Iter **v, int n)
 
 static Iter *build(Search *s, Segment *seg, const CNode *c, bool scoring)
 {
-    if (s->ctx.err.code != QR_OK)
+    /* a tree of hundreds of expanded prefixes opens tens of thousands of
+     * postings per segment: the deadline is watched while it is built */
+    if (iter_ctx_interrupted(&s->ctx))
         return NULL;
     switch (c->kind) {
     case CK_NONE:
@@ -1206,7 +1210,7 @@ static int collect_bitmaps(Search *s, const CNode *root, QrSearchRes *res)
             if (!k)
                 break;
             roaring_bitmap_add_many(bits[i], k, buf);
-            if (iter_ctx_interrupted(&s->ctx))
+            if (iter_ctx_interrupted_now(&s->ctx))
                 break;
         }
         if (s->snap->dels[i])
@@ -1248,7 +1252,7 @@ static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
         }
         for (;;) {
             size_t k = next_docs(it, batch, buf);
-            if (!k)
+            if (!k || iter_ctx_interrupted_now(&s->ctx))
                 break;
             for (size_t j = 0; j < k; j++) {
                 if (batch && dels && roaring_bitmap_contains(dels, buf[j]))

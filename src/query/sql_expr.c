@@ -891,11 +891,67 @@ static int bind_list(SqlBind *b, const cJSON *list, SqlExpr *head, SqlExpr **e_o
     cJSON_ArrayForEach(it, list)
     {
         int rc = sql_expr_bind(b, it, &e->args[k++]);
-        if (rc)
+        if (rc || (rc = sql_check(b->cx))) /* long lists: cancel and the deadline */
             return rc;
     }
     *e_out = e;
     return QR_OK;
+}
+
+/* The class of values sqlv_cmp orders exactly among themselves: 1 exact
+ * integers (int, timestamp, bool), 2 floats and numerics, 3 strings. */
+static int cmp_class(QrSqlType t)
+{
+    if (sqlt_is_int(t) || sqlt_is_ts(t) || t == QR_SQL_BOOL)
+        return 1;
+    if (sqlt_is_float(t))
+        return 2;
+    return sqlt_is_str(t) ? 3 : 0;
+}
+
+/* A long IN list of constants of one class is also kept sorted (e->set):
+ * evaluation then searches it instead of comparing every item per row (a
+ * million-item list against every row ran for minutes).  The list stays in
+ * args, where the planner looks for key and column lookups.  Any item that
+ * is not a constant, or fails to evaluate, leaves the list as it is. */
+static int in_list_set(SqlBind *b, SqlExpr *e)
+{
+    SqlCtx *cx = b->cx;
+    uint64_t n = (uint64_t)e->n_args - 1;
+    for (uint64_t i = 1; i <= n; i++) {
+        const SqlExpr *x = e->args[i];
+        if (x->kind != SE_CONST && !(x->kind == SE_CAST && x->args[0]->kind == SE_CONST))
+            return QR_OK;
+    }
+    SqlValueSet *set = qr_arena_calloc(cx->arena, sizeof *set);
+    SqlValue *v = set ? qr_arena_alloc(cx->arena, n * sizeof *v) : NULL;
+    if (!v)
+        return nomem(cx);
+    QrError scratch, *saved = cx->err;
+    qr_error_clear(&scratch);
+    cx->err = &scratch; /* an item that fails reports its error at run time, as before */
+    int cls = 0;
+    bool ok = true;
+    SqlEvalRow none = {.doc = -1};
+    for (uint64_t i = 1; i <= n && ok; i++) {
+        SqlValue x;
+        ok = sql_expr_eval(cx, e->args[i], &none, &x) == QR_OK;
+        if (!ok || x.is_null) {
+            set->has_null |= ok;
+            continue;
+        }
+        int c = cmp_class(x.type);
+        ok = c && (!cls || c == cls);
+        cls = c;
+        v[set->n++] = x;
+    }
+    cx->err = saved;
+    if (!ok)
+        return QR_OK;
+    set->vals = v;
+    sql_sort_values(v, set->n);
+    e->set = set;
+    return sql_check(cx);
 }
 
 /* x IN (a, b, c): args[0] = x, every other arg coerced to the common type */
@@ -907,9 +963,11 @@ static int bind_in(SqlBind *b, const cJSON *ae, int loc, bool neg, SqlExpr **out
         return rc;
     for (int i = 1; i < e->n_args; i++) {
         QrSqlType t;
-        if ((rc = unify(b, &e->args[0], &e->args[i], e->args[i]->loc, &t)))
+        if ((rc = unify(b, &e->args[0], &e->args[i], e->args[i]->loc, &t)) || (rc = sql_check(b->cx)))
             return rc;
     }
+    if (e->n_args - 1 >= SQL_IN_SET_MIN && (rc = in_list_set(b, e)))
+        return rc;
     e->op = neg;
     e->loc = loc;
     e->type = QR_SQL_BOOL;
@@ -2437,8 +2495,13 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
         bool has_null = a.is_null, found = false;
-        for (int i = 1; i < e->n_args && !found && !a.is_null; i++) {
-            if ((rc = sql_expr_eval(cx, e->args[i], r, &b)))
+        if (e->set && !a.is_null) { /* a long list of constants, sorted */
+            found = set_find(e->set, &a);
+            has_null = e->set->has_null;
+        }
+        for (int i = 1; i < e->n_args && !found && !a.is_null && !e->set; i++) {
+            /* a long list of expressions: the deadline and cancel are seen */
+            if ((rc = sql_expr_eval(cx, e->args[i], r, &b)) || (rc = sql_check(cx)))
                 return rc;
             if (b.is_null)
                 has_null = true;

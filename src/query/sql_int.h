@@ -345,12 +345,14 @@ struct SqlExpr {
     bool case_has_else;
     const SqlFuncDef *fn;  /* SE_FUNC */
     SqlTextPred *text;     /* SE_MATCH / SE_SCORE / SE_SNIPPET */
-    SqlValueSet *set;      /* SE_IN_SET: materialized subquery */
+    SqlValueSet *set;      /* SE_IN_SET: materialized subquery; SE_IN: its list of
+                              SQL_IN_SET_MIN+ constants, sorted (NULL otherwise) */
     SqlSubq *subq;         /* SE_SUBQ */
     const char *name;      /* output name hint ("count", column name) */
 };
 
 enum { SQL_CMP_EQ, SQL_CMP_NE, SQL_CMP_LT, SQL_CMP_LE, SQL_CMP_GT, SQL_CMP_GE };
+#define SQL_IN_SET_MIN 16  /* IN lists of this many constants are searched, not scanned */
 
 /* Aggregates referenced by a query (SE_AGG.col is the slot). */
 typedef enum SqlAggKind {
