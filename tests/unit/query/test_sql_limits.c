@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "query/sql_int.h"
+#include "query/sql_w.h"
 #include "sql_test_env.h"
 #include "store/util.h"
 
@@ -143,6 +144,55 @@ Test(sql_limits, function_calls_take_at_most_100_arguments)
     QrSqlResult *r = run("SELECT json_build_object('a', 1, 'b', 'x')");
     cr_assert_str_eq(cell0(r, 0), "{\"a\" : 1, \"b\" : \"x\"}");
     qr_sql_result_free(r);
+}
+
+static int count_rows(void *ctx, int n, char **vals, size_t *lens, int64_t line, QrError *err)
+{
+    (void)n, (void)vals, (void)lens, (void)line, (void)err;
+    ++*(int *)ctx;
+    return QR_OK;
+}
+
+Test(sql_limits, copy_rows_have_bounded_fields_and_length)
+{
+    /* a row of 2,000 fields: refused at its line, not split into ever
+     * larger arrays (a line of a billion tabs) */
+    CopyFmt fmt;
+    copy_fmt_init(&fmt, false);
+    int rows = 0;
+    CopyReader rd;
+    copy_reader_init(&rd, &fmt, count_rows, &rows);
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_printf(&b, "1\tok\n");
+    for (int i = 0; i < 2000; i++)
+        qr_buf_putc(&b, '\t');
+    qr_buf_putc(&b, '\n');
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(copy_reader_feed(&rd, (const char *)b.data, b.len, &err), QR_EINVAL);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "22P04");
+    cr_assert_eq(err.line, 2);
+    cr_assert_eq(rows, 1);
+    copy_reader_free(&rd);
+    /* a row that never ends: refused once it passes 256 MB */
+    copy_reader_init(&rd, &fmt, count_rows, &rows);
+    size_t chunk = 4u << 20, fed = 0;
+    char *a = malloc(chunk);
+    cr_assert(a);
+    memset(a, 'a', chunk);
+    qr_error_clear(&err);
+    int rc = QR_OK;
+    while (rc == QR_OK && fed < (300u << 20)) {
+        rc = copy_reader_feed(&rd, a, chunk, &err);
+        fed += chunk;
+    }
+    cr_assert_eq(rc, QR_ELIMIT, "%s", err.message);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "54000");
+    cr_assert_leq(fed, (size_t)(260u << 20));
+    free(a);
+    copy_reader_free(&rd);
+    qr_buf_free(&b);
 }
 
 /* ---- nesting ---- */
