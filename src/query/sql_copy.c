@@ -593,7 +593,7 @@ static int table_query(SqlCtx *cx, const cJSON *b, cJSON **root, const cJSON **n
     qr_buf_putc(&q, 0);
     if (!qr_buf_ok(&q))
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    int rc = sql_parse((const char *)q.data, q.len - 1, root, cx->err);
+    int rc = sql_parse((const char *)q.data, q.len - 1, 0, root, cx->err);
     qr_buf_free(&q);
     if (rc)
         return rc;

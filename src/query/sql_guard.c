@@ -288,7 +288,7 @@ int sql_check_stack(SqlCtx *cx)
 
 /* ---- parsing ---- */
 
-int sql_parse(const char *sql, size_t len, cJSON **tree, QrError *err)
+int sql_parse(const char *sql, size_t len, size_t max_bytes, cJSON **tree, QrError *err)
 {
     *tree = NULL;
     int rc = sql_guard_nesting(sql, len, SQL_MAX_NESTING, err);
@@ -304,10 +304,19 @@ int sql_parse(const char *sql, size_t len, cJSON **tree, QrError *err)
         return QR_ESYNTAX;
     }
     int seen;
-    rc = sqlj_parse(pr.parse_tree, SQL_MAX_JSON_DEPTH, tree, &seen);
+    rc = sqlj_parse(pr.parse_tree, SQL_MAX_JSON_DEPTH, max_bytes, tree, &seen);
     pg_query_free_parse_result(pr);
-    if (rc == QR_ELIMIT)
+    if (rc == QR_ELIMIT && seen > SQL_MAX_JSON_DEPTH)
         return sql_too_complex(err, SQL_MAX_NESTING);
+    if (rc == QR_ELIMIT) {
+        qr_error_set(err, QR_ELIMIT, "statement too large");
+        qr_error_set_sqlstate(err, "54000");
+        qr_error_detail(err, "its parse tree would take more than quarry.mem_cap (%zu bytes)",
+                        max_bytes);
+        qr_error_hint(err, "Send long lists as an array parameter or load them with COPY, "
+                           "or raise quarry.mem_cap.");
+        return QR_ELIMIT;
+    }
     if (rc == QR_ENOMEM)
         return qr_error_set(err, QR_ENOMEM, "out of memory reading the parse tree");
     if (rc)
@@ -418,7 +427,7 @@ int qr_sql_access_needed(const char *sql, size_t len, QrSqlAccess *need, QrError
     if (!text)
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     cJSON *tree;
-    int rc = sql_parse(text, len, &tree, err);
+    int rc = sql_parse(text, len, SQL_DEFAULT_MEM_CAP, &tree, err);
     qr_free(text);
     if (rc)
         return rc;

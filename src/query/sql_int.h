@@ -132,6 +132,8 @@ int sql_check_now(SqlCtx *cx);
 /* Add a notice to the result. */
 void sql_notice(SqlCtx *cx, const char *severity, const char *sqlstate, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* quarry.mem_cap's default: bytes a statement's arena (and parse tree) may take. */
+#define SQL_DEFAULT_MEM_CAP ((size_t)512 << 20)
 /* Statement timeout in ms from the session settings (0 = none). */
 uint64_t sql_session_timeout_ms(const QrSqlSession *s);
 
@@ -161,10 +163,11 @@ const cJSON *sqlj_list(const cJSON *n);
 const char *sqlj_last_name(const cJSON *list);
 /* Read libpg_query's JSON output into a cJSON tree without recursion (the
  * tree of a long operator chain nests deeper than cJSON_Parse accepts).
- * QR_ELIMIT when containers nest deeper than max_depth (*depth_seen then
- * says how deep it went), QR_ENOMEM, QR_EINTERNAL for malformed JSON; no
- * error is set and *out is NULL on failure.  Free with sqlj_delete. */
-int sqlj_parse(const char *json, int max_depth, cJSON **out, int *depth_seen);
+ * QR_ELIMIT when containers nest deeper than max_depth (*depth_seen is then
+ * over it) or the tree would take more than max_bytes (0: no limit; about
+ * 80 bytes a node plus its strings), QR_ENOMEM, QR_EINTERNAL for malformed
+ * JSON; no error is set and *out is NULL on failure.  Free with sqlj_delete. */
+int sqlj_parse(const char *json, int max_depth, size_t max_bytes, cJSON **out, int *depth_seen);
 /* Free a tree (its root has no siblings) without recursion.  NULL is a no-op. */
 void sqlj_delete(cJSON *root);
 /* Visit root and every item below it, parents before children, without
@@ -195,8 +198,10 @@ int sql_too_complex(QrError *err, int limit);
  * statements and for long ones of few operators (IN lists, VALUES). */
 int sql_guard_nesting(const char *sql, size_t len, int limit, QrError *err);
 /* Guard, parse with libpg_query and read the tree (sqlj_delete it):
- * 42601 with the position for syntax errors, 54001 when too deep. */
-int sql_parse(const char *sql, size_t len, cJSON **tree, QrError *err);
+ * 42601 with the position for syntax errors, 54001 when too deep, 54000
+ * when the tree would take more than max_bytes (0: no limit; a million-item
+ * IN list is 800 MB of tree). */
+int sql_parse(const char *sql, size_t len, size_t max_bytes, cJSON **tree, QrError *err);
 /* The access a statement node ({"Tag": {...}}) needs, and the command that
  * needs it (static text: "DELETE", "SELECT INTO", "CREATE TABLE"...). */
 int sql_access_of(const cJSON *stmt, QrSqlAccess *need, const char **what);

@@ -171,10 +171,15 @@ static const char *json_ws(const char *p)
     return p;
 }
 
-int sqlj_parse(const char *json, int max_depth, cJSON **out, int *depth_seen)
+/* What a node costs in memory, about: the cJSON record and its strings,
+ * each with malloc's overhead. */
+#define JSON_NODE_BYTES (sizeof(cJSON) + 16)
+
+int sqlj_parse(const char *json, int max_depth, size_t max_bytes, cJSON **out, int *depth_seen)
 {
     *out = NULL;
     *depth_seen = 0;
+    size_t bytes = 0;
     cJSON *root = NULL, **stack = NULL;
     int depth = 0, cap = 0, rc = QR_EINTERNAL;
     QrBuf key, str;
@@ -218,6 +223,13 @@ int sqlj_parse(const char *json, int max_depth, cJSON **out, int *depth_seen)
         }
         if (!item) {
             rc = QR_ENOMEM;
+            goto fail;
+        }
+        bytes += JSON_NODE_BYTES + (top && cJSON_IsObject(top) ? key.len + 16 : 0) +
+                 (cJSON_IsString(item) ? str.len + 16 : 0);
+        if (max_bytes && bytes > max_bytes) {
+            cJSON_Delete(item);
+            rc = QR_ELIMIT; /* *depth_seen stays within max_depth: the size, not the depth */
             goto fail;
         }
         if (!top)

@@ -612,6 +612,34 @@ Test(sql_limits, a_limited_session_refuses_every_quoting_trick, .timeout = 120)
     qr_sql_session_free(rw);
 }
 
+Test(sql_limits, a_statements_parse_tree_counts_against_the_memory_cap)
+{
+    /* a 64 MB statement of list items made a tree of gigabytes outside any
+     * cap; it is held to quarry.mem_cap (here its 1 MB minimum) */
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_session_set(env.s, "quarry.mem_cap", "1048576", &err), QR_OK);
+    for (int n = 1000; n <= 20000; n += 19000) {
+        QrBuf q;
+        qr_buf_init(&q);
+        qr_buf_printf(&q, "SELECT 7 IN (");
+        for (int i = 0; i < n; i++)
+            qr_buf_printf(&q, "%s%d", i ? "," : "", i);
+        qr_buf_printf(&q, ")");
+        QrSqlResult *r = try_sql(env.s, (const char *)q.data, q.len, &err);
+        if (n == 1000) {
+            cr_assert_not_null(r, "%s", err.message);
+            cr_assert_str_eq(cell0(r, 0), "t");
+        } else {
+            cr_assert_null(r);
+            cr_assert_str_eq(qr_error_sqlstate(&err), "54000", "%s", err.message);
+            cr_assert_str_eq(err.message, "statement too large");
+        }
+        qr_sql_result_free(r);
+        qr_buf_free(&q);
+    }
+}
+
 /* ---- loops that must end ---- */
 
 Test(sql_limits, in_lists_searched_or_scanned_agree_with_the_model)
