@@ -427,7 +427,7 @@ int qr_sql_access_needed(const char *sql, size_t len, QrSqlAccess *need, QrError
     if (!text)
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     cJSON *tree;
-    int rc = sql_parse(text, len, SQL_DEFAULT_MEM_CAP, &tree, err);
+    int rc = sql_parse(text, len, SQL_PARSE_MAX_BYTES, &tree, err);
     qr_free(text);
     if (rc)
         return rc;

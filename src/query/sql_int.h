@@ -132,8 +132,6 @@ int sql_check_now(SqlCtx *cx);
 /* Add a notice to the result. */
 void sql_notice(SqlCtx *cx, const char *severity, const char *sqlstate, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-/* quarry.mem_cap's default: bytes a statement's arena (and parse tree) may take. */
-#define SQL_DEFAULT_MEM_CAP ((size_t)512 << 20)
 /* Statement timeout in ms from the session settings (0 = none). */
 uint64_t sql_session_timeout_ms(const QrSqlSession *s);
 
@@ -187,6 +185,9 @@ int sqlj_walk(cJSON *root, int (*visit)(cJSON *node, void *arg), void *arg);
 #define SQL_NORMALIZE_NESTING 1500
 /* Containers the parse tree's JSON may nest (a level of SQL is at most 4). */
 #define SQL_MAX_JSON_DEPTH (4 * SQL_MAX_NESTING + 64)
+/* The parse tree of a query string checked without a session (its
+ * statements' own trees are held to the session's quarry.mem_cap). */
+#define SQL_PARSE_MAX_BYTES ((size_t)512 << 20)
 /* Stack the binder and executor leave free for the calls they make. */
 #define SQL_STACK_MARGIN ((size_t)256 << 10)
 

@@ -21,6 +21,7 @@
 
 #include "store/util.h"
 
+#define SQL_DEFAULT_MEM_CAP (512u << 20)
 #define SQL_STMT_CACHE_MAX 256
 
 /* ---- errors, checks, notices ---- */
@@ -430,12 +431,7 @@ static void ctx_init(SqlCtx *cx, QrSqlSession *s, QrArena *a, const char *sql, s
     (void)sql_stack_left(); /* learn this thread's stack before recursing (sql_stack_low) */
 }
 
-static size_t session_mem_cap(const QrSqlSession *s)
-{
-    const char *v = qr_sql_session_get(s, "quarry.mem_cap");
-    unsigned long long c = v ? strtoull(v, NULL, 10) : 0;
-    return c >= (1u << 20) ? (size_t)c : SQL_DEFAULT_MEM_CAP;
-}
+static size_t session_mem_cap(const QrSqlSession *s); /* below */
 
 /* Parse + describe one statement into a new QrSqlStmt (refs 1). */
 static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32_t *oids, int n_oids,
@@ -682,6 +678,12 @@ static bool is_txn_end(const QrSqlStmt *st)
                  !strcmp(k, "TRANS_STMT_ROLLBACK_TO"));
 }
 
+static size_t session_mem_cap(const QrSqlSession *s)
+{
+    const char *v = qr_sql_session_get(s, "quarry.mem_cap");
+    unsigned long long c = v ? strtoull(v, NULL, 10) : 0;
+    return c >= (1u << 20) ? (size_t)c : SQL_DEFAULT_MEM_CAP;
+}
 
 int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, QrSqlResult **out,
                    QrError *err)

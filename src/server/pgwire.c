@@ -78,7 +78,6 @@ void pg_config_default(PgConfig *c)
     c->max_message_bytes = 64u << 20;
     c->auth_timeout_s = 60;
     c->shutdown_timeout_s = 10;
-    c->statement_timeout_ms = 300000; /* a forgotten query ends after 5 minutes */
 }
 
 const char *pg_server_addr(const PgServer *s) { return s->addr; }
@@ -615,11 +614,6 @@ static bool startup(PgConn *c)
         qr_sql_session_limit_access(sess, QR_SQL_ACCESS_READ,
                                     "connect as a read-write user (quarry user add NAME --role "
                                     "read-write)");
-    if (s->cfg.statement_timeout_ms) { /* before the startup options, which may change it */
-        char ms[32];
-        snprintf(ms, sizeof ms, "%llu", (unsigned long long)s->cfg.statement_timeout_ms);
-        qr_sql_session_set(sess, "statement_timeout", ms, &e);
-    }
     pthread_mutex_lock(&s->mu); /* published for CancelRequest and stop */
     c->sess = sess;
     pthread_mutex_unlock(&s->mu);

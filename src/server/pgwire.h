@@ -30,8 +30,6 @@ typedef struct PgConfig {
     uint64_t max_message_bytes; /* largest frontend message (08P01 + close beyond) */
     int auth_timeout_s;         /* startup + authentication must finish in this time */
     int shutdown_timeout_s;     /* wait for running queries on stop, then close */
-    uint64_t statement_timeout_ms; /* each session's statement_timeout until it SETs
-                                      another (0: none, PostgreSQL's default) */
     char tls_cert[512];         /* PEM certificate chain: SSLRequest gets 'S' ("" = 'N') */
     char tls_key[512];          /* PEM private key of tls_cert */
 } PgConfig;

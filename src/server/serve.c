@@ -36,14 +36,11 @@ static void usage(void)
             "usage: quarry serve --data DIR [--http HOST:PORT] [--config FILE]\n"
             "                    [--threads N] [--fsync commit|batched|off] [--salvage]\n"
             "                    [--pg HOST:PORT] [--pg-max-connections N]\n"
-            "                    [--pg-statement-timeout MS]\n"
             "                    [--pg-tls-cert CERT.pem --pg-tls-key KEY.pem]\n"
             "                    [--tls-cert CERT.pem --tls-key KEY.pem]\n"
             "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
             "  --pg        also serve the PostgreSQL wire protocol (e.g. 127.0.0.1:5433;\n"
             "              docs/pg-protocol.md); users: quarry user add NAME\n"
-            "  --pg-statement-timeout  sessions' default statement_timeout in ms (default\n"
-            "              300000; 0: none; SET statement_timeout changes it)\n"
             "  --config    JSON file with server settings (docs/http-api.md, \"Configuration\")\n"
             "  --threads   worker threads (default: one per core)\n"
             "  --tls-cert, --tls-key  serve HTTPS from these PEM files (docs/security.md)\n"
@@ -57,8 +54,7 @@ int cmd_serve(int argc, char **argv)
                        {"fsync", NULL, NULL},  {"salvage", NULL, NULL},
                        {"pg", NULL, NULL},     {"pg-max-connections", NULL, NULL},
                        {"pg-tls-cert", NULL, NULL}, {"pg-tls-key", NULL, NULL},
-                       {"tls-cert", "tls_cert", NULL}, {"tls-key", "tls_key", NULL},
-                       {"pg-statement-timeout", NULL, NULL}};
+                       {"tls-cert", "tls_cert", NULL}, {"tls-key", "tls_key", NULL}};
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
@@ -145,15 +141,6 @@ int cmd_serve(int argc, char **argv)
             return 2;
         }
         pgc.max_connections = (int)v;
-    }
-    if (opts[12].value) {
-        char *end;
-        unsigned long long v = strtoull(opts[12].value, &end, 10);
-        if (*end || !*opts[12].value || v > 86400000ull) {
-            fprintf(stderr, "quarry serve: --pg-statement-timeout must be 0..86400000 (ms)\n");
-            return 2;
-        }
-        pgc.statement_timeout_ms = v;
     }
 
     /* block the stop signals in this thread before any other thread exists */
