@@ -326,6 +326,12 @@ Test(sql_limits, the_stack_check_stops_what_the_count_lets_through)
     cr_assert_eq(d.rc, QR_OK, "%s (%s)", d.msg, d.sqlstate);
     cr_assert_str_eq(d.first, "3");
 #endif
+    /* subqueries in FROM bind no expression on the way down (SELECT *):
+     * the query binder checks the stack itself */
+    sql = nested("SELECT * FROM ", "(SELECT * FROM ", 1200, "(SELECT 1) a", ") s", "", &len);
+    d = run_deep(sql, len, 1);
+    free(sql);
+    cr_assert_str_eq(d.sqlstate, "54001", "%s", d.msg);
 }
 
 Test(sql_limits, long_flat_lists_are_not_nesting)
