@@ -300,7 +300,8 @@ int qr_query_canonical(const char *q, size_t len, bool default_and, QrBuf *out, 
  * squeezed (libpg_query's normalization); *fingerprint (may be NULL) gets
  * the statement's structural fingerprint, equal for statements that differ
  * only in constants, case and spacing.  Errors: QR_ESYNTAX (with the
- * position), QR_EINVAL (a NUL byte), QR_ENOMEM. */
+ * position), QR_EINVAL (a NUL byte), QR_ELIMIT (54001: nested too deeply to
+ * normalize, about 1,500 levels), QR_ENOMEM. */
 int qr_sql_normalize(const char *sql, size_t len, QrBuf *out, uint64_t *fingerprint,
                      QrError *err);
 

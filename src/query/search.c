@@ -576,6 +576,8 @@ static CNode *compile_terms_leaf(Search *s, const QNode *q, CNode *c)
 
 static CNode *compile(Search *s, const QNode *q)
 {
+    if (iter_ctx_interrupted(&s->ctx)) /* expansions run here, per leaf and segment */
+        return NULL;
     CNode *c = aalloc(s, sizeof *c);
     if (!c)
         return NULL;
@@ -729,7 +731,9 @@ static Iter *or_of(Search *s, Iter **v, int n)
 
 static Iter *build(Search *s, Segment *seg, const CNode *c, bool scoring)
 {
-    if (s->ctx.err.code != QR_OK)
+    /* a tree of hundreds of expanded prefixes opens tens of thousands of
+     * postings per segment: the deadline is watched while it is built */
+    if (iter_ctx_interrupted(&s->ctx))
         return NULL;
     switch (c->kind) {
     case CK_NONE:
@@ -1365,7 +1369,8 @@ static int collect_unordered(Search *s, QrSearchRes *res)
         SearchCursor c;
         search_seg_cursor(s, i, false, fb, &c);
         size_t k;
-        while ((k = search_cursor_next(&c, buf, NULL, 512)) > 0) {
+        while ((k = search_cursor_next(&c, buf, NULL, 512)) > 0 &&
+               !iter_ctx_interrupted_now(&s->ctx)) {
             for (size_t j = 0; j < k; j++) {
                 if (seen >= from && seen < want) {
                     if (n == cap) {

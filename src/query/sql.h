@@ -122,6 +122,30 @@ void qr_sql_session_cancel(QrSqlSession *s);
  * with QR_ETIMEOUT (57014). */
 void qr_sql_session_limit_timeout(QrSqlSession *s, uint64_t max_ms);
 
+/* What a statement may do.  A statement needs the most that any node of its
+ * parse tree needs (a data-modifying WITH, EXPLAIN ANALYZE of a write and
+ * SELECT ... FOR UPDATE are writes; SELECT INTO creates a table). */
+typedef enum QrSqlAccess {
+    QR_SQL_ACCESS_READ = 1,   /* SELECT, VALUES, EXPLAIN, SHOW, SET, transactions, COPY TO */
+    QR_SQL_ACCESS_WRITE = 2,  /* + INSERT, UPDATE, DELETE, MERGE, COPY FROM */
+    QR_SQL_ACCESS_SCHEMA = 3, /* + anything else: CREATE, DROP, ALTER, TRUNCATE, SELECT INTO */
+} QrSqlAccess;
+
+/* Let the session run only statements needing at most `max` (new sessions
+ * may do everything).  The engine checks every statement when it executes,
+ * before it touches anything: over READ fails with 25006
+ * read_only_sql_transaction ("cannot execute DELETE in a read-only
+ * transaction"), over WRITE with 42501 insufficient_privilege.  `hint`
+ * (borrowed, must outlive the session; may be NULL) is those errors' hint:
+ * how to get more. */
+void qr_sql_session_limit_access(QrSqlSession *s, QrSqlAccess max, const char *hint);
+
+/* The access the statements of a query string need, together (the most of
+ * them), from libpg_query's parse of each: to refuse a query string before
+ * any of it runs.  Errors: those of parsing (42601 with the position,
+ * 54001); *need is then untouched. */
+int qr_sql_access_needed(const char *sql, size_t len, QrSqlAccess *need, QrError *err);
+
 /* Settings (SET / SHOW; names are case-insensitive).  Known ones are
  * validated: statement_timeout (ms or '5s'), quarry.access_path
  * (auto|text|btree|scan|check|full), quarry.mem_cap (bytes per query),

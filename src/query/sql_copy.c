@@ -66,8 +66,20 @@ typedef struct FieldList {
     int n, cap;
 } FieldList;
 
+/* A COPY record holds at most this many fields (PostgreSQL's most columns)
+ * and bytes: a line of a billion delimiters, or one never ended, is refused
+ * with its line number instead of growing until memory runs out. */
+#define COPY_MAX_FIELDS 1600
+#define COPY_MAX_RECORD ((size_t)256 << 20)
+
 static int fl_push(FieldList *fl, size_t off, size_t len, bool is_null, QrError *err)
 {
+    if (fl->n >= COPY_MAX_FIELDS) {
+        qr_error_set(err, QR_EINVAL, "extra data after last expected column");
+        qr_error_detail(err, "a row has at most %d fields", COPY_MAX_FIELDS);
+        qr_error_set_sqlstate(err, "22P04");
+        return QR_EINVAL;
+    }
     if (fl->n == fl->cap) {
         int cap = fl->cap ? fl->cap * 2 : 16;
         size_t *o = qr_realloc(fl->off, (size_t)cap * sizeof *o);
@@ -291,6 +303,12 @@ int copy_reader_feed(CopyReader *r, const char *data, size_t len, QrError *err)
             } else if (!r->fmt.csv && c == '\\') {
                 r->escaped = true; /* an escaped byte (even a newline) stays in the record */
             }
+        }
+        if (r->rec.len + (i - start) > COPY_MAX_RECORD) {
+            qr_error_set(err, QR_ELIMIT, "COPY row is longer than %zu MB", COPY_MAX_RECORD >> 20);
+            qr_error_set_sqlstate(err, "54000");
+            qr_error_pos(err, -1, r->line, -1);
+            return QR_ELIMIT;
         }
         qr_buf_append(&r->rec, data + start, i - start);
         if (!qr_buf_ok(&r->rec))
@@ -589,14 +607,10 @@ static int table_query(SqlCtx *cx, const cJSON *b, cJSON **root, const cJSON **n
     qr_buf_putc(&q, 0);
     if (!qr_buf_ok(&q))
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    PgQueryParseResult pr = pg_query_parse((const char *)q.data);
+    int rc = sql_parse((const char *)q.data, q.len - 1, 0, root, cx->err);
     qr_buf_free(&q);
-    if (pr.error) {
-        pg_query_free_parse_result(pr);
-        return qr_error_set(cx->err, QR_EINTERNAL, "cannot build the COPY query");
-    }
-    *root = cJSON_Parse(pr.parse_tree);
-    pg_query_free_parse_result(pr);
+    if (rc)
+        return rc;
     const cJSON *stmts = cJSON_GetObjectItemCaseSensitive(*root, "stmts");
     *node = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(stmts, 0), "stmt");
     return *node ? QR_OK : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
@@ -611,7 +625,7 @@ static int copy_to(SqlCtx *cx, const cJSON *b, const CopyFmt *fmt, QrSqlResult *
         rc = table_query(cx, b, &root, &node);
     if (rc == QR_OK)
         rc = sql_query_run(cx, node, res);
-    cJSON_Delete(root);
+    sqlj_delete(root);
     if (rc)
         return rc;
     res->kind = QR_SQL_RES_COPY_OUT;

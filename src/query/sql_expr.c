@@ -736,6 +736,9 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
                           lname);
     const cJSON *args = sqlj_get(fc, "args");
     int nargs = cJSON_GetArraySize(args);
+    if (nargs > SQL_FUNC_MAX_ARGS) /* PostgreSQL's FUNC_MAX_ARGS */
+        return sql_err_at(b->cx, loc, QR_ELIMIT, "54023",
+                          "cannot pass more than %d arguments to a function", SQL_FUNC_MAX_ARGS);
     for (size_t i = 0; i < sizeof AGGS / sizeof *AGGS; i++)
         if (strcmp(AGGS[i].name, lname) == 0)
             return bind_agg(b, fc, AGGS[i].kind, lname, loc, out);
@@ -757,8 +760,11 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
     SqlExpr *e = new_expr(b, srf ? SE_SRF : SE_FUNC, loc);
     if (!e || set_args(b, e, nargs))
         return b->cx->err->code;
-    for (int i = 0; i < nargs; i++) {
-        int rc = sql_expr_bind(b, cJSON_GetArrayItem(args, i), &e->args[i]);
+    int k = 0;
+    const cJSON *arg;
+    cJSON_ArrayForEach(arg, args)
+    {
+        int rc = sql_expr_bind(b, arg, &e->args[k++]);
         if (rc)
             return rc;
     }
@@ -806,6 +812,8 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
 }
 
 /* ---- set-returning functions ---- */
+
+#define SQL_SRF_MAX_ROWS 100000000ull /* generate_series: more is 54000 */
 
 static const char *const SRF_NAMES[] = {"unnest", "generate_series", "generate_subscripts"};
 
@@ -869,11 +877,15 @@ int sql_srf_rows(SqlCtx *cx, const char *name, int n, const SqlValue *args, QrSq
             return sql_err_at(cx, -1, QR_EINVAL, "22023", "step size cannot equal zero");
         if ((step > 0 && a > z) || (step < 0 && a < z))
             return QR_OK;
-        uint64_t cnt = (step > 0 ? (uint64_t)z - (uint64_t)a : (uint64_t)a - (uint64_t)z) /
-                           (step > 0 ? (uint64_t)step : 0 - (uint64_t)step) + 1;
-        if (cnt > 100000000ull)
+        /* steps after the first; the row count is that + 1, checked before
+         * adding (the whole int8 range has 2^64 values, which wraps to 0) */
+        uint64_t steps = (step > 0 ? (uint64_t)z - (uint64_t)a : (uint64_t)a - (uint64_t)z) /
+                         (step > 0 ? (uint64_t)step : 0 - (uint64_t)step);
+        if (steps >= SQL_SRF_MAX_ROWS)
             return sql_err_at(cx, -1, QR_ELIMIT, "54000",
-                              "generate_series would return %llu rows", (unsigned long long)cnt);
+                              "generate_series would return more than %llu rows",
+                              (unsigned long long)SQL_SRF_MAX_ROWS);
+        uint64_t cnt = steps + 1;
         SqlValue *v = qr_arena_alloc(cx->arena, cnt * sizeof *v);
         if (!v)
             return nomem(cx);
@@ -1008,11 +1020,67 @@ static int bind_list(SqlBind *b, const cJSON *list, SqlExpr *head, SqlExpr **e_o
     cJSON_ArrayForEach(it, list)
     {
         int rc = sql_expr_bind(b, it, &e->args[k++]);
-        if (rc)
+        if (rc || (rc = sql_check(b->cx))) /* long lists: cancel and the deadline */
             return rc;
     }
     *e_out = e;
     return QR_OK;
+}
+
+/* The class of values sqlv_cmp orders exactly among themselves: 1 exact
+ * integers (int, timestamp, bool), 2 floats and numerics, 3 strings. */
+static int cmp_class(QrSqlType t)
+{
+    if (sqlt_is_int(t) || sqlt_is_ts(t) || t == QR_SQL_BOOL)
+        return 1;
+    if (sqlt_is_float(t))
+        return 2;
+    return sqlt_is_str(t) ? 3 : 0;
+}
+
+/* A long IN list of constants of one class is also kept sorted (e->set):
+ * evaluation then searches it instead of comparing every item per row (a
+ * million-item list against every row ran for minutes).  The list stays in
+ * args, where the planner looks for key and column lookups.  Any item that
+ * is not a constant, or fails to evaluate, leaves the list as it is. */
+static int in_list_set(SqlBind *b, SqlExpr *e)
+{
+    SqlCtx *cx = b->cx;
+    uint64_t n = (uint64_t)e->n_args - 1;
+    for (uint64_t i = 1; i <= n; i++) {
+        const SqlExpr *x = e->args[i];
+        if (x->kind != SE_CONST && !(x->kind == SE_CAST && x->args[0]->kind == SE_CONST))
+            return QR_OK;
+    }
+    SqlValueSet *set = qr_arena_calloc(cx->arena, sizeof *set);
+    SqlValue *v = set ? qr_arena_alloc(cx->arena, n * sizeof *v) : NULL;
+    if (!v)
+        return nomem(cx);
+    QrError scratch, *saved = cx->err;
+    qr_error_clear(&scratch);
+    cx->err = &scratch; /* an item that fails reports its error at run time, as before */
+    int cls = 0;
+    bool ok = true;
+    SqlEvalRow none = {.doc = -1};
+    for (uint64_t i = 1; i <= n && ok; i++) {
+        SqlValue x;
+        ok = sql_expr_eval(cx, e->args[i], &none, &x) == QR_OK;
+        if (!ok || x.is_null) {
+            set->has_null |= ok;
+            continue;
+        }
+        int c = cmp_class(x.type);
+        ok = c && (!cls || c == cls);
+        cls = c;
+        v[set->n++] = x;
+    }
+    cx->err = saved;
+    if (!ok)
+        return QR_OK;
+    set->vals = v;
+    sql_sort_values(v, set->n);
+    e->set = set;
+    return sql_check(cx);
 }
 
 /* x IN (a, b, c): args[0] = x, every other arg coerced to the common type */
@@ -1025,9 +1093,11 @@ static int bind_in_list(SqlBind *b, const cJSON *lexpr, const cJSON *list, int l
         return rc;
     for (int i = 1; i < e->n_args; i++) {
         QrSqlType t;
-        if ((rc = unify(b, &e->args[0], &e->args[i], e->args[i]->loc, &t)))
+        if ((rc = unify(b, &e->args[0], &e->args[i], e->args[i]->loc, &t)) || (rc = sql_check(b->cx)))
             return rc;
     }
+    if (e->n_args - 1 >= SQL_IN_SET_MIN && (rc = in_list_set(b, e)))
+        return rc;
     e->op = neg;
     e->loc = loc;
     e->type = QR_SQL_BOOL;
@@ -1455,12 +1525,15 @@ static int bind_case(SqlBind *b, const cJSON *ce, int loc, SqlExpr **out)
     }
     if (def && (rc = sql_expr_bind(b, def, &e->args[k++])))
         return rc;
-    /* result type: the first typed result; others coerced */
+    /* result type: the first typed result; others coerced (the list is in
+     * the arena: this frame is on the stack once per level of nested CASE) */
     int n_res = 0;
-    SqlExpr **res[256];
-    for (int i = first_res; i < (arg ? 1 : 0) + 2 * nw && n_res < 255; i += 2)
+    SqlExpr ***res = qr_arena_alloc(b->cx->arena, (size_t)(nw + 1) * sizeof *res);
+    if (!res)
+        return nomem(b->cx);
+    for (int i = first_res; i < (arg ? 1 : 0) + 2 * nw; i += 2)
         res[n_res++] = &e->args[i];
-    if (def && n_res < 256)
+    if (def)
         res[n_res++] = &e->args[k - 1];
     if ((rc = resolve_common(b, res, n_res, "CASE", &rt)))
         return rc;
@@ -1478,9 +1551,9 @@ static int bind_variadic(SqlBind *b, const cJSON *list, SqlExprKind k, int loc, 
     int rc = bind_list(b, list, NULL, &e, k);
     if (rc)
         return rc;
-    SqlExpr **items[256];
-    if (e->n_args > 256)
-        return sql_err_at(b->cx, loc, QR_ELIMIT, "54023", "%s takes at most 256 arguments", name);
+    SqlExpr ***items = qr_arena_alloc(b->cx->arena, (size_t)(e->n_args + 1) * sizeof *items);
+    if (!items)
+        return nomem(b->cx);
     for (int i = 0; i < e->n_args; i++)
         items[i] = &e->args[i];
     QrSqlType rt;
@@ -1829,7 +1902,8 @@ static int subq_set(SqlCtx *cx, SqlSubq *q, const SqlValueSet **out)
 /* A correlated subquery for one outer row: from the cache, or run with the
  * row as its outer frame.  What the run allocates goes back to the arena;
  * the result lives in the cache entry (or is copied to the arena). */
-static int subq_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
+static __attribute__((noinline)) int subq_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r,
+                                                SqlValue *out)
 {
     SqlSubq *q = e->subq;
     SqlValue kv[SUBQ_MAX_KEYS + 2];
@@ -1932,7 +2006,27 @@ static int bind_subscript(SqlBind *b, const cJSON *ind, int loc, SqlExpr **out)
     return QR_OK;
 }
 
+static int bind_node(SqlBind *b, const cJSON *node, SqlExpr **out);
+
+/* Every expression level passes here: the nesting (subqueries included)
+ * and the stack are checked before the recursion goes deeper. */
 int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out)
+{
+    SqlCtx *cx = b->cx;
+    if (cx->nest >= SQL_MAX_NESTING) {
+        if (cx->err->code == QR_OK)
+            sql_too_complex(cx->err, SQL_MAX_NESTING);
+        return cx->err->code;
+    }
+    if (sql_check_stack(cx))
+        return cx->err->code;
+    cx->nest++;
+    int rc = bind_node(b, node, out);
+    cx->nest--;
+    return rc;
+}
+
+static int bind_node(SqlBind *b, const cJSON *node, SqlExpr **out)
 {
     SqlCtx *cx = b->cx;
     const char *tag = sqlj_tag(node);
@@ -2207,7 +2301,8 @@ static int regex_get(SqlCtx *cx, const SqlExpr *e, const char *p, size_t m, bool
     return QR_OK;
 }
 
-static int regex_match(SqlCtx *cx, const SqlExpr *e, const char *s, size_t n, const char *p,
+static __attribute__((noinline)) int regex_match(SqlCtx *cx, const SqlExpr *e, const char *s,
+                                                  size_t n, const char *p,
                        size_t m, bool ci, bool *out)
 {
     regex_t *re = NULL;
@@ -2371,7 +2466,50 @@ static int set_find(const SqlValueSet *s, const SqlValue *v)
     return 0;
 }
 
+static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out);
+
+/* Nodes with operands recurse: they check the stack first (binding bounded
+ * the depth, but a correlated subquery runs inside an outer evaluation). */
 int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
+{
+    if (e->n_args && sql_stack_low() && sql_check_stack(cx))
+        return cx->err->code;
+    return eval_node(cx, e, r, out);
+}
+
+/* A scalar function call.  Apart from eval_node, whose frame every level
+ * of an expression pays: the argument array is large. */
+static __attribute__((noinline)) int eval_func(SqlCtx *cx, const SqlExpr *e,
+                                               const SqlEvalRow *r, SqlValue *out)
+{
+    SqlValue argv[16];
+    int rc = QR_OK;
+    if (e->n_args > 16)
+        return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "54023", "too many arguments");
+    for (int i = 0; i < e->n_args; i++) {
+        if ((rc = sql_expr_eval(cx, e->args[i], r, &argv[i])))
+            return rc;
+        if (argv[i].is_null && e->fn && e->fn->strict) {
+            *out = sqlv_null();
+            out->type = e->type;
+            return QR_OK;
+        }
+    }
+    if (!e->fn)
+        rc = sqlcat_func_call(cx, NULL, e->name, e->n_args, argv, out);
+    else
+        rc = e->fn->fn(cx, e->n_args, argv, out);
+    if (rc == QR_OK && out->type != e->type && !out->is_null && e->type != QR_SQL_UNKNOWN) {
+        SqlValue c;
+        if ((rc = sqlv_cast(cx, out, e->type, e->loc, &c)) == QR_OK)
+            *out = c;
+    }
+    if (rc == QR_OK && out->is_null)
+        out->type = e->type;
+    return rc;
+}
+
+static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
 {
     SqlValue a, b;
     int rc;
@@ -2542,8 +2680,13 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
         bool has_null = a.is_null, found = false;
-        for (int i = 1; i < e->n_args && !found && !a.is_null; i++) {
-            if ((rc = sql_expr_eval(cx, e->args[i], r, &b)))
+        if (e->set && !a.is_null) { /* a long list of constants, sorted */
+            found = set_find(e->set, &a);
+            has_null = e->set->has_null;
+        }
+        for (int i = 1; i < e->n_args && !found && !a.is_null && !e->set; i++) {
+            /* a long list of expressions: the deadline and cancel are seen */
+            if ((rc = sql_expr_eval(cx, e->args[i], r, &b)) || (rc = sql_check(cx)))
                 return rc;
             if (b.is_null)
                 has_null = true;
@@ -2709,32 +2852,8 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
         *out = sqlv_text(s, ta.u.s.n + tb.u.s.n);
         return QR_OK;
     }
-    case SE_FUNC: {
-        SqlValue argv[16];
-        if (e->n_args > 16)
-            return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "54023", "too many arguments");
-        for (int i = 0; i < e->n_args; i++) {
-            if ((rc = sql_expr_eval(cx, e->args[i], r, &argv[i])))
-                return rc;
-            if (argv[i].is_null && e->fn && e->fn->strict) {
-                *out = sqlv_null();
-                out->type = e->type;
-                return QR_OK;
-            }
-        }
-        if (!e->fn)
-            rc = sqlcat_func_call(cx, NULL, e->name, e->n_args, argv, out);
-        else
-            rc = e->fn->fn(cx, e->n_args, argv, out);
-        if (rc == QR_OK && out->type != e->type && !out->is_null && e->type != QR_SQL_UNKNOWN) {
-            SqlValue c;
-            if ((rc = sqlv_cast(cx, out, e->type, e->loc, &c)) == QR_OK)
-                *out = c;
-        }
-        if (rc == QR_OK && out->is_null)
-            out->type = e->type;
-        return rc;
-    }
+    case SE_FUNC:
+        return eval_func(cx, e, r, out);
     }
     return sql_err_at(cx, e->loc, QR_EINTERNAL, NULL, "unknown expression kind %d", e->kind);
 }

@@ -46,6 +46,8 @@ struct QrSqlSession {
     QrDb *db;                 /* borrows */
     atomic_bool cancel;       /* set from any thread; cleared per statement */
     uint64_t timeout_cap_ms;  /* qr_sql_session_limit_timeout; 0 = none */
+    QrSqlAccess access_max;   /* qr_sql_session_limit_access (SCHEMA: no limit) */
+    const char *access_hint;  /* borrows: the hint of an access error, or NULL */
     char txn_status;          /* 'I', 'T', 'E' (sql_txn.c moves it) */
     SqlSetting *settings;     /* owns */
     int n_settings, cap_settings;
@@ -73,6 +75,8 @@ struct QrSqlStmt {
     const cJSON *stmt;        /* borrows tree: {"SelectStmt": {...}} */
     const char *node_tag;     /* "SelectStmt", "InsertStmt", ... */
     const char *kind;         /* "SELECT", "INSERT", ... */
+    QrSqlAccess access;       /* what running it needs (sql_access_of) */
+    const char *access_what;  /* the command that needs it ("DELETE" in a WITH) */
     int n_params;
     uint32_t *param_oids;     /* n_params */
     QrSqlType *param_types;
@@ -104,6 +108,7 @@ typedef struct SqlCtx {
     uint64_t ticks;           /* rows since the last deadline check */
     struct SqlExplain *ex;    /* EXPLAIN: plan nodes are recorded here (NULL otherwise) */
     int depth;                /* nesting of sub-selects (CTEs, subqueries) */
+    int nest;                 /* expression levels being bound now (sql_expr_bind) */
     void *ctes;               /* WITH queries in scope (sql_select.c) */
     bool scores;              /* EXPLAIN (SCORES): keep the docs of the first text access */
     struct SqlTableScan *scores_scan; /* ... that access (set by the outermost SELECT) */
@@ -162,6 +167,67 @@ const char *sqlj_sval(const cJSON *n);
 const cJSON *sqlj_list(const cJSON *n);
 /* The last name of a list of String nodes (funcname, typeName.names). */
 const char *sqlj_last_name(const cJSON *list);
+/* Read libpg_query's JSON output into a cJSON tree without recursion (the
+ * tree of a long operator chain nests deeper than cJSON_Parse accepts).
+ * QR_ELIMIT when containers nest deeper than max_depth (*depth_seen is then
+ * over it) or the tree would take more than max_bytes (0: no limit; about
+ * 80 bytes a node plus its strings), QR_ENOMEM, QR_EINTERNAL for malformed
+ * JSON; no error is set and *out is NULL on failure.  Free with sqlj_delete. */
+int sqlj_parse(const char *json, int max_depth, size_t max_bytes, cJSON **out, int *depth_seen);
+/* Free a tree (its root has no siblings) without recursion.  NULL is a no-op. */
+void sqlj_delete(cJSON *root);
+/* Visit root and every item below it, parents before children, without
+ * recursion; a visit returning non-zero stops the walk with that value.
+ * The visitor may add members to the node it visits. */
+int sqlj_walk(cJSON *root, int (*visit)(cJSON *node, void *arg), void *arg);
+
+/* ======================================================================== */
+/* sql_guard.c — nesting, stack and access guards; parsing                   */
+/* ======================================================================== */
+
+/* About how many levels a statement may nest (a chain of that many
+ * operators, brackets, subqueries): beyond, 54001 "statement too complex"
+ * before libpg_query sees it.  Normalizing (query history) recurses more
+ * per level and takes less. */
+#define SQL_MAX_NESTING 5000
+#define SQL_NORMALIZE_NESTING 1500
+/* Containers the parse tree's JSON may nest (a level of SQL is at most 4). */
+#define SQL_MAX_JSON_DEPTH (4 * SQL_MAX_NESTING + 64)
+/* The parse tree of a query string checked without a session (its
+ * statements' own trees are held to the session's quarry.mem_cap). */
+#define SQL_PARSE_MAX_BYTES ((size_t)512 << 20)
+/* Stack the binder and executor leave free for the calls they make. */
+#define SQL_STACK_MARGIN ((size_t)256 << 10)
+
+/* Set err to 54001 "statement too complex" (limit named in the detail);
+ * returns QR_ELIMIT. */
+int sql_too_complex(QrError *err, int limit);
+/* QR_OK when the statement sql[0, len) (NUL-terminated at len) surely
+ * nests at most about `limit` levels; 54001 otherwise.  Cheap for short
+ * statements and for long ones of few operators (IN lists, VALUES). */
+int sql_guard_nesting(const char *sql, size_t len, int limit, QrError *err);
+/* Guard, parse with libpg_query and read the tree (sqlj_delete it):
+ * 42601 with the position for syntax errors, 54001 when too deep, 54000
+ * when the tree would take more than max_bytes (0: no limit; a million-item
+ * IN list is 800 MB of tree). */
+int sql_parse(const char *sql, size_t len, size_t max_bytes, cJSON **tree, QrError *err);
+/* The access a statement node ({"Tag": {...}}) needs, and the command that
+ * needs it (static text: "DELETE", "SELECT INTO", "CREATE TABLE"...). */
+int sql_access_of(const cJSON *stmt, QrSqlAccess *need, const char **what);
+/* Bytes of stack left below the caller's frame (SIZE_MAX when unknown).
+ * The first call on a thread finds its stack; statements make it before
+ * anything recurses, so sql_stack_low is then exact. */
+size_t sql_stack_left(void);
+extern __thread uintptr_t sql_stack_lo; /* this thread's lowest usable stack address, 0 unknown */
+/* Cheap test for hot recursion (evaluation): less than the margin left? */
+static inline bool sql_stack_low(void)
+{
+    return (uintptr_t)__builtin_frame_address(0) < sql_stack_lo + SQL_STACK_MARGIN;
+}
+/* QR_OK, or 54001 set in cx->err when less than SQL_STACK_MARGIN is left:
+ * called by every recursion over statements (binding, evaluation,
+ * subqueries). */
+int sql_check_stack(SqlCtx *cx);
 
 /* ======================================================================== */
 /* sql_value.c — values, casts, comparison, text forms                       */
@@ -296,12 +362,14 @@ struct SqlExpr {
     bool case_has_else;
     const SqlFuncDef *fn;  /* SE_FUNC */
     SqlTextPred *text;     /* SE_MATCH / SE_SCORE / SE_SNIPPET */
-    SqlValueSet *set;      /* SE_IN_SET: materialized subquery */
+    SqlValueSet *set;      /* SE_IN_SET: materialized subquery; SE_IN: its list of
+                              SQL_IN_SET_MIN+ constants, sorted (NULL otherwise) */
     SqlSubq *subq;         /* SE_SUBQ */
     const char *name;      /* output name hint ("count", column name) */
 };
 
 enum { SQL_CMP_EQ, SQL_CMP_NE, SQL_CMP_LT, SQL_CMP_LE, SQL_CMP_GT, SQL_CMP_GE };
+#define SQL_IN_SET_MIN 16  /* IN lists of this many constants are searched, not scanned */
 
 /* Aggregates referenced by a query (SE_AGG.col is the slot). */
 typedef enum SqlAggKind {
@@ -429,6 +497,13 @@ int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, Qr
 /* ======================================================================== */
 /* sql_func.c — scalar functions as data                                     */
 /* ======================================================================== */
+
+/* The longest text a string function builds (repeat, replace): longer
+ * results fail with 54000 "requested length too large" before any memory
+ * is taken. */
+#define SQL_TEXT_MAX ((size_t)64 << 20)
+/* Arguments of one function call, as PostgreSQL (54023 beyond). */
+#define SQL_FUNC_MAX_ARGS 100
 
 struct SqlFuncDef {
     const char *name;

@@ -112,6 +112,7 @@ int qr_sql_session_new(QrDb *db, QrSqlSession **out, QrError *err)
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     s->db = db;
     s->txn_status = 'I';
+    s->access_max = QR_SQL_ACCESS_SCHEMA;
     atomic_init(&s->cancel, false);
     *out = s;
     return QR_OK;
@@ -282,6 +283,36 @@ uint64_t sql_session_timeout_ms(const QrSqlSession *s)
 
 void qr_sql_session_limit_timeout(QrSqlSession *s, uint64_t max_ms) { s->timeout_cap_ms = max_ms; }
 
+void qr_sql_session_limit_access(QrSqlSession *s, QrSqlAccess max, const char *hint)
+{
+    s->access_max = max;
+    s->access_hint = hint;
+    if (max == QR_SQL_ACCESS_READ) { /* what SHOW transaction_read_only says */
+        QrError e;
+        qr_error_clear(&e);
+        qr_sql_session_set(s, "transaction_read_only", "on", &e);
+    }
+}
+
+/* Refuse a statement needing more than the session may do (25006 for a
+ * read-only session, 42501 for one that may not change the schema). */
+static int access_check(const QrSqlSession *s, const QrSqlStmt *st, QrError *err)
+{
+    if (st->access <= s->access_max)
+        return QR_OK;
+    if (s->access_max == QR_SQL_ACCESS_READ) {
+        qr_error_set(err, QR_EPERM, "cannot execute %s in a read-only transaction", st->access_what);
+        qr_error_set_sqlstate(err, "25006");
+    } else {
+        qr_error_set(err, QR_EPERM, "permission denied to execute %s", st->access_what);
+        qr_error_detail(err, "this session may read and write rows but not change the schema");
+        qr_error_set_sqlstate(err, "42501");
+    }
+    if (s->access_hint)
+        qr_error_hint(err, "%s", s->access_hint);
+    return QR_EPERM;
+}
+
 static SqlAccessPath session_path(const QrSqlSession *s)
 {
     const char *v = qr_sql_session_get(s, "quarry.access_path");
@@ -344,17 +375,16 @@ int qr_sql_split(const char *sql, size_t len, QrSqlSpan **spans, int *n, QrError
 
 /* ---- statements ---- */
 
-static void max_param(const cJSON *n, int *mx)
+/* sqlj_walk visitor: the highest $n of a ParamRef into *(int *)arg. */
+static int max_param(cJSON *n, void *arg)
 {
-    for (const cJSON *c = n ? n->child : NULL; c; c = c->next) {
-        if (c->string && !strcmp(c->string, "ParamRef")) {
-            int k = sqlj_int(c, "number", 0);
-            if (k > *mx)
-                *mx = k;
-        }
-        if (cJSON_IsObject(c) || cJSON_IsArray(c))
-            max_param(c, mx);
+    int *mx = arg;
+    if (n->string && !strcmp(n->string, "ParamRef")) {
+        int k = sqlj_int(n, "number", 0);
+        if (k > *mx)
+            *mx = k;
     }
+    return QR_OK;
 }
 
 static const char *node_kind(const cJSON *stmt, const char *tag)
@@ -381,7 +411,7 @@ static void stmt_free(QrSqlStmt *st)
 {
     if (!st)
         return;
-    cJSON_Delete(st->tree);
+    sqlj_delete(st->tree);
     qr_arena_free(st->arena);
 }
 
@@ -416,6 +446,7 @@ static void ctx_init(SqlCtx *cx, QrSqlSession *s, QrArena *a, const char *sql, s
     cx->err = err;
     cx->t0_ns = qr_now_ns();
     cx->path = s ? session_path(s) : SQL_PATH_AUTO;
+    (void)sql_stack_left(); /* learn this thread's stack before recursing (sql_stack_low) */
 }
 
 /* A new statement (refs 1) holding a copy of the text and the declared
@@ -456,10 +487,17 @@ static int stmt_analyze(QrSqlSession *s, QrSqlStmt *st, const uint32_t *oids, in
     QrArena *a = st->arena;
     size_t len = st->len;
     st->kind = node_kind(st->stmt, st->node_tag);
-    /* parameters: declared types, then inferred during analysis */
+    if (sql_access_of(st->stmt, &st->access, &st->access_what)) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    /* parameters: declared types, then inferred during analysis (PREPARE's
+     * $n are its query's) */
     int mx = n_oids;
-    if (strcmp(st->node_tag, "PrepareStmt") != 0) /* PREPARE's $n are its query's */
-        max_param(st->stmt, &mx);
+    if (strcmp(st->node_tag, "PrepareStmt") != 0 && sqlj_walk((cJSON *)st->stmt, max_param, &mx)) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
     st->n_params = mx;
     st->param_types = qr_arena_calloc(a, (size_t)(mx + 1) * sizeof *st->param_types);
     st->param_oids = qr_arena_calloc(a, (size_t)(mx + 1) * sizeof *st->param_oids);
@@ -524,21 +562,10 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
     int rc = stmt_alloc(sql, len, oids, n_oids, &st, err);
     if (rc)
         return rc;
-    PgQueryParseResult pr = pg_query_parse(st->sql);
-    if (pr.error) {
-        qr_error_set(err, QR_ESYNTAX, "%s", pr.error->message);
-        qr_error_set_sqlstate(err, "42601");
-        if (pr.error->cursorpos > 0)
-            qr_error_pos(err, qr_sql_utf8_chars(st->sql, (size_t)pr.error->cursorpos - 1) + 1, -1, -1);
-        pg_query_free_parse_result(pr);
+    int prc = sql_parse(st->sql, len, s ? sql_session_mem_cap(s) : SQL_DEFAULT_MEM_CAP, &st->tree, err);
+    if (prc) {
         stmt_free(st);
-        return QR_ESYNTAX;
-    }
-    st->tree = cJSON_Parse(pr.parse_tree);
-    pg_query_free_parse_result(pr);
-    if (!st->tree) {
-        stmt_free(st);
-        return qr_error_set(err, QR_ENOMEM, "out of memory");
+        return prc;
     }
     const cJSON *stmts = cJSON_GetObjectItemCaseSensitive(st->tree, "stmts");
     int ns = cJSON_GetArraySize(stmts);
@@ -550,6 +577,7 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
     }
     if (ns == 0) {
         st->kind = "";
+        st->access = QR_SQL_ACCESS_READ;
         *out = st;
         return QR_OK;
     }
@@ -759,6 +787,10 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
                      "current transaction is aborted, commands ignored until end of transaction block");
         qr_error_set_sqlstate(err, "25P02");
         return QR_EINVAL;
+    }
+    if (access_check(s, st, err)) {
+        qr_sql_session_fail(s); /* as any failed statement in a block */
+        return QR_EPERM;
     }
     QrArena *a = qr_arena_new(sql_session_mem_cap(s));
     QrSqlResult *res = a ? qr_arena_calloc(a, sizeof *res) : NULL;

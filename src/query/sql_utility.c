@@ -166,10 +166,15 @@ const char *sqlw_const_text(SqlCtx *cx, const cJSON *n)
  * {"A_Const": {"ival": {}}} (libpg_query issue 243, fixed upstream in
  * PR 249, not in Debian 12's package): the value is read back from the
  * statement text at the node's location ("-5", "- 7", "0"). */
-void sqlw_fix_ints(cJSON *n, const char *sql, size_t len)
+typedef struct FixInts {
+    const char *sql;
+    size_t len;
+} FixInts;
+
+static int fix_int(cJSON *n, void *arg)
 {
-    if (!n)
-        return;
+    const char *sql = ((FixInts *)arg)->sql;
+    size_t len = ((FixInts *)arg)->len;
     if (cJSON_IsObject(n)) {
         cJSON *ac = cJSON_GetObjectItemCaseSensitive(n, "A_Const");
         cJSON *iv = ac ? cJSON_GetObjectItemCaseSensitive(ac, "ival") : NULL;
@@ -192,8 +197,14 @@ void sqlw_fix_ints(cJSON *n, const char *sql, size_t len)
             cJSON_AddNumberToObject(iv, "ival", (double)v);
         }
     }
-    cJSON *c;
-    cJSON_ArrayForEach(c, n) sqlw_fix_ints(c, sql, len);
+    return QR_OK;
+}
+
+void sqlw_fix_ints(cJSON *n, const char *sql, size_t len)
+{
+    FixInts f = {sql, len};
+    if (n)
+        sqlj_walk(n, fix_int, &f); /* on ENOMEM some stay empty: they read as 0, as before */
 }
 
 /* ---- SET / SHOW / RESET ---- */

@@ -57,7 +57,7 @@
 #define PGW_CANCEL_EXTRA 2            /* per client beyond its limit, for CancelRequest */
 #define PGW_RBUF_INIT 8192
 #define PGW_FLUSH_AT (64 * 1024)
-#define PGW_STACK_BYTES (4u << 20)
+#define PGW_STACK_BYTES (8u << 20)    /* as a main thread: SQL nests to its limit, not the stack's */
 
 struct PgServer {
     QrDb *db;                /* borrows */
@@ -632,6 +632,12 @@ static bool startup_run(PgConn *c)
         pgw_flush(c);
         return false;
     }
+    /* a read-only user's session runs reads only: the engine checks every
+     * statement's parse as it executes (SQL, cursors, COPY alike) */
+    if (c->role == SCRAM_ROLE_READ_ONLY)
+        qr_sql_session_limit_access(sess, QR_SQL_ACCESS_READ,
+                                    "connect as a read-write user (quarry user add NAME --role "
+                                    "read-write)");
     pthread_mutex_lock(&s->mu); /* published for CancelRequest and stop */
     c->sess = sess;
     pthread_mutex_unlock(&s->mu);

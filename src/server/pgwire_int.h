@@ -225,10 +225,6 @@ void pgw_named_unlink(PgwNamed **head, PgwNamed *n);
 bool pgw_dispatch(PgConn *c, char type, const uint8_t *body, size_t len);
 /* Free every statement, portal and cursor (connection end). */
 void pgw_query_reset(PgConn *c);
-/* Execute a prepared statement as this connection's user: a read-only
- * user gets 42501 for statements that write. */
-int pgw_run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult **out,
-                 QrError *err);
 
 /* pgwire_tls.c (OpenSSL types stay out of this header) */
 /* An SSL_CTX from PEM files; QR_EINVAL naming the file that failed. */

@@ -3,7 +3,7 @@
  * simple Query (many statements per message), the extended protocol
  * (Parse, Bind, Describe, Execute with row limits, Close, Sync, Flush;
  * named and unnamed statements and portals), COPY FROM STDIN and COPY TO
- * STDOUT, notices, and the read-only role.
+ * STDOUT and notices.
  *
  * Layer: server/.  Calls query/sql.h and the base kit.
  *
@@ -273,42 +273,12 @@ static int copy_in(PgConn *c, const QrSqlResult *r, QrError *err, char *where, s
     return qr_error_set(err, QR_EIO, "connection lost during COPY");
 }
 
-/* ---- the read-only role ---- */
-
-static bool kind_writes(const char *kind)
-{
-    static const char *const W[] = {"INSERT", "UPDATE", "DELETE", "CREATE", "DROP",
-                                    "ALTER",  "TRUNCATE", "MERGE", "VACUUM", "REINDEX"};
-    if (!kind)
-        return false;
-    for (size_t i = 0; i < sizeof W / sizeof W[0]; i++)
-        if (!strncasecmp(kind, W[i], strlen(W[i])))
-            return true;
-    return false;
-}
-
-static int deny_write(PgConn *c, QrError *err)
-{
-    qr_error_set(err, QR_EPERM, "permission denied: user \"%s\" is read-only", c->user);
-    qr_error_hint(err, "connect as a read-write user (quarry user add NAME --role read-write)");
-    return QR_EPERM;
-}
-
-/* Execute a prepared statement with the role check. */
+/* Execute a prepared statement (the session's access limit, set at login
+ * for the read-only role, is enforced by the engine as it executes). */
 int pgw_run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult **out,
-                    QrError *err)
+                 QrError *err)
 {
-    *out = NULL;
-    if (c->role == SCRAM_ROLE_READ_ONLY && kind_writes(qr_sql_stmt_kind_in(c->sess, st)))
-        return deny_write(c, err);
-    int rc = qr_sql_execute(c->sess, st, prm, out, err);
-    if (rc == QR_OK && c->role == SCRAM_ROLE_READ_ONLY && (*out)->kind == QR_SQL_RES_COPY_IN) {
-        qr_sql_copy_fail(c->sess, "read-only user");
-        qr_sql_result_free(*out);
-        *out = NULL;
-        return deny_write(c, err);
-    }
-    return rc;
+    return qr_sql_execute(c->sess, st, prm, out, err);
 }
 
 /* ---- simple query ---- */
@@ -328,13 +298,12 @@ static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
     QrError e;
     qr_error_clear(&e);
     QrSqlResult *r = NULL;
-    /* prepared then executed (not qr_sql_exec) so that the role check sees
-     * the statement's kind before it runs; the statement is released after
-     * the result, which may borrow its text */
+    /* prepared then executed (not qr_sql_exec): the statement is released
+     * after the result, which may borrow its text */
     QrSqlStmt *st = NULL;
     int rc = qr_sql_prepare(c->sess, q + sp.offset, sp.len, NULL, 0, &st, &e);
     if (rc == QR_OK)
-        rc = pgw_run_stmt(c, st, NULL, &r, &e);
+        rc = qr_sql_execute(c->sess, st, NULL, &r, &e);
     if (rc != QR_OK) {
         int64_t pos = e.offset > 0 ? e.offset + qr_sql_utf8_chars(q, sp.offset) : 0;
         pgw_send_error(c, "ERROR", &e, pos);

@@ -215,6 +215,12 @@ void qr_arena_reset(QrArena *a)
 
 void *qr_arena_alloc(QrArena *a, size_t n)
 {
+    /* a size computed from input may be huge: rounding it up, or adding the
+     * block header, must not wrap to a small block */
+    if (n > SIZE_MAX / 4) {
+        a->over_cap = a->cap != 0;
+        return NULL;
+    }
     n = (n + 15) & ~(size_t)15;
     if (n == 0)
         n = 16;

@@ -988,6 +988,8 @@ static int bind_body(SqlCtx *cx, const cJSON *body, SqlQuery **out)
 {
     int rc;
     *out = NULL;
+    if (sql_check_stack(cx)) /* nested subqueries recurse here */
+        return cx->err->code;
     if (!body)
         return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "missing SELECT");
     SqlQuery *q = qr_arena_calloc(cx->arena, sizeof *q);
