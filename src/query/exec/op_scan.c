@@ -144,3 +144,13 @@ SqlOp *sql_op_scan(SqlCtx *cx, SqlTableScan *sc, int width)
     s->op.total_cost = sc->cost;
     return &s->op;
 }
+
+void sql_op_scan_notes(SqlCtx *cx, const SqlOp *op)
+{
+    if (!op)
+        return;
+    if (op->vt == &SCAN_VT)
+        sql_scan_note(cx, ((const ScanOp *)op)->sc);
+    for (int k = 0; k < op->n_kids; k++)
+        sql_op_scan_notes(cx, op->kids[k]);
+}
