@@ -2425,14 +2425,14 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
     case SE_IN_SET: {
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
-        if (a.is_null) {
-            *out = sqlv_null();
-            out->type = QR_SQL_BOOL;
-            return QR_OK;
-        }
         const SqlValueSet *set = e->set;
         if (!set && (rc = subq_set(cx, e->subq, &set)))
             return rc;
+        if (a.is_null) { /* NULL IN (no rows) is false, not NULL */
+            *out = sqlv_bool(false);
+            out->is_null = set->n > 0;
+            return QR_OK;
+        }
         bool found = set_find(set, &a);
         *out = sqlv_bool(found);
         if (!found && set->has_null)
