@@ -15,67 +15,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sql_test_env.h"
-#include "store/util.h"
+#include "sql_lr_env.h"
 
-#define NUL INT32_MIN
 #define N_NODES 60
 #define N_EDGES 150
 
-static const int SIZES[] = {0, 1, 1024, 1025};
-#define N_SIZES 4
-
-static Env env;
 static int esrc[N_EDGES], edst[N_EDGES];
-
-static int lkey(int id) { return id % 5 == 0 ? NUL : (id * 7) % 37; }
-static int rkey(int id) { return id % 6 == 0 ? NUL : (id * 3) % 41; }
-
-static QrSqlResult *run(const char *sql)
-{
-    QrError err;
-    qr_error_clear(&err);
-    QrSqlResult *r = NULL;
-    int rc = qr_sql_exec(env.s, sql, strlen(sql), &r, &err);
-    cr_assert_eq(rc, QR_OK, "%s: %s (%s)", sql, err.message, qr_error_sqlstate(&err));
-    return r;
-}
-
-static void fails(const char *sql, const char *sqlstate, const char *msg_part)
-{
-    QrError err;
-    qr_error_clear(&err);
-    QrSqlResult *r = NULL;
-    int rc = qr_sql_exec(env.s, sql, strlen(sql), &r, &err);
-    cr_assert_neq(rc, QR_OK, "%s should fail", sql);
-    cr_assert_str_eq(qr_error_sqlstate(&err), sqlstate, "%s: %s (%s)", sql, err.message,
-                     qr_error_sqlstate(&err));
-    if (msg_part)
-        cr_assert(strstr(err.message, msg_part), "%s: message \"%s\" lacks \"%s\"", sql, err.message, msg_part);
-}
 
 static void setup(void)
 {
-    qr_log_set_level(QR_LOG_ERROR);
-    env_open(&env);
-    char q[512];
-    for (int i = 0; i < N_SIZES; i++) {
-        int n = SIZES[i];
-        snprintf(q, sizeof q, "CREATE TABLE l%d (id bigint PRIMARY KEY, k integer)", n);
-        qr_sql_result_free(run(q));
-        snprintf(q, sizeof q, "CREATE TABLE r%d (id bigint PRIMARY KEY, k integer)", n);
-        qr_sql_result_free(run(q));
-        if (n == 0)
-            continue;
-        snprintf(q, sizeof q,
-                 "INSERT INTO l%d SELECT g, CASE WHEN g %% 5 = 0 THEN NULL ELSE (g * 7) %% 37 END "
-                 "FROM generate_series(1, %d) g", n, n);
-        qr_sql_result_free(run(q));
-        snprintf(q, sizeof q,
-                 "INSERT INTO r%d SELECT g, CASE WHEN g %% 6 = 0 THEN NULL ELSE (g * 3) %% 41 END "
-                 "FROM generate_series(1, %d) g", n, n);
-        qr_sql_result_free(run(q));
-    }
+    lr_setup();
     /* a directed graph with cycles (and nodes no edge reaches) */
     qr_sql_result_free(run("CREATE TABLE edges (id integer PRIMARY KEY, src integer, dst integer)"));
     uint64_t rng = 7;
@@ -90,7 +39,7 @@ static void setup(void)
     free(ins);
 }
 
-static void teardown(void) { env_close(&env); }
+static void teardown(void) { lr_teardown(); }
 
 TestSuite(sql_setop, .init = setup, .fini = teardown, .timeout = 600);
 
