@@ -132,6 +132,12 @@ static int distribute(FromCx *f, SqlFromNode *n, const CondList *avail)
     for (int i = 0; i < n->n_on; i++) {
         SqlExpr *e = n->on[i];
         uint64_t m = expr_mask(f->colmask, e);
+        bool pass = false;
+        SqlEvalRow er = {.doc = -1};
+        if (m == 0 && (rc = sql_expr_test(s->cx, e, &er, &pass)))
+            return rc;
+        if (pass) /* ON true, ON 1 = 1: nothing to test */
+            continue;
         if (m && (m & ~ml) == 0 && (t == SQL_JOIN_INNER || t == SQL_JOIN_RIGHT))
             L.e[L.n++] = e;
         else if (m && (m & ~mr) == 0 && (t == SQL_JOIN_INNER || t == SQL_JOIN_LEFT))

@@ -322,3 +322,85 @@ Test(sql_join, from_subqueries_and_ctes_read_once_stream)
     cr_assert(plan_has("SELECT * FROM (SELECT k FROM l1) s WHERE s.k > 0", "Subquery Scan on s"));
     cr_assert(plan_has("WITH x AS (SELECT k FROM l1) SELECT * FROM x a, x b", "CTE Scan on a"));
 }
+
+/* ---- prepared: planned again at every execution ---- */
+
+static QrSqlResult *exec_p(QrSqlStmt *st, int v)
+{
+    char buf[16];
+    snprintf(buf, sizeof buf, "%d", v);
+    QrError err;
+    qr_error_clear(&err);
+    const char *vals[] = {buf};
+    int lens[] = {(int)strlen(buf)};
+    QrSqlParams p = {.n = 1, .values = vals, .lengths = lens};
+    QrSqlResult *r = NULL;
+    cr_assert_eq(qr_sql_execute(env.s, st, &p, &r, &err), QR_OK, "%s", err.message);
+    return r;
+}
+
+Test(sql_join, prepared_joins_keep_no_state_between_runs)
+{
+    static const char *const Q[] = {
+        "SELECT l.id, s.id FROM l1025 l FULL JOIN (SELECT id, k FROM r1024 WHERE id % $1 = 0) s ON l.k = s.k",
+        "SELECT id, 0 FROM l1025 l WHERE NOT EXISTS (SELECT 1 FROM r1024 r WHERE r.k = l.k AND r.id < $1)",
+        "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < $1) SELECT n, 0 FROM t",
+    };
+    for (int q = 0; q < 3; q++) {
+        QrError err;
+        qr_error_clear(&err);
+        QrSqlStmt *st;
+        cr_assert_eq(qr_sql_prepare(env.s, Q[q], strlen(Q[q]), NULL, 0, &st, &err), QR_OK, "%s", err.message);
+        static const int V[] = {2, 7, 300, 3};
+        for (int k = 0; k < 4; k++) {
+            int v = V[k];
+            QrSqlResult *r = exec_p(st, v);
+            Tuples got = {.w = 2}, want = {.w = 2};
+            for (uint64_t i = 0; i < r->n_rows; i++) {
+                int64_t row[2] = {r->vals[2 * i].is_null ? 0 : r->vals[2 * i].u.i,
+                                  r->vals[2 * i + 1].is_null ? 0 : r->vals[2 * i + 1].u.i};
+                tup_add(&got, row);
+            }
+            qr_sql_result_free(r);
+            tup_sort(&got);
+            if (q == 0) {
+                bool *rseen = calloc(1025, 1);
+                for (int i = 1; i <= 1025; i++) {
+                    bool any = false;
+                    for (int j = v; j <= 1024; j += v)
+                        if (lkey(i) != NUL && lkey(i) == rkey(j)) {
+                            int64_t row[2] = {i, j};
+                            tup_add(&want, row);
+                            any = rseen[j] = true;
+                        }
+                    if (!any) {
+                        int64_t row[2] = {i, 0};
+                        tup_add(&want, row);
+                    }
+                }
+                for (int j = v; j <= 1024; j += v)
+                    if (!rseen[j]) {
+                        int64_t row[2] = {0, j};
+                        tup_add(&want, row);
+                    }
+                free(rseen);
+            } else if (q == 1) {
+                for (int i = 1; i <= 1025; i++) {
+                    bool has = false;
+                    for (int j = 1; j < v && j <= 1024; j++)
+                        has |= lkey(i) != NUL && rkey(j) == lkey(i);
+                    int64_t row[2] = {i, 0};
+                    if (!has)
+                        tup_add(&want, row);
+                }
+            } else {
+                for (int n = 1; n <= (v > 1 ? v : 1); n++) {
+                    int64_t row[2] = {n, 0};
+                    tup_add(&want, row);
+                }
+            }
+            same_tuples(Q[q], &got, &want);
+        }
+        qr_sql_stmt_unref(st);
+    }
+}
