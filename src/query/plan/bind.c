@@ -569,6 +569,7 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
     s->distinct = distinct;
     s->grouped = grouped;
     s->has_srf = has_srf;
+    sql_reduce_outer_joins(s);
     return sql_bind_semis(s);
 }
 

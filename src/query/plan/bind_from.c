@@ -637,6 +637,96 @@ int sql_bind_from(SqlQuery *s, const cJSON *from_clause)
     return root ? check_lateral(s, root, NULL) : QR_OK;
 }
 
+/* ---- outer joins that WHERE makes inner ---- */
+
+/* The items whose row of NULLs (a null-extended row) makes e NULL. */
+static uint64_t nulls_on(const SqlQuery *s, const SqlExpr *e)
+{
+    uint64_t m = 0;
+    switch (e->kind) {
+    case SE_COL:
+    case SE_MATCH: {
+        int c = e->kind == SE_COL ? e->col : e->text->id_col;
+        for (int i = 0; i < s->n_items; i++)
+            if (c >= s->items[i].first && c < s->items[i].first + s->items[i].n_cols)
+                m |= 1ull << i;
+        return m;
+    }
+    case SE_CMP:
+        if (e->op >= 100) /* IS [NOT] DISTINCT FROM */
+            return 0;
+        break;
+    case SE_FUNC:
+        if (!e->fn || !e->fn->strict)
+            return 0;
+        break;
+    case SE_ARITH:
+    case SE_NEG:
+    case SE_LIKE:
+    case SE_CAST:
+        break;
+    default:
+        return 0;
+    }
+    for (int k = 0; k < e->n_args; k++)
+        m |= nulls_on(s, e->args[k]);
+    return m;
+}
+
+/* The items whose row of NULLs makes a WHERE condition NULL or false. */
+static uint64_t rejects(const SqlQuery *s, const SqlExpr *e)
+{
+    uint64_t m = 0;
+    switch (e->kind) {
+    case SE_AND:
+        for (int k = 0; k < e->n_args; k++)
+            m |= rejects(s, e->args[k]);
+        return m;
+    case SE_OR:
+        m = ~0ull;
+        for (int k = 0; k < e->n_args; k++)
+            m &= rejects(s, e->args[k]);
+        return m;
+    case SE_IS_TRUE:
+        return rejects(s, e->args[0]);
+    case SE_IS_NOT_NULL:
+        return nulls_on(s, e->args[0]);
+    case SE_IN:
+        return e->op & 1 ? 0 : nulls_on(s, e->args[0]);
+    default:
+        return nulls_on(s, e);
+    }
+}
+
+static void reduce(SqlQuery *s, SqlFromNode *n, uint64_t rej)
+{
+    if (!n || n->item >= 0)
+        return;
+    uint64_t ml = 0, mr = 0;
+    for (int i = n->l->i0; i < n->l->i1; i++)
+        ml |= 1ull << i;
+    for (int i = n->r->i0; i < n->r->i1; i++)
+        mr |= 1ull << i;
+    bool l_kept = (rej & ml) != 0, r_kept = (rej & mr) != 0; /* no null-extended row survives */
+    if (n->type == SQL_JOIN_LEFT && r_kept)
+        n->type = SQL_JOIN_INNER;
+    else if (n->type == SQL_JOIN_RIGHT && l_kept)
+        n->type = SQL_JOIN_INNER;
+    else if (n->type == SQL_JOIN_FULL && (l_kept || r_kept))
+        n->type = l_kept && r_kept ? SQL_JOIN_INNER : l_kept ? SQL_JOIN_LEFT : SQL_JOIN_RIGHT;
+    reduce(s, n->l, rej);
+    reduce(s, n->r, rej);
+}
+
+void sql_reduce_outer_joins(SqlQuery *s)
+{
+    uint64_t rej = 0;
+    for (int i = 0; i < s->n_conj; i++)
+        rej |= rejects(s, s->conj[i]);
+    if (rej)
+        reduce(s, s->from, rej);
+}
+
 /* ---- SELECT * ---- */
 
 static const SqlFromNode *alias_node(const SqlFromNode *n, const char *alias)

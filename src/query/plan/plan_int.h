@@ -39,6 +39,11 @@ int sql_bind_from(SqlQuery *s, const cJSON *from_clause);
  * WITH RECURSIVE, to itself) through cx->ctes; the caller restores
  * cx->ctes when q is bound. */
 int sql_bind_with(SqlCtx *cx, const cJSON *with, SqlQuery *q);
+/* PostgreSQL's outer-join reduction: an outer join whose null-extended rows
+ * a WHERE condition always rejects (`a LEFT JOIN b ... WHERE b.x = 1`) is
+ * planned as the inner (or one-sided) join it amounts to, so conditions on
+ * its nullable side reach that side's scan.  After WHERE is bound. */
+void sql_reduce_outer_joins(SqlQuery *s);
 /* The columns `*` (qual NULL) or `qual.*` stands for, in order (scope
  * indexes, in cx->arena).  42P01 when qual names nothing visible. */
 int sql_star_cols(SqlQuery *s, const char *qual, int loc, int **cols, int *n);
