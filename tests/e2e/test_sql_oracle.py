@@ -274,6 +274,9 @@ def gen_join():
                 "%s cats c3 ON c3.code = c.code" % (jt2, jt), False, True)
     if v == 4:
         # LATERAL: a subquery and a function run per row
+        if rnd.random() < 0.2:  # LATERAL reading only the enclosing query
+            return ("SELECT c.code, (SELECT max(s.id) FROM LATERAL (SELECT id FROM items i WHERE i.cat = c.code "
+                    "ORDER BY id LIMIT %d) s) FROM cats c" % rnd.randint(1, 5), False, False)
         if rnd.random() < 0.5:
             return ("SELECT c.code, x.id, x.n FROM cats c %s LATERAL (SELECT id, n FROM items i "
                     "WHERE i.cat = c.code AND i.n > %d ORDER BY id LIMIT %d) x ON true"
@@ -297,7 +300,7 @@ def gen_join():
 
 
 def gen_semi():
-    v = rnd.randint(0, 6)
+    v = rnd.randint(0, 7)
     k = rnd.randint(0, 5)
     if v == 0:
         return ("SELECT id FROM items i WHERE %sEXISTS (SELECT 1 FROM cats c WHERE c.code = i.cat AND c.weight > %d)"
@@ -319,6 +322,12 @@ def gen_semi():
         # correlated IN: two keys
         return ("SELECT id FROM items i WHERE i.n IN (SELECT j.n FROM items j WHERE j.cat = i.cat AND j.id < %d)"
                 % rnd.randint(10, 200), False, True)
+    if v == 7:
+        # one table and a semi join: no shortcut (counts from filters or
+        # column statistics) may answer without it
+        return ("SELECT count(*), min(n), max(id) FROM items i WHERE %sEXISTS (SELECT 1 FROM edges e WHERE "
+                "e.src = i.n)%s" % (rnd.choice(["", "NOT "]), rnd.choice(["", " AND n > %d" % rnd.randint(-40, 40)])),
+                False, True)
     if v == 5:
         # a semi join under grouping, text in the outer block
         return ("SELECT cat, count(*) FROM items i WHERE {M:%s} AND EXISTS (SELECT 1 FROM edges e "

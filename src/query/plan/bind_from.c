@@ -277,6 +277,7 @@ static int add_subselect(SqlQuery *s, const cJSON *b, int loc)
         return cx->err->code;
     it->sub = sub;
     it->lateral = reads;
+    it->lateral_bound = lateral;
     return add_item_cols(s, it, sub->n_cols, sub->cols, sqlj_get(alias, "colnames"), loc,
                          "Subquery Scan");
 }

@@ -230,6 +230,53 @@ int sql_from_prepare(SqlQuery *s, bool *const_false)
     return s->from ? distribute(&f, s->from, &where) : QR_OK;
 }
 
+/* A set-returning function's rows for the row `row` (NULL: its arguments
+ * read no FROM item). */
+static int srf_rows(SqlCtx *cx, const SqlExpr *e, const SqlValue *row, SqlRowSet *out)
+{
+    SqlValue argv[3];
+    SqlEvalRow er = {.row = row, .doc = -1};
+    int rc;
+    for (int i = 0; i < e->n_args && i < 3; i++)
+        if ((rc = sql_expr_eval(cx, e->args[i], &er, &argv[i])))
+            return rc;
+    SqlValue *vals;
+    uint64_t n;
+    if ((rc = sql_srf_rows(cx, e->name, e->n_args, argv, e->type, &vals, &n)))
+        return rc;
+    *out = (SqlRowSet){vals, n, 1};
+    return QR_OK;
+}
+
+/* ---- LATERAL ---- */
+
+typedef struct LateralArg {
+    SqlQuery *sub;            /* a subquery, or */
+    const SqlExpr *srf;       /* a set-returning function */
+    uint64_t runs;
+} LateralArg;
+
+static int lateral_rows(void *arg, SqlCtx *cx, const SqlValue *row, SqlRowSet *out)
+{
+    LateralArg *a = arg;
+    if (a->srf)
+        return srf_rows(cx, a->srf, row, out);
+    struct SqlExplain *saved_ex = cx->ex;
+    if (a->runs++)
+        cx->ex = NULL; /* EXPLAIN ANALYZE shows the first run's plan */
+    SqlFrame fr = {row, cx->frames};
+    cx->frames = &fr;
+    cx->depth++;
+    QrSqlResult r;
+    int rc = sql_query_exec(cx, a->sub, &r);
+    cx->depth--;
+    cx->frames = fr.next;
+    cx->ex = saved_ex;
+    if (rc == QR_OK)
+        *out = (SqlRowSet){r.vals, r.n_rows, r.n_cols};
+    return rc;
+}
+
 /* ---- the leaves ---- */
 
 static int catalog_rows(SqlCtx *cx, SqlItem *it)
@@ -266,23 +313,6 @@ static int catalog_rows(SqlCtx *cx, SqlItem *it)
     return rc;
 }
 
-/* A set-returning function's rows for the row `row` (NULL: its arguments
- * read no FROM item). */
-static int srf_rows(SqlCtx *cx, const SqlExpr *e, const SqlValue *row, SqlRowSet *out)
-{
-    SqlValue argv[3];
-    SqlEvalRow er = {.row = row, .doc = -1};
-    int rc;
-    for (int i = 0; i < e->n_args && i < 3; i++)
-        if ((rc = sql_expr_eval(cx, e->args[i], &er, &argv[i])))
-            return rc;
-    SqlValue *vals;
-    uint64_t n;
-    if ((rc = sql_srf_rows(cx, e->name, e->n_args, argv, e->type, &vals, &n)))
-        return rc;
-    *out = (SqlRowSet){vals, n, 1};
-    return QR_OK;
-}
 
 static int leaf_op(SqlPlanRun *pr, SqlQuery *s, SqlFromNode *n, SqlOp **out)
 {
@@ -313,6 +343,14 @@ static int leaf_op(SqlPlanRun *pr, SqlQuery *s, SqlFromNode *n, SqlOp **out)
         }
         break;
     case SQL_ITEM_SUBQUERY:
+        if (it->lateral_bound) {
+            /* LATERAL but reading no item before it: run once, under an empty
+             * frame for this query's row (its outer references count it) */
+            LateralArg a = {.sub = it->sub};
+            if ((rc = lateral_rows(&a, cx, NULL, &it->set)))
+                return rc;
+            break;
+        }
         if ((rc = sql_plan_query(pr, cx, it->sub, NULL, &sub)))
             return rc;
         break;
@@ -335,35 +373,6 @@ static int leaf_op(SqlPlanRun *pr, SqlQuery *s, SqlFromNode *n, SqlOp **out)
     *out = sub ? sql_op_subquery(cx, sub, it->n_cols, it->first, W, n->filt, n->n_filt, label)
                : sql_op_rows(cx, set, it->first, W, n->filt, n->n_filt, label);
     return *out ? QR_OK : cx->err->code;
-}
-
-/* ---- LATERAL ---- */
-
-typedef struct LateralArg {
-    SqlQuery *sub;            /* a subquery, or */
-    const SqlExpr *srf;       /* a set-returning function */
-    uint64_t runs;
-} LateralArg;
-
-static int lateral_rows(void *arg, SqlCtx *cx, const SqlValue *row, SqlRowSet *out)
-{
-    LateralArg *a = arg;
-    if (a->srf)
-        return srf_rows(cx, a->srf, row, out);
-    struct SqlExplain *saved_ex = cx->ex;
-    if (a->runs++)
-        cx->ex = NULL; /* EXPLAIN ANALYZE shows the first run's plan */
-    SqlFrame fr = {row, cx->frames};
-    cx->frames = &fr;
-    cx->depth++;
-    QrSqlResult r;
-    int rc = sql_query_exec(cx, a->sub, &r);
-    cx->depth--;
-    cx->frames = fr.next;
-    cx->ex = saved_ex;
-    if (rc == QR_OK)
-        *out = (SqlRowSet){r.vals, r.n_rows, r.n_cols};
-    return rc;
 }
 
 /* ---- joins ---- */

@@ -76,6 +76,8 @@ typedef struct SqlItem {
     QrSqlColumn *cols;        /* the item's own columns (n_cols) */
     const char *label;        /* EXPLAIN node label */
     uint64_t lateral;         /* LATERAL: the items it reads (0: none) */
+    bool lateral_bound;       /* bound as LATERAL (its outer references count one level
+                                 more: it runs under a frame for this query's row) */
     /* run time (planner) */
     SqlTableScan scan;
     QrSqlResult rows;         /* catalogs and functions: materialized */

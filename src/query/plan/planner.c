@@ -147,7 +147,7 @@ static int fast_aggs(SqlQuery *s, SqlOp **tree, int n_groups, const SqlExpr *hav
 {
     SqlCtx *cx = s->cx;
     (void)conj;
-    if (!(s->n_items == 1 && s->items[0].kind == SQL_ITEM_TABLE) || n_groups || having ||
+    if (!(s->n_items == 1 && s->items[0].kind == SQL_ITEM_TABLE) || s->n_semis || n_groups || having ||
         !s->bind.n_aggs || const_false || cx->scores)
         return QR_OK;
     bool only_count = true, plain = true;
