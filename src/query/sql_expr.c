@@ -143,7 +143,11 @@ static int scope_find(SqlBind *b, const SqlScope *sc, const char *qual, const ch
         const SqlCol *c = &sc->cols[i];
         if (strcmp(c->name, name) != 0)
             continue;
-        if (qual && (!c->qual || strcmp(c->qual, qual) != 0))
+        /* a join alias renames the columns under it; USING merges two into one */
+        const char *cq = c->jqual && !c->hidden ? c->jqual : c->qual;
+        if (qual && (!cq || strcmp(cq, qual) != 0))
+            continue;
+        if (!qual && c->no_bare)
             continue;
         if (found >= 0) {
             sql_err_at(b->cx, loc, QR_EINVAL, "42702", "column reference \"%s\" is ambiguous",
@@ -1598,8 +1602,18 @@ struct SqlSubq {
     size_t bytes;
     SqlValueSet set;       /* uncorrelated x IN (subquery): the rows, sorted (run time) */
     bool set_ready;
+    int refs_here;         /* references to columns of the query it sits in (occurrences) */
+    bool refs_far;         /* ... and to queries further out */
     SqlSubq *next;         /* SqlBind.live list */
 };
+
+void sql_subq_info(const SqlSubq *q, SqlSubqInfo *out)
+{
+    out->query = q->query;
+    out->kind = q->kind == SQ_EXISTS ? 'e' : q->kind == SQ_ANY ? 'a' : q->kind == SQ_EXPR ? 'x' : 'r';
+    out->refs_here = q->refs_here;
+    out->refs_far = q->refs_far;
+}
 
 void sql_subq_free_all(SqlSubq *list)
 {
@@ -1779,10 +1793,14 @@ static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
         return rc;
     if (kind != SQ_EXISTS && rn != 1)
         return sql_err_at(cx, loc, QR_ESYNTAX, "42601", "subquery must return only one column");
-    int k = ref0;
+    int k = ref0, refs_here = 0;
+    bool refs_far = false;
     for (int i = ref0; i < cx->n_refs; i++)
-        if (cx->refs[i].level <= L)
+        if (cx->refs[i].level <= L) {
+            refs_here += cx->refs[i].level == L;
+            refs_far |= cx->refs[i].level < L;
             cx->refs[k++] = cx->refs[i];
+        }
     cx->n_refs = k; /* the references out of this query stay for its own outer query */
     QrSqlType ct = kind == SQ_EXISTS ? QR_SQL_BOOL : rcols[0].type;
     SqlSubq *q = qr_arena_calloc(cx->arena, sizeof *q);
@@ -1794,6 +1812,8 @@ static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
     q->scope = mine;
     q->level = L + 1;
     q->correlated = k > ref0;
+    q->refs_here = refs_here;
+    q->refs_far = refs_far;
     /* run-time state (caches, the IN set) is reset with the query's */
     if (b->live) {
         q->cache = true;
@@ -2594,6 +2614,7 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
         if (!id->is_null && (rc = sql_text_has(cx, e->text->run, id->u.i, &m, NULL)))
             return rc;
         *out = sqlv_bool(m);
+        out->is_null = id->is_null; /* the NULL row of an outer join: its text is NULL */
         return QR_OK;
     }
     case SE_ARITH:
@@ -2701,14 +2722,14 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
     case SE_IN_SET: {
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
-        if (a.is_null) {
-            *out = sqlv_null();
-            out->type = QR_SQL_BOOL;
-            return QR_OK;
-        }
         const SqlValueSet *set = e->set;
         if (!set && (rc = subq_set(cx, e->subq, &set)))
             return rc;
+        if (a.is_null) { /* NULL IN (no rows) is false, not NULL */
+            *out = sqlv_bool(false);
+            out->is_null = set->n > 0;
+            return QR_OK;
+        }
         bool found = set_find(set, &a);
         *out = sqlv_bool(found);
         if (!found && set->has_null)

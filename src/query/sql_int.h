@@ -297,6 +297,8 @@ typedef struct SqlCol {
                               -4 not a table column */
     bool hidden;           /* _id, _score: not in SELECT * */
     bool used;             /* referenced (scans fetch only used columns) */
+    bool no_bare;          /* merged into a JOIN ... USING column: reached only qualified */
+    const char *jqual;     /* a join alias that names it instead of qual ("": none does) */
     uint32_t table_oid;
     int16_t attnum;
 } SqlCol;
@@ -473,6 +475,18 @@ bool sql_expr_is_const(const SqlExpr *e);
  * name, "?column?"). */
 const char *sql_expr_name(const SqlExpr *e);
 
+/* What a subquery expression (SE_SUBQ, SE_IN_SET) holds, for the planner's
+ * semi joins: its bound query; its kind ('e' EXISTS, 'a' = ANY / IN, 'x' a
+ * scalar, 'r' ARRAY); how many references to columns of the query it sits
+ * in it makes (every occurrence, nested subqueries' included) and whether
+ * it reads columns of queries further out. */
+typedef struct SqlSubqInfo {
+    struct SqlQuery *query;
+    char kind;
+    int refs_here;
+    bool refs_far;
+} SqlSubqInfo;
+void sql_subq_info(const SqlSubq *q, SqlSubqInfo *out);
 /* Free the result caches of a list of correlated subqueries (SqlBind.live);
  * the subqueries themselves are arena memory.  NULL is a no-op. */
 void sql_subq_free_all(SqlSubq *list);

@@ -2490,6 +2490,13 @@ int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where
     SqlExpr *w = NULL;
     if (where && (rc = sql_expr_bind(&b, where, &w)))
         return rc;
+    if (w && w->kind == SE_CONST && w->type == QR_SQL_UNKNOWN) { /* WHERE 'yes': boolean input rules */
+        SqlValue v;
+        if ((rc = sqlv_cast(cx, &w->val, QR_SQL_BOOL, w->loc, &v)))
+            return rc;
+        w->val = v;
+        w->type = QR_SQL_BOOL;
+    }
     if (w && w->type != QR_SQL_BOOL && w->type != QR_SQL_UNKNOWN)
         return sql_err_at(cx, w->loc, QR_ETYPE, "42804", "argument of WHERE must be type boolean");
     SqlTableScan sc;

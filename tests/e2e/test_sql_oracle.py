@@ -9,7 +9,15 @@ subqueries, UNION ALL, CTEs) must return identical rows.  Then window
 functions with every frame kind (compared with both peers: SQLite has them
 too, but for RANGE over timestamps), and DISTINCT ON, GROUPING SETS /
 ROLLUP / CUBE and the aggregates SQLite lacks (stddev / variance,
-array_agg, ORDER BY inside the call), compared with PostgreSQL only.  Full-text
+array_agg, ORDER BY inside the call), compared with PostgreSQL only.  A
+further set covers the SQL surface built as operators: every join type (INNER, LEFT,
+RIGHT, FULL, USING, NATURAL, aliases, parenthesized joins, LATERAL), semi
+and anti joins with NULLs (IN, EXISTS, NOT EXISTS, NOT IN), set operations
+with ALL and distinct, nested and ordered, WITH RECURSIVE over a tree and
+over a graph with cycles, WITH ... [NOT] MATERIALIZED read once and twice,
+and FROM subqueries; PostgreSQL checks them all, SQLite those it can
+express (no LATERAL, INTERSECT / EXCEPT ALL or parenthesized set
+operations).  Full-text
 predicates are checked against a brute-force matcher: `title @@ 'word'` in
 Quarry is `(' ' || title || ' ') LIKE '% word %'` in the peers, whose titles
 are made of whole lowercase words with distinct stems and no stop words.
@@ -34,6 +42,7 @@ SEED = int(os.environ.get("SQL_ORACLE_SEED", "20251129"))
 N_ROWS = 1500
 N_QUERIES = int(os.environ.get("SQL_ORACLE_QUERIES", "400"))
 N_OLAP = int(os.environ.get("SQL_ORACLE_OLAP_QUERIES", "160"))
+N_SURFACE = int(os.environ.get("SQL_ORACLE_SURFACE_QUERIES", "240"))
 PG_BIN = "/usr/lib/postgresql/15/bin"
 WORDS = ["apple", "river", "stone", "cloud", "engine", "garden", "silver", "market", "forest",
          "window", "planet", "doctor", "coffee", "bridge", "castle", "pencil", "rocket", "tiger"]
@@ -73,7 +82,10 @@ CREATE = [
     "CREATE TABLE items (id bigint PRIMARY KEY, cat varchar(16), n integer, f double precision, "
     "ok boolean, title text, ts timestamp)",
     "CREATE TABLE cats (code varchar(16) PRIMARY KEY, label varchar(32), weight integer)",
+    "CREATE TABLE tree (id integer PRIMARY KEY, parent integer, tag varchar(8))",
+    "CREATE TABLE edges (id integer PRIMARY KEY, src integer, dst integer)",
 ]
+N_TREE, N_NODES = 120, 40
 
 
 def inserts(rows):
@@ -85,6 +97,14 @@ def inserts(rows):
     cats.append(("nosuch", None, 9))
     out.append("INSERT INTO cats VALUES " +
                ",".join("(" + ",".join(sql_lit(v) for v in r) + ")" for r in cats))
+    # a forest (a few roots) and a directed graph with cycles and NULL ends
+    tree = [(i, None if i <= 4 else rnd.randint(1, i - 1), rnd.choice(["x", "y", None]))
+            for i in range(1, N_TREE + 1)]
+    edges = [(i, rnd.randint(1, N_NODES), rnd.randint(1, N_NODES) if rnd.random() > 0.05 else None)
+             for i in range(1, 3 * N_NODES)]
+    for name, rs in (("tree", tree), ("edges", edges)):
+        out.append("INSERT INTO %s VALUES " % name +
+                   ",".join("(" + ",".join(sql_lit(v) for v in r) + ")" for r in rs))
     return out
 
 
@@ -368,6 +388,178 @@ def gen_olap():
     return "SELECT %s, %s FROM items WHERE %s GROUP BY %s" % (g, aggs, w, g), False, False
 
 
+# ---- the operator surface: joins, semi joins, set operations, recursion ----
+# Each generator returns (query, ordered, sqlite_can_run).
+
+def ipred():
+    """A WHERE predicate over items i (i.cat qualified)."""
+    return pred().replace("cat ", "i.cat ").replace("(cat", "(i.cat").replace("lower(cat", "lower(i.cat")
+
+
+def gen_join():
+    jt = rnd.choice(["JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"])
+    v = rnd.randint(0, 7)
+    if v == 0:
+        on = "i.cat = c.code" + rnd.choice(["", " AND c.weight > %d" % rnd.randint(0, 4),
+                                          " AND i.n > %d" % rnd.randint(-20, 20)])
+        w = rnd.choice(["", " WHERE " + ipred(), " WHERE c.weight IS NULL OR i.id %% 5 = %d" % rnd.randint(0, 4),
+                        " WHERE i.id IS NULL", " WHERE c.code IS NULL"])
+        return ("SELECT i.id, i.n, c.code, c.weight FROM items i %s cats c ON %s%s" % (jt, on, w), False, True)
+    if v == 1:
+        # USING / NATURAL: merged columns (COALESCE for FULL), SELECT * order
+        sub = "(SELECT code AS cat, weight FROM cats WHERE weight <> %d) c" % rnd.randint(1, 5)
+        items = "(SELECT id, cat, n FROM items WHERE id %% %d = 0) i" % rnd.randint(3, 9)
+        if rnd.random() < 0.5:  # SQLite's * keeps the left's column order
+            return ("SELECT * FROM %s %s %s USING (cat)" % (items, jt, sub), False, False)
+        return ("SELECT cat, count(*), sum(weight) FROM %s NATURAL %s %s GROUP BY cat" % (items, jt, sub),
+                False, True)
+    if v == 2:
+        # an alias on a join names its columns
+        return ("SELECT j.cat, j.weight, j.id FROM (items JOIN (SELECT code AS cat, weight FROM cats) c "
+                "USING (cat)) AS j WHERE j.id %% %d = 0" % rnd.randint(2, 9), False, True)
+    if v == 3:
+        # parenthesized joins on either side
+        jt2 = rnd.choice(["JOIN", "LEFT JOIN", "FULL JOIN"])
+        if rnd.random() < 0.5:
+            return ("SELECT i.id, c.code, c2.code FROM items i %s (cats c %s cats c2 ON c2.weight = c.weight + %d) "
+                    "ON i.cat = c.code WHERE i.id %% 11 = %d" % (jt, jt2, rnd.randint(-1, 2), rnd.randint(0, 10)),
+                    False, True)
+        return ("SELECT c3.code, i.id, c.weight FROM (items i %s cats c ON i.cat = c.code AND i.id %% 13 = 0) "
+                "%s cats c3 ON c3.code = c.code" % (jt2, jt), False, True)
+    if v == 4:
+        # LATERAL: a subquery and a function run per row
+        if rnd.random() < 0.2:  # LATERAL reading only the enclosing query
+            return ("SELECT c.code, (SELECT max(s.id) FROM LATERAL (SELECT id FROM items i WHERE i.cat = c.code "
+                    "ORDER BY id LIMIT %d) s) FROM cats c" % rnd.randint(1, 5), False, False)
+        if rnd.random() < 0.5:
+            return ("SELECT c.code, x.id, x.n FROM cats c %s LATERAL (SELECT id, n FROM items i "
+                    "WHERE i.cat = c.code AND i.n > %d ORDER BY id LIMIT %d) x ON true"
+                    % (rnd.choice(["JOIN", "LEFT JOIN"]), rnd.randint(-50, 40), rnd.randint(1, 4)), False, False)
+        return ("SELECT c.code, g FROM cats c, LATERAL generate_series(1, c.weight) g WHERE g <> %d"
+                % rnd.randint(1, 5), False, False)
+    if v == 5:
+        # joins on keys with NULLs and duplicates, non-equi conditions
+        op = rnd.choice(["=", "=", "<", "<>"])
+        return ("SELECT i.id, j.id FROM items i %s items j ON i.n %s j.n AND j.id < %d WHERE i.id < %d"
+                % (jt, op, rnd.randint(5, 40), rnd.randint(5, 40)), False, True)
+    if v == 6:
+        # three items, comma and JOIN mixed, conditions over all
+        return ("SELECT c.code, count(*), count(i.id), sum(e.dst) FROM cats c %s items i ON i.cat = c.code "
+                "AND i.id %% 17 = 0, edges e WHERE e.src = c.weight AND (e.dst > %d OR i.n IS NULL) "
+                "GROUP BY c.code" % (jt, rnd.randint(0, N_NODES)), False, True)
+    # FROM subqueries streaming into joins and filters
+    return ("SELECT s.cat, s.c, t.code FROM (SELECT cat, count(*) AS c FROM items WHERE %s GROUP BY cat) s "
+            "%s (SELECT code FROM cats WHERE weight > %d) t ON s.cat = t.code WHERE s.c > %d"
+            % (pred(), jt, rnd.randint(0, 4), rnd.randint(0, 200)), False, True)
+
+
+def gen_semi():
+    v = rnd.randint(0, 7)
+    k = rnd.randint(0, 5)
+    if v == 0:
+        return ("SELECT id FROM items i WHERE %sEXISTS (SELECT 1 FROM cats c WHERE c.code = i.cat AND c.weight > %d)"
+                " AND i.id %% 3 = 0" % (rnd.choice(["", "NOT "]), k), False, True)
+    if v == 1:
+        # keys with NULLs on both sides, duplicates inside
+        return ("SELECT id FROM items i WHERE %sEXISTS (SELECT 1 FROM items j WHERE j.n = i.n AND j.id < %d) "
+                "AND i.id < 300" % (rnd.choice(["", "NOT "]), rnd.randint(1, 100)), False, True)
+    if v == 2:
+        return ("SELECT id, n FROM items WHERE n IN (SELECT n FROM items WHERE id < %d) AND id %% 4 = 0"
+                % rnd.randint(1, 60), False, True)
+    if v == 3:
+        # NOT IN: a NULL inside makes every answer NULL (no rows)
+        inner = rnd.choice(["SELECT weight FROM cats", "SELECT weight FROM cats WHERE weight IS NOT NULL",
+                            "SELECT n FROM items WHERE id < %d" % rnd.randint(1, 40),
+                            "SELECT n FROM items WHERE id < %d AND n IS NOT NULL" % rnd.randint(1, 40)])
+        return ("SELECT id FROM items WHERE n %% 6 NOT IN (%s) AND id < 200" % inner, False, True)
+    if v == 4:
+        # correlated IN: two keys
+        return ("SELECT id FROM items i WHERE i.n IN (SELECT j.n FROM items j WHERE j.cat = i.cat AND j.id < %d)"
+                % rnd.randint(10, 200), False, True)
+    if v == 7:
+        # one table and a semi join: no shortcut (counts from filters or
+        # column statistics) may answer without it
+        return ("SELECT count(*), min(n), max(id) FROM items i WHERE %sEXISTS (SELECT 1 FROM edges e WHERE "
+                "e.src = i.n)%s" % (rnd.choice(["", "NOT "]), rnd.choice(["", " AND n > %d" % rnd.randint(-40, 40)])),
+                False, True)
+    if v == 5:
+        # a semi join under grouping, text in the outer block
+        return ("SELECT cat, count(*) FROM items i WHERE {M:%s} AND EXISTS (SELECT 1 FROM edges e "
+                "WHERE e.src = i.id %% %d) GROUP BY cat" % (rnd.choice(WORDS), N_NODES), False, True)
+    return ("SELECT c.code FROM cats c WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.cat = c.code AND "
+            "i.n > %d)" % rnd.randint(30, 52), False, True)
+
+
+def setop_branch():
+    return rnd.choice(["SELECT cat, n %% 3 FROM items WHERE %s" % pred(),
+                       "SELECT code, weight %% 3 FROM cats WHERE weight > %d" % rnd.randint(0, 4),
+                       "SELECT cat, CAST(NULL AS integer) FROM items WHERE id %% %d = 0" % rnd.randint(5, 50)])
+
+
+def gen_setop():
+    ops = ["UNION", "INTERSECT", "EXCEPT"]
+    a, b, c = setop_branch(), setop_branch(), setop_branch()
+    v = rnd.randint(0, 3)
+    if v == 0:
+        op = rnd.choice(ops)
+        return ("%s %s %s" % (a, op, b), False, True)
+    if v == 1:
+        op, al = rnd.choice(ops), rnd.choice(["ALL", ""])
+        return ("%s %s %s %s" % (a, op, al, b), False, op == "UNION" or al == "")
+    if v == 2:
+        # nesting and precedence (INTERSECT binds tighter)
+        o1, o2 = rnd.choice(ops), rnd.choice(ops)
+        al1, al2 = rnd.choice(["ALL ", ""]), rnd.choice(["ALL ", ""])
+        if rnd.random() < 0.5:
+            return ("%s %s %s%s %s %s%s" % (a, o1, al1, b, o2, al2, c), False, False)
+        return ("(%s %s %s%s) %s %s(%s)" % (a, o1, al1, b, o2, al2, c), False, False)
+    # ORDER BY / LIMIT over the result (distinct rows: a total order)
+    op = rnd.choice(ops)
+    return ("%s %s %s ORDER BY 1 %s NULLS FIRST, 2 NULLS LAST LIMIT %d OFFSET %d"
+            % (a, op, b, rnd.choice(["ASC", "DESC"]), rnd.randint(1, 8), rnd.randint(0, 3)), True, True)
+
+
+def gen_recursive():
+    v = rnd.randint(0, 4)
+    x = rnd.randint(1, N_NODES)
+    if v == 0:
+        return ("WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < %d) "
+                "SELECT count(*), sum(n), max(n) FROM t" % rnd.randint(1, 300), False, True)
+    if v == 1:
+        # a tree: the descendants of a node with their depth
+        return ("WITH RECURSIVE d(id, depth) AS (SELECT id, 0 FROM tree WHERE id = %d UNION ALL "
+                "SELECT t.id, d.depth + 1 FROM tree t JOIN d ON t.parent = d.id) SELECT id, depth FROM d"
+                % rnd.randint(1, 30), False, True)
+    if v == 2:
+        # a graph with cycles: UNION ends the walk
+        return ("WITH RECURSIVE r(node) AS (SELECT %d UNION SELECT e.dst FROM edges e JOIN r ON e.src = r.node) "
+                "SELECT node FROM r" % x, False, True)
+    if v == 3:
+        # walks of bounded length, counted (UNION ALL)
+        return ("WITH RECURSIVE p(node, len) AS (SELECT %d, 0 UNION ALL SELECT e.dst, p.len + 1 FROM p, edges e "
+                "WHERE e.src = p.node AND p.len < %d) SELECT node, len, count(*) FROM p GROUP BY node, len"
+                % (x, rnd.randint(1, 4)), False, True)
+    # ancestors, the CTE read twice (materialized once)
+    return ("WITH RECURSIVE a(id, parent) AS (SELECT id, parent FROM tree WHERE id = %d UNION "
+            "SELECT t.id, t.parent FROM tree t, a WHERE t.id = a.parent) "
+            "SELECT x.id, y.id FROM a x LEFT JOIN a y ON y.id = x.parent" % rnd.randint(1, N_TREE), False, True)
+
+
+def gen_cte():
+    m = rnd.choice(["", "MATERIALIZED ", "NOT MATERIALIZED "])
+    w = pred()
+    if rnd.random() < 0.5:
+        return ("WITH x AS %s(SELECT id, n, cat FROM items WHERE %s) SELECT cat, count(*), sum(n) FROM x GROUP BY cat"
+                % (m, w), False, True)
+    return ("WITH x AS %s(SELECT id, n, cat FROM items WHERE %s) SELECT a.id, b.id FROM x a JOIN x b "
+            "ON a.n = b.n AND a.id < b.id WHERE a.id < 200" % (m, w), False, True)
+
+
+def gen_surface():
+    return rnd.choice([gen_join, gen_join, gen_join, gen_semi, gen_semi, gen_setop, gen_setop,
+                       gen_recursive, gen_cte])()
+
+
 def markers(q, tag, fn):
     """Replace each {tag:body} marker with fn(body)."""
     out, i = "", 0
@@ -539,6 +731,7 @@ def main():
             print("skip: PostgreSQL 15 binaries absent, SQLite only")
         queries = [gen_query() + (True,) for _ in range(N_QUERIES)]
         queries += [gen_olap() for _ in range(N_OLAP)]
+        queries += [gen_surface() for _ in range(N_SURFACE)]
         qres, qerr = quarry_batch(data, [for_quarry(q) for q, _, _ in queries])
         pres = pg.run([for_peer(q) for q, _, _ in queries])[0] if pg else {}
         n_lite = n_pg = 0

@@ -323,6 +323,18 @@ static void label(QrBuf *b, const SqlExplainNode *n)
         qr_buf_printf(b, " %s", n->extra);
 }
 
+static void text_node(SqlCtx *cx, const SqlOp *op, int depth, int base);
+
+/* A query block's root prints its subtree in the block's own columns. */
+static void text_block(SqlCtx *cx, const SqlOp *op, int depth, int base)
+{
+    const SqlScope *saved = cx->ex->scope;
+    if (op->scope)
+        cx->ex->scope = op->scope;
+    text_node(cx, op, depth, base);
+    cx->ex->scope = saved;
+}
+
 static void text_node(SqlCtx *cx, const SqlOp *op, int depth, int base)
 {
     struct SqlExplain *ex = cx->ex;
@@ -332,7 +344,7 @@ static void text_node(SqlCtx *cx, const SqlOp *op, int depth, int base)
     if (!n.type) { /* a transparent node (a plain projection): its child in its place */
         for (int k = 0; k < op->n_kids; k++)
             if (op->kids[k])
-                text_node(cx, op->kids[k], depth, base);
+                text_block(cx, op->kids[k], depth, base);
         return;
     }
     int ind = base + (depth ? 6 * depth - 4 : 0);
@@ -365,7 +377,19 @@ static void text_node(SqlCtx *cx, const SqlOp *op, int depth, int base)
     }
     for (int k = 0; k < op->n_kids; k++)
         if (op->kids[k])
-            text_node(cx, op->kids[k], depth + 1, base);
+            text_block(cx, op->kids[k], depth + 1, base);
+}
+
+static cJSON *json_node(SqlCtx *cx, const SqlOp *op);
+
+static cJSON *json_block(SqlCtx *cx, const SqlOp *op)
+{
+    const SqlScope *saved = cx->ex->scope;
+    if (op->scope)
+        cx->ex->scope = op->scope;
+    cJSON *o = json_node(cx, op);
+    cx->ex->scope = saved;
+    return o;
 }
 
 static cJSON *json_node(SqlCtx *cx, const SqlOp *op)
@@ -375,7 +399,7 @@ static cJSON *json_node(SqlCtx *cx, const SqlOp *op)
     memset(&n, 0, sizeof n);
     op->vt->explain(op, cx, &n);
     if (!n.type && op->n_kids == 1 && op->kids[0])
-        return json_node(cx, op->kids[0]);
+        return json_block(cx, op->kids[0]);
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
@@ -406,7 +430,7 @@ static cJSON *json_node(SqlCtx *cx, const SqlOp *op)
     if (op->n_kids) {
         cJSON *plans = cJSON_AddArrayToObject(o, "Plans");
         for (int k = 0; plans && k < op->n_kids; k++) {
-            cJSON *kid = op->kids[k] ? json_node(cx, op->kids[k]) : NULL;
+            cJSON *kid = op->kids[k] ? json_block(cx, op->kids[k]) : NULL;
             if (kid)
                 cJSON_AddItemToArray(plans, kid);
         }

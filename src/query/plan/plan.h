@@ -31,24 +31,36 @@
 
 typedef struct SqlQuery SqlQuery;
 
-/* A WITH query: bound once, its rows materialized per execution. */
+/* A WITH query: bound once.  Referenced once (and not MATERIALIZED) it is
+ * planned in place, streaming, wherever it is read; otherwise its rows are
+ * materialized once per execution of the query that owns it, before the
+ * body (PostgreSQL 12's rule). */
 typedef struct SqlCteDef {
     const char *name;
-    SqlQuery *q;
+    SqlQuery *q;              /* RECURSIVE: kind SQL_Q_RECURSIVE */
     int n_cols;
     QrSqlColumn *cols;        /* with the WITH's column aliases */
+    int n_refs;               /* FROM items reading it (all levels) */
+    int materialize;          /* 1 MATERIALIZED, -1 NOT MATERIALIZED, 0 default */
+    bool recursive;           /* reads itself (WITH RECURSIVE) */
+    /* binding a recursive query (bind_from.c): 1 the non-recursive term,
+     * 2 the recursive term (a reference is allowed at rec_depth only, once) */
+    int rec_state, rec_depth, rec_refs;
     /* run time (reset per execution) */
-    bool ready;
+    bool ready;               /* rows materialized */
     QrSqlResult rows;
+    SqlRowSet set;            /* rows as a row set (CTE Scan) */
+    SqlRowSet *wt;            /* RECURSIVE: the working table while planned */
     struct SqlCteDef *next;   /* the next one visible (binding: innermost first) */
 } SqlCteDef;
 
 typedef enum SqlItemKind {
     SQL_ITEM_TABLE,           /* a table: scanned */
-    SQL_ITEM_CTE,             /* a WITH query's rows */
+    SQL_ITEM_CTE,             /* a WITH query */
     SQL_ITEM_SUBQUERY,        /* (SELECT ...) AS x */
     SQL_ITEM_CATALOG,         /* pg_catalog / information_schema relation */
     SQL_ITEM_FUNCTION,        /* a set-returning function */
+    SQL_ITEM_WORKTABLE,       /* a recursive query's reference to itself */
 } SqlItemKind;
 
 /* One FROM item: its columns are scope[first, first + n_cols). */
@@ -57,22 +69,56 @@ typedef struct SqlItem {
     const char *qual;         /* name or alias */
     int first, n_cols;
     QrTable *t;               /* TABLE: borrows (valid for the DDL generation) */
-    SqlCteDef *cte;           /* CTE */
+    SqlCteDef *cte;           /* CTE, WORKTABLE */
     SqlQuery *sub;            /* SUBQUERY */
     const char *schema, *relname; /* CATALOG */
     SqlExpr *srf;             /* FUNCTION: the SE_SRF call */
     QrSqlColumn *cols;        /* the item's own columns (n_cols) */
     const char *label;        /* EXPLAIN node label */
-    /* join */
-    bool left;                /* LEFT JOIN: this item is the nullable side */
-    SqlExpr **on_conj;        /* LEFT JOIN ... ON conjuncts */
-    int n_on;
+    uint64_t lateral;         /* LATERAL: the items it reads (0: none) */
+    bool lateral_bound;       /* bound as LATERAL (its outer references count one level
+                                 more: it runs under a frame for this query's row) */
     /* run time (planner) */
     SqlTableScan scan;
-    QrSqlResult rows;         /* non-table items: materialized */
-    SqlExpr **rows_conj;
-    int n_rows_conj;
+    QrSqlResult rows;         /* catalogs and functions: materialized */
+    SqlRowSet set;
 } SqlItem;
+
+/* The FROM clause as a tree (bind_from.c): a leaf is an item; a join node
+ * joins two subtrees (comma lists are INNER joins without ON).  A subtree
+ * covers the items [i0, i1) and the scope columns [c0, c1) (its items'
+ * columns, then the merged columns of its USING joins), so a join copies
+ * one contiguous range. */
+typedef struct SqlFromNode {
+    int item;                 /* leaf: the item; -1 for a join */
+    SqlJoinType type;         /* INNER, LEFT, RIGHT, FULL */
+    struct SqlFromNode *l, *r;
+    SqlExpr **on;             /* ON conjuncts (USING / NATURAL: the equalities) */
+    int n_on;
+    int i0, i1, c0, c1;
+    int *merged_col;          /* USING / NATURAL columns computed here: scope index */
+    SqlExpr **merged;         /* ... and value (the left's, the right's, or COALESCE) */
+    int n_merged;
+    int *vis;                 /* the columns SELECT * shows, in order (scope indexes) */
+    int n_vis;
+    const char *alias;        /* (...) AS alias: names the columns */
+    /* run time (planner, join.c) */
+    SqlExpr **filt;           /* conditions applied on top of this node */
+    int n_filt;
+    SqlExpr **cond;           /* join: the conditions it applies per pair */
+    int n_cond;
+} SqlFromNode;
+
+/* x IN (SELECT ...), EXISTS / NOT EXISTS (correlated on equalities) in
+ * WHERE, as a semi / anti join: the subquery yields the inner side of each
+ * key, uncorrelated; okeys are the outer sides over this query's scope. */
+typedef struct SqlSemiJoin {
+    bool anti;
+    SqlQuery *sub;            /* n_keys output columns */
+    SqlExpr **okeys;
+    SqlExpr **ikeys;          /* the inner sides in sub's scope (EXPLAIN) */
+    int n_keys;
+} SqlSemiJoin;
 
 typedef struct SqlTarget {
     SqlExpr *e;
@@ -80,7 +126,7 @@ typedef struct SqlTarget {
     int scope_col;            /* plain column: scope index, else -1 */
 } SqlTarget;
 
-typedef enum SqlQueryKind { SQL_Q_SELECT, SQL_Q_SETOP, SQL_Q_VALUES } SqlQueryKind;
+typedef enum SqlQueryKind { SQL_Q_SELECT, SQL_Q_SETOP, SQL_Q_VALUES, SQL_Q_RECURSIVE } SqlQueryKind;
 
 struct SqlQuery {
     SqlQueryKind kind;
@@ -96,11 +142,14 @@ struct SqlQuery {
     /* SQL_Q_SELECT */
     SqlItem items[SQL_MAX_ITEMS];
     int n_items;
+    SqlFromNode *from;        /* the FROM tree (NULL: no FROM) */
     SqlScope scope;
     int cap_cols;
     SqlBind bind;             /* aggregates and text predicates */
-    SqlExpr **conj;           /* WHERE (and inner ON) conjuncts */
+    SqlExpr **conj;           /* WHERE conjuncts */
     int n_conj;
+    SqlSemiJoin *semis;       /* WHERE conjuncts planned as semi / anti joins */
+    int n_semis;
     SqlTarget *tg;
     int n_tg;
     SqlExpr **groups;
@@ -130,13 +179,18 @@ struct SqlQuery {
      * BY, DISTINCT ON), where window functions are allowed only when win_ok */
     const char *clause;
     bool win_ok;
-    /* SQL_Q_SETOP */
+    /* SQL_Q_SETOP: UNION / INTERSECT / EXCEPT; SQL_Q_RECURSIVE: the
+     * non-recursive term (larg) UNION [ALL] the recursive term (rarg) */
     const char *setop;        /* "UNION", "INTERSECT", "EXCEPT" */
     bool all;
     SqlQuery *larg, *rarg;
+    SqlCteDef *cte;           /* SQL_Q_RECURSIVE: the WITH query it is */
     /* SQL_Q_VALUES */
     SqlExpr **cells;          /* n_rows * n_cols */
     int n_rows;
+    /* run time */
+    SqlRowSet values;         /* VALUES: the evaluated rows */
+    uint64_t *from_colmask;   /* per scope column: the FROM items it needs (join.c) */
 };
 
 /* bind.c: a GROUP BY item (an expression, an output ordinal or name) of
@@ -178,7 +232,9 @@ int sql_bind_query(SqlCtx *cx, const cJSON *select, SqlQuery **out);
 
 /* planner.c: plan and run a bound query into out (ROWS: columns and rows in
  * cx->arena); under EXPLAIN (cx->ex) its tree is printed, and without
- * ANALYZE nothing runs.  Resets the query's run-time state first. */
+ * ANALYZE nothing runs.  Resets the query's run-time state first.  FROM
+ * subqueries, set operations' branches and WITH queries read once are
+ * planned into the same tree. */
 int sql_query_exec(SqlCtx *cx, SqlQuery *q, QrSqlResult *out);
 
 #endif
