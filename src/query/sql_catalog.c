@@ -17,6 +17,7 @@
  * hash of its name.  Namespaces: pg_catalog 11, public 2200,
  * information_schema 13000.  Types use PostgreSQL's OIDs.
  */
+#include "query/sequence.h"
 #include "query/sql_w.h"
 
 #include <stdio.h>
@@ -1002,6 +1003,10 @@ static const CatFunc CAT_FUNCS[] = {
     {"pg_get_triggerdef", 1, 2, QR_SQL_TEXT},
     {"pg_get_viewdef", 1, 2, QR_SQL_TEXT},
     {"pg_get_partkeydef", 1, 1, QR_SQL_TEXT},
+    {"nextval", 1, 1, QR_SQL_INT8},
+    {"currval", 1, 1, QR_SQL_INT8},
+    {"setval", 2, 3, QR_SQL_INT8},
+    {"lastval", 0, 0, QR_SQL_INT8},
 };
 #define N_CAT_FUNCS (int)(sizeof CAT_FUNCS / sizeof CAT_FUNCS[0])
 
@@ -1080,6 +1085,8 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
     const CatFunc *f = func_find(name, n_args);
     if (!f)
         return sql_err_at(cx, -1, QR_ENOTFOUND, "42883", "function %s does not exist", name);
+    if (sqlseq_func_known(name))
+        return sqlseq_func_call(cx, name, n_args, args, out);
     *out = sqlv_null();
     out->type = f->ret;
     int64_t a0 = n_args > 0 && !args[0].is_null && sqlt_is_int(args[0].type) ? args[0].u.i : 0;
@@ -1223,6 +1230,22 @@ static bool rel_lookup(SqlCtx *cx, const char *name, int64_t oid, uint32_t *oid_
 {
     CatTables ts;
     bool found = false;
+    char **seqs;
+    int n_seqs;
+    if (seq_list(qr_db_dir(cx->sess->db), &seqs, &n_seqs, NULL) == QR_OK) {
+        for (int i = 0; i < n_seqs; i++) {
+            uint32_t o = name_oid(seqs[i]);
+            if (!found && (name ? !strcmp(name, seqs[i]) : o == (uint32_t)oid)) {
+                *oid_out = o;
+                *name_out = qr_arena_strndup(cx->arena, seqs[i], strlen(seqs[i]));
+                found = true;
+            }
+            qr_free(seqs[i]);
+        }
+        qr_free(seqs);
+        if (found)
+            return true;
+    }
     if (tables_load(cx, &ts) != QR_OK) {
         tables_free(&ts);
         return false;

@@ -21,6 +21,7 @@
  * DDL is not transactional: it takes effect when it runs, inside a block
  * too (docs/sql.md).
  */
+#include "query/sequence.h"
 #include "query/sql_w.h"
 #include "store/util.h"
 
@@ -161,6 +162,10 @@ typedef struct ColSpec {
     bool not_null, is_pk;
     const cJSON *dflt;     /* borrows the parse tree */
     int loc;
+    bool serial;           /* SERIAL / BIGSERIAL / SMALLSERIAL */
+    char identity;         /* GENERATED 'a'LWAYS / BY 'd'EFAULT AS IDENTITY, or 0 */
+    const cJSON *id_opts;  /* borrows: the identity's sequence options */
+    char seq[64];          /* the sequence behind a serial or identity column */
 } ColSpec;
 
 static const struct {
@@ -179,6 +184,10 @@ static const struct {
     {"date", "timestamp", QR_FT_TIMESTAMP}, {"text", "text", QR_FT_TEXT},
     {"varchar", "varchar", QR_FT_KEYWORD}, {"bpchar", "bpchar", QR_FT_KEYWORD},
     {"char", "bpchar", QR_FT_KEYWORD},
+    /* SERIAL: an integer column whose default is nextval of its own sequence */
+    {"serial", "int4", QR_FT_INT},        {"serial4", "int4", QR_FT_INT},
+    {"bigserial", "int8", QR_FT_INT},     {"serial8", "int8", QR_FT_INT},
+    {"smallserial", "int2", QR_FT_INT},   {"serial2", "int2", QR_FT_INT},
 };
 
 static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
@@ -193,6 +202,7 @@ static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
         c->ft = TYPES[i].ft;
         c->pg = TYPES[i].pg;
         c->typmod = -1;
+        c->serial = strstr(name, "serial") != NULL;
         const cJSON *mods = sqlj_get(tn, "typmods");
         if (c->ft == QR_FT_KEYWORD && cJSON_GetArraySize(mods) == 1) {
             const cJSON *ac = sqlj_is(cJSON_GetArrayItem(mods, 0), "A_Const");
@@ -224,7 +234,12 @@ static int col_constraints(SqlCtx *cx, const cJSON *list, ColSpec *c)
             c->not_null = false;
         else if (!strcmp(ct, "CONSTR_DEFAULT"))
             c->dflt = sqlj_get(k, "raw_expr");
-        else
+        else if (!strcmp(ct, "CONSTR_IDENTITY")) {
+            const char *gw = sqlj_str(k, "generated_when");
+            c->identity = gw && gw[0] == 'd' ? 'd' : 'a';
+            c->id_opts = sqlj_get(k, "options");
+            c->not_null = true;
+        } else
             return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
                               "%s constraints are not supported (column \"%s\")",
                               !strcmp(ct, "CONSTR_UNIQUE")    ? "UNIQUE"
@@ -245,7 +260,20 @@ static int col_from_def(SqlCtx *cx, const cJSON *cd, ColSpec *c)
         return sql_err_at(cx, c->loc, QR_EINVAL, "42602", "invalid column name \"%s\"",
                           c->name ? c->name : "");
     int rc = map_type(cx, sqlj_get(cd, "typeName"), c);
-    return rc ? rc : col_constraints(cx, sqlj_get(cd, "constraints"), c);
+    if (rc || (rc = col_constraints(cx, sqlj_get(cd, "constraints"), c)) != QR_OK)
+        return rc;
+    if (c->identity && c->ft != QR_FT_INT)
+        return sql_err_at(cx, c->loc, QR_EINVAL, "22023",
+                          "identity column type must be smallint, integer, or bigint");
+    if (c->identity && (c->dflt || c->serial))
+        return sql_err_at(cx, c->loc, QR_ESYNTAX, "42601",
+                          "both default and identity specified for column \"%s\"", c->name);
+    if (c->serial && c->dflt)
+        return sql_err_at(cx, c->loc, QR_ESYNTAX, "42601",
+                          "multiple default values specified for column \"%s\"", c->name);
+    if (c->serial)
+        c->not_null = true;
+    return QR_OK;
 }
 
 static void meta_put_col(cJSON *cols, const ColSpec *c)
@@ -255,8 +283,14 @@ static void meta_put_col(cJSON *cols, const ColSpec *c)
     cJSON_AddNumberToObject(o, "typmod", c->typmod);
     if (c->not_null || c->is_pk)
         cJSON_AddTrueToObject(o, "not_null");
-    if (c->dflt)
+    if (c->seq[0]) {
+        cJSON_AddItemToObject(o, "default", sqlseq_default_tree(c->seq));
+        cJSON_AddStringToObject(o, "sequence", c->seq);
+    } else if (c->dflt) {
         cJSON_AddItemToObject(o, "default", cJSON_Duplicate(c->dflt, true));
+    }
+    if (c->identity)
+        cJSON_AddStringToObject(o, "identity", c->identity == 'd' ? "d" : "a");
     cJSON_DeleteItemFromObjectCaseSensitive(cols, c->name);
     cJSON_AddItemToObject(cols, c->name, o);
 }
@@ -298,7 +332,8 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
                           "relation \"%s\" already exists", name);
     }
     int n = cJSON_GetArraySize(sqlj_get(b, "tableElts"));
-    ColSpec *cols = qr_arena_calloc(cx->arena, (size_t)(n ? n : 1) * sizeof *cols);
+    /* one spare: the hidden row id of a table without a declared key */
+    ColSpec *cols = qr_arena_calloc(cx->arena, (size_t)(n + 1) * sizeof *cols);
     if (!cols)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     int n_cols = 0;
@@ -338,11 +373,13 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
                               "KEY)");
         }
     }
-    if (!pk) {
-        qr_error_hint(cx->err, "declare one column PRIMARY KEY (an integer or a string): it is "
-                               "the document id");
-        return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EUNSUPPORTED, "0A000",
-                          "table \"%s\" has no primary key", name);
+    bool hidden_pk = !pk;
+    if (hidden_pk) {
+        /* no declared key: a hidden row id from the table's own sequence is
+         * the document id (PostgreSQL's tables need no key either) */
+        cols[n_cols] = (ColSpec){.name = SQLW_ROWID, .ft = QR_FT_INT, .pg = "int8", .typmod = -1,
+                                 .is_pk = true, .not_null = true, .serial = true, .loc = -1};
+        pk = cols[n_cols++].name;
     }
     ColSpec *pkc = NULL;
     for (int i = 0; i < n_cols; i++)
@@ -380,8 +417,25 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     QrTable *t = NULL;
     if (rc == QR_OK)
         rc = qr_table_create(cx->sess->db, name, s, &t, cx->err);
-    if (rc == QR_OK && (rc = sqlw_meta_save(cx->sess->db, name, meta, cx->err)) != QR_OK)
-        qr_table_drop(cx->sess->db, name, NULL);
+    if (rc == QR_OK) {
+        /* the sequences of SERIAL, identity and row-id columns, then their defaults */
+        for (int i = 0; i < n_cols && rc == QR_OK; i++) {
+            if (!cols[i].serial && !cols[i].identity)
+                continue;
+            rc = sqlseq_for_column(cx, name, cols[i].name, cols[i].pg, cols[i].id_opts,
+                                   hidden_pk && cols[i].is_pk, cols[i].seq, sizeof cols[i].seq);
+            if (rc == QR_OK)
+                meta_put_col(mcols, &cols[i]);
+        }
+        if (hidden_pk)
+            cJSON_AddTrueToObject(meta, "hidden_pk");
+        if (rc == QR_OK)
+            rc = sqlw_meta_save(cx->sess->db, name, meta, cx->err);
+        if (rc != QR_OK) {
+            qr_table_drop(cx->sess->db, name, NULL);
+            seq_drop_owned(qr_db_dir(cx->sess->db), name, NULL);
+        }
+    }
     cJSON_Delete(meta);
     return rc;
 }
@@ -601,6 +655,8 @@ static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         }
         sqlw_release(cx->sess, name);
         int rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);
+        if (rc == QR_OK) /* SERIAL, identity and row-id sequences go with their table */
+            rc = seq_drop_owned(qr_db_dir(cx->sess->db), name, cx->err);
         if (rc)
             return rc;
     }
@@ -665,8 +721,16 @@ int sqlw_ddl_exec(SqlCtx *cx, const cJSON *b, const char *tag, QrSqlResult *res)
         return create_table(cx, b, res);
     if (!strcmp(tag, "IndexStmt"))
         return create_index(cx, b, res);
-    if (!strcmp(tag, "DropStmt"))
+    if (!strcmp(tag, "DropStmt")) {
+        const char *rt = sqlj_str(b, "removeType");
+        if (rt && !strcmp(rt, "OBJECT_SEQUENCE"))
+            return sqlseq_drop(cx, b, res);
         return drop_stmt(cx, b, res);
+    }
+    if (!strcmp(tag, "CreateSeqStmt"))
+        return sqlseq_create(cx, b, res);
+    if (!strcmp(tag, "AlterSeqStmt"))
+        return sqlseq_alter(cx, b, res);
     if (!strcmp(tag, "AlterTableStmt"))
         return alter_table(cx, b, res);
     if (!strcmp(tag, "CreateTableAsStmt"))

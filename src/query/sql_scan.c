@@ -194,8 +194,10 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
     cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
     int n = 0;
     QrSqlType pkt = meta ? sqlw_pk_type(meta) : QR_SQL_UNKNOWN;
+    bool hidden_pk = meta && sqlw_hidden_pk(meta); /* a row id, not a column */
     c[n] = (SqlCol){.name = s->primary_key, .qual = q,
-                    .type = pkt != QR_SQL_UNKNOWN ? pkt : pk_type(t), .field = -1, .attnum = 1};
+                    .type = pkt != QR_SQL_UNKNOWN ? pkt : pk_type(t), .field = -1,
+                    .attnum = hidden_pk ? 0 : 1, .hidden = hidden_pk};
     n++;
     for (int f = 0; f < s->n_fields; f++) {
         if (!strcmp(s->fields[f].name, s->primary_key))
@@ -208,7 +210,8 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
             ty = decl;
         c[n] = (SqlCol){.name = qr_arena_strndup(cx->arena, s->fields[f].name,
                                                  strlen(s->fields[f].name)),
-                        .qual = q, .type = ty, .field = f, .attnum = (int16_t)(n + 1)};
+                        .qual = q, .type = ty, .field = f,
+                        .attnum = (int16_t)(n + 1 - hidden_pk)};
         n++;
     }
     cJSON_Delete(meta);
