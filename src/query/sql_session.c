@@ -151,6 +151,7 @@ static const struct {
     {"idle_in_transaction_session_timeout", "0"}, {"max_identifier_length", "63"},
     {"is_superuser", "on"},         {"bytea_output", "hex"},
     {"client_min_messages", "notice"}, {"transaction_read_only", "off"},
+    {"session_authorization", ""},  /* the authenticated role (current_user) */
 };
 
 /* Milliseconds from "5000", "5s", "250ms", "2min"; -1 if bad. */
