@@ -817,6 +817,10 @@ static int fill_type(CatBuild *b)
         set_i(b, "typlen", t->len);
         set_b(b, "typbyval", t->len > 0 && t->len <= 8);
         set_s(b, "typtype", "b");
+        set_s(b, "typalign", t->len == 8 ? "d" : t->len == 2 ? "s" : t->len == 1 ? "c" : "i");
+        set_s(b, "typstorage", t->len > 0 ? "p" : "x");
+        set_s(b, "typsubscript", "-");
+        set_s(b, "typinput", qr_arena_strndup(b->cx->arena, t->name, strlen(t->name)));
         set_s(b, "typcategory", qr_arena_strndup(b->cx->arena, cat, 1));
         set_b(b, "typispreferred", t->oid == 25 || t->oid == 701 || t->oid == 1184);
         set_b(b, "typisdefined", true);
@@ -898,11 +902,41 @@ static int fill_roles(CatBuild *b)
     set_b(b, "rolcreaterole", true);
     set_b(b, "rolcreatedb", true);
     set_b(b, "rolcanlogin", true);
+    set_b(b, "rolreplication", false);
+    set_b(b, "rolbypassrls", false);
     set_i(b, "rolconnlimit", -1);
     return QR_OK;
 }
 
 static int fill_proc(CatBuild *b);
+
+/* pg_get_keywords(): the reserved words (psql, pgcli and JDBC quote them). */
+static int fill_keywords(CatBuild *b)
+{
+    static const char *const W[] = {
+        "all", "and", "any", "array", "as", "asc", "both", "case", "cast", "check", "collate",
+        "column", "constraint", "create", "default", "desc", "distinct", "do", "else", "end",
+        "except", "false", "fetch", "for", "foreign", "from", "grant", "group", "having", "in",
+        "initially", "intersect", "into", "leading", "limit", "not", "null", "offset", "on",
+        "only", "or", "order", "primary", "references", "returning", "select", "some",
+        "table", "then", "to", "trailing", "true", "union", "unique", "user", "using", "when",
+        "where", "window", "with"};
+    for (size_t i = 0; i < sizeof W / sizeof W[0]; i++) {
+        if (new_row(b))
+            return b->cx->err->code;
+        set_s(b, "word", W[i]);
+        set_s(b, "catcode", "R");
+        set_b(b, "barelabel", true);
+        set_s(b, "catdesc", "reserved");
+        set_s(b, "baredesc", "can be bare label");
+    }
+    return QR_OK;
+}
+
+bool sqlcat_srf_known(const char *name)
+{
+    return !strcmp(name, "pg_options_to_table") || !strcmp(name, "pg_get_keywords");
+}
 
 static int fill_settings(CatBuild *b)
 {
@@ -1013,10 +1047,12 @@ static const CatRel CAT_RELS[] = {
      fill_attribute},
     {"pg_catalog", "pg_attrdef", "oid:o,adrelid:o,adnum:s,adbin:t", fill_attrdef},
     {"pg_catalog", "pg_type",
-     "oid:o,typname:n,typnamespace:o,typowner:o,typlen:s,typbyval:b,typtype:c,typcategory:c,"
-     "typispreferred:b,typisdefined:b,typdelim:c,typrelid:o,typelem:o,typarray:o,typinput:t,"
-     "typoutput:t,typreceive:t,typsend:t,typnotnull:b,typbasetype:o,typtypmod:i,typndims:i,"
-     "typcollation:o,typdefault:t,typacl:t",
+     "oid:o,typname:n,typnamespace:o,typowner:o,typlen:s,typbyval:b,typtype:c,"
+     "typcategory:c,typispreferred:b,typisdefined:b,typdelim:c,typrelid:o,"
+     "typsubscript:t,typelem:o,typarray:o,typinput:t,typoutput:t,typreceive:t,"
+     "typsend:t,typmodin:t,typmodout:t,typanalyze:t,typalign:c,typstorage:c,"
+     "typnotnull:b,typbasetype:o,typtypmod:i,typndims:i,typcollation:o,"
+     "typdefaultbin:t,typdefault:t,typacl:t",
      fill_type},
     {"pg_catalog", "pg_index",
      "indexrelid:o,indrelid:o,indnatts:s,indnkeyatts:s,indisunique:b,indisprimary:b,"
@@ -1025,8 +1061,11 @@ static const CatRel CAT_RELS[] = {
      "indoption:t,indexprs:t,indpred:t",
      fill_index},
     {"pg_catalog", "pg_constraint",
-     "oid:o,conname:n,connamespace:o,contype:c,condeferrable:b,condeferred:b,convalidated:b,"
-     "conrelid:o,contypid:o,conindid:o,conparentid:o,confrelid:o,conkey:t,confkey:t,conbin:t",
+     "oid:o,conname:n,connamespace:o,contype:c,condeferrable:b,condeferred:b,"
+     "convalidated:b,conrelid:o,contypid:o,conindid:o,conparentid:o,confrelid:o,"
+     "confupdtype:c,confdeltype:c,confmatchtype:c,conislocal:b,coninhcount:i,"
+     "connoinherit:b,conkey:t,confkey:t,conpfeqop:t,conppeqop:t,conffeqop:t,"
+     "confdelsetcols:t,conexclop:t,conbin:t",
      fill_constraint},
     {"pg_catalog", "pg_database",
      "oid:o,datname:n,datdba:o,encoding:i,datlocprovider:c,datistemplate:b,datallowconn:b,"
@@ -1044,6 +1083,11 @@ static const CatRel CAT_RELS[] = {
      "rolreplication:b,rolconnlimit:i,rolpassword:t,rolvaliduntil:t,rolbypassrls:b,"
      "rolconfig:t",
      fill_roles},
+    {"pg_catalog", "pg_authid",
+     "oid:o,rolname:n,rolsuper:b,rolinherit:b,rolcreaterole:b,rolcreatedb:b,rolcanlogin:b,"
+     "rolreplication:b,rolbypassrls:b,rolconnlimit:i,rolpassword:t,rolvaliduntil:t",
+     fill_roles},
+    {"pg_catalog", "pg_db_role_setting", "setdatabase:o,setrole:o,setconfig:t", NULL},
     {"pg_catalog", "pg_user", "usename:n,usesysid:o,usecreatedb:b,usesuper:b,userepl:b,"
                               "usebypassrls:b,passwd:t,valuntil:t,useconfig:t",
      fill_roles},
@@ -1053,21 +1097,38 @@ static const CatRel CAT_RELS[] = {
     {"pg_catalog", "pg_policy",
      "oid:o,polname:n,polrelid:o,polcmd:c,polpermissive:b,polroles:t,polqual:t,polwithcheck:t",
      NULL},
-    {"pg_catalog", "pg_trigger", "oid:o,tgrelid:o,tgname:n,tgfoid:o,tgtype:s,tgenabled:c,"
-                                 "tgisinternal:b,tgconstraint:o",
+    {"pg_catalog", "pg_trigger",
+     "oid:o,tgrelid:o,tgparentid:o,tgname:n,tgfoid:o,tgtype:s,tgenabled:c,"
+     "tgisinternal:b,tgconstrrelid:o,tgconstrindid:o,tgconstraint:o,tgdeferrable:b,"
+     "tginitdeferred:b,tgnargs:s,tgattr:t,tgargs:t,tgqual:t,tgoldtable:n,"
+     "tgnewtable:n",
      NULL},
-    {"pg_catalog", "pg_rewrite", "oid:o,rulename:n,ev_class:o,ev_type:c", NULL},
+    {"pg_catalog", "pg_rewrite",
+     "oid:o,rulename:n,ev_class:o,ev_type:c,ev_enabled:c,is_instead:b,ev_qual:t,"
+     "ev_action:t",
+     NULL},
     {"pg_catalog", "pg_statistic_ext",
-     "oid:o,stxrelid:o,stxname:n,stxnamespace:o,stxowner:o,stxstattarget:i,stxkeys:t,stxkind:t",
+     "oid:o,stxrelid:o,stxname:n,stxnamespace:o,stxowner:o,stxstattarget:i,"
+     "stxkeys:t,stxkind:t,stxexprs:t",
      NULL},
-    {"pg_catalog", "pg_publication", "oid:o,pubname:n,pubowner:o,puballtables:b", NULL},
+    {"pg_catalog", "pg_publication",
+     "oid:o,pubname:n,pubowner:o,puballtables:b,pubinsert:b,pubupdate:b,pubdelete:b,"
+     "pubtruncate:b,pubviaroot:b",
+     NULL},
     {"pg_catalog", "pg_publication_rel", "oid:o,prpubid:o,prrelid:o,prqual:t,prattrs:t", NULL},
     {"pg_catalog", "pg_publication_namespace", "oid:o,pnpubid:o,pnnspid:o", NULL},
-    {"pg_catalog", "pg_collation", "oid:o,collname:n,collnamespace:o,collprovider:c", NULL},
+    {"pg_catalog", "pg_collation",
+     "oid:o,collname:n,collnamespace:o,collowner:o,collprovider:c,"
+     "collisdeterministic:b,collencoding:i,collcollate:t,collctype:t,"
+     "colliculocale:t,collversion:t",
+     NULL},
     {"pg_catalog", "pg_foreign_table", "ftrelid:o,ftserver:o,ftoptions:t", NULL},
     {"pg_catalog", "pg_partitioned_table", "partrelid:o,partstrat:c,partnatts:s", NULL},
-    {"pg_catalog", "pg_tablespace", "oid:o,spcname:n,spcowner:o", NULL},
-    {"pg_catalog", "pg_extension", "oid:o,extname:n,extowner:o,extnamespace:o,extversion:t",
+    {"pg_catalog", "pg_tablespace",
+     "oid:o,spcname:n,spcowner:o,spcacl:t,spcoptions:t",
+     NULL},
+    {"pg_catalog", "pg_extension", "oid:o,extname:n,extowner:o,extnamespace:o,"
+                                   "extrelocatable:b,extversion:t,extconfig:t,extcondition:t",
      NULL},
     {"pg_catalog", "pg_proc",
      "oid:o,proname:n,pronamespace:o,proowner:o,prolang:o,procost:f,prorows:f,provariadic:o,"
@@ -1084,27 +1145,46 @@ static const CatRel CAT_RELS[] = {
      "max_value:l,increment_by:l,cycle:b,cache_size:l,last_value:l",
      fill_sequences},
     {"pg_catalog", "pg_auth_members", "oid:o,roleid:o,member:o,grantor:o,admin_option:b", NULL},
-    {"pg_catalog", "pg_language", "oid:o,lanname:n,lanowner:o,lanispl:b,lanpltrusted:b", NULL},
-    {"pg_catalog", "pg_event_trigger", "oid:o,evtname:n,evtevent:n,evtowner:o,evtenabled:c", NULL},
-    {"pg_catalog", "pg_cast", "oid:o,castsource:o,casttarget:o,castfunc:o,castcontext:c,"
-                              "castmethod:c",
+    {"pg_catalog", "pg_language",
+     "oid:o,lanname:n,lanowner:o,lanispl:b,lanpltrusted:b,lanplcallfoid:o,"
+     "laninline:o,lanvalidator:o,lanacl:t",
      NULL},
-    {"pg_catalog", "pg_operator", "oid:o,oprname:n,oprnamespace:o,oprowner:o,oprkind:c,"
-                                  "oprleft:o,oprright:o,oprresult:o,oprcode:t",
+    {"pg_catalog", "pg_event_trigger",
+     "oid:o,evtname:n,evtevent:n,evtowner:o,evtfoid:o,evtenabled:c,evttags:t",
      NULL},
-    {"pg_catalog", "pg_opclass", "oid:o,opcmethod:o,opcname:n,opcnamespace:o,opcowner:o,"
-                                 "opcfamily:o,opcintype:o,opcdefault:b,opckeytype:o",
+    {"pg_catalog", "pg_cast",
+     "oid:o,castsource:o,casttarget:o,castfunc:o,castcontext:c,castmethod:c",
      NULL},
-    {"pg_catalog", "pg_aggregate", "aggfnoid:o,aggkind:c,aggnumdirectargs:s", NULL},
-    {"pg_catalog", "pg_conversion", "oid:o,conname:n,connamespace:o,conowner:o", NULL},
-    {"pg_catalog", "pg_default_acl", "oid:o,defaclrole:o,defaclnamespace:o,defaclobjtype:c,"
-                                     "defaclacl:t",
+    {"pg_catalog", "pg_operator",
+     "oid:o,oprname:n,oprnamespace:o,oprowner:o,oprkind:c,oprcanmerge:b,"
+     "oprcanhash:b,oprleft:o,oprright:o,oprresult:o,oprcom:o,oprnegate:o,oprcode:t,"
+     "oprrest:t,oprjoin:t",
+     NULL},
+    {"pg_catalog", "pg_opclass",
+     "oid:o,opcmethod:o,opcname:n,opcnamespace:o,opcowner:o,opcfamily:o,opcintype:o,"
+     "opcdefault:b,opckeytype:o",
+     NULL},
+    {"pg_catalog", "pg_aggregate",
+     "aggfnoid:o,aggkind:c,aggnumdirectargs:s,aggtransfn:t,aggfinalfn:t,"
+     "aggcombinefn:t,aggserialfn:t,aggdeserialfn:t,aggmtransfn:t,aggminvtransfn:t,"
+     "aggmfinalfn:t,aggfinalextra:b,aggmfinalextra:b,aggfinalmodify:c,"
+     "aggmfinalmodify:c,aggsortop:o,aggtranstype:o,aggtransspace:i,aggmtranstype:o,"
+     "aggmtransspace:i,agginitval:t,aggminitval:t",
+     NULL},
+    {"pg_catalog", "pg_conversion",
+     "oid:o,conname:n,connamespace:o,conowner:o,conforencoding:i,contoencoding:i,"
+     "conproc:t,condefault:b",
+     NULL},
+    {"pg_catalog", "pg_default_acl",
+     "oid:o,defaclrole:o,defaclnamespace:o,defaclobjtype:c,defaclacl:t",
      NULL},
     {"pg_catalog", "pg_init_privs", "objoid:o,classoid:o,objsubid:i,privtype:c,initprivs:t",
      NULL},
     {"pg_catalog", "pg_seclabel", "objoid:o,classoid:o,objsubid:i,provider:t,label:t", NULL},
     {"pg_catalog", "pg_shseclabel", "objoid:o,classoid:o,provider:t,label:t", NULL},
-    {"pg_catalog", "pg_transform", "oid:o,trftype:o,trflang:o,trffromsql:o,trftosql:o", NULL},
+    {"pg_catalog", "pg_transform",
+     "oid:o,trftype:o,trflang:o,trffromsql:o,trftosql:o",
+     NULL},
     {"pg_catalog", "pg_foreign_data_wrapper", "oid:o,fdwname:n,fdwowner:o,fdwhandler:o,"
                                               "fdwvalidator:o,fdwacl:t,fdwoptions:t",
      NULL},
@@ -1113,16 +1193,27 @@ static const CatRel CAT_RELS[] = {
      NULL},
     {"pg_catalog", "pg_user_mapping", "oid:o,umuser:o,umserver:o,umoptions:t", NULL},
     {"pg_catalog", "pg_largeobject_metadata", "oid:o,lomowner:o,lomacl:t", NULL},
-    {"pg_catalog", "pg_subscription", "oid:o,subdbid:o,subname:n,subowner:o,subenabled:b",
+    {"pg_catalog", "pg_subscription",
+     "oid:o,subdbid:o,subskiplsn:t,subname:n,subowner:o,subenabled:b,subbinary:b,"
+     "substream:b,subtwophasestate:c,subdisableonerr:b,subconninfo:t,subslotname:n,"
+     "subsynccommit:t,subpublications:t",
      NULL},
-    {"pg_catalog", "pg_ts_config", "oid:o,cfgname:n,cfgnamespace:o,cfgowner:o,cfgparser:o",
+    {"pg_catalog", "pg_ts_config",
+     "oid:o,cfgname:n,cfgnamespace:o,cfgowner:o,cfgparser:o",
      NULL},
-    {"pg_catalog", "pg_ts_dict", "oid:o,dictname:n,dictnamespace:o,dictowner:o,dicttemplate:o,"
-                                 "dictinitoption:t",
+    {"pg_catalog", "pg_ts_dict",
+     "oid:o,dictname:n,dictnamespace:o,dictowner:o,dicttemplate:o,dictinitoption:t",
      NULL},
-    {"pg_catalog", "pg_ts_parser", "oid:o,prsname:n,prsnamespace:o", NULL},
-    {"pg_catalog", "pg_ts_template", "oid:o,tmplname:n,tmplnamespace:o", NULL},
-    {"pg_catalog", "pg_opfamily", "oid:o,opfmethod:o,opfname:n,opfnamespace:o,opfowner:o", NULL},
+    {"pg_catalog", "pg_ts_parser",
+     "oid:o,prsname:n,prsnamespace:o,prsstart:t,prstoken:t,prsend:t,prsheadline:t,"
+     "prslextype:t",
+     NULL},
+    {"pg_catalog", "pg_ts_template",
+     "oid:o,tmplname:n,tmplnamespace:o,tmplinit:t,tmpllexize:t",
+     NULL},
+    {"pg_catalog", "pg_opfamily",
+     "oid:o,opfmethod:o,opfname:n,opfnamespace:o,opfowner:o",
+     NULL},
     {"pg_catalog", "pg_amop", "oid:o,amopfamily:o,amoplefttype:o,amoprighttype:o", NULL},
     {"pg_catalog", "pg_amproc", "oid:o,amprocfamily:o,amproclefttype:o,amprocrighttype:o", NULL},
     {"pg_catalog", "pg_statistic_ext_data", "stxoid:o,stxdinherit:b", NULL},
@@ -1135,6 +1226,10 @@ static const CatRel CAT_RELS[] = {
     {"pg_catalog", "pg_locks", "locktype:t,database:o,relation:o,pid:i,mode:t,granted:b", NULL},
     {"pg_catalog", "pg_timezone_names", "name:t,abbrev:t,utc_offset:t,is_dst:b", NULL},
     {"pg_catalog", "pg_enum", "oid:o,enumtypid:o,enumsortorder:f,enumlabel:n", NULL},
+    /* functions returning rows (FROM pg_options_to_table(...)): no object has options */
+    {"pg_catalog", "pg_options_to_table", "option_name:t,option_value:t", NULL},
+    {"pg_catalog", "pg_get_keywords", "word:t,catcode:c,barelabel:b,catdesc:t,baredesc:t",
+     fill_keywords},
     {"pg_catalog", "pg_depend", "classid:o,objid:o,objsubid:i,refclassid:o,refobjid:o,"
                                 "refobjsubid:i,deptype:c",
      fill_depend},
@@ -1160,6 +1255,8 @@ static const CatRel CAT_RELS[] = {
      fill_is_columns},
 };
 #define N_CAT_RELS (int)(sizeof CAT_RELS / sizeof CAT_RELS[0])
+
+static uint32_t catalog_rel_oid(const char *name, uint32_t oid, const char **name_out);
 
 /* ---- the row source ---- */
 
@@ -1206,13 +1303,16 @@ int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **ou
     int n = 1;
     for (const char *p = rel->cols; *p; p++)
         n += *p == ',';
+    int n_spec = n++; /* and the system column tableoid, last (not in SELECT *) */
     CatSource *c = qr_arena_calloc(cx->arena, sizeof *c);
     const char **names = qr_arena_calloc(cx->arena, (size_t)n * sizeof *names);
     QrSqlType *types = qr_arena_calloc(cx->arena, (size_t)n * sizeof *types);
     if (!c || !names || !types)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     const char *p = rel->cols;
-    for (int i = 0; i < n; i++) {
+    names[n_spec] = "tableoid";
+    types[n_spec] = QR_SQL_OID;
+    for (int i = 0; i < n_spec; i++) {
         const char *colon = strchr(p, ':');
         names[i] = qr_arena_strndup(cx->arena, p, (size_t)(colon - p));
         types[i] = letter_type(colon[1]);
@@ -1228,6 +1328,14 @@ int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **ou
         int rc = rel->fill(&b);
         if (rc)
             return rc;
+    }
+    uint32_t rel_oid = catalog_rel_oid(rel->name, 0, NULL);
+    if (!rel_oid)
+        rel_oid = name_oid(rel->name);
+    for (uint64_t r = 0; r < b.rows.n; r++) {
+        SqlValue *v = &b.rows.vals[r * (uint64_t)n + n_spec];
+        *v = sqlv_int(rel_oid);
+        v->type = QR_SQL_OID;
     }
     /* NULLs typed as their column */
     for (uint64_t r = 0; r < b.rows.n; r++)
@@ -1288,6 +1396,12 @@ static const CatFunc CAT_FUNCS[] = {
     {"pg_get_partkeydef", 1, 1, QR_SQL_TEXT},
     {"pg_function_is_visible", 1, 1, QR_SQL_BOOL},
     {"quote_ident", 1, 1, QR_SQL_TEXT},
+    {"quote_literal", 1, 1, QR_SQL_TEXT},
+    {"acldefault", 2, 2, QR_SQL_TEXT},
+    {"array_remove", 2, 2, QR_SQL_TEXT},
+    {"pg_get_function_sqlbody", 1, 1, QR_SQL_TEXT},
+    {"row_security_active", 1, 1, QR_SQL_BOOL},
+    {"pg_has_role", 2, 3, QR_SQL_BOOL},
     {"current_schemas", 1, 1, QR_SQL_TEXT},
     {"pg_get_function_result", 1, 1, QR_SQL_TEXT},
     {"pg_get_function_arguments", 1, 1, QR_SQL_TEXT},
@@ -1433,6 +1547,28 @@ static SqlValue quote_ident(SqlCtx *cx, const char *s, size_t n)
     return sqlv_text(o, k);
 }
 
+/* quote_literal: 'text' with quotes doubled; E'...' when it holds a
+ * backslash (doubled too), as PostgreSQL writes it. */
+static SqlValue quote_literal(SqlCtx *cx, const char *s, size_t n)
+{
+    bool bs = memchr(s, '\\', n) != NULL;
+    char *o = qr_arena_alloc(cx->arena, 2 * n + 4);
+    if (!o)
+        return sqlv_null();
+    size_t k = 0;
+    if (bs)
+        o[k++] = 'E';
+    o[k++] = '\'';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\'' || s[i] == '\\')
+            o[k++] = s[i];
+        o[k++] = s[i];
+    }
+    o[k++] = '\'';
+    o[k] = 0;
+    return sqlv_text(o, k);
+}
+
 /* pg_get_serial_sequence('table', 'column'): "public.<seq>" or NULL. */
 static SqlValue serial_sequence(SqlCtx *cx, const SqlValue *table, const SqlValue *col)
 {
@@ -1485,9 +1621,31 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
         *out = text_v(cx, cat_user(cx));
     } else if (!strcmp(name, "pg_backend_pid")) {
         *out = sqlv_int((int64_t)getpid());
+    } else if (!strcmp(name, "quote_literal")) {
+        if (!args[0].is_null) {
+            SqlValue t;
+            int rc = sqlv_cast(cx, &args[0], QR_SQL_TEXT, -1, &t);
+            if (rc)
+                return rc;
+            *out = quote_literal(cx, t.u.s.s, t.u.s.n);
+        }
     } else if (!strcmp(name, "quote_ident")) {
         if (!args[0].is_null && sqlt_is_str(args[0].type))
             *out = quote_ident(cx, args[0].u.s.s, args[0].u.s.n);
+    } else if (!strcmp(name, "array_remove")) {
+        /* arrays are their text form: parse, drop the element, print */
+        SqlValue *el;
+        uint64_t ne, k = 0;
+        if (args[0].is_null)
+            return QR_OK;
+        int rc = sqlv_array_parse(cx, &args[0], &el, &ne);
+        if (rc)
+            return rc;
+        for (uint64_t i = 0; i < ne; i++)
+            if (args[1].is_null ? !el[i].is_null : el[i].is_null || sqlv_cmp(&el[i], &args[1]) != 0)
+                el[k++] = el[i];
+        if ((rc = sqlv_array_text(cx, el, k, out)))
+            return rc;
     } else if (!strcmp(name, "current_schemas")) {
         bool implicit = n_args > 0 && !args[0].is_null && args[0].u.b;
         *out = text_v(cx, implicit ? "{pg_catalog,public}" : "{public}");
@@ -1731,7 +1889,20 @@ int sqlcat_reg_oid(SqlCtx *cx, char kind, const SqlValue *in, int loc, SqlValue 
     }
     uint32_t oid = 0;
     bool found = false;
-    if (kind == 'c' && (oid = catalog_rel_oid(name, 0, NULL)) != 0) {
+    if (!strcmp(name, "-")) { /* no object */
+        found = true;
+    } else if (kind == 'p') {
+        char fn[QR_NAME_MAX + 1];
+        snprintf(fn, sizeof fn, "%.*s", (int)strcspn(name, "("), name);
+        for (int i = 0; i < N_CAT_FUNCS && !found; i++)
+            if (!strcmp(CAT_FUNCS[i].name, fn)) {
+                oid = func_oid(&CAT_FUNCS[i]);
+                found = true;
+            }
+    } else if (kind == 'r') {
+        found = !strcmp(name, cat_user(cx));
+        oid = OWNER_OID;
+    } else if (kind == 'c' && (oid = catalog_rel_oid(name, 0, NULL)) != 0) {
         found = true;
     } else if (kind == 'c') {
         const char *nm;
@@ -1749,6 +1920,11 @@ int sqlcat_reg_oid(SqlCtx *cx, char kind, const SqlValue *in, int loc, SqlValue 
                 found = true;
             }
     }
+    if (!found && (kind == 'p' || kind == 'r'))
+        return sql_err_at(cx, loc, QR_ENOTFOUND, kind == 'p' ? "42883" : "42704",
+                          kind == 'p' ? "function \"%s\" does not exist"
+                                      : "role \"%s\" does not exist",
+                          name);
     if (!found)
         return kind == 'c' ? sql_err_at(cx, loc, QR_ENOTFOUND, "42P01",
                                         "relation \"%s\" does not exist", name)
@@ -1768,6 +1944,12 @@ int sqlcat_reg_name(SqlCtx *cx, char kind, int64_t oid, SqlValue *out)
     const char *name = NULL;
     if (oid == 0) {
         name = "-";
+    } else if (kind == 'p') {
+        for (int i = 0; i < N_CAT_FUNCS && !name; i++)
+            if (func_oid(&CAT_FUNCS[i]) == (uint32_t)oid)
+                name = CAT_FUNCS[i].name;
+    } else if (kind == 'r') {
+        name = oid == OWNER_OID ? cat_user(cx) : NULL;
     } else if (kind == 'c' && catalog_rel_oid(NULL, (uint32_t)oid, &name)) {
         /* a catalog relation */
     } else if (kind == 'c') {

@@ -715,6 +715,27 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     return QR_OK;
 }
 
+/* LOCK TABLE (pg_dump) and VACUUM / ANALYZE (pgbench): the tables must
+ * exist; nothing else to do, since readers work on snapshots and segments
+ * are merged in the background. */
+static int lock_or_vacuum(SqlCtx *cx, const cJSON *b, const char *tag, QrSqlResult *res)
+{
+    bool lock = !strcmp(tag, "LockStmt");
+    snprintf(res->tag, sizeof res->tag, "%s",
+             lock ? "LOCK TABLE" : sqlj_bool(b, "is_vacuumcmd") ? "VACUUM" : "ANALYZE");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, sqlj_get(b, lock ? "relations" : "rels"))
+    {
+        const cJSON *rv = lock ? sqlj_is(it, "RangeVar")
+                               : sqlj_get(sqlj_is(it, "VacuumRelation"), "relation");
+        QrTable *t;
+        int rc = sqlw_table(cx, rv, &t);
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
+}
+
 int sqlw_ddl_exec(SqlCtx *cx, const cJSON *b, const char *tag, QrSqlResult *res)
 {
     if (!strcmp(tag, "CreateStmt"))
@@ -727,6 +748,8 @@ int sqlw_ddl_exec(SqlCtx *cx, const cJSON *b, const char *tag, QrSqlResult *res)
             return sqlseq_drop(cx, b, res);
         return drop_stmt(cx, b, res);
     }
+    if (!strcmp(tag, "LockStmt") || !strcmp(tag, "VacuumStmt"))
+        return lock_or_vacuum(cx, b, tag, res);
     if (!strcmp(tag, "CreateSeqStmt"))
         return sqlseq_create(cx, b, res);
     if (!strcmp(tag, "AlterSeqStmt"))

@@ -1163,7 +1163,9 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     /* reg* casts: an object's name to its oid (op 'c' / 't' / 'n'), and
      * such an oid back to the name when cast to text (op 'C' / 'T' / 'N') */
     char reg = !name ? 0 : !strcmp(name, "regclass") ? 'c' : !strcmp(name, "regtype") ? 't'
-               : !strcmp(name, "regnamespace") ? 'n' : 0;
+               : !strcmp(name, "regnamespace") ? 'n'
+               : !strcmp(name, "regproc") || !strcmp(name, "regprocedure") ? 'p'
+               : !strcmp(name, "regrole") ? 'r' : 0;
     if (reg) {
         SqlExpr *a, *e;
         int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
@@ -1188,7 +1190,8 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         const char *iname = inner ? sqlj_last_name(sqlj_get(sqlj_get(inner, "typeName"), "names"))
                                   : NULL;
         if (iname && (!strcmp(iname, "regclass") || !strcmp(iname, "regtype") ||
-                      !strcmp(iname, "regnamespace"))) {
+                      !strcmp(iname, "regnamespace") || !strcmp(iname, "regproc") ||
+                      !strcmp(iname, "regprocedure") || !strcmp(iname, "regrole"))) {
             SqlExpr *a, *e;
             int rc = sql_expr_bind(b, arg, &a);
             if (rc)
@@ -2495,7 +2498,7 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
     case SE_CAST:
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
-        if (e->op == 'c' || e->op == 't' || e->op == 'n') {
+        if (e->op == 'c' || e->op == 't' || e->op == 'n' || e->op == 'p' || e->op == 'r') {
             if (a.is_null || !sqlt_is_str(a.type)) {
                 if ((rc = sqlv_cast(cx, &a, QR_SQL_OID, e->loc, out)))
                     return rc;
@@ -2515,7 +2518,7 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
                 return rc;
             return sqlv_array_text(cx, el, n, out);
         }
-        if (e->op == 'C' || e->op == 'T' || e->op == 'N') {
+        if (e->op == 'C' || e->op == 'T' || e->op == 'N' || e->op == 'P' || e->op == 'R') {
             if (a.is_null) {
                 *out = sqlv_null();
                 out->type = e->type;

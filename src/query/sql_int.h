@@ -454,6 +454,9 @@ int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **ou
 /* Catalog / session functions (version(), current_database(),
  * pg_get_userbyid()...).  Lookup at bind: QR_OK and *ret, or QR_ENOTFOUND
  * (no error set).  Call at run: out in cx->arena. */
+/* Is `name` a catalog function that returns rows (pg_options_to_table,
+ * pg_get_keywords)?  Its rows come from sqlcat_open("pg_catalog", name). */
+bool sqlcat_srf_known(const char *name);
 int sqlcat_func_lookup(const char *schema, const char *name, int n_args, QrSqlType *ret);
 int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_args,
                      const SqlValue *args, SqlValue *out);

@@ -152,6 +152,12 @@ static const struct {
     {"is_superuser", "on"},         {"bytea_output", "hex"},
     {"client_min_messages", "notice"}, {"transaction_read_only", "off"},
     {"session_authorization", ""},  /* the authenticated role (current_user) */
+    /* accepted for pg_dump, pg_restore and psql scripts; no effect in Quarry */
+    {"synchronize_seqscans", "on"}, {"row_security", "on"},
+    {"check_function_bodies", "on"}, {"xmloption", "content"},
+    {"default_table_access_method", "heap"}, {"default_tablespace", ""},
+    {"quote_all_identifiers", "off"}, {"escape_string_warning", "on"},
+    {"default_transaction_read_only", "off"}, {"lc_messages", "C"},
 };
 
 /* Milliseconds from "5000", "5s", "250ms", "2min"; -1 if bad. */

@@ -348,6 +348,7 @@ static const struct {
     {"VariableSetStmt", "SET"},       {"VariableShowStmt", "SHOW"},
     {"CreateTableAsStmt", "SELECT"},  {"DiscardStmt", "DISCARD ALL"},
     {"CreateSeqStmt", "CREATE SEQUENCE"}, {"AlterSeqStmt", "ALTER SEQUENCE"},
+    {"LockStmt", "LOCK TABLE"},
 };
 
 /* The command word of a transaction statement ("BEGIN" ...), NULL for the
@@ -381,6 +382,8 @@ const char *sqlu_kind(const cJSON *stmt, const char *tag)
                : rt && !strcmp(rt, "OBJECT_SEQUENCE") ? "DROP SEQUENCE"
                                                       : "DROP TABLE";
     }
+    if (!strcmp(tag, "VacuumStmt"))
+        return sqlj_bool(b, "is_vacuumcmd") ? "VACUUM" : "ANALYZE";
     if (!strcmp(tag, "VariableSetStmt")) {
         const char *k = sqlj_str(b, "kind");
         return k && !strncmp(k, "VAR_RESET", 9) ? "RESET" : "SET";
