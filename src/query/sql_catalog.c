@@ -1123,7 +1123,10 @@ static const CatRel CAT_RELS[] = {
      "colliculocale:t,collversion:t",
      NULL},
     {"pg_catalog", "pg_foreign_table", "ftrelid:o,ftserver:o,ftoptions:t", NULL},
-    {"pg_catalog", "pg_partitioned_table", "partrelid:o,partstrat:c,partnatts:s", NULL},
+    {"pg_catalog", "pg_partitioned_table",
+     "partrelid:o,partstrat:c,partnatts:s,partdefid:o,partattrs:t,partclass:t,partcollation:t,"
+     "partexprs:t",
+     NULL},
     {"pg_catalog", "pg_tablespace",
      "oid:o,spcname:n,spcowner:o,spcacl:t,spcoptions:t",
      NULL},
@@ -1230,6 +1233,9 @@ static const CatRel CAT_RELS[] = {
     {"pg_catalog", "pg_options_to_table", "option_name:t,option_value:t", NULL},
     {"pg_catalog", "pg_get_keywords", "word:t,catcode:c,barelabel:b,catdesc:t,baredesc:t",
      fill_keywords},
+    {"pg_catalog", "pg_range", "rngtypid:o,rngsubtype:o,rngmultitypid:o,rngcollation:o,"
+                               "rngsubopc:o,rngcanonical:t,rngsubdiff:t",
+     NULL},
     {"pg_catalog", "pg_depend", "classid:o,objid:o,objsubid:i,refclassid:o,refobjid:o,"
                                 "refobjsubid:i,deptype:c",
      fill_depend},
@@ -1772,10 +1778,14 @@ QrSqlType sqlcat_array_elem(const char *column)
         {"indkey", QR_SQL_INT2},   {"indoption", QR_SQL_INT2}, {"conkey", QR_SQL_INT2},
         {"confkey", QR_SQL_INT2},  {"stxkeys", QR_SQL_INT2},   {"prattrs", QR_SQL_INT2},
         {"indclass", QR_SQL_OID},  {"indcollation", QR_SQL_OID}, {"polroles", QR_SQL_OID},
+        {"partclass", QR_SQL_OID}, {"partattrs", QR_SQL_INT2}, {"partcollation", QR_SQL_OID},
     };
     for (size_t i = 0; i < sizeof A / sizeof *A; i++)
         if (!strcmp(A[i].col, column))
             return A[i].elem;
+    QrSqlType t; /* a literal cast to an array type: "_oid" */
+    if (column[0] == '_' && sqlt_from_name(column + 1, &t))
+        return t;
     return QR_SQL_UNKNOWN;
 }
 

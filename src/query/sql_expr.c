@@ -419,7 +419,7 @@ static const struct {
     {"count", SA_COUNT},  {"sum", SA_SUM},       {"avg", SA_AVG},
     {"min", SA_MIN},      {"max", SA_MAX},       {"percentile_cont", SA_PCT_CONT},
     {"percentile_disc", SA_PCT_DISC}, {"bool_and", SA_BOOL_AND}, {"bool_or", SA_BOOL_OR},
-    {"every", SA_BOOL_AND}, {"string_agg", SA_STRING_AGG},
+    {"every", SA_BOOL_AND}, {"string_agg", SA_STRING_AGG}, {"array_agg", SA_ARRAY_AGG},
 };
 
 static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fname, int loc,
@@ -481,6 +481,23 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
         } else {
             a->type = a->arg->type;
         }
+    } else if (kind == SA_ARRAY_AGG) {
+        /* array_agg(x [ORDER BY key [DESC]]): the array's text form */
+        const cJSON *order = sqlj_get(fc, "agg_order");
+        const cJSON *sb = sqlj_is(cJSON_GetArrayItem(order, 0), "SortBy");
+        if (nargs != 1 || cJSON_GetArraySize(order) > 1 || a->distinct) {
+            b->in_agg = false;
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "array_agg takes one argument and at most one ORDER BY key");
+        }
+        if ((rc = sql_expr_bind(b, cJSON_GetArrayItem(args, 0), &a->arg)) ||
+            (rc = coerce_unknown(b, a->arg, QR_SQL_TEXT)) ||
+            (sb && (rc = sql_expr_bind(b, sqlj_get(sb, "node"), &a->arg2)))) {
+            b->in_agg = false;
+            return rc;
+        }
+        a->desc = sb && sqlj_str(sb, "sortby_dir") && !strcmp(sqlj_str(sb, "sortby_dir"), "SORTBY_DESC");
+        a->type = QR_SQL_TEXT;
     } else {
         int want = kind == SA_STRING_AGG ? 2 : 1;
         if (nargs != want || sqlj_get(fc, "agg_order") || sqlj_bool(fc, "agg_within_group")) {
@@ -1157,6 +1174,11 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         e->type = QR_SQL_TEXT;
         e->op = '[';
         e->name = a->name;
+        if ((!e->name || a->kind == SE_CONST) && name) { /* '{..}'::oid[]: "_oid", the array type name */
+            char an[72];
+            snprintf(an, sizeof an, "_%s", name);
+            e->name = qr_arena_strndup(b->cx->arena, an, strlen(an));
+        }
         *out = e;
         return QR_OK;
     }

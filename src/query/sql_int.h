@@ -297,14 +297,15 @@ enum { SQL_CMP_EQ, SQL_CMP_NE, SQL_CMP_LT, SQL_CMP_LE, SQL_CMP_GT, SQL_CMP_GE };
 /* Aggregates referenced by a query (SE_AGG.col is the slot). */
 typedef enum SqlAggKind {
     SA_COUNT_STAR, SA_COUNT, SA_SUM, SA_AVG, SA_MIN, SA_MAX, SA_PCT_CONT, SA_PCT_DISC,
-    SA_BOOL_AND, SA_BOOL_OR, SA_STRING_AGG,
+    SA_BOOL_AND, SA_BOOL_OR, SA_STRING_AGG, SA_ARRAY_AGG,
 } SqlAggKind;
 
 struct SqlAgg {
     SqlAggKind kind;
     bool distinct;
     SqlExpr *arg;          /* NULL for count(*) */
-    SqlExpr *arg2;         /* string_agg delimiter; percentile fraction */
+    SqlExpr *arg2;         /* string_agg delimiter; percentile fraction; array_agg ORDER BY key */
+    bool desc;             /* array_agg (... ORDER BY key DESC) */
     SqlExpr *filter;       /* FILTER (WHERE ...): rows it rejects are skipped; NULL = none */
     QrSqlType type;        /* result type */
 };

@@ -96,6 +96,15 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
     int rc = sql_expr_eval(cx, a->arg, r, &v);
     if (rc)
         return rc;
+    if (a->kind == SA_ARRAY_AGG) {
+        /* NULLs are elements too; kept as (order key, value) pairs */
+        SqlValue k = sqlv_null();
+        *keep = true;
+        if ((a->arg2 && (rc = sql_expr_eval(cx, a->arg2, r, &k))) || (rc = sqlv_own(cx, &k)) ||
+            (rc = agg_push_val(cx, st, &k)) || (rc = sqlv_own(cx, &v)))
+            return rc;
+        return agg_push_val(cx, st, &v);
+    }
     if (v.is_null)
         return QR_OK;
     if (a->distinct || a->kind == SA_PCT_CONT || a->kind == SA_PCT_DISC || a->kind == SA_STRING_AGG) {
@@ -176,6 +185,39 @@ int sql_agg_step(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow 
     return rc;
 }
 
+/* array_agg: the (key, value) pairs in key order (stable: input order for
+ * equal keys, NULL keys last), printed as an array's text form. */
+static int array_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
+{
+    uint64_t n = st->n_vals / 2;
+    if (!n)
+        return QR_OK;
+    SqlValue *el = qr_arena_alloc(cx->arena, n * sizeof *el);
+    uint64_t *ix = qr_arena_alloc(cx->arena, n * sizeof *ix);
+    if (!el || !ix)
+        return sql_nomem(cx);
+    for (uint64_t i = 0; i < n; i++)
+        ix[i] = i;
+    for (uint64_t i = 1; a->arg2 && i < n; i++) { /* insertion sort: groups are small */
+        uint64_t x = ix[i], j = i;
+        const SqlValue *kx = &st->vals[2 * x];
+        while (j > 0) {
+            const SqlValue *kp = &st->vals[2 * ix[j - 1]];
+            int c = kp->is_null ? (kx->is_null ? 0 : 1) : kx->is_null ? -1 : sqlv_cmp(kp, kx);
+            if (a->desc && !kp->is_null && !kx->is_null)
+                c = -c;
+            if (c <= 0)
+                break;
+            ix[j] = ix[j - 1];
+            j--;
+        }
+        ix[j] = x;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        el[i] = st->vals[2 * ix[i] + 1];
+    return sqlv_array_text(cx, el, n, out);
+}
+
 int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
 {
     *out = sqlv_null();
@@ -237,6 +279,8 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
         if (st->has)
             *out = sqlv_bool(st->bool_acc);
         return QR_OK;
+    case SA_ARRAY_AGG:
+        return array_agg_final(cx, a, st, out);
     case SA_STRING_AGG: {
         if (!st->n_vals)
             return QR_OK;
@@ -373,6 +417,7 @@ int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlCo
 const char *sql_agg_name(const SqlAgg *a)
 {
     static const char *N[] = {"count", "count", "sum", "avg", "min", "max", "percentile_cont",
-                              "percentile_disc", "bool_and", "bool_or", "string_agg"};
+                              "percentile_disc", "bool_and", "bool_or", "string_agg",
+                              "array_agg"};
     return (unsigned)a->kind < sizeof N / sizeof *N ? N[a->kind] : "?";
 }
