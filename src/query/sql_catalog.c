@@ -1184,6 +1184,9 @@ static const CatRel CAT_RELS[] = {
     {"pg_catalog", "pg_init_privs", "objoid:o,classoid:o,objsubid:i,privtype:c,initprivs:t",
      NULL},
     {"pg_catalog", "pg_seclabel", "objoid:o,classoid:o,objsubid:i,provider:t,label:t", NULL},
+    {"pg_catalog", "pg_seclabels", "objoid:o,classoid:o,objsubid:i,objtype:t,objnamespace:o,"
+                                   "objname:t,provider:t,label:t",
+     NULL},
     {"pg_catalog", "pg_shseclabel", "objoid:o,classoid:o,provider:t,label:t", NULL},
     {"pg_catalog", "pg_transform",
      "oid:o,trftype:o,trflang:o,trffromsql:o,trftosql:o",
@@ -1291,9 +1294,47 @@ static void cat_close(SqlSource *src) { (void)src; }
 
 static const SqlSourceVt CAT_VT = {cat_next, cat_close};
 
+bool sqlcat_is_sequence(SqlCtx *cx, const char *name)
+{
+    SeqDef d;
+    int64_t last;
+    bool called;
+    QrError e;
+    qr_error_clear(&e);
+    return seq_get(qr_db_dir(cx->sess->db), name, &d, &last, &called, &e) == QR_OK && !d.internal;
+}
+
+/* A sequence read as a relation (pg_dump: SELECT last_value, is_called
+ * FROM s): one row. */
+static int sequence_source(SqlCtx *cx, const char *name, SqlSource **out)
+{
+    static const CatRel SEQ_REL = {"public", "sequence", "last_value:l,log_cnt:l,is_called:b",
+                                   NULL};
+    SeqDef d;
+    int64_t last;
+    bool called;
+    if (seq_get(qr_db_dir(cx->sess->db), name, &d, &last, &called, cx->err) != QR_OK)
+        return cx->err->code;
+    CatSource *c = qr_arena_calloc(cx->arena, sizeof *c);
+    static const char *names[] = {"last_value", "log_cnt", "is_called"};
+    static QrSqlType types[] = {QR_SQL_INT8, QR_SQL_INT8, QR_SQL_BOOL};
+    CatBuild b = {.cx = cx, .rel = &SEQ_REL, .rows = {.n_cols = 3}};
+    if (!c || new_row(&b))
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    set_i(&b, "last_value", last);
+    set_i(&b, "log_cnt", 0);
+    set_b(&b, "is_called", called);
+    c->base = (SqlSource){.vt = &CAT_VT, .n_cols = 3, .col_names = names, .col_types = types};
+    c->rows = b.rows;
+    *out = &c->base;
+    return QR_OK;
+}
+
 int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **out)
 {
     *out = NULL;
+    if ((!schema || !strcmp(schema, "public")) && sqlcat_is_sequence(cx, name))
+        return sequence_source(cx, name, out);
     if (schema && strcmp(schema, "pg_catalog") != 0 && strcmp(schema, "information_schema") != 0)
         return QR_OK;
     const CatRel *rel = NULL;
@@ -1816,6 +1857,13 @@ static uint32_t catalog_rel_oid(const char *name, uint32_t oid, const char **nam
             if (name_out)
                 *name_out = K[i].name;
             return K[i].oid;
+        }
+    for (int i = 0; i < N_CAT_RELS; i++) /* the others: a hash of the name */
+        if (!strcmp(CAT_RELS[i].schema, "pg_catalog") &&
+            (name ? !strcmp(name, CAT_RELS[i].name) : name_oid(CAT_RELS[i].name) == oid)) {
+            if (name_out)
+                *name_out = CAT_RELS[i].name;
+            return name_oid(CAT_RELS[i].name);
         }
     return 0;
 }

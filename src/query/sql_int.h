@@ -455,6 +455,8 @@ int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **ou
 /* Catalog / session functions (version(), current_database(),
  * pg_get_userbyid()...).  Lookup at bind: QR_OK and *ret, or QR_ENOTFOUND
  * (no error set).  Call at run: out in cx->arena. */
+/* Is `name` a sequence (sqlcat_open reads it as a one-row relation)? */
+bool sqlcat_is_sequence(SqlCtx *cx, const char *name);
 /* Is `name` a catalog function that returns rows (pg_options_to_table,
  * pg_get_keywords)?  Its rows come from sqlcat_open("pg_catalog", name). */
 bool sqlcat_srf_known(const char *name);

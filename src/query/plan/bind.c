@@ -122,7 +122,7 @@ static int add_range_var(SqlQuery *s, const cJSON *rv)
             }
     /* catalogs: their columns now, their rows when the query runs */
     bool user_schema = !schema || !strcmp(schema, "public");
-    if (!user_schema || !strncmp(name, "pg_", 3) || schema) {
+    if (!user_schema || !strncmp(name, "pg_", 3) || schema || sqlcat_is_sequence(cx, name)) {
         SqlSource *src = NULL;
         int rc = sqlcat_open(cx, schema, name, &src);
         if (rc)
