@@ -632,6 +632,17 @@ static int fill_depend(CatBuild *b)
         set_i(b, "refobjid", name_oid(table));
         set_i(b, "refobjsubid", at);
         set_s(b, "deptype", identity ? "i" : "a");
+        if (identity || (rc = new_row(b)) != QR_OK)
+            continue;
+        /* a SERIAL's default depends on its sequence: pg_dump sets it after both exist */
+        const char *col = strchr(q.def[i].owned_by, '.') + 1;
+        set_i(b, "classid", 2604);
+        set_i(b, "objid", name_oid(col) ^ name_oid(table));
+        set_i(b, "objsubid", 0);
+        set_i(b, "refclassid", 1259);
+        set_i(b, "refobjid", name_oid(q.names[i]));
+        set_i(b, "refobjsubid", 0);
+        set_s(b, "deptype", "n");
     }
     seqs_free(&q);
     return rc;
@@ -910,6 +921,18 @@ static int fill_roles(CatBuild *b)
 
 static int fill_proc(CatBuild *b);
 
+/* Comments: only PostgreSQL's own on the public schema (COMMENT is not kept). */
+static int fill_description(CatBuild *b)
+{
+    if (new_row(b))
+        return b->cx->err->code;
+    set_i(b, "objoid", NS_PUBLIC);
+    set_i(b, "classoid", 2615);
+    set_i(b, "objsubid", 0);
+    set_s(b, "description", "standard public schema");
+    return QR_OK;
+}
+
 /* pg_get_keywords(): the reserved words (psql, pgcli and JDBC quote them). */
 static int fill_keywords(CatBuild *b)
 {
@@ -1091,7 +1114,8 @@ static const CatRel CAT_RELS[] = {
     {"pg_catalog", "pg_user", "usename:n,usesysid:o,usecreatedb:b,usesuper:b,userepl:b,"
                               "usebypassrls:b,passwd:t,valuntil:t,useconfig:t",
      fill_roles},
-    {"pg_catalog", "pg_description", "objoid:o,classoid:o,objsubid:i,description:t", NULL},
+    {"pg_catalog", "pg_description", "objoid:o,classoid:o,objsubid:i,description:t",
+     fill_description},
     {"pg_catalog", "pg_shdescription", "objoid:o,classoid:o,description:t", NULL},
     {"pg_catalog", "pg_inherits", "inhrelid:o,inhparent:o,inhseqno:i,inhdetachpending:b", NULL},
     {"pg_catalog", "pg_policy",

@@ -665,10 +665,140 @@ static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 
 /* ---- ALTER TABLE ---- */
 
+static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
+{
+    ColSpec cs;
+    int rc;
+    if ((rc = col_from_def(cx, sqlj_is(sqlj_get(c, "def"), "ColumnDef"), &cs)) != QR_OK)
+        return rc;
+    const QrSchema *s = qr_table_schema(t);
+    if (schema_field_index(s, cs.name) >= 0 || !strcmp(cs.name, s->primary_key)) {
+        if (sqlj_bool(c, "missing_ok")) {
+            sql_notice(cx, "NOTICE", "42701",
+                       "column \"%s\" of relation \"%s\" already exists, skipping", cs.name,
+                       qr_table_name(t));
+            return QR_OK;
+        }
+        return sql_err_at(cx, cs.loc, QR_EEXISTS, "42701",
+                          "column \"%s\" of relation \"%s\" already exists", cs.name,
+                          qr_table_name(t));
+    }
+    if (cs.is_pk || cs.not_null || cs.dflt)
+        return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
+                          "ADD COLUMN takes no PRIMARY KEY, NOT NULL or DEFAULT (existing "
+                          "rows read the new column as NULL)");
+    QrField f;
+    schema_field_defaults(&f, cs.name, cs.ft);
+    if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
+        return rc;
+    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+    if (!meta)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    meta_put_col(meta_obj(meta, "columns"), &cs);
+    rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
+    cJSON_Delete(meta);
+    return rc;
+}
+
+/* The sequence a DEFAULT nextval('<seq>'::regclass) draws from, or NULL. */
+static const char *nextval_seq(const cJSON *e)
+{
+    const cJSON *fc = sqlj_is(e, "FuncCall");
+    const char *fn = sqlj_last_name(sqlj_get(fc, "funcname"));
+    const cJSON *a = cJSON_GetArrayItem(sqlj_get(fc, "args"), 0);
+    if (!fn || strcmp(fn, "nextval") != 0 || cJSON_GetArraySize(sqlj_get(fc, "args")) != 1)
+        return NULL;
+    if (sqlj_is(a, "TypeCast"))
+        a = sqlj_get(sqlj_is(a, "TypeCast"), "arg");
+    const cJSON *sv = sqlj_get(sqlj_is(a, "A_Const"), "sval");
+    const char *name = sqlj_str(sv, "sval");
+    if (name && !strncmp(name, "public.", 7))
+        name += 7;
+    return name;
+}
+
+/* ALTER COLUMN SET / DROP DEFAULT, ADD GENERATED ... AS IDENTITY, SET /
+ * DROP NOT NULL: the column's entry in the SQL metadata. */
+static int alter_column(SqlCtx *cx, QrTable *t, const cJSON *c, const char *sub)
+{
+    const char *col = sqlj_str(c, "name");
+    const QrSchema *s = qr_table_schema(t);
+    if (!col || (schema_field_index(s, col) < 0 && strcmp(col, s->primary_key) != 0))
+        return sql_err_at(cx, -1, QR_ENOTFOUND, "42703",
+                          "column \"%s\" of relation \"%s\" does not exist", col ? col : "",
+                          qr_table_name(t));
+    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+    cJSON *mc = meta ? cJSON_GetObjectItemCaseSensitive(meta_obj(meta, "columns"), col) : NULL;
+    if (meta && !mc)
+        mc = cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(meta, "columns"), col);
+    if (!mc) {
+        cJSON_Delete(meta);
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    }
+    int rc = QR_OK;
+    const cJSON *def = sqlj_get(c, "def");
+    if (!strcmp(sub, "AT_ColumnDefault")) {
+        cJSON_DeleteItemFromObjectCaseSensitive(mc, "default");
+        cJSON_DeleteItemFromObjectCaseSensitive(mc, "sequence");
+        if (def) {
+            const char *seq = nextval_seq(def);
+            cJSON_AddItemToObject(mc, "default", cJSON_Duplicate(def, true));
+            if (seq)
+                cJSON_AddStringToObject(mc, "sequence", seq);
+        }
+    } else if (!strcmp(sub, "AT_AddIdentity")) {
+        const cJSON *k = sqlj_is(def, "Constraint");
+        const char *gw = sqlj_str(k, "generated_when");
+        const char *pg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mc, "type"));
+        char seq[64];
+        int fi = schema_field_index(s, col);
+        if ((fi >= 0 && s->fields[fi].type != QR_FT_INT) || cJSON_GetObjectItemCaseSensitive(mc, "default"))
+            rc = sql_err_at(cx, -1, QR_EINVAL, "42611",
+                            "column \"%s\" of relation \"%s\" must be an integer without a default "
+                            "to be an identity column",
+                            col, qr_table_name(t));
+        else if ((rc = sqlseq_for_column(cx, qr_table_name(t), col, pg ? pg : "int8",
+                                         sqlj_get(k, "options"), false, seq, sizeof seq)) == QR_OK) {
+            cJSON_AddItemToObject(mc, "default", sqlseq_default_tree(seq));
+            cJSON_AddStringToObject(mc, "sequence", seq);
+            cJSON_AddStringToObject(mc, "identity", gw && gw[0] == 'd' ? "d" : "a");
+            cJSON_DeleteItemFromObjectCaseSensitive(mc, "not_null");
+            cJSON_AddTrueToObject(mc, "not_null");
+        }
+    } else {
+        cJSON_DeleteItemFromObjectCaseSensitive(mc, "not_null");
+        if (!strcmp(sub, "AT_SetNotNull"))
+            cJSON_AddTrueToObject(mc, "not_null");
+    }
+    if (rc == QR_OK)
+        rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
+    cJSON_Delete(meta);
+    return rc;
+}
+
+/* ALTER TABLE s OWNER TO r on a sequence (pg_dump writes it so): the one
+ * owner is the role that connected, so nothing changes. */
+static bool owner_of_sequence(SqlCtx *cx, const cJSON *b)
+{
+    const cJSON *it;
+    const char *rel = sqlj_str(sqlj_get(b, "relation"), "relname");
+    if (!rel || !sqlcat_is_sequence(cx, rel))
+        return false;
+    cJSON_ArrayForEach(it, sqlj_get(b, "cmds"))
+    {
+        const char *sub = sqlj_str(sqlj_is(it, "AlterTableCmd"), "subtype");
+        if (!sub || strcmp(sub, "AT_ChangeOwner") != 0)
+            return false;
+    }
+    return true;
+}
+
 static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 {
     QrTable *t;
     snprintf(res->tag, sizeof res->tag, "ALTER TABLE");
+    if (owner_of_sequence(cx, b))
+        return QR_OK;
     int rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);
     if (rc)
         return rc;
@@ -677,38 +807,30 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     {
         const cJSON *c = sqlj_is(it, "AlterTableCmd");
         const char *sub = sqlj_str(c, "subtype");
-        if (!sub || strcmp(sub, "AT_AddColumn") != 0)
+        const cJSON *k = sqlj_is(sqlj_get(c, "def"), "Constraint");
+        const char *ct = sqlj_str(k, "contype");
+        if (sub && !strcmp(sub, "AT_AddColumn")) {
+            rc = add_column(cx, t, c);
+        } else if (sub && !strcmp(sub, "AT_ChangeOwner")) {
+            rc = QR_OK; /* one owner: the role that connected */
+        } else if (sub && (!strcmp(sub, "AT_ColumnDefault") || !strcmp(sub, "AT_AddIdentity") ||
+                           !strcmp(sub, "AT_SetNotNull") || !strcmp(sub, "AT_DropNotNull"))) {
+            rc = alter_column(cx, t, c, sub);
+        } else if (sub && !strcmp(sub, "AT_AddConstraint") && ct && !strcmp(ct, "CONSTR_PRIMARY")) {
+            const cJSON *keys = sqlj_get(k, "keys");
+            if (cJSON_GetArraySize(keys) != 1)
+                return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
+                                  "a Quarry table needs a primary key of exactly one column");
+            rc = sqlw_add_primary_key(cx, t, sqlj_sval(cJSON_GetArrayItem(keys, 0)), sqlj_loc(k));
+            /* the table was rebuilt: its handle is gone */
+            if (rc == QR_OK && cJSON_GetArraySize(sqlj_get(b, "cmds")) > 1)
+                rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);
+        } else {
             return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
-                              "ALTER TABLE supports ADD COLUMN only");
-        ColSpec cs;
-        if ((rc = col_from_def(cx, sqlj_is(sqlj_get(c, "def"), "ColumnDef"), &cs)) != QR_OK)
-            return rc;
-        const QrSchema *s = qr_table_schema(t);
-        if (schema_field_index(s, cs.name) >= 0 || !strcmp(cs.name, s->primary_key)) {
-            if (sqlj_bool(c, "missing_ok")) {
-                sql_notice(cx, "NOTICE", "42701",
-                           "column \"%s\" of relation \"%s\" already exists, skipping", cs.name,
-                           qr_table_name(t));
-                continue;
-            }
-            return sql_err_at(cx, cs.loc, QR_EEXISTS, "42701",
-                              "column \"%s\" of relation \"%s\" already exists", cs.name,
-                              qr_table_name(t));
+                              "ALTER TABLE supports ADD COLUMN, ADD PRIMARY KEY, ALTER COLUMN "
+                              "SET/DROP DEFAULT, SET/DROP NOT NULL, ADD GENERATED AS IDENTITY "
+                              "and OWNER TO");
         }
-        if (cs.is_pk || cs.not_null || cs.dflt)
-            return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
-                              "ADD COLUMN takes no PRIMARY KEY, NOT NULL or DEFAULT (existing "
-                              "rows read the new column as NULL)");
-        QrField f;
-        schema_field_defaults(&f, cs.name, cs.ft);
-        if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
-            return rc;
-        cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
-        if (!meta)
-            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-        meta_put_col(meta_obj(meta, "columns"), &cs);
-        rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
-        cJSON_Delete(meta);
         if (rc)
             return rc;
     }
@@ -747,6 +869,14 @@ int sqlw_ddl_exec(SqlCtx *cx, const cJSON *b, const char *tag, QrSqlResult *res)
         if (rt && !strcmp(rt, "OBJECT_SEQUENCE"))
             return sqlseq_drop(cx, b, res);
         return drop_stmt(cx, b, res);
+    }
+    if (!strcmp(tag, "AlterOwnerStmt") || !strcmp(tag, "CommentStmt")) {
+        /* one owner (the role that connected); comments are not kept */
+        const char *ot = sqlj_str(b, "objectType");
+        snprintf(res->tag, sizeof res->tag, "%s",
+                 !strcmp(tag, "CommentStmt") ? "COMMENT"
+                 : ot && !strcmp(ot, "OBJECT_SCHEMA") ? "ALTER SCHEMA" : "ALTER OWNER");
+        return QR_OK;
     }
     if (!strcmp(tag, "LockStmt") || !strcmp(tag, "VacuumStmt"))
         return lock_or_vacuum(cx, b, tag, res);

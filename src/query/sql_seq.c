@@ -315,6 +315,16 @@ int sqlseq_for_column(SqlCtx *cx, const char *table, const char *col, const char
     char name[SEQ_NAME_MAX + 1];
     /* PostgreSQL's <table>_<column>_seq, shortened to fit; a clash adds a digit */
     snprintf(name, sizeof name, "%.*s_%.*s_seq", 29, table, 29, col);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, options) /* identity ( SEQUENCE NAME s ... ): pg_dump's restore */
+    {
+        const cJSON *de = sqlj_is(it, "DefElem");
+        const char *dn = sqlj_str(de, "defname");
+        const cJSON *items = sqlj_get(sqlj_is(sqlj_get(de, "arg"), "List"), "items");
+        const char *given = dn && !strcmp(dn, "sequence_name") ? sqlj_last_name(items) : NULL;
+        if (given && qr_name_valid(given) && strlen(given) <= SEQ_NAME_MAX)
+            snprintf(name, sizeof name, "%s", given);
+    }
     for (int k = 1; seq_exists(db_dir(cx), name) || table_exists(cx, name); k++) {
         if (k > 99)
             return sql_err_at(cx, -1, QR_EEXISTS, "42P07",

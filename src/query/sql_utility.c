@@ -348,7 +348,8 @@ static const struct {
     {"VariableSetStmt", "SET"},       {"VariableShowStmt", "SHOW"},
     {"CreateTableAsStmt", "SELECT"},  {"DiscardStmt", "DISCARD ALL"},
     {"CreateSeqStmt", "CREATE SEQUENCE"}, {"AlterSeqStmt", "ALTER SEQUENCE"},
-    {"LockStmt", "LOCK TABLE"},
+    {"LockStmt", "LOCK TABLE"},       {"CommentStmt", "COMMENT"},
+    {"AlterOwnerStmt", "ALTER SCHEMA"},
 };
 
 /* The command word of a transaction statement ("BEGIN" ...), NULL for the

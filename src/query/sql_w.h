@@ -239,6 +239,11 @@ const char *sqlw_setting(const QrSqlSession *s, const char *name);
  * "hidden_pk": true): int8 values of the table's own internal sequence,
  * not in SELECT *, the catalog or INSERT's column list. */
 #define SQLW_ROWID "_rowid"
+/* sql_rekey.c: ALTER TABLE ADD PRIMARY KEY (col) on a table with a hidden
+ * row id: its documents are rekeyed by col (23502 on a NULL, 23505 on a
+ * duplicate, the table untouched then).  Releases the statement's
+ * reference on t, which must not be used afterwards. */
+int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc);
 /* True when the metadata says the primary key is a hidden row id. */
 bool sqlw_hidden_pk(const cJSON *meta);
 int sqlseq_create(SqlCtx *cx, const cJSON *body, QrSqlResult *res);
