@@ -120,7 +120,8 @@ static int copy_docs(SqlCtx *cx, QrTable *from, QrTable *to, const char *col,
 
 int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
 {
-    const char *table = qr_table_name(t);
+    char table[QR_NAME_MAX + 1]; /* a copy: the handle goes with the swap */
+    snprintf(table, sizeof table, "%s", qr_table_name(t));
     QrDb *db = cx->sess->db;
     cJSON *meta = sqlw_meta_load(db, table);
     if (!meta)

@@ -207,10 +207,15 @@ int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError 
     return rc;
 }
 
-int qr_table_swap_wait(QrDb *db, const char *a, const char *b, uint64_t timeout_ms, QrError *err)
+int qr_table_swap_wait(QrDb *db, const char *a_in, const char *b_in, uint64_t timeout_ms,
+                       QrError *err)
 {
-    if (!name_ok(a, err) || !name_ok(b, err))
+    if (!name_ok(a_in, err) || !name_ok(b_in, err))
         return QR_EINVAL;
+    /* copies: a name may live in a handle the swap frees */
+    char a[QR_NAME_MAX + 1], b[QR_NAME_MAX + 1];
+    snprintf(a, sizeof a, "%s", a_in);
+    snprintf(b, sizeof b, "%s", b_in);
     struct timespec dl;
     const struct timespec *deadline = deadline_after(timeout_ms, &dl);
     int users;
