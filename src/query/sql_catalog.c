@@ -116,6 +116,14 @@ static const PgType PG_TYPES[] = {
     {"timestamp", 1114, 8, 'D', "timestamp without time zone"},
     {"timestamptz", 1184, 8, 'D', "timestamp with time zone"},
     {"numeric", 1700, -1, 'N', "numeric"},
+    /* pseudo-types tools name in their catalog queries ('trigger'::regtype) */
+    {"record", 2249, -1, 'P', "record"},
+    {"cstring", 2275, -2, 'P', "cstring"},
+    {"void", 2278, 4, 'P', "void"},
+    {"trigger", 2279, 4, 'P', "trigger"},
+    {"internal", 2281, 8, 'P', "internal"},
+    {"anyelement", 2283, 4, 'P', "anyelement"},
+    {"event_trigger", 3838, 4, 'P', "event_trigger"},
 };
 #define N_PG_TYPES (int)(sizeof PG_TYPES / sizeof PG_TYPES[0])
 
@@ -827,7 +835,7 @@ static int fill_type(CatBuild *b)
         set_i(b, "typowner", OWNER_OID);
         set_i(b, "typlen", t->len);
         set_b(b, "typbyval", t->len > 0 && t->len <= 8);
-        set_s(b, "typtype", "b");
+        set_s(b, "typtype", t->category == 'P' ? "p" : "b");
         set_s(b, "typalign", t->len == 8 ? "d" : t->len == 2 ? "s" : t->len == 1 ? "c" : "i");
         set_s(b, "typstorage", t->len > 0 ? "p" : "x");
         set_s(b, "typsubscript", "-");

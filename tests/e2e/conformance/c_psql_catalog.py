@@ -1,0 +1,102 @@
+"""psql's backslash commands (\\d, \\d+, \\dt, \\di, \\ds, \\dn, \\du, \\df, \\l, \\dx), psql -l
+and the catalog functions behind them, asserted against the schema the module makes:
+a SERIAL key, an identity column, a table without a key, a B-tree index, a sequence."""
+
+SETUP = """
+CREATE TABLE cat_items (id serial PRIMARY KEY, name varchar(40) NOT NULL, price float8,
+                        qty int, body text);
+CREATE INDEX cat_items_name_idx ON cat_items (name);
+CREATE TABLE cat_ident (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, v int);
+CREATE TABLE cat_nokey (a int, b text);
+CREATE SEQUENCE cat_seq START 100 INCREMENT 5;
+INSERT INTO cat_items (name, price, qty, body) VALUES ('a', 1.5, 3, 'hello'), ('b', 2.5, 4, 'world');
+"""
+
+
+def lines(out):
+    return [ln.strip() for ln in out.splitlines()]
+
+
+def run(ctx):
+    psql = ctx.srv.psql
+    rc, out, err = psql("-v", "ON_ERROR_STOP=1", "-q", "-c", SETUP)
+    ctx.check(rc == 0, "schema made: %s" % err)
+
+    rc, out, err = psql("-At", "-c", "\\d cat_items")
+    rows = [ln.split("|") for ln in lines(out)]
+    cols = {r[0]: r for r in rows if len(r) >= 5}
+    ctx.check(rc == 0 and cols.get("id", [None, None])[1] == "integer"
+              and cols["id"][3] == "not null"
+              and cols["id"][4] == "nextval('cat_items_id_seq'::regclass)",
+              "\\d: serial key is integer, not null, nextval default: %r %r" % (out, err))
+    ctx.check(cols.get("name", [None, None])[1] == "character varying(40)" and
+              cols["name"][3] == "not null", "\\d: varchar(40) not null: %r" % out)
+    ctx.check(cols.get("price", [None, None])[1] == "double precision" and
+              cols.get("qty", [None, None])[1] == "integer" and
+              cols.get("body", [None, None])[1] == "text", "\\d: declared types: %r" % out)
+    rc, out, err = psql("-c", "\\d cat_items")
+    ctx.check('"cat_items_pkey" PRIMARY KEY, btree (id)' in out and
+              '"cat_items_name_idx" btree (name)' in out, "\\d lists the indexes: %r %r" % (out, err))
+    rc, out, err = psql("-c", "\\d+ cat_items")
+    ctx.check(rc == 0 and "Access method: heap" in out and "extended" in out, "\\d+: %r %r" % (out, err))
+
+    rc, out, err = psql("-At", "-c", "\\d cat_ident")
+    ctx.check(rc == 0 and "id|bigint||not null|generated always as identity" in lines(out),
+              "\\d: identity column: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "\\d cat_nokey")
+    ctx.check(rc == 0 and [ln.split("|")[0] for ln in lines(out)] == ["a", "b"],
+              "\\d: a table without a key shows its columns only (no row id): %r %r" % (out, err))
+
+    rc, out, err = psql("-At", "-c", "\\dt cat_*")
+    names = sorted(ln.split("|")[1] for ln in lines(out) if ln)
+    ctx.check(rc == 0 and names == ["cat_ident", "cat_items", "cat_nokey"], "\\dt: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "\\di cat_*")
+    names = sorted(ln.split("|")[1] for ln in lines(out) if ln)
+    ctx.check(rc == 0 and names == ["cat_ident_pkey", "cat_items_name_idx", "cat_items_pkey"],
+              "\\di: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "\\ds cat_*")
+    names = sorted(ln.split("|")[1] for ln in lines(out) if ln)
+    ctx.check(rc == 0 and names == ["cat_ident_id_seq", "cat_items_id_seq", "cat_seq"],
+              "\\ds lists sequences (not the row id's): %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "\\d cat_seq")
+    ctx.check(rc == 0 and "bigint|100|1|9223372036854775807|5|no|1" in lines(out),
+              "\\d of a sequence: %r %r" % (out, err))
+    rc, out, err = psql("-c", "\\d cat_items_id_seq")
+    ctx.check(rc == 0 and "Owned by: public.cat_items.id" in out, "\\d: serial sequence owned: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "\\dn")
+    ctx.check(rc == 0 and "public|tester" in lines(out), "\\dn: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "\\du")
+    ctx.check(rc == 0 and any(ln.startswith("tester|") for ln in lines(out)),
+              "\\du names the connected role (pg_auth_members): %r %r" % (out, err))
+    rc, out, err = psql("-c", "\\df")
+    ctx.check(rc == 0 and "List of functions" in out, "\\df (pg_function_is_visible): %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "\\df pg_catalog.nextval")
+    ctx.check(rc == 0 and "pg_catalog|nextval|bigint" in out, "\\df pg_catalog.nextval: %r %r" % (out, err))
+    rc, out, err = psql("-c", "\\dx")
+    ctx.check(rc == 0 and "List of installed extensions" in out, "\\dx: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "\\l")
+    dbs = [ln.split("|")[0] for ln in lines(out)]
+    ctx.check(rc == 0 and {"quarry", "postgres", "template1"} <= set(dbs), "\\l: %r %r" % (out, err))
+    p_env = ctx.srv.env()
+    p_env.pop("PGDATABASE", None)
+    import subprocess
+    p = subprocess.run(["psql", "-X", "-l", "-At"], env=p_env, capture_output=True, text=True, timeout=60)
+    ctx.check(p.returncode == 0 and "quarry" in p.stdout, "psql -l (connects to postgres): %r" % p.stderr)
+
+    rc, out, err = psql("-At", "-c",
+                        "SELECT current_user, session_user, current_schemas(true), "
+                        "pg_get_serial_sequence('cat_items', 'id'), "
+                        "pg_relation_size('cat_items') > 0, pg_total_relation_size('cat_items') > 0")
+    ctx.check(rc == 0 and out.strip() == "tester|tester|{pg_catalog,public}|public.cat_items_id_seq|t|t",
+              "current_user is the role, current_schemas, serial sequence, sizes: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "SELECT n.nspname FROM pg_namespace n "
+                        "WHERE n.nspname = ANY(current_schemas(true)) ORDER BY 1")
+    ctx.check(rc == 0 and lines(out) == ["pg_catalog", "public"], "= ANY(current_schemas()): %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "SELECT sequencename, data_type, start_value, increment_by "
+                        "FROM pg_sequences WHERE sequencename LIKE 'cat_%' ORDER BY 1")
+    ctx.check(rc == 0 and lines(out) == ["cat_ident_id_seq|bigint|1|1", "cat_items_id_seq|integer|1|1",
+                                         "cat_seq|bigint|100|5"], "pg_sequences: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "SELECT column_name, data_type, is_identity, column_default "
+                        "FROM information_schema.columns WHERE table_name = 'cat_ident' ORDER BY ordinal_position")
+    ctx.check(rc == 0 and lines(out) == ["id|bigint|YES|", "v|integer|NO|"],
+              "information_schema.columns: identity: %r %r" % (out, err))
