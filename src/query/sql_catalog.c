@@ -790,6 +790,9 @@ static int fill_index(CatBuild *b)
             set_b(b, "indisreplident", false);
             set_b(b, "indnullsnotdistinct", false);
             set_s(b, "indkey", qr_arena_strndup(b->cx->arena, key, strlen(key)));
+            set_s(b, "indoption", "0");
+            set_s(b, "indclass", "0");
+            set_s(b, "indcollation", "0");
         }
     }
     tables_free(&ts);
@@ -1576,7 +1579,9 @@ static QrTable *table_by_oid(SqlCtx *cx, int64_t oid, cJSON **meta)
     return found;
 }
 
-static SqlValue index_def(SqlCtx *cx, int64_t oid)
+/* pg_get_indexdef(oid [, column, pretty]): the CREATE INDEX statement, or
+ * with column > 0 that key column's name. */
+static SqlValue index_def(SqlCtx *cx, int64_t oid, int64_t column)
 {
     CatTables ts;
     SqlValue out = sqlv_null();
@@ -1594,7 +1599,7 @@ static SqlValue index_def(SqlCtx *cx, int64_t oid)
             char b[512];
             snprintf(b, sizeof b, "CREATE %sINDEX %s ON public.%s USING btree (%s)",
                      x[k].primary ? "UNIQUE " : "", x[k].name, ts.names[i], x[k].col);
-            out = text_v(cx, b);
+            out = text_v(cx, column > 1 ? "" : column == 1 ? x[k].col : b);
             break;
         }
     }
@@ -1760,7 +1765,7 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
         out->type = QR_SQL_TEXT;
         *out = sqlt_is_str(args[0].type) ? args[0] : text_v(cx, "");
     } else if (!strcmp(name, "pg_get_indexdef")) {
-        *out = index_def(cx, a0);
+        *out = index_def(cx, a0, n_args > 1 && !args[1].is_null ? args[1].u.i : 0);
     } else if (!strcmp(name, "pg_get_constraintdef")) {
         /* constraint oid = its index oid + 1: the primary key */
         CatTables ts;
@@ -1852,6 +1857,7 @@ QrSqlType sqlcat_array_elem(const char *column)
         {"confkey", QR_SQL_INT2},  {"stxkeys", QR_SQL_INT2},   {"prattrs", QR_SQL_INT2},
         {"indclass", QR_SQL_OID},  {"indcollation", QR_SQL_OID}, {"polroles", QR_SQL_OID},
         {"partclass", QR_SQL_OID}, {"partattrs", QR_SQL_INT2}, {"partcollation", QR_SQL_OID},
+        {"i_indoption", QR_SQL_INT2}, /* JDBC getIndexInfo's alias of indoption */
     };
     for (size_t i = 0; i < sizeof A / sizeof *A; i++)
         if (!strcmp(A[i].col, column))

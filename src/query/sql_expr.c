@@ -609,10 +609,47 @@ badarg:
 
 static int bind_srf(SqlBind *b, SqlExpr *e, int loc, SqlExpr **out);
 
+static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out);
+
+/* information_schema._pg_expandarray(arr) returns (x, n) rows: the element
+ * and its subscript.  JDBC's getPrimaryKeys / getIndexInfo select
+ * (_pg_expandarray(a)).x and .n side by side, so .x binds as unnest(a) and
+ * .n as generate_subscripts(a, 1) (set-returning functions in one select
+ * list advance together); the bare call reads as its x.  `field` "x", "n"
+ * or NULL. */
+static int bind_expandarray(SqlBind *b, const cJSON *fc, const char *field, int loc,
+                            SqlExpr **out)
+{
+    const cJSON *args = sqlj_get(fc, "args");
+    if (cJSON_GetArraySize(args) != 1 || (field && strcmp(field, "x") && strcmp(field, "n")))
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883",
+                          "function _pg_expandarray needs one array; its fields are x and n");
+    bool n = field && !strcmp(field, "n");
+    char text[160];
+    snprintf(text, sizeof text,
+             "{\"funcname\":[{\"String\":{\"sval\":\"%s\"}}],\"args\":[null%s],\"location\":%d}",
+             n ? "generate_subscripts" : "unnest", n ? ",{\"A_Const\":{\"ival\":{\"ival\":1}}}" : "",
+             loc);
+    cJSON *call = cJSON_Parse(text);
+    cJSON *a = call ? cJSON_Duplicate(cJSON_GetArrayItem(args, 0), true) : NULL;
+    if (!a) {
+        cJSON_Delete(call);
+        return nomem(b->cx);
+    }
+    cJSON_ReplaceItemInArray(cJSON_GetObjectItemCaseSensitive(call, "args"), 0, a);
+    int rc = bind_func(b, call, loc, out);
+    cJSON_Delete(call); /* bound expressions keep no pointer into the tree */
+    if (rc == QR_OK && !(*out)->name)
+        (*out)->name = n ? "n" : "x";
+    return rc;
+}
+
 static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
 {
     const cJSON *fn = sqlj_get(fc, "funcname");
     const char *fname = sqlj_last_name(fn);
+    if (fname && !strcmp(fname, "_pg_expandarray"))
+        return bind_expandarray(b, fc, NULL, loc, out);
     const char *schema = cJSON_GetArraySize(fn) > 1 ? sqlj_sval(cJSON_GetArrayItem(fn, 0)) : NULL;
     if (!fname)
         return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "bad function name");
@@ -854,7 +891,10 @@ static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int lo
         return QR_OK;
     }
     int o = op[1] ? 0 : op[0];
-    if (o != '+' && o != '-' && o != '*' && o != '/' && o != '%')
+    if ((o == '&' || o == '|') && (!sqlt_is_int(l->type) || !sqlt_is_int(r->type)) &&
+        l->type != QR_SQL_UNKNOWN && r->type != QR_SQL_UNKNOWN)
+        o = 0; /* bitwise AND / OR: integers only */
+    if (o != '+' && o != '-' && o != '*' && o != '/' && o != '%' && o != '&' && o != '|')
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
                           qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
     if (l->type == QR_SQL_UNKNOWN)
@@ -1790,6 +1830,14 @@ static int bind_subscript(SqlBind *b, const cJSON *ind, int loc, SqlExpr **out)
 {
     const cJSON *subs = sqlj_get(ind, "indirection");
     const cJSON *ix = sqlj_is(cJSON_GetArrayItem(subs, 0), "A_Indices");
+    const char *field = cJSON_GetArraySize(subs) == 1 ? sqlj_sval(cJSON_GetArrayItem(subs, 0)) : NULL;
+    const cJSON *fc = sqlj_is(sqlj_get(ind, "arg"), "FuncCall");
+    if (field && fc && sqlj_last_name(sqlj_get(fc, "funcname")) &&
+        !strcmp(sqlj_last_name(sqlj_get(fc, "funcname")), "_pg_expandarray"))
+        return bind_expandarray(b, fc, field, loc, out);
+    if (field && !strcmp(field, "x") && sqlj_is(sqlj_get(ind, "arg"), "ColumnRef"))
+        /* (keys).x of a column holding _pg_expandarray's x (JDBC getPrimaryKeys) */
+        return sql_expr_bind(b, sqlj_get(ind, "arg"), out);
     if (cJSON_GetArraySize(subs) != 1 || !ix || sqlj_bool(ix, "is_slice") || !sqlj_get(ix, "uidx"))
         return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
                           "only one array subscript (arr[i]) is supported");
@@ -2182,6 +2230,8 @@ static int arith(SqlCtx *cx, const SqlExpr *e, const SqlValue *a, const SqlValue
     case '+': ovf = __builtin_add_overflow(x, y, &r); break;
     case '-': ovf = __builtin_sub_overflow(x, y, &r); break;
     case '*': ovf = __builtin_mul_overflow(x, y, &r); break;
+    case '&': r = x & y; break;
+    case '|': r = x | y; break;
     case '/':
         if (y == 0)
             return sql_err_at(cx, e->loc, QR_EINVAL, "22012", "division by zero");
