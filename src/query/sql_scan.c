@@ -195,6 +195,13 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
     int n = 0;
     QrSqlType pkt = meta ? sqlw_pk_type(meta) : QR_SQL_UNKNOWN;
     bool hidden_pk = meta && sqlw_hidden_pk(meta); /* a row id, not a column */
+    QrSqlType pk_decl;
+    const char *pk_dn = meta ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                                   sqlw_meta_col(meta, s->primary_key), "type"))
+                             : NULL;
+    if (pkt == QR_SQL_INT8 && pk_dn && sqlt_from_name(pk_dn, &pk_decl) && sqlt_is_int(pk_decl) &&
+        pk_decl != QR_SQL_OID)
+        pkt = pk_decl; /* an integer / smallint key reads as declared (SERIAL is int4) */
     c[n] = (SqlCol){.name = s->primary_key, .qual = q,
                     .type = pkt != QR_SQL_UNKNOWN ? pkt : pk_type(t), .field = -1,
                     .attnum = hidden_pk ? 0 : 1, .hidden = hidden_pk};
