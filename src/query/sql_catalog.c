@@ -1122,6 +1122,7 @@ static const CatRel CAT_RELS[] = {
      "rolreplication:b,rolbypassrls:b,rolconnlimit:i,rolpassword:t,rolvaliduntil:t",
      fill_roles},
     {"pg_catalog", "pg_db_role_setting", "setdatabase:o,setrole:o,setconfig:t", NULL},
+    {"pg_catalog", "pg_parameter_acl", "oid:o,parname:t,paracl:t", NULL},
     {"pg_catalog", "pg_user", "usename:n,usesysid:o,usecreatedb:b,usesuper:b,userepl:b,"
                               "usebypassrls:b,passwd:t,valuntil:t,useconfig:t",
      fill_roles},
