@@ -2441,8 +2441,8 @@ int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where
     int rc = sql_table_scope(cx, t, alias, &scope);
     if (rc)
         return rc;
-    for (int i = 0; i < scope->n; i++)
-        scope->cols[i].used = !scope->cols[i].hidden || scope->cols[i].field == -2;
+    for (int i = 0; i < scope->n; i++) /* the key too when it is a hidden row id */
+        scope->cols[i].used = !scope->cols[i].hidden || scope->cols[i].field >= -2;
     SqlBind b;
     memset(&b, 0, sizeof b);
     b.cx = cx;

@@ -106,6 +106,7 @@ static int seq_options(SqlCtx *cx, const cJSON *options, SeqDef *d, bool alter,
         nd.cycle = d->cycle;
         nd.internal = d->internal;
         memcpy(nd.owned_by, d->owned_by, sizeof nd.owned_by);
+        nd.increment = inc; /* INCREMENT 0 stays 0: seq_def_check refuses it */
         *d = nd;
     }
     cJSON_ArrayForEach(it, options)
