@@ -173,6 +173,9 @@ static int table_cols(SqlCtx *cx, QrTable *t, const cJSON *meta, CatCol **out, i
         const char *name = sc->cols[i].name;
         const cJSON *m = sqlw_meta_col(meta, name);
         const char *pg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "type"));
+        int f = sc->cols[i].field;
+        if (!pg && f >= 0 && qr_table_schema(t)->fields[f].type == QR_FT_KEYWORD)
+            pg = "varchar"; /* an exact-string column */
         if (!pg)
             pg = qr_sql_type_name(sc->cols[i].type);
         const cJSON *tm = cJSON_GetObjectItemCaseSensitive(m, "typmod");

@@ -40,6 +40,17 @@ def run(ctx):
     rc, out, err = psql("-c", "\\d+ cat_items")
     ctx.check(rc == 0 and "Access method: heap" in out and "extended" in out, "\\d+: %r %r" % (out, err))
 
+    # a table made over HTTP, with an integer key and no SQL metadata: types from storage
+    st, body = ctx.srv.call("POST", "/tables", {"name": "cat_http", "schema": {
+        "primary_key": "id", "fields": [{"name": "n", "type": "int"}, {"name": "t", "type": "text"},
+                                        {"name": "k", "type": "keyword"}]}})
+    ctx.check(st == 201, "table made over HTTP: %r %r" % (st, body))
+    st, body = ctx.srv.call("POST", "/tables/cat_http/documents", {"id": 7, "n": 1, "t": "x", "k": "y"})
+    rc, out, err = psql("-At", "-c", "\\d cat_http")
+    ctx.check(rc == 0 and lines(out) == ["id|bigint||not null|", "n|bigint|||", "t|text|||",
+                                         "k|character varying|||"],
+              "\\d of a table made over HTTP: the integer key is bigint: %r %r" % (out, err))
+
     rc, out, err = psql("-At", "-c", "\\d cat_ident")
     ctx.check(rc == 0 and "id|bigint||not null|generated always as identity" in lines(out),
               "\\d: identity column: %r %r" % (out, err))
@@ -49,10 +60,10 @@ def run(ctx):
 
     rc, out, err = psql("-At", "-c", "\\dt cat_*")
     names = sorted(ln.split("|")[1] for ln in lines(out) if ln)
-    ctx.check(rc == 0 and names == ["cat_ident", "cat_items", "cat_nokey"], "\\dt: %r %r" % (out, err))
+    ctx.check(rc == 0 and names == ["cat_http", "cat_ident", "cat_items", "cat_nokey"], "\\dt: %r %r" % (out, err))
     rc, out, err = psql("-At", "-c", "\\di cat_*")
     names = sorted(ln.split("|")[1] for ln in lines(out) if ln)
-    ctx.check(rc == 0 and names == ["cat_ident_pkey", "cat_items_name_idx", "cat_items_pkey"],
+    ctx.check(rc == 0 and names == ["cat_http_pkey", "cat_ident_pkey", "cat_items_name_idx", "cat_items_pkey"],
               "\\di: %r %r" % (out, err))
     rc, out, err = psql("-At", "-c", "\\ds cat_*")
     names = sorted(ln.split("|")[1] for ln in lines(out) if ln)
