@@ -455,6 +455,15 @@ int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **ou
 /* Catalog / session functions (version(), current_database(),
  * pg_get_userbyid()...).  Lookup at bind: QR_OK and *ret, or QR_ENOTFOUND
  * (no error set).  Call at run: out in cx->arena. */
+/* ---- sql_zone.c: time zones of timestamptz output ----
+ * A zone is UTC, an ISO offset ('+05:45') or an IANA name (ICU's data). */
+bool sqlz_valid(const char *zone);
+/* The zone's UTC offset in seconds at instant `us` (false: unknown zone). */
+bool sqlz_offset(const char *zone, int64_t us, int32_t *off_s);
+/* The display zone of this thread (qr_sql_execute sets the session's). */
+void sqlz_display_set(const char *zone);
+int32_t sqlz_display_offset(int64_t us);
+
 /* Is `name` a sequence (sqlcat_open reads it as a one-row relation)? */
 bool sqlcat_is_sequence(SqlCtx *cx, const char *name);
 /* Is `name` a catalog function that returns rows (pg_options_to_table,

@@ -203,6 +203,11 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
                 value = SETTINGS[i].dflt;
     if (!value)
         value = "";
+    if (!strcmp(lname, "timezone") && !sqlz_valid(value)) {
+        qr_error_set(err, QR_EINVAL, "invalid value for parameter \"TimeZone\": \"%s\"", value);
+        qr_error_set_sqlstate(err, "22023");
+        return QR_EINVAL;
+    }
     if (!strcmp(lname, "statement_timeout") && parse_ms(value) < 0) {
         qr_error_set(err, QR_EINVAL, "invalid value for parameter \"statement_timeout\": \"%s\"", value);
         return QR_EINVAL;
@@ -691,6 +696,7 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
 {
     *out = NULL;
     atomic_store(&s->cancel, false);
+    sqlz_display_set(qr_sql_session_get(s, "timezone")); /* timestamptz output (sql_zone.c) */
     if (s->txn_status == 'E' && !is_txn_end(st)) {
         qr_error_set(err, QR_EINVAL,
                      "current transaction is aborted, commands ignored until end of transaction block");

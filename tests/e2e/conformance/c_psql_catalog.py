@@ -111,3 +111,10 @@ def run(ctx):
                         "FROM information_schema.columns WHERE table_name = 'cat_ident' ORDER BY ordinal_position")
     ctx.check(rc == 0 and lines(out) == ["id|bigint|YES|", "v|integer|NO|"],
               "information_schema.columns: identity: %r %r" % (out, err))
+    # SET TIME ZONE is honoured for timestamptz output (and reported to the client)
+    rc, out, err = psql("-At", "-c", "SET TIME ZONE 'Asia/Kathmandu'", "-c",
+                        "SELECT '2024-01-15 10:00:00+00'::timestamptz", "-c", "SHOW TimeZone")
+    ctx.check(rc == 0 and lines(out) == ["SET", "2024-01-15 15:45:00+05:45", "Asia/Kathmandu"],
+              "SET TIME ZONE: %r %r" % (out, err))
+    rc, out, err = psql("-c", "SET TIME ZONE 'Nowhere/Land'")
+    ctx.check("invalid value for parameter" in err, "an unknown zone is an error: %r" % err)

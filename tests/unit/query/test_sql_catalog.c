@@ -213,3 +213,32 @@ Test(sql_catalog, psql_describe_and_sqlalchemy_reflection_queries)
     cr_assert_str_eq(qr_error_sqlstate(&err), "42P01");
     env_close(&e);
 }
+
+/* SET TIME ZONE: timestamptz prints as the local time there, with its offset
+ * (daylight saving included); storage and comparisons stay UTC. */
+Test(sql_catalog, set_time_zone_shows_timestamptz_there)
+{
+    Env e;
+    env_open(&e);
+    const char *ts = "SELECT '2024-01-15 10:00:00+00'::timestamptz, "
+                     "'2024-07-15 10:00:00.25+00'::timestamptz, "
+                     "'2024-01-15 10:00:00+00'::timestamptz = '2024-01-15 05:00:00-05'::timestamptz";
+    expect(&e, ts, "2024-01-15 10:00:00+00|2024-07-15 10:00:00.25+00|t\n");
+    qr_sql_result_free(q(&e, "SET TIME ZONE 'America/New_York'"));
+    expect(&e, ts, "2024-01-15 05:00:00-05|2024-07-15 06:00:00.25-04|t\n");
+    qr_sql_result_free(q(&e, "SET TimeZone = 'Asia/Kathmandu'"));
+    expect(&e, ts, "2024-01-15 15:45:00+05:45|2024-07-15 15:45:00.25+05:45|t\n");
+    qr_sql_result_free(q(&e, "SET TIME ZONE '-03:30'"));
+    expect(&e, ts, "2024-01-15 06:30:00-03:30|2024-07-15 06:30:00.25-03:30|t\n");
+    expect(&e, "SHOW timezone", "-03:30\n");
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    const char *bad = "SET TIME ZONE 'Nowhere/Land'";
+    cr_assert_neq(qr_sql_exec(e.s, bad, strlen(bad), &r, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "22023", "%s", err.message);
+    qr_sql_result_free(r);
+    qr_sql_result_free(q(&e, "RESET TIME ZONE"));
+    expect(&e, ts, "2024-01-15 10:00:00+00|2024-07-15 10:00:00.25+00|t\n");
+    env_close(&e);
+}
