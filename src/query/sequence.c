@@ -473,6 +473,19 @@ int seq_list(const char *dir, char ***names, int *n, QrError *err)
     return QR_OK;
 }
 
+void seq_forget_all(void)
+{
+    pthread_mutex_lock(&seq_mu);
+    for (int i = 0; i < n_seqs; i++) {
+        qr_free(seqs[i]->dir);
+        qr_free(seqs[i]);
+    }
+    qr_free(seqs);
+    seqs = NULL;
+    n_seqs = cap_seqs = 0;
+    pthread_mutex_unlock(&seq_mu);
+}
+
 int seq_drop_owned(const char *dir, const char *table, QrError *err)
 {
     char **names;

@@ -76,6 +76,10 @@ int seq_get(const char *dir, const char *name, SeqDef *d, int64_t *last, bool *c
  * (the caller frees them). */
 int seq_list(const char *dir, char ***names, int *n, QrError *err);
 
+/* Forget every loaded sequence (their in-memory positions), as a restart
+ * does: the next use reads each file again.  For tests of crash recovery. */
+void seq_forget_all(void);
+
 /* Drop every sequence owned by a column of `table` (DROP TABLE). */
 int seq_drop_owned(const char *dir, const char *table, QrError *err);
 
