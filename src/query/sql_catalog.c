@@ -1008,6 +1008,41 @@ static int fill_is_schemata(CatBuild *b)
     return QR_OK;
 }
 
+/* information_schema.table_constraints and .key_column_usage: the primary
+ * keys (the only constraints Quarry has). */
+static int fill_is_keys(CatBuild *b)
+{
+    CatTables ts;
+    int rc = tables_load(b->cx, &ts);
+    bool usage = !strcmp(b->rel->name, "key_column_usage");
+    for (int i = 0; rc == QR_OK && i < ts.n; i++) {
+        if (sqlw_hidden_pk(ts.meta[i]) || (rc = new_row(b)) != QR_OK)
+            continue;
+        char name[QR_NAME_MAX + 8];
+        snprintf(name, sizeof name, "%s_pkey", ts.names[i]);
+        const char *cn = qr_arena_strndup(b->cx->arena, name, strlen(name));
+        const char *tn = qr_arena_strndup(b->cx->arena, ts.names[i], strlen(ts.names[i]));
+        const char *pk = qr_table_schema(ts.t[i])->primary_key;
+        set_s(b, "constraint_catalog", "quarry");
+        set_s(b, "constraint_schema", "public");
+        set_s(b, "constraint_name", cn);
+        set_s(b, "table_catalog", "quarry");
+        set_s(b, "table_schema", "public");
+        set_s(b, "table_name", tn);
+        if (usage) {
+            set_s(b, "column_name", qr_arena_strndup(b->cx->arena, pk, strlen(pk)));
+            set_i(b, "ordinal_position", 1);
+        } else {
+            set_s(b, "constraint_type", "PRIMARY KEY");
+            set_s(b, "is_deferrable", "NO");
+            set_s(b, "initially_deferred", "NO");
+            set_s(b, "enforced", "YES");
+        }
+    }
+    tables_free(&ts);
+    return rc;
+}
+
 static int fill_is_tables(CatBuild *b)
 {
     CatTables ts;
@@ -1283,6 +1318,34 @@ static const CatRel CAT_RELS[] = {
      fill_depend},
     {"information_schema", "schemata", "catalog_name:t,schema_name:t,schema_owner:t",
      fill_is_schemata},
+    {"information_schema", "table_constraints",
+     "constraint_catalog:t,constraint_schema:t,constraint_name:t,table_catalog:t,"
+     "table_schema:t,table_name:t,constraint_type:t,is_deferrable:t,initially_deferred:t,"
+     "enforced:t,nulls_distinct:t",
+     fill_is_keys},
+    {"information_schema", "key_column_usage",
+     "constraint_catalog:t,constraint_schema:t,constraint_name:t,table_catalog:t,"
+     "table_schema:t,table_name:t,column_name:t,ordinal_position:i,"
+     "position_in_unique_constraint:i",
+     fill_is_keys},
+    {"information_schema", "constraint_column_usage",
+     "table_catalog:t,table_schema:t,table_name:t,column_name:t,constraint_catalog:t,"
+     "constraint_schema:t,constraint_name:t",
+     NULL},
+    {"information_schema", "referential_constraints",
+     "constraint_catalog:t,constraint_schema:t,constraint_name:t,unique_constraint_catalog:t,"
+     "unique_constraint_schema:t,unique_constraint_name:t,match_option:t,update_rule:t,"
+     "delete_rule:t",
+     NULL},
+    {"information_schema", "views",
+     "table_catalog:t,table_schema:t,table_name:t,view_definition:t,check_option:t,"
+     "is_updatable:t,is_insertable_into:t,is_trigger_updatable:t,is_trigger_deletable:t,"
+     "is_trigger_insertable_into:t",
+     NULL},
+    {"information_schema", "routines",
+     "specific_catalog:t,specific_schema:t,specific_name:t,routine_catalog:t,routine_schema:t,"
+     "routine_name:t,routine_type:t,data_type:t,routine_definition:t,external_language:t",
+     NULL},
     {"information_schema", "sequences",
      "sequence_catalog:t,sequence_schema:t,sequence_name:t,data_type:t,"
      "numeric_precision:i,numeric_precision_radix:i,numeric_scale:i,start_value:t,"

@@ -111,6 +111,15 @@ def run(ctx):
                         "FROM information_schema.columns WHERE table_name = 'cat_ident' ORDER BY ordinal_position")
     ctx.check(rc == 0 and lines(out) == ["id|bigint|YES|", "v|integer|NO|"],
               "information_schema.columns: identity: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "SELECT tc.constraint_name, tc.constraint_type, k.column_name, "
+                        "k.ordinal_position FROM information_schema.table_constraints tc "
+                        "JOIN information_schema.key_column_usage k ON k.constraint_name = tc.constraint_name "
+                        "WHERE tc.table_name LIKE 'cat_%' ORDER BY 1")
+    ctx.check(rc == 0 and lines(out) == ["cat_http_pkey|PRIMARY KEY|id|1", "cat_ident_pkey|PRIMARY KEY|id|1",
+                                         "cat_items_pkey|PRIMARY KEY|id|1"],
+              "information_schema.table_constraints / key_column_usage: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "SELECT count(*) FROM information_schema.views")
+    ctx.check(rc == 0 and out.strip() == "0", "information_schema.views: %r %r" % (out, err))
     # SET TIME ZONE is honoured for timestamptz output (and reported to the client)
     rc, out, err = psql("-At", "-c", "SET TIME ZONE 'Asia/Kathmandu'", "-c",
                         "SELECT '2024-01-15 10:00:00+00'::timestamptz", "-c", "SHOW TimeZone")
