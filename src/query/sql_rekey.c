@@ -135,6 +135,16 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
     else if (fi < 0)
         rc = sql_err_at(cx, loc, QR_ENOTFOUND, "42703",
                         "column \"%s\" named in key does not exist", col);
+    SqluState *us = cx->sess->u_state;
+    for (int i = 0; rc == QR_OK && us && i < us->n_ops; i++)
+        if (!strcmp(us->ops[i].table, table)) {
+            /* they would commit into the rebuilt table under their row ids */
+            rc = sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
+                            "ALTER TABLE ADD PRIMARY KEY cannot follow writes to \"%s\" in the "
+                            "same transaction",
+                            table);
+            qr_error_hint(cx->err, "COMMIT the writes first");
+        }
     else if (s->fields[fi].type != QR_FT_INT && s->fields[fi].type != QR_FT_KEYWORD &&
              s->fields[fi].type != QR_FT_TEXT)
         rc = sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",

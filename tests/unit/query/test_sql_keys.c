@@ -146,6 +146,10 @@ Test(sql_keys, a_table_without_a_key_has_a_hidden_row_id)
     run("INSERT INTO n (b) VALUES ('w')");
     expect_error("ALTER TABLE n ADD PRIMARY KEY (a)", "23502", "contains null values");
     run("UPDATE n SET a = 3 WHERE b = 'w'");
+    run("BEGIN");
+    run("INSERT INTO n (a, b) VALUES (4, 'v')");
+    expect_error("ALTER TABLE n ADD PRIMARY KEY (a)", "0A000", "cannot follow writes");
+    run("ROLLBACK");
     run("CREATE INDEX n_b ON n (b)");
     run("ALTER TABLE n ADD CONSTRAINT n_pkey PRIMARY KEY (a)");
     expect("SELECT a, b FROM n ORDER BY a", "2|z\n3|w\n");
