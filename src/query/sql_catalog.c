@@ -39,6 +39,8 @@ const SqlwSettingDef SQLW_SETTINGS[] = {
     {"lc_collate", "C", "Collation order (Quarry compares bytes)."},
     {"lc_ctype", "C.UTF-8", "Character classification."},
     {"max_identifier_length", "63", "Maximum identifier length."},
+    {"max_index_keys", "32", "Maximum number of index keys."},
+    {"block_size", "8192", "Size of a disk block (nominal in Quarry)."},
     {"quarry.access_path", "auto",
      "How filtered queries read tables: auto, text, btree, scan, check, full."},
     {"quarry.mem_cap", "0", "Per-query memory cap in bytes (0 = the default)."},

@@ -120,6 +120,28 @@ def run(ctx):
               "information_schema.table_constraints / key_column_usage: %r %r" % (out, err))
     rc, out, err = psql("-At", "-c", "SELECT count(*) FROM information_schema.views")
     ctx.check(rc == 0 and out.strip() == "0", "information_schema.views: %r %r" % (out, err))
+    # DBeaver's navigator queries (schemas with comments, relations, columns with defaults)
+    rc, out, err = psql("-At", "-c", "SELECT n.oid, n.nspname, d.description FROM pg_catalog.pg_namespace n "
+                        "LEFT OUTER JOIN pg_catalog.pg_description d ON d.objoid = n.oid AND d.objsubid = 0 "
+                        "AND d.classoid = 'pg_namespace'::regclass ORDER BY nspname")
+    ctx.check(rc == 0 and "2200|public|standard public schema" in lines(out), "DBeaver: schemas: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "SELECT c.relname, c.relkind, pg_catalog.pg_get_expr(c.relpartbound, c.oid), "
+                        "pg_catalog.pg_get_partkeydef(c.oid) FROM pg_catalog.pg_class c LEFT OUTER JOIN "
+                        "pg_catalog.pg_description d ON d.objoid = c.oid AND d.objsubid = 0 AND "
+                        "d.classoid = 'pg_class'::regclass WHERE c.relnamespace = 'public'::regnamespace "
+                        "AND c.relkind NOT IN ('i', 'I', 'c') AND c.relname LIKE 'cat_items%' ORDER BY 1")
+    ctx.check(rc == 0 and lines(out) == ["cat_items|r||", "cat_items_id_seq|S||"],
+              "DBeaver: relations: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "SELECT a.attname, pg_catalog.pg_get_expr(ad.adbin, ad.adrelid, true), "
+                        "dep.objid IS NOT NULL FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c "
+                        "ON a.attrelid = c.oid LEFT OUTER JOIN pg_catalog.pg_attrdef ad ON "
+                        "(a.attrelid = ad.adrelid AND a.attnum = ad.adnum) LEFT OUTER JOIN pg_depend dep "
+                        "ON dep.refobjid = a.attrelid AND dep.deptype = 'i' AND dep.refobjsubid = a.attnum "
+                        "AND dep.classid = dep.refclassid WHERE NOT a.attisdropped AND "
+                        "c.oid = 'cat_ident'::regclass ORDER BY a.attnum")
+    ctx.check(rc == 0 and lines(out) == ["id||t", "v||f"], "DBeaver: columns, identity: %r %r" % (out, err))
+    rc, out, err = psql("-At", "-c", "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'max_index_keys'")
+    ctx.check(rc == 0 and out.strip() == "32", "DBeaver: max_index_keys: %r %r" % (out, err))
     # SET TIME ZONE is honoured for timestamptz output (and reported to the client)
     rc, out, err = psql("-At", "-c", "SET TIME ZONE 'Asia/Kathmandu'", "-c",
                         "SELECT '2024-01-15 10:00:00+00'::timestamptz", "-c", "SHOW TimeZone")
