@@ -464,6 +464,8 @@ bool sqlz_offset(const char *zone, int64_t us, int32_t *off_s);
 void sqlz_display_set(const char *zone);
 int32_t sqlz_display_offset(int64_t us);
 
+/* A table's stable OID (pg_class.oid, RowDescription table_oid). */
+uint32_t sqlcat_table_oid(const char *table);
 /* Is `name` a sequence (sqlcat_open reads it as a one-row relation)? */
 bool sqlcat_is_sequence(SqlCtx *cx, const char *name);
 /* Is `name` a catalog function that returns rows (pg_options_to_table,

@@ -229,8 +229,6 @@ typedef struct SqlwSettingDef {
 } SqlwSettingDef;
 extern const SqlwSettingDef SQLW_SETTINGS[];
 extern const int SQLW_N_SETTINGS;
-/* A table's stable OID (pg_class.oid, RowDescription table_oid). */
-uint32_t sqlcat_table_oid(const char *table);
 /* A setting's current value in the session (its default when unset). */
 const char *sqlw_setting(const QrSqlSession *s, const char *name);
 

@@ -171,8 +171,9 @@ static int add_range_var(SqlQuery *s, const cJSON *rv)
     int rc = sql_table_scope(cx, t, qual, &tscope);
     if (rc)
         return rc;
+    uint32_t toid = sqlcat_table_oid(qr_table_name(t)); /* RowDescription: table OID, attnum */
     for (int i = 0; i < tscope->n; i++)
-        tscope->cols[i].table_oid = 0;
+        tscope->cols[i].table_oid = tscope->cols[i].hidden ? 0 : toid;
     it->first = s->scope.n;
     it->n_cols = tscope->n;
     it->label = qr_table_name(t);

@@ -142,6 +142,18 @@ def run(ctx):
     ctx.check(rc == 0 and lines(out) == ["id||t", "v||f"], "DBeaver: columns, identity: %r %r" % (out, err))
     rc, out, err = psql("-At", "-c", "SELECT setting FROM pg_catalog.pg_settings WHERE name = 'max_index_keys'")
     ctx.check(rc == 0 and out.strip() == "32", "DBeaver: max_index_keys: %r %r" % (out, err))
+    # RowDescription names each column's table OID and attnum (psycopg 3's pgresult shows them)
+    script = ("import psycopg, sys\n"
+              "c = psycopg.connect(sys.argv[1])\n"
+              "cur = c.execute('SELECT name, qty + 1, id FROM cat_items LIMIT 1')\n"
+              "r = cur.pgresult\n"
+              "oid = c.execute(\"SELECT 'cat_items'::regclass::oid\").fetchone()[0]\n"
+              "print([(r.ftable(i) == oid, r.ftablecol(i)) for i in range(3)])\n")
+    import subprocess
+    p = subprocess.run(["/usr/bin/python3", "-c", script, ctx.dsn()], capture_output=True, text=True,
+                       timeout=60)
+    ctx.check(p.returncode == 0 and p.stdout.strip() == "[(True, 2), (False, 0), (True, 1)]",
+              "RowDescription table OID and attnum: %r %r" % (p.stdout, p.stderr[-800:]))
     # SET TIME ZONE is honoured for timestamptz output (and reported to the client)
     rc, out, err = psql("-At", "-c", "SET TIME ZONE 'Asia/Kathmandu'", "-c",
                         "SELECT '2024-01-15 10:00:00+00'::timestamptz", "-c", "SHOW TimeZone")
