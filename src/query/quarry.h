@@ -323,5 +323,11 @@ int qr_table_refs(QrDb *db, const char *name);
  * QR_EBUSY naming the count of users when they outlast the timeout.  The
  * caller must not hold a reference itself. */
 int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err);
+/* Exchange the contents of tables a and b (their directories, metadata
+ * included) once no reference is held on either: atomic (one rename), so
+ * each name always holds one whole table.  Timeout as qr_table_drop_wait. */
+int qr_table_swap_wait(QrDb *db, const char *a, const char *b, uint64_t timeout_ms, QrError *err);
+/* The exchange itself; callers make sure nobody uses either handle. */
+int qr_table_swap(QrDb *db, const char *a, const char *b, QrError *err);
 
 #endif

@@ -499,6 +499,8 @@ int copy_fmt_from_options(CopyFmt *f, const cJSON *options, QrError *err)
             if (!v || (strcasecmp(v, "utf8") != 0 && strcasecmp(v, "utf-8") != 0))
                 return qr_error_set(err, QR_EUNSUPPORTED, "COPY encoding \"%s\" is not supported",
                                     v ? v : "?");
+        } else if (!strcmp(name, "freeze")) {
+            /* pgbench -i: rows are visible once committed either way */
         } else {
             rc = qr_error_set(err, QR_EUNSUPPORTED, "COPY option \"%s\" is not supported", name);
         }

@@ -734,6 +734,7 @@ struct InsertCx {
     SqlExpr *set_where;
     Returning ret;
     uint64_t count;
+    bool check_identity;     /* INSERT (not COPY): GENERATED ALWAYS refuses given values */
 };
 
 static int find_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc)
@@ -768,13 +769,30 @@ static int row_to_doc(SqlCtx *cx, InsertCx *ic, const SqlValue *row, cJSON *doc)
 {
     for (int i = 0; i < ic->sc->n; i++) {
         const SqlCol *c = &ic->sc->cols[i];
-        if (c->field < -1 || c->hidden)
+        if (c->field < -1 || (c->hidden && c->field != -1)) /* a hidden row id is the key */
             continue;
         int rc = doc_set(cx, doc, ic->s, c, ic->pk_type, &row[i]);
         if (rc)
             return rc;
     }
     return QR_OK;
+}
+
+static bool identity_always(const InsertCx *ic, int col)
+{
+    const cJSON *m = sqlw_meta_col(ic->meta, ic->sc->cols[col].name);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "identity"));
+    return id && id[0] == 'a';
+}
+
+static int identity_error(SqlCtx *cx, const char *col)
+{
+    sql_err_at(cx, -1, QR_EINVAL, "428C9", "cannot insert a non-DEFAULT value into column \"%s\"",
+               col);
+    qr_error_detail(cx->err, "Column \"%s\" is an identity column defined as GENERATED ALWAYS.",
+                    col);
+    qr_error_hint(cx->err, "Use OVERRIDING SYSTEM VALUE to override.");
+    return cx->err->code;
 }
 
 static int insert_row(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *src)
@@ -784,9 +802,19 @@ static int insert_row(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *s
     if (!row)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     SqlEvalRow none = {.doc = -1};
+    bool *given = qr_arena_calloc(cx->arena, (size_t)n + 1);
+    if (!given)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    for (int k = 0; k < ic->n_target; k++)
+        if (ic->target[k] >= 0) {
+            given[ic->target[k]] = true;
+            if (ic->check_identity && identity_always(ic, ic->target[k]))
+                return identity_error(cx, ic->sc->cols[ic->target[k]].name);
+        }
+    /* defaults only where no value is given: nextval is not spent in vain */
     for (int i = 0; i < n; i++) {
         row[i] = sqlv_null();
-        if (ic->dflt[i]) {
+        if (ic->dflt[i] && !given[i]) {
             int rc = sql_expr_eval(cx, ic->dflt[i], &none, &row[i]);
             if (rc)
                 return rc;
@@ -930,7 +958,9 @@ static int insert_prepare(SqlCtx *cx, const cJSON *b, InsertCx *ic)
     for (int i = 0; i < n; i++) {
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(sqlw_meta_col(ic->meta, ic->sc->cols[i].name),
                                                           "default");
-        if (d && !ic->sc->cols[i].hidden && (rc = sql_expr_compile(cx, d, NULL, &ic->dflt[i])))
+        bool row_id = ic->sc->cols[i].field == -1; /* a hidden row id has its default too */
+        if (d && (!ic->sc->cols[i].hidden || row_id) &&
+            (rc = sql_expr_compile(cx, d, NULL, &ic->dflt[i])))
             return rc;
     }
     /* ON CONFLICT */
@@ -1009,6 +1039,8 @@ int sqlw_insert(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
 {
     InsertCx ic;
     memset(&ic, 0, sizeof ic);
+    const char *ov = sqlj_str(b, "override");
+    ic.check_identity = !ov || strcmp(ov, "OVERRIDING_SYSTEM_VALUE") != 0;
     int rc = insert_prepare(cx, b, &ic);
     const cJSON *sel = sqlj_get(b, "selectStmt");
     const cJSON *vl = sel ? values_lists(sel) : NULL;

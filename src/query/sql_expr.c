@@ -719,10 +719,47 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
 
 static int bind_srf(SqlBind *b, SqlExpr *e, int loc, SqlExpr **out);
 
+static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out);
+
+/* information_schema._pg_expandarray(arr) returns (x, n) rows: the element
+ * and its subscript.  JDBC's getPrimaryKeys / getIndexInfo select
+ * (_pg_expandarray(a)).x and .n side by side, so .x binds as unnest(a) and
+ * .n as generate_subscripts(a, 1) (set-returning functions in one select
+ * list advance together); the bare call reads as its x.  `field` "x", "n"
+ * or NULL. */
+static int bind_expandarray(SqlBind *b, const cJSON *fc, const char *field, int loc,
+                            SqlExpr **out)
+{
+    const cJSON *args = sqlj_get(fc, "args");
+    if (cJSON_GetArraySize(args) != 1 || (field && strcmp(field, "x") && strcmp(field, "n")))
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883",
+                          "function _pg_expandarray needs one array; its fields are x and n");
+    bool n = field && !strcmp(field, "n");
+    char text[160];
+    snprintf(text, sizeof text,
+             "{\"funcname\":[{\"String\":{\"sval\":\"%s\"}}],\"args\":[null%s],\"location\":%d}",
+             n ? "generate_subscripts" : "unnest", n ? ",{\"A_Const\":{\"ival\":{\"ival\":1}}}" : "",
+             loc);
+    cJSON *call = cJSON_Parse(text);
+    cJSON *a = call ? cJSON_Duplicate(cJSON_GetArrayItem(args, 0), true) : NULL;
+    if (!a) {
+        cJSON_Delete(call);
+        return nomem(b->cx);
+    }
+    cJSON_ReplaceItemInArray(cJSON_GetObjectItemCaseSensitive(call, "args"), 0, a);
+    int rc = bind_func(b, call, loc, out);
+    cJSON_Delete(call); /* bound expressions keep no pointer into the tree */
+    if (rc == QR_OK && !(*out)->name)
+        (*out)->name = n ? "n" : "x";
+    return rc;
+}
+
 static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
 {
     const cJSON *fn = sqlj_get(fc, "funcname");
     const char *fname = sqlj_last_name(fn);
+    if (fname && !strcmp(fname, "_pg_expandarray"))
+        return bind_expandarray(b, fc, NULL, loc, out);
     const char *schema = cJSON_GetArraySize(fn) > 1 ? sqlj_sval(cJSON_GetArrayItem(fn, 0)) : NULL;
     if (!fname)
         return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "bad function name");
@@ -982,7 +1019,10 @@ static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int lo
         return QR_OK;
     }
     int o = op[1] ? 0 : op[0];
-    if (o != '+' && o != '-' && o != '*' && o != '/' && o != '%')
+    if ((o == '&' || o == '|') && (!sqlt_is_int(l->type) || !sqlt_is_int(r->type)) &&
+        l->type != QR_SQL_UNKNOWN && r->type != QR_SQL_UNKNOWN)
+        o = 0; /* bitwise AND / OR: integers only */
+    if (o != '+' && o != '-' && o != '*' && o != '/' && o != '%' && o != '&' && o != '|')
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
                           qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
     if (l->type == QR_SQL_UNKNOWN)
@@ -1370,13 +1410,20 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         e->type = QR_SQL_TEXT;
         e->op = '[';
         e->name = a->name;
+        if ((!e->name || a->kind == SE_CONST) && name) { /* '{..}'::oid[]: "_oid", the array type name */
+            char an[72];
+            snprintf(an, sizeof an, "_%s", name);
+            e->name = qr_arena_strndup(b->cx->arena, an, strlen(an));
+        }
         *out = e;
         return QR_OK;
     }
     /* reg* casts: an object's name to its oid (op 'c' / 't' / 'n'), and
      * such an oid back to the name when cast to text (op 'C' / 'T' / 'N') */
     char reg = !name ? 0 : !strcmp(name, "regclass") ? 'c' : !strcmp(name, "regtype") ? 't'
-               : !strcmp(name, "regnamespace") ? 'n' : 0;
+               : !strcmp(name, "regnamespace") ? 'n'
+               : !strcmp(name, "regproc") || !strcmp(name, "regprocedure") ? 'p'
+               : !strcmp(name, "regrole") ? 'r' : 0;
     if (reg) {
         SqlExpr *a, *e;
         int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
@@ -1389,7 +1436,9 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         if (!(e = new_expr(b, SE_CAST, loc)) || set_args(b, e, 1))
             return b->cx->err->code;
         e->args[0] = a;
-        e->type = QR_SQL_OID;
+        /* regproc is its name: Quarry's functions have no oids of their own
+         * beyond the catalog's (typinput = 'array_in'::regproc compares names) */
+        e->type = reg == 'p' ? QR_SQL_TEXT : QR_SQL_OID;
         e->op = reg;
         e->name = name;
         *out = e;
@@ -1401,7 +1450,8 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         const char *iname = inner ? sqlj_last_name(sqlj_get(sqlj_get(inner, "typeName"), "names"))
                                   : NULL;
         if (iname && (!strcmp(iname, "regclass") || !strcmp(iname, "regtype") ||
-                      !strcmp(iname, "regnamespace"))) {
+                      !strcmp(iname, "regnamespace") || !strcmp(iname, "regproc") ||
+                      !strcmp(iname, "regprocedure") || !strcmp(iname, "regrole"))) {
             SqlExpr *a, *e;
             int rc = sql_expr_bind(b, arg, &a);
             if (rc)
@@ -2003,6 +2053,14 @@ static int bind_subscript(SqlBind *b, const cJSON *ind, int loc, SqlExpr **out)
 {
     const cJSON *subs = sqlj_get(ind, "indirection");
     const cJSON *ix = sqlj_is(cJSON_GetArrayItem(subs, 0), "A_Indices");
+    const char *field = cJSON_GetArraySize(subs) == 1 ? sqlj_sval(cJSON_GetArrayItem(subs, 0)) : NULL;
+    const cJSON *fc = sqlj_is(sqlj_get(ind, "arg"), "FuncCall");
+    if (field && fc && sqlj_last_name(sqlj_get(fc, "funcname")) &&
+        !strcmp(sqlj_last_name(sqlj_get(fc, "funcname")), "_pg_expandarray"))
+        return bind_expandarray(b, fc, field, loc, out);
+    if (field && !strcmp(field, "x") && sqlj_is(sqlj_get(ind, "arg"), "ColumnRef"))
+        /* (keys).x of a column holding _pg_expandarray's x (JDBC getPrimaryKeys) */
+        return sql_expr_bind(b, sqlj_get(ind, "arg"), out);
     if (cJSON_GetArraySize(subs) != 1 || !ix || sqlj_bool(ix, "is_slice") || !sqlj_get(ix, "uidx"))
         return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
                           "only one array subscript (arr[i]) is supported");
@@ -2431,6 +2489,8 @@ static int arith(SqlCtx *cx, const SqlExpr *e, const SqlValue *a, const SqlValue
     case '+': ovf = __builtin_add_overflow(x, y, &r); break;
     case '-': ovf = __builtin_sub_overflow(x, y, &r); break;
     case '*': ovf = __builtin_mul_overflow(x, y, &r); break;
+    case '&': r = x & y; break;
+    case '|': r = x | y; break;
     case '/':
         if (y == 0)
             return sql_err_at(cx, e->loc, QR_EINVAL, "22012", "division by zero");
@@ -2813,7 +2873,9 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
     case SE_CAST:
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
-        if (e->op == 'c' || e->op == 't' || e->op == 'n') {
+        if (e->op == 'p') /* regproc: a function's name */
+            return sqlcat_reg_proc(cx, &a, e->loc, out);
+        if (e->op == 'c' || e->op == 't' || e->op == 'n' || e->op == 'p' || e->op == 'r') {
             if (a.is_null || !sqlt_is_str(a.type)) {
                 if ((rc = sqlv_cast(cx, &a, QR_SQL_OID, e->loc, out)))
                     return rc;
@@ -2833,8 +2895,13 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
                 return rc;
             return sqlv_array_text(cx, el, n, out);
         }
-        if (e->op == 'C' || e->op == 'T' || e->op == 'N') {
-            if (a.is_null) {
+        if (e->op == 'C' || e->op == 'T' || e->op == 'N' || e->op == 'P' || e->op == 'R') {
+            if (a.is_null || sqlt_is_str(a.type)) { /* (regproc is text already) */
+                if (!a.is_null) {
+                    *out = a;
+                    out->type = e->type;
+                    return QR_OK;
+                }
                 *out = sqlv_null();
                 out->type = e->type;
                 return QR_OK;

@@ -388,7 +388,8 @@ struct SqlAgg {
     SqlAggKind kind;
     bool distinct;
     SqlExpr *arg;          /* NULL for count(*) */
-    SqlExpr *arg2;         /* string_agg delimiter; percentile fraction */
+    SqlExpr *arg2;         /* string_agg delimiter; percentile fraction; array_agg ORDER BY key */
+    bool desc;             /* array_agg (... ORDER BY key DESC) */
     SqlExpr *filter;       /* FILTER (WHERE ...): rows it rejects are skipped; NULL = none */
     QrSqlType type;        /* result type */
     /* ORDER BY inside the aggregate (string_agg(x, ',' ORDER BY y)): the
@@ -608,6 +609,22 @@ int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **ou
 /* Catalog / session functions (version(), current_database(),
  * pg_get_userbyid()...).  Lookup at bind: QR_OK and *ret, or QR_ENOTFOUND
  * (no error set).  Call at run: out in cx->arena. */
+/* ---- sql_zone.c: time zones of timestamptz output ----
+ * A zone is UTC, an ISO offset ('+05:45') or an IANA name (ICU's data). */
+bool sqlz_valid(const char *zone);
+/* The zone's UTC offset in seconds at instant `us` (false: unknown zone). */
+bool sqlz_offset(const char *zone, int64_t us, int32_t *off_s);
+/* The display zone of this thread (qr_sql_execute sets the session's). */
+void sqlz_display_set(const char *zone);
+int32_t sqlz_display_offset(int64_t us);
+
+/* A table's stable OID (pg_class.oid, RowDescription table_oid). */
+uint32_t sqlcat_table_oid(const char *table);
+/* Is `name` a sequence (sqlcat_open reads it as a one-row relation)? */
+bool sqlcat_is_sequence(SqlCtx *cx, const char *name);
+/* Is `name` a catalog function that returns rows (pg_options_to_table,
+ * pg_get_keywords)?  Its rows come from sqlcat_open("pg_catalog", name). */
+bool sqlcat_srf_known(const char *name);
 int sqlcat_func_lookup(const char *schema, const char *name, int n_args, QrSqlType *ret);
 int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_args,
                      const SqlValue *args, SqlValue *out);
@@ -620,6 +637,10 @@ QrSqlType sqlcat_array_elem(const char *column);
  * names: 42P01 / 42704 / 3F000. */
 int sqlcat_reg_oid(SqlCtx *cx, char kind, const SqlValue *in, int loc, SqlValue *out);
 int sqlcat_reg_name(SqlCtx *cx, char kind, int64_t oid, SqlValue *out);
+/* ::regproc: a function's name (text; schema dropped): a catalog function,
+ * or a type's input / output function as pg_type.typinput names it; an oid
+ * becomes the catalog function's name.  Unknown: 42883. */
+int sqlcat_reg_proc(SqlCtx *cx, const SqlValue *in, int loc, SqlValue *out);
 
 /* ======================================================================== */
 /* sql_select.c / sql_scan.c — queries, offered to the utility side          */

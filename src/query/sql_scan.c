@@ -121,8 +121,17 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
     cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
     int n = 0;
     QrSqlType pkt = meta ? sqlw_pk_type(meta) : QR_SQL_UNKNOWN;
+    bool hidden_pk = meta && sqlw_hidden_pk(meta); /* a row id, not a column */
+    QrSqlType pk_decl;
+    const char *pk_dn = meta ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                                   sqlw_meta_col(meta, s->primary_key), "type"))
+                             : NULL;
+    if (pkt == QR_SQL_INT8 && pk_dn && sqlt_from_name(pk_dn, &pk_decl) && sqlt_is_int(pk_decl) &&
+        pk_decl != QR_SQL_OID)
+        pkt = pk_decl; /* an integer / smallint key reads as declared (SERIAL is int4) */
     c[n] = (SqlCol){.name = s->primary_key, .qual = q,
-                    .type = pkt != QR_SQL_UNKNOWN ? pkt : pk_type(t), .field = -1, .attnum = 1};
+                    .type = pkt != QR_SQL_UNKNOWN ? pkt : pk_type(t), .field = -1,
+                    .attnum = hidden_pk ? 0 : 1, .hidden = hidden_pk};
     n++;
     for (int f = 0; f < s->n_fields; f++) {
         if (!strcmp(s->fields[f].name, s->primary_key))
@@ -135,7 +144,8 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
             ty = decl;
         c[n] = (SqlCol){.name = qr_arena_strndup(cx->arena, s->fields[f].name,
                                                  strlen(s->fields[f].name)),
-                        .qual = q, .type = ty, .field = f, .attnum = (int16_t)(n + 1)};
+                        .qual = q, .type = ty, .field = f,
+                        .attnum = (int16_t)(n + 1 - hidden_pk)};
         n++;
     }
     cJSON_Delete(meta);
@@ -2481,8 +2491,8 @@ int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where
     int rc = sql_table_scope(cx, t, alias, &scope);
     if (rc)
         return rc;
-    for (int i = 0; i < scope->n; i++)
-        scope->cols[i].used = !scope->cols[i].hidden || scope->cols[i].field == -2;
+    for (int i = 0; i < scope->n; i++) /* the key too when it is a hidden row id */
+        scope->cols[i].used = !scope->cols[i].hidden || scope->cols[i].field >= -2;
     SqlBind b;
     memset(&b, 0, sizeof b);
     b.cx = cx;

@@ -155,6 +155,13 @@ static const struct {
     {"idle_in_transaction_session_timeout", "0"}, {"max_identifier_length", "63"},
     {"is_superuser", "on"},         {"bytea_output", "hex"},
     {"client_min_messages", "notice"}, {"transaction_read_only", "off"},
+    {"session_authorization", ""},  /* the authenticated role (current_user) */
+    /* accepted for pg_dump, pg_restore and psql scripts; no effect in Quarry */
+    {"synchronize_seqscans", "on"}, {"row_security", "on"},
+    {"check_function_bodies", "on"}, {"xmloption", "content"},
+    {"default_table_access_method", "heap"}, {"default_tablespace", ""},
+    {"quote_all_identifiers", "off"}, {"escape_string_warning", "on"},
+    {"default_transaction_read_only", "off"}, {"lc_messages", "C"},
 };
 
 /* Milliseconds from "5000", "5s", "250ms", "2min"; -1 if bad. */
@@ -201,6 +208,11 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
                 value = SETTINGS[i].dflt;
     if (!value)
         value = "";
+    if (!strcmp(lname, "timezone") && !sqlz_valid(value)) {
+        qr_error_set(err, QR_EINVAL, "invalid value for parameter \"TimeZone\": \"%s\"", value);
+        qr_error_set_sqlstate(err, "22023");
+        return QR_EINVAL;
+    }
     if (!strcmp(lname, "statement_timeout") && parse_ms(value) < 0) {
         qr_error_set(err, QR_EINVAL, "invalid value for parameter \"statement_timeout\": \"%s\"", value);
         return QR_EINVAL;
@@ -782,6 +794,7 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
 {
     *out = NULL;
     atomic_store(&s->cancel, false);
+    sqlz_display_set(qr_sql_session_get(s, "timezone")); /* timestamptz output (sql_zone.c) */
     if (s->txn_status == 'E' && !is_txn_end(st)) {
         qr_error_set(err, QR_EINVAL,
                      "current transaction is aborted, commands ignored until end of transaction block");

@@ -363,6 +363,9 @@ static const struct {
     {"CopyStmt", "COPY"},             {"TransactionStmt", NULL},
     {"VariableSetStmt", "SET"},       {"VariableShowStmt", "SHOW"},
     {"CreateTableAsStmt", "SELECT"},  {"DiscardStmt", "DISCARD ALL"},
+    {"CreateSeqStmt", "CREATE SEQUENCE"}, {"AlterSeqStmt", "ALTER SEQUENCE"},
+    {"LockStmt", "LOCK TABLE"},       {"CommentStmt", "COMMENT"},
+    {"AlterOwnerStmt", "ALTER SCHEMA"},
 };
 
 /* The command word of a transaction statement ("BEGIN" ...), NULL for the
@@ -392,8 +395,12 @@ const char *sqlu_kind(const cJSON *stmt, const char *tag)
     }
     if (!strcmp(tag, "DropStmt")) {
         const char *rt = sqlj_str(b, "removeType");
-        return rt && !strcmp(rt, "OBJECT_INDEX") ? "DROP INDEX" : "DROP TABLE";
+        return rt && !strcmp(rt, "OBJECT_INDEX")      ? "DROP INDEX"
+               : rt && !strcmp(rt, "OBJECT_SEQUENCE") ? "DROP SEQUENCE"
+                                                      : "DROP TABLE";
     }
+    if (!strcmp(tag, "VacuumStmt"))
+        return sqlj_bool(b, "is_vacuumcmd") ? "VACUUM" : "ANALYZE";
     if (!strcmp(tag, "VariableSetStmt")) {
         const char *k = sqlj_str(b, "kind");
         return k && !strncmp(k, "VAR_RESET", 9) ? "RESET" : "SET";

@@ -232,9 +232,34 @@ typedef struct SqlwSettingDef {
 } SqlwSettingDef;
 extern const SqlwSettingDef SQLW_SETTINGS[];
 extern const int SQLW_N_SETTINGS;
-/* A table's stable OID (pg_class.oid, RowDescription table_oid). */
-uint32_t sqlcat_table_oid(const char *table);
 /* A setting's current value in the session (its default when unset). */
 const char *sqlw_setting(const QrSqlSession *s, const char *name);
+
+/* ---- sql_seq.c: sequences ---- */
+/* The hidden primary key of a table made without one (metadata
+ * "hidden_pk": true): int8 values of the table's own internal sequence,
+ * not in SELECT *, the catalog or INSERT's column list. */
+#define SQLW_ROWID "_rowid"
+/* sql_rekey.c: ALTER TABLE ADD PRIMARY KEY (col) on a table with a hidden
+ * row id: its documents are rekeyed by col (23502 on a NULL, 23505 on a
+ * duplicate, the table untouched then).  Releases the statement's
+ * reference on t, which must not be used afterwards. */
+int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc);
+/* True when the metadata says the primary key is a hidden row id. */
+bool sqlw_hidden_pk(const cJSON *meta);
+int sqlseq_create(SqlCtx *cx, const cJSON *body, QrSqlResult *res);
+int sqlseq_alter(SqlCtx *cx, const cJSON *body, QrSqlResult *res);
+int sqlseq_drop(SqlCtx *cx, const cJSON *body, QrSqlResult *res);
+/* Create the sequence of a SERIAL / identity column (or of a hidden row id:
+ * internal) of `table`, with identity options (DefElem list, may be NULL);
+ * its name ("<table>_<col>_seq") into seq_out. */
+int sqlseq_for_column(SqlCtx *cx, const char *table, const char *col, const char *pg_type,
+                      const cJSON *options, bool internal, char *seq_out, size_t seq_len);
+/* The parse tree of nextval('<seq>'::regclass) (caller cJSON_Deletes). */
+cJSON *sqlseq_default_tree(const char *seq);
+/* nextval, currval, setval, lastval (called by the catalog's function hook). */
+bool sqlseq_func_known(const char *name);
+int sqlseq_func_call(SqlCtx *cx, const char *name, int n_args, const SqlValue *args,
+                     SqlValue *out);
 
 #endif

@@ -574,7 +574,9 @@ static bool startup_run(PgConn *c)
     const char *dbname = pgw_startup_get(&st, "database");
     if (!dbname || !dbname[0])
         dbname = user;
-    if (strcmp(dbname, "quarry") != 0) {
+    /* postgres and template1 name the same database: tools connect there first */
+    if (strcmp(dbname, "quarry") != 0 && strcmp(dbname, "postgres") != 0 &&
+        strcmp(dbname, "template1") != 0) {
         char msg[200];
         snprintf(msg, sizeof msg, "database \"%.100s\" does not exist", dbname);
         send_fatal(c, QR_ENOTFOUND, "3D000", msg,
@@ -643,6 +645,7 @@ static bool startup_run(PgConn *c)
     pthread_mutex_unlock(&s->mu);
     /* SET statement_timeout may lower this, not raise it */
     qr_sql_session_limit_timeout(sess, s->cfg.statement_timeout_ms);
+    qr_sql_session_set(sess, "session_authorization", c->user, &e); /* current_user */
     for (int i = 0; i < st.n_params && e.code == QR_OK; i++) {
         const char *k = st.keys[i], *v = st.vals[i];
         if (!strcmp(k, "user") || !strcmp(k, "database") || !strcmp(k, "replication") ||

@@ -62,13 +62,14 @@ def test_startup(srv):
     r.send(frame("X"))
     check(r.closed(), "Terminate closes the connection")
 
-    # wrong database, protocol 2.0, bad startup lengths
+    # wrong database (postgres and template1 are other names of quarry: psql -l,
+    # pg_dumpall), protocol 2.0, bad startup lengths
     r = Raw(srv.pg_port)
-    r.send(startup_packet(database="postgres"))
+    r.send(startup_packet(database="nosuchdb"))
     t, body = r.read_msg()
     f = error_fields(body)
     check(t == "E" and f.get("C") == "3D000" and f.get("S") == "FATAL",
-          "database postgres: 3D000 FATAL %r" % f)
+          "database nosuchdb: 3D000 FATAL %r" % f)
     check(r.closed(), "closed after 3D000")
     r = Raw(srv.pg_port)
     r.send(struct.pack("!ii", 9, 2 << 16) + b"\0")

@@ -170,7 +170,7 @@ EXPRS = ["n * 2 + 1", "coalesce(n, -1)", "CASE WHEN n > 0 THEN 'pos' WHEN n < 0 
          "cat || '-' || coalesce(cat, 'none')", "n IS NULL", "nullif(n, 0)",
          "CASE cat WHEN 'alpha' THEN 1 WHEN 'beta' THEN 2 ELSE 0 END", "n / 3", "n % 7",
          "substr(cat, 2, 3)", "f > 0 AND n > 0", "f > 0 OR n > 0", "ts", "cast(n AS double precision) / 4",
-         "n IS DISTINCT FROM 3", "n IS NOT DISTINCT FROM NULL"]
+         "n IS DISTINCT FROM 3", "n IS NOT DISTINCT FROM NULL", "n & 5", "n | 3", "id & n"]
 
 
 def gen_query():

@@ -139,7 +139,7 @@ static int add_range_var(SqlQuery *s, const cJSON *rv)
                 return add_cte_ref(s, c, qual, colnames, loc);
     /* catalogs: their columns now, their rows when the query runs */
     bool user_schema = !schema || !strcmp(schema, "public");
-    if (!user_schema || !strncmp(name, "pg_", 3) || schema) {
+    if (!user_schema || !strncmp(name, "pg_", 3) || schema || sqlcat_is_sequence(cx, name)) {
         SqlSource *src = NULL;
         int rc = sqlcat_open(cx, schema, name, &src);
         if (rc)
@@ -160,7 +160,10 @@ static int add_range_var(SqlQuery *s, const cJSON *rv)
                 return cx->err->code;
             it->schema = schema;
             it->relname = name;
-            return add_item_cols(s, it, n, cols, colnames, loc, "Catalog Scan");
+            rc = add_item_cols(s, it, n, cols, colnames, loc, "Catalog Scan");
+            if (rc == QR_OK) /* the system column tableoid, last: not in SELECT * */
+                s->scope.cols[s->scope.n - 1].hidden = true;
+            return rc;
         }
         if (schema && strcmp(schema, "public") != 0)
             return sql_err_at(cx, loc, QR_ENOTFOUND, "42P01", "relation \"%s.%s\" does not exist",
@@ -226,8 +229,32 @@ static int add_range_function(SqlQuery *s, const cJSON *rf, int loc)
                           "only one set-returning function (generate_series, unnest, "
                           "generate_subscripts) is supported in FROM, without ROWS FROM or "
                           "WITH ORDINALITY");
+    /* catalog functions returning rows (pg_options_to_table, pg_get_keywords)
+     * are catalog relations whose rows do not depend on the arguments */
+    const char *fname = sqlj_last_name(sqlj_get(sqlj_is(fc, "FuncCall"), "funcname"));
+    SqlSource *src = NULL;
+    int rc = fname && sqlcat_srf_known(fname) ? sqlcat_open(cx, "pg_catalog", fname, &src) : QR_OK;
+    if (rc)
+        return rc;
+    if (src) {
+        int n = src->n_cols - 1; /* without tableoid */
+        QrSqlColumn *cols = qr_arena_calloc(cx->arena, (size_t)(n + 1) * sizeof *cols);
+        for (int i = 0; cols && i < n; i++)
+            cols[i] = (QrSqlColumn){.name = src->col_names[i], .type = src->col_types[i],
+                                    .typmod = -1};
+        src->vt->close(src);
+        if (!cols)
+            return nomem(cx);
+        const char *aname = sqlj_str(alias, "aliasname");
+        SqlItem *it = new_item(s, SQL_ITEM_CATALOG, aname ? aname : fname, loc);
+        if (!it)
+            return cx->err->code;
+        it->schema = "pg_catalog";
+        it->relname = fname;
+        return add_item_cols(s, it, n, cols, sqlj_get(alias, "colnames"), loc, "Function Scan");
+    }
     SqlExpr *e;
-    int rc = sql_expr_compile(cx, fc, &s->scope, &e);
+    rc = sql_expr_compile(cx, fc, &s->scope, &e);
     if (rc)
         return rc;
     if (e->kind != SE_SRF)

@@ -38,6 +38,7 @@ class Postgres:
             os.chmod(work, 0o711)  # the postgres user must reach its folder inside
         self.dir = tempfile.mkdtemp(prefix="pg-", dir=work)
         os.chmod(self.dir, 0o777)
+        os.chmod(work, 0o711)  # the postgres user passes through the (private) work folder
         self.port = free_port()
         self.as_pg = [] if os.geteuid() != 0 else ["runuser", "-u", "postgres", "--"]
         subprocess.run(self.as_pg + [PG_BIN + "/initdb", "-D", self.dir + "/data", "--no-locale",

@@ -460,7 +460,7 @@ Test(sql_dml, ddl_errors_are_clear)
         const char *sql;
         const char *state;
     } bad[] = {
-        {"CREATE TABLE t (a int)", "0A000"},                          /* no primary key */
+        {"CREATE TABLE t (a int, b int, PRIMARY KEY (a, b))", "0A000"}, /* a two-column key */
         {"CREATE TABLE t (a int PRIMARY KEY, b int[])", "0A000"},      /* arrays */
         {"CREATE TABLE t (a float8 PRIMARY KEY)", "0A000"},            /* key type */
         {"CREATE TABLE t (a int PRIMARY KEY, a text)", "42701"},       /* twice */
