@@ -123,6 +123,11 @@ typedef struct SqlCtx {
     QrError *err;             /* the statement's error (first wins) */
 } SqlCtx;
 
+/* The snapshot a read of table t sees (sql_isolation.c): the table's
+ * current one, or in a REPEATABLE READ block the one pinned at the block's
+ * first read of t.  The caller owns one reference (snapshot_release). */
+Snapshot *sql_snapshot(SqlCtx *cx, QrTable *t);
+
 /* Release what a statement's execution holds outside its arena (compiled
  * regular expressions). */
 void sql_ctx_done(SqlCtx *cx);

@@ -336,7 +336,7 @@ static int filter_count(SqlCtx *cx, SqlTableScan *sc, const ColPredRef *cp, int 
     QrFilter *filter = colpred_filter(cx, cp, n_cp);
     if (!filter)
         return cx->err->code;
-    Snapshot *snap = table_snapshot(sc->t->table);
+    Snapshot *snap = sql_snapshot(cx, sc->t);
     int rc = QR_OK;
     uint64_t total = 0, bt_segs = 0;
     for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
@@ -407,7 +407,7 @@ int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *don
     QrFilter *f = n_cp ? colpred_filter(cx, cp, n_cp) : NULL;
     if (n_cp && !f)
         return cx->err->code;
-    Snapshot *snap = table_snapshot(sc->t->table);
+    Snapshot *snap = sql_snapshot(cx, sc->t);
     SqlTextRun *tr = sql_text_run_new(cx, sc->texts[sc->drive], sc->t, sc->scope);
     int rc = tr ? sql_text_open(cx, tr, snap) : (int)cx->err->code;
     if (rc == QR_OK)
@@ -445,7 +445,7 @@ int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n
         if (f < 0 || schema->fields[f].type == QR_FT_TEXT)
             return QR_OK;
     }
-    Snapshot *snap = table_snapshot(sc->t->table);
+    Snapshot *snap = sql_snapshot(cx, sc->t);
     bool clean = true; /* count(*) alone is exact with deletes too (n_live) */
     for (int i = 0; i < snap->n_segs; i++)
         if (snap->dels[i] && !roaring_bitmap_is_empty(snap->dels[i]))
@@ -1758,7 +1758,7 @@ int sql_scan_plan(SqlCtx *cx, SqlTableScan *sc)
         return QR_OK;
     /* the driving predicate is compiled for the count only; open compiles
      * it again against the scan's own snapshot */
-    Snapshot *snap = table_snapshot(sc->t->table);
+    Snapshot *snap = sql_snapshot(cx, sc->t);
     SqlTextRun *tr = sc->drive >= 0 ? sc->run->truns[sc->drive] : NULL;
     int rc = tr ? sql_text_open(cx, tr, snap) : QR_OK;
     if (rc == QR_OK)
@@ -2280,7 +2280,7 @@ int sql_scan_open(SqlCtx *cx, SqlTableScan *sc)
     if (!R->b->filled && !(R->b->filled = qr_arena_calloc(cx->arena, (size_t)sc->scope->n + 1)))
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     /* one snapshot for the plan, the text predicates and the rows */
-    Snapshot *snap = table_snapshot(sc->t->table);
+    Snapshot *snap = sql_snapshot(cx, sc->t);
     R->snap = snap;
     run_reset_cursor(R);
     sc->from_drive = false;

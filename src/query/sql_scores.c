@@ -152,7 +152,7 @@ int sql_scores_rows(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, const int64_t
     TermCollect tc = {.terms = terms};
     if ((rc = leaf_terms(cx, s, root, 1.0f, tp->field, &tc)))
         return rc;
-    Snapshot *snap = table_snapshot(t->table);
+    Snapshot *snap = sql_snapshot(cx, t);
     IterCtx ictx;
     iter_ctx_init(&ictx, cx->arena);
     for (int k = 0; k < tc.n && rc == QR_OK; k++) {

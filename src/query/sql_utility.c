@@ -265,24 +265,8 @@ static int exec_set(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "malformed SET");
     if (!strcmp(kind, "VAR_RESET") || !strcmp(kind, "VAR_SET_DEFAULT"))
         return reset_one(cx, name);
-    if (!strcmp(kind, "VAR_SET_MULTI")) {
-        /* SET TRANSACTION / SESSION CHARACTERISTICS: Quarry has one level */
-        const cJSON *a;
-        cJSON_ArrayForEach(a, sqlj_get(b, "args"))
-        {
-            const cJSON *d = sqlj_is(a, "DefElem");
-            const char *dn = d ? sqlj_str(d, "defname") : NULL;
-            const char *v = d ? sqlw_const_text(cx, sqlj_get(d, "arg")) : NULL;
-            if (dn && !strcmp(dn, "transaction_isolation") && v && strcasecmp(v, "read committed"))
-                sql_notice(cx, "WARNING", "01000",
-                           "Quarry runs transactions at READ COMMITTED; \"%s\" is not available",
-                           v);
-            if (dn && !strcmp(dn, "transaction_read_only") && v && !strcmp(v, "true"))
-                return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
-                                  "read-only transactions are not supported");
-        }
-        return QR_OK;
-    }
+    if (!strcmp(kind, "VAR_SET_MULTI")) /* SET TRANSACTION / SESSION CHARACTERISTICS */
+        return sqli_set(cx, cx->sess->u_state, name, sqlj_get(b, "args"), NULL);
     if (strcmp(kind, "VAR_SET_VALUE") != 0)
         return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "SET %s is not supported", kind);
     QrBuf v;
@@ -302,8 +286,11 @@ static int exec_set(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         qr_buf_append(&v, t, strlen(t));
     }
     qr_buf_putc(&v, 0);
-    int rc = qr_buf_ok(&v) ? qr_sql_session_set(cx->sess, name, (const char *)v.data, cx->err)
-                           : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    bool level = !strcasecmp(name, "transaction_isolation") ||
+                 !strcasecmp(name, "default_transaction_isolation");
+    int rc = !qr_buf_ok(&v) ? qr_error_set(cx->err, QR_ENOMEM, "out of memory")
+             : level ? sqli_set(cx, cx->sess->u_state, name, NULL, (const char *)v.data)
+                     : qr_sql_session_set(cx->sess, name, (const char *)v.data, cx->err);
     qr_buf_free(&v);
     return rc;
 }
@@ -474,10 +461,19 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
         if (!k)
             rc = sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
                             "savepoints and two-phase commit are not supported");
-        else
+        else if (!strcmp(k, "BEGIN") && !st->in_block &&
+                 (rc = sqli_begin(cx, st, sqlj_get(b, "options"))) != QR_OK)
+            return rc; /* no block began */
+        else {
+            bool was_in_block = st->in_block;
             rc = txn_exec(cx, st, k, res->tag, sizeof res->tag);
+            if (was_in_block && !st->in_block)
+                sqli_end(s, st);
+        }
         return rc; /* the block's state is txn_exec's business */
     }
+    if (strcmp(tag, "VariableSetStmt") != 0 && strcmp(tag, "VariableShowStmt") != 0)
+        sqli_mark_used(st);
     if (!strcmp(tag, "VariableSetStmt"))
         rc = exec_set(cx, b, res);
     else if (!strcmp(tag, "VariableShowStmt"))
@@ -517,6 +513,7 @@ void sqlu_session_free(QrSqlSession *s)
     sqlw_copy_free(st);
     sqlw_release_all(s);
     qr_free(st->held);
+    sqli_session_free(st);
     txn_discard(st);
     qr_free(st->ops);
     qr_free(st->slots);

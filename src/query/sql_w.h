@@ -109,6 +109,18 @@ typedef struct TxnOp {
 } TxnOp;
 
 struct CopyIn;
+struct Snapshot;
+
+/* Isolation levels (sql_isolation.c). */
+enum { SQLI_READ_COMMITTED = 0, SQLI_REPEATABLE_READ = 1 };
+
+/* A REPEATABLE READ block's snapshot of one table, pinned at its first read. */
+typedef struct SqliPin {
+    char table[QR_NAME_MAX + 1];
+    const void *tab;       /* the index/ Table it was taken of (identity only) */
+    uint64_t schema_fp;    /* fingerprint of the schema it was taken under */
+    struct Snapshot *snap; /* owns one reference */
+} SqliPin;
 
 /* The utility side's per-session state (QrSqlSession.u_state). */
 typedef struct SqluState {
@@ -123,6 +135,10 @@ typedef struct SqluState {
     char (*held)[QR_NAME_MAX + 1]; /* owns: tables this statement holds a reference
                               on (qr_table_acquire), released when it ends */
     int n_held, cap_held;
+    int iso;               /* the block's isolation level (SQLI_*) */
+    bool iso_used;         /* the block read or wrote: its level is fixed */
+    SqliPin *pins;         /* owns: REPEATABLE READ snapshots of the block */
+    int n_pins, cap_pins;
 } SqluState;
 
 /* The session's state, created on first use (NULL on OOM, error set). */
@@ -144,6 +160,27 @@ void txn_stmt_fail(SqluState *st);
 int txn_exec(SqlCtx *cx, SqluState *st, const char *kind, char *tag, size_t tag_len);
 /* Drop every buffered op. */
 void txn_discard(SqluState *st);
+
+/* ---- sql_isolation.c: isolation levels ---- */
+
+/* "read committed" / "repeatable read". */
+const char *sqli_level_name(int level);
+/* Parse a level named in SQL (any case); READ UNCOMMITTED is READ
+ * COMMITTED.  SERIALIZABLE: 0A000 with a hint; other text: 22023 naming
+ * `param`. */
+int sqli_level_parse(const char *v, const char *param, int *level, QrError *err);
+/* BEGIN [ISOLATION LEVEL ...]: the block's level from its options (a
+ * TransactionStmt "options" list, may be NULL) or the session default. */
+int sqli_begin(SqlCtx *cx, SqluState *st, const cJSON *options);
+/* SET TRANSACTION / SET SESSION CHARACTERISTICS AS TRANSACTION (name as
+ * libpg_query gives it, args the DefElem list) or SET transaction_isolation
+ * / default_transaction_isolation = value (args NULL). */
+int sqli_set(SqlCtx *cx, SqluState *st, const char *name, const cJSON *args, const char *value);
+/* The block ended (COMMIT / ROLLBACK): release its snapshots. */
+void sqli_end(QrSqlSession *s, SqluState *st);
+/* A write in the block fixes its level too. */
+void sqli_mark_used(SqluState *st);
+void sqli_session_free(SqluState *st);
 
 /* ---- sql_utility.c: shared helpers ---- */
 

@@ -1,0 +1,250 @@
+/*
+ * sql_isolation.c — transaction isolation levels for SQL sessions: what
+ * BEGIN ISOLATION LEVEL, SET TRANSACTION and the settings
+ * transaction_isolation / default_transaction_isolation accept, and the
+ * snapshot every read of a table in a statement takes (sql_snapshot).
+ *
+ * Layer: query/.  Calls index/table.h (snapshots) and the base kit.
+ *
+ * Levels (docs/sql-writes.md "Isolation levels"):
+ *   READ COMMITTED (the default; READ UNCOMMITTED runs as it, as in
+ *     PostgreSQL): every read takes the table's current snapshot.
+ *   REPEATABLE READ: the first read of a table inside the block pins that
+ *     table's snapshot, and every later read of it in the block sees that
+ *     snapshot, until COMMIT or ROLLBACK.  (PostgreSQL takes one snapshot
+ *     of the whole database at the block's first query; Quarry's snapshots
+ *     are per table, so a table first read later in the block shows the
+ *     commits made before that read.)
+ *   SERIALIZABLE is refused (0A000): Quarry has no predicate locks, and
+ *     running it as a weaker level would break its promise silently.
+ *
+ * A pinned snapshot is kept only while the table's schema is the one it was
+ * pinned under (a name, type and field count fingerprint): after a schema
+ * change by another session, or a DROP and CREATE under the same name, the
+ * next read takes a fresh snapshot, so a read never meets segments that do
+ * not fit the table's schema.
+ */
+#include "query/query_int.h"
+#include "query/sql_int.h"
+#include "query/sql_w.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* The one spelling of each level, as SHOW prints it. */
+static const char *const LEVEL_NAMES[] = {"read committed", "repeatable read"};
+
+const char *sqli_level_name(int level)
+{
+    return level == SQLI_REPEATABLE_READ ? LEVEL_NAMES[1] : LEVEL_NAMES[0];
+}
+
+int sqli_level_parse(const char *v, const char *param, int *level, QrError *err)
+{
+    if (v && (!strcasecmp(v, "read committed") || !strcasecmp(v, "read uncommitted"))) {
+        *level = SQLI_READ_COMMITTED;
+        return QR_OK;
+    }
+    if (v && !strcasecmp(v, "repeatable read")) {
+        *level = SQLI_REPEATABLE_READ;
+        return QR_OK;
+    }
+    if (v && !strcasecmp(v, "serializable")) {
+        qr_error_set(err, QR_EUNSUPPORTED, "isolation level SERIALIZABLE is not supported");
+        qr_error_detail(err, "Quarry has no predicate locks; it does not run SERIALIZABLE as "
+                             "a weaker level");
+        qr_error_hint(err, "Use REPEATABLE READ (one snapshot per table for the whole "
+                           "transaction, first committer wins on a written key) or READ "
+                           "COMMITTED.");
+        qr_error_set_sqlstate(err, "0A000");
+        return QR_EUNSUPPORTED;
+    }
+    qr_error_set(err, QR_EINVAL, "invalid value for parameter \"%s\": \"%s\"", param,
+                 v ? v : "");
+    qr_error_hint(err, "Available values: serializable, repeatable read, read committed, "
+                       "read uncommitted.");
+    qr_error_set_sqlstate(err, "22023");
+    return QR_EINVAL;
+}
+
+/* The level the session's default_transaction_isolation names (read
+ * committed when unset or unreadable). */
+static int default_level(const QrSqlSession *s)
+{
+    int level = SQLI_READ_COMMITTED;
+    QrError e;
+    qr_error_clear(&e);
+    sqli_level_parse(qr_sql_session_get(s, "default_transaction_isolation"),
+                     "default_transaction_isolation", &level, &e);
+    return level;
+}
+
+/* Keep the setting SHOW transaction_isolation reads in step with the level. */
+static void show_level(QrSqlSession *s, int level)
+{
+    QrError e;
+    qr_error_clear(&e);
+    qr_sql_session_set(s, "transaction_isolation", sqli_level_name(level), &e);
+}
+
+/* Set the running block's level: only before its first read or write
+ * (25001 otherwise, as PostgreSQL). */
+static int set_block_level(SqlCtx *cx, SqluState *st, int level)
+{
+    if (st->iso_used && level != st->iso) {
+        qr_error_set(cx->err, QR_EINVAL,
+                     "SET TRANSACTION ISOLATION LEVEL must be called before any query");
+        qr_error_set_sqlstate(cx->err, "25001");
+        return QR_EINVAL;
+    }
+    st->iso = level;
+    show_level(cx->sess, level);
+    return QR_OK;
+}
+
+/* Apply a list of transaction-mode DefElems (BEGIN's options, SET
+ * TRANSACTION's args) to the level *level. */
+static int modes(SqlCtx *cx, const cJSON *list, int *level)
+{
+    const cJSON *a;
+    cJSON_ArrayForEach(a, list)
+    {
+        const cJSON *d = sqlj_is(a, "DefElem");
+        const char *dn = d ? sqlj_str(d, "defname") : NULL;
+        const char *v = d ? sqlw_const_text(cx, sqlj_get(d, "arg")) : NULL;
+        if (!dn)
+            continue;
+        if (!strcmp(dn, "transaction_isolation")) {
+            if (sqli_level_parse(v, "transaction_isolation", level, cx->err) != QR_OK)
+                return cx->err->code;
+        } else if (!strcmp(dn, "transaction_read_only") && v && !strcmp(v, "true")) {
+            return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                              "read-only transactions are not supported");
+        }
+        /* transaction_deferrable matters only to SERIALIZABLE READ ONLY */
+    }
+    return QR_OK;
+}
+
+int sqli_begin(SqlCtx *cx, SqluState *st, const cJSON *options)
+{
+    int level = default_level(cx->sess);
+    int rc = modes(cx, options, &level);
+    if (rc != QR_OK)
+        return rc;
+    st->iso = level;
+    st->iso_used = false;
+    show_level(cx->sess, level);
+    return QR_OK;
+}
+
+int sqli_set(SqlCtx *cx, SqluState *st, const char *name, const cJSON *args, const char *value)
+{
+    if (!strcasecmp(name, "TRANSACTION") || !strcasecmp(name, "transaction_isolation")) {
+        int level = st->iso;
+        int rc = args ? modes(cx, args, &level)
+                      : sqli_level_parse(value, "transaction_isolation", &level, cx->err);
+        if (rc != QR_OK)
+            return rc;
+        if (!st->in_block) {
+            /* PostgreSQL: a warning, and nothing changes */
+            sql_notice(cx, "WARNING", "25P01", "SET TRANSACTION can only be used in "
+                                               "transaction blocks");
+            return QR_OK;
+        }
+        return set_block_level(cx, st, level);
+    }
+    /* SESSION CHARACTERISTICS AS TRANSACTION ... / default_transaction_isolation */
+    int level = default_level(cx->sess);
+    int rc = args ? modes(cx, args, &level)
+                  : sqli_level_parse(value, "default_transaction_isolation", &level, cx->err);
+    if (rc != QR_OK)
+        return rc;
+    rc = qr_sql_session_set(cx->sess, "default_transaction_isolation", sqli_level_name(level),
+                            cx->err);
+    if (rc == QR_OK && !st->in_block)
+        show_level(cx->sess, level);
+    return rc;
+}
+
+/* ---- pinned snapshots ---- */
+
+static uint64_t schema_print(const QrSchema *s)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)s->n_fields;
+    for (int f = 0; f < s->n_fields; f++) {
+        for (const char *p = s->fields[f].name; *p; p++)
+            h = (h ^ (uint8_t)*p) * 1099511628211ull;
+        h = (h ^ (uint64_t)s->fields[f].type ^ 0x100u) * 1099511628211ull;
+    }
+    return h;
+}
+
+void sqli_end(QrSqlSession *s, SqluState *st)
+{
+    for (int i = 0; i < st->n_pins; i++)
+        snapshot_release(st->pins[i].snap);
+    st->n_pins = 0;
+    st->iso_used = false;
+    st->iso = default_level(s);
+    show_level(s, st->iso);
+}
+
+void sqli_session_free(SqluState *st)
+{
+    for (int i = 0; i < st->n_pins; i++)
+        snapshot_release(st->pins[i].snap);
+    qr_free(st->pins);
+    st->pins = NULL;
+    st->n_pins = st->cap_pins = 0;
+}
+
+void sqli_mark_used(SqluState *st)
+{
+    if (st->in_block)
+        st->iso_used = true;
+}
+
+Snapshot *sql_snapshot(SqlCtx *cx, QrTable *t)
+{
+    SqluState *st = cx->sess ? cx->sess->u_state : NULL;
+    if (!st || !st->in_block)
+        return table_snapshot(t->table);
+    st->iso_used = true;
+    if (st->iso != SQLI_REPEATABLE_READ)
+        return table_snapshot(t->table);
+    uint64_t fp = schema_print(table_schema(t->table));
+    for (int i = 0; i < st->n_pins; i++) {
+        SqliPin *p = &st->pins[i];
+        if (strcmp(p->table, t->name) != 0)
+            continue;
+        if (p->tab == t->table && p->schema_fp == fp) {
+            atomic_fetch_add(&p->snap->refs, 1);
+            return p->snap;
+        }
+        /* the table changed shape (or is another table by that name) */
+        snapshot_release(p->snap);
+        p->snap = table_snapshot(t->table);
+        p->tab = t->table;
+        p->schema_fp = fp;
+        atomic_fetch_add(&p->snap->refs, 1);
+        return p->snap;
+    }
+    Snapshot *snap = table_snapshot(t->table);
+    if (st->n_pins == st->cap_pins) {
+        int nc = st->cap_pins ? st->cap_pins * 2 : 4;
+        SqliPin *np = qr_realloc(st->pins, (size_t)nc * sizeof *np);
+        if (!np)
+            return snap; /* no pin: this read still works, at read committed */
+        st->pins = np;
+        st->cap_pins = nc;
+    }
+    SqliPin *p = &st->pins[st->n_pins++];
+    snprintf(p->table, sizeof p->table, "%s", t->name);
+    p->tab = t->table;
+    p->schema_fp = fp;
+    p->snap = snap;
+    atomic_fetch_add(&snap->refs, 1); /* one for the pin, one for the caller */
+    return snap;
+}

@@ -1,0 +1,245 @@
+/*
+ * test_sql_txn.c — SQL transactions between sessions: isolation levels
+ * (what BEGIN / SET TRANSACTION / SHOW accept and refuse, and what a
+ * REPEATABLE READ block reads while another session commits, checked
+ * against a model of the table).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_util.h"
+#include "sql_test_env.h"
+#include "query/sql.h"
+
+/* Run sql; the result's cells as text (env_result_text form), or NULL when
+ * it failed (err filled).  free() the text. */
+static char *run(QrSqlSession *s, const char *sql, QrError *err)
+{
+    QrSqlResult *r = NULL;
+    qr_error_clear(err);
+    int rc = qr_sql_exec(s, sql, strlen(sql), &r, err);
+    char *text = rc == QR_OK ? env_result_text(r) : NULL;
+    qr_sql_result_free(r);
+    return text;
+}
+
+static void ok(QrSqlSession *s, const char *sql)
+{
+    QrError err;
+    char *t = run(s, sql, &err);
+    cr_assert(t, "%s: %s", sql, err.message);
+    free(t);
+}
+
+/* The one-line answer of sql equals want ("a|b\n" form without the
+ * newline). */
+static void expect(QrSqlSession *s, const char *sql, const char *want)
+{
+    QrError err;
+    char *t = run(s, sql, &err);
+    cr_assert(t, "%s: %s", sql, err.message);
+    size_t n = strlen(t);
+    if (n && t[n - 1] == '\n')
+        t[n - 1] = 0;
+    cr_assert_str_eq(t, want, "%s: got [%s] want [%s]", sql, t, want);
+    free(t);
+}
+
+static void fails(QrSqlSession *s, const char *sql, const char *sqlstate, const char *msg_part)
+{
+    QrError err;
+    char *t = run(s, sql, &err);
+    cr_assert_null(t, "%s should fail", sql);
+    cr_assert_str_eq(qr_error_sqlstate(&err), sqlstate, "%s: %s", sql, err.message);
+    cr_assert(strstr(err.message, msg_part), "%s: message %s", sql, err.message);
+}
+
+static QrSqlSession *second_session(Env *e)
+{
+    QrSqlSession *s;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_session_new(e->db, &s, &err), QR_OK, "%s", err.message);
+    return s;
+}
+
+Test(sql_txn, serializable_is_refused_not_weakened)
+{
+    Env e;
+    env_open(&e);
+    QrError err;
+    char *t = run(e.s, "BEGIN ISOLATION LEVEL SERIALIZABLE", &err);
+    cr_assert_null(t);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "0A000");
+    cr_assert(strstr(err.message, "SERIALIZABLE"), "%s", err.message);
+    cr_assert(strstr(err.hint, "REPEATABLE READ"), "hint: %s", err.hint);
+    cr_assert_eq(qr_sql_session_txn_status(e.s), 'I', "no block began");
+    fails(e.s, "START TRANSACTION ISOLATION LEVEL SERIALIZABLE, READ WRITE", "0A000",
+          "SERIALIZABLE");
+    fails(e.s, "SET default_transaction_isolation = 'serializable'", "0A000", "SERIALIZABLE");
+    fails(e.s, "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+          "0A000", "SERIALIZABLE");
+    fails(e.s, "SET default_transaction_isolation = 'sometimes'", "22023",
+          "default_transaction_isolation");
+    expect(e.s, "SHOW default_transaction_isolation", "read committed");
+    ok(e.s, "BEGIN");
+    fails(e.s, "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE", "0A000", "SERIALIZABLE");
+    cr_assert_eq(qr_sql_session_txn_status(e.s), 'E', "the block is aborted");
+    ok(e.s, "ROLLBACK");
+    env_close(&e);
+}
+
+Test(sql_txn, show_and_set_the_level_as_postgresql)
+{
+    Env e;
+    env_open(&e);
+    ok(e.s, "CREATE TABLE t (id bigint PRIMARY KEY, v bigint)");
+    expect(e.s, "SHOW transaction_isolation", "read committed");
+    ok(e.s, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    expect(e.s, "SHOW transaction_isolation", "repeatable read");
+    expect(e.s, "SELECT current_setting('transaction_isolation')", "repeatable read");
+    ok(e.s, "COMMIT");
+    expect(e.s, "SHOW transaction_isolation", "read committed");
+    /* READ UNCOMMITTED runs as READ COMMITTED, as in PostgreSQL */
+    ok(e.s, "BEGIN TRANSACTION ISOLATION LEVEL READ UNCOMMITTED");
+    expect(e.s, "SHOW transaction_isolation", "read committed");
+    ok(e.s, "ROLLBACK");
+    /* SET TRANSACTION: only before the block's first query */
+    ok(e.s, "BEGIN");
+    ok(e.s, "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    expect(e.s, "SHOW transaction_isolation", "repeatable read");
+    expect(e.s, "SELECT count(*) FROM t", "0");
+    fails(e.s, "SET TRANSACTION ISOLATION LEVEL READ COMMITTED", "25001", "before any query");
+    ok(e.s, "ROLLBACK");
+    ok(e.s, "BEGIN");
+    ok(e.s, "INSERT INTO t VALUES (1, 1)");
+    fails(e.s, "SET transaction_isolation = 'repeatable read'", "25001", "before any query");
+    ok(e.s, "ROLLBACK");
+    /* the session's default */
+    ok(e.s, "SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL REPEATABLE READ");
+    expect(e.s, "SHOW default_transaction_isolation", "repeatable read");
+    ok(e.s, "BEGIN");
+    expect(e.s, "SHOW transaction_isolation", "repeatable read");
+    ok(e.s, "COMMIT");
+    ok(e.s, "SET default_transaction_isolation TO 'read committed'");
+    ok(e.s, "BEGIN");
+    expect(e.s, "SHOW transaction_isolation", "read committed");
+    ok(e.s, "COMMIT");
+    env_close(&e);
+}
+
+/* ---- reads while another session commits, against a model ---- */
+
+#define N_KEYS 24
+typedef struct Model {
+    bool live[N_KEYS];
+    int v[N_KEYS];
+    bool red[N_KEYS]; /* body holds the word "red" */
+} Model;
+
+/* What reader r sees must be model m: the rows, a count, a full-text count
+ * and a grouped sum. */
+static void check_reads(QrSqlSession *r, const Model *m)
+{
+    char want[4096] = "";
+    size_t o = 0;
+    int n = 0, n_red = 0;
+    long long sum_red = 0, sum_other = 0;
+    for (int k = 0; k < N_KEYS; k++)
+        if (m->live[k]) {
+            o += (size_t)snprintf(want + o, sizeof want - o, "%s%d|%d", n ? "\n" : "", k, m->v[k]);
+            n++;
+            if (m->red[k]) {
+                n_red++;
+                sum_red += m->v[k];
+            } else
+                sum_other += m->v[k];
+        }
+    expect(r, "SELECT id, v FROM kv ORDER BY id", want);
+    snprintf(want, sizeof want, "%d", n);
+    expect(r, "SELECT count(*) FROM kv", want);
+    snprintf(want, sizeof want, "%d", n_red);
+    expect(r, "SELECT count(*) FROM kv WHERE body @@ 'red'", want);
+    o = 0;
+    if (n - n_red)
+        o += (size_t)snprintf(want + o, sizeof want - o, "f|%lld", sum_other);
+    if (n_red)
+        snprintf(want + o, sizeof want - o, "%st|%lld", o ? "\n" : "", sum_red);
+    if (!n)
+        want[0] = 0;
+    expect(r, "SELECT body @@ 'red' AS red, sum(v) FROM kv GROUP BY 1 ORDER BY 1", want);
+}
+
+/* Session w commits random writes while session r runs blocks at `level`
+ * and reads between them: a REPEATABLE READ block keeps seeing the state
+ * of its first read, a READ COMMITTED one the latest commit. */
+static void isolation_run(const char *level, bool repeatable, uint64_t seed)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *w = second_session(&e), *r = e.s;
+    ok(w, "CREATE TABLE kv (id bigint PRIMARY KEY, v bigint, body text)");
+    Model now = {0}, seen = {0};
+    bool in_block = false, has_seen = false;
+    uint64_t rng = seed;
+    char sql[256];
+    for (int step = 0; step < 160; step++) {
+        int k = (int)eu_below(&rng, N_KEYS);
+        switch (eu_below(&rng, 6)) {
+        case 0:
+        case 1: { /* w: upsert */
+            int v = (int)eu_below(&rng, 1000);
+            bool red = eu_below(&rng, 2);
+            snprintf(sql, sizeof sql,
+                     "INSERT INTO kv VALUES (%d, %d, '%s') ON CONFLICT (id) DO UPDATE SET "
+                     "v = excluded.v, body = excluded.body",
+                     k, v, red ? "a red fox" : "a grey wolf");
+            ok(w, sql);
+            now.live[k] = true;
+            now.v[k] = v;
+            now.red[k] = red;
+            break;
+        }
+        case 2: /* w: delete */
+            snprintf(sql, sizeof sql, "DELETE FROM kv WHERE id = %d", k);
+            ok(w, sql);
+            now.live[k] = false;
+            break;
+        case 3: /* r: a block begins or ends */
+            if (in_block) {
+                ok(r, eu_below(&rng, 2) ? "COMMIT" : "ROLLBACK");
+                in_block = has_seen = false;
+            } else {
+                snprintf(sql, sizeof sql, "BEGIN ISOLATION LEVEL %s", level);
+                ok(r, sql);
+                in_block = true;
+            }
+            break;
+        default: /* r reads */
+            if (in_block && repeatable && !has_seen) {
+                seen = now;
+                has_seen = true;
+            }
+            check_reads(r, in_block && repeatable ? &seen : &now);
+        }
+    }
+    if (in_block)
+        ok(r, "COMMIT");
+    check_reads(r, &now);
+    qr_sql_session_free(w);
+    env_close(&e);
+}
+
+Test(sql_txn, repeatable_read_keeps_the_first_snapshot, .timeout = 120)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++)
+        isolation_run("REPEATABLE READ", true, seed);
+}
+
+Test(sql_txn, read_committed_sees_each_commit, .timeout = 120)
+{
+    for (uint64_t seed = 1; seed <= 2; seed++)
+        isolation_run("READ COMMITTED", false, seed);
+}
