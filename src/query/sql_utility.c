@@ -377,8 +377,11 @@ const char *sqlu_kind(const cJSON *stmt, const char *tag)
     if (!tag)
         return NULL;
     if (!strcmp(tag, "TransactionStmt")) {
-        const char *k = txn_kind(b);
-        return k ? k : "SAVEPOINT";
+        const char *k = txn_kind(b), *sk = sqlj_str(b, "kind");
+        return k                                              ? k
+               : sk && !strcmp(sk, "TRANS_STMT_ROLLBACK_TO") ? "ROLLBACK"
+               : sk && !strcmp(sk, "TRANS_STMT_RELEASE")     ? "RELEASE"
+                                                              : "SAVEPOINT";
     }
     if (!strcmp(tag, "DropStmt")) {
         const char *rt = sqlj_str(b, "removeType");
@@ -431,8 +434,15 @@ static bool ends_block(const char *tag, const cJSON *b)
 {
     if (strcmp(tag, "TransactionStmt") != 0)
         return false;
-    const char *k = txn_kind(b);
-    return k && (!strcmp(k, "COMMIT") || !strcmp(k, "ROLLBACK"));
+    const char *k = txn_kind(b), *sk = sqlj_str(b, "kind");
+    return (k && (!strcmp(k, "COMMIT") || !strcmp(k, "ROLLBACK"))) ||
+           (sk && !strcmp(sk, "TRANS_STMT_ROLLBACK_TO"));
+}
+
+static bool is_savepoint_kind(const char *k)
+{
+    return k && (!strcmp(k, "TRANS_STMT_SAVEPOINT") || !strcmp(k, "TRANS_STMT_RELEASE") ||
+                 !strcmp(k, "TRANS_STMT_ROLLBACK_TO"));
 }
 
 int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
@@ -457,18 +467,22 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
     txn_stmt_begin(st);
     int rc;
     if (!strcmp(tag, "TransactionStmt")) {
-        const char *k = txn_kind(b);
-        if (!k)
+        const char *k = txn_kind(b), *sk = sqlj_str(b, "kind");
+        if (is_savepoint_kind(sk))
+            rc = svp_exec(cx, st, sk, sqlj_str(b, "savepoint_name"), res->tag, sizeof res->tag);
+        else if (!k)
             rc = sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
-                            "savepoints and two-phase commit are not supported");
+                            "two-phase commit is not supported");
         else if (!strcmp(k, "BEGIN") && !st->in_block &&
                  (rc = sqli_begin(cx, st, sqlj_get(b, "options"))) != QR_OK)
             return rc; /* no block began */
         else {
             bool was_in_block = st->in_block;
             rc = txn_exec(cx, st, k, res->tag, sizeof res->tag);
-            if (was_in_block && !st->in_block)
+            if (was_in_block && !st->in_block) {
                 sqli_end(s, st);
+                svp_clear(st);
+            }
         }
         return rc; /* the block's state is txn_exec's business */
     }
@@ -514,6 +528,7 @@ void sqlu_session_free(QrSqlSession *s)
     sqlw_release_all(s);
     qr_free(st->held);
     sqli_session_free(st);
+    svp_session_free(st);
     txn_discard(st);
     qr_free(st->ops);
     qr_free(st->slots);

@@ -122,6 +122,12 @@ typedef struct SqliPin {
     struct Snapshot *snap; /* owns one reference */
 } SqliPin;
 
+/* A savepoint: its name and the block's buffered ops when it was set. */
+typedef struct SvpMark {
+    char name[64];
+    int n_ops;
+} SvpMark;
+
 /* The utility side's per-session state (QrSqlSession.u_state). */
 typedef struct SqluState {
     bool in_block;         /* BEGIN seen (txn_status 'T' or 'E') */
@@ -139,6 +145,8 @@ typedef struct SqluState {
     bool iso_used;         /* the block read or wrote: its level is fixed */
     SqliPin *pins;         /* owns: REPEATABLE READ snapshots of the block */
     int n_pins, cap_pins;
+    SvpMark *svps;         /* owns: the block's savepoints, oldest first */
+    int n_svps, cap_svps;
 } SqluState;
 
 /* The session's state, created on first use (NULL on OOM, error set). */
@@ -181,6 +189,18 @@ void sqli_end(QrSqlSession *s, SqluState *st);
 /* A write in the block fixes its level too. */
 void sqli_mark_used(SqluState *st);
 void sqli_session_free(SqluState *st);
+
+/* ---- sql_savepoint.c ---- */
+
+/* SAVEPOINT / RELEASE / ROLLBACK TO (kind as libpg_query names it:
+ * TRANS_STMT_SAVEPOINT ...) of savepoint `name`: fills the tag.  Outside a
+ * block 25P01; an unknown name 3B001 (the block is aborted, as after any
+ * error in it). */
+int svp_exec(SqlCtx *cx, SqluState *st, const char *kind, const char *name, char *tag,
+             size_t tag_len);
+/* The block ended: forget its savepoints. */
+void svp_clear(SqluState *st);
+void svp_session_free(SqluState *st);
 
 /* ---- sql_utility.c: shared helpers ---- */
 

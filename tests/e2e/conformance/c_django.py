@@ -2,7 +2,8 @@
 project made here (one app: django.contrib.auth's migrations need UNIQUE and FOREIGN KEY
 constraints, ALTER COLUMN TYPE and DROP COLUMN, which Quarry does not have), `migrate`
 (its migration table and the app's, AutoField keys as SERIAL), CRUD, filters,
-aggregates and annotations, a transaction rolled back."""
+aggregates and annotations, a transaction rolled back, nested atomic() blocks (savepoints)
+whose inner block fails."""
 import os
 import subprocess
 import textwrap
@@ -60,6 +61,19 @@ except RuntimeError:
     pass
 out["rolled_back"] = Item.objects.filter(title="gone").count()
 out["get"] = Item.objects.get(title="t3").stock
+from django.db import IntegrityError
+with transaction.atomic():                      # nested atomic(): savepoints
+    Item.objects.create(shelf_id=1, title="outer", price=1.0)
+    try:
+        with transaction.atomic():
+            Item.objects.create(shelf_id=1, title="inner", price=1.0)
+            Item.objects.create(id=Item.objects.get(title="t3").id, shelf_id=1, title="dup", price=1.0)
+    except IntegrityError:
+        pass
+    with transaction.atomic():
+        Item.objects.create(shelf_id=1, title="kept", price=1.0)
+out["nested"] = sorted(Item.objects.filter(title__in=["outer", "inner", "dup", "kept"])
+                       .values_list("title", flat=True))
 print(json.dumps(out, default=str))
 """
 
@@ -109,3 +123,5 @@ def run(ctx):
     ctx.check(r["q"] == ["t1", "t5"], "Q objects: %r" % r["q"])
     ctx.check(r["rolled_back"] == 0, "transaction.atomic rolled back: %r" % r["rolled_back"])
     ctx.check(r["get"] == 3, "get(): %r" % r["get"])
+    ctx.check(r["nested"] == ["kept", "outer"],
+              "nested atomic(): the inner block rolled back to its savepoint: %r" % r["nested"])

@@ -2,7 +2,8 @@
  * test_sql_txn.c — SQL transactions between sessions: isolation levels
  * (what BEGIN / SET TRANSACTION / SHOW accept and refuse, and what a
  * REPEATABLE READ block reads while another session commits, checked
- * against a model of the table).
+ * against a model of the table) and savepoints (random nested blocks
+ * against a model keeping a copy of the table per savepoint).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -242,4 +243,148 @@ Test(sql_txn, read_committed_sees_each_commit, .timeout = 120)
 {
     for (uint64_t seed = 1; seed <= 2; seed++)
         isolation_run("READ COMMITTED", false, seed);
+}
+
+/* ---- savepoints ---- */
+
+Test(sql_txn, savepoint_errors_as_postgresql)
+{
+    Env e;
+    env_open(&e);
+    fails(e.s, "SAVEPOINT a", "25P01", "SAVEPOINT can only be used in transaction blocks");
+    fails(e.s, "RELEASE SAVEPOINT a", "25P01", "RELEASE SAVEPOINT can only be used");
+    fails(e.s, "ROLLBACK TO SAVEPOINT a", "25P01", "ROLLBACK TO SAVEPOINT can only be used");
+    ok(e.s, "BEGIN");
+    fails(e.s, "ROLLBACK TO SAVEPOINT nope", "3B001", "savepoint \"nope\" does not exist");
+    cr_assert_eq(qr_sql_session_txn_status(e.s), 'E');
+    fails(e.s, "SAVEPOINT a", "25P02", "current transaction is aborted");
+    ok(e.s, "ROLLBACK");
+    ok(e.s, "BEGIN");
+    ok(e.s, "SAVEPOINT a");
+    ok(e.s, "RELEASE a");
+    fails(e.s, "RELEASE a", "3B001", "does not exist");
+    ok(e.s, "ROLLBACK");
+    cr_assert_eq(qr_sql_session_txn_status(e.s), 'I');
+    env_close(&e);
+}
+
+/* Random blocks of writes, savepoints (nested, names repeating), releases,
+ * rollbacks to them and failing statements, checked against a model that
+ * keeps a copy of the table per savepoint. */
+Test(sql_txn, savepoints_against_a_model, .timeout = 120)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s;
+    ok(s, "CREATE TABLE kv (id bigint PRIMARY KEY, v bigint, body text)");
+    Model committed = {0}, cur = {0};
+    struct {
+        char name[8];
+        Model m;
+    } stack[64];
+    int depth = 0;
+    bool in_block = false, aborted = false;
+    uint64_t rng = 42;
+    char sql[256];
+    for (int step = 0; step < 600; step++) {
+        int k = (int)eu_below(&rng, N_KEYS);
+        uint64_t op = eu_below(&rng, 10);
+        if (!in_block) {
+            ok(s, "BEGIN");
+            in_block = true;
+            aborted = false;
+            depth = 0;
+            cur = committed;
+            continue;
+        }
+        if (aborted && op < 7)
+            op = 7; /* only a rollback helps now */
+        switch (op) {
+        case 0:
+        case 1: { /* a write: an insert that may hit a live key (23505) */
+            int v = (int)eu_below(&rng, 1000);
+            snprintf(sql, sizeof sql, "INSERT INTO kv VALUES (%d, %d, 'x')", k, v);
+            QrError err;
+            char *t = run(s, sql, &err);
+            if (cur.live[k]) {
+                cr_assert_null(t, "%s: the key is live", sql);
+                cr_assert_str_eq(qr_error_sqlstate(&err), "23505");
+                aborted = true;
+            } else {
+                cr_assert(t, "%s: %s", sql, err.message);
+                cur.live[k] = true;
+                cur.v[k] = v;
+            }
+            free(t);
+            break;
+        }
+        case 2:
+            snprintf(sql, sizeof sql, "UPDATE kv SET v = v + 1 WHERE id = %d", k);
+            ok(s, sql);
+            cur.v[k] += cur.live[k];
+            break;
+        case 3:
+            snprintf(sql, sizeof sql, "DELETE FROM kv WHERE id = %d", k);
+            ok(s, sql);
+            cur.live[k] = false;
+            break;
+        case 4:
+        case 5:
+            if (depth < 64) {
+                snprintf(stack[depth].name, sizeof stack[depth].name, "s%d",
+                         (int)eu_below(&rng, 4));
+                stack[depth].m = cur;
+                snprintf(sql, sizeof sql, "SAVEPOINT %s", stack[depth].name);
+                ok(s, sql);
+                depth++;
+            }
+            break;
+        case 6: /* release the latest of a name */
+        case 7: /* roll back to it */ {
+            char name[8];
+            snprintf(name, sizeof name, "s%d", (int)eu_below(&rng, 4));
+            int i = depth - 1;
+            while (i >= 0 && strcmp(stack[i].name, name))
+                i--;
+            snprintf(sql, sizeof sql, "%s %s", op == 6 ? "RELEASE SAVEPOINT" : "ROLLBACK TO",
+                     name);
+            if (i < 0) {
+                fails(s, sql, aborted && op == 6 ? "25P02" : "3B001",
+                      aborted && op == 6 ? "aborted" : "does not exist");
+                aborted = true;
+            } else if (op == 6 && aborted) {
+                fails(s, sql, "25P02", "aborted");
+            } else if (op == 6) {
+                ok(s, sql);
+                depth = i;
+            } else {
+                ok(s, sql);
+                cur = stack[i].m;
+                depth = i + 1;
+                aborted = false;
+            }
+            break;
+        }
+        case 8: /* the block ends */
+        case 9: {
+            bool commit = op == 8;
+            QrSqlResult *r = NULL;
+            QrError err;
+            qr_error_clear(&err);
+            const char *q = commit ? "COMMIT" : "ROLLBACK";
+            cr_assert_eq(qr_sql_exec(s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+            cr_assert_str_eq(r->tag, commit && !aborted ? "COMMIT" : "ROLLBACK");
+            qr_sql_result_free(r);
+            if (commit && !aborted)
+                committed = cur;
+            in_block = false;
+            check_reads(s, &committed);
+            break;
+        }
+        }
+    }
+    if (in_block)
+        ok(s, "ROLLBACK");
+    check_reads(s, &committed);
+    env_close(&e);
 }
