@@ -664,7 +664,9 @@ static int dml_rows(SqlCtx *cx, SqluState *st, QrTable *t, const SqlScope *sc, c
 {
     SqlTableRows tr;
     memset(out, 0, sizeof *out);
+    snprintf(st->dml_target, sizeof st->dml_target, "%s", qr_table_name(t));
     int rc = sql_table_rows(cx, t, alias, where, &tr);
+    st->dml_target[0] = 0;
     if (rc)
         return rc;
     const QrSchema *s = qr_table_schema(t);

@@ -125,7 +125,9 @@ typedef struct SqlCtx {
 
 /* The snapshot a read of table t sees (sql_isolation.c): the table's
  * current one, or in a REPEATABLE READ block the one pinned at the block's
- * first read of t.  The caller owns one reference (snapshot_release). */
+ * first read of t, with the block's own buffered writes to t overlaid
+ * (sql_own_writes.c).  The caller owns one reference (snapshot_release).
+ * NULL with cx->err set when the overlay could not be built. */
 Snapshot *sql_snapshot(SqlCtx *cx, QrTable *t);
 
 /* Release what a statement's execution holds outside its arena (compiled

@@ -206,12 +206,9 @@ void sqli_mark_used(SqluState *st)
         st->iso_used = true;
 }
 
-Snapshot *sql_snapshot(SqlCtx *cx, QrTable *t)
+/* The committed snapshot a read of t sees at the block's level. */
+static Snapshot *level_snapshot(SqluState *st, QrTable *t)
 {
-    SqluState *st = cx->sess ? cx->sess->u_state : NULL;
-    if (!st || !st->in_block)
-        return table_snapshot(t->table);
-    st->iso_used = true;
     if (st->iso != SQLI_REPEATABLE_READ)
         return table_snapshot(t->table);
     uint64_t fp = schema_print(table_schema(t->table));
@@ -219,15 +216,13 @@ Snapshot *sql_snapshot(SqlCtx *cx, QrTable *t)
         SqliPin *p = &st->pins[i];
         if (strcmp(p->table, t->name) != 0)
             continue;
-        if (p->tab == t->table && p->schema_fp == fp) {
-            atomic_fetch_add(&p->snap->refs, 1);
-            return p->snap;
+        if (p->tab != t->table || p->schema_fp != fp) {
+            /* the table changed shape (or is another table by that name) */
+            snapshot_release(p->snap);
+            p->snap = table_snapshot(t->table);
+            p->tab = t->table;
+            p->schema_fp = fp;
         }
-        /* the table changed shape (or is another table by that name) */
-        snapshot_release(p->snap);
-        p->snap = table_snapshot(t->table);
-        p->tab = t->table;
-        p->schema_fp = fp;
         atomic_fetch_add(&p->snap->refs, 1);
         return p->snap;
     }
@@ -247,4 +242,13 @@ Snapshot *sql_snapshot(SqlCtx *cx, QrTable *t)
     p->snap = snap;
     atomic_fetch_add(&snap->refs, 1); /* one for the pin, one for the caller */
     return snap;
+}
+
+Snapshot *sql_snapshot(SqlCtx *cx, QrTable *t)
+{
+    SqluState *st = cx->sess ? cx->sess->u_state : NULL;
+    if (!st || !st->in_block)
+        return table_snapshot(t->table);
+    st->iso_used = true;
+    return sqlo_overlay(cx, st, t, level_snapshot(st, t));
 }

@@ -337,6 +337,8 @@ static int filter_count(SqlCtx *cx, SqlTableScan *sc, const ColPredRef *cp, int 
     if (!filter)
         return cx->err->code;
     Snapshot *snap = sql_snapshot(cx, sc->t);
+    if (!snap)
+        return cx->err->code;
     int rc = QR_OK;
     uint64_t total = 0, bt_segs = 0;
     for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
@@ -408,6 +410,8 @@ int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *don
     if (n_cp && !f)
         return cx->err->code;
     Snapshot *snap = sql_snapshot(cx, sc->t);
+    if (!snap)
+        return cx->err->code;
     SqlTextRun *tr = sql_text_run_new(cx, sc->texts[sc->drive], sc->t, sc->scope);
     int rc = tr ? sql_text_open(cx, tr, snap) : (int)cx->err->code;
     if (rc == QR_OK)
@@ -446,6 +450,8 @@ int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n
             return QR_OK;
     }
     Snapshot *snap = sql_snapshot(cx, sc->t);
+    if (!snap)
+        return cx->err->code;
     bool clean = true; /* count(*) alone is exact with deletes too (n_live) */
     for (int i = 0; i < snap->n_segs; i++)
         if (snap->dels[i] && !roaring_bitmap_is_empty(snap->dels[i]))
@@ -1759,6 +1765,8 @@ int sql_scan_plan(SqlCtx *cx, SqlTableScan *sc)
     /* the driving predicate is compiled for the count only; open compiles
      * it again against the scan's own snapshot */
     Snapshot *snap = sql_snapshot(cx, sc->t);
+    if (!snap)
+        return cx->err->code;
     SqlTextRun *tr = sc->drive >= 0 ? sc->run->truns[sc->drive] : NULL;
     int rc = tr ? sql_text_open(cx, tr, snap) : QR_OK;
     if (rc == QR_OK)
@@ -2281,6 +2289,8 @@ int sql_scan_open(SqlCtx *cx, SqlTableScan *sc)
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     /* one snapshot for the plan, the text predicates and the rows */
     Snapshot *snap = sql_snapshot(cx, sc->t);
+    if (!snap)
+        return cx->err->code;
     R->snap = snap;
     run_reset_cursor(R);
     sc->from_drive = false;

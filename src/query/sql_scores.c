@@ -153,6 +153,8 @@ int sql_scores_rows(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, const int64_t
     if ((rc = leaf_terms(cx, s, root, 1.0f, tp->field, &tc)))
         return rc;
     Snapshot *snap = sql_snapshot(cx, t);
+    if (!snap)
+        return cx->err->code;
     IterCtx ictx;
     iter_ctx_init(&ictx, cx->arena);
     for (int k = 0; k < tc.n && rc == QR_OK; k++) {

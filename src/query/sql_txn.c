@@ -19,10 +19,9 @@
  *     apply lock, so no other SQL transaction interleaves, but a reader may
  *     see table A's part before table B's, and a crash between the two
  *     table commits keeps A's part only.
- *   - Isolation: statements read the committed state (a snapshot per
- *     statement, "read committed").  Key lookups of the write path (unique
- *     checks, ON CONFLICT, UPDATE/DELETE by key) also see the block's own
- *     buffered writes; SELECT inside a block does not see them yet.
+ *   - Isolation: sql_isolation.c (levels, snapshots); every read inside a
+ *     block also sees the block's own buffered writes (sql_own_writes.c for
+ *     scans, txn_find for the write path's key lookups).
  *   - A plain INSERT's key is checked again at apply time under the lock:
  *     a key committed meanwhile by another session fails the whole COMMIT
  *     with 23505 and applies nothing.  Writers that bypass SQL (HTTP, import)
@@ -125,6 +124,7 @@ static int push_op(SqluState *st, TxnOp *op, QrError *err)
     int *sl = slot_of(st, op->hash, op->table, op->key);
     op->first = *sl < 0;
     *sl = st->n_ops;
+    st->ops_gen++;
     st->ops[st->n_ops++] = *op;
     return QR_OK;
 oom:
@@ -176,6 +176,7 @@ static void discard_from(SqluState *st, int from)
     }
     if (from < st->n_ops) {
         st->n_ops = from;
+        st->ops_gen++;
         /* slots may name dropped ops: rebuild (cannot fail at the same size
          * unless memory is gone; then forget the index and the ops) */
         if (st->n_slots && rehash(st, st->n_slots) != QR_OK) {

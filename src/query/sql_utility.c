@@ -482,12 +482,14 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
             if (was_in_block && !st->in_block) {
                 sqli_end(s, st);
                 svp_clear(st);
+                sqlo_clear(st);
             }
         }
         return rc; /* the block's state is txn_exec's business */
     }
     if (strcmp(tag, "VariableSetStmt") != 0 && strcmp(tag, "VariableShowStmt") != 0)
         sqli_mark_used(st);
+    st->in_stmt = true; /* its reads see the block's writes of earlier statements only */
     if (!strcmp(tag, "VariableSetStmt"))
         rc = exec_set(cx, b, res);
     else if (!strcmp(tag, "VariableShowStmt"))
@@ -507,6 +509,7 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
         rc = QR_OK;
     } else
         rc = sqlw_ddl_exec(cx, b, tag, res);
+    st->in_stmt = false;
     if (rc == QR_OK && !st->copy)
         rc = txn_stmt_end(s, st, cx->err);
     if (!st->copy)
@@ -529,6 +532,7 @@ void sqlu_session_free(QrSqlSession *s)
     qr_free(st->held);
     sqli_session_free(st);
     svp_session_free(st);
+    sqlo_session_free(st);
     txn_discard(st);
     qr_free(st->ops);
     qr_free(st->slots);

@@ -122,6 +122,17 @@ typedef struct SqliPin {
     struct Snapshot *snap; /* owns one reference */
 } SqliPin;
 
+/* A block's overlay snapshot of one table (sql_own_writes.c), valid while
+ * its base snapshot and the write buffer are the ones it was built from. */
+typedef struct SqloCache {
+    char table[QR_NAME_MAX + 1];
+    const void *tab;       /* the index/ Table (identity only) */
+    uint64_t base_version; /* version of the snapshot it overlays */
+    uint64_t ops_gen;      /* SqluState.ops_gen it was built at */
+    int lim;               /* ops[0, lim) it holds */
+    struct Snapshot *snap; /* owns one reference */
+} SqloCache;
+
 /* A savepoint: its name and the block's buffered ops when it was set. */
 typedef struct SvpMark {
     char name[64];
@@ -147,6 +158,12 @@ typedef struct SqluState {
     int n_pins, cap_pins;
     SvpMark *svps;         /* owns: the block's savepoints, oldest first */
     int n_svps, cap_svps;
+    uint64_t ops_gen;      /* bumped whenever ops change (pushed or discarded) */
+    bool in_stmt;          /* a write-side statement runs: reads see ops[0, stmt_start) */
+    char dml_target[QR_NAME_MAX + 1]; /* UPDATE/DELETE finding its rows: this table is
+                              read without the overlay (dml_rows merges by key) */
+    SqloCache *ovl;        /* owns: overlay snapshots of the block */
+    int n_ovl, cap_ovl;
 } SqluState;
 
 /* The session's state, created on first use (NULL on OOM, error set). */
@@ -189,6 +206,17 @@ void sqli_end(QrSqlSession *s, SqluState *st);
 /* A write in the block fixes its level too. */
 void sqli_mark_used(SqluState *st);
 void sqli_session_free(SqluState *st);
+
+/* ---- sql_own_writes.c: read your own writes ---- */
+
+/* The snapshot a read of t in the block sees: base (whose reference this
+ * takes over) with the block's buffered writes to t overlaid, or base itself
+ * when there are none.  The caller owns one reference of the result.  NULL
+ * with cx->err set when the overlay could not be built (I/O, memory). */
+struct Snapshot *sqlo_overlay(SqlCtx *cx, SqluState *st, QrTable *t, struct Snapshot *base);
+/* The block ended: drop its overlays. */
+void sqlo_clear(SqluState *st);
+void sqlo_session_free(SqluState *st);
 
 /* ---- sql_savepoint.c ---- */
 

@@ -2,7 +2,9 @@
 PostgreSQL 15 and compared: psql's ON_ERROR_ROLLBACK (a savepoint around every
 statement of a block, rolled back to on an error), psycopg2 with explicit
 SAVEPOINT / ROLLBACK TO / RELEASE (nested, a name reused), and SQLAlchemy's
-Session.begin_nested().  The rows each leaves must be the same on both servers."""
+Session.begin_nested() reading its own flushed rows inside the nested block and
+after rolling it back.  What each sees and leaves must be the same on both
+servers."""
 import json
 import subprocess
 import sys
@@ -133,7 +135,7 @@ def run(ctx):
         if not ctx.check(p.returncode == 0, "SQLAlchemy begin_nested ran: %s" % p.stderr[-2000:]):
             return
         res.append(json.loads(p.stdout.strip().splitlines()[-1]))
-    for k in ("duplicate", "rows"):
+    for k in ("duplicate", "inside", "after_rollback", "rows"):
         ctx.check(res[0].get(k) == res[1].get(k),
                   "SQLAlchemy begin_nested as PostgreSQL: %s %r vs %r" % (k, res[0].get(k), res[1].get(k)))
     ctx.check(res[0]["rows"] == [[1, "outer"], [2, "kept"]], "SQLAlchemy rows: %r" % res[0])

@@ -275,7 +275,7 @@ Test(sql_txn, savepoints_against_a_model, .timeout = 120)
 {
     Env e;
     env_open(&e);
-    QrSqlSession *s = e.s;
+    QrSqlSession *s = e.s, *other = second_session(&e);
     ok(s, "CREATE TABLE kv (id bigint PRIMARY KEY, v bigint, body text)");
     Model committed = {0}, cur = {0};
     struct {
@@ -303,7 +303,9 @@ Test(sql_txn, savepoints_against_a_model, .timeout = 120)
         case 0:
         case 1: { /* a write: an insert that may hit a live key (23505) */
             int v = (int)eu_below(&rng, 1000);
-            snprintf(sql, sizeof sql, "INSERT INTO kv VALUES (%d, %d, 'x')", k, v);
+            bool red = eu_below(&rng, 2);
+            snprintf(sql, sizeof sql, "INSERT INTO kv VALUES (%d, %d, '%s')", k, v,
+                     red ? "red apples" : "green pears");
             QrError err;
             char *t = run(s, sql, &err);
             if (cur.live[k]) {
@@ -314,14 +316,25 @@ Test(sql_txn, savepoints_against_a_model, .timeout = 120)
                 cr_assert(t, "%s: %s", sql, err.message);
                 cur.live[k] = true;
                 cur.v[k] = v;
+                cur.red[k] = red;
             }
             free(t);
             break;
         }
         case 2:
-            snprintf(sql, sizeof sql, "UPDATE kv SET v = v + 1 WHERE id = %d", k);
-            ok(s, sql);
-            cur.v[k] += cur.live[k];
+            if (eu_below(&rng, 2)) {
+                snprintf(sql, sizeof sql, "UPDATE kv SET v = v + 1 WHERE id = %d", k);
+                ok(s, sql);
+                cur.v[k] += cur.live[k];
+            } else { /* a text predicate finds the rows, own writes included */
+                ok(s, "UPDATE kv SET v = v + 2 WHERE body @@ 'red'");
+                for (int j = 0; j < N_KEYS; j++)
+                    cur.v[j] += cur.live[j] && cur.red[j] ? 2 : 0;
+            }
+            if (!aborted && eu_below(&rng, 3) == 0) {
+                check_reads(s, &cur);           /* the block reads its own writes */
+                check_reads(other, &committed); /* nobody else does */
+            }
             break;
         case 3:
             snprintf(sql, sizeof sql, "DELETE FROM kv WHERE id = %d", k);
@@ -386,5 +399,38 @@ Test(sql_txn, savepoints_against_a_model, .timeout = 120)
     if (in_block)
         ok(s, "ROLLBACK");
     check_reads(s, &committed);
+    qr_sql_session_free(other);
+    env_close(&e);
+}
+
+/* The scores a block computes over its own writes are the scores the same
+ * rows get once committed, and INSERT ... SELECT copies what the block
+ * sees. */
+Test(sql_txn, own_writes_score_as_committed)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s;
+    ok(s, "CREATE TABLE docs (id bigint PRIMARY KEY, body text)");
+    ok(s, "CREATE TABLE copy (id bigint PRIMARY KEY, body text)");
+    ok(s, "INSERT INTO docs VALUES (1, 'red fox'), (2, 'red red wine'), (3, 'blue sky')");
+    const char *q = "SELECT id, score() FROM docs WHERE body @@ 'red' ORDER BY score() DESC, id";
+    ok(s, "BEGIN");
+    ok(s, "INSERT INTO docs VALUES (4, 'a red red red balloon'), (5, 'red')");
+    ok(s, "DELETE FROM docs WHERE id = 1");
+    ok(s, "UPDATE docs SET body = 'red sky at night' WHERE id = 3");
+    QrError err;
+    char *inside = run(s, q, &err);
+    cr_assert(inside, "%s", err.message);
+    expect(s, "SELECT count(*) FROM docs WHERE body @@ 'red'", "4");
+    ok(s, "INSERT INTO copy SELECT * FROM docs WHERE body @@ 'sky'");
+    expect(s, "SELECT id FROM copy", "3");
+    ok(s, "COMMIT");
+    char *after = run(s, q, &err);
+    cr_assert(after, "%s", err.message);
+    cr_assert_str_eq(inside, after);
+    cr_assert(strstr(inside, "4|") && !strstr(inside, "1|"), "%s", inside);
+    free(inside);
+    free(after);
     env_close(&e);
 }
