@@ -183,6 +183,7 @@ static uint64_t schema_print(const QrSchema *s)
 
 void sqli_end(QrSqlSession *s, SqluState *st)
 {
+    sqlx_block_end(st);
     for (int i = 0; i < st->n_pins; i++)
         snapshot_release(st->pins[i].snap);
     st->n_pins = 0;
@@ -193,6 +194,7 @@ void sqli_end(QrSqlSession *s, SqluState *st)
 
 void sqli_session_free(SqluState *st)
 {
+    sqlx_block_end(st);
     for (int i = 0; i < st->n_pins; i++)
         snapshot_release(st->pins[i].snap);
     qr_free(st->pins);
@@ -202,8 +204,11 @@ void sqli_session_free(SqluState *st)
 
 void sqli_mark_used(SqluState *st)
 {
-    if (st->in_block)
-        st->iso_used = true;
+    if (!st->in_block || st->iso_used)
+        return;
+    st->iso_used = true;
+    if (st->iso == SQLI_REPEATABLE_READ)
+        sqlx_block_start(st); /* the conflict rule counts from here */
 }
 
 /* The committed snapshot a read of t sees at the block's level. */
@@ -249,6 +254,6 @@ Snapshot *sql_snapshot(SqlCtx *cx, QrTable *t)
     SqluState *st = cx->sess ? cx->sess->u_state : NULL;
     if (!st || !st->in_block)
         return table_snapshot(t->table);
-    st->iso_used = true;
+    sqli_mark_used(st);
     return sqlo_overlay(cx, st, t, level_snapshot(st, t));
 }

@@ -285,6 +285,8 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
             }
         }
     }
+    if (rc == QR_OK)
+        rc = sqlx_check(st, err); /* first committer wins (sql_conflict.c) */
     /* pass 2: each table's writes into its own batch (invisible, not yet
      * in the WAL: a failure here writes nothing anywhere) */
     for (int k = 0; rc == QR_OK && k < n_touched; k++)
@@ -301,6 +303,8 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
     for (int k = 0; rc == QR_OK && k < n_touched; k++)
         if ((rc = qr_batch_commit(batch[k], err)) == QR_OK)
             n_done++;
+    if (rc == QR_OK)
+        sqlx_committed(st);
     if (rc != QR_OK && n_done > 0 && err) {
         /* the truth about a transaction over several tables */
         char done[200] = "";

@@ -164,6 +164,8 @@ typedef struct SqluState {
                               read without the overlay (dml_rows merges by key) */
     SqloCache *ovl;        /* owns: overlay snapshots of the block */
     int n_ovl, cap_ovl;
+    uint64_t rr_start;     /* REPEATABLE READ: the SQL commit number at the block's start */
+    bool rr_registered;    /* ... counted among the open blocks (sql_conflict.c) */
 } SqluState;
 
 /* The session's state, created on first use (NULL on OOM, error set). */
@@ -206,6 +208,18 @@ void sqli_end(QrSqlSession *s, SqluState *st);
 /* A write in the block fixes its level too. */
 void sqli_mark_used(SqluState *st);
 void sqli_session_free(SqluState *st);
+
+/* ---- sql_conflict.c: first committer wins ---- */
+
+/* A REPEATABLE READ block starts (its first read or write) / ends. */
+void sqlx_block_start(SqluState *st);
+void sqlx_block_end(SqluState *st);
+/* Under the apply lock, before anything is applied: 40001 when a key the
+ * REPEATABLE READ block wrote was committed by SQL after the block began. */
+int sqlx_check(const SqluState *st, QrError *err);
+/* Under the apply lock, after every table's commit succeeded: the next
+ * commit number, remembered for the keys written. */
+void sqlx_committed(const SqluState *st);
 
 /* ---- sql_own_writes.c: read your own writes ---- */
 

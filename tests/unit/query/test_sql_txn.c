@@ -434,3 +434,105 @@ Test(sql_txn, own_writes_score_as_committed)
     free(after);
     env_close(&e);
 }
+
+/* ---- two writers of one key: first committer wins ---- */
+
+Test(sql_txn, repeatable_read_first_committer_wins)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *a = e.s, *b = second_session(&e);
+    ok(a, "CREATE TABLE t (id bigint PRIMARY KEY, v bigint)");
+    ok(a, "INSERT INTO t VALUES (1, 0), (2, 0)");
+    /* an autocommit update after the block began: the block's update of
+     * that row loses at COMMIT, and applies nothing */
+    ok(a, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    expect(a, "SELECT v FROM t WHERE id = 1", "0");
+    ok(b, "UPDATE t SET v = v + 1 WHERE id = 1");
+    ok(a, "UPDATE t SET v = v + 10 WHERE id = 2");
+    ok(a, "UPDATE t SET v = v + 10 WHERE id = 1");
+    QrError err;
+    char *t = run(a, "COMMIT", &err);
+    cr_assert_null(t, "the second committer must fail");
+    cr_assert_str_eq(qr_error_sqlstate(&err), "40001", "%s", err.message);
+    cr_assert(strstr(err.message, "could not serialize access"), "%s", err.message);
+    cr_assert_eq(qr_sql_session_txn_status(a), 'I');
+    expect(a, "SELECT id, v FROM t ORDER BY id", "1|1\n2|0");
+    /* two blocks: the first COMMIT wins, on another key both do */
+    ok(a, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    ok(b, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    expect(a, "SELECT v FROM t WHERE id = 1", "1");
+    expect(b, "SELECT v FROM t WHERE id = 1", "1");
+    ok(a, "UPDATE t SET v = v + 1 WHERE id = 1");
+    ok(b, "UPDATE t SET v = v + 5 WHERE id = 1");
+    ok(b, "COMMIT");
+    fails(a, "COMMIT", "40001", "could not serialize");
+    expect(a, "SELECT v FROM t WHERE id = 1", "6");
+    ok(a, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    ok(b, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    ok(a, "UPDATE t SET v = v + 1 WHERE id = 1");
+    ok(b, "UPDATE t SET v = v + 1 WHERE id = 2");
+    ok(b, "COMMIT");
+    ok(a, "COMMIT");
+    expect(a, "SELECT id, v FROM t ORDER BY id", "1|7\n2|1");
+    /* READ COMMITTED blocks: the later commit wins (documented) */
+    ok(a, "BEGIN");
+    ok(b, "BEGIN");
+    ok(a, "UPDATE t SET v = 100 WHERE id = 1");
+    ok(b, "UPDATE t SET v = 200 WHERE id = 1");
+    ok(a, "COMMIT");
+    ok(b, "COMMIT");
+    expect(a, "SELECT v FROM t WHERE id = 1", "200");
+    qr_sql_session_free(b);
+    env_close(&e);
+}
+
+/* Increments from interleaved REPEATABLE READ blocks of two sessions, each
+ * retried on 40001: no increment is lost and none counted twice. */
+Test(sql_txn, repeatable_read_loses_no_update, .timeout = 120)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *ss[2] = {e.s, second_session(&e)};
+    ok(e.s, "CREATE TABLE c (id bigint PRIMARY KEY, v bigint)");
+    ok(e.s, "INSERT INTO c VALUES (0, 0), (1, 0), (2, 0)");
+    long long want[3] = {0};
+    int pending_key[2] = {-1, -1}; /* the key each session's open block incremented */
+    int stage[2] = {0, 0};          /* 0 idle, 1 begun and read, 2 updated */
+    int conflicts = 0;
+    uint64_t rng = 7;
+    char sql[128];
+    for (int step = 0; step < 400; step++) {
+        int w = (int)eu_below(&rng, 2);
+        QrSqlSession *s = ss[w];
+        if (stage[w] == 0) {
+            ok(s, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+            ok(s, "SELECT sum(v) FROM c");
+            stage[w] = 1;
+        } else if (stage[w] == 1) {
+            pending_key[w] = (int)eu_below(&rng, 3);
+            snprintf(sql, sizeof sql, "UPDATE c SET v = v + 1 WHERE id = %d", pending_key[w]);
+            ok(s, sql);
+            stage[w] = 2;
+        } else {
+            QrError err;
+            char *t = run(s, "COMMIT", &err);
+            if (t)
+                want[pending_key[w]]++;
+            else {
+                cr_assert_str_eq(qr_error_sqlstate(&err), "40001", "%s", err.message);
+                conflicts++;
+            }
+            free(t);
+            stage[w] = 0;
+        }
+    }
+    for (int w = 0; w < 2; w++)
+        if (stage[w])
+            ok(ss[w], "ROLLBACK");
+    snprintf(sql, sizeof sql, "0|%lld\n1|%lld\n2|%lld", want[0], want[1], want[2]);
+    expect(e.s, "SELECT id, v FROM c ORDER BY id", sql);
+    cr_assert_gt(conflicts, 0, "the interleavings should have conflicted");
+    qr_sql_session_free(ss[1]);
+    env_close(&e);
+}
