@@ -567,6 +567,20 @@ static int stmt_analyze(QrSqlSession *s, QrSqlStmt *st, const uint32_t *oids, in
 }
 
 /* Parse + describe one statement into a new QrSqlStmt (refs 1). */
+/* A statement that failed to build in a failed block: PostgreSQL only
+ * parses it there, so binding errors (a missing column, an unknown
+ * operator) are 25P02 like everything else; a syntax error stays one. */
+static int failed_block_error(QrSqlSession *s, int rc, QrError *err)
+{
+    if (s->txn_status != 'E' || !err || !strcmp(qr_error_sqlstate(err), "42601"))
+        return rc;
+    qr_error_clear(err);
+    qr_error_set(err, QR_EINVAL, "current transaction is aborted, commands ignored until end "
+                                 "of transaction block");
+    qr_error_set_sqlstate(err, "25P02");
+    return QR_EINVAL;
+}
+
 static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32_t *oids, int n_oids,
                       QrSqlStmt **out, QrError *err)
 {
@@ -640,6 +654,7 @@ int qr_sql_prepare(QrSqlSession *s, const char *sql, size_t len, const uint32_t 
     QrSqlStmt *st;
     int rc = stmt_build(s, sql, len, param_oids, n_param_oids, &st, err);
     if (rc) {
+        rc = failed_block_error(s, rc, err);
         qr_sql_session_fail(s); /* a failed Parse aborts the transaction too */
         return rc;
     }
@@ -919,6 +934,7 @@ int qr_sql_exec(QrSqlSession *s, const char *sql, size_t len, QrSqlResult **out,
     QrSqlStmt *st;
     int rc = stmt_build(s, sql, len, NULL, 0, &st, err);
     if (rc) {
+        rc = failed_block_error(s, rc, err);
         qr_sql_session_fail(s);
         return rc;
     }

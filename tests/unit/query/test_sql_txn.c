@@ -261,6 +261,11 @@ Test(sql_txn, savepoint_errors_as_postgresql)
     ok(e.s, "ROLLBACK");
     ok(e.s, "BEGIN");
     ok(e.s, "SAVEPOINT a");
+    fails(e.s, "SELECT nope FROM pg_class", "42703", "nope");
+    /* a failed block only parses: binding errors are 25P02 too */
+    fails(e.s, "SELECT nope FROM pg_class", "25P02", "current transaction is aborted");
+    fails(e.s, "SELEC 1", "42601", "syntax");
+    ok(e.s, "ROLLBACK TO a");
     ok(e.s, "RELEASE a");
     fails(e.s, "RELEASE a", "3B001", "does not exist");
     ok(e.s, "ROLLBACK");
