@@ -13,8 +13,9 @@
  * those after it and keeps their writes.  Names may repeat; ROLLBACK TO and
  * RELEASE take the latest of the name, as PostgreSQL does.
  *
- * What a savepoint does not undo: nextval() (as in PostgreSQL), and DDL,
- * which takes effect when it runs (docs/sql-writes.md).
+ * ROLLBACK TO also drops the tables the block created after the savepoint
+ * (sql_txn_ddl.c).  What it does not undo: nextval() (as in PostgreSQL),
+ * and other DDL, which takes effect when it runs (docs/sql-writes.md).
  */
 #include "query/sql_int.h"
 #include "query/sql_w.h"
@@ -77,6 +78,7 @@ int svp_exec(SqlCtx *cx, SqluState *st, const char *kind, const char *name, char
         SvpMark *m = &st->svps[st->n_svps++];
         snprintf(m->name, sizeof m->name, "%s", name);
         m->n_ops = st->n_ops;
+        m->n_undo = st->n_undo;
         snprintf(tag, tag_len, "SAVEPOINT");
         return QR_OK;
     }
@@ -98,6 +100,7 @@ int svp_exec(SqlCtx *cx, SqluState *st, const char *kind, const char *name, char
     txn_stmt_fail(st);
     st->n_svps = i + 1;
     cx->sess->txn_status = 'T';
+    sqld_undo_to(cx->sess, st, st->svps[i].n_undo); /* tables created after it */
     snprintf(tag, tag_len, "ROLLBACK");
     return QR_OK;
 }

@@ -483,6 +483,10 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
                 sqli_end(s, st);
                 svp_clear(st);
                 sqlo_clear(st);
+                if (rc == QR_OK && !strcmp(res->tag, "COMMIT"))
+                    st->n_undo = 0; /* its tables stay */
+                else
+                    sqld_undo_to(s, st, 0); /* rolled back: so are its CREATE TABLEs */
             }
         }
         return rc; /* the block's state is txn_exec's business */
@@ -490,6 +494,9 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
     if (strcmp(tag, "VariableSetStmt") != 0 && strcmp(tag, "VariableShowStmt") != 0)
         sqli_mark_used(st);
     st->in_stmt = true; /* its reads see the block's writes of earlier statements only */
+    bool creates = false; /* a CREATE TABLE in a block, undone by ROLLBACK */
+    if (!strcmp(tag, "CreateStmt"))
+        sqld_before_create(cx, st, b, &creates);
     if (!strcmp(tag, "VariableSetStmt"))
         rc = exec_set(cx, b, res);
     else if (!strcmp(tag, "VariableShowStmt"))
@@ -510,6 +517,8 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
     } else
         rc = sqlw_ddl_exec(cx, b, tag, res);
     st->in_stmt = false;
+    if (rc == QR_OK && creates)
+        rc = sqld_created(cx, st, b);
     if (rc == QR_OK && !st->copy)
         rc = txn_stmt_end(s, st, cx->err);
     if (!st->copy)
@@ -527,6 +536,15 @@ void sqlu_session_free(QrSqlSession *s)
     SqluState *st = s->u_state;
     if (!st)
         return;
+    if (st->in_block && st->n_undo) { /* the session ends inside its block: roll back */
+        sqlw_copy_free(st);
+        txn_discard(st);
+        st->in_block = false;
+        s->txn_status = 'I';
+        sqld_undo_to(s, st, 0);
+    }
+    qr_free(st->undo);
+    st->undo = NULL;
     sqlw_copy_free(st);
     sqlw_release_all(s);
     qr_free(st->held);

@@ -137,6 +137,7 @@ typedef struct SqloCache {
 typedef struct SvpMark {
     char name[64];
     int n_ops;
+    int n_undo;            /* tables the block had created by then */
 } SvpMark;
 
 /* The utility side's per-session state (QrSqlSession.u_state). */
@@ -164,6 +165,8 @@ typedef struct SqluState {
                               read without the overlay (dml_rows merges by key) */
     SqloCache *ovl;        /* owns: overlay snapshots of the block */
     int n_ovl, cap_ovl;
+    char (*undo)[QR_NAME_MAX + 1]; /* owns: tables the block created, oldest first */
+    int n_undo, cap_undo;
     uint64_t rr_start;     /* REPEATABLE READ: the SQL commit number at the block's start */
     bool rr_registered;    /* ... counted among the open blocks (sql_conflict.c) */
 } SqluState;
@@ -208,6 +211,16 @@ void sqli_end(QrSqlSession *s, SqluState *st);
 /* A write in the block fixes its level too. */
 void sqli_mark_used(SqluState *st);
 void sqli_session_free(SqluState *st);
+
+/* ---- sql_txn_ddl.c: CREATE TABLE undone by ROLLBACK ---- */
+
+/* Before a CreateStmt in a block: *is_new when the table does not exist
+ * yet (so the statement, if it succeeds, creates it). */
+int sqld_before_create(SqlCtx *cx, SqluState *st, const cJSON *body, bool *is_new);
+/* After it succeeded: remember the table for undo. */
+int sqld_created(SqlCtx *cx, SqluState *st, const cJSON *body);
+/* Drop the tables created after the first `mark` ones, newest first. */
+void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
 
 /* ---- sql_conflict.c: first committer wins ---- */
 

@@ -541,3 +541,55 @@ Test(sql_txn, repeatable_read_loses_no_update, .timeout = 120)
     qr_sql_session_free(ss[1]);
     env_close(&e);
 }
+
+/* ---- CREATE TABLE in a block ---- */
+
+Test(sql_txn, create_table_is_undone_by_rollback)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s;
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE n1 (id bigint PRIMARY KEY, body text)");
+    ok(s, "INSERT INTO n1 VALUES (1, 'one')");
+    expect(s, "SELECT count(*) FROM n1", "1");
+    ok(s, "ROLLBACK");
+    fails(s, "SELECT * FROM n1", "42P01", "n1");
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE n2 (id bigint PRIMARY KEY)");
+    ok(s, "INSERT INTO n2 VALUES (2)");
+    ok(s, "COMMIT");
+    expect(s, "SELECT id FROM n2", "2");
+    /* IF NOT EXISTS of a table that exists created nothing to undo */
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE IF NOT EXISTS n2 (id bigint PRIMARY KEY)");
+    ok(s, "ROLLBACK");
+    expect(s, "SELECT id FROM n2", "2");
+    /* ROLLBACK TO a savepoint set before it; its serial's sequence goes too */
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE n3 (id serial PRIMARY KEY, v int)");
+    ok(s, "SAVEPOINT a");
+    ok(s, "CREATE TABLE n4 (id serial PRIMARY KEY, v int)");
+    ok(s, "INSERT INTO n4 (v) VALUES (4)");
+    ok(s, "ROLLBACK TO a");
+    fails(s, "SELECT * FROM n4", "42P01", "n4");
+    ok(s, "ROLLBACK TO a");
+    fails(s, "SELECT nextval('n4_id_seq')", "42P01", "n4_id_seq");
+    ok(s, "ROLLBACK TO a");
+    ok(s, "INSERT INTO n3 (v) VALUES (3)");
+    ok(s, "COMMIT");
+    expect(s, "SELECT v FROM n3", "3");
+    /* a failed block's COMMIT answers ROLLBACK and drops it */
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE n5 (id bigint PRIMARY KEY)");
+    fails(s, "SELECT nope FROM n5", "42703", "nope");
+    ok(s, "COMMIT");
+    fails(s, "SELECT * FROM n5", "42P01", "n5");
+    /* a session that ends inside its block */
+    QrSqlSession *other = second_session(&e);
+    ok(other, "BEGIN");
+    ok(other, "CREATE TABLE n6 (id bigint PRIMARY KEY)");
+    qr_sql_session_free(other);
+    fails(s, "SELECT * FROM n6", "42P01", "n6");
+    env_close(&e);
+}
