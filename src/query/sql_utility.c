@@ -484,7 +484,7 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
                 svp_clear(st);
                 sqlo_clear(st);
                 if (rc == QR_OK && !strcmp(res->tag, "COMMIT"))
-                    st->n_undo = 0; /* its tables stay */
+                    sqld_forget(st); /* what it created stays */
                 else
                     sqld_undo_to(s, st, 0); /* rolled back: so are its CREATE TABLEs */
             }
@@ -494,9 +494,9 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
     if (strcmp(tag, "VariableSetStmt") != 0 && strcmp(tag, "VariableShowStmt") != 0)
         sqli_mark_used(st);
     st->in_stmt = true; /* its reads see the block's writes of earlier statements only */
-    bool creates = false; /* a CREATE TABLE in a block, undone by ROLLBACK */
-    if (!strcmp(tag, "CreateStmt"))
-        sqld_before_create(cx, st, b, &creates);
+    char undo[3 * QR_NAME_MAX + 64] = ""; /* CREATE TABLE / INDEX in a block: its undo */
+    if (!strcmp(tag, "CreateStmt") || !strcmp(tag, "IndexStmt"))
+        sqld_before_create(cx, st, tag, b, undo, sizeof undo);
     if (!strcmp(tag, "VariableSetStmt"))
         rc = exec_set(cx, b, res);
     else if (!strcmp(tag, "VariableShowStmt"))
@@ -517,8 +517,8 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
     } else
         rc = sqlw_ddl_exec(cx, b, tag, res);
     st->in_stmt = false;
-    if (rc == QR_OK && creates)
-        rc = sqld_created(cx, st, b);
+    if (rc == QR_OK)
+        rc = sqld_created(cx, st, undo);
     if (rc == QR_OK && !st->copy)
         rc = txn_stmt_end(s, st, cx->err);
     if (!st->copy)
@@ -543,6 +543,7 @@ void sqlu_session_free(QrSqlSession *s)
         s->txn_status = 'I';
         sqld_undo_to(s, st, 0);
     }
+    sqld_forget(st);
     qr_free(st->undo);
     st->undo = NULL;
     sqlw_copy_free(st);

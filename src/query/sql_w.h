@@ -137,7 +137,7 @@ typedef struct SqloCache {
 typedef struct SvpMark {
     char name[64];
     int n_ops;
-    int n_undo;            /* tables the block had created by then */
+    int n_undo;            /* undo statements of the block by then */
 } SvpMark;
 
 /* The utility side's per-session state (QrSqlSession.u_state). */
@@ -165,7 +165,8 @@ typedef struct SqluState {
                               read without the overlay (dml_rows merges by key) */
     SqloCache *ovl;        /* owns: overlay snapshots of the block */
     int n_ovl, cap_ovl;
-    char (*undo)[QR_NAME_MAX + 1]; /* owns: tables the block created, oldest first */
+    char **undo;           /* owns: statements dropping what the block created, oldest
+                              first (sql_txn_ddl.c) */
     int n_undo, cap_undo;
     uint64_t rr_start;     /* REPEATABLE READ: the SQL commit number at the block's start */
     bool rr_registered;    /* ... counted among the open blocks (sql_conflict.c) */
@@ -212,15 +213,20 @@ void sqli_end(QrSqlSession *s, SqluState *st);
 void sqli_mark_used(SqluState *st);
 void sqli_session_free(SqluState *st);
 
-/* ---- sql_txn_ddl.c: CREATE TABLE undone by ROLLBACK ---- */
+/* ---- sql_txn_ddl.c: CREATE TABLE / CREATE INDEX undone by ROLLBACK ---- */
 
-/* Before a CreateStmt in a block: *is_new when the table does not exist
- * yet (so the statement, if it succeeds, creates it). */
-int sqld_before_create(SqlCtx *cx, SqluState *st, const cJSON *body, bool *is_new);
-/* After it succeeded: remember the table for undo. */
-int sqld_created(SqlCtx *cx, SqluState *st, const cJSON *body);
-/* Drop the tables created after the first `mark` ones, newest first. */
+/* Before a CreateStmt or IndexStmt (tag) in a block: the statement that
+ * drops what it will create into undo (empty when it creates nothing:
+ * outside a block, IF NOT EXISTS of an existing object, full-text
+ * analysis). */
+int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *body,
+                       char *undo, size_t undo_cap);
+/* After the statement succeeded: remember undo (a no-op when empty). */
+int sqld_created(SqlCtx *cx, SqluState *st, const char *undo);
+/* Run the undo statements after the first `mark` ones, newest first. */
 void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
+/* The block committed: forget them. */
+void sqld_forget(SqluState *st);
 
 /* ---- sql_conflict.c: first committer wins ---- */
 

@@ -585,6 +585,17 @@ Test(sql_txn, create_table_is_undone_by_rollback)
     fails(s, "SELECT nope FROM n5", "42703", "nope");
     ok(s, "COMMIT");
     fails(s, "SELECT * FROM n5", "42P01", "n5");
+    /* CREATE INDEX: dropped again by ROLLBACK, kept by COMMIT */
+    ok(s, "CREATE TABLE n7 (id bigint PRIMARY KEY, tag varchar(10))");
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX n7_tag ON n7 (tag)");
+    expect(s, "SELECT count(*) FROM pg_class WHERE relname = 'n7_tag'", "1");
+    ok(s, "ROLLBACK");
+    expect(s, "SELECT count(*) FROM pg_class WHERE relname = 'n7_tag'", "0");
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX ON n7 (tag)");
+    ok(s, "COMMIT");
+    expect(s, "SELECT count(*) FROM pg_class WHERE relname = 'n7_tag_idx'", "1");
     /* a session that ends inside its block */
     QrSqlSession *other = second_session(&e);
     ok(other, "BEGIN");
