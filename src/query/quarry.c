@@ -133,6 +133,11 @@ int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err)
     db->lock_fd = lfd;
     db->opts = o;
     pthread_mutex_init(&db->lock, NULL);
+    int n_journals;
+    if (!o.read_only && (rc = txnj_recover(db, &n_journals, err)) != QR_OK) {
+        qr_db_close(db); /* a multi-table commit a crash cut short could not be completed */
+        return rc;
+    }
     *out = db;
     return QR_OK;
 }

@@ -35,6 +35,12 @@ struct QrTable {
     int n_an_free, cap_an_free;
 };
 
+/* txn_journal.c: apply the journals of multi-table SQL commits a crash
+ * interrupted (qr_db_open, writable opens), so recovery applies whole
+ * transactions only.  *n_applied counts them.  QR_ECORRUPT names a damaged
+ * journal. */
+int txnj_recover(QrDb *db, int *n_applied, QrError *err);
+
 /* The one rule for document text (quarry.c): QR_OK when json[0..len) is
  * well-formed UTF-8, else QR_EINVAL with SQLSTATE 22021 naming the bad
  * bytes and their 1-based column (qr_batch_put, qr_batch_put_parsed and SQL writes all

@@ -298,11 +298,17 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         else
             rc = qr_batch_put(batch[tk[i]], o->doc, o->doc_len, NULL, err);
     }
+    /* several tables: one journal makes them commit together (txn_journal.c) */
+    char jpath[4400] = "";
+    if (rc == QR_OK && n_touched > 1)
+        rc = txnj_write(s->db, st->ops, st->n_ops, jpath, sizeof jpath, err);
     /* pass 3: one commit per table */
     int n_done = 0;
     for (int k = 0; rc == QR_OK && k < n_touched; k++)
         if ((rc = qr_batch_commit(batch[k], err)) == QR_OK)
             n_done++;
+    if (jpath[0])
+        txnj_done(s->db, jpath);
     if (rc == QR_OK)
         sqlx_committed(st);
     if (rc != QR_OK && n_done > 0 && err) {

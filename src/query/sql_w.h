@@ -228,6 +228,17 @@ void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
 /* The block committed: forget them. */
 void sqld_forget(SqluState *st);
 
+/* ---- txn_journal.c: atomic commit across tables ---- */
+
+/* Write the transaction's ops as one durable journal file (its path into
+ * path): from then on it is committed; call before the first table commit,
+ * under the apply lock.  Errors: QR_EIO, QR_ENOMEM (nothing written). */
+int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, char *path, size_t path_cap,
+               QrError *err);
+/* Every table's commit is done (or failed): remove the journal, durably,
+ * before the apply lock is released. */
+void txnj_done(QrDb *db, const char *path);
+
 /* ---- sql_conflict.c: first committer wins ---- */
 
 /* A REPEATABLE READ block starts (its first read or write) / ends. */

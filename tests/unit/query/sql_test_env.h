@@ -17,16 +17,22 @@ typedef struct Env {
     QrSqlSession *s;
 } Env;
 
-static void env_open(Env *e)
+/* Open e->dir as the tests do (no fsync, no background merges). */
+static int env_db_open(Env *e, QrError *err)
 {
-    e->dir = eu_tmpdir("sqltest");
     QrDbOpts o;
     qr_db_opts_default(&o);
     o.fsync = QR_FSYNC_OFF;
     o.background_merge = false;
+    qr_error_clear(err);
+    return qr_db_open(e->dir, &o, &e->db, err);
+}
+
+static void env_open(Env *e)
+{
+    e->dir = eu_tmpdir("sqltest");
     QrError err;
-    qr_error_clear(&err);
-    cr_assert_eq(qr_db_open(e->dir, &o, &e->db, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(env_db_open(e, &err), QR_OK, "%s", err.message);
     cr_assert_eq(qr_sql_session_new(e->db, &e->s, &err), QR_OK, "%s", err.message);
 }
 

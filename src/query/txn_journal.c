@@ -1,0 +1,306 @@
+/*
+ * txn_journal.c — atomic commit of an SQL transaction that writes several
+ * tables: a redo journal in front of the per-table commits.
+ *
+ * Layer: query/.  Calls quarry.h (tables, batches) and the base kit (files,
+ * CRC-32C).
+ *
+ * Each table has its own WAL, so one table's COMMIT record cannot cover
+ * another's.  A transaction that touches two or more tables therefore
+ * writes all its ops into one journal file first, made durable with
+ * qr_file_write_atomic (tmp + rename + fsync of file and directory): from
+ * that moment it is committed.  Then each table's batch commits as before,
+ * and the journal is unlinked (and the unlink made durable) before the
+ * process-wide apply lock is released, so no later SQL commit can come
+ * before the journal is gone.  Opening the data directory (qr_db_open,
+ * writable opens) applies every journal still there -- a crash between
+ * its rename and its unlink -- to every table named, as one batch per table
+ * (puts are upserts and deletes of absent keys do nothing, so ops a table
+ * already committed are applied again harmlessly), then removes it.  A
+ * crash before the rename leaves a ".tmp" that is removed unread: nothing
+ * of the transaction was applied anywhere.  So recovery applies whole
+ * transactions only.
+ *
+ * Format of <data>/txn/<16 hex digits>.qtxj (little endian):
+ *
+ *   u32 magic "QTXJ"  u32 version (1)  u32 n_ops
+ *   n_ops x { u8 kind (1 put, 2 delete)  u16 table_len  table bytes
+ *             u32 key_len  key (JSON text)  u32 doc_len  doc (JSON, puts) }
+ *   u32 CRC-32C of every byte before it
+ *
+ * A file that is short, has bytes left over, or fails its checksum is
+ * damaged: qr_db_open fails naming it (QR_ECORRUPT), because applying part
+ * of a committed transaction is the one thing the journal exists to avoid.
+ */
+#include "query/sql_int.h"
+#include "query/sql_w.h"
+#include "store/buf.h"
+#include "store/crc32c.h"
+#include "store/util.h"
+
+#include <dirent.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define TXNJ_MAGIC 0x4A585451u /* "QTXJ" */
+#define TXNJ_VERSION 1u
+
+static _Atomic uint64_t journal_counter;
+
+static void put_u32(QrBuf *b, uint32_t v)
+{
+    uint8_t x[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};
+    qr_buf_append(b, x, 4);
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static void journal_dir(const QrDb *db, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/txn", qr_db_dir(db));
+}
+
+int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, char *path, size_t path_cap, QrError *err)
+{
+    char dir[4096];
+    journal_dir(db, dir, sizeof dir);
+    int rc = qr_mkdir_p(dir, err);
+    if (rc)
+        return rc;
+    QrBuf b;
+    qr_buf_init(&b);
+    put_u32(&b, TXNJ_MAGIC);
+    put_u32(&b, TXNJ_VERSION);
+    put_u32(&b, (uint32_t)n_ops);
+    for (int i = 0; i < n_ops; i++) {
+        const TxnOp *o = &ops[i];
+        uint8_t kind = o->is_delete ? 2 : 1;
+        size_t tl = strlen(o->table), kl = strlen(o->key);
+        qr_buf_append(&b, &kind, 1);
+        uint8_t t16[2] = {(uint8_t)tl, (uint8_t)(tl >> 8)};
+        qr_buf_append(&b, t16, 2);
+        qr_buf_append(&b, o->table, tl);
+        put_u32(&b, (uint32_t)kl);
+        qr_buf_append(&b, o->key, kl);
+        put_u32(&b, o->is_delete ? 0 : (uint32_t)o->doc_len);
+        if (!o->is_delete)
+            qr_buf_append(&b, o->doc, o->doc_len);
+    }
+    if (!qr_buf_ok(&b)) {
+        qr_buf_free(&b);
+        return qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction journal");
+    }
+    put_u32(&b, qr_crc32c(0, b.data, b.len));
+    /* names sort in commit order: the clock, then a counter */
+    snprintf(path, path_cap, "%s/%016llx.qtxj", dir,
+             (unsigned long long)(qr_now_ns() / 1000 + atomic_fetch_add(&journal_counter, 1)));
+    rc = qr_buf_ok(&b) ? qr_file_write_atomic(path, b.data, b.len, true, err)
+                       : qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction "
+                                                      "journal");
+    qr_buf_free(&b);
+    return rc;
+}
+
+static int txnj_remove(QrDb *db, const char *path, QrError *err)
+{
+    if (unlink(path) != 0)
+        return qr_error_set(err, QR_EIO, "could not remove transaction journal \"%s\"", path);
+    char dir[4096];
+    journal_dir(db, dir, sizeof dir);
+    return qr_fsync_dir(dir, err);
+}
+
+void txnj_done(QrDb *db, const char *path)
+{
+    QrError e;
+    qr_error_clear(&e);
+    if (txnj_remove(db, path, &e) != QR_OK)
+        qr_log(QR_LOG_WARN, "%s (the transaction is committed; the journal would be applied "
+                            "again at the next open)", e.message);
+}
+
+/* One decoded op: views into the file's bytes. */
+typedef struct JOp {
+    bool is_delete;
+    char table[QR_NAME_MAX + 1];
+    const char *key;
+    size_t key_len;
+    const char *doc;
+    size_t doc_len;
+} JOp;
+
+static int corrupt(const char *path, const char *what, QrError *err)
+{
+    qr_error_set(err, QR_ECORRUPT, "transaction journal \"%s\" is damaged: %s", path, what);
+    qr_error_hint(err, "the transaction it holds was committed; restore the data directory "
+                       "from a backup, or remove the file to give that transaction up");
+    return QR_ECORRUPT;
+}
+
+/* Decode the whole file into ops (qr_malloc'd array) after checking it. */
+static int decode(const char *path, const uint8_t *p, size_t len, JOp **out, int *n_out,
+                  QrError *err)
+{
+    if (len < 16)
+        return corrupt(path, "too short", err);
+    if (get_u32(p + len - 4) != qr_crc32c(0, p, len - 4))
+        return corrupt(path, "checksum mismatch", err);
+    if (get_u32(p) != TXNJ_MAGIC || get_u32(p + 4) != TXNJ_VERSION)
+        return corrupt(path, "bad magic or version", err);
+    uint32_t n = get_u32(p + 8);
+    size_t end = len - 4, off = 12;
+    if (n > end / 11)
+        return corrupt(path, "op count beyond the file", err);
+    JOp *ops = qr_calloc((size_t)n + 1, sizeof *ops);
+    if (!ops)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    for (uint32_t i = 0; i < n; i++) {
+        JOp *o = &ops[i];
+        if (end - off < 3)
+            goto bad;
+        uint8_t kind = p[off];
+        size_t tl = (size_t)p[off + 1] | (size_t)p[off + 2] << 8;
+        off += 3;
+        if ((kind != 1 && kind != 2) || tl == 0 || tl > QR_NAME_MAX || end - off < tl + 4)
+            goto bad;
+        o->is_delete = kind == 2;
+        memcpy(o->table, p + off, tl);
+        off += tl;
+        o->key_len = get_u32(p + off);
+        off += 4;
+        if (end - off < o->key_len + (size_t)4)
+            goto bad;
+        o->key = (const char *)p + off;
+        off += o->key_len;
+        o->doc_len = get_u32(p + off);
+        off += 4;
+        if (end - off < o->doc_len || (o->is_delete && o->doc_len))
+            goto bad;
+        o->doc = (const char *)p + off;
+        off += o->doc_len;
+    }
+    if (off != end)
+        goto bad;
+    *out = ops;
+    *n_out = (int)n;
+    return QR_OK;
+bad:
+    qr_free(ops);
+    return corrupt(path, "an op runs past the end, or bytes are left over", err);
+}
+
+/* Apply the ops, one batch per table, in the order the tables appear. */
+static int apply(QrDb *db, const JOp *ops, int n, QrError *err)
+{
+    int rc = QR_OK;
+    bool *done = qr_calloc((size_t)n + 1, sizeof *done);
+    if (!done)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    for (int i = 0; rc == QR_OK && i < n; i++) {
+        if (done[i])
+            continue;
+        QrTable *t;
+        QrBatch *b = NULL;
+        rc = qr_table_acquire(db, ops[i].table, &t, err);
+        if (rc == QR_ENOTFOUND) { /* dropped since: nothing to apply to */
+            qr_error_clear(err);
+            rc = QR_OK;
+            for (int j = i; j < n; j++)
+                done[j] |= !strcmp(ops[j].table, ops[i].table);
+            continue;
+        }
+        if (rc)
+            break;
+        rc = qr_batch_begin(t, &b, err);
+        for (int j = i; rc == QR_OK && j < n; j++) {
+            if (done[j] || strcmp(ops[j].table, ops[i].table) != 0)
+                continue;
+            done[j] = true;
+            rc = ops[j].is_delete
+                     ? qr_batch_delete(b, ops[j].key, ops[j].key_len, NULL, err)
+                     : qr_batch_put(b, ops[j].doc, ops[j].doc_len, NULL, err);
+        }
+        if (rc == QR_OK)
+            rc = qr_batch_commit(b, err);
+        qr_batch_free(b);
+        qr_table_release(db, ops[i].table);
+    }
+    qr_free(done);
+    return rc;
+}
+
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int txnj_recover(QrDb *db, int *n_applied, QrError *err)
+{
+    *n_applied = 0;
+    char dir[4096];
+    journal_dir(db, dir, sizeof dir);
+    DIR *d = opendir(dir);
+    if (!d)
+        return QR_OK; /* no multi-table transaction ever committed here */
+    char **names = NULL;
+    int n = 0, cap = 0, rc = QR_OK;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        char path[4096 + 300];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (l > 4 && !strcmp(e->d_name + l - 4, ".tmp")) {
+            unlink(path); /* never renamed: never committed, applied nowhere */
+            continue;
+        }
+        if (l < 6 || strcmp(e->d_name + l - 5, ".qtxj") != 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 4;
+            char **nn = qr_realloc(names, (size_t)cap * sizeof *nn);
+            if (!nn) {
+                rc = qr_error_set(err, QR_ENOMEM, "out of memory");
+                break;
+            }
+            names = nn;
+        }
+        if (!(names[n] = qr_strdup(path))) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory");
+            break;
+        }
+        n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, (size_t)n, sizeof *names, cmp_names);
+    for (int i = 0; rc == QR_OK && i < n; i++) {
+        uint8_t *data = NULL;
+        size_t len = 0;
+        JOp *ops = NULL;
+        int n_ops = 0;
+        rc = qr_file_read_all(names[i], &data, &len, err);
+        if (rc == QR_OK)
+            rc = decode(names[i], data, len, &ops, &n_ops, err);
+        if (rc == QR_OK)
+            rc = apply(db, ops, n_ops, err);
+        if (rc == QR_OK)
+            rc = txnj_remove(db, names[i], err);
+        if (rc == QR_OK) {
+            (*n_applied)++;
+            qr_log(QR_LOG_INFO, "transaction journal \"%s\": %d ops applied after a crash",
+                   names[i], n_ops);
+        }
+        qr_free(ops);
+        qr_free(data);
+    }
+    for (int i = 0; i < n; i++)
+        qr_free(names[i]);
+    qr_free(names);
+    return rc;
+}

@@ -1,0 +1,97 @@
+"""Atomic commit across tables under kill -9 (issue 17): clients loop
+`BEGIN; INSERT INTO a ...; INSERT INTO b ...; COMMIT` (one fresh key per
+transaction, both tables) over the PG port while the server is killed with
+SIGKILL at a seeded random moment, cycle after cycle.  After every restart
+each key is in both tables or in neither (no partial transaction), every
+acknowledged COMMIT is there in full, and at the end `quarry check` is
+clean."""
+import os
+import random
+import signal
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from qtest import DataDir, check, finish, run, skip  # noqa: E402
+from pg_server import PgServe  # noqa: E402
+
+try:
+    import psycopg2
+except ImportError:
+    psycopg2 = None
+
+CYCLES = 10
+CLIENTS = 3
+
+
+def writer(port, base, acked, stop):
+    try:
+        c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % port)
+        c.autocommit = True
+        cur = c.cursor()
+        k = base
+        while not stop.is_set():
+            cur.execute("BEGIN")
+            cur.execute("INSERT INTO a VALUES (%d, 'pair %d')" % (k, k))
+            cur.execute("INSERT INTO b VALUES (%d, %d)" % (k, k))
+            cur.execute("COMMIT")
+            acked.add(k)
+            k += 1
+    except Exception:
+        pass  # the server was killed under us
+
+
+def keys(port, table):
+    c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % port)
+    cur = c.cursor()
+    cur.execute("SELECT id FROM %s" % table)
+    got = {r[0] for r in cur.fetchall()}
+    c.close()
+    return got
+
+
+def main():
+    if psycopg2 is None:
+        skip("psycopg2 is not installed")
+    with DataDir() as d, tempfile.TemporaryDirectory(prefix="txncrash-") as work:
+        data = os.path.join(d.path, "data")
+        srv = PgServe(data, work)
+        c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % srv.pg_port)
+        c.autocommit = True
+        c.cursor().execute("CREATE TABLE a (id bigint PRIMARY KEY, body text)")
+        c.cursor().execute("CREATE TABLE b (id bigint PRIMARY KEY, n bigint)")
+        c.close()
+        acked = set()
+        for cycle in range(CYCLES):
+            rnd = random.Random(cycle)
+            stop = threading.Event()
+            ts = [threading.Thread(target=writer, args=(srv.pg_port, (cycle * CLIENTS + i) * 1000000,
+                                                        acked, stop)) for i in range(CLIENTS)]
+            for t in ts:
+                t.start()
+            time.sleep(0.3 + rnd.random() * 0.7)
+            srv.stop(signal.SIGKILL)
+            stop.set()
+            for t in ts:
+                t.join(30)
+            srv = PgServe(data, work)
+            if not check(srv.pg_port is not None, "cycle %d: restarted after kill -9" % cycle):
+                print(srv.text()[-2000:])
+                break
+            ka, kb = keys(srv.pg_port, "a"), keys(srv.pg_port, "b")
+            check(ka == kb, "cycle %d: no partial transaction (%d keys in a only, %d in b only)"
+                  % (cycle, len(ka - kb), len(kb - ka)))
+            check(acked <= ka, "cycle %d: %d acknowledged commits missing of %d"
+                  % (cycle, len(acked - ka), len(acked)))
+        srv.stop()
+        check(len(acked) > CYCLES, "transactions were committed: %d" % len(acked))
+        rc, out, err = run(["check"], data)
+        check(rc == 0, "quarry check is clean after %d kills: %s" % (CYCLES, (out + err)[-1500:]))
+    finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+/*
+ * test_txn_journal.c — atomic commit across tables (query/txn_journal.c):
+ * what opening the data directory does with the journal of a multi-table
+ * transaction that a crash left behind, cut at every byte.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "engine_util.h"
+#include "sql_test_env.h"
+#include "query/sql.h"
+#include "query/sql_w.h"
+#include "store/util.h"
+
+static void reopen(Env *e)
+{
+    qr_sql_session_free(e->s);
+    qr_db_close(e->db);
+    QrError err;
+    cr_assert_eq(env_db_open(e, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_sql_session_new(e->db, &e->s, &err), QR_OK, "%s", err.message);
+}
+
+static char *rows(Env *e, const char *table)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT id, v FROM %s ORDER BY id", table);
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_exec(e->s, sql, strlen(sql), &r, &err), QR_OK, "%s", err.message);
+    char *t = env_result_text(r);
+    qr_sql_result_free(r);
+    return t;
+}
+
+static void exec_ok(Env *e, const char *sql)
+{
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_exec(e->s, sql, strlen(sql), &r, &err), QR_OK, "%s: %s", sql,
+                 err.message);
+    qr_sql_result_free(r);
+}
+
+/* The journal of: INSERT a 1, b 2, DELETE a 7, a 1 again (v 5) -> bytes. */
+static uint8_t *journal_bytes(Env *e, size_t *len)
+{
+    TxnOp ops[4] = {
+        {.table = "a", .key = "1", .doc = "{\"id\":1,\"v\":1}"},
+        {.table = "b", .key = "2", .doc = "{\"id\":2,\"v\":2}"},
+        {.table = "a", .key = "7", .is_delete = true},
+        {.table = "a", .key = "1", .doc = "{\"id\":1,\"v\":5}"},
+    };
+    for (int i = 0; i < 4; i++)
+        ops[i].doc_len = ops[i].doc ? strlen(ops[i].doc) : 0;
+    char path[4400];
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(txnj_write(e->db, ops, 4, path, sizeof path, &err), QR_OK, "%s", err.message);
+    uint8_t *data;
+    cr_assert_eq(qr_file_read_all(path, &data, len, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(unlink(path), 0);
+    return data;
+}
+
+static void place(Env *e, const char *name, const uint8_t *data, size_t len)
+{
+    char path[4400];
+    snprintf(path, sizeof path, "%s/txn/%s", e->dir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+Test(txn_journal, recovery_applies_whole_transactions_only, .timeout = 240)
+{
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE a (id bigint PRIMARY KEY, v bigint)");
+    exec_ok(&e, "CREATE TABLE b (id bigint PRIMARY KEY, v bigint)");
+    exec_ok(&e, "INSERT INTO a VALUES (7, 7)");
+    size_t len;
+    uint8_t *j = journal_bytes(&e, &len);
+    /* a crash before the rename: a ".tmp" of any length applies nothing */
+    for (size_t cut = 0; cut <= len; cut++) {
+        place(&e, "0000000000000001.qtxj.tmp", j, cut);
+        reopen(&e);
+        char *ra = rows(&e, "a"), *rb = rows(&e, "b");
+        cr_assert_str_eq(ra, "7|7\n", "cut at %zu", cut);
+        cr_assert_str_eq(rb, "", "cut at %zu", cut);
+        free(ra);
+        free(rb);
+    }
+    /* a damaged journal is never applied in part: the open fails naming it */
+    for (size_t cut = 0; cut < len; cut += 1) {
+        place(&e, "0000000000000001.qtxj", j, cut);
+        qr_sql_session_free(e.s);
+        qr_db_close(e.db);
+        QrError err;
+        cr_assert_eq(env_db_open(&e, &err), QR_ECORRUPT, "cut at %zu", cut);
+        cr_assert(strstr(err.message, "transaction journal"), "%s", err.message);
+        char path[4400];
+        snprintf(path, sizeof path, "%s/txn/0000000000000001.qtxj", e.dir);
+        unlink(path);
+        cr_assert_eq(env_db_open(&e, &err), QR_OK, "%s", err.message);
+        cr_assert_eq(qr_sql_session_new(e.db, &e.s, &err), QR_OK);
+        char *ra = rows(&e, "a");
+        cr_assert_str_eq(ra, "7|7\n", "cut at %zu", cut);
+        free(ra);
+    }
+    /* the whole journal, with table a's part already committed before the
+     * crash: applied in full, once */
+    exec_ok(&e, "BEGIN");
+    exec_ok(&e, "INSERT INTO a VALUES (1, 1)");
+    exec_ok(&e, "DELETE FROM a WHERE id = 7");
+    exec_ok(&e, "COMMIT");
+    place(&e, "0000000000000001.qtxj", j, len);
+    reopen(&e);
+    char *ra = rows(&e, "a"), *rb = rows(&e, "b");
+    cr_assert_str_eq(ra, "1|5\n");
+    cr_assert_str_eq(rb, "2|2\n");
+    free(ra);
+    free(rb);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/txn/0000000000000001.qtxj", e.dir);
+    cr_assert(!qr_path_exists(path), "the journal is removed once applied");
+    free(j);
+    env_close(&e);
+}
+
+/* A multi-table COMMIT leaves no journal behind, and its writes are all
+ * there after the data directory is opened again. */
+Test(txn_journal, multi_table_commit_cleans_up)
+{
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE a (id bigint PRIMARY KEY, v bigint)");
+    exec_ok(&e, "CREATE TABLE b (id bigint PRIMARY KEY, v bigint)");
+    exec_ok(&e, "BEGIN");
+    exec_ok(&e, "INSERT INTO a VALUES (1, 10)");
+    exec_ok(&e, "INSERT INTO b VALUES (2, 20)");
+    exec_ok(&e, "COMMIT");
+    char dir[4400];
+    snprintf(dir, sizeof dir, "%s/txn", e.dir);
+    int n = 0;
+    DIR *d = opendir(dir);
+    cr_assert(d, "the multi-table commit went through the journal directory");
+    for (struct dirent *de; (de = readdir(d));)
+        n += de->d_name[0] != '.';
+    closedir(d);
+    cr_assert_eq(n, 0, "no journal left");
+    reopen(&e);
+    char *ra = rows(&e, "a"), *rb = rows(&e, "b");
+    cr_assert_str_eq(ra, "1|10\n");
+    cr_assert_str_eq(rb, "2|20\n");
+    free(ra);
+    free(rb);
+    env_close(&e);
+}
