@@ -22,15 +22,7 @@ static const int SIZES[] = {0, 1, 1023, 1024, 1025, 2049};
 static Env env;
 static sqlite3 *lite;
 
-static QrSqlResult *run(const char *sql)
-{
-    QrError err;
-    qr_error_clear(&err);
-    QrSqlResult *r = NULL;
-    int rc = qr_sql_exec(env.s, sql, strlen(sql), &r, &err);
-    cr_assert_eq(rc, QR_OK, "%s: %s (%s)", sql, err.message, qr_error_sqlstate(&err));
-    return r;
-}
+static QrSqlResult *run(const char *sql) { return env_run(&env, sql); }
 
 /* The same statement on both sides. */
 static void both(const char *sql)
