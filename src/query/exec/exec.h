@@ -263,6 +263,10 @@ SqlOp *sql_op_topn(SqlCtx *cx, SqlOp *kid, const SqlSortKey *keys, int n_keys, u
 /* (shared by the sorts) The order of n rows by keys, in cx->arena. */
 int sql_sort_index(SqlCtx *cx, const SqlValue *vals, uint64_t n, int width, const SqlSortKey *keys,
                    int n_keys, uint64_t **out);
+/* The first k rows that sql_sort_index would give, found in O(n) on
+ * average: idx[0, k) holds them in arrival order (not sorted). */
+int sql_first_index(SqlCtx *cx, const SqlValue *vals, uint64_t n, int width, const SqlSortKey *keys,
+                    int n_keys, uint64_t k, uint64_t **out);
 /* Copy the next rows vals[idx[*pos...]] into b (dense); how many. */
 int sql_rows_batch(SqlBatch *b, const SqlValue *vals, const uint64_t *idx, uint64_t n, uint64_t *pos);
 void sql_sort_keys_explain(SqlCtx *cx, SqlExplainNode *n, const SqlSortKey *keys, int n_keys);
