@@ -664,12 +664,18 @@ typedef struct SqlColAggPart {
     bool sum_is_f;
     int64_t min_i, max_i;     /* int64 / timestamp */
     double min_f, max_f;      /* float64 */
+    /* percentiles (SqlColAgg.keep): the group's non-NULL values in this
+     * segment, int64 / timestamp, or float64 bits when vals_f */
+    const int64_t *vals;
+    uint64_t n_vals;
+    bool vals_f;
 } SqlColAggPart;
 
 typedef struct SqlColAgg {
     int group_field;          /* keyword field grouped by, -1: one group */
     int n;                    /* aggregates */
     const int *field;         /* per aggregate: its column's field, -1 for count(*) */
+    const bool *keep;         /* per aggregate: hand the values over too (NULL: none) */
     /* one group's partial states (n of them) from one segment; key NULL for
      * the NULL group and for the single group */
     int (*emit)(void *arg, const SqlValue *key, const SqlColAggPart *parts);

@@ -1132,7 +1132,15 @@ static int colagg_segment(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, 
     int64_t **vals = qr_calloc((size_t)n + 1, sizeof *vals);
     uint64_t(*vnull)[COL_BLOCK_ROWS / 64] = qr_malloc(((size_t)n + 1) * sizeof *vnull);
     const Column **ac = qr_calloc((size_t)n + 1, sizeof *ac);
-    bool ok = parts && ids && codes && vals && vnull && ac;
+    /* percentiles: each group's values, per aggregate that keeps them */
+    bool keeping = false;
+    for (int k = 0; ca->keep && k < n; k++)
+        keeping |= ca->keep[k];
+    size_t nkv = keeping ? ((size_t)n_codes + 1) * (size_t)n : 0;
+    int64_t **kv = keeping ? qr_calloc(nkv + 1, sizeof *kv) : NULL;
+    uint64_t *kn = keeping ? qr_calloc(nkv + 1, sizeof *kn) : NULL;
+    uint64_t *kc = keeping ? qr_calloc(nkv + 1, sizeof *kc) : NULL;
+    bool ok = parts && ids && codes && vals && vnull && ac && (!keeping || (kv && kn && kc));
     for (int k = 0; ok && k < n; k++)
         if (ca->field[k] >= 0) {
             ac[k] = seg_column(seg, ca->field[k]);
@@ -1173,6 +1181,20 @@ static int colagg_segment(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, 
                 part_add_float(&P[k], ((double *)vals[k])[r]);
             else
                 part_add_int(&P[k], vals[k][r]);
+            if (keeping && ca->keep[k]) {
+                size_t x = (size_t)g * (size_t)n + (size_t)k;
+                if (kn[x] == kc[x]) {
+                    uint64_t grown = kc[x] ? kc[x] * 2 : 256;
+                    int64_t *nv = qr_realloc(kv[x], grown * sizeof *nv);
+                    if (!nv) {
+                        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+                        goto done;
+                    }
+                    kv[x] = nv;
+                    kc[x] = grown;
+                }
+                kv[x][kn[x]++] = vals[k][r]; /* (a double's bits for a float column) */
+            }
         }
     }
     sc->colagg_rows += nc;
@@ -1185,9 +1207,20 @@ static int colagg_segment(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, 
         size_t len;
         if (g < n_codes && col_dict_get(gc, g, &str, &len))
             key = sqlv_text(str, len);
+        for (int k = 0; keeping && k < n; k++) {
+            size_t x = (size_t)g * (size_t)n + (size_t)k;
+            P[k].vals = kv[x];
+            P[k].n_vals = kn[x];
+            P[k].vals_f = ac[k] && col_type(ac[k]) == QR_COL_FLOAT64;
+        }
         rc = ca->emit(ca->arg, &key, P);
     }
 done:
+    for (size_t x = 0; kv && x < nkv; x++)
+        qr_free(kv[x]);
+    qr_free(kv);
+    qr_free(kn);
+    qr_free(kc);
     for (int k = 0; vals && k < n; k++)
         qr_free(vals[k]);
     qr_free(vals);
@@ -1319,6 +1352,20 @@ static int ordblock_cmp(const void *x, const void *y, void *arg)
 }
 
 /* What an open scan holds (SqlTableScan.run; arena memory unless said). */
+/* One decoded block of one typed column (run_fill's dense path): every
+ * value of the block at once, instead of a random access per row. */
+typedef struct BlockCache {
+    const Column *cc;         /* the column it was decoded from (NULL: none yet) */
+    uint32_t block;
+    union {
+        int64_t i[COL_BLOCK_ROWS];
+        double f[COL_BLOCK_ROWS];
+        uint32_t code[COL_BLOCK_ROWS];
+        uint8_t b[COL_BLOCK_ROWS];
+    } v;
+    uint64_t nulls[COL_BLOCK_ROWS / 64];
+} BlockCache;
+
 struct SqlScanRun {
     SqlTableScan *sc;         /* borrows: the scan this run belongs to */
     ColPredRef *cp;           /* the column predicates among the conjuncts */
@@ -1354,6 +1401,7 @@ struct SqlScanRun {
     roaring_bitmap_t **ocands;/* owns: per segment, the walk's candidates (NULL: all) */
     bool *oskip;              /* owns: per segment, no candidate at all */
     int64_t *oiv;             /* owns: one block of key values */
+    BlockCache **bcache;      /* arena, scope-wide: decoded column blocks (run_fill) */
     /* the batch */
     SqlBatch *b;
     int *cond_cols;           /* scope columns the conjuncts read */
@@ -1511,6 +1559,80 @@ static bool doc_column(const SqlTableScan *sc, int c)
     return fd->type == QR_FT_TEXT && !fd->column;
 }
 
+/* Column c of a batch whose rows lie close together (at most 16 row ids
+ * apart on average) from whole decoded blocks: false when the column is
+ * not a typed column of the batch's segment (the row path decides), or the
+ * rows are too sparse for whole blocks to pay. */
+static bool fill_dense(SqlScanRun *R, SqlBatch *b, int c)
+{
+    const SqlCol *col = &R->sc->scope->cols[c];
+    const QrField *fd = &qr_table_schema(R->sc->t)->fields[col->field];
+    if (fd->type == QR_FT_TEXT && !fd->column)
+        return false;
+    const Column *cc = seg_column(R->snap->segs[b->seg], col->field);
+    if (!cc)
+        return false;
+    QrColType ct = col_type(cc);
+    if (ct != QR_COL_INT64 && ct != QR_COL_TIMESTAMP && ct != QR_COL_FLOAT64 && ct != QR_COL_BOOL &&
+        ct != QR_COL_KEYWORD)
+        return false;
+    uint32_t lo = b->docs[sql_batch_at(b, 0)], hi = b->docs[sql_batch_at(b, b->n - 1)];
+    if (hi < lo || (uint64_t)(hi - lo) > (uint64_t)b->n * 16)
+        return false;
+    BlockCache **slot = &R->bcache[c];
+    if (!*slot && !(*slot = qr_calloc(1, sizeof **slot)))
+        return false;
+    BlockCache *k = *slot;
+    size_t W = (size_t)b->width;
+    for (int i = 0; i < b->n; i++) {
+        int p = sql_batch_at(b, i);
+        uint32_t d = b->docs[p], blk = d / COL_BLOCK_ROWS, r = d % COL_BLOCK_ROWS;
+        if (k->cc != cc || k->block != blk) {
+            uint32_t got = 0;
+            switch (ct) {
+            case QR_COL_INT64:
+            case QR_COL_TIMESTAMP: got = col_read_int(cc, blk, 1, k->v.i, k->nulls); break;
+            case QR_COL_FLOAT64: got = col_read_float(cc, blk, 1, k->v.f, k->nulls); break;
+            case QR_COL_BOOL: got = col_read_bool(cc, blk, 1, k->v.b, k->nulls); break;
+            default: got = col_read_code(cc, blk, 1, k->v.code, k->nulls); break;
+            }
+            if (got == 0) {
+                k->cc = NULL;
+                return false; /* (nothing written yet: the row path starts over) */
+            }
+            k->cc = cc;
+            k->block = blk;
+        }
+        SqlValue *v = &b->rows[(size_t)p * W + (size_t)c];
+        if (k->nulls[r / 64] >> (r % 64) & 1) {
+            *v = sqlv_null();
+            v->type = col->type;
+            continue;
+        }
+        switch (ct) {
+        case QR_COL_INT64:
+        case QR_COL_TIMESTAMP:
+            *v = sqlv_int(k->v.i[r]);
+            v->type = col->type;
+            break;
+        case QR_COL_FLOAT64: *v = sqlv_float(k->v.f[r]); break;
+        case QR_COL_BOOL: *v = sqlv_bool(k->v.b[r] != 0); break;
+        default: {
+            const char *s = NULL;
+            size_t n = 0;
+            if (col_dict_get(cc, k->v.code[r], &s, &n))
+                *v = sqlv_text(s, n);
+            else {
+                *v = sqlv_null();
+                v->type = col->type;
+            }
+            break;
+        }
+        }
+    }
+    return true;
+}
+
 /* SqlDocSrc.fill: column c of the live rows.  Document columns are all
  * filled together, each document parsed once. */
 static int run_fill(SqlDocSrc *src, SqlCtx *cx, SqlBatch *b, int c)
@@ -1552,6 +1674,8 @@ static int run_fill(SqlDocSrc *src, SqlCtx *cx, SqlBatch *b, int c)
         if (i == b->n)
             return QR_OK;
     }
+    if (col->field >= 0 && b->n >= 64 && fill_dense(R, b, c))
+        return QR_OK;
     QrArena *saved = cx->arena;
     cx->arena = R->scratch;
     int rc = QR_OK;
@@ -1593,6 +1717,8 @@ static int run_new(SqlCtx *cx, SqlTableScan *sc)
     uint8_t *umarks = qr_arena_calloc(cx->arena, (size_t)W + 1);
     if (!R || !dmarks || !umarks ||
         !(R->cp = qr_arena_calloc(cx->arena, (size_t)(sc->n_conj + 1) * sizeof *R->cp)))
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    if (!(R->bcache = qr_arena_calloc(cx->arena, ((size_t)W + 1) * sizeof *R->bcache)))
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     R->sc = sc;
     R->si = -1;
@@ -2445,6 +2571,10 @@ void sql_scan_close(SqlCtx *cx, SqlTableScan *sc)
     ds_cursor_free(R->rf.dc);
     R->rf.dc = NULL;
     R->rf.dc_seg = -1;
+    for (int c = 0; c < sc->scope->n; c++) { /* (they point into the snapshot's columns) */
+        qr_free(R->bcache[c]);
+        R->bcache[c] = NULL;
+    }
     qr_arena_free(R->scratch);
     R->scratch = NULL;
     sc->from_drive = false;
