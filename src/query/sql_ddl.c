@@ -159,6 +159,7 @@ typedef struct ColSpec {
     const char *pg;        /* pg_type name */
     int typmod;
     bool not_null, is_pk;
+    bool doc_only;         /* kept in the document only, no index or column (sqlt_storage) */
     const cJSON *dflt;     /* borrows the parse tree */
     int loc;
 } ColSpec;
@@ -184,10 +185,8 @@ static const struct {
 static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
 {
     const char *name = sqlj_last_name(sqlj_get(tn, "names"));
-    if (sqlj_get(tn, "arrayBounds"))
-        return sql_err_at(cx, sqlj_loc(tn), QR_EUNSUPPORTED, "0A000",
-                          "array columns are not supported (column \"%s\")", c->name);
-    for (size_t i = 0; name && i < sizeof TYPES / sizeof TYPES[0]; i++) {
+    bool array = sqlj_get(tn, "arrayBounds") != NULL;
+    for (size_t i = 0; name && !array && i < sizeof TYPES / sizeof TYPES[0]; i++) {
         if (strcmp(TYPES[i].name, name) != 0)
             continue;
         c->ft = TYPES[i].ft;
@@ -202,8 +201,14 @@ static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
         }
         return QR_OK;
     }
+    /* the types of sql_types.c (arrays, ...): their storage from there */
+    if (name && sqlt_storage(name, array, &c->ft, &c->pg, &c->doc_only)) {
+        c->typmod = -1;
+        return QR_OK;
+    }
     return sql_err_at(cx, sqlj_loc(tn), QR_EUNSUPPORTED, "0A000",
-                      "type \"%s\" is not supported (column \"%s\")", name ? name : "?", c->name);
+                      "type \"%s%s\" is not supported (column \"%s\")", name ? name : "?",
+                      array ? "[]" : "", c->name);
 }
 
 /* Column constraints: PRIMARY KEY, NOT NULL, NULL, DEFAULT. */
@@ -372,7 +377,8 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             continue;
         QrField f;
         schema_field_defaults(&f, cols[i].name, cols[i].ft);
-        n_text += cols[i].ft == QR_FT_TEXT;
+        f.indexed = f.indexed && !cols[i].doc_only;
+        n_text += cols[i].ft == QR_FT_TEXT && !cols[i].doc_only;
         if (schema_add_field(s, &f, cx->err) < 0)
             rc = cx->err->code;
     }
@@ -645,6 +651,7 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
                               "rows read the new column as NULL)");
         QrField f;
         schema_field_defaults(&f, cs.name, cs.ft);
+        f.indexed = f.indexed && !cs.doc_only;
         if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
             return rc;
         cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));

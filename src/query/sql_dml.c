@@ -358,6 +358,14 @@ static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
             return rc;
         j = cJSON_Parse(k);
     } else {
+        /* types kept in the document as their text (arrays...): checked
+         * and normalized by a cast to the column's type first */
+        SqlValue cv;
+        if (!v->is_null && QR_SQL_IS_ARRAY(c->type) && v->type != c->type) {
+            if ((rc = sqlv_cast(cx, v, c->type, -1, &cv)) != QR_OK)
+                return rc;
+            v = &cv;
+        }
         if ((rc = sqlw_value_to_cjson(s->fields[c->field].type, name, v, &j, cx->err)) != QR_OK)
             return rc;
     }

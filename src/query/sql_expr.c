@@ -70,6 +70,8 @@ static int coerce_unknown(SqlBind *b, SqlExpr *e, QrSqlType to)
     return QR_OK;
 }
 
+int sql_coerce_unknown(SqlBind *b, SqlExpr *e, QrSqlType to) { return coerce_unknown(b, e, to); }
+
 static SqlExpr *wrap_cast(SqlBind *b, SqlExpr *e, QrSqlType to)
 {
     if (e->type == to)
@@ -90,6 +92,8 @@ static SqlExpr *wrap_cast(SqlBind *b, SqlExpr *e, QrSqlType to)
     c->name = e->name;
     return c;
 }
+
+SqlExpr *sql_bind_cast(SqlBind *b, SqlExpr *e, QrSqlType to) { return wrap_cast(b, e, to); }
 
 /* The common type of two operands for comparison / CASE / COALESCE. */
 static int unify(SqlBind *b, SqlExpr **x, SqlExpr **y, int loc, QrSqlType *out)
@@ -637,9 +641,14 @@ static int agg_def(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fna
                 goto badarg;
             a->type = QR_SQL_TEXT;
             break;
-        case SA_ARRAY_AGG: /* arrays are their text form */
+        case SA_ARRAY_AGG:
             coerce_unknown(b, a->arg, QR_SQL_TEXT);
-            a->type = QR_SQL_TEXT;
+            if (QR_SQL_IS_ARRAY(a->arg->type)) {
+                b->in_agg = false;
+                return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                                  "array_agg of arrays is not supported");
+            }
+            a->type = QR_SQL_ARRAY_OF(a->arg->type);
             break;
         default:
             break;
@@ -791,6 +800,16 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
                           lname, nargs ? "..." : "");
     }
     e->fn = def;
+    if (def->check) { /* polymorphic or overloaded: the function's own rules */
+        e->type = def->ret;
+        int rc = def->check(b, e);
+        if (rc)
+            return rc;
+        if (e->type == QR_SQL_UNKNOWN)
+            e->type = QR_SQL_TEXT;
+        *out = e;
+        return QR_OK;
+    }
     QrSqlType rt = def->ret;
     if (rt == QR_SQL_UNKNOWN) {
         /* same type as the arguments (coalesce-like: abs, round...) */
@@ -852,13 +871,18 @@ static int bind_srf(SqlBind *b, SqlExpr *e, int loc, SqlExpr **out)
                 e->type = QR_SQL_INT8;
         }
     } else {
-        int rc = coerce_unknown(b, e->args[0], QR_SQL_TEXT);
+        /* unnest(anyarray), generate_subscripts(anyarray, dim); a catalog
+         * array in its text form reads as its column's element type */
+        int rc = coerce_unknown(b, e->args[0], QR_SQL_ARRAY_OF(QR_SQL_TEXT));
         if (rc || (n == 2 && (rc = coerce_unknown(b, e->args[1], QR_SQL_INT4))))
             return rc;
-        if (!sqlt_is_str(e->args[0]->type))
+        QrSqlType at = e->args[0]->type;
+        if (!sqlt_is_str(at) && !QR_SQL_IS_ARRAY(at))
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist",
-                              e->name, qr_sql_type_name(e->args[0]->type));
-        QrSqlType el = e->args[0]->name ? sqlcat_array_elem(e->args[0]->name) : QR_SQL_UNKNOWN;
+                              e->name, qr_sql_type_name(at));
+        QrSqlType el = QR_SQL_IS_ARRAY(at) ? QR_SQL_ELEM(at)
+                       : e->args[0]->name  ? sqlcat_array_elem(e->args[0]->name)
+                                           : QR_SQL_UNKNOWN;
         e->type = n == 2 ? QR_SQL_INT4 : el == QR_SQL_UNKNOWN ? QR_SQL_TEXT : el;
     }
     *out = e;
@@ -901,28 +925,25 @@ int sql_srf_rows(SqlCtx *cx, const char *name, int n, const SqlValue *args, QrSq
         *n_out = cnt;
         return QR_OK;
     }
-    SqlValue *el;
+    SqlValue *el, arr;
     uint64_t cnt;
-    int rc = sqlv_array_parse(cx, &args[0], &el, &cnt);
+    int rc = sqla_of(cx, &args[0], n == 2 ? QR_SQL_TEXT : elem, &arr);
     if (rc)
         return rc;
-    if (n == 2) { /* generate_subscripts(array, dim): 1..n of the one dimension */
-        if (args[1].u.i != 1)
+    if (n == 2) { /* generate_subscripts(array, dim): the dimension's subscripts */
+        SqlArr a;
+        if (!sqla_view(&arr, &a) || args[1].u.i < 1 || args[1].u.i > a.ndim)
             return QR_OK;
+        int d = (int)args[1].u.i - 1;
+        cnt = (uint64_t)a.dims[d];
+        if (!(el = qr_arena_alloc(cx->arena, (cnt ? cnt : 1) * sizeof *el)))
+            return nomem(cx);
         for (uint64_t i = 0; i < cnt; i++) {
-            el[i] = sqlv_int((int64_t)i + 1);
+            el[i] = sqlv_int((int64_t)i + a.lbound[d]);
             el[i].type = QR_SQL_INT4;
         }
-    } else if (elem != QR_SQL_TEXT) {
-        for (uint64_t i = 0; i < cnt; i++) {
-            SqlValue c;
-            if (el[i].is_null)
-                el[i].type = elem;
-            else if ((rc = sqlv_cast(cx, &el[i], elem, -1, &c)))
-                return rc;
-            else
-                el[i] = c;
-        }
+    } else if ((rc = sqla_elems(cx, &arr, &el, &cnt))) {
+        return rc;
     }
     *out = el;
     *n_out = cnt;
@@ -1114,6 +1135,95 @@ static int bind_in(SqlBind *b, const cJSON *ae, int loc, bool neg, SqlExpr **out
     return bind_in_list(b, sqlj_get(ae, "lexpr"), sqlj_list(sqlj_get(ae, "rexpr")), loc, neg, out);
 }
 
+/* Can values of the two types be compared (=, <, ...)? */
+static bool comparable(QrSqlType a, QrSqlType c)
+{
+    return a == c || (sqlt_is_num(a) && sqlt_is_num(c)) || (sqlt_is_str(a) && sqlt_is_str(c)) ||
+           (sqlt_is_datetime(a) && sqlt_is_datetime(c)) ||
+           (QR_SQL_IS_ARRAY(a) && QR_SQL_IS_ARRAY(c) && comparable(QR_SQL_ELEM(a), QR_SQL_ELEM(c)));
+}
+
+/* x op ANY / ALL (array): an untyped array (a parameter postgres.js sends
+ * as text, a '{...}' literal) is an array of x's type; a catalog array in
+ * its text form is read as such at run time. */
+static int bind_any(SqlBind *b, const cJSON *lx, const cJSON *rx, int op, const char *opname,
+                    int loc, SqlExpr **out)
+{
+    SqlExpr *l, *r;
+    int rc;
+    if ((rc = sql_expr_bind(b, lx, &l)) || (rc = sql_expr_bind(b, rx, &r)))
+        return rc;
+    if (r->type == QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, r, QR_SQL_ARRAY_OF(l->type == QR_SQL_UNKNOWN ? QR_SQL_TEXT : l->type));
+    if (rc == QR_OK && l->type == QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, l, QR_SQL_IS_ARRAY(r->type) ? QR_SQL_ELEM(r->type) : QR_SQL_TEXT);
+    if (rc)
+        return rc;
+    if (!sqlt_is_str(r->type) && !QR_SQL_IS_ARRAY(r->type))
+        return sql_err_at(b->cx, loc, QR_ETYPE, "42809",
+                          "op ANY/ALL (array) requires array on right side");
+    if (QR_SQL_IS_ARRAY(r->type) && !comparable(l->type, QR_SQL_ELEM(r->type)))
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                          qr_sql_type_name(l->type), opname, qr_sql_type_name(QR_SQL_ELEM(r->type)));
+    SqlExpr *e = new_expr(b, SE_ANY_ARRAY, loc);
+    if (!e || set_args(b, e, 2))
+        return b->cx->err->code;
+    e->args[0] = l;
+    e->args[1] = r;
+    e->op = op;
+    e->type = QR_SQL_BOOL;
+    *out = e;
+    return QR_OK;
+}
+
+/* a || b with an array on either side, a @> b, a <@ b, a && b. */
+static int bind_array_op(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int loc,
+                         SqlExpr **out)
+{
+    bool cat = !strcmp(op, "||");
+    QrSqlType at = QR_SQL_IS_ARRAY(l->type) ? l->type : r->type;
+    int rc = QR_OK;
+    if (cat && !QR_SQL_IS_ARRAY(l->type) && l->type != QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, r, QR_SQL_ARRAY_OF(l->type)); /* x || '{...}' */
+    else if (cat && !QR_SQL_IS_ARRAY(r->type) && r->type != QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, l, QR_SQL_ARRAY_OF(r->type));
+    else {
+        rc = coerce_unknown(b, l, at);
+        if (rc == QR_OK)
+            rc = coerce_unknown(b, r, at);
+    }
+    if (rc)
+        return rc;
+    at = QR_SQL_IS_ARRAY(l->type) ? l->type : r->type;
+    bool ok = QR_SQL_IS_ARRAY(l->type) && QR_SQL_IS_ARRAY(r->type)
+                  ? comparable(l->type, r->type)
+                  : cat && comparable(QR_SQL_ELEM(at), QR_SQL_IS_ARRAY(l->type) ? r->type : l->type);
+    if (!ok)
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                          qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+    /* the other side in the array's element type (int4[] || int8: int8[]
+     * in PostgreSQL; here the array's own type, widened for numbers) */
+    if (QR_SQL_IS_ARRAY(l->type) && QR_SQL_IS_ARRAY(r->type) && l->type != r->type &&
+        !(r = wrap_cast(b, r, l->type)))
+        return b->cx->err->code;
+    if (cat && !QR_SQL_IS_ARRAY(r->type) && r->type != QR_SQL_ELEM(at) &&
+        !(r = wrap_cast(b, r, QR_SQL_ELEM(at))))
+        return b->cx->err->code;
+    if (cat && !QR_SQL_IS_ARRAY(l->type) && l->type != QR_SQL_ELEM(at) &&
+        !(l = wrap_cast(b, l, QR_SQL_ELEM(at))))
+        return b->cx->err->code;
+    SqlExpr *e = new_expr(b, SE_ARRAY_OP, loc);
+    if (!e || set_args(b, e, 2))
+        return b->cx->err->code;
+    e->args[0] = l;
+    e->args[1] = r;
+    e->op = cat ? '|' : !strcmp(op, "@>") ? SQLA_OP_CONTAINS : !strcmp(op, "<@") ? SQLA_OP_CONTAINED
+                                                                                 : SQLA_OP_OVERLAP;
+    e->type = cat ? at : QR_SQL_BOOL;
+    *out = e;
+    return QR_OK;
+}
+
 static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
 {
     const char *kind = sqlj_str(ae, "kind");
@@ -1122,36 +1232,18 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "bad expression");
     if (!strcmp(kind, "AEXPR_IN"))
         return bind_in(b, ae, loc, strcmp(op, "<>") == 0, out);
-    if (!strcmp(kind, "AEXPR_OP_ANY")) {
-        /* x op ANY (array): the array is its text form (catalog arrays,
-         * ARRAY(subquery), '{1,2}') */
+    if (!strcmp(kind, "AEXPR_OP_ANY") || !strcmp(kind, "AEXPR_OP_ALL")) {
+        bool all = !strcmp(kind, "AEXPR_OP_ALL");
         int c = cmp_op(op);
-        SqlExpr *l, *r;
-        int rc;
         if (c < 0)
             return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
-                              "operator %s ANY (array) is not supported", op);
+                              "operator %s %s (array) is not supported", op, all ? "ALL" : "ANY");
         const cJSON *arr = sqlj_is(sqlj_get(ae, "rexpr"), "A_ArrayExpr");
-        if (arr && c == SQL_CMP_EQ) /* x = ANY (ARRAY[a, b]) is x IN (a, b): psycopg2's lists */
+        if (arr && c == SQL_CMP_EQ && !all) /* x = ANY (ARRAY[a, b]) is x IN (a, b): psycopg2's lists */
             return bind_in_list(b, sqlj_get(ae, "lexpr"), sqlj_get(arr, "elements"), loc, false,
                                 out);
-        if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &l)) ||
-            (rc = sql_expr_bind(b, sqlj_get(ae, "rexpr"), &r)))
-            return rc;
-        coerce_unknown(b, r, QR_SQL_TEXT);
-        coerce_unknown(b, l, QR_SQL_TEXT);
-        if (!sqlt_is_str(r->type))
-            return sql_err_at(b->cx, loc, QR_ETYPE, "42809",
-                              "op ANY/ALL (array) requires array on right side");
-        SqlExpr *e = new_expr(b, SE_ANY_ARRAY, loc);
-        if (!e || set_args(b, e, 2))
-            return b->cx->err->code;
-        e->args[0] = l;
-        e->args[1] = r;
-        e->op = c;
-        e->type = QR_SQL_BOOL;
-        *out = e;
-        return QR_OK;
+        return bind_any(b, sqlj_get(ae, "lexpr"), sqlj_get(ae, "rexpr"), c + (all ? 8 : 0), op,
+                        loc, out);
     }
     if (!strcmp(kind, "AEXPR_OP") && !strcmp(op, "@@"))
         return bind_match(b, sqlj_get(ae, "lexpr"), sqlj_get(ae, "rexpr"), loc, out);
@@ -1270,6 +1362,9 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         *out = e;
         return QR_OK;
     }
+    bool arr_op = !strcmp(op, "@>") || !strcmp(op, "<@") || !strcmp(op, "&&");
+    if (arr_op || (!strcmp(op, "||") && (QR_SQL_IS_ARRAY(l->type) || QR_SQL_IS_ARRAY(r->type))))
+        return bind_array_op(b, op, l, r, loc, out);
     int c = cmp_op(op);
     if (c >= 0)
         return bind_cmp(b, c, l, r, loc, out);
@@ -1354,25 +1449,6 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     const cJSON *tn = sqlj_get(tc, "typeName");
     const char *name = sqlj_last_name(sqlj_get(tn, "names"));
     QrSqlType t;
-    if (sqlj_get(tn, "arrayBounds")) {
-        /* arrays are their text form: ::int2[] checks and normalizes it */
-        SqlExpr *a, *e;
-        int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
-        if (rc)
-            return rc;
-        coerce_unknown(b, a, QR_SQL_TEXT);
-        if (!sqlt_is_str(a->type))
-            return sql_err_at(b->cx, loc, QR_ETYPE, "42846", "cannot cast type %s to %s[]",
-                              qr_sql_type_name(a->type), name ? name : "?");
-        if (!(e = new_expr(b, SE_CAST, loc)) || set_args(b, e, 1))
-            return b->cx->err->code;
-        e->args[0] = a;
-        e->type = QR_SQL_TEXT;
-        e->op = '[';
-        e->name = a->name;
-        *out = e;
-        return QR_OK;
-    }
     /* reg* casts: an object's name to its oid (op 'c' / 't' / 'n'), and
      * such an oid back to the name when cast to text (op 'C' / 'T' / 'N') */
     char reg = !name ? 0 : !strcmp(name, "regclass") ? 'c' : !strcmp(name, "regtype") ? 't'
@@ -1419,6 +1495,12 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     if (!name || !sqlt_from_name(name, &t))
         return sql_err_at(b->cx, sqlj_loc(tn), QR_ENOTFOUND, "42704", "type \"%s\" does not exist",
                           name ? name : "?");
+    if (sqlj_get(tn, "arrayBounds")) { /* ::int4[] (any number of [] is one array type) */
+        if (QR_SQL_IS_ARRAY(t))
+            return sql_err_at(b->cx, sqlj_loc(tn), QR_ENOTFOUND, "42704",
+                              "type \"%s[]\" does not exist", name);
+        t = QR_SQL_ARRAY_OF(t);
+    }
     SqlExpr *a;
     int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
     if (rc)
@@ -1638,7 +1720,7 @@ static SubqEnt *subq_ent_new(const SqlValue *v, int n, size_t *bytes)
 {
     size_t sz = sizeof(SubqEnt) + (size_t)n * sizeof(SqlValue);
     for (int i = 0; i < n; i++)
-        if (!v[i].is_null && (sqlt_is_str(v[i].type) || v[i].type == QR_SQL_NUMERIC))
+        if (!v[i].is_null && sqlt_has_bytes(v[i].type))
             sz += v[i].u.s.n + 1;
     SubqEnt *e = qr_malloc(sz);
     if (!e)
@@ -1646,7 +1728,7 @@ static SubqEnt *subq_ent_new(const SqlValue *v, int n, size_t *bytes)
     char *p = (char *)&e->vals[n];
     for (int i = 0; i < n; i++) {
         e->vals[i] = v[i];
-        if (!v[i].is_null && (sqlt_is_str(v[i].type) || v[i].type == QR_SQL_NUMERIC)) {
+        if (!v[i].is_null && sqlt_has_bytes(v[i].type)) {
             if (v[i].u.s.n)
                 memcpy(p, v[i].u.s.s, v[i].u.s.n);
             p[v[i].u.s.n] = 0;
@@ -1703,7 +1785,11 @@ static int subq_value(SqlCtx *cx, SubqKind kind, const QrSqlResult *r, const Sql
             out->type = r->cols[0].type;
         return QR_OK;
     case SQ_ARRAY:
-        return sqlv_array_text(cx, r->vals, r->n_rows, out);
+        if (QR_SQL_IS_ARRAY(r->cols[0].type))
+            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "ARRAY(subquery) of arrays is not supported");
+        return sqla_list(cx, r->cols[0].type == QR_SQL_UNKNOWN ? QR_SQL_TEXT : r->cols[0].type,
+                         r->vals, r->n_rows, out);
     case SQ_ANY: {
         bool has_null = false;
         *out = sqlv_bool(false);
@@ -1875,7 +1961,7 @@ static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
     }
     e->subq = q;
     e->type = kind == SQ_EXPR ? (ct == QR_SQL_UNKNOWN ? QR_SQL_TEXT : ct)
-              : kind == SQ_ARRAY ? QR_SQL_TEXT
+              : kind == SQ_ARRAY ? QR_SQL_ARRAY_OF(ct == QR_SQL_UNKNOWN ? QR_SQL_TEXT : ct)
                                  : QR_SQL_BOOL;
     e->name = kind == SQ_EXPR ? rcols[0].name : kind == SQ_EXISTS ? "exists"
                                                : kind == SQ_ARRAY ? "array"
@@ -1983,45 +2069,130 @@ static __attribute__((noinline)) int subq_eval(SqlCtx *cx, const SqlExpr *e, con
     return rc;
 }
 
-/* arr[i]: element i (from 1) of an array's text form, NULL outside it. */
-static int f_subscript(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
-{
-    (void)n;
-    SqlValue *el, i;
-    uint64_t k;
-    int rc = sqlv_array_parse(cx, &a[0], &el, &k);
-    if (rc || (rc = sqlv_cast(cx, &a[1], QR_SQL_INT8, -1, &i)))
-        return rc;
-    *out = i.u.i >= 1 && (uint64_t)i.u.i <= k ? el[i.u.i - 1] : sqlv_null();
-    out->type = QR_SQL_TEXT;
-    return QR_OK;
-}
-
-static const SqlFuncDef SUBSCRIPT = {"subscript", 2, 2, QR_SQL_TEXT, f_subscript, true, false};
-
+/* arr[i][j] / arr[a:b][c:d]: SE_SUBSCRIPT.  PostgreSQL takes the whole
+ * list as a slice when any subscript is one (arr[2][1:2] is arr[1:2][1:2]),
+ * a missing lower bound of a plain subscript being 1.  A catalog array in
+ * its text form is read as its column's element type. */
 static int bind_subscript(SqlBind *b, const cJSON *ind, int loc, SqlExpr **out)
 {
     const cJSON *subs = sqlj_get(ind, "indirection");
-    const cJSON *ix = sqlj_is(cJSON_GetArrayItem(subs, 0), "A_Indices");
-    if (cJSON_GetArraySize(subs) != 1 || !ix || sqlj_bool(ix, "is_slice") || !sqlj_get(ix, "uidx"))
-        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
-                          "only one array subscript (arr[i]) is supported");
-    SqlExpr *e = new_expr(b, SE_FUNC, loc);
-    int rc;
-    if (!e || set_args(b, e, 2))
+    int n = cJSON_GetArraySize(subs), rc;
+    const cJSON *it;
+    bool slice = false;
+    cJSON_ArrayForEach(it, subs)
+    {
+        const cJSON *ix = sqlj_is(it, "A_Indices");
+        if (!ix)
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "field selection (x).name is not supported");
+        slice |= sqlj_bool(ix, "is_slice");
+    }
+    if (n > SQL_ARRAY_MAXDIM)
+        return sql_err_at(b->cx, loc, QR_ELIMIT, "54000",
+                          "number of array dimensions (%d) exceeds the maximum allowed (%d)", n,
+                          SQL_ARRAY_MAXDIM);
+    SqlExpr *e = new_expr(b, SE_SUBSCRIPT, loc);
+    if (!e || set_args(b, e, 1 + 2 * n))
         return b->cx->err->code;
     if ((rc = sql_expr_bind(b, sqlj_get(ind, "arg"), &e->args[0])) ||
-        (rc = sql_expr_bind(b, sqlj_get(ix, "uidx"), &e->args[1])) ||
-        (rc = coerce_unknown(b, e->args[0], QR_SQL_TEXT)) ||
-        (rc = coerce_unknown(b, e->args[1], QR_SQL_INT4)))
+        (rc = coerce_unknown(b, e->args[0], QR_SQL_ARRAY_OF(QR_SQL_TEXT))))
         return rc;
-    if (!sqlt_is_str(e->args[0]->type) || !sqlt_is_int(e->args[1]->type))
-        return sql_err_at(b->cx, loc, QR_ETYPE, "42804", "cannot subscript type %s",
-                          qr_sql_type_name(e->args[0]->type));
-    QrSqlType el = e->args[0]->name ? sqlcat_array_elem(e->args[0]->name) : QR_SQL_UNKNOWN;
-    e->fn = &SUBSCRIPT;
-    e->type = el == QR_SQL_UNKNOWN ? QR_SQL_TEXT : el;
-    e->name = e->args[0]->name;
+    SqlExpr *arr = e->args[0];
+    if (!QR_SQL_IS_ARRAY(arr->type) && !sqlt_is_str(arr->type))
+        return sql_err_at(b->cx, loc, QR_ETYPE, "42804",
+                          "cannot subscript type %s because it does not support subscripting",
+                          qr_sql_type_name(arr->type));
+    int k = 1;
+    cJSON_ArrayForEach(it, subs)
+    {
+        const cJSON *ix = sqlj_is(it, "A_Indices");
+        const cJSON *bounds[2] = {sqlj_get(ix, "lidx"), sqlj_get(ix, "uidx")};
+        for (int j = 0; j < 2; j++, k++) {
+            if (!bounds[j]) { /* omitted: a NULL the evaluation reads as "none" */
+                if (!(e->args[k] = new_expr(b, SE_CONST, loc)))
+                    return b->cx->err->code;
+                e->args[k]->val = sqlv_null();
+                e->args[k]->type = QR_SQL_UNKNOWN;
+                if (j == 0 && slice && !sqlj_bool(ix, "is_slice")) { /* [i] in a slice: [1:i] */
+                    e->args[k]->val = sqlv_int(1);
+                    e->args[k]->type = e->args[k]->val.type = QR_SQL_INT4;
+                }
+                continue;
+            }
+            if ((rc = sql_expr_bind(b, bounds[j], &e->args[k])) ||
+                (rc = coerce_unknown(b, e->args[k], QR_SQL_INT4)))
+                return rc;
+            if (!sqlt_is_int(e->args[k]->type))
+                return sql_err_at(b->cx, e->args[k]->loc, QR_ETYPE, "42804",
+                                  "array subscript must have type integer");
+        }
+    }
+    QrSqlType el = QR_SQL_IS_ARRAY(arr->type) ? QR_SQL_ELEM(arr->type)
+                   : arr->name                ? sqlcat_array_elem(arr->name)
+                                              : QR_SQL_UNKNOWN;
+    if (el == QR_SQL_UNKNOWN)
+        el = QR_SQL_TEXT;
+    e->op = slice;
+    e->type = slice ? QR_SQL_ARRAY_OF(el) : el;
+    e->name = arr->name;
+    *out = e;
+    return QR_OK;
+}
+
+/* ARRAY[a, b, ...]: the elements' common type; ARRAY[[1, 2], [3, 4]] (its
+ * elements arrays themselves) is two-dimensional.  ARRAY[] needs a cast
+ * to know its type (42P18 otherwise, as PostgreSQL). */
+static int resolve_common(SqlBind *b, SqlExpr ***items, int n, const char *what, QrSqlType *out);
+
+static int bind_array_expr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
+{
+    const cJSON *els = sqlj_get(ae, "elements");
+    SqlExpr *e;
+    int rc = bind_list(b, els, NULL, &e, SE_ARRAY);
+    if (rc)
+        return rc;
+    e->loc = loc;
+    e->name = "array";
+    if (e->n_args == 0) {
+        e->type = QR_SQL_ARRAY_OF(QR_SQL_UNKNOWN);
+        *out = e;
+        return QR_OK;
+    }
+    bool nested = false;
+    for (int i = 0; i < e->n_args; i++)
+        nested |= e->args[i]->kind == SE_ARRAY || QR_SQL_IS_ARRAY(e->args[i]->type);
+    SqlExpr ***items = qr_arena_alloc(b->cx->arena, (size_t)e->n_args * sizeof *items);
+    if (!items)
+        return nomem(b->cx);
+    for (int i = 0; i < e->n_args; i++)
+        items[i] = &e->args[i];
+    QrSqlType t;
+    if (nested) { /* sub-arrays: their elements' common type (ARRAY[[1.5], [2]]) */
+        QrSqlType et = QR_SQL_UNKNOWN;
+        for (int i = 0; i < e->n_args; i++) {
+            QrSqlType x = e->args[i]->type;
+            if (!QR_SQL_IS_ARRAY(x))
+                continue;
+            x = QR_SQL_ELEM(x);
+            if (et == QR_SQL_UNKNOWN || (sqlt_is_num(et) && sqlt_is_num(x) && !sqlt_is_float(et) &&
+                                         (sqlt_is_float(x) || x == QR_SQL_INT8)))
+                et = x;
+        }
+        for (int i = 0; et != QR_SQL_UNKNOWN && i < e->n_args; i++)
+            if ((rc = coerce_unknown(b, e->args[i], QR_SQL_ARRAY_OF(et))) ||
+                (QR_SQL_IS_ARRAY(e->args[i]->type) && e->args[i]->type != QR_SQL_ARRAY_OF(et) &&
+                 comparable(e->args[i]->type, QR_SQL_ARRAY_OF(et)) &&
+                 !(e->args[i] = wrap_cast(b, e->args[i], QR_SQL_ARRAY_OF(et)))))
+                return rc ? rc : (int)b->cx->err->code;
+    }
+    if ((rc = resolve_common(b, items, e->n_args, "ARRAY", &t)))
+        return rc;
+    if (nested && !QR_SQL_IS_ARRAY(t))
+        return sql_err_at(b->cx, loc, QR_ETYPE, "42804",
+                          "multidimensional arrays must have array expressions with matching "
+                          "dimensions");
+    e->op = nested;
+    e->type = nested ? t : QR_SQL_ARRAY_OF(t);
     *out = e;
     return QR_OK;
 }
@@ -2200,7 +2371,9 @@ static int bind_node(SqlBind *b, const cJSON *node, SqlExpr **out)
             return sql_err_at(cx, loc, QR_EINVAL, "42803", "grouping operations are not allowed here");
         return b->bind_grouping(b, body, loc, out);
     }
-    if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr") || !strcmp(tag, "A_ArrayExpr"))
+    if (!strcmp(tag, "A_ArrayExpr"))
+        return bind_array_expr(b, body, loc, out);
+    if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr"))
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s is not supported", tag);
     return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "expression %s is not supported", tag);
 }
@@ -2488,6 +2661,139 @@ static int set_find(const SqlValueSet *s, const SqlValue *v)
 
 static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out);
 
+/* The array expressions: x op ANY / ALL (array), ARRAY[...], subscripts
+ * and slices, ||, @>, <@, &&. */
+static __attribute__((noinline)) int eval_array(SqlCtx *cx, const SqlExpr *e,
+                                                const SqlEvalRow *r, SqlValue *out)
+{
+    SqlValue a, b;
+    int rc;
+    switch (e->kind) {
+    case SE_ANY_ARRAY: {
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        *out = sqlv_null();
+        out->type = QR_SQL_BOOL;
+        if (b.is_null)
+            return QR_OK;
+        SqlValue arr, *el;
+        uint64_t n;
+        if ((rc = sqla_of(cx, &b, a.type == QR_SQL_UNKNOWN ? QR_SQL_TEXT : a.type, &arr)) ||
+            (rc = sqla_elems(cx, &arr, &el, &n)))
+            return rc;
+        bool all = e->op >= 8, has_null = false;
+        int op = e->op & 7;
+        for (uint64_t i = 0; i < n; i++) {
+            if (a.is_null || el[i].is_null) {
+                has_null = true;
+                continue;
+            }
+            if (cmp_result(op, sqlv_cmp(&a, &el[i])) != all)
+                return *out = sqlv_bool(!all), QR_OK;
+        }
+        if (!has_null)
+            *out = sqlv_bool(all);
+        return QR_OK;
+    }
+    case SE_ARRAY: {
+        SqlValue small[16], *el = e->n_args <= 16 ? small
+                                                  : qr_arena_alloc(cx->arena, (size_t)e->n_args * sizeof *el);
+        if (!el)
+            return nomem(cx);
+        for (int i = 0; i < e->n_args; i++)
+            if ((rc = sql_expr_eval(cx, e->args[i], r, &el[i])))
+                return rc;
+        QrSqlType elem = QR_SQL_ELEM(e->type);
+        if (!e->op)
+            return sqla_list(cx, elem, el, (uint64_t)e->n_args, out);
+        /* ARRAY[[...], [...]]: sub-arrays of one shape, one more dimension */
+        SqlArr first = {0};
+        uint64_t total = 0;
+        bool have = false;
+        for (int i = 0; i < e->n_args; i++) {
+            SqlArr s;
+            if (el[i].is_null || !sqla_view(&el[i], &s))
+                return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "0A000",
+                                  "NULL sub-arrays in a multidimensional ARRAY[] are not supported");
+            bool same = !have || (s.ndim == first.ndim &&
+                                  !memcmp(s.dims, first.dims, (size_t)s.ndim * sizeof *s.dims));
+            if (!same)
+                return sql_err_at(cx, e->loc, QR_EINVAL, "2202E",
+                                  "multidimensional arrays must have array expressions with "
+                                  "matching dimensions");
+            if (!have)
+                first = s;
+            have = true;
+            total += s.n;
+        }
+        if (first.ndim + 1 > SQL_ARRAY_MAXDIM)
+            return sql_err_at(cx, e->loc, QR_ELIMIT, "54000",
+                              "number of array dimensions (%d) exceeds the maximum allowed (%d)",
+                              first.ndim + 1, SQL_ARRAY_MAXDIM);
+        SqlValue *all = total ? qr_arena_alloc(cx->arena, total * sizeof *all) : NULL;
+        if (total && !all)
+            return nomem(cx);
+        uint64_t k = 0;
+        for (int i = 0; i < e->n_args; i++) {
+            SqlArr s;
+            sqla_view(&el[i], &s);
+            for (uint32_t j = 0; j < s.n; j++)
+                sqla_get(&s, j, &all[k++]);
+        }
+        int dims[SQL_ARRAY_MAXDIM];
+        dims[0] = e->n_args;
+        for (int d = 0; d < first.ndim; d++)
+            dims[d + 1] = first.dims[d];
+        return sqla_build(cx, elem, first.n ? first.ndim + 1 : 0, dims, NULL, all, total, out);
+    }
+    case SE_SUBSCRIPT: {
+        int n = (e->n_args - 1) / 2;
+        SqlValue lo[SQL_ARRAY_MAXDIM], hi[SQL_ARRAY_MAXDIM], arr;
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
+            return rc;
+        for (int k = 0; k < n; k++)
+            if ((rc = sql_expr_eval(cx, e->args[1 + 2 * k], r, &lo[k])) ||
+                (rc = sql_expr_eval(cx, e->args[2 + 2 * k], r, &hi[k])))
+                return rc;
+        QrSqlType elem = e->op ? QR_SQL_ELEM(e->type) : e->type;
+        if (a.is_null) {
+            *out = sqlv_null();
+            out->type = e->type;
+            return QR_OK;
+        }
+        if ((rc = sqla_of(cx, &a, elem, &arr)))
+            return rc;
+        return sqla_subscript(cx, &arr, n, lo, hi, e->op != 0, e->loc, out);
+    }
+    default: /* SE_ARRAY_OP */
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        if (e->op == '|') { /* array || array / element: NULL arrays are empty, NULL elements kept */
+            SqlValue x = a, y = b;
+            QrSqlType elem = QR_SQL_ELEM(e->type);
+            if (!QR_SQL_IS_ARRAY(e->args[0]->type) && (rc = sqla_list(cx, elem, &a, 1, &x)))
+                return rc;
+            if (!QR_SQL_IS_ARRAY(e->args[1]->type) && (rc = sqla_list(cx, elem, &b, 1, &y)))
+                return rc;
+            if (x.is_null && y.is_null) {
+                *out = x;
+                out->type = e->type;
+                return QR_OK;
+            }
+            SqlValue args[2] = {x, y};
+            args[0].type = args[1].type = e->type;
+            const SqlFuncDef *cat = sql_func_find("array_cat", 2);
+            return cat ? cat->fn(cx, 2, args, out) : sql_err_at(cx, e->loc, QR_EINTERNAL, "XX000", "no array_cat");
+        }
+        if (a.is_null || b.is_null) {
+            *out = sqlv_null();
+            out->type = QR_SQL_BOOL;
+            return QR_OK;
+        }
+        return sqla_op(cx, e->op, &a, &b, out);
+    }
+}
+
 /* Nodes with operands recurse: they check the stack first (binding bounded
  * the depth, but a correlated subquery runs inside an outer evaluation). */
 int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
@@ -2568,33 +2874,11 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
     }
     case SE_SUBQ:
         return subq_eval(cx, e, r, out);
-    case SE_ANY_ARRAY: {
-        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
-            return rc;
-        *out = sqlv_null();
-        out->type = QR_SQL_BOOL;
-        if (b.is_null)
-            return QR_OK;
-        SqlValue *el;
-        uint64_t n;
-        if ((rc = sqlv_array_parse(cx, &b, &el, &n)))
-            return rc;
-        bool has_null = false;
-        for (uint64_t i = 0; i < n; i++) {
-            SqlValue c;
-            if (a.is_null || el[i].is_null) {
-                has_null = true;
-                continue;
-            }
-            if ((rc = sqlv_cast(cx, &el[i], a.type, e->loc, &c)))
-                return rc;
-            if (cmp_result(e->op, sqlv_cmp(&a, &c)))
-                return *out = sqlv_bool(true), QR_OK;
-        }
-        if (!has_null)
-            *out = sqlv_bool(false);
-        return QR_OK;
-    }
+    case SE_ANY_ARRAY:
+    case SE_ARRAY:
+    case SE_SUBSCRIPT:
+    case SE_ARRAY_OP:
+        return eval_array(cx, e, r, out);
     case SE_SRF:
         return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "0A000",
                           "set-returning function %s() is only supported as a whole select-list "
@@ -2821,17 +3105,6 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
                 return QR_OK;
             }
             return sqlcat_reg_oid(cx, (char)e->op, &a, e->loc, out);
-        }
-        if (e->op == '[') {
-            SqlValue *el;
-            uint64_t n;
-            if (a.is_null) {
-                *out = a;
-                return QR_OK;
-            }
-            if ((rc = sqlv_array_parse(cx, &a, &el, &n)))
-                return rc;
-            return sqlv_array_text(cx, el, n, out);
         }
         if (e->op == 'C' || e->op == 'T' || e->op == 'N') {
             if (a.is_null) {

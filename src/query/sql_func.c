@@ -578,77 +578,8 @@ static int f_json_build_object(SqlCtx *cx, int n, const SqlValue *a, SqlValue *o
     return rc;
 }
 
-/* array_to_string(array, delimiter [, null_string]) over an array's text form */
-static int f_array_to_string(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
-{
-    SqlValue *el, d;
-    uint64_t k;
-    int rc;
-    if (a[0].is_null || a[1].is_null) {
-        *out = sqlv_null();
-        return QR_OK;
-    }
-    if ((rc = sqlv_array_parse(cx, &a[0], &el, &k)) || (rc = as_text(cx, &a[1], &d)))
-        return rc;
-    QrBuf b;
-    qr_buf_init(&b);
-    bool first = true;
-    for (uint64_t i = 0; i < k; i++) {
-        const SqlValue *x = &el[i];
-        if (x->is_null && (n < 3 || a[2].is_null))
-            continue;
-        if (!first)
-            qr_buf_append(&b, d.u.s.s, d.u.s.n);
-        first = false;
-        if (x->is_null)
-            x = &a[2];
-        SqlValue t;
-        if ((rc = as_text(cx, x, &t)))
-            break;
-        qr_buf_append(&b, t.u.s.s, t.u.s.n);
-    }
-    if (rc == QR_OK)
-        rc = qr_buf_ok(&b) ? out_str(cx, b.data ? (const char *)b.data : "", b.len, out)
-                           : sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-    qr_buf_free(&b);
-    return rc;
-}
-
-/* array_upper / array_length (array, dim) and array_lower over the text
- * form: one dimension, subscripts from 1; NULL for an empty array or
- * another dimension. */
-static int array_dim(SqlCtx *cx, const SqlValue *a, int which, SqlValue *out)
-{
-    SqlValue *el;
-    uint64_t k;
-    int rc = sqlv_array_parse(cx, &a[0], &el, &k);
-    if (rc)
-        return rc;
-    *out = sqlv_null();
-    if (k && a[1].u.i == 1)
-        *out = sqlv_int(which == 0 ? 1 : (int64_t)k);
-    out->type = QR_SQL_INT4;
-    return QR_OK;
-}
-
-static int f_array_lower(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
-{
-    (void)n;
-    return array_dim(cx, a, 0, out);
-}
-
-static int f_array_upper(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
-{
-    (void)n;
-    return array_dim(cx, a, 1, out);
-}
-
 static const SqlFuncDef FUNCS[] = {
-    {"array_lower", 2, 2, QR_SQL_INT4, f_array_lower, true},
-    {"array_upper", 2, 2, QR_SQL_INT4, f_array_upper, true},
-    {"array_length", 2, 2, QR_SQL_INT4, f_array_upper, true},
     {"json_build_object", 0, 16, QR_SQL_TEXT, f_json_build_object, false},
-    {"array_to_string", 2, 3, QR_SQL_TEXT, f_array_to_string, false},
     {"lower", 1, 1, QR_SQL_TEXT, f_lower, true},
     {"upper", 1, 1, QR_SQL_TEXT, f_upper, true},
     {"length", 1, 1, QR_SQL_INT4, f_length, true},
@@ -693,11 +624,18 @@ static const SqlFuncDef FUNCS[] = {
     {"to_timestamp", 1, 1, QR_SQL_TIMESTAMPTZ, f_to_timestamp, true, true},
 };
 
+static const SqlFuncDef *find_in(const SqlFuncDef *t, size_t n, const char *name, int n_args)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t[i].name, name) == 0 && n_args >= t[i].min_args && n_args <= t[i].max_args)
+            return &t[i];
+    return NULL;
+}
+
 const SqlFuncDef *sql_func_find(const char *name, int n_args)
 {
-    for (size_t i = 0; i < sizeof FUNCS / sizeof *FUNCS; i++)
-        if (strcmp(FUNCS[i].name, name) == 0 && n_args >= FUNCS[i].min_args &&
-            n_args <= FUNCS[i].max_args)
-            return &FUNCS[i];
-    return NULL;
+    const SqlFuncDef *f = find_in(FUNCS, sizeof FUNCS / sizeof *FUNCS, name, n_args);
+    if (!f)
+        f = find_in(SQL_ARRAY_FUNCS, (size_t)SQL_N_ARRAY_FUNCS, name, n_args);
+    return f;
 }

@@ -242,15 +242,55 @@ static inline SqlValue sqlv_text(const char *s, size_t n)
     SqlValue v = {.type = QR_SQL_TEXT, .u.s = {s, n}};
     return v;
 }
+/* ======================================================================== */
+/* sql_types.c — the type registry                                           */
+/* ======================================================================== */
+
+/* A scalar type's PostgreSQL identity (an array type's is its element's). */
+typedef struct SqlTypeInfo {
+    uint32_t oid;
+    const char *name;      /* pg_type.typname */
+    int16_t len;           /* typlen, -1 varlena */
+    uint32_t array_oid;    /* typarray: the OID of its array type */
+    char category;         /* typcategory */
+    const char *sql;       /* format_type's spelling ("integer") */
+} SqlTypeInfo;
+const SqlTypeInfo *sqlt_info(QrSqlType t);
+/* pg_type's name ("_int4" for int4[]). */
+const char *sqlt_typname(QrSqlType t);
 /* Classes of types for operators. */
 bool sqlt_is_int(QrSqlType t);    /* int2/4/8, oid */
 bool sqlt_is_float(QrSqlType t);  /* float4/8, numeric */
 bool sqlt_is_num(QrSqlType t);
 bool sqlt_is_str(QrSqlType t);    /* text, varchar, name, char, unknown */
 bool sqlt_is_ts(QrSqlType t);
+bool sqlt_is_datetime(QrSqlType t); /* timestamp, timestamptz, date (all microseconds) */
+/* Does the value keep its bytes in u.s (strings, numeric, bytea, json,
+ * arrays)?  Such values are copied with their bytes (sqlv_own). */
+bool sqlt_has_bytes(QrSqlType t);
 /* A type name from the parse tree ("int4", "varchar", "timestamptz",
- * "double precision" as "float8") — false if unknown. */
+ * "double precision" as "float8", "_int4" as int4[]) — false if unknown. */
 bool sqlt_from_name(const char *name, QrSqlType *out);
+/* The pg_type rows of every type Quarry has (scalars, then their arrays):
+ * i in [0, sqlt_catalog_n()). */
+typedef struct SqlTypeRow {
+    QrSqlType type;
+    uint32_t oid;
+    const char *name, *sql;
+    int16_t len;
+    char category;
+    uint32_t elem, array;  /* typelem, typarray */
+} SqlTypeRow;
+int sqlt_catalog_n(void);
+bool sqlt_catalog_row(int i, SqlTypeRow *out);
+/* typarray of a scalar type's OID (0: none known). */
+uint32_t sqlt_array_oid(uint32_t elem_oid);
+/* How a column declared `name` (`array`: name[]) that sql_ddl.c's own
+ * table does not list is stored: its field type, pg_type name for sql.json
+ * and whether it lives in the document only (no index, no column).  false
+ * when Quarry cannot store the type. */
+bool sqlt_storage(const char *name, bool array, QrFieldType *ft, const char **pg, bool *doc_only);
+
 /* Cast (explicit CAST / ::, and implicit coercions).  Text parses with
  * PostgreSQL's input rules; errors are 22P02 invalid_text_representation /
  * 22003 out of range / 22007 bad datetime.  Strings go to the arena. */
@@ -269,19 +309,81 @@ uint64_t sqlv_hash(const SqlValue *v);
 void sqlv_json(const SqlValue *v, QrBuf *out);
 /* Parse a timestamp literal (ISO 8601, PostgreSQL's forms) to microseconds. */
 bool sqlv_parse_ts(const char *s, size_t n, int64_t *us);
+/* PostgreSQL's binary numeric (numeric_send) to its decimal text; 22P03
+ * when the bytes are not one. */
+int sqlv_numeric_recv(SqlCtx *cx, const uint8_t *p, size_t n, SqlValue *out);
 /* Copy a value's string bytes into the arena (values that outlive a scan). */
 int sqlv_own(SqlCtx *cx, SqlValue *v);
 /* date_trunc(unit, ts) and extract(field from ts) on microseconds (UTC);
  * -1 for an unknown unit / field. */
 int sqlv_date_trunc(const char *unit, int64_t us, int64_t *out);
 int sqlv_extract(const char *field, int64_t us, double *out);
-/* Arrays are carried as their PostgreSQL text form ('{a,"b c",NULL}', or
- * an int2vector / oidvector's '1 2'): the elements (text values, NULL for
- * an unquoted NULL) into an arena array.  Malformed text: 22P02. */
+/* Catalog arrays are carried as their PostgreSQL text form ('{a,"b c",NULL}',
+ * or an int2vector / oidvector's '1 2'): the elements (text values, NULL
+ * for an unquoted NULL) into an arena array.  Malformed text: 22P02. */
 int sqlv_array_parse(SqlCtx *cx, const SqlValue *arr, SqlValue **elems, uint64_t *n);
 /* The text form of elements (quoted where PostgreSQL's array_out quotes),
  * into the arena. */
 int sqlv_array_text(SqlCtx *cx, const SqlValue *elems, uint64_t n, SqlValue *out);
+
+/* ======================================================================== */
+/* sql_array.c — array values                                                */
+/* ======================================================================== */
+
+#define SQL_ARRAY_MAXDIM 6          /* PostgreSQL's MAXDIM */
+#define SQL_ARRAY_MAX_ELEMS 100000000
+
+/* A view of an array value's layout (sql_array.c), borrowing its bytes. */
+typedef struct SqlArr {
+    QrSqlType elem;
+    int ndim;
+    int dims[SQL_ARRAY_MAXDIM], lbound[SQL_ARRAY_MAXDIM];
+    uint32_t n;               /* elements */
+    const uint8_t *nulls;     /* NULL bitmap, NULL when no element is NULL */
+    const uint8_t *slots;     /* fixed-width elements, `width` bytes each */
+    const uint8_t *offs;      /* variable width: n + 1 offsets into bytes */
+    const uint8_t *bytes;
+    int width;
+} SqlArr;
+/* false when v is not a well-formed non-NULL array value. */
+bool sqla_view(const SqlValue *v, SqlArr *a);
+/* Element i (row-major, from 0) of type a->elem; strings borrow the array. */
+void sqla_get(const SqlArr *a, uint32_t i, SqlValue *out);
+/* A new array value (in cx->arena) of n elements already of type elem
+ * (NULLs too); lbound NULL means 1 for every dimension.  54000 over
+ * SQL_ARRAY_MAXDIM dimensions or SQL_ARRAY_MAX_ELEMS elements. */
+int sqla_build(SqlCtx *cx, QrSqlType elem, int ndim, const int *dims, const int *lbound,
+               const SqlValue *el, uint64_t n, SqlValue *out);
+/* A one-dimensional array of n elements, cast to elem first when needed. */
+int sqla_list(SqlCtx *cx, QrSqlType elem, const SqlValue *el, uint64_t n, SqlValue *out);
+/* PostgreSQL's array input ('{1,2}', '{{"a b",NULL}}', '[0:1]={1,2}'),
+ * each element parsed as elem.  22P02 "malformed array literal" with
+ * PostgreSQL's detail; the elements' own input errors. */
+int sqla_in(SqlCtx *cx, const char *s, size_t n, QrSqlType elem, int loc, SqlValue *out);
+/* PostgreSQL's array output (elements quoted as array_out does). */
+void sqla_out(const SqlValue *v, QrBuf *out);
+/* Binary send / receive (PostgreSQL's array_send layout); receive checks
+ * every length (22P03) and casts elements of another known type to elem. */
+void sqla_send(const SqlValue *v, QrBuf *out);
+int sqla_recv(SqlCtx *cx, const uint8_t *p, size_t n, QrSqlType elem, SqlValue *out);
+/* Order as PostgreSQL's array comparison: elements, then length and
+ * dimensions; hash consistent with it. */
+int sqla_cmp(const SqlValue *a, const SqlValue *b);
+uint64_t sqla_hash(const SqlValue *v);
+/* Casts text -> array and array -> array (element by element). */
+int sqla_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *out);
+/* v as an array: arrays as they are, strings parsed as elem[] (catalog
+ * columns in their text forms, int2vector's "1 2" too). */
+int sqla_of(SqlCtx *cx, const SqlValue *v, QrSqlType elem, SqlValue *out);
+/* arr[i][j] (hi only) or arr[lo:hi][...] (slice; an UNKNOWN-typed NULL bound
+ * is an omitted one), as PostgreSQL: NULL outside, empty slices. */
+int sqla_subscript(SqlCtx *cx, const SqlValue *arr, int n_subs, const SqlValue *lo,
+                   const SqlValue *hi, bool slice, int loc, SqlValue *out);
+/* Every element, flattened (arena array; NULL array: none). */
+int sqla_elems(SqlCtx *cx, const SqlValue *arr, SqlValue **out, uint64_t *n);
+/* @>, <@, && of two arrays of one element type (non-NULL). */
+enum { SQLA_OP_CONTAINS, SQLA_OP_CONTAINED, SQLA_OP_OVERLAP };
+int sqla_op(SqlCtx *cx, int op, const SqlValue *a, const SqlValue *b, SqlValue *out);
 
 /* ======================================================================== */
 /* sql_expr.c — expressions: binding and evaluation                          */
@@ -336,11 +438,17 @@ typedef enum SqlExprKind {
     SE_OUTER,              /* a column of an outer query: col, op = levels out (1 = enclosing) */
     SE_SUBQ,               /* a correlated subquery: subq; args = the outer values it reads
                               (its cache key), then for ANY the tested value */
-    SE_ANY_ARRAY,          /* x op ANY (array text): args[0] x, args[1] the array; op SQL_CMP_* */
+    SE_ANY_ARRAY,          /* x op ANY / ALL (array): args[0] x, args[1] the array (or a
+                              catalog array's text); op SQL_CMP_*, + 8 for ALL */
     SE_SRF,                /* unnest / generate_series / generate_subscripts in a target list */
     SE_WIN,                /* a window function's value, computed by the window operator
                               into column `col` of the rows under the projection
                               (plan/bind_window.c); op = its argument count */
+    SE_ARRAY,              /* ARRAY[a, b, ...]: args the elements (op 1: the elements are
+                              themselves arrays, a multidimensional array is built) */
+    SE_SUBSCRIPT,          /* args[0][...]: args[1 + 2k] / args[2 + 2k] the lower / upper
+                              bound of subscript k (lower NULL for arr[i]); op 1 slice */
+    SE_ARRAY_OP,           /* args[0] op args[1] on arrays: op SQLA_OP_*, or '|' for || */
 } SqlExprKind;
 
 typedef struct SqlExpr SqlExpr;
@@ -499,6 +607,12 @@ int sql_srf_rows(SqlCtx *cx, const char *name, int n, const SqlValue *args, QrSq
 /* Is `name` a set-returning function sql_srf_rows knows? */
 bool sql_srf_known(const char *name);
 
+/* Make an untyped literal or parameter e of type `to` (the resolution
+ * PostgreSQL does from context); other expressions are left alone. */
+int sql_coerce_unknown(SqlBind *b, SqlExpr *e, QrSqlType to);
+/* e cast to `to` (constants folded at once); NULL with the error set. */
+SqlExpr *sql_bind_cast(SqlBind *b, SqlExpr *e, QrSqlType to);
+
 /* Simple convenience for the utility side (INSERT VALUES, UPDATE SET, COPY
  * defaults): bind against a scope (may be NULL) and keep the expression. */
 int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlExpr **out);
@@ -526,8 +640,14 @@ struct SqlFuncDef {
     int (*fn)(SqlCtx *cx, int n, const SqlValue *args, SqlValue *out);
     bool strict;           /* NULL in any argument -> NULL out */
     bool numeric_args;     /* untyped literal arguments are numbers (else text) */
+    /* polymorphic and overloaded functions: check and coerce the bound
+     * arguments and set e->type (NULL: the rules above) */
+    int (*check)(SqlBind *b, SqlExpr *e);
 };
 const SqlFuncDef *sql_func_find(const char *name, int n_args);
+/* The function tables of the type files, searched by sql_func_find. */
+extern const SqlFuncDef SQL_ARRAY_FUNCS[];
+extern const int SQL_N_ARRAY_FUNCS;
 
 /* ======================================================================== */
 /* Row sources: base tables, catalogs (sql_catalog.c), materialized rows      */

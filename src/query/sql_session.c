@@ -677,6 +677,10 @@ int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, S
     uint64_t u = 0;
     out->is_null = false;
     out->type = t;
+    if (QR_SQL_IS_ARRAY(t))
+        return sqla_recv(cx, p, (size_t)len, QR_SQL_ELEM(t), out);
+    if (t == QR_SQL_NUMERIC)
+        return sqlv_numeric_recv(cx, p, (size_t)len, out);
     switch (t) {
     case QR_SQL_BOOL:
         if (len != 1)

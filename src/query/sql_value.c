@@ -16,87 +16,6 @@
 #include <string.h>
 #include <strings.h>
 
-/* ---- the type table ---- */
-
-static const struct {
-    uint32_t oid;
-    const char *name;
-    int16_t len;
-} TYPES[QR_SQL_TYPE_COUNT] = {
-    [QR_SQL_UNKNOWN] = {25, "text", -1},       [QR_SQL_BOOL] = {16, "bool", 1},
-    [QR_SQL_INT2] = {21, "int2", 2},           [QR_SQL_INT4] = {23, "int4", 4},
-    [QR_SQL_INT8] = {20, "int8", 8},           [QR_SQL_FLOAT4] = {700, "float4", 4},
-    [QR_SQL_FLOAT8] = {701, "float8", 8},      [QR_SQL_NUMERIC] = {1700, "numeric", -1},
-    [QR_SQL_TEXT] = {25, "text", -1},          [QR_SQL_VARCHAR] = {1043, "varchar", -1},
-    [QR_SQL_NAME] = {19, "name", 64},          [QR_SQL_CHAR] = {18, "char", 1},
-    [QR_SQL_OID] = {26, "oid", 4},             [QR_SQL_TIMESTAMP] = {1114, "timestamp", 8},
-    [QR_SQL_TIMESTAMPTZ] = {1184, "timestamptz", 8},
-};
-
-uint32_t qr_sql_type_oid(QrSqlType t) { return t < QR_SQL_TYPE_COUNT ? TYPES[t].oid : 25; }
-const char *qr_sql_type_name(QrSqlType t) { return t < QR_SQL_TYPE_COUNT ? TYPES[t].name : "text"; }
-int16_t qr_sql_type_len(QrSqlType t) { return t < QR_SQL_TYPE_COUNT ? TYPES[t].len : -1; }
-
-bool qr_sql_type_from_oid(uint32_t oid, QrSqlType *out)
-{
-    for (int t = 1; t < QR_SQL_TYPE_COUNT; t++)
-        if (TYPES[t].oid == oid) {
-            *out = (QrSqlType)t;
-            return true;
-        }
-    if (oid == 705) { /* unknown */
-        *out = QR_SQL_TEXT;
-        return true;
-    }
-    return false;
-}
-
-bool sqlt_is_int(QrSqlType t)
-{
-    return t == QR_SQL_INT2 || t == QR_SQL_INT4 || t == QR_SQL_INT8 || t == QR_SQL_OID;
-}
-bool sqlt_is_float(QrSqlType t)
-{
-    return t == QR_SQL_FLOAT4 || t == QR_SQL_FLOAT8 || t == QR_SQL_NUMERIC;
-}
-bool sqlt_is_num(QrSqlType t) { return sqlt_is_int(t) || sqlt_is_float(t); }
-bool sqlt_is_str(QrSqlType t)
-{
-    return t == QR_SQL_TEXT || t == QR_SQL_VARCHAR || t == QR_SQL_NAME || t == QR_SQL_CHAR ||
-           t == QR_SQL_UNKNOWN;
-}
-bool sqlt_is_ts(QrSqlType t) { return t == QR_SQL_TIMESTAMP || t == QR_SQL_TIMESTAMPTZ; }
-
-static const struct {
-    const char *name;
-    QrSqlType t;
-} TYPE_NAMES[] = {
-    {"bool", QR_SQL_BOOL},         {"boolean", QR_SQL_BOOL},
-    {"int2", QR_SQL_INT2},         {"smallint", QR_SQL_INT2},
-    {"int4", QR_SQL_INT4},         {"int", QR_SQL_INT4},
-    {"integer", QR_SQL_INT4},      {"int8", QR_SQL_INT8},
-    {"bigint", QR_SQL_INT8},       {"float4", QR_SQL_FLOAT4},
-    {"real", QR_SQL_FLOAT4},       {"float8", QR_SQL_FLOAT8},
-    {"float", QR_SQL_FLOAT8},      {"double precision", QR_SQL_FLOAT8},
-    {"numeric", QR_SQL_NUMERIC},   {"decimal", QR_SQL_NUMERIC},
-    {"text", QR_SQL_TEXT},         {"varchar", QR_SQL_VARCHAR},
-    {"bpchar", QR_SQL_VARCHAR},    {"name", QR_SQL_NAME},
-    {"char", QR_SQL_CHAR},         {"oid", QR_SQL_OID},
-    {"regclass", QR_SQL_OID},      {"regtype", QR_SQL_OID},
-    {"timestamp", QR_SQL_TIMESTAMP}, {"timestamptz", QR_SQL_TIMESTAMPTZ},
-    {"date", QR_SQL_TIMESTAMP},
-};
-
-bool sqlt_from_name(const char *name, QrSqlType *out)
-{
-    for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof *TYPE_NAMES; i++)
-        if (strcasecmp(TYPE_NAMES[i].name, name) == 0) {
-            *out = TYPE_NAMES[i].t;
-            return true;
-        }
-    return false;
-}
-
 /* ---- timestamps ---- */
 
 /* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm). */
@@ -271,7 +190,7 @@ static int cast_err(SqlCtx *cx, int loc, const char *state, const char *what, Qr
 
 int sqlv_own(SqlCtx *cx, SqlValue *v)
 {
-    if (v->is_null || (!sqlt_is_str(v->type) && v->type != QR_SQL_NUMERIC))
+    if (v->is_null || !sqlt_has_bytes(v->type))
         return QR_OK;
     char *s = qr_arena_strndup(cx->arena, v->u.s.s ? v->u.s.s : "", v->u.s.n);
     if (!s)
@@ -311,6 +230,11 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
         out->type = to;
         return QR_OK;
     }
+    if (QR_SQL_IS_ARRAY(to))
+        return sqla_cast(cx, in, to, loc, out);
+    if (QR_SQL_IS_ARRAY(from) && !sqlt_is_str(to))
+        return sql_err_at(cx, loc, QR_ETYPE, "42846", "cannot cast type %s to %s",
+                          qr_sql_type_name(from), qr_sql_type_name(to));
     SqlValue v = {.type = to};
     if (sqlt_is_str(to)) {
         if (to == QR_SQL_CHAR && sqlt_is_str(from)) {
@@ -455,6 +379,11 @@ int sqlv_cmp(const SqlValue *a, const SqlValue *b)
 {
     if (a->is_null || b->is_null)
         return a->is_null ? (b->is_null ? 0 : 1) : -1;
+    if (QR_SQL_IS_ARRAY(a->type) || QR_SQL_IS_ARRAY(b->type)) {
+        if (QR_SQL_IS_ARRAY(a->type) && QR_SQL_IS_ARRAY(b->type))
+            return sqla_cmp(a, b);
+        return QR_SQL_IS_ARRAY(a->type) ? 1 : -1; /* arrays after scalars */
+    }
     bool ai = sqlt_is_int(a->type) || sqlt_is_ts(a->type) || a->type == QR_SQL_BOOL;
     bool bi = sqlt_is_int(b->type) || sqlt_is_ts(b->type) || b->type == QR_SQL_BOOL;
     if (ai && bi) {
@@ -522,6 +451,8 @@ uint64_t sqlv_hash(const SqlValue *v)
 {
     if (v->is_null)
         return 0x9e3779b97f4a7c15ULL;
+    if (QR_SQL_IS_ARRAY(v->type))
+        return mix(sqla_hash(v));
     if (sqlt_is_str(v->type)) {
         uint64_t h = 1469598103934665603ULL;
         for (size_t i = 0; i < v->u.s.n; i++)
@@ -593,6 +524,10 @@ void qr_sql_value_text(const QrSqlValue *v, QrBuf *out)
 {
     if (v->is_null)
         return;
+    if (QR_SQL_IS_ARRAY(v->type)) {
+        sqla_out(v, out);
+        return;
+    }
     switch (v->type) {
     case QR_SQL_BOOL:
         qr_buf_putc(out, v->u.b ? 't' : 'f');
@@ -621,6 +556,14 @@ void sqlv_json(const SqlValue *v, QrBuf *out)
 {
     if (v->is_null) {
         qr_buf_append(out, "null", 4);
+        return;
+    }
+    if (QR_SQL_IS_ARRAY(v->type)) { /* its text form, as a string */
+        QrBuf t;
+        qr_buf_init(&t);
+        sqla_out(v, &t);
+        qr_buf_json_str(out, t.data ? (const char *)t.data : "", t.len);
+        qr_buf_free(&t);
         return;
     }
     switch (v->type) {
@@ -870,4 +813,190 @@ int sqlv_array_text(SqlCtx *cx, const SqlValue *elems, uint64_t n, SqlValue *out
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     *out = sqlv_text(s, len);
     return QR_OK;
+}
+
+/* ---- binary send form ---- */
+
+#define PG_EPOCH_OFFSET_US 946684800000000LL /* 2000-01-01 minus 1970-01-01 */
+
+static void put_be(QrBuf *b, uint64_t v, int n)
+{
+    uint8_t x[8];
+    for (int i = 0; i < n; i++)
+        x[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+    qr_buf_append(b, x, (size_t)n);
+}
+
+/* Decimal text -> PostgreSQL binary numeric: ndigits, weight, sign, dscale,
+ * then base-10000 digits. */
+static void put_numeric_binary(QrBuf *b, const char *s, size_t n)
+{
+    uint16_t sign = 0;
+    size_t i = 0;
+    if (n == 3 && !memcmp(s, "NaN", 3)) {
+        put_be(b, 0, 2), put_be(b, 0, 2), put_be(b, 0xC000, 2), put_be(b, 0, 2);
+        return;
+    }
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        sign = s[i++] == '-' ? 0x4000 : 0;
+    if (n - i == 8 && !memcmp(s + i, "Infinity", 8)) {
+        put_be(b, 0, 2), put_be(b, 0, 2);
+        put_be(b, sign ? 0xF000 : 0xD000, 2), put_be(b, 0, 2);
+        return;
+    }
+    size_t i0 = i, il = 0, f0 = 0, fl = 0;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+        il++;
+    if (i < n && s[i] == '.') {
+        f0 = ++i;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            fl++;
+    }
+    /* base-10000 groups: integer part padded left, fraction padded right */
+    size_t lead = (4 - il % 4) % 4;
+    size_t n_int = (il + lead) / 4, n_frac = (fl + 3) / 4;
+    int weight = (int)n_int - 1, first = 0, nd = (int)(n_int + n_frac);
+    uint16_t small[64], *digits = nd <= 64 ? small : qr_malloc((size_t)nd * sizeof *digits);
+    if (!digits) {
+        b->oom = true;
+        return;
+    }
+    for (size_t g = 0; g < n_int; g++) {
+        int v = 0;
+        for (size_t k = 0; k < 4; k++) {
+            size_t pos = g * 4 + k;
+            v = v * 10 + (pos < lead ? 0 : s[i0 + pos - lead] - '0');
+        }
+        digits[g] = (uint16_t)v;
+    }
+    for (size_t g = 0; g < n_frac; g++) {
+        int v = 0;
+        for (size_t k = 0; k < 4; k++) {
+            size_t pos = g * 4 + k;
+            v = v * 10 + (pos < fl ? s[f0 + pos] - '0' : 0);
+        }
+        digits[n_int + g] = (uint16_t)v;
+    }
+    while (first < nd && digits[first] == 0)
+        first++, weight--;
+    while (nd > first && digits[nd - 1] == 0)
+        nd--;
+    if (first == nd)
+        weight = 0, sign = 0, first = nd = 0;
+    put_be(b, (uint64_t)(nd - first), 2);
+    put_be(b, (uint64_t)(uint16_t)(int16_t)weight, 2);
+    put_be(b, sign, 2);
+    put_be(b, fl, 2);
+    for (int k = first; k < nd; k++)
+        put_be(b, digits[k], 2);
+    if (digits != small)
+        qr_free(digits);
+}
+
+void qr_sql_value_send(const QrSqlValue *v, QrBuf *b)
+{
+    if (v->is_null)
+        return;
+    if (QR_SQL_IS_ARRAY(v->type)) {
+        sqla_send(v, b);
+        return;
+    }
+    switch (v->type) {
+    case QR_SQL_BOOL:
+        qr_buf_putc(b, v->u.b ? 1 : 0);
+        break;
+    case QR_SQL_INT2:
+        put_be(b, (uint64_t)v->u.i, 2);
+        break;
+    case QR_SQL_INT4:
+    case QR_SQL_OID:
+        put_be(b, (uint64_t)v->u.i, 4);
+        break;
+    case QR_SQL_INT8:
+        put_be(b, (uint64_t)v->u.i, 8);
+        break;
+    case QR_SQL_FLOAT4: {
+        float f = (float)v->u.f;
+        uint32_t w;
+        memcpy(&w, &f, 4);
+        put_be(b, w, 4);
+        break;
+    }
+    case QR_SQL_FLOAT8: {
+        uint64_t w;
+        memcpy(&w, &v->u.f, 8);
+        put_be(b, w, 8);
+        break;
+    }
+    case QR_SQL_TIMESTAMP:
+    case QR_SQL_TIMESTAMPTZ:
+        put_be(b, (uint64_t)(v->u.i - PG_EPOCH_OFFSET_US), 8);
+        break;
+    case QR_SQL_NUMERIC:
+        put_numeric_binary(b, v->u.s.s, v->u.s.n);
+        break;
+    default:
+        qr_sql_value_text(v, b);
+        break;
+    }
+}
+
+int sqlv_numeric_recv(SqlCtx *cx, const uint8_t *p, size_t n, SqlValue *out)
+{
+    if (n < 8)
+        goto bad;
+    int nd = p[0] << 8 | p[1];
+    int weight = (int16_t)(p[2] << 8 | p[3]);
+    unsigned sign = (unsigned)(p[4] << 8 | p[5]);
+    int dscale = p[6] << 8 | p[7];
+    if (n != 8 + 2 * (size_t)nd || dscale > 0x3FFF)
+        goto bad;
+    const char *special = sign == 0xC000 ? "NaN" : sign == 0xD000 ? "Infinity"
+                          : sign == 0xF000 ? "-Infinity" : NULL;
+    if (special) {
+        *out = sqlv_text(special, strlen(special));
+        out->type = QR_SQL_NUMERIC;
+        return QR_OK;
+    }
+    if (sign != 0 && sign != 0x4000)
+        goto bad;
+    QrBuf b;
+    qr_buf_init(&b);
+    if (sign)
+        qr_buf_putc(&b, '-');
+    /* integer part: groups weight..0, the first without leading zeros */
+    if (weight < 0) {
+        qr_buf_putc(&b, '0');
+    } else {
+        for (int g = 0; g <= weight; g++) {
+            int d = g < nd ? (p[8 + 2 * g] << 8 | p[9 + 2 * g]) : 0;
+            if (d > 9999) {
+                qr_buf_free(&b);
+                goto bad;
+            }
+            qr_buf_printf(&b, g == 0 ? "%d" : "%04d", d);
+        }
+    }
+    if (dscale > 0) {
+        qr_buf_putc(&b, '.');
+        for (int k = 0; k < dscale; k++) {
+            int g = weight + 1 + k / 4; /* the group holding fraction digit k */
+            int d = g >= 0 && g < nd ? (p[8 + 2 * g] << 8 | p[9 + 2 * g]) : 0;
+            static const int div[4] = {1000, 100, 10, 1};
+            qr_buf_putc(&b, (uint8_t)('0' + d / div[k % 4] % 10));
+        }
+    }
+    char *s = qr_buf_ok(&b) ? qr_arena_strndup(cx->arena, (const char *)b.data, b.len) : NULL;
+    size_t len = b.len;
+    qr_buf_free(&b);
+    if (!s)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    /* "-0" is 0 */
+    if (len == 2 && s[0] == '-' && s[1] == '0')
+        s++, len--;
+    *out = sqlv_text(s, len);
+    out->type = QR_SQL_NUMERIC;
+    return QR_OK;
+bad:
+    return sql_err_at(cx, -1, QR_EINVAL, "22P03", "invalid numeric in binary data");
 }

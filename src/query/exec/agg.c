@@ -292,7 +292,7 @@ static int final_collected(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValu
             return sql_nomem(cx);
         for (uint64_t i = 0; i < n; i++)
             el[i] = t[i * (uint64_t)W];
-        return sqlv_array_text(cx, el, n, out);
+        return sqla_list(cx, QR_SQL_ELEM(a->type), el, n, out);
     }
     SqlAggState s2;
     memset(&s2, 0, sizeof s2);

@@ -1,0 +1,74 @@
+"""psycopg 3 and Quarry's types: arrays (lists as typed array parameters, 1007 / 1009 /
+1016 / 1022..., in text and in binary; results read back as lists; columns that store
+them; = ANY with a list; a malformed literal is 22P02).  Every value is compared with
+the Python value it started as."""
+
+
+def run(ctx):
+    try:
+        import psycopg
+    except ImportError:
+        ctx.check(False, "psycopg 3 is not installed (make deps installs python3-psycopg)")
+        return
+    conn = psycopg.connect(ctx.dsn("types3"), autocommit=True)
+
+    def attempt(what, fn):
+        try:
+            fn()
+        except Exception as e:  # a failed check, not a crashed suite
+            ctx.check(False, "%s: %r" % (what, e))
+
+    values = [
+        ("int4[]", [1, -2, None, 2147483647]),
+        ("int8[]", [9000000000, None]),
+        ("int2[]", [1, 2]),
+        ("float8[]", [1.5, -0.25, None]),
+        ("text[]", ["a", "b c", "", None, "NULL", 'q"uote', "back\\slash", "é"]),
+        ("bool[]", [True, False, None]),
+        ("int4[]", [[1, 2], [3, 4]]),
+        ("text[]", []),
+    ]
+    for binary in (False, True):
+        mode = "binary" if binary else "text"
+
+        def round_trip(t=None, v=None, mode=mode, binary=binary):
+            cur = conn.cursor(binary=binary)
+            got = cur.execute("SELECT %%s::%s" % t, (v,)).fetchone()[0]
+            ctx.check(got == v, "%s %s round-trips (%s): %r" % (t, mode, v, got))
+        for t, v in values:
+            attempt("%s %s" % (t, mode), lambda t=t, v=v: round_trip(t, v))
+
+    def any_list():
+        got = conn.execute("SELECT x FROM generate_series(1, 10) g(x) WHERE x = ANY(%s) "
+                           "ORDER BY x", ([3, 5, 11],)).fetchall()
+        ctx.check(got == [(3,), (5,)], "x = ANY(list): %r" % got)
+        got = conn.execute("SELECT %s::int[] @> %s::int[], array_length(%s::text[], 1)",
+                           ([1, 2, 3], [2], ["a", "b"])).fetchone()
+        ctx.check(got == (True, 2), "array operators and functions on list parameters: %r" % (got,))
+    attempt("= ANY(list)", any_list)
+
+    def columns():
+        conn.execute("CREATE TABLE t3_arrays (id int PRIMARY KEY, tags text[], nums int8[], "
+                     "fs float8[])")
+        rows = [(1, ["x", "y z"], [1, 2, None], [0.5]), (2, [], None, [1e300, -1.0]),
+                (3, ["NULL", None], [[1, 2], [3, 4]], None)]
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO t3_arrays VALUES (%s, %s, %s, %s)", rows)
+        got = conn.execute("SELECT id, tags, nums, fs FROM t3_arrays ORDER BY id").fetchall()
+        ctx.check(got == rows, "array columns store and read back: %r" % got)
+        got = conn.cursor(binary=True).execute("SELECT id, tags, nums, fs FROM t3_arrays "
+                                               "ORDER BY id").fetchall()
+        ctx.check(got == rows, "array columns read back in binary: %r" % got)
+        got = conn.execute("SELECT id FROM t3_arrays WHERE %s = ANY (tags) ORDER BY id",
+                           ("y z",)).fetchall()
+        ctx.check(got == [(1,)], "WHERE param = ANY (column): %r" % got)
+    attempt("array columns", columns)
+
+    err = None
+    try:
+        conn.execute("SELECT 1 = ANY(%s::text::int[])", ("{1,2",))
+    except psycopg.Error as e:
+        err = e
+    ctx.check(err is not None and err.sqlstate == "22P02",
+              "a malformed array literal is 22P02: %r" % err)
+    conn.close()

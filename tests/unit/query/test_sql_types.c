@@ -1,0 +1,324 @@
+/*
+ * test_sql_types.c — SQL types beyond numbers and text, against the results
+ * PostgreSQL documents for them: arrays (input and output, subscripts and
+ * slices against a model, = ANY / ALL under three-valued logic, the array
+ * functions, binary send / receive, columns that store them).
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_util.h"
+#include "sql_test_env.h"
+#include "query/sql.h"
+
+static Env env;
+
+static void setup(void) { env_open(&env); }
+static void teardown(void) { env_close(&env); }
+
+TestSuite(types, .init = setup, .fini = teardown, .timeout = 120);
+
+static QrSqlResult *run(const char *sql)
+{
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_exec(env.s, sql, strlen(sql), &r, &err), QR_OK, "%s: %s (%s)", sql,
+                 err.message, qr_error_sqlstate(&err));
+    return r;
+}
+
+/* The first cell's text ("NULL" for NULL), in a static buffer. */
+static const char *one(const char *sql)
+{
+    static char buf[4096];
+    QrSqlResult *r = run(sql);
+    cr_assert(r->n_rows >= 1 && r->n_cols >= 1, "%s: no rows", sql);
+    QrBuf b;
+    qr_buf_init(&b);
+    if (r->vals[0].is_null)
+        qr_buf_append(&b, "NULL", 4);
+    else
+        qr_sql_value_text(&r->vals[0], &b);
+    snprintf(buf, sizeof buf, "%.*s", (int)b.len, b.data ? (const char *)b.data : "");
+    qr_buf_free(&b);
+    qr_sql_result_free(r);
+    return buf;
+}
+
+static void is(const char *sql, const char *want)
+{
+    const char *got = one(sql);
+    cr_expect_str_eq(got, want, "%s: got %s, want %s", sql, got, want);
+}
+
+static void fails(const char *sql, const char *state)
+{
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    int rc = qr_sql_exec(env.s, sql, strlen(sql), &r, &err);
+    cr_expect_neq(rc, QR_OK, "%s: succeeded", sql);
+    cr_expect_str_eq(qr_error_sqlstate(&err), state, "%s: %s (%s)", sql, err.message,
+                     qr_error_sqlstate(&err));
+    qr_sql_result_free(r);
+}
+
+/* ---- arrays ---- */
+
+Test(types, array_literals_read_and_print_as_postgresql)
+{
+    /* input -> output pairs as PostgreSQL 15 prints them */
+    static const char *const cases[][2] = {
+        {"SELECT '{1,2,3}'::int[]", "{1,2,3}"},
+        {"SELECT '{ 1 , 2 }'::int4[]", "{1,2}"},
+        {"SELECT '{}'::int[]", "{}"},
+        {"SELECT '{{1,2},{3,4}}'::int[]", "{{1,2},{3,4}}"},
+        {"SELECT '[0:2]={7,8,9}'::int[]", "[0:2]={7,8,9}"},
+        {"SELECT '{\"a b\",\"c\\\"d\",NULL,\"NULL\",\"\",e\\\\f}'::text[]",
+         "{\"a b\",\"c\\\"d\",NULL,\"NULL\",\"\",\"e\\\\f\"}"},
+        {"SELECT '{t,f,NULL}'::bool[]", "{t,f,NULL}"},
+        {"SELECT '{1.5,-2,1e3}'::float8[]", "{1.5,-2,1000}"},
+        {"SELECT '{{a},{b}}'::varchar[]", "{{a},{b}}"},
+        {"SELECT ARRAY[1, 2] || 3", "{1,2,3}"},
+        {"SELECT 0 || ARRAY[1, 2]", "{0,1,2}"},
+        {"SELECT ARRAY[1, 2] || ARRAY[3, 4]", "{1,2,3,4}"},
+        {"SELECT ARRAY[[1, 2], [3, 4]]", "{{1,2},{3,4}}"},
+        {"SELECT ARRAY['a', NULL, 'b c']", "{a,NULL,\"b c\"}"},
+        {"SELECT ARRAY[1, 2.5]", "{1,2.5}"},
+        {"SELECT ARRAY(SELECT x * 2 FROM generate_series(1, 3) g(x))", "{2,4,6}"},
+        {"SELECT array_agg(x ORDER BY x DESC) FROM generate_series(1, 4) g(x)", "{4,3,2,1}"},
+        {"SELECT '{1,2}'::int8[] = ARRAY[1, 2]::int8[]", "t"},
+        {"SELECT '{1,2}'::int[] < '{1,3}'::int[]", "t"},
+        {"SELECT '{1,2}'::int[] < '{1,2,0}'::int[]", "t"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        is(cases[i][0], cases[i][1]);
+    /* the type of the result column */
+    QrSqlResult *r = run("SELECT ARRAY[1, 2], '{a}'::text[], ARRAY[1::int8], '{1}'::float8[]");
+    cr_expect_eq(qr_sql_type_oid(r->cols[0].type), 1007u);
+    cr_expect_eq(qr_sql_type_oid(r->cols[1].type), 1009u);
+    cr_expect_eq(qr_sql_type_oid(r->cols[2].type), 1016u);
+    cr_expect_eq(qr_sql_type_oid(r->cols[3].type), 1022u);
+    qr_sql_result_free(r);
+}
+
+Test(types, malformed_array_literals_are_22P02)
+{
+    fails("SELECT '{1,2'::int[]", "22P02");
+    fails("SELECT '1,2'::int[]", "22P02");
+    fails("SELECT '{1,,2}'::int[]", "22P02");
+    fails("SELECT '{{1},{2,3}}'::int[]", "22P02");
+    fails("SELECT '{1,2}x'::int[]", "22P02");
+    fails("SELECT '{1,x}'::int[]", "22P02");                /* the element's own input */
+    fails("SELECT '{99999999999}'::int4[]", "22003");       /* out of range for int4 */
+    fails("SELECT '{{{{{{{1}}}}}}}'::int[]", "54000");      /* more than 6 dimensions */
+    fails("SELECT 1 = ANY ('nope')", "22P02");              /* untyped: an array literal */
+    fails("SELECT ARRAY[1] @> ARRAY['a']", "42883");           /* text[], as PostgreSQL */
+    fails("SELECT '{1,2}'::int[] = '{1,2}'::int8[]", "42883");
+    fails("SELECT 'a'::text = ANY (ARRAY[1, 2])", "42883");
+}
+
+/* arr[i] and arr[a:b] over an array with lower bound lb against a model. */
+Test(types, subscripts_and_slices_agree_with_a_model)
+{
+    for (int lb = -1; lb <= 2; lb++) {
+        int n = 6;
+        char lit[128];
+        snprintf(lit, sizeof lit, "'[%d:%d]={10,11,12,13,14,15}'::int[]", lb, lb + n - 1);
+        for (int i = lb - 2; i <= lb + n + 1; i++) {
+            char q[256], want[64];
+            snprintf(q, sizeof q, "SELECT (%s)[%d]", lit, i);
+            if (i >= lb && i < lb + n)
+                snprintf(want, sizeof want, "%d", 10 + i - lb);
+            else
+                snprintf(want, sizeof want, "NULL");
+            is(q, want);
+            for (int j = i - 1; j <= lb + n + 1; j++) {
+                int lo = i < lb ? lb : i, hi = j >= lb + n ? lb + n - 1 : j;
+                char w[128] = "{}";
+                if (lo <= hi) {
+                    size_t k = 0;
+                    w[k++] = '{';
+                    for (int x = lo; x <= hi; x++)
+                        k += (size_t)snprintf(w + k, sizeof w - k, "%s%d", x > lo ? "," : "",
+                                              10 + x - lb);
+                    snprintf(w + k, sizeof w - k, "}");
+                }
+                snprintf(q, sizeof q, "SELECT (%s)[%d:%d]", lit, i, j);
+                is(q, w);
+            }
+        }
+    }
+    /* slices of two dimensions, omitted bounds, subscripts of the wrong count */
+    is("SELECT ('{{1,2,3},{4,5,6}}'::int[])[2][3]", "6");
+    is("SELECT ('{{1,2,3},{4,5,6}}'::int[])[2]", "NULL");
+    is("SELECT ('{{1,2,3},{4,5,6}}'::int[])[1:2][2:3]", "{{2,3},{5,6}}");
+    is("SELECT ('{{1,2,3},{4,5,6}}'::int[])[2][2:]", "{{2,3},{5,6}}");
+    is("SELECT ('{1,2,3,4}'::int[])[:2]", "{1,2}");
+    is("SELECT ('{1,2,3,4}'::int[])[3:]", "{3,4}");
+    is("SELECT ('{1,2,3}'::int[])[NULL]", "NULL");
+}
+
+/* x = ANY / ALL (array) over arrays with NULLs: true, false or NULL as
+ * SQL's three-valued logic says, against a model. */
+Test(types, any_and_all_follow_three_valued_logic)
+{
+    static const char *const arrays[] = {"{}", "{1}", "{1,2}", "{NULL}", "{1,NULL}", "{2,NULL,3}"};
+    /* vals[k][0] = the count, then the elements, -1 for NULL */
+    static const int vals[][4] = {{0}, {1, 1}, {2, 1, 2}, {1, -1}, {2, 1, -1}, {3, 2, -1, 3}};
+    for (size_t k = 0; k < sizeof arrays / sizeof *arrays; k++)
+        for (int x = 0; x <= 3; x++)
+            for (int all = 0; all <= 1; all++) {
+                /* model: ANY true if some element equals; else NULL if a NULL; else false */
+                bool some = false, every = true, has_null = false;
+                for (int i = 1; i <= vals[k][0]; i++) {
+                    if (vals[k][i] < 0) {
+                        has_null = true;
+                        continue;
+                    }
+                    some |= vals[k][i] == x;
+                    every &= vals[k][i] == x;
+                }
+                const char *want = all ? (!every ? "f" : has_null ? "NULL" : "t")
+                                       : (some ? "t" : has_null ? "NULL" : "f");
+                char q[128];
+                snprintf(q, sizeof q, "SELECT %d = %s ('%s'::int[])", x, all ? "ALL" : "ANY",
+                         arrays[k]);
+                is(q, want);
+            }
+    is("SELECT NULL::int = ANY ('{1}'::int[])", "NULL");
+    is("SELECT NULL::int = ANY ('{}'::int[])", "f");
+    is("SELECT 5 > ALL ('{1,2,3}'::int[])", "t");
+    is("SELECT 2 <> ANY ('{2,2}'::int[])", "f");
+}
+
+Test(types, array_functions)
+{
+    is("SELECT array_length('{{1,2,3},{4,5,6}}'::int[], 2)", "3");
+    is("SELECT array_length('{}'::int[], 1)", "NULL");
+    is("SELECT array_lower('[3:4]={1,2}'::int[], 1)", "3");
+    is("SELECT array_upper('[3:4]={1,2}'::int[], 1)", "4");
+    is("SELECT array_ndims('{{1},{2}}'::int[])", "2");
+    is("SELECT array_dims('[0:1]={1,2}'::int[])", "[0:1]");
+    is("SELECT cardinality('{{1,2},{3,4}}'::int[])", "4");
+    is("SELECT cardinality('{}'::int[])", "0");
+    is("SELECT array_to_string(ARRAY[1, NULL, 3], ',')", "1,3");
+    is("SELECT array_to_string(ARRAY[1, NULL, 3], ',', '*')", "1,*,3");
+    is("SELECT string_to_array('a,b,,c', ',')", "{a,b,\"\",c}");
+    is("SELECT string_to_array('a,b,', ',')", "{a,b,\"\"}");
+    is("SELECT string_to_array('abc', NULL)", "{a,b,c}");
+    is("SELECT string_to_array('abc', '')", "{abc}");
+    is("SELECT string_to_array('a,*,c', ',', '*')", "{a,NULL,c}");
+    is("SELECT string_to_array('', ',')", "{}");
+    is("SELECT array_append(ARRAY[1, 2], 3)", "{1,2,3}");
+    is("SELECT array_prepend(0, ARRAY[1])", "{0,1}");
+    is("SELECT array_cat(ARRAY[1], ARRAY[2, 3])", "{1,2,3}");
+    is("SELECT array_position(ARRAY['a', 'b', 'c'], 'b')", "2");
+    is("SELECT array_position(ARRAY['a', 'b'], 'z')", "NULL");
+    is("SELECT array_remove(ARRAY[1, 2, 1, 3], 1)", "{2,3}");
+    is("SELECT ARRAY[1, 2, 3] @> ARRAY[3, 1]", "t");
+    is("SELECT ARRAY[1, 2] <@ ARRAY[1]", "f");
+    is("SELECT ARRAY[1, 2] && ARRAY[2, 9]", "t");
+    is("SELECT ARRAY[1, NULL] @> ARRAY[NULL::int]", "f");
+    is("SELECT count(*) FROM (SELECT unnest('{{1,2},{3,NULL}}'::int[])) u", "4");
+    is("SELECT sum(u) FROM unnest(ARRAY[1, 2, 3]) u", "6");
+    is("SELECT string_agg(g::text, ',') FROM generate_subscripts('[2:4]={a,b,c}'::text[], 1) g",
+       "2,3,4");
+}
+
+/* Arrays sent and received in PostgreSQL's binary format (what psycopg 3
+ * and JDBC use), every element type through one round trip. */
+Test(types, arrays_round_trip_through_the_binary_format)
+{
+    static const char *const exprs[] = {
+        "'{1,NULL,-3}'::int2[]", "'{{1,2},{3,4}}'::int4[]", "'{9000000000}'::int8[]",
+        "'{1.5,NULL}'::float4[]", "'{-2.25,1e300}'::float8[]", "'{t,f}'::bool[]",
+        "'{a,\"b c\",NULL,\"\"}'::text[]", "'[0:1]={x,y}'::varchar[]",
+        "'{\"2024-01-02 03:04:05\"}'::timestamp[]", "'{}'::int[]", "'{12.50,-3}'::numeric[]",
+    };
+    for (size_t i = 0; i < sizeof exprs / sizeof *exprs; i++) {
+        char q[256];
+        snprintf(q, sizeof q, "SELECT %s", exprs[i]);
+        QrSqlResult *r = run(q);
+        QrBuf bin, want;
+        qr_buf_init(&bin);
+        qr_buf_init(&want);
+        qr_sql_value_send(&r->vals[0], &bin);
+        qr_sql_value_text(&r->vals[0], &want);
+        uint32_t oid = qr_sql_type_oid(r->cols[0].type);
+        /* back in as a binary parameter of the same type */
+        QrSqlStmt *st;
+        QrError err;
+        qr_error_clear(&err);
+        const char *sql = "SELECT $1";
+        cr_assert_eq(qr_sql_prepare(env.s, sql, strlen(sql), &oid, 1, &st, &err), QR_OK, "%s",
+                     err.message);
+        const char *vals[1] = {(const char *)bin.data};
+        int lens[1] = {(int)bin.len};
+        int16_t fmts[1] = {1};
+        QrSqlParams p = {1, vals, lens, fmts, 1};
+        QrSqlResult *back;
+        cr_assert_eq(qr_sql_execute(env.s, st, &p, &back, &err), QR_OK, "%s: %s", exprs[i],
+                     err.message);
+        QrBuf got;
+        qr_buf_init(&got);
+        qr_sql_value_text(&back->vals[0], &got);
+        cr_expect(got.len == want.len && !memcmp(got.data, want.data, got.len),
+                  "%s: %.*s back as %.*s", exprs[i], (int)want.len, want.data, (int)got.len,
+                  got.data);
+        /* and a damaged form is 22P03, never a crash: every truncation */
+        for (size_t cut = 0; cut < bin.len; cut++) {
+            lens[0] = (int)cut;
+            QrSqlResult *bad = NULL;
+            qr_error_clear(&err);
+            int rc = qr_sql_execute(env.s, st, &p, &bad, &err);
+            cr_expect(rc != QR_OK, "%s cut at %zu accepted", exprs[i], cut);
+            cr_expect_str_eq(qr_error_sqlstate(&err), "22P03", "%s cut at %zu: %s", exprs[i], cut,
+                             err.message);
+            qr_sql_result_free(bad);
+        }
+        qr_buf_free(&got);
+        qr_sql_result_free(back);
+        qr_sql_stmt_unref(st);
+        qr_buf_free(&bin);
+        qr_buf_free(&want);
+        qr_sql_result_free(r);
+    }
+}
+
+Test(types, array_columns_store_and_round_trip)
+{
+    qr_sql_result_free(run("CREATE TABLE arr (id int PRIMARY KEY, tags text[], nums int[])"));
+    qr_sql_result_free(run("INSERT INTO arr VALUES (1, ARRAY['x', 'y z'], '{1,2,3}'), "
+                           "(2, '{}', NULL), (3, '{a,NULL}', '{{1,2},{3,4}}')"));
+    is("SELECT string_agg(id || ':' || tags::text || ':' || coalesce(nums::text, '-'), ' ' "
+       "ORDER BY id) FROM arr",
+       "1:{x,\"y z\"}:{1,2,3} 2:{}:- 3:{a,NULL}:{{1,2},{3,4}}");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM arr WHERE 2 = ANY (nums)", "1,3");
+    is("SELECT nums[2] FROM arr WHERE id = 1", "2");
+    is("SELECT udt_name FROM information_schema.columns WHERE table_name = 'arr' AND "
+       "column_name = 'nums'",
+       "_int4");
+    qr_sql_result_free(run("UPDATE arr SET nums = nums || 4 WHERE id = 1"));
+    is("SELECT nums FROM arr WHERE id = 1", "{1,2,3,4}");
+    fails("INSERT INTO arr VALUES (4, '{a', NULL)", "22P02");
+    fails("INSERT INTO arr (id, nums) VALUES (5, '{1,x}')", "22P02");
+    is("SELECT count(*) FROM arr", "3");
+    /* sorted and grouped by the array value */
+    is("SELECT string_agg(nums::text, ' ' ORDER BY nums) FROM arr", "{1,2,3,4} {{1,2},{3,4}}");
+    is("SELECT count(DISTINCT tags) FROM arr", "3");
+}
+
+/* pg_type has an array type for every scalar type, linked both ways. */
+Test(types, pg_type_lists_array_types)
+{
+    is("SELECT count(*) FROM pg_type a JOIN pg_type e ON a.typelem = e.oid "
+       "WHERE a.typcategory = 'A' AND e.typarray = a.oid",
+       one("SELECT count(*) FROM pg_type WHERE typcategory = 'A'"));
+    is("SELECT typname FROM pg_type WHERE oid = 1007", "_int4");
+    is("SELECT typarray FROM pg_type WHERE typname = 'text'", "1009");
+    is("SELECT format_type(1016, -1)", "bigint[]");
+}
