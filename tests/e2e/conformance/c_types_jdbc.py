@@ -1,0 +1,100 @@
+"""JDBC (Debian libpostgresql-jdbc-java, pgjdbc 42) and Quarry's types: a small Java
+program compiled here.  Arrays: setArray of createArrayOf("int4" / "int8" / "text" /
+"float8") parameters, getArray of results and of array columns, = ANY (?), each run
+seven times so that pgjdbc's server-prepared statements (binary transfer from the fifth
+run) are covered too.  The program prints "CHECK ok|bad what" lines."""
+import os
+import shutil
+import subprocess
+
+JAR = "/usr/share/java/postgresql.jar"
+
+JAVA = r"""
+import java.sql.*;
+import java.util.Arrays;
+
+public class TypesJdbc {
+    static void check(boolean ok, String what) {
+        System.out.println("CHECK " + (ok ? "ok " : "bad ") + what);
+    }
+
+    public static void main(String[] a) throws Exception {
+        Connection c = DriverManager.getConnection(
+            "jdbc:postgresql://127.0.0.1:" + a[0] + "/quarry?user=jdbct&sslmode=disable");
+        Statement st = c.createStatement();
+        st.execute("CREATE TABLE tjd_arr (id int8 PRIMARY KEY, tags text[], nums int4[])");
+        for (int run = 0; run < 7; run++) {
+            String r = " (run " + run + ")";
+            try (PreparedStatement p = c.prepareStatement("SELECT ?::int4[], ?::text[], ?::float8[]")) {
+                p.setArray(1, c.createArrayOf("int4", new Integer[] {1, null, -3}));
+                p.setArray(2, c.createArrayOf("text", new String[] {"a", "b c", null, "\"q\""}));
+                p.setArray(3, c.createArrayOf("float8", new Double[] {1.5, -2.0}));
+                ResultSet rs = p.executeQuery();
+                rs.next();
+                Object[] i = (Object[]) rs.getArray(1).getArray();
+                Object[] t = (Object[]) rs.getArray(2).getArray();
+                Object[] f = (Object[]) rs.getArray(3).getArray();
+                check(Arrays.equals(i, new Integer[] {1, null, -3}), "int4[] parameter" + r + ": " + Arrays.toString(i));
+                check(Arrays.equals(t, new String[] {"a", "b c", null, "\"q\""}), "text[] parameter" + r + ": " + Arrays.toString(t));
+                check(Arrays.equals(f, new Double[] {1.5, -2.0}), "float8[] parameter" + r + ": " + Arrays.toString(f));
+                check(rs.getArray(1).getBaseType() == Types.INTEGER && rs.getMetaData().getColumnTypeName(1).equals("_int4"),
+                      "int4[] result type" + r + ": " + rs.getMetaData().getColumnTypeName(1));
+            }
+            try (PreparedStatement p = c.prepareStatement(
+                     "SELECT string_agg(x::text, ',' ORDER BY x) FROM generate_series(1, 10) g(x) WHERE x = ANY (?)")) {
+                p.setArray(1, c.createArrayOf("int8", new Long[] {2L, 4L, 40L}));
+                ResultSet rs = p.executeQuery();
+                rs.next();
+                check("2,4".equals(rs.getString(1)), "x = ANY (int8[] parameter)" + r + ": " + rs.getString(1));
+            }
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO tjd_arr VALUES (?, ?, ?)")) {
+                p.setLong(1, run);
+                p.setArray(2, c.createArrayOf("text", new String[] {"r" + run, "x y"}));
+                p.setArray(3, c.createArrayOf("int4", new Integer[] {run, run * 10}));
+                check(p.executeUpdate() == 1, "INSERT array columns" + r);
+            }
+            try (PreparedStatement p = c.prepareStatement("SELECT tags, nums FROM tjd_arr WHERE id = ?")) {
+                p.setLong(1, run);
+                ResultSet rs = p.executeQuery();
+                check(rs.next(), "row " + run + " found");
+                Object[] t = (Object[]) rs.getArray(1).getArray();
+                Object[] n = (Object[]) rs.getArray(2).getArray();
+                check(Arrays.equals(t, new String[] {"r" + run, "x y"}) && Arrays.equals(n, new Integer[] {run, run * 10}),
+                      "array columns read back" + r + ": " + Arrays.toString(t) + " " + Arrays.toString(n));
+            }
+        }
+        try {
+            st.executeQuery("SELECT '{1,2'::int4[]");
+            check(false, "malformed array literal accepted");
+        } catch (SQLException e) {
+            check("22P02".equals(e.getSQLState()), "malformed array literal is 22P02: " + e.getSQLState());
+        }
+        c.close();
+    }
+}
+"""
+
+
+def run(ctx):
+    if not (shutil.which("javac") and shutil.which("java") and os.path.exists(JAR)):
+        ctx.check(False, "javac or the JDBC driver is missing (make deps installs "
+                  "openjdk-17-jdk-headless and libpostgresql-jdbc-java)")
+        return
+    work = os.path.join(ctx.work, "jdbc-types")
+    os.makedirs(work, exist_ok=True)
+    src = os.path.join(work, "TypesJdbc.java")
+    with open(src, "w") as f:
+        f.write(JAVA)
+    p = subprocess.run(["javac", "-d", work, src], capture_output=True, text=True, timeout=300)
+    if not ctx.check(p.returncode == 0, "javac: %s" % p.stderr[-800:]):
+        return
+    p = subprocess.run(["java", "-cp", "%s:%s" % (work, JAR), "TypesJdbc", str(ctx.srv.pg_port)],
+                       capture_output=True, text=True, timeout=300)
+    n = 0
+    for line in p.stdout.splitlines():
+        if line.startswith("CHECK "):
+            ok, what = line[6:].split(" ", 1)
+            ctx.check(ok == "ok", what)
+            n += 1
+    ctx.check(p.returncode == 0 and n > 0, "the JDBC program ran to the end (%d checks): %s" %
+              (n, p.stderr[-1500:]))
