@@ -1005,15 +1005,11 @@ static int f_array_to_string(SqlCtx *cx, int n, const SqlValue *args, SqlValue *
         if (b.len > SQL_TEXT_MAX)
             rc = sql_err_at(cx, -1, QR_ELIMIT, "54000", "requested length too large");
     }
-    char *s = NULL;
-    if (rc == QR_OK && !(s = qr_buf_ok(&b) ? qr_arena_strndup(cx->arena, b.data ? (char *)b.data : "",
-                                                              b.len)
-                                           : NULL))
-        rc = nomem(cx);
-    if (rc == QR_OK)
-        *out = sqlv_text(s, b.len);
-    qr_buf_free(&b);
-    return rc;
+    if (rc) {
+        qr_buf_free(&b);
+        return rc;
+    }
+    return sqlv_buf_text(cx, &b, out);
 }
 
 /* string_to_array(text, delimiter [, null_string]): a NULL delimiter splits

@@ -177,7 +177,7 @@ static const struct {
     {"numeric", "numeric", QR_FT_FLOAT},  {"decimal", "numeric", QR_FT_FLOAT},
     {"bool", "bool", QR_FT_BOOL},         {"boolean", "bool", QR_FT_BOOL},
     {"timestamp", "timestamp", QR_FT_TIMESTAMP}, {"timestamptz", "timestamptz", QR_FT_TIMESTAMP},
-    {"date", "timestamp", QR_FT_TIMESTAMP}, {"text", "text", QR_FT_TEXT},
+    {"date", "date", QR_FT_TIMESTAMP},    {"text", "text", QR_FT_TEXT},
     {"varchar", "varchar", QR_FT_KEYWORD}, {"bpchar", "bpchar", QR_FT_KEYWORD},
     {"char", "bpchar", QR_FT_KEYWORD},
 };

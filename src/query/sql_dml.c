@@ -183,7 +183,7 @@ static int to_bool(const char *col, const QrSqlValue *v, cJSON **out, QrError *e
 static int to_timestamp(const char *col, const QrSqlValue *v, cJSON **out, QrError *err)
 {
     int64_t us;
-    if (v->type == QR_SQL_TIMESTAMP || v->type == QR_SQL_TIMESTAMPTZ) {
+    if (sqlt_is_datetime(v->type)) {
         us = v->u.i;
     } else if (v_is_text(v)) {
         char tmp[80];
@@ -361,7 +361,9 @@ static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
         /* types kept in the document as their text (arrays...): checked
          * and normalized by a cast to the column's type first */
         SqlValue cv;
-        if (!v->is_null && QR_SQL_IS_ARRAY(c->type) && v->type != c->type) {
+        bool checked = QR_SQL_IS_ARRAY(c->type) || c->type == QR_SQL_DATE ||
+                       c->type == QR_SQL_TIME || c->type == QR_SQL_INTERVAL;
+        if (!v->is_null && checked && v->type != c->type) {
             if ((rc = sqlv_cast(cx, v, c->type, -1, &cv)) != QR_OK)
                 return rc;
             v = &cv;

@@ -41,6 +41,18 @@ static int set_args(SqlBind *b, SqlExpr *e, int n)
     return QR_OK;
 }
 
+/* A node of kind k over two operands. */
+static SqlExpr *new_binary(SqlBind *b, SqlExprKind k, int op, SqlExpr *l, SqlExpr *r, int loc)
+{
+    SqlExpr *e = new_expr(b, k, loc);
+    if (!e || set_args(b, e, 2))
+        return NULL;
+    e->op = op;
+    e->args[0] = l;
+    e->args[1] = r;
+    return e;
+}
+
 static int nomem(SqlCtx *cx)
 {
     return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
@@ -95,6 +107,13 @@ static SqlExpr *wrap_cast(SqlBind *b, SqlExpr *e, QrSqlType to)
 
 SqlExpr *sql_bind_cast(SqlBind *b, SqlExpr *e, QrSqlType to) { return wrap_cast(b, e, to); }
 
+/* Types a text operand is read as when compared with them (ts = '2024-01-01',
+ * d < '...', t = '10:00', iv > '1 day', arr = '{1,2}'). */
+static bool text_castable(QrSqlType t)
+{
+    return sqlt_is_datetime(t) || t == QR_SQL_TIME || t == QR_SQL_INTERVAL || QR_SQL_IS_ARRAY(t);
+}
+
 /* The common type of two operands for comparison / CASE / COALESCE. */
 static int unify(SqlBind *b, SqlExpr **x, SqlExpr **y, int loc, QrSqlType *out)
 {
@@ -119,16 +138,16 @@ static int unify(SqlBind *b, SqlExpr **x, SqlExpr **y, int loc, QrSqlType *out)
         *out = sqlt_is_float(a) || sqlt_is_float(c) ? QR_SQL_FLOAT8 : QR_SQL_INT8;
         return QR_OK;
     }
-    if (sqlt_is_ts(a) && sqlt_is_ts(c)) {
-        *out = QR_SQL_TIMESTAMPTZ;
+    if (sqlt_is_datetime(a) && sqlt_is_datetime(c)) { /* a date is its midnight */
+        *out = a == QR_SQL_DATE ? c : c == QR_SQL_DATE ? a : QR_SQL_TIMESTAMPTZ;
         return QR_OK;
     }
-    if (sqlt_is_ts(a) && sqlt_is_str(c)) {
+    if (text_castable(a) && sqlt_is_str(c)) {
         *y = wrap_cast(b, r, a);
         *out = a;
         return *y ? QR_OK : b->cx->err->code;
     }
-    if (sqlt_is_ts(c) && sqlt_is_str(a)) {
+    if (text_castable(c) && sqlt_is_str(a)) {
         *x = wrap_cast(b, l, c);
         *out = c;
         return *x ? QR_OK : b->cx->err->code;
@@ -986,6 +1005,58 @@ static int bind_cmp(SqlBind *b, int op, SqlExpr *l, SqlExpr *r, int loc, SqlExpr
     return QR_OK;
 }
 
+static bool is_dt(QrSqlType t)
+{
+    return sqlt_is_datetime(t) || t == QR_SQL_TIME || t == QR_SQL_INTERVAL;
+}
+
+/* The type an untyped literal takes beside a date/time operand `t` under
+ * operator o, as PostgreSQL picks: the same type for '-' (ts - '2024-01-01'),
+ * an interval for '+' (ts + '1 day'), an integer for a date and a number
+ * (d + '1'), a number for * and /. */
+static QrSqlType dt_unknown(QrSqlType t, int o, const SqlExpr *lit)
+{
+    if (o == '*' || o == '/')
+        return t == QR_SQL_INTERVAL ? QR_SQL_FLOAT8 : QR_SQL_INTERVAL;
+    if (t == QR_SQL_INTERVAL)
+        return QR_SQL_INTERVAL;
+    if (t == QR_SQL_DATE && lit->kind == SE_CONST && !lit->val.is_null) {
+        const char *p = lit->val.u.s.s;
+        size_t n = lit->val.u.s.n, i = n && (p[0] == '-' || p[0] == '+');
+        bool num = i < n;
+        for (; i < n && num; i++)
+            num = p[i] >= '0' && p[i] <= '9';
+        if (num)
+            return QR_SQL_INT4;
+    }
+    return o == '-' ? t : QR_SQL_INTERVAL;
+}
+
+/* timestamp +- interval, date +- int, date - date, timestamp - timestamp,
+ * interval arithmetic... (sql_datetime.c): SE_ARITH with col 1. */
+static int bind_dt_arith(SqlBind *b, int o, const char *op, SqlExpr *l, SqlExpr *r, int loc,
+                         SqlExpr **out)
+{
+    int rc = QR_OK;
+    if (l->type == QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, l, dt_unknown(r->type, o, l));
+    else if (r->type == QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, r, dt_unknown(l->type, o, r));
+    if (rc)
+        return rc;
+    QrSqlType t;
+    if (sqld_arith_type(o, l->type, r->type, &t) != 0)
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                          qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+    SqlExpr *e = new_binary(b, SE_ARITH, o, l, r, loc);
+    if (!e)
+        return b->cx->err->code;
+    e->col = 1;
+    e->type = t;
+    *out = e;
+    return QR_OK;
+}
+
 static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int loc, SqlExpr **out)
 {
     if (!strcmp(op, "||")) {
@@ -1006,6 +1077,8 @@ static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int lo
     if (o != '+' && o != '-' && o != '*' && o != '/' && o != '%')
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
                           qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+    if (is_dt(l->type) || is_dt(r->type))
+        return bind_dt_arith(b, o, op, l, r, loc, out);
     if (l->type == QR_SQL_UNKNOWN)
         coerce_unknown(b, l, sqlt_is_num(r->type) ? r->type : QR_SQL_FLOAT8);
     if (r->type == QR_SQL_UNKNOWN)
@@ -1015,12 +1088,9 @@ static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int lo
     if (!sqlt_is_num(l->type) || !sqlt_is_num(r->type))
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
                           qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
-    SqlExpr *e = new_expr(b, SE_ARITH, loc);
-    if (!e || set_args(b, e, 2))
+    SqlExpr *e = new_binary(b, SE_ARITH, o, l, r, loc);
+    if (!e)
         return b->cx->err->code;
-    e->op = o;
-    e->args[0] = l;
-    e->args[1] = r;
     bool fl = sqlt_is_float(l->type) || sqlt_is_float(r->type);
     e->type = fl ? QR_SQL_FLOAT8
               : (l->type == QR_SQL_INT8 || r->type == QR_SQL_INT8) ? QR_SQL_INT8
@@ -1165,12 +1235,9 @@ static int bind_any(SqlBind *b, const cJSON *lx, const cJSON *rx, int op, const 
     if (QR_SQL_IS_ARRAY(r->type) && !comparable(l->type, QR_SQL_ELEM(r->type)))
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
                           qr_sql_type_name(l->type), opname, qr_sql_type_name(QR_SQL_ELEM(r->type)));
-    SqlExpr *e = new_expr(b, SE_ANY_ARRAY, loc);
-    if (!e || set_args(b, e, 2))
+    SqlExpr *e = new_binary(b, SE_ANY_ARRAY, op, l, r, loc);
+    if (!e)
         return b->cx->err->code;
-    e->args[0] = l;
-    e->args[1] = r;
-    e->op = op;
     e->type = QR_SQL_BOOL;
     *out = e;
     return QR_OK;
@@ -1212,13 +1279,13 @@ static int bind_array_op(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int
     if (cat && !QR_SQL_IS_ARRAY(l->type) && l->type != QR_SQL_ELEM(at) &&
         !(l = wrap_cast(b, l, QR_SQL_ELEM(at))))
         return b->cx->err->code;
-    SqlExpr *e = new_expr(b, SE_ARRAY_OP, loc);
-    if (!e || set_args(b, e, 2))
+    SqlExpr *e = new_binary(b, SE_ARRAY_OP,
+                            cat ? '|' : !strcmp(op, "@>") ? SQLA_OP_CONTAINS
+                            : !strcmp(op, "<@")           ? SQLA_OP_CONTAINED
+                                                          : SQLA_OP_OVERLAP,
+                            l, r, loc);
+    if (!e)
         return b->cx->err->code;
-    e->args[0] = l;
-    e->args[1] = r;
-    e->op = cat ? '|' : !strcmp(op, "@>") ? SQLA_OP_CONTAINS : !strcmp(op, "<@") ? SQLA_OP_CONTAINED
-                                                                                 : SQLA_OP_OVERLAP;
     e->type = cat ? at : QR_SQL_BOOL;
     *out = e;
     return QR_OK;
@@ -1347,7 +1414,7 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s",
                               op, qr_sql_type_name(r->type));
         coerce_unknown(b, r, QR_SQL_FLOAT8);
-        if (!sqlt_is_num(r->type))
+        if (!sqlt_is_num(r->type) && r->type != QR_SQL_INTERVAL)
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: - %s",
                               qr_sql_type_name(r->type));
         if (r->kind == SE_CONST && sqlt_is_float(r->type) && r->type != QR_SQL_NUMERIC) {
@@ -1510,16 +1577,10 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         *out = a;
         return QR_OK;
     }
-    bool is_date = !strcasecmp(name, "date");
     if (a->kind == SE_CONST) {
         SqlValue v;
         if ((rc = sqlv_cast(b->cx, &a->val, t, loc, &v)))
             return rc;
-        if (is_date && !v.is_null) {
-            int64_t d;
-            sqlv_date_trunc("day", v.u.i, &d);
-            v.u.i = d;
-        }
         a->val = v;
         a->type = t;
         *out = a;
@@ -1530,7 +1591,6 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         return b->cx->err->code;
     e->args[0] = a;
     e->type = t;
-    e->op = is_date;
     e->name = a->kind == SE_COL ? a->name : name;
     *out = e;
     return QR_OK;
@@ -1562,7 +1622,7 @@ static int resolve_common(SqlBind *b, SqlExpr ***items, int n, const char *what,
         if (t == rt)
             continue;
         if (!(sqlt_is_num(rt) && sqlt_is_num(t)) && !(sqlt_is_str(rt) && sqlt_is_str(t)) &&
-            !(sqlt_is_ts(rt) && sqlt_is_ts(t)))
+            !(sqlt_is_datetime(rt) && sqlt_is_datetime(t)))
             return sql_err_at(b->cx, (*items[i])->loc, QR_ETYPE, "42804",
                               "%s types %s and %s cannot be matched", what, qr_sql_type_name(rt),
                               qr_sql_type_name(t));
@@ -2909,6 +2969,8 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
             out->type = e->type;
             return QR_OK;
         }
+        if (e->col == 1)
+            return sqld_arith(cx, e->op, &a, &b, e->type, e->loc, out);
         return arith(cx, e, &a, &b, out);
     case SE_NEG:
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
@@ -2921,6 +2983,8 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
             if (a.u.i == INT64_MIN || (e->type == QR_SQL_INT4 && a.u.i == INT32_MIN))
                 return sql_err_at(cx, e->loc, QR_EINVAL, "22003", "integer out of range");
             out->u.i = -a.u.i;
+        } else if (a.type == QR_SQL_INTERVAL) {
+            return sqld_negate(cx, &a, out);
         } else {
             if (a.type == QR_SQL_NUMERIC && sqlv_cast(cx, &a, QR_SQL_FLOAT8, e->loc, &a))
                 return cx->err->code;
@@ -3117,14 +3181,7 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
             out->type = e->type;
             return QR_OK;
         }
-        if ((rc = sqlv_cast(cx, &a, e->type, e->loc, out)))
-            return rc;
-        if (e->op == 1 && !out->is_null) { /* ::date */
-            int64_t d;
-            sqlv_date_trunc("day", out->u.i, &d);
-            out->u.i = d;
-        }
-        return QR_OK;
+        return sqlv_cast(cx, &a, e->type, e->loc, out);
     case SE_CONCAT: {
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
             return rc;

@@ -404,7 +404,7 @@ static int f_current_date(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     int64_t d;
     sqlv_date_trunc("day", out->u.i, &d);
     out->u.i = d;
-    out->type = QR_SQL_TIMESTAMP;
+    out->type = QR_SQL_DATE;
     return rc;
 }
 
@@ -451,11 +451,18 @@ static int f_extract(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     SqlValue ts;
     char u[32];
     double d;
-    int rc = unit_ts_args(cx, a, u, sizeof u, &ts);
-    if (rc)
+    int rc;
+    if (a[1].type == QR_SQL_INTERVAL || a[1].type == QR_SQL_TIME || a[1].type == QR_SQL_DATE) {
+        SqlValue unit;
+        if ((rc = as_text(cx, &a[0], &unit)))
+            return rc;
+        snprintf(u, sizeof u, "%.*s", (int)(unit.u.s.n < 31 ? unit.u.s.n : 31), unit.u.s.s);
+        ts = a[1];
+    } else if ((rc = unit_ts_args(cx, a, u, sizeof u, &ts))) {
         return rc;
-    if (sqlv_extract(u, ts.u.i, &d) < 0)
-        return sql_err_at(cx, -1, QR_EINVAL, "22023", "unit \"%s\" not recognized for extract", u);
+    }
+    if ((rc = sqld_extract(cx, u, &ts, &d)))
+        return rc;
     *out = sqlv_float(d);
     return QR_OK;
 }
@@ -617,7 +624,7 @@ static const SqlFuncDef FUNCS[] = {
     {"current_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
     {"transaction_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
     {"statement_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
-    {"current_date", 0, 0, QR_SQL_TIMESTAMP, f_current_date, false},
+    {"current_date", 0, 0, QR_SQL_DATE, f_current_date, false},
     {"date_trunc", 2, 2, QR_SQL_UNKNOWN, f_date_trunc, true},
     {"extract", 2, 2, QR_SQL_FLOAT8, f_extract, true},
     {"date_part", 2, 2, QR_SQL_FLOAT8, f_extract, true},
@@ -637,5 +644,7 @@ const SqlFuncDef *sql_func_find(const char *name, int n_args)
     const SqlFuncDef *f = find_in(FUNCS, sizeof FUNCS / sizeof *FUNCS, name, n_args);
     if (!f)
         f = find_in(SQL_ARRAY_FUNCS, (size_t)SQL_N_ARRAY_FUNCS, name, n_args);
+    if (!f)
+        f = find_in(SQL_DATETIME_FUNCS, (size_t)SQL_N_DATETIME_FUNCS, name, n_args);
     return f;
 }

@@ -312,6 +312,9 @@ bool sqlv_parse_ts(const char *s, size_t n, int64_t *us);
 /* PostgreSQL's binary numeric (numeric_send) to its decimal text; 22P03
  * when the bytes are not one. */
 int sqlv_numeric_recv(SqlCtx *cx, const uint8_t *p, size_t n, SqlValue *out);
+/* The buffer's bytes as a text value in cx->arena; frees the buffer (54000
+ * when it ran out of memory). */
+int sqlv_buf_text(SqlCtx *cx, QrBuf *b, SqlValue *out);
 /* Copy a value's string bytes into the arena (values that outlive a scan). */
 int sqlv_own(SqlCtx *cx, SqlValue *v);
 /* date_trunc(unit, ts) and extract(field from ts) on microseconds (UTC);
@@ -325,6 +328,56 @@ int sqlv_array_parse(SqlCtx *cx, const SqlValue *arr, SqlValue **elems, uint64_t
 /* The text form of elements (quoted where PostgreSQL's array_out quotes),
  * into the arena. */
 int sqlv_array_text(SqlCtx *cx, const SqlValue *elems, uint64_t n, SqlValue *out);
+
+/* ======================================================================== */
+/* sql_datetime.c — date, time, interval                                     */
+/* ======================================================================== */
+
+#define SQL_US_PER_DAY 86400000000LL
+/* Broken-down UTC time of microseconds since the epoch (dow 0 = Sunday). */
+typedef struct SqlTm {
+    int64_t year;
+    unsigned mon, day, hour, min, sec, usec, dow, doy;
+} SqlTm;
+void sqld_split(int64_t us, SqlTm *tm);
+int64_t sqld_join(const SqlTm *tm);
+int64_t sqld_days_from_civil(int64_t y, unsigned m, unsigned d);
+/* "2024-01-15[ T]10:00[:00[.f]][ ][zone][ BC]", now / today / tomorrow /
+ * yesterday / epoch: microseconds (without the zone applied), the zone's
+ * seconds east of UTC.  0, -1 bad syntax (22007), -2 out of range (22008). */
+int sqld_parse_datetime(const char *s, size_t n, int64_t *us, int64_t *zone, bool *has_zone);
+/* Text input of each type (PostgreSQL's forms; intervals also ISO 8601
+ * "P1DT2H" and "@ 1 hour ago"); errors 22007 / 22008 / 22015. */
+int sqld_date_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+int sqld_time_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+int sqld_interval_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+/* Text output: "2024-01-15" ("... BC"), "10:00:00[.ffffff]", intervals in
+ * IntervalStyle postgres ("1 year 2 mons 3 days 04:05:06"). */
+void sqld_date_out(int64_t us, QrBuf *out);
+void sqld_time_out(int64_t us, QrBuf *out);
+void sqld_interval_out(const SqlValue *v, QrBuf *out);
+/* Casts from text, between date and timestamps, timestamp -> time,
+ * time <-> interval; 42846 otherwise. */
+int sqld_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *out);
+/* Interval order (a month is 30 days, a day 24 hours) and a hash that
+ * agrees with it. */
+int sqld_interval_cmp(const SqlValue *a, const SqlValue *b);
+uint64_t sqld_interval_hash(const SqlValue *v);
+/* The result type of a date/time operator ('+', '-', '*', '/') on these
+ * operand types: 0 and *ret; 1 when the types take part but no such
+ * operator exists (42883); -1 when neither is a date/time type. */
+int sqld_arith_type(int op, QrSqlType l, QrSqlType r, QrSqlType *ret);
+/* Apply it (non-NULL operands): timestamp +- interval, date +- int, date -
+ * date, timestamp - timestamp, interval arithmetic, time +- interval... */
+int sqld_arith(SqlCtx *cx, int op, const SqlValue *a, const SqlValue *b, QrSqlType ret, int loc,
+               SqlValue *out);
+int sqld_negate(SqlCtx *cx, const SqlValue *iv, SqlValue *out);
+/* extract(field from v) of an interval, a time, a date or a timestamp. */
+int sqld_extract(SqlCtx *cx, const char *field, const SqlValue *v, double *out);
+/* Binary forms (date: int32 days from 2000-01-01; time: int64 us;
+ * interval: int64 us, int32 days, int32 months); 22P03 on a bad length. */
+void sqld_send(const SqlValue *v, QrBuf *b);
+int sqld_recv(SqlCtx *cx, QrSqlType t, const uint8_t *p, size_t n, SqlValue *out);
 
 /* ======================================================================== */
 /* sql_array.c — array values                                                */
@@ -464,7 +517,8 @@ struct SqlExpr {
     int loc;               /* byte offset in the statement, -1 */
     int op;                /* SE_ARITH '+','-','*','/','%'; SE_CMP: SQL_CMP_*;
                               SE_LIKE: 1 ILIKE | 2 NOT; SE_IN: 1 NOT */
-    int col;               /* SE_COL: scope index; SE_PARAM: 0-based; SE_AGG: slot */
+    int col;               /* SE_COL: scope index; SE_PARAM: 0-based; SE_AGG: slot;
+                              SE_ARITH: 1 for a date/time operator (sql_datetime.c) */
     SqlValue val;          /* SE_CONST */
     int n_args;
     SqlExpr **args;        /* operands (SE_CASE: [arg?] when/then pairs, else) */
@@ -648,6 +702,8 @@ const SqlFuncDef *sql_func_find(const char *name, int n_args);
 /* The function tables of the type files, searched by sql_func_find. */
 extern const SqlFuncDef SQL_ARRAY_FUNCS[];
 extern const int SQL_N_ARRAY_FUNCS;
+extern const SqlFuncDef SQL_DATETIME_FUNCS[];
+extern const int SQL_N_DATETIME_FUNCS;
 
 /* ======================================================================== */
 /* Row sources: base tables, catalogs (sql_catalog.c), materialized rows      */

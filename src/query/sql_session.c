@@ -681,6 +681,8 @@ int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, S
         return sqla_recv(cx, p, (size_t)len, QR_SQL_ELEM(t), out);
     if (t == QR_SQL_NUMERIC)
         return sqlv_numeric_recv(cx, p, (size_t)len, out);
+    if (t == QR_SQL_DATE || t == QR_SQL_TIME || t == QR_SQL_INTERVAL)
+        return sqld_recv(cx, t, p, (size_t)len, out);
     switch (t) {
     case QR_SQL_BOOL:
         if (len != 1)

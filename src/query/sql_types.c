@@ -184,7 +184,9 @@ static const struct {
     {"timestamp", QR_SQL_TIMESTAMP}, {"timestamptz", QR_SQL_TIMESTAMPTZ},
     {"timestamp without time zone", QR_SQL_TIMESTAMP},
     {"timestamp with time zone", QR_SQL_TIMESTAMPTZ},
-    {"date", QR_SQL_TIMESTAMP},
+    {"date", QR_SQL_DATE},         {"time", QR_SQL_TIME},
+    {"time without time zone", QR_SQL_TIME},
+    {"interval", QR_SQL_INTERVAL},
 };
 
 bool sqlt_from_name(const char *name, QrSqlType *out)
@@ -273,7 +275,7 @@ bool sqlt_storage(const char *name, bool array, QrFieldType *ft, const char **pg
         t = QR_SQL_ARRAY_OF(t);
     /* arrays live in the document as their text form: no column or index
      * orders or compares them the way SQL does */
-    if (QR_SQL_IS_ARRAY(t)) {
+    if (QR_SQL_IS_ARRAY(t) || t == QR_SQL_TIME || t == QR_SQL_INTERVAL) {
         *ft = QR_FT_TEXT;
         *pg = sqlt_typname(t);
         *doc_only = true;

@@ -18,61 +18,7 @@
 
 /* ---- timestamps ---- */
 
-/* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm). */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t yy = (int64_t)yoe + era * 400;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = yy + (*m <= 2);
-}
-
-#define US_PER_DAY 86400000000LL
-
-/* Broken-down UTC time of microseconds since the epoch. */
-typedef struct SqlTm {
-    int64_t year;
-    unsigned mon, day, hour, min, sec, usec, dow, doy;
-} SqlTm;
-
-static void ts_split(int64_t us, SqlTm *tm)
-{
-    int64_t days = us / US_PER_DAY, rem = us % US_PER_DAY;
-    if (rem < 0) {
-        rem += US_PER_DAY;
-        days--;
-    }
-    civil_from_days(days, &tm->year, &tm->mon, &tm->day);
-    tm->hour = (unsigned)(rem / 3600000000LL);
-    tm->min = (unsigned)(rem / 60000000LL % 60);
-    tm->sec = (unsigned)(rem / 1000000 % 60);
-    tm->usec = (unsigned)(rem % 1000000);
-    tm->dow = (unsigned)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday (4) */
-    tm->doy = (unsigned)(days - days_from_civil(tm->year, 1, 1) + 1);
-}
-
-static int64_t ts_join(const SqlTm *tm)
-{
-    return days_from_civil(tm->year, tm->mon, tm->day) * US_PER_DAY +
-           (int64_t)tm->hour * 3600000000LL + (int64_t)tm->min * 60000000LL +
-           (int64_t)tm->sec * 1000000LL + tm->usec;
-}
+#define US_PER_DAY SQL_US_PER_DAY
 
 bool sqlv_parse_ts(const char *s, size_t n, int64_t *us)
 {
@@ -91,7 +37,16 @@ bool sqlv_parse_ts(const char *s, size_t n, int64_t *us)
         memcpy(buf + n, ":00", 4);
         n += 3;
     }
-    return qr_parse_timestamp(buf, n, us);
+    if (qr_parse_timestamp(buf, n, us))
+        return true;
+    /* PostgreSQL's other forms: "2024-01-01 +00" (JDBC's setDate), "2024-01-01 10:00 UTC",
+     * "... BC", "now", "today", "epoch" */
+    int64_t zone;
+    bool has_zone;
+    if (sqld_parse_datetime(buf, n, us, &zone, &has_zone) != 0)
+        return false;
+    *us -= zone * 1000000;
+    return true;
 }
 
 /* Int8 text parse with overflow check.  false on bad syntax; *ovf on range. */
@@ -199,6 +154,18 @@ int sqlv_own(SqlCtx *cx, SqlValue *v)
     return QR_OK;
 }
 
+int sqlv_buf_text(SqlCtx *cx, QrBuf *b, SqlValue *out)
+{
+    char *s = qr_buf_ok(b) ? qr_arena_strndup(cx->arena, b->data ? (char *)b->data : "", b->len)
+                           : NULL;
+    size_t n = b->len;
+    qr_buf_free(b);
+    if (!s)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    *out = sqlv_text(s, n);
+    return QR_OK;
+}
+
 static int text_value(SqlCtx *cx, const SqlValue *in, QrSqlType to, SqlValue *out)
 {
     QrBuf b;
@@ -232,6 +199,9 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
     }
     if (QR_SQL_IS_ARRAY(to))
         return sqla_cast(cx, in, to, loc, out);
+    if ((to == QR_SQL_DATE || to == QR_SQL_TIME || to == QR_SQL_INTERVAL ||
+         ((from == QR_SQL_DATE || from == QR_SQL_TIME || from == QR_SQL_INTERVAL) && !sqlt_is_str(to))))
+        return sqld_cast(cx, in, to, loc, out);
     if (QR_SQL_IS_ARRAY(from) && !sqlt_is_str(to))
         return sql_err_at(cx, loc, QR_ETYPE, "42846", "cannot cast type %s to %s",
                           qr_sql_type_name(from), qr_sql_type_name(to));
@@ -353,7 +323,7 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
 
 static double num_of(const SqlValue *v)
 {
-    if (sqlt_is_int(v->type) || sqlt_is_ts(v->type))
+    if (sqlt_is_int(v->type) || sqlt_is_datetime(v->type) || v->type == QR_SQL_TIME)
         return (double)v->u.i;
     if (v->type == QR_SQL_NUMERIC) {
         char buf[64];
@@ -384,8 +354,15 @@ int sqlv_cmp(const SqlValue *a, const SqlValue *b)
             return sqla_cmp(a, b);
         return QR_SQL_IS_ARRAY(a->type) ? 1 : -1; /* arrays after scalars */
     }
-    bool ai = sqlt_is_int(a->type) || sqlt_is_ts(a->type) || a->type == QR_SQL_BOOL;
-    bool bi = sqlt_is_int(b->type) || sqlt_is_ts(b->type) || b->type == QR_SQL_BOOL;
+    if (a->type == QR_SQL_INTERVAL || b->type == QR_SQL_INTERVAL) {
+        if (a->type == b->type)
+            return sqld_interval_cmp(a, b);
+        return a->type == QR_SQL_INTERVAL ? 1 : -1;
+    }
+    bool ai = sqlt_is_int(a->type) || sqlt_is_datetime(a->type) || a->type == QR_SQL_TIME ||
+              a->type == QR_SQL_BOOL;
+    bool bi = sqlt_is_int(b->type) || sqlt_is_datetime(b->type) || b->type == QR_SQL_TIME ||
+              b->type == QR_SQL_BOOL;
     if (ai && bi) {
         int64_t x = a->type == QR_SQL_BOOL ? a->u.b : a->u.i;
         int64_t y = b->type == QR_SQL_BOOL ? b->u.b : b->u.i;
@@ -453,6 +430,8 @@ uint64_t sqlv_hash(const SqlValue *v)
         return 0x9e3779b97f4a7c15ULL;
     if (QR_SQL_IS_ARRAY(v->type))
         return mix(sqla_hash(v));
+    if (v->type == QR_SQL_INTERVAL)
+        return mix(sqld_interval_hash(v));
     if (sqlt_is_str(v->type)) {
         uint64_t h = 1469598103934665603ULL;
         for (size_t i = 0; i < v->u.s.n; i++)
@@ -500,7 +479,7 @@ static void put_float(QrBuf *out, double d, bool f4)
 static void put_ts(QrBuf *out, int64_t us, bool tz)
 {
     SqlTm tm;
-    ts_split(us, &tm);
+    sqld_split(us, &tm);
     if (tm.year > 0)
         qr_buf_printf(out, "%04" PRId64 "-%02u-%02u %02u:%02u:%02u", tm.year, tm.mon, tm.day,
                       tm.hour, tm.min, tm.sec);
@@ -545,6 +524,15 @@ void qr_sql_value_text(const QrSqlValue *v, QrBuf *out)
     case QR_SQL_TIMESTAMP:
     case QR_SQL_TIMESTAMPTZ:
         put_ts(out, v->u.i, v->type == QR_SQL_TIMESTAMPTZ);
+        break;
+    case QR_SQL_DATE:
+        sqld_date_out(v->u.i, out);
+        break;
+    case QR_SQL_TIME:
+        sqld_time_out(v->u.i, out);
+        break;
+    case QR_SQL_INTERVAL:
+        sqld_interval_out(v, out);
         break;
     default:
         qr_buf_append(out, v->u.s.s ? v->u.s.s : "", v->u.s.n);
@@ -596,6 +584,16 @@ void sqlv_json(const SqlValue *v, QrBuf *out)
         qr_buf_json_str(out, b, strlen(b));
         break;
     }
+    case QR_SQL_DATE:
+    case QR_SQL_TIME:
+    case QR_SQL_INTERVAL: {
+        QrBuf t;
+        qr_buf_init(&t);
+        qr_sql_value_text(v, &t);
+        qr_buf_json_str(out, t.data ? (const char *)t.data : "", t.len);
+        qr_buf_free(&t);
+        break;
+    }
     default:
         qr_buf_json_str(out, v->u.s.s ? v->u.s.s : "", v->u.s.n);
         break;
@@ -607,7 +605,7 @@ void sqlv_json(const SqlValue *v, QrBuf *out)
 int sqlv_date_trunc(const char *unit, int64_t us, int64_t *out)
 {
     SqlTm tm;
-    ts_split(us, &tm);
+    sqld_split(us, &tm);
     if (!strcasecmp(unit, "microseconds")) {
         *out = us;
         return 0;
@@ -623,7 +621,7 @@ int sqlv_date_trunc(const char *unit, int64_t us, int64_t *out)
     } else if (!strcasecmp(unit, "day")) {
         tm.usec = tm.sec = tm.min = tm.hour = 0;
     } else if (!strcasecmp(unit, "week")) {
-        int64_t days = days_from_civil(tm.year, tm.mon, tm.day);
+        int64_t days = sqld_days_from_civil(tm.year, tm.mon, tm.day);
         days -= (tm.dow + 6) % 7; /* ISO weeks start on Monday */
         *out = days * US_PER_DAY;
         return 0;
@@ -644,14 +642,14 @@ int sqlv_date_trunc(const char *unit, int64_t us, int64_t *out)
     } else {
         return -1;
     }
-    *out = ts_join(&tm);
+    *out = sqld_join(&tm);
     return 0;
 }
 
 int sqlv_extract(const char *field, int64_t us, double *out)
 {
     SqlTm tm;
-    ts_split(us, &tm);
+    sqld_split(us, &tm);
     const struct {
         const char *name;
         double v;
@@ -934,6 +932,11 @@ void qr_sql_value_send(const QrSqlValue *v, QrBuf *b)
         break;
     case QR_SQL_NUMERIC:
         put_numeric_binary(b, v->u.s.s, v->u.s.n);
+        break;
+    case QR_SQL_DATE:
+    case QR_SQL_TIME:
+    case QR_SQL_INTERVAL:
+        sqld_send(v, b);
         break;
     default:
         qr_sql_value_text(v, b);

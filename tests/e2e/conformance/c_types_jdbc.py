@@ -1,8 +1,10 @@
 """JDBC (Debian libpostgresql-jdbc-java, pgjdbc 42) and Quarry's types: a small Java
 program compiled here.  Arrays: setArray of createArrayOf("int4" / "int8" / "text" /
-"float8") parameters, getArray of results and of array columns, = ANY (?), each run
-seven times so that pgjdbc's server-prepared statements (binary transfer from the fifth
-run) are covered too.  The program prints "CHECK ok|bad what" lines."""
+"float8") parameters, getArray of results and of array columns, = ANY (?); dates, times
+and intervals (setDate / setTime / setTimestamp, getDate / getTime, PGInterval of the
+text); each
+run seven times so that pgjdbc's server-prepared statements (binary transfer from the
+fifth run) are covered too.  The program prints "CHECK ok|bad what" lines."""
 import os
 import shutil
 import subprocess
@@ -23,6 +25,7 @@ public class TypesJdbc {
             "jdbc:postgresql://127.0.0.1:" + a[0] + "/quarry?user=jdbct&sslmode=disable");
         Statement st = c.createStatement();
         st.execute("CREATE TABLE tjd_arr (id int8 PRIMARY KEY, tags text[], nums int4[])");
+        st.execute("CREATE TABLE tjd_dt (id int8 PRIMARY KEY, d date, t time, ts timestamp, iv interval)");
         for (int run = 0; run < 7; run++) {
             String r = " (run " + run + ")";
             try (PreparedStatement p = c.prepareStatement("SELECT ?::int4[], ?::text[], ?::float8[]")) {
@@ -63,6 +66,36 @@ public class TypesJdbc {
                       "array columns read back" + r + ": " + Arrays.toString(t) + " " + Arrays.toString(n));
             }
         }
+        for (int run = 0; run < 7; run++) {
+            String r = " (run " + run + ")";
+            java.sql.Date d = java.sql.Date.valueOf("2024-02-" + (10 + run));
+            java.sql.Time t = java.sql.Time.valueOf("10:3" + run + ":00");
+            java.sql.Timestamp ts = java.sql.Timestamp.valueOf("2024-03-0" + (1 + run) + " 12:34:56.789");
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO tjd_dt VALUES (?, ?, ?, ?, ?::interval)")) {
+                p.setLong(1, run);
+                p.setDate(2, d);
+                p.setTime(3, t);
+                p.setTimestamp(4, ts);
+                p.setString(5, run + " days 02:00:00");
+                check(p.executeUpdate() == 1, "INSERT date / time / timestamp / interval" + r);
+            }
+            try (PreparedStatement p = c.prepareStatement(
+                     "SELECT d, t, ts, iv, d + 1, iv * 2 FROM tjd_dt WHERE id = ? AND d >= ?")) {
+                p.setLong(1, run);
+                p.setDate(2, java.sql.Date.valueOf("2024-01-01"));
+                ResultSet rs = p.executeQuery();
+                check(rs.next(), "date row " + run + " found");
+                check(d.equals(rs.getDate(1)) && t.equals(rs.getTime(2)) && ts.equals(rs.getTimestamp(3)),
+                      "date / time / timestamp read back" + r + ": " + rs.getDate(1) + " " + rs.getTime(2) + " " + rs.getTimestamp(3));
+                /* as text: pgjdbc's PGInterval looks the type up through current_schemas() */
+                org.postgresql.util.PGInterval iv = new org.postgresql.util.PGInterval(rs.getString(4));
+                org.postgresql.util.PGInterval iv2 = new org.postgresql.util.PGInterval(rs.getString(6));
+                check(iv.getDays() == run && iv.getHours() == 2 && iv2.getDays() == 2 * run && iv2.getHours() == 4,
+                      "interval read back" + r + ": " + iv + " / " + iv2);
+                check(java.sql.Date.valueOf("2024-02-" + (11 + run)).equals(rs.getDate(5)),
+                      "date + 1" + r + ": " + rs.getDate(5));
+            }
+        }
         try {
             st.executeQuery("SELECT '{1,2'::int4[]");
             check(false, "malformed array literal accepted");
@@ -85,7 +118,7 @@ def run(ctx):
     src = os.path.join(work, "TypesJdbc.java")
     with open(src, "w") as f:
         f.write(JAVA)
-    p = subprocess.run(["javac", "-d", work, src], capture_output=True, text=True, timeout=300)
+    p = subprocess.run(["javac", "-cp", JAR, "-d", work, src], capture_output=True, text=True, timeout=300)
     if not ctx.check(p.returncode == 0, "javac: %s" % p.stderr[-800:]):
         return
     p = subprocess.run(["java", "-cp", "%s:%s" % (work, JAR), "TypesJdbc", str(ctx.srv.pg_port)],

@@ -1,7 +1,9 @@
 """psycopg 3 and Quarry's types: arrays (lists as typed array parameters, 1007 / 1009 /
 1016 / 1022..., in text and in binary; results read back as lists; columns that store
-them; = ANY with a list; a malformed literal is 22P02).  Every value is compared with
-the Python value it started as."""
+them; = ANY with a list; a malformed literal is 22P02); date, time and interval
+(datetime.date / time / timedelta both ways, text and binary, date arithmetic, columns).
+Every value is compared with the Python value it started as."""
+import datetime
 
 
 def run(ctx):
@@ -27,6 +29,12 @@ def run(ctx):
         ("bool[]", [True, False, None]),
         ("int4[]", [[1, 2], [3, 4]]),
         ("text[]", []),
+        ("date", datetime.date(2024, 2, 29)),
+        ("date", datetime.date(1999, 12, 31)),
+        ("time", datetime.time(23, 59, 59, 500000)),
+        ("interval", datetime.timedelta(days=3, hours=4, minutes=5, seconds=6, microseconds=7)),
+        ("interval", datetime.timedelta(days=-2, hours=5)),
+        ("date[]", [datetime.date(2024, 1, 1), None]),
     ]
     for binary in (False, True):
         mode = "binary" if binary else "text"
@@ -63,6 +71,25 @@ def run(ctx):
                            ("y z",)).fetchall()
         ctx.check(got == [(1,)], "WHERE param = ANY (column): %r" % got)
     attempt("array columns", columns)
+
+    def dates():
+        d = datetime.date(2024, 1, 31)
+        got = conn.execute("SELECT %s + 1, %s - %s::date, %s + interval '1 month', "
+                           "now() - interval '7 days' < now()",
+                           (d, d, datetime.date(2024, 1, 1), d)).fetchone()
+        ctx.check(got == (datetime.date(2024, 2, 1), 30, datetime.datetime(2024, 2, 29), True),
+                  "date arithmetic on date parameters: %r" % (got,))
+        conn.execute("CREATE TABLE t3_dates (id int PRIMARY KEY, d date, t time, iv interval)")
+        rows = [(1, datetime.date(2024, 2, 29), datetime.time(10, 30), datetime.timedelta(hours=26)),
+                (2, None, datetime.time(0, 0, 0, 1), datetime.timedelta(days=-1, seconds=7200))]
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO t3_dates VALUES (%s, %s, %s, %s)", rows)
+        for binary in (False, True):
+            got = conn.cursor(binary=binary).execute(
+                "SELECT id, d, t, iv FROM t3_dates ORDER BY id").fetchall()
+            ctx.check(got == rows, "date / time / interval columns (%s): %r" %
+                      ("binary" if binary else "text", got))
+    attempt("dates", dates)
 
     err = None
     try:

@@ -3,8 +3,8 @@
 // driver): arrays sent as parameters the way each driver sends them (node-pg:
 // text of unknown type; postgres.js: typed by the array OIDs it read from
 // pg_type at connect), read back as JS arrays, stored in array columns, and
-// `id = ANY($1)` answering right (it used to answer 0 rows).  One JSON line
-// per check.
+// `id = ANY($1)` answering right (it used to answer 0 rows); dates, times and
+// intervals parsed by each driver.  One JSON line per check.
 import { createRequire } from "module";
 const require = createRequire(process.env.NODE_DIR + "/");
 
@@ -61,6 +61,16 @@ await attempt("columns", async () => {
   const hit = await query(`select id from ${t} where id = any($1) and $2 = any(tags) order by id`,
                           [[1, 2, 3], "b c"]);
   out(same(hit.map(r => Number(r.id)), [1]), `id = ANY($1) on a table: ${JSON.stringify(hit)}`);
+});
+await attempt("dates", async () => {
+  const r = (await query("select $1::date + 1 as d, interval '1 day 02:00:00' * 2 as iv, " +
+                         "time '10:30' + interval '90 minutes' as t, $1::date - date '2024-01-01' as n",
+                         [pjs ? "2024-02-29" : new Date(2024, 1, 29)]))[0];
+  const day = pjs ? r.d.toISOString().slice(0, 10)
+    : `${r.d.getFullYear()}-${String(r.d.getMonth() + 1).padStart(2, "0")}-${String(r.d.getDate()).padStart(2, "0")}`;
+  const iv = pjs ? r.iv : `${r.iv.days} ${r.iv.hours}`;
+  out(day === "2024-03-01" && iv === (pjs ? "2 days 04:00:00" : "2 4") && r.t === "12:00:00" &&
+      Number(r.n) === 59, `date / interval / time values and arithmetic: ${day} ${iv} ${r.t} ${r.n}`);
 });
 await attempt("malformed", async () => {
   let code = null;

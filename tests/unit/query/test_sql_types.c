@@ -2,7 +2,9 @@
  * test_sql_types.c — SQL types beyond numbers and text, against the results
  * PostgreSQL documents for them: arrays (input and output, subscripts and
  * slices against a model, = ANY / ALL under three-valued logic, the array
- * functions, binary send / receive, columns that store them).
+ * functions, binary send / receive, columns that store them); date, time
+ * and interval (input, output, arithmetic, age, justify_*, extract,
+ * to_char: each expected value is what PostgreSQL 15 prints).
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -238,6 +240,8 @@ Test(types, arrays_round_trip_through_the_binary_format)
         "'{1.5,NULL}'::float4[]", "'{-2.25,1e300}'::float8[]", "'{t,f}'::bool[]",
         "'{a,\"b c\",NULL,\"\"}'::text[]", "'[0:1]={x,y}'::varchar[]",
         "'{\"2024-01-02 03:04:05\"}'::timestamp[]", "'{}'::int[]", "'{12.50,-3}'::numeric[]",
+        "date '2024-02-29'", "date '1999-12-31'", "time '23:59:59.5'", "interval '-1 year 2 days 03:04:05.5'",
+        "'{2024-01-01,NULL}'::date[]", "'{\"1 day\",\"-02:00:00\"}'::interval[]", "12.5::numeric",
     };
     for (size_t i = 0; i < sizeof exprs / sizeof *exprs; i++) {
         char q[256];
@@ -321,4 +325,121 @@ Test(types, pg_type_lists_array_types)
     is("SELECT typname FROM pg_type WHERE oid = 1007", "_int4");
     is("SELECT typarray FROM pg_type WHERE typname = 'text'", "1009");
     is("SELECT format_type(1016, -1)", "bigint[]");
+}
+
+/* ---- date, time, interval ---- */
+
+Test(types, datetime_values_and_arithmetic_as_postgresql)
+{
+    /* every expected value is PostgreSQL 15's output for the same expression */
+    static const char *const cases[][2] = {
+        {"date '2024-01-31' + 1", "2024-02-01"},
+        {"date '2024-03-01' - date '2024-02-01'", "29"},
+        {"date '2024-03-01' - 5", "2024-02-25"},
+        {"1 + date '2024-01-01'", "2024-01-02"},
+        {"timestamp '2024-01-31 10:00' + interval '1 month'", "2024-02-29 10:00:00"},
+        {"timestamp '2024-03-31' - interval '1 month'", "2024-02-29 00:00:00"},
+        {"timestamptz '2024-01-01 00:00+00' + interval '1 day 1 hour'", "2024-01-02 01:00:00+00"},
+        {"date '2024-02-29' + interval '1 year'", "2025-02-28 00:00:00"},
+        {"date '2024-01-01' + time '10:00'", "2024-01-01 10:00:00"},
+        {"'2024-06-01'::date - interval '7 days'", "2024-05-25 00:00:00"},
+        {"'1999-12-31 23:59:59.5'::timestamp + interval '0.5 seconds'", "2000-01-01 00:00:00"},
+        {"interval '1 day 2 hours' * 2.5", "2 days 17:00:00"},
+        {"2 * interval '1 hour'", "02:00:00"},
+        {"interval '90 minutes' / 4", "00:22:30"},
+        {"interval '1 month' / 3", "10 days"},
+        {"interval '1 day' * 0.1", "02:24:00"},
+        {"- interval '1 day'", "-1 days"},
+        {"interval '1 year 2 months 3 days 04:05:06.5'", "1 year 2 mons 3 days 04:05:06.5"},
+        {"interval '-1 day +02:00'", "-1 days +02:00:00"},
+        {"interval '-1 year -2 mons +3 days'", "-1 years -2 mons +3 days"},
+        {"interval '1.5 months'", "1 mon 15 days"},
+        {"interval '1.75 days'", "1 day 18:00:00"},
+        {"interval '100 hours'", "100:00:00"},
+        {"interval '36:00:00'", "36:00:00"},
+        {"interval 'P1Y2M3DT4H5M6S'", "1 year 2 mons 3 days 04:05:06"},
+        {"interval '2 weeks'", "14 days"},
+        {"interval '1 hour ago'", "-01:00:00"},
+        {"'2024-01-02 03:00'::timestamp - '2024-01-01'::timestamp", "1 day 03:00:00"},
+        {"'2024-01-01'::timestamp - '2024-01-02 03:00'::timestamp", "-1 days -03:00:00"},
+        {"age(timestamp '2024-03-01', timestamp '2023-01-15 12:00')", "1 year 1 mon 16 days 12:00:00"},
+        {"age(timestamp '2023-01-15 12:00', timestamp '2024-03-01')", "-1 years -1 mons -16 days -12:00:00"},
+        {"age(timestamp '2024-02-29', timestamp '2023-02-28')", "1 year 1 day"},
+        {"extract(epoch from interval '1 day 1 hour')", "90000"},
+        {"extract(year from interval '2 years 3 months')", "2"},
+        {"extract(month from interval '2 years 3 months')", "3"},
+        {"extract(hour from interval '-1 day -03:00:00')", "-3"},
+        {"extract(minute from time '10:45:30')", "45"},
+        {"extract(doy from date '2024-12-31')", "366"},
+        {"date_part('day', interval '40 days')", "40"},
+        {"time '10:30' + interval '14 hours'", "00:30:00"},
+        {"time '10:30' - time '08:15:30'", "02:14:30"},
+        {"time '24:00'", "24:00:00"},
+        {"justify_hours(interval '50 hours')", "2 days 02:00:00"},
+        {"justify_days(interval '40 days')", "1 mon 10 days"},
+        {"justify_interval(interval '1 mon -1 hour')", "29 days 23:00:00"},
+        {"justify_interval(interval '-35 days 2 hours')", "-1 mons -4 days -22:00:00"},
+        {"to_char(timestamp '2024-03-05 14:07:09.5', 'YYYY-MM-DD HH24:MI:SS.MS Day Mon FMDD HH12 AM')",
+         "2024-03-05 14:07:09.500 Tuesday   Mar 5 02 PM"},
+        {"to_char(date '2024-12-25', 'FMMonth DD, YYYY (Dy) \"Q\"Q DDD')", "December 25, 2024 (Wed) Q4 360"},
+        {"to_char(timestamp '2024-01-01 00:00:00', 'HH12:MI am yyyy-mm-dd')", "12:00 am 2024-01-01"},
+        {"to_char(timestamptz '2024-01-01 10:00+00', 'YYYY-MM-DD HH24:MI TZ')", "2024-01-01 10:00 UTC"},
+        {"date '2024-01-01' = timestamp '2024-01-01 00:00'", "t"},
+        {"date '2024-01-01' < timestamp '2024-01-01 00:01'", "t"},
+        {"'2024-01-01 23:00'::date", "2024-01-01"},
+        {"'2024-01-01 10:11:12'::timestamp::time", "10:11:12"},
+        {"interval '1 day' > interval '23 hours'", "t"},
+        {"interval '30 days' = interval '1 month'", "t"},
+        {"make_date(2024, 2, 29)", "2024-02-29"},
+        {"'2024-01-01 10:00:00 +02'::timestamptz", "2024-01-01 08:00:00+00"},
+        {"'2024-01-01 +00'::timestamptz", "2024-01-01 00:00:00+00"},   /* JDBC's setDate */
+        {"'2024-01-01 +00'::date", "2024-01-01"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char q[512];
+        snprintf(q, sizeof q, "SELECT %s", cases[i][0]);
+        is(q, cases[i][1]);
+    }
+    QrSqlResult *r = run("SELECT date '2024-01-01', time '10:00', interval '1 day', current_date");
+    cr_expect_eq(qr_sql_type_oid(r->cols[0].type), 1082u);
+    cr_expect_eq(qr_sql_type_oid(r->cols[1].type), 1083u);
+    cr_expect_eq(qr_sql_type_oid(r->cols[2].type), 1186u);
+    cr_expect_eq(qr_sql_type_oid(r->cols[3].type), 1082u);
+    qr_sql_result_free(r);
+    is("SELECT now() - interval '7 days' < now()", "t");
+}
+
+Test(types, bad_datetime_input_is_an_error)
+{
+    fails("SELECT '2024-02-30'::date", "22008");
+    fails("SELECT '2024-13-01'::date", "22008");
+    fails("SELECT 'nope'::date", "22007");
+    fails("SELECT '25:00'::time", "22008");
+    fails("SELECT 'abc'::interval", "22007");
+    fails("SELECT '1 fortnight'::interval", "22007");
+    fails("SELECT date '2024-01-01' * 2", "42883");
+    fails("SELECT timestamp '2024-01-01' + 1", "42883");
+    fails("SELECT interval '7 days' / 0", "22012");
+    fails("SELECT timestamp '294000-01-01' + interval '1000 years'", "22008");
+    fails("SELECT extract(hour from date '2024-01-01')", "22023");
+}
+
+/* Columns of the three types store, compare and update; a date column is
+ * a timestamp column read as dates. */
+Test(types, datetime_columns_store_and_round_trip)
+{
+    qr_sql_result_free(run("CREATE TABLE ev (id int PRIMARY KEY, d date, t time, iv interval)"));
+    qr_sql_result_free(run("INSERT INTO ev VALUES (1, '2024-01-15', '10:30', '1 day 2 hours'), "
+                           "(2, '2024-02-29 23:00', '23:59:59.5', '-3 mons'), (3, NULL, NULL, NULL)"));
+    is("SELECT string_agg(id || ' ' || d || ' ' || t || ' ' || iv, '; ' ORDER BY id) FROM ev",
+       "1 2024-01-15 10:30:00 1 day 02:00:00; 2 2024-02-29 23:59:59.5 -3 mons");
+    is("SELECT string_agg(id::text, ',' ORDER BY iv) FROM ev", "2,1,3");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM ev WHERE d > '2024-02-01' OR t < '10:31'",
+       "1,2");
+    qr_sql_result_free(run("UPDATE ev SET iv = iv + interval '1 hour', d = d + 7 WHERE id = 1"));
+    is("SELECT d || ' ' || iv FROM ev WHERE id = 1", "2024-01-22 1 day 03:00:00");
+    is("SELECT data_type FROM information_schema.columns WHERE table_name = 'ev' AND "
+       "column_name = 't'", "time without time zone");
+    fails("INSERT INTO ev (id, d) VALUES (9, 'nope')", "22007");
+    fails("INSERT INTO ev (id, iv) VALUES (9, '1 fortnight')", "22007");
 }
