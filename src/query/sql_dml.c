@@ -362,7 +362,9 @@ static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
          * and normalized by a cast to the column's type first */
         SqlValue cv;
         bool checked = QR_SQL_IS_ARRAY(c->type) || c->type == QR_SQL_DATE ||
-                       c->type == QR_SQL_TIME || c->type == QR_SQL_INTERVAL;
+                       c->type == QR_SQL_TIME || c->type == QR_SQL_INTERVAL ||
+                       c->type == QR_SQL_UUID || c->type == QR_SQL_BYTEA ||
+                       c->type == QR_SQL_JSON || c->type == QR_SQL_JSONB;
         if (!v->is_null && checked && v->type != c->type) {
             if ((rc = sqlv_cast(cx, v, c->type, -1, &cv)) != QR_OK)
                 return rc;

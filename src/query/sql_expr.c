@@ -111,7 +111,8 @@ SqlExpr *sql_bind_cast(SqlBind *b, SqlExpr *e, QrSqlType to) { return wrap_cast(
  * d < '...', t = '10:00', iv > '1 day', arr = '{1,2}'). */
 static bool text_castable(QrSqlType t)
 {
-    return sqlt_is_datetime(t) || t == QR_SQL_TIME || t == QR_SQL_INTERVAL || QR_SQL_IS_ARRAY(t);
+    return sqlt_is_datetime(t) || t == QR_SQL_TIME || t == QR_SQL_INTERVAL || QR_SQL_IS_ARRAY(t) ||
+           t == QR_SQL_UUID || t == QR_SQL_BYTEA || t == QR_SQL_JSON || t == QR_SQL_JSONB;
 }
 
 /* The common type of two operands for comparison / CASE / COALESCE. */
@@ -476,7 +477,7 @@ static const struct {
     {"every", SA_BOOL_AND}, {"string_agg", SA_STRING_AGG},
     {"stddev", SA_STDDEV_SAMP}, {"stddev_samp", SA_STDDEV_SAMP}, {"stddev_pop", SA_STDDEV_POP},
     {"variance", SA_VAR_SAMP}, {"var_samp", SA_VAR_SAMP}, {"var_pop", SA_VAR_POP},
-    {"array_agg", SA_ARRAY_AGG},
+    {"array_agg", SA_ARRAY_AGG}, {"json_agg", SA_JSON_AGG}, {"jsonb_agg", SA_JSONB_AGG},
 };
 
 bool sql_agg_known(const char *lname)
@@ -660,6 +661,11 @@ static int agg_def(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fna
                 goto badarg;
             a->type = QR_SQL_TEXT;
             break;
+        case SA_JSON_AGG:
+        case SA_JSONB_AGG:
+            coerce_unknown(b, a->arg, QR_SQL_TEXT);
+            a->type = kind == SA_JSON_AGG ? QR_SQL_JSON : QR_SQL_JSONB;
+            break;
         case SA_ARRAY_AGG:
             coerce_unknown(b, a->arg, QR_SQL_TEXT);
             if (QR_SQL_IS_ARRAY(a->arg->type)) {
@@ -747,6 +753,51 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
 
 static int bind_srf(SqlBind *b, SqlExpr *e, int loc, SqlExpr **out);
 
+/* row_to_json(t) of a FROM item t: its visible columns' names and values
+ * handed to SQLJS_ROW_TO_JSON in order. */
+static int bind_row_to_json(SqlBind *b, const cJSON *cr, int loc, SqlExpr **out)
+{
+    const cJSON *fields = sqlj_get(sqlj_is(cr, "ColumnRef"), "fields");
+    const char *name = cJSON_GetArraySize(fields) == 1 ? sqlj_sval(cJSON_GetArrayItem(fields, 0))
+                                                      : NULL;
+    const SqlScope *sc = b->scope;
+    int n = 0;
+    for (int i = 0; name && sc && i < sc->n; i++) {
+        const SqlCol *c = &sc->cols[i];
+        const char *q = c->jqual && *c->jqual ? c->jqual : c->qual;
+        n += !c->hidden && q && !strcmp(q, name);
+    }
+    if (!n)
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "row_to_json takes a table or FROM item name (row_to_json(t))");
+    SqlExpr *e = new_expr(b, SE_FUNC, loc);
+    if (!e || set_args(b, e, 2 * n))
+        return b->cx->err->code;
+    int k = 0;
+    for (int i = 0; i < sc->n; i++) {
+        const SqlCol *c = &sc->cols[i];
+        const char *q = c->jqual && *c->jqual ? c->jqual : c->qual;
+        if (c->hidden || !q || strcmp(q, name))
+            continue;
+        SqlExpr *kn = new_expr(b, SE_CONST, loc), *col = new_expr(b, SE_COL, loc);
+        if (!kn || !col)
+            return b->cx->err->code;
+        kn->val = sqlv_text(c->name, strlen(c->name));
+        kn->type = QR_SQL_TEXT;
+        col->col = i;
+        col->type = c->type;
+        col->name = c->name;
+        ((SqlScope *)sc)->cols[i].used = true;
+        e->args[k++] = kn;
+        e->args[k++] = col;
+    }
+    e->fn = &SQLJS_ROW_TO_JSON;
+    e->type = QR_SQL_JSON;
+    e->name = "row_to_json";
+    *out = e;
+    return QR_OK;
+}
+
 static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
 {
     const cJSON *fn = sqlj_get(fc, "funcname");
@@ -788,6 +839,8 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
     if (strcmp(lname, "score") == 0 || strcmp(lname, "snippet") == 0 ||
         strcmp(lname, "highlight") == 0)
         return bind_text_fn(b, lname, args, loc, out);
+    if (!strcmp(lname, "row_to_json") && nargs == 1 && sqlj_is(cJSON_GetArrayItem(args, 0), "ColumnRef"))
+        return bind_row_to_json(b, cJSON_GetArrayItem(args, 0), loc, out);
     bool srf = sql_srf_known(lname) && (!schema || !strcmp(schema, "pg_catalog"));
     SqlExpr *e = new_expr(b, srf ? SE_SRF : SE_FUNC, loc);
     if (!e || set_args(b, e, nargs))
@@ -1291,6 +1344,33 @@ static int bind_array_op(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int
     return QR_OK;
 }
 
+/* json -> key / ->> key (text or integer), #> path / #>> path (text[]). */
+static int bind_json_op(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int loc,
+                        SqlExpr **out)
+{
+    bool path = op[0] == '#', text = !strcmp(op, "->>") || !strcmp(op, "#>>");
+    int rc = coerce_unknown(b, l, QR_SQL_JSONB);
+    if (rc == QR_OK)
+        rc = coerce_unknown(b, r, path ? QR_SQL_ARRAY_OF(QR_SQL_TEXT) : QR_SQL_TEXT);
+    if (rc)
+        return rc;
+    bool key_ok = path ? QR_SQL_IS_ARRAY(r->type) || sqlt_is_str(r->type)
+                       : sqlt_is_str(r->type) || sqlt_is_int(r->type);
+    if ((l->type != QR_SQL_JSON && l->type != QR_SQL_JSONB) || !key_ok)
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                          qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+    SqlExpr *e = new_binary(b, SE_JSON_OP,
+                            path ? (text ? SQLJS_PATH_TEXT : SQLJS_PATH)
+                                 : (text ? SQLJS_GET_TEXT : SQLJS_GET),
+                            l, r, loc);
+    if (!e)
+        return b->cx->err->code;
+    e->type = text ? QR_SQL_TEXT : l->type;
+    e->name = "?column?";
+    *out = e;
+    return QR_OK;
+}
+
 static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
 {
     const char *kind = sqlj_str(ae, "kind");
@@ -1429,6 +1509,8 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         *out = e;
         return QR_OK;
     }
+    if (!strcmp(op, "->") || !strcmp(op, "->>") || !strcmp(op, "#>") || !strcmp(op, "#>>"))
+        return bind_json_op(b, op, l, r, loc, out);
     bool arr_op = !strcmp(op, "@>") || !strcmp(op, "<@") || !strcmp(op, "&&");
     if (arr_op || (!strcmp(op, "||") && (QR_SQL_IS_ARRAY(l->type) || QR_SQL_IS_ARRAY(r->type))))
         return bind_array_op(b, op, l, r, loc, out);
@@ -2868,10 +2950,10 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
 static __attribute__((noinline)) int eval_func(SqlCtx *cx, const SqlExpr *e,
                                                const SqlEvalRow *r, SqlValue *out)
 {
-    SqlValue argv[16];
+    SqlValue small[16], *argv = small;
     int rc = QR_OK;
-    if (e->n_args > 16)
-        return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "54023", "too many arguments");
+    if (e->n_args > 16 && !(argv = qr_arena_alloc(cx->arena, (size_t)e->n_args * sizeof *argv)))
+        return nomem(cx);
     for (int i = 0; i < e->n_args; i++) {
         if ((rc = sql_expr_eval(cx, e->args[i], r, &argv[i])))
             return rc;
@@ -2939,6 +3021,15 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
     case SE_SUBSCRIPT:
     case SE_ARRAY_OP:
         return eval_array(cx, e, r, out);
+    case SE_JSON_OP:
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        if (a.is_null || b.is_null) {
+            *out = sqlv_null();
+            out->type = e->type;
+            return QR_OK;
+        }
+        return sqljs_op(cx, e->op, &a, &b, e->type, out);
     case SE_SRF:
         return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "0A000",
                           "set-returning function %s() is only supported as a whole select-list "

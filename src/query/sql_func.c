@@ -109,6 +109,11 @@ static int f_length(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
     (void)n;
     SqlValue t;
+    if (a->type == QR_SQL_BYTEA) { /* bytes, as octet_length */
+        *out = sqlv_int((int64_t)a->u.s.n);
+        out->type = QR_SQL_INT4;
+        return QR_OK;
+    }
     int rc = as_text(cx, a, &t);
     if (rc)
         return rc;
@@ -120,8 +125,8 @@ static int f_length(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 static int f_octet_length(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
     (void)n;
-    SqlValue t;
-    int rc = as_text(cx, a, &t);
+    SqlValue t = *a;
+    int rc = a->type == QR_SQL_BYTEA ? QR_OK : as_text(cx, a, &t);
     *out = sqlv_int((int64_t)t.u.s.n);
     out->type = QR_SQL_INT4;
     return rc;
@@ -541,52 +546,244 @@ static int f_pg_sleep(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     return QR_OK;
 }
 
-/* json_build_object(k1, v1, ...): a JSON object as text (the json type is
- * carried as text); keys must not be NULL (22004). */
-static int f_json_build_object(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+/* ---- quoting and format() ---- */
+
+/* PostgreSQL's keywords other than the unreserved ones: quote_ident quotes them. */
+static const char *const KEYWORDS[] = {
+    "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric",
+    "authorization", "between", "bigint", "binary", "bit", "boolean", "both", "case", "cast",
+    "char", "character", "check", "coalesce", "collate", "collation", "column", "concurrently",
+    "constraint", "create", "cross", "current_catalog", "current_date", "current_role",
+    "current_schema", "current_time", "current_timestamp", "current_user", "dec", "decimal",
+    "default", "deferrable", "desc", "distinct", "do", "else", "end", "except", "exists",
+    "extract", "false", "fetch", "float", "for", "foreign", "freeze", "from", "full", "grant",
+    "greatest", "group", "grouping", "having", "ilike", "in", "initially", "inner", "inout",
+    "int", "integer", "intersect", "interval", "into", "is", "isnull", "join", "lateral",
+    "leading", "least", "left", "like", "limit", "localtime", "localtimestamp", "national",
+    "natural", "nchar", "none", "normalize", "not", "notnull", "null", "nullif", "numeric",
+    "offset", "on", "only", "or", "order", "out", "outer", "overlaps", "overlay", "placing",
+    "position", "precision", "primary", "real", "references", "returning", "right", "row",
+    "select", "session_user", "setof", "similar", "smallint", "some", "substring", "symmetric",
+    "table", "tablesample", "then", "time", "timestamp", "to", "trailing", "treat", "trim",
+    "true", "union", "unique", "user", "using", "values", "varchar", "variadic", "verbose",
+    "when", "where", "window", "with", "xmlattributes", "xmlconcat", "xmlelement",
+    "xmlexists", "xmlforest", "xmlnamespaces", "xmlparse", "xmlpi", "xmlroot", "xmlserialize",
+    "xmltable",
+};
+
+/* s quoted as an identifier when PostgreSQL's quote_ident would. */
+static void put_ident(QrBuf *b, const char *s, size_t n)
 {
-    if (n % 2)
-        return sql_err_at(cx, -1, QR_EINVAL, "22023",
-                          "argument list must have even number of elements");
+    bool plain = n > 0 && ((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_');
+    for (size_t i = 1; i < n && plain; i++)
+        plain = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
+    for (size_t k = 0; plain && k < sizeof KEYWORDS / sizeof *KEYWORDS; k++)
+        plain = !(strlen(KEYWORDS[k]) == n && !memcmp(KEYWORDS[k], s, n));
+    if (plain) {
+        qr_buf_append(b, s, n);
+        return;
+    }
+    qr_buf_putc(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"')
+            qr_buf_putc(b, '"');
+        qr_buf_putc(b, (uint8_t)s[i]);
+    }
+    qr_buf_putc(b, '"');
+}
+
+/* s as a string literal ('it''s'; E'...' when it holds a backslash). */
+static void put_literal(QrBuf *b, const char *s, size_t n)
+{
+    if (memchr(s, '\\', n))
+        qr_buf_putc(b, 'E');
+    qr_buf_putc(b, '\'');
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\'' || s[i] == '\\')
+            qr_buf_putc(b, (uint8_t)s[i]);
+        qr_buf_putc(b, (uint8_t)s[i]);
+    }
+    qr_buf_putc(b, '\'');
+}
+
+/* The text of a through put (put_ident / put_literal) as the result. */
+static int quoted(SqlCtx *cx, const SqlValue *a, void (*put)(QrBuf *, const char *, size_t),
+                  SqlValue *out)
+{
+    SqlValue t;
+    int rc = as_text(cx, a, &t);
+    if (rc)
+        return rc;
     QrBuf b;
     qr_buf_init(&b);
-    qr_buf_putc(&b, '{');
-    int rc = QR_OK;
-    for (int i = 0; i < n && rc == QR_OK; i += 2) {
-        SqlValue k;
-        if (a[i].is_null) {
-            rc = sql_err_at(cx, -1, QR_EINVAL, "22004", "null value not allowed for object key");
-            break;
-        }
-        if ((rc = as_text(cx, &a[i], &k)))
-            break;
-        if (i)
-            qr_buf_append(&b, ", ", 2);
-        qr_buf_json_str(&b, k.u.s.s, k.u.s.n);
-        qr_buf_append(&b, " : ", 3);
-        if (a[i + 1].is_null)
-            qr_buf_append(&b, "null", 4);
-        else if (sqlt_is_num(a[i + 1].type))
-            qr_sql_value_text(&a[i + 1], &b);
-        else if (a[i + 1].type == QR_SQL_BOOL)
-            qr_buf_append(&b, a[i + 1].u.b ? "true" : "false", a[i + 1].u.b ? 4 : 5);
-        else {
-            SqlValue t;
-            if ((rc = as_text(cx, &a[i + 1], &t)))
-                break;
-            qr_buf_json_str(&b, t.u.s.s, t.u.s.n);
-        }
+    put(&b, t.u.s.s, t.u.s.n);
+    return sqlv_buf_text(cx, &b, out);
+}
+
+static int f_quote_ident(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    return quoted(cx, a, put_ident, out);
+}
+
+/* quote_literal (strict) and quote_nullable (NULL -> 'NULL') */
+static int f_quote_literal(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    if (a->is_null) {
+        *out = sqlv_text("NULL", 4);
+        return QR_OK;
     }
-    qr_buf_putc(&b, '}');
-    if (rc == QR_OK)
-        rc = qr_buf_ok(&b) ? out_str(cx, (const char *)b.data, b.len, out)
-                           : sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-    qr_buf_free(&b);
-    return rc;
+    return quoted(cx, a, put_literal, out);
+}
+
+/* format(fmt, args...): %s, %I, %L and %% with an optional position n$,
+ * the - flag and a width, as PostgreSQL's format(). */
+static int f_format(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    if (a[0].is_null) {
+        *out = sqlv_null();
+        out->type = QR_SQL_TEXT;
+        return QR_OK;
+    }
+    SqlValue f;
+    int rc = as_text(cx, &a[0], &f);
+    if (rc)
+        return rc;
+    QrBuf b;
+    qr_buf_init(&b);
+    int next = 1;
+    const char *p = f.u.s.s, *end = p + f.u.s.n;
+    while (p < end && rc == QR_OK) {
+        if (*p != '%') {
+            qr_buf_putc(&b, (uint8_t)*p++);
+            continue;
+        }
+        if (++p == end) {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22023", "unterminated format() type specifier");
+            break;
+        }
+        if (*p == '%') {
+            qr_buf_putc(&b, '%');
+            p++;
+            continue;
+        }
+        long num = 0, width = 0;
+        bool left = false, pos = false;
+        const char *q = p;
+        while (q < end && isdigit((unsigned char)*q))
+            num = num * 10 + (*q++ - '0');
+        if (q > p && q < end && *q == '$') {
+            pos = true;
+            p = q + 1;
+        }
+        if (p < end && *p == '-') {
+            left = true;
+            p++;
+        }
+        while (p < end && isdigit((unsigned char)*p))
+            width = width * 10 + (*p++ - '0');
+        if (p == end) {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22023", "unterminated format() type specifier");
+            break;
+        }
+        char type = *p++;
+        if (type != 's' && type != 'I' && type != 'L') {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22023", "unrecognized format() type specifier "
+                            "\"%c\"", type);
+            break;
+        }
+        int arg = pos ? (int)num : next;
+        if (pos && num == 0) {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22023",
+                            "format specifies argument 0, but arguments are numbered from 1");
+            break;
+        }
+        if (arg >= n) {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22023", "too few arguments for format()");
+            break;
+        }
+        next = arg + 1;
+        QrBuf one;
+        qr_buf_init(&one);
+        if (a[arg].is_null) {
+            if (type == 'I')
+                rc = sql_err_at(cx, -1, QR_EINVAL, "22004",
+                                "null values cannot be formatted as an SQL identifier");
+            else if (type == 'L')
+                qr_buf_append(&one, "NULL", 4);
+        } else {
+            QrBuf t;
+            qr_buf_init(&t);
+            qr_sql_value_text(&a[arg], &t);
+            const char *ts = t.data ? (const char *)t.data : "";
+            if (type == 's')
+                qr_buf_append(&one, ts, t.len);
+            else if (type == 'I')
+                put_ident(&one, ts, t.len);
+            else
+                put_literal(&one, ts, t.len);
+            qr_buf_free(&t);
+        }
+        long pad = width - (long)utf8_len(one.data ? (const char *)one.data : "", one.len);
+        for (long i = 0; !left && i < pad; i++)
+            qr_buf_putc(&b, ' ');
+        qr_buf_append(&b, one.data ? one.data : (uint8_t *)"", one.len);
+        for (long i = 0; left && i < pad; i++)
+            qr_buf_putc(&b, ' ');
+        qr_buf_free(&one);
+        if (b.len > SQL_TEXT_MAX)
+            rc = text_too_long(cx);
+    }
+    if (rc) {
+        qr_buf_free(&b);
+        return rc;
+    }
+    return sqlv_buf_text(cx, &b, out);
+}
+
+/* pg_typeof(x): the argument's type, known when binding: a constant. */
+static int f_pg_typeof(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)cx, (void)n, (void)a, (void)out;
+    return QR_EINTERNAL; /* folded by chk_pg_typeof */
+}
+
+static int chk_pg_typeof(SqlBind *b, SqlExpr *e)
+{
+    QrSqlType t = e->args[0]->type;
+    const char *name = t == QR_SQL_UNKNOWN ? "unknown" : sqlt_info(t)->sql;
+    if (QR_SQL_IS_ARRAY(t)) { /* "integer[]": the array row's spelling */
+        SqlTypeRow r;
+        for (int i = 0; sqlt_catalog_row(i, &r); i++)
+            if (r.type == t)
+                name = r.sql;
+    }
+    e->kind = SE_CONST;
+    e->n_args = 0;
+    e->val = sqlv_text(name, strlen(name));
+    e->type = QR_SQL_TEXT;
+    e->name = "pg_typeof";
+    (void)b;
+    return QR_OK;
+}
+
+static int chk_text_args(SqlBind *b, SqlExpr *e)
+{
+    for (int i = 0; i < e->n_args; i++) {
+        int rc = sql_coerce_unknown(b, e->args[i], QR_SQL_TEXT);
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
 }
 
 static const SqlFuncDef FUNCS[] = {
-    {"json_build_object", 0, 16, QR_SQL_TEXT, f_json_build_object, false},
+    {"quote_ident", 1, 1, QR_SQL_TEXT, f_quote_ident, true},
+    {"quote_literal", 1, 1, QR_SQL_TEXT, f_quote_literal, true},
+    {"quote_nullable", 1, 1, QR_SQL_TEXT, f_quote_literal, false},
+    {"format", 1, 100, QR_SQL_TEXT, f_format, false, false, chk_text_args},
+    {"pg_typeof", 1, 1, QR_SQL_TEXT, f_pg_typeof, false, false, chk_pg_typeof},
     {"lower", 1, 1, QR_SQL_TEXT, f_lower, true},
     {"upper", 1, 1, QR_SQL_TEXT, f_upper, true},
     {"length", 1, 1, QR_SQL_INT4, f_length, true},
@@ -646,5 +843,9 @@ const SqlFuncDef *sql_func_find(const char *name, int n_args)
         f = find_in(SQL_ARRAY_FUNCS, (size_t)SQL_N_ARRAY_FUNCS, name, n_args);
     if (!f)
         f = find_in(SQL_DATETIME_FUNCS, (size_t)SQL_N_DATETIME_FUNCS, name, n_args);
+    if (!f)
+        f = find_in(SQL_BYTES_FUNCS, (size_t)SQL_N_BYTES_FUNCS, name, n_args);
+    if (!f)
+        f = find_in(SQL_JSON_FUNCS, (size_t)SQL_N_JSON_FUNCS, name, n_args);
     return f;
 }

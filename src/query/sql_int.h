@@ -380,6 +380,43 @@ void sqld_send(const SqlValue *v, QrBuf *b);
 int sqld_recv(SqlCtx *cx, QrSqlType t, const uint8_t *p, size_t n, SqlValue *out);
 
 /* ======================================================================== */
+/* sql_bytes.c — uuid and bytea                                              */
+/* ======================================================================== */
+
+/* Text input: uuid in PostgreSQL's spellings (hyphens after groups of four
+ * digits, braces, upper case), bytea in hex ("\x0a0b") or escape form;
+ * 22P02 on bad input. */
+int sqlb_uuid_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+int sqlb_bytea_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+/* Text output: 8-4-4-4-12 lower case; "\x" and hex digits. */
+void sqlb_uuid_out(const uint8_t *u, QrBuf *out);
+void sqlb_bytea_out(const SqlValue *v, QrBuf *out);
+/* Casts from text (42846 otherwise) and binary receive (16 bytes / any). */
+int sqlb_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *out);
+int sqlb_recv(SqlCtx *cx, QrSqlType t, const uint8_t *p, size_t n, SqlValue *out);
+
+/* ======================================================================== */
+/* sql_json.c — json and jsonb                                               */
+/* ======================================================================== */
+
+/* Text input: json kept as given, jsonb normalized (keys by length then
+ * bytes, the last duplicate kept, numbers as numeric prints them); 22P02
+ * "invalid input syntax for type json" with PostgreSQL's detail. */
+int sqljs_in(SqlCtx *cx, const char *s, size_t n, QrSqlType t, int loc, SqlValue *out);
+/* A SQL value as JSON of type t (to_json / to_jsonb). */
+int sqljs_from_value(SqlCtx *cx, const SqlValue *v, QrSqlType t, SqlValue *out);
+/* A JSON array of n values, vals[i * stride] (json_agg, json_build_array). */
+int sqljs_agg(SqlCtx *cx, const SqlValue *vals, uint64_t n, uint64_t stride, QrSqlType t,
+              SqlValue *out);
+/* doc -> key, ->> key, #> path, #>> path: NULL when absent; ret is the
+ * document's type or text. */
+enum { SQLJS_GET, SQLJS_GET_TEXT, SQLJS_PATH, SQLJS_PATH_TEXT };
+int sqljs_op(SqlCtx *cx, int op, const SqlValue *doc, const SqlValue *key, QrSqlType ret,
+             SqlValue *out);
+/* row_to_json's implementation (names and values alternately). */
+extern const struct SqlFuncDef SQLJS_ROW_TO_JSON;
+
+/* ======================================================================== */
 /* sql_array.c — array values                                                */
 /* ======================================================================== */
 
@@ -502,6 +539,7 @@ typedef enum SqlExprKind {
     SE_SUBSCRIPT,          /* args[0][...]: args[1 + 2k] / args[2 + 2k] the lower / upper
                               bound of subscript k (lower NULL for arr[i]); op 1 slice */
     SE_ARRAY_OP,           /* args[0] op args[1] on arrays: op SQLA_OP_*, or '|' for || */
+    SE_JSON_OP,            /* args[0] -> / ->> / #> / #>> args[1]: op SQLJS_* */
 } SqlExprKind;
 
 typedef struct SqlExpr SqlExpr;
@@ -538,7 +576,7 @@ enum { SQL_CMP_EQ, SQL_CMP_NE, SQL_CMP_LT, SQL_CMP_LE, SQL_CMP_GT, SQL_CMP_GE };
 /* Aggregates referenced by a query (SE_AGG.col is the slot). */
 typedef enum SqlAggKind {
     SA_COUNT_STAR, SA_COUNT, SA_SUM, SA_AVG, SA_MIN, SA_MAX, SA_PCT_CONT, SA_PCT_DISC,
-    SA_BOOL_AND, SA_BOOL_OR, SA_STRING_AGG,
+    SA_BOOL_AND, SA_BOOL_OR, SA_STRING_AGG, SA_JSON_AGG, SA_JSONB_AGG,
     SA_STDDEV_SAMP, SA_STDDEV_POP, SA_VAR_SAMP, SA_VAR_POP, SA_ARRAY_AGG,
     SA_GROUP_KEY,          /* grouping sets: the value of group key keys[0], NULL in a
                               grouping set without it (plan/bind_group.c) */
@@ -704,6 +742,10 @@ extern const SqlFuncDef SQL_ARRAY_FUNCS[];
 extern const int SQL_N_ARRAY_FUNCS;
 extern const SqlFuncDef SQL_DATETIME_FUNCS[];
 extern const int SQL_N_DATETIME_FUNCS;
+extern const SqlFuncDef SQL_BYTES_FUNCS[];
+extern const int SQL_N_BYTES_FUNCS;
+extern const SqlFuncDef SQL_JSON_FUNCS[];
+extern const int SQL_N_JSON_FUNCS;
 
 /* ======================================================================== */
 /* Row sources: base tables, catalogs (sql_catalog.c), materialized rows      */

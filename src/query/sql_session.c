@@ -683,6 +683,14 @@ int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, S
         return sqlv_numeric_recv(cx, p, (size_t)len, out);
     if (t == QR_SQL_DATE || t == QR_SQL_TIME || t == QR_SQL_INTERVAL)
         return sqld_recv(cx, t, p, (size_t)len, out);
+    if (t == QR_SQL_UUID || t == QR_SQL_BYTEA)
+        return sqlb_recv(cx, t, p, (size_t)len, out);
+    if (t == QR_SQL_JSON || t == QR_SQL_JSONB) { /* jsonb: a version byte, 1, first */
+        if (t == QR_SQL_JSONB && (len < 1 || p[0] != 1))
+            return sql_err_at(cx, -1, QR_EINVAL, "22P03", "unsupported jsonb version number");
+        size_t skip = t == QR_SQL_JSONB;
+        return sqljs_in(cx, (const char *)p + skip, (size_t)len - skip, t, -1, out);
+    }
     switch (t) {
     case QR_SQL_BOOL:
         if (len != 1)

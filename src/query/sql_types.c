@@ -186,7 +186,9 @@ static const struct {
     {"timestamp with time zone", QR_SQL_TIMESTAMPTZ},
     {"date", QR_SQL_DATE},         {"time", QR_SQL_TIME},
     {"time without time zone", QR_SQL_TIME},
-    {"interval", QR_SQL_INTERVAL},
+    {"interval", QR_SQL_INTERVAL}, {"uuid", QR_SQL_UUID},
+    {"bytea", QR_SQL_BYTEA},       {"json", QR_SQL_JSON},
+    {"jsonb", QR_SQL_JSONB},
 };
 
 bool sqlt_from_name(const char *name, QrSqlType *out)
@@ -275,7 +277,8 @@ bool sqlt_storage(const char *name, bool array, QrFieldType *ft, const char **pg
         t = QR_SQL_ARRAY_OF(t);
     /* arrays live in the document as their text form: no column or index
      * orders or compares them the way SQL does */
-    if (QR_SQL_IS_ARRAY(t) || t == QR_SQL_TIME || t == QR_SQL_INTERVAL) {
+    if (QR_SQL_IS_ARRAY(t) || t == QR_SQL_TIME || t == QR_SQL_INTERVAL || t == QR_SQL_UUID ||
+        t == QR_SQL_BYTEA || t == QR_SQL_JSON || t == QR_SQL_JSONB) {
         *ft = QR_FT_TEXT;
         *pg = sqlt_typname(t);
         *doc_only = true;

@@ -199,6 +199,22 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
     }
     if (QR_SQL_IS_ARRAY(to))
         return sqla_cast(cx, in, to, loc, out);
+    if ((to == QR_SQL_JSON || to == QR_SQL_JSONB) &&
+        (sqlt_is_str(from) || from == QR_SQL_JSON || from == QR_SQL_JSONB))
+        return sqljs_in(cx, in->u.s.s ? in->u.s.s : "", in->u.s.n, to, loc, out);
+    if ((from == QR_SQL_JSON || from == QR_SQL_JSONB) && sqlt_is_str(to)) {
+        *out = *in;
+        out->type = to;
+        return QR_OK;
+    }
+    if ((to == QR_SQL_UUID || to == QR_SQL_BYTEA) && sqlt_is_str(from))
+        return sqlb_cast(cx, in, to, loc, out);
+    if (((to == QR_SQL_UUID || to == QR_SQL_BYTEA || to == QR_SQL_JSON || to == QR_SQL_JSONB) &&
+         !sqlt_is_str(from)) ||
+        ((from == QR_SQL_UUID || from == QR_SQL_BYTEA || from == QR_SQL_JSON ||
+          from == QR_SQL_JSONB) && !sqlt_is_str(to)))
+        return sql_err_at(cx, loc, QR_ETYPE, "42846", "cannot cast type %s to %s",
+                          qr_sql_type_name(from), qr_sql_type_name(to));
     if ((to == QR_SQL_DATE || to == QR_SQL_TIME || to == QR_SQL_INTERVAL ||
          ((from == QR_SQL_DATE || from == QR_SQL_TIME || from == QR_SQL_INTERVAL) && !sqlt_is_str(to))))
         return sqld_cast(cx, in, to, loc, out);
@@ -359,6 +375,13 @@ int sqlv_cmp(const SqlValue *a, const SqlValue *b)
             return sqld_interval_cmp(a, b);
         return a->type == QR_SQL_INTERVAL ? 1 : -1;
     }
+    if (a->type == QR_SQL_UUID || b->type == QR_SQL_UUID) {
+        if (a->type == b->type) {
+            int c = memcmp(a->u.uuid, b->u.uuid, 16);
+            return c < 0 ? -1 : c > 0;
+        }
+        return a->type == QR_SQL_UUID ? 1 : -1;
+    }
     bool ai = sqlt_is_int(a->type) || sqlt_is_datetime(a->type) || a->type == QR_SQL_TIME ||
               a->type == QR_SQL_BOOL;
     bool bi = sqlt_is_int(b->type) || sqlt_is_datetime(b->type) || b->type == QR_SQL_TIME ||
@@ -387,9 +410,9 @@ int sqlv_cmp(const SqlValue *a, const SqlValue *b)
     /* strings (and mixed kinds by text) */
     const char *s1 = a->u.s.s, *s2 = b->u.s.s;
     size_t n1 = a->u.s.n, n2 = b->u.s.n;
-    if (!sqlt_is_str(a->type) && a->type != QR_SQL_NUMERIC)
+    if (!sqlt_has_bytes(a->type))
         return an ? -1 : 1;
-    if (!sqlt_is_str(b->type) && b->type != QR_SQL_NUMERIC)
+    if (!sqlt_has_bytes(b->type))
         return bn ? 1 : -1;
     int c = memcmp(s1, s2, n1 < n2 ? n1 : n2);
     if (c)
@@ -432,7 +455,14 @@ uint64_t sqlv_hash(const SqlValue *v)
         return mix(sqla_hash(v));
     if (v->type == QR_SQL_INTERVAL)
         return mix(sqld_interval_hash(v));
-    if (sqlt_is_str(v->type)) {
+    if (v->type == QR_SQL_UUID) {
+        uint64_t x, y;
+        memcpy(&x, v->u.uuid, 8);
+        memcpy(&y, v->u.uuid + 8, 8);
+        return mix(x ^ mix(y));
+    }
+    if (sqlt_is_str(v->type) || v->type == QR_SQL_BYTEA || v->type == QR_SQL_JSON ||
+        v->type == QR_SQL_JSONB) {
         uint64_t h = 1469598103934665603ULL;
         for (size_t i = 0; i < v->u.s.n; i++)
             h = (h ^ (uint8_t)v->u.s.s[i]) * 1099511628211ULL;
@@ -534,6 +564,12 @@ void qr_sql_value_text(const QrSqlValue *v, QrBuf *out)
     case QR_SQL_INTERVAL:
         sqld_interval_out(v, out);
         break;
+    case QR_SQL_UUID:
+        sqlb_uuid_out(v->u.uuid, out);
+        break;
+    case QR_SQL_BYTEA:
+        sqlb_bytea_out(v, out);
+        break;
     default:
         qr_buf_append(out, v->u.s.s ? v->u.s.s : "", v->u.s.n);
         break;
@@ -586,7 +622,11 @@ void sqlv_json(const SqlValue *v, QrBuf *out)
     }
     case QR_SQL_DATE:
     case QR_SQL_TIME:
-    case QR_SQL_INTERVAL: {
+    case QR_SQL_INTERVAL:
+    case QR_SQL_UUID:
+    case QR_SQL_BYTEA:
+    case QR_SQL_JSON:
+    case QR_SQL_JSONB: {
         QrBuf t;
         qr_buf_init(&t);
         qr_sql_value_text(v, &t);
@@ -937,6 +977,16 @@ void qr_sql_value_send(const QrSqlValue *v, QrBuf *b)
     case QR_SQL_TIME:
     case QR_SQL_INTERVAL:
         sqld_send(v, b);
+        break;
+    case QR_SQL_UUID:
+        qr_buf_append(b, v->u.uuid, 16);
+        break;
+    case QR_SQL_JSONB: /* version 1, then the text */
+        qr_buf_putc(b, 1);
+        qr_buf_append(b, v->u.s.s, v->u.s.n);
+        break;
+    case QR_SQL_BYTEA:
+        qr_buf_append(b, v->u.s.s, v->u.s.n);
         break;
     default:
         qr_sql_value_text(v, b);

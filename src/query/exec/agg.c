@@ -88,7 +88,8 @@ static int agg_push_val(SqlCtx *cx, SqlAggState *st, const SqlValue *v)
 static bool collects(const SqlAgg *a)
 {
     return a->kind != SA_PCT_CONT && a->kind != SA_PCT_DISC &&
-           (a->distinct || a->n_order || a->kind == SA_STRING_AGG || a->kind == SA_ARRAY_AGG);
+           (a->distinct || a->n_order || a->kind == SA_STRING_AGG || a->kind == SA_ARRAY_AGG ||
+            a->kind == SA_JSON_AGG || a->kind == SA_JSONB_AGG);
 }
 #define COLLECT_WIDTH(a) (2 + (a)->n_order)
 
@@ -132,7 +133,8 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
     int rc = sql_expr_eval(cx, a->arg, r, &v);
     if (rc)
         return rc;
-    if (v.is_null && a->kind != SA_ARRAY_AGG) /* array_agg keeps NULLs */
+    if (v.is_null && a->kind != SA_ARRAY_AGG && a->kind != SA_JSON_AGG &&
+        a->kind != SA_JSONB_AGG) /* array_agg and json_agg keep NULLs */
         return QR_OK;
     if (collects(a)) {
         *keep = true; /* kept past the row: strings are copied */
@@ -286,6 +288,8 @@ static int final_collected(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValu
         *out = sqlv_text(s, len);
         return QR_OK;
     }
+    if (a->kind == SA_JSON_AGG || a->kind == SA_JSONB_AGG)
+        return sqljs_agg(cx, t, n, (uint64_t)W, a->type, out);
     if (a->kind == SA_ARRAY_AGG) {
         SqlValue *el = qr_arena_alloc(cx->arena, (n + 1) * sizeof *el);
         if (!el)
@@ -373,6 +377,8 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
     }
     case SA_STRING_AGG:
     case SA_ARRAY_AGG:     /* (collected) */
+    case SA_JSON_AGG:
+    case SA_JSONB_AGG:
     case SA_GROUP_KEY:
     case SA_GROUPING:      /* (the hash aggregate's) */
         return QR_OK;

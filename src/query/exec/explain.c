@@ -296,6 +296,14 @@ static void expr_sql(QrBuf *b, SqlCtx *cx, const SqlExpr *e, const SqlScope *sco
             qr_buf_putc(b, ']');
         }
         return;
+    case SE_JSON_OP:
+        qr_buf_putc(b, '(');
+        expr_sql(b, cx, e->args[0], scope, qualify, depth + 1);
+        qr_buf_printf(b, " %s ", e->op == SQLJS_GET ? "->" : e->op == SQLJS_GET_TEXT ? "->>"
+                                 : e->op == SQLJS_PATH ? "#>" : "#>>");
+        expr_sql(b, cx, e->args[1], scope, qualify, depth + 1);
+        qr_buf_putc(b, ')');
+        return;
     case SE_ARRAY_OP:
         qr_buf_putc(b, '(');
         expr_sql(b, cx, e->args[0], scope, qualify, depth + 1);

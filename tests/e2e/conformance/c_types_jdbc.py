@@ -2,7 +2,8 @@
 program compiled here.  Arrays: setArray of createArrayOf("int4" / "int8" / "text" /
 "float8") parameters, getArray of results and of array columns, = ANY (?); dates, times
 and intervals (setDate / setTime / setTimestamp, getDate / getTime, PGInterval of the
-text); each
+text); uuid (setObject / getObject as java.util.UUID), bytea (setBytes / getBytes) and
+jsonb (as text); each
 run seven times so that pgjdbc's server-prepared statements (binary transfer from the
 fifth run) are covered too.  The program prints "CHECK ok|bad what" lines."""
 import os
@@ -94,6 +95,31 @@ public class TypesJdbc {
                       "interval read back" + r + ": " + iv + " / " + iv2);
                 check(java.sql.Date.valueOf("2024-02-" + (11 + run)).equals(rs.getDate(5)),
                       "date + 1" + r + ": " + rs.getDate(5));
+            }
+        }
+        st.execute("CREATE TABLE tjd_misc (id int8 PRIMARY KEY, u uuid, b bytea, j jsonb)");
+        for (int run = 0; run < 7; run++) {
+            String r = " (run " + run + ")";
+            java.util.UUID u = java.util.UUID.randomUUID();
+            byte[] bytes = new byte[] {0, (byte) 255, (byte) run, 92};
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO tjd_misc VALUES (?, ?, ?, ?::jsonb)")) {
+                p.setLong(1, run);
+                p.setObject(2, u);
+                p.setBytes(3, bytes);
+                p.setString(4, "{\"run\": " + run + ", \"tags\": [\"a\"]}");
+                check(p.executeUpdate() == 1, "INSERT uuid / bytea / jsonb" + r);
+            }
+            try (PreparedStatement p = c.prepareStatement(
+                     "SELECT u, b, j, j ->> 'run', j -> 'tags' FROM tjd_misc WHERE id = ? AND u = ?")) {
+                p.setLong(1, run);
+                p.setObject(2, u);
+                ResultSet rs = p.executeQuery();
+                check(rs.next(), "uuid row " + run + " found by its uuid");
+                check(u.equals(rs.getObject(1)) && Arrays.equals(bytes, rs.getBytes(2)) &&
+                      ("{\"run\": " + run + ", \"tags\": [\"a\"]}").equals(rs.getString(3)) &&
+                      String.valueOf(run).equals(rs.getString(4)) && "[\"a\"]".equals(rs.getString(5)),
+                      "uuid / bytea / jsonb read back" + r + ": " + rs.getObject(1) + " " +
+                      Arrays.toString(rs.getBytes(2)) + " " + rs.getString(3));
             }
         }
         try {

@@ -1,9 +1,11 @@
 """psycopg 3 and Quarry's types: arrays (lists as typed array parameters, 1007 / 1009 /
 1016 / 1022..., in text and in binary; results read back as lists; columns that store
 them; = ANY with a list; a malformed literal is 22P02); date, time and interval
-(datetime.date / time / timedelta both ways, text and binary, date arithmetic, columns).
-Every value is compared with the Python value it started as."""
+(datetime.date / time / timedelta both ways, text and binary, date arithmetic, columns);
+uuid (uuid.UUID), bytea (bytes) and json / jsonb (psycopg.types.json.Json / Jsonb, read
+back as Python objects).  Every value is compared with the Python value it started as."""
 import datetime
+import uuid
 
 
 def run(ctx):
@@ -35,6 +37,9 @@ def run(ctx):
         ("interval", datetime.timedelta(days=3, hours=4, minutes=5, seconds=6, microseconds=7)),
         ("interval", datetime.timedelta(days=-2, hours=5)),
         ("date[]", [datetime.date(2024, 1, 1), None]),
+        ("uuid", uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")),
+        ("bytea", b"\x00\xffabc\\"),
+        ("bytea", b""),
     ]
     for binary in (False, True):
         mode = "binary" if binary else "text"
@@ -90,6 +95,23 @@ def run(ctx):
             ctx.check(got == rows, "date / time / interval columns (%s): %r" %
                       ("binary" if binary else "text", got))
     attempt("dates", dates)
+
+    def more():
+        from psycopg.types.json import Json, Jsonb
+        doc = {"b": [1, 2.5, None, "x"], "a": {"c": True}}
+        for binary in (False, True):
+            cur = conn.cursor(binary=binary)
+            got = cur.execute("SELECT %s::json, %s::jsonb, %s::jsonb -> 'a' ->> 'c', "
+                              "jsonb_build_object('k', %s::int)",
+                              (Json(doc), Jsonb(doc), Jsonb(doc), 7)).fetchone()
+            ctx.check(got == (doc, doc, "true", {"k": 7}),
+                      "json / jsonb (%s): %r" % ("binary" if binary else "text", got))
+        conn.execute("CREATE TABLE t3_misc (n int PRIMARY KEY, id uuid, b bytea, j jsonb)")
+        u = uuid.uuid4()
+        conn.execute("INSERT INTO t3_misc VALUES (1, %s, %s, %s)", (u, b"\x01\x02", Jsonb(doc)))
+        got = conn.execute("SELECT id, b, j, gen_random_uuid() <> id FROM t3_misc").fetchone()
+        ctx.check(got == (u, b"\x01\x02", doc, True), "uuid / bytea / jsonb columns: %r" % (got,))
+    attempt("uuid, bytea, json", more)
 
     err = None
     try:

@@ -72,6 +72,19 @@ await attempt("dates", async () => {
   out(day === "2024-03-01" && iv === (pjs ? "2 days 04:00:00" : "2 4") && r.t === "12:00:00" &&
       Number(r.n) === 59, `date / interval / time values and arithmetic: ${day} ${iv} ${r.t} ${r.n}`);
 });
+await attempt("uuid, bytea, json", async () => {
+  const u = "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11";
+  const r = (await query("select $1::uuid as u, $2::bytea as b, $3::jsonb as j, " +
+                         "$3::jsonb -> 'a' ->> 0 as a0, json_build_object('k', 1) as o",
+                         [u, Buffer.from([0, 255, 7]),
+                          // postgres.js serializes a jsonb parameter itself: it takes the object
+                          pjs ? { b: 1, a: ["x", 2] } : JSON.stringify({ b: 1, a: ["x", 2] })]))[0];
+  const j = typeof r.j === "string" ? JSON.parse(r.j) : r.j;
+  const o = typeof r.o === "string" ? JSON.parse(r.o) : r.o;
+  out(r.u === u && Buffer.isBuffer(r.b) && same([...r.b], [0, 255, 7]) && same(j, { a: ["x", 2], b: 1 }) &&
+      r.a0 === "x" && same(o, { k: 1 }),
+      `uuid / bytea / jsonb values: ${r.u} ${JSON.stringify(r.b)} ${JSON.stringify(r.j)} ${r.a0}`);
+});
 await attempt("malformed", async () => {
   let code = null;
   try { await query("select 1 = any($1::text::int4[])", ["{1,2"]); } catch (e) { code = e.code; }
