@@ -624,7 +624,7 @@ static int agg_def(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fna
                 coerce_unknown(b, a->arg, t = QR_SQL_FLOAT8);
             if (!sqlt_is_num(t))
                 goto badarg;
-            a->type = sqlt_is_int(t) ? QR_SQL_INT8 : QR_SQL_FLOAT8;
+            a->type = sqlt_is_int(t) ? QR_SQL_INT8 : t == QR_SQL_NUMERIC ? t : QR_SQL_FLOAT8;
             break;
         case SA_AVG:
         case SA_STDDEV_SAMP:
@@ -635,7 +635,7 @@ static int agg_def(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fna
                 coerce_unknown(b, a->arg, t = QR_SQL_FLOAT8);
             if (!sqlt_is_num(t))
                 goto badarg;
-            a->type = QR_SQL_FLOAT8;
+            a->type = kind == SA_AVG && t == QR_SQL_NUMERIC ? t : QR_SQL_FLOAT8;
             break;
         case SA_MIN:
         case SA_MAX:
@@ -1144,8 +1144,13 @@ static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int lo
     SqlExpr *e = new_binary(b, SE_ARITH, o, l, r, loc);
     if (!e)
         return b->cx->err->code;
-    bool fl = sqlt_is_float(l->type) || sqlt_is_float(r->type);
-    e->type = fl ? QR_SQL_FLOAT8
+    /* numeric stays exact with integers; with a float it is a float8 (as
+     * PostgreSQL's implicit numeric -> float8 cast) */
+    bool fl = l->type == QR_SQL_FLOAT4 || l->type == QR_SQL_FLOAT8 || r->type == QR_SQL_FLOAT4 ||
+              r->type == QR_SQL_FLOAT8;
+    bool num = l->type == QR_SQL_NUMERIC || r->type == QR_SQL_NUMERIC;
+    e->type = fl    ? QR_SQL_FLOAT8
+              : num ? QR_SQL_NUMERIC
               : (l->type == QR_SQL_INT8 || r->type == QR_SQL_INT8) ? QR_SQL_INT8
               : (l->type == QR_SQL_INT2 && r->type == QR_SQL_INT2) ? QR_SQL_INT2
                                                                     : QR_SQL_INT4;
@@ -1505,7 +1510,7 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         if (!e || set_args(b, e, 1))
             return b->cx->err->code;
         e->args[0] = r;
-        e->type = r->type == QR_SQL_NUMERIC ? QR_SQL_FLOAT8 : r->type;
+        e->type = r->type;
         *out = e;
         return QR_OK;
     }
@@ -1651,17 +1656,21 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         t = QR_SQL_ARRAY_OF(t);
     }
     SqlExpr *a;
-    int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
-    if (rc)
+    int32_t typmod = -1; /* numeric(p, s) */
+    int rc;
+    if (t == QR_SQL_NUMERIC && (rc = sqln_typmod_of(b->cx, sqlj_get(tn, "typmods"), sqlj_loc(tn), &typmod)))
         return rc;
-    if (a->kind == SE_PARAM && b->cx->param_types[a->col] == QR_SQL_UNKNOWN) {
+    if ((rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a)))
+        return rc;
+    if (a->kind == SE_PARAM && b->cx->param_types[a->col] == QR_SQL_UNKNOWN && typmod < 0) {
         coerce_unknown(b, a, t);
         *out = a;
         return QR_OK;
     }
     if (a->kind == SE_CONST) {
         SqlValue v;
-        if ((rc = sqlv_cast(b->cx, &a->val, t, loc, &v)))
+        if ((rc = sqlv_cast(b->cx, &a->val, t, loc, &v)) ||
+            (typmod >= 0 && (rc = sqln_typmod(b->cx, &v, typmod, loc, &v))))
             return rc;
         a->val = v;
         a->type = t;
@@ -1673,9 +1682,17 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         return b->cx->err->code;
     e->args[0] = a;
     e->type = t;
+    e->col = typmod;
     e->name = a->kind == SE_COL ? a->name : name;
     *out = e;
     return QR_OK;
+}
+
+/* The place of a number type in PostgreSQL's implicit widening. */
+static int num_rank(QrSqlType t)
+{
+    return t == QR_SQL_FLOAT8 ? 5 : t == QR_SQL_FLOAT4 ? 4 : t == QR_SQL_NUMERIC ? 3
+           : t == QR_SQL_INT8 ? 2 : t == QR_SQL_INT2 ? 0 : 1;
 }
 
 /* The common type of several expressions (CASE results, COALESCE,
@@ -1690,9 +1707,8 @@ static int resolve_common(SqlBind *b, SqlExpr ***items, int n, const char *what,
             continue;
         if (rt == QR_SQL_UNKNOWN)
             rt = t;
-        else if (sqlt_is_num(rt) && sqlt_is_num(t) && (sqlt_is_float(t) || t == QR_SQL_INT8) &&
-                 !sqlt_is_float(rt))
-            rt = t == QR_SQL_NUMERIC ? QR_SQL_FLOAT8 : t;
+        else if (sqlt_is_num(rt) && sqlt_is_num(t) && rt != t) /* int < numeric < float */
+            rt = num_rank(t) > num_rank(rt) ? t : rt;
     }
     if (rt == QR_SQL_UNKNOWN)
         rt = QR_SQL_TEXT;
@@ -2707,6 +2723,8 @@ static bool like_match(const char *s, size_t n, const char *p, size_t m, bool ci
 
 static int arith(SqlCtx *cx, const SqlExpr *e, const SqlValue *a, const SqlValue *b, SqlValue *out)
 {
+    if (e->type == QR_SQL_NUMERIC)
+        return sqln_arith(cx, e->op, a, b, out);
     if (sqlt_is_float(e->type)) {
         double x = sqlt_is_int(a->type) ? (double)a->u.i : a->u.f;
         double y = sqlt_is_int(b->type) ? (double)b->u.i : b->u.f;
@@ -2989,6 +3007,9 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
         return QR_OK;
     case SE_COL:
         *out = r->row[e->col];
+        if (e->type == QR_SQL_NUMERIC && !out->is_null && sqlt_is_float(out->type) &&
+            out->type != QR_SQL_NUMERIC) /* a numeric column's float storage */
+            return sqln_from_double(cx, out->u.f, out);
         return QR_OK;
     case SE_PARAM:
         if (!cx->params || e->col >= cx->params->n)
@@ -3076,9 +3097,9 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
             out->u.i = -a.u.i;
         } else if (a.type == QR_SQL_INTERVAL) {
             return sqld_negate(cx, &a, out);
+        } else if (a.type == QR_SQL_NUMERIC) {
+            return sqln_neg(cx, &a, out);
         } else {
-            if (a.type == QR_SQL_NUMERIC && sqlv_cast(cx, &a, QR_SQL_FLOAT8, e->loc, &a))
-                return cx->err->code;
             out->u.f = -a.u.f;
         }
         return QR_OK;
@@ -3272,6 +3293,11 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
             out->type = e->type;
             return QR_OK;
         }
+        if (e->col >= 0 && e->type == QR_SQL_NUMERIC) /* numeric(p, s) */
+            return sqlv_cast(cx, &a, e->type, e->loc, out) ||
+                           sqln_typmod(cx, out, e->col, e->loc, out)
+                       ? cx->err->code
+                       : QR_OK;
         return sqlv_cast(cx, &a, e->type, e->loc, out);
     case SE_CONCAT: {
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))

@@ -291,6 +291,15 @@ static int f_left_right(SqlCtx *cx, const SqlValue *a, SqlValue *out, bool left)
 static int f_left(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_left_right(cx, a, out, true); }
 static int f_right(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_left_right(cx, a, out, false); }
 
+/* round / trunc / floor / ceil of a numeric (or an integer made one) to
+ * k digits after the point. */
+static int num_round(SqlCtx *cx, const SqlValue *a, int64_t k, int how, SqlValue *out)
+{
+    SqlValue x;
+    int rc = sqlv_cast(cx, a, QR_SQL_NUMERIC, -1, &x);
+    return rc ? rc : sqln_round(cx, &x, k, how, out);
+}
+
 static int f_abs(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
     (void)n;
@@ -301,6 +310,11 @@ static int f_abs(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
         out->u.i = a->u.i < 0 ? -a->u.i : a->u.i;
         return QR_OK;
     }
+    if (a->type == QR_SQL_NUMERIC) { /* exact: the sign dropped */
+        if (out->u.s.n && out->u.s.s[0] == '-')
+            out->u.s.s++, out->u.s.n--;
+        return QR_OK;
+    }
     double d;
     int rc = as_float(cx, a, &d);
     *out = sqlv_float(fabs(d));
@@ -309,14 +323,14 @@ static int f_abs(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 
 static int f_round(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
-    if (sqlt_is_int(a[0].type) && n == 1) {
-        *out = a[0];
-        return QR_OK;
-    }
     double d;
     int64_t k = 0;
-    int rc = as_float(cx, &a[0], &d);
-    if (rc || (n > 1 && (rc = as_int(cx, &a[1], &k))))
+    int rc;
+    if (n > 1 && (rc = as_int(cx, &a[1], &k)))
+        return rc;
+    if (a[0].type == QR_SQL_NUMERIC || sqlt_is_int(a[0].type)) /* exact, numeric out */
+        return num_round(cx, &a[0], k, SQLN_ROUND, out);
+    if ((rc = as_float(cx, &a[0], &d)))
         return rc;
     double p = pow(10, (double)k);
     double r = d * p;
@@ -331,6 +345,8 @@ static int f_math1(SqlCtx *cx, const SqlValue *a, SqlValue *out, double (*fn)(do
         *out = *a;
         return QR_OK;
     }
+    if (keep_int && a->type == QR_SQL_NUMERIC) /* floor, ceil, trunc: exact */
+        return num_round(cx, a, 0, fn == floor ? SQLN_FLOOR : fn == ceil ? SQLN_CEIL : SQLN_TRUNC, out);
     double d;
     int rc = as_float(cx, a, &d);
     *out = sqlv_float(fn(d));
@@ -338,7 +354,22 @@ static int f_math1(SqlCtx *cx, const SqlValue *a, SqlValue *out, double (*fn)(do
 }
 static int f_floor(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, floor, true); }
 static int f_ceil(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, ceil, true); }
-static int f_trunc(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, trunc, true); }
+static int f_trunc(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    int64_t k;
+    int rc;
+    if (n == 1)
+        return f_math1(cx, a, out, trunc, true);
+    if ((rc = as_int(cx, &a[1], &k)))
+        return rc;
+    if (a[0].type == QR_SQL_NUMERIC || sqlt_is_int(a[0].type))
+        return num_round(cx, &a[0], k, SQLN_TRUNC, out);
+    double d, p = pow(10, (double)k);
+    if ((rc = as_float(cx, &a[0], &d)))
+        return rc;
+    *out = sqlv_float(trunc(d * p) / p);
+    return QR_OK;
+}
 static int f_exp(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, exp, false); }
 
 static int f_sqrt(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
@@ -768,6 +799,27 @@ static int chk_pg_typeof(SqlBind *b, SqlExpr *e)
     return QR_OK;
 }
 
+/* round(x [, k]) and trunc(x [, k]): numeric for numerics and integers,
+ * float8 for floats, as PostgreSQL's overloads (an untyped literal is a
+ * numeric). */
+static int chk_round(SqlBind *b, SqlExpr *e)
+{
+    int rc = sql_coerce_unknown(b, e->args[0], QR_SQL_NUMERIC);
+    if (!rc && e->n_args > 1)
+        rc = sql_coerce_unknown(b, e->args[1], QR_SQL_INT4);
+    if (rc)
+        return rc;
+    QrSqlType t = e->args[0]->type;
+    if (!sqlt_is_num(t))
+        return sql_err_at(b->cx, e->loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist",
+                          e->name, qr_sql_type_name(t));
+    e->type = t == QR_SQL_NUMERIC || (sqlt_is_int(t) && (e->n_args > 1 || e->name[0] == 'r'))
+                  ? QR_SQL_NUMERIC
+              : sqlt_is_int(t) ? t
+                               : QR_SQL_FLOAT8;
+    return QR_OK;
+}
+
 static int chk_text_args(SqlBind *b, SqlExpr *e)
 {
     for (int i = 0; i < e->n_args; i++) {
@@ -804,11 +856,11 @@ static const SqlFuncDef FUNCS[] = {
     {"right", 2, 2, QR_SQL_TEXT, f_right, true},
     {"repeat", 2, 2, QR_SQL_TEXT, f_repeat, true},
     {"abs", 1, 1, QR_SQL_UNKNOWN, f_abs, true, true},
-    {"round", 1, 2, QR_SQL_FLOAT8, f_round, true, true},
+    {"round", 1, 2, QR_SQL_FLOAT8, f_round, true, true, chk_round},
     {"floor", 1, 1, QR_SQL_UNKNOWN, f_floor, true, true},
     {"ceil", 1, 1, QR_SQL_UNKNOWN, f_ceil, true, true},
     {"ceiling", 1, 1, QR_SQL_UNKNOWN, f_ceil, true, true},
-    {"trunc", 1, 1, QR_SQL_UNKNOWN, f_trunc, true, true},
+    {"trunc", 1, 2, QR_SQL_FLOAT8, f_trunc, true, true, chk_round},
     {"sqrt", 1, 1, QR_SQL_FLOAT8, f_sqrt, true, true},
     {"exp", 1, 1, QR_SQL_FLOAT8, f_exp, true, true},
     {"ln", 1, 1, QR_SQL_FLOAT8, f_ln, true, true},

@@ -417,6 +417,36 @@ int sqljs_op(SqlCtx *cx, int op, const SqlValue *doc, const SqlValue *key, QrSql
 extern const struct SqlFuncDef SQLJS_ROW_TO_JSON;
 
 /* ======================================================================== */
+/* sql_numeric.c — numeric as an exact decimal                               */
+/* ======================================================================== */
+
+/* Text input, normalized ("1e3" is 1000, " 12.50" is 12.50; NaN, Infinity);
+ * 22P02 on bad input, 54000 past 20,000 digits. */
+int sqln_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+/* x op y ('+', '-', '*', '/', '%') of numerics (integers and floats are
+ * converted first), with PostgreSQL's result scales; 22012. */
+int sqln_arith(SqlCtx *cx, int op, const SqlValue *x, const SqlValue *y, SqlValue *out);
+/* Order of two numeric texts (NaN above everything, equal to itself). */
+int sqln_cmp(const SqlValue *x, const SqlValue *y);
+int sqln_neg(SqlCtx *cx, const SqlValue *x, SqlValue *out);
+/* round (half away from zero) / trunc to `scale` digits (negative: tens,
+ * hundreds), ceil / floor. */
+enum { SQLN_ROUND, SQLN_TRUNC, SQLN_CEIL, SQLN_FLOOR };
+int sqln_round(SqlCtx *cx, const SqlValue *x, int64_t scale, int how, SqlValue *out);
+/* numeric(p, s): rounded to s digits, 22003 "numeric field overflow" with
+ * PostgreSQL's detail when more than p - s integer digits remain.  A
+ * typmod below 4 changes nothing. */
+int sqln_typmod(SqlCtx *cx, const SqlValue *x, int32_t typmod, int loc, SqlValue *out);
+int32_t sqln_make_typmod(int prec, int scale);
+/* The typmod of numeric(p [, s]) from a TypeName's "typmods" list (-1 when
+ * absent); 22023 for a precision outside 1..1000 or a scale outside 0..p. */
+int sqln_typmod_of(SqlCtx *cx, const cJSON *typmods, int loc, int32_t *out);
+/* A float as numeric (15 significant digits, as float8_numeric). */
+int sqln_from_double(SqlCtx *cx, double d, SqlValue *out);
+/* avg(numeric): sum / count at the division's scale. */
+int sqln_avg(SqlCtx *cx, const SqlValue *sum, int64_t count, SqlValue *out);
+
+/* ======================================================================== */
 /* sql_array.c — array values                                                */
 /* ======================================================================== */
 
@@ -556,7 +586,8 @@ struct SqlExpr {
     int op;                /* SE_ARITH '+','-','*','/','%'; SE_CMP: SQL_CMP_*;
                               SE_LIKE: 1 ILIKE | 2 NOT; SE_IN: 1 NOT */
     int col;               /* SE_COL: scope index; SE_PARAM: 0-based; SE_AGG: slot;
-                              SE_ARITH: 1 for a date/time operator (sql_datetime.c) */
+                              SE_ARITH: 1 for a date/time operator (sql_datetime.c);
+                              SE_CAST: the numeric(p, s) typmod, -1 */
     SqlValue val;          /* SE_CONST */
     int n_args;
     SqlExpr **args;        /* operands (SE_CASE: [arg?] when/then pairs, else) */

@@ -233,12 +233,11 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
         return text_value(cx, in, to, out);
     }
     if (to == QR_SQL_NUMERIC) {
-        if (sqlt_is_str(from)) {
-            double d;
-            if (!parse_float(in->u.s.s, in->u.s.n, &d))
-                return cast_err(cx, loc, "22P02", "invalid input syntax", to, in);
-        }
-        if (sqlt_is_str(from) || sqlt_is_num(from))
+        if (sqlt_is_str(from))
+            return sqln_in(cx, in->u.s.s ? in->u.s.s : "", in->u.s.n, loc, out);
+        if (from == QR_SQL_FLOAT4 || from == QR_SQL_FLOAT8)
+            return sqln_from_double(cx, in->u.f, out);
+        if (sqlt_is_int(from))
             return text_value(cx, in, to, out);
         return sql_err_at(cx, loc, QR_ETYPE, "42846", "cannot cast type %s to numeric",
                           qr_sql_type_name(from));
@@ -249,8 +248,24 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
             i = in->u.i;
         } else if (from == QR_SQL_FLOAT4 || from == QR_SQL_FLOAT8 || from == QR_SQL_NUMERIC) {
             double d = in->u.f;
-            if (from == QR_SQL_NUMERIC && !parse_float(in->u.s.s, in->u.s.n, &d))
-                return cast_err(cx, loc, "22P02", "invalid input syntax", to, in);
+            if (from == QR_SQL_NUMERIC) { /* rounded half away from zero, exactly */
+                SqlValue r;
+                int rc = sqln_round(cx, in, 0, SQLN_ROUND, &r);
+                if (rc)
+                    return rc;
+                bool ovf;
+                if (!parse_int(r.u.s.s, r.u.s.n, &i, &ovf) || ovf)
+                    return sql_err_at(cx, loc, QR_EINVAL, "22003", "%s out of range",
+                                      to == QR_SQL_INT2 ? "smallint" : to == QR_SQL_INT4 ? "integer"
+                                                                                       : "bigint");
+                if (!range_for(to, i))
+                    return sql_err_at(cx, loc, QR_EINVAL, "22003", "%s out of range",
+                                      to == QR_SQL_INT2 ? "smallint" : to == QR_SQL_INT4 ? "integer"
+                                                                                       : "oid");
+                v.u.i = i;
+                *out = v;
+                return QR_OK;
+            }
             d = rint(d);
             if (isnan(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0)
                 return sql_err_at(cx, loc, QR_EINVAL, "22003", "%s out of range",
@@ -392,6 +407,16 @@ int sqlv_cmp(const SqlValue *a, const SqlValue *b)
         return x < y ? -1 : x > y;
     }
     bool an = ai || sqlt_is_float(a->type), bn = bi || sqlt_is_float(b->type);
+    if ((a->type == QR_SQL_NUMERIC && (b->type == QR_SQL_NUMERIC || sqlt_is_int(b->type))) ||
+        (b->type == QR_SQL_NUMERIC && sqlt_is_int(a->type))) { /* exact */
+        char ia[24], ib[24];
+        SqlValue x = *a, y = *b;
+        if (sqlt_is_int(a->type))
+            x = sqlv_text(ia, (size_t)snprintf(ia, sizeof ia, "%" PRId64, a->u.i));
+        if (sqlt_is_int(b->type))
+            y = sqlv_text(ib, (size_t)snprintf(ib, sizeof ib, "%" PRId64, b->u.i));
+        return sqln_cmp(&x, &y);
+    }
     if (an && bn) {
         if (ai && sqlt_is_int(a->type) && !bi) { /* exact int vs float */
             double y = num_of(b);

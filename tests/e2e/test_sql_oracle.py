@@ -19,7 +19,8 @@ and FROM subqueries; PostgreSQL checks them all, SQLite those it can
 express (no LATERAL, INTERSECT / EXCEPT ALL or parenthesized set
 operations).  Typed queries (dates, intervals and their arithmetic, age, to_char,
 arrays with subscripts, slices, ANY / ALL and array_agg, json builders and operators,
-format / quote_ident) are compared with PostgreSQL only.  Full-text
+format / quote_ident, numeric arithmetic, scales, rounding and typmods as text) are
+compared with PostgreSQL only.  Full-text
 predicates are checked against a brute-force matcher: `title @@ 'word'` in
 Quarry is `(' ' || title || ' ') LIKE '% word %'` in the peers, whose titles
 are made of whole lowercase words with distinct stems and no stop words.
@@ -604,6 +605,16 @@ def gen_typed():
         "SELECT cat, json_agg(n ORDER BY id)::text FROM items WHERE %s GROUP BY cat ORDER BY cat" % rng,
         "SELECT id, format('%%s-%%L-%%I', cat, n, coalesce(cat, 'x y')), quote_ident(cat) FROM items WHERE %s "
         "ORDER BY id" % rng,
+        # numeric: each result as 'v' || text, so the scale is compared too
+        "SELECT id, 'v' || ((n::numeric + '0.%02d'::numeric) * %d)::text, 'v' || (n::numeric / %d)::text, "
+        "'v' || round(n::numeric / 7, %d)::text, 'v' || trunc(n::numeric / 3, 2)::text, "
+        "'v' || (n::numeric / 3)::numeric(12, 4)::text, 'v' || (n::numeric %% %d)::text, "
+        "'v' || (-n::numeric * '1.5'::numeric)::text FROM items WHERE %s AND n IS NOT NULL ORDER BY id"
+        % (k, m, m, rnd.randint(-1, 4), m, rng),
+        "SELECT cat, 'v' || sum(n::numeric)::text, 'v' || avg(n::numeric)::text, "
+        "'v' || max(n::numeric / %d)::text FROM items WHERE %s GROUP BY cat ORDER BY cat" % (m, rng),
+        "SELECT id FROM items WHERE n::numeric / %d > '%d.5'::numeric AND %s ORDER BY n::numeric / 7, id"
+        % (m, k % 5, rng),
     ])
     return q, True, False
 

@@ -346,10 +346,17 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
         out->type = a->type;
         if (a->type == QR_SQL_FLOAT8 && !st->sum_is_f)
             *out = sqlv_float((double)st->sum_i);
+        if (a->type == QR_SQL_NUMERIC) /* summed as float8: its 15 significant digits */
+            return sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, out);
         return QR_OK;
     case SA_AVG:
         if (!st->count)
             return QR_OK;
+        if (a->type == QR_SQL_NUMERIC) { /* at the division's scale, as PostgreSQL */
+            SqlValue sum;
+            int nrc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, &sum);
+            return nrc ? nrc : sqln_avg(cx, &sum, st->count, out);
+        }
         *out = sqlv_float((st->sum_is_f ? st->sum_f : (double)st->sum_i) / (double)st->count);
         return QR_OK;
     case SA_MIN:

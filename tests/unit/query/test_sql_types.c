@@ -14,6 +14,7 @@
 
 #include "engine_util.h"
 #include "sql_test_env.h"
+#include "sql_test_cells.h"
 #include "query/sql.h"
 
 static Env env;
@@ -23,61 +24,12 @@ static void teardown(void) { env_close(&env); }
 
 TestSuite(types, .init = setup, .fini = teardown, .timeout = 120);
 
-static QrSqlResult *run(const char *sql)
-{
-    QrSqlResult *r = NULL;
-    QrError err;
-    qr_error_clear(&err);
-    cr_assert_eq(qr_sql_exec(env.s, sql, strlen(sql), &r, &err), QR_OK, "%s: %s (%s)", sql,
-                 err.message, qr_error_sqlstate(&err));
-    return r;
-}
+static QrSqlResult *run(const char *sql) { return tc_run(&env, sql); }
+static const char *one(const char *sql) { return tc_one(&env, sql); }
+static void is(const char *sql, const char *want) { tc_is(&env, sql, want); }
+static void fails(const char *sql, const char *state) { tc_fails(&env, sql, state); }
 
-/* The first cell's text ("NULL" for NULL), in a static buffer. */
-static const char *one(const char *sql)
-{
-    static char buf[4096];
-    QrSqlResult *r = run(sql);
-    cr_assert(r->n_rows >= 1 && r->n_cols >= 1, "%s: no rows", sql);
-    QrBuf b;
-    qr_buf_init(&b);
-    if (r->vals[0].is_null)
-        qr_buf_append(&b, "NULL", 4);
-    else
-        qr_sql_value_text(&r->vals[0], &b);
-    snprintf(buf, sizeof buf, "%.*s", (int)b.len, b.data ? (const char *)b.data : "");
-    qr_buf_free(&b);
-    qr_sql_result_free(r);
-    return buf;
-}
-
-static void is(const char *sql, const char *want)
-{
-    const char *got = one(sql);
-    cr_expect_str_eq(got, want, "%s: got %s, want %s", sql, got, want);
-}
-
-/* SELECT each expression and compare with its expected text. */
-static void select_each(const char *const (*cases)[2], size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        char q[512];
-        snprintf(q, sizeof q, "SELECT %s", cases[i][0]);
-        is(q, cases[i][1]);
-    }
-}
-
-static void fails(const char *sql, const char *state)
-{
-    QrSqlResult *r = NULL;
-    QrError err;
-    qr_error_clear(&err);
-    int rc = qr_sql_exec(env.s, sql, strlen(sql), &r, &err);
-    cr_expect_neq(rc, QR_OK, "%s: succeeded", sql);
-    cr_expect_str_eq(qr_error_sqlstate(&err), state, "%s: %s (%s)", sql, err.message,
-                     qr_error_sqlstate(&err));
-    qr_sql_result_free(r);
-}
+static void select_each(const char *const (*cases)[2], size_t n) { tc_select_each(&env, cases, n); }
 
 /* ---- arrays ---- */
 
