@@ -3,7 +3,7 @@ program compiled here.  Arrays: setArray of createArrayOf("int4" / "int8" / "tex
 "float8") parameters, getArray of results and of array columns, = ANY (?); dates, times
 and intervals (setDate / setTime / setTimestamp, getDate / getTime, PGInterval of the
 text); uuid (setObject / getObject as java.util.UUID), bytea (setBytes / getBytes) and
-jsonb (as text); each
+jsonb (as text), numeric (setBigDecimal / getBigDecimal, scales and exact arithmetic); each
 run seven times so that pgjdbc's server-prepared statements (binary transfer from the
 fifth run) are covered too.  The program prints "CHECK ok|bad what" lines."""
 import os
@@ -120,6 +120,29 @@ public class TypesJdbc {
                       String.valueOf(run).equals(rs.getString(4)) && "[\"a\"]".equals(rs.getString(5)),
                       "uuid / bytea / jsonb read back" + r + ": " + rs.getObject(1) + " " +
                       Arrays.toString(rs.getBytes(2)) + " " + rs.getString(3));
+            }
+        }
+        for (int run = 0; run < 7; run++) {
+            String r = " (run " + run + ")";
+            java.math.BigDecimal x = new java.math.BigDecimal("12.5" + run);
+            try (PreparedStatement p = c.prepareStatement(
+                     "SELECT ? + ?, ?::numeric / 3, round(?, 1), ?::numeric(6,3), '0.1'::numeric + '0.2'::numeric")) {
+                p.setBigDecimal(1, x);
+                p.setBigDecimal(2, new java.math.BigDecimal("0.005"));
+                p.setBigDecimal(3, x);
+                p.setBigDecimal(4, x);
+                p.setBigDecimal(5, x);
+                ResultSet rs = p.executeQuery();
+                rs.next();
+                java.math.BigDecimal q = x.divide(new java.math.BigDecimal(3), 16, java.math.RoundingMode.HALF_UP);
+                check(rs.getBigDecimal(1).equals(x.add(new java.math.BigDecimal("0.005"))) &&
+                      rs.getBigDecimal(2).equals(q) &&
+                      rs.getBigDecimal(3).equals(x.setScale(1, java.math.RoundingMode.HALF_UP)) &&
+                      rs.getBigDecimal(4).equals(x.setScale(3)) &&
+                      rs.getBigDecimal(5).equals(new java.math.BigDecimal("0.3")),
+                      "numeric BigDecimal parameters and results" + r + ": " + rs.getBigDecimal(1) + " " +
+                      rs.getBigDecimal(2) + " " + rs.getBigDecimal(3) + " " + rs.getBigDecimal(4) + " " +
+                      rs.getBigDecimal(5));
             }
         }
         try {

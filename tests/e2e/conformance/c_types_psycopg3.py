@@ -3,8 +3,11 @@
 them; = ANY with a list; a malformed literal is 22P02); date, time and interval
 (datetime.date / time / timedelta both ways, text and binary, date arithmetic, columns);
 uuid (uuid.UUID), bytea (bytes) and json / jsonb (psycopg.types.json.Json / Jsonb, read
-back as Python objects).  Every value is compared with the Python value it started as."""
+back as Python objects); numeric (decimal.Decimal both ways, text and binary, scales kept,
+exact arithmetic on parameters).  Every value is compared with the Python value it
+started as."""
 import datetime
+import decimal
 import uuid
 
 
@@ -40,6 +43,11 @@ def run(ctx):
         ("uuid", uuid.UUID("a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11")),
         ("bytea", b"\x00\xffabc\\"),
         ("bytea", b""),
+        ("numeric", decimal.Decimal("12.50")),
+        ("numeric", decimal.Decimal("-0.001")),
+        ("numeric", decimal.Decimal("123456789012345678901234567890.123456789")),
+        ("numeric", decimal.Decimal("0")),
+        ("numeric[]", [decimal.Decimal("1.10"), None, decimal.Decimal("-2")]),
     ]
     for binary in (False, True):
         mode = "binary" if binary else "text"
@@ -76,6 +84,24 @@ def run(ctx):
                            ("y z",)).fetchall()
         ctx.check(got == [(1,)], "WHERE param = ANY (column): %r" % got)
     attempt("array columns", columns)
+
+    def numerics():
+        D = decimal.Decimal
+        for binary in (False, True):
+            cur = conn.cursor(binary=binary)
+            got = cur.execute("SELECT %s + %s, %s::numeric / 3, round(%s, 1), %s::numeric(6,2), "
+                              "pg_typeof(%s * 2)::text",
+                              (D("0.1"), D("0.2"), D(1), D("2.25"), D("3.14159"), D("1.5"))).fetchone()
+            want = (D("0.3"), D("0.33333333333333333333"), D("2.3"), D("3.14"), "numeric")
+            ctx.check(got == want and str(got[0]) == "0.3" and str(got[3]) == "3.14",
+                      "numeric arithmetic on Decimal parameters (%s): %r" %
+                      ("binary" if binary else "text", got))
+        try:
+            conn.execute("SELECT %s::numeric(4,2)", (D("123.4"),))
+            ctx.check(False, "numeric(4,2) accepted 123.4")
+        except psycopg.Error as e:
+            ctx.check(e.sqlstate == "22003", "numeric field overflow is 22003: %s" % e.sqlstate)
+    attempt("numeric", numerics)
 
     def dates():
         d = datetime.date(2024, 1, 31)

@@ -4,7 +4,8 @@
 // text of unknown type; postgres.js: typed by the array OIDs it read from
 // pg_type at connect), read back as JS arrays, stored in array columns, and
 // `id = ANY($1)` answering right (it used to answer 0 rows); dates, times and
-// intervals parsed by each driver.  One JSON line per check.
+// intervals parsed by each driver; numerics as their exact text.  One JSON
+// line per check.
 import { createRequire } from "module";
 const require = createRequire(process.env.NODE_DIR + "/");
 
@@ -84,6 +85,13 @@ await attempt("uuid, bytea, json", async () => {
   out(r.u === u && Buffer.isBuffer(r.b) && same([...r.b], [0, 255, 7]) && same(j, { a: ["x", 2], b: 1 }) &&
       r.a0 === "x" && same(o, { k: 1 }),
       `uuid / bytea / jsonb values: ${r.u} ${JSON.stringify(r.b)} ${JSON.stringify(r.j)} ${r.a0}`);
+});
+await attempt("numeric", async () => {
+  // both drivers return numeric as its text, so the scale is visible
+  const r = (await query("select '0.1'::numeric + '0.2'::numeric as s, $1::numeric * 2 as p, " +
+                         "$1::numeric / 3 as q, round($1::numeric, 1) as r", ["12.50"]))[0];
+  out(r.s === "0.3" && r.p === "25.00" && r.q === "4.1666666666666667" && r.r === "12.5",
+      `numeric values keep PostgreSQL's scales: ${r.s} ${r.p} ${r.q} ${r.r}`);
 });
 await attempt("malformed", async () => {
   let code = null;
