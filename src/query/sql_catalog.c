@@ -222,6 +222,11 @@ static const char *format_type(SqlCtx *cx, const PgType *ty, int32_t typmod)
         snprintf(b, sizeof b, "%s(%d)", ty->sql, typmod - 4);
         return qr_arena_strndup(cx->arena, b, strlen(b));
     }
+    if (typmod >= 4 && ty->oid == 1700) { /* numeric(p,s) */
+        char b[64];
+        snprintf(b, sizeof b, "numeric(%d,%d)", (typmod - 4) >> 16, (typmod - 4) & 0xffff);
+        return qr_arena_strndup(cx->arena, b, strlen(b));
+    }
     return ty->sql;
 }
 
@@ -788,8 +793,13 @@ static int is_column_row(CatBuild *b, const char *table, const CatCol *c, int at
     set_s(b, "column_default", default_text(b->cx, c->dflt));
     set_s(b, "is_nullable", c->not_null ? "NO" : "YES");
     set_s(b, "data_type", t->category == 'A' ? "ARRAY" : t->sql);
-    if (c->typmod >= 4)
+    if (c->typmod >= 4 && t->oid == 1700) { /* numeric(p, s) */
+        set_i(b, "numeric_precision", (c->typmod - 4) >> 16);
+        set_i(b, "numeric_precision_radix", 10);
+        set_i(b, "numeric_scale", (c->typmod - 4) & 0xffff);
+    } else if (c->typmod >= 4) {
         set_i(b, "character_maximum_length", c->typmod - 4);
+    }
     if (t->oid == 20 || t->oid == 23 || t->oid == 21) {
         set_i(b, "numeric_precision", t->oid == 20 ? 64 : t->oid == 23 ? 32 : 16);
         set_i(b, "numeric_precision_radix", 2);

@@ -199,6 +199,8 @@ static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
             if (n > 0)
                 c->typmod = n + 4;
         }
+        if (!strcmp(c->pg, "numeric")) /* numeric(p, s): kept in sql.json, applied by writes */
+            return sqln_typmod_of(cx, mods, sqlj_loc(tn), &c->typmod);
         return QR_OK;
     }
     /* the types of sql_types.c (arrays, ...): their storage from there */

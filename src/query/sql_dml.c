@@ -370,6 +370,12 @@ static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
                 return rc;
             v = &cv;
         }
+        if (!v->is_null && c->type == QR_SQL_NUMERIC && c->typmod >= 4) { /* numeric(p, s) */
+            if ((rc = sqlv_cast(cx, v, QR_SQL_NUMERIC, -1, &cv)) != QR_OK ||
+                (rc = sqln_typmod(cx, &cv, c->typmod, -1, &cv)) != QR_OK)
+                return rc;
+            v = &cv;
+        }
         if ((rc = sqlw_value_to_cjson(s->fields[c->field].type, name, v, &j, cx->err)) != QR_OK)
             return rc;
     }

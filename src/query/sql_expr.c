@@ -293,6 +293,7 @@ static int bind_colref(SqlBind *b, const cJSON *body, int loc, SqlExpr **out)
     e->col = idx;
     e->op = depth;
     e->type = c->type;
+    e->typmod = c->typmod;
     e->name = c->name;
     ((SqlScope *)in)->cols[idx].used = true; /* scans fetch only used columns */
     if (depth) {
@@ -1682,7 +1683,7 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         return b->cx->err->code;
     e->args[0] = a;
     e->type = t;
-    e->col = typmod;
+    e->typmod = typmod;
     e->name = a->kind == SE_COL ? a->name : name;
     *out = e;
     return QR_OK;
@@ -3008,8 +3009,11 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
     case SE_COL:
         *out = r->row[e->col];
         if (e->type == QR_SQL_NUMERIC && !out->is_null && sqlt_is_float(out->type) &&
-            out->type != QR_SQL_NUMERIC) /* a numeric column's float storage */
-            return sqln_from_double(cx, out->u.f, out);
+            out->type != QR_SQL_NUMERIC) /* a numeric column's float storage, at its scale */
+            return sqln_from_double(cx, out->u.f, out) ||
+                           (e->typmod >= 4 && sqln_typmod(cx, out, e->typmod, e->loc, out))
+                       ? cx->err->code
+                       : QR_OK;
         return QR_OK;
     case SE_PARAM:
         if (!cx->params || e->col >= cx->params->n)
@@ -3293,9 +3297,9 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
             out->type = e->type;
             return QR_OK;
         }
-        if (e->col >= 0 && e->type == QR_SQL_NUMERIC) /* numeric(p, s) */
+        if (e->typmod >= 4 && e->type == QR_SQL_NUMERIC) /* numeric(p, s) */
             return sqlv_cast(cx, &a, e->type, e->loc, out) ||
-                           sqln_typmod(cx, out, e->col, e->loc, out)
+                           sqln_typmod(cx, out, e->typmod, e->loc, out)
                        ? cx->err->code
                        : QR_OK;
         return sqlv_cast(cx, &a, e->type, e->loc, out);

@@ -523,6 +523,7 @@ typedef struct SqlCol {
     const char *jqual;     /* a join alias that names it instead of qual ("": none does) */
     uint32_t table_oid;
     int16_t attnum;
+    int32_t typmod;        /* a numeric(p, s) column's (sql.json); below 4: none */
 } SqlCol;
 
 /* Scopes chain outward: a subquery's names that are not its own resolve in
@@ -586,8 +587,9 @@ struct SqlExpr {
     int op;                /* SE_ARITH '+','-','*','/','%'; SE_CMP: SQL_CMP_*;
                               SE_LIKE: 1 ILIKE | 2 NOT; SE_IN: 1 NOT */
     int col;               /* SE_COL: scope index; SE_PARAM: 0-based; SE_AGG: slot;
-                              SE_ARITH: 1 for a date/time operator (sql_datetime.c);
-                              SE_CAST: the numeric(p, s) typmod, -1 */
+                              SE_ARITH: 1 for a date/time operator (sql_datetime.c) */
+    int32_t typmod;        /* SE_CAST to numeric(p, s), SE_COL of a numeric(p, s)
+                              column: its typmod; below 4 (0, -1): none */
     SqlValue val;          /* SE_CONST */
     int n_args;
     SqlExpr **args;        /* operands (SE_CASE: [arg?] when/then pairs, else) */

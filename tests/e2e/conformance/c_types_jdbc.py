@@ -122,6 +122,25 @@ public class TypesJdbc {
                       Arrays.toString(rs.getBytes(2)) + " " + rs.getString(3));
             }
         }
+        st.execute("CREATE TABLE tjd_num (id int8 PRIMARY KEY, p numeric(10,2))");
+        for (int run = 0; run < 7; run++) {
+            String r = " (run " + run + ")";
+            try (PreparedStatement p = c.prepareStatement("INSERT INTO tjd_num VALUES (?, ?)")) {
+                p.setLong(1, run);
+                p.setBigDecimal(2, new java.math.BigDecimal("7.125" + run));
+                check(p.executeUpdate() == 1, "INSERT numeric(10,2)" + r);
+            }
+            try (PreparedStatement p = c.prepareStatement("SELECT p FROM tjd_num WHERE id = ?")) {
+                p.setLong(1, run);
+                ResultSet rs = p.executeQuery();
+                rs.next();
+                java.math.BigDecimal want = new java.math.BigDecimal("7.125" + run).setScale(2, java.math.RoundingMode.HALF_UP);
+                check(want.equals(rs.getBigDecimal(1)) && rs.getMetaData().getScale(1) == 2 &&
+                      rs.getMetaData().getPrecision(1) == 10,
+                      "numeric(10,2) column rounds, keeps its scale and is described" + r + ": " + rs.getBigDecimal(1) +
+                      " (" + rs.getMetaData().getPrecision(1) + "," + rs.getMetaData().getScale(1) + ")");
+            }
+        }
         for (int run = 0; run < 7; run++) {
             String r = " (run " + run + ")";
             java.math.BigDecimal x = new java.math.BigDecimal("12.5" + run);

@@ -96,6 +96,20 @@ def run(ctx):
             ctx.check(got == want and str(got[0]) == "0.3" and str(got[3]) == "3.14",
                       "numeric arithmetic on Decimal parameters (%s): %r" %
                       ("binary" if binary else "text", got))
+        conn.execute("CREATE TABLE t3_num (id int PRIMARY KEY, p numeric(10,2), q numeric)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO t3_num VALUES (%s, %s, %s)",
+                            [(1, D("12.5"), D("12.5")), (2, D("0.005"), D("-0.001")), (3, None, None)])
+        for binary in (False, True):
+            cur = conn.cursor(binary=binary)
+            got = cur.execute("SELECT p, q FROM t3_num ORDER BY id").fetchall()
+            ctx.check(got == [(D("12.50"), D("12.5")), (D("0.01"), D("-0.001")), (None, None)] and
+                      str(got[0][0]) == "12.50",
+                      "numeric(10,2) column rounds and keeps its scale (%s): %r" %
+                      ("binary" if binary else "text", got))
+            d = cur.description[0]
+            ctx.check((d.precision, d.scale) == (10, 2),
+                      "numeric(10,2) column described with its typmod: %r" % ((d.precision, d.scale),))
         try:
             conn.execute("SELECT %s::numeric(4,2)", (D("123.4"),))
             ctx.check(False, "numeric(4,2) accepted 123.4")

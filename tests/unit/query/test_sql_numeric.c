@@ -175,3 +175,30 @@ Test(numeric, numeric_columns_compute_exactly)
     is("SELECT avg(amount) FROM prices WHERE id < 3", "0.15000000000000000000");
     is("SELECT id FROM prices ORDER BY amount DESC LIMIT 1", "3");
 }
+
+Test(numeric, typmod_columns_round_check_and_describe)
+{
+    run("CREATE TABLE money (id int PRIMARY KEY, p numeric(10,2), q numeric)");
+    run("INSERT INTO money VALUES (1, 12.5, 12.5), (2, '3.14159', 3.14159), (3, NULL, -0.5)");
+    is("SELECT p FROM money WHERE id = 1", "12.50");  /* the declared scale */
+    is("SELECT q FROM money WHERE id = 1", "12.5");
+    is("SELECT p FROM money WHERE id = 2", "3.14");   /* rounded on the way in */
+    is("SELECT p + q FROM money WHERE id = 2", "6.28159");
+    fails("INSERT INTO money VALUES (4, 123456789.5, 1)", "22003");
+    fails("UPDATE money SET p = 1e9 WHERE id = 1", "22003");
+    run("UPDATE money SET p = p * 3 WHERE id = 2");
+    is("SELECT p FROM money WHERE id = 2", "9.42");
+    is("SELECT sum(p) FROM money", "21.92");
+    is("SELECT count(*) FROM money WHERE p > '9.415'::numeric", "2");
+    is("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+       "WHERE attrelid = 'money'::regclass AND attname = 'p'", "numeric(10,2)");
+    is("SELECT numeric_precision || ',' || numeric_scale FROM information_schema.columns "
+       "WHERE table_name = 'money' AND column_name = 'p'", "10,2");
+    /* the result column's typmod, as RowDescription carries it */
+    QrSqlResult *r = run("SELECT p, q, q::numeric(5,1) FROM money WHERE id = 1");
+    cr_expect_eq(r->cols[0].typmod, (10 << 16 | 2) + 4);
+    cr_expect_eq(r->cols[1].typmod, -1);
+    cr_expect_eq(r->cols[2].typmod, (5 << 16 | 1) + 4);
+    qr_sql_result_free(r);
+    fails("CREATE TABLE bad (id int PRIMARY KEY, p numeric(2,3))", "22023");
+}
