@@ -183,6 +183,11 @@ int qr_sql_access_needed(const char *sql, size_t len, QrSqlAccess *need, QrError
  * unknown name; the string is valid until the next set. */
 int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrError *err);
 const char *qr_sql_session_get(const QrSqlSession *s, const char *name);
+/* qr_sql_value_text under the session's output settings: with
+ * bytea_output = escape a bytea prints in escape form ("ab\\\001"), as
+ * PostgreSQL's byteaout; every other value as qr_sql_value_text.  s may be
+ * NULL (the defaults). */
+void qr_sql_session_value_text(const QrSqlSession *s, const QrSqlValue *v, QrBuf *out);
 
 /* ---- statements ----------------------------------------------------------- */
 

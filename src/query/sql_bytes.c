@@ -179,6 +179,30 @@ void sqlb_bytea_out(const SqlValue *v, QrBuf *out)
     }
 }
 
+/* bytea_output = escape, as byteaout: a backslash doubled, bytes outside
+ * 0x20..0x7e as \ooo, the rest as they are. */
+static void bytea_escape_out(const SqlValue *v, QrBuf *out)
+{
+    const uint8_t *p = (const uint8_t *)v->u.s.s;
+    for (size_t i = 0; i < v->u.s.n; i++) {
+        if (p[i] == '\\')
+            qr_buf_append(out, "\\\\", 2);
+        else if (p[i] < 0x20 || p[i] > 0x7e)
+            qr_buf_printf(out, "\\%03o", p[i]);
+        else
+            qr_buf_putc(out, p[i]);
+    }
+}
+
+void qr_sql_session_value_text(const QrSqlSession *s, const QrSqlValue *v, QrBuf *out)
+{
+    const char *bo = s && v->type == QR_SQL_BYTEA ? qr_sql_session_get(s, "bytea_output") : NULL;
+    if (!v->is_null && bo && !strcasecmp(bo, "escape"))
+        bytea_escape_out(v, out);
+    else
+        qr_sql_value_text(v, out);
+}
+
 int sqlb_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *out)
 {
     if (sqlt_is_str(in->type)) {

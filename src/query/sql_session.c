@@ -205,6 +205,11 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
         qr_error_set(err, QR_EINVAL, "invalid value for parameter \"statement_timeout\": \"%s\"", value);
         return QR_EINVAL;
     }
+    if (!strcmp(lname, "bytea_output") && strcasecmp(value, "hex") && strcasecmp(value, "escape")) {
+        qr_error_set(err, QR_EINVAL, "invalid value for parameter \"bytea_output\": \"%s\"", value);
+        qr_error_hint(err, "Available values: escape, hex.");
+        return QR_EINVAL;
+    }
     if (!strcmp(lname, "quarry.access_path")) {
         bool ok = false;
         for (size_t i = 0; i < sizeof ACCESS_PATHS / sizeof *ACCESS_PATHS; i++)

@@ -170,7 +170,7 @@ static int text_value(SqlCtx *cx, const SqlValue *in, QrSqlType to, SqlValue *ou
 {
     QrBuf b;
     qr_buf_init(&b);
-    qr_sql_value_text(in, &b);
+    qr_sql_session_value_text(cx->sess, in, &b); /* bytea::text follows bytea_output */
     char *s = qr_buf_ok(&b) ? qr_arena_strndup(cx->arena, b.data ? (char *)b.data : "", b.len)
                             : NULL;
     size_t n = b.len;

@@ -382,7 +382,7 @@ void pgw_put_error_where(QrBuf *b, char type, const char *severity, const QrErro
     pgw_end(b, m);
 }
 
-void pgw_put_value(QrBuf *b, const QrSqlValue *v, int16_t format)
+void pgw_put_value(QrBuf *b, const QrSqlValue *v, int16_t format, const QrSqlSession *s)
 {
     if (v->is_null) {
         pgw_put_i32(b, -1);
@@ -393,7 +393,7 @@ void pgw_put_value(QrBuf *b, const QrSqlValue *v, int16_t format)
     if (format == 1)
         qr_sql_value_send(v, b);
     else
-        qr_sql_value_text(v, b);
+        qr_sql_session_value_text(s, v, b);
     patch_i32(b, at, (uint32_t)(b->len - at - 4));
 }
 

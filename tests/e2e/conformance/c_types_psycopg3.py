@@ -2,7 +2,7 @@
 1016 / 1022..., in text and in binary; results read back as lists; columns that store
 them; = ANY with a list; a malformed literal is 22P02); date, time and interval
 (datetime.date / time / timedelta both ways, text and binary, date arithmetic, columns);
-uuid (uuid.UUID), bytea (bytes) and json / jsonb (psycopg.types.json.Json / Jsonb, read
+uuid (uuid.UUID), bytea (bytes, also with bytea_output = escape) and json / jsonb (psycopg.types.json.Json / Jsonb, read
 back as Python objects); numeric (decimal.Decimal both ways, text and binary, scales kept,
 exact arithmetic on parameters).  Every value is compared with the Python value it
 started as."""
@@ -116,6 +116,17 @@ def run(ctx):
         except psycopg.Error as e:
             ctx.check(e.sqlstate == "22003", "numeric field overflow is 22003: %s" % e.sqlstate)
     attempt("numeric", numerics)
+
+    def bytea_escape():
+        raw = b"\x00\xffab\\\n~"
+        conn.execute("SET bytea_output = 'escape'")
+        try:
+            got = conn.execute("SELECT %s::bytea, %s::bytea::text", (raw, raw)).fetchone()
+            ctx.check(got == (raw, "\\000\\377ab\\\\\\012~"),
+                      "bytea_output = escape: psycopg 3 reads the escape form back: %r" % (got,))
+        finally:
+            conn.execute("SET bytea_output = 'hex'")
+    attempt("bytea_output escape", bytea_escape)
 
     def dates():
         d = datetime.date(2024, 1, 31)

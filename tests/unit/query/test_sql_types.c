@@ -496,6 +496,33 @@ Test(types, uuid_bytea_json_as_postgresql)
     fails(deep, "54001");
 }
 
+Test(types, bytea_output_escape_as_postgresql)
+{
+    /* byteaout with bytea_output = escape: \\ doubled, bytes outside
+     * 0x20..0x7e as \ooo; both for the text a client reads and for ::text */
+    static const unsigned char BYTES[] = {'A', 0xff, '\\', '\n', ' ', 0, '~', 0x7f};
+    QrSqlValue v = {.type = QR_SQL_BYTEA};
+    v.u.s.s = (const char *)BYTES;
+    v.u.s.n = sizeof BYTES;
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_sql_session_value_text(env.s, &v, &b);
+    cr_expect(b.len == 18 && !memcmp(b.data, "\\x41ff5c0a20007e7f", 18), "hex by default: %.*s",
+              (int)b.len, (const char *)b.data);
+    run("SET bytea_output = 'escape'");
+    b.len = 0;
+    qr_sql_session_value_text(env.s, &v, &b);
+    const char *want = "A\\377\\\\\\012 \\000~\\177";
+    cr_expect(b.len == strlen(want) && !memcmp(b.data, want, b.len), "escape: %.*s", (int)b.len,
+              (const char *)b.data);
+    qr_buf_free(&b);
+    is("SELECT '\\x41ff'::bytea::text", "A\\377");
+    is("SELECT 'a\\\\b'::bytea::text", "a\\\\b");
+    run("SET bytea_output = hex");
+    is("SELECT '\\x41ff'::bytea::text", "\\x41ff");
+    fails("SET bytea_output = 'octal'", "22023");
+}
+
 Test(types, uuid_bytea_json_columns_store_and_round_trip)
 {
     qr_sql_result_free(run("CREATE TABLE things (id int PRIMARY KEY, u uuid, b bytea, j json, "
