@@ -688,6 +688,8 @@ static int ts_plus(SqlCtx *cx, int64_t ts, const SqlValue *iv, int sign, int64_t
         int64_t m0 = tm.year * 12 + (tm.mon - 1) + months;
         tm.year = m0 >= 0 ? m0 / 12 : -((-m0 + 11) / 12);
         tm.mon = (unsigned)(m0 - tm.year * 12 + 1);
+        if (tm.year < -4714 || tm.year > 294277) /* past the range: sqld_join would overflow */
+            goto range;
         if (tm.day > month_days(tm.year, tm.mon))
             tm.day = month_days(tm.year, tm.mon);
         ts = sqld_join(&tm);

@@ -316,6 +316,16 @@ static int final_collected(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValu
     return sql_agg_final(cx, &plain, &s2, out);
 }
 
+/* sum(numeric), added as float8: its 15 significant digits, at the scale of
+ * a numeric(p, s) argument (a sum of values of scale s has scale s). */
+static int num_sum(SqlCtx *cx, const SqlAgg *a, const SqlAggState *st, SqlValue *out)
+{
+    int rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, out);
+    if (rc || a->arg->typmod < 4)
+        return rc;
+    return sqln_round(cx, out, (a->arg->typmod - 4) & 0xffff, SQLN_ROUND, out);
+}
+
 int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
 {
     *out = sqlv_null();
@@ -346,15 +356,15 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
         out->type = a->type;
         if (a->type == QR_SQL_FLOAT8 && !st->sum_is_f)
             *out = sqlv_float((double)st->sum_i);
-        if (a->type == QR_SQL_NUMERIC) /* summed as float8: its 15 significant digits */
-            return sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, out);
+        if (a->type == QR_SQL_NUMERIC)
+            return num_sum(cx, a, st, out);
         return QR_OK;
     case SA_AVG:
         if (!st->count)
             return QR_OK;
         if (a->type == QR_SQL_NUMERIC) { /* at the division's scale, as PostgreSQL */
             SqlValue sum;
-            int nrc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, &sum);
+            int nrc = num_sum(cx, a, st, &sum);
             return nrc ? nrc : sqln_avg(cx, &sum, st->count, out);
         }
         *out = sqlv_float((st->sum_is_f ? st->sum_f : (double)st->sum_i) / (double)st->count);

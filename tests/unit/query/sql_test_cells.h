@@ -23,6 +23,9 @@ static inline QrSqlResult *tc_run(Env *e, const char *sql)
     return r;
 }
 
+/* Run a statement whose result is not needed. */
+static inline void tc_exec(Env *e, const char *sql) { qr_sql_result_free(tc_run(e, sql)); }
+
 /* The first cell's text ("NULL" for NULL), in a static buffer. */
 static inline const char *tc_one(Env *e, const char *sql)
 {

@@ -25,6 +25,7 @@ static void teardown(void) { env_close(&env); }
 TestSuite(numeric, .init = setup, .fini = teardown, .timeout = 120);
 
 static QrSqlResult *run(const char *sql) { return tc_run(&env, sql); }
+static void exec_ok(const char *sql) { tc_exec(&env, sql); }
 static void is(const char *sql, const char *want) { tc_is(&env, sql, want); }
 static void fails(const char *sql, const char *state) { tc_fails(&env, sql, state); }
 
@@ -163,8 +164,8 @@ Test(numeric, arithmetic_agrees_with_a_scaled_integer_model)
 
 Test(numeric, numeric_columns_compute_exactly)
 {
-    run("CREATE TABLE prices (id int PRIMARY KEY, amount numeric, qty int)");
-    run("INSERT INTO prices VALUES (1, 0.1, 3), (2, 0.2, 1), (3, 12.5, 2)");
+    exec_ok("CREATE TABLE prices (id int PRIMARY KEY, amount numeric, qty int)");
+    exec_ok("INSERT INTO prices VALUES (1, 0.1, 3), (2, 0.2, 1), (3, 12.5, 2)");
     is("SELECT amount * qty FROM prices WHERE id = 1", "0.3");
     is("SELECT amount + 0.2::numeric FROM prices WHERE id = 1", "0.3");
     is("SELECT -amount FROM prices WHERE id = 3", "-12.5");
@@ -178,17 +179,20 @@ Test(numeric, numeric_columns_compute_exactly)
 
 Test(numeric, typmod_columns_round_check_and_describe)
 {
-    run("CREATE TABLE money (id int PRIMARY KEY, p numeric(10,2), q numeric)");
-    run("INSERT INTO money VALUES (1, 12.5, 12.5), (2, '3.14159', 3.14159), (3, NULL, -0.5)");
+    exec_ok("CREATE TABLE money (id int PRIMARY KEY, p numeric(10,2), q numeric)");
+    exec_ok("INSERT INTO money VALUES (1, 12.5, 12.5), (2, '3.14159', 3.14159), (3, NULL, -0.5)");
     is("SELECT p FROM money WHERE id = 1", "12.50");  /* the declared scale */
     is("SELECT q FROM money WHERE id = 1", "12.5");
     is("SELECT p FROM money WHERE id = 2", "3.14");   /* rounded on the way in */
     is("SELECT p + q FROM money WHERE id = 2", "6.28159");
     fails("INSERT INTO money VALUES (4, 123456789.5, 1)", "22003");
     fails("UPDATE money SET p = 1e9 WHERE id = 1", "22003");
-    run("UPDATE money SET p = p * 3 WHERE id = 2");
+    exec_ok("UPDATE money SET p = p * 3 WHERE id = 2");
     is("SELECT p FROM money WHERE id = 2", "9.42");
     is("SELECT sum(p) FROM money", "21.92");
+    is("SELECT sum(p) FROM money WHERE id = 1", "12.50"); /* the column's scale */
+    is("SELECT avg(p) FROM money WHERE id = 1", "12.5000000000000000");
+    is("SELECT sum(q) FROM money WHERE id = 1", "12.5");
     is("SELECT count(*) FROM money WHERE p > '9.415'::numeric", "2");
     is("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
        "WHERE attrelid = 'money'::regclass AND attname = 'p'", "numeric(10,2)");

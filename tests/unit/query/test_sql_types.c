@@ -25,6 +25,7 @@ static void teardown(void) { env_close(&env); }
 TestSuite(types, .init = setup, .fini = teardown, .timeout = 120);
 
 static QrSqlResult *run(const char *sql) { return tc_run(&env, sql); }
+static void exec_ok(const char *sql) { tc_exec(&env, sql); }
 static const char *one(const char *sql) { return tc_one(&env, sql); }
 static void is(const char *sql, const char *want) { tc_is(&env, sql, want); }
 static void fails(const char *sql, const char *state) { tc_fails(&env, sql, state); }
@@ -509,7 +510,7 @@ Test(types, bytea_output_escape_as_postgresql)
     qr_sql_session_value_text(env.s, &v, &b);
     cr_expect(b.len == 18 && !memcmp(b.data, "\\x41ff5c0a20007e7f", 18), "hex by default: %.*s",
               (int)b.len, (const char *)b.data);
-    run("SET bytea_output = 'escape'");
+    exec_ok("SET bytea_output = 'escape'");
     b.len = 0;
     qr_sql_session_value_text(env.s, &v, &b);
     const char *want = "A\\377\\\\\\012 \\000~\\177";
@@ -518,7 +519,7 @@ Test(types, bytea_output_escape_as_postgresql)
     qr_buf_free(&b);
     is("SELECT '\\x41ff'::bytea::text", "A\\377");
     is("SELECT 'a\\\\b'::bytea::text", "a\\\\b");
-    run("SET bytea_output = hex");
+    exec_ok("SET bytea_output = hex");
     is("SELECT '\\x41ff'::bytea::text", "\\x41ff");
     fails("SET bytea_output = 'octal'", "22023");
 }
