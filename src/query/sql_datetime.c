@@ -1100,6 +1100,8 @@ static int f_to_char(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     int rc;
     if ((rc = sqlv_cast(cx, &a[1], QR_SQL_TEXT, -1, &f)))
         return rc;
+    if (sqlt_is_num(a[0].type)) /* numbers: sql_numeric.c */
+        return sqln_to_char(cx, &a[0], f.u.s.s ? f.u.s.s : "", f.u.s.n, out);
     SqlTm tm;
     bool tz = a[0].type == QR_SQL_TIMESTAMPTZ;
     if (a[0].type == QR_SQL_INTERVAL) {
@@ -1255,7 +1257,10 @@ static int args_as(SqlBind *b, SqlExpr *e, int n, QrSqlType want, bool (*ok)(QrS
 }
 
 static bool is_interval(QrSqlType t) { return t == QR_SQL_INTERVAL; }
-static bool is_chartable(QrSqlType t) { return sqlt_is_datetime(t) || t == QR_SQL_INTERVAL; }
+static bool is_chartable(QrSqlType t)
+{
+    return sqlt_is_datetime(t) || t == QR_SQL_INTERVAL || sqlt_is_num(t);
+}
 
 static int chk_interval(SqlBind *b, SqlExpr *e)
 {

@@ -443,6 +443,10 @@ int32_t sqln_make_typmod(int prec, int scale);
 int sqln_typmod_of(SqlCtx *cx, const cJSON *typmods, int loc, int32_t *out);
 /* A float as numeric (15 significant digits, as float8_numeric). */
 int sqln_from_double(SqlCtx *cx, double d, SqlValue *out);
+/* to_char(number, format): PostgreSQL's 9 0 . D , G FM S MI SG PR V and
+ * "text"; a number wider than the format prints as #; EEEE, RN, TH, PL and
+ * L are 0A000. */
+int sqln_to_char(SqlCtx *cx, const SqlValue *x, const char *fmt, size_t fmt_n, SqlValue *out);
 /* avg(numeric): sum / count at the division's scale. */
 int sqln_avg(SqlCtx *cx, const SqlValue *sum, int64_t count, SqlValue *out);
 

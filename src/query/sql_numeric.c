@@ -693,3 +693,235 @@ int sqln_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out)
     int rc = dec_parse(cx, s, n, loc, &a);
     return rc ? rc : dec_text(cx, &a, out);
 }
+
+/* ---- to_char(number, format) ---- */
+
+/* The format's parts, PostgreSQL's NUM_ keywords (case-insensitive). */
+typedef enum {
+    NF_LIT, NF_D9, NF_D0, NF_DEC, NF_GROUP, NF_S, NF_MI, NF_SG, NF_PR, NF_V,
+} NfKind;
+
+typedef struct NumFmt {
+    NfKind *kind;              /* per part (arena) */
+    const char **lit;          /* NF_LIT: its text */
+    size_t *lit_n;
+    int n;
+    bool fm;                   /* fill mode: no padding, no trailing 9-zeros */
+    int pre, post;             /* digit positions before / after the point */
+    int zero_pre;              /* first pre position (0 = leftmost) that prints zeros */
+    int zero_post;             /* post positions up to here always print (last 0 + 1) */
+    int v_digits;              /* digits after V: the value times 10^v */
+    bool sign_in_place;        /* S after the digits, MI, SG or PR: no leading sign slot */
+    bool plus;                 /* a leading S: '+' for positive values */
+    bool pr;                   /* PR: <negative> */
+    bool has_dec;              /* a decimal point: a zero integer part prints nothing */
+} NumFmt;
+
+static bool kw(const char *p, const char *end, const char *k)
+{
+    size_t n = strlen(k);
+    return (size_t)(end - p) >= n && !strncasecmp(p, k, n);
+}
+
+static int nf_unsupported(SqlCtx *cx, const char *k)
+{
+    return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                      "to_char of a number with the \"%s\" pattern is not supported", k);
+}
+
+static int nf_parse(SqlCtx *cx, const char *s, size_t n, NumFmt *f)
+{
+    memset(f, 0, sizeof *f);
+    f->zero_pre = INT32_MAX;
+    f->kind = qr_arena_alloc(cx->arena, (n + 1) * sizeof *f->kind);
+    f->lit = qr_arena_alloc(cx->arena, (n + 1) * sizeof *f->lit);
+    f->lit_n = qr_arena_alloc(cx->arena, (n + 1) * sizeof *f->lit_n);
+    if (!f->kind || !f->lit || !f->lit_n)
+        return nomem(cx);
+    const char *p = s, *end = s + n;
+    bool seen_dec = false, seen_digit = false, after_v = false, has_s = false;
+    static const char *const UNSUPPORTED[] = {"EEEE", "RN", "TH", "PL", "L"};
+    while (p < end) {
+        NfKind k = NF_LIT;
+        size_t len = 1;
+        const char *lit = p;
+        size_t lit_n = 1;
+        if (kw(p, end, "FM")) {
+            f->fm = true;
+            p += 2;
+            continue;
+        }
+        for (size_t i = 0; i < sizeof UNSUPPORTED / sizeof *UNSUPPORTED; i++)
+            if (kw(p, end, UNSUPPORTED[i]))
+                return nf_unsupported(cx, UNSUPPORTED[i]);
+        if (*p == '9' || *p == '0') {
+            k = *p == '9' ? NF_D9 : NF_D0;
+            if (seen_dec) {
+                f->post++;
+                if (k == NF_D0)
+                    f->zero_post = f->post;
+            } else {
+                if (k == NF_D0 && f->zero_pre == INT32_MAX)
+                    f->zero_pre = f->pre;
+                f->pre++;
+                if (after_v)
+                    f->v_digits++;
+            }
+            seen_digit = true;
+        } else if (*p == '.' || *p == 'D' || *p == 'd') {
+            if (seen_dec)
+                return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "multiple decimal points");
+            if (after_v)
+                return sql_err_at(cx, -1, QR_ESYNTAX, "42601",
+                                  "cannot use \"V\" and decimal point together");
+            seen_dec = f->has_dec = true;
+            k = NF_DEC;
+        } else if (*p == ',' || *p == 'G' || *p == 'g') {
+            k = NF_GROUP;
+        } else if (kw(p, end, "MI") || kw(p, end, "SG") || kw(p, end, "PR")) {
+            k = kw(p, end, "MI") ? NF_MI : kw(p, end, "SG") ? NF_SG : NF_PR;
+            len = 2;
+            if (has_s || (k == NF_PR && (f->sign_in_place || f->pr)))
+                return sql_err_at(cx, -1, QR_ESYNTAX, "42601",
+                                  "cannot use \"%s\" and \"%s\" together",
+                                  has_s ? "S" : "PR", has_s ? (k == NF_MI ? "MI" : k == NF_SG ? "SG" : "PR")
+                                                        : "MI\"/\"SG");
+            f->sign_in_place = true;
+            f->pr |= k == NF_PR;
+        } else if (*p == 'S' || *p == 's') {
+            if (has_s || f->sign_in_place || f->pr)
+                return sql_err_at(cx, -1, QR_ESYNTAX, "42601", has_s ? "cannot use \"S\" twice"
+                                  : "cannot use \"S\" and \"PL\"/\"MI\"/\"SG\"/\"PR\" together");
+            has_s = true;
+            k = NF_S;
+            if (seen_digit)
+                f->sign_in_place = true;
+            else
+                f->plus = true;
+        } else if (*p == 'V' || *p == 'v') {
+            if (seen_dec)
+                return sql_err_at(cx, -1, QR_ESYNTAX, "42601",
+                                  "cannot use \"V\" and decimal point together");
+            k = NF_V;
+            after_v = true;
+        } else if (*p == '"') { /* quoted text */
+            const char *q = memchr(p + 1, '"', (size_t)(end - p - 1));
+            lit = p + 1;
+            lit_n = q ? (size_t)(q - p - 1) : (size_t)(end - p - 1);
+            len = q ? (size_t)(q - p + 1) : (size_t)(end - p);
+        } else if (*p == '\\' && p + 1 < end) {
+            lit = p + 1;
+            len = 2;
+        }
+        f->kind[f->n] = k;
+        f->lit[f->n] = lit;
+        f->lit_n[f->n] = lit_n;
+        f->n++;
+        p += len;
+    }
+    if (f->pr) /* PR brackets the number: no other sign */
+        f->plus = false;
+    return QR_OK;
+}
+
+int sqln_to_char(SqlCtx *cx, const SqlValue *x, const char *fmt, size_t fmt_n, SqlValue *out)
+{
+    NumFmt f;
+    SqlValue num, r;
+    Dec a;
+    int rc;
+    if ((rc = nf_parse(cx, fmt, fmt_n, &f)) || (rc = sqlv_cast(cx, x, QR_SQL_NUMERIC, -1, &num)))
+        return rc;
+    if (f.v_digits) { /* V: the value times 10^v */
+        char p10[40];
+        int k = snprintf(p10, sizeof p10, "1%0*d", f.v_digits, 0);
+        SqlValue m = sqlv_text(p10, (size_t)k);
+        m.type = QR_SQL_NUMERIC;
+        if ((rc = sqln_arith(cx, '*', &num, &m, &num)))
+            return rc;
+    }
+    if ((rc = dec_parse(cx, num.u.s.s, num.u.s.n, -1, &a)))
+        return rc;
+    bool neg = a.special ? a.special == 'm' : a.neg && !is_zero(&a);
+    Dec rd;
+    if (!a.special && (rc = dec_round(cx, &a, f.post, false, &rd)))
+        return rc;
+    /* integer digits without leading zeros, fraction digits (exactly post) */
+    int ip = 0, first = 0;
+    if (!a.special) {
+        ip = rd.nd - rd.scale;
+        while (first < ip && rd.d[first] == 0)
+            first++;
+    }
+    int n_int = ip - first;
+    if (n_int == 0 && !f.has_dec && !a.special) /* 0 in an integer format prints its 0 */
+        n_int = 1;
+    bool overflow = a.special || n_int > f.pre;
+    int keep_post = f.post; /* FM drops trailing zeros past the last 0 position */
+    if (f.fm && !overflow) {
+        while (keep_post > f.zero_post && rd.d[ip + keep_post - 1] == 0)
+            keep_post--;
+    }
+    QrBuf b;
+    qr_buf_init(&b);
+    bool sign_pending = !f.sign_in_place || f.plus || f.pr, started = false;
+    char lead = f.pr ? (neg ? '<' : ' ') : neg ? '-' : f.plus ? '+' : ' ';
+    if (f.pr && !neg && f.fm)
+        sign_pending = false;
+    int pre_at = 0, post_at = 0;
+    for (int i = 0; i < f.n; i++) {
+        NfKind k = f.kind[i];
+        bool digit_part = k == NF_D9 || k == NF_D0;
+        if (digit_part && pre_at < f.pre) {
+            int power = f.pre - 1 - pre_at++;
+            char c;
+            if (overflow)
+                c = '#';
+            else if (power < n_int)
+                c = (char)('0' + rd.d[ip - 1 - power]);
+            else if (pre_at - 1 >= f.zero_pre)
+                c = '0';
+            else {
+                if (!f.fm)
+                    qr_buf_putc(&b, ' ');
+                continue;
+            }
+            if (sign_pending && (lead != ' ' || !f.fm))
+                qr_buf_putc(&b, (uint8_t)lead);
+            sign_pending = false;
+            qr_buf_putc(&b, (uint8_t)c);
+            started = true;
+        } else if (digit_part) { /* after the point */
+            int j = post_at++;
+            if (j < keep_post)
+                qr_buf_putc(&b, (uint8_t)(overflow ? '#' : '0' + rd.d[ip + j]));
+        } else if (k == NF_DEC) {
+            if (sign_pending && (lead != ' ' || !f.fm))
+                qr_buf_putc(&b, (uint8_t)lead);
+            sign_pending = false;
+            qr_buf_putc(&b, '.');
+        } else if (k == NF_GROUP) {
+            if (started)
+                qr_buf_putc(&b, ',');
+            else if (!f.fm)
+                qr_buf_putc(&b, ' ');
+        } else if (k == NF_S) {
+            if (f.sign_in_place && !f.plus)
+                qr_buf_putc(&b, neg ? '-' : '+');
+        } else if (k == NF_MI) {
+            if (neg || !f.fm)
+                qr_buf_putc(&b, neg ? '-' : ' ');
+        } else if (k == NF_SG) {
+            qr_buf_putc(&b, neg ? '-' : '+');
+        } else if (k == NF_PR) {
+            if (neg || !f.fm)
+                qr_buf_putc(&b, neg ? '>' : ' ');
+        } else if (k == NF_LIT) {
+            qr_buf_append(&b, f.lit[i], f.lit_n[i]);
+        }
+    }
+    rc = sqlv_buf_text(cx, &b, &r);
+    if (!rc)
+        *out = r;
+    return rc;
+}

@@ -19,7 +19,8 @@ and FROM subqueries; PostgreSQL checks them all, SQLite those it can
 express (no LATERAL, INTERSECT / EXCEPT ALL or parenthesized set
 operations).  Typed queries (dates, intervals and their arithmetic, age, to_char,
 arrays with subscripts, slices, ANY / ALL and array_agg, json builders and operators,
-format / quote_ident, numeric arithmetic, scales, rounding and typmods as text) are
+format / quote_ident, numeric arithmetic, scales, rounding and typmods as text, to_char of
+numbers) are
 compared with PostgreSQL only.  Full-text
 predicates are checked against a brute-force matcher: `title @@ 'word'` in
 Quarry is `(' ' || title || ' ') LIKE '% word %'` in the peers, whose titles
@@ -615,6 +616,10 @@ def gen_typed():
         "'v' || max(n::numeric / %d)::text FROM items WHERE %s GROUP BY cat ORDER BY cat" % (m, rng),
         "SELECT id FROM items WHERE n::numeric / %d > '%d.5'::numeric AND %s ORDER BY n::numeric / 7, id"
         % (m, k % 5, rng),
+        "SELECT id, '[' || to_char(n * %d, '999,999') || ']', '[' || to_char(n::numeric / 7, "
+        "'FM99990.000') || ']', '[' || to_char(-n, '9999S') || ']', '[' || to_char(n::numeric / %d, "
+        "'00.9') || ']', '[' || to_char(n, 'SG9999') || ']', '[' || to_char(n, '9999PR') || ']' FROM items WHERE %s AND n IS NOT NULL "
+        "ORDER BY id" % (k * 37, m, rng),
     ])
     return q, True, False
 

@@ -206,3 +206,52 @@ Test(numeric, typmod_columns_round_check_and_describe)
     qr_sql_result_free(r);
     fails("CREATE TABLE bad (id int PRIMARY KEY, p numeric(2,3))", "22023");
 }
+
+/* The examples of PostgreSQL's documentation (Table 9.29, to_char), between
+ * brackets so the padding counts. */
+Test(numeric, to_char_of_numbers_as_postgresql)
+{
+    static const char *const cases[][2] = {
+        {"'[' || to_char(-0.1, '99.99') || ']'", "[  -.10]"},
+        {"'[' || to_char(-0.1, 'FM9.99') || ']'", "[-.1]"},
+        {"'[' || to_char(-0.1, 'FM90.99') || ']'", "[-0.1]"},
+        {"'[' || to_char(0.1, '0.9') || ']'", "[ 0.1]"},
+        {"'[' || to_char(12, '9990999.9') || ']'", "[    0012.0]"},
+        {"'[' || to_char(12, 'FM9990999.9') || ']'", "[0012.]"},
+        {"'[' || to_char(485, '999') || ']'", "[ 485]"},
+        {"'[' || to_char(-485, '999') || ']'", "[-485]"},
+        {"'[' || to_char(485, '9 9 9') || ']'", "[ 4 8 5]"},
+        {"'[' || to_char(1485, '9,999') || ']'", "[ 1,485]"},
+        {"'[' || to_char(1485, '9G999') || ']'", "[ 1,485]"},
+        {"'[' || to_char(148.5, '999.999') || ']'", "[ 148.500]"},
+        {"'[' || to_char(148.5, 'FM999.999') || ']'", "[148.5]"},
+        {"'[' || to_char(148.5, 'FM999.990') || ']'", "[148.500]"},
+        {"'[' || to_char(148.5, '999D999') || ']'", "[ 148.500]"},
+        {"'[' || to_char(3148.5, '9G999D999') || ']'", "[ 3,148.500]"},
+        {"'[' || to_char(-485, '999S') || ']'", "[485-]"},
+        {"'[' || to_char(-485, '999MI') || ']'", "[485-]"},
+        {"'[' || to_char(485, '999MI') || ']'", "[485 ]"},
+        {"'[' || to_char(485, 'FM999MI') || ']'", "[485]"},
+        {"'[' || to_char(485, 'SG999') || ']'", "[+485]"},
+        {"'[' || to_char(-485, 'SG999') || ']'", "[-485]"},
+        {"'[' || to_char(-485, '9SG99') || ']'", "[4-85]"},
+        {"'[' || to_char(-485, '999PR') || ']'", "[<485>]"},
+        {"'[' || to_char(485, '\"Good number:\"999') || ']'", "[Good number: 485]"},
+        {"'[' || to_char(485.8, '\"Pre:\"999\" Post:\" .999') || ']'", "[Pre: 485 Post: .800]"},
+        {"'[' || to_char(12, '99V999') || ']'", "[ 12000]"},
+        {"'[' || to_char(12.4, '99V999') || ']'", "[ 12400]"},
+        {"'[' || to_char(12.45, '99V9') || ']'", "[ 125]"},
+        /* exact numerics, rounding half away from zero, overflow as # */
+        {"to_char('1234567.891'::numeric, 'FM9,999,999.00')", "1,234,567.89"},
+        {"to_char('0.125'::numeric, 'FM0.00')", "0.13"},
+        {"'[' || to_char(1234, '99') || ']'", "[ ##]"},
+        {"'[' || to_char(1234.5, '99.9') || ']'", "[ ##.#]"},
+    };
+    check_cases(cases, sizeof cases / sizeof *cases);
+    fails("SELECT to_char(1, '9.9.9')", "42601");
+    fails("SELECT to_char(12, '9V9.9')", "42601");
+    fails("SELECT to_char(1, '9EEEE')", "0A000");
+    fails("SELECT to_char(1, 'RN')", "0A000");
+    fails("SELECT to_char(1, 'SG999PR')", "42601");
+    fails("SELECT to_char(1, 'S999S')", "42601");
+}
