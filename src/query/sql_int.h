@@ -421,7 +421,7 @@ extern const struct SqlFuncDef SQLJS_ROW_TO_JSON;
 /* ======================================================================== */
 
 /* Text input, normalized ("1e3" is 1000, " 12.50" is 12.50; NaN, Infinity);
- * 22P02 on bad input, 54000 past 20,000 digits. */
+ * 22P02 on bad input, 22003 past 20,000 digits. */
 int sqln_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
 /* x op y ('+', '-', '*', '/', '%') of numerics (integers and floats are
  * converted first), with PostgreSQL's result scales; 22012. */

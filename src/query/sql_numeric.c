@@ -12,7 +12,7 @@
  * keeps the scale, as PostgreSQL's dscale); "NaN", "Infinity", "-Infinity".
  * Arithmetic works on Dec: base-10 digits, most significant first, and a
  * scale (digits after the point), in the arena; inputs of more than
- * NUM_MAX_DIGITS digits are 54000.
+ * NUM_MAX_DIGITS digits are 22003, as PostgreSQL says past its limits.
  */
 #include "query/sql_int.h"
 
@@ -42,7 +42,7 @@ static int nomem(SqlCtx *cx)
 
 static int too_big(SqlCtx *cx)
 {
-    return sql_err_at(cx, -1, QR_ELIMIT, "54000", "value overflows numeric format");
+    return sql_err_at(cx, -1, QR_EINVAL, "22003", "value overflows numeric format");
 }
 
 static uint8_t *digits(SqlCtx *cx, size_t n) { return qr_arena_calloc(cx->arena, n ? n : 1); }
@@ -57,7 +57,6 @@ static int dec_parse(SqlCtx *cx, const char *s, size_t n, int loc, Dec *out)
         p++;
     while (end > p && isspace((unsigned char)end[-1]))
         end--;
-    size_t len = (size_t)(end - p);
     bool neg = false;
     const char *q = p;
     if (q < end && (*q == '+' || *q == '-'))
@@ -116,7 +115,6 @@ static int dec_parse(SqlCtx *cx, const char *s, size_t n, int loc, Dec *out)
     out->nd = k;
     out->scale = scale < 0 ? 0 : (int)scale;
     out->neg = neg;
-    (void)len;
     return QR_OK;
 bad:
     return sql_err_at(cx, loc, QR_EINVAL, "22P02", "invalid input syntax for type numeric: \"%.*s\"",
@@ -266,6 +264,8 @@ static int dec_mul(SqlCtx *cx, const Dec *a, const Dec *b, Dec *r)
     if (!acc || !d)
         return nomem(cx);
     for (int i = a->nd - 1; i >= 0; i--) {
+        if ((i & 63) == 63 && sql_check(cx)) /* long operands: cancel and the deadline */
+            return cx->err->code;
         if (!a->d[i])
             continue;
         for (int j = b->nd - 1; j >= 0; j--)
@@ -376,6 +376,8 @@ static int dec_div(SqlCtx *cx, const Dec *a, const Dec *b, int scale, bool trunc
     int rl = nbd + 1;
     memset(rem, 0, (size_t)rl);
     for (int i = 0; i < nn; i++) {
+        if ((i & 63) == 63 && sql_check(cx)) /* long operands: cancel and the deadline */
+            return cx->err->code;
         memmove(rem, rem + 1, (size_t)rl - 1);
         rem[rl - 1] = num[i];
         int qd = 0;
@@ -833,9 +835,12 @@ int sqln_to_char(SqlCtx *cx, const SqlValue *x, const char *fmt, size_t fmt_n, S
     if ((rc = nf_parse(cx, fmt, fmt_n, &f)) || (rc = sqlv_cast(cx, x, QR_SQL_NUMERIC, -1, &num)))
         return rc;
     if (f.v_digits) { /* V: the value times 10^v */
-        char p10[40];
-        int k = snprintf(p10, sizeof p10, "1%0*d", f.v_digits, 0);
-        SqlValue m = sqlv_text(p10, (size_t)k);
+        char *p10 = qr_arena_alloc(cx->arena, (size_t)f.v_digits + 2);
+        if (!p10)
+            return nomem(cx);
+        p10[0] = '1';
+        memset(p10 + 1, '0', (size_t)f.v_digits);
+        SqlValue m = sqlv_text(p10, (size_t)f.v_digits + 1);
         m.type = QR_SQL_NUMERIC;
         if ((rc = sqln_arith(cx, '*', &num, &m, &num)))
             return rc;

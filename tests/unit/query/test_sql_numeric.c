@@ -53,6 +53,9 @@ Test(numeric, input_and_output_as_postgresql)
     fails("SELECT ''::numeric", "22P02");
     fails("SELECT '1e'::numeric", "22P02");
     fails("SELECT '99999999999999999999'::numeric::int8", "22003");
+    fails("SELECT repeat('9', 20001)::numeric", "22003");            /* past 20,000 digits */
+    fails("SELECT repeat('9', 15000)::numeric * repeat('9', 6000)::numeric", "22003");
+    is("SELECT length(repeat('9', 9000)::numeric::text)", "9000");
 }
 
 Test(numeric, arithmetic_keeps_postgresql_scales)
