@@ -482,6 +482,7 @@ static int returning_bind(SqlCtx *cx, const cJSON *list, const SqlScope *sc, Ret
                 e->kind = SE_COL;
                 e->col = i;
                 e->type = sc->cols[i].type;
+                e->typmod = sc->cols[i].typmod;
                 e->loc = -1;
                 e->name = sc->cols[i].name;
                 r->exprs[r->n] = e;

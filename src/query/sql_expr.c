@@ -3008,12 +3008,13 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
         return QR_OK;
     case SE_COL:
         *out = r->row[e->col];
-        if (e->type == QR_SQL_NUMERIC && !out->is_null && sqlt_is_float(out->type) &&
-            out->type != QR_SQL_NUMERIC) /* a numeric column's float storage, at its scale */
-            return sqln_from_double(cx, out->u.f, out) ||
-                           (e->typmod >= 4 && sqln_typmod(cx, out, e->typmod, e->loc, out))
-                       ? cx->err->code
-                       : QR_OK;
+        if (e->type != QR_SQL_NUMERIC || out->is_null)
+            return QR_OK;
+        if (sqlt_is_float(out->type) && out->type != QR_SQL_NUMERIC && /* float storage */
+            sqln_from_double(cx, out->u.f, out))
+            return cx->err->code;
+        if (e->typmod >= 4 && sqln_typmod(cx, out, e->typmod, e->loc, out)) /* at its scale */
+            return cx->err->code;
         return QR_OK;
     case SE_PARAM:
         if (!cx->params || e->col >= cx->params->n)

@@ -154,6 +154,7 @@ static int expand_star(SqlQuery *s, const char *qual, int loc, SqlTarget **tg, i
         e->kind = SE_COL;
         e->col = i;
         e->type = c->type;
+        e->typmod = c->typmod;
         e->name = c->name;
         e->loc = loc;
         c->used = true;

@@ -186,6 +186,16 @@ Test(numeric, typmod_columns_round_check_and_describe)
     exec_ok("INSERT INTO money VALUES (1, 12.5, 12.5), (2, '3.14159', 3.14159), (3, NULL, -0.5)");
     is("SELECT p FROM money WHERE id = 1", "12.50");  /* the declared scale */
     is("SELECT q FROM money WHERE id = 1", "12.5");
+    is("SELECT (SELECT p FROM money m WHERE id = 1) FROM money WHERE id = 1", "12.50");
+    QrSqlResult *star = run("SELECT * FROM money WHERE id = 1");
+    QrBuf sb;
+    qr_buf_init(&sb);
+    qr_sql_value_text(&star->vals[1], &sb);
+    cr_expect(sb.len == 5 && !memcmp(sb.data, "12.50", 5), "SELECT *: %.*s", (int)sb.len,
+              (const char *)sb.data);
+    qr_buf_free(&sb);
+    qr_sql_result_free(star);
+    is("UPDATE money SET q = 12.5 WHERE id = 1 RETURNING p", "12.50");
     is("SELECT p FROM money WHERE id = 2", "3.14");   /* rounded on the way in */
     is("SELECT p + q FROM money WHERE id = 2", "6.28159");
     fails("INSERT INTO money VALUES (4, 123456789.5, 1)", "22003");
