@@ -183,7 +183,7 @@ static int to_bool(const char *col, const QrSqlValue *v, cJSON **out, QrError *e
 static int to_timestamp(const char *col, const QrSqlValue *v, cJSON **out, QrError *err)
 {
     int64_t us;
-    if (v->type == QR_SQL_TIMESTAMP || v->type == QR_SQL_TIMESTAMPTZ) {
+    if (sqlt_is_datetime(v->type)) {
         us = v->u.i;
     } else if (v_is_text(v)) {
         char tmp[80];
@@ -358,6 +358,24 @@ static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
             return rc;
         j = cJSON_Parse(k);
     } else {
+        /* types kept in the document as their text (arrays...): checked
+         * and normalized by a cast to the column's type first */
+        SqlValue cv;
+        bool checked = QR_SQL_IS_ARRAY(c->type) || c->type == QR_SQL_DATE ||
+                       c->type == QR_SQL_TIME || c->type == QR_SQL_INTERVAL ||
+                       c->type == QR_SQL_UUID || c->type == QR_SQL_BYTEA ||
+                       c->type == QR_SQL_JSON || c->type == QR_SQL_JSONB;
+        if (!v->is_null && checked && v->type != c->type) {
+            if ((rc = sqlv_cast(cx, v, c->type, -1, &cv)) != QR_OK)
+                return rc;
+            v = &cv;
+        }
+        if (!v->is_null && c->type == QR_SQL_NUMERIC && c->typmod >= 4) { /* numeric(p, s) */
+            if ((rc = sqlv_cast(cx, v, QR_SQL_NUMERIC, -1, &cv)) != QR_OK ||
+                (rc = sqln_typmod(cx, &cv, c->typmod, -1, &cv)) != QR_OK)
+                return rc;
+            v = &cv;
+        }
         if ((rc = sqlw_value_to_cjson(s->fields[c->field].type, name, v, &j, cx->err)) != QR_OK)
             return rc;
     }
@@ -464,6 +482,7 @@ static int returning_bind(SqlCtx *cx, const cJSON *list, const SqlScope *sc, Ret
                 e->kind = SE_COL;
                 e->col = i;
                 e->type = sc->cols[i].type;
+                e->typmod = sc->cols[i].typmod;
                 e->loc = -1;
                 e->name = sc->cols[i].name;
                 r->exprs[r->n] = e;

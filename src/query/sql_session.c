@@ -217,6 +217,11 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
         qr_error_set(err, QR_EINVAL, "invalid value for parameter \"statement_timeout\": \"%s\"", value);
         return QR_EINVAL;
     }
+    if (!strcmp(lname, "bytea_output") && strcasecmp(value, "hex") && strcasecmp(value, "escape")) {
+        qr_error_set(err, QR_EINVAL, "invalid value for parameter \"bytea_output\": \"%s\"", value);
+        qr_error_hint(err, "Available values: escape, hex.");
+        return QR_EINVAL;
+    }
     if (!strcmp(lname, "quarry.access_path")) {
         bool ok = false;
         for (size_t i = 0; i < sizeof ACCESS_PATHS / sizeof *ACCESS_PATHS; i++)
@@ -689,6 +694,20 @@ int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, S
     uint64_t u = 0;
     out->is_null = false;
     out->type = t;
+    if (QR_SQL_IS_ARRAY(t))
+        return sqla_recv(cx, p, (size_t)len, QR_SQL_ELEM(t), out);
+    if (t == QR_SQL_NUMERIC)
+        return sqlv_numeric_recv(cx, p, (size_t)len, out);
+    if (t == QR_SQL_DATE || t == QR_SQL_TIME || t == QR_SQL_INTERVAL)
+        return sqld_recv(cx, t, p, (size_t)len, out);
+    if (t == QR_SQL_UUID || t == QR_SQL_BYTEA)
+        return sqlb_recv(cx, t, p, (size_t)len, out);
+    if (t == QR_SQL_JSON || t == QR_SQL_JSONB) { /* jsonb: a version byte, 1, first */
+        if (t == QR_SQL_JSONB && (len < 1 || p[0] != 1))
+            return sql_err_at(cx, -1, QR_EINVAL, "22P03", "unsupported jsonb version number");
+        size_t skip = t == QR_SQL_JSONB;
+        return sqljs_in(cx, (const char *)p + skip, (size_t)len - skip, t, -1, out);
+    }
     switch (t) {
     case QR_SQL_BOOL:
         if (len != 1)

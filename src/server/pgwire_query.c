@@ -133,7 +133,7 @@ static void send_rows(PgConn *c, const QrSqlResult *r, const QrSqlValue *rows, u
         size_t m = pgw_begin(&c->out, 'D');
         pgw_put_i16(&c->out, (int16_t)r->n_cols);
         for (int k = 0; k < r->n_cols; k++)
-            pgw_put_value(&c->out, &row[k], pgw_format_of(formats, n_formats, k));
+            pgw_put_value(&c->out, &row[k], pgw_format_of(formats, n_formats, k), c->sess);
         pgw_end(&c->out, m);
         pgw_maybe_flush(c);
     }
@@ -170,7 +170,7 @@ static void copy_out_binary(PgConn *c, const QrSqlResult *r)
             m = pgw_begin(&c->out, 'd');
         pgw_put_i16(&c->out, (int16_t)r->n_cols);
         for (int k = 0; k < r->n_cols; k++)
-            pgw_put_value(&c->out, &row[k], 1);
+            pgw_put_value(&c->out, &row[k], 1, c->sess);
         pgw_end(&c->out, m);
         pgw_maybe_flush(c);
     }

@@ -195,7 +195,8 @@ static int keys_to_vals(SqlCtx *cx, const SqlAgg *a, SqlAggState *st)
 static bool collects(const SqlAgg *a)
 {
     return a->kind != SA_PCT_CONT && a->kind != SA_PCT_DISC &&
-           (a->distinct || a->n_order || a->kind == SA_STRING_AGG || a->kind == SA_ARRAY_AGG);
+           (a->distinct || a->n_order || a->kind == SA_STRING_AGG || a->kind == SA_ARRAY_AGG ||
+            a->kind == SA_JSON_AGG || a->kind == SA_JSONB_AGG);
 }
 #define COLLECT_WIDTH(a) (2 + (a)->n_order)
 
@@ -239,7 +240,8 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
     int rc = sql_expr_eval(cx, a->arg, r, &v);
     if (rc)
         return rc;
-    if (v.is_null && a->kind != SA_ARRAY_AGG) /* array_agg keeps NULLs */
+    if (v.is_null && a->kind != SA_ARRAY_AGG && a->kind != SA_JSON_AGG &&
+        a->kind != SA_JSONB_AGG) /* array_agg and json_agg keep NULLs */
         return QR_OK;
     if (collects(a)) {
         *keep = true; /* kept past the row: strings are copied */
@@ -399,13 +401,15 @@ static int final_collected(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValu
         *out = sqlv_text(s, len);
         return QR_OK;
     }
+    if (a->kind == SA_JSON_AGG || a->kind == SA_JSONB_AGG)
+        return sqljs_agg(cx, t, n, (uint64_t)W, a->type, out);
     if (a->kind == SA_ARRAY_AGG) {
         SqlValue *el = qr_arena_alloc(cx->arena, (n + 1) * sizeof *el);
         if (!el)
             return sql_nomem(cx);
         for (uint64_t i = 0; i < n; i++)
             el[i] = t[i * (uint64_t)W];
-        return sqlv_array_text(cx, el, n, out);
+        return sqla_list(cx, QR_SQL_ELEM(a->type), el, n, out);
     }
     SqlAggState s2;
     memset(&s2, 0, sizeof s2);
@@ -462,6 +466,16 @@ static void pct_keys(const SqlAgg *a, SqlAggState *st, double p, SqlValue *out)
     *out = sqlv_float(x + (y - x) * (pos - (double)lo));
 }
 
+/* sum(numeric), added as float8: its 15 significant digits, at the scale of
+ * a numeric(p, s) argument (a sum of values of scale s has scale s). */
+static int num_sum(SqlCtx *cx, const SqlAgg *a, const SqlAggState *st, SqlValue *out)
+{
+    int rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, out);
+    if (rc || a->arg->typmod < 4)
+        return rc;
+    return sqln_round(cx, out, (a->arg->typmod - 4) & 0xffff, SQLN_ROUND, out);
+}
+
 int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
 {
     *out = sqlv_null();
@@ -492,10 +506,17 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
         out->type = a->type;
         if (a->type == QR_SQL_FLOAT8 && !st->sum_is_f)
             *out = sqlv_float((double)st->sum_i);
+        if (a->type == QR_SQL_NUMERIC)
+            return num_sum(cx, a, st, out);
         return QR_OK;
     case SA_AVG:
         if (!st->count)
             return QR_OK;
+        if (a->type == QR_SQL_NUMERIC) { /* at the division's scale, as PostgreSQL */
+            SqlValue sum;
+            int nrc = num_sum(cx, a, st, &sum);
+            return nrc ? nrc : sqln_avg(cx, &sum, st->count, out);
+        }
         *out = sqlv_float((st->sum_is_f ? st->sum_f : (double)st->sum_i) / (double)st->count);
         return QR_OK;
     case SA_MIN:
@@ -523,6 +544,8 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
     }
     case SA_STRING_AGG:
     case SA_ARRAY_AGG:     /* (collected) */
+    case SA_JSON_AGG:
+    case SA_JSONB_AGG:
     case SA_GROUP_KEY:
     case SA_GROUPING:      /* (the hash aggregate's) */
         return QR_OK;
