@@ -98,6 +98,7 @@ static const struct {
     [QR_EAUTH] = {401, "unauthorized"},
     [QR_EPERM] = {403, NULL},
     [QR_EINTERNAL] = {500, NULL},
+    [QR_EUNAVAILABLE] = {502, "peer_unavailable"},
     [HTTP_EMETHOD] = {405, "method_not_allowed"},
     [HTTP_EMEDIA] = {415, "unsupported_media_type"},
     [HTTP_EHEADER_TIMEOUT] = {408, "request_timeout"},
