@@ -655,3 +655,46 @@ Test(sql_dml, buffered_writes_draw_on_the_server_budget)
     qr_mem_budget_set(0);
     env_close(&e);
 }
+
+/* What postgres_fdw sends a Quarry partition (docs/scale-out.md): every
+ * routed INSERT names the foreign table's _score column (NULL or DEFAULT:
+ * accepted, stores nothing; a value: refused, never dropped); with
+ * use_remote_estimate an UPDATE or DELETE is first costed by EXPLAIN of
+ * SELECT ..., ctid ... FOR UPDATE (planned, not run); the text functions
+ * come as quarry.matches, and no other schema names them. */
+Test(sql_dml, what_postgres_fdw_sends_a_partition)
+{
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE d (id bigint PRIMARY KEY, body text, n integer)");
+    exec_ok(&e, "INSERT INTO d (id, body, n, _score) VALUES (1, 'hydro power', 5, NULL)");
+    exec_ok(&e, "INSERT INTO d (id, body, _score, n) VALUES (2, 'wind power', DEFAULT, 6)");
+    exec_fails(&e, "INSERT INTO d (id, body, _score) VALUES (3, 'x', 1.5)", "428C9",
+               "cannot insert a non-DEFAULT value into column \"_score\"");
+    exec_fails(&e, "INSERT INTO d (id, _id) VALUES (3, 7)", "42703", "column \"_id\" does not exist");
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    const char *q = "SELECT id, n, _score FROM d WHERE quarry.matches(body, 'power') ORDER BY id";
+    cr_assert_eq(qr_sql_exec(e.s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->n_rows, 2);
+    cr_assert_eq(r->vals[0].u.i, 1);
+    cr_assert_eq(r->vals[1].u.i, 5);
+    cr_assert_eq(r->vals[4].u.i, 6);
+    cr_assert(r->vals[2].u.f > 0, "scored under the predicate");
+    qr_sql_result_free(r);
+    exec_fails(&e, "SELECT id FROM d WHERE public.matches(body, 'power')", "42883",
+               "function public.matches(...) does not exist");
+    exec_fails(&e, "SELECT pg_catalog.score() FROM d", "42883", "does not exist");
+    /* the cost of an UPDATE's scan: EXPLAIN plans it, only EXPLAIN */
+    q = "EXPLAIN SELECT id, body, n, _score, ctid FROM public.d WHERE ((id = 1)) FOR UPDATE";
+    cr_assert_eq(qr_sql_exec(e.s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    cr_assert(r->n_rows >= 1 && strstr(r->vals[0].u.s.s, "(cost="), "a plan with costs");
+    qr_sql_result_free(r);
+    exec_fails(&e, "SELECT id, ctid FROM d WHERE id = 1 FOR UPDATE", "0A000",
+               "FOR UPDATE is not supported");
+    exec_fails(&e, "EXPLAIN ANALYZE SELECT ctid FROM d FOR UPDATE", "0A000",
+               "FOR UPDATE is not supported");
+    exec_fails(&e, "SELECT ctid FROM d", "42703", "column \"ctid\" does not exist");
+    env_close(&e);
+}
