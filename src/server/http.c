@@ -62,6 +62,8 @@ const HttpRoute HTTP_ROUTES[] = {
      http_search_post},
     {HM_POST, "/tables/{t}/flush", "flush", API_SCOPE_ADMIN, HB_NONE, true, http_tables_flush},
     {HM_POST, "/tables/{t}/merge", "merge", API_SCOPE_ADMIN, HB_NONE, true, http_tables_merge},
+    {HM_POST, "/tables/{t}/bm25_stats", "bm25_stats", API_SCOPE_SEARCH, HB_JSON, true,
+     http_tables_bm25_stats},
     {HM_POST, "/sql", "sql", API_SCOPE_SEARCH, HB_JSON, false, http_sql_query},
 };
 const int HTTP_N_ROUTES = (int)(sizeof HTTP_ROUTES / sizeof HTTP_ROUTES[0]);
