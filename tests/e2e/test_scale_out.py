@@ -256,6 +256,22 @@ def case_explain(c):
     check(rc == 0 and text.count("ORDER BY _score DESC") == N_NODES and
           text.count("quarry.matches(body, 'python'::text)") == N_NODES,
           "the predicate and the order are sent to every node: %s %s" % (text[-2000:], err))
+    # a word in 60% of the packages (thousands of matches a node): the nodes' sorts cost
+    # less than shipping every match, so PostgreSQL merges their sorted streams and stops
+    # after 10 rows rather than fetching all matches to sort them itself
+    q = ("SELECT id, _score FROM pkgs WHERE quarry.matches(body, 'package') "
+         "ORDER BY _score DESC, id LIMIT 10")
+    rc, plan, err = coord(c, "EXPLAIN VERBOSE " + q)
+    text = "\n".join(plan)
+    check(rc == 0 and "Merge Append" in text and
+          text.count("ORDER BY _score DESC NULLS FIRST, id ASC NULLS LAST") == N_NODES,
+          "a common word's top-k is merged from the nodes' sorted answers: %s %s"
+          % (text[-2000:], err))
+    r1, a, e1 = coord(c, q)
+    r2, b, e2 = node(c.all_node, "SELECT id, score() FROM packages WHERE body @@ 'package' "
+                                 "ORDER BY score() DESC, id LIMIT 10")
+    check(r1 == 0 and r2 == 0 and len(a) == 10 and same_top(top10(a), top10(b)),
+          "and equals one node's top-10: %s / %s %s%s" % (a, b, e1, e2))
 
 
 def case_local_error(c):
