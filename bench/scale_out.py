@@ -4,6 +4,7 @@ PostgreSQL 15 coordinator (postgres_fdw, the quarry extension, a table LIST-part
 symbol, global BM25 statistics through --peers), on the generated news corpus.
 
   bench/scale_out.py [--n 200000] [--clients 8] [--seconds 6] [--repeat 15]
+  bench/scale_out.py --report bench/results/<date>-scale-out-<n>.json   (the .md again)
 
 Setups, each answering the same queries (answers compared before anything is timed):
   one       one Quarry node holding every article, asked directly on its PG port
@@ -177,7 +178,12 @@ def main():
     ap.add_argument('--seconds', type=float, default=6.0)
     ap.add_argument('--repeat', type=int, default=15)
     ap.add_argument('--queries', type=int, default=10, help='ranked queries (default 10)')
+    ap.add_argument('--report', metavar='JSON', help='only write the .md of an earlier result')
     a = ap.parse_args()
+    if a.report:
+        res = json.loads(Path(a.report).read_text())
+        Path(a.report).with_suffix('.md').write_text(report(res))
+        return
     work = HERE / 'work' / ('scale-out-%d' % a.n)
     if work.exists():
         shutil.rmtree(work)
@@ -192,7 +198,7 @@ def main():
     servers, pg = [], None
     res = {'n': a.n, 'date': datetime.date.today().isoformat(), 'nodes': N_NODES,
            'articles_per_node': sizes, 'clients': a.clients, 'cores': os.cpu_count(),
-           'workloads': {}}
+           'workloads': {}, 'load_avg_start': os.getloadavg()[0]}
     try:
         t_one = import_jsonl(work / 'one', jsonl)
         t_shards = sum(import_jsonl(work / ('n%d' % k), shards[k]) for k in range(N_NODES))
@@ -275,6 +281,7 @@ def main():
             s.stop()
         if pg:
             pg.stop()
+    res['load_avg_end'] = os.getloadavg()[0]  # the machine's other work, for the reader
     out = HERE / 'results' / ('%s-scale-out-%d' % (res['date'], a.n))
     out.with_suffix('.json').write_text(json.dumps(res, indent=1) + '\n')
     out.with_suffix('.md').write_text(report(res))
@@ -287,16 +294,25 @@ def report(res):
         '%s coordinator (postgres_fdw, use_remote_estimate, fdw_tuple_cost 0.2, fetch_size '
         '1000); three local Quarry nodes with --peers (global BM25 statistics); %d cores shared '
         'by every server and the clients. Articles per node: %s.' % (
-            res.get('postgres', 'PostgreSQL 15'), res['cores'], res['articles_per_node']), '',
-        '| workload | setup | median ms / query | ratio to one node | %d-client q/s | p50 ms | '
-        'p99 ms |' % res['clients'], '|---|---|---|---|---|---|---|']
+            res.get('postgres', 'PostgreSQL 15'), res['cores'], res['articles_per_node']) +
+        (' Load average of the machine (other work included): %.1f at the start, %.1f at the '
+         'end.' % (res['load_avg_start'], res['load_avg_end']) if 'load_avg_end' in res else ''),
+        '',
+        '| workload | setup | median ms / query | ratio to one node | %d-client q/s | '
+        'ratio to one node | p50 ms | p99 ms |' % res['clients'], '|---|---|---|---|---|---|---|---|']
+    qps_one = res['workloads'].get('ranked top-20', {}).get('one', {}).get('throughput', {}).get(
+        'qps')
     for name, out in res['workloads'].items():
         for setup, r in out.items():
             t = r.get('throughput', {})
-            lines.append('| %s | %s | %.2f | %s | %s | %s | %s |' % (
+            if qps_one and 'qps' in t:
+                r['throughput_ratio'] = t['qps'] / qps_one
+            lines.append('| %s | %s | %.2f | %s | %s | %s | %s | %s |' % (
                 name, setup, r['median_ms_per_query'],
                 '%.2f' % r['latency_ratio'] if 'latency_ratio' in r else '',
-                '%.0f' % t['qps'] if 'qps' in t else '', '%.1f' % t['p50_ms'] if 'p50_ms' in t
+                '%.0f' % t['qps'] if 'qps' in t else '',
+                '%.2f' % r['throughput_ratio'] if 'throughput_ratio' in r else '',
+                '%.1f' % t['p50_ms'] if 'p50_ms' in t
                 else '', '%.1f' % t['p99_ms'] if 'p99_ms' in t else ''))
     lines += ['', 'Answers were compared before timing: the same ids, scores equal to 1e-9 '
               'relative.', '', 'Ranked top-20 through the partitioned table:', '', '```'] + \
