@@ -9,13 +9,18 @@
  * is one request answered "unchanged", a new term one more request); a
  * write on the peer refreshes every cached count (one request finds the new
  * generation, one more asks for every term); an unreachable peer fails with
- * QR_EUNAVAILABLE naming it, or answers with a warning when configured; a
+ * QR_EUNAVAILABLE naming it, or answers with a warning when configured; one
+ * that accepts and never answers ends at the timeout the same way; a
  * peer without the table refuses with its 404; URLs are parsed strictly.
  */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "engine_util.h"
 #include "server/http.h"
@@ -287,4 +292,43 @@ Test(peers, urls_are_parsed_strictly)
     qr_error_clear(&err);
     cr_assert_neq(peers_new(&o, &p, &err), QR_OK);
     cr_assert_null(p);
+}
+
+/* A peer that accepts the connection and never answers (a listening socket
+ * nobody accepts from: the kernel completes the handshake): the request
+ * ends at --peer-timeout with QR_EUNAVAILABLE naming the peer, in warn mode
+ * with a warning, instead of holding the query. */
+Test(peers, silent_peer_ends_at_the_timeout, .timeout = 60) /* a bound for a hang only */
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    cr_assert_eq(listen(fd, 4), 0);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+    char silent[64];
+    snprintf(silent, sizeof silent, "http://127.0.0.1:%d", ntohs(a.sin_port));
+    QrTermStat t[1] = {TERM(1, "beta")};
+    QrBm25Stats st;
+    const char *warning;
+    QrError err;
+    for (int warn = 0; warn < 2; warn++) {
+        PeerOpts o = {.urls = silent, .warn_unreachable = warn, .timeout_ms = 200};
+        Peers *p;
+        qr_error_clear(&err);
+        cr_assert_eq(peers_new(&o, &p, &err), QR_OK, "%s", err.message);
+        int rc = ask(p, &st, t, 1, &warning, &err);
+        if (!warn) {
+            cr_assert_eq(rc, QR_EUNAVAILABLE);
+            cr_assert(strstr(err.message, silent), "names the peer: %s", err.message);
+            cr_assert(strstr(err.detail, "no answer in time"), "detail: %s", err.detail);
+        } else {
+            cr_assert_eq(rc, QR_OK, "%s", err.message);
+            cr_assert(warning && strstr(warning, "leave out 1 of 1 peers"), "%s", warning);
+            cr_assert_eq(st.n_docs, 0, "nothing counted from the silent peer");
+        }
+        peers_free(p);
+    }
+    close(fd);
 }
