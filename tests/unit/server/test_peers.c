@@ -332,3 +332,81 @@ Test(peers, silent_peer_ends_at_the_timeout, .timeout = 60) /* a bound for a han
     }
     close(fd);
 }
+
+/* POST body to the peer's bm25_stats route of table tab: the status, the
+ * answer in *out (freed by the caller). */
+static int post_stats(const char *tab, const char *body, QrBuf *out)
+{
+    HcClient *hc;
+    HcUrl u;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(hc_client_new(NULL, &hc, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(hc_url_parse(url, strlen(url), &u, &err), QR_OK, "%s", err.message);
+    char path[128];
+    snprintf(path, sizeof path, "/tables/%s/bm25_stats", tab);
+    int status = 0;
+    qr_buf_init(out);
+    cr_assert_eq(hc_post_json(hc, &u, path, NULL, body, strlen(body), 30000, 1 << 20, &status,
+                              out, &err),
+                 QR_OK, "%s", err.message);
+    qr_buf_putc(out, 0);
+    hc_client_free(hc);
+    return status;
+}
+
+/* The route a peer asks (http_tables.c): bad bodies are 400 with what is
+ * wrong, more than 4,096 terms 413, an unknown table 404, and a field the
+ * table lacks counts 0 beside the others' true counts. */
+Test(peers, bm25_stats_route_refuses_bad_input)
+{
+    static const struct {
+        const char *body;
+        int status;
+        const char *says;
+    } bad[] = {
+        {"not json", 400, "error"},
+        {"{\"terms\": \"alpha\"}", 400, "an array of [field, term] pairs"},
+        {"{\"generation\": \"x\"}", 400, "an array of [field, term] pairs"},
+        {"{\"terms\": [], \"generation\": 7}", 400, "an array of [field, term] pairs"},
+        {"{\"terms\": [[\"body\", \"alpha\"], [\"body\"]]}", 400, "term 2 is not a [field, term]"},
+        {"{\"terms\": [[\"body\", 5]]}", 400, "term 1 is not a [field, term]"},
+        {"{\"terms\": [[\"body\", \"a\", \"b\"]]}", 400, "term 1 is not a [field, term]"},
+        {"{\"terms\": [\"body\"]}", 400, "term 1 is not a [field, term]"},
+    };
+    QrBuf b;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        int st = post_stats("docs", bad[i].body, &b);
+        cr_assert_eq(st, bad[i].status, "%s: HTTP %d %s", bad[i].body, st, (char *)b.data);
+        cr_assert(strstr((char *)b.data, bad[i].says), "%s: %s", bad[i].body, (char *)b.data);
+        qr_buf_free(&b);
+    }
+    cr_assert_eq(post_stats("nosuch", "{\"terms\": []}", &b), 404, "%s", (char *)b.data);
+    qr_buf_free(&b);
+    /* 4,096 terms answer, 4,097 are refused */
+    for (int n = 4096; n <= 4097; n++) {
+        QrBuf body;
+        qr_buf_init(&body);
+        qr_buf_append(&body, "{\"terms\": [", 11);
+        for (int k = 0; k < n; k++)
+            qr_buf_printf(&body, "%s[\"body\", \"w%d\"]", k ? "," : "", k);
+        qr_buf_append(&body, "]}", 3); /* with the NUL */
+        int st = post_stats("docs", (char *)body.data, &b);
+        cr_assert_eq(st, n == 4096 ? 200 : 413, "%d terms: HTTP %d %.200s", n, st, (char *)b.data);
+        qr_buf_free(&b);
+        qr_buf_free(&body);
+    }
+    /* a field the table lacks: 0; the others as the peer counts them */
+    int st = post_stats("docs", "{\"terms\": [[\"nosuch\", \"alpha\"], [\"body\", \"beta\"], "
+                                "[\"body\", \"epsilon\"]]}", &b);
+    cr_assert_eq(st, 200, "%s", (char *)b.data);
+    QrTermStat t[2] = {TERM(1, "beta"), TERM(1, "epsilon")};
+    QrBm25Stats want;
+    truth(&want, t, 2);
+    char df[64];
+    snprintf(df, sizeof df, "\"df\":[0,%llu,%llu]", (unsigned long long)t[0].df,
+             (unsigned long long)t[1].df);
+    cr_assert(t[0].df > 0 && t[1].df > 0 && strstr((char *)b.data, df), "want %s: %s", df,
+              (char *)b.data);
+    qr_buf_free(&b);
+}
