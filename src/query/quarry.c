@@ -35,6 +35,7 @@ struct QrDb {
 
 uint64_t qr_db_ddl_generation(QrDb *db) { return atomic_load(&db->ddl_gen); }
 void qr_db_ddl_bump(QrDb *db) { atomic_fetch_add(&db->ddl_gen, 1); }
+const QrStatsSource *quarry_stats_source(const QrDb *db) { return db->opts.stats_source; }
 
 void qr_db_opts_default(QrDbOpts *o)
 {

@@ -36,6 +36,7 @@
 
 typedef struct QrDb QrDb;
 typedef struct QrTable QrTable;
+typedef struct QrStatsSource QrStatsSource;
 
 typedef struct QrDbOpts {
     QrFsyncMode fsync;       /* default: per commit */
@@ -48,6 +49,8 @@ typedef struct QrDbOpts {
                                 (a damaged one is an error, not left out) */
     bool open_unfinished_backup; /* qr_backup's own verification only: open a copy that
                                     still has its BACKUP_INCOMPLETE marker */
+    const QrStatsSource *stats_source; /* borrows (outlives the QrDb); NULL: BM25 counts
+                                          this node's documents only (see below) */
 } QrDbOpts;
 
 void qr_db_opts_default(QrDbOpts *o);
@@ -282,11 +285,60 @@ typedef struct QrSearchRes {
     QrSearchStats stats;
     int n_facets;             /* one per requested facet, in request order */
     QrFacetRes *facets;
+    const char *warning;      /* scores used incomplete statistics (QrStatsSource), or NULL */
     QrArena *arena;           /* owns everything above */
 } QrSearchRes;
 
 int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *err);
 void qr_search_res_free(QrSearchRes *r);
+
+/* ---- BM25 statistics across nodes (query/bm25_stats.c, docs/scale-out.md) ----
+ * BM25 reads the number of documents N, the tokens and documents of each
+ * field (avgdl) and each query term's document frequency.  When a table is
+ * split over nodes (a PostgreSQL coordinator over postgres_fdw), every node
+ * scores as one index holding all the documents would when it adds the
+ * other nodes' statistics to its own: its own come from the snapshot the
+ * query pinned, the others' from the QrStatsSource of QrDbOpts (quarry
+ * serve --peers).  Only ranking asks: counts and filters never do. */
+
+/* Collection statistics of one table on one node.  Arrays are indexed by
+ * term-key byte: a schema field index, or QR_ALL_FIELD for "_all". */
+typedef struct QrBm25Stats {
+    uint64_t version;         /* the snapshot's version: moves with every published change */
+    uint64_t n_docs;          /* documents, deleted ones counted until merged away (as BM25
+                                 counts them) */
+    uint64_t field_tokens[QR_ALL_FIELD + 1]; /* tokens indexed in the field */
+    uint64_t field_docs[QR_ALL_FIELD + 1];   /* documents having the field */
+} QrBm25Stats;
+
+/* One query term as analyzed: field (term-key byte), bytes, and its
+ * document frequency (filled or added to). */
+typedef struct QrTermStat {
+    int field;
+    const char *text;         /* borrowed */
+    uint32_t len;
+    uint64_t df;
+} QrTermStat;
+
+struct QrStatsSource {
+    /* Add the statistics of t's documents held elsewhere to *st (n_docs,
+     * field_tokens, field_docs; version is left alone) and to each
+     * terms[i].df.  Called from query threads, at most once per ranked
+     * text query, with the table in use.  QR_OK: complete.  An error fails
+     * the query (say which node could not answer, QR_EUNAVAILABLE).
+     * *warning (static or arena text, may stay NULL): the statistics are
+     * incomplete but the configuration allows answering; the query goes on
+     * and its client is told (an HTTP "warnings" entry, a PG WARNING). */
+    int (*add)(void *arg, QrTable *t, QrBm25Stats *st, QrTermStat *terms, int n_terms,
+               QrArena *arena, const char **warning, QrError *err);
+    void *arg;
+};
+
+/* This node's statistics of t over its current snapshot: *st set whole,
+ * terms[i].df set (i < n_terms; fields out of range count 0).  What a peer
+ * answers another node with.  Errors: none but QR_EINVAL for n_terms < 0. */
+int qr_table_bm25_stats(QrTable *t, QrBm25Stats *st, QrTermStat *terms, int n_terms,
+                        QrError *err);
 
 /* ---- canonical query text (query/canonical.c) ---- */
 

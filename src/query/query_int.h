@@ -46,4 +46,14 @@ int quarry_doc_check(const char *json, size_t len, QrError *err);
  * hold and a hint.  Returns QR_ENOMEM. */
 int quarry_budget_error(QrError *err);
 
+/* ---- BM25 statistics (bm25_stats.c) ---- */
+
+/* The stats source of db (QrDbOpts.stats_source), or NULL: statistics are
+ * this node's alone. */
+const QrStatsSource *quarry_stats_source(const QrDb *db);
+/* The collection totals of snap into *st, set whole (version, n_docs,
+ * field_tokens, field_docs for every term-key byte): the one definition of
+ * what this node contributes, for its own queries and for its peers. */
+void bm25_snapshot_totals(const Snapshot *snap, QrBm25Stats *st);
+
 #endif

@@ -136,6 +136,7 @@ typedef struct CTerm {
     uint32_t len;
     float weight;     /* field weight * boost (* fuzzy factor) */
     PostScorer sc;    /* idf etc. filled per snapshot; norms per segment */
+    uint64_t df_peers; /* documents holding it on the other nodes (peer_stats_ready) */
 } CTerm;
 
 typedef enum { CK_TERMS, CK_PHRASE, CK_BITMAP, CK_ALL, CK_BOOL, CK_NONE } CKind;
@@ -229,6 +230,8 @@ struct Search {
     SVal cursor[MAX_SORT_KEYS];
     uint8_t cursor_pk[PK_KEY_MAX];
     size_t cursor_pk_len;
+    bool peers_asked;           /* peer_stats_ready ran */
+    const char *stats_warning;  /* the stats source's warning, or NULL */
 };
 
 static void *aalloc(Search *s, size_t n)
@@ -269,7 +272,7 @@ static uint64_t global_df(Search *s, int field, const char *text, uint32_t len)
 
 static void fill_scorer(Search *s, CTerm *ct)
 {
-    uint64_t df = global_df(s, ct->field, ct->text, ct->len);
+    uint64_t df = global_df(s, ct->field, ct->text, ct->len) + ct->df_peers;
     double N = (double)s->N;
     double idf;
     if (s->schema->idf == QR_IDF_LUCENE) {
@@ -608,6 +611,68 @@ static CNode *compile(Search *s, const QNode *q)
     }
 }
 
+/* ---- statistics of the other nodes (bm25_stats.c, docs/scale-out.md) ---- */
+
+/* The terms of the compiled tree c (scoring ones and more), from out[n]
+ * on when out is not NULL; returns the new count. */
+static int peer_terms(CNode *c, CTerm **out, int n)
+{
+    int own = c->kind == CK_TERMS ? c->n_terms : c->kind == CK_PHRASE ? c->n_pfields * c->n_phrase : 0;
+    for (int i = 0; i < own; i++, n++)
+        if (out)
+            out[n] = &c->terms[i];
+    for (int i = 0; c->kind == CK_BOOL && i < c->n_kids; i++)
+        n = peer_terms(c->kids[i], out, n);
+    return n;
+}
+
+/* With a stats source installed (other nodes hold the rest of the table),
+ * the first scoring iterator waits here: N, the field lengths and every
+ * term's df become sums over all the nodes and the scorers are filled
+ * again, so a score equals one index's over all the documents.  Asked once
+ * per Search, never for counts.  False, with the context's error set, when
+ * a node could not answer. */
+static bool peer_stats_ready(Search *s)
+{
+    if (s->peers_asked)
+        return s->ctx.err.code == QR_OK;
+    s->peers_asked = true;
+    const QrStatsSource *src = quarry_stats_source(s->t->db);
+    int n = src && s->root ? peer_terms(s->root, NULL, 0) : 0;
+    if (n == 0)
+        return true;
+    CTerm **cts = aalloc(s, (size_t)n * sizeof *cts);
+    QrTermStat *ts = aalloc(s, (size_t)n * sizeof *ts);
+    QrBm25Stats *sum = aalloc(s, 2 * sizeof *sum); /* [0] this node, [1] the others */
+    if (!cts || !ts || !sum)
+        return false;
+    peer_terms(s->root, cts, 0);
+    for (int i = 0; i < n; i++)
+        ts[i] = (QrTermStat){.field = cts[i]->field, .text = cts[i]->text, .len = cts[i]->len};
+    QrError e;
+    qr_error_clear(&e);
+    if (src->add(src->arg, s->t, &sum[1], ts, n, s->arena, &s->stats_warning, &e) != QR_OK) {
+        if (e.code == QR_OK)
+            qr_error_set(&e, QR_EINTERNAL, "statistics source failed without an error");
+        qr_error_copy(&s->ctx.err, &e);
+        return false;
+    }
+    bm25_snapshot_totals(s->snap, &sum[0]);
+    s->N = sum[0].n_docs + sum[1].n_docs;
+    for (int f = 0; f <= QR_ALL_FIELD; f++) {
+        uint64_t nd = sum[0].field_docs[f] + sum[1].field_docs[f];
+        uint64_t tokens = sum[0].field_tokens[f] + sum[1].field_tokens[f];
+        s->avgdl[f] = nd ? (double)tokens / (double)nd : 1.0;
+    }
+    for (int i = 0; i < n; i++) {
+        cts[i]->df_peers = ts[i].df;
+        fill_scorer(s, cts[i]);
+    }
+    return true;
+}
+
+const char *search_stats_warning(const Search *s) { return s->stats_warning; }
+
 /* ---- per-segment iterator trees ---- */
 
 static void note_opened(Search *s, Iter *it)
@@ -629,6 +694,8 @@ static Iter *term_iter(Search *s, Segment *seg, const CTerm *ct, bool scoring, b
 {
     TermPostings tp;
     if (!seg_term(seg, ct->field, ct->text, ct->len, &tp))
+        return NULL;
+    if (scoring && !peer_stats_ready(s))
         return NULL;
     PostScorer *sc = NULL;
     if (scoring) {
@@ -2718,6 +2785,7 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     res->stats.filter_segs_check = s->fst.segs_check;
     res->stats.filter_segs_btree = s->fst.segs_btree;
     search_stats(s, &res->stats.postings_blocks_decoded, &res->stats.postings_blocks_skipped);
+    res->warning = s->stats_warning;
     res->took_ms = (double)(qr_now_ns() - t0) / 1e6;
     search_cleanup(s);
     *out = res;

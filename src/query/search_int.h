@@ -46,6 +46,10 @@ void search_close(Search *s);
 IterCtx *search_ctx(Search *s);
 /* "wand", "and" or "exhaustive": how search_seg_topk ranks. */
 const char *search_strategy(const Search *s);
+/* The warning of the database's stats source when it answered with some
+ * nodes' statistics missing (as configured), else NULL; set once scoring
+ * began (quarry.h QrStatsSource). */
+const char *search_stats_warning(const Search *s);
 /* Posting blocks decoded and skipped so far by every iterator opened. */
 void search_stats(const Search *s, uint64_t *decoded, uint64_t *skipped);
 

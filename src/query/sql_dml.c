@@ -572,6 +572,7 @@ static QrSqlType dml_pk_type(const cJSON *meta, const SqlScope *sc)
  * expressions once here, at prepare time, records those types in
  * cx->param_types (execution binds them again with the types fixed). */
 static int find_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc);
+static int find_insert_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc);
 static const cJSON *values_lists(const cJSON *sel);
 
 static int dml_infer_params(SqlCtx *cx, const cJSON *b, const SqlScope *sc)
@@ -586,7 +587,7 @@ static int dml_infer_params(SqlCtx *cx, const cJSON *b, const SqlScope *sc)
         cJSON_ArrayForEach(it, cols)
         {
             const char *cname = sqlj_str(sqlj_is(it, "ResTarget"), "name");
-            int ci = cname ? find_col(cx, sc, cname, sqlj_loc(it)) : -1;
+            int ci = cname ? find_insert_col(cx, sc, cname, sqlj_loc(it)) : -1;
             if (ci < 0 || nt == 1024)
                 return cname ? cx->err->code : QR_OK;
             tgt[nt++] = ci;
@@ -765,6 +766,17 @@ static int find_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc)
     return -1;
 }
 
+/* An INSERT's target column: find_col's, and the hidden _score too, which
+ * a foreign table declaring it (postgres_fdw, docs/scale-out.md) sends in
+ * every INSERT it routes, NULL or DEFAULT; insert_row refuses a value. */
+static int find_insert_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc)
+{
+    for (int i = 0; name && !strcmp(name, "_score") && i < sc->n; i++)
+        if (sc->cols[i].hidden && sc->cols[i].field == -3)
+            return i;
+    return find_col(cx, sc, name, loc);
+}
+
 static int check_not_null(SqlCtx *cx, InsertCx *ic, const SqlValue *row)
 {
     for (int i = 0; i < ic->sc->n; i++) {
@@ -842,6 +854,15 @@ static int insert_row(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *s
     for (int k = 0; k < ic->n_target; k++)
         if (ic->target[k] >= 0)
             row[ic->target[k]] = src[k];
+    for (int k = 0; k < ic->n_target; k++)
+        if (ic->target[k] >= 0 && ic->sc->cols[ic->target[k]].hidden && !src[k].is_null) {
+            sql_err_at(cx, -1, QR_EINVAL, "428C9",
+                       "cannot insert a non-DEFAULT value into column \"%s\"",
+                       ic->sc->cols[ic->target[k]].name);
+            qr_error_detail(cx->err, "Column \"%s\" is the full-text score a query computes.",
+                            ic->sc->cols[ic->target[k]].name);
+            return QR_EINVAL;
+        }
     /* coerce to the column types now so RETURNING and conflicts see them */
     int rc = check_not_null(cx, ic, row);
     if (rc)
@@ -958,7 +979,7 @@ static int insert_prepare(SqlCtx *cx, const cJSON *b, InsertCx *ic)
             const char *cname = rt ? sqlj_str(rt, "name") : sqlj_sval(it); /* COPY: String */
             if (!cname)
                 return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "column name expected");
-            int ci = find_col(cx, ic->sc, cname, rt ? sqlj_loc(rt) : -1);
+            int ci = find_insert_col(cx, ic->sc, cname, rt ? sqlj_loc(rt) : -1);
             if (ci < 0)
                 return cx->err->code;
             for (int k = 0; k < ic->n_target; k++)

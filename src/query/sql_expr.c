@@ -868,6 +868,18 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
     if (sqlj_get(fc, "agg_filter"))
         return sql_err_at(b->cx, loc, QR_EINVAL, "42809",
                           "FILTER specified, but %s is not an aggregate function", lname);
+    /* Quarry's text functions: unqualified, or in schema quarry as the
+     * PostgreSQL extension of src/pgext defines them (postgres_fdw writes
+     * quarry.matches(...)) */
+    bool text_fn = !strcmp(lname, "matches") || !strcmp(lname, "score") ||
+                   !strcmp(lname, "snippet") || !strcmp(lname, "highlight");
+    if (text_fn && schema && strcmp(schema, "quarry") != 0) {
+        sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s.%s(%s) does not exist", schema,
+                   lname, nargs ? "..." : "");
+        qr_error_hint(b->cx->err, "Quarry's text functions are unqualified or in schema quarry, "
+                                  "as quarry.%s", lname);
+        return QR_ENOTFOUND;
+    }
     if (strcmp(lname, "matches") == 0) {
         if (nargs != 2)
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883",

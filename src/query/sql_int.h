@@ -953,6 +953,8 @@ typedef struct SqlTableScan {
     int n_texts;
     int drive;                /* texts[drive] is a top-level conjunct (-1: none) */
     int64_t topk;             /* rows wanted in score order (ORDER BY score DESC LIMIT), -1 */
+    bool topk_ties;           /* ORDER BY score DESC, <more keys>: every match tied with the
+                                 k-th score is a candidate too (the top-N above ranks them) */
     /* ORDER BY <column> ... LIMIT k (order_on): the full and column-scan
      * paths visit the column's blocks best zone-map bound first and skip
      * rows, then whole blocks, whose key cannot enter the first k.

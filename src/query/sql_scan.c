@@ -2290,10 +2290,71 @@ static int run_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
 
 /* ---- open, next, close ---- */
 
+static int hit_doc_cmp(const void *a, const void *b)
+{
+    DocId x = ((const TopHit *)a)->doc, y = ((const TopHit *)b)->doc;
+    return x < y ? -1 : x > y;
+}
+
+/* The matches of segment si (within its filter f, may be NULL) scoring
+ * exactly thr that are not among tk's hits, appended to R->gdocs /
+ * R->gscores (*cap slots, grown in the arena). */
+static int topk_ties_seg(SqlCtx *cx, SqlScanRun *R, Search *s, int si, roaring_bitmap_t *f,
+                         const TopK *tk, float thr, uint64_t *cap)
+{
+    int lo0 = tk->n; /* tk is sorted best-first: hits scoring thr end it, by doc */
+    while (lo0 > 0 && tk->hits[lo0 - 1].score == thr)
+        lo0--;
+    SearchCursor c;
+    search_seg_cursor(s, si, true, f, &c);
+    uint32_t docs[512];
+    float scores[512];
+    size_t k;
+    DocId base = R->snap->base[si];
+    while (c.it && (k = search_cursor_next(&c, docs, scores, 512)) > 0) {
+        for (size_t j = 0; j < k; j++) {
+            if (scores[j] != thr)
+                continue;
+            DocId g = base + docs[j];
+            int lo = lo0, hi = tk->n;
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (tk->hits[mid].doc < g)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < tk->n && tk->hits[lo].doc == g)
+                continue;
+            if (R->n_gdocs == *cap) {
+                uint64_t nc = *cap * 2;
+                int64_t *nd = qr_arena_alloc(cx->arena, nc * sizeof *nd);
+                float *ns = qr_arena_alloc(cx->arena, nc * sizeof *ns);
+                if (!nd || !ns)
+                    return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+                memcpy(nd, R->gdocs, R->n_gdocs * sizeof *nd);
+                memcpy(ns, R->gscores, R->n_gdocs * sizeof *ns);
+                R->gdocs = nd;
+                R->gscores = ns;
+                *cap = nc;
+            }
+            R->gdocs[R->n_gdocs] = (int64_t)g;
+            R->gscores[R->n_gdocs++] = thr;
+        }
+        int rc = sql_check(cx);
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
+}
+
 /* ORDER BY score() DESC LIMIT k: the text engine's top-k over every
  * segment (one heap, so the first segments' threshold prunes the later
  * ones), the column predicates' bitmaps fed in; the hits become the
- * candidates, in doc order, with their scores. */
+ * candidates, in doc order, with their scores.  The heap breaks ties at
+ * the k-th score by document; with further sort keys (topk_ties) a second
+ * pass adds every other match scoring exactly the k-th score, and the
+ * top-N above ranks them by those keys. */
 static int run_topk(SqlCtx *cx, SqlTableScan *sc)
 {
     SqlScanRun *R = sc->run;
@@ -2301,42 +2362,54 @@ static int run_topk(SqlCtx *cx, SqlTableScan *sc)
     SqlTextRun *tr = R->truns[sc->drive];
     Search *s = sql_text_search(tr);
     int rc = QR_OK;
-    R->gdocs = qr_arena_alloc(cx->arena, ((size_t)sc->topk + 1) * sizeof *R->gdocs);
-    R->gscores = qr_arena_alloc(cx->arena, ((size_t)sc->topk + 1) * sizeof *R->gscores);
-    if (!R->gdocs || !R->gscores)
+    uint64_t cap = (uint64_t)sc->topk + 1;
+    R->gdocs = qr_arena_alloc(cx->arena, cap * sizeof *R->gdocs);
+    R->gscores = qr_arena_alloc(cx->arena, cap * sizeof *R->gscores);
+    /* the filters, kept for the ties' pass */
+    roaring_bitmap_t **fs = qr_arena_calloc(cx->arena, ((size_t)snap->n_segs + 1) * sizeof *fs);
+    bool *skip = qr_arena_calloc(cx->arena, (size_t)snap->n_segs + 1);
+    if (!R->gdocs || !R->gscores || !fs || !skip)
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     R->n_gdocs = 0;
     if (!s) /* a NULL query */
         return QR_OK;
     TopK *tk = topk_new(search_ctx(s), (int)sc->topk);
     for (int si = 0; tk && si < snap->n_segs && rc == QR_OK; si++) {
-        roaring_bitmap_t *f;
-        bool empty;
-        if ((rc = seg_drive_filter(cx, sc, si, &f, &empty)))
+        if ((rc = seg_drive_filter(cx, sc, si, &fs[si], &skip[si])))
             break;
-        if (!empty)
-            search_seg_topk(s, si, f, tk);
-        if (f)
-            roaring_bitmap_free(f);
+        if (!skip[si])
+            search_seg_topk(s, si, fs[si], tk);
         if ((rc = sql_text_check(cx, tr)) == QR_OK)
             rc = sql_check(cx);
     }
     if (rc == QR_OK && (rc = sql_text_check(cx, tr)) == QR_OK) {
-        /* doc order: the rows of a segment come together */
         topk_sorted(tk);
-        TopHit *h = tk->hits;
-        for (int i = 1; i < tk->n; i++) {
-            TopHit x = h[i];
-            int j = i;
-            for (; j > 0 && h[j - 1].doc > x.doc; j--)
-                h[j] = h[j - 1];
-            h[j] = x;
-        }
         for (int i = 0; i < tk->n; i++) {
-            R->gdocs[i] = h[i].doc;
-            R->gscores[i] = h[i].score;
+            R->gdocs[i] = tk->hits[i].doc;
+            R->gscores[i] = tk->hits[i].score;
         }
         R->n_gdocs = (uint64_t)tk->n;
+        if (sc->topk_ties && tk->n > 0 && tk->n == tk->k) {
+            float thr = tk->hits[tk->n - 1].score;
+            for (int si = 0; si < snap->n_segs && rc == QR_OK; si++)
+                if (!skip[si] && (rc = topk_ties_seg(cx, R, s, si, fs[si], tk, thr, &cap)) == QR_OK)
+                    rc = sql_text_check(cx, tr);
+        }
+    }
+    for (int si = 0; si < snap->n_segs; si++)
+        if (fs[si])
+            roaring_bitmap_free(fs[si]);
+    if (rc == QR_OK && R->n_gdocs > 1) { /* doc order: the rows of a segment come together */
+        TopHit *h = qr_arena_alloc(cx->arena, R->n_gdocs * sizeof *h);
+        if (!h)
+            return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+        for (uint64_t i = 0; i < R->n_gdocs; i++)
+            h[i] = (TopHit){.score = R->gscores[i], .doc = (DocId)R->gdocs[i]};
+        qsort(h, R->n_gdocs, sizeof *h, hit_doc_cmp);
+        for (uint64_t i = 0; i < R->n_gdocs; i++) {
+            R->gdocs[i] = (int64_t)h[i].doc;
+            R->gscores[i] = h[i].score;
+        }
     }
     sc->text_strategy = search_strategy(s);
     return rc;

@@ -53,6 +53,7 @@ struct SqlTextRun {
     int hint;                 /* segment of the last lookup */
     uint64_t hl_version;
     SearchHl *hl;             /* highlight terms (statement arena) */
+    bool warned;              /* the stats source's warning was told (once a run) */
 };
 
 SqlTextRun *sql_text_run_new(SqlCtx *cx, const SqlTextPred *tp, QrTable *t, const SqlScope *scope)
@@ -92,6 +93,11 @@ int sql_text_check(SqlCtx *cx, SqlTextRun *r)
     IterCtx *ic = r->search ? search_ctx(r->search) : NULL;
     if (ic && ic->err.code != QR_OK)
         return text_err(cx, r, &ic->err);
+    const char *w = r->search ? search_stats_warning(r->search) : NULL;
+    if (w && !r->warned) { /* scores from some nodes' statistics only, as configured */
+        r->warned = true;
+        sql_notice(cx, "WARNING", "01000", "%s", w);
+    }
     return QR_OK;
 }
 

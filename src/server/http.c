@@ -62,6 +62,8 @@ const HttpRoute HTTP_ROUTES[] = {
      http_search_post},
     {HM_POST, "/tables/{t}/flush", "flush", API_SCOPE_ADMIN, HB_NONE, true, http_tables_flush},
     {HM_POST, "/tables/{t}/merge", "merge", API_SCOPE_ADMIN, HB_NONE, true, http_tables_merge},
+    {HM_POST, "/tables/{t}/bm25_stats", "bm25_stats", API_SCOPE_SEARCH, HB_JSON, true,
+     http_tables_bm25_stats},
     {HM_POST, "/sql", "sql", API_SCOPE_SEARCH, HB_JSON, false, http_sql_query},
 };
 const int HTTP_N_ROUTES = (int)(sizeof HTTP_ROUTES / sizeof HTTP_ROUTES[0]);
@@ -98,6 +100,7 @@ static const struct {
     [QR_EAUTH] = {401, "unauthorized"},
     [QR_EPERM] = {403, NULL},
     [QR_EINTERNAL] = {500, NULL},
+    [QR_EUNAVAILABLE] = {502, "peer_unavailable"},
     [HTTP_EMETHOD] = {405, "method_not_allowed"},
     [HTTP_EMEDIA] = {415, "unsupported_media_type"},
     [HTTP_EHEADER_TIMEOUT] = {408, "request_timeout"},

@@ -247,6 +247,7 @@ void http_tables_describe(HttpReq *r);
 void http_tables_drop(HttpReq *r);
 void http_tables_flush(HttpReq *r);
 void http_tables_merge(HttpReq *r);
+void http_tables_bm25_stats(HttpReq *r);
 /* Open {t} or record 404. */
 QrTable *http_table_get(HttpReq *r);
 /* {"docs":..,"segments":..} fields of st, without braces. */

@@ -775,6 +775,11 @@ static void run_search(HttpReq *r, SearchArgs *a)
         qr_buf_putc(&b, '}');
     }
     qr_buf_printf(&b, "],\"took_ms\":%.3f", res->took_ms);
+    if (res->warning) { /* scored with some nodes' statistics missing (--peer-unreachable warn) */
+        qr_buf_append(&b, ",\"warnings\":[", 13);
+        jw_cstr(&b, res->warning);
+        qr_buf_putc(&b, ']');
+    }
     if (res->n_facets)
         write_facets(&b, a, res);
     if (a->explain) {

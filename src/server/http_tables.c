@@ -350,3 +350,106 @@ static void table_op(HttpReq *r, bool merge)
 
 void http_tables_flush(HttpReq *r) { table_op(r, false); }
 void http_tables_merge(HttpReq *r) { table_op(r, true); }
+
+/* POST /tables/{t}/bm25_stats: this node's part of BM25's statistics, for
+ * the other nodes of a split table (quarry serve --peers, server/peers.c;
+ * docs/scale-out.md).  Body {"terms": [[field, term], ...], "generation":
+ * G?}: terms as the asking node analyzed them, fields by name ("_all" for
+ * the combined field; a field this table lacks counts 0).  Answer
+ * {"generation": G', "docs": N, "fields": {name: [tokens, docs], ...},
+ * "df": [...]}, all from one snapshot; when G' equals the G sent, the
+ * totals the asker cached are still true and "docs"/"fields" are left out
+ * ("unchanged": true).  G' moves with every published change of the table
+ * (its snapshot version), with DDL, and with a restart of this server. */
+#define BM25_STATS_MAX_TERMS 4096
+
+void http_tables_bm25_stats(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    const cJSON *terms = cJSON_GetObjectItemCaseSensitive(root, "terms");
+    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generation");
+    int n = cJSON_IsArray(terms) ? cJSON_GetArraySize(terms) : -1;
+    QrTermStat *ts = NULL;
+    if (n < 0 || (gen && !cJSON_IsString(gen))) {
+        http_error(r, QR_EINVAL, "bm25_stats needs \"terms\": an array of [field, term] pairs");
+        goto out;
+    }
+    if (n > BM25_STATS_MAX_TERMS) {
+        http_error(r, QR_ELIMIT, "bm25_stats asks for %d terms (at most %d)", n,
+                   BM25_STATS_MAX_TERMS);
+        goto out;
+    }
+    const QrSchema *sc = qr_table_schema(t);
+    if (!(ts = qr_calloc((size_t)n + 1, sizeof *ts))) {
+        http_error(r, QR_ENOMEM, "out of memory");
+        goto out;
+    }
+    int i = 0;
+    const cJSON *pair;
+    cJSON_ArrayForEach(pair, terms)
+    {
+        const cJSON *f = cJSON_GetArrayItem(pair, 0), *w = cJSON_GetArrayItem(pair, 1);
+        if (cJSON_GetArraySize(pair) != 2 || !cJSON_IsString(f) || !cJSON_IsString(w)) {
+            http_error(r, QR_EINVAL, "bm25_stats term %d is not a [field, term] pair of strings",
+                       i + 1);
+            goto out;
+        }
+        int fi = strcmp(f->valuestring, "_all") == 0 ? QR_ALL_FIELD : -1;
+        for (int k = 0; fi < 0 && k < sc->n_fields; k++)
+            if (!strcmp(sc->fields[k].name, f->valuestring))
+                fi = k;
+        ts[i++] = (QrTermStat){.field = fi, .text = w->valuestring,
+                               .len = (uint32_t)strlen(w->valuestring)};
+    }
+    QrBm25Stats *st = qr_malloc(sizeof *st);
+    QrError e;
+    qr_error_clear(&e);
+    if (!st || qr_table_bm25_stats(t, st, ts, n, &e) != QR_OK) {
+        if (!st)
+            http_error(r, QR_ENOMEM, "out of memory");
+        else
+            http_error_from(r, &e);
+        qr_free(st);
+        goto out;
+    }
+    char g[96];
+    snprintf(g, sizeof g, "%lld.%llu.%llu", (long long)r->srv->started_wall_us,
+             (unsigned long long)qr_db_ddl_generation(r->srv->db),
+             (unsigned long long)st->version);
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"generation\":", 14);
+    jw_cstr(&b, g);
+    if (gen && !strcmp(gen->valuestring, g)) {
+        qr_buf_append(&b, ",\"unchanged\":true", 17);
+    } else {
+        qr_buf_printf(&b, ",\"docs\":%llu,\"fields\":{", (unsigned long long)st->n_docs);
+        bool first = true;
+        for (int f = 0; f <= sc->n_fields; f++) {
+            int key = f < sc->n_fields ? f : QR_ALL_FIELD;
+            if (!st->field_docs[key] && !st->field_tokens[key])
+                continue;
+            if (!first)
+                qr_buf_putc(&b, ',');
+            first = false;
+            jw_cstr(&b, key == QR_ALL_FIELD ? "_all" : sc->fields[f].name);
+            qr_buf_printf(&b, ":[%llu,%llu]", (unsigned long long)st->field_tokens[key],
+                          (unsigned long long)st->field_docs[key]);
+        }
+        qr_buf_putc(&b, '}');
+    }
+    qr_buf_append(&b, ",\"df\":[", 7);
+    for (int k = 0; k < n; k++)
+        qr_buf_printf(&b, "%s%llu", k ? "," : "", (unsigned long long)ts[k].df);
+    qr_buf_append(&b, "]}", 2);
+    qr_free(st);
+    http_reply_json(r, 200, &b);
+out:
+    qr_free(ts);
+    cJSON_Delete(root);
+}

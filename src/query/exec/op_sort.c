@@ -195,9 +195,13 @@ SqlOp *sql_op_sort(SqlCtx *cx, SqlOp *kid, const SqlSortKey *keys, int n_keys)
     if (!s)
         return NULL;
     s->op.est_rows = kid->est_rows;
+    /* PostgreSQL's cost_sort for a sort in memory (2 * cpu_operator_cost per
+     * comparison, cpu_operator_cost per row out): a coordinator's
+     * use_remote_estimate weighs this against fetching the rows unsorted
+     * (docs/scale-out.md), so it must be in PostgreSQL's units */
     double n = kid->est_rows > 2 ? kid->est_rows : 2;
-    s->op.startup_cost = kid->total_cost + n * 0.02 * __builtin_log2(n);
-    s->op.total_cost = s->op.startup_cost + n * 0.01;
+    s->op.startup_cost = kid->total_cost + n * 0.005 * __builtin_log2(n);
+    s->op.total_cost = s->op.startup_cost + n * 0.0025;
     s->keys = keys;
     s->n_keys = n_keys;
     return &s->op;

@@ -279,8 +279,10 @@ static int plan_plain(SqlPlanRun *pr, SqlQuery *s, const QrSqlType *want, SqlOp 
         bool by_score = k0->kind == SE_SCORE ||
                         (k0->kind == SE_COL && s->scope.cols[k0->col].field == -3);
         /* the scan keeps it only when the other conditions are column predicates */
-        if (by_score && sc0->drive >= 0 && sc0->n_conj == n_conj && sc0->n_texts == 1)
+        if (by_score && sc0->drive >= 0 && sc0->n_conj == n_conj && sc0->n_texts == 1) {
             sc0->topk = (int64_t)(limit + offset);
+            sc0->topk_ties = n_sort > 1; /* a further key ranks ties at the k-th score */
+        }
     }
     /* ORDER BY a column of the one table LIMIT k: the scan may walk the
      * column's blocks best zone-map bound first, asking the top-N above */

@@ -2040,3 +2040,23 @@ Test(sql_text, deadline_and_memory_cap_end_a_text_scan)
     cr_assert_eq(r->vals[0].u.i, 1);
     qr_sql_result_free(r);
 }
+
+/* ORDER BY score() DESC, <key> LIMIT k: ties at the k-th score go by the
+ * further key, not by the text engine's document order (every plain title
+ * scores alike, so the top 5 by score, then id DESC, are the 5 largest
+ * plain ids). */
+Test(sql, top_k_ties_follow_the_further_sort_key)
+{
+    QrSqlResult *r = run("SELECT id, score() FROM docs WHERE title @@ 'plain' "
+                         "ORDER BY score() DESC, id DESC LIMIT 5");
+    cr_assert_eq(r->n_rows, 5);
+    int want = N_DOCS - 1;
+    for (uint64_t k = 0; k < 5; k++, want--) {
+        while (model[want].has_rare)
+            want--;
+        cr_assert_eq(r->vals[k * 2].u.i, want, "row %llu: id %lld, want %d",
+                     (unsigned long long)k, (long long)r->vals[k * 2].u.i, want);
+        cr_assert_eq(r->vals[k * 2 + 1].u.f, r->vals[1].u.f, "plain titles tie");
+    }
+    qr_sql_result_free(r);
+}
