@@ -255,6 +255,8 @@ struct Search {
     SynMap *syn;                /* owns a reference: the table's synonyms, or NULL */
     const QNode **syn_nodes;    /* leaves put in by synonyms (their terms' origin) */
     int n_syn_nodes, cap_syn_nodes;
+    int hl_fields[QR_MAX_FIELDS]; /* req->hl_fields: text fields highlighted per hit */
+    int n_hl_fields;
     uint64_t N;                 /* docs in the snapshot */
     double avgdl[256];          /* by term-key byte */
     /* highlight terms: (field, term) */
@@ -1635,6 +1637,127 @@ void search_stats(const Search *s, uint64_t *decoded, uint64_t *skipped)
         *skipped += s->opened[i]->stats.blocks_skipped;
     }
 }
+/* ---- the compiled terms (EXPLAIN (SCORES)) ---- */
+
+static const char *const ORIGIN_NAMES[] = {"query", "synonym", "typo", "prefix"};
+
+typedef struct TermList {
+    Search *s;
+    SearchTerm *v;
+    int n, cap;
+} TermList;
+
+static void terms_walk(TermList *tl, const CNode *c, float boost)
+{
+    if (!c || c->occur == QO_MUST_NOT)
+        return;
+    if (c->kind == CK_BOOL) {
+        for (int i = 0; i < c->n_kids; i++)
+            terms_walk(tl, c->kids[i], boost * c->boost);
+        return;
+    }
+    int n = c->kind == CK_TERMS ? c->n_terms
+            : c->kind == CK_PHRASE ? c->n_pfields * c->n_phrase
+                                   : 0;
+    for (int i = 0; i < n; i++) {
+        const CTerm *ct = &c->terms[i];
+        int field = ct->field == CT_BM25F ? -1 : ct->field;
+        bool seen = false;
+        for (int k = 0; k < tl->n && !seen; k++)
+            seen = tl->v[k].field == field && tl->v[k].len == ct->len &&
+                   !memcmp(tl->v[k].text, ct->text, ct->len);
+        if (seen)
+            continue;
+        if (tl->n == tl->cap) {
+            int nc = tl->cap ? tl->cap * 2 : 16;
+            SearchTerm *nv = aalloc(tl->s, (size_t)nc * sizeof *nv);
+            if (!nv)
+                return;
+            if (tl->n)
+                memcpy(nv, tl->v, (size_t)tl->n * sizeof *nv);
+            tl->v = nv;
+            tl->cap = nc;
+        }
+        uint64_t df = 0;
+        if (field < 0)
+            for (int k = 0; k < tl->s->n_fields; k++) {
+                uint64_t d = global_df(tl->s, tl->s->fields[k], ct->text, ct->len);
+                df = d > df ? d : df;
+            }
+        else
+            df = global_df(tl->s, field, ct->text, ct->len);
+        tl->v[tl->n++] = (SearchTerm){.text = ct->text, .len = ct->len, .field = field,
+                                      .source = ORIGIN_NAMES[ct->origin % 4],
+                                      .weight = ct->sc.weight * boost, .idf = ct->sc.idf,
+                                      .avgdl = ct->sc.avgdl, .df = df};
+    }
+}
+
+int search_terms(Search *s, const SearchTerm **out, int *n)
+{
+    TermList tl = {.s = s};
+    terms_walk(&tl, s->root, 1.0f);
+    *out = tl.v;
+    *n = tl.n;
+    return s->ctx.err.code;
+}
+
+int search_fields(const Search *s, const int **fields, const float **weights)
+{
+    *fields = s->fields;
+    *weights = s->fweights;
+    return s->n_fields;
+}
+
+/* tf of (field, text) in doc `local` of seg (0 when absent). */
+static uint32_t doc_tf(Search *s, Segment *seg, int field, const char *text, uint32_t len,
+                       uint32_t local)
+{
+    TermPostings tp;
+    if (!seg_term(seg, field, text, len, &tp))
+        return 0;
+    Iter *it = seg_postings(seg, &s->ctx, &tp, NULL, false);
+    uint32_t tf = it && iter_advance(it, local) == local ? it->vt->freq(it) : 0;
+    iter_close(it);
+    return tf;
+}
+
+bool search_term_doc(Search *s, const SearchTerm *t, int si, uint32_t local, uint32_t *tf,
+                     uint32_t *len, float *score)
+{
+    Segment *seg = s->snap->segs[si];
+    if (t->field >= 0) {
+        *tf = doc_tf(s, seg, t->field, t->text, t->len, local);
+        if (!*tf)
+            return false;
+        const uint32_t *norms = seg_norms(seg, t->field);
+        *len = norms ? norms[local] : 0;
+        PostScorer sc = {.idf = t->idf, .k1 = s->schema->k1, .b = s->schema->b,
+                         .avgdl = t->avgdl, .weight = t->weight};
+        *score = bm25_term_score(&sc, *tf, *len);
+        return true;
+    }
+    float ftf = 0;
+    const uint32_t *norms[QR_MAX_FIELDS];
+    *tf = 0;
+    for (int i = 0; i < s->n_fields; i++) {
+        uint32_t k = doc_tf(s, seg, s->fields[i], t->text, t->len, local);
+        *tf += k;
+        if (k)
+            ftf += s->fweights[i] * (float)k;
+        norms[i] = seg_norms(seg, s->fields[i]);
+    }
+    if (!*tf)
+        return false;
+    Bm25fScorer sc = {.idf = t->idf, .k1 = s->schema->k1, .b = s->schema->b, .avgdl = t->avgdl,
+                      .weight = t->weight, .n_fields = s->n_fields, .fw = s->fweights,
+                      .norms = norms};
+    float dl = bm25f_doc_len(&sc, local);
+    *len = (uint32_t)(dl + 0.5f);
+    *score = bm25f_score(&sc, ftf, dl);
+    return true;
+}
+
 /* ---- snippets ---- */
 
 /* A compiled query's highlight terms (search_hl). */
@@ -1676,56 +1799,45 @@ static int snip_sink(void *arg, const Token *tok)
             break;
         }
     }
+    if (tok->is_gram && !m)
+        return 0; /* a CJK character shows only when it is what matched */
     sc->toks[sc->n++] = (SnipTok){tok->start, tok->end, m};
     return 0;
 }
 
-#define SNIP_WINDOW 32
+#define SNIP_WINDOW 32     /* words in a fragment unless the request says */
+#define SNIP_WINDOW_MAX 1000
+#define SNIP_FRAGS_MAX 16
+#define SNIP_SEP " … "
 
-/* The passage of one text of field sc->field around its best window (most
- * distinct matched terms, then most matches), or NULL without a match. */
-static char *snippet_one(Analyzer *an, SnipCtx *sc, const char *text, size_t tlen,
+/* Snippet shape: words per fragment and fragments wanted. */
+typedef struct SnipShape {
+    int window;
+    int frags;
+} SnipShape;
+
+static SnipShape snip_shape(const QrSearchReq *req)
+{
+    SnipShape sh = {req->fragment_words > 0 ? req->fragment_words : SNIP_WINDOW,
+                    req->fragments > 0 ? req->fragments : 1};
+    if (sh.window > SNIP_WINDOW_MAX)
+        sh.window = SNIP_WINDOW_MAX;
+    if (sh.frags > SNIP_FRAGS_MAX)
+        sh.frags = SNIP_FRAGS_MAX;
+    return sh;
+}
+
+/* The text of tokens [from, to) of sc with the matched ones marked. */
+static char *snip_render(const SnipCtx *sc, const char *text, size_t tlen, int from, int to,
                          const char *pre, const char *post, QrArena *arena)
 {
-    sc->n = 0;
-    QrError e;
-    qr_error_clear(&e);
-    if (!an || analyzer_run(an, text, tlen, 0, 0, snip_sink, sc, &e) != QR_OK)
-        return NULL;
-    int best = -1, best_distinct = 0, best_hits = 0;
-    for (int w = 0; w < sc->n; w++) {
-        if (!sc->toks[w].match)
-            continue;
-        int distinct = 0, hits = 0;
-        uint64_t seen = 0;
-        for (int k = w; k < sc->n && k < w + SNIP_WINDOW; k++) {
-            if (!sc->toks[k].match)
-                continue;
-            hits++;
-            uint64_t bit = 1ull << ((sc->toks[k].match - 1) & 63);
-            if (!(seen & bit)) {
-                seen |= bit;
-                distinct++;
-            }
-        }
-        if (distinct > best_distinct || (distinct == best_distinct && hits > best_hits)) {
-            best = w;
-            best_distinct = distinct;
-            best_hits = hits;
-        }
-    }
-    if (best < 0)
-        return NULL;
-    /* start a few tokens before the first match for context */
-    int from = best >= 4 ? best - 4 : 0;
-    int to = from + SNIP_WINDOW < sc->n ? from + SNIP_WINDOW : sc->n;
     QrBuf b;
     qr_buf_init(&b);
     if (from > 0)
         qr_buf_append(&b, "…", strlen("…"));
     uint32_t cur = sc->toks[from].start;
     for (int k = from; k < to; k++) {
-        SnipTok *t = &sc->toks[k];
+        const SnipTok *t = &sc->toks[k];
         /* parts of one word ("aiohttp.web") share or overlap offsets:
          * a span already written is not written again */
         if (t->end <= cur || t->end > tlen)
@@ -1751,93 +1863,232 @@ static char *snippet_one(Analyzer *an, SnipCtx *sc, const char *text, size_t tle
     return out;
 }
 
-/* The snippet of texts[0..n) (search_int.h search_hl_snippet). */
-static char *snippet_of(const QsAnalyzers *an, const SearchHl *hl, bool any_field,
-                        const char *pre, const char *post, const int *fields,
-                        const char *const *texts, const size_t *lens, int n, QrArena *arena)
+/* The best fragments of one text of field sc->field, best first: windows
+ * of sh.window words with the most distinct matched terms, then the most
+ * matches, none overlapping another; 0 without a match. */
+static int snippet_frags(Analyzer *an, SnipCtx *sc, const char *text, size_t tlen,
+                         const char *pre, const char *post, SnipShape sh, QrArena *arena,
+                         char **out)
+{
+    sc->n = 0;
+    QrError e;
+    qr_error_clear(&e);
+    if (!an || analyzer_run(an, text, tlen, 0, ANALYZE_CJK_GRAMS, snip_sink, sc, &e) != QR_OK)
+        return 0;
+    int n_out = 0;
+    int taken_from[SNIP_FRAGS_MAX], taken_to[SNIP_FRAGS_MAX];
+    while (n_out < sh.frags) {
+        int best = -1, best_distinct = 0, best_hits = 0;
+        for (int w = 0; w < sc->n; w++) {
+            if (!sc->toks[w].match)
+                continue;
+            bool free_span = true;
+            for (int k = 0; k < n_out && free_span; k++)
+                free_span = w + sh.window <= taken_from[k] || w >= taken_to[k];
+            if (!free_span)
+                continue;
+            int distinct = 0, hits = 0;
+            uint64_t seen = 0;
+            for (int k = w; k < sc->n && k < w + sh.window; k++) {
+                if (!sc->toks[k].match)
+                    continue;
+                hits++;
+                uint64_t bit = 1ull << ((sc->toks[k].match - 1) & 63);
+                if (!(seen & bit)) {
+                    seen |= bit;
+                    distinct++;
+                }
+            }
+            if (distinct > best_distinct || (distinct == best_distinct && hits > best_hits)) {
+                best = w;
+                best_distinct = distinct;
+                best_hits = hits;
+            }
+        }
+        if (best < 0)
+            break;
+        /* start a few words before the first match for context, within
+         * the room the fragments already taken leave */
+        int lead = sh.window >= 8 ? 4 : 0;
+        int from = best >= lead ? best - lead : 0;
+        for (int k = 0; k < n_out; k++)
+            if (taken_to[k] > from && taken_to[k] <= best)
+                from = taken_to[k];
+        int to = from + sh.window < sc->n ? from + sh.window : sc->n;
+        for (int k = 0; k < n_out; k++)
+            if (taken_from[k] >= best && taken_from[k] < to)
+                to = taken_from[k];
+        if (to <= best)
+            to = best + 1;
+        taken_from[n_out] = from;
+        taken_to[n_out] = to;
+        if (!(out[n_out] = snip_render(sc, text, tlen, from, to, pre, post, arena)))
+            break;
+        n_out++;
+    }
+    return n_out;
+}
+
+/* The first words of a text (no match to show): a fragment of the
+ * shape's length, cut at a character boundary. */
+static char *snippet_head(const char *t, size_t n, QrArena *arena)
+{
+    size_t k = n;
+    if (k > 200) {
+        k = 200;
+        while (k > 0 && ((unsigned char)t[k] & 0xC0) == 0x80)
+            k--; /* do not cut a UTF-8 sequence */
+    }
+    return qr_arena_strndup(arena, t, k);
+}
+
+/* Join fragments with SNIP_SEP into one string (arena). */
+static char *snip_join(char *const *frags, int n, QrArena *arena)
+{
+    if (n == 1)
+        return frags[0];
+    QrBuf b;
+    qr_buf_init(&b);
+    for (int i = 0; i < n; i++) {
+        if (i)
+            qr_buf_append(&b, SNIP_SEP, strlen(SNIP_SEP));
+        qr_buf_append(&b, frags[i], strlen(frags[i]));
+    }
+    char *out = qr_buf_ok(&b) ? qr_arena_strndup(arena, (const char *)b.data, b.len) : NULL;
+    qr_buf_free(&b);
+    return out;
+}
+
+/* The fragments of texts[0..n) (values of fields[0..n)): the first text
+ * with a match gives them; without one, the head of the first text.  0
+ * when n is 0 or every text is NULL. */
+static int snippet_texts(const QsAnalyzers *an, const SearchHl *hl, bool any_field,
+                         const char *pre, const char *post, SnipShape sh, const int *fields,
+                         const char *const *texts, const size_t *lens, int n, QrArena *arena,
+                         char **out)
 {
     pre = pre ? pre : "<b>";
     post = post ? post : "</b>";
     SnipCtx sc = {.hl = hl, .any_field = any_field};
-    char *out = NULL;
-    int fallback = -1;
-    for (int i = 0; i < n && !out; i++) {
+    int got = 0, fallback = -1;
+    for (int i = 0; i < n && !got; i++) {
         if (!texts[i])
             continue;
         if (fallback < 0)
             fallback = i;
         int f = fields[i];
         sc.field = f;
-        out = snippet_one(f >= 0 && f < QR_MAX_FIELDS ? an->an[f] : NULL, &sc, texts[i], lens[i],
-                          pre, post, arena);
+        got = snippet_frags(f >= 0 && f < QR_MAX_FIELDS ? an->an[f] : NULL, &sc, texts[i],
+                            lens[i], pre, post, sh, arena, out);
     }
-    if (!out && fallback >= 0) {
-        const char *t = texts[fallback];
-        size_t k = lens[fallback];
-        if (k > 200) {
-            k = 200;
-            while (k > 0 && ((unsigned char)t[k] & 0xC0) == 0x80)
-                k--; /* do not cut a UTF-8 sequence */
-        }
-        out = qr_arena_strndup(arena, t, k);
-    }
+    if (!got && fallback >= 0 && (out[0] = snippet_head(texts[fallback], lens[fallback], arena)))
+        got = 1;
     qr_free(sc.toks);
-    return out;
+    return got;
 }
 
-/* A hit's snippet from its stored document: the searched fields' strings
- * (every value of an array field, in turn), every text field for "_all". */
-static char *make_snippet(Search *s, const char *json, size_t len)
+/* The snippet of texts[0..n) (search_int.h search_hl_snippet). */
+static char *snippet_of(const QsAnalyzers *an, const SearchHl *hl, bool any_field,
+                        const char *pre, const char *post, SnipShape sh, const int *fields,
+                        const char *const *texts, const size_t *lens, int n, QrArena *arena)
+{
+    char *frags[SNIP_FRAGS_MAX];
+    int k = snippet_texts(an, hl, any_field, pre, post, sh, fields, texts, lens, n, arena, frags);
+    return k ? snip_join(frags, k, arena) : NULL;
+}
+
+/* The string values of field f in a stored document (every value of an
+ * array, in turn), appended to the parallel arrays; false on OOM. */
+typedef struct DocTexts {
+    int *fields;
+    const char **texts;
+    size_t *lens;
+    int n, cap;
+} DocTexts;
+
+static bool doc_texts_add(DocTexts *dt, const cJSON *root, const QrSchema *sc, int f)
+{
+    const cJSON *fv = cJSON_GetObjectItemCaseSensitive(root, sc->fields[f].name);
+    const cJSON *v = cJSON_IsArray(fv) ? fv->child : fv;
+    for (; v; v = cJSON_IsArray(fv) ? v->next : NULL) {
+        if (!cJSON_IsString(v))
+            continue;
+        if (dt->n == dt->cap) {
+            int cap = dt->cap ? dt->cap * 2 : 8;
+            int *nf = qr_realloc(dt->fields, (size_t)cap * sizeof *nf);
+            dt->fields = nf ? nf : dt->fields;
+            const char **nt = qr_realloc(dt->texts, (size_t)cap * sizeof *nt);
+            dt->texts = nt ? nt : dt->texts;
+            size_t *nl = qr_realloc(dt->lens, (size_t)cap * sizeof *nl);
+            dt->lens = nl ? nl : dt->lens;
+            if (!nf || !nt || !nl)
+                return false;
+            dt->cap = cap;
+        }
+        dt->fields[dt->n] = f;
+        dt->texts[dt->n] = v->valuestring;
+        dt->lens[dt->n++] = strlen(v->valuestring);
+    }
+    return true;
+}
+
+static void doc_texts_free(DocTexts *dt)
+{
+    qr_free(dt->fields);
+    qr_free(dt->texts);
+    qr_free(dt->lens);
+}
+
+/* A hit's snippet from its stored document: the searched fields' strings,
+ * every text field for "_all"; with hl_fields also one highlight per field
+ * named there (hit->highlights). */
+static void make_snippets(Search *s, const char *json, size_t len, QrHit *hit)
 {
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root)
-        return NULL;
-    int sfields[QR_MAX_FIELDS], n_sf = 0;
-    for (int fi = 0; fi < s->n_fields; fi++) {
-        if (s->fields[fi] != QR_ALL_FIELD) {
-            sfields[n_sf++] = s->fields[fi];
-            continue;
-        }
-        for (int f = 0; f < s->schema->n_fields; f++)
-            if (s->an->an[f])
-                sfields[n_sf++] = f;
-    }
-    int n = 0, cap = 0;
-    int *fields = NULL;
-    const char **texts = NULL;
-    size_t *lens = NULL;
-    bool ok = true;
-    for (int fi = 0; fi < n_sf && ok; fi++) {
-        const cJSON *fv = cJSON_GetObjectItemCaseSensitive(root, s->schema->fields[sfields[fi]].name);
-        const cJSON *v = cJSON_IsArray(fv) ? fv->child : fv;
-        for (; v && ok; v = cJSON_IsArray(fv) ? v->next : NULL) {
-            if (!cJSON_IsString(v))
-                continue;
-            if (n == cap) {
-                cap = cap ? cap * 2 : 8;
-                int *nf = qr_realloc(fields, (size_t)cap * sizeof *nf);
-                fields = nf ? nf : fields;
-                const char **nt = qr_realloc(texts, (size_t)cap * sizeof *nt);
-                texts = nt ? nt : texts;
-                size_t *nl = qr_realloc(lens, (size_t)cap * sizeof *nl);
-                lens = nl ? nl : lens;
-                if (!(ok = nf && nt && nl))
-                    break;
-            }
-            fields[n] = sfields[fi];
-            texts[n] = v->valuestring;
-            lens[n++] = strlen(v->valuestring);
-        }
-    }
+        return;
     SearchHl hl = {s->hl, s->n_hl};
-    char *out = ok ? snippet_of(s->an, &hl, false, s->req->hl_pre, s->req->hl_post, fields, texts,
-                                lens, n, s->arena)
-                   : NULL;
-    qr_free(fields);
-    qr_free(texts);
-    qr_free(lens);
+    SnipShape sh = snip_shape(s->req);
+    if (s->req->snippets) {
+        int sfields[QR_MAX_FIELDS], n_sf = 0;
+        for (int fi = 0; fi < s->n_fields; fi++) {
+            if (s->fields[fi] != QR_ALL_FIELD) {
+                sfields[n_sf++] = s->fields[fi];
+                continue;
+            }
+            for (int f = 0; f < s->schema->n_fields; f++)
+                if (s->an->an[f])
+                    sfields[n_sf++] = f;
+        }
+        DocTexts dt = {0};
+        bool ok = true;
+        for (int fi = 0; fi < n_sf && ok; fi++)
+            ok = doc_texts_add(&dt, root, s->schema, sfields[fi]);
+        if (ok)
+            hit->snippet = snippet_of(s->an, &hl, false, s->req->hl_pre, s->req->hl_post, sh,
+                                      dt.fields, dt.texts, dt.lens, dt.n, s->arena);
+        doc_texts_free(&dt);
+    }
+    if (s->n_hl_fields) {
+        hit->highlights = aalloc(s, (size_t)s->n_hl_fields * sizeof *hit->highlights);
+        for (int i = 0; hit->highlights && i < s->n_hl_fields; i++) {
+            int f = s->hl_fields[i];
+            QrHighlight *h = &hit->highlights[hit->n_highlights++];
+            h->field = s->schema->fields[f].name;
+            DocTexts dt = {0};
+            char *frags[SNIP_FRAGS_MAX];
+            int k = doc_texts_add(&dt, root, s->schema, f)
+                        ? snippet_texts(s->an, &hl, true, s->req->hl_pre, s->req->hl_post, sh,
+                                        dt.fields, dt.texts, dt.lens, dt.n, s->arena, frags)
+                        : 0;
+            doc_texts_free(&dt);
+            if (k && (h->fragments = aalloc(s, (size_t)k * sizeof *h->fragments))) {
+                memcpy(h->fragments, frags, (size_t)k * sizeof *frags);
+                h->n = k;
+            }
+        }
+    }
     cJSON_Delete(root);
-    return out;
 }
 
 SearchHl *search_hl(Search *s, QrArena *keep)
@@ -1871,7 +2122,8 @@ int search_hl_snippet(QrTable *t, const SearchHl *hl, bool any_field, const char
     QsAnalyzers *an = an_acquire(t, err);
     if (!an)
         return err ? err->code : QR_ENOMEM;
-    *out = snippet_of(an, hl, any_field, pre, post, fields, texts, lens, n, arena);
+    SnipShape sh = {SNIP_WINDOW, 1};
+    *out = snippet_of(an, hl, any_field, pre, post, sh, fields, texts, lens, n, arena);
     an_release(t, an);
     return *out ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
 }
@@ -2812,6 +3064,38 @@ static char *facet_key_json(Search *s, const FacetAcc *a, const FacetKey *fk)
     return qr_arena_strndup(s->arena, tmp, strlen(tmp));
 }
 
+/* req->hl_fields ("title,body") into s->hl_fields: text fields only. */
+static int parse_hl_fields(Search *s, QrError *err)
+{
+    const char *p = s->req->hl_fields;
+    while (p && *p) {
+        while (*p == ' ' || *p == ',')
+            p++;
+        size_t n = strcspn(p, ",");
+        while (n && p[n - 1] == ' ')
+            n--;
+        if (!n)
+            break;
+        char name[QR_NAME_MAX + 1];
+        snprintf(name, sizeof name, "%.*s", (int)(n > QR_NAME_MAX ? QR_NAME_MAX : n), p);
+        int f = schema_field_index(s->schema, name);
+        if (n > QR_NAME_MAX || f < 0 || s->schema->fields[f].type != QR_FT_TEXT ||
+            !s->schema->fields[f].indexed) {
+            qr_error_set(err, QR_EINVAL, "highlight field \"%.*s\" is not a full-text field of "
+                                         "table \"%s\"",
+                         (int)(n > 64 ? 64 : n), p, s->t->name);
+            return QR_EINVAL;
+        }
+        bool dup = false;
+        for (int i = 0; i < s->n_hl_fields; i++)
+            dup |= s->hl_fields[i] == f;
+        if (!dup && s->n_hl_fields < QR_MAX_FIELDS)
+            s->hl_fields[s->n_hl_fields++] = f;
+        p += strcspn(p, ",");
+    }
+    return QR_OK;
+}
+
 static int check_facets(Search *s, QrError *err)
 {
     for (int f = 0; f < s->req->n_facets; f++) {
@@ -3340,6 +3624,8 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         rc = parse_cursor(s, err);
     if (rc == QR_OK)
         rc = check_facets(s, err);
+    if (rc == QR_OK && !req->count_only)
+        rc = parse_hl_fields(s, err);
     if (rc == QR_OK) {
         s->snap = table_snapshot(t->table);
         s->snap_owned = true;
@@ -3425,7 +3711,7 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
                 pk_to_json(key, kl, &b);
                 hit->id_json = qr_arena_strndup(arena, (const char *)b.data, b.len);
             }
-            if (req->fetch_docs || req->snippets) {
+            if (req->fetch_docs || req->snippets || s->n_hl_fields) {
                 if (si != dc_seg) {
                     ds_cursor_free(dc);
                     dc = ds_cursor_new(seg_docs(seg));
@@ -3438,8 +3724,8 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
                 if (dc && ds_get(dc, local, &d, &dl, &e) == QR_OK) {
                     if (req->fetch_docs)
                         hit->doc_json = qr_arena_strndup(arena, (const char *)d, dl);
-                    if (req->snippets)
-                        hit->snippet = make_snippet(s, (const char *)d, dl);
+                    if (req->snippets || s->n_hl_fields)
+                        make_snippets(s, (const char *)d, dl, hit);
                 } else if (e.code != QR_OK) {
                     qr_error_copy(&s->ctx.err, &e);
                 }

@@ -113,6 +113,8 @@ int sql_text_open(SqlCtx *cx, SqlTextRun *r, Snapshot *snap)
     req.q = v.u.s.s;
     req.q_len = v.u.s.n;
     req.fields = r->tp->field;
+    req.typo = cx->typo;
+    req.prefix_last = cx->prefix_last;
     req.cancel = cx->sess ? &cx->sess->cancel : NULL;
     QrError e;
     qr_error_clear(&e);

@@ -350,3 +350,68 @@ static void table_op(HttpReq *r, bool merge)
 
 void http_tables_flush(HttpReq *r) { table_op(r, false); }
 void http_tables_merge(HttpReq *r) { table_op(r, true); }
+
+/* GET /tables/{t}/synonyms: {"synonyms": [...] or {...} or null} */
+void http_synonyms_get(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    QrBuf sj, b;
+    qr_buf_init(&sj);
+    qr_buf_init(&b);
+    QrError e;
+    qr_error_clear(&e);
+    if (schema_to_json(qr_table_schema(t), false, &sj, &e) != QR_OK) {
+        http_error_from(r, &e);
+        qr_buf_free(&sj);
+        return;
+    }
+    cJSON *root = cJSON_ParseWithLength((const char *)sj.data, sj.len);
+    const cJSON *syn = cJSON_GetObjectItemCaseSensitive(root, "synonyms");
+    char *txt = syn ? cJSON_PrintUnformatted(syn) : NULL;
+    qr_buf_append(&b, "{\"synonyms\":", 12);
+    if (txt)
+        qr_buf_append(&b, txt, strlen(txt));
+    else
+        qr_buf_append(&b, "null", 4);
+    qr_buf_putc(&b, '}');
+    cJSON_free(txt);
+    cJSON_Delete(root);
+    qr_buf_free(&sj);
+    http_reply_json(r, 200, &b);
+}
+
+/* PUT /tables/{t}/synonyms {"synonyms": [["tty", "terminal"]] or
+ * {"tty": ["terminal"]} or null}: replaces them, durable on return; every
+ * search compiled afterwards (HTTP and SQL) applies them. */
+void http_synonyms_put(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    const cJSON *syn = cJSON_GetObjectItemCaseSensitive(root, "synonyms");
+    if (!cJSON_IsObject(root) || !syn || cJSON_GetArraySize(root) != 1) {
+        http_error(r, QR_EINVAL, "request body must be {\"synonyms\": ...}");
+        http_error_hint(r, "e.g. {\"synonyms\": [[\"tty\", \"terminal\"]]} or "
+                           "{\"synonyms\": {\"tty\": [\"terminal\"]}}; null removes them");
+        cJSON_Delete(root);
+        return;
+    }
+    char *txt = cJSON_IsNull(syn) ? NULL : cJSON_PrintUnformatted(syn);
+    QrError e;
+    qr_error_clear(&e);
+    int rc = qr_table_set_synonyms(t, txt ? txt : "", txt ? strlen(txt) : 0, &e);
+    cJSON_free(txt);
+    cJSON_Delete(root);
+    if (rc != QR_OK) {
+        if (e.code == QR_ESYNTAX)
+            e.code = QR_EINVAL;
+        http_error_from(r, &e);
+        return;
+    }
+    http_synonyms_get(r);
+}

@@ -464,17 +464,19 @@ Test(sql, explain_scores_sums_to_score)
     QrSqlResult *ex = run(sql);
     QrSqlResult *sc = run("SELECT _id, score() FROM docs WHERE title @@ 'rare^3 common' AND cat <> 'zz' "
                           "ORDER BY score() DESC, id LIMIT 4");
-    cr_assert_eq(ex->n_cols, 11);
+    cr_assert_eq(ex->n_cols, 12);
     cr_assert_str_eq(ex->cols[10].name, "score");
+    cr_assert_str_eq(ex->cols[11].name, "source");
     cr_assert_eq(sc->n_rows, 4);
     for (uint64_t d = 0; d < sc->n_rows; d++) {
         double sum = 0;
         int terms = 0;
         for (uint64_t i = 0; i < ex->n_rows; i++)
-            if (ex->vals[i * 11].u.i == sc->vals[d * 2].u.i) {
-                sum += ex->vals[i * 11 + 10].u.f;
+            if (ex->vals[i * 12].u.i == sc->vals[d * 2].u.i) {
+                sum += ex->vals[i * 12 + 10].u.f;
                 terms++;
-                cr_assert(ex->vals[i * 11 + 4].u.i >= 1); /* tf */
+                cr_assert(ex->vals[i * 12 + 4].u.i >= 1); /* tf */
+                cr_assert_str_eq(ex->vals[i * 12 + 11].u.s.s, "query");
             }
         cr_assert_eq(terms, 2, "doc %lld has %d term rows", (long long)sc->vals[d * 2].u.i, terms);
         double want = sc->vals[d * 2 + 1].u.f;
