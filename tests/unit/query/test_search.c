@@ -2569,6 +2569,7 @@ Test(search, fuzzy_and_prefix_see_words_as_written)
     Env e;
     env_open(&e, &sc);
     env_put(&e, "{\"id\":1,\"body\":\"a database of databases\"}");
+    env_commit(&e);
     env_put(&e, "{\"id\":2,\"body\":\"running terminals\"}");
     env_put(&e, "{\"id\":3,\"body\":\"the terminal\"}");
     env_commit(&e);
@@ -2584,6 +2585,9 @@ Test(search, fuzzy_and_prefix_see_words_as_written)
     /* the same after a merge: the merged segment keeps the forms */
     QrError err;
     cr_assert_eq(qr_merge(e.t, &err), QR_OK, "%s", err.message);
+    Snapshot *snap = table_snapshot(e.t->table);
+    cr_assert_eq(snap->n_segs, 1);
+    snapshot_release(snap);
     r = search_ok(e.t, "databse~1", 10);
     cr_assert_eq(r->total, 1);
     qr_search_res_free(r);
