@@ -843,7 +843,8 @@ def ranked_http(srv, queries):
 def ranked_cli(data, queries):
     out = {}
     for q in queries:
-        rc, txt, err = run(["search", "t", q, "--json", "--limit", "10"], data)
+        rc, txt, err = run(["search", "t", q, "--json", "--limit", "10", "--typo", "auto",
+                            "--prefix"], data)
         out[q] = [(json.dumps(h["id"]), h["score"])
                   for h in map(json.loads, txt.splitlines())] if rc == 0 else None
     return out
