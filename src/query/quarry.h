@@ -274,7 +274,8 @@ int qr_access_path_parse(const char *name);
 /* One field's highlighted fragments of a hit (QrSearchReq.hl_fields). */
 typedef struct QrHighlight {
     const char *field;        /* the field's name */
-    int n;                    /* fragments, best first; 0 when the field has no match */
+    int n;                    /* fragments, best first (the field's first words when it
+                                 has no match); 0 when the document lacks the field */
     char **fragments;
 } QrHighlight;
 
