@@ -375,6 +375,11 @@ int qr_table_set_synonyms(QrTable *t, const char *json, size_t len, QrError *err
     return table_set_synonyms(t->table, json, len, err);
 }
 
+int qr_table_synonyms(QrTable *t, char **out, size_t *len, QrError *err)
+{
+    return table_synonyms_dup(t->table, out, len, err);
+}
+
 int qr_table_add_field(QrTable *t, const QrField *f, QrError *err)
 {
     int rc = table_add_field(t->table, f, err);

@@ -83,6 +83,10 @@ int qr_table_add_field(QrTable *t, const QrField *f, QrError *err);
  * return, applied by every search compiled afterwards.  Errors: QR_ESYNTAX,
  * QR_EINVAL, QR_ELIMIT (naming the problem), QR_EPERM, QR_EIO, QR_ENOMEM. */
 int qr_table_set_synonyms(QrTable *t, const char *json, size_t len, QrError *err);
+/* The table's synonyms as compact JSON: *out owns a copy (qr_free), NULL
+ * with *len 0 when there are none.  Consistent with a concurrent
+ * qr_table_set_synonyms.  Errors: QR_ENOMEM. */
+int qr_table_synonyms(QrTable *t, char **out, size_t *len, QrError *err);
 
 typedef struct QrTableStats {
     uint64_t docs;        /* live documents */

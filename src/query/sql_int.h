@@ -434,6 +434,9 @@ struct SqlTextPred {
     SqlExpr *query;        /* the query text: constant or parameter */
     int loc;
     struct SqlTextRun *run; /* run time (sql_text.c), set when its scan opens */
+    SqlTextPred *next;     /* the next predicate on the same table in this query block
+                              (binding order): snippet(col) under OR takes the first one
+                              a row matches */
 };
 /* A materialized IN (subquery) set, sorted by sqlv_cmp. */
 struct SqlValueSet {

@@ -357,28 +357,23 @@ void http_synonyms_get(HttpReq *r)
     QrTable *t = http_table_get(r);
     if (!t)
         return;
-    QrBuf sj, b;
-    qr_buf_init(&sj);
-    qr_buf_init(&b);
+    char *txt;
+    size_t len;
     QrError e;
     qr_error_clear(&e);
-    if (schema_to_json(qr_table_schema(t), false, &sj, &e) != QR_OK) {
+    if (qr_table_synonyms(t, &txt, &len, &e) != QR_OK) {
         http_error_from(r, &e);
-        qr_buf_free(&sj);
         return;
     }
-    cJSON *root = cJSON_ParseWithLength((const char *)sj.data, sj.len);
-    const cJSON *syn = cJSON_GetObjectItemCaseSensitive(root, "synonyms");
-    char *txt = syn ? cJSON_PrintUnformatted(syn) : NULL;
+    QrBuf b;
+    qr_buf_init(&b);
     qr_buf_append(&b, "{\"synonyms\":", 12);
     if (txt)
-        qr_buf_append(&b, txt, strlen(txt));
+        qr_buf_append(&b, txt, len);
     else
         qr_buf_append(&b, "null", 4);
     qr_buf_putc(&b, '}');
-    cJSON_free(txt);
-    cJSON_Delete(root);
-    qr_buf_free(&sj);
+    qr_free(txt);
     http_reply_json(r, 200, &b);
 }
 
