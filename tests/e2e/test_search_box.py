@@ -149,6 +149,21 @@ def test_typos_and_prefixes(srv):
         variants += bool(set(want) - o.exact(q))
     check(checked > 120 and variants > 30,
           "typos: %d queries checked, %d found more than the exact word" % (checked, variants))
+    # at the edges of auto: 4 letters none, 5 one, 8 one, 9 two (substitutions keep the length)
+    edge_cases = 0
+    for n, subs in ((4, 1), (5, 1), (8, 1), (8, 2), (9, 2)):
+        for w in [v for v in sorted(vocab) if len(v) == n][:6]:
+            q = list(w)
+            for at in rng.sample(range(n), subs):
+                q[at] = "z" if q[at] != "z" else "x"
+            q = "".join(q)
+            forms = o.typo_forms(q, "auto")
+            want = o.union(q, forms)
+            got = ids(srv, "w", q, prefix="false")
+            check(got == want and (w in forms) == (subs <= allowed_edits("auto", n)),
+                  "auto at %d letters, %d edits: %r -> %s, want %s" % (n, subs, q, got, want))
+            edge_cases += 1
+    check(edge_cases >= 20, "%d typo cases at the edges of auto" % edge_cases)
     # as you type: the last word completes (by default), only the last
     done = 0
     for k in range(60):
