@@ -562,10 +562,13 @@ static const TermDict *expand_dict(Search *s, Segment *seg, int field, bool *sur
 }
 
 /* Walk segment seg for the words within `edits` of form (edits < 0: that
- * start with it) in cs->field.  walk_cap bounds the entries delivered (0 =
- * none; QR_ELIMIT from it is not an error: what was found is kept). */
+ * start with it) in cs->field, the first `keep` bytes of form matching
+ * exactly (a typo's first letter: the walk stays under one first letter
+ * instead of trying every one, which is most of its cost).  walk_cap
+ * bounds the entries delivered (0 = none; QR_ELIMIT from it is not an
+ * error: what was found is kept). */
 static int expand_seg(Search *s, CandSet *cs, Segment *seg, const char *form, uint32_t len,
-                      int edits, size_t walk_cap)
+                      int edits, size_t walk_cap, uint32_t keep)
 {
     uint8_t kb[1 + 1024];
     if (len > 1024)
@@ -577,8 +580,8 @@ static int expand_seg(Search *s, CandSet *cs, Segment *seg, const char *form, ui
     QrError lerr;
     qr_error_clear(&lerr);
     int rc = edits < 0 ? td_prefix(td, kb, len + 1, walk_cap, cand_prefix_cb, cs, &lerr)
-                       : td_fuzzy_ctx(td, kb, 1, kb + 1, len, edits, walk_cap, cand_fuzzy_cb, cs,
-                                      &s->ctx, &lerr);
+                       : td_fuzzy_ctx(td, kb, 1 + keep, kb + 1 + keep, len - keep, edits, walk_cap,
+                                      cand_fuzzy_cb, cs, &s->ctx, &lerr);
     if (rc == QR_ELIMIT && !iter_ctx_interrupted(&s->ctx))
         return QR_OK;
     if (rc != QR_OK)
@@ -677,6 +680,15 @@ static int typo_edits(int mode, int chars)
     }
 }
 
+/* Bytes of the first character of t[0, n) (0 for an empty text). */
+static uint32_t utf8_lead_len(const char *t, size_t n)
+{
+    uint32_t k = n ? 1 : 0;
+    while (k < n && ((uint8_t)t[k] & 0xC0) == 0x80)
+        k++;
+    return k;
+}
+
 static int utf8_chars(const char *t, size_t n)
 {
     int c = 0;
@@ -720,7 +732,8 @@ static bool add_variants(Search *s, TermAcc *acc, int n_exact, bool exact_found,
         cs.field = fl[i];
         for (int k = 0; k < s->snap->n_segs && !cs.overflow; k++)
             if (expand_seg(s, &cs, s->snap->segs[k], forms[i], flens[i], edits < 0 ? -1 : e,
-                           edits < 0 ? PREFIX_WALK_MAX : 0) != QR_OK)
+                           edits < 0 ? PREFIX_WALK_MAX : 0,
+                           edits < 0 ? 0 : utf8_lead_len(forms[i], flens[i])) != QR_OK)
                 return false;
     }
     if (cs.n)
@@ -1021,7 +1034,7 @@ static CNode *compile_terms_leaf(Search *s, const QNode *q, CNode *c)
         qlen[i] = tl.len[0];
         cs.field = fl[i];
         for (int k = 0; k < s->snap->n_segs && !cs.overflow; k++)
-            if (expand_seg(s, &cs, s->snap->segs[k], tl.text[0], tl.len[0], edits, 0) != QR_OK)
+            if (expand_seg(s, &cs, s->snap->segs[k], tl.text[0], tl.len[0], edits, 0, 0) != QR_OK)
                 return NULL;
         if (s->ctx.err.code != QR_OK)
             return NULL;

@@ -103,7 +103,9 @@ class Oracle:
 
     def typo_forms(self, q, mode):
         e = allowed_edits(mode, len(q))
-        return [v for v in self.vocab if e and abs(len(v) - len(q)) <= e and osa(q, v) <= e]
+        # the first letter is never a typo
+        return [v for v in self.vocab if e and abs(len(v) - len(q)) <= e and v[:1] == q[:1]
+                and osa(q[1:], v[1:]) <= e]
 
     def prefix_forms(self, q):
         return [v for v in self.vocab if v.startswith(q)]
@@ -154,7 +156,7 @@ def test_typos_and_prefixes(srv):
     for n, subs in ((4, 1), (5, 1), (8, 1), (8, 2), (9, 2)):
         for w in [v for v in sorted(vocab) if len(v) == n][:6]:
             q = list(w)
-            for at in rng.sample(range(n), subs):
+            for at in rng.sample(range(1, n), subs):
                 q[at] = "z" if q[at] != "z" else "x"
             q = "".join(q)
             forms = o.typo_forms(q, "auto")
@@ -209,6 +211,8 @@ def test_stemmed_typos_and_ranking(srv):
     check(ids(srv, "r", "databse") == [1, 2], "databse finds database by default")
     check(ids(srv, "r", "libary") == [3], "libary finds library by default")
     check(ids(srv, "r", "libary", typo="off") == [], "typo=off: libary finds nothing")
+    check(ids(srv, "r", "kibrary", typo="2") == [], "the first letter is never a typo")
+    check(ids(srv, "r", "kibrary~1", typo="off") == [3], "but ~1 finds library from kibrary")
     check(ids(srv, "r", "termi") == [4, 5], "termi completes to terminal(s) as you type")
     check(ids(srv, "r", "termina") == [4, 5], "termina completes too")
     check(ids(srv, "r", "termi", prefix="false") == [], "prefix=false: termi finds nothing")
