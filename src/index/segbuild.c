@@ -11,6 +11,12 @@
  * so each term's positions are contiguous, then appended to the terms'
  * buffers.  segb_finish sorts the terms by key and streams them through the
  * postings and term-dictionary writers.
+ *
+ * Surface forms: for each stemmed field, every distinct word as written
+ * (folded, not stemmed) is kept with the term it was indexed as and its
+ * doc count, and written as SEC_SURFACES (with "_all" entries derived from
+ * every field's forms), so typo and prefix matching can work on the words
+ * users type (segment.h).
  */
 #include "index/segment.h"
 #include "index/analyzer.h"
@@ -21,6 +27,7 @@
 
 #include <cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +141,15 @@ typedef struct TokBuf {
     uint32_t stamp;        /* never 0 */
 } TokBuf;
 
+/* A word form of a stemmed field and the term it was indexed as. */
+typedef struct SurfEnt {
+    uint32_t key_off, key_len; /* into surf_keys: [field][folded form] */
+    uint64_t hash;
+    uint32_t term;             /* its term id (the field's) */
+    uint32_t df, tf;           /* docs and occurrences (failed adds may be counted) */
+    uint32_t last_doc1;        /* last doc counted in df, + 1 */
+} SurfEnt;
+
 typedef struct ColAcc {
     ColWriter *w; /* owns; NULL for fields without a column */
 } ColAcc;
@@ -147,6 +163,15 @@ struct SegBuilder {
     uint64_t *slots;          /* owns: open addressing, hash high 32 bits << 32 | term + 1 */
     uint32_t n_slots;
     QrBuf keys;               /* term key bytes */
+    /* surface forms of stemmed fields */
+    bool stems[QR_MAX_FIELDS];  /* the field's analyzer stems */
+    bool want_surf;             /* some field stems: SEC_SURFACES is written */
+    SurfEnt *surfs;             /* owns */
+    uint32_t n_surfs, cap_surfs;
+    uint64_t *surf_slots;       /* owns: open addressing, hash high 32 bits << 32 | surf + 1 */
+    uint32_t n_surf_slots;
+    QrBuf surf_keys;
+    uint64_t *smemo[QR_MAX_FIELDS]; /* owns: per field, stem-cache slot -> (gen << 32 | surf + 1) */
     /* per doc scratch */
     uint64_t *memo[QR_MAX_FIELDS]; /* owns: per field, stem-cache slot -> (gen << 32 | term + 1) */
     UndoEnt *undo;            /* owns: terms touched by the segb_add in progress */
@@ -191,6 +216,7 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
     qr_buf_init(&b->pk_bytes);
     qr_buf_init(&b->pk_offs);
     qr_buf_init(&b->all_norms);
+    qr_buf_init(&b->surf_keys);
     b->all = schema->all_field;
     for (int f = 0; f < schema->n_fields; f++)
         qr_buf_init(&b->norms[f]);
@@ -213,10 +239,13 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
             AnalyzerOpts o = {.language = fd->language,
                               .stopwords = fd->stopwords,
                               .accent_fold = fd->accent_fold};
+            o.stop_list = schema_stop_list(schema, f, &o.stop_list_len);
             if (analyzer_new(&o, &b->an[f], err) != QR_OK) {
                 segb_free(b);
                 return err ? err->code : QR_EINVAL;
             }
+            b->stems[f] = analyzer_stems(b->an[f]);
+            b->want_surf |= b->stems[f];
         }
         int ct = schema_column_type(fd);
         if (ct >= 0) {
@@ -247,8 +276,13 @@ void segb_free(SegBuilder *b)
     qr_free(b->slots);
     qr_buf_free(&b->keys);
     qr_free(b->undo);
-    for (int f = 0; f < QR_MAX_FIELDS; f++)
+    for (int f = 0; f < QR_MAX_FIELDS; f++) {
         qr_free(b->memo[f]);
+        qr_free(b->smemo[f]);
+    }
+    qr_free(b->surfs);
+    qr_free(b->surf_slots);
+    qr_buf_free(&b->surf_keys);
     qr_free(b->tok.pos);
     qr_free(b->tok.next);
     qr_free(b->tok.uniq);
@@ -273,7 +307,8 @@ uint32_t segb_n_live(const SegBuilder *b)
 size_t segb_mem_bytes(const SegBuilder *b)
 {
     return b->post_bytes + b->keys.len + (size_t)b->n_terms * sizeof(TermEnt) +
-           b->pk_bytes.len + (size_t)b->n_docs * 16;
+           b->pk_bytes.len + (size_t)b->n_docs * 16 + b->surf_keys.len +
+           (size_t)b->n_surfs * sizeof(SurfEnt) + (size_t)b->n_surf_slots * 8;
 }
 void segb_set_lsn_range(SegBuilder *b, uint64_t min_lsn, uint64_t max_lsn)
 {
@@ -281,23 +316,33 @@ void segb_set_lsn_range(SegBuilder *b, uint64_t min_lsn, uint64_t max_lsn)
     b->max_lsn = max_lsn;
 }
 
-static bool grow_terms_table(SegBuilder *b)
+/* Double an open-addressing table of n entries whose hashes are at
+ * hash(i) (slot = hash high 32 bits << 32 | entry + 1).  false on OOM. */
+static bool grow_slots(uint64_t **slots, uint32_t *n_slots, uint32_t n, const void *ents,
+                       size_t stride, size_t hash_off)
 {
-    uint32_t ns = b->n_slots * 2;
+    uint32_t ns = *n_slots * 2;
     uint64_t *sl = qr_calloc(ns, sizeof *sl);
     if (!sl)
         return false;
-    for (uint32_t i = 0; i < b->n_terms; i++) {
-        uint64_t h = b->terms[i].hash;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t h;
+        memcpy(&h, (const char *)ents + (size_t)i * stride + hash_off, sizeof h);
         uint32_t j = (uint32_t)h & (ns - 1);
         while (sl[j])
             j = (j + 1) & (ns - 1);
         sl[j] = (h & 0xFFFFFFFF00000000ull) | (i + 1);
     }
-    qr_free(b->slots);
-    b->slots = sl;
-    b->n_slots = ns;
+    qr_free(*slots);
+    *slots = sl;
+    *n_slots = ns;
     return true;
+}
+
+static bool grow_terms_table(SegBuilder *b)
+{
+    return grow_slots(&b->slots, &b->n_slots, b->n_terms, b->terms, sizeof *b->terms,
+                      offsetof(TermEnt, hash));
 }
 
 /* Find or add the term with key [field][text]; returns index or -1 (OOM).
@@ -415,6 +460,83 @@ static bool post_put(SegBuilder *b, TermEnt *t, uint64_t v)
     return true;
 }
 
+/* Find or add the surface form (field, form) of term `term`; NULL on OOM. */
+static SurfEnt *surf_find(SegBuilder *b, uint8_t field, const char *form, uint32_t len,
+                          uint32_t term)
+{
+    uint8_t kb[1 + 1024];
+    if (len > 1024)
+        len = 1024;
+    kb[0] = field;
+    memcpy(kb + 1, form, len);
+    uint32_t klen = len + 1;
+    if (!b->surf_slots) {
+        b->n_surf_slots = 1 << 14;
+        if (!(b->surf_slots = qr_calloc(b->n_surf_slots, sizeof *b->surf_slots)))
+            return NULL;
+    }
+    uint64_t h = seg_hash_bytes(kb, klen);
+    uint64_t fp = h & 0xFFFFFFFF00000000ull;
+    uint32_t mask = b->n_surf_slots - 1;
+    uint32_t j = (uint32_t)h & mask;
+    uint64_t sv;
+    while ((sv = b->surf_slots[j])) {
+        if ((sv & 0xFFFFFFFF00000000ull) == fp) {
+            SurfEnt *e = &b->surfs[(uint32_t)sv - 1];
+            if (e->key_len == klen && !memcmp(b->surf_keys.data + e->key_off, kb, klen))
+                return e;
+        }
+        j = (j + 1) & mask;
+    }
+    if (b->n_surfs == b->cap_surfs) {
+        uint32_t nc = b->cap_surfs ? b->cap_surfs * 2 : 4096;
+        SurfEnt *ns = qr_realloc(b->surfs, nc * sizeof *ns);
+        if (!ns)
+            return NULL;
+        b->surfs = ns;
+        b->cap_surfs = nc;
+    }
+    if (!qr_buf_try_reserve(&b->surf_keys, klen))
+        return NULL;
+    SurfEnt *e = &b->surfs[b->n_surfs];
+    *e = (SurfEnt){.key_off = (uint32_t)b->surf_keys.len, .key_len = klen, .hash = h,
+                   .term = term};
+    qr_buf_append(&b->surf_keys, kb, klen);
+    b->surf_slots[j] = fp | ++b->n_surfs;
+    if (b->n_surfs * 2 > b->n_surf_slots &&
+        !grow_slots(&b->surf_slots, &b->n_surf_slots, b->n_surfs, b->surfs, sizeof *b->surfs,
+                    offsetof(SurfEnt, hash)))
+        return NULL;
+    return e;
+}
+
+/* Count one occurrence of token t (indexed as term `term`) in the doc being
+ * added, memoized per stem-cache slot like the term ids.  false on OOM. */
+static bool surf_note(SegBuilder *b, uint8_t field, const Token *t, uint32_t term)
+{
+    SurfEnt *e = NULL;
+    uint64_t *memo = t->cache_id ? b->smemo[field] : NULL;
+    if (t->cache_id && !memo)
+        memo = b->smemo[field] = qr_calloc(analyzer_cache_slots(), sizeof *memo);
+    if (memo) {
+        uint64_t m = memo[t->cache_id - 1];
+        if (m && (uint32_t)(m >> 32) == t->cache_gen)
+            e = &b->surfs[(uint32_t)m - 1];
+    }
+    if (!e) {
+        if (!(e = surf_find(b, field, t->surface, t->surface_len, term)))
+            return false;
+        if (memo)
+            memo[t->cache_id - 1] = ((uint64_t)t->cache_gen << 32) | (uint64_t)(e - b->surfs + 1);
+    }
+    if (e->last_doc1 != b->n_docs + 1) {
+        e->df++;
+        e->last_doc1 = b->n_docs + 1;
+    }
+    e->tf++;
+    return true;
+}
+
 typedef struct SinkCtx {
     SegBuilder *b;
     uint8_t field;
@@ -443,11 +565,12 @@ static int an_sink(void *ctx, const Token *t)
         if (memo && id >= 0)
             memo[t->cache_id - 1] = ((uint64_t)t->cache_gen << 32) | (uint64_t)(id + 1);
     }
-    if (id < 0 || !tok_push(b, &b->tok, (uint32_t)id, t->pos)) {
+    if (id < 0 || !tok_push(b, &b->tok, (uint32_t)id, t->pos) ||
+        (b->stems[sc->field] && !t->is_gram && !surf_note(b, sc->field, t, (uint32_t)id))) {
         sc->oom = true;
         return QR_ENOMEM;
     }
-    sc->n_tokens++;
+    sc->n_tokens += !t->is_gram; /* grams share their word's position: no length */
     if (b->all) {
         int64_t aid = b->terms[id].all_id;
         if (aid < 0) {
@@ -476,8 +599,8 @@ static int analyze_value(SegBuilder *b, int f, const cJSON *v, SinkCtx *sc, uint
         if (!cJSON_IsString(e))
             continue; /* validated earlier */
         uint32_t n_pos = 0;
-        int rc = analyzer_run_n(b->an[f], e->valuestring, strlen(e->valuestring), pos, 0, an_sink,
-                                sc, &n_pos, err);
+        int rc = analyzer_run_n(b->an[f], e->valuestring, strlen(e->valuestring), pos,
+                                ANALYZE_CJK_GRAMS, an_sink, sc, &n_pos, err);
         if (rc != QR_OK)
             return sc->oom ? qr_error_set(err, QR_ENOMEM, "out of memory indexing a document")
                            : rc;
@@ -845,6 +968,106 @@ int seg_write_pk_section(const uint8_t *bytes, const uint32_t *offs, uint32_t n_
     return qr_buf_ok(out) ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
 }
 
+/* One entry to write: offsets into a scratch buffer holding its key, then
+ * its term. */
+typedef struct SurfOut {
+    uint32_t off, key_len, term_len;
+    uint32_t df, tf;
+} SurfOut;
+
+static int cmp_surf_out(const void *x, const void *y, void *arg)
+{
+    const uint8_t *d = arg;
+    const SurfOut *a = x, *c = y;
+    int k = seg_key_cmp(d + a->off, a->key_len, d + c->off, c->key_len);
+    return k ? k
+             : seg_key_cmp(d + a->off + a->key_len, a->term_len, d + c->off + c->key_len,
+                           c->term_len);
+}
+
+static bool surf_out_push(QrBuf *sb, SurfOut **v, uint32_t *n, uint32_t *cap, uint8_t field,
+                          const uint8_t *form, uint32_t form_len, const uint8_t *term,
+                          uint32_t term_len, uint32_t df, uint32_t tf)
+{
+    if (*n == *cap) {
+        uint32_t nc = *cap ? *cap * 2 : 1024;
+        SurfOut *nv = qr_realloc(*v, nc * sizeof *nv);
+        if (!nv)
+            return false;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = (SurfOut){(uint32_t)sb->len, form_len + 1, term_len, df, tf};
+    qr_buf_putc(sb, (char)field);
+    qr_buf_append(sb, form, form_len);
+    qr_buf_append(sb, term, term_len);
+    return qr_buf_ok(sb);
+}
+
+/* SEC_SURFACES and SEC_SURFACE_TERMS: the forms of stemmed fields, and the
+ * "_all" forms of every field (a stemmed field's forms, an unstemmed
+ * field's terms), sorted; a form met twice keeps its first term and adds
+ * up its counts.  Terms of adds that were rolled back are left out. */
+static int surf_write(SegBuilder *b, SfileWriter *sw, QrError *err)
+{
+    QrBuf sb, dict, blob;
+    qr_buf_init(&sb);
+    qr_buf_init(&dict);
+    qr_buf_init(&blob);
+    SurfOut *v = NULL;
+    uint32_t n = 0, cap = 0;
+    TermDictWriter *tw = tdw_new();
+    bool ok = tw != NULL;
+    for (uint32_t i = 0; i < b->n_surfs && ok; i++) {
+        const SurfEnt *e = &b->surfs[i];
+        const TermEnt *t = &b->terms[e->term];
+        if (t->df == 0)
+            continue;
+        const uint8_t *k = b->surf_keys.data + e->key_off;
+        const uint8_t *tt = b->keys.data + t->key_off + 1;
+        ok = surf_out_push(&sb, &v, &n, &cap, k[0], k + 1, e->key_len - 1, tt, t->key_len - 1,
+                           e->df, e->tf);
+        if (ok && b->all && t->all_id >= 0 && b->terms[t->all_id].df > 0)
+            ok = surf_out_push(&sb, &v, &n, &cap, QR_ALL_FIELD, k + 1, e->key_len - 1, tt,
+                               t->key_len - 1, e->df, e->tf);
+    }
+    for (uint32_t i = 0; i < b->n_terms && ok && b->all; i++) {
+        const TermEnt *t = &b->terms[i];
+        const uint8_t *k = b->keys.data + t->key_off;
+        if (k[0] == QR_ALL_FIELD || b->stems[k[0]] || t->df == 0 || t->all_id < 0)
+            continue;
+        ok = surf_out_push(&sb, &v, &n, &cap, QR_ALL_FIELD, k + 1, t->key_len - 1, k + 1,
+                           t->key_len - 1, t->df, (uint32_t)t->total_tf);
+    }
+    int rc = ok ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory writing word forms");
+    if (rc == QR_OK && n)
+        qsort_r(v, n, sizeof *v, cmp_surf_out, sb.data);
+    for (uint32_t i = 0; i < n && rc == QR_OK;) {
+        const uint8_t *key = sb.data + v[i].off;
+        uint64_t df = v[i].df, tf = v[i].tf;
+        uint32_t j = i + 1;
+        for (; j < n && !seg_key_cmp(key, v[i].key_len, sb.data + v[j].off, v[j].key_len); j++) {
+            df += v[j].df;
+            tf += v[j].tf;
+        }
+        rc = seg_surf_add(tw, &blob, key, v[i].key_len, key + v[i].key_len, v[i].term_len, df,
+                          tf, err);
+        i = j;
+    }
+    if (rc == QR_OK)
+        rc = tdw_finish(tw, &dict, err);
+    if (rc == QR_OK && !qr_buf_ok(&blob))
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory writing word forms");
+    if (rc == QR_OK && (rc = sfw_add_buf(sw, SEC_SURFACES, &dict, err)) == QR_OK)
+        rc = sfw_add_buf(sw, SEC_SURFACE_TERMS, &blob, err);
+    tdw_free(tw);
+    qr_free(v);
+    qr_buf_free(&sb);
+    qr_buf_free(&dict);
+    qr_buf_free(&blob);
+    return rc;
+}
+
 int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t **deleted_out,
                 QrError *err)
 {
@@ -931,6 +1154,8 @@ int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t
     if ((rc = sfw_add_buf(sw, SEC_TERMS, &dict, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_POSTINGS, &docs_s, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_POSITIONS, &pos_s, err)) != QR_OK)
+        goto done;
+    if (b->want_surf && (rc = surf_write(b, sw, err)) != QR_OK)
         goto done;
     qr_buf_init(&tmp);
     if ((rc = dsw_finish(b->docs, &tmp, err)) != QR_OK ||

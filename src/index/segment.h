@@ -14,6 +14,11 @@
  *   SEC_POSITIONS   position blocks
  *   SEC_DOCS        stored JSON documents (store/docstore.h)
  *   SEC_PK          primary keys: per-doc key offsets + docs sorted by key
+ *   SEC_SURFACES    (optional) the words as written, folded but not stemmed,
+ *                   of stemmed fields and "_all": key = [field byte][form],
+ *                   and the term each one was indexed as (SEC_SURFACE_TERMS),
+ *                   so typo-tolerant and prefix matching see the words users
+ *                   type, not their stems
  *   SEC_NORMS+f     u32 token count of text field f for every doc
  *   SEC_COLUMN+f    the typed column of field f (store/column.h)
  *
@@ -49,6 +54,8 @@ enum {
     SEC_POSITIONS = 4,
     SEC_DOCS = 5,
     SEC_PK = 6,
+    SEC_SURFACES = 7,      /* folded word forms -> indexed terms (a term dictionary) */
+    SEC_SURFACE_TERMS = 8, /* the terms SEC_SURFACES entries name */
     SEC_NORMS = 0x100,  /* + field index */
     SEC_COLUMN = 0x200, /* + field index */
 };
@@ -117,6 +124,17 @@ SegFieldStats seg_field_stats(const Segment *s, int field);
 const uint32_t *seg_norms(const Segment *s, int field);
 /* Term lookup in a field. */
 bool seg_term(const Segment *s, int field, const char *term, size_t len, TermPostings *tp);
+/* The surface-form dictionary (SEC_SURFACES), or NULL when the segment has
+ * none (no stemmed field, or written before there were surfaces).  An
+ * entry's key is [field byte][folded unstemmed word]; its info holds the
+ * docs (df) and occurrences (total_tf) of that form when the segment was
+ * written (deleted docs included; a merge sums them), and names its term. */
+const TermDict *seg_surfaces(const Segment *s);
+/* The term (without the field byte) surface entry (key, tp) was indexed as:
+ * *term borrows the segment.  false when tp points outside the section
+ * (damage: the entry is to be skipped). */
+bool seg_surface_term(const Segment *s, const uint8_t *key, size_t key_len,
+                      const TermPostings *tp, const char **term, size_t *len);
 /* Open a postings iterator for a TermPostings of this segment. */
 Iter *seg_postings(const Segment *s, IterCtx *ctx, const TermPostings *tp,
                    const PostScorer *scorer, bool want_positions);

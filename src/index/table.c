@@ -88,6 +88,7 @@ struct Table {
     bool broken;              /* a commit's outcome is unknown: writes refused until reopen */
     QrError broken_err;
     _Atomic uint64_t fields_gen; /* bumped by table_add_field: batches re-copy the schema */
+    _Atomic uint64_t settings_gen; /* bumped by table_set_synonyms */
     /* committed state */
     int n_segs, cap_segs;
     Segment **segs;           /* owns references */
@@ -1838,6 +1839,50 @@ int table_add_field(Table *t, const QrField *f, QrError *err)
     rc = checkpoint_locked(t, err);
 out:
     pthread_mutex_unlock(&t->wlock);
+    return rc;
+}
+
+uint64_t table_settings_gen(Table *t) { return atomic_load(&t->settings_gen); }
+
+int table_synonyms_dup(Table *t, char **out, size_t *len, QrError *err)
+{
+    pthread_mutex_lock(&t->wlock);
+    const char *syn = schema_synonyms(&t->schema, len);
+    *out = syn ? qr_strndup(syn, *len) : NULL;
+    pthread_mutex_unlock(&t->wlock);
+    if (syn && !*out)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    if (!syn)
+        *len = 0;
+    return QR_OK;
+}
+
+int table_set_synonyms(Table *t, const char *json, size_t len, QrError *err)
+{
+    if (t->opts.read_only)
+        return qr_error_set(err, QR_EPERM, "table \"%s\" is open read-only", t->dir);
+    QrSchema *ns = qr_malloc(sizeof *ns), *old = qr_malloc(sizeof *old);
+    if (!ns || !old) {
+        qr_free(ns);
+        qr_free(old);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    pthread_mutex_lock(&t->wlock);
+    *ns = t->schema;
+    *old = t->schema;
+    int rc = schema_set_synonyms(ns, json, len, err);
+    if (rc == QR_OK && t->broken)
+        rc = fail_broken(t, err);
+    if (rc == QR_OK) {
+        t->schema = *ns;
+        if ((rc = checkpoint_locked(t, err)) != QR_OK)
+            t->schema = *old;
+        else
+            atomic_fetch_add(&t->settings_gen, 1);
+    }
+    pthread_mutex_unlock(&t->wlock);
+    qr_free(ns);
+    qr_free(old);
     return rc;
 }
 

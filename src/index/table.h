@@ -112,6 +112,19 @@ const QrSchema *table_schema(const Table *t);
 /* Add a field (persisted in the manifest at once).  Batches filled before
  * index their documents again with the new schema at their commit. */
 int table_add_field(Table *t, const QrField *f, QrError *err);
+/* Search settings kept in the schema that change while the table is open
+ * (the synonyms): a counter bumped by every change, so that caches of them
+ * (query/) know to rebuild. */
+uint64_t table_settings_gen(Table *t);
+/* A copy of the synonyms' JSON taken under the write lock: *out is
+ * qr_malloc'd and NUL-terminated (NULL with *len 0 when there are none).
+ * QR_ENOMEM. */
+int table_synonyms_dup(Table *t, char **out, size_t *len, QrError *err);
+/* Replace the synonyms (schema_set_synonyms: json[0, len), empty = none)
+ * and persist the schema in the manifest.  Errors: those of
+ * schema_set_synonyms, QR_EPERM (read-only), QR_EIO; on error nothing
+ * changed. */
+int table_set_synonyms(Table *t, const char *json, size_t len, QrError *err);
 /* Create / drop the B-tree index (index/btree.h) of schema field `field`
  * (an index into the schema's fields).  Create
  * builds a side file for every segment from its column (under the write

@@ -5,6 +5,7 @@
  */
 #include "query/quarry.h"
 #include "query/query_int.h"
+#include "query/synonyms.h"
 #include "store/mem.h"
 #include "store/util.h"
 
@@ -147,6 +148,8 @@ static void table_handle_free(QrTable *t)
         qsearch_analyzers_free(t->an_free[i]);
     qr_free(t->an_free);
     pthread_mutex_destroy(&t->an_lock);
+    synmap_unref(t->syn);
+    pthread_mutex_destroy(&t->syn_lock);
     qr_free(t);
 }
 
@@ -217,6 +220,7 @@ static int add_handle(QrDb *db, const char *name, Table *tab, QrTable **out, QrE
     t->db = db;
     t->table = tab;
     pthread_mutex_init(&t->an_lock, NULL);
+    pthread_mutex_init(&t->syn_lock, NULL);
     db->tables[db->n_tables++] = t;
     *out = t;
     return QR_OK;
@@ -395,6 +399,16 @@ oom:
 
 const char *qr_table_name(const QrTable *t) { return t->name; }
 const QrSchema *qr_table_schema(const QrTable *t) { return table_schema(t->table); }
+
+int qr_table_set_synonyms(QrTable *t, const char *json, size_t len, QrError *err)
+{
+    return table_set_synonyms(t->table, json, len, err);
+}
+
+int qr_table_synonyms(QrTable *t, char **out, size_t *len, QrError *err)
+{
+    return table_synonyms_dup(t->table, out, len, err);
+}
 
 int qr_table_add_field(QrTable *t, const QrField *f, QrError *err)
 {

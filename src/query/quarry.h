@@ -81,6 +81,15 @@ int qr_table_list(QrDb *db, char ***names, int *n, QrError *err);
 const char *qr_table_name(const QrTable *t);
 const QrSchema *qr_table_schema(const QrTable *t);
 int qr_table_add_field(QrTable *t, const QrField *f, QrError *err);
+/* Replace the table's synonyms with json[0, len) (store/schema.h
+ * schema_set_synonyms: groups or one-way; empty removes them); durable on
+ * return, applied by every search compiled afterwards.  Errors: QR_ESYNTAX,
+ * QR_EINVAL, QR_ELIMIT (naming the problem), QR_EPERM, QR_EIO, QR_ENOMEM. */
+int qr_table_set_synonyms(QrTable *t, const char *json, size_t len, QrError *err);
+/* The table's synonyms as compact JSON: *out owns a copy (qr_free), NULL
+ * with *len 0 when there are none.  Consistent with a concurrent
+ * qr_table_set_synonyms.  Errors: QR_ENOMEM. */
+int qr_table_synonyms(QrTable *t, char **out, size_t *len, QrError *err);
 
 typedef struct QrTableStats {
     uint64_t docs;        /* live documents */
@@ -187,9 +196,18 @@ typedef struct QrSearchReq {
                                  document, and so does an empty q when a filter or a sort is
                                  given (filter-only search) */
     size_t q_len;
-    const char *fields;       /* "title^2,body" (weighted sum of per-field BM25) or NULL: the
-                                 combined "_all" field when the schema has one, else every
-                                 indexed text field */
+    const char *fields;       /* "title^2,body" or NULL: the combined "_all" field when the
+                                 schema has one and every text field weighs 1, else every
+                                 indexed text field with its schema weight; several fields
+                                 score as `scoring` says */
+    int scoring;              /* QrScoring (store/schema.h): TABLE (0, the table's), BM25F,
+                                 or SUM (the weighted sum of per-field BM25) */
+    int typo;                 /* QrTypo: OFF (0: exact words, SQL's and the default here),
+                                 ONE, TWO, AUTO, or TABLE (the table's typo_tolerance: what
+                                 the HTTP API and the CLI send) */
+    bool prefix_last;         /* as you type: the query's last word also finds the words it
+                                 begins, unless the query ends in a space */
+    bool no_synonyms;         /* leave the table's synonyms out */
     bool default_and;         /* implicit operator AND instead of OR */
     int limit;                /* hits to return (default 10) */
     int offset;               /* hits to skip */
@@ -199,6 +217,10 @@ typedef struct QrSearchReq {
     bool snippets;            /* compute a snippet per hit */
     bool fetch_docs;          /* include the stored document per hit */
     const char *hl_pre, *hl_post; /* highlight markers (default <b> </b>) */
+    const char *hl_fields;    /* "title,body": a highlight per hit for each of these text
+                                 fields (QrHit.highlights), or NULL */
+    int fragment_words;       /* words in a snippet's fragment (0 = 32) */
+    int fragments;            /* fragments per snippet, best first, joined by " … " (0 = 1) */
     uint64_t timeout_ms;      /* 0 = none */
     size_t mem_cap;           /* per-query memory cap in bytes, 0 = default */
     atomic_bool *cancel;      /* may be NULL */
@@ -256,11 +278,21 @@ int qr_access_path_parse(const char *name);
 #define QR_FILTER_ERROR_DETAIL "in the filter"
 
 
+/* One field's highlighted fragments of a hit (QrSearchReq.hl_fields). */
+typedef struct QrHighlight {
+    const char *field;        /* the field's name */
+    int n;                    /* fragments, best first (the field's first words when it
+                                 has no match); 0 when the document lacks the field */
+    char **fragments;
+} QrHighlight;
+
 typedef struct QrHit {
     float score;
     int64_t doc;              /* global doc id in the snapshot */
     char *id_json;            /* the primary key as JSON text */
     char *snippet;            /* NULL unless requested */
+    QrHighlight *highlights;  /* with hl_fields: one per field asked for, in that order */
+    int n_highlights;
     char *doc_json;           /* NULL unless requested */
     char *sort_json;          /* with an explicit sort or search_after: the JSON array of the
                                  hit's sort values then its id (a search_after cursor) */

@@ -16,6 +16,7 @@
  * than many queries. */
 typedef struct QsAnalyzers {
     Analyzer *an[QR_MAX_FIELDS]; /* owns; NULL for non-text fields */
+    Analyzer *fold;              /* owns: no stemming, no stop words (synonym keys) */
     int n_fields;
 } QsAnalyzers;
 
@@ -33,6 +34,10 @@ struct QrTable {
     pthread_mutex_t an_lock;  /* guards an_free */
     QsAnalyzers **an_free;    /* owns: idle analyzer sets */
     int n_an_free, cap_an_free;
+    pthread_mutex_t syn_lock; /* guards the four below */
+    struct SynMap *syn;       /* owns a reference: the synonyms (query/synonyms.h) */
+    uint64_t syn_gen;         /* table_settings_gen they were built at */
+    bool syn_built;
 };
 
 /* The one rule for document text (quarry.c): QR_OK when json[0..len) is

@@ -367,6 +367,11 @@ static int bind_match(SqlBind *b, const cJSON *target, const cJSON *query, int l
         b->texts = nt;
         b->cap_texts = nc;
     }
+    for (int i = b->n_texts - 1; i >= 0; i--)
+        if (!strcmp(b->texts[i]->qual, qual)) {
+            b->texts[i]->next = tp;
+            break;
+        }
     b->texts[b->n_texts++] = tp;
     e->text = tp;
     e->type = QR_SQL_BOOL;

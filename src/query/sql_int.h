@@ -104,6 +104,8 @@ typedef struct SqlCtx {
     uint64_t t0_ns;
     uint64_t deadline_ns;     /* 0 = none */
     SqlAccessPath path;       /* quarry.access_path */
+    int typo;                 /* quarry.typo_tolerance: QrTypo, OFF unless set */
+    bool prefix_last;         /* quarry.prefix_search: complete the query's last word */
     QrSqlResult *res;         /* notices go here (may be NULL) */
     uint64_t ticks;           /* rows since the last deadline check */
     struct SqlExplain *ex;    /* EXPLAIN: plan nodes are recorded here (NULL otherwise) */
@@ -670,6 +672,9 @@ struct SqlTextPred {
     SqlExpr *query;        /* the query text: constant or parameter */
     int loc;
     struct SqlTextRun *run; /* run time (sql_text.c), set when its scan opens */
+    SqlTextPred *next;     /* the next predicate on the same table in this query block
+                              (binding order): snippet(col) under OR takes the first one
+                              a row matches */
 };
 /* A materialized IN (subquery) set, sorted by sqlv_cmp. */
 struct SqlValueSet {
@@ -1046,8 +1051,8 @@ int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *don
  * answer (deletes pending, another aggregate, a text column). */
 int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n, SqlValue *out,
                         bool *done);
-/* EXPLAIN (SCORES) rows (11 columns: _id, key, term, field, tf, df, idf,
- * doc_len, avgdl, weight, score) for docs under text predicate tp
+/* EXPLAIN (SCORES) rows (12 columns: _id, key, term, field, tf, df, idf,
+ * doc_len, avgdl, weight, score, source) for docs under text predicate tp
  * (sql_scores.c). */
 int sql_scores_rows(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, const int64_t *docs,
                     uint64_t n_docs, SqlRowSink *out);

@@ -180,18 +180,20 @@ int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
             return sql_err_at(cx, sqlj_loc(q), QR_EINVAL, "42809",
                               "EXPLAIN (SCORES) needs a full-text predicate (col @@ 'query') in WHERE");
         static const char *const names[] = {"_id", "doc_key", "term", "field", "tf", "df", "idf",
-                                            "doc_len", "avgdl", "weight", "score"};
+                                            "doc_len", "avgdl", "weight", "score", "source"};
         static const QrSqlType types[] = {QR_SQL_INT8, QR_SQL_TEXT, QR_SQL_TEXT, QR_SQL_TEXT,
                                           QR_SQL_INT8, QR_SQL_INT8, QR_SQL_FLOAT8, QR_SQL_INT8,
-                                          QR_SQL_FLOAT8, QR_SQL_FLOAT8, QR_SQL_FLOAT8};
-        SqlRowSink sink = {.width = 11};
+                                          QR_SQL_FLOAT8, QR_SQL_FLOAT8, QR_SQL_FLOAT8,
+                                          QR_SQL_TEXT};
+        enum { N_SCORE_COLS = sizeof names / sizeof names[0] };
+        SqlRowSink sink = {.width = N_SCORE_COLS};
         if ((rc = sql_scores_rows(cx, sc->t, sc->texts[sc->drive], sc->kept_docs, sc->n_kept, &sink)))
             return rc;
-        res->n_cols = 11;
-        res->cols = qr_arena_calloc(cx->arena, 11 * sizeof *res->cols);
+        res->n_cols = N_SCORE_COLS;
+        res->cols = qr_arena_calloc(cx->arena, N_SCORE_COLS * sizeof *res->cols);
         if (!res->cols)
             return nomem(cx);
-        for (int c = 0; c < 11; c++) {
+        for (int c = 0; c < N_SCORE_COLS; c++) {
             res->cols[c].name = names[c];
             res->cols[c].type = types[c];
             res->cols[c].typmod = -1;

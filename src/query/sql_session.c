@@ -144,6 +144,7 @@ static const struct {
     const char *name, *dflt;
 } SETTINGS[] = {
     {"statement_timeout", "0"},     {"quarry.access_path", "auto"},
+    {"quarry.typo_tolerance", "off"}, {"quarry.prefix_search", "off"},
     {"quarry.mem_cap", "536870912"}, {"client_encoding", "UTF8"},
     {"server_encoding", "UTF8"},    {"datestyle", "ISO, MDY"},
     {"timezone", "UTC"},            {"search_path", "\"$user\", public"},
@@ -232,6 +233,22 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
             qr_error_hint(err, "one of auto, text, btree, scan, check, full, pk");
             return QR_EINVAL;
         }
+    }
+    if (!strcmp(lname, "quarry.typo_tolerance")) {
+        int t = schema_typo_parse(value);
+        if (t < 0 || t == QR_TYPO_TABLE) {
+            qr_error_set(err, QR_EINVAL,
+                         "invalid value for parameter \"quarry.typo_tolerance\": \"%s\"", value);
+            qr_error_hint(err, "one of off, auto, 1, 2");
+            return QR_EINVAL;
+        }
+    }
+    if (!strcmp(lname, "quarry.prefix_search") && strcasecmp(value, "on") &&
+        strcasecmp(value, "off") && strcasecmp(value, "true") && strcasecmp(value, "false")) {
+        qr_error_set(err, QR_EINVAL, "invalid value for parameter \"quarry.prefix_search\": \"%s\"",
+                     value);
+        qr_error_hint(err, "on or off");
+        return QR_EINVAL;
     }
     if (!strcmp(lname, "quarry.mem_cap")) {
         char *end;
@@ -463,6 +480,11 @@ static void ctx_init(SqlCtx *cx, QrSqlSession *s, QrArena *a, const char *sql, s
     cx->err = err;
     cx->t0_ns = qr_now_ns();
     cx->path = s ? session_path(s) : SQL_PATH_AUTO;
+    /* full-text predicates match exact words unless the session asks */
+    const char *ty = s ? qr_sql_session_get(s, "quarry.typo_tolerance") : NULL;
+    cx->typo = ty && schema_typo_parse(ty) > 0 ? schema_typo_parse(ty) : QR_TYPO_OFF;
+    const char *px = s ? qr_sql_session_get(s, "quarry.prefix_search") : NULL;
+    cx->prefix_last = px && (!strcasecmp(px, "on") || !strcasecmp(px, "true"));
     (void)sql_stack_left(); /* learn this thread's stack before recursing (sql_stack_low) */
 }
 

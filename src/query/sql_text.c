@@ -119,6 +119,8 @@ int sql_text_open(SqlCtx *cx, SqlTextRun *r, Snapshot *snap)
     req.q = v.u.s.s;
     req.q_len = v.u.s.n;
     req.fields = r->tp->field;
+    req.typo = cx->typo;
+    req.prefix_last = cx->prefix_last;
     req.cancel = cx->sess ? &cx->sess->cancel : NULL;
     QrError e;
     qr_error_clear(&e);
@@ -318,16 +320,26 @@ int sql_text_snippet(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *row, SqlVal
         return QR_OK;
     /* a row outside the predicate's matches (under OR, a LEFT JOIN's NULL
      * side) has no passage; the rows of a scan driven by the predicate all
-     * match it (no sets are built for it then) */
+     * match it (no sets are built for it then).  snippet(col) takes the
+     * first predicate on the table the row matches: under OR, a row found
+     * by the second is marked with its words */
     const SqlValue *id = &row->row[e->col];
     if (id->is_null)
         return QR_OK;
-    if (r->has_sets) {
+    for (const SqlTextPred *p = e->text; r && r->has_sets;) {
         bool m;
         int rc = sql_text_has(cx, r, id->u.i, &m, NULL);
-        if (rc || !m)
+        if (rc)
             return rc;
+        if (m)
+            break;
+        p = e->op ? p->next : NULL;
+        while (p && (!p->run || !p->run->hl))
+            p = p->next;
+        r = p ? p->run : NULL;
     }
+    if (!r)
+        return QR_OK;
     const QrSchema *schema = qr_table_schema(r->t);
     int fields[QR_MAX_FIELDS];
     const char *texts[QR_MAX_FIELDS];

@@ -244,6 +244,8 @@ void http_origin_check(HttpReq *r);
 void http_tables_list(HttpReq *r);
 void http_tables_create(HttpReq *r);
 void http_tables_describe(HttpReq *r);
+void http_synonyms_get(HttpReq *r);
+void http_synonyms_put(HttpReq *r);
 void http_tables_drop(HttpReq *r);
 void http_tables_flush(HttpReq *r);
 void http_tables_merge(HttpReq *r);

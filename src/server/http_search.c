@@ -42,6 +42,13 @@ typedef enum ParamKind {
     P_AFTER,
     P_FACETS,
     P_ACCESS,
+    P_TYPO,
+    P_PREFIX,
+    P_SCORING,
+    P_SYNONYMS,
+    P_HL_FIELDS,
+    P_FRAG_SIZE,
+    P_FRAGMENTS,
     P_UNSUPPORTED,
 } ParamKind;
 
@@ -68,6 +75,13 @@ static const SearchParam SEARCH_PARAMS[] = {
     {"search_after", P_AFTER, NULL},
     {"facets", P_FACETS, NULL},
     {"access_path", P_ACCESS, NULL},
+    {"typo", P_TYPO, NULL},
+    {"prefix", P_PREFIX, NULL},
+    {"scoring", P_SCORING, NULL},
+    {"synonyms", P_SYNONYMS, NULL},
+    {"highlight_fields", P_HL_FIELDS, NULL},
+    {"fragment_size", P_FRAG_SIZE, NULL},
+    {"fragments", P_FRAGMENTS, NULL},
 };
 #define N_PARAMS (int)(sizeof SEARCH_PARAMS / sizeof SEARCH_PARAMS[0])
 
@@ -91,6 +105,12 @@ typedef struct SearchArgs {
     char *sort;             /* owns: "f:desc,_score" or NULL */
     char *after;            /* owns: cursor JSON array text or NULL */
     int access_path;        /* qr_access_path_parse value */
+    int typo;               /* QrTypo: the table's unless the request says */
+    bool prefix;            /* as you type: the last word also completes (default on) */
+    int scoring;            /* QrScoring: the table's unless the request says */
+    bool synonyms;          /* the table's synonyms apply (default on) */
+    char *hl_fields;        /* owns: "title,body" or NULL */
+    int fragment_size, fragments; /* words per fragment, fragments per field; 0 = default */
     int n_facets;
     QrFacetReq facets[MAX_FACETS];
     char *facet_names[MAX_FACETS];  /* owns: the response key of each facet */
@@ -107,6 +127,7 @@ static void args_free(SearchArgs *a)
     qr_free(a->filter);
     qr_free(a->sort);
     qr_free(a->after);
+    qr_free(a->hl_fields);
     for (int i = 0; i < a->n_facets; i++) {
         qr_free(a->facet_names[i]);
         qr_free(a->facet_fields[i]);
@@ -274,6 +295,39 @@ static int set_access(HttpReq *r, SearchArgs *a, const char *v)
     return QR_OK;
 }
 
+static int set_typo(HttpReq *r, SearchArgs *a, const char *v)
+{
+    int t = schema_typo_parse(v);
+    if (t < 0 || t == QR_TYPO_TABLE)
+        return http_error(r, QR_EINVAL, "typo must be off, auto, 1 or 2, not \"%.20s\"", v);
+    a->typo = t;
+    return QR_OK;
+}
+
+static int set_scoring(HttpReq *r, SearchArgs *a, const char *v)
+{
+    if (!strcmp(v, "bm25f"))
+        a->scoring = QR_SCORING_BM25F;
+    else if (!strcmp(v, "sum"))
+        a->scoring = QR_SCORING_SUM;
+    else
+        return http_error(r, QR_EINVAL, "scoring must be bm25f or sum, not \"%.20s\"", v);
+    return QR_OK;
+}
+
+/* fragment_size (words, 1..1000) and fragments (1..16). */
+static int set_fragments(HttpReq *r, const SearchParam *p, double v, bool is_num, SearchArgs *a)
+{
+    int max = p->kind == P_FRAG_SIZE ? 1000 : 16;
+    if (!is_num || !isfinite(v) || v != floor(v) || v < 1 || v > max)
+        return http_error(r, QR_EINVAL, "%s must be a whole number from 1 to %d", p->name, max);
+    if (p->kind == P_FRAG_SIZE)
+        a->fragment_size = (int)v;
+    else
+        a->fragments = (int)v;
+    return QR_OK;
+}
+
 static const SearchParam *param_find(const char *name)
 {
     for (int i = 0; i < N_PARAMS; i++)
@@ -426,6 +480,25 @@ static int set_text(HttpReq *r, const SearchParam *p, const char *v, SearchArgs 
     case P_AFTER: return set_owned(r, &a->after, v);
     case P_FACETS: return set_facets_text(r, a, v);
     case P_ACCESS: return set_access(r, a, v);
+    case P_TYPO: return set_typo(r, a, v);
+    case P_SCORING: return set_scoring(r, a, v);
+    case P_PREFIX:
+    case P_SYNONYMS:
+        if (!text_bool(v, &b))
+            return http_error(r, QR_EINVAL, "%s must be true or false, not \"%.20s\"", p->name, v);
+        if (p->kind == P_PREFIX)
+            a->prefix = b;
+        else
+            a->synonyms = b;
+        return QR_OK;
+    case P_HL_FIELDS: return set_owned(r, &a->hl_fields, v);
+    case P_FRAG_SIZE:
+    case P_FRAGMENTS: {
+        char *end;
+        errno = 0;
+        double d = strtod(v, &end);
+        return set_fragments(r, p, d, !errno && *v && !*end && v[0] != ' ', a);
+    }
     case P_UNSUPPORTED:
         return unsupported(r, p);
     }
@@ -591,6 +664,54 @@ static int set_json(HttpReq *r, const SearchParam *p, const cJSON *v, SearchArgs
         if (!cJSON_IsString(v))
             return http_error(r, QR_EINVAL, "access_path must be a string");
         return set_access(r, a, v->valuestring);
+    case P_TYPO:
+        if (cJSON_IsBool(v)) {
+            a->typo = cJSON_IsTrue(v) ? QR_TYPO_AUTO : QR_TYPO_OFF;
+            return QR_OK;
+        }
+        if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1 || v->valuedouble == 2)) {
+            a->typo = (int)v->valuedouble;
+            return QR_OK;
+        }
+        if (!cJSON_IsString(v))
+            return http_error(r, QR_EINVAL, "typo must be \"off\", \"auto\", 1 or 2");
+        return set_typo(r, a, v->valuestring);
+    case P_SCORING:
+        if (!cJSON_IsString(v))
+            return http_error(r, QR_EINVAL, "scoring must be \"bm25f\" or \"sum\"");
+        return set_scoring(r, a, v->valuestring);
+    case P_PREFIX:
+    case P_SYNONYMS:
+        if (!cJSON_IsBool(v))
+            return http_error(r, QR_EINVAL, "%s must be true or false", p->name);
+        if (p->kind == P_PREFIX)
+            a->prefix = cJSON_IsTrue(v);
+        else
+            a->synonyms = cJSON_IsTrue(v);
+        return QR_OK;
+    case P_HL_FIELDS: {
+        if (cJSON_IsString(v))
+            return set_owned(r, &a->hl_fields, v->valuestring);
+        QrBuf b;
+        qr_buf_init(&b);
+        const cJSON *it;
+        bool ok = cJSON_IsArray(v);
+        cJSON_ArrayForEach(it, v)
+        {
+            if (!(ok = ok && cJSON_IsString(it) && !strchr(it->valuestring, ',')))
+                break;
+            qr_buf_printf(&b, "%s%s", b.len ? "," : "", it->valuestring);
+        }
+        qr_buf_putc(&b, 0);
+        int rc = !ok ? http_error(r, QR_EINVAL, "highlight_fields must be a list of field names")
+                 : qr_buf_ok(&b) ? set_owned(r, &a->hl_fields, (const char *)b.data)
+                                 : http_error(r, QR_ENOMEM, "out of memory");
+        qr_buf_free(&b);
+        return rc;
+    }
+    case P_FRAG_SIZE:
+    case P_FRAGMENTS:
+        return set_fragments(r, p, cJSON_IsNumber(v) ? v->valuedouble : 0, cJSON_IsNumber(v), a);
     case P_UNSUPPORTED:
         return unsupported(r, p);
     }
@@ -603,6 +724,11 @@ static void args_init(SearchArgs *a)
     a->limit = 10;
     a->doc = true;
     a->total = true;
+    /* a search box's defaults: the table's typo tolerance, the last word
+     * completed as it is typed, the table's synonyms */
+    a->typo = QR_TYPO_TABLE;
+    a->prefix = true;
+    a->synonyms = true;
 }
 
 /* Hit "doc": the stored document, or only the selected fields of it. */
@@ -665,6 +791,26 @@ static void write_facets(QrBuf *b, const SearchArgs *a, const QrSearchRes *res)
     qr_buf_putc(b, '}');
 }
 
+/* Hit "highlights": {field: [fragment, ...]} (highlight_fields). */
+static void write_highlights(QrBuf *b, const QrHit *hit)
+{
+    qr_buf_append(b, ",\"highlights\":{", 15);
+    for (int i = 0; i < hit->n_highlights; i++) {
+        const QrHighlight *h = &hit->highlights[i];
+        if (i)
+            qr_buf_putc(b, ',');
+        jw_key(b, h->field);
+        qr_buf_putc(b, '[');
+        for (int k = 0; k < h->n; k++) {
+            if (k)
+                qr_buf_putc(b, ',');
+            jw_cstr(b, h->fragments[k]);
+        }
+        qr_buf_putc(b, ']');
+    }
+    qr_buf_putc(b, '}');
+}
+
 /* Run the search in `a` on {t} and answer. */
 static void run_search(HttpReq *r, SearchArgs *a)
 {
@@ -717,6 +863,13 @@ static void run_search(HttpReq *r, SearchArgs *a)
     req.access_path = a->access_path;
     req.facets = a->facets;
     req.n_facets = a->n_facets;
+    req.typo = a->typo;
+    req.prefix_last = a->prefix;
+    req.scoring = a->scoring;
+    req.no_synonyms = !a->synonyms;
+    req.hl_fields = a->count_only ? NULL : a->hl_fields;
+    req.fragment_words = a->fragment_size;
+    req.fragments = a->fragments;
     QrError e;
     qr_error_clear(&e);
     QrSearchRes *res = NULL;
@@ -764,6 +917,8 @@ static void run_search(HttpReq *r, SearchArgs *a)
             qr_buf_append(&b, ",\"highlight\":", 13);
             jw_cstr(&b, hit->snippet);
         }
+        if (hit->n_highlights)
+            write_highlights(&b, hit);
         if (req.fetch_docs && hit->doc_json) {
             qr_buf_append(&b, ",\"doc\":", 7);
             write_doc(&b, a, hit->doc_json);

@@ -453,3 +453,63 @@ out:
     qr_free(ts);
     cJSON_Delete(root);
 }
+
+/* GET /tables/{t}/synonyms: {"synonyms": [...] or {...} or null} */
+void http_synonyms_get(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    char *txt;
+    size_t len;
+    QrError e;
+    qr_error_clear(&e);
+    if (qr_table_synonyms(t, &txt, &len, &e) != QR_OK) {
+        http_error_from(r, &e);
+        return;
+    }
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"synonyms\":", 12);
+    if (txt)
+        qr_buf_append(&b, txt, len);
+    else
+        qr_buf_append(&b, "null", 4);
+    qr_buf_putc(&b, '}');
+    qr_free(txt);
+    http_reply_json(r, 200, &b);
+}
+
+/* PUT /tables/{t}/synonyms {"synonyms": [["tty", "terminal"]] or
+ * {"tty": ["terminal"]} or null}: replaces them, durable on return; every
+ * search compiled afterwards (HTTP and SQL) applies them. */
+void http_synonyms_put(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    const cJSON *syn = cJSON_GetObjectItemCaseSensitive(root, "synonyms");
+    if (!cJSON_IsObject(root) || !syn || cJSON_GetArraySize(root) != 1) {
+        http_error(r, QR_EINVAL, "request body must be {\"synonyms\": ...}");
+        http_error_hint(r, "e.g. {\"synonyms\": [[\"tty\", \"terminal\"]]} or "
+                           "{\"synonyms\": {\"tty\": [\"terminal\"]}}; null removes them");
+        cJSON_Delete(root);
+        return;
+    }
+    char *txt = cJSON_IsNull(syn) ? NULL : cJSON_PrintUnformatted(syn);
+    QrError e;
+    qr_error_clear(&e);
+    int rc = qr_table_set_synonyms(t, txt ? txt : "", txt ? strlen(txt) : 0, &e);
+    cJSON_free(txt);
+    cJSON_Delete(root);
+    if (rc != QR_OK) {
+        if (e.code == QR_ESYNTAX)
+            e.code = QR_EINVAL;
+        http_error_from(r, &e);
+        return;
+    }
+    http_synonyms_get(r);
+}

@@ -9,6 +9,9 @@
  *                 [--filter "symbol = 'X' AND published >= '2025-01-01'"]
  *                 [--sort published:desc,_score] [--after CURSOR]
  *                 [--access-path auto|scan|check|btree]
+ *                 [--typo auto|off|1|2] [--prefix] [--scoring bm25f|sum]
+ *                 [--no-synonyms]  (exact words unless --typo / --prefix ask
+ *                 for a search box's tolerance and completion of the last word)
  *   quarry bench  TABLE --queries Q.jsonl [--repeat N]
  *                 (query lines may carry "filter", "sort" and "access_path")
  *   quarry get TABLE ID | delete TABLE ID... | schema TABLE | stats TABLE
@@ -529,7 +532,8 @@ static int cmd_search(int argc, char **argv, bool bench)
                   {"repeat", true},    {"docs", false},   {"exhaustive", false},
                   {"timeout", true},   {"no-snippets", false}, {"salvage", false},
                   {"filter", true},    {"sort", true},    {"after", true},
-                  {"access-path", true}};
+                  {"access-path", true}, {"typo", true},  {"prefix", false},
+                  {"scoring", true},   {"no-synonyms", false}};
     Args a = {opts, sizeof opts / sizeof opts[0]};
     int rc = parse_args(argc, argv, &a);
     if (rc)
@@ -577,6 +581,31 @@ static int cmd_search(int argc, char **argv, bool bench)
     }
     r.default_and = opt_flag(&a, "and");
     r.fields = opt_val(&a, "fields", NULL);
+    /* exact words, as scripts and the tests' oracles expect; --typo and
+     * --prefix ask for what the HTTP search box does by default (the
+     * relevance harness measures with them) */
+    r.typo = QR_TYPO_OFF;
+    r.prefix_last = opt_flag(&a, "prefix");
+    r.no_synonyms = opt_flag(&a, "no-synonyms");
+    if (opt_val(&a, "typo", NULL)) {
+        int ty = schema_typo_parse(opt_val(&a, "typo", NULL));
+        if (ty < 0 || ty == QR_TYPO_TABLE) {
+            fprintf(stderr, "quarry: --typo must be auto, off, 1 or 2\n");
+            return 2;
+        }
+        r.typo = ty;
+    }
+    if (opt_val(&a, "scoring", NULL)) {
+        const char *sc = opt_val(&a, "scoring", NULL);
+        if (!strcmp(sc, "bm25f"))
+            r.scoring = QR_SCORING_BM25F;
+        else if (!strcmp(sc, "sum"))
+            r.scoring = QR_SCORING_SUM;
+        else {
+            fprintf(stderr, "quarry: --scoring must be bm25f or sum\n");
+            return 2;
+        }
+    }
     r.count_only = opt_flag(&a, "count");
     r.exhaustive = opt_flag(&a, "exhaustive");
     bool json = opt_flag(&a, "json");
@@ -801,7 +830,9 @@ static void usage(FILE *f)
             "--merge)\n"
             "  search TABLE 'query'             ranked search (--limit --offset --count --json "
             "--and --fields\n"
-            "                                   --filter WHERE --sort F:desc --after CURSOR)\n"
+            "                                   --filter WHERE --sort F:desc --after CURSOR\n"
+            "                                   --typo auto|off|1|2 --prefix --scoring "
+            "bm25f|sum)\n"
             "  search TABLE --queries Q.jsonl   one JSON result line per query line\n"
             "  bench TABLE --queries Q.jsonl    time queries with the index opened once "
             "(--repeat N)\n"

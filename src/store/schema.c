@@ -63,6 +63,190 @@ void schema_init(QrSchema *s)
     s->k1 = 1.2f;
     s->b = 0.75f;
     s->idf = QR_IDF_ROBERTSON;
+    s->scoring = QR_SCORING_BM25F;
+    s->typo = QR_TYPO_AUTO;
+}
+
+/* ---- the pool: stop-word lists and synonyms ---- */
+
+static bool pool_put(QrSchema *s, const char *p, size_t n, uint32_t *off)
+{
+    if (n > QR_SCHEMA_POOL_MAX - s->pool_len)
+        return false;
+    *off = s->pool_len;
+    memcpy(s->pool + s->pool_len, p, n);
+    s->pool_len += (uint32_t)n;
+    return true;
+}
+
+static int pool_full(QrError *err)
+{
+    qr_error_set(err, QR_ELIMIT, "synonyms and stop-word lists exceed %d bytes",
+                 QR_SCHEMA_POOL_MAX);
+    qr_error_hint(err, "shorten the lists");
+    return QR_ELIMIT;
+}
+
+const char *schema_synonyms(const QrSchema *s, size_t *len)
+{
+    *len = s->syn_len;
+    return s->syn_len && s->syn_off + s->syn_len <= s->pool_len ? s->pool + s->syn_off : NULL;
+}
+
+const char *schema_stop_list(const QrSchema *s, int f, size_t *len)
+{
+    *len = 0;
+    if (f < 0 || f >= s->n_fields)
+        return NULL;
+    const QrField *fd = &s->fields[f];
+    if (!fd->stop_len || fd->stop_off + fd->stop_len > s->pool_len)
+        return NULL;
+    *len = fd->stop_len;
+    return s->pool + fd->stop_off;
+}
+
+int schema_typo_parse(const char *name)
+{
+    if (!strcmp(name, "auto"))
+        return QR_TYPO_AUTO;
+    if (!strcmp(name, "off") || !strcmp(name, "0") || !strcmp(name, "false"))
+        return QR_TYPO_OFF;
+    if (!strcmp(name, "1"))
+        return QR_TYPO_ONE;
+    if (!strcmp(name, "2"))
+        return QR_TYPO_TWO;
+    return -1;
+}
+
+const char *schema_typo_name(QrTypo t)
+{
+    switch (t) {
+    case QR_TYPO_OFF: return "off";
+    case QR_TYPO_ONE: return "1";
+    case QR_TYPO_TWO: return "2";
+    case QR_TYPO_TABLE: return "table";
+    default: return "auto";
+    }
+}
+
+/* One synonym: a non-empty string of at most QR_SYNONYM_WORDS_MAX words. */
+static int synonym_check(const cJSON *v, QrError *err)
+{
+    if (!cJSON_IsString(v) || !v->valuestring[0])
+        return qr_error_set(err, QR_EINVAL, "a synonym must be a non-empty string");
+    int words = 0;
+    bool in = false;
+    for (const char *c = v->valuestring; *c; c++) {
+        bool sp = *c == ' ' || *c == '\t' || *c == '\n' || *c == '\r';
+        words += !sp && !in;
+        in = !sp;
+    }
+    if (words == 0)
+        return qr_error_set(err, QR_EINVAL, "a synonym must be a non-empty string");
+    if (words > QR_SYNONYM_WORDS_MAX || strlen(v->valuestring) > 256)
+        return qr_error_set(err, QR_EINVAL, "synonym \"%.40s\" is too long (at most %d words, "
+                                            "256 bytes)",
+                            v->valuestring, QR_SYNONYM_WORDS_MAX);
+    return QR_OK;
+}
+
+/* Validate a synonyms value: [["a", "b"], ...] or {"a": ["b"] or "b", ...}. */
+static int synonyms_check(const cJSON *j, QrError *err)
+{
+    const cJSON *it;
+    if (cJSON_IsArray(j)) {
+        cJSON_ArrayForEach(it, j)
+        {
+            if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) < 2) {
+                qr_error_set(err, QR_EINVAL, "a synonym group must be a list of two or more words");
+                qr_error_hint(err, "e.g. [[\"tty\", \"terminal\"]], or {\"tty\": [\"terminal\"]} "
+                                   "for one-way synonyms");
+                return QR_EINVAL;
+            }
+            const cJSON *w;
+            cJSON_ArrayForEach(w, it) if (synonym_check(w, err) != QR_OK) return QR_EINVAL;
+        }
+        return QR_OK;
+    }
+    if (cJSON_IsObject(j)) {
+        cJSON_ArrayForEach(it, j)
+        {
+            cJSON key = {.type = cJSON_String, .valuestring = it->string};
+            if (synonym_check(&key, err) != QR_OK)
+                return QR_EINVAL;
+            if (cJSON_IsString(it)) {
+                if (synonym_check(it, err) != QR_OK)
+                    return QR_EINVAL;
+                continue;
+            }
+            if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) < 1)
+                return qr_error_set(err, QR_EINVAL, "one-way synonyms of \"%.40s\" must be a word "
+                                                    "or a list of words",
+                                    it->string);
+            const cJSON *w;
+            cJSON_ArrayForEach(w, it) if (synonym_check(w, err) != QR_OK) return QR_EINVAL;
+        }
+        return QR_OK;
+    }
+    qr_error_set(err, QR_EINVAL, "synonyms must be a list of groups or an object of one-way "
+                                 "synonyms");
+    qr_error_hint(err, "e.g. [[\"tty\", \"terminal\"]] or {\"tty\": [\"terminal\"]}");
+    return QR_EINVAL;
+}
+
+/* Set the synonyms from a parsed value (NULL or empty: none), rebuilding the
+ * pool so that replaced synonyms leave no garbage. */
+static int synonyms_set_parsed(QrSchema *s, const cJSON *j, QrError *err)
+{
+    bool none = !j || cJSON_IsNull(j) ||
+                ((cJSON_IsArray(j) || cJSON_IsObject(j)) && cJSON_GetArraySize(j) == 0);
+    if (!none && synonyms_check(j, err) != QR_OK)
+        return QR_EINVAL;
+    char *txt = none ? NULL : cJSON_PrintUnformatted(j);
+    if (!none && !txt)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    char *old = qr_malloc(s->pool_len + 1);
+    if (!old) {
+        cJSON_free(txt);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    memcpy(old, s->pool, s->pool_len);
+    uint32_t old_len = s->pool_len;
+    QrField saved[QR_MAX_FIELDS];
+    memcpy(saved, s->fields, (size_t)s->n_fields * sizeof *saved);
+    s->pool_len = 0;
+    bool ok = true;
+    for (int f = 0; f < s->n_fields && ok; f++) {
+        QrField *fd = &s->fields[f];
+        if (fd->stop_len)
+            ok = pool_put(s, old + fd->stop_off, fd->stop_len, &fd->stop_off);
+    }
+    uint32_t off = 0;
+    if (ok && txt)
+        ok = pool_put(s, txt, strlen(txt), &off);
+    if (!ok) { /* as it was */
+        memcpy(s->pool, old, old_len);
+        s->pool_len = old_len;
+        memcpy(s->fields, saved, (size_t)s->n_fields * sizeof *saved);
+    } else {
+        s->syn_off = txt ? off : 0;
+        s->syn_len = txt ? (uint32_t)strlen(txt) : 0;
+    }
+    qr_free(old);
+    cJSON_free(txt);
+    return ok ? QR_OK : pool_full(err);
+}
+
+int schema_set_synonyms(QrSchema *s, const char *json, size_t len, QrError *err)
+{
+    if (len == 0)
+        return synonyms_set_parsed(s, NULL, err);
+    cJSON *j = cJSON_ParseWithLength(json, len);
+    if (!j)
+        return qr_error_set(err, QR_ESYNTAX, "synonyms are not valid JSON");
+    int rc = synonyms_set_parsed(s, j, err);
+    cJSON_Delete(j);
+    return rc;
 }
 
 /* "_all" defaults to on with two or more full-text fields. */
@@ -114,7 +298,7 @@ int schema_add_field(QrSchema *s, const QrField *f, QrError *err)
     return s->n_fields++;
 }
 
-static int field_from_json(const cJSON *j, QrField *f, QrError *err)
+static int field_from_json(const cJSON *j, QrField *f, QrSchema *s, QrError *err)
 {
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
     const cJSON *type = cJSON_GetObjectItemCaseSensitive(j, "type");
@@ -155,7 +339,32 @@ static int field_from_json(const cJSON *j, QrField *f, QrError *err)
                                 f->name, key);                                             \
         dst = cJSON_IsTrue(v);                                                             \
     }
-    BOOLOPT("stopwords", f->stopwords)
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "stopwords")) && cJSON_IsArray(v)) {
+        /* the field's own list: words one per line in the pool */
+        QrBuf b;
+        qr_buf_init(&b);
+        const cJSON *w;
+        cJSON_ArrayForEach(w, v)
+        {
+            if (!cJSON_IsString(w) || !w->valuestring[0] || strchr(w->valuestring, '\n') ||
+                strlen(w->valuestring) > 255) {
+                qr_buf_free(&b);
+                return qr_error_set(err, QR_EINVAL, "field \"%s\": \"stopwords\" must be true, "
+                                                    "false or a list of words",
+                                    f->name);
+            }
+            qr_buf_printf(&b, "%s\n", w->valuestring);
+        }
+        f->stopwords = b.len > 0;
+        bool ok = qr_buf_ok(&b) && (b.len == 0 || pool_put(s, (const char *)b.data, b.len,
+                                                               &f->stop_off));
+        f->stop_len = ok ? (uint32_t)b.len : 0;
+        qr_buf_free(&b);
+        if (!ok)
+            return pool_full(err);
+    } else {
+        BOOLOPT("stopwords", f->stopwords)
+    }
     BOOLOPT("accent_fold", f->accent_fold)
     BOOLOPT("column", f->column)
     BOOLOPT("indexed", f->indexed)
@@ -221,6 +430,35 @@ int schema_from_json(const char *json, size_t len, QrSchema *out, QrError *err)
             }
         }
     }
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(root, "scoring");
+    if (sc) {
+        if (cJSON_IsString(sc) && !strcmp(sc->valuestring, "bm25f"))
+            out->scoring = QR_SCORING_BM25F;
+        else if (cJSON_IsString(sc) && !strcmp(sc->valuestring, "sum"))
+            out->scoring = QR_SCORING_SUM;
+        else {
+            rc = qr_error_set(err, QR_EINVAL, "schema \"scoring\" must be \"bm25f\" or \"sum\"");
+            goto done;
+        }
+    }
+    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(root, "typo_tolerance");
+    if (ty) {
+        char tb[16] = "";
+        if (cJSON_IsString(ty))
+            snprintf(tb, sizeof tb, "%s", ty->valuestring);
+        else if (cJSON_IsNumber(ty) && (ty->valuedouble == 0 || ty->valuedouble == 1 ||
+                                        ty->valuedouble == 2))
+            snprintf(tb, sizeof tb, "%d", (int)ty->valuedouble);
+        else if (cJSON_IsBool(ty))
+            snprintf(tb, sizeof tb, "%s", cJSON_IsTrue(ty) ? "auto" : "off");
+        int t = schema_typo_parse(tb);
+        if (t < 0 || t == QR_TYPO_TABLE) {
+            rc = qr_error_set(err, QR_EINVAL, "schema \"typo_tolerance\" must be \"auto\", "
+                                              "\"off\", 1 or 2");
+            goto done;
+        }
+        out->typo = (QrTypo)t;
+    }
     const cJSON *fields = cJSON_GetObjectItemCaseSensitive(root, "fields");
     if (!cJSON_IsArray(fields)) {
         rc = qr_error_set(err, QR_EINVAL, "schema needs a \"fields\" array");
@@ -230,7 +468,7 @@ int schema_from_json(const char *json, size_t len, QrSchema *out, QrError *err)
     cJSON_ArrayForEach(fj, fields)
     {
         QrField f;
-        if ((rc = field_from_json(fj, &f, err)) != QR_OK)
+        if ((rc = field_from_json(fj, &f, out, err)) != QR_OK)
             goto done;
         if (schema_add_field(out, &f, err) < 0) {
             rc = err ? err->code : QR_EINVAL;
@@ -238,6 +476,9 @@ int schema_from_json(const char *json, size_t len, QrSchema *out, QrError *err)
         }
     }
     schema_default_all(out);
+    if ((rc = synonyms_set_parsed(out, cJSON_GetObjectItemCaseSensitive(root, "synonyms"), err)) !=
+        QR_OK)
+        goto done;
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(root, "all_field");
     if (all) {
         if (!cJSON_IsBool(all)) {
@@ -262,6 +503,18 @@ int schema_to_json(const QrSchema *s, bool pretty, QrBuf *out, QrError *err)
     cJSON_AddNumberToObject(bm, "b", (double)s->b);
     cJSON_AddStringToObject(bm, "idf", s->idf == QR_IDF_LUCENE ? "lucene" : "robertson");
     cJSON_AddBoolToObject(root, "all_field", s->all_field);
+    cJSON_AddStringToObject(root, "scoring", s->scoring == QR_SCORING_SUM ? "sum" : "bm25f");
+    if (s->typo == QR_TYPO_ONE || s->typo == QR_TYPO_TWO)
+        cJSON_AddNumberToObject(root, "typo_tolerance", (double)s->typo);
+    else
+        cJSON_AddStringToObject(root, "typo_tolerance", schema_typo_name(s->typo));
+    size_t syn_len;
+    const char *syn = schema_synonyms(s, &syn_len);
+    if (syn) {
+        cJSON *sj = cJSON_ParseWithLength(syn, syn_len);
+        if (sj)
+            cJSON_AddItemToObject(root, "synonyms", sj);
+    }
     cJSON *arr = cJSON_AddArrayToObject(root, "fields");
     for (int i = 0; i < s->n_fields; i++) {
         const QrField *f = &s->fields[i];
@@ -271,7 +524,21 @@ int schema_to_json(const QrSchema *s, bool pretty, QrBuf *out, QrError *err)
         if (f->type == QR_FT_TEXT) {
             cJSON_AddStringToObject(o, "language", f->language);
             cJSON_AddNumberToObject(o, "weight", (double)f->weight);
-            cJSON_AddBoolToObject(o, "stopwords", f->stopwords);
+            size_t sl;
+            const char *stop = schema_stop_list(s, i, &sl);
+            if (stop) {
+                cJSON *words = cJSON_AddArrayToObject(o, "stopwords");
+                for (size_t a = 0; a < sl;) {
+                    const char *e = memchr(stop + a, '\n', sl - a);
+                    size_t wl = e ? (size_t)(e - (stop + a)) : sl - a;
+                    char w[256];
+                    snprintf(w, sizeof w, "%.*s", (int)(wl < 255 ? wl : 255), stop + a);
+                    cJSON_AddItemToArray(words, cJSON_CreateString(w));
+                    a += wl + 1;
+                }
+            } else {
+                cJSON_AddBoolToObject(o, "stopwords", f->stopwords);
+            }
             cJSON_AddBoolToObject(o, "accent_fold", f->accent_fold);
             if (!f->indexed)
                 cJSON_AddBoolToObject(o, "indexed", false);

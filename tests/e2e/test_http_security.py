@@ -126,6 +126,10 @@ def route_cases():
     add("create table", "admin", "POST", "/tables", {"name": "c{sfx}", "schema": SCHEMA})
     add("sql create", "admin", "POST", "/sql",
         {"query": "CREATE TABLE s{sfx} (id int PRIMARY KEY, body text)"})
+    add("synonyms", "search", "GET", "/tables/t/synonyms",
+        ok=lambda st, b: st == 200 and "synonyms" in b)
+    add("set synonyms", "admin", "PUT", "/tables/t/synonyms", {"synonyms": None},
+        ok=lambda st, b: st == 200 and b == {"synonyms": None})
     add("flush", "admin", "POST", "/tables/t/flush")
     add("merge", "admin", "POST", "/tables/t/merge")
     add("stats", "admin", "GET", "/stats")

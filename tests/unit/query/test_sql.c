@@ -464,17 +464,19 @@ Test(sql, explain_scores_sums_to_score)
     QrSqlResult *ex = run(sql);
     QrSqlResult *sc = run("SELECT _id, score() FROM docs WHERE title @@ 'rare^3 common' AND cat <> 'zz' "
                           "ORDER BY score() DESC, id LIMIT 4");
-    cr_assert_eq(ex->n_cols, 11);
+    cr_assert_eq(ex->n_cols, 12);
     cr_assert_str_eq(ex->cols[10].name, "score");
+    cr_assert_str_eq(ex->cols[11].name, "source");
     cr_assert_eq(sc->n_rows, 4);
     for (uint64_t d = 0; d < sc->n_rows; d++) {
         double sum = 0;
         int terms = 0;
         for (uint64_t i = 0; i < ex->n_rows; i++)
-            if (ex->vals[i * 11].u.i == sc->vals[d * 2].u.i) {
-                sum += ex->vals[i * 11 + 10].u.f;
+            if (ex->vals[i * 12].u.i == sc->vals[d * 2].u.i) {
+                sum += ex->vals[i * 12 + 10].u.f;
                 terms++;
-                cr_assert(ex->vals[i * 11 + 4].u.i >= 1); /* tf */
+                cr_assert(ex->vals[i * 12 + 4].u.i >= 1); /* tf */
+                cr_assert_str_eq(ex->vals[i * 12 + 11].u.s.s, "query");
             }
         cr_assert_eq(terms, 2, "doc %lld has %d term rows", (long long)sc->vals[d * 2].u.i, terms);
         double want = sc->vals[d * 2 + 1].u.f;
@@ -2009,6 +2011,32 @@ Test(sql_text, snippet_comes_from_the_column_named)
     cr_assert(!r->vals[1].is_null);
     cr_assert_eq(r->vals[2].u.i, 1);
     cr_assert(r->vals[3].is_null);
+    qr_sql_result_free(r);
+    /* under OR, snippet(col) is marked by the first predicate the row
+     * matches: a row found only by the body's "alpha" shows "alpha", a row
+     * the title's "tiling" found shows "tiling" where its body has it */
+    r = run("SELECT id, snippet(body) FROM tx WHERE title @@ 'tiling' OR body @@ 'alpha' "
+            "ORDER BY id LIMIT 60");
+    cr_assert_eq(r->n_rows, 60);
+    int by_alpha = 0, by_title = 0;
+    for (uint64_t k = 0; k < r->n_rows; k++) {
+        int i = (int)r->vals[k * 2].u.i;
+        const QrSqlValue *s = &r->vals[k * 2 + 1];
+        cr_assert(m[i].tiling_title || m[i].alpha, "doc %d does not match", i);
+        cr_assert(!s->is_null, "doc %d: no snippet", i);
+        bool alpha = memmem(s->u.s.s, s->u.s.n, "<b>alpha</b>", 12) != NULL;
+        bool tiling = memmem(s->u.s.s, s->u.s.n, "<b>tiling</b>", 13) != NULL;
+        if (m[i].tiling_title) {
+            cr_assert(!alpha && tiling == m[i].tiling_body, "doc %d: \"%.*s\"", i,
+                      (int)s->u.s.n, s->u.s.s);
+            by_title++;
+        } else {
+            cr_assert(alpha && !tiling, "doc %d: \"%.*s\"", i, (int)s->u.s.n, s->u.s.s);
+            by_alpha++;
+        }
+    }
+    cr_assert(by_alpha > 10 && by_title > 1, "%d rows by alpha, %d by the title", by_alpha,
+              by_title);
     qr_sql_result_free(r);
 }
 
