@@ -183,6 +183,7 @@ typedef struct CTerm {
     PostScorer sc;    /* idf etc. filled per snapshot; norms per segment (CT_BM25F: idf,
                          k1, b, the combined avgdl and weight; no norms) */
     uint64_t df_peers; /* documents holding it on the other nodes (peer_stats_ready) */
+    uint64_t *df_peers_f; /* CT_BM25F: the same per combined field (Search.fields order) */
 } CTerm;
 
 typedef enum { CK_TERMS, CK_PHRASE, CK_BITMAP, CK_ALL, CK_BOOL, CK_NONE } CKind;
@@ -644,7 +645,8 @@ static void fill_scorer_bf(Search *s, CTerm *ct)
 {
     float idf = -1;
     for (int i = 0; i < s->n_fields; i++) {
-        CTerm one = {.field = s->fields[i], .text = ct->text, .len = ct->len, .weight = 1};
+        CTerm one = {.field = s->fields[i], .text = ct->text, .len = ct->len, .weight = 1,
+                     .df_peers = ct->df_peers_f ? ct->df_peers_f[i] : 0};
         fill_scorer(s, &one);
         if (idf < 0 || one.sc.idf < idf)
             idf = one.sc.idf;
@@ -1142,16 +1144,28 @@ static bool peer_stats_ready(Search *s)
     if (n == 0)
         return true;
     CTerm **cts = aalloc(s, (size_t)n * sizeof *cts);
-    QrTermStat *ts = aalloc(s, (size_t)n * sizeof *ts);
-    QrBm25Stats *sum = aalloc(s, 2 * sizeof *sum); /* [0] this node, [1] the others */
-    if (!cts || !ts || !sum)
+    if (!cts)
         return false;
     peer_terms(s->root, cts, 0);
+    /* a BM25F term is asked once per combined field */
+    int n_ts = 0;
     for (int i = 0; i < n; i++)
-        ts[i] = (QrTermStat){.field = cts[i]->field, .text = cts[i]->text, .len = cts[i]->len};
+        n_ts += cts[i]->field == CT_BM25F ? s->n_fields : 1;
+    QrTermStat *ts = aalloc(s, (size_t)n_ts * sizeof *ts);
+    QrBm25Stats *sum = aalloc(s, 2 * sizeof *sum); /* [0] this node, [1] the others */
+    if (!ts || !sum)
+        return false;
+    for (int i = 0, k = 0; i < n; i++) {
+        if (cts[i]->field != CT_BM25F) {
+            ts[k++] = (QrTermStat){.field = cts[i]->field, .text = cts[i]->text, .len = cts[i]->len};
+            continue;
+        }
+        for (int f = 0; f < s->n_fields; f++)
+            ts[k++] = (QrTermStat){.field = s->fields[f], .text = cts[i]->text, .len = cts[i]->len};
+    }
     QrError e;
     qr_error_clear(&e);
-    if (src->add(src->arg, s->t, &sum[1], ts, n, s->arena, &s->stats_warning, &e) != QR_OK) {
+    if (src->add(src->arg, s->t, &sum[1], ts, n_ts, s->arena, &s->stats_warning, &e) != QR_OK) {
         if (e.code == QR_OK)
             qr_error_set(&e, QR_EINTERNAL, "statistics source failed without an error");
         qr_error_copy(&s->ctx.err, &e);
@@ -1164,9 +1178,30 @@ static bool peer_stats_ready(Search *s)
         uint64_t tokens = sum[0].field_tokens[f] + sum[1].field_tokens[f];
         s->avgdl[f] = nd ? (double)tokens / (double)nd : 1.0;
     }
-    for (int i = 0; i < n; i++) {
-        cts[i]->df_peers = ts[i].df;
-        fill_scorer(s, cts[i]);
+    if (s->bf) { /* the combined length over every node (bf_setup's rule) */
+        double tokens = 0;
+        uint64_t most = 0;
+        for (int i = 0; i < s->n_fields; i++) {
+            int f = s->fields[i];
+            uint64_t nd = sum[0].field_docs[f] + sum[1].field_docs[f];
+            tokens += (double)s->fweights[i] * (double)(sum[0].field_tokens[f] + sum[1].field_tokens[f]);
+            if (nd > most)
+                most = nd;
+        }
+        s->bf_avgdl = most && tokens > 0 ? (float)(tokens / (double)most) : 1.0f;
+    }
+    for (int i = 0, k = 0; i < n; i++) {
+        if (cts[i]->field == CT_BM25F) {
+            uint64_t *d = aalloc(s, (size_t)s->n_fields * sizeof *d);
+            if (!d)
+                return false;
+            for (int f = 0; f < s->n_fields; f++)
+                d[f] = ts[k++].df;
+            cts[i]->df_peers_f = d;
+        } else {
+            cts[i]->df_peers = ts[k++].df;
+        }
+        fill_any(s, cts[i]);
     }
     return true;
 }
@@ -1194,6 +1229,8 @@ static void note_opened(Search *s, Iter *it)
  * has it, scored together (bm25f.h); NULL when no field has it here. */
 static Iter *bf_term_iter(Search *s, Segment *seg, const CTerm *ct, bool scoring)
 {
+    if (scoring && !peer_stats_ready(s))
+        return NULL;
     Iter *kids[QR_MAX_FIELDS];
     int kf[QR_MAX_FIELDS], n = 0;
     for (int i = 0; i < s->n_fields; i++) {
