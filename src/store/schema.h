@@ -18,6 +18,7 @@
  *       "weight": 2.0, "stopwords": false, "accent_fold": true,
  *       "column": false},
  *      {"name": "symbol", "type": "keyword", "index": "btree"},
+ *      {"name": "tags", "type": "keyword", "multi": true},
  *      {"name": "published", "type": "timestamp"},
  *      {"name": "views", "type": "int"}]}
  *
@@ -59,6 +60,9 @@ typedef struct QrField {
     bool column;           /* text also kept as a keyword column (sorting) */
     /* column fields */
     bool btree;            /* a B-tree index was asked for */
+    bool multi;            /* keyword: a list of values per document (a string alone is a
+                              list of one); the column holds PostgreSQL's array text
+                              ("{a,b}"), filters and facets see the elements */
 } QrField;
 
 typedef enum QrIdf {
