@@ -82,32 +82,11 @@ static char *random_doc(uint64_t *rng, int64_t id, int64_t seq, bool late)
 
 static void put_docs(Env *e, uint64_t *rng, int n, int64_t space, bool late)
 {
-    QrError err;
-    qr_error_clear(&err);
-    QrBatch *b;
-    cr_assert_eq(qr_batch_begin(e->t, &b, &err), QR_OK, "%s", err.message);
-    for (int i = 0; i < n; i++) {
-        char *d = random_doc(rng, (int64_t)eu_below(rng, (uint64_t)space), e->seq++, late);
-        cr_assert_eq(qr_batch_put(b, d, strlen(d), NULL, &err), QR_OK, "%s", err.message);
-        free(d);
-    }
-    cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
-    qr_batch_free(b);
-}
-
-static void delete_some(Env *e, uint64_t *rng, int n, int64_t space)
-{
-    QrError err;
-    qr_error_clear(&err);
-    QrBatch *b;
-    cr_assert_eq(qr_batch_begin(e->t, &b, &err), QR_OK, "%s", err.message);
-    for (int i = 0; i < n; i++) {
-        char k[32];
-        snprintf(k, sizeof k, "%lld", (long long)eu_below(rng, (uint64_t)space));
-        cr_assert_eq(qr_batch_delete(b, k, strlen(k), NULL, &err), QR_OK, "%s", err.message);
-    }
-    cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
-    qr_batch_free(b);
+    char **d = malloc(sizeof *d * (size_t)n);
+    for (int i = 0; i < n; i++)
+        d[i] = random_doc(rng, (int64_t)eu_below(rng, (uint64_t)space), e->seq++, late);
+    eu_put_docs(e->t, d, n);
+    free(d);
 }
 
 static void env_open(Env *e, uint64_t *rng)
@@ -133,12 +112,12 @@ static void env_open(Env *e, uint64_t *rng)
     int64_t space = 40000;
     put_docs(e, rng, 9000, space, false);
     put_docs(e, rng, 5000, space, false);
-    delete_some(e, rng, 900, space);
+    eu_delete_random(e->t, rng, 900, space);
     QrField late;
     schema_field_defaults(&late, "late", QR_FT_INT);
     cr_assert_eq(qr_table_add_field(e->t, &late, &err), QR_OK, "%s", err.message);
     put_docs(e, rng, 6000, space, true);
-    delete_some(e, rng, 400, space);
+    eu_delete_random(e->t, rng, 400, space);
     e->snap = table_snapshot(e->t->table);
     cr_assert_geq(e->snap->n_segs, 3);
     cr_assert_leq(e->snap->n_segs, 16);

@@ -115,20 +115,12 @@ static void env_open(Env *e)
     uint64_t rng = 424242;
     int64_t space = 6000;
     for (int round = 0; round < 4; round++) {
-        QrBatch *b;
-        cr_assert_eq(qr_batch_begin(e->t, &b, &err), QR_OK);
-        for (int i = 0; i < 2500; i++) {
-            char *d = random_doc(&rng, (int64_t)eu_below(&rng, (uint64_t)space));
-            cr_assert_eq(qr_batch_put(b, d, strlen(d), NULL, &err), QR_OK, "%s", err.message);
-            free(d);
-        }
-        for (int i = 0; round % 2 && i < 300; i++) {
-            char k[32];
-            snprintf(k, sizeof k, "%lld", (long long)eu_below(&rng, (uint64_t)space));
-            cr_assert_eq(qr_batch_delete(b, k, strlen(k), NULL, &err), QR_OK);
-        }
-        cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
-        qr_batch_free(b);
+        char *d[2500];
+        for (int i = 0; i < 2500; i++)
+            d[i] = random_doc(&rng, (int64_t)eu_below(&rng, (uint64_t)space));
+        eu_put_docs(e->t, d, 2500);
+        if (round % 2)
+            eu_delete_random(e->t, &rng, 300, space);
     }
     /* the live documents, read back from the snapshot */
     Snapshot *snap = table_snapshot(e->t->table);
