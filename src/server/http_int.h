@@ -266,6 +266,26 @@ void http_docs_delete_by_query(HttpReq *r);
 void http_search_get(HttpReq *r);
 void http_search_post(HttpReq *r);
 
+/* ---- http_facets.c: the "facets" parameter ---- */
+#define HTTP_MAX_FACETS 16
+/* Facet requests of one search and the strings and arrays they point to
+ * (all owned). */
+typedef struct HttpFacets {
+    int n;
+    QrFacetReq reqs[HTTP_MAX_FACETS];
+    char *names[HTTP_MAX_FACETS];      /* the answer's key of each facet */
+    char *fields[HTTP_MAX_FACETS];     /* reqs[i].field points here */
+    double *pcts[HTTP_MAX_FACETS];     /* reqs[i].percents */
+    QrFacetRange *ranges[HTTP_MAX_FACETS]; /* reqs[i].ranges (keys owned) */
+} HttpFacets;
+/* Add the facets of the JSON value v (a list, an object of named specs, or
+ * the GET text as a string) / of the GET text; record 400 on a bad spec. */
+int http_facets_json(HttpReq *r, HttpFacets *fs, const struct cJSON *v);
+int http_facets_text(HttpReq *r, HttpFacets *fs, const char *v);
+/* Append ,"facets":{...} for res (in fs's order). */
+void http_facets_write(QrBuf *b, const HttpFacets *fs, const QrSearchRes *res);
+void http_facets_free(HttpFacets *fs);
+
 /* ---- http_sql.c ---- */
 void http_sql_query(HttpReq *r);
 

@@ -9,8 +9,9 @@
  * Structured parts: filter (SQL WHERE text; a syntax error is 400 with the
  * 1-based position in the filter text), sort ("published:desc,_score" or a
  * JSON list), search_after (the "sort" array of a previous page's last hit),
- * facets (terms / histogram / stats over every match), access_path (tests
- * and plan comparisons).  Unknown parameters are refused: nothing is
+ * facets (http_facets.c: terms / histogram / stats / percentiles /
+ * cardinality / range over every match), access_path (tests and plan
+ * comparisons).  Unknown parameters are refused: nothing is
  * silently ignored.
  */
 #include "server/http_int.h"
@@ -72,7 +73,6 @@ static const SearchParam SEARCH_PARAMS[] = {
 #define N_PARAMS (int)(sizeof SEARCH_PARAMS / sizeof SEARCH_PARAMS[0])
 
 #define MAX_DOC_FIELDS 64
-#define MAX_FACETS 16
 
 typedef struct SearchArgs {
     const char *q;          /* borrows (query argument or JSON body) */
@@ -91,10 +91,7 @@ typedef struct SearchArgs {
     char *sort;             /* owns: "f:desc,_score" or NULL */
     char *after;            /* owns: cursor JSON array text or NULL */
     int access_path;        /* qr_access_path_parse value */
-    int n_facets;
-    QrFacetReq facets[MAX_FACETS];
-    char *facet_names[MAX_FACETS];  /* owns: the response key of each facet */
-    char *facet_fields[MAX_FACETS]; /* owns: facets[i].field points here */
+    HttpFacets facets;      /* owns */
 } SearchArgs;
 
 static void args_free(SearchArgs *a)
@@ -107,10 +104,7 @@ static void args_free(SearchArgs *a)
     qr_free(a->filter);
     qr_free(a->sort);
     qr_free(a->after);
-    for (int i = 0; i < a->n_facets; i++) {
-        qr_free(a->facet_names[i]);
-        qr_free(a->facet_fields[i]);
-    }
+    http_facets_free(&a->facets);
 }
 
 static int set_owned(HttpReq *r, char **dst, const char *v)
@@ -118,117 +112,6 @@ static int set_owned(HttpReq *r, char **dst, const char *v)
     qr_free(*dst);
     if (!(*dst = qr_strdup(v)))
         return http_error(r, QR_ENOMEM, "out of memory");
-    return QR_OK;
-}
-
-/* One facet: kind name, field, size (terms) or interval (histogram). */
-static int add_facet(HttpReq *r, SearchArgs *a, const char *name, const char *kind,
-                     const char *field, double size, double interval)
-{
-    if (a->n_facets == MAX_FACETS)
-        return http_error(r, QR_ELIMIT, "at most %d facets", MAX_FACETS);
-    QrFacetReq *f = &a->facets[a->n_facets];
-    memset(f, 0, sizeof *f);
-    if (!strcmp(kind, "terms"))
-        f->kind = QR_FACET_TERMS;
-    else if (!strcmp(kind, "histogram"))
-        f->kind = QR_FACET_HISTOGRAM;
-    else if (!strcmp(kind, "stats"))
-        f->kind = QR_FACET_STATS;
-    else
-        return http_error(r, QR_EINVAL, "facet type must be terms, histogram or stats, not "
-                                        "\"%.20s\"", kind);
-    if (!field || !*field)
-        return http_error(r, QR_EINVAL, "facet \"%.60s\" needs a field", name ? name : kind);
-    if (!(size >= 0 && size <= 10000 && size == floor(size)))
-        return http_error(r, QR_EINVAL, "facet size must be a whole number from 0 to 10000");
-    f->size = (int)size;
-    f->interval = interval;
-    if (f->kind == QR_FACET_HISTOGRAM && !(interval > 0 && isfinite(interval)))
-        return http_error(r, QR_EINVAL, "histogram facet on \"%.60s\" needs an interval > 0",
-                          field);
-    /* unnamed facets are keyed by field, or "field:type" when that is taken */
-    char dflt[160];
-    snprintf(dflt, sizeof dflt, "%s", field);
-    const char *key = name && *name ? name : dflt;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < a->n_facets; i++)
-            if (!strcmp(a->facet_names[i], key)) {
-                if (key == dflt && pass == 0) {
-                    snprintf(dflt, sizeof dflt, "%s:%s", field, kind);
-                    break;
-                }
-                return http_error(r, QR_EINVAL, "two facets are named \"%.60s\"", key);
-            }
-    a->facet_names[a->n_facets] = qr_strdup(key);
-    a->facet_fields[a->n_facets] = qr_strdup(field);
-    if (!a->facet_names[a->n_facets] || !a->facet_fields[a->n_facets]) {
-        qr_free(a->facet_names[a->n_facets]);
-        qr_free(a->facet_fields[a->n_facets]);
-        return http_error(r, QR_ENOMEM, "out of memory");
-    }
-    f->field = a->facet_fields[a->n_facets];
-    a->n_facets++;
-    return QR_OK;
-}
-
-/* GET form: facets=terms:symbol:5,histogram:views:100,stats:views */
-static int set_facets_text(HttpReq *r, SearchArgs *a, const char *v)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", v);
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ')
-            tok++;
-        char *field = strchr(tok, ':');
-        if (!field)
-            return http_error(r, QR_EINVAL, "facets must be a list of type:field[:size or "
-                                            "interval], e.g. terms:symbol:5,stats:views");
-        *field++ = 0;
-        char *arg = strchr(field, ':');
-        double x = 0;
-        if (arg) {
-            *arg++ = 0;
-            char *end;
-            x = strtod(arg, &end);
-            if (end == arg || *end)
-                return http_error(r, QR_EINVAL, "bad facet argument \"%.20s\"", arg);
-        }
-        bool hist = !strcmp(tok, "histogram");
-        if (add_facet(r, a, NULL, tok, field, hist ? 0 : x, hist ? x : 0) != QR_OK)
-            return r->err.code;
-    }
-    return QR_OK;
-}
-
-/* JSON form: [{"type":"terms","field":"symbol","size":5}, ...] or
- * {"name": {"type": ..., "field": ...}, ...}. */
-static int set_facets_json(HttpReq *r, SearchArgs *a, const cJSON *v)
-{
-    if (cJSON_IsString(v))
-        return set_facets_text(r, a, v->valuestring);
-    if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
-        return http_error(r, QR_EINVAL, "facets must be a list or an object of facet specs");
-    const cJSON *it;
-    cJSON_ArrayForEach(it, v)
-    {
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(it, "type");
-        const cJSON *field = cJSON_GetObjectItemCaseSensitive(it, "field");
-        const cJSON *size = cJSON_GetObjectItemCaseSensitive(it, "size");
-        const cJSON *iv = cJSON_GetObjectItemCaseSensitive(it, "interval");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
-        if (!cJSON_IsObject(it) || (type && !cJSON_IsString(type)) || !cJSON_IsString(field) ||
-            (size && !cJSON_IsNumber(size)) || (iv && !cJSON_IsNumber(iv)) ||
-            (name && !cJSON_IsString(name)))
-            return http_error(r, QR_EINVAL, "a facet is {\"type\": \"terms\"|\"histogram\"|"
-                                            "\"stats\", \"field\": NAME, \"size\": N, "
-                                            "\"interval\": X}");
-        const char *key = cJSON_IsObject(v) ? it->string : name ? name->valuestring : NULL;
-        if (add_facet(r, a, key, type ? type->valuestring : "terms", field->valuestring,
-                      size ? size->valuedouble : 0, iv ? iv->valuedouble : 0) != QR_OK)
-            return r->err.code;
-    }
     return QR_OK;
 }
 
@@ -424,7 +307,7 @@ static int set_text(HttpReq *r, const SearchParam *p, const char *v, SearchArgs 
     case P_FILTER: return set_owned(r, &a->filter, v);
     case P_SORT: return set_owned(r, &a->sort, v);
     case P_AFTER: return set_owned(r, &a->after, v);
-    case P_FACETS: return set_facets_text(r, a, v);
+    case P_FACETS: return http_facets_text(r, &a->facets, v);
     case P_ACCESS: return set_access(r, a, v);
     case P_UNSUPPORTED:
         return unsupported(r, p);
@@ -586,7 +469,7 @@ static int set_json(HttpReq *r, const SearchParam *p, const cJSON *v, SearchArgs
         cJSON_free(t);
         return rc;
     }
-    case P_FACETS: return set_facets_json(r, a, v);
+    case P_FACETS: return http_facets_json(r, &a->facets, v);
     case P_ACCESS:
         if (!cJSON_IsString(v))
             return http_error(r, QR_EINVAL, "access_path must be a string");
@@ -626,43 +509,6 @@ static void write_doc(QrBuf *b, const SearchArgs *a, const char *doc_json)
     }
     qr_buf_putc(b, '}');
     cJSON_Delete(d);
-}
-
-/* "facets": {name: {"type": ..., "field": ..., buckets or stats}} */
-static void write_facets(QrBuf *b, const SearchArgs *a, const QrSearchRes *res)
-{
-    static const char *kinds[] = {"terms", "histogram", "stats"};
-    qr_buf_append(b, ",\"facets\":{", 11);
-    for (int i = 0; i < res->n_facets; i++) {
-        const QrFacetRes *f = &res->facets[i];
-        if (i)
-            qr_buf_putc(b, ',');
-        jw_key(b, a->facet_names[i]);
-        qr_buf_printf(b, "{\"type\":\"%s\",", kinds[f->kind]);
-        jw_key(b, "field");
-        jw_cstr(b, f->field);
-        qr_buf_printf(b, ",\"missing\":%llu", (unsigned long long)f->missing);
-        if (f->kind == QR_FACET_STATS) {
-            qr_buf_printf(b, ",\"count\":%llu", (unsigned long long)f->count);
-            if (f->count)
-                qr_buf_printf(b, ",\"min\":%.17g,\"max\":%.17g,\"sum\":%.17g,\"avg\":%.17g", f->min,
-                              f->max, f->sum, f->avg);
-            else
-                qr_buf_printf(b, ",\"min\":null,\"max\":null,\"sum\":null,\"avg\":null");
-        } else {
-            if (f->kind == QR_FACET_TERMS)
-                qr_buf_printf(b, ",\"other\":%llu", (unsigned long long)f->other);
-            qr_buf_append(b, ",\"buckets\":[", 12);
-            for (int k = 0; k < f->n_buckets; k++) {
-                const char *key = f->buckets[k].key_json ? f->buckets[k].key_json : "null";
-                qr_buf_printf(b, "%s{\"key\":%s,\"count\":%llu}", k ? "," : "", key,
-                              (unsigned long long)f->buckets[k].count);
-            }
-            qr_buf_putc(b, ']');
-        }
-        qr_buf_putc(b, '}');
-    }
-    qr_buf_putc(b, '}');
 }
 
 /* Run the search in `a` on {t} and answer. */
@@ -715,8 +561,8 @@ static void run_search(HttpReq *r, SearchArgs *a)
     req.sort = a->sort;
     req.search_after = a->after;
     req.access_path = a->access_path;
-    req.facets = a->facets;
-    req.n_facets = a->n_facets;
+    req.facets = a->facets.reqs;
+    req.n_facets = a->facets.n;
     QrError e;
     qr_error_clear(&e);
     QrSearchRes *res = NULL;
@@ -776,7 +622,7 @@ static void run_search(HttpReq *r, SearchArgs *a)
     }
     qr_buf_printf(&b, "],\"took_ms\":%.3f", res->took_ms);
     if (res->n_facets)
-        write_facets(&b, a, res);
+        http_facets_write(&b, &a->facets, res);
     if (a->explain) {
         qr_buf_append(&b, ",\"explain\":{", 12);
         jw_key(&b, "strategy");
