@@ -1,0 +1,192 @@
+"""End to end: what users of search products expect from the HTTP API.
+
+- Facets (terms, histogram, stats, percentiles, cardinality, range; a
+  multi-valued keyword field counted per element) over every match of a text
+  query and a filter, each checked against the answer of the same server's
+  SQL to the same question, on random documents spread over several segments
+  with deletions."""
+import json
+import math
+import os
+import random
+
+from qserve import Server
+from qtest import DataDir, check, finish
+
+SCHEMA = {"primary_key": "id", "fields": [
+    {"name": "body", "type": "text", "language": "none"},
+    {"name": "cat", "type": "keyword"},
+    {"name": "tags", "type": "keyword", "multi": True},
+    {"name": "views", "type": "int"},
+    {"name": "price", "type": "float"}]}
+WORDS = ["red", "green", "blue", "apple", "pear", "plum"]
+TAGS = ["a", "b", "c", "d", "e"]
+
+
+def random_doc(rng, i):
+    d = {"id": i, "body": " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))}
+    if rng.random() < 0.9:
+        d["cat"] = "c%d" % rng.randint(0, 6)
+    if rng.random() < 0.85:
+        d["tags"] = rng.sample(TAGS, rng.randint(1, 3))
+    if rng.random() < 0.9:
+        d["views"] = rng.randint(0, 120)
+    if rng.random() < 0.9:
+        d["price"] = round(rng.uniform(0, 50), 2)
+    return d
+
+
+def ndjson(ds):
+    return "".join(json.dumps(d) + "\n" for d in ds)
+
+
+def sql(srv, q):
+    st, body = srv.call("POST", "/sql", {"query": q})
+    if not check(st == 200, "SQL %s: %s %s" % (q, st, body)):
+        return []
+    return body["rows"]
+
+
+def close(a, b):
+    if a is None or b is None:
+        return a is None and b is None
+    return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-9)
+
+
+def load(srv, rng):
+    st, _ = srv.call("POST", "/tables", {"name": "p", "schema": SCHEMA})
+    check(st == 201, "create table: %s" % st)
+    ds = [random_doc(rng, i) for i in range(600)]
+    for lo in (0, 200, 400):  # three segments
+        st, body = srv.call("POST", "/tables/p/documents", ndjson(ds[lo:lo + 200]),
+                            {"Content-Type": "application/x-ndjson"})
+        check(st == 200 and body["imported"] == 200, "ingest: %s %s" % (st, body))
+        srv.call("POST", "/tables/p/flush")
+    for i in rng.sample(range(600), 60):
+        st, _ = srv.call("DELETE", "/tables/p/documents/%d" % i)
+        check(st == 200, "delete %d" % i)
+
+
+# (q for HTTP, filter for HTTP, SQL WHERE for the same matches)
+CASES = [
+    ("apple", None, "body @@ 'apple'"),
+    ("red OR pear", "views >= 30", "body @@ 'red OR pear' AND views >= 30"),
+    ("green", "cat = 'c2'", "body @@ 'green' AND cat = 'c2'"),
+    ("", "tags = 'b'", "'b' = ANY(tags)"),
+    ("plum", "tags IN ('a', 'e') AND price < 30",
+     "body @@ 'plum' AND ('a' = ANY(tags) OR 'e' = ANY(tags)) AND price < 30"),
+]
+PCTS = [10, 50, 95]
+RANGES = [{"to": 20}, {"from": 20, "to": 60, "key": "mid"}, {"from": 50}]
+
+
+def test_facets(srv):
+    for q, flt, where in CASES:
+        body = {"q": q, "limit": 0, "facets": [
+            {"name": "cat", "type": "terms", "field": "cat", "size": 100},
+            {"name": "tags", "type": "terms", "field": "tags", "size": 100},
+            {"name": "hist", "type": "histogram", "field": "views", "interval": 25},
+            {"name": "stats", "type": "stats", "field": "price"},
+            {"name": "pct", "type": "percentiles", "field": "views", "percents": PCTS},
+            {"name": "card_cat", "type": "cardinality", "field": "cat"},
+            {"name": "card_tags", "type": "cardinality", "field": "tags"},
+            {"name": "range", "type": "range", "field": "views", "ranges": RANGES}]}
+        if flt:
+            body["filter"] = flt
+        what = "q=%r filter=%r" % (q, flt)
+        st, res = srv.call("POST", "/tables/p/search", body)
+        if not check(st == 200, "%s: %s %s" % (what, st, res)):
+            continue
+        f = res["facets"]
+        total = sql(srv, "SELECT count(*) FROM p WHERE %s" % where)[0][0]
+        check(res["total"] == total and total > 0, "%s: total %s, SQL %s" % (what, res["total"], total))
+
+        want = {k: n for k, n in sql(srv, "SELECT cat, count(*) FROM p WHERE %s AND cat IS NOT "
+                                          "NULL GROUP BY cat" % where)}
+        got = {b["key"]: b["count"] for b in f["cat"]["buckets"]}
+        check(got == want, "%s: terms cat %s, SQL %s" % (what, got, want))
+        nulls = sql(srv, "SELECT count(*) FROM p WHERE %s AND cat IS NULL" % where)[0][0]
+        check(f["cat"]["missing"] == nulls, "%s: cat missing %s, SQL %s"
+              % (what, f["cat"]["missing"], nulls))
+
+        want = {k: n for k, n in sql(srv, "SELECT t, count(*) FROM p, unnest(tags) AS t WHERE %s "
+                                          "GROUP BY t" % where)}
+        got = {b["key"]: b["count"] for b in f["tags"]["buckets"]}
+        check(got == want, "%s: terms tags (per element) %s, SQL %s" % (what, got, want))
+        nulls = sql(srv, "SELECT count(*) FROM p WHERE %s AND tags IS NULL" % where)[0][0]
+        check(f["tags"]["missing"] == nulls, "%s: tags missing %s, SQL %s"
+              % (what, f["tags"]["missing"], nulls))
+
+        want = {int(k): n for k, n in sql(srv, "SELECT floor(views / 25.0) * 25, count(*) FROM p "
+                                               "WHERE %s AND views IS NOT NULL GROUP BY 1" % where)}
+        got = {int(b["key"]): b["count"] for b in f["hist"]["buckets"]}
+        check(got == want, "%s: histogram %s, SQL %s" % (what, got, want))
+
+        row = sql(srv, "SELECT count(price), min(price), max(price), sum(price), avg(price) "
+                       "FROM p WHERE %s" % where)[0]
+        s = f["stats"]
+        check(s["count"] == row[0] and all(close(s[k], row[i + 1]) for i, k in
+                                           enumerate(["min", "max", "sum", "avg"])),
+              "%s: stats %s, SQL %s" % (what, s, row))
+
+        cols = ", ".join("percentile_cont(%s) WITHIN GROUP (ORDER BY views)" % (p / 100)
+                         for p in PCTS)
+        row = sql(srv, "SELECT count(views), %s FROM p WHERE %s" % (cols, where))[0]
+        p = f["pct"]
+        check(p["count"] == row[0] and all(close(p["values"][str(x)], row[i + 1])
+                                           for i, x in enumerate(PCTS)),
+              "%s: percentiles %s, SQL %s" % (what, p, row))
+
+        n = sql(srv, "SELECT count(DISTINCT cat) FROM p WHERE %s" % where)[0][0]
+        check(f["card_cat"]["value"] == n, "%s: cardinality cat %s, SQL %s"
+              % (what, f["card_cat"]["value"], n))
+        n = sql(srv, "SELECT count(DISTINCT t) FROM p, unnest(tags) AS t WHERE %s" % where)[0][0]
+        check(f["card_tags"]["value"] == n, "%s: cardinality tags %s, SQL %s"
+              % (what, f["card_tags"]["value"], n))
+
+        row = sql(srv, "SELECT count(*) FILTER (WHERE views < 20), count(*) FILTER (WHERE views "
+                       ">= 20 AND views < 60), count(*) FILTER (WHERE views >= 50) FROM p WHERE %s"
+                  % where)[0]
+        got = [b["count"] for b in f["range"]["buckets"]]
+        keys = [b["key"] for b in f["range"]["buckets"]]
+        check(got == row and keys == ["*-20", "mid", "50-*"],
+              "%s: range %s %s, SQL %s" % (what, keys, got, row))
+
+    # the GET form asks the same as the JSON form
+    st, a = srv.call("GET", "/tables/p/search?q=apple&limit=0&facets=percentiles:views:10|50|95,"
+                            "range:views:*-20|20-60|50-*,cardinality:tags")
+    st2, b = srv.call("POST", "/tables/p/search", {"q": "apple", "limit": 0, "facets": [
+        {"type": "percentiles", "field": "views", "percents": PCTS},
+        {"type": "range", "field": "views", "ranges": [{"to": 20}, {"from": 20, "to": 60},
+                                                       {"from": 50}]},
+        {"type": "cardinality", "field": "tags"}]})
+    check(st == 200 and st2 == 200 and a["facets"] == b["facets"],
+          "GET facets equal POST facets: %s %s / %s %s" % (st, a, st2, b))
+
+    # a keyword list is refused where one value is needed, and stored as sent
+    st, res = srv.call("PUT", "/tables/p/documents/9999", {"body": "x", "tags": ["a", 1]})
+    check(st in (400, 422) and "tags" in json.dumps(res), "list with a number: %s %s" % (st, res))
+    st, res = srv.call("PUT", "/tables/p/documents/9999", {"body": "x", "cat": ["a", "b"]})
+    check(st in (400, 422) and "cat" in json.dumps(res), "list in a single keyword: %s %s"
+          % (st, res))
+    st, _ = srv.call("PUT", "/tables/p/documents/9999", {"body": "x", "tags": ["q1", "q2"]})
+    rows = sql(srv, "SELECT tags FROM p WHERE id = 9999")
+    check(st == 201 and rows == [["{q1,q2}"]], "keyword list stored: %s %s" % (st, rows))
+    srv.call("DELETE", "/tables/p/documents/9999")
+
+
+def main():
+    rng = random.Random(int(os.environ.get("SEED", "19")))
+    with DataDir() as dd:
+        srv = Server(os.path.join(dd.path, "data"), dd.path)
+        try:
+            check(srv.port is not None, "server started")
+            load(srv, rng)
+            test_facets(srv)
+        finally:
+            srv.stop()
+    finish()
+
+
+if __name__ == "__main__":
+    main()
