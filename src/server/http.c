@@ -71,8 +71,21 @@ const int HTTP_N_ROUTES = (int)(sizeof HTTP_ROUTES / sizeof HTTP_ROUTES[0]);
 static const struct {
     HttpMethod m;
     const char *name;
-} METHODS[] = {{HM_GET, "GET"}, {HM_POST, "POST"}, {HM_PUT, "PUT"}, {HM_DELETE, "DELETE"},
-               {HM_HEAD, "HEAD"}};
+} METHODS[] = {{HM_GET, "GET"},       {HM_POST, "POST"},   {HM_PUT, "PUT"},
+               {HM_PATCH, "PATCH"},   {HM_DELETE, "DELETE"}, {HM_HEAD, "HEAD"},
+               {HM_OPTIONS, "OPTIONS"}};
+
+/* "GET, HEAD, POST": the methods of a mask, in METHODS order. */
+void http_methods_text(unsigned mask, char *out, size_t cap)
+{
+    out[0] = 0;
+    if (mask & HM_GET)
+        mask |= HM_HEAD;
+    for (size_t m = 0; m < sizeof METHODS / sizeof METHODS[0]; m++)
+        if (mask & METHODS[m].m)
+            snprintf(out + strlen(out), cap - strlen(out), "%s%s", out[0] ? ", " : "",
+                     METHODS[m].name);
+}
 
 /* ---- the one error table: QrCode (and HTTP-only codes) -> status ---- */
 
@@ -827,6 +840,10 @@ static void route_request(HttpReq *r)
         if ((t && !r->t) || (id && !r->id))
             http_error(r, QR_ENOMEM, "out of memory");
     }
+    if (r->route < 0 && want == HM_OPTIONS && allow) {
+        r->preflight_allow = allow;
+        goto out;
+    }
     if (r->route < 0) {
         const char *path_end = strchr(r->uri, '?');
         int plen = path_end ? (int)(path_end - r->uri) : (int)strlen(r->uri);
@@ -835,15 +852,8 @@ static void route_request(HttpReq *r)
                        r->uri);
             http_error_hint(r, "see docs/http-api.md for the endpoints");
         } else {
-            char list[96] = "";
-            if (allow & HM_GET)
-                allow |= HM_HEAD;
-            for (size_t m = 0; m < sizeof METHODS / sizeof METHODS[0]; m++)
-                if (allow & METHODS[m].m) {
-                    if (list[0])
-                        strcat(list, ", ");
-                    strcat(list, METHODS[m].name);
-                }
+            char list[96];
+            http_methods_text(allow, list, sizeof list);
             http_header(r, MHD_HTTP_HEADER_ALLOW, list);
             http_error(r, HTTP_EMETHOD, "method %s is not allowed on %.*s",
                        r->method_name, plen > 100 ? 100 : plen, r->uri);
@@ -888,11 +898,17 @@ static void first_call(HttpReq *r)
         http_error(r, QR_EBUSY, "the server is shutting down");
         return;
     }
+    int n_keys;
+    bool keys_on = auth_on(s, &n_keys);
+    http_cors_headers(r);
     route_request(r);
     if (r->err.code != QR_OK)
         return;
-    int n_keys;
-    if (!auth_on(s, &n_keys))
+    if (r->preflight_allow) {
+        http_cors_preflight(r, keys_on);
+        return;
+    }
+    if (!keys_on)
         http_origin_check(r); /* no key protects it: browsers must not steer it */
     if (r->err.code != QR_OK)
         return;

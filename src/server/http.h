@@ -58,6 +58,10 @@ typedef struct HttpConfig {
     char allowed_hosts[512];     /* without API keys: host names besides loopback ones
                                     and the listen address that Host and Origin may
                                     name, comma-separated (http_origin.c) */
+    char cors_origins[1024];     /* origins whose pages may call the API from a browser
+                                    (CORS), comma-separated ("https://app.example.com");
+                                    "*" any origin, honoured only while API keys are in
+                                    force; "" = CORS off (http_origin.c) */
     char tls_cert[512];          /* PEM certificate chain file: serve HTTPS ("" = plain HTTP) */
     char tls_key[512];           /* PEM private key file (with tls_cert) */
     char key_dir[512];           /* not a config key: the data directory holding

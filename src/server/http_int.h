@@ -50,7 +50,9 @@ typedef enum HttpMethod {
     HM_PUT = 4,
     HM_DELETE = 8,
     HM_HEAD = 16,
-    HM_OTHER = 32,
+    HM_PATCH = 32,
+    HM_OPTIONS = 64,
+    HM_OTHER = 128,
 } HttpMethod;
 
 typedef enum HttpBodyKind {
@@ -81,7 +83,7 @@ typedef struct HttpRoute {
 } HttpRoute;
 
 #define HTTP_MAX_ARGS 32
-#define HTTP_MAX_HEADERS 4
+#define HTTP_MAX_HEADERS 12
 
 /* One request.  Invariants: `uri` is set from uri_log on; `route` is -1
  * until the first call matched one; a reply is queued at most once. */
@@ -115,6 +117,7 @@ struct HttpReq {
     int n_hdr;
     void *state;                   /* owns: the route's state (cleanup frees) */
     ApiScope granted;              /* scope of the request's key (ADMIN when keys are off) */
+    unsigned preflight_allow;      /* OPTIONS: the methods the path takes (HttpMethod bits) */
 };
 
 /* Queue `body` (taken over, may be NULL for an empty body) with status and
@@ -154,6 +157,9 @@ QrSqlAccess http_scope_access(ApiScope s);
 /* Words in a text query, as max_query_terms counts them (not AND/OR/NOT,
  * field names before ':', numbers after '^' or '~'). */
 int http_query_terms(const char *q);
+
+/* "GET, HEAD, POST": the methods of a mask of HttpMethod bits (GET adds HEAD). */
+void http_methods_text(unsigned mask, char *out, size_t cap);
 
 /* The route table, for metrics labels. */
 extern const HttpRoute HTTP_ROUTES[];
@@ -239,6 +245,18 @@ void http_conns_counts(HttpServer *s, uint64_t *refused, uint64_t *evicted, uint
  * (415: text/plain, forms, multipart, or none where the route takes a
  * body).  Needs r->route.  Records the error on r. */
 void http_origin_check(HttpReq *r);
+/* CORS (cors_origins): a request whose Origin is allowed gets
+ * Access-Control-Allow-Origin (and Vary: Origin) on whatever it is
+ * answered, errors included, so a page can read them.  Call once the
+ * method is known. */
+void http_cors_headers(HttpReq *r);
+/* Is `origin` (the Origin header's text) one of cors_origins?  "*" counts
+ * only while API keys are in force (keys_on). */
+bool http_cors_allowed(const HttpServer *s, const char *origin, bool keys_on);
+/* OPTIONS on a path that exists (r->preflight_allow): 204 with Allow; a CORS
+ * preflight from an allowed origin also gets the Access-Control-Allow-*
+ * headers, one from another origin 403. */
+void http_cors_preflight(HttpReq *r, bool keys_on);
 
 /* ---- http_tables.c ---- */
 void http_tables_list(HttpReq *r);

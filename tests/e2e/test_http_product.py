@@ -4,7 +4,10 @@
   multi-valued keyword field counted per element) over every match of a text
   query and a filter, each checked against the answer of the same server's
   SQL to the same question, on random documents spread over several segments
-  with deletions."""
+  with deletions.
+- CORS (cors_origins, off by default): preflights answered for the origins
+  named and refused for others, Access-Control-Allow-Origin on answers and
+  errors, keyless writes taken from a named origin, "*" ignored without keys."""
 import json
 import math
 import os
@@ -175,6 +178,89 @@ def test_facets(srv):
     srv.call("DELETE", "/tables/p/documents/9999")
 
 
+def call_h(srv, method, path, body=None, headers=None):
+    """(status, parsed body or text, response headers as a lowercase dict)."""
+    c = srv.conn()
+    h = dict(headers or {})
+    if isinstance(body, (dict, list)):
+        body = json.dumps(body)
+        h.setdefault("Content-Type", "application/json")
+    try:
+        c.request(method, path, body=body.encode() if isinstance(body, str) else body, headers=h)
+        r = c.getresponse()
+        data = r.read()
+        hdrs = {k.lower(): v for k, v in r.getheaders()}
+    finally:
+        c.close()
+    try:
+        return r.status, json.loads(data), hdrs
+    except ValueError:
+        return r.status, data.decode("utf-8", "replace"), hdrs
+
+
+APP, EVIL = "https://app.example", "https://evil.example"
+
+
+def preflight(srv, origin, method="POST", path="/tables/p/search"):
+    return call_h(srv, "OPTIONS", path, headers={
+        "Origin": origin, "Access-Control-Request-Method": method,
+        "Access-Control-Request-Headers": "content-type, authorization"})
+
+
+def test_cors(dd):
+    data = os.path.join(dd.path, "data")
+    srv = Server(data, dd.path, config={"cors_origins": APP + ", https://other.example:8443"})
+    try:
+        st, _, h = preflight(srv, APP)
+        check(st == 204 and h.get("access-control-allow-origin") == APP
+              and "POST" in h.get("access-control-allow-methods", "")
+              and "Content-Type" in h.get("access-control-allow-headers", "")
+              and "Authorization" in h.get("access-control-allow-headers", ""),
+              "preflight from a named origin: %s %s" % (st, h))
+        st, _, h = preflight(srv, "https://other.example:8443", "PUT", "/tables/p/documents/1")
+        check(st == 204 and "PUT" in h.get("access-control-allow-methods", ""),
+              "preflight for PUT from the second origin: %s %s" % (st, h))
+        st, body, h = preflight(srv, EVIL)
+        check(st == 403 and "access-control-allow-origin" not in h
+              and "cors_origins" in json.dumps(body), "preflight from another origin: %s %s %s"
+              % (st, body, h))
+        st, _, h = call_h(srv, "OPTIONS", "/tables/p/search")
+        check(st == 204 and h.get("allow") == "GET, POST, HEAD, OPTIONS"
+              and "access-control-allow-origin" not in h, "plain OPTIONS: %s %s" % (st, h))
+        st, _, _ = call_h(srv, "OPTIONS", "/nothing/here", headers={"Origin": APP})
+        check(st == 404, "OPTIONS on no endpoint: %s" % st)
+        st, res, h = call_h(srv, "GET", "/tables/p/search?q=apple&limit=1", headers={"Origin": APP})
+        check(st == 200 and h.get("access-control-allow-origin") == APP
+              and "Origin" in h.get("vary", ""), "GET from a named origin: %s %s" % (st, h))
+        st, res, h = call_h(srv, "GET", "/tables/p/search?q=apple", headers={"Origin": EVIL})
+        check(st == 200 and "access-control-allow-origin" not in h,
+              "GET from another origin has no CORS header: %s %s" % (st, h))
+        st, res, h = call_h(srv, "POST", "/tables/p/search", {"q": "apple", "limit": 1},
+                            headers={"Origin": APP})
+        check(st == 200 and h.get("access-control-allow-origin") == APP and res["total"] > 0,
+              "keyless POST from a named origin: %s %s" % (st, h))
+        st, res, h = call_h(srv, "POST", "/tables/p/search", {"q": "apple"},
+                            headers={"Origin": EVIL})
+        check(st == 403 and "access-control-allow-origin" not in h,
+              "keyless POST from another origin: %s %s" % (st, res))
+        st, res, h = call_h(srv, "GET", "/tables/nope", headers={"Origin": APP})
+        check(st == 404 and h.get("access-control-allow-origin") == APP,
+              "an error carries the CORS header: %s %s" % (st, h))
+    finally:
+        srv.stop()
+    for cfg in ({}, {"cors_origins": "*"}):  # off; "*" is not honoured without keys
+        srv = Server(data, dd.path, config=cfg)
+        try:
+            st, _, h = preflight(srv, APP)
+            check(st == 403 and "access-control-allow-origin" not in h,
+                  "preflight with %s: %s %s" % (cfg, st, h))
+            st, _, h = call_h(srv, "GET", "/tables/p/search?q=apple", headers={"Origin": APP})
+            check(st == 200 and "access-control-allow-origin" not in h,
+                  "GET with %s: %s %s" % (cfg, st, h))
+        finally:
+            srv.stop()
+
+
 def main():
     rng = random.Random(int(os.environ.get("SEED", "19")))
     with DataDir() as dd:
@@ -185,6 +271,7 @@ def main():
             test_facets(srv)
         finally:
             srv.stop()
+        test_cors(dd)
     finish()
 
 
