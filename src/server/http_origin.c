@@ -51,11 +51,12 @@
 static const char *const SIMPLE_TYPES[] = {"text/plain", "application/x-www-form-urlencoded",
                                            "multipart/form-data", "text/ping"};
 
-/* Is `host` one of the comma-separated names of allowed_hosts ("*" is any)? */
-static bool allowed_name(const HttpServer *s, const char *host)
+/* Is w[0..wl) one of the comma- or space-separated entries of `list`
+ * (case-insensitive, an entry's trailing '/' ignored)?  "*" matches
+ * anything when star_ok. */
+static bool in_list(const char *list, const char *w, size_t wl, bool star_ok)
 {
-    const char *p = s->cfg.allowed_hosts;
-    size_t hl = strlen(host);
+    const char *p = list;
     while (*p) {
         while (*p == ',' || *p == ' ')
             p++;
@@ -63,11 +64,19 @@ static bool allowed_name(const HttpServer *s, const char *host)
         while (*e && *e != ',' && *e != ' ')
             e++;
         size_t n = (size_t)(e - p);
-        if ((n == 1 && *p == '*') || (n == hl && n && !strncasecmp(p, host, n)))
+        while (n > 1 && p[n - 1] == '/')
+            n--;
+        if ((n == 1 && *p == '*' && star_ok) || (n && n == wl && !strncasecmp(p, w, n)))
             return true;
         p = e;
     }
     return false;
+}
+
+/* Is `host` one of the names of allowed_hosts ("*" is any)? */
+static bool allowed_name(const HttpServer *s, const char *host)
+{
+    return in_list(s->cfg.allowed_hosts, host, strlen(host), true);
 }
 
 /* The host of an authority, lowercased, without brackets, port or a
@@ -185,24 +194,10 @@ void http_origin_check(HttpReq *r)
 
 bool http_cors_allowed(const HttpServer *s, const char *origin, bool keys_on)
 {
-    const char *p = s->cfg.cors_origins;
     size_t ol = strlen(origin);
     while (ol && origin[ol - 1] == '/')
         ol--;
-    while (*p) {
-        while (*p == ',' || *p == ' ')
-            p++;
-        const char *e = p;
-        while (*e && *e != ',' && *e != ' ')
-            e++;
-        size_t n = (size_t)(e - p);
-        while (n && p[n - 1] == '/')
-            n--;
-        if ((n == 1 && *p == '*' && keys_on) || (n && n == ol && !strncasecmp(p, origin, n)))
-            return true;
-        p = e;
-    }
-    return false;
+    return in_list(s->cfg.cors_origins, origin, ol, keys_on);
 }
 
 /* The allowed Origin of r, or NULL. */

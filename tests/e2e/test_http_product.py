@@ -179,23 +179,7 @@ def test_facets(srv):
 
 
 def call_h(srv, method, path, body=None, headers=None):
-    """(status, parsed body or text, response headers as a lowercase dict)."""
-    c = srv.conn()
-    h = dict(headers or {})
-    if isinstance(body, (dict, list)):
-        body = json.dumps(body)
-        h.setdefault("Content-Type", "application/json")
-    try:
-        c.request(method, path, body=body.encode() if isinstance(body, str) else body, headers=h)
-        r = c.getresponse()
-        data = r.read()
-        hdrs = {k.lower(): v for k, v in r.getheaders()}
-    finally:
-        c.close()
-    try:
-        return r.status, json.loads(data), hdrs
-    except ValueError:
-        return r.status, data.decode("utf-8", "replace"), hdrs
+    return srv.call_h(method, path, body, headers)
 
 
 APP, EVIL = "https://app.example", "https://evil.example"
