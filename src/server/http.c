@@ -53,6 +53,8 @@ const HttpRoute HTTP_ROUTES[] = {
      http_docs_get},
     {HM_PUT, "/tables/{t}/documents/{id}", "documents_put", API_SCOPE_WRITE, HB_JSON, true,
      http_docs_put},
+    {HM_PATCH, "/tables/{t}/documents/{id}", "documents_patch", API_SCOPE_WRITE, HB_JSON, true,
+     http_docs_patch},
     {HM_DELETE, "/tables/{t}/documents/{id}", "documents_delete", API_SCOPE_WRITE, HB_NONE,
      true, http_docs_delete},
     {HM_POST, "/tables/{t}/delete_by_query", "delete_by_query", API_SCOPE_WRITE, HB_JSON, true,
@@ -1147,6 +1149,7 @@ static void server_free(HttpServer *s)
     qr_free(s->tls_key);
     qr_free(s->guards);
     pthread_mutex_destroy(&s->guard_lock);
+    pthread_mutex_destroy(&s->patch_lock);
     pthread_cond_destroy(&s->guard_cond);
     qr_free(s);
 }
@@ -1199,6 +1202,7 @@ int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError
     s->remote = !loopback;
     s->listen_ss = ss;
     pthread_mutex_init(&s->guard_lock, NULL);
+    pthread_mutex_init(&s->patch_lock, NULL);
     pthread_cond_init(&s->guard_cond, NULL);
     if (cfg->key_dir[0] && (rc = apikey_open(cfg->key_dir, &s->keys, err)) != QR_OK) {
         qr_error_hint(err, "fix or remove %s in the data directory (quarry key add NAME)",

@@ -211,6 +211,7 @@ struct HttpServer {
     HttpHistory *history;          /* owns */
     pthread_mutex_t guard_lock;    /* guards guards[] */
     pthread_cond_t guard_cond;     /* unused */
+    pthread_mutex_t patch_lock;    /* PATCHes read, merge and write one at a time */
     TableGuard *guards;            /* owns: tables with uploads streaming */
     int n_guards, cap_guards;
     ApiKeys *keys;                 /* owns, NULL without cfg.key_dir */
@@ -277,6 +278,7 @@ void http_docs_ingest_end(HttpReq *r);
 void http_docs_ingest_cleanup(HttpReq *r);
 void http_docs_get(HttpReq *r);
 void http_docs_put(HttpReq *r);
+void http_docs_patch(HttpReq *r);
 void http_docs_delete(HttpReq *r);
 void http_docs_delete_by_query(HttpReq *r);
 

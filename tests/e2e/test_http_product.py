@@ -7,11 +7,18 @@
   with deletions.
 - CORS (cors_origins, off by default): preflights answered for the origins
   named and refused for others, Access-Control-Allow-Origin on answers and
-  errors, keyless writes taken from a named origin, "*" ignored without keys."""
+  errors, keyless writes taken from a named origin, "*" ignored without keys.
+- Ingest of a JSON array body (pretty-printed, gzip too): one document per
+  element, a bad element reported by its position, an unclosed array or text
+  after it refused with the complete elements kept.
+- PATCH: a JSON merge patch of a stored document (set, remove, nested merge),
+  searchable at once; concurrent patches of one document lose nothing."""
+import gzip
 import json
 import math
 import os
 import random
+import threading
 
 from qserve import Server
 from qtest import DataDir, check, finish
@@ -245,6 +252,92 @@ def test_cors(dd):
             srv.stop()
 
 
+WSCHEMA = {"primary_key": "id", "fields": [
+    {"name": "title", "type": "text", "language": "none"},
+    {"name": "tags", "type": "keyword", "multi": True},
+    {"name": "n", "type": "int"}]}
+
+
+def get_doc(srv, i):
+    st, d = srv.call("GET", "/tables/w/documents/%s" % i)
+    return d if st == 200 else None
+
+
+def test_array_ingest(srv):
+    st, _ = srv.call("POST", "/tables", {"name": "w", "schema": WSCHEMA})
+    check(st == 201, "create w: %s" % st)
+    ds = [{"id": i, "title": "doc %d, with [brackets] {braces} \"quotes\" and \\ slash" % i,
+           "tags": ["t%d" % (i % 3), "x,y"], "n": i, "meta": {"deep": [i, {"k": "]"}]}}
+          for i in range(1, 8)]
+    body = json.dumps(ds, indent=2)  # newlines between tokens
+    st, res = srv.call("POST", "/tables/w/documents", body, {"Content-Type": "application/json"})
+    check(st == 200 and res["imported"] == 7 and res["rejected"] == 0 and res["lines"] == 7,
+          "JSON array ingest: %s %s" % (st, res))
+    check(all(get_doc(srv, d["id"]) == d for d in ds), "array elements stored as sent")
+    st, res = srv.call("GET", "/tables/w/search?q=brackets&limit=0")
+    check(st == 200 and res["total"] == 7, "array documents searchable: %s" % res)
+
+    gz = gzip.compress(json.dumps([{"id": 20, "title": "zipped"}, 5, {"id": 21, "n": "x"},
+                                   {"id": 22, "title": "fine"}]).encode())
+    st, res = srv.call("POST", "/tables/w/documents", gz, {
+        "Content-Type": "application/json", "Content-Encoding": "gzip"})
+    lines = sorted(e["line"] for e in res.get("errors", []))
+    check(st == 200 and res["imported"] == 2 and res["rejected"] == 2 and lines == [2, 3],
+          "gzip array with bad elements 2 and 3: %s %s" % (st, res))
+
+    st, res = srv.call("POST", "/tables/w/documents", "[]", {"Content-Type": "application/json"})
+    check(st == 200 and res["imported"] == 0 and res["rejected"] == 0, "empty array: %s %s"
+          % (st, res))
+    st, res = srv.call("POST", "/tables/w/documents", '[{"id": 30, "title": "a"}, {"id": 31, '
+                       '"title": "b"}', {"Content-Type": "application/json"})
+    check(st == 400 and "not closed" in res["error"]["message"] and res["acked"] == 1
+          and get_doc(srv, 30) is not None and get_doc(srv, 31) is None,
+          "unclosed array: %s %s" % (st, res))
+    st, res = srv.call("POST", "/tables/w/documents", '[{"id": 32, "title": "a"}] {"id": 33}',
+                       {"Content-Type": "application/json"})
+    check(st == 400 and "after the end" in res["error"]["message"],
+          "text after the array: %s %s" % (st, res))
+
+
+def test_patch(srv):
+    st, res = srv.call("PATCH", "/tables/w/documents/3", {"title": "patched words", "n": None,
+                                                          "meta": {"deep": None, "new": 1}})
+    want = {"id": 3, "title": "patched words", "tags": ["t0", "x,y"], "meta": {"new": 1}}
+    check(st == 200 and res == {"id": 3, "patched": True}, "PATCH answer: %s %s" % (st, res))
+    check(get_doc(srv, 3) == want, "patched document: %s" % get_doc(srv, 3))
+    st, res = srv.call("POST", "/tables/w/search", {"q": "patched", "doc": False})
+    check(res["total"] == 1 and res["hits"][0]["id"] == 3, "patch searchable: %s" % res)
+    st, res = srv.call("POST", "/tables/w/search", {"q": "", "filter": "n IS NULL AND tags = 't0'",
+                                                    "doc": False})
+    check(st == 200 and [h["id"] for h in res["hits"]] == [3], "removed field is NULL: %s" % res)
+    st, res = srv.call("PATCH", "/tables/w/documents/999", {"title": "x"})
+    check(st == 404 and get_doc(srv, 999) is None, "PATCH of a missing document: %s %s"
+          % (st, res))
+    for bad in ([1, 2], {"id": 4}, {"id": None}, {"n": "text"}):
+        st, res = srv.call("PATCH", "/tables/w/documents/3", bad)
+        check(st in (400, 422) and get_doc(srv, 3) == want, "bad PATCH %s: %s %s"
+              % (bad, st, res))
+    st, _, h = srv.call_h("POST", "/tables/w/documents/3")
+    check(st == 405 and "PATCH" in h.get("allow", ""), "Allow lists PATCH: %s %s" % (st, h))
+
+    # concurrent patches of one document, each setting its own field: none lost
+    fields = ["f%d" % k for k in range(16)]
+    errs = []
+
+    def patch(f):
+        st, res = srv.call("PATCH", "/tables/w/documents/5", {f: f})
+        if st != 200:
+            errs.append((st, res))
+    ts = [threading.Thread(target=patch, args=(f,)) for f in fields]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    d = get_doc(srv, 5) or {}
+    check(not errs and all(d.get(f) == f for f in fields) and d.get("n") == 5,
+          "16 concurrent patches all kept: %s %s" % (errs, d))
+
+
 def main():
     rng = random.Random(int(os.environ.get("SEED", "19")))
     with DataDir() as dd:
@@ -253,6 +346,8 @@ def main():
             check(srv.port is not None, "server started")
             load(srv, rng)
             test_facets(srv)
+            test_array_ingest(srv)
+            test_patch(srv)
         finally:
             srv.stop()
         test_cors(dd)
