@@ -64,6 +64,8 @@ const HttpRoute HTTP_ROUTES[] = {
      http_search_post},
     {HM_POST, "/tables/{t}/flush", "flush", API_SCOPE_ADMIN, HB_NONE, true, http_tables_flush},
     {HM_POST, "/tables/{t}/merge", "merge", API_SCOPE_ADMIN, HB_NONE, true, http_tables_merge},
+    {HM_POST, "/multi_search", "multi_search", API_SCOPE_SEARCH, HB_JSON, false,
+     http_search_multi},
     {HM_POST, "/sql", "sql", API_SCOPE_SEARCH, HB_JSON, false, http_sql_query},
 };
 const int HTTP_N_ROUTES = (int)(sizeof HTTP_ROUTES / sizeof HTTP_ROUTES[0]);
@@ -269,6 +271,17 @@ void http_reply(HttpReq *r, int status, const char *content_type, QrBuf *body)
     if (r->queued) {
         if (body)
             qr_buf_free(body);
+        return;
+    }
+    if (r->capture) {
+        if (body) {
+            qr_buf_append(r->capture, body->data, body->len);
+            if (!qr_buf_ok(body))
+                r->capture->oom = true;
+            qr_buf_free(body);
+        }
+        r->queued = true;
+        r->status = status;
         return;
     }
     if (body && !qr_buf_ok(body)) {
@@ -626,9 +639,11 @@ static void auth_check(HttpReq *r, ApiScope need)
     len = strlen(h);
     while (len && h[len - 1] == ' ')
         len--;
-    char name[APIKEY_NAME_MAX + 1] = "";
-    ApiScope got = r->srv->keys ? apikey_check(r->srv->keys, h, len, name, sizeof name)
+    ApiKeyInfo info;
+    memset(&info, 0, sizeof info);
+    ApiScope got = r->srv->keys ? apikey_check_info(r->srv->keys, h, len, &info)
                                 : API_SCOPE_NONE;
+    const char *name = info.name;
     if (got == API_SCOPE_NONE) {
         http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"invalid_token\"");
         http_error(r, QR_EAUTH, "the API key is not valid");
@@ -636,7 +651,19 @@ static void auth_check(HttpReq *r, ApiScope need)
                            "working within a second");
         return;
     }
+    if (info.expires && (int64_t)time(NULL) >= info.expires) {
+        char when[32];
+        time_t t = (time_t)info.expires;
+        struct tm tm;
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+        http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"invalid_token\"");
+        http_error(r, QR_EAUTH, "API key \"%s\" expired at %s", name, when);
+        http_error_hint(r, "make a new key (quarry key add NAME --expires ...)");
+        return;
+    }
     r->granted = got;
+    snprintf(r->key_name, sizeof r->key_name, "%s", name);
+    memcpy(r->key_tables, info.tables, sizeof r->key_tables);
     if (got < need) {
         http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
         http_error(r, QR_EPERM, "API key \"%s\" has scope %s; this request needs %s", name,
@@ -644,6 +671,36 @@ static void auth_check(HttpReq *r, ApiScope need)
         http_error_hint(r, "use a key made with quarry key add NAME --scope %s",
                         apikey_scope_name(need));
     }
+}
+
+bool http_key_table_ok(HttpReq *r, const char *table)
+{
+    if (apikey_table_ok(r->key_tables, table))
+        return true;
+    http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
+    http_error(r, QR_EPERM, "API key \"%s\" may not use table \"%.80s\"", r->key_name, table);
+    http_error_detail(r, "the key is limited to the tables %.400s", r->key_tables);
+    http_error_hint(r, "use a key made with quarry key add NAME --tables %.80s", table);
+    return false;
+}
+
+/* A key limited to tables may use routes of one table ({t}) and
+ * multi-search (which checks each query's table); nothing that reaches
+ * beyond its tables (the table list, SQL, statistics, creating tables). */
+static void key_tables_check(HttpReq *r)
+{
+    const HttpRoute *rt = &HTTP_ROUTES[r->route];
+    if (!r->key_tables[0] || rt->scope == API_SCOPE_NONE || rt->handle == http_search_multi)
+        return;
+    if (r->t) {
+        http_key_table_ok(r, r->t);
+        return;
+    }
+    http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
+    http_error(r, QR_EPERM, "API key \"%s\" is limited to tables and cannot use %s %s",
+               r->key_name, r->method_name, rt->pattern);
+    http_error_detail(r, "the key is limited to the tables %.400s", r->key_tables);
+    http_error_hint(r, "use a key without --tables for this request");
 }
 
 /* The SQL a key's scope lets a session run (POST /sql limits its session
@@ -736,13 +793,20 @@ static void query_size_check(HttpReq *r)
     } else {
         q = http_arg(r, "q");
     }
+    http_query_terms_check(r, q);
+    cJSON_Delete(root);
+}
+
+int http_query_terms_check(HttpReq *r, const char *q)
+{
     int n = q ? http_query_terms(q) : 0;
     if (n > r->srv->cfg.max_query_terms) {
         http_error(r, QR_ELIMIT, "text query has %d terms, more than the limit of %d", n,
                    r->srv->cfg.max_query_terms);
         http_error_hint(r, "shorten the query, or raise max_query_terms in the server config");
+        return QR_ELIMIT;
     }
-    cJSON_Delete(root);
+    return QR_OK;
 }
 
 /* ---- routing ---- */
@@ -916,6 +980,8 @@ static void first_call(HttpReq *r)
         return;
     const HttpRoute *rt = &HTTP_ROUTES[r->route];
     auth_check(r, rt->scope);
+    if (r->err.code == QR_OK)
+        key_tables_check(r);
     if (r->err.code != QR_OK)
         return;
     if (atomic_load(&s->connections) > s->cfg.max_connections && !route_light(rt)) {

@@ -118,6 +118,10 @@ struct HttpReq {
     void *state;                   /* owns: the route's state (cleanup frees) */
     ApiScope granted;              /* scope of the request's key (ADMIN when keys are off) */
     unsigned preflight_allow;      /* OPTIONS: the methods the path takes (HttpMethod bits) */
+    char key_name[APIKEY_NAME_MAX + 1];  /* the request's API key, "" = none */
+    char key_tables[APIKEY_TABLES_MAX];  /* the tables that key is limited to, "" = all */
+    QrBuf *capture;                /* borrows: a sub-request (multi-search) whose reply body
+                                      is appended here instead of being sent */
 };
 
 /* Queue `body` (taken over, may be NULL for an empty body) with status and
@@ -148,6 +152,12 @@ const char *http_req_header(HttpReq *r, const char *name);
 /* Parse the HB_JSON body as one JSON value; NULL after recording a 400
  * with the position of the syntax error.  Caller frees with cJSON_Delete. */
 struct cJSON *http_body_json(HttpReq *r);
+
+/* May the request's key use `table`?  Records 403 naming the key's tables
+ * when not. */
+bool http_key_table_ok(HttpReq *r, const char *table);
+/* Record 413 when the text query q has more words than max_query_terms. */
+int http_query_terms_check(HttpReq *r, const char *q);
 
 /* The SQL access (query/sql.h) a key of scope s may use (http.c): search
  * reads, write also changes rows, admin everything.  POST /sql checks its
@@ -285,6 +295,11 @@ void http_docs_delete_by_query(HttpReq *r);
 /* ---- http_search.c ---- */
 void http_search_get(HttpReq *r);
 void http_search_post(HttpReq *r);
+/* POST /multi_search {"queries": [{"table": T, <search parameters>}, ...]}:
+ * each search as POST /tables/T/search would answer it, or its error, in
+ * order; at most HTTP_MAX_MULTI queries. */
+#define HTTP_MAX_MULTI 64
+void http_search_multi(HttpReq *r);
 
 /* ---- http_facets.c: the "facets" parameter ---- */
 #define HTTP_MAX_FACETS 16

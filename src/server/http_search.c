@@ -684,6 +684,32 @@ void http_search_get(HttpReq *r)
     args_free(&a);
 }
 
+/* The search of the JSON object root on r->t; `skip` names a member that
+ * is not a search parameter (multi-search's "table"), or NULL. */
+static void search_json(HttpReq *r, const cJSON *root, const char *skip)
+{
+    SearchArgs a;
+    args_init(&a);
+    if (!cJSON_IsObject(root)) {
+        http_error(r, QR_EINVAL, "%s must be a JSON object", skip ? "each query" : "request body");
+        http_error_hint(r, "e.g. {\"q\": \"terminal emulator\", \"limit\": 5}");
+        goto out;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, root)
+    {
+        if (skip && !strcmp(it->string, skip))
+            continue;
+        const SearchParam *p = param_find(it->string);
+        int rc = p ? set_json(r, p, it, &a) : unknown_param(r, it->string);
+        if (rc != QR_OK)
+            goto out;
+    }
+    run_search(r, &a);
+out:
+    args_free(&a);
+}
+
 /* POST /tables/{t}/search with a JSON object body. */
 void http_search_post(HttpReq *r)
 {
@@ -699,23 +725,109 @@ void http_search_post(HttpReq *r)
     cJSON *root = http_body_json(r);
     if (!root)
         return;
-    SearchArgs a;
-    args_init(&a);
-    if (!cJSON_IsObject(root)) {
-        http_error(r, QR_EINVAL, "request body must be a JSON object");
-        http_error_hint(r, "e.g. {\"q\": \"terminal emulator\", \"limit\": 5}");
-        goto out;
+    search_json(r, root, NULL);
+    cJSON_Delete(root);
+}
+
+/* One query of a multi-search as a sub-request of r: its answer, or
+ * {"error": {...}, "status": N}, appended to out. */
+static void multi_one(HttpReq *r, const cJSON *q, QrBuf *out)
+{
+    HttpReq sub;
+    memset(&sub, 0, sizeof sub);
+    sub.srv = r->srv;
+    sub.conn = r->conn;
+    sub.t0_ns = qr_now_ns();
+    sub.uri = r->uri;
+    sub.method_name = r->method_name;
+    sub.method = r->method;
+    sub.route = r->route;
+    sub.args_parsed = true;
+    sub.granted = r->granted;
+    memcpy(sub.key_name, r->key_name, sizeof sub.key_name);
+    memcpy(sub.key_tables, r->key_tables, sizeof sub.key_tables);
+    qr_error_clear(&sub.err);
+    qr_buf_init(&sub.body);
+    sub.capture = out;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(q, "table");
+    const cJSON *qq = cJSON_GetObjectItemCaseSensitive(q, "q");
+    if (!cJSON_IsObject(q) || !cJSON_IsString(t)) {
+        http_error(&sub, QR_EINVAL, "each query needs \"table\" (a table name)");
+        http_error_hint(&sub, "{\"queries\": [{\"table\": \"products\", \"q\": \"lamp\"}]}");
+    } else if (http_key_table_ok(&sub, t->valuestring) &&
+               http_query_terms_check(&sub, cJSON_IsString(qq) ? qq->valuestring : NULL) ==
+                   QR_OK) {
+        sub.t = t->valuestring; /* borrowed from the body for the sub-request */
+        if (http_table_enter(r->srv, sub.t, false) != QR_OK) {
+            http_error(&sub, QR_ENOMEM, "out of memory");
+        } else {
+            search_json(&sub, q, "table");
+            http_table_leave(r->srv, sub.t, false);
+        }
     }
+    if (!sub.queued) {
+        qr_buf_printf(out, "{\"status\":%d,", http_status_of(sub.err.code));
+        QrBuf eb;
+        qr_buf_init(&eb);
+        http_error_json(&eb, sub.err.code, &sub.err);
+        if (eb.len > 2)
+            qr_buf_append(out, eb.data + 1, eb.len - 1); /* "error":{...}} */
+        else
+            qr_buf_putc(out, '}');
+        qr_buf_free(&eb);
+    }
+    for (int i = 0; i < sub.n_hdr; i++)
+        qr_free(sub.hdr_v[i]);
+}
+
+void http_search_multi(HttpReq *r)
+{
+    http_arg(r, "");
+    if (r->args_bad)
+        return;
+    if (r->n_args) {
+        http_error(r, QR_EINVAL, "multi-search takes its parameters in the JSON body, not in "
+                                 "the query string (\"%.40s\")", r->arg_k[0]);
+        return;
+    }
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    const cJSON *qs = cJSON_GetObjectItemCaseSensitive(root, "queries");
     const cJSON *it;
     cJSON_ArrayForEach(it, root)
     {
-        const SearchParam *p = param_find(it->string);
-        int rc = p ? set_json(r, p, it, &a) : unknown_param(r, it->string);
-        if (rc != QR_OK)
+        if (strcmp(it->string, "queries")) {
+            http_error(r, QR_EINVAL, "unknown key \"%.60s\"", it->string);
+            http_error_hint(r, "multi-search takes {\"queries\": [...]}");
             goto out;
+        }
     }
-    run_search(r, &a);
+    if (!cJSON_IsObject(root) || !cJSON_IsArray(qs)) {
+        http_error(r, QR_EINVAL, "multi-search needs {\"queries\": [...]}");
+        http_error_hint(r, "each query is {\"table\": T, ...} with the parameters of POST "
+                           "/tables/{t}/search");
+        goto out;
+    }
+    int n = cJSON_GetArraySize(qs);
+    if (n > HTTP_MAX_MULTI) {
+        http_error(r, QR_ELIMIT, "multi-search has %d queries, more than the limit of %d", n,
+                   HTTP_MAX_MULTI);
+        goto out;
+    }
+    uint64_t t0 = qr_now_ns();
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"results\":[", 12);
+    int i = 0;
+    cJSON_ArrayForEach(it, qs)
+    {
+        if (i++)
+            qr_buf_putc(&b, ',');
+        multi_one(r, it, &b);
+    }
+    qr_buf_printf(&b, "],\"took_ms\":%.3f}", (double)(qr_now_ns() - t0) / 1e6);
+    http_reply_json(r, 200, &b);
 out:
-    args_free(&a);
     cJSON_Delete(root);
 }

@@ -12,16 +12,22 @@
   element, a bad element reported by its position, an unclosed array or text
   after it refused with the complete elements kept.
 - PATCH: a JSON merge patch of a stored document (set, remove, nested merge),
-  searchable at once; concurrent patches of one document lose nothing."""
+  searchable at once; concurrent patches of one document lose nothing.
+- Multi-search: each result equals the single search's answer, errors stay
+  in their slot.
+- API keys limited to tables and with an expiry (quarry key add --tables
+  --expires): other tables and cross-table routes 403, multi-search checked
+  per query, an expired key 401."""
 import gzip
 import json
 import math
 import os
 import random
+import subprocess
 import threading
 
 from qserve import Server
-from qtest import DataDir, check, finish
+from qtest import BIN, DataDir, check, finish
 
 SCHEMA = {"primary_key": "id", "fields": [
     {"name": "body", "type": "text", "language": "none"},
@@ -338,6 +344,107 @@ def test_patch(srv):
           "16 concurrent patches all kept: %s %s" % (errs, d))
 
 
+def strip_took(x):
+    if isinstance(x, dict):
+        return {k: strip_took(v) for k, v in x.items() if k != "took_ms"}
+    if isinstance(x, list):
+        return [strip_took(v) for v in x]
+    return x
+
+
+def test_multi(srv, key=None):
+    h = {"Authorization": "Bearer " + key} if key else {}
+    queries = [
+        {"table": "p", "q": "apple", "limit": 3, "facets": [{"type": "cardinality", "field": "tags"}]},
+        {"table": "w", "q": "brackets", "sort": "n:desc", "limit": 2, "doc": ["n"]},
+        {"table": "nope", "q": "x"},
+        {"table": "p", "q": "apple", "bogus": 1},
+        {"q": "apple"},
+        {"table": "p", "q": "(unclosed"},
+    ]
+    st, res = srv.call("POST", "/multi_search", {"queries": queries}, h)
+    if not check(st == 200 and len(res.get("results", [])) == len(queries),
+                 "multi-search: %s %s" % (st, res)):
+        return
+    for q, got in zip(queries, res["results"]):
+        body = {k: v for k, v in q.items() if k != "table"}
+        if "table" not in q:
+            check(got.get("status") == 400 and "table" in got["error"]["message"],
+                  "query without a table: %s" % got)
+            continue
+        st1, one = srv.call("POST", "/tables/%s/search" % q["table"], body, h)
+        if st1 == 200:
+            check(strip_took(got) == strip_took(one), "multi result %s equals the single search: "
+                  "%s vs %s" % (q, got, one))
+        else:
+            check(got.get("status") == st1 and got.get("error") == one.get("error"),
+                  "multi error %s equals the single one: %s vs %s %s" % (q, got, st1, one))
+    st, res = srv.call("POST", "/multi_search", {"queries": [{"table": "p", "q": "a"}] * 65}, h)
+    check(st == 413, "65 queries refused: %s" % st)
+    st, res = srv.call("POST", "/multi_search", {"searches": []}, h)
+    check(st == 400, "unknown key refused: %s %s" % (st, res))
+
+
+def add_key(data, name, scope, *extra):
+    out = subprocess.run([BIN, "key", "add", name, "--scope", scope, "--data", data] + list(extra),
+                         capture_output=True, text=True, timeout=60)
+    check(out.returncode == 0, "key add %s: %s" % (name, out.stderr))
+    return out.stdout.strip()
+
+
+def test_keys(dd):
+    data = os.path.join(dd.path, "data")
+    admin = add_key(data, "admin", "admin")
+    kp = add_key(data, "web_p", "search", "--tables", "p")
+    kw = add_key(data, "writer_w", "write", "--tables", "w,other")
+    old = add_key(data, "old", "search", "--expires", "2020-01-01")
+    soon = add_key(data, "soon", "search", "--expires", "+1d")
+    out = subprocess.run([BIN, "key", "list", "--data", data], capture_output=True, text=True,
+                         timeout=60)
+    check("web_p\tsearch\ttables=p\n" in out.stdout and "admin\tadmin\n" in out.stdout
+          and "old\tsearch\texpires=2020-01-01T00:00:00Z\n" in out.stdout,
+          "key list shows limits: %s" % out.stdout)
+    bad = subprocess.run([BIN, "key", "add", "x", "--tables", "no-good", "--data", data],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode != 0 and "no-good" in bad.stderr, "bad table name refused: %s"
+          % bad.stderr)
+    bad = subprocess.run([BIN, "key", "add", "x", "--expires", "tomorrow", "--data", data],
+                         capture_output=True, text=True, timeout=60)
+    check(bad.returncode != 0 and "--expires" in bad.stderr, "bad expiry refused: %s" % bad.stderr)
+    srv = Server(data, dd.path)
+    try:
+        def call(key, method, path, body=None):
+            return srv.call(method, path, body, {"Authorization": "Bearer " + key})
+        st, res = call(kp, "GET", "/tables/p/search?q=apple&limit=1")
+        check(st == 200 and res["total"] > 0, "table key on its table: %s" % st)
+        for method, path, body in (("GET", "/tables/w/search?q=doc", None),
+                                   ("GET", "/tables/w/documents/1", None),
+                                   ("GET", "/tables", None),
+                                   ("POST", "/sql", {"query": "SELECT 1"})):
+            st, res = call(kp, method, path, body)
+            check(st == 403 and "web_p" in res["error"]["message"],
+                  "table key on %s %s: %s %s" % (method, path, st, res))
+        st, res = call(kw, "PATCH", "/tables/w/documents/2", {"n": 200})
+        check(st == 200, "write key on its table: %s %s" % (st, res))
+        st, res = call(kw, "PUT", "/tables/p/documents/5000", {"body": "x"})
+        check(st == 403, "write key on another table: %s %s" % (st, res))
+        st, res = call(kp, "POST", "/multi_search", {"queries": [
+            {"table": "p", "q": "apple", "limit": 0}, {"table": "w", "q": "doc"}]})
+        r = res.get("results", [{}, {}])
+        check(st == 200 and r[0].get("total", 0) > 0 and r[1].get("status") == 403,
+              "multi-search checks each table against the key: %s %s" % (st, res))
+        st, res = call(old, "GET", "/tables/p/search?q=apple")
+        check(st == 401 and "expired" in res["error"]["message"], "expired key: %s %s"
+              % (st, res))
+        st, res = call(soon, "GET", "/tables/p/search?q=apple")
+        check(st == 200, "key expiring tomorrow: %s %s" % (st, res))
+        st, res = call(admin, "GET", "/tables")
+        check(st == 200, "unlimited admin key: %s" % st)
+        test_multi(srv, admin)
+    finally:
+        srv.stop()
+
+
 def main():
     rng = random.Random(int(os.environ.get("SEED", "19")))
     with DataDir() as dd:
@@ -348,9 +455,11 @@ def main():
             test_facets(srv)
             test_array_ingest(srv)
             test_patch(srv)
+            test_multi(srv)
         finally:
             srv.stop()
         test_cors(dd)
+        test_keys(dd)
     finish()
 
 
