@@ -36,6 +36,7 @@
 const HttpRoute HTTP_ROUTES[] = {
     {HM_GET, "/", "admin_page", API_SCOPE_NONE, HB_NONE, false, http_admin_asset},
     {HM_GET, "/admin/{file}", "admin_asset", API_SCOPE_NONE, HB_NONE, false, http_admin_asset},
+    {HM_GET, "/openapi.yaml", "openapi", API_SCOPE_NONE, HB_NONE, false, http_admin_asset},
     {HM_GET, "/health", "health", API_SCOPE_NONE, HB_NONE, false, http_health},
     {HM_GET, "/metrics", "metrics", API_SCOPE_ADMIN, HB_NONE, false, http_metrics_get},
     {HM_GET, "/stats", "stats", API_SCOPE_ADMIN, HB_NONE, false, http_stats_get},

@@ -15,6 +15,8 @@
   searchable at once; concurrent patches of one document lose nothing.
 - Multi-search: each result equals the single search's answer, errors stay
   in their slot.
+- The OpenAPI document is served as docs/openapi.yaml holds it, and it and
+  docs/http-api.md name every route of the route table with its method.
 - API keys limited to tables and with an expiry (quarry key add --tables
   --expires): other tables and cross-table routes 403, multi-search checked
   per query, an expired key 401."""
@@ -23,8 +25,11 @@ import json
 import math
 import os
 import random
+import re
 import subprocess
 import threading
+
+import yaml
 
 from qserve import Server
 from qtest import BIN, DataDir, check, finish
@@ -445,6 +450,29 @@ def test_keys(dd):
         srv.stop()
 
 
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def test_openapi(srv):
+    st, body, h = srv.call_h("GET", "/openapi.yaml")
+    with open(os.path.join(ROOT, "docs", "openapi.yaml")) as f:
+        text = f.read()
+    check(st == 200 and body == text and h.get("content-type", "").startswith("application/yaml"),
+          "GET /openapi.yaml serves docs/openapi.yaml: %s %s" % (st, h))
+    doc = yaml.safe_load(text)
+    with open(os.path.join(ROOT, "src", "server", "http.c")) as f:
+        routes = re.findall(r'\{HM_(\w+), "(/[^"]*)"', f.read())
+    with open(os.path.join(ROOT, "docs", "http-api.md")) as f:
+        manual = f.read()
+    check(len(routes) > 20, "routes read from http.c: %d" % len(routes))
+    for method, path in routes:
+        if path.startswith("/admin") or path == "/":
+            continue
+        check(method.lower() in doc["paths"].get(path, {}),
+              "openapi.yaml has %s %s" % (method, path))
+        check("| %s | `%s` |" % (method, path) in manual, "http-api.md lists %s %s" % (method, path))
+
+
 def main():
     rng = random.Random(int(os.environ.get("SEED", "19")))
     with DataDir() as dd:
@@ -456,6 +484,7 @@ def main():
             test_array_ingest(srv)
             test_patch(srv)
             test_multi(srv)
+            test_openapi(srv)
         finally:
             srv.stop()
         test_cors(dd)
