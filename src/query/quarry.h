@@ -212,6 +212,9 @@ typedef struct QrSearchReq {
                                  how filters read columns (tests, SET quarry.access_path) */
     const struct QrFacetReq *facets; /* borrowed: n_facets summaries over all matches */
     int n_facets;
+    const char *rank;         /* order by this expression of score and numeric fields
+                                 ("score * log(1 + views)", query/rank.h; hits' score is its
+                                 value), or NULL = BM25.  Not with sort / search_after */
 } QrSearchReq;
 
 /* Facets: summaries over every match of q + filter (not only the hits),
@@ -279,6 +282,8 @@ int qr_access_path_parse(const char *name);
 /* The QrError detail of an error in QrSearchReq.filter (its offset points
  * into the filter text, not the query). */
 #define QR_FILTER_ERROR_DETAIL "in the filter"
+/* ... and of an error in QrSearchReq.rank (offset into the rank text). */
+#define QR_RANK_ERROR_DETAIL "in the rank expression"
 
 
 typedef struct QrHit {
@@ -295,11 +300,18 @@ typedef struct QrSearchStats {
     uint64_t postings_blocks_decoded, postings_blocks_skipped;
     uint64_t docs_scored;
     uint32_t segments;
-    const char *strategy;     /* "wand", "and", "exhaustive", "count", "filter", "sort" */
+    const char *strategy;     /* "wand", "and", "exhaustive", "count", "filter", "sort",
+                                 "rank" */
     /* filters (QrFilterStats of query/filter.h, summed over segments) */
     uint64_t filter_blocks_total, filter_blocks_skipped, filter_blocks_scanned;
     uint64_t filter_btree_pages, filter_candidates_checked, filter_rows;
     uint32_t filter_segs_scan, filter_segs_check, filter_segs_btree;
+    /* rank: BM25 top-k' rounds run (k' growing until the expression's bound
+     * over the docs left out cannot reach the k-th rank), the candidates
+     * whose rank was computed, and whether every match had to be ranked */
+    uint32_t rank_rounds;
+    uint64_t rank_candidates;
+    bool rank_exhaustive;
 } QrSearchStats;
 
 typedef struct QrSearchRes {

@@ -33,6 +33,7 @@
 #include "query/iter_ops.h"
 #include "query/qparse.h"
 #include "query/query_int.h"
+#include "query/rank.h"
 #include "query/search_int.h"
 #include "query/topk.h"
 #include "store/util.h"
@@ -226,6 +227,7 @@ struct Search {
     SVal cursor[MAX_SORT_KEYS];
     uint8_t cursor_pk[PK_KEY_MAX];
     size_t cursor_pk_len;
+    RankExpr *rank;             /* arena: req->rank compiled, or NULL */
 };
 
 static void *aalloc(Search *s, size_t n)
@@ -1027,6 +1029,164 @@ int search_seg_topk(Search *s, int i, const roaring_bitmap_t *fb, TopK *tk)
     SearchCursor c;
     search_seg_cursor(s, i, true, fb, &c);
     return c.it ? topk_collect_all(c.it, base, tk) : (int)s->ctx.err.code;
+}
+
+/* ---- ranking by an expression (req->rank, query/rank.h) ---- */
+
+static int rank_segment(Search *s, int i, TopK *tk);
+
+#define RANK_FIRST_CANDIDATES 64
+#define RANK_MAX_CANDIDATES (1 << 16) /* beyond, every match is ranked */
+
+/* The interval of each field of the expression over the snapshot (segment
+ * column statistics; NULL reads as 0, so a column with NULLs includes 0).
+ * Deleted rows are counted too: a wider interval is still a bound. */
+static void rank_field_ranges(Search *s, double *lo, double *hi)
+{
+    for (int f = 0; f < rank_n_fields(s->rank); f++) {
+        int fi = rank_field(s->rank, f);
+        QrFieldType ft = s->schema->fields[fi].type;
+        lo[f] = INFINITY;
+        hi[f] = -INFINITY;
+        for (int i = 0; i < s->snap->n_segs; i++) {
+            const Column *c = seg_column(s->snap->segs[i], fi);
+            ColStats st;
+            if (c)
+                st = col_stats(c);
+            double v[3];
+            int n = 0;
+            if (!c || st.null_count > 0 || !st.has_range)
+                v[n++] = 0;
+            if (c && st.has_range) {
+                const ColVal *mm[2] = {&st.min, &st.max};
+                for (int m = 0; m < 2; m++)
+                    v[n++] = mm[m]->kind == CV_FLOAT  ? mm[m]->u.f
+                             : mm[m]->kind == CV_BOOL ? (double)mm[m]->u.b
+                             : ft == QR_FT_TIMESTAMP  ? (double)mm[m]->u.i / 1e6
+                                                      : (double)mm[m]->u.i;
+            }
+            for (int j = 0; j < n; j++) {
+                lo[f] = v[j] < lo[f] ? v[j] : lo[f];
+                hi[f] = v[j] > hi[f] ? v[j] : hi[f];
+            }
+        }
+        if (lo[f] > hi[f])
+            lo[f] = hi[f] = 0; /* no segments */
+    }
+}
+
+/* The expression's value for local doc d of segment si with BM25 score. */
+static double rank_of(Search *s, int si, uint32_t d, float score)
+{
+    double vals[RANK_MAX_FIELDS];
+    Segment *seg = s->snap->segs[si];
+    for (int f = 0; f < rank_n_fields(s->rank); f++) {
+        int fi = rank_field(s->rank, f);
+        const Column *c = seg_column(seg, fi);
+        int64_t iv = 0;
+        double dv = 0;
+        bool bv = false;
+        vals[f] = 0;
+        switch (s->schema->fields[fi].type) {
+        case QR_FT_FLOAT:
+            if (c && col_get_float(c, d, &dv))
+                vals[f] = dv;
+            break;
+        case QR_FT_BOOL:
+            if (c && col_get_bool(c, d, &bv))
+                vals[f] = bv;
+            break;
+        case QR_FT_TIMESTAMP:
+            if (c && col_get_int(c, d, &iv))
+                vals[f] = (double)iv / 1e6;
+            break;
+        default:
+            if (c && col_get_int(c, d, &iv))
+                vals[f] = (double)iv;
+        }
+    }
+    return rank_eval(s->rank, score, vals);
+}
+
+/* Offer a (global) doc to tk at its rank. */
+static void rank_offer(Search *s, TopK *tk, DocId doc, float score)
+{
+    int si;
+    uint32_t local;
+    if (snapshot_locate(s->snap, doc, &si, &local))
+        topk_offer(tk, doc, (float)rank_of(s, si, local, score));
+}
+
+/* The k best hits by the rank expression, into *out (sorted; hits' score is
+ * the rank as a float, ties by doc).  Exact, with pruning where the
+ * expression allows it: the BM25 top-k' (block-max WAND) is ranked, and
+ * every match left out scores at most the k'-th BM25 score s', so its rank
+ * is at most the expression's bound with score in [0, s'] and each field in
+ * its column range.  When that bound is below the k-th rank found, no match
+ * left out can enter and the answer is final; else k' grows (x4).  An
+ * expression that grows with the score (score * f(x) with f >= 0, score +
+ * f(x), ...) stops after a round or two; others, or k' past
+ * RANK_MAX_CANDIDATES, rank every match. */
+static int rank_topk(Search *s, int k, QrSearchRes *res, TopK **out)
+{
+    double lo[RANK_MAX_FIELDS], hi[RANK_MAX_FIELDS];
+    rank_field_ranges(s, lo, hi);
+    QrSearchStats *st = &res->stats;
+    st->strategy = "rank";
+    TopK *best = NULL;
+    bool done = false;
+    int64_t kk = (int64_t)k * 4 > RANK_FIRST_CANDIDATES ? (int64_t)k * 4 : RANK_FIRST_CANDIDATES;
+    /* with the total known, a round that would hold every match is no
+     * cheaper than ranking every match directly */
+    for (; rank_uses_score(s->rank) && !done && kk <= RANK_MAX_CANDIDATES &&
+           (s->req->skip_total || (uint64_t)kk < res->total);
+         kk *= 4) {
+        TopK *cand = topk_new(&s->ctx, (int)kk);
+        if (!cand)
+            return s->ctx.err.code;
+        for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++)
+            rank_segment(s, i, cand);
+        if (s->ctx.err.code != QR_OK || !(best = topk_new(&s->ctx, k)))
+            return s->ctx.err.code;
+        for (int h = 0; h < cand->n; h++)
+            rank_offer(s, best, cand->hits[h].doc, cand->hits[h].score);
+        st->rank_rounds++;
+        st->rank_candidates += (uint64_t)cand->n;
+        if (cand->n < kk) {
+            done = true; /* every match was a candidate */
+            break;
+        }
+        double b_lo, b_hi;
+        rank_bound(s->rank, 0, topk_threshold(cand), lo, hi, &b_lo, &b_hi);
+        b_hi += fabs(b_hi) * 1e-9; /* room for libm's last-bit differences */
+        done = best->n == k && isfinite(b_hi) && (float)b_hi < topk_threshold(best);
+    }
+    if (!done) {
+        st->rank_exhaustive = true;
+        if (!(best = topk_new(&s->ctx, k)))
+            return s->ctx.err.code;
+        uint32_t docs[256];
+        float scores[256];
+        for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
+            const roaring_bitmap_t *fb = seg_filter(s, i);
+            if (s->ctx.err.code != QR_OK)
+                break;
+            SearchCursor c;
+            search_seg_cursor(s, i, true, fb, &c);
+            size_t n;
+            while ((n = search_cursor_next(&c, docs, scores, 256)) > 0) {
+                for (size_t j = 0; j < n; j++)
+                    topk_offer(best, s->snap->base[i] + docs[j],
+                               (float)rank_of(s, i, docs[j], scores[j]));
+                st->rank_candidates += n;
+            }
+        }
+        if (s->ctx.err.code != QR_OK)
+            return s->ctx.err.code;
+    }
+    topk_sorted(best);
+    *out = best;
+    return QR_OK;
 }
 
 /* qr_search's ranking of segment i: its filter bitmap, then the shared path. */
@@ -2288,6 +2448,12 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         rc = parse_sort(s, err);
     if (rc == QR_OK)
         rc = parse_cursor(s, err);
+    if (rc == QR_OK && req->rank && *req->rank) {
+        if (s->sorted)
+            rc = qr_error_set(err, QR_EINVAL, "rank cannot be combined with sort or search_after");
+        else if ((rc = rank_parse(s->schema, req->rank, arena, &s->rank, err)) != QR_OK)
+            qr_error_detail(err, QR_RANK_ERROR_DETAIL);
+    }
     if (rc == QR_OK)
         rc = facets_check(s->schema, req->facets, req->n_facets, err);
     if (rc == QR_OK) {
@@ -2326,7 +2492,10 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         res->stats.strategy = "count";
     }
     TopK *tk = NULL;
-    if (k > 0 && s->ctx.err.code == QR_OK) {
+    if (k > 0 && s->rank && s->ctx.err.code == QR_OK) {
+        if (rank_topk(s, k, res, &tk) != QR_OK)
+            goto fail;
+    } else if (k > 0 && s->ctx.err.code == QR_OK) {
         tk = topk_new(&s->ctx, k);
         if (!tk)
             goto fail;

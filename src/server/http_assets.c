@@ -1418,6 +1418,7 @@ static const char ASSET_4[] =
     "        - {name: sort, in: query, schema: {type: string, example: \"published:desc,_score\"}}\n"
     "        - {name: search_after, in: query, description: \"JSON array: the sort of the previous page's last hit\", schema: {type: string}}\n"
     "        - {name: facets, in: query, schema: {type: string, example: \"terms:symbol:5,histogram:views:100,stats:views,percentiles:views:50|99,cardinality:tags,range:views:*-10|10-*\"}}\n"
+    "        - {name: rank, in: query, description: \"order by an expression of score and numeric fields\", schema: {type: string, example: \"score * log(1 + views)\"}}\n"
     "        - {name: access_path, in: query, schema: {type: string, enum: [auto, scan, check, btree], default: auto}}\n"
     "      responses:\n"
     "        \"200\":\n"
@@ -1718,6 +1719,7 @@ static const char ASSET_4[] =
     "            - type: object\n"
     "              additionalProperties: {$ref: \"#/components/schemas/FacetSpec\"}\n"
     "        access_path: {type: string, enum: [auto, scan, check, btree], default: auto}\n"
+    "        rank: {type: string, description: \"order by an expression of score and numeric fields (not with sort)\", example: \"score * log(1 + views)\"}\n"
     "    FacetSpec:\n"
     "      type: object\n"
     "      required: [field]\n"
@@ -1857,6 +1859,6 @@ const HttpAsset HTTP_ASSETS[] = {
     {"/admin/app.css", "text/css; charset=utf-8", "\"89e68be244da60d4\"", ASSET_1, sizeof ASSET_1 - 1},
     {"/admin/app.js", "text/javascript; charset=utf-8", "\"886aa6906b289cf3\"", ASSET_2, sizeof ASSET_2 - 1},
     {"/admin/favicon.svg", "image/svg+xml", "\"81c7ed9e66831dc9\"", ASSET_3, sizeof ASSET_3 - 1},
-    {"/openapi.yaml", "application/yaml; charset=utf-8", "\"7ef758c6579a7aa3\"", ASSET_4, sizeof ASSET_4 - 1},
+    {"/openapi.yaml", "application/yaml; charset=utf-8", "\"9398188da9b642a7\"", ASSET_4, sizeof ASSET_4 - 1},
 };
 const int HTTP_N_ASSETS = (int)(sizeof HTTP_ASSETS / sizeof HTTP_ASSETS[0]);

@@ -39,6 +39,7 @@ typedef enum ParamKind {
     P_TIMEOUT,
     P_TOTAL,
     P_FILTER,
+    P_RANK,
     P_SORT,
     P_AFTER,
     P_FACETS,
@@ -65,6 +66,7 @@ static const SearchParam SEARCH_PARAMS[] = {
     {"timeout_ms", P_TIMEOUT, NULL},
     {"total", P_TOTAL, NULL},
     {"filter", P_FILTER, NULL},
+    {"rank", P_RANK, NULL},
     {"sort", P_SORT, NULL},
     {"search_after", P_AFTER, NULL},
     {"facets", P_FACETS, NULL},
@@ -88,6 +90,7 @@ typedef struct SearchArgs {
     char *doc_fields[MAX_DOC_FIELDS]; /* owns */
     uint64_t timeout_ms;    /* 0 = the server's */
     char *filter;           /* owns: SQL WHERE text or NULL */
+    char *rank;             /* owns: rank expression or NULL */
     char *sort;             /* owns: "f:desc,_score" or NULL */
     char *after;            /* owns: cursor JSON array text or NULL */
     int access_path;        /* qr_access_path_parse value */
@@ -102,6 +105,7 @@ static void args_free(SearchArgs *a)
     for (int i = 0; i < a->n_doc_fields; i++)
         qr_free(a->doc_fields[i]);
     qr_free(a->filter);
+    qr_free(a->rank);
     qr_free(a->sort);
     qr_free(a->after);
     http_facets_free(&a->facets);
@@ -305,6 +309,7 @@ static int set_text(HttpReq *r, const SearchParam *p, const char *v, SearchArgs 
         }
         return QR_OK;
     case P_FILTER: return set_owned(r, &a->filter, v);
+    case P_RANK: return set_owned(r, &a->rank, v);
     case P_SORT: return set_owned(r, &a->sort, v);
     case P_AFTER: return set_owned(r, &a->after, v);
     case P_FACETS: return http_facets_text(r, &a->facets, v);
@@ -460,6 +465,11 @@ static int set_json(HttpReq *r, const SearchParam *p, const cJSON *v, SearchArgs
         if (!cJSON_IsString(v))
             return http_error(r, QR_EINVAL, "filter must be a string (SQL WHERE syntax)");
         return set_owned(r, &a->filter, v->valuestring);
+    case P_RANK:
+        if (!cJSON_IsString(v))
+            return http_error(r, QR_EINVAL, "rank must be a string like \"score * log(1 + "
+                                             "views)\"");
+        return set_owned(r, &a->rank, v->valuestring);
     case P_SORT: return set_sort_json(r, a, v);
     case P_AFTER: {
         if (!cJSON_IsArray(v))
@@ -558,6 +568,7 @@ static void run_search(HttpReq *r, SearchArgs *a)
         req.timeout_ms = a->timeout_ms;
     req.mem_cap = (size_t)s->cfg.query_mem_bytes;
     req.filter = a->filter;
+    req.rank = a->rank;
     req.sort = a->sort;
     req.search_after = a->after;
     req.access_path = a->access_path;
@@ -655,6 +666,11 @@ static void run_search(HttpReq *r, SearchArgs *a)
                           (unsigned long long)st->filter_candidates_checked,
                           (unsigned long long)st->filter_rows);
         }
+        if (a->rank)
+            qr_buf_printf(&b, ",\"rank\":{\"rounds\":%u,\"candidates\":%llu,\"exhaustive\":%s}",
+                          res->stats.rank_rounds,
+                          (unsigned long long)res->stats.rank_candidates,
+                          res->stats.rank_exhaustive ? "true" : "false");
         qr_buf_putc(&b, '}');
     }
     qr_buf_putc(&b, '}');

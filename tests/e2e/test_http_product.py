@@ -13,6 +13,9 @@
   after it refused with the complete elements kept.
 - PATCH: a JSON merge patch of a stored document (set, remove, nested merge),
   searchable at once; concurrent patches of one document lose nothing.
+- Ranking by fields ("rank": "score * log(1 + views)"): hits in the order
+  of the expression recomputed from every match's BM25 score and document,
+  fewer candidates than matches, the GET form, errors with positions.
 - Multi-search: each result equals the single search's answer, errors stay
   in their slot.
 - The OpenAPI document is served as docs/openapi.yaml holds it, and it and
@@ -349,6 +352,40 @@ def test_patch(srv):
           "16 concurrent patches all kept: %s %s" % (errs, d))
 
 
+def test_rank(srv):
+    st, allr = srv.call("POST", "/tables/p/search", {"q": "apple OR red", "limit": 10000})
+    check(st == 200 and allr["total"] > 50, "every match: %s" % st)
+
+    def brute(score, d):
+        return score * math.log(1 + (d.get("views") or 0))
+    # scores print with 6 digits: compare the order where ranks differ clearly
+    want = sorted(allr["hits"], key=lambda h: -brute(h["score"], h["doc"]))
+    st, res = srv.call("POST", "/tables/p/search", {"q": "apple OR red", "limit": 5,
+                                                    "rank": "score * log(1 + views)",
+                                                    "explain": True})
+    ok = st == 200 and len(res["hits"]) == 5
+    if check(ok, "rank search: %s %s" % (st, res)):
+        got = [brute(allr_h["score"], allr_h["doc"]) for h in res["hits"]
+               for allr_h in allr["hits"] if allr_h["id"] == h["id"]]
+        exp = [brute(h["score"], h["doc"]) for h in want[:5]]
+        check(all(math.isclose(g, e, rel_tol=1e-4) for g, e in zip(got, exp))
+              and all(math.isclose(h["score"], g, rel_tol=1e-4) for h, g in zip(res["hits"], got)),
+              "rank order and values %s, brute force %s" % (got, exp))
+        rk = res["explain"]["rank"]
+        check(res["explain"]["strategy"] == "rank" and not rk["exhaustive"]
+              and rk["candidates"] < allr["total"], "pruned: %s of %d" % (rk, allr["total"]))
+    st, g = srv.call("GET", "/tables/p/search?q=apple+OR+red&limit=5&rank=score*log(1%2Bviews)")
+    check(st == 200 and [h["id"] for h in g["hits"]] == [h["id"] for h in res["hits"]],
+          "GET rank equals POST: %s %s" % (st, g))
+    st, e = srv.call("POST", "/tables/p/search", {"q": "apple", "rank": "score * nope"})
+    check(st == 400 and e["error"].get("detail") == "in the rank expression"
+          and e["error"].get("position") == 9, "unknown rank field: %s %s" % (st, e))
+    st, e = srv.call("POST", "/tables/p/search", {"q": "apple", "rank": "score *"})
+    check(st == 400 and e["error"]["code"] == "syntax_error", "rank syntax: %s %s" % (st, e))
+    st, e = srv.call("POST", "/tables/p/search", {"q": "apple", "rank": "score", "sort": "views"})
+    check(st == 400, "rank with sort: %s %s" % (st, e))
+
+
 def strip_took(x):
     if isinstance(x, dict):
         return {k: strip_took(v) for k, v in x.items() if k != "took_ms"}
@@ -481,6 +518,7 @@ def main():
             check(srv.port is not None, "server started")
             load(srv, rng)
             test_facets(srv)
+            test_rank(srv)
             test_array_ingest(srv)
             test_patch(srv)
             test_multi(srv)
