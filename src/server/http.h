@@ -69,6 +69,7 @@ typedef struct HttpConfig {
 } HttpConfig;
 
 void http_config_default(HttpConfig *c);
+
 /* Read a JSON config file over *c.  Unknown keys and values out of range
  * are errors naming the key (QR_EINVAL), a bad file QR_EIO / QR_ESYNTAX. */
 int http_config_load(const char *path, HttpConfig *c, QrError *err);
@@ -91,5 +92,11 @@ const char *http_server_addr(const HttpServer *s);
  * connections with 503, wait up to shutdown_timeout_s for running requests,
  * then close every connection and free the server.  The db stays open. */
 void http_server_stop(HttpServer *s);
+
+/* Record a statement run elsewhere (the PG port) in the server's query
+ * history, as POST /sql records its own: code is QR_OK or the error's
+ * QrCode, plan QrSqlResult.plan (may be NULL).  Thread-safe. */
+void http_server_record_sql(HttpServer *s, const char *via, const char *sql, size_t len,
+                            uint64_t rows, double took_ms, int code, const char *plan);
 
 #endif

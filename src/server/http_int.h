@@ -358,10 +358,11 @@ void http_history_free(HttpHistory *h);
 /* A search: grouped by table, canonical query text (qr_query_canonical),
  * fields, operator, filter and sort. */
 void http_history_add(HttpHistory *h, const HttpQueryRec *rec);
-/* One SQL statement (POST /sql): grouped by its normalized text
- * (qr_sql_normalize); plan may be NULL. */
-void http_history_sql(HttpHistory *h, const char *sql, size_t len, uint64_t rows, double took_ms,
-                      int status, const char *plan);
+/* One SQL statement that came by `via` ("http": POST /sql, "pg": the PG
+ * port): grouped by its normalized text (qr_sql_normalize); plan (the
+ * table accesses run, QrSqlResult.plan) may be NULL. */
+void http_history_sql(HttpHistory *h, const char *via, const char *sql, size_t len, uint64_t rows,
+                      double took_ms, int status, const char *plan);
 void http_history_forget(HttpHistory *h, const char *table);
 void http_queries_get(HttpReq *r);
 
