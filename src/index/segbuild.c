@@ -197,6 +197,7 @@ struct SegBuilder {
     uint32_t *pk_slots;       /* owns: doc + 1 */
     uint32_t n_pk_slots;
     ColAcc cols[QR_MAX_FIELDS];
+    QrBuf multi_text;         /* a multi-valued keyword's array text, per value */
     roaring_bitmap_t *deleted; /* owns */
     uint32_t n_docs;
     uint64_t min_lsn, max_lsn;
@@ -293,6 +294,7 @@ void segb_free(SegBuilder *b)
     dsw_free(b->docs);
     qr_buf_free(&b->pk_bytes);
     qr_buf_free(&b->pk_offs);
+    qr_buf_free(&b->multi_text);
     qr_free(b->pk_slots);
     if (b->deleted)
         roaring_bitmap_free(b->deleted);
@@ -670,6 +672,14 @@ int seg_value_check(const QrField *f, const cJSON *v, SegValue *out, QrError *er
         }
         goto bad;
     case QR_FT_KEYWORD:
+        if (f->multi && cJSON_IsArray(v)) { /* the column gets the array text (col_multi_text) */
+            const cJSON *e;
+            cJSON_ArrayForEach(e, v) if (!cJSON_IsString(e)) goto bad;
+            out->is_null = false;
+            out->s = NULL;
+            out->n = 0;
+            return QR_OK;
+        }
         if (!cJSON_IsString(v))
             goto bad;
         out->is_null = false;
@@ -718,8 +728,9 @@ int seg_value_check(const QrField *f, const cJSON *v, SegValue *out, QrError *er
         goto bad;
     }
 bad:
-    qr_error_set(err, QR_ETYPE, "field \"%s\" expects %s, got %s", f->name,
-                 f->type == QR_FT_TEXT ? "a string or an array of strings"
+    qr_error_set(err, QR_ETYPE, "field \"%s\" expects %s, got %s%s", f->name,
+                 f->type == QR_FT_TEXT || (f->type == QR_FT_KEYWORD && f->multi)
+                     ? "a string or an array of strings"
                  : f->type == QR_FT_KEYWORD ? "a string"
                  : f->type == QR_FT_INT ? "an integer"
                  : f->type == QR_FT_FLOAT ? "a number"
@@ -730,7 +741,11 @@ bad:
                  : cJSON_IsBool(v) ? "a boolean"
                  : cJSON_IsArray(v) ? "an array"
                  : cJSON_IsObject(v) ? "an object"
-                                     : "another value");
+                                     : "another value",
+                 cJSON_IsArray(v) && (f->type == QR_FT_TEXT || f->multi) ? " holding another value"
+                                                                         : "");
+    if (f->type == QR_FT_KEYWORD && !f->multi && cJSON_IsArray(v))
+        qr_error_hint(err, "declare the field with \"multi\": true to keep a list of keywords");
     return QR_ETYPE;
 }
 
@@ -916,7 +931,23 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
             case QR_FT_TIMESTAMP: rc = colw_add_int(w, v->i); break;
             case QR_FT_FLOAT: rc = colw_add_float(w, v->d); break;
             case QR_FT_BOOL: rc = colw_add_bool(w, v->b); break;
-            default: rc = colw_add_str(w, v->s, v->n); break;
+            default:
+                if (s->fields[f].multi) {
+                    QrBuf *t = &b->multi_text;
+                    t->len = 0;
+                    qr_buf_putc(t, '{');
+                    const cJSON *e = cJSON_IsArray(raw[f]) ? raw[f]->child : raw[f];
+                    for (int k = 0; e; e = cJSON_IsArray(raw[f]) ? e->next : NULL, k++) {
+                        if (k)
+                            qr_buf_putc(t, ',');
+                        qr_buf_array_elem(t, e->valuestring, strlen(e->valuestring));
+                    }
+                    qr_buf_putc(t, '}');
+                    rc = qr_buf_ok(t) ? colw_add_str(w, (const char *)t->data, t->len) : QR_ENOMEM;
+                    break;
+                }
+                rc = colw_add_str(w, v->s, v->n);
+                break;
             }
         if (rc != QR_OK) {
             b->poisoned = true; /* norms and the stored doc are in: a half document */

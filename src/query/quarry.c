@@ -458,6 +458,13 @@ static int set_index(QrTable *t, const char *field, bool on, QrError *err)
         qr_error_set_sqlstate(err, "42703"); /* undefined_column */
         return QR_ENOTFOUND;
     }
+    if (on && table_schema(t->table)->fields[f].multi) {
+        qr_error_set(err, QR_EINVAL, "cannot index multi-valued keyword field \"%s\" with a "
+                                     "B-tree", field);
+        qr_error_detail(err, "a B-tree orders whole values; filters on the field match its "
+                             "elements");
+        return QR_EINVAL;
+    }
     rc = on ? table_create_index(t->table, f, err) : table_drop_index(t->table, f, err);
     qr_db_ddl_bump(t->db);
     return rc;

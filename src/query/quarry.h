@@ -237,37 +237,68 @@ typedef struct QrSearchReq {
                                  how filters read columns (tests, SET quarry.access_path) */
     const struct QrFacetReq *facets; /* borrowed: n_facets summaries over all matches */
     int n_facets;
+    const char *rank;         /* order by this expression of score and numeric fields
+                                 ("score * log(1 + views)", query/rank.h; hits' score is its
+                                 value), or NULL = BM25.  Not with sort / search_after */
 } QrSearchReq;
 
-/* Facets: summaries over every match of q + filter (not only the hits). */
+/* Facets: summaries over every match of q + filter (not only the hits),
+ * computed from the columns (query/facets.c on query/colwalk.h, the
+ * grouping SQL's aggregates use). */
 typedef enum QrFacetKind {
-    QR_FACET_TERMS,     /* value counts of a keyword/bool/int column, top `size` */
-    QR_FACET_HISTOGRAM, /* counts per bucket floor(v / interval) * interval (numeric,
-                           timestamp: interval in the column's unit, µs for timestamps) */
-    QR_FACET_STATS      /* count, min, max, sum, avg of a numeric/timestamp column */
+    QR_FACET_TERMS,       /* value counts of a keyword/bool/int/timestamp column, top `size`;
+                             a multi-valued keyword counts each document once per element */
+    QR_FACET_HISTOGRAM,   /* counts per bucket floor(v / interval) * interval (numeric,
+                             timestamp: interval in the column's unit, µs for timestamps) */
+    QR_FACET_STATS,       /* count, min, max, sum, avg of a numeric/timestamp column */
+    QR_FACET_PERCENTILES, /* percentile_cont of each of `percents` (0-100) over the values of a
+                             numeric/timestamp column (exact: every value is read) */
+    QR_FACET_CARDINALITY, /* the number of distinct values (exact); a multi-valued keyword
+                             counts distinct elements */
+    QR_FACET_RANGE        /* counts per range [from, to) of a numeric/timestamp column (ranges
+                             may overlap; an unbounded end is open) */
 } QrFacetKind;
+
+#define QR_FACET_MAX_PERCENTS 32
+#define QR_FACET_MAX_RANGES 64
+
+typedef struct QrFacetRange {
+    bool has_from, has_to;    /* an absent end is unbounded */
+    double from, to;          /* in the column's unit (µs for timestamps) */
+    const char *key;          /* borrowed, NULL: "from-to" ("*" for an open end) */
+} QrFacetRange;
 
 typedef struct QrFacetReq {
     QrFacetKind kind;
     const char *field;        /* borrowed */
     int size;                 /* TERMS: buckets returned (default 10); HISTOGRAM: cap */
     double interval;          /* HISTOGRAM: bucket width > 0 */
+    const double *percents;   /* PERCENTILES: borrowed, n_percents in [1, 32], each 0-100 */
+    int n_percents;
+    const QrFacetRange *ranges; /* RANGE: borrowed, n_ranges in [1, 64] */
+    int n_ranges;
 } QrFacetReq;
 
 typedef struct QrFacetBucket {
-    char *key_json;           /* the value (TERMS) or bucket start (HISTOGRAM) as JSON */
+    char *key_json;           /* the value (TERMS), bucket start (HISTOGRAM) or the range's
+                                 key (RANGE) as JSON */
     uint64_t count;
+    char *from_json, *to_json; /* RANGE: the ends as JSON (timestamps as text), NULL if open */
 } QrFacetBucket;
 
 typedef struct QrFacetRes {
     QrFacetKind kind;
     const char *field;        /* arena copy */
-    int n_buckets;            /* TERMS: by count desc, then value; HISTOGRAM: by key */
+    int n_buckets;            /* TERMS: by count desc, then value; HISTOGRAM: by key;
+                                 RANGE: in request order */
     QrFacetBucket *buckets;
     uint64_t other;           /* TERMS: matches whose value is not in the buckets shown */
-    uint64_t missing;         /* matches where the field is NULL */
-    uint64_t count;           /* STATS: non-NULL values */
+    uint64_t missing;         /* matches where the field is NULL (or an empty list) */
+    uint64_t count;           /* STATS, PERCENTILES: non-NULL values; CARDINALITY: distinct
+                                 values */
     double min, max, sum, avg; /* STATS (timestamps in µs); valid when count > 0 */
+    char *values_json;        /* PERCENTILES: {"50": v, ...} in request order (null without
+                                 values; timestamps as text) */
 } QrFacetRes;
 
 void qr_search_req_init(QrSearchReq *r);
@@ -276,6 +307,8 @@ int qr_access_path_parse(const char *name);
 /* The QrError detail of an error in QrSearchReq.filter (its offset points
  * into the filter text, not the query). */
 #define QR_FILTER_ERROR_DETAIL "in the filter"
+/* ... and of an error in QrSearchReq.rank (offset into the rank text). */
+#define QR_RANK_ERROR_DETAIL "in the rank expression"
 
 
 /* One field's highlighted fragments of a hit (QrSearchReq.hl_fields). */
@@ -302,11 +335,18 @@ typedef struct QrSearchStats {
     uint64_t postings_blocks_decoded, postings_blocks_skipped;
     uint64_t docs_scored;
     uint32_t segments;
-    const char *strategy;     /* "wand", "and", "exhaustive", "count", "filter", "sort" */
+    const char *strategy;     /* "wand", "and", "exhaustive", "count", "filter", "sort",
+                                 "rank" */
     /* filters (QrFilterStats of query/filter.h, summed over segments) */
     uint64_t filter_blocks_total, filter_blocks_skipped, filter_blocks_scanned;
     uint64_t filter_btree_pages, filter_candidates_checked, filter_rows;
     uint32_t filter_segs_scan, filter_segs_check, filter_segs_btree;
+    /* rank: BM25 top-k' rounds run (k' growing until the expression's bound
+     * over the docs left out cannot reach the k-th rank), the candidates
+     * whose rank was computed, and whether every match had to be ranked */
+    uint32_t rank_rounds;
+    uint64_t rank_candidates;
+    bool rank_exhaustive;
 } QrSearchStats;
 
 typedef struct QrSearchRes {

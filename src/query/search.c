@@ -28,10 +28,13 @@
 #include "index/postings.h"
 #include "index/termdict.h"
 #include "query/bm25f.h"
+#include "query/colwalk.h"
+#include "query/facets.h"
 #include "query/filter.h"
 #include "query/iter_ops.h"
 #include "query/qparse.h"
 #include "query/query_int.h"
+#include "query/rank.h"
 #include "query/search_int.h"
 #include "query/synonyms.h"
 #include "query/topk.h"
@@ -223,15 +226,10 @@ typedef struct SortKey {
     bool desc;
 } SortKey;
 
-/* One sort value.  NULL sorts after every value ascending (before it
- * descending), as PostgreSQL's default NULLS LAST / NULLS FIRST. */
-typedef struct SVal {
-    bool null;
-    int64_t i;      /* int64, timestamp, bool */
-    double f;       /* float64, _score */
-    const char *s;  /* keyword, _id key bytes: borrow the segment (or the cursor) */
-    size_t n;
-} SVal;
+/* One sort value (colwalk.h's key: the ordered column walk hands them out).
+ * NULL sorts after every value ascending (before it descending), as
+ * PostgreSQL's default NULLS LAST / NULLS FIRST. */
+typedef ColWalkKey SVal;
 
 struct Search {
     QrTable *t;
@@ -288,6 +286,7 @@ struct Search {
     size_t cursor_pk_len;
     bool peers_asked;           /* peer_stats_ready ran */
     const char *stats_warning;  /* the stats source's warning, or NULL */
+    RankExpr *rank;             /* arena: req->rank compiled, or NULL */
 };
 
 static void *aalloc(Search *s, size_t n)
@@ -1679,6 +1678,164 @@ int search_seg_topk(Search *s, int i, const roaring_bitmap_t *fb, TopK *tk)
     return c.it ? topk_collect_all(c.it, base, tk) : (int)s->ctx.err.code;
 }
 
+/* ---- ranking by an expression (req->rank, query/rank.h) ---- */
+
+static int rank_segment(Search *s, int i, TopK *tk);
+
+#define RANK_FIRST_CANDIDATES 64
+#define RANK_MAX_CANDIDATES (1 << 16) /* beyond, every match is ranked */
+
+/* The interval of each field of the expression over the snapshot (segment
+ * column statistics; NULL reads as 0, so a column with NULLs includes 0).
+ * Deleted rows are counted too: a wider interval is still a bound. */
+static void rank_field_ranges(Search *s, double *lo, double *hi)
+{
+    for (int f = 0; f < rank_n_fields(s->rank); f++) {
+        int fi = rank_field(s->rank, f);
+        QrFieldType ft = s->schema->fields[fi].type;
+        lo[f] = INFINITY;
+        hi[f] = -INFINITY;
+        for (int i = 0; i < s->snap->n_segs; i++) {
+            const Column *c = seg_column(s->snap->segs[i], fi);
+            ColStats st;
+            if (c)
+                st = col_stats(c);
+            double v[3];
+            int n = 0;
+            if (!c || st.null_count > 0 || !st.has_range)
+                v[n++] = 0;
+            if (c && st.has_range) {
+                const ColVal *mm[2] = {&st.min, &st.max};
+                for (int m = 0; m < 2; m++)
+                    v[n++] = mm[m]->kind == CV_FLOAT  ? mm[m]->u.f
+                             : mm[m]->kind == CV_BOOL ? (double)mm[m]->u.b
+                             : ft == QR_FT_TIMESTAMP  ? (double)mm[m]->u.i / 1e6
+                                                      : (double)mm[m]->u.i;
+            }
+            for (int j = 0; j < n; j++) {
+                lo[f] = v[j] < lo[f] ? v[j] : lo[f];
+                hi[f] = v[j] > hi[f] ? v[j] : hi[f];
+            }
+        }
+        if (lo[f] > hi[f])
+            lo[f] = hi[f] = 0; /* no segments */
+    }
+}
+
+/* The expression's value for local doc d of segment si with BM25 score. */
+static double rank_of(Search *s, int si, uint32_t d, float score)
+{
+    double vals[RANK_MAX_FIELDS];
+    Segment *seg = s->snap->segs[si];
+    for (int f = 0; f < rank_n_fields(s->rank); f++) {
+        int fi = rank_field(s->rank, f);
+        const Column *c = seg_column(seg, fi);
+        int64_t iv = 0;
+        double dv = 0;
+        bool bv = false;
+        vals[f] = 0;
+        switch (s->schema->fields[fi].type) {
+        case QR_FT_FLOAT:
+            if (c && col_get_float(c, d, &dv))
+                vals[f] = dv;
+            break;
+        case QR_FT_BOOL:
+            if (c && col_get_bool(c, d, &bv))
+                vals[f] = bv;
+            break;
+        case QR_FT_TIMESTAMP:
+            if (c && col_get_int(c, d, &iv))
+                vals[f] = (double)iv / 1e6;
+            break;
+        default:
+            if (c && col_get_int(c, d, &iv))
+                vals[f] = (double)iv;
+        }
+    }
+    return rank_eval(s->rank, score, vals);
+}
+
+/* Offer a (global) doc to tk at its rank. */
+static void rank_offer(Search *s, TopK *tk, DocId doc, float score)
+{
+    int si;
+    uint32_t local;
+    if (snapshot_locate(s->snap, doc, &si, &local))
+        topk_offer(tk, doc, (float)rank_of(s, si, local, score));
+}
+
+/* The k best hits by the rank expression, into *out (sorted; hits' score is
+ * the rank as a float, ties by doc).  Exact, with pruning where the
+ * expression allows it: the BM25 top-k' (block-max WAND) is ranked, and
+ * every match left out scores at most the k'-th BM25 score s', so its rank
+ * is at most the expression's bound with score in [0, s'] and each field in
+ * its column range.  When that bound is below the k-th rank found, no match
+ * left out can enter and the answer is final; else k' grows (x4).  An
+ * expression that grows with the score (score * f(x) with f >= 0, score +
+ * f(x), ...) stops after a round or two; others, or k' past
+ * RANK_MAX_CANDIDATES, rank every match. */
+static int rank_topk(Search *s, int k, QrSearchRes *res, TopK **out)
+{
+    double lo[RANK_MAX_FIELDS], hi[RANK_MAX_FIELDS];
+    rank_field_ranges(s, lo, hi);
+    QrSearchStats *st = &res->stats;
+    st->strategy = "rank";
+    TopK *best = NULL;
+    bool done = false;
+    int64_t kk = (int64_t)k * 4 > RANK_FIRST_CANDIDATES ? (int64_t)k * 4 : RANK_FIRST_CANDIDATES;
+    /* with the total known, a round that would hold every match is no
+     * cheaper than ranking every match directly */
+    for (; rank_uses_score(s->rank) && !done && kk <= RANK_MAX_CANDIDATES &&
+           (s->req->skip_total || (uint64_t)kk < res->total);
+         kk *= 4) {
+        TopK *cand = topk_new(&s->ctx, (int)kk);
+        if (!cand)
+            return s->ctx.err.code;
+        for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++)
+            rank_segment(s, i, cand);
+        if (s->ctx.err.code != QR_OK || !(best = topk_new(&s->ctx, k)))
+            return s->ctx.err.code;
+        for (int h = 0; h < cand->n; h++)
+            rank_offer(s, best, cand->hits[h].doc, cand->hits[h].score);
+        st->rank_rounds++;
+        st->rank_candidates += (uint64_t)cand->n;
+        if (cand->n < kk) {
+            done = true; /* every match was a candidate */
+            break;
+        }
+        double b_lo, b_hi;
+        rank_bound(s->rank, 0, topk_threshold(cand), lo, hi, &b_lo, &b_hi);
+        b_hi += fabs(b_hi) * 1e-9; /* room for libm's last-bit differences */
+        done = best->n == k && isfinite(b_hi) && (float)b_hi < topk_threshold(best);
+    }
+    if (!done) {
+        st->rank_exhaustive = true;
+        if (!(best = topk_new(&s->ctx, k)))
+            return s->ctx.err.code;
+        uint32_t docs[256];
+        float scores[256];
+        for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
+            const roaring_bitmap_t *fb = seg_filter(s, i);
+            if (s->ctx.err.code != QR_OK)
+                break;
+            SearchCursor c;
+            search_seg_cursor(s, i, true, fb, &c);
+            size_t n;
+            while ((n = search_cursor_next(&c, docs, scores, 256)) > 0) {
+                for (size_t j = 0; j < n; j++)
+                    topk_offer(best, s->snap->base[i] + docs[j],
+                               (float)rank_of(s, i, docs[j], scores[j]));
+                st->rank_candidates += n;
+            }
+        }
+        if (s->ctx.err.code != QR_OK)
+            return s->ctx.err.code;
+    }
+    topk_sorted(best);
+    *out = best;
+    return QR_OK;
+}
+
 /* qr_search's ranking of segment i: its filter bitmap, then the shared path. */
 static int rank_segment(Search *s, int i, TopK *tk)
 {
@@ -2330,6 +2487,22 @@ static void iter_to_bitmap(Iter *it, const roaring_bitmap_t *dels, roaring_bitma
     roaring_bitmap_add_many(bm, k, buf);
 }
 
+/* ColWalkCands.fill: the text matches of a segment, when the filter
+ * checks them row by row. */
+typedef struct TextCands {
+    Search *s;
+    Iter *it;
+    const roaring_bitmap_t *dels;
+} TextCands;
+
+static int text_cands_fill(void *arg, roaring_bitmap_t *out)
+{
+    TextCands *tc = arg;
+    if (tc->it)
+        iter_to_bitmap(tc->it, tc->dels, out);
+    return tc->s->ctx.err.code;
+}
+
 int search_seg_filter(Search *s, int i, const QrFilter *f, int path, roaring_bitmap_t *bm,
                       QrFilterStats *st)
 {
@@ -2337,33 +2510,18 @@ int search_seg_filter(Search *s, int i, const QrFilter *f, int path, roaring_bit
         return s->ctx.err.code;
     Segment *seg = s->snap->segs[i];
     const roaring_bitmap_t *dels = s->snap->dels[i];
-    FilterSeg *fs;
+    TextCands tc = {.s = s, .dels = dels};
+    ColWalkCands cands = {.n = UINT64_MAX, .fill = text_cands_fill, .arg = &tc};
+    if (s->root->kind != CK_ALL) {
+        tc.it = build(s, seg, s->root, false);
+        cands.n = tc.it ? iter_cost(tc.it) : 0;
+    }
     QrError e;
     qr_error_clear(&e);
-    if (filter_seg_compile(f, seg, &fs, &e) != QR_OK) {
-        qr_error_copy(&s->ctx.err, &e);
-        return s->ctx.err.code;
-    }
-    roaring_bitmap_t *cand = NULL;
-    if (s->root->kind != CK_ALL) {
-        Iter *it = build(s, seg, s->root, false);
-        uint64_t cost = it ? iter_cost(it) : 0;
-        if (path == QR_ACCESS_AUTO)
-            path = filter_seg_choose(fs, cost);
-        if (path == QR_ACCESS_CHECK) {
-            cand = roaring_bitmap_create();
-            if (!cand)
-                qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
-            else if (it)
-                iter_to_bitmap(it, dels, cand);
-        }
-    }
     if (s->ctx.err.code == QR_OK &&
-        filter_seg_eval(fs, (QrAccessPath)path, dels, cand, bm, st, &e) != QR_OK)
+        colwalk_filter(f, seg, dels, (QrAccessPath)path, NULL,
+                       s->root->kind != CK_ALL ? &cands : NULL, bm, st, &e) != QR_OK)
         qr_error_copy(&s->ctx.err, &e);
-    if (cand)
-        roaring_bitmap_free(cand);
-    filter_seg_free(fs);
     return s->ctx.err.code;
 }
 
@@ -2563,24 +2721,11 @@ static int cmp_bytes(const char *a, size_t an, const char *b, size_t bn)
     return c ? (c < 0 ? -1 : 1) : (an < bn ? -1 : an > bn);
 }
 
-static int cmp_double(double a, double b)
-{
-    if (isnan(a) || isnan(b))
-        return isnan(a) - isnan(b); /* NaN above every number */
-    return a < b ? -1 : a > b;
-}
-
 /* Order of two sort values of key k, ascending; NULL is the largest. */
 static int sval_cmp(const SortKey *k, const SVal *a, const SVal *b)
 {
-    if (a->null || b->null)
-        return (int)a->null - (int)b->null;
     int ct = k->field == SK_SCORE ? QR_COL_FLOAT64 : k->field == SK_ID ? QR_COL_KEYWORD : k->ct;
-    switch (ct) {
-    case QR_COL_FLOAT64: return cmp_double(a->f, b->f);
-    case QR_COL_KEYWORD: return cmp_bytes(a->s, a->n, b->s, b->n);
-    default: return a->i < b->i ? -1 : a->i > b->i;
-    }
+    return colwalk_key_cmp((QrColType)ct, a, b, false, false);
 }
 
 typedef struct SortHit {
@@ -2793,104 +2938,61 @@ static bool first_key_may_enter(const Search *s, const SortHeap *hp, const SVal 
     return (s->keys[0].desc ? -c : c) <= 0;
 }
 
-typedef struct BlockOrder {
-    uint32_t block;
-    SVal best;        /* the block's best possible first-key value */
-} BlockOrder;
-
-static int block_order_cmp(const void *x, const void *y, void *arg)
-{
-    const Search *s = arg;
-    const BlockOrder *a = x, *b = y;
-    int c = sval_cmp(&s->keys[0], &a->best, &b->best);
-    c = s->keys[0].desc ? -c : c;
-    return c ? c : (a->block < b->block ? -1 : a->block > b->block);
-}
-
-/* Top-k of one segment by a column, without scoring: blocks are visited
- * best zone-map bound first and the walk stops at the first block whose
- * bound cannot beat the k-th hit, so a sorted column reads a block or two.
- * Only the first key's column is decoded a block at a time (later keys and
- * the primary key are read per candidate).  docs = live matches (NULL: every
- * live doc).  Returns false when this shape is not handled (the caller then
- * walks every match). */
-static bool sorted_segment_by_column(Search *s, int i, const roaring_bitmap_t *docs,
-                                     SortHeap *hp)
+/* Path B over every live doc (within the filter) by a column: the
+ * column's blocks of every segment, best zone-map bound first (colwalk.h,
+ * SQL's ORDER BY walk); the walk stops at the first block whose bound
+ * cannot beat the k-th hit, so a sorted column reads a block or two.  Only
+ * the first key's column is decoded a block at a time (later keys and the
+ * primary key are read per candidate).  false when the walk cannot serve
+ * this column (a segment holds it with another type): every match is then
+ * walked instead. */
+static bool sorted_by_column(Search *s, SortHeap *hp)
 {
     const SortKey *sk = &s->keys[0];
-    Segment *seg = s->snap->segs[i];
-    const Column *c = seg_column(seg, sk->field);
-    const roaring_bitmap_t *dels = s->snap->dels[i];
-    if (!c || sk->ct == QR_COL_BOOL)
+    Snapshot *snap = s->snap;
+    if (sk->ct == QR_COL_BOOL)
         return false;
-    uint32_t nb = col_n_blocks(c);
-    BlockOrder *ord = qr_malloc(((size_t)nb + 1) * sizeof *ord);
-    int64_t *iv = qr_malloc(COL_BLOCK_ROWS * sizeof *iv);
-    uint64_t nulls[COL_BLOCK_ROWS / 64];
-    if (!ord || !iv) {
-        qr_free(ord);
-        qr_free(iv);
+    roaring_bitmap_t **fbs = NULL;
+    if (s->filter) {
+        fbs = aalloc(s, ((size_t)snap->n_segs + 1) * sizeof *fbs);
+        for (int i = 0; fbs && i < snap->n_segs && s->ctx.err.code == QR_OK; i++)
+            fbs[i] = seg_filter(s, i);
+        if (s->ctx.err.code != QR_OK)
+            return true;
+    }
+    ColWalkOrder *w;
+    QrError e;
+    qr_error_clear(&e);
+    int rc = colwalk_order_open(snap->segs, (const roaring_bitmap_t *const *)snap->dels,
+                                snap->n_segs, sk->field, (QrColType)sk->ct, sk->desc, sk->desc,
+                                fbs, NULL, &w, &e);
+    if (rc == QR_EUNSUPPORTED)
         return false;
+    if (rc != QR_OK) {
+        qr_error_copy(&s->ctx.err, &e);
+        return true;
     }
-    double *fv = (double *)iv;
-    uint32_t *cv = (uint32_t *)iv;
-    for (uint32_t b = 0; b < nb; b++) {
-        ColZone z;
-        col_block_zone(c, b, &z);
-        ord[b].block = b;
-        SVal *v = &ord[b].best;
-        memset(v, 0, sizeof *v);
-        /* NULL sorts as the largest value: first descending, last ascending */
-        if (!z.has_range || (sk->desc && z.null_count > 0)) {
-            v->null = true;
-            continue;
-        }
-        const ColVal *bound = sk->desc ? &z.max : &z.min;
-        if (sk->ct == QR_COL_FLOAT64)
-            v->f = bound->u.f;
-        else if (sk->ct == QR_COL_KEYWORD) {
-            v->s = bound->u.str.s;
-            v->n = bound->u.str.n;
-        } else
-            v->i = bound->u.i;
-    }
-    qsort_r(ord, nb, sizeof *ord, block_order_cmp, s);
-    for (uint32_t oi = 0; oi < nb && s->ctx.err.code == QR_OK; oi++) {
-        if (!first_key_may_enter(s, hp, &ord[oi].best))
+    const SVal *best;
+    while (s->ctx.err.code == QR_OK && colwalk_order_peek(w, &best)) {
+        if (!first_key_may_enter(s, hp, best))
             break; /* every later block is worse still */
-        uint32_t b = ord[oi].block;
-        uint32_t first = b * COL_BLOCK_ROWS;
-        uint32_t n;
-        switch (sk->ct) {
-        case QR_COL_FLOAT64: n = col_read_float(c, b, 1, fv, nulls); break;
-        case QR_COL_KEYWORD: n = col_read_code(c, b, 1, cv, nulls); break;
-        default: n = col_read_int(c, b, 1, iv, nulls);
-        }
+        int si;
+        const uint32_t *rows;
+        const ColWalkView *view;
+        uint32_t n = colwalk_order_read(w, &si, &rows, &view, &e);
+        if (e.code != QR_OK)
+            qr_error_copy(&s->ctx.err, &e);
         for (uint32_t r = 0; r < n; r++) {
-            uint32_t d = first + r;
-            if (docs ? !roaring_bitmap_contains(docs, d)
-                     : (dels && roaring_bitmap_contains(dels, d)))
-                continue;
-            SVal v;
-            memset(&v, 0, sizeof v);
-            if (nulls[r / 64] >> (r % 64) & 1) {
-                v.null = true;
-            } else if (sk->ct == QR_COL_FLOAT64) {
-                v.f = fv[r];
-            } else if (sk->ct == QR_COL_KEYWORD) {
-                if (!col_dict_get(c, cv[r], &v.s, &v.n))
-                    v.null = true;
-            } else {
-                v.i = iv[r];
-            }
-            if (first_key_may_enter(s, hp, &v))
-                sorted_offer(s, i, d, 0.0f, &v, hp);
+            uint32_t row = rows ? rows[r] : view->first_row + r;
+            SVal key;
+            colwalk_order_key(view, row, &key);
+            if (first_key_may_enter(s, hp, &key))
+                sorted_offer(s, si, row, 0.0f, &key, hp);
         }
         if (iter_ctx_interrupted(&s->ctx))
             break;
     }
-    qr_free(ord);
-    qr_free(iv);
+    colwalk_order_close(w);
     return true;
 }
 
@@ -2905,20 +3007,21 @@ static int collect_sorted(Search *s, const CNode *root, int k, QrSearchRes *res,
         return s->ctx.err.code;
     uint64_t total = 0;
     float all_score = root->kind == CK_ALL ? root->boost : 0.0f;
+    if (root->kind == CK_ALL && s->keys[0].field >= 0 && sorted_by_column(s, hp)) {
+        for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
+            const roaring_bitmap_t *fb = seg_filter(s, i), *dels = s->snap->dels[i];
+            total += fb ? roaring_bitmap_get_cardinality(fb)
+                        : seg_n_docs(s->snap->segs[i]) -
+                              (dels ? roaring_bitmap_get_cardinality(dels) : 0);
+        }
+        goto done;
+    }
     for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
         Segment *seg = s->snap->segs[i];
         const roaring_bitmap_t *dels = s->snap->dels[i];
         const roaring_bitmap_t *fb = seg_filter(s, i);
         if (s->ctx.err.code != QR_OK)
             break;
-        if (root->kind == CK_ALL && s->keys[0].field >= 0) {
-            total += fb ? roaring_bitmap_get_cardinality(fb)
-                        : seg_n_docs(seg) - (dels ? roaring_bitmap_get_cardinality(dels) : 0);
-            if (sorted_segment_by_column(s, i, fb, hp))
-                continue;
-            total -= fb ? roaring_bitmap_get_cardinality(fb)
-                        : seg_n_docs(seg) - (dels ? roaring_bitmap_get_cardinality(dels) : 0);
-        }
         if (root->kind == CK_ALL) {
             if (fb) {
                 roaring_uint32_iterator_t *it = roaring_create_iterator(fb);
@@ -2954,6 +3057,7 @@ static int collect_sorted(Search *s, const CNode *root, int k, QrSearchRes *res,
             sorted_offer(s, i, (uint32_t)d, s->need_score ? iter_score(it) : 0.0f, NULL, hp);
         }
     }
+done:
     res->total = total;
     res->stats.strategy = "sort";
     /* heap -> best first (heapsort: the worst moves to the end) */
@@ -3000,187 +3104,6 @@ static roaring_bitmap_t *seg_matches(Search *s, int i, const CNode *root)
     return bm;
 }
 
-typedef struct FacetKey {
-    double num;       /* numeric value or bucket start */
-    const char *str;  /* keyword value: borrows the segment */
-    size_t len;
-    uint64_t count;
-} FacetKey;
-
-typedef struct FacetAcc {
-    const QrFacetReq *req;
-    int field, ct;
-    FacetKey *v;      /* owns (qr_malloc) */
-    size_t n, cap;
-    uint64_t missing, count;
-    double min, max, sum;
-} FacetAcc;
-
-static bool facet_push(FacetAcc *a, double num, const char *str, size_t len, uint64_t count)
-{
-    if (a->n == a->cap) {
-        size_t nc = a->cap ? a->cap * 2 : 256;
-        FacetKey *nv = qr_realloc(a->v, nc * sizeof *nv);
-        if (!nv)
-            return false;
-        a->v = nv;
-        a->cap = nc;
-    }
-    a->v[a->n++] = (FacetKey){.num = num, .str = str, .len = len, .count = count};
-    return true;
-}
-
-static int facet_key_cmp(const void *x, const void *y)
-{
-    const FacetKey *a = x, *b = y;
-    if (a->str || b->str)
-        return cmp_bytes(a->str ? a->str : "", a->len, b->str ? b->str : "", b->len);
-    return cmp_double(a->num, b->num);
-}
-
-static int facet_count_cmp(const void *x, const void *y)
-{
-    const FacetKey *a = x, *b = y;
-    if (a->count != b->count)
-        return a->count > b->count ? -1 : 1;
-    return facet_key_cmp(x, y);
-}
-
-/* Merge equal keys (sorted by key first), summing counts. */
-static void facet_merge(FacetAcc *a)
-{
-    if (a->n == 0)
-        return;
-    qsort(a->v, a->n, sizeof *a->v, facet_key_cmp);
-    size_t m = 0;
-    for (size_t i = 1; i < a->n; i++) {
-        if (facet_key_cmp(&a->v[m], &a->v[i]) == 0)
-            a->v[m].count += a->v[i].count;
-        else
-            a->v[++m] = a->v[i];
-    }
-    a->n = m + 1;
-}
-
-static bool facet_numeric(int ct)
-{
-    return ct == QR_COL_INT64 || ct == QR_COL_FLOAT64 || ct == QR_COL_TIMESTAMP ||
-           ct == QR_COL_BOOL;
-}
-
-/* Add the docs of bm (segment seg) to the facet. */
-static bool facet_segment(FacetAcc *a, Segment *seg, const roaring_bitmap_t *bm)
-{
-    const Column *c = seg_column(seg, a->field);
-    uint64_t n = roaring_bitmap_get_cardinality(bm);
-    if (!c) {
-        a->missing += n;
-        return true;
-    }
-    size_t first = a->n;
-    uint32_t *codes = NULL;
-    if (a->req->kind == QR_FACET_TERMS && a->ct == QR_COL_KEYWORD) {
-        codes = qr_calloc(col_dict_size(c) + 1, sizeof *codes);
-        if (!codes)
-            return false;
-    }
-    roaring_uint32_iterator_t *it = roaring_create_iterator(bm);
-    if (!it) {
-        qr_free(codes);
-        return false;
-    }
-    bool ok = true;
-    uint32_t buf[256], k;
-    while (ok && (k = roaring_read_uint32_iterator(it, buf, 256)) > 0) {
-        for (uint32_t j = 0; j < k && ok; j++) {
-            uint32_t d = buf[j];
-            if (codes) {
-                uint32_t code;
-                if (col_get_code(c, d, &code))
-                    codes[code]++;
-                else
-                    a->missing++;
-                continue;
-            }
-            double x;
-            int64_t iv;
-            bool bv;
-            bool has;
-            switch (a->ct) {
-            case QR_COL_FLOAT64: has = col_get_float(c, d, &x); break;
-            case QR_COL_BOOL:
-                has = col_get_bool(c, d, &bv);
-                x = bv;
-                break;
-            case QR_COL_KEYWORD: has = false; break;
-            default:
-                has = col_get_int(c, d, &iv);
-                x = (double)iv;
-            }
-            if (!has) {
-                a->missing++;
-                continue;
-            }
-            switch (a->req->kind) {
-            case QR_FACET_STATS:
-                if (a->count == 0 || x < a->min)
-                    a->min = x;
-                if (a->count == 0 || x > a->max)
-                    a->max = x;
-                a->sum += x;
-                a->count++;
-                break;
-            case QR_FACET_HISTOGRAM:
-                ok = facet_push(a, floor(x / a->req->interval) * a->req->interval, NULL, 0, 1);
-                break;
-            case QR_FACET_TERMS: ok = facet_push(a, x, NULL, 0, 1); break;
-            }
-        }
-        /* keep memory bounded: merge the keys of this batch as we go */
-        if (ok && a->n - first > 65536) {
-            facet_merge(a);
-            first = a->n;
-        }
-    }
-    roaring_free_uint32_iterator(it);
-    if (codes) {
-        for (uint32_t code = 0; ok && code < col_dict_size(c); code++) {
-            const char *str;
-            size_t len;
-            if (codes[code] && col_dict_get(c, code, &str, &len))
-                ok = facet_push(a, 0, str, len, codes[code]);
-        }
-        qr_free(codes);
-    }
-    return ok;
-}
-
-static char *facet_key_json(Search *s, const FacetAcc *a, const FacetKey *fk)
-{
-    char tmp[64];
-    if (fk->str) {
-        char *z = qr_strndup(fk->str, fk->len);
-        cJSON *js = z ? cJSON_CreateString(z) : NULL;
-        char *j = js ? cJSON_PrintUnformatted(js) : NULL;
-        char *out = j ? qr_arena_strndup(s->arena, j, strlen(j)) : NULL;
-        cJSON_free(j);
-        cJSON_Delete(js);
-        qr_free(z);
-        return out;
-    }
-    if (a->ct == QR_COL_BOOL)
-        snprintf(tmp, sizeof tmp, "%s", fk->num != 0 ? "true" : "false");
-    else if (a->ct == QR_COL_TIMESTAMP) {
-        char ts[48];
-        qr_format_timestamp((int64_t)fk->num, ts, sizeof ts);
-        snprintf(tmp, sizeof tmp, "\"%s\"", ts);
-    } else if (fk->num == floor(fk->num) && fabs(fk->num) < 9e15)
-        snprintf(tmp, sizeof tmp, "%.0f", fk->num);
-    else
-        snprintf(tmp, sizeof tmp, "%.17g", fk->num);
-    return qr_arena_strndup(s->arena, tmp, strlen(tmp));
-}
-
 /* req->hl_fields ("title,body") into s->hl_fields: text fields only. */
 static int parse_hl_fields(Search *s, QrError *err)
 {
@@ -3213,91 +3136,24 @@ static int parse_hl_fields(Search *s, QrError *err)
     return QR_OK;
 }
 
-static int check_facets(Search *s, QrError *err)
-{
-    for (int f = 0; f < s->req->n_facets; f++) {
-        const QrFacetReq *fr = &s->req->facets[f];
-        int field = fr->field ? schema_field_index(s->schema, fr->field) : -1;
-        int ct = qr_filter_field_coltype(s->schema, field);
-        if (field < 0)
-            return qr_error_set(err, QR_ENOTFOUND, "facet column \"%s\" does not exist",
-                                fr->field ? fr->field : "");
-        if (ct < 0)
-            return qr_error_set(err, QR_ETYPE, "cannot facet on full-text field \"%s\"",
-                                fr->field);
-        if (fr->kind != QR_FACET_TERMS && (!facet_numeric(ct) || ct == QR_COL_BOOL))
-            return qr_error_set(err, QR_ETYPE, "%s facet needs a numeric or timestamp column, \"%s\" is %s",
-                                fr->kind == QR_FACET_STATS ? "stats" : "histogram", fr->field,
-                                col_type_name((QrColType)ct));
-        if (fr->kind == QR_FACET_HISTOGRAM && !(fr->interval > 0 && isfinite(fr->interval)))
-            return qr_error_set(err, QR_EINVAL, "histogram facet on \"%s\" needs an interval > 0",
-                                fr->field);
-        if (fr->size < 0 || fr->size > 10000)
-            return qr_error_set(err, QR_EINVAL, "facet size must be between 0 and 10000");
-    }
-    return QR_OK;
-}
-
 static int compute_facets(Search *s, const CNode *root, QrSearchRes *res)
 {
-    int nf = s->req->n_facets;
-    res->facets = aalloc(s, ((size_t)nf + 1) * sizeof *res->facets);
-    FacetAcc *acc = qr_calloc((size_t)nf + 1, sizeof *acc);
-    if (!res->facets || !acc) {
-        qr_free(acc);
-        return qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
-    }
-    for (int f = 0; f < nf; f++) {
-        acc[f].req = &s->req->facets[f];
-        acc[f].field = schema_field_index(s->schema, acc[f].req->field);
-        acc[f].ct = qr_filter_field_coltype(s->schema, acc[f].field);
-    }
-    bool ok = true;
-    for (int i = 0; ok && i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
+    FacetRun *fr;
+    QrError e;
+    qr_error_clear(&e);
+    int rc = facets_new(s->schema, s->req->facets, s->req->n_facets, s->arena, &fr, &e);
+    for (int i = 0; rc == QR_OK && i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
         roaring_bitmap_t *bm = seg_matches(s, i, root);
         if (!bm)
             break;
-        for (int f = 0; ok && f < nf; f++)
-            ok = facet_segment(&acc[f], s->snap->segs[i], bm);
+        rc = facets_add(fr, s->snap->segs[i], bm, &e);
         roaring_bitmap_free(bm);
     }
-    if (!ok)
-        qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory computing facets");
-    for (int f = 0; f < nf && s->ctx.err.code == QR_OK; f++) {
-        FacetAcc *a = &acc[f];
-        QrFacetRes *r = &res->facets[f];
-        r->kind = a->req->kind;
-        r->field = qr_arena_strndup(s->arena, a->req->field, strlen(a->req->field));
-        r->missing = a->missing;
-        r->count = a->count;
-        r->min = a->min;
-        r->max = a->max;
-        r->sum = a->sum;
-        r->avg = a->count ? a->sum / (double)a->count : 0;
-        facet_merge(a);
-        uint64_t all = 0;
-        for (size_t j = 0; j < a->n; j++)
-            all += a->v[j].count;
-        if (r->kind == QR_FACET_TERMS && a->n > 1) /* a->v is NULL when nothing matched */
-            qsort(a->v, a->n, sizeof *a->v, facet_count_cmp);
-        int size = a->req->size > 0 ? a->req->size : r->kind == QR_FACET_TERMS ? 10 : 1000;
-        int nb = r->kind == QR_FACET_STATS ? 0 : (int)(a->n < (size_t)size ? a->n : (size_t)size);
-        r->buckets = aalloc(s, ((size_t)nb + 1) * sizeof *r->buckets);
-        if (!r->buckets)
-            break;
-        uint64_t shown = 0;
-        for (int j = 0; j < nb; j++) {
-            r->buckets[j].key_json = facet_key_json(s, a, &a->v[j]);
-            r->buckets[j].count = a->v[j].count;
-            shown += a->v[j].count;
-        }
-        r->n_buckets = nb;
-        r->other = all - shown;
-    }
-    res->n_facets = s->ctx.err.code == QR_OK ? nf : 0;
-    for (int f = 0; f < nf; f++)
-        qr_free(acc[f].v);
-    qr_free(acc);
+    if (rc == QR_OK && s->ctx.err.code == QR_OK && (rc = facets_finish(fr, &res->facets, &e)) == QR_OK)
+        res->n_facets = s->req->n_facets;
+    if (rc != QR_OK)
+        qr_error_copy(&s->ctx.err, &e);
+    facets_free(fr);
     return s->ctx.err.code;
 }
 
@@ -3739,8 +3595,14 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         rc = parse_sort(s, err);
     if (rc == QR_OK)
         rc = parse_cursor(s, err);
+    if (rc == QR_OK && req->rank && *req->rank) {
+        if (s->sorted)
+            rc = qr_error_set(err, QR_EINVAL, "rank cannot be combined with sort or search_after");
+        else if ((rc = rank_parse(s->schema, req->rank, arena, &s->rank, err)) != QR_OK)
+            qr_error_detail(err, QR_RANK_ERROR_DETAIL);
+    }
     if (rc == QR_OK)
-        rc = check_facets(s, err);
+        rc = facets_check(s->schema, req->facets, req->n_facets, err);
     if (rc == QR_OK && !req->count_only)
         rc = parse_hl_fields(s, err);
     if (rc == QR_OK) {
@@ -3779,7 +3641,10 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         res->stats.strategy = "count";
     }
     TopK *tk = NULL;
-    if (k > 0 && s->ctx.err.code == QR_OK) {
+    if (k > 0 && s->rank && s->ctx.err.code == QR_OK) {
+        if (rank_topk(s, k, res, &tk) != QR_OK)
+            goto fail;
+    } else if (k > 0 && s->ctx.err.code == QR_OK) {
         tk = topk_new(&s->ctx, k);
         if (!tk)
             goto fail;

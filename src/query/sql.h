@@ -240,6 +240,8 @@ uint32_t qr_sql_stmt_param_oid(const QrSqlStmt *st, int i);
 void qr_sql_stmt_columns(const QrSqlStmt *st, const QrSqlColumn **cols, int *n_cols);
 /* "SELECT", "INSERT", "BEGIN"... (the command tag's first word(s)). */
 const char *qr_sql_stmt_kind(const QrSqlStmt *st);
+/* The statement's text (borrowed, valid while st is referenced), *len bytes. */
+const char *qr_sql_stmt_text(const QrSqlStmt *st, size_t *len);
 /* The kind of what a statement runs when executed now: as qr_sql_stmt_kind,
  * except that EXECUTE name is the named statement's kind ("INSERT"...), so a
  * role check sees the write behind it. */

@@ -357,6 +357,29 @@ static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
         if ((rc = key_json(cx, pk_type, s->primary_key, v, &k)) != QR_OK)
             return rc;
         j = cJSON_Parse(k);
+    } else if (s->fields[c->field].multi && !v->is_null) {
+        /* a multi-valued keyword takes an array ('{a,b}', ARRAY['a','b']) */
+        SqlValue *el;
+        uint64_t n;
+        if ((rc = sqlv_array_parse(cx, v, &el, &n)) != QR_OK)
+            return rc;
+        if (!(j = cJSON_CreateArray()))
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        for (uint64_t i = 0; i < n; i++) {
+            if (el[i].is_null) {
+                cJSON_Delete(j);
+                return sql_err_at(cx, -1, QR_ECONSTRAINT, "22004",
+                                  "multi-valued keyword column \"%s\" holds no NULL elements",
+                                  name);
+            }
+            char *z = qr_arena_strndup(cx->arena, el[i].u.s.s, el[i].u.s.n);
+            cJSON *e = z ? cJSON_CreateString(z) : NULL;
+            if (!e) {
+                cJSON_Delete(j);
+                return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+            }
+            cJSON_AddItemToArray(j, e);
+        }
     } else {
         /* types kept in the document as their text (arrays...): checked
          * and normalized by a cast to the column's type first */

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "query/colwalk.h"
 #include "query/query_int.h"
 #include "query/sql.h"
 #include "store/mem.h"
@@ -915,21 +916,9 @@ typedef struct SqlScanAlt {
 
 /* Aggregates read from column blocks instead of rows (sql_scan.c): per
  * value of a keyword column (or one group), for each aggregate over the
- * column of field[k] (-1: count(*)), a partial state per segment. */
-typedef struct SqlColAggPart {
-    int64_t rows;             /* rows of the group (count(*)): first part only */
-    int64_t count;            /* non-NULL values */
-    int64_t sum_i;            /* integers; on overflow the sum goes on in sum_f */
-    double sum_f;
-    bool sum_is_f;
-    int64_t min_i, max_i;     /* int64 / timestamp */
-    double min_f, max_f;      /* float64 */
-    /* percentiles (SqlColAgg.keep): the group's non-NULL values in this
-     * segment, int64 / timestamp, or float64 bits when vals_f */
-    const int64_t *vals;
-    uint64_t n_vals;
-    bool vals_f;
-} SqlColAggPart;
+ * column of field[k] (-1: count(*)), a partial state per segment
+ * (colwalk.h's grouping, shared with the HTTP search's facets). */
+typedef ColWalkAgg SqlColAggPart;
 
 typedef struct SqlColAgg {
     int group_field;          /* keyword field grouped by, -1: one group */

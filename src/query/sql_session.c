@@ -468,6 +468,12 @@ void qr_sql_stmt_columns(const QrSqlStmt *st, const QrSqlColumn **cols, int *n_c
 }
 const char *qr_sql_stmt_kind(const QrSqlStmt *st) { return st->kind; }
 
+const char *qr_sql_stmt_text(const QrSqlStmt *st, size_t *len)
+{
+    *len = st->len;
+    return st->sql;
+}
+
 static void ctx_init(SqlCtx *cx, QrSqlSession *s, QrArena *a, const char *sql, size_t len,
                      QrError *err)
 {

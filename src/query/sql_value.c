@@ -522,13 +522,7 @@ static void put_float(QrBuf *out, double d, bool f4)
             qr_buf_append(out, "Infinity", 8);
         return;
     }
-    char buf[40];
-    for (int p = f4 ? 6 : 15; p <= 17; p++) {
-        snprintf(buf, sizeof buf, "%.*g", p, d);
-        if (f4 ? (float)strtod(buf, NULL) == (float)d : strtod(buf, NULL) == d)
-            break;
-    }
-    qr_buf_append(out, buf, strlen(buf));
+    qr_buf_double(out, d, f4);
 }
 
 static void put_ts(QrBuf *out, int64_t us, bool tz)
@@ -786,61 +780,23 @@ int sqlv_array_parse(SqlCtx *cx, const SqlValue *arr, SqlValue **elems, uint64_t
         }
         return QR_OK;
     }
-    p++;
     char *buf = qr_arena_alloc(cx->arena, t.u.s.n + 1);
     if (!buf)
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-    bool closed = false;
-    while (p < end && !closed) {
-        while (p < end && isspace((unsigned char)*p))
-            p++;
-        if (p < end && *p == '}' && *n == 0) {
-            closed = true;
-            p++;
-            break;
-        }
-        size_t k = 0;
-        bool quoted = false;
-        if (p < end && *p == '"') {
-            quoted = true;
-            for (p++; p < end && *p != '"'; p++) {
-                if (*p == '\\' && p + 1 < end)
-                    p++;
-                buf[k++] = *p;
-            }
-            if (p == end)
-                break;
-            p++;
-        } else {
-            while (p < end && *p != ',' && *p != '}') {
-                if (*p == '\\' && p + 1 < end)
-                    p++;
-                buf[k++] = *p++;
-            }
-            while (k && isspace((unsigned char)buf[k - 1]))
-                k--;
-        }
+    size_t pos = 0, k;
+    bool null;
+    int got;
+    while ((got = qr_array_next(t.u.s.s, t.u.s.n, &pos, buf, &k, &null)) > 0) {
         SqlValue x = sqlv_text(buf, k);
-        if (!quoted && k == 4 && !strncasecmp(buf, "NULL", 4)) {
+        if (null) {
             x = sqlv_null();
             x.type = QR_SQL_TEXT;
         }
         buf += k;
         if ((rc = array_push(cx, elems, n, &cap, x)))
             return rc;
-        while (p < end && isspace((unsigned char)*p))
-            p++;
-        if (p < end && *p == ',')
-            p++;
-        else if (p < end && *p == '}') {
-            closed = true;
-            p++;
-        } else
-            break;
     }
-    while (p < end && isspace((unsigned char)*p))
-        p++;
-    if (!closed || p != end)
+    if (got < 0)
         return sql_err_at(cx, -1, QR_EINVAL, "22P02", "malformed array literal: \"%.*s\"",
                           (int)(t.u.s.n > 64 ? 64 : t.u.s.n), t.u.s.s);
     return QR_OK;
@@ -860,19 +816,7 @@ int sqlv_array_text(SqlCtx *cx, const SqlValue *elems, uint64_t n, SqlValue *out
         }
         qr_buf_init(&e);
         qr_sql_value_text(&elems[i], &e);
-        const char *s = e.data ? (const char *)e.data : "";
-        bool quote = e.len == 0 || (e.len == 4 && !strncasecmp(s, "NULL", 4));
-        for (size_t k = 0; k < e.len && !quote; k++)
-            quote = strchr("{},\"\\ \t\n", s[k]) != NULL;
-        if (quote)
-            qr_buf_putc(&b, '"');
-        for (size_t k = 0; k < e.len; k++) {
-            if (quote && (s[k] == '"' || s[k] == '\\'))
-                qr_buf_putc(&b, '\\');
-            qr_buf_putc(&b, (uint8_t)s[k]);
-        }
-        if (quote)
-            qr_buf_putc(&b, '"');
+        qr_buf_array_elem(&b, e.data ? (const char *)e.data : "", e.len);
         qr_buf_free(&e);
     }
     qr_buf_putc(&b, '}');

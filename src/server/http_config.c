@@ -64,6 +64,8 @@ static const ConfKey HTTP_CONFIG_KEYS[] = {
      "listen beyond loopback without API keys"},
     {"allowed_hosts", CK_STR, OFF(allowed_hosts), 0, 0,
      "host names Host and Origin may name without API keys", CAP(allowed_hosts)},
+    {"cors_origins", CK_STR, OFF(cors_origins), 0, 0,
+     "origins whose pages may call the API (CORS), comma-separated", CAP(cors_origins)},
     {"tls_cert", CK_STR, OFF(tls_cert), 0, 0, "PEM certificate file for HTTPS", CAP(tls_cert)},
     {"tls_key", CK_STR, OFF(tls_key), 0, 0, "PEM private key file for HTTPS", CAP(tls_key)},
 };

@@ -177,6 +177,8 @@ typedef struct PgwPortal {
 } PgwPortal;
 
 typedef struct PgServer PgServer;
+/* The server's settings (pgwire.c). */
+const PgConfig *pgw_config(const PgServer *s);
 
 typedef struct PgConn {
     ConnSlot slot;            /* the server's ConnGuard: limits, startup deadline */

@@ -91,6 +91,14 @@ static long opt_long(const char *name, const char *value, long lo, long hi)
     return v;
 }
 
+/* The PG port's statements go to the HTTP server's query history, so the
+ * admin page shows what psql and drivers ran beside POST /sql. */
+static void pg_statement_to_history(void *arg, const char *sql, size_t len, uint64_t rows,
+                                    double took_ms, int code, const char *plan)
+{
+    http_server_record_sql(arg, "pg", sql, len, rows, took_ms, code, plan);
+}
+
 int cmd_serve(int argc, char **argv)
 {
     ServeOpt opts[] = {{"data", NULL, NULL},   {"http", "http", NULL},
@@ -285,6 +293,8 @@ int cmd_serve(int argc, char **argv)
         return 1;
     }
     PgServer *pg = NULL;
+    pgc.on_statement = pg_statement_to_history;
+    pgc.on_statement_arg = srv;
     if (opts[6].value && pg_server_start(db, &pgc, &pg, &err) != QR_OK) {
         qr_log(QR_LOG_ERROR, "serve: %s", err.message);
         if (err.detail[0])

@@ -368,6 +368,7 @@ static int field_from_json(const cJSON *j, QrField *f, QrSchema *s, QrError *err
     BOOLOPT("accent_fold", f->accent_fold)
     BOOLOPT("column", f->column)
     BOOLOPT("indexed", f->indexed)
+    BOOLOPT("multi", f->multi)
 #undef BOOLOPT
     if ((v = cJSON_GetObjectItemCaseSensitive(j, "index"))) {
         if (cJSON_IsString(v) && !strcmp(v->valuestring, "btree"))
@@ -378,6 +379,12 @@ static int field_from_json(const cJSON *j, QrField *f, QrSchema *s, QrError *err
     }
     if (t != QR_FT_TEXT)
         f->indexed = false;
+    if (f->multi && t != QR_FT_KEYWORD)
+        return qr_error_set(err, QR_EINVAL, "field \"%s\": \"multi\" applies to keyword fields "
+                                            "only", f->name);
+    if (f->multi && f->btree)
+        return qr_error_set(err, QR_EINVAL, "field \"%s\": a multi-valued keyword field takes no "
+                                            "B-tree index", f->name);
     return QR_OK;
 }
 
@@ -547,6 +554,8 @@ int schema_to_json(const QrSchema *s, bool pretty, QrBuf *out, QrError *err)
         }
         if (f->btree)
             cJSON_AddStringToObject(o, "index", "btree");
+        if (f->multi)
+            cJSON_AddBoolToObject(o, "multi", true);
         cJSON_AddItemToArray(arr, o);
     }
     char *txt = pretty ? cJSON_Print(root) : cJSON_PrintUnformatted(root);

@@ -23,6 +23,7 @@
  *       "column": false},
  *      {"name": "body", "type": "text", "stopwords": ["the", "a"]},
  *      {"name": "symbol", "type": "keyword", "index": "btree"},
+ *      {"name": "tags", "type": "keyword", "multi": true},
  *      {"name": "published", "type": "timestamp"},
  *      {"name": "views", "type": "int"}]}
  *
@@ -69,6 +70,9 @@ typedef struct QrField {
     bool column;           /* text also kept as a keyword column (sorting) */
     /* column fields */
     bool btree;            /* a B-tree index was asked for */
+    bool multi;            /* keyword: a list of values per document (a string alone is a
+                              list of one); the column holds PostgreSQL's array text
+                              ("{a,b}"), filters and facets see the elements */
 } QrField;
 
 typedef enum QrIdf {

@@ -2,6 +2,7 @@
  * engine_util.c — shared helpers of the engine tests; see engine_util.h.
  */
 #include "engine_util.h"
+#include "query/quarry.h"
 
 #include <cJSON.h>
 #include <criterion/criterion.h>
@@ -1193,4 +1194,36 @@ int eu_osa(const uint32_t *a, size_t an, const uint32_t *b, size_t bn)
 #undef D
     free(d);
     return r;
+}
+
+/* ---- writing through the front door ---- */
+
+void eu_put_docs(QrTable *t, char **docs, int n)
+{
+    QrError err;
+    qr_error_clear(&err);
+    QrBatch *b;
+    cr_assert_eq(qr_batch_begin(t, &b, &err), QR_OK, "%s", err.message);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(qr_batch_put(b, docs[i], strlen(docs[i]), NULL, &err), QR_OK, "%s: %s",
+                     err.message, docs[i]);
+        free(docs[i]);
+    }
+    cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
+    qr_batch_free(b);
+}
+
+void eu_delete_random(QrTable *t, uint64_t *rng, int n, int64_t space)
+{
+    QrError err;
+    qr_error_clear(&err);
+    QrBatch *b;
+    cr_assert_eq(qr_batch_begin(t, &b, &err), QR_OK, "%s", err.message);
+    for (int i = 0; i < n; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "%lld", (long long)eu_below(rng, (uint64_t)space));
+        cr_assert_eq(qr_batch_delete(b, k, strlen(k), NULL, &err), QR_OK, "%s", err.message);
+    }
+    cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
+    qr_batch_free(b);
 }

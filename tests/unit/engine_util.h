@@ -96,6 +96,16 @@ off_t eu_file_size(const char *path);
 int eu_read_jsonl(const char *path, int max_docs, char ***lines_out);
 void eu_lines_free(char **lines, int n);
 
+/* ---- writing through the front door ---- */
+
+struct QrTable;
+/* Put docs[0..n) (JSON text, freed here) into table t in one committed
+ * batch; asserts every step. */
+void eu_put_docs(struct QrTable *t, char **docs, int n);
+/* Delete n random integer keys drawn from [0, space) in one committed
+ * batch (absent keys are no-ops); asserts every step. */
+void eu_delete_random(struct QrTable *t, uint64_t *rng, int n, int64_t space);
+
 /* ---- the live-document model of a table ---- */
 
 typedef struct EuStoreEnt {

@@ -473,7 +473,7 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out);
 int sql_agg_unstep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow *r, bool *done);
 /* Merge one segment's column-block partial state into st. */
 int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *a, SqlAggState *st,
-                       const struct SqlColAggPart *part, int64_t group_rows);
+                       const SqlColAggPart *part, int64_t group_rows);
 /* EXPLAIN label of an aggregate ("count(*)", "sum(n)"). */
 const char *sql_agg_name(const SqlAgg *a);
 
