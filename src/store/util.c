@@ -111,6 +111,23 @@ int qr_io_fault(void)
     return 0;
 }
 
+static QrSyncHook sync_hook;
+static void *sync_hook_arg;
+
+void qr_io_sync_hook_set(QrSyncHook hook, void *arg)
+{
+    sync_hook_arg = arg;
+    sync_hook = hook;
+}
+
+bool qr_io_sync_hooked(void) { return sync_hook != NULL; }
+
+void qr_io_sync_notify(const char *path, uint64_t bytes, bool done)
+{
+    if (sync_hook)
+        sync_hook(sync_hook_arg, path, bytes, done);
+}
+
 static int io_error(QrError *err, const char *what, const char *path)
 {
     int e = errno;
