@@ -122,8 +122,9 @@ class QuarryServer:
     CONFIG = {'max_result_window': 10 ** 8, 'max_ingest_bytes': 10 ** 12,
               'query_timeout_ms': 600000, 'log_requests': False}
 
-    def __init__(self, binary, data_dir, log_path):
+    def __init__(self, binary, data_dir, log_path, extra_args=()):
         self.binary, self.data_dir, self.log_path = Path(binary), Path(data_dir), Path(log_path)
+        self.extra_args = list(extra_args)
         self.proc = None
 
     def start(self):
@@ -133,7 +134,7 @@ class QuarryServer:
         conf.write_text(json.dumps(self.CONFIG))
         self.proc = subprocess.Popen([str(self.binary), 'serve', '--data', str(self.data_dir),
                                       '--http', '127.0.0.1:0', '--pg', '127.0.0.1:0',
-                                      '--config', str(conf)],
+                                      '--config', str(conf)] + self.extra_args,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
         while time.time() < deadline:

@@ -84,6 +84,10 @@ typedef struct QrTableStats {
     uint64_t docs_total;  /* including deleted ones not yet merged away */
     uint64_t segments, disk_bytes, wal_bytes;
     uint64_t merges_done, merges_running, commits, checkpoints;
+    uint64_t mem_segments, mem_bytes; /* the in-memory tier (near-real-time segments) */
+    uint64_t peak_segments;           /* most segments after a commit since the open */
+    uint64_t wal_syncs;               /* WAL fdatasyncs since the open: with group commit,
+                                         fewer than commits under concurrent writers */
 } QrTableStats;
 void qr_table_stats(QrTable *t, QrTableStats *st);
 
@@ -152,6 +156,9 @@ int qr_batch_put_parsed(QrBatch *b, const char *json, size_t len, const struct c
 int qr_batch_delete(QrBatch *b, const char *pk_json, size_t len, bool *found, QrError *err);
 /* Puts and deletes waiting in the batch. */
 uint64_t qr_batch_ops(const QrBatch *b);
+/* Mark a batch as bulk loading (imports): its commits write segment files
+ * directly instead of going through the in-memory tier of small commits. */
+void qr_batch_set_bulk(QrBatch *b, bool bulk);
 /* Commit the batch and leave it empty for more.  0: every change in it is
  * durable and visible.  An error means nothing of it was written -- unless
  * the error's detail says the outcome is unknown (the log could not be
@@ -159,6 +166,22 @@ uint64_t qr_batch_ops(const QrBatch *b);
  * restarts.  The batch is empty afterwards either way.  A full disk fails a
  * commit with QR_EIO; commits work again once space is freed. */
 int qr_batch_commit(QrBatch *b, QrError *err);
+/* The same commit in two steps (index/table.h table_batch_commit_start):
+ * for a caller that orders commits under a lock of its own and must not
+ * hold it while the log syncs, so that concurrent commits share syncs.
+ * qr_batch_commit_start: the commit is ordered and written to the log but
+ * not acknowledged (errors as qr_batch_commit: nothing was written);
+ * qr_commit_wait: durable per the fsync policy and visible on return (an
+ * error means the outcome is unknown).  Wait exactly once per successful
+ * start, before the batch's table is dropped or the QrDb closed. */
+typedef struct QrCommit {
+    void *t;           /* borrows the table's write path */
+    uint64_t end_lsn;
+    uint64_t n_ops;
+    bool started;
+} QrCommit;
+int qr_batch_commit_start(QrBatch *b, QrCommit *c, QrError *err);
+int qr_commit_wait(const QrCommit *c, QrError *err);
 /* Discard what the batch holds and free it.  NULL is a no-op. */
 void qr_batch_free(QrBatch *b);
 /* Checkpoint: segments and manifest on disk, the WAL trimmed. */
@@ -167,6 +190,10 @@ int qr_merge(QrTable *t, QrError *err);
 void qr_wait_merges(QrTable *t);
 /* Fetch the stored JSON of a document by primary key (JSON text). */
 int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err);
+/* The same, seeing also the commits started (qr_batch_commit_start) and
+ * not yet acknowledged: for a key check made under the lock that orders
+ * the caller's commits. */
+int qr_get_latest(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err);
 /* Verify checksums of every segment. */
 int qr_verify(QrTable *t, QrError *err);
 /* CREATE INDEX / DROP INDEX: a B-tree on a column field, built for every

@@ -211,7 +211,8 @@ static int key_exists(QrTable *t, const TxnOp *op, bool *exists, QrError *err)
     qr_buf_init(&doc);
     QrError e;
     qr_error_clear(&e);
-    int rc = qr_get(t, op->key, strlen(op->key), &doc, &e);
+    /* commits ordered before this one but not yet acknowledged count */
+    int rc = qr_get_latest(t, op->key, strlen(op->key), &doc, &e);
     qr_buf_free(&doc);
     if (rc == QR_ENOTFOUND) {
         *exists = false;
@@ -295,11 +296,24 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         else
             rc = qr_batch_put(batch[tk[i]], o->doc, o->doc_len, NULL, err);
     }
-    /* pass 3: one commit per table */
+    /* pass 3: one commit per table, ordered under the lock; the waits for
+     * the log (shared with concurrent commits: group commit) after it */
     int n_done = 0;
+    QrCommit *cm = qr_calloc((size_t)n_touched + 1, sizeof *cm);
+    if (rc == QR_OK && !cm)
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory applying writes");
     for (int k = 0; rc == QR_OK && k < n_touched; k++)
-        if ((rc = qr_batch_commit(batch[k], err)) == QR_OK)
+        if ((rc = qr_batch_commit_start(batch[k], &cm[k], err)) == QR_OK)
             n_done++;
+    pthread_mutex_unlock(&apply_lock);
+    for (int k = 0; k < n_done; k++) {
+        int w = qr_commit_wait(&cm[k], rc == QR_OK ? err : NULL);
+        if (rc == QR_OK && w != QR_OK) {
+            rc = w;
+            n_done = k;
+        }
+    }
+    qr_free(cm);
     if (rc != QR_OK && n_done > 0 && err) {
         /* the truth about a transaction over several tables */
         char done[200] = "";
@@ -316,7 +330,6 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         qr_batch_free(batch[k]);
         qr_table_release(s->db, st->ops[first_op[k]].table);
     }
-    pthread_mutex_unlock(&apply_lock);
     qr_free(tab);
     qr_free(touched);
     qr_free(first_op);

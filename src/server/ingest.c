@@ -40,6 +40,8 @@ static int start_batch(Ingest *in, QrError *err)
     int rc = qr_batch_begin(in->t, &in->batch, err);
     if (rc != QR_OK)
         in->failed = true;
+    else
+        qr_batch_set_bulk(in->batch, true); /* segment files per commit, as a load wants */
     return rc;
 }
 
