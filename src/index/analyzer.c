@@ -529,10 +529,20 @@ int analyzer_acquire(const AnalyzerOpts *opts, Analyzer **out, QrError *err)
     return analyzer_new(opts, out, err);
 }
 
+/* Scratch buffers past this go back when an analyzer returns to the pool:
+ * one long word must not pin megabytes in every idle analyzer. */
+#define AZ_POOL_KEEP_BYTES (64u << 10)
+
 void analyzer_release(Analyzer *a)
 {
     if (!a)
         return;
+    if (a->tok_cap > AZ_POOL_KEEP_BYTES ||
+        (size_t)a->u16_cap[0] * sizeof(UChar) > AZ_POOL_KEEP_BYTES ||
+        (size_t)a->u16_cap[1] * sizeof(UChar) > AZ_POOL_KEEP_BYTES) {
+        analyzer_free(a); /* a fresh one costs less than what it holds */
+        return;
+    }
     if (a->opt_poolable) {
         pthread_mutex_lock(&az_pool_mu);
         if (az_pool_n < AZ_POOL_MAX) {

@@ -67,6 +67,11 @@ int64_t qr_io_write_count(void);
  * that write must fail with. */
 int qr_io_fault(void);
 
+/* Cores this process may run on: the CPUs of its affinity mask, lowered
+ * to the cgroup's cpu.max quota (rounded up) when one is set; at least 1.
+ * What thread pools are sized from. */
+int qr_cpu_count(void);
+
 /* Test hook on the WAL's syncs of record data (STYLE.md §8): `hook` is
  * called right before each fdatasync (done = false; it may block, holding
  * the sync back) and after each that succeeded (done = true), with the
