@@ -446,6 +446,7 @@ void table_batch_free(TableBatch *b)
 }
 
 uint64_t table_batch_ops(const TableBatch *b) { return b->n_ops; }
+uint64_t table_batch_keys(const TableBatch *b) { return b->n_keys; }
 void table_batch_set_bulk(TableBatch *b, bool bulk) { b->bulk = bulk; }
 
 static int batch_ensure_builder(TableBatch *b, QrError *err)
@@ -740,6 +741,71 @@ int table_batch_delete(TableBatch *b, const uint8_t *key, size_t len, bool *foun
     return QR_OK;
 }
 
+int table_batch_absorb(TableBatch *dst, TableBatch *src, QrError *err)
+{
+    if (dst->t != src->t || dst->replay || src->replay)
+        return qr_error_set(err, QR_EINVAL, "batches of different tables cannot be joined");
+    int rc = QR_OK;
+    if (dst->poison.code || src->poison.code) {
+        batch_poison(dst, dst->poison.code ? &dst->poison : &src->poison);
+        qr_error_copy(err, &dst->poison);
+        return dst->poison.code;
+    }
+    /* both as segments: src's documents go after dst's whatever their
+     * builders held */
+    if ((rc = table_batch_seal(dst, err)) != QR_OK || (rc = table_batch_seal(src, err)) != QR_OK) {
+        if (src->poison.code)
+            batch_poison(dst, &src->poison);
+        return rc;
+    }
+    if (dst->n_segs + src->n_segs > dst->cap_segs) {
+        int nc = dst->n_segs + src->n_segs + 4;
+        BatchSeg *ns = qr_realloc(dst->segs, (size_t)nc * sizeof *ns);
+        if (!ns)
+            return qr_error_set(err, QR_ENOMEM, "out of memory joining batches");
+        dst->segs = ns;
+        dst->cap_segs = nc;
+    }
+    if (!qr_buf_try_reserve(&dst->recs, src->recs.len) ||
+        !qr_buf_try_reserve(&dst->keys, src->keys.len))
+        return qr_error_set(err, QR_ENOMEM, "out of memory joining batches");
+    /* every key src touched: its copy in dst is superseded (src came
+     * later), and dst learns the key.  Room for each key is taken before
+     * anything changes; a failure after the first change poisons dst */
+    const uint8_t *p = src->keys.data, *end = p + src->keys.len;
+    while (p < end) {
+        size_t klen = qr_get_u16le(p);
+        const uint8_t *key = p + BATCH_KEY_HDR;
+        p = key + klen;
+        bool known = batch_key_known(dst, key, klen);
+        if (!known && !batch_reserve(dst, 0, klen, true)) {
+            qr_error_set(err, QR_ENOMEM, "out of memory joining batches");
+            batch_poison(dst, err);
+            return QR_ENOMEM;
+        }
+        if (known) {
+            batch_del(dst, key, klen);
+        } else {
+            *batch_key_slot(dst, key, klen) = dst->keys.len + 1;
+            uint8_t kh[BATCH_KEY_HDR] = {(uint8_t)(klen & 0xff), (uint8_t)(klen >> 8)};
+            qr_buf_append(&dst->keys, kh, sizeof kh);
+            qr_buf_append(&dst->keys, key, klen);
+            dst->n_keys++;
+        }
+    }
+    for (int k = 0; k < src->n_segs; k++) {
+        dst->segs[dst->n_segs++] = src->segs[k];
+        src->segs[k] = (BatchSeg){0};
+    }
+    src->n_segs = 0;
+    qr_buf_append(&dst->recs, src->recs.data, src->recs.len);
+    dst->n_ops += src->n_ops;
+    if (src->bulk)
+        dst->bulk = true;
+    batch_reset(src, false); /* its segments are dst's now */
+    return QR_OK;
+}
+
 /* Fields were added since the batch copied the schema: index its documents
  * again, from its records, with the table's schema of now.  Outside wlock. */
 static int batch_rebuild(TableBatch *b, QrError *err)
@@ -902,8 +968,9 @@ int table_checkpoint_locked(Table *t, QrError *err)
  * mark it in nd[i] (new deletes of committed segment i, created on demand).
  * Under wlock; changes nothing of the table.  Errors: QR_ENOMEM. */
 static int batch_resolve_deletes(Table *t, const TableBatch *b, roaring_bitmap_t **nd,
-                                 QrError *err)
+                                 uint64_t *n_found, QrError *err)
 {
+    *n_found = 0;
     const uint8_t *p = b->keys.data, *end = p + b->keys.len;
     while (p < end) {
         size_t klen = qr_get_u16le(p);
@@ -917,6 +984,7 @@ static int batch_resolve_deletes(Table *t, const TableBatch *b, roaring_bitmap_t
             if (!nd[i] && !(nd[i] = roaring_bitmap_create()))
                 return qr_error_set(err, QR_ENOMEM, "out of memory committing");
             roaring_bitmap_add(nd[i], (uint32_t)d);
+            (*n_found)++;
             break;
         }
     }
@@ -976,6 +1044,19 @@ static int batch_prepare(TableBatch *b, uint64_t *gen, QrError *err)
     return rc;
 }
 
+int table_batch_seal(TableBatch *b, QrError *err)
+{
+    if (b->poison.code) {
+        qr_error_copy(err, &b->poison);
+        return b->poison.code;
+    }
+    uint64_t gen;
+    int rc = batch_prepare(b, &gen, err);
+    if (rc != QR_OK)
+        batch_poison(b, err); /* the builder's documents went with it */
+    return rc;
+}
+
 int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
 {
     Table *t = b->t;
@@ -1027,7 +1108,8 @@ int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
         rc = qr_error_set(err, QR_ENOMEM, "out of memory committing");
         goto fail;
     }
-    if ((rc = batch_resolve_deletes(t, b, nd, err)) != QR_OK)
+    uint64_t n_found = 0;
+    if ((rc = batch_resolve_deletes(t, b, nd, &n_found, err)) != QR_OK)
         goto fail;
     /* 3. the WAL: written here, made durable below, outside the lock */
     uint64_t end_lsn = 0;
@@ -1086,6 +1168,7 @@ int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
     c->t = t;
     c->end_lsn = log ? end_lsn : 0;
     c->n_ops = b->n_ops;
+    c->n_replaced = n_found;
     c->started = rc == QR_OK;
     batch_reset(b, false);
     return rc;

@@ -189,6 +189,23 @@ int table_batch_delete(TableBatch *b, const uint8_t *key, size_t len, bool *foun
                        QrError *err);
 /* Puts and deletes in the batch. */
 uint64_t table_batch_ops(const TableBatch *b);
+/* Distinct keys the batch put or deleted. */
+uint64_t table_batch_keys(const TableBatch *b);
+/* Step 0 of the commit now, in the caller's thread and outside any lock:
+ * the batch's last documents become its segment (a file for a bulk batch),
+ * so that batches filled by several threads are encoded in parallel and
+ * their commits only order and log them.  More puts may follow (a new
+ * builder).  Errors: QR_EIO, QR_ENOMEM -- the batch is poisoned then (its
+ * commit fails the same way: free it). */
+int table_batch_seal(TableBatch *b, QrError *err);
+/* Move everything src holds (sealed first: its segments, records and keys)
+ * to the end of dst, as if src's puts and deletes had been made in dst
+ * after dst's own: a key both touched keeps src's outcome.  src is left
+ * empty.  For batches filled in parallel (by slices of one statement) and
+ * committed as one.  Errors: QR_EINVAL (another table's batch), QR_EIO and
+ * QR_ENOMEM from sealing, QR_ENOMEM (dst is poisoned when it had changed);
+ * a poisoned src poisons dst. */
+int table_batch_absorb(TableBatch *dst, TableBatch *src, QrError *err);
 /* A bulk batch (an import) writes segment files at its commits, never the
  * in-memory tier: its commits are large and throughput counts more than
  * the few milliseconds the tier saves. */
@@ -218,6 +235,8 @@ typedef struct TableCommit {
     Table *t;          /* borrows */
     uint64_t end_lsn;  /* the WAL must be synced below this (0: nothing to wait for) */
     uint64_t n_ops;
+    uint64_t n_replaced; /* keys the batch put or deleted that had a live committed
+                            document (which the commit deleted) */
     bool started;      /* the start succeeded */
 } TableCommit;
 int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err);
