@@ -510,18 +510,27 @@ uint64_t qr_batch_ops(const QrBatch *b) { return table_batch_ops(b->tb); }
 int qr_batch_commit(QrBatch *b, QrError *err) { return table_batch_commit(b->tb, err); }
 void qr_batch_set_bulk(QrBatch *b, bool bulk) { table_batch_set_bulk(b->tb, bulk); }
 
+int qr_batch_absorb(QrBatch *dst, QrBatch *src, QrError *err)
+{
+    return table_batch_absorb(dst->tb, src->tb, err);
+}
+
+int qr_batch_seal(QrBatch *b, QrError *err) { return table_batch_seal(b->tb, err); }
+QrTable *qr_batch_table(const QrBatch *b) { return b->t; }
+
 int qr_batch_commit_start(QrBatch *b, QrCommit *c, QrError *err)
 {
     TableCommit tc;
     int rc = table_batch_commit_start(b->tb, &tc, err);
-    *c = (QrCommit){.t = tc.t, .end_lsn = tc.end_lsn, .n_ops = tc.n_ops, .started = tc.started};
+    *c = (QrCommit){.t = tc.t, .end_lsn = tc.end_lsn, .n_ops = tc.n_ops,
+                    .n_replaced = tc.n_replaced, .started = tc.started};
     return rc;
 }
 
 int qr_commit_wait(const QrCommit *c, QrError *err)
 {
     TableCommit tc = {.t = c->t, .end_lsn = c->end_lsn, .n_ops = c->n_ops,
-                      .started = c->started};
+                      .n_replaced = c->n_replaced, .started = c->started};
     return table_commit_wait(&tc, err);
 }
 

@@ -289,13 +289,21 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
      * in the WAL: a failure here writes nothing anywhere) */
     for (int k = 0; rc == QR_OK && k < n_touched; k++)
         rc = qr_batch_begin(touched[k], &batch[k], err);
-    for (int i = 0; rc == QR_OK && i < st->n_ops; i++) {
-        TxnOp *o = &st->ops[i];
-        if (o->is_delete)
-            rc = qr_batch_delete(batch[tk[i]], o->key, strlen(o->key), NULL, err);
-        else
-            rc = qr_batch_put(batch[tk[i]], o->doc, o->doc_len, NULL, err);
+    /* each table's ops in order, indexed on several threads when many (a
+     * COPY): slices in parallel, joined in order */
+    QrLoadOp *lops = rc == QR_OK ? qr_calloc((size_t)st->n_ops + 1, sizeof *lops) : NULL;
+    if (rc == QR_OK && !lops)
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory applying writes");
+    for (int k = 0; rc == QR_OK && k < n_touched; k++) {
+        size_t n = 0;
+        for (int i = first_op[k]; i < st->n_ops; i++)
+            if (tk[i] == k)
+                lops[n++] = st->ops[i].is_delete
+                                ? (QrLoadOp){true, st->ops[i].key, strlen(st->ops[i].key)}
+                                : (QrLoadOp){false, st->ops[i].doc, st->ops[i].doc_len};
+        rc = qr_batch_fill(batch[k], lops, n, 0, NULL, err);
     }
+    qr_free(lops);
     /* pass 3: one commit per table, ordered under the lock; the waits for
      * the log (shared with concurrent commits: group commit) after it */
     int n_done = 0;
