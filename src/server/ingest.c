@@ -14,10 +14,8 @@ struct Ingest {
     IngestOpts opts;
     char table[QR_NAME_MAX + 1];
     QrTable *t;             /* borrows (db owns); NULL until known */
-    QrBatch *batch;         /* owns: this ingest's uncommitted documents; NULL until t */
+    QrLoader *ld;           /* owns: this ingest's load (its batches); NULL until t */
     IngestCounts c;
-    uint64_t in_batch;      /* docs since the last commit */
-    uint64_t batch_bytes;   /* their line bytes */
     /* inference: the first lines of a new table wait here */
     bool inferring;
     char **held;
@@ -33,15 +31,32 @@ struct Ingest {
     bool failed;
 };
 
-/* The table is known: start this ingest's own batch (nothing of it is
- * visible or durable before commit_batch, whatever other writers do). */
+static void reject(Ingest *in, uint64_t line, const QrError *e);
+
+static void on_reject(void *arg, uint64_t line, const QrError *e) { reject(arg, line, e); }
+
+static void on_commit(void *arg, uint64_t last_line, uint64_t added, uint64_t replaced)
+{
+    Ingest *in = arg;
+    in->c.imported += added;
+    in->c.replaced += replaced;
+    in->c.acked += added + replaced;
+    if (in->opts.on_commit)
+        in->opts.on_commit(in->opts.arg, last_line, in->c.acked);
+}
+
+/* The table is known: start this ingest's load (its batches: nothing of
+ * them is visible or durable before their commits, whatever other writers
+ * do; indexed by a pool of threads, committed in input order). */
 static int start_batch(Ingest *in, QrError *err)
 {
-    int rc = qr_batch_begin(in->t, &in->batch, err);
+    QrLoadOpts lo = {.threads = in->opts.threads, .chunk_docs = (uint64_t)in->opts.batch,
+                     .chunk_bytes = in->opts.batch_bytes, .memory_bytes = in->opts.memory_bytes,
+                     .strict = in->opts.strict, .on_reject = on_reject,
+                     .on_commit = on_commit, .arg = in};
+    int rc = qr_loader_begin(in->t, &lo, &in->ld, err);
     if (rc != QR_OK)
         in->failed = true;
-    else
-        qr_batch_set_bulk(in->batch, true); /* segment files per commit, as a load wants */
     return rc;
 }
 
@@ -111,24 +126,16 @@ static void reject(Ingest *in, uint64_t line, const QrError *e)
         in->opts.on_error(in->opts.arg, line, e);
 }
 
+/* Everything queued built and committed (the outcomes delivered); after a
+ * strict stop, what its batch accepted before the bad line too. */
 static int commit_batch(Ingest *in, QrError *err)
 {
-    if (!in->batch || in->in_batch == 0)
+    if (!in->ld)
         return QR_OK;
-    int rc = qr_batch_commit(in->batch, err);
-    if (rc != QR_OK) {
-        /* nothing of the batch was written: lines after the last commit
-         * are not acknowledged */
-        in->in_batch = 0;
+    int rc = qr_loader_finish(in->ld, true, err);
+    if (rc != QR_OK)
         in->failed = true;
-        return rc;
-    }
-    in->c.acked += in->in_batch;
-    in->in_batch = 0;
-    in->batch_bytes = 0;
-    if (in->opts.on_commit)
-        in->opts.on_commit(in->opts.arg, in->c.lines, in->c.acked);
-    return QR_OK;
+    return rc;
 }
 
 /* An upper bound on the JSON values of s[0..len): every value but the
@@ -154,56 +161,19 @@ static size_t json_values_bound(const char *s, size_t len, size_t max)
     return n;
 }
 
-/* Put one line into the table.  Rejections are counted, fatal errors returned. */
+/* Queue one line for the table.  Rejections are counted when the load
+ * reports them (in line order); a fatal error, or a strict rejection, is
+ * returned. */
 static int put_line(Ingest *in, uint64_t line, const char *s, size_t len, QrError *err)
 {
-    QrError e;
-    qr_error_clear(&e);
-    cJSON *root = cJSON_ParseWithLength(s, len);
-    int rc;
-    if (!root) {
-        const char *ep = cJSON_GetErrorPtr();
-        qr_error_set(&e, QR_ESYNTAX, "invalid JSON");
-        if (ep && ep >= s && ep <= s + len) {
-            qr_error_detail(&e, "error near byte %ld", (long)(ep - s) + 1);
-            qr_error_pos(&e, ep - s, (int64_t)line, (int32_t)(ep - s) + 1);
-        }
-        rc = QR_ESYNTAX;
-    } else {
-        bool replaced = false;
-        rc = qr_batch_put_parsed(in->batch, s, len, root, &replaced, &e);
-        cJSON_Delete(root);
-        if (rc == QR_OK) {
-            if (replaced)
-                in->c.replaced++;
-            else
-                in->c.imported++;
-            in->in_batch++;
-            /* a batch waits in memory (the WAL's buffer, the segment
-             * builder) until its commit: bound it by bytes as well */
-            in->batch_bytes += len;
-            if (in->in_batch >= (uint64_t)in->opts.batch ||
-                in->batch_bytes >= in->opts.batch_bytes)
-                return commit_batch(in, err);
-            return QR_OK;
-        }
-    }
-    qr_error_pos(&e, -1, (int64_t)line, -1);
-    bool fatal = rc == QR_EIO || rc == QR_ENOMEM || rc == QR_EINTERNAL || rc == QR_ECORRUPT ||
-                 rc == QR_EPERM;
-    if (fatal) {
+    int rc = qr_loader_add(in->ld, line, s, len, err);
+    if (rc != QR_OK) {
         in->failed = true;
-        qr_error_copy(err, &e);
-        return rc;
+        if (in->opts.strict && err && !err->hint[0] && rc != QR_EIO && rc != QR_ENOMEM &&
+            rc != QR_EINTERNAL && rc != QR_ECORRUPT && rc != QR_EPERM)
+            qr_error_hint(err, "without --strict bad lines are skipped and reported");
     }
-    reject(in, line, &e);
-    if (in->opts.strict) {
-        in->failed = true;
-        qr_error_copy(err, &e);
-        qr_error_hint(err, "without --strict bad lines are skipped and reported");
-        return rc;
-    }
-    return QR_OK;
+    return rc;
 }
 
 /* Line ln breaks a limit (e): rejected and reported, or fatal in strict mode. */
@@ -367,7 +337,7 @@ void ingest_free(Ingest *in)
 {
     if (!in)
         return;
-    qr_batch_free(in->batch); /* uncommitted documents are discarded */
+    qr_loader_free(in->ld); /* uncommitted documents are discarded */
     for (int i = 0; i < in->n_held; i++)
         qr_free(in->held[i]);
     qr_free(in->held);

@@ -4,6 +4,7 @@
  * Layer: server/.  Calls query/quarry.h, server/ingest.h and the base kit.
  *
  *   quarry import TABLE FILE.jsonl[.gz]|- [--schema S.json] [--batch N] [--strict]
+ *                 [--threads N] [--memory BYTES]
  *   quarry search TABLE ['query'] [--limit N] [--offset K] [--count] [--json]
  *                 [--and] [--fields title^2,body] [--queries Q.jsonl]
  *                 [--filter "symbol = 'X' AND published >= '2025-01-01'"]
@@ -29,6 +30,7 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -225,15 +227,32 @@ static int cmd_import(int argc, char **argv)
 {
     Opt opts[] = {{"data", true}, {"schema", true}, {"batch", true}, {"strict", false},
                   {"fsync", true}, {"quiet", false}, {"merge", false},
-                  {"report-commits", false}};
+                  {"report-commits", false}, {"threads", true}, {"memory", true}};
     Args a = {opts, sizeof opts / sizeof opts[0]};
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
     if (a.n_pos != 2) {
         fprintf(stderr, "usage: quarry import TABLE FILE.jsonl[.gz]|- [--schema S.json] "
-                        "[--batch N] [--strict] [--merge] [--data DIR]\n");
+                        "[--batch N] [--strict] [--merge] [--threads N] [--memory BYTES] "
+                        "[--data DIR]\n");
         return 2;
+    }
+    qr_mem_tune_for_threads(); /* indexing threads: big buffers go back when freed */
+    long threads = 0, memory_mib = 0;
+    if (opt_val(&a, "threads", NULL) &&
+        !parse_int(opt_val(&a, "threads", NULL), 1, 256, &threads)) {
+        fprintf(stderr, "quarry: --threads must be a number from 1 to 256\n");
+        return 2;
+    }
+    if (opt_val(&a, "memory", NULL)) {
+        long v;
+        if (!parse_int(opt_val(&a, "memory", NULL), 64 << 20, LONG_MAX, &v)) {
+            fprintf(stderr, "quarry: --memory must be a number of bytes, at least %d\n",
+                    64 << 20);
+            return 2;
+        }
+        memory_mib = v >> 20;
     }
     long batch = 10000;
     if (opt_val(&a, "batch", NULL) && !parse_int(opt_val(&a, "batch", NULL), 1, 10000000, &batch)) {
@@ -286,7 +305,8 @@ static int cmd_import(int argc, char **argv)
         return rc;
     }
     IngestOpts io = {.table = a.pos[0], .schema = schema, .batch = (int)batch,
-                     .strict = opt_flag(&a, "strict"), .on_error = import_on_error,
+                     .strict = opt_flag(&a, "strict"), .threads = (int)threads,
+                     .memory_bytes = (size_t)memory_mib << 20, .on_error = import_on_error,
                      .on_commit = import_on_commit, .arg = &ui};
     Ingest *in;
     if (ingest_begin(db, &io, &in, &err) != QR_OK) {
@@ -780,7 +800,8 @@ static void usage(FILE *f)
             "quarry " QUARRY_VERSION " - a search-first database engine\n\n"
             "usage: quarry COMMAND [ARGS] [--data DIR]\n\n"
             "  import TABLE FILE.jsonl[.gz]|-   bulk import (--schema S.json --batch N --strict "
-            "--merge)\n"
+            "--merge\n"
+            "                                   --threads N --memory BYTES)\n"
             "  search TABLE 'query'             ranked search (--limit --offset --count --json "
             "--and --fields\n"
             "                                   --filter WHERE --sort F:desc --after CURSOR)\n"

@@ -47,6 +47,7 @@ static void usage(void)
             "                    [--pg-statement-timeout MS]\n"
             "                    [--pg-tls-cert CERT.pem --pg-tls-key KEY.pem]\n"
             "                    [--tls-cert CERT.pem --tls-key KEY.pem] [--mem-limit BYTES]\n"
+            "                    [--threads N] [--memory BYTES]\n"
             "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
             "  --pg        also serve the PostgreSQL wire protocol (e.g. 127.0.0.1:5433;\n"
             "              docs/pg-protocol.md); users: quarry user add NAME\n"
@@ -61,6 +62,9 @@ static void usage(void)
             "  --tls-cert, --tls-key  serve HTTPS from these PEM files (docs/security.md)\n"
             "  --mem-limit memory for all running queries together, in bytes (default: a\n"
             "              quarter of the machine's memory; docs/operations.md)\n"
+            "  --threads   indexing threads of uploads and COPY FROM (default: the cores)\n"
+            "  --memory    their indexing memory, in bytes (default: an eighth of the\n"
+            "              machine's memory; docs/operations.md)\n"
             "  limits and timeouts: docs/operations.md; API keys: quarry key add NAME\n");
 }
 
@@ -92,7 +96,8 @@ int cmd_serve(int argc, char **argv)
                        {"pg-max-connections-per-ip", NULL, NULL},
                        {"pg-auth-timeout", NULL, NULL},
                        {"pg-statement-timeout", NULL, NULL},
-                       {"mem-limit", "mem_limit_bytes", NULL}};
+                       {"mem-limit", "mem_limit_bytes", NULL},
+                       {"memory", "index_memory_bytes", NULL}};
 
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
     for (int i = 0; i < argc; i++) {
@@ -153,6 +158,9 @@ int cmd_serve(int argc, char **argv)
     }
     /* every query arena of the process, HTTP and PG, draws on it */
     qr_mem_budget_set((size_t)mem_limit);
+    qr_mem_tune_for_threads();
+    /* uploads and COPY FROM: their indexing threads and memory */
+    qr_load_set_defaults(cfg.threads, (size_t)cfg.index_memory_bytes);
     QrDbOpts dbo;
     qr_db_opts_default(&dbo);
     dbo.salvage = opts[5].value != NULL;
@@ -249,18 +257,17 @@ int cmd_serve(int argc, char **argv)
                pg_server_addr(pg), pgc.max_connections, pgc.max_connections_per_ip,
                pgc.auth_timeout_s, (unsigned long long)pgc.statement_timeout_ms,
                pgc.tls_cert[0] ? "on" : "off");
-    if (cfg.threads > 0)
-        qr_log(QR_LOG_INFO, "serve: setting \"threads\" is ignored: every HTTP connection has "
-                            "its own thread");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     qr_log(QR_LOG_INFO,
            "serve started version=%s http=%s://%s/ admin=%s://%s/ data=%s cores=%ld "
            "max_connections=%d max_connections_per_ip=%d header_timeout_s=%d "
-           "query_timeout_ms=%llu mem_limit_mib=%llu pid=%ld",
+           "query_timeout_ms=%llu mem_limit_mib=%llu index_threads=%d index_memory_mib=%llu "
+           "pid=%ld",
            QUARRY_VERSION, cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv),
            cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv), data, cores,
            cfg.max_connections, cfg.max_connections_per_ip, cfg.header_timeout_s,
            (unsigned long long)cfg.query_timeout_ms, (unsigned long long)(mem_limit >> 20),
+           qr_load_threads_default(), (unsigned long long)(qr_load_memory_default() >> 20),
            (long)getpid());
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)
