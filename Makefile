@@ -50,7 +50,8 @@ DEB_PKGS = gcc make pkg-config ca-certificates python3 gzip \
 	libicu-dev libstemmer-dev libmicrohttpd-dev libcjson-dev libsnappy-dev \
 	libcriterion-dev libpg-query-dev libroaring-dev libstreamvbyte-dev \
 	zlib1g-dev libsqlite3-dev sqlite3 wamerican python3-xapian \
-	clang libclang-rt-14-dev curl chromium nodejs npm wrk libssl-dev postgresql-client python3-psycopg2 python3-sqlalchemy postgresql-15 sphinxsearch python3-pymysql gnuplot-nox libpostgresql-jdbc-java openjdk-17-jdk-headless openssl
+	clang libclang-rt-14-dev curl chromium nodejs npm wrk libssl-dev postgresql-client python3-psycopg2 python3-psycopg python3-sqlalchemy postgresql-15 sphinxsearch python3-pymysql gnuplot-nox libpostgresql-jdbc-java openjdk-17-jdk-headless openssl \
+	python3-django python3-pandas pgcli
 
 .PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz fuzz-smoke soak
 

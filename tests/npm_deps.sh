@@ -2,7 +2,9 @@
 # Installs the npm packages the end-to-end tests use, exactly as their lock
 # files pin them (`npm ci`), into each directory's node_modules/:
 #   tests/e2e/          playwright-core (the admin-page browser test)
-#   tests/e2e/pg_node/  pg (node-postgres against the PG port)
+#   tests/e2e/pg_node/  pg, pg-cursor, postgres (node-postgres and postgres.js
+#                       against the PG port: test_pg_node.sh, the conformance suite)
+#   tests/e2e/knex/     knex and pg (the conformance suite's knex client)
 # A directory whose node_modules already matches its lock file is left alone,
 # so `make deps` runs offline once done; --prefer-offline uses npm's cache
 # before the registry.  Run by `make deps`, and by the two tests when their
@@ -10,7 +12,7 @@
 # directory that could not be installed.
 set -u
 cd "$(dirname "$0")/.."
-[ $# -gt 0 ] || set -- tests/e2e tests/e2e/pg_node
+[ $# -gt 0 ] || set -- tests/e2e tests/e2e/pg_node tests/e2e/knex
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   echo "npm packages: node and npm are needed (Debian nodejs and npm; make deps installs them)" >&2
   exit 1

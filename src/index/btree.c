@@ -900,7 +900,7 @@ static DocId bti_next(Iter *it)
     if (it->doc == ITER_END || b->pos >= b->n)
         return it->doc = ITER_END;
     it->stats.docs_returned++;
-    if ((it->stats.docs_returned & 4095) == 0 && iter_ctx_interrupted(it->ctx))
+    if ((it->stats.docs_returned & 4095) == 0 && iter_ctx_interrupted_now(it->ctx))
         return it->doc = ITER_END;
     return it->doc = b->rows[b->pos++];
 }

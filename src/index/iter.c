@@ -16,9 +16,10 @@ void iter_ctx_init(IterCtx *ctx, QrArena *arena)
     ctx->deadline_ns = 0;
     ctx->cancel = NULL;
     ctx->check_tick = 0;
+    ctx->clock_reads = 0;
 }
 
-bool iter_ctx_interrupted(IterCtx *ctx)
+static bool ctx_interrupted(IterCtx *ctx, bool read_clock)
 {
     if (ctx->err.code != QR_OK)
         return true;
@@ -26,7 +27,8 @@ bool iter_ctx_interrupted(IterCtx *ctx)
         qr_error_set(&ctx->err, QR_ECANCELED, "canceling statement due to user request");
         return true;
     }
-    if (ctx->deadline_ns && (++ctx->check_tick & 63) == 0 && qr_now_ns() > ctx->deadline_ns) {
+    if (ctx->deadline_ns && (read_clock || (++ctx->check_tick & 63) == 0) &&
+        (ctx->clock_reads++, qr_now_ns() > ctx->deadline_ns)) {
         qr_error_set(&ctx->err, QR_ETIMEOUT, "canceling statement due to statement timeout");
         return true;
     }
@@ -37,6 +39,9 @@ bool iter_ctx_interrupted(IterCtx *ctx)
     }
     return false;
 }
+
+bool iter_ctx_interrupted(IterCtx *ctx) { return ctx_interrupted(ctx, false); }
+bool iter_ctx_interrupted_now(IterCtx *ctx) { return ctx_interrupted(ctx, true); }
 
 void iter_ctx_fail(IterCtx *ctx, QrCode code, const char *fmt, ...)
 {
@@ -127,7 +132,7 @@ static DocId all_advance(Iter *it, DocId target)
         target = 0;
     if (target >= a->n_docs)
         return it->doc = ITER_END;
-    if ((target & 4095) == 0 && iter_ctx_interrupted(it->ctx))
+    if ((target & 4095) == 0 && iter_ctx_interrupted_now(it->ctx))
         return it->doc = ITER_END;
     it->stats.docs_returned++;
     return it->doc = target;

@@ -54,6 +54,7 @@ typedef struct IterCtx {
     uint64_t deadline_ns;  /* qr_now_ns() deadline, 0 = none */
     atomic_bool *cancel;   /* borrows: set by another thread to cancel; may be NULL */
     uint32_t check_tick;   /* internal: amortizes clock reads */
+    uint64_t clock_reads;  /* deadline checks that read the clock (tests, stats) */
 } IterCtx;
 
 /* Counters for EXPLAIN ANALYZE. */
@@ -122,8 +123,12 @@ static inline void iter_init(Iter *it, const IterVT *vt, IterCtx *ctx)
 void iter_ctx_init(IterCtx *ctx, QrArena *arena);
 /* True when the query must stop (error already set, cancel flag, deadline
  * passed); records QR_ECANCELED / QR_ETIMEOUT in ctx->err the first time.
- * Cheap: reads the clock only every 64 calls. */
+ * Cheap: reads the clock only every 64 calls (for checks once per block). */
 bool iter_ctx_interrupted(IterCtx *ctx);
+/* The same, reading the clock at every call: for loops that check once per
+ * 4096 docs or per batch, whose 64 calls can be seconds apart (a doc of an
+ * OR over hundreds of prefixes costs microseconds). */
+bool iter_ctx_interrupted_now(IterCtx *ctx);
 /* Record an error (first wins) — for iterator implementations. */
 void iter_ctx_fail(IterCtx *ctx, QrCode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -23,7 +23,7 @@ static DocId bm_next(Iter *it)
     if (b->left)
         b->left--;
     it->stats.docs_returned++;
-    if ((it->stats.docs_returned & 4095) == 0 && iter_ctx_interrupted(it->ctx))
+    if ((it->stats.docs_returned & 4095) == 0 && iter_ctx_interrupted_now(it->ctx))
         return it->doc = ITER_END;
     return it->doc = b->it.current_value;
 }
@@ -86,7 +86,7 @@ static DocId live_advance(Iter *it, DocId target)
         target++;
     if (target >= l->n_docs)
         return it->doc = ITER_END;
-    if ((++it->stats.docs_returned & 4095) == 0 && iter_ctx_interrupted(it->ctx))
+    if ((++it->stats.docs_returned & 4095) == 0 && iter_ctx_interrupted_now(it->ctx))
         return it->doc = ITER_END;
     return it->doc = target;
 }

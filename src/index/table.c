@@ -132,17 +132,22 @@ Snapshot *table_snapshot(Table *t)
     return s;
 }
 
-bool snapshot_locate(const Snapshot *s, DocId gdoc, int *seg, uint32_t *local)
+int snapshot_base_find(const DocId *base, int n, DocId gdoc)
 {
-    int lo = 0, hi = s->n_segs;
+    int lo = 0, hi = n;
     while (lo < hi) {
         int mid = (lo + hi) / 2;
-        if (s->base[mid] <= gdoc)
+        if (base[mid] <= gdoc)
             lo = mid + 1;
         else
             hi = mid;
     }
-    int i = lo - 1;
+    return lo - 1;
+}
+
+bool snapshot_locate(const Snapshot *s, DocId gdoc, int *seg, uint32_t *local)
+{
+    int i = snapshot_base_find(s->base, s->n_segs, gdoc);
     if (i < 0 || gdoc - s->base[i] >= seg_n_docs(s->segs[i]))
         return false;
     *seg = i;

@@ -261,6 +261,9 @@ void snapshot_release(Snapshot *s);
 Snapshot *table_snapshot_latest(Table *t);
 /* Locate a global doc id: segment index and local doc.  False if out of range. */
 bool snapshot_locate(const Snapshot *s, DocId gdoc, int *seg, uint32_t *local);
+/* The last of n ascending segment bases that is <= gdoc, or -1 (the
+ * segment gdoc falls in when it is below that segment's end). */
+int snapshot_base_find(const DocId *base, int n, DocId gdoc);
 /* True when the doc is deleted in the snapshot. */
 static inline bool snapshot_deleted(const Snapshot *s, int seg, uint32_t local)
 {

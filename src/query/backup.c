@@ -127,6 +127,17 @@ static int backup_tables(const char *src, const char *dest, QrBackupStats *st, Q
         snprintf(b, PATH_CAP, "%s/tables/%s", dest, names[i]);
         TableBackupStats ts;
         rc = table_backup_dir(a, b, &ts, err);
+        if (rc == QR_OK) {
+            /* the SQL metadata beside the table (declared types, defaults, keys,
+             * index names: sql_w.h), which the table's own copy leaves out */
+            size_t al = strlen(a), bl = strlen(b);
+            snprintf(a + al, PATH_CAP - al, "/sql.json");
+            snprintf(b + bl, PATH_CAP - bl, "/sql.json");
+            if (qr_path_exists(a))
+                rc = copy_small_file(a, b, err);
+            a[al] = 0;
+            b[bl] = 0;
+        }
         if (rc == QR_ENOTFOUND && !qr_path_exists(a)) {
             /* dropped while we were copying: not part of the copy */
             qr_error_clear(err);
@@ -150,6 +161,29 @@ static int backup_tables(const char *src, const char *dest, QrBackupStats *st, Q
     for (size_t i = 0; i < n; i++)
         qr_free(names[i]);
     qr_free(names);
+    /* the sequences, after the tables: each mark then covers every key the
+     * copied tables hold, so a restored copy never hands one out again */
+    snprintf(a, PATH_CAP, "%s/sequences", src);
+    snprintf(b, PATH_CAP, "%s/sequences", dest);
+    if (rc == QR_OK && (d = opendir(a)) != NULL) {
+        rc = qr_mkdir_p(b, err);
+        while (rc == QR_OK && (e = readdir(d))) {
+            size_t len = strlen(e->d_name);
+            if (e->d_name[0] == '.' || len < 6 || strcmp(e->d_name + len - 5, ".json") != 0)
+                continue;
+            snprintf(a, PATH_CAP, "%s/sequences/%s", src, e->d_name);
+            snprintf(b, PATH_CAP, "%s/sequences/%s", dest, e->d_name);
+            rc = copy_small_file(a, b, err);
+            if (rc != QR_OK && !qr_path_exists(a)) { /* dropped meanwhile */
+                qr_error_clear(err);
+                rc = QR_OK;
+            }
+        }
+        closedir(d);
+        snprintf(b, PATH_CAP, "%s/sequences", dest);
+        if (rc == QR_OK)
+            rc = qr_fsync_dir(b, err);
+    }
     snprintf(b, PATH_CAP, "%s/tables", dest);
     if (rc == QR_OK && (rc = qr_fsync_dir(b, err)) == QR_OK)
         rc = qr_fsync_dir(dest, err);

@@ -4,10 +4,12 @@
  * normalized SQL statement (constants replaced by $n, whitespace collapsed)
  * with libpg_query's structural fingerprint.
  *
- * Layer: query/.  Calls query/qparse.h, libpg_query and the base kit.
+ * Layer: query/.  Calls query/qparse.h, libpg_query, the SQL nesting guard
+ * (sql_guard.c) and the base kit.
  */
-#include "query/quarry.h"
 #include "query/qparse.h"
+#include "query/quarry.h"
+#include "query/sql_int.h"
 #include "store/mem.h"
 
 #include <pg_query.h>
@@ -71,6 +73,12 @@ int qr_sql_normalize(const char *sql, size_t len, QrBuf *out, uint64_t *fingerpr
     if (memchr(sql, 0, len)) {
         qr_free(z);
         return qr_error_set(err, QR_EINVAL, "SQL text contains a NUL byte");
+    }
+    /* normalizing recurses over the tree with no depth check of its own,
+     * harder than parsing: deep statements are refused first (54001) */
+    if (sql_guard_nesting(z, len, SQL_NORMALIZE_NESTING, err) != QR_OK) {
+        qr_free(z);
+        return err->code;
     }
     PgQueryNormalizeResult nr = pg_query_normalize(z);
     int rc = QR_OK;

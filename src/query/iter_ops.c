@@ -1032,7 +1032,7 @@ uint64_t iter_count(Iter *it)
         return 0;
     uint64_t n = it->doc == ITER_NONE ? 0 : 1;
     while (iter_next(it) != ITER_END) {
-        if ((++n & 4095) == 0 && iter_ctx_interrupted(it->ctx))
+        if ((++n & 4095) == 0 && iter_ctx_interrupted_now(it->ctx))
             break;
     }
     return n;

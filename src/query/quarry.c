@@ -318,6 +318,35 @@ int qr_table_drop(QrDb *db, const char *name, QrError *err)
     return rc;
 }
 
+int qr_table_swap(QrDb *db, const char *a, const char *b, QrError *err)
+{
+    int rc = check_name(a, err);
+    if (rc == QR_OK)
+        rc = check_name(b, err);
+    if (rc != QR_OK)
+        return rc;
+    char pa[4096], pb[4096], dir[4096];
+    snprintf(pa, sizeof pa, "%s/tables/%s", db->dir, a);
+    snprintf(pb, sizeof pb, "%s/tables/%s", db->dir, b);
+    snprintf(dir, sizeof dir, "%s/tables", db->dir);
+    pthread_mutex_lock(&db->lock);
+    qr_db_ddl_bump(db); /* bound queries rebind */
+    for (int i = 0; i < db->n_tables; i++)
+        if (!strcmp(db->tables[i]->name, a) || !strcmp(db->tables[i]->name, b)) {
+            /* callers must not use the handles after the swap: reopened on demand */
+            table_handle_free(db->tables[i]);
+            db->tables[i--] = db->tables[--db->n_tables];
+        }
+    if (renameat2(AT_FDCWD, pa, AT_FDCWD, pb, RENAME_EXCHANGE) != 0)
+        rc = qr_error_set(err, errno == ENOENT ? QR_ENOTFOUND : QR_EIO,
+                          "could not exchange tables \"%s\" and \"%s\": %s", a, b,
+                          strerror(errno));
+    else
+        rc = qr_fsync_dir(dir, err);
+    pthread_mutex_unlock(&db->lock);
+    return rc;
+}
+
 static int cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);

@@ -340,8 +340,6 @@ typedef struct QrSearchReq {
     /* structured filter and order (docs/query-language.md "Filters", "Sorting") */
     const char *filter;       /* SQL-WHERE filter text, or NULL */
     size_t filter_len;        /* bytes of filter (0 = strlen) */
-    const struct QrFilter *filter_tree; /* prebuilt filter (query/filter.h), borrowed;
-                                 used when filter is NULL */
     const char *sort;         /* "published:desc,symbol" (default asc; _score, _id too), or
                                  NULL = _score:desc.  An explicit sort breaks ties by _id */
     const char *search_after; /* cursor: the JSON array a previous page's last hit carried in
@@ -350,10 +348,6 @@ typedef struct QrSearchReq {
                                  how filters read columns (tests, SET quarry.access_path) */
     const struct QrFacetReq *facets; /* borrowed: n_facets summaries over all matches */
     int n_facets;
-    bool no_ids;              /* hits carry doc (and score) only: id_json stays NULL (callers
-                                 that read the key themselves, e.g. SQL) */
-    bool seg_bitmaps;         /* with unordered: no hits; every match goes to
-                                 res->seg_bits (SQL's aggregates over columns) */
 } QrSearchReq;
 
 /* Facets: summaries over every match of q + filter (not only the hits). */
@@ -425,12 +419,6 @@ typedef struct QrSearchRes {
     int n_facets;             /* one per requested facet, in request order */
     QrFacetRes *facets;
     QrArena *arena;           /* owns everything above */
-    /* seg_bitmaps: one CRoaring bitmap (roaring_bitmap_t *) of local doc ids
-     * per segment of the search's snapshot, in its order; owned by the
-     * result (qr_search_res_free frees them) unless the caller takes them
-     * and sets seg_bits NULL */
-    void **seg_bits;
-    int n_seg_bits;
 } QrSearchRes;
 
 int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *err);
@@ -448,7 +436,8 @@ int qr_query_canonical(const char *q, size_t len, bool default_and, QrBuf *out, 
  * squeezed (libpg_query's normalization); *fingerprint (may be NULL) gets
  * the statement's structural fingerprint, equal for statements that differ
  * only in constants, case and spacing.  Errors: QR_ESYNTAX (with the
- * position), QR_EINVAL (a NUL byte), QR_ENOMEM. */
+ * position), QR_EINVAL (a NUL byte), QR_ELIMIT (54001: nested too deeply to
+ * normalize, about 1,500 levels), QR_ENOMEM. */
 int qr_sql_normalize(const char *sql, size_t len, QrBuf *out, uint64_t *fingerprint,
                      QrError *err);
 
@@ -470,5 +459,11 @@ int qr_table_refs(QrDb *db, const char *name);
  * QR_EBUSY naming the count of users when they outlast the timeout.  The
  * caller must not hold a reference itself. */
 int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err);
+/* Exchange the contents of tables a and b (their directories, metadata
+ * included) once no reference is held on either: atomic (one rename), so
+ * each name always holds one whole table.  Timeout as qr_table_drop_wait. */
+int qr_table_swap_wait(QrDb *db, const char *a, const char *b, uint64_t timeout_ms, QrError *err);
+/* The exchange itself; callers make sure nobody uses either handle. */
+int qr_table_swap(QrDb *db, const char *a, const char *b, QrError *err);
 
 #endif

@@ -31,6 +31,7 @@
 #include "query/iter_ops.h"
 #include "query/qparse.h"
 #include "query/query_int.h"
+#include "query/search_int.h"
 #include "query/topk.h"
 #include "store/util.h"
 
@@ -184,14 +185,20 @@ typedef struct SVal {
     size_t n;
 } SVal;
 
-typedef struct Search {
+struct Search {
     QrTable *t;
     const QrSchema *schema;
-    const QrSearchReq *req;
+    const QrSearchReq *req;     /* borrows (qr_search's caller) or req_copy */
+    QrSearchReq req_copy;       /* search_open's copy of its request */
     QrArena *arena;
     IterCtx ctx;
-    Snapshot *snap;
+    Snapshot *snap;             /* owns one reference when snap_owned (qr_search) */
+    bool snap_owned;
     QsAnalyzers *an;
+    /* the compiled query */
+    CNode *root;
+    const CTerm **flat;         /* a disjunction of terms (the WAND path), or NULL */
+    int n_flat;
     int fields[QR_MAX_FIELDS];  /* searched text fields (QR_ALL_FIELD = "_all") */
     float fweights[QR_MAX_FIELDS];
     int n_fields;
@@ -208,7 +215,7 @@ typedef struct Search {
     int n_bms, cap_bms;
     /* structured filter (query/filter.h) */
     QrFilter *filter_owned;     /* owns: parsed from req->filter */
-    const QrFilter *filter;     /* borrows filter_owned or req->filter_tree; NULL = none */
+    const QrFilter *filter;     /* borrows filter_owned; NULL = none */
     roaring_bitmap_t **fbm;     /* owns: per segment, live docs matching the filter
                                    (restricted to text matches when those went first) */
     QrFilterStats fst;
@@ -222,7 +229,7 @@ typedef struct Search {
     SVal cursor[MAX_SORT_KEYS];
     uint8_t cursor_pk[PK_KEY_MAX];
     size_t cursor_pk_len;
-} Search;
+};
 
 static void *aalloc(Search *s, size_t n)
 {
@@ -569,6 +576,8 @@ static CNode *compile_terms_leaf(Search *s, const QNode *q, CNode *c)
 
 static CNode *compile(Search *s, const QNode *q)
 {
+    if (iter_ctx_interrupted(&s->ctx)) /* expansions run here, per leaf and segment */
+        return NULL;
     CNode *c = aalloc(s, sizeof *c);
     if (!c)
         return NULL;
@@ -722,7 +731,9 @@ static Iter *or_of(Search *s, Iter **v, int n)
 
 static Iter *build(Search *s, Segment *seg, const CNode *c, bool scoring)
 {
-    if (s->ctx.err.code != QR_OK)
+    /* a tree of hundreds of expanded prefixes opens tens of thousands of
+     * postings per segment: the deadline is watched while it is built */
+    if (iter_ctx_interrupted(&s->ctx))
         return NULL;
     switch (c->kind) {
     case CK_NONE:
@@ -877,30 +888,21 @@ static bool flat_and(const CNode *c)
     return true;
 }
 
-static roaring_bitmap_t *seg_filter(Search *s, int i, const CNode *root);
+static roaring_bitmap_t *seg_filter(Search *s, int i);
 
-static uint64_t count_segment(Search *s, int i, const CNode *root)
+/* ---- per segment: the API of search_int.h ---- */
+
+Iter *search_seg_iter(Search *s, int si, bool scoring)
+{
+    return build(s, s->snap->segs[si], s->root, scoring);
+}
+
+uint64_t search_seg_count(Search *s, int i, const roaring_bitmap_t *fb)
 {
     Segment *seg = s->snap->segs[i];
-    if (s->filter && root->kind == CK_ALL && !s->snap->dels[i] && !s->fbm[i] &&
-        (s->req->access_path == QR_ACCESS_AUTO || s->req->access_path == QR_ACCESS_BTREE)) {
-        /* one predicate with a B-tree: the count from subtree counts alone */
-        FilterSeg *fs;
-        QrError e;
-        qr_error_clear(&e);
-        if (filter_seg_compile(s->filter, seg, &fs, &e) == QR_OK) {
-            uint64_t n;
-            bool done = filter_seg_btree_count(fs, &n, &s->fst);
-            filter_seg_free(fs);
-            if (done)
-                return n;
-        }
-    }
-    if (s->filter) {
-        /* bitmaps only: the filter's live docs, intersected with the text */
-        roaring_bitmap_t *fb = seg_filter(s, i, root);
-        if (!fb)
-            return 0;
+    const CNode *root = s->root;
+    if (fb) {
+        /* the filter's live docs, intersected with the text */
         if (root->kind == CK_ALL)
             return roaring_bitmap_get_cardinality(fb);
         Iter *v[2] = {build(s, seg, root, false), iter_bitmap_new(&s->ctx, fb)};
@@ -939,13 +941,44 @@ static uint64_t count_segment(Search *s, int i, const CNode *root)
     return iter_count(it);
 }
 
-static int rank_segment(Search *s, int i, const CNode *root, const CTerm **flat, int n_flat,
-                        TopK *tk)
+/* qr_search's count of segment i: one B-tree'd filter predicate alone is
+ * counted from subtree counts, anything else through search_seg_count. */
+static uint64_t count_segment(Search *s, int i)
 {
     Segment *seg = s->snap->segs[i];
+    if (s->filter && s->root->kind == CK_ALL && !s->snap->dels[i] && !s->fbm[i] &&
+        (s->req->access_path == QR_ACCESS_AUTO || s->req->access_path == QR_ACCESS_BTREE)) {
+        FilterSeg *fs;
+        QrError e;
+        qr_error_clear(&e);
+        if (filter_seg_compile(s->filter, seg, &fs, &e) == QR_OK) {
+            uint64_t n;
+            bool done = filter_seg_btree_count(fs, &n, &s->fst);
+            filter_seg_free(fs);
+            if (done)
+                return n;
+        }
+    }
+    roaring_bitmap_t *fb = NULL;
+    if (s->filter && !(fb = seg_filter(s, i)))
+        return 0;
+    return search_seg_count(s, i, fb);
+}
+
+const char *search_strategy(const Search *s)
+{
+    return s->req->exhaustive ? "exhaustive"
+           : s->flat          ? "wand"
+           : flat_and(s->root) ? "and"
+                               : "exhaustive";
+}
+
+int search_seg_topk(Search *s, int i, const roaring_bitmap_t *fb, TopK *tk)
+{
+    Segment *seg = s->snap->segs[i];
+    const CNode *root = s->root;
     const roaring_bitmap_t *dels = s->snap->dels[i];
     DocId base = s->snap->base[i];
-    const roaring_bitmap_t *fb = seg_filter(s, i, root);
     if (s->ctx.err.code != QR_OK)
         return s->ctx.err.code;
     if (fb && roaring_bitmap_is_empty(fb))
@@ -954,13 +987,13 @@ static int rank_segment(Search *s, int i, const CNode *root, const CTerm **flat,
 #define LIVE_FILTER()                                                                          \
     (fb ? iter_bitmap_new(&s->ctx, fb) : dels ? iter_live_new(&s->ctx, seg_n_docs(seg), dels) \
                                               : NULL)
-    if (flat) {
-        Iter **v = aalloc(s, ((size_t)n_flat + 1) * sizeof *v);
+    if (s->flat) {
+        Iter **v = aalloc(s, ((size_t)s->n_flat + 1) * sizeof *v);
         if (!v)
             return s->ctx.err.code;
         int n = 0;
-        for (int k = 0; k < n_flat; k++) {
-            Iter *it = term_iter(s, seg, flat[k], true, false);
+        for (int k = 0; k < s->n_flat; k++) {
+            Iter *it = term_iter(s, seg, s->flat[k], true, false);
             if (it)
                 v[n++] = it;
         }
@@ -993,27 +1026,94 @@ static int rank_segment(Search *s, int i, const CNode *root, const CTerm **flat,
         Iter *filter = LIVE_FILTER();
         return topk_and(&s->ctx, v, root->n_kids, filter, base, tk);
     }
-    Iter *it = build(s, seg, root, true);
-    if (!it)
-        return s->ctx.err.code;
-    if (fb) {
-        Iter *v[2] = {it, iter_bitmap_new(&s->ctx, fb)};
-        it = v[1] ? iter_and_new(&s->ctx, v, 2) : NULL;
-        if (!it)
-            return s->ctx.err.code;
-    } else if (dels) {
-        Iter *d = iter_bitmap_new(&s->ctx, dels);
-        if (!d)
-            return s->ctx.err.code;
-        it = iter_andnot_new(&s->ctx, it, d);
-        if (!it)
-            return s->ctx.err.code;
-    }
-    return topk_collect_all(it, base, tk);
 #undef LIVE_FILTER
+    SearchCursor c;
+    search_seg_cursor(s, i, true, fb, &c);
+    return c.it ? topk_collect_all(c.it, base, tk) : (int)s->ctx.err.code;
 }
 
+/* qr_search's ranking of segment i: its filter bitmap, then the shared path. */
+static int rank_segment(Search *s, int i, TopK *tk)
+{
+    const roaring_bitmap_t *fb = seg_filter(s, i);
+    if (s->ctx.err.code != QR_OK)
+        return s->ctx.err.code;
+    return search_seg_topk(s, i, fb, tk);
+}
+
+void search_seg_cursor(Search *s, int i, bool scoring, const roaring_bitmap_t *fb, SearchCursor *c)
+{
+    const roaring_bitmap_t *dels = s->snap->dels[i];
+    memset(c, 0, sizeof *c);
+    c->scoring = scoring;
+    if (fb && roaring_bitmap_is_empty(fb))
+        return;
+    Iter *it = build(s, s->snap->segs[i], s->root, scoring);
+    if (!it)
+        return;
+    if (fb) {
+        Iter **v = aalloc(s, 2 * sizeof *v);
+        if (!v || !(v[1] = iter_bitmap_new(&s->ctx, fb)))
+            return;
+        v[0] = it;
+        it = iter_and_new(&s->ctx, v, 2);
+    } else if (post_iter_is(it) && !scoring) {
+        c->batch = true; /* whole decoded blocks; deletes skipped on the way */
+        c->dels = dels;
+    } else if (dels) {
+        Iter *d = iter_bitmap_new(&s->ctx, dels);
+        it = d ? iter_andnot_new(&s->ctx, it, d) : NULL;
+    }
+    c->it = it;
+}
+
+size_t search_cursor_next(SearchCursor *c, uint32_t *docs, float *scores, size_t cap)
+{
+    if (!c->it)
+        return 0;
+    size_t n = 0;
+    if (c->batch) {
+        while (n == 0) {
+            size_t k = post_iter_fill(c->it, docs, cap);
+            if (k == 0)
+                return 0;
+            if (!c->dels)
+                return k;
+            for (size_t j = 0; j < k; j++)
+                if (!roaring_bitmap_contains(c->dels, docs[j]))
+                    docs[n++] = docs[j];
+        }
+        return n;
+    }
+    while (n < cap) {
+        DocId d = iter_next(c->it);
+        if (d == ITER_END)
+            break;
+        docs[n] = (uint32_t)d;
+        if (c->scoring)
+            scores[n] = iter_score(c->it);
+        n++;
+    }
+    return n;
+}
+
+IterCtx *search_ctx(Search *s) { return &s->ctx; }
+
+void search_stats(const Search *s, uint64_t *decoded, uint64_t *skipped)
+{
+    *decoded = *skipped = 0;
+    for (int i = 0; i < s->n_opened; i++) {
+        *decoded += s->opened[i]->stats.blocks_decoded;
+        *skipped += s->opened[i]->stats.blocks_skipped;
+    }
+}
 /* ---- snippets ---- */
+
+/* A compiled query's highlight terms (search_hl). */
+struct SearchHl {
+    const CTerm *terms;       /* (field, text) of every analyzed query term */
+    int n;
+};
 
 typedef struct SnipTok {
     uint32_t start, end;
@@ -1021,9 +1121,10 @@ typedef struct SnipTok {
 } SnipTok;
 
 typedef struct SnipCtx {
-    Search *s;
+    const SearchHl *hl;
+    bool any_field;           /* a term matches whatever field it was searched in */
     int field;
-    SnipTok *toks;
+    SnipTok *toks;            /* owns (qr_malloc) */
     int n, cap;
 } SnipCtx;
 
@@ -1039,10 +1140,10 @@ static int snip_sink(void *arg, const Token *tok)
         sc->cap = nc;
     }
     int m = 0;
-    for (int i = 0; i < sc->s->n_hl; i++) {
-        const CTerm *h = &sc->s->hl[i];
-        if ((h->field == sc->field || h->field == QR_ALL_FIELD) && h->len == tok->len &&
-            !memcmp(h->text, tok->text, tok->len)) {
+    for (int i = 0; i < sc->hl->n; i++) {
+        const CTerm *h = &sc->hl->terms[i];
+        if ((sc->any_field || h->field == sc->field || h->field == QR_ALL_FIELD) &&
+            h->len == tok->len && !memcmp(h->text, tok->text, tok->len)) {
             m = i + 1;
             break;
         }
@@ -1053,17 +1154,116 @@ static int snip_sink(void *arg, const Token *tok)
 
 #define SNIP_WINDOW 32
 
+/* The passage of one text of field sc->field around its best window (most
+ * distinct matched terms, then most matches), or NULL without a match. */
+static char *snippet_one(Analyzer *an, SnipCtx *sc, const char *text, size_t tlen,
+                         const char *pre, const char *post, QrArena *arena)
+{
+    sc->n = 0;
+    QrError e;
+    qr_error_clear(&e);
+    if (!an || analyzer_run(an, text, tlen, 0, 0, snip_sink, sc, &e) != QR_OK)
+        return NULL;
+    int best = -1, best_distinct = 0, best_hits = 0;
+    for (int w = 0; w < sc->n; w++) {
+        if (!sc->toks[w].match)
+            continue;
+        int distinct = 0, hits = 0;
+        uint64_t seen = 0;
+        for (int k = w; k < sc->n && k < w + SNIP_WINDOW; k++) {
+            if (!sc->toks[k].match)
+                continue;
+            hits++;
+            uint64_t bit = 1ull << ((sc->toks[k].match - 1) & 63);
+            if (!(seen & bit)) {
+                seen |= bit;
+                distinct++;
+            }
+        }
+        if (distinct > best_distinct || (distinct == best_distinct && hits > best_hits)) {
+            best = w;
+            best_distinct = distinct;
+            best_hits = hits;
+        }
+    }
+    if (best < 0)
+        return NULL;
+    /* start a few tokens before the first match for context */
+    int from = best >= 4 ? best - 4 : 0;
+    int to = from + SNIP_WINDOW < sc->n ? from + SNIP_WINDOW : sc->n;
+    QrBuf b;
+    qr_buf_init(&b);
+    if (from > 0)
+        qr_buf_append(&b, "…", strlen("…"));
+    uint32_t cur = sc->toks[from].start;
+    for (int k = from; k < to; k++) {
+        SnipTok *t = &sc->toks[k];
+        /* parts of one word ("aiohttp.web") share or overlap offsets:
+         * a span already written is not written again */
+        if (t->end <= cur || t->end > tlen)
+            continue;
+        uint32_t st = t->start > cur ? t->start : cur;
+        qr_buf_append(&b, text + cur, st - cur);
+        if (t->match)
+            qr_buf_append(&b, pre, strlen(pre));
+        qr_buf_append(&b, text + st, t->end - st);
+        if (t->match)
+            qr_buf_append(&b, post, strlen(post));
+        cur = t->end;
+    }
+    if (to < sc->n)
+        qr_buf_append(&b, "…", strlen("…"));
+    char *out = NULL;
+    size_t n = 0;
+    char *txt = (char *)qr_buf_steal(&b, &n);
+    if (txt) {
+        out = qr_arena_strndup(arena, txt, n);
+        qr_free(txt);
+    }
+    return out;
+}
+
+/* The snippet of texts[0..n) (search_int.h search_hl_snippet). */
+static char *snippet_of(const QsAnalyzers *an, const SearchHl *hl, bool any_field,
+                        const char *pre, const char *post, const int *fields,
+                        const char *const *texts, const size_t *lens, int n, QrArena *arena)
+{
+    pre = pre ? pre : "<b>";
+    post = post ? post : "</b>";
+    SnipCtx sc = {.hl = hl, .any_field = any_field};
+    char *out = NULL;
+    int fallback = -1;
+    for (int i = 0; i < n && !out; i++) {
+        if (!texts[i])
+            continue;
+        if (fallback < 0)
+            fallback = i;
+        int f = fields[i];
+        sc.field = f;
+        out = snippet_one(f >= 0 && f < QR_MAX_FIELDS ? an->an[f] : NULL, &sc, texts[i], lens[i],
+                          pre, post, arena);
+    }
+    if (!out && fallback >= 0) {
+        const char *t = texts[fallback];
+        size_t k = lens[fallback];
+        if (k > 200) {
+            k = 200;
+            while (k > 0 && ((unsigned char)t[k] & 0xC0) == 0x80)
+                k--; /* do not cut a UTF-8 sequence */
+        }
+        out = qr_arena_strndup(arena, t, k);
+    }
+    qr_free(sc.toks);
+    return out;
+}
+
+/* A hit's snippet from its stored document: the searched fields' strings
+ * (every value of an array field, in turn), every text field for "_all". */
 static char *make_snippet(Search *s, const char *json, size_t len)
 {
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root)
         return NULL;
-    const char *pre = s->req->hl_pre ? s->req->hl_pre : "<b>";
-    const char *post = s->req->hl_post ? s->req->hl_post : "</b>";
-    char *out = NULL;
-    const char *fallback = NULL;
-    SnipCtx sc = {.s = s};
-    /* snippets come from the searched fields, or every text field for "_all" */
     int sfields[QR_MAX_FIELDS], n_sf = 0;
     for (int fi = 0; fi < s->n_fields; fi++) {
         if (s->fields[fi] != QR_ALL_FIELD) {
@@ -1074,151 +1274,83 @@ static char *make_snippet(Search *s, const char *json, size_t len)
             if (s->an->an[f])
                 sfields[n_sf++] = f;
     }
-    for (int fi = 0; fi < n_sf && !out; fi++) {
-        int f = sfields[fi];
-        const cJSON *fv = cJSON_GetObjectItemCaseSensitive(root, s->schema->fields[f].name);
-        /* an array field: each value in turn (positions never span two) */
+    int n = 0, cap = 0;
+    int *fields = NULL;
+    const char **texts = NULL;
+    size_t *lens = NULL;
+    bool ok = true;
+    for (int fi = 0; fi < n_sf && ok; fi++) {
+        const cJSON *fv = cJSON_GetObjectItemCaseSensitive(root, s->schema->fields[sfields[fi]].name);
         const cJSON *v = cJSON_IsArray(fv) ? fv->child : fv;
-        for (; v && !out; v = cJSON_IsArray(fv) ? v->next : NULL) {
-        if (!cJSON_IsString(v))
-            continue;
-        const char *text = v->valuestring;
-        if (!fallback)
-            fallback = text;
-        sc.field = f;
-        sc.n = 0;
-        QrError e;
-        qr_error_clear(&e);
-        if (!s->an->an[f] ||
-            analyzer_run(s->an->an[f], text, strlen(text), 0, 0, snip_sink, &sc, &e) != QR_OK)
-            continue;
-        /* best window: most distinct matched terms, then most matches */
-        int best = -1, best_distinct = 0, best_hits = 0;
-        for (int w = 0; w < sc.n; w++) {
-            if (!sc.toks[w].match)
+        for (; v && ok; v = cJSON_IsArray(fv) ? v->next : NULL) {
+            if (!cJSON_IsString(v))
                 continue;
-            int distinct = 0, hits = 0;
-            uint64_t seen = 0;
-            for (int k = w; k < sc.n && k < w + SNIP_WINDOW; k++) {
-                if (!sc.toks[k].match)
-                    continue;
-                hits++;
-                uint64_t bit = 1ull << ((sc.toks[k].match - 1) & 63);
-                if (!(seen & bit)) {
-                    seen |= bit;
-                    distinct++;
-                }
+            if (n == cap) {
+                cap = cap ? cap * 2 : 8;
+                int *nf = qr_realloc(fields, (size_t)cap * sizeof *nf);
+                fields = nf ? nf : fields;
+                const char **nt = qr_realloc(texts, (size_t)cap * sizeof *nt);
+                texts = nt ? nt : texts;
+                size_t *nl = qr_realloc(lens, (size_t)cap * sizeof *nl);
+                lens = nl ? nl : lens;
+                if (!(ok = nf && nt && nl))
+                    break;
             }
-            if (distinct > best_distinct || (distinct == best_distinct && hits > best_hits)) {
-                best = w;
-                best_distinct = distinct;
-                best_hits = hits;
-            }
-        }
-        if (best < 0)
-            continue;
-        /* start a few tokens before the first match for context */
-        int from = best >= 4 ? best - 4 : 0;
-        int to = from + SNIP_WINDOW < sc.n ? from + SNIP_WINDOW : sc.n;
-        QrBuf b;
-        qr_buf_init(&b);
-        if (from > 0)
-            qr_buf_append(&b, "…", strlen("…"));
-        uint32_t cur = sc.toks[from].start;
-        size_t tlen = strlen(text);
-        for (int k = from; k < to; k++) {
-            SnipTok *t = &sc.toks[k];
-            /* parts of one word ("aiohttp.web") share or overlap offsets:
-             * a span already written is not written again */
-            if (t->end <= cur || t->end > tlen)
-                continue;
-            uint32_t st = t->start > cur ? t->start : cur;
-            qr_buf_append(&b, text + cur, st - cur);
-            if (t->match)
-                qr_buf_append(&b, pre, strlen(pre));
-            qr_buf_append(&b, text + st, t->end - st);
-            if (t->match)
-                qr_buf_append(&b, post, strlen(post));
-            cur = t->end;
-        }
-        if (to < sc.n)
-            qr_buf_append(&b, "…", strlen("…"));
-        char *txt = (char *)qr_buf_steal(&b, NULL);
-        if (txt) {
-            out = qr_arena_strndup(s->arena, txt, strlen(txt));
-            qr_free(txt);
-        }
+            fields[n] = sfields[fi];
+            texts[n] = v->valuestring;
+            lens[n++] = strlen(v->valuestring);
         }
     }
-    if (!out && fallback) {
-        size_t n = strlen(fallback);
-        if (n > 200) {
-            n = 200;
-            while (n > 0 && ((unsigned char)fallback[n] & 0xC0) == 0x80)
-                n--; /* do not cut a UTF-8 sequence */
-        }
-        out = qr_arena_strndup(s->arena, fallback, n);
-    }
-    qr_free(sc.toks);
+    SearchHl hl = {s->hl, s->n_hl};
+    char *out = ok ? snippet_of(s->an, &hl, false, s->req->hl_pre, s->req->hl_post, fields, texts,
+                                lens, n, s->arena)
+                   : NULL;
+    qr_free(fields);
+    qr_free(texts);
+    qr_free(lens);
     cJSON_Delete(root);
     return out;
 }
 
+SearchHl *search_hl(Search *s, QrArena *keep)
+{
+    SearchHl *h = qr_arena_calloc(keep, sizeof *h);
+    CTerm *t = h ? qr_arena_alloc(keep, ((size_t)s->n_hl + 1) * sizeof *t) : NULL;
+    for (int i = 0; t && i < s->n_hl; i++) {
+        t[i] = (CTerm){.field = s->hl[i].field, .len = s->hl[i].len};
+        if (!(t[i].text = qr_arena_strndup(keep, s->hl[i].text, s->hl[i].len)))
+            t = NULL;
+    }
+    if (!t) {
+        iter_ctx_fail(&s->ctx, QR_ELIMIT, "query exceeded its memory limit");
+        return NULL;
+    }
+    h->terms = t;
+    h->n = s->n_hl;
+    return h;
+}
+
+int search_hl_snippet(QrTable *t, const SearchHl *hl, bool any_field, const char *pre,
+                      const char *post, const int *fields, const char *const *texts,
+                      const size_t *lens, int n, QrArena *arena, char **out, QrError *err)
+{
+    *out = NULL;
+    bool any_text = false;
+    for (int i = 0; i < n; i++)
+        any_text |= texts[i] != NULL;
+    if (!any_text)
+        return QR_OK;
+    QsAnalyzers *an = an_acquire(t, err);
+    if (!an)
+        return err ? err->code : QR_ENOMEM;
+    *out = snippet_of(an, hl, any_field, pre, post, fields, texts, lens, n, arena);
+    an_release(t, an);
+    return *out ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
 /* Matching live docs in doc order, unscored: offset/limit applied, total
  * exact.  Hits get ids only (no scores). */
-/* The next docs of a segment's match iterator: up to 512 at once from a
- * plain postings iterator (batch), else one.  0 at the end. */
-static size_t next_docs(Iter *it, bool batch, uint32_t buf[512])
-{
-    if (batch)
-        return post_iter_fill(it, buf, 512);
-    DocId d = iter_next(it);
-    buf[0] = (uint32_t)d;
-    return d != ITER_END;
-}
-
-/* seg_bitmaps: every match of each segment into a bitmap of its own. */
-static int collect_bitmaps(Search *s, const CNode *root, QrSearchRes *res)
-{
-    int n = s->snap->n_segs;
-    roaring_bitmap_t **bits = qr_calloc((size_t)n + 1, sizeof *bits);
-    if (!bits)
-        return qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
-    res->seg_bits = (void **)bits;
-    res->n_seg_bits = n;
-    uint32_t buf[512];
-    uint64_t seen = 0;
-    for (int i = 0; i < n && s->ctx.err.code == QR_OK; i++) {
-        if (!(bits[i] = roaring_bitmap_create()))
-            return qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
-        Iter *it = build(s, s->snap->segs[i], root, false);
-        if (!it)
-            continue;
-        if (s->filter) {
-            roaring_bitmap_t *fb = seg_filter(s, i, root);
-            Iter *v[2] = {it, fb ? iter_bitmap_new(&s->ctx, fb) : NULL};
-            if (!v[1] || !(it = iter_and_new(&s->ctx, v, 2)))
-                break;
-        }
-        bool batch = !s->filter && post_iter_is(it);
-        for (;;) {
-            size_t k = next_docs(it, batch, buf);
-            if (!k)
-                break;
-            roaring_bitmap_add_many(bits[i], k, buf);
-            if (iter_ctx_interrupted(&s->ctx))
-                break;
-        }
-        if (s->snap->dels[i])
-            roaring_bitmap_andnot_inplace(bits[i], s->snap->dels[i]);
-        seen += roaring_bitmap_get_cardinality(bits[i]);
-    }
-    res->total = seen;
-    res->stats.strategy = "bitmaps";
-    return s->ctx.err.code;
-}
-
-static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
+static int collect_unordered(Search *s, QrSearchRes *res)
 {
     uint64_t from = (uint64_t)s->req->offset, want = from + (uint64_t)s->req->limit;
     size_t cap = 1024, n = 0;
@@ -1228,31 +1360,18 @@ static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
     if (!docs)
         return qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
     for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
-        Segment *seg = s->snap->segs[i];
-        const roaring_bitmap_t *dels = s->snap->dels[i];
-        Iter *it = build(s, seg, root, false);
-        if (!it)
-            continue;
-        bool batch = post_iter_is(it);
+        const roaring_bitmap_t *fb = NULL;
         if (s->filter) {
-            roaring_bitmap_t *fb = seg_filter(s, i, root);
-            Iter *v[2] = {it, fb ? iter_bitmap_new(&s->ctx, fb) : NULL};
-            if (!v[1] || !(it = iter_and_new(&s->ctx, v, 2)))
-                break;
-            batch = false;
-        } else if (!batch && dels) {
-            Iter *d = iter_bitmap_new(&s->ctx, dels);
-            it = d ? iter_andnot_new(&s->ctx, it, d) : NULL;
-            if (!it)
-                break;
+            /* no filter work where the text matches nothing */
+            if (!build(s, s->snap->segs[i], s->root, false) || !(fb = seg_filter(s, i)))
+                continue;
         }
-        for (;;) {
-            size_t k = next_docs(it, batch, buf);
-            if (!k)
-                break;
+        SearchCursor c;
+        search_seg_cursor(s, i, false, fb, &c);
+        size_t k;
+        while ((k = search_cursor_next(&c, buf, NULL, 512)) > 0 &&
+               !iter_ctx_interrupted_now(&s->ctx)) {
             for (size_t j = 0; j < k; j++) {
-                if (batch && dels && roaring_bitmap_contains(dels, buf[j]))
-                    continue;
                 if (seen >= from && seen < want) {
                     if (n == cap) {
                         DocId *nd = qr_realloc(docs, cap * 2 * sizeof *nd);
@@ -1267,7 +1386,7 @@ static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
                 }
                 seen++;
             }
-            if (seen >= want && s->req->skip_total)
+            if ((seen >= want && s->req->skip_total) || iter_ctx_interrupted(&s->ctx))
                 break;
         }
     }
@@ -1283,7 +1402,7 @@ static int collect_unordered(Search *s, const CNode *root, QrSearchRes *res)
         uint32_t local;
         const uint8_t *key;
         size_t kl;
-        if (!s->req->no_ids && snapshot_locate(s->snap, docs[h], &si, &local) &&
+        if (snapshot_locate(s->snap, docs[h], &si, &local) &&
             seg_pk(s->snap->segs[si], local, &key, &kl)) {
             b.len = 0;
             pk_to_json(key, kl, &b);
@@ -1314,36 +1433,23 @@ static void iter_to_bitmap(Iter *it, const roaring_bitmap_t *dels, roaring_bitma
     roaring_bitmap_add_many(bm, k, buf);
 }
 
-/* The live docs of segment i matching the filter, computed once.  When the
- * text side is selective enough (filter_seg_choose says CHECK for its cost)
- * or the check path is forced, the text matches are materialized first and
- * only they are checked, so the bitmap is then already text ∩ filter.
- * NULL on error (in s->ctx.err) or when there is no filter. */
-static roaring_bitmap_t *seg_filter(Search *s, int i, const CNode *root)
+int search_seg_filter(Search *s, int i, const QrFilter *f, int path, roaring_bitmap_t *bm,
+                      QrFilterStats *st)
 {
-    if (!s->filter || s->ctx.err.code != QR_OK)
-        return NULL;
-    if (s->fbm[i])
-        return s->fbm[i];
+    if (s->ctx.err.code != QR_OK)
+        return s->ctx.err.code;
     Segment *seg = s->snap->segs[i];
     const roaring_bitmap_t *dels = s->snap->dels[i];
-    roaring_bitmap_t *bm = roaring_bitmap_create();
-    if (!bm) {
-        qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
-        return NULL;
-    }
-    s->fbm[i] = bm;
     FilterSeg *fs;
     QrError e;
     qr_error_clear(&e);
-    if (filter_seg_compile(s->filter, seg, &fs, &e) != QR_OK) {
+    if (filter_seg_compile(f, seg, &fs, &e) != QR_OK) {
         qr_error_copy(&s->ctx.err, &e);
-        return NULL;
+        return s->ctx.err.code;
     }
-    QrAccessPath path = (QrAccessPath)s->req->access_path;
     roaring_bitmap_t *cand = NULL;
-    if (root->kind != CK_ALL) {
-        Iter *it = build(s, seg, root, false);
+    if (s->root->kind != CK_ALL) {
+        Iter *it = build(s, seg, s->root, false);
         uint64_t cost = it ? iter_cost(it) : 0;
         if (path == QR_ACCESS_AUTO)
             path = filter_seg_choose(fs, cost);
@@ -1356,12 +1462,29 @@ static roaring_bitmap_t *seg_filter(Search *s, int i, const CNode *root)
         }
     }
     if (s->ctx.err.code == QR_OK &&
-        filter_seg_eval(fs, path, dels, cand, bm, &s->fst, &e) != QR_OK)
+        filter_seg_eval(fs, (QrAccessPath)path, dels, cand, bm, st, &e) != QR_OK)
         qr_error_copy(&s->ctx.err, &e);
     if (cand)
         roaring_bitmap_free(cand);
     filter_seg_free(fs);
-    return s->ctx.err.code == QR_OK ? bm : NULL;
+    return s->ctx.err.code;
+}
+
+/* qr_search's filter of segment i (search_seg_filter), computed once.
+ * NULL on error (in s->ctx.err) or when there is no filter. */
+static roaring_bitmap_t *seg_filter(Search *s, int i)
+{
+    if (!s->filter || s->ctx.err.code != QR_OK)
+        return NULL;
+    if (s->fbm[i])
+        return s->fbm[i];
+    roaring_bitmap_t *bm = roaring_bitmap_create();
+    if (!bm) {
+        qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+        return NULL;
+    }
+    s->fbm[i] = bm;
+    return search_seg_filter(s, i, s->filter, s->req->access_path, bm, &s->fst) == QR_OK ? bm : NULL;
 }
 
 /* ---- sort keys and cursors ---- */
@@ -1888,7 +2011,7 @@ static int collect_sorted(Search *s, const CNode *root, int k, QrSearchRes *res,
     for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++) {
         Segment *seg = s->snap->segs[i];
         const roaring_bitmap_t *dels = s->snap->dels[i];
-        const roaring_bitmap_t *fb = seg_filter(s, i, root);
+        const roaring_bitmap_t *fb = seg_filter(s, i);
         if (s->ctx.err.code != QR_OK)
             break;
         if (root->kind == CK_ALL && s->keys[0].field >= 0) {
@@ -1956,7 +2079,7 @@ static roaring_bitmap_t *seg_matches(Search *s, int i, const CNode *root)
 {
     Segment *seg = s->snap->segs[i];
     const roaring_bitmap_t *dels = s->snap->dels[i];
-    roaring_bitmap_t *fb = seg_filter(s, i, root);
+    roaring_bitmap_t *fb = seg_filter(s, i);
     if (s->ctx.err.code != QR_OK)
         return NULL;
     roaring_bitmap_t *bm = NULL;
@@ -2321,9 +2444,109 @@ static void search_cleanup(Search *s)
     for (int i = 0; i < s->n_bms; i++)
         roaring_bitmap_free(s->bms[i]);
     s->n_bms = 0;
-    if (s->snap)
+    if (s->snap && s->snap_owned)
         snapshot_release(s->snap);
+    s->snap = NULL;
     an_release(s->t, s->an);
+    s->an = NULL;
+}
+
+/* Opening shared by qr_search and search_open (s->t, schema, req, arena
+ * and ctx set): the searched fields, the analyzers, the parse, the
+ * snapshot's statistics, the compiled tree and its strategy. */
+static int search_begin(Search *s, Snapshot *snap, QrError *err)
+{
+    const QrSearchReq *req = s->req;
+    /* an empty query (or "*") matches every document: filter-only search */
+    const char *qtext = req->q ? req->q : "";
+    size_t qlen = req->q ? req->q_len : 0;
+    size_t lead = 0;
+    while (lead < qlen && (qtext[lead] == ' ' || qtext[lead] == '\t' || qtext[lead] == '\n'))
+        lead++;
+    /* (an empty query alone stays a syntax error: it is usually a mistake) */
+    bool filtering = req->filter || (req->sort && *req->sort);
+    bool match_all = (lead == qlen && filtering) || (qlen - lead == 1 && qtext[lead] == '*');
+    if (match_all) {
+        qtext = "*:*";
+        qlen = 3;
+    }
+    int rc = setup_fields(s, err);
+    if (rc != QR_OK)
+        return rc;
+    if (s->n_fields == 0 && !match_all)
+        return qr_error_set(err, QR_EINVAL, "table \"%s\" has no full-text fields", s->t->name);
+    if (s->n_fields == 0) { /* "*:*" needs no field, but the parser wants one */
+        s->fields[0] = QR_ALL_FIELD;
+        s->fweights[0] = 1.0f;
+        s->n_fields = 1;
+    }
+    if (!(s->an = an_acquire(s->t, err)))
+        return err ? err->code : QR_ENOMEM;
+    /* parse */
+    const char *names[QR_MAX_FIELDS + 1];
+    int nn = 0;
+    for (int f = 0; f < s->schema->n_fields; f++)
+        names[nn++] = s->schema->fields[f].name;
+    names[nn] = NULL;
+    QParseOpts po = {.default_and = req->default_and, .fields = names};
+    QNode *q;
+    if ((rc = qparse(s->arena, qtext, qlen, &po, &q, err)) != QR_OK)
+        return rc;
+    /* statistics of the snapshot */
+    s->snap = snap;
+    s->N = snap->n_docs;
+    for (int fi = 0; fi <= s->schema->n_fields; fi++) { /* field:term may name any text field */
+        int f = fi < s->schema->n_fields ? fi : QR_ALL_FIELD;
+        uint64_t tot = 0, nd = 0;
+        for (int i = 0; i < snap->n_segs; i++) {
+            SegFieldStats st = seg_field_stats(snap->segs[i], f);
+            tot += st.total_len;
+            nd += st.n_docs;
+        }
+        s->avgdl[f] = nd ? (double)tot / (double)nd : 1.0;
+    }
+    if (!(s->root = compile(s, q))) {
+        if (s->ctx.err.code == QR_OK)
+            qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+        qr_error_copy(err, &s->ctx.err);
+        return s->ctx.err.code;
+    }
+    if (!flat_or_terms(s, s->root, &s->flat, &s->n_flat))
+        s->flat = NULL;
+    if (s->ctx.err.code != QR_OK) {
+        qr_error_copy(err, &s->ctx.err);
+        return s->ctx.err.code;
+    }
+    return QR_OK;
+}
+
+int search_open(QrTable *t, Snapshot *snap, QrArena *arena, const QrSearchReq *req, Search **out,
+                QrError *err)
+{
+    *out = NULL;
+    Search *s = qr_arena_calloc(arena, sizeof *s);
+    if (!s)
+        return qr_error_set(err, QR_ELIMIT, "query exceeded its memory limit");
+    s->t = t;
+    s->req_copy = *req;
+    s->req = &s->req_copy;
+    s->arena = arena;
+    s->schema = qr_table_schema(t);
+    iter_ctx_init(&s->ctx, arena);
+    s->ctx.cancel = req->cancel;
+    int rc = search_begin(s, snap, err);
+    if (rc != QR_OK) {
+        search_cleanup(s);
+        return rc;
+    }
+    *out = s;
+    return QR_OK;
+}
+
+void search_close(Search *s)
+{
+    if (s)
+        search_cleanup(s);
 }
 
 int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *err)
@@ -2333,8 +2556,8 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     if (req->limit < 0 || req->offset < 0)
         return qr_error_set(err, QR_EINVAL, "limit and offset must not be negative");
     /* the hits live in the query's arena, whose cap binds first for
-     * ranked windows; unordered "every match" requests (SQL's text sets, an
-     * HTTP max_result_window raised by the operator) may be large */
+     * ranked windows; unordered "every match" requests (an HTTP
+     * max_result_window raised by the operator) may be large */
     if ((int64_t)req->limit + req->offset > SEARCH_WINDOW_MAX) {
         qr_error_set(err, QR_ELIMIT, "result window offset + limit is too large (at most %d)",
                      SEARCH_WINDOW_MAX);
@@ -2355,27 +2578,11 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     s->ctx.cancel = req->cancel;
     if (req->timeout_ms)
         s->ctx.deadline_ns = t0 + req->timeout_ms * 1000000ull;
-    /* an empty query (or "*") matches every document: filter-only search */
-    const char *qtext = req->q ? req->q : "";
-    size_t qlen = req->q ? req->q_len : 0;
-    size_t lead = 0;
-    while (lead < qlen && (qtext[lead] == ' ' || qtext[lead] == '\t' || qtext[lead] == '\n'))
-        lead++;
-    /* (an empty query alone stays a syntax error: it is usually a mistake) */
-    bool filtering = req->filter || req->filter_tree || (req->sort && *req->sort);
-    bool match_all = (lead == qlen && filtering) || (qlen - lead == 1 && qtext[lead] == '*');
-    if (match_all) {
-        qtext = "*:*";
-        qlen = 3;
-    }
     int rc = QR_OK;
     if (req->filter) {
         size_t fl = req->filter_len ? req->filter_len : strlen(req->filter);
         rc = qr_filter_parse(s->schema, req->filter, fl, &s->filter_owned, err);
         s->filter = s->filter_owned;
-    } else if (req->filter_tree) {
-        rc = qr_filter_check(req->filter_tree, s->schema, err);
-        s->filter = req->filter_tree;
     }
     if (rc != QR_OK)
         qr_error_detail(err, QR_FILTER_ERROR_DETAIL);
@@ -2387,64 +2594,21 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         rc = parse_cursor(s, err);
     if (rc == QR_OK)
         rc = check_facets(s, err);
-    if (rc == QR_OK)
-        rc = setup_fields(s, err);
+    if (rc == QR_OK) {
+        s->snap = table_snapshot(t->table);
+        s->snap_owned = true;
+        rc = search_begin(s, s->snap, err);
+    }
     if (rc != QR_OK) {
-        qr_filter_free(s->filter_owned);
-        qr_arena_free(arena);
-        return rc;
-    }
-    if (s->n_fields == 0 && !match_all) {
-        qr_filter_free(s->filter_owned);
-        qr_arena_free(arena);
-        return qr_error_set(err, QR_EINVAL, "table \"%s\" has no full-text fields", t->name);
-    }
-    if (s->n_fields == 0) { /* "*:*" needs no field, but the parser wants one */
-        s->fields[0] = QR_ALL_FIELD;
-        s->fweights[0] = 1.0f;
-        s->n_fields = 1;
-    }
-    if (!(s->an = an_acquire(t, err))) {
-        qr_filter_free(s->filter_owned);
-        qr_arena_free(arena);
-        return err ? err->code : QR_ENOMEM;
-    }
-    /* parse */
-    const char *names[QR_MAX_FIELDS + 1];
-    int nn = 0;
-    for (int f = 0; f < s->schema->n_fields; f++)
-        names[nn++] = s->schema->fields[f].name;
-    names[nn] = NULL;
-    QParseOpts po = {.default_and = req->default_and, .fields = names};
-    QNode *q;
-    if ((rc = qparse(arena, qtext, qlen, &po, &q, err)) !=
-        QR_OK) {
         if (rc == QR_ELIMIT && qr_arena_over_budget(arena))
             rc = quarry_budget_error(err);
         search_cleanup(s);
         qr_arena_free(arena);
         return rc;
     }
-    /* statistics of the snapshot */
-    s->snap = table_snapshot(t->table);
-    s->N = s->snap->n_docs;
-    for (int fi = 0; fi <= s->schema->n_fields; fi++) { /* field:term may name any text field */
-        int f = fi < s->schema->n_fields ? fi : QR_ALL_FIELD;
-        uint64_t tot = 0, nd = 0;
-        for (int i = 0; i < s->snap->n_segs; i++) {
-            SegFieldStats st = seg_field_stats(s->snap->segs[i], f);
-            tot += st.total_len;
-            nd += st.n_docs;
-        }
-        s->avgdl[f] = nd ? (double)tot / (double)nd : 1.0;
-    }
-    QrSearchRes *res = qr_arena_calloc(arena, sizeof *res);
-    CNode *root = res ? compile(s, q) : NULL;
-    if (!res || !root) {
-        if (s->ctx.err.code == QR_OK)
-            qr_error_set(&s->ctx.err, QR_ENOMEM, "out of memory");
+    QrSearchRes *res = aalloc(s, sizeof *res);
+    if (!res)
         goto fail;
-    }
     res->arena = arena;
     res->stats.segments = (uint32_t)s->snap->n_segs;
     if (s->filter &&
@@ -2453,17 +2617,16 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     int k = req->count_only ? 0 : req->offset + req->limit;
     SortHeap sh = {0};
     if (s->sorted && !req->count_only && !req->unordered) {
-        if (collect_sorted(s, root, k, res, &sh) != QR_OK)
+        if (collect_sorted(s, s->root, k, res, &sh) != QR_OK)
             goto fail;
         k = 0;
     } else if (req->unordered && !req->count_only) {
-        if ((req->seg_bitmaps ? collect_bitmaps(s, root, res) : collect_unordered(s, root, res)) !=
-            QR_OK)
+        if (collect_unordered(s, res) != QR_OK)
             goto fail;
         k = 0;
     } else if (req->count_only || !req->skip_total) {
         for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++)
-            res->total += count_segment(s, i, root);
+            res->total += count_segment(s, i);
         res->stats.strategy = "count";
     }
     TopK *tk = NULL;
@@ -2471,16 +2634,9 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
         tk = topk_new(&s->ctx, k);
         if (!tk)
             goto fail;
-        const CTerm **flat = NULL;
-        int n_flat = 0;
-        if (!flat_or_terms(s, root, &flat, &n_flat))
-            flat = NULL;
-        res->stats.strategy = req->exhaustive ? "exhaustive"
-                              : flat            ? "wand"
-                              : flat_and(root)  ? "and"
-                                                : "exhaustive";
+        res->stats.strategy = search_strategy(s);
         for (int i = 0; i < s->snap->n_segs && s->ctx.err.code == QR_OK; i++)
-            rank_segment(s, i, root, flat, n_flat, tk);
+            rank_segment(s, i, tk);
         if (s->ctx.err.code != QR_OK)
             goto fail;
         topk_sorted(tk);
@@ -2518,7 +2674,7 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
             Segment *seg = s->snap->segs[si];
             const uint8_t *key;
             size_t kl;
-            if (!req->no_ids && seg_pk(seg, local, &key, &kl)) {
+            if (seg_pk(seg, local, &key, &kl)) {
                 b.len = 0;
                 pk_to_json(key, kl, &b);
                 hit->id_json = qr_arena_strndup(arena, (const char *)b.data, b.len);
@@ -2549,7 +2705,7 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
             goto fail;
     }
     if (s->ctx.err.code == QR_OK && req->n_facets > 0)
-        compute_facets(s, root, res);
+        compute_facets(s, s->root, res);
     if (s->ctx.err.code != QR_OK)
         goto fail;
     res->stats.filter_blocks_total = s->fst.blocks_total;
@@ -2561,10 +2717,7 @@ int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *er
     res->stats.filter_segs_scan = s->fst.segs_scan;
     res->stats.filter_segs_check = s->fst.segs_check;
     res->stats.filter_segs_btree = s->fst.segs_btree;
-    for (int i = 0; i < s->n_opened; i++) {
-        res->stats.postings_blocks_decoded += s->opened[i]->stats.blocks_decoded;
-        res->stats.postings_blocks_skipped += s->opened[i]->stats.blocks_skipped;
-    }
+    search_stats(s, &res->stats.postings_blocks_decoded, &res->stats.postings_blocks_skipped);
     res->took_ms = (double)(qr_now_ns() - t0) / 1e6;
     search_cleanup(s);
     *out = res;
@@ -2583,9 +2736,5 @@ void qr_search_res_free(QrSearchRes *r)
 {
     if (!r)
         return;
-    for (int i = 0; r->seg_bits && i < r->n_seg_bits; i++)
-        if (r->seg_bits[i])
-            roaring_bitmap_free(r->seg_bits[i]);
-    qr_free(r->seg_bits);
     qr_arena_free(r->arena);
 }

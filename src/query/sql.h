@@ -122,6 +122,30 @@ void qr_sql_session_cancel(QrSqlSession *s);
  * with QR_ETIMEOUT (57014). */
 void qr_sql_session_limit_timeout(QrSqlSession *s, uint64_t max_ms);
 
+/* What a statement may do.  A statement needs the most that any node of its
+ * parse tree needs (a data-modifying WITH, EXPLAIN ANALYZE of a write and
+ * SELECT ... FOR UPDATE are writes; SELECT INTO creates a table). */
+typedef enum QrSqlAccess {
+    QR_SQL_ACCESS_READ = 1,   /* SELECT, VALUES, EXPLAIN, SHOW, SET, transactions, COPY TO */
+    QR_SQL_ACCESS_WRITE = 2,  /* + INSERT, UPDATE, DELETE, MERGE, COPY FROM */
+    QR_SQL_ACCESS_SCHEMA = 3, /* + anything else: CREATE, DROP, ALTER, TRUNCATE, SELECT INTO */
+} QrSqlAccess;
+
+/* Let the session run only statements needing at most `max` (new sessions
+ * may do everything).  The engine checks every statement when it executes,
+ * before it touches anything: over READ fails with 25006
+ * read_only_sql_transaction ("cannot execute DELETE in a read-only
+ * transaction"), over WRITE with 42501 insufficient_privilege.  `hint`
+ * (borrowed, must outlive the session; may be NULL) is those errors' hint:
+ * how to get more. */
+void qr_sql_session_limit_access(QrSqlSession *s, QrSqlAccess max, const char *hint);
+
+/* The access the statements of a query string need, together (the most of
+ * them), from libpg_query's parse of each: to refuse a query string before
+ * any of it runs.  Errors: those of parsing (42601 with the position,
+ * 54001); *need is then untouched. */
+int qr_sql_access_needed(const char *sql, size_t len, QrSqlAccess *need, QrError *err);
+
 /* Settings (SET / SHOW; names are case-insensitive).  Known ones are
  * validated: statement_timeout (ms or '5s'), quarry.access_path
  * (auto|text|btree|scan|check|full), quarry.mem_cap (bytes per query),
@@ -174,6 +198,8 @@ typedef struct QrSqlStmt QrSqlStmt;
 int qr_sql_prepare(QrSqlSession *s, const char *sql, size_t len, const uint32_t *param_oids,
                    int n_param_oids, QrSqlStmt **out, QrError *err);
 void qr_sql_stmt_unref(QrSqlStmt *st); /* NULL is a no-op */
+/* One more reference (a portal keeps its statement while it runs). */
+void qr_sql_stmt_ref(QrSqlStmt *st);
 
 /* Number of $n parameters and the OID of parameter i (0-based). */
 int qr_sql_stmt_n_params(const QrSqlStmt *st);
@@ -182,6 +208,35 @@ uint32_t qr_sql_stmt_param_oid(const QrSqlStmt *st, int i);
 void qr_sql_stmt_columns(const QrSqlStmt *st, const QrSqlColumn **cols, int *n_cols);
 /* "SELECT", "INSERT", "BEGIN"... (the command tag's first word(s)). */
 const char *qr_sql_stmt_kind(const QrSqlStmt *st);
+/* The kind of what a statement runs when executed now: as qr_sql_stmt_kind,
+ * except that EXECUTE name is the named statement's kind ("INSERT"...), so a
+ * role check sees the write behind it. */
+const char *qr_sql_stmt_kind_in(QrSqlSession *s, const QrSqlStmt *st);
+/* The columns a statement returns when executed now: as
+ * qr_sql_stmt_columns, except that FETCH returns its cursor's current
+ * columns (a cursor of that name may have been declared since prepare). */
+void qr_sql_stmt_columns_in(QrSqlSession *s, const QrSqlStmt *st, const QrSqlColumn **cols,
+                            int *n_cols);
+
+/* ---- named statements and cursors ------------------------------------------
+ * One namespace per session for SQL PREPARE and the protocol's named Parse,
+ * as in PostgreSQL (EXECUTE runs a Parse'd statement, Bind a PREPAREd one,
+ * DEALLOCATE and Close drop either).  SQL cursors (DECLARE) are portals the
+ * protocol can Describe and Close by name. */
+
+/* Register st under name (the session takes its own reference); 42P05 when
+ * the name is taken. */
+int qr_sql_named_add(QrSqlSession *s, const char *name, QrSqlStmt *st, QrError *err);
+/* The statement of a name (borrowed until it is dropped), NULL if none. */
+QrSqlStmt *qr_sql_named_get(QrSqlSession *s, const char *name);
+/* Drop a name; false when there was none. */
+bool qr_sql_named_drop(QrSqlSession *s, const char *name);
+/* A declared cursor's columns (borrowed until it closes) and whether it is
+ * BINARY; false when no cursor has the name. */
+bool qr_sql_cursor_columns(QrSqlSession *s, const char *name, const QrSqlColumn **cols,
+                           int *n_cols, bool *binary);
+/* Close a cursor; false when there was none. */
+bool qr_sql_cursor_close(QrSqlSession *s, const char *name);
 
 /* Bound parameter values (Bind).  values[i] NULL = SQL NULL.  formats: NULL
  * = all text; n_formats 1 = one code for all; else one per parameter
@@ -207,7 +262,9 @@ typedef enum QrSqlResultKind {
     QR_SQL_RES_EMPTY,   /* an empty query (EmptyQueryResponse) */
 } QrSqlResultKind;
 
-typedef enum QrSqlCopyFormat { QR_SQL_COPY_TEXT, QR_SQL_COPY_CSV } QrSqlCopyFormat;
+/* BINARY is PostgreSQL's binary COPY format (signature, tuples of length-prefixed
+ * send-format values); the PG port encodes it, COPY FROM parses it in the engine. */
+typedef enum QrSqlCopyFormat { QR_SQL_COPY_TEXT, QR_SQL_COPY_CSV, QR_SQL_COPY_BINARY } QrSqlCopyFormat;
 
 typedef struct QrSqlNotice {
     const char *severity; /* "NOTICE", "WARNING", "INFO" */
@@ -228,6 +285,7 @@ typedef struct QrSqlResult {
     char copy_delim;         /* '\t' text, ',' csv */
     bool copy_header;        /* CSV HEADER */
     const char *copy_null;   /* NULL marker ("\\N" text, "" csv) */
+    const char *copy_relation; /* COPY_IN / COPY_OUT of a table: its name (error context) */
     int n_notices;
     QrSqlNotice *notices;
     double took_ms;
@@ -237,6 +295,8 @@ typedef struct QrSqlResult {
                                 for query histories; NULL when no table was read */
     QrSqlStmt *stmt;         /* holds one reference (values and names may borrow the
                                 statement's text and parse tree); NULL for COPY results */
+    bool binary;             /* FETCH from a BINARY cursor: without a client's choice of
+                                formats (the simple protocol) values go out in binary */
 } QrSqlResult;
 
 /* Execute a prepared statement (its parameters bound).  *out gets a result
@@ -266,8 +326,13 @@ int qr_sql_copy_done(QrSqlSession *s, QrSqlResult **out, QrError *err);
 void qr_sql_copy_fail(QrSqlSession *s, const char *message);
 bool qr_sql_copy_active(const QrSqlSession *s);
 
-/* One row of a COPY_OUT (or any ROWS) result in the result's copy format,
- * with the trailing newline. */
+/* One row of a COPY_OUT (or any ROWS) result in the result's text or CSV
+ * format, with the trailing newline (BINARY results are the caller's to
+ * encode: the PG port does). */
 void qr_sql_copy_row(const QrSqlResult *r, uint64_t row, QrBuf *out);
+/* The header line of a COPY_OUT result with HEADER in CSV (the column
+ * names, quoted where CSV needs it, with the newline); appends nothing
+ * otherwise. */
+void qr_sql_copy_header(const QrSqlResult *r, QrBuf *out);
 
 #endif

@@ -17,6 +17,7 @@
  * hash of its name.  Namespaces: pg_catalog 11, public 2200,
  * information_schema 13000.  Types use PostgreSQL's OIDs.
  */
+#include "query/sequence.h"
 #include "query/sql_w.h"
 
 #include <stdio.h>
@@ -38,6 +39,8 @@ const SqlwSettingDef SQLW_SETTINGS[] = {
     {"lc_collate", "C", "Collation order (Quarry compares bytes)."},
     {"lc_ctype", "C.UTF-8", "Character classification."},
     {"max_identifier_length", "63", "Maximum identifier length."},
+    {"max_index_keys", "32", "Maximum number of index keys."},
+    {"block_size", "8192", "Size of a disk block (nominal in Quarry)."},
     {"quarry.access_path", "auto",
      "How filtered queries read tables: auto, text, btree, scan, check, full."},
     {"quarry.mem_cap", "0", "Per-query memory cap in bytes (0 = the default)."},
@@ -61,6 +64,13 @@ const char *sqlw_setting(const QrSqlSession *s, const char *name)
         if (!strcasecmp(SQLW_SETTINGS[i].name, name))
             return SQLW_SETTINGS[i].dflt;
     return NULL;
+}
+
+/* The role the session authenticated as (current_user); "quarry" over HTTP. */
+static const char *cat_user(const SqlCtx *cx)
+{
+    const char *u = qr_sql_session_get(cx->sess, "session_authorization");
+    return u && *u ? u : "quarry";
 }
 
 /* ---- OIDs and types ---- */
@@ -108,6 +118,14 @@ static const PgType PG_TYPES[] = {
     {"timestamp", 1114, 8, 'D', "timestamp without time zone"},
     {"timestamptz", 1184, 8, 'D', "timestamp with time zone"},
     {"numeric", 1700, -1, 'N', "numeric"},
+    /* pseudo-types tools name in their catalog queries ('trigger'::regtype) */
+    {"record", 2249, -1, 'P', "record"},
+    {"cstring", 2275, -2, 'P', "cstring"},
+    {"void", 2278, 4, 'P', "void"},
+    {"trigger", 2279, 4, 'P', "trigger"},
+    {"internal", 2281, 8, 'P', "internal"},
+    {"anyelement", 2283, 4, 'P', "anyelement"},
+    {"event_trigger", 3838, 4, 'P', "event_trigger"},
 };
 #define N_PG_TYPES (int)(sizeof PG_TYPES / sizeof PG_TYPES[0])
 
@@ -117,6 +135,18 @@ static const PgType *type_by_name(const char *n)
         if (!strcmp(PG_TYPES[i].name, n))
             return &PG_TYPES[i];
     return &PG_TYPES[6]; /* text */
+}
+
+/* A type's input or output function as PostgreSQL names it (int4in,
+ * timestamp_out, array_in): `dir` is "in" or "out". */
+static void type_io_name(const PgType *t, const char *dir, char *buf, size_t cap)
+{
+    static const char *const PLAIN[] = {"bool", "char", "name", "text", "oid", "bpchar", "varchar"};
+    size_t n = strlen(t->name);
+    bool plain = n && t->name[n - 1] >= '0' && t->name[n - 1] <= '9';
+    for (size_t i = 0; i < sizeof PLAIN / sizeof *PLAIN && !plain; i++)
+        plain = !strcmp(PLAIN[i], t->name);
+    snprintf(buf, cap, "%s%s%s", t->name, plain ? "" : "_", dir);
 }
 
 static const PgType *type_by_oid(uint32_t oid)
@@ -135,45 +165,46 @@ typedef struct CatCol {
     int32_t typmod;
     bool not_null;
     const cJSON *dflt;   /* borrows the metadata */
+    const char *seq;     /* borrows: the sequence of a SERIAL / identity column */
+    char identity;       /* 'a' GENERATED ALWAYS, 'd' BY DEFAULT, 0 */
 } CatCol;
 
-static const char *storage_pg(QrFieldType t)
-{
-    switch (t) {
-    case QR_FT_INT: return "int8";
-    case QR_FT_FLOAT: return "float8";
-    case QR_FT_BOOL: return "bool";
-    case QR_FT_TIMESTAMP: return "timestamptz";
-    case QR_FT_KEYWORD: return "varchar";
-    case QR_FT_TEXT: return "text";
-    }
-    return "text";
-}
-
-/* Columns of a table in attnum order (primary key first); *out in arena. */
+/* Columns of a table in attnum order (primary key first, a hidden row id
+ * left out), with the types SELECT gives them; *out in arena. */
 static int table_cols(SqlCtx *cx, QrTable *t, const cJSON *meta, CatCol **out, int *n)
 {
-    const QrSchema *s = qr_table_schema(t);
-    CatCol *c = qr_arena_calloc(cx->arena, (size_t)(s->n_fields + 1) * sizeof *c);
+    SqlScope *sc;
+    int rc = sql_table_scope(cx, t, NULL, &sc);
+    if (rc)
+        return rc;
+    CatCol *c = qr_arena_calloc(cx->arena, (size_t)(sc->n + 1) * sizeof *c);
     if (!c)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    for (int i = 0; i <= s->n_fields; i++) {
-        const char *name = i == 0 ? s->primary_key : s->fields[i - 1].name;
+    int k = 0;
+    for (int i = 0; i < sc->n; i++) {
+        if (sc->cols[i].hidden)
+            continue;
+        const char *name = sc->cols[i].name;
         const cJSON *m = sqlw_meta_col(meta, name);
         const char *pg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "type"));
+        int f = sc->cols[i].field;
+        if (!pg && f >= 0 && qr_table_schema(t)->fields[f].type == QR_FT_KEYWORD)
+            pg = "varchar"; /* an exact-string column */
         if (!pg)
-            pg = i == 0 ? (sqlw_pk_type(meta) == QR_SQL_INT8 ? "int8" : "text")
-                        : storage_pg(s->fields[i - 1].type);
+            pg = qr_sql_type_name(sc->cols[i].type);
         const cJSON *tm = cJSON_GetObjectItemCaseSensitive(m, "typmod");
-        c[i] = (CatCol){.name = name,
-                        .type = type_by_name(pg),
-                        .typmod = cJSON_IsNumber(tm) ? (int32_t)tm->valuedouble : -1,
-                        .not_null = i == 0 ||
-                                    cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "not_null")),
-                        .dflt = cJSON_GetObjectItemCaseSensitive(m, "default")};
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "identity"));
+        c[k++] = (CatCol){.name = name,
+                          .type = type_by_name(pg),
+                          .typmod = cJSON_IsNumber(tm) ? (int32_t)tm->valuedouble : -1,
+                          .not_null = sc->cols[i].field == -1 ||
+                                      cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "not_null")),
+                          .dflt = id ? NULL : cJSON_GetObjectItemCaseSensitive(m, "default"),
+                          .seq = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "sequence")),
+                          .identity = id ? id[0] : 0};
     }
     *out = c;
-    *n = s->n_fields + 1;
+    *n = k;
     return QR_OK;
 }
 
@@ -191,6 +222,19 @@ static const char *format_type(SqlCtx *cx, const PgType *ty, int32_t typmod)
 }
 
 /* Text of a stored DEFAULT expression (constants; others as "(expr)"). */
+static const char *default_text(SqlCtx *cx, const cJSON *d);
+
+/* A column's default as pg_attrdef / information_schema show it. */
+static const char *col_default(SqlCtx *cx, const CatCol *c)
+{
+    if (c->seq && c->dflt) {
+        char b[128];
+        snprintf(b, sizeof b, "nextval('%s'::regclass)", c->seq);
+        return qr_arena_strndup(cx->arena, b, strlen(b));
+    }
+    return default_text(cx, c->dflt);
+}
+
 static const char *default_text(SqlCtx *cx, const cJSON *d)
 {
     const cJSON *ac = sqlj_is(d, "A_Const");
@@ -369,10 +413,13 @@ static int table_indexes(SqlCtx *cx, QrTable *t, const cJSON *meta, CatIndex **o
     if (!x)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     int k = 0;
-    snprintf(x[k].name, sizeof x[k].name, "%s_pkey", qr_table_name(t));
-    x[k].col = s->primary_key;
-    x[k].attnum = 1;
-    x[k++].primary = true;
+    int hidden = sqlw_hidden_pk(meta); /* a row id has no index the catalog shows */
+    if (!hidden) {
+        snprintf(x[k].name, sizeof x[k].name, "%s_pkey", qr_table_name(t));
+        x[k].col = s->primary_key;
+        x[k].attnum = 1;
+        x[k++].primary = true;
+    }
     const cJSON *it;
     cJSON_ArrayForEach(it, idxs)
     {
@@ -381,7 +428,7 @@ static int table_indexes(SqlCtx *cx, QrTable *t, const cJSON *meta, CatIndex **o
         int fi = schema_field_index(s, it->valuestring);
         snprintf(x[k].name, sizeof x[k].name, "%s", it->string);
         x[k].col = it->valuestring;
-        x[k++].attnum = fi < 0 ? 1 : fi + 2;
+        x[k++].attnum = fi < 0 ? 1 : fi + 2 - hidden;
     }
     for (int i = 0; i < s->n_fields && k < cap; i++) {
         if (!s->fields[i].btree)
@@ -393,7 +440,7 @@ static int table_indexes(SqlCtx *cx, QrTable *t, const cJSON *meta, CatIndex **o
             continue;
         snprintf(x[k].name, sizeof x[k].name, "%s_%s_idx", qr_table_name(t), s->fields[i].name);
         x[k].col = s->fields[i].name;
-        x[k++].attnum = i + 2;
+        x[k++].attnum = i + 2 - hidden;
     }
     *out = x;
     *n = k;
@@ -451,6 +498,181 @@ static void class_row(CatBuild *b, uint32_t oid, const char *name, char kind, in
     set_b(b, "relispartition", false);
 }
 
+/* The sequences the catalog shows (hidden row ids left out), with their
+ * definitions and positions; names qr_malloc'd (seqs_free). */
+typedef struct CatSeqs {
+    int n;
+    char **names;
+    SeqDef *def;
+    int64_t *last;
+    bool *called;
+} CatSeqs;
+
+static void seqs_free(CatSeqs *q)
+{
+    for (int i = 0; i < q->n; i++)
+        qr_free(q->names[i]);
+    qr_free(q->names);
+}
+
+static int seqs_load(SqlCtx *cx, CatSeqs *q)
+{
+    memset(q, 0, sizeof *q);
+    const char *dir = qr_db_dir(cx->sess->db);
+    int rc = seq_list(dir, &q->names, &q->n, cx->err);
+    if (rc)
+        return rc;
+    q->def = qr_arena_calloc(cx->arena, (size_t)(q->n + 1) * sizeof *q->def);
+    q->last = qr_arena_calloc(cx->arena, (size_t)(q->n + 1) * sizeof *q->last);
+    q->called = qr_arena_calloc(cx->arena, (size_t)(q->n + 1) * sizeof *q->called);
+    if (!q->def || !q->last || !q->called)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    int k = 0;
+    for (int i = 0; i < q->n; i++) {
+        QrError e;
+        qr_error_clear(&e);
+        if (seq_get(dir, q->names[i], &q->def[k], &q->last[k], &q->called[k], &e) != QR_OK ||
+            q->def[k].internal) {
+            qr_free(q->names[i]); /* dropped meanwhile, or a row id */
+            continue;
+        }
+        q->names[k++] = q->names[i];
+    }
+    q->n = k;
+    return QR_OK;
+}
+
+static const PgType *seq_type(const SeqDef *d) { return type_by_name(d->type); }
+
+/* The attnum of "table.column" a sequence is owned by (0 if none). */
+static int owner_attnum(SqlCtx *cx, const char *owned_by, char *table, size_t n)
+{
+    const char *dot = strchr(owned_by, '.');
+    if (!dot)
+        return 0;
+    snprintf(table, n, "%.*s", (int)(dot - owned_by), owned_by);
+    QrTable *t;
+    if (qr_table_acquire(cx->sess->db, table, &t, NULL) != QR_OK)
+        return 0;
+    cJSON *meta = sqlw_meta_load(cx->sess->db, table);
+    CatCol *c;
+    int nc = 0, at = 0;
+    if (meta && table_cols(cx, t, meta, &c, &nc) == QR_OK)
+        for (int i = 0; i < nc && !at; i++)
+            if (!strcmp(c[i].name, dot + 1))
+                at = i + 1;
+    cJSON_Delete(meta);
+    qr_table_release(cx->sess->db, table);
+    return at;
+}
+
+static int fill_sequence(CatBuild *b)
+{
+    CatSeqs q;
+    int rc = seqs_load(b->cx, &q);
+    for (int i = 0; rc == QR_OK && i < q.n; i++) {
+        if ((rc = new_row(b)) != QR_OK)
+            break;
+        const SeqDef *d = &q.def[i];
+        set_i(b, "seqrelid", name_oid(q.names[i]));
+        set_i(b, "seqtypid", seq_type(d)->oid);
+        set_i(b, "seqstart", d->start);
+        set_i(b, "seqincrement", d->increment);
+        set_i(b, "seqmax", d->max);
+        set_i(b, "seqmin", d->min);
+        set_i(b, "seqcache", d->cache);
+        set_b(b, "seqcycle", d->cycle);
+    }
+    seqs_free(&q);
+    return rc;
+}
+
+static int fill_sequences(CatBuild *b)
+{
+    CatSeqs q;
+    int rc = seqs_load(b->cx, &q);
+    for (int i = 0; rc == QR_OK && i < q.n; i++) {
+        if ((rc = new_row(b)) != QR_OK)
+            break;
+        const SeqDef *d = &q.def[i];
+        const char *nm = qr_arena_strndup(b->cx->arena, q.names[i], strlen(q.names[i]));
+        if (!strcmp(b->rel->schema, "pg_catalog")) {
+            set_s(b, "schemaname", "public");
+            set_s(b, "sequencename", nm);
+            set_s(b, "sequenceowner", cat_user(b->cx));
+            set_s(b, "data_type", seq_type(d)->sql);
+            set_i(b, "start_value", d->start);
+            set_i(b, "min_value", d->min);
+            set_i(b, "max_value", d->max);
+            set_i(b, "increment_by", d->increment);
+            set_b(b, "cycle", d->cycle);
+            set_i(b, "cache_size", d->cache);
+            if (q.called[i])
+                set_i(b, "last_value", q.last[i]);
+            continue;
+        }
+        /* information_schema.sequences: numbers as text */
+        set_s(b, "sequence_catalog", "quarry");
+        set_s(b, "sequence_schema", "public");
+        set_s(b, "sequence_name", nm);
+        set_s(b, "data_type", seq_type(d)->sql);
+        set_i(b, "numeric_precision", seq_type(d)->len * 8);
+        set_i(b, "numeric_precision_radix", 2);
+        set_i(b, "numeric_scale", 0);
+        const int64_t nums[4] = {d->start, d->min, d->max, d->increment};
+        static const char *const cols[4] = {"start_value", "minimum_value", "maximum_value",
+                                            "increment"};
+        for (int k = 0; k < 4; k++) {
+            char v[24];
+            snprintf(v, sizeof v, "%lld", (long long)nums[k]);
+            set_s(b, cols[k], qr_arena_strndup(b->cx->arena, v, strlen(v)));
+        }
+        set_s(b, "cycle_option", d->cycle ? "YES" : "NO");
+    }
+    seqs_free(&q);
+    return rc;
+}
+
+/* pg_depend: a SERIAL's sequence depends on its column ('a'uto), an
+ * identity's is 'i'nternal to it; pg_dump and psql read OWNED BY here. */
+static int fill_depend(CatBuild *b)
+{
+    CatSeqs q;
+    int rc = seqs_load(b->cx, &q);
+    for (int i = 0; rc == QR_OK && i < q.n; i++) {
+        char table[QR_NAME_MAX + 1];
+        int at = owner_attnum(b->cx, q.def[i].owned_by, table, sizeof table);
+        if (!at)
+            continue;
+        cJSON *meta = sqlw_meta_load(b->cx->sess->db, table);
+        const cJSON *m = sqlw_meta_col(meta, strchr(q.def[i].owned_by, '.') + 1);
+        bool identity = cJSON_GetObjectItemCaseSensitive(m, "identity") != NULL;
+        cJSON_Delete(meta);
+        if ((rc = new_row(b)) != QR_OK)
+            break;
+        set_i(b, "classid", 1259);
+        set_i(b, "objid", name_oid(q.names[i]));
+        set_i(b, "objsubid", 0);
+        set_i(b, "refclassid", 1259);
+        set_i(b, "refobjid", name_oid(table));
+        set_i(b, "refobjsubid", at);
+        set_s(b, "deptype", identity ? "i" : "a");
+        if (identity || (rc = new_row(b)) != QR_OK)
+            continue;
+        /* a SERIAL's default depends on its sequence: pg_dump sets it after both exist */
+        const char *col = strchr(q.def[i].owned_by, '.') + 1;
+        set_i(b, "classid", 2604);
+        set_i(b, "objid", name_oid(col) ^ name_oid(table));
+        set_i(b, "objsubid", 0);
+        set_i(b, "refclassid", 1259);
+        set_i(b, "refobjid", name_oid(q.names[i]));
+        set_i(b, "refobjsubid", 0);
+        set_s(b, "deptype", "n");
+    }
+    seqs_free(&q);
+    return rc;
+}
+
 static int fill_class(CatBuild *b)
 {
     CatTables ts;
@@ -464,7 +686,8 @@ static int fill_class(CatBuild *b)
             (rc = new_row(b)) != QR_OK)
             break;
         class_row(b, name_oid(ts.names[i]), ts.names[i], 'r',
-                  qr_table_schema(ts.t[i])->n_fields + 1, true, (double)st.docs);
+                  qr_table_schema(ts.t[i])->n_fields + 1 - sqlw_hidden_pk(ts.meta[i]), nx > 0,
+                  (double)st.docs);
         for (int k = 0; k < nx && rc == QR_OK; k++) {
             if ((rc = new_row(b)) != QR_OK)
                 break;
@@ -473,6 +696,15 @@ static int fill_class(CatBuild *b)
         }
     }
     tables_free(&ts);
+    CatSeqs q;
+    if (rc == QR_OK)
+        rc = seqs_load(b->cx, &q);
+    else
+        memset(&q, 0, sizeof q);
+    for (int i = 0; rc == QR_OK && i < q.n; i++)
+        if ((rc = new_row(b)) == QR_OK)
+            class_row(b, name_oid(q.names[i]), q.names[i], 'S', 3, false, 1);
+    seqs_free(&q);
     return rc;
 }
 
@@ -517,7 +749,8 @@ static int attribute_row(CatBuild *b, const char *table, const CatCol *c, int at
     set_b(b, "attnotnull", c->not_null);
     set_b(b, "atthasdef", c->dflt != NULL);
     set_b(b, "atthasmissing", false);
-    set_s(b, "attidentity", "");
+    char idn[2] = {c->identity, 0};
+    set_s(b, "attidentity", qr_arena_strndup(b->cx->arena, idn, strlen(idn)));
     set_s(b, "attgenerated", "");
     set_b(b, "attisdropped", false);
     set_b(b, "attislocal", true);
@@ -538,7 +771,7 @@ static int attrdef_row(CatBuild *b, const char *table, const CatCol *c, int attn
     set_i(b, "oid", name_oid(c->name) ^ name_oid(table));
     set_i(b, "adrelid", name_oid(table));
     set_i(b, "adnum", attnum);
-    set_s(b, "adbin", default_text(b->cx, c->dflt));
+    set_s(b, "adbin", col_default(b->cx, c));
     return QR_OK;
 }
 
@@ -574,6 +807,9 @@ static int fill_index(CatBuild *b)
             set_b(b, "indisreplident", false);
             set_b(b, "indnullsnotdistinct", false);
             set_s(b, "indkey", qr_arena_strndup(b->cx->arena, key, strlen(key)));
+            set_s(b, "indoption", "0");
+            set_s(b, "indclass", "0");
+            set_s(b, "indcollation", "0");
         }
     }
     tables_free(&ts);
@@ -585,6 +821,8 @@ static int fill_constraint(CatBuild *b)
     CatTables ts;
     int rc = tables_load(b->cx, &ts);
     for (int i = 0; rc == QR_OK && i < ts.n; i++) {
+        if (sqlw_hidden_pk(ts.meta[i]))
+            continue;
         if ((rc = new_row(b)) != QR_OK)
             break;
         char name[QR_NAME_MAX + 8];
@@ -617,7 +855,15 @@ static int fill_type(CatBuild *b)
         set_i(b, "typowner", OWNER_OID);
         set_i(b, "typlen", t->len);
         set_b(b, "typbyval", t->len > 0 && t->len <= 8);
-        set_s(b, "typtype", "b");
+        set_s(b, "typtype", t->category == 'P' ? "p" : "b");
+        set_s(b, "typalign", t->len == 8 ? "d" : t->len == 2 ? "s" : t->len == 1 ? "c" : "i");
+        set_s(b, "typstorage", t->len > 0 ? "p" : "x");
+        set_s(b, "typsubscript", "-");
+        char io[64];
+        type_io_name(t, "in", io, sizeof io);
+        set_s(b, "typinput", qr_arena_strndup(b->cx->arena, io, strlen(io)));
+        type_io_name(t, "out", io, sizeof io);
+        set_s(b, "typoutput", qr_arena_strndup(b->cx->arena, io, strlen(io)));
         set_s(b, "typcategory", qr_arena_strndup(b->cx->arena, cat, 1));
         set_b(b, "typispreferred", t->oid == 25 || t->oid == 701 || t->oid == 1184);
         set_b(b, "typisdefined", true);
@@ -634,20 +880,36 @@ static int fill_type(CatBuild *b)
     return QR_OK;
 }
 
+/* quarry, and the names tools connect to first (psql -l, pg_dumpall): the
+ * PG port accepts postgres and template1 as other names of the one database,
+ * so they are listed as not connectable and pg_dumpall dumps quarry once. */
 static int fill_database(CatBuild *b)
 {
-    if (new_row(b))
-        return b->cx->err->code;
-    set_i(b, "oid", DB_OID);
-    set_s(b, "datname", "quarry");
-    set_i(b, "datdba", OWNER_OID);
-    set_i(b, "encoding", 6);
-    set_s(b, "datlocprovider", "c");
-    set_b(b, "datistemplate", false);
-    set_b(b, "datallowconn", true);
-    set_i(b, "datconnlimit", -1);
-    set_s(b, "datcollate", "C");
-    set_s(b, "datctype", "C.UTF-8");
+    static const struct {
+        const char *name;
+        uint32_t oid;
+        bool tmpl, conn;
+    } dbs[] = {{"postgres", 5, false, false},
+               {"quarry", DB_OID, false, true},
+               {"template0", 4, true, false},
+               {"template1", 1, true, false}};
+    for (size_t i = 0; i < sizeof dbs / sizeof dbs[0]; i++) {
+        if (new_row(b))
+            return b->cx->err->code;
+        set_i(b, "oid", dbs[i].oid);
+        set_s(b, "datname", dbs[i].name);
+        set_i(b, "datdba", OWNER_OID);
+        set_i(b, "encoding", 6);
+        set_s(b, "datlocprovider", "c");
+        set_b(b, "datistemplate", dbs[i].tmpl);
+        set_b(b, "datallowconn", dbs[i].conn);
+        set_i(b, "datconnlimit", -1);
+        set_i(b, "dattablespace", 1663);
+        set_s(b, "datcollate", "C");
+        set_s(b, "datctype", "C.UTF-8");
+        set_s(b, "datfrozenxid", "716");
+        set_s(b, "datminmxid", "1");
+    }
     return QR_OK;
 }
 
@@ -673,10 +935,9 @@ static int fill_roles(CatBuild *b)
 {
     if (new_row(b))
         return b->cx->err->code;
-    const char *u = sqlw_setting(b->cx->sess, "session_user");
     set_i(b, "oid", OWNER_OID);
-    set_s(b, "rolname", u && *u ? u : "quarry");
-    set_s(b, "usename", u && *u ? u : "quarry");
+    set_s(b, "rolname", cat_user(b->cx));
+    set_s(b, "usename", cat_user(b->cx));
     set_i(b, "usesysid", OWNER_OID);
     set_b(b, "rolsuper", true);
     set_b(b, "usesuper", true);
@@ -684,8 +945,52 @@ static int fill_roles(CatBuild *b)
     set_b(b, "rolcreaterole", true);
     set_b(b, "rolcreatedb", true);
     set_b(b, "rolcanlogin", true);
+    set_b(b, "rolreplication", false);
+    set_b(b, "rolbypassrls", false);
     set_i(b, "rolconnlimit", -1);
     return QR_OK;
+}
+
+static int fill_proc(CatBuild *b);
+
+/* Comments: only PostgreSQL's own on the public schema (COMMENT is not kept). */
+static int fill_description(CatBuild *b)
+{
+    if (new_row(b))
+        return b->cx->err->code;
+    set_i(b, "objoid", NS_PUBLIC);
+    set_i(b, "classoid", 2615);
+    set_i(b, "objsubid", 0);
+    set_s(b, "description", "standard public schema");
+    return QR_OK;
+}
+
+/* pg_get_keywords(): the reserved words (psql, pgcli and JDBC quote them). */
+static int fill_keywords(CatBuild *b)
+{
+    static const char *const W[] = {
+        "all", "and", "any", "array", "as", "asc", "both", "case", "cast", "check", "collate",
+        "column", "constraint", "create", "default", "desc", "distinct", "do", "else", "end",
+        "except", "false", "fetch", "for", "foreign", "from", "grant", "group", "having", "in",
+        "initially", "intersect", "into", "leading", "limit", "not", "null", "offset", "on",
+        "only", "or", "order", "primary", "references", "returning", "select", "some",
+        "table", "then", "to", "trailing", "true", "union", "unique", "user", "using", "when",
+        "where", "window", "with"};
+    for (size_t i = 0; i < sizeof W / sizeof W[0]; i++) {
+        if (new_row(b))
+            return b->cx->err->code;
+        set_s(b, "word", W[i]);
+        set_s(b, "catcode", "R");
+        set_b(b, "barelabel", true);
+        set_s(b, "catdesc", "reserved");
+        set_s(b, "baredesc", "can be bare label");
+    }
+    return QR_OK;
+}
+
+bool sqlcat_srf_known(const char *name)
+{
+    return !strcmp(name, "pg_options_to_table") || !strcmp(name, "pg_get_keywords");
 }
 
 static int fill_settings(CatBuild *b)
@@ -716,9 +1021,44 @@ static int fill_is_schemata(CatBuild *b)
             return b->cx->err->code;
         set_s(b, "catalog_name", "quarry");
         set_s(b, "schema_name", ns[i]);
-        set_s(b, "schema_owner", "quarry");
+        set_s(b, "schema_owner", cat_user(b->cx));
     }
     return QR_OK;
+}
+
+/* information_schema.table_constraints and .key_column_usage: the primary
+ * keys (the only constraints Quarry has). */
+static int fill_is_keys(CatBuild *b)
+{
+    CatTables ts;
+    int rc = tables_load(b->cx, &ts);
+    bool usage = !strcmp(b->rel->name, "key_column_usage");
+    for (int i = 0; rc == QR_OK && i < ts.n; i++) {
+        if (sqlw_hidden_pk(ts.meta[i]) || (rc = new_row(b)) != QR_OK)
+            continue;
+        char name[QR_NAME_MAX + 8];
+        snprintf(name, sizeof name, "%s_pkey", ts.names[i]);
+        const char *cn = qr_arena_strndup(b->cx->arena, name, strlen(name));
+        const char *tn = qr_arena_strndup(b->cx->arena, ts.names[i], strlen(ts.names[i]));
+        const char *pk = qr_table_schema(ts.t[i])->primary_key;
+        set_s(b, "constraint_catalog", "quarry");
+        set_s(b, "constraint_schema", "public");
+        set_s(b, "constraint_name", cn);
+        set_s(b, "table_catalog", "quarry");
+        set_s(b, "table_schema", "public");
+        set_s(b, "table_name", tn);
+        if (usage) {
+            set_s(b, "column_name", qr_arena_strndup(b->cx->arena, pk, strlen(pk)));
+            set_i(b, "ordinal_position", 1);
+        } else {
+            set_s(b, "constraint_type", "PRIMARY KEY");
+            set_s(b, "is_deferrable", "NO");
+            set_s(b, "initially_deferred", "NO");
+            set_s(b, "enforced", "YES");
+        }
+    }
+    tables_free(&ts);
+    return rc;
 }
 
 static int fill_is_tables(CatBuild *b)
@@ -750,7 +1090,7 @@ static int is_column_row(CatBuild *b, const char *table, const CatCol *c, int at
     set_s(b, "table_name", qr_arena_strndup(b->cx->arena, table, strlen(table)));
     set_s(b, "column_name", c->name);
     set_i(b, "ordinal_position", attnum);
-    set_s(b, "column_default", default_text(b->cx, c->dflt));
+    set_s(b, "column_default", col_default(b->cx, c));
     set_s(b, "is_nullable", c->not_null ? "NO" : "YES");
     set_s(b, "data_type", t->sql);
     if (c->typmod >= 4)
@@ -768,7 +1108,9 @@ static int is_column_row(CatBuild *b, const char *table, const CatCol *c, int at
     set_s(b, "udt_catalog", "quarry");
     set_s(b, "udt_schema", "pg_catalog");
     set_s(b, "udt_name", t->name);
-    set_s(b, "is_identity", "NO");
+    set_s(b, "is_identity", c->identity ? "YES" : "NO");
+    if (c->identity)
+        set_s(b, "identity_generation", c->identity == 'a' ? "ALWAYS" : "BY DEFAULT");
     set_s(b, "is_generated", "NEVER");
     set_s(b, "is_updatable", "YES");
     return QR_OK;
@@ -795,10 +1137,12 @@ static const CatRel CAT_RELS[] = {
      fill_attribute},
     {"pg_catalog", "pg_attrdef", "oid:o,adrelid:o,adnum:s,adbin:t", fill_attrdef},
     {"pg_catalog", "pg_type",
-     "oid:o,typname:n,typnamespace:o,typowner:o,typlen:s,typbyval:b,typtype:c,typcategory:c,"
-     "typispreferred:b,typisdefined:b,typdelim:c,typrelid:o,typelem:o,typarray:o,typinput:t,"
-     "typoutput:t,typreceive:t,typsend:t,typnotnull:b,typbasetype:o,typtypmod:i,typndims:i,"
-     "typcollation:o,typdefault:t,typacl:t",
+     "oid:o,typname:n,typnamespace:o,typowner:o,typlen:s,typbyval:b,typtype:c,"
+     "typcategory:c,typispreferred:b,typisdefined:b,typdelim:c,typrelid:o,"
+     "typsubscript:t,typelem:o,typarray:o,typinput:t,typoutput:t,typreceive:t,"
+     "typsend:t,typmodin:t,typmodout:t,typanalyze:t,typalign:c,typstorage:c,"
+     "typnotnull:b,typbasetype:o,typtypmod:i,typndims:i,typcollation:o,"
+     "typdefaultbin:t,typdefault:t,typacl:t",
      fill_type},
     {"pg_catalog", "pg_index",
      "indexrelid:o,indrelid:o,indnatts:s,indnkeyatts:s,indisunique:b,indisprimary:b,"
@@ -807,8 +1151,11 @@ static const CatRel CAT_RELS[] = {
      "indoption:t,indexprs:t,indpred:t",
      fill_index},
     {"pg_catalog", "pg_constraint",
-     "oid:o,conname:n,connamespace:o,contype:c,condeferrable:b,condeferred:b,convalidated:b,"
-     "conrelid:o,contypid:o,conindid:o,conparentid:o,confrelid:o,conkey:t,confkey:t,conbin:t",
+     "oid:o,conname:n,connamespace:o,contype:c,condeferrable:b,condeferred:b,"
+     "convalidated:b,conrelid:o,contypid:o,conindid:o,conparentid:o,confrelid:o,"
+     "confupdtype:c,confdeltype:c,confmatchtype:c,conislocal:b,coninhcount:i,"
+     "connoinherit:b,conkey:t,confkey:t,conpfeqop:t,conppeqop:t,conffeqop:t,"
+     "confdelsetcols:t,conexclop:t,conbin:t",
      fill_constraint},
     {"pg_catalog", "pg_database",
      "oid:o,datname:n,datdba:o,encoding:i,datlocprovider:c,datistemplate:b,datallowconn:b,"
@@ -826,41 +1173,202 @@ static const CatRel CAT_RELS[] = {
      "rolreplication:b,rolconnlimit:i,rolpassword:t,rolvaliduntil:t,rolbypassrls:b,"
      "rolconfig:t",
      fill_roles},
+    {"pg_catalog", "pg_authid",
+     "oid:o,rolname:n,rolsuper:b,rolinherit:b,rolcreaterole:b,rolcreatedb:b,rolcanlogin:b,"
+     "rolreplication:b,rolbypassrls:b,rolconnlimit:i,rolpassword:t,rolvaliduntil:t",
+     fill_roles},
+    {"pg_catalog", "pg_db_role_setting", "setdatabase:o,setrole:o,setconfig:t", NULL},
+    {"pg_catalog", "pg_parameter_acl", "oid:o,parname:t,paracl:t", NULL},
     {"pg_catalog", "pg_user", "usename:n,usesysid:o,usecreatedb:b,usesuper:b,userepl:b,"
                               "usebypassrls:b,passwd:t,valuntil:t,useconfig:t",
      fill_roles},
-    {"pg_catalog", "pg_description", "objoid:o,classoid:o,objsubid:i,description:t", NULL},
+    {"pg_catalog", "pg_description", "objoid:o,classoid:o,objsubid:i,description:t",
+     fill_description},
     {"pg_catalog", "pg_shdescription", "objoid:o,classoid:o,description:t", NULL},
     {"pg_catalog", "pg_inherits", "inhrelid:o,inhparent:o,inhseqno:i,inhdetachpending:b", NULL},
     {"pg_catalog", "pg_policy",
      "oid:o,polname:n,polrelid:o,polcmd:c,polpermissive:b,polroles:t,polqual:t,polwithcheck:t",
      NULL},
-    {"pg_catalog", "pg_trigger", "oid:o,tgrelid:o,tgname:n,tgfoid:o,tgtype:s,tgenabled:c,"
-                                 "tgisinternal:b,tgconstraint:o",
+    {"pg_catalog", "pg_trigger",
+     "oid:o,tgrelid:o,tgparentid:o,tgname:n,tgfoid:o,tgtype:s,tgenabled:c,"
+     "tgisinternal:b,tgconstrrelid:o,tgconstrindid:o,tgconstraint:o,tgdeferrable:b,"
+     "tginitdeferred:b,tgnargs:s,tgattr:t,tgargs:t,tgqual:t,tgoldtable:n,"
+     "tgnewtable:n",
      NULL},
-    {"pg_catalog", "pg_rewrite", "oid:o,rulename:n,ev_class:o,ev_type:c", NULL},
+    {"pg_catalog", "pg_rewrite",
+     "oid:o,rulename:n,ev_class:o,ev_type:c,ev_enabled:c,is_instead:b,ev_qual:t,"
+     "ev_action:t",
+     NULL},
     {"pg_catalog", "pg_statistic_ext",
-     "oid:o,stxrelid:o,stxname:n,stxnamespace:o,stxowner:o,stxstattarget:i,stxkeys:t,stxkind:t",
+     "oid:o,stxrelid:o,stxname:n,stxnamespace:o,stxowner:o,stxstattarget:i,"
+     "stxkeys:t,stxkind:t,stxexprs:t",
      NULL},
-    {"pg_catalog", "pg_publication", "oid:o,pubname:n,pubowner:o,puballtables:b", NULL},
+    {"pg_catalog", "pg_publication",
+     "oid:o,pubname:n,pubowner:o,puballtables:b,pubinsert:b,pubupdate:b,pubdelete:b,"
+     "pubtruncate:b,pubviaroot:b",
+     NULL},
     {"pg_catalog", "pg_publication_rel", "oid:o,prpubid:o,prrelid:o,prqual:t,prattrs:t", NULL},
     {"pg_catalog", "pg_publication_namespace", "oid:o,pnpubid:o,pnnspid:o", NULL},
-    {"pg_catalog", "pg_collation", "oid:o,collname:n,collnamespace:o,collprovider:c", NULL},
-    {"pg_catalog", "pg_foreign_table", "ftrelid:o,ftserver:o,ftoptions:t", NULL},
-    {"pg_catalog", "pg_partitioned_table", "partrelid:o,partstrat:c,partnatts:s", NULL},
-    {"pg_catalog", "pg_tablespace", "oid:o,spcname:n,spcowner:o", NULL},
-    {"pg_catalog", "pg_extension", "oid:o,extname:n,extowner:o,extnamespace:o,extversion:t",
+    {"pg_catalog", "pg_collation",
+     "oid:o,collname:n,collnamespace:o,collowner:o,collprovider:c,"
+     "collisdeterministic:b,collencoding:i,collcollate:t,collctype:t,"
+     "colliculocale:t,collversion:t",
      NULL},
-    {"pg_catalog", "pg_proc", "oid:o,proname:n,pronamespace:o,prorettype:o,prokind:c", NULL},
+    {"pg_catalog", "pg_foreign_table", "ftrelid:o,ftserver:o,ftoptions:t", NULL},
+    {"pg_catalog", "pg_partitioned_table",
+     "partrelid:o,partstrat:c,partnatts:s,partdefid:o,partattrs:t,partclass:t,partcollation:t,"
+     "partexprs:t",
+     NULL},
+    {"pg_catalog", "pg_tablespace",
+     "oid:o,spcname:n,spcowner:o,spcacl:t,spcoptions:t",
+     NULL},
+    {"pg_catalog", "pg_extension", "oid:o,extname:n,extowner:o,extnamespace:o,"
+                                   "extrelocatable:b,extversion:t,extconfig:t,extcondition:t",
+     NULL},
+    {"pg_catalog", "pg_proc",
+     "oid:o,proname:n,pronamespace:o,proowner:o,prolang:o,procost:f,prorows:f,provariadic:o,"
+     "prosupport:t,prokind:c,prosecdef:b,proleakproof:b,proisstrict:b,proretset:b,"
+     "provolatile:c,proparallel:c,pronargs:s,pronargdefaults:s,prorettype:o,proargtypes:t,"
+     "proallargtypes:t,proargmodes:t,proargnames:t,proargdefaults:t,protrftypes:t,prosrc:t,"
+     "probin:t,prosqlbody:t,proconfig:t,proacl:t",
+     fill_proc},
     {"pg_catalog", "pg_sequence", "seqrelid:o,seqtypid:o,seqstart:l,seqincrement:l,seqmax:l,"
                                   "seqmin:l,seqcache:l,seqcycle:b",
+     fill_sequence},
+    {"pg_catalog", "pg_sequences",
+     "schemaname:n,sequencename:n,sequenceowner:n,data_type:t,start_value:l,min_value:l,"
+     "max_value:l,increment_by:l,cycle:b,cache_size:l,last_value:l",
+     fill_sequences},
+    {"pg_catalog", "pg_auth_members", "oid:o,roleid:o,member:o,grantor:o,admin_option:b", NULL},
+    {"pg_catalog", "pg_language",
+     "oid:o,lanname:n,lanowner:o,lanispl:b,lanpltrusted:b,lanplcallfoid:o,"
+     "laninline:o,lanvalidator:o,lanacl:t",
      NULL},
+    {"pg_catalog", "pg_event_trigger",
+     "oid:o,evtname:n,evtevent:n,evtowner:o,evtfoid:o,evtenabled:c,evttags:t",
+     NULL},
+    {"pg_catalog", "pg_cast",
+     "oid:o,castsource:o,casttarget:o,castfunc:o,castcontext:c,castmethod:c",
+     NULL},
+    {"pg_catalog", "pg_operator",
+     "oid:o,oprname:n,oprnamespace:o,oprowner:o,oprkind:c,oprcanmerge:b,"
+     "oprcanhash:b,oprleft:o,oprright:o,oprresult:o,oprcom:o,oprnegate:o,oprcode:t,"
+     "oprrest:t,oprjoin:t",
+     NULL},
+    {"pg_catalog", "pg_opclass",
+     "oid:o,opcmethod:o,opcname:n,opcnamespace:o,opcowner:o,opcfamily:o,opcintype:o,"
+     "opcdefault:b,opckeytype:o",
+     NULL},
+    {"pg_catalog", "pg_aggregate",
+     "aggfnoid:o,aggkind:c,aggnumdirectargs:s,aggtransfn:t,aggfinalfn:t,"
+     "aggcombinefn:t,aggserialfn:t,aggdeserialfn:t,aggmtransfn:t,aggminvtransfn:t,"
+     "aggmfinalfn:t,aggfinalextra:b,aggmfinalextra:b,aggfinalmodify:c,"
+     "aggmfinalmodify:c,aggsortop:o,aggtranstype:o,aggtransspace:i,aggmtranstype:o,"
+     "aggmtransspace:i,agginitval:t,aggminitval:t",
+     NULL},
+    {"pg_catalog", "pg_conversion",
+     "oid:o,conname:n,connamespace:o,conowner:o,conforencoding:i,contoencoding:i,"
+     "conproc:t,condefault:b",
+     NULL},
+    {"pg_catalog", "pg_default_acl",
+     "oid:o,defaclrole:o,defaclnamespace:o,defaclobjtype:c,defaclacl:t",
+     NULL},
+    {"pg_catalog", "pg_init_privs", "objoid:o,classoid:o,objsubid:i,privtype:c,initprivs:t",
+     NULL},
+    {"pg_catalog", "pg_seclabel", "objoid:o,classoid:o,objsubid:i,provider:t,label:t", NULL},
+    {"pg_catalog", "pg_seclabels", "objoid:o,classoid:o,objsubid:i,objtype:t,objnamespace:o,"
+                                   "objname:t,provider:t,label:t",
+     NULL},
+    {"pg_catalog", "pg_shseclabel", "objoid:o,classoid:o,provider:t,label:t", NULL},
+    {"pg_catalog", "pg_transform",
+     "oid:o,trftype:o,trflang:o,trffromsql:o,trftosql:o",
+     NULL},
+    {"pg_catalog", "pg_foreign_data_wrapper", "oid:o,fdwname:n,fdwowner:o,fdwhandler:o,"
+                                              "fdwvalidator:o,fdwacl:t,fdwoptions:t",
+     NULL},
+    {"pg_catalog", "pg_foreign_server", "oid:o,srvname:n,srvowner:o,srvfdw:o,srvtype:t,"
+                                        "srvversion:t,srvacl:t,srvoptions:t",
+     NULL},
+    {"pg_catalog", "pg_user_mapping", "oid:o,umuser:o,umserver:o,umoptions:t", NULL},
+    {"pg_catalog", "pg_largeobject_metadata", "oid:o,lomowner:o,lomacl:t", NULL},
+    {"pg_catalog", "pg_subscription",
+     "oid:o,subdbid:o,subskiplsn:t,subname:n,subowner:o,subenabled:b,subbinary:b,"
+     "substream:b,subtwophasestate:c,subdisableonerr:b,subconninfo:t,subslotname:n,"
+     "subsynccommit:t,subpublications:t",
+     NULL},
+    {"pg_catalog", "pg_ts_config",
+     "oid:o,cfgname:n,cfgnamespace:o,cfgowner:o,cfgparser:o",
+     NULL},
+    {"pg_catalog", "pg_ts_dict",
+     "oid:o,dictname:n,dictnamespace:o,dictowner:o,dicttemplate:o,dictinitoption:t",
+     NULL},
+    {"pg_catalog", "pg_ts_parser",
+     "oid:o,prsname:n,prsnamespace:o,prsstart:t,prstoken:t,prsend:t,prsheadline:t,"
+     "prslextype:t",
+     NULL},
+    {"pg_catalog", "pg_ts_template",
+     "oid:o,tmplname:n,tmplnamespace:o,tmplinit:t,tmpllexize:t",
+     NULL},
+    {"pg_catalog", "pg_opfamily",
+     "oid:o,opfmethod:o,opfname:n,opfnamespace:o,opfowner:o",
+     NULL},
+    {"pg_catalog", "pg_amop", "oid:o,amopfamily:o,amoplefttype:o,amoprighttype:o", NULL},
+    {"pg_catalog", "pg_amproc", "oid:o,amprocfamily:o,amproclefttype:o,amprocrighttype:o", NULL},
+    {"pg_catalog", "pg_statistic_ext_data", "stxoid:o,stxdinherit:b", NULL},
+    {"pg_catalog", "pg_stat_user_tables", "relid:o,schemaname:n,relname:n,seq_scan:l,"
+                                          "n_live_tup:l,n_dead_tup:l",
+     NULL},
+    {"pg_catalog", "pg_stat_activity", "datid:o,datname:n,pid:i,usename:n,application_name:t,"
+                                       "client_addr:t,state:t,query:t,backend_type:t",
+     NULL},
+    {"pg_catalog", "pg_locks", "locktype:t,database:o,relation:o,pid:i,mode:t,granted:b", NULL},
+    {"pg_catalog", "pg_timezone_names", "name:t,abbrev:t,utc_offset:t,is_dst:b", NULL},
     {"pg_catalog", "pg_enum", "oid:o,enumtypid:o,enumsortorder:f,enumlabel:n", NULL},
+    /* functions returning rows (FROM pg_options_to_table(...)): no object has options */
+    {"pg_catalog", "pg_options_to_table", "option_name:t,option_value:t", NULL},
+    {"pg_catalog", "pg_get_keywords", "word:t,catcode:c,barelabel:b,catdesc:t,baredesc:t",
+     fill_keywords},
+    {"pg_catalog", "pg_range", "rngtypid:o,rngsubtype:o,rngmultitypid:o,rngcollation:o,"
+                               "rngsubopc:o,rngcanonical:t,rngsubdiff:t",
+     NULL},
     {"pg_catalog", "pg_depend", "classid:o,objid:o,objsubid:i,refclassid:o,refobjid:o,"
                                 "refobjsubid:i,deptype:c",
-     NULL},
+     fill_depend},
     {"information_schema", "schemata", "catalog_name:t,schema_name:t,schema_owner:t",
      fill_is_schemata},
+    {"information_schema", "table_constraints",
+     "constraint_catalog:t,constraint_schema:t,constraint_name:t,table_catalog:t,"
+     "table_schema:t,table_name:t,constraint_type:t,is_deferrable:t,initially_deferred:t,"
+     "enforced:t,nulls_distinct:t",
+     fill_is_keys},
+    {"information_schema", "key_column_usage",
+     "constraint_catalog:t,constraint_schema:t,constraint_name:t,table_catalog:t,"
+     "table_schema:t,table_name:t,column_name:t,ordinal_position:i,"
+     "position_in_unique_constraint:i",
+     fill_is_keys},
+    {"information_schema", "constraint_column_usage",
+     "table_catalog:t,table_schema:t,table_name:t,column_name:t,constraint_catalog:t,"
+     "constraint_schema:t,constraint_name:t",
+     NULL},
+    {"information_schema", "referential_constraints",
+     "constraint_catalog:t,constraint_schema:t,constraint_name:t,unique_constraint_catalog:t,"
+     "unique_constraint_schema:t,unique_constraint_name:t,match_option:t,update_rule:t,"
+     "delete_rule:t",
+     NULL},
+    {"information_schema", "views",
+     "table_catalog:t,table_schema:t,table_name:t,view_definition:t,check_option:t,"
+     "is_updatable:t,is_insertable_into:t,is_trigger_updatable:t,is_trigger_deletable:t,"
+     "is_trigger_insertable_into:t",
+     NULL},
+    {"information_schema", "routines",
+     "specific_catalog:t,specific_schema:t,specific_name:t,routine_catalog:t,routine_schema:t,"
+     "routine_name:t,routine_type:t,data_type:t,routine_definition:t,external_language:t",
+     NULL},
+    {"information_schema", "sequences",
+     "sequence_catalog:t,sequence_schema:t,sequence_name:t,data_type:t,"
+     "numeric_precision:i,numeric_precision_radix:i,numeric_scale:i,start_value:t,"
+     "minimum_value:t,maximum_value:t,increment:t,cycle_option:t",
+     fill_sequences},
     {"information_schema", "tables",
      "table_catalog:t,table_schema:t,table_name:t,table_type:t,"
      "self_referencing_column_name:t,reference_generation:t,user_defined_type_catalog:t,"
@@ -872,10 +1380,12 @@ static const CatRel CAT_RELS[] = {
      "column_default:t,is_nullable:t,data_type:t,character_maximum_length:i,"
      "character_octet_length:i,numeric_precision:i,numeric_precision_radix:i,numeric_scale:i,"
      "datetime_precision:i,udt_catalog:t,udt_schema:t,udt_name:t,is_identity:t,"
-     "is_generated:t,is_updatable:t",
+     "identity_generation:t,is_generated:t,is_updatable:t",
      fill_is_columns},
 };
 #define N_CAT_RELS (int)(sizeof CAT_RELS / sizeof CAT_RELS[0])
+
+static uint32_t catalog_rel_oid(const char *name, uint32_t oid, const char **name_out);
 
 /* ---- the row source ---- */
 
@@ -904,9 +1414,47 @@ static void cat_close(SqlSource *src) { (void)src; }
 
 static const SqlSourceVt CAT_VT = {cat_next, cat_close};
 
+bool sqlcat_is_sequence(SqlCtx *cx, const char *name)
+{
+    SeqDef d;
+    int64_t last;
+    bool called;
+    QrError e;
+    qr_error_clear(&e);
+    return seq_get(qr_db_dir(cx->sess->db), name, &d, &last, &called, &e) == QR_OK && !d.internal;
+}
+
+/* A sequence read as a relation (pg_dump: SELECT last_value, is_called
+ * FROM s): one row. */
+static int sequence_source(SqlCtx *cx, const char *name, SqlSource **out)
+{
+    static const CatRel SEQ_REL = {"public", "sequence", "last_value:l,log_cnt:l,is_called:b",
+                                   NULL};
+    SeqDef d;
+    int64_t last;
+    bool called;
+    if (seq_get(qr_db_dir(cx->sess->db), name, &d, &last, &called, cx->err) != QR_OK)
+        return cx->err->code;
+    CatSource *c = qr_arena_calloc(cx->arena, sizeof *c);
+    static const char *names[] = {"last_value", "log_cnt", "is_called"};
+    static QrSqlType types[] = {QR_SQL_INT8, QR_SQL_INT8, QR_SQL_BOOL};
+    CatBuild b = {.cx = cx, .rel = &SEQ_REL, .rows = {.n_cols = 3}};
+    if (!c || new_row(&b))
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    set_i(&b, "last_value", last);
+    set_i(&b, "log_cnt", 0);
+    set_b(&b, "is_called", called);
+    c->base = (SqlSource){.vt = &CAT_VT, .n_cols = 3, .col_names = names, .col_types = types};
+    c->rows = b.rows;
+    *out = &c->base;
+    return QR_OK;
+}
+
 int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **out)
 {
     *out = NULL;
+    if ((!schema || !strcmp(schema, "public")) && sqlcat_is_sequence(cx, name))
+        return sequence_source(cx, name, out);
     if (schema && strcmp(schema, "pg_catalog") != 0 && strcmp(schema, "information_schema") != 0)
         return QR_OK;
     const CatRel *rel = NULL;
@@ -922,13 +1470,16 @@ int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **ou
     int n = 1;
     for (const char *p = rel->cols; *p; p++)
         n += *p == ',';
+    int n_spec = n++; /* and the system column tableoid, last (not in SELECT *) */
     CatSource *c = qr_arena_calloc(cx->arena, sizeof *c);
     const char **names = qr_arena_calloc(cx->arena, (size_t)n * sizeof *names);
     QrSqlType *types = qr_arena_calloc(cx->arena, (size_t)n * sizeof *types);
     if (!c || !names || !types)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     const char *p = rel->cols;
-    for (int i = 0; i < n; i++) {
+    names[n_spec] = "tableoid";
+    types[n_spec] = QR_SQL_OID;
+    for (int i = 0; i < n_spec; i++) {
         const char *colon = strchr(p, ':');
         names[i] = qr_arena_strndup(cx->arena, p, (size_t)(colon - p));
         types[i] = letter_type(colon[1]);
@@ -944,6 +1495,14 @@ int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **ou
         int rc = rel->fill(&b);
         if (rc)
             return rc;
+    }
+    uint32_t rel_oid = catalog_rel_oid(rel->name, 0, NULL);
+    if (!rel_oid)
+        rel_oid = name_oid(rel->name);
+    for (uint64_t r = 0; r < b.rows.n; r++) {
+        SqlValue *v = &b.rows.vals[r * (uint64_t)n + n_spec];
+        *v = sqlv_int(rel_oid);
+        v->type = QR_SQL_OID;
     }
     /* NULLs typed as their column */
     for (uint64_t r = 0; r < b.rows.n; r++)
@@ -1002,6 +1561,25 @@ static const CatFunc CAT_FUNCS[] = {
     {"pg_get_triggerdef", 1, 2, QR_SQL_TEXT},
     {"pg_get_viewdef", 1, 2, QR_SQL_TEXT},
     {"pg_get_partkeydef", 1, 1, QR_SQL_TEXT},
+    {"pg_function_is_visible", 1, 1, QR_SQL_BOOL},
+    {"quote_ident", 1, 1, QR_SQL_TEXT},
+    {"quote_literal", 1, 1, QR_SQL_TEXT},
+    {"acldefault", 2, 2, QR_SQL_TEXT},
+    {"array_remove", 2, 2, QR_SQL_TEXT},
+    {"pg_get_function_sqlbody", 1, 1, QR_SQL_TEXT},
+    {"row_security_active", 1, 1, QR_SQL_BOOL},
+    {"pg_has_role", 2, 3, QR_SQL_BOOL},
+    {"current_schemas", 1, 1, QR_SQL_TEXT},
+    {"pg_get_function_result", 1, 1, QR_SQL_TEXT},
+    {"pg_get_function_arguments", 1, 1, QR_SQL_TEXT},
+    {"pg_get_function_identity_arguments", 1, 1, QR_SQL_TEXT},
+    {"pg_tablespace_location", 1, 1, QR_SQL_TEXT},
+    {"pg_get_ruledef", 1, 2, QR_SQL_TEXT},
+    {"pg_postmaster_start_time", 0, 0, QR_SQL_TIMESTAMPTZ},
+    {"nextval", 1, 1, QR_SQL_INT8},
+    {"currval", 1, 1, QR_SQL_INT8},
+    {"setval", 2, 3, QR_SQL_INT8},
+    {"lastval", 0, 0, QR_SQL_INT8},
 };
 #define N_CAT_FUNCS (int)(sizeof CAT_FUNCS / sizeof CAT_FUNCS[0])
 
@@ -1012,6 +1590,45 @@ static const CatFunc *func_find(const char *name, int n_args)
             n_args <= CAT_FUNCS[i].max_args)
             return &CAT_FUNCS[i];
     return NULL;
+}
+
+static uint32_t func_oid(const CatFunc *f)
+{
+    char b[80];
+    snprintf(b, sizeof b, "%s(%d)", f->name, f->min_args);
+    return name_oid(b);
+}
+
+/* pg_proc: the catalog functions (what tools look up by name and oid). */
+static int fill_proc(CatBuild *b)
+{
+    for (int i = 0; i < N_CAT_FUNCS; i++) {
+        if (new_row(b))
+            return b->cx->err->code;
+        const CatFunc *f = &CAT_FUNCS[i];
+        set_i(b, "oid", func_oid(f));
+        set_s(b, "proname", f->name);
+        set_i(b, "pronamespace", NS_CATALOG);
+        set_i(b, "proowner", OWNER_OID);
+        set_i(b, "prolang", 12);
+        set_f(b, "procost", 1);
+        set_f(b, "prorows", 0);
+        set_i(b, "provariadic", 0);
+        set_s(b, "prosupport", "-");
+        set_s(b, "prokind", "f");
+        set_b(b, "prosecdef", false);
+        set_b(b, "proleakproof", false);
+        set_b(b, "proisstrict", true);
+        set_b(b, "proretset", false);
+        set_s(b, "provolatile", "s");
+        set_s(b, "proparallel", "s");
+        set_i(b, "pronargs", f->min_args);
+        set_i(b, "pronargdefaults", f->max_args - f->min_args);
+        set_i(b, "prorettype", qr_sql_type_oid(f->ret));
+        set_s(b, "proargtypes", "");
+        set_s(b, "prosrc", f->name);
+    }
+    return QR_OK;
 }
 
 int sqlcat_func_lookup(const char *schema, const char *name, int n_args, QrSqlType *ret)
@@ -1047,7 +1664,9 @@ static QrTable *table_by_oid(SqlCtx *cx, int64_t oid, cJSON **meta)
     return found;
 }
 
-static SqlValue index_def(SqlCtx *cx, int64_t oid)
+/* pg_get_indexdef(oid [, column, pretty]): the CREATE INDEX statement, or
+ * with column > 0 that key column's name. */
+static SqlValue index_def(SqlCtx *cx, int64_t oid, int64_t column)
 {
     CatTables ts;
     SqlValue out = sqlv_null();
@@ -1065,12 +1684,77 @@ static SqlValue index_def(SqlCtx *cx, int64_t oid)
             char b[512];
             snprintf(b, sizeof b, "CREATE %sINDEX %s ON public.%s USING btree (%s)",
                      x[k].primary ? "UNIQUE " : "", x[k].name, ts.names[i], x[k].col);
-            out = text_v(cx, b);
+            out = text_v(cx, column > 1 ? "" : column == 1 ? x[k].col : b);
             break;
         }
     }
     tables_free(&ts);
     return out;
+}
+
+/* quote_ident: double quotes unless the name is lowercase letters, digits
+ * and underscores not starting with a digit (keywords are not checked). */
+static SqlValue quote_ident(SqlCtx *cx, const char *s, size_t n)
+{
+    bool plain = n > 0 && !(s[0] >= '0' && s[0] <= '9');
+    for (size_t i = 0; i < n && plain; i++)
+        plain = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
+    if (plain)
+        return sqlv_text(s, n);
+    char *o = qr_arena_alloc(cx->arena, 2 * n + 3);
+    if (!o)
+        return sqlv_null();
+    size_t k = 0;
+    o[k++] = '"';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"')
+            o[k++] = '"';
+        o[k++] = s[i];
+    }
+    o[k++] = '"';
+    o[k] = 0;
+    return sqlv_text(o, k);
+}
+
+/* quote_literal: 'text' with quotes doubled; E'...' when it holds a
+ * backslash (doubled too), as PostgreSQL writes it. */
+static SqlValue quote_literal(SqlCtx *cx, const char *s, size_t n)
+{
+    bool bs = memchr(s, '\\', n) != NULL;
+    char *o = qr_arena_alloc(cx->arena, 2 * n + 4);
+    if (!o)
+        return sqlv_null();
+    size_t k = 0;
+    if (bs)
+        o[k++] = 'E';
+    o[k++] = '\'';
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\'' || s[i] == '\\')
+            o[k++] = s[i];
+        o[k++] = s[i];
+    }
+    o[k++] = '\'';
+    o[k] = 0;
+    return sqlv_text(o, k);
+}
+
+/* pg_get_serial_sequence('table', 'column'): "public.<seq>" or NULL. */
+static SqlValue serial_sequence(SqlCtx *cx, const SqlValue *table, const SqlValue *col)
+{
+    if (table->is_null || col->is_null || !sqlt_is_str(table->type) || !sqlt_is_str(col->type))
+        return sqlv_null();
+    char t[2 * QR_NAME_MAX + 8], c[QR_NAME_MAX + 1];
+    snprintf(t, sizeof t, "%.*s", (int)table->u.s.n, table->u.s.s);
+    snprintf(c, sizeof c, "%.*s", (int)col->u.s.n, col->u.s.s);
+    const char *tn = !strncmp(t, "public.", 7) ? t + 7 : t;
+    cJSON *meta = qr_name_valid(tn) ? sqlw_meta_load(cx->sess->db, tn) : NULL;
+    const char *seq = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(sqlw_meta_col(meta, c), "sequence"));
+    char b[128];
+    if (seq)
+        snprintf(b, sizeof b, "public.%s", seq);
+    cJSON_Delete(meta);
+    return seq ? text_v(cx, b) : sqlv_null();
 }
 
 int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_args,
@@ -1080,9 +1764,20 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
     const CatFunc *f = func_find(name, n_args);
     if (!f)
         return sql_err_at(cx, -1, QR_ENOTFOUND, "42883", "function %s does not exist", name);
+    if (sqlseq_func_known(name))
+        return sqlseq_func_call(cx, name, n_args, args, out);
     *out = sqlv_null();
     out->type = f->ret;
     int64_t a0 = n_args > 0 && !args[0].is_null && sqlt_is_int(args[0].type) ? args[0].u.i : 0;
+    if (n_args > 0 && !args[0].is_null && sqlt_is_str(args[0].type) && strstr(name, "_size") &&
+        strcmp(name, "pg_size_pretty") != 0) {
+        /* pg_relation_size('t'): the literal is a regclass */
+        SqlValue oid;
+        int rc = sqlcat_reg_oid(cx, 'c', &args[0], -1, &oid);
+        if (rc)
+            return rc;
+        a0 = oid.u.i;
+    }
     if (!strcmp(name, "version")) {
         *out = text_v(cx, "PostgreSQL 15.0 (Quarry " QUARRY_VERSION
                           ") on x86_64-pc-linux-gnu, a search-first database");
@@ -1092,12 +1787,52 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
         *out = text_v(cx, "public");
     } else if (!strcmp(name, "current_user") || !strcmp(name, "session_user") ||
                !strcmp(name, "user") || !strcmp(name, "pg_get_userbyid")) {
-        const char *u = qr_sql_session_get(cx->sess, "session_user");
-        *out = text_v(cx, u && *u ? u : "quarry");
+        *out = text_v(cx, cat_user(cx));
     } else if (!strcmp(name, "pg_backend_pid")) {
         *out = sqlv_int((int64_t)getpid());
+    } else if (!strcmp(name, "quote_literal")) {
+        if (!args[0].is_null) {
+            SqlValue t;
+            int rc = sqlv_cast(cx, &args[0], QR_SQL_TEXT, -1, &t);
+            if (rc)
+                return rc;
+            *out = quote_literal(cx, t.u.s.s, t.u.s.n);
+        }
+    } else if (!strcmp(name, "quote_ident")) {
+        if (!args[0].is_null && sqlt_is_str(args[0].type))
+            *out = quote_ident(cx, args[0].u.s.s, args[0].u.s.n);
+    } else if (!strcmp(name, "array_remove")) {
+        /* arrays are their text form: parse, drop the element, print */
+        SqlValue *el;
+        uint64_t ne, k = 0;
+        if (args[0].is_null)
+            return QR_OK;
+        int rc = sqlv_array_parse(cx, &args[0], &el, &ne);
+        if (rc)
+            return rc;
+        for (uint64_t i = 0; i < ne; i++)
+            if (args[1].is_null ? !el[i].is_null : el[i].is_null || sqlv_cmp(&el[i], &args[1]) != 0)
+                el[k++] = el[i];
+        if ((rc = sqlv_array_text(cx, el, k, out)))
+            return rc;
+    } else if (!strcmp(name, "current_schemas")) {
+        bool implicit = n_args > 0 && !args[0].is_null && args[0].u.b;
+        *out = text_v(cx, implicit ? "{pg_catalog,public}" : "{public}");
+    } else if (!strcmp(name, "pg_get_function_result")) {
+        for (int i = 0; i < N_CAT_FUNCS; i++)
+            if (func_oid(&CAT_FUNCS[i]) == (uint32_t)a0)
+                *out = text_v(cx, type_by_oid(qr_sql_type_oid(CAT_FUNCS[i].ret))
+                                      ? type_by_oid(qr_sql_type_oid(CAT_FUNCS[i].ret))->sql
+                                      : qr_sql_type_name(CAT_FUNCS[i].ret));
+    } else if (!strcmp(name, "pg_get_function_arguments") ||
+               !strcmp(name, "pg_get_function_identity_arguments")) {
+        for (int i = 0; i < N_CAT_FUNCS; i++)
+            if (func_oid(&CAT_FUNCS[i]) == (uint32_t)a0)
+                *out = text_v(cx, "");
+    } else if (!strcmp(name, "pg_get_serial_sequence")) {
+        *out = serial_sequence(cx, &args[0], &args[1]);
     } else if (!strcmp(name, "pg_table_is_visible") || !strcmp(name, "pg_type_is_visible") ||
-               !strncmp(name, "has_", 4)) {
+               !strcmp(name, "pg_function_is_visible") || !strncmp(name, "has_", 4)) {
         *out = sqlv_bool(true);
     } else if (!strcmp(name, "pg_relation_is_publishable") || !strcmp(name, "pg_is_in_recovery")) {
         *out = sqlv_bool(false);
@@ -1115,7 +1850,7 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
         out->type = QR_SQL_TEXT;
         *out = sqlt_is_str(args[0].type) ? args[0] : text_v(cx, "");
     } else if (!strcmp(name, "pg_get_indexdef")) {
-        *out = index_def(cx, a0);
+        *out = index_def(cx, a0, n_args > 1 && !args[1].is_null ? args[1].u.i : 0);
     } else if (!strcmp(name, "pg_get_constraintdef")) {
         /* constraint oid = its index oid + 1: the primary key */
         CatTables ts;
@@ -1206,11 +1941,54 @@ QrSqlType sqlcat_array_elem(const char *column)
         {"indkey", QR_SQL_INT2},   {"indoption", QR_SQL_INT2}, {"conkey", QR_SQL_INT2},
         {"confkey", QR_SQL_INT2},  {"stxkeys", QR_SQL_INT2},   {"prattrs", QR_SQL_INT2},
         {"indclass", QR_SQL_OID},  {"indcollation", QR_SQL_OID}, {"polroles", QR_SQL_OID},
+        {"partclass", QR_SQL_OID}, {"partattrs", QR_SQL_INT2}, {"partcollation", QR_SQL_OID},
+        {"i_indoption", QR_SQL_INT2}, /* JDBC getIndexInfo's alias of indoption */
     };
     for (size_t i = 0; i < sizeof A / sizeof *A; i++)
         if (!strcmp(A[i].col, column))
             return A[i].elem;
+    QrSqlType t; /* a literal cast to an array type: "_oid" */
+    if (column[0] == '_' && sqlt_from_name(column + 1, &t))
+        return t;
     return QR_SQL_UNKNOWN;
+}
+
+/* The oid of a catalog relation by name (PostgreSQL's for the ones tools
+ * compare classid / refclassid with), or its name by oid; 0 / false if none. */
+static uint32_t catalog_rel_oid(const char *name, uint32_t oid, const char **name_out)
+{
+    static const struct {
+        const char *name;
+        uint32_t oid;
+    } K[] = {{"pg_class", 1259},      {"pg_proc", 1255},       {"pg_type", 1247},
+             {"pg_attribute", 1249},  {"pg_constraint", 2606}, {"pg_namespace", 2615},
+             {"pg_database", 1262},   {"pg_index", 2610},      {"pg_attrdef", 2604},
+             {"pg_trigger", 2620},    {"pg_rewrite", 2618},    {"pg_am", 2601},
+             {"pg_description", 2609}, {"pg_depend", 2608},    {"pg_authid", 1260},
+             {"pg_roles", 12001},     {"pg_collation", 3456},  {"pg_extension", 3079},
+             {"pg_sequence", 2224},   {"pg_operator", 2617},   {"pg_language", 2612},
+             {"pg_opclass", 2616},    {"pg_cast", 2605},       {"pg_tablespace", 1213},
+             {"pg_policy", 3256},     {"pg_event_trigger", 3466}, {"pg_publication", 6104},
+             {"pg_foreign_table", 3118}, {"pg_foreign_server", 1417},
+             {"pg_foreign_data_wrapper", 2328}, {"pg_ts_config", 3602},
+             {"pg_ts_dict", 3600},    {"pg_ts_parser", 3601},  {"pg_ts_template", 3764},
+             {"pg_largeobject", 2613}, {"pg_statistic_ext", 3381}, {"pg_inherits", 2611},
+             {"pg_user_mapping", 1418}, {"pg_conversion", 2607}, {"pg_aggregate", 2600},
+             {"pg_enum", 3501},       {"pg_settings", 12002},  {"pg_subscription", 6100}};
+    for (size_t i = 0; i < sizeof K / sizeof K[0]; i++)
+        if (name ? !strcmp(name, K[i].name) : K[i].oid == oid) {
+            if (name_out)
+                *name_out = K[i].name;
+            return K[i].oid;
+        }
+    for (int i = 0; i < N_CAT_RELS; i++) /* the others: a hash of the name */
+        if (!strcmp(CAT_RELS[i].schema, "pg_catalog") &&
+            (name ? !strcmp(name, CAT_RELS[i].name) : name_oid(CAT_RELS[i].name) == oid)) {
+            if (name_out)
+                *name_out = CAT_RELS[i].name;
+            return name_oid(CAT_RELS[i].name);
+        }
+    return 0;
 }
 
 static const char *const NS_NAMES[][2] = {{"11", "pg_catalog"}, {"2200", "public"},
@@ -1223,6 +2001,22 @@ static bool rel_lookup(SqlCtx *cx, const char *name, int64_t oid, uint32_t *oid_
 {
     CatTables ts;
     bool found = false;
+    char **seqs;
+    int n_seqs;
+    if (seq_list(qr_db_dir(cx->sess->db), &seqs, &n_seqs, NULL) == QR_OK) {
+        for (int i = 0; i < n_seqs; i++) {
+            uint32_t o = name_oid(seqs[i]);
+            if (!found && (name ? !strcmp(name, seqs[i]) : o == (uint32_t)oid)) {
+                *oid_out = o;
+                *name_out = qr_arena_strndup(cx->arena, seqs[i], strlen(seqs[i]));
+                found = true;
+            }
+            qr_free(seqs[i]);
+        }
+        qr_free(seqs);
+        if (found)
+            return true;
+    }
     if (tables_load(cx, &ts) != QR_OK) {
         tables_free(&ts);
         return false;
@@ -1276,7 +2070,22 @@ int sqlcat_reg_oid(SqlCtx *cx, char kind, const SqlValue *in, int loc, SqlValue 
     }
     uint32_t oid = 0;
     bool found = false;
-    if (kind == 'c') {
+    if (!strcmp(name, "-")) { /* no object */
+        found = true;
+    } else if (kind == 'p') {
+        char fn[QR_NAME_MAX + 1];
+        snprintf(fn, sizeof fn, "%.*s", (int)strcspn(name, "("), name);
+        for (int i = 0; i < N_CAT_FUNCS && !found; i++)
+            if (!strcmp(CAT_FUNCS[i].name, fn)) {
+                oid = func_oid(&CAT_FUNCS[i]);
+                found = true;
+            }
+    } else if (kind == 'r') {
+        found = !strcmp(name, cat_user(cx));
+        oid = OWNER_OID;
+    } else if (kind == 'c' && (oid = catalog_rel_oid(name, 0, NULL)) != 0) {
+        found = true;
+    } else if (kind == 'c') {
         const char *nm;
         found = rel_lookup(cx, name, 0, &oid, &nm);
     } else if (kind == 't') {
@@ -1292,6 +2101,11 @@ int sqlcat_reg_oid(SqlCtx *cx, char kind, const SqlValue *in, int loc, SqlValue 
                 found = true;
             }
     }
+    if (!found && (kind == 'p' || kind == 'r'))
+        return sql_err_at(cx, loc, QR_ENOTFOUND, kind == 'p' ? "42883" : "42704",
+                          kind == 'p' ? "function \"%s\" does not exist"
+                                      : "role \"%s\" does not exist",
+                          name);
     if (!found)
         return kind == 'c' ? sql_err_at(cx, loc, QR_ENOTFOUND, "42P01",
                                         "relation \"%s\" does not exist", name)
@@ -1304,6 +2118,44 @@ int sqlcat_reg_oid(SqlCtx *cx, char kind, const SqlValue *in, int loc, SqlValue 
     return QR_OK;
 }
 
+int sqlcat_reg_proc(SqlCtx *cx, const SqlValue *in, int loc, SqlValue *out)
+{
+    if (in->is_null) {
+        *out = sqlv_null();
+        out->type = QR_SQL_TEXT;
+        return QR_OK;
+    }
+    if (!sqlt_is_str(in->type)) {
+        int rc = sqlcat_reg_name(cx, 'p', in->u.i, out);
+        out->type = QR_SQL_TEXT;
+        return rc;
+    }
+    char n[2 * QR_NAME_MAX + 16];
+    snprintf(n, sizeof n, "%.*s", (int)in->u.s.n, in->u.s.s);
+    const char *name = n;
+    if (!strncmp(name, "pg_catalog.", 11))
+        name += 11;
+    size_t len = strcspn(name, "(");
+    bool found = !strcmp(name, "-") || !strncmp(name, "array_in", len) || !strncmp(name, "array_out", len);
+    for (int i = 0; i < N_CAT_FUNCS && !found; i++)
+        found = strlen(CAT_FUNCS[i].name) == len && !strncmp(CAT_FUNCS[i].name, name, len);
+    for (int i = 0; i < N_PG_TYPES && !found; i++) {
+        char io[64];
+        type_io_name(&PG_TYPES[i], "in", io, sizeof io);
+        found = strlen(io) == len && !strncmp(io, name, len);
+        type_io_name(&PG_TYPES[i], "out", io, sizeof io);
+        found = found || (strlen(io) == len && !strncmp(io, name, len));
+    }
+    if (!found)
+        return sql_err_at(cx, loc, QR_ENOTFOUND, "42883", "function \"%.*s\" does not exist", (int)len, name);
+    char *s = qr_arena_strndup(cx->arena, name, len);
+    if (!s)
+        return sql_err_at(cx, loc, QR_ENOMEM, NULL, "out of memory");
+    *out = sqlv_text(s, len);
+    out->type = QR_SQL_TEXT;
+    return QR_OK;
+}
+
 int sqlcat_reg_name(SqlCtx *cx, char kind, int64_t oid, SqlValue *out)
 {
     char num[24];
@@ -1311,6 +2163,14 @@ int sqlcat_reg_name(SqlCtx *cx, char kind, int64_t oid, SqlValue *out)
     const char *name = NULL;
     if (oid == 0) {
         name = "-";
+    } else if (kind == 'p') {
+        for (int i = 0; i < N_CAT_FUNCS && !name; i++)
+            if (func_oid(&CAT_FUNCS[i]) == (uint32_t)oid)
+                name = CAT_FUNCS[i].name;
+    } else if (kind == 'r') {
+        name = oid == OWNER_OID ? cat_user(cx) : NULL;
+    } else if (kind == 'c' && catalog_rel_oid(NULL, (uint32_t)oid, &name)) {
+        /* a catalog relation */
     } else if (kind == 'c') {
         uint32_t o;
         if (!rel_lookup(cx, NULL, oid, &o, &name))

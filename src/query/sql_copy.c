@@ -66,8 +66,20 @@ typedef struct FieldList {
     int n, cap;
 } FieldList;
 
+/* A COPY record holds at most this many fields (PostgreSQL's most columns)
+ * and bytes: a line of a billion delimiters, or one never ended, is refused
+ * with its line number instead of growing until memory runs out. */
+#define COPY_MAX_FIELDS 1600
+#define COPY_MAX_RECORD ((size_t)256 << 20)
+
 static int fl_push(FieldList *fl, size_t off, size_t len, bool is_null, QrError *err)
 {
+    if (fl->n >= COPY_MAX_FIELDS) {
+        qr_error_set(err, QR_EINVAL, "extra data after last expected column");
+        qr_error_detail(err, "a row has at most %d fields", COPY_MAX_FIELDS);
+        qr_error_set_sqlstate(err, "22P04");
+        return QR_EINVAL;
+    }
     if (fl->n == fl->cap) {
         int cap = fl->cap ? fl->cap * 2 : 16;
         size_t *o = qr_realloc(fl->off, (size_t)cap * sizeof *o);
@@ -292,6 +304,12 @@ int copy_reader_feed(CopyReader *r, const char *data, size_t len, QrError *err)
                 r->escaped = true; /* an escaped byte (even a newline) stays in the record */
             }
         }
+        if (r->rec.len + (i - start) > COPY_MAX_RECORD) {
+            qr_error_set(err, QR_ELIMIT, "COPY row is longer than %zu MB", COPY_MAX_RECORD >> 20);
+            qr_error_set_sqlstate(err, "54000");
+            qr_error_pos(err, -1, r->line, -1);
+            return QR_ELIMIT;
+        }
         qr_buf_append(&r->rec, data + start, i - start);
         if (!qr_buf_ok(&r->rec))
             return qr_error_set(err, QR_ENOMEM, "out of memory reading COPY data");
@@ -418,7 +436,7 @@ static int one_char(const char *name, const char *v, char *out, QrError *err)
 int copy_fmt_from_options(CopyFmt *f, const cJSON *options, QrError *err)
 {
     /* the format decides the defaults of the others: find it first */
-    bool csv = false;
+    bool csv = false, binary = false;
     const cJSON *o;
     cJSON_ArrayForEach(o, options)
     {
@@ -429,12 +447,15 @@ int copy_fmt_from_options(CopyFmt *f, const cJSON *options, QrError *err)
             const char *v = defelem_text(cJSON_GetObjectItemCaseSensitive(d, "arg"), tmp, sizeof tmp);
             if (v && !strcasecmp(v, "csv"))
                 csv = true;
+            else if (v && !strcasecmp(v, "binary"))
+                binary = true;
             else if (!v || strcasecmp(v, "text") != 0)
                 return qr_error_set(err, QR_EUNSUPPORTED, "COPY format \"%s\" is not supported",
                                     v ? v : "?");
         }
     }
     copy_fmt_init(f, csv);
+    f->binary = binary;
     bool escape_set = false;
     cJSON_ArrayForEach(o, options)
     {
@@ -447,6 +468,10 @@ int copy_fmt_from_options(CopyFmt *f, const cJSON *options, QrError *err)
             return qr_error_set(err, QR_ESYNTAX, "malformed COPY option");
         if (!strcmp(name, "format")) {
             continue;
+        } else if (binary && strcmp(name, "freeze") != 0) {
+            qr_error_set(err, QR_ESYNTAX, "cannot specify %s in BINARY mode", name);
+            qr_error_set_sqlstate(err, "42601");
+            return QR_ESYNTAX;
         } else if (!strcmp(name, "header")) {
             if (v && (!strcasecmp(v, "true") || !strcasecmp(v, "on") || !strcmp(v, "1")))
                 f->header = true;
@@ -474,6 +499,8 @@ int copy_fmt_from_options(CopyFmt *f, const cJSON *options, QrError *err)
             if (!v || (strcasecmp(v, "utf8") != 0 && strcasecmp(v, "utf-8") != 0))
                 return qr_error_set(err, QR_EUNSUPPORTED, "COPY encoding \"%s\" is not supported",
                                     v ? v : "?");
+        } else if (!strcmp(name, "freeze")) {
+            /* pgbench -i: rows are visible once committed either way */
         } else {
             rc = qr_error_set(err, QR_EUNSUPPORTED, "COPY option \"%s\" is not supported", name);
         }
@@ -504,6 +531,12 @@ struct CopyIn {
     SqluState *st;        /* borrows */
     SqlValue *src;        /* n_target values (arena) */
     char rel[QR_NAME_MAX + 1];
+    /* FORMAT binary (copy_binary_feed): */
+    bool binary;
+    QrBuf pend;           /* owns: bytes not yet parsed (a tuple may span chunks) */
+    bool bin_started;     /* the signature and header were read */
+    bool bin_ended;       /* the trailer (-1) was read */
+    int64_t tuples;       /* tuples read: the "line" of an error */
 };
 
 void sqlw_copy_free(SqluState *st)
@@ -514,6 +547,7 @@ void sqlw_copy_free(SqluState *st)
     sqlw_release_all(c->sess);
     sqlw_insert_close(c->ic);
     copy_reader_free(&c->rd);
+    qr_buf_free(&c->pend);
     cJSON_Delete(c->body);
     qr_arena_free(c->row_arena);
     qr_arena_free(c->arena);
@@ -575,14 +609,10 @@ static int table_query(SqlCtx *cx, const cJSON *b, cJSON **root, const cJSON **n
     qr_buf_putc(&q, 0);
     if (!qr_buf_ok(&q))
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    PgQueryParseResult pr = pg_query_parse((const char *)q.data);
+    int rc = sql_parse((const char *)q.data, q.len - 1, 0, root, cx->err);
     qr_buf_free(&q);
-    if (pr.error) {
-        pg_query_free_parse_result(pr);
-        return qr_error_set(cx->err, QR_EINTERNAL, "cannot build the COPY query");
-    }
-    *root = cJSON_Parse(pr.parse_tree);
-    pg_query_free_parse_result(pr);
+    if (rc)
+        return rc;
     const cJSON *stmts = cJSON_GetObjectItemCaseSensitive(*root, "stmts");
     *node = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(stmts, 0), "stmt");
     return *node ? QR_OK : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
@@ -597,14 +627,17 @@ static int copy_to(SqlCtx *cx, const cJSON *b, const CopyFmt *fmt, QrSqlResult *
         rc = table_query(cx, b, &root, &node);
     if (rc == QR_OK)
         rc = sql_query_run(cx, node, res);
-    cJSON_Delete(root);
+    sqlj_delete(root);
     if (rc)
         return rc;
     res->kind = QR_SQL_RES_COPY_OUT;
-    res->copy_format = fmt->csv ? QR_SQL_COPY_CSV : QR_SQL_COPY_TEXT;
+    res->copy_format = fmt->binary ? QR_SQL_COPY_BINARY
+                       : fmt->csv  ? QR_SQL_COPY_CSV
+                                   : QR_SQL_COPY_TEXT;
     res->copy_delim = fmt->delim;
     res->copy_header = fmt->header;
     res->copy_null = qr_arena_strndup(cx->arena, fmt->null_str, strlen(fmt->null_str));
+    res->copy_relation = sqlj_str(sqlj_get(b, "relation"), "relname");
     snprintf(res->tag, sizeof res->tag, "COPY %llu", (unsigned long long)res->n_rows);
     return QR_OK;
 }
@@ -667,10 +700,14 @@ int sqlw_copy_exec(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
         res->n_cols = res->cols ? n : 0;
     }
     res->kind = QR_SQL_RES_COPY_IN;
-    res->copy_format = fmt.csv ? QR_SQL_COPY_CSV : QR_SQL_COPY_TEXT;
+    c->binary = fmt.binary;
+    res->copy_format = fmt.binary ? QR_SQL_COPY_BINARY
+                       : fmt.csv  ? QR_SQL_COPY_CSV
+                                  : QR_SQL_COPY_TEXT;
     res->copy_delim = fmt.delim;
     res->copy_header = fmt.header;
     res->copy_null = qr_arena_strndup(cx->arena, fmt.null_str, strlen(fmt.null_str));
+    res->copy_relation = qr_arena_strndup(cx->arena, c->rel, strlen(c->rel));
     snprintf(res->tag, sizeof res->tag, "COPY");
     return QR_OK;
 }
@@ -691,12 +728,119 @@ static void copy_abort(QrSqlSession *s, SqluState *st)
         s->txn_status = 'E';
 }
 
+/* ---- FORMAT binary input ----
+ *
+ * PostgreSQL's binary COPY format: the 11-byte signature "PGCOPY\n\377\r\n\0",
+ * flags:i32 (bit 16 = OIDs, refused), extension length:i32 and that many
+ * bytes; then tuples of  n_fields:i16  (len:i32 bytes | -1 for NULL)*, each
+ * value in its type's send format (the target column's type); the trailer
+ * is n_fields = -1.  Integers are big-endian.  Input ending on a tuple
+ * boundary without the trailer is accepted, as PostgreSQL does. */
+
+static const uint8_t COPY_SIG[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xFF, '\r', '\n', 0};
+
+static uint32_t be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int bin_bad(struct CopyIn *c, QrError *err, const char *what)
+{
+    qr_error_set(err, QR_EINVAL, "%s", what);
+    qr_error_set_sqlstate(err, "22P04");
+    qr_error_pos(err, -1, c->tuples + 1, -1);
+    return QR_EINVAL;
+}
+
+/* Parse every complete part of c->pend; keep the rest for the next chunk. */
+static int copy_binary_feed(struct CopyIn *c, const char *data, size_t len, QrError *err)
+{
+    qr_buf_append(&c->pend, data, len);
+    if (!qr_buf_ok(&c->pend))
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    const uint8_t *p = c->pend.data, *end = p + c->pend.len;
+    int rc = QR_OK;
+    if (!c->bin_started) {
+        if (end - p < 19)
+            return QR_OK;
+        if (memcmp(p, COPY_SIG, sizeof COPY_SIG) != 0)
+            return bin_bad(c, err, "COPY file signature not recognized");
+        if (be32(p + 11) & (1u << 16))
+            return bin_bad(c, err, "COPY with OIDs is not supported");
+        uint32_t ext = be32(p + 15);
+        if ((size_t)(end - p) < 19 + (size_t)ext)
+            return QR_OK;
+        p += 19 + ext;
+        c->bin_started = true;
+    }
+    int want = sqlw_insert_n_target(c->ic);
+    while (rc == QR_OK && p < end) {
+        if (c->bin_ended)
+            return bin_bad(c, err, "received copy data after EOF marker");
+        if (end - p < 2)
+            break;
+        int16_t nf = (int16_t)(p[0] << 8 | p[1]);
+        if (nf == -1) {
+            c->bin_ended = true;
+            p += 2;
+            continue;
+        }
+        if (nf != want) {
+            bin_bad(c, err, "row field count does not match the target columns");
+            qr_error_detail(err, "tuple %lld has %d fields, %d expected", (long long)c->tuples + 1,
+                            nf, want);
+            return err->code;
+        }
+        /* is the whole tuple here? */
+        const uint8_t *q = p + 2;
+        bool whole = true;
+        for (int i = 0; i < nf && whole; i++) {
+            if (end - q < 4) {
+                whole = false;
+                break;
+            }
+            int32_t fl = (int32_t)be32(q);
+            q += 4;
+            if (fl < -1)
+                return bin_bad(c, err, "invalid field size");
+            if (fl > 0 && end - q < fl)
+                whole = false;
+            else if (fl > 0)
+                q += fl;
+        }
+        if (!whole)
+            break;
+        c->tuples++;
+        SqlCtx cx = {.sess = c->sess, .arena = c->row_arena, .err = err};
+        q = p + 2;
+        for (int i = 0; i < nf && rc == QR_OK; i++) {
+            int32_t fl = (int32_t)be32(q);
+            q += 4;
+            rc = sql_param_decode(&cx, sqlw_insert_target_type(c->ic, i),
+                                  fl < 0 ? NULL : (const char *)q, fl < 0 ? 0 : fl, 1, &c->src[i]);
+            q += fl > 0 ? fl : 0;
+        }
+        if (rc == QR_OK)
+            rc = sqlw_insert_values(&cx, c->st, c->ic, c->src);
+        sql_ctx_done(&cx);
+        qr_arena_reset(c->row_arena);
+        if (rc != QR_OK && err->line < 0)
+            qr_error_pos(err, -1, c->tuples, -1);
+        p = q;
+    }
+    size_t used = (size_t)(p - (const uint8_t *)c->pend.data);
+    memmove(c->pend.data, c->pend.data + used, c->pend.len - used);
+    c->pend.len -= used;
+    return rc;
+}
+
 int sqlu_copy_data(QrSqlSession *s, const char *data, size_t len, QrError *err)
 {
     SqluState *st = s->u_state;
     if (!st || !st->copy)
         return qr_error_set(err, QR_EINVAL, "no COPY is in progress");
-    int rc = copy_reader_feed(&st->copy->rd, data, len, err);
+    int rc = st->copy->binary ? copy_binary_feed(st->copy, data, len, err)
+                              : copy_reader_feed(&st->copy->rd, data, len, err);
     if (rc)
         copy_abort(s, st);
     return rc;
@@ -707,7 +851,11 @@ int sqlu_copy_done(QrSqlSession *s, QrSqlResult *res, QrError *err)
     SqluState *st = s->u_state;
     if (!st || !st->copy)
         return qr_error_set(err, QR_EINVAL, "no COPY is in progress");
-    int rc = copy_reader_finish(&st->copy->rd, err);
+    struct CopyIn *c = st->copy;
+    int rc = !c->binary               ? copy_reader_finish(&c->rd, err)
+             : c->pend.len > 0        ? bin_bad(c, err, "unexpected EOF in COPY data")
+             : !c->bin_started        ? bin_bad(c, err, "COPY file signature not recognized")
+                                      : QR_OK;
     uint64_t n = sqlw_insert_count(st->copy->ic);
     if (rc) {
         copy_abort(s, st);

@@ -21,6 +21,7 @@
  * DDL is not transactional: it takes effect when it runs, inside a block
  * too (docs/sql.md).
  */
+#include "query/sequence.h"
 #include "query/sql_w.h"
 #include "store/util.h"
 
@@ -161,6 +162,10 @@ typedef struct ColSpec {
     bool not_null, is_pk;
     const cJSON *dflt;     /* borrows the parse tree */
     int loc;
+    bool serial;           /* SERIAL / BIGSERIAL / SMALLSERIAL */
+    char identity;         /* GENERATED 'a'LWAYS / BY 'd'EFAULT AS IDENTITY, or 0 */
+    const cJSON *id_opts;  /* borrows: the identity's sequence options */
+    char seq[64];          /* the sequence behind a serial or identity column */
 } ColSpec;
 
 static const struct {
@@ -179,6 +184,10 @@ static const struct {
     {"date", "timestamp", QR_FT_TIMESTAMP}, {"text", "text", QR_FT_TEXT},
     {"varchar", "varchar", QR_FT_KEYWORD}, {"bpchar", "bpchar", QR_FT_KEYWORD},
     {"char", "bpchar", QR_FT_KEYWORD},
+    /* SERIAL: an integer column whose default is nextval of its own sequence */
+    {"serial", "int4", QR_FT_INT},        {"serial4", "int4", QR_FT_INT},
+    {"bigserial", "int8", QR_FT_INT},     {"serial8", "int8", QR_FT_INT},
+    {"smallserial", "int2", QR_FT_INT},   {"serial2", "int2", QR_FT_INT},
 };
 
 static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
@@ -193,6 +202,7 @@ static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
         c->ft = TYPES[i].ft;
         c->pg = TYPES[i].pg;
         c->typmod = -1;
+        c->serial = strstr(name, "serial") != NULL;
         const cJSON *mods = sqlj_get(tn, "typmods");
         if (c->ft == QR_FT_KEYWORD && cJSON_GetArraySize(mods) == 1) {
             const cJSON *ac = sqlj_is(cJSON_GetArrayItem(mods, 0), "A_Const");
@@ -224,7 +234,12 @@ static int col_constraints(SqlCtx *cx, const cJSON *list, ColSpec *c)
             c->not_null = false;
         else if (!strcmp(ct, "CONSTR_DEFAULT"))
             c->dflt = sqlj_get(k, "raw_expr");
-        else
+        else if (!strcmp(ct, "CONSTR_IDENTITY")) {
+            const char *gw = sqlj_str(k, "generated_when");
+            c->identity = gw && gw[0] == 'd' ? 'd' : 'a';
+            c->id_opts = sqlj_get(k, "options");
+            c->not_null = true;
+        } else
             return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
                               "%s constraints are not supported (column \"%s\")",
                               !strcmp(ct, "CONSTR_UNIQUE")    ? "UNIQUE"
@@ -245,7 +260,20 @@ static int col_from_def(SqlCtx *cx, const cJSON *cd, ColSpec *c)
         return sql_err_at(cx, c->loc, QR_EINVAL, "42602", "invalid column name \"%s\"",
                           c->name ? c->name : "");
     int rc = map_type(cx, sqlj_get(cd, "typeName"), c);
-    return rc ? rc : col_constraints(cx, sqlj_get(cd, "constraints"), c);
+    if (rc || (rc = col_constraints(cx, sqlj_get(cd, "constraints"), c)) != QR_OK)
+        return rc;
+    if (c->identity && c->ft != QR_FT_INT)
+        return sql_err_at(cx, c->loc, QR_EINVAL, "22023",
+                          "identity column type must be smallint, integer, or bigint");
+    if (c->identity && (c->dflt || c->serial))
+        return sql_err_at(cx, c->loc, QR_ESYNTAX, "42601",
+                          "both default and identity specified for column \"%s\"", c->name);
+    if (c->serial && c->dflt)
+        return sql_err_at(cx, c->loc, QR_ESYNTAX, "42601",
+                          "multiple default values specified for column \"%s\"", c->name);
+    if (c->serial)
+        c->not_null = true;
+    return QR_OK;
 }
 
 static void meta_put_col(cJSON *cols, const ColSpec *c)
@@ -255,8 +283,14 @@ static void meta_put_col(cJSON *cols, const ColSpec *c)
     cJSON_AddNumberToObject(o, "typmod", c->typmod);
     if (c->not_null || c->is_pk)
         cJSON_AddTrueToObject(o, "not_null");
-    if (c->dflt)
+    if (c->seq[0]) {
+        cJSON_AddItemToObject(o, "default", sqlseq_default_tree(c->seq));
+        cJSON_AddStringToObject(o, "sequence", c->seq);
+    } else if (c->dflt) {
         cJSON_AddItemToObject(o, "default", cJSON_Duplicate(c->dflt, true));
+    }
+    if (c->identity)
+        cJSON_AddStringToObject(o, "identity", c->identity == 'd' ? "d" : "a");
     cJSON_DeleteItemFromObjectCaseSensitive(cols, c->name);
     cJSON_AddItemToObject(cols, c->name, o);
 }
@@ -298,7 +332,8 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
                           "relation \"%s\" already exists", name);
     }
     int n = cJSON_GetArraySize(sqlj_get(b, "tableElts"));
-    ColSpec *cols = qr_arena_calloc(cx->arena, (size_t)(n ? n : 1) * sizeof *cols);
+    /* one spare: the hidden row id of a table without a declared key */
+    ColSpec *cols = qr_arena_calloc(cx->arena, (size_t)(n + 1) * sizeof *cols);
     if (!cols)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     int n_cols = 0;
@@ -338,11 +373,13 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
                               "KEY)");
         }
     }
-    if (!pk) {
-        qr_error_hint(cx->err, "declare one column PRIMARY KEY (an integer or a string): it is "
-                               "the document id");
-        return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EUNSUPPORTED, "0A000",
-                          "table \"%s\" has no primary key", name);
+    bool hidden_pk = !pk;
+    if (hidden_pk) {
+        /* no declared key: a hidden row id from the table's own sequence is
+         * the document id (PostgreSQL's tables need no key either) */
+        cols[n_cols] = (ColSpec){.name = SQLW_ROWID, .ft = QR_FT_INT, .pg = "int8", .typmod = -1,
+                                 .is_pk = true, .not_null = true, .serial = true, .loc = -1};
+        pk = cols[n_cols++].name;
     }
     ColSpec *pkc = NULL;
     for (int i = 0; i < n_cols; i++)
@@ -380,8 +417,25 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     QrTable *t = NULL;
     if (rc == QR_OK)
         rc = qr_table_create(cx->sess->db, name, s, &t, cx->err);
-    if (rc == QR_OK && (rc = sqlw_meta_save(cx->sess->db, name, meta, cx->err)) != QR_OK)
-        qr_table_drop(cx->sess->db, name, NULL);
+    if (rc == QR_OK) {
+        /* the sequences of SERIAL, identity and row-id columns, then their defaults */
+        for (int i = 0; i < n_cols && rc == QR_OK; i++) {
+            if (!cols[i].serial && !cols[i].identity)
+                continue;
+            rc = sqlseq_for_column(cx, name, cols[i].name, cols[i].pg, cols[i].id_opts,
+                                   hidden_pk && cols[i].is_pk, cols[i].seq, sizeof cols[i].seq);
+            if (rc == QR_OK)
+                meta_put_col(mcols, &cols[i]);
+        }
+        if (hidden_pk)
+            cJSON_AddTrueToObject(meta, "hidden_pk");
+        if (rc == QR_OK)
+            rc = sqlw_meta_save(cx->sess->db, name, meta, cx->err);
+        if (rc != QR_OK) {
+            qr_table_drop(cx->sess->db, name, NULL);
+            seq_drop_owned(qr_db_dir(cx->sess->db), name, NULL);
+        }
+    }
     cJSON_Delete(meta);
     return rc;
 }
@@ -601,6 +655,8 @@ static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         }
         sqlw_release(cx->sess, name);
         int rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);
+        if (rc == QR_OK) /* SERIAL, identity and row-id sequences go with their table */
+            rc = seq_drop_owned(qr_db_dir(cx->sess->db), name, cx->err);
         if (rc)
             return rc;
     }
@@ -609,10 +665,140 @@ static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 
 /* ---- ALTER TABLE ---- */
 
+static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
+{
+    ColSpec cs;
+    int rc;
+    if ((rc = col_from_def(cx, sqlj_is(sqlj_get(c, "def"), "ColumnDef"), &cs)) != QR_OK)
+        return rc;
+    const QrSchema *s = qr_table_schema(t);
+    if (schema_field_index(s, cs.name) >= 0 || !strcmp(cs.name, s->primary_key)) {
+        if (sqlj_bool(c, "missing_ok")) {
+            sql_notice(cx, "NOTICE", "42701",
+                       "column \"%s\" of relation \"%s\" already exists, skipping", cs.name,
+                       qr_table_name(t));
+            return QR_OK;
+        }
+        return sql_err_at(cx, cs.loc, QR_EEXISTS, "42701",
+                          "column \"%s\" of relation \"%s\" already exists", cs.name,
+                          qr_table_name(t));
+    }
+    if (cs.is_pk || cs.not_null || cs.dflt)
+        return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
+                          "ADD COLUMN takes no PRIMARY KEY, NOT NULL or DEFAULT (existing "
+                          "rows read the new column as NULL)");
+    QrField f;
+    schema_field_defaults(&f, cs.name, cs.ft);
+    if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
+        return rc;
+    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+    if (!meta)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    meta_put_col(meta_obj(meta, "columns"), &cs);
+    rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
+    cJSON_Delete(meta);
+    return rc;
+}
+
+/* The sequence a DEFAULT nextval('<seq>'::regclass) draws from, or NULL. */
+static const char *nextval_seq(const cJSON *e)
+{
+    const cJSON *fc = sqlj_is(e, "FuncCall");
+    const char *fn = sqlj_last_name(sqlj_get(fc, "funcname"));
+    const cJSON *a = cJSON_GetArrayItem(sqlj_get(fc, "args"), 0);
+    if (!fn || strcmp(fn, "nextval") != 0 || cJSON_GetArraySize(sqlj_get(fc, "args")) != 1)
+        return NULL;
+    if (sqlj_is(a, "TypeCast"))
+        a = sqlj_get(sqlj_is(a, "TypeCast"), "arg");
+    const cJSON *sv = sqlj_get(sqlj_is(a, "A_Const"), "sval");
+    const char *name = sqlj_str(sv, "sval");
+    if (name && !strncmp(name, "public.", 7))
+        name += 7;
+    return name;
+}
+
+/* ALTER COLUMN SET / DROP DEFAULT, ADD GENERATED ... AS IDENTITY, SET /
+ * DROP NOT NULL: the column's entry in the SQL metadata. */
+static int alter_column(SqlCtx *cx, QrTable *t, const cJSON *c, const char *sub)
+{
+    const char *col = sqlj_str(c, "name");
+    const QrSchema *s = qr_table_schema(t);
+    if (!col || (schema_field_index(s, col) < 0 && strcmp(col, s->primary_key) != 0))
+        return sql_err_at(cx, -1, QR_ENOTFOUND, "42703",
+                          "column \"%s\" of relation \"%s\" does not exist", col ? col : "",
+                          qr_table_name(t));
+    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+    cJSON *mc = meta ? cJSON_GetObjectItemCaseSensitive(meta_obj(meta, "columns"), col) : NULL;
+    if (meta && !mc)
+        mc = cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(meta, "columns"), col);
+    if (!mc) {
+        cJSON_Delete(meta);
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    }
+    int rc = QR_OK;
+    const cJSON *def = sqlj_get(c, "def");
+    if (!strcmp(sub, "AT_ColumnDefault")) {
+        cJSON_DeleteItemFromObjectCaseSensitive(mc, "default");
+        cJSON_DeleteItemFromObjectCaseSensitive(mc, "sequence");
+        if (def) {
+            const char *seq = nextval_seq(def);
+            cJSON_AddItemToObject(mc, "default", cJSON_Duplicate(def, true));
+            if (seq)
+                cJSON_AddStringToObject(mc, "sequence", seq);
+        }
+    } else if (!strcmp(sub, "AT_AddIdentity")) {
+        const cJSON *k = sqlj_is(def, "Constraint");
+        const char *gw = sqlj_str(k, "generated_when");
+        const char *pg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mc, "type"));
+        char seq[64];
+        int fi = schema_field_index(s, col);
+        if ((fi >= 0 && s->fields[fi].type != QR_FT_INT) || cJSON_GetObjectItemCaseSensitive(mc, "default"))
+            rc = sql_err_at(cx, -1, QR_EINVAL, "42611",
+                            "column \"%s\" of relation \"%s\" must be an integer without a default "
+                            "to be an identity column",
+                            col, qr_table_name(t));
+        else if ((rc = sqlseq_for_column(cx, qr_table_name(t), col, pg ? pg : "int8",
+                                         sqlj_get(k, "options"), false, seq, sizeof seq)) == QR_OK) {
+            cJSON_AddItemToObject(mc, "default", sqlseq_default_tree(seq));
+            cJSON_AddStringToObject(mc, "sequence", seq);
+            cJSON_AddStringToObject(mc, "identity", gw && gw[0] == 'd' ? "d" : "a");
+            cJSON_DeleteItemFromObjectCaseSensitive(mc, "not_null");
+            cJSON_AddTrueToObject(mc, "not_null");
+        }
+    } else {
+        cJSON_DeleteItemFromObjectCaseSensitive(mc, "not_null");
+        if (!strcmp(sub, "AT_SetNotNull"))
+            cJSON_AddTrueToObject(mc, "not_null");
+    }
+    if (rc == QR_OK)
+        rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
+    cJSON_Delete(meta);
+    return rc;
+}
+
+/* ALTER TABLE s OWNER TO r on a sequence (pg_dump writes it so): the one
+ * owner is the role that connected, so nothing changes. */
+static bool owner_of_sequence(SqlCtx *cx, const cJSON *b)
+{
+    const cJSON *it;
+    const char *rel = sqlj_str(sqlj_get(b, "relation"), "relname");
+    if (!rel || !sqlcat_is_sequence(cx, rel))
+        return false;
+    cJSON_ArrayForEach(it, sqlj_get(b, "cmds"))
+    {
+        const char *sub = sqlj_str(sqlj_is(it, "AlterTableCmd"), "subtype");
+        if (!sub || strcmp(sub, "AT_ChangeOwner") != 0)
+            return false;
+    }
+    return true;
+}
+
 static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 {
     QrTable *t;
     snprintf(res->tag, sizeof res->tag, "ALTER TABLE");
+    if (owner_of_sequence(cx, b))
+        return QR_OK;
     int rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);
     if (rc)
         return rc;
@@ -621,38 +807,51 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     {
         const cJSON *c = sqlj_is(it, "AlterTableCmd");
         const char *sub = sqlj_str(c, "subtype");
-        if (!sub || strcmp(sub, "AT_AddColumn") != 0)
+        const cJSON *k = sqlj_is(sqlj_get(c, "def"), "Constraint");
+        const char *ct = sqlj_str(k, "contype");
+        if (sub && !strcmp(sub, "AT_AddColumn")) {
+            rc = add_column(cx, t, c);
+        } else if (sub && !strcmp(sub, "AT_ChangeOwner")) {
+            rc = QR_OK; /* one owner: the role that connected */
+        } else if (sub && (!strcmp(sub, "AT_ColumnDefault") || !strcmp(sub, "AT_AddIdentity") ||
+                           !strcmp(sub, "AT_SetNotNull") || !strcmp(sub, "AT_DropNotNull"))) {
+            rc = alter_column(cx, t, c, sub);
+        } else if (sub && !strcmp(sub, "AT_AddConstraint") && ct && !strcmp(ct, "CONSTR_PRIMARY")) {
+            const cJSON *keys = sqlj_get(k, "keys");
+            if (cJSON_GetArraySize(keys) != 1)
+                return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
+                                  "a Quarry table needs a primary key of exactly one column");
+            rc = sqlw_add_primary_key(cx, t, sqlj_sval(cJSON_GetArrayItem(keys, 0)), sqlj_loc(k));
+            /* the table was rebuilt: its handle is gone */
+            if (rc == QR_OK && cJSON_GetArraySize(sqlj_get(b, "cmds")) > 1)
+                rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);
+        } else {
             return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
-                              "ALTER TABLE supports ADD COLUMN only");
-        ColSpec cs;
-        if ((rc = col_from_def(cx, sqlj_is(sqlj_get(c, "def"), "ColumnDef"), &cs)) != QR_OK)
-            return rc;
-        const QrSchema *s = qr_table_schema(t);
-        if (schema_field_index(s, cs.name) >= 0 || !strcmp(cs.name, s->primary_key)) {
-            if (sqlj_bool(c, "missing_ok")) {
-                sql_notice(cx, "NOTICE", "42701",
-                           "column \"%s\" of relation \"%s\" already exists, skipping", cs.name,
-                           qr_table_name(t));
-                continue;
-            }
-            return sql_err_at(cx, cs.loc, QR_EEXISTS, "42701",
-                              "column \"%s\" of relation \"%s\" already exists", cs.name,
-                              qr_table_name(t));
+                              "ALTER TABLE supports ADD COLUMN, ADD PRIMARY KEY, ALTER COLUMN "
+                              "SET/DROP DEFAULT, SET/DROP NOT NULL, ADD GENERATED AS IDENTITY "
+                              "and OWNER TO");
         }
-        if (cs.is_pk || cs.not_null || cs.dflt)
-            return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
-                              "ADD COLUMN takes no PRIMARY KEY, NOT NULL or DEFAULT (existing "
-                              "rows read the new column as NULL)");
-        QrField f;
-        schema_field_defaults(&f, cs.name, cs.ft);
-        if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
+        if (rc)
             return rc;
-        cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
-        if (!meta)
-            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-        meta_put_col(meta_obj(meta, "columns"), &cs);
-        rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
-        cJSON_Delete(meta);
+    }
+    return QR_OK;
+}
+
+/* LOCK TABLE (pg_dump) and VACUUM / ANALYZE (pgbench): the tables must
+ * exist; nothing else to do, since readers work on snapshots and segments
+ * are merged in the background. */
+static int lock_or_vacuum(SqlCtx *cx, const cJSON *b, const char *tag, QrSqlResult *res)
+{
+    bool lock = !strcmp(tag, "LockStmt");
+    snprintf(res->tag, sizeof res->tag, "%s",
+             lock ? "LOCK TABLE" : sqlj_bool(b, "is_vacuumcmd") ? "VACUUM" : "ANALYZE");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, sqlj_get(b, lock ? "relations" : "rels"))
+    {
+        const cJSON *rv = lock ? sqlj_is(it, "RangeVar")
+                               : sqlj_get(sqlj_is(it, "VacuumRelation"), "relation");
+        QrTable *t;
+        int rc = sqlw_table(cx, rv, &t);
         if (rc)
             return rc;
     }
@@ -665,8 +864,26 @@ int sqlw_ddl_exec(SqlCtx *cx, const cJSON *b, const char *tag, QrSqlResult *res)
         return create_table(cx, b, res);
     if (!strcmp(tag, "IndexStmt"))
         return create_index(cx, b, res);
-    if (!strcmp(tag, "DropStmt"))
+    if (!strcmp(tag, "DropStmt")) {
+        const char *rt = sqlj_str(b, "removeType");
+        if (rt && !strcmp(rt, "OBJECT_SEQUENCE"))
+            return sqlseq_drop(cx, b, res);
         return drop_stmt(cx, b, res);
+    }
+    if (!strcmp(tag, "AlterOwnerStmt") || !strcmp(tag, "CommentStmt")) {
+        /* one owner (the role that connected); comments are not kept */
+        const char *ot = sqlj_str(b, "objectType");
+        snprintf(res->tag, sizeof res->tag, "%s",
+                 !strcmp(tag, "CommentStmt") ? "COMMENT"
+                 : ot && !strcmp(ot, "OBJECT_SCHEMA") ? "ALTER SCHEMA" : "ALTER OWNER");
+        return QR_OK;
+    }
+    if (!strcmp(tag, "LockStmt") || !strcmp(tag, "VacuumStmt"))
+        return lock_or_vacuum(cx, b, tag, res);
+    if (!strcmp(tag, "CreateSeqStmt"))
+        return sqlseq_create(cx, b, res);
+    if (!strcmp(tag, "AlterSeqStmt"))
+        return sqlseq_alter(cx, b, res);
     if (!strcmp(tag, "AlterTableStmt"))
         return alter_table(cx, b, res);
     if (!strcmp(tag, "CreateTableAsStmt"))

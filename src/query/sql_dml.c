@@ -547,24 +547,85 @@ static QrSqlType dml_pk_type(const cJSON *meta, const SqlScope *sc)
     return t;
 }
 
+/* Parameters of a DML statement take their types from their context, as
+ * in PostgreSQL: INSERT values and UPDATE SET values the target column's,
+ * WHERE operands what they are compared or combined with.  Binding the
+ * expressions once here, at prepare time, records those types in
+ * cx->param_types (execution binds them again with the types fixed). */
+static int find_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc);
+static const cJSON *values_lists(const cJSON *sel);
+
+static int dml_infer_params(SqlCtx *cx, const cJSON *b, const SqlScope *sc)
+{
+    SqlExpr *e;
+    int rc = QR_OK;
+    const cJSON *it;
+    const cJSON *vl = values_lists(sqlj_get(b, "selectStmt"));
+    if (vl) { /* INSERT ... VALUES: the target columns, named or all */
+        const cJSON *cols = sqlj_get(b, "cols");
+        int tgt[1024], nt = 0;
+        cJSON_ArrayForEach(it, cols)
+        {
+            const char *cname = sqlj_str(sqlj_is(it, "ResTarget"), "name");
+            int ci = cname ? find_col(cx, sc, cname, sqlj_loc(it)) : -1;
+            if (ci < 0 || nt == 1024)
+                return cname ? cx->err->code : QR_OK;
+            tgt[nt++] = ci;
+        }
+        for (int i = 0; !cols && i < sc->n && nt < 1024; i++)
+            if (!sc->cols[i].hidden)
+                tgt[nt++] = i;
+        const cJSON *list;
+        cJSON_ArrayForEach(list, vl)
+        {
+            int k = 0;
+            cJSON_ArrayForEach(it, sqlj_get(sqlj_is(list, "List"), "items"))
+            {
+                if (k >= nt)
+                    break; /* execution reports the count mismatch */
+                if (!sqlj_is(it, "SetToDefault") &&
+                    (rc = sql_expr_compile_as(cx, it, NULL, sc->cols[tgt[k]].type, &e)))
+                    return rc;
+                k++;
+            }
+        }
+    }
+    cJSON_ArrayForEach(it, sqlj_get(b, "targetList")) /* UPDATE SET */
+    {
+        const cJSON *r = sqlj_is(it, "ResTarget");
+        int ci = find_col(cx, sc, sqlj_str(r, "name"), sqlj_loc(r));
+        if (ci < 0)
+            return cx->err->code;
+        if ((rc = sql_expr_compile_as(cx, sqlj_get(r, "val"), sc, sc->cols[ci].type, &e)))
+            return rc;
+    }
+    const cJSON *w = sqlj_get(b, "whereClause");
+    if (w && (rc = sql_expr_compile_as(cx, w, sc, QR_SQL_BOOL, &e)))
+        return rc;
+    return QR_OK;
+}
+
 int sqlw_dml_describe(SqlCtx *cx, const cJSON *b, QrSqlColumn **cols, int *n_cols)
 {
     *cols = NULL;
     *n_cols = 0;
     const cJSON *list = sqlj_get(b, "returningList");
-    if (!cJSON_GetArraySize(list))
+    if (!cJSON_GetArraySize(list) && cx->n_params == 0)
         return QR_OK;
     QrTable *t;
     SqlScope *sc;
     int rc = target_scope(cx, sqlj_get(b, "relation"), &t, &sc);
     if (rc)
         return rc;
+    if (cx->n_params > 0)
+        rc = dml_infer_params(cx, b, sc);
     Returning r;
-    if ((rc = returning_bind(cx, list, sc, &r)) != QR_OK)
-        return rc;
-    *cols = r.cols;
-    *n_cols = r.n;
-    return QR_OK;
+    if (rc == QR_OK && (rc = returning_bind(cx, list, sc, &r)) == QR_OK) {
+        *cols = r.cols;
+        *n_cols = r.n;
+    }
+    sqlw_release(cx->sess, qr_table_name(t));
+    return rc;
 }
 
 /* ---- rows of a WHERE, with the block's own writes ---- */
@@ -673,6 +734,7 @@ struct InsertCx {
     SqlExpr *set_where;
     Returning ret;
     uint64_t count;
+    bool check_identity;     /* INSERT (not COPY): GENERATED ALWAYS refuses given values */
 };
 
 static int find_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc)
@@ -707,13 +769,30 @@ static int row_to_doc(SqlCtx *cx, InsertCx *ic, const SqlValue *row, cJSON *doc)
 {
     for (int i = 0; i < ic->sc->n; i++) {
         const SqlCol *c = &ic->sc->cols[i];
-        if (c->field < -1 || c->hidden)
+        if (c->field < -1 || (c->hidden && c->field != -1)) /* a hidden row id is the key */
             continue;
         int rc = doc_set(cx, doc, ic->s, c, ic->pk_type, &row[i]);
         if (rc)
             return rc;
     }
     return QR_OK;
+}
+
+static bool identity_always(const InsertCx *ic, int col)
+{
+    const cJSON *m = sqlw_meta_col(ic->meta, ic->sc->cols[col].name);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(m, "identity"));
+    return id && id[0] == 'a';
+}
+
+static int identity_error(SqlCtx *cx, const char *col)
+{
+    sql_err_at(cx, -1, QR_EINVAL, "428C9", "cannot insert a non-DEFAULT value into column \"%s\"",
+               col);
+    qr_error_detail(cx->err, "Column \"%s\" is an identity column defined as GENERATED ALWAYS.",
+                    col);
+    qr_error_hint(cx->err, "Use OVERRIDING SYSTEM VALUE to override.");
+    return cx->err->code;
 }
 
 static int insert_row(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *src)
@@ -723,9 +802,19 @@ static int insert_row(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *s
     if (!row)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     SqlEvalRow none = {.doc = -1};
+    bool *given = qr_arena_calloc(cx->arena, (size_t)n + 1);
+    if (!given)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    for (int k = 0; k < ic->n_target; k++)
+        if (ic->target[k] >= 0) {
+            given[ic->target[k]] = true;
+            if (ic->check_identity && identity_always(ic, ic->target[k]))
+                return identity_error(cx, ic->sc->cols[ic->target[k]].name);
+        }
+    /* defaults only where no value is given: nextval is not spent in vain */
     for (int i = 0; i < n; i++) {
         row[i] = sqlv_null();
-        if (ic->dflt[i]) {
+        if (ic->dflt[i] && !given[i]) {
             int rc = sql_expr_eval(cx, ic->dflt[i], &none, &row[i]);
             if (rc)
                 return rc;
@@ -869,7 +958,9 @@ static int insert_prepare(SqlCtx *cx, const cJSON *b, InsertCx *ic)
     for (int i = 0; i < n; i++) {
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(sqlw_meta_col(ic->meta, ic->sc->cols[i].name),
                                                           "default");
-        if (d && !ic->sc->cols[i].hidden && (rc = sql_expr_compile(cx, d, NULL, &ic->dflt[i])))
+        bool row_id = ic->sc->cols[i].field == -1; /* a hidden row id has its default too */
+        if (d && (!ic->sc->cols[i].hidden || row_id) &&
+            (rc = sql_expr_compile(cx, d, NULL, &ic->dflt[i])))
             return rc;
     }
     /* ON CONFLICT */
@@ -948,6 +1039,8 @@ int sqlw_insert(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
 {
     InsertCx ic;
     memset(&ic, 0, sizeof ic);
+    const char *ov = sqlj_str(b, "override");
+    ic.check_identity = !ov || strcmp(ov, "OVERRIDING_SYSTEM_VALUE") != 0;
     int rc = insert_prepare(cx, b, &ic);
     const cJSON *sel = sqlj_get(b, "selectStmt");
     const cJSON *vl = sel ? values_lists(sel) : NULL;
@@ -1204,6 +1297,10 @@ int sqlw_insert_values(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *
 }
 
 int sqlw_insert_n_target(const InsertCx *ic) { return ic->n_target; }
+QrSqlType sqlw_insert_target_type(const InsertCx *ic, int k)
+{
+    return ic->sc->cols[ic->target[k]].type;
+}
 uint64_t sqlw_insert_count(const InsertCx *ic) { return ic->count; }
 
 void sqlw_insert_close(InsertCx *ic)

@@ -143,7 +143,11 @@ static int scope_find(SqlBind *b, const SqlScope *sc, const char *qual, const ch
         const SqlCol *c = &sc->cols[i];
         if (strcmp(c->name, name) != 0)
             continue;
-        if (qual && (!c->qual || strcmp(c->qual, qual) != 0))
+        /* a join alias renames the columns under it; USING merges two into one */
+        const char *cq = c->jqual && !c->hidden ? c->jqual : c->qual;
+        if (qual && (!cq || strcmp(cq, qual) != 0))
+            continue;
+        if (!qual && c->no_bare)
             continue;
         if (found >= 0) {
             sql_err_at(b->cx, loc, QR_EINVAL, "42702", "column reference \"%s\" is ambiguous",
@@ -354,6 +358,7 @@ static int bind_text_fn(SqlBind *b, const char *fname, const cJSON *args, int lo
     /* a static name: fname lives on the caller's stack */
     fname = !snippet ? "score" : !strcmp(fname, "snippet") ? "snippet" : "highlight";
     const char *qual = NULL;
+    int col = -1; /* snippet(col): the passage comes from that column */
     if (cJSON_GetArraySize(args) >= 1) {
         const cJSON *cr = sqlj_is(cJSON_GetArrayItem(args, 0), "ColumnRef");
         const cJSON *fields = sqlj_get(cr, "fields");
@@ -364,9 +369,8 @@ static int bind_text_fn(SqlBind *b, const char *fname, const cJSON *args, int lo
         if (n == 1 && find_table(b, n0) >= 0)
             qual = n0;
         else {
-            int idx;
             const SqlCol *c = find_col(b, n == 2 ? n0 : NULL,
-                                       sqlj_sval(cJSON_GetArrayItem(fields, n - 1)), loc, &idx);
+                                       sqlj_sval(cJSON_GetArrayItem(fields, n - 1)), loc, &col);
             if (!c)
                 return b->cx->err->code;
             qual = c->qual;
@@ -398,10 +402,37 @@ static int bind_text_fn(SqlBind *b, const char *fname, const cJSON *args, int lo
         *out = e;
         return QR_OK;
     }
-    if (snippet)
-        tp->want_snippets = true;
-    else
+    if (snippet) {
+        /* the text it is cut from: the column named, else the columns the
+         * predicate searched (its field, or every text column of the table;
+         * sql_text.c keeps the indexed ones); they become columns the scan
+         * fills */
+        const SqlScope *sc = b->scope;
+        int n = 0;
+        for (int i = 0; i < sc->n; i++)
+            n += i == col || (col < 0 && sc->cols[i].field >= 0 && sqlt_is_str(sc->cols[i].type) &&
+                              sc->cols[i].qual && !strcmp(sc->cols[i].qual, tp->qual) &&
+                              (!tp->field || !strcmp(sc->cols[i].name, tp->field)));
+        if (set_args(b, e, n))
+            return b->cx->err->code;
+        n = 0;
+        for (int i = 0; i < sc->n; i++)
+            if (i == col || (col < 0 && sc->cols[i].field >= 0 && sqlt_is_str(sc->cols[i].type) &&
+                             sc->cols[i].qual && !strcmp(sc->cols[i].qual, tp->qual) &&
+                             (!tp->field || !strcmp(sc->cols[i].name, tp->field)))) {
+                SqlExpr *c = new_expr(b, SE_COL, loc);
+                if (!c)
+                    return b->cx->err->code;
+                c->col = i;
+                c->type = sc->cols[i].type;
+                c->name = sc->cols[i].name;
+                b->scope->cols[i].used = true;
+                e->args[n++] = c;
+            }
+        e->op = col >= 0; /* 1: a column was named */
+    } else {
         b->scope->cols[tp->score_col].used = true;
+    }
     e->text = tp;
     e->col = snippet ? tp->id_col : tp->score_col;
     e->type = snippet ? QR_SQL_TEXT : QR_SQL_FLOAT4;
@@ -420,15 +451,77 @@ static const struct {
     {"min", SA_MIN},      {"max", SA_MAX},       {"percentile_cont", SA_PCT_CONT},
     {"percentile_disc", SA_PCT_DISC}, {"bool_and", SA_BOOL_AND}, {"bool_or", SA_BOOL_OR},
     {"every", SA_BOOL_AND}, {"string_agg", SA_STRING_AGG},
+    {"stddev", SA_STDDEV_SAMP}, {"stddev_samp", SA_STDDEV_SAMP}, {"stddev_pop", SA_STDDEV_POP},
+    {"variance", SA_VAR_SAMP}, {"var_samp", SA_VAR_SAMP}, {"var_pop", SA_VAR_POP},
+    {"array_agg", SA_ARRAY_AGG},
 };
 
-static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fname, int loc,
-                    SqlExpr **out)
+bool sql_agg_known(const char *lname)
 {
-    if (!b->allow_aggs)
+    for (size_t i = 0; i < sizeof AGGS / sizeof *AGGS; i++)
+        if (strcmp(AGGS[i].name, lname) == 0)
+            return true;
+    return false;
+}
+
+/* ORDER BY inside an aggregate call: the sort expressions (no aggregate
+ * inside them), with DISTINCT only over the aggregate's arguments. */
+static int bind_agg_order(SqlBind *b, const cJSON *order, SqlAgg *a, const char *fname, int loc)
+{
+    int n = cJSON_GetArraySize(order);
+    a->order = qr_arena_calloc(b->cx->arena, (size_t)(n + 1) * sizeof *a->order);
+    a->order_desc = qr_arena_calloc(b->cx->arena, (size_t)(n + 1) * sizeof *a->order_desc);
+    a->order_nulls_first = qr_arena_calloc(b->cx->arena, (size_t)(n + 1) * sizeof *a->order_nulls_first);
+    if (!a->order || !a->order_desc || !a->order_nulls_first)
+        return nomem(b->cx);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, order)
+    {
+        const cJSON *sb = sqlj_is(it, "SortBy");
+        const char *dir = sqlj_str(sb, "sortby_dir"), *nl = sqlj_str(sb, "sortby_nulls");
+        if (!sb || sqlj_get(sb, "useOp"))
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "ORDER BY USING inside %s() is not supported", fname);
+        int k = a->n_order;
+        int rc = sql_expr_bind(b, sqlj_get(sb, "node"), &a->order[k]);
+        if (rc == QR_OK)
+            rc = coerce_unknown(b, a->order[k], QR_SQL_TEXT);
+        if (rc)
+            return rc;
+        bool desc = dir && !strcmp(dir, "SORTBY_DESC");
+        a->order_desc[k] = desc;
+        a->order_nulls_first[k] = nl && !strcmp(nl, "SORTBY_NULLS_FIRST") ? true
+                                  : nl && !strcmp(nl, "SORTBY_NULLS_LAST") ? false
+                                                                           : desc;
+        a->n_order++;
+        if (a->distinct && !sql_expr_same(a->order[k], a->arg) &&
+            !(a->arg2 && sql_expr_same(a->order[k], a->arg2)))
+            return sql_err_at(b->cx, a->order[k]->loc >= 0 ? a->order[k]->loc : loc, QR_EINVAL,
+                              "42P10", "in an aggregate with DISTINCT, ORDER BY expressions must "
+                              "appear in argument list");
+    }
+    return QR_OK;
+}
+
+/* An aggregate call into a SqlAgg: arguments, result type, ORDER BY,
+ * FILTER.  A window's aggregate (`window`) may read the query's own
+ * aggregates in its arguments and has no DISTINCT or ORDER BY. */
+static int agg_def(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fname, int loc,
+                   bool window, SqlAgg **out)
+{
+    if (!window && !b->allow_aggs)
         return sql_err_at(b->cx, loc, QR_EINVAL, "42803", "aggregate functions are not allowed here");
     if (b->in_agg)
         return sql_err_at(b->cx, loc, QR_EINVAL, "42803", "aggregate function calls cannot be nested");
+    if (window && (kind == SA_PCT_CONT || kind == SA_PCT_DISC))
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "OVER is not supported for ordered-set aggregate %s", fname);
+    if (window && sqlj_bool(fc, "agg_distinct"))
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "DISTINCT is not implemented for window functions");
+    if (window && sqlj_get(fc, "agg_order"))
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "aggregate ORDER BY is not implemented for window functions");
     SqlAgg *a = qr_arena_calloc(b->cx->arena, sizeof *a);
     if (!a)
         return nomem(b->cx);
@@ -436,7 +529,7 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
     a->distinct = sqlj_bool(fc, "agg_distinct");
     const cJSON *args = sqlj_get(fc, "args");
     int nargs = cJSON_GetArraySize(args);
-    b->in_agg = true;
+    b->in_agg = !window;
     int rc = QR_OK;
     if (sqlj_bool(fc, "agg_star")) {
         if (kind != SA_COUNT) {
@@ -483,11 +576,8 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
         }
     } else {
         int want = kind == SA_STRING_AGG ? 2 : 1;
-        if (nargs != want || sqlj_get(fc, "agg_order") || sqlj_bool(fc, "agg_within_group")) {
+        if (nargs != want || sqlj_bool(fc, "agg_within_group")) {
             b->in_agg = false;
-            if (sqlj_get(fc, "agg_order"))
-                return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
-                                  "ORDER BY inside %s() is not supported", fname);
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883",
                               "function %s with %d arguments does not exist", fname, nargs);
         }
@@ -513,6 +603,10 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
             a->type = sqlt_is_int(t) ? QR_SQL_INT8 : QR_SQL_FLOAT8;
             break;
         case SA_AVG:
+        case SA_STDDEV_SAMP:
+        case SA_STDDEV_POP:
+        case SA_VAR_SAMP:
+        case SA_VAR_POP:
             if (t == QR_SQL_UNKNOWN)
                 coerce_unknown(b, a->arg, t = QR_SQL_FLOAT8);
             if (!sqlt_is_num(t))
@@ -543,13 +637,23 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
                 goto badarg;
             a->type = QR_SQL_TEXT;
             break;
+        case SA_ARRAY_AGG: /* arrays are their text form */
+            coerce_unknown(b, a->arg, QR_SQL_TEXT);
+            a->type = QR_SQL_TEXT;
+            break;
         default:
             break;
+        }
+        const cJSON *order = sqlj_get(fc, "agg_order");
+        if (order && (rc = bind_agg_order(b, order, a, fname, loc))) {
+            b->in_agg = false;
+            return rc;
         }
     }
     const cJSON *flt = sqlj_get(fc, "agg_filter");
     if (flt) {
         /* bound as the arguments are: no aggregate inside */
+        b->in_agg = true;
         if ((rc = sql_expr_bind(b, flt, &a->filter)) ||
             (rc = coerce_unknown(b, a->filter, QR_SQL_BOOL))) {
             b->in_agg = false;
@@ -563,6 +667,25 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
         }
     }
     b->in_agg = false;
+    *out = a;
+    return QR_OK;
+badarg:
+    b->in_agg = false;
+    return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist", fname,
+                      qr_sql_type_name(a->arg->type));
+}
+
+int sql_agg_bind(SqlBind *b, const cJSON *fc, const char *lname, int loc, bool window,
+                 SqlAgg **out)
+{
+    for (size_t i = 0; i < sizeof AGGS / sizeof *AGGS; i++)
+        if (strcmp(AGGS[i].name, lname) == 0)
+            return agg_def(b, fc, AGGS[i].kind, lname, loc, window, out);
+    return QR_ENOTFOUND;
+}
+
+int sql_bind_add_agg(SqlBind *b, SqlAgg *a, int loc, const char *name, SqlExpr **out)
+{
     if (b->n_aggs == b->cap_aggs) {
         int nc = b->cap_aggs ? b->cap_aggs * 2 : 8;
         SqlAgg **na = qr_arena_alloc(b->cx->arena, (size_t)nc * sizeof *na);
@@ -579,34 +702,84 @@ static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fn
     e->col = b->n_aggs;
     b->aggs[b->n_aggs++] = a;
     e->type = a->type;
-    e->name = qr_arena_strndup(b->cx->arena, fname, strlen(fname));
+    e->name = qr_arena_strndup(b->cx->arena, name, strlen(name));
     *out = e;
     return QR_OK;
-badarg:
-    b->in_agg = false;
-    return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist", fname,
-                      qr_sql_type_name(a->arg->type));
+}
+
+static int bind_agg(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fname, int loc,
+                    SqlExpr **out)
+{
+    SqlAgg *a;
+    int rc = agg_def(b, fc, kind, fname, loc, false, &a);
+    return rc ? rc : sql_bind_add_agg(b, a, loc, fname, out);
 }
 
 /* ---- function calls ---- */
 
 static int bind_srf(SqlBind *b, SqlExpr *e, int loc, SqlExpr **out);
 
+static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out);
+
+/* information_schema._pg_expandarray(arr) returns (x, n) rows: the element
+ * and its subscript.  JDBC's getPrimaryKeys / getIndexInfo select
+ * (_pg_expandarray(a)).x and .n side by side, so .x binds as unnest(a) and
+ * .n as generate_subscripts(a, 1) (set-returning functions in one select
+ * list advance together); the bare call reads as its x.  `field` "x", "n"
+ * or NULL. */
+static int bind_expandarray(SqlBind *b, const cJSON *fc, const char *field, int loc,
+                            SqlExpr **out)
+{
+    const cJSON *args = sqlj_get(fc, "args");
+    if (cJSON_GetArraySize(args) != 1 || (field && strcmp(field, "x") && strcmp(field, "n")))
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883",
+                          "function _pg_expandarray needs one array; its fields are x and n");
+    bool n = field && !strcmp(field, "n");
+    char text[160];
+    snprintf(text, sizeof text,
+             "{\"funcname\":[{\"String\":{\"sval\":\"%s\"}}],\"args\":[null%s],\"location\":%d}",
+             n ? "generate_subscripts" : "unnest", n ? ",{\"A_Const\":{\"ival\":{\"ival\":1}}}" : "",
+             loc);
+    cJSON *call = cJSON_Parse(text);
+    cJSON *a = call ? cJSON_Duplicate(cJSON_GetArrayItem(args, 0), true) : NULL;
+    if (!a) {
+        cJSON_Delete(call);
+        return nomem(b->cx);
+    }
+    cJSON_ReplaceItemInArray(cJSON_GetObjectItemCaseSensitive(call, "args"), 0, a);
+    int rc = bind_func(b, call, loc, out);
+    cJSON_Delete(call); /* bound expressions keep no pointer into the tree */
+    if (rc == QR_OK && !(*out)->name)
+        (*out)->name = n ? "n" : "x";
+    return rc;
+}
+
 static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
 {
     const cJSON *fn = sqlj_get(fc, "funcname");
     const char *fname = sqlj_last_name(fn);
+    if (fname && !strcmp(fname, "_pg_expandarray"))
+        return bind_expandarray(b, fc, NULL, loc, out);
     const char *schema = cJSON_GetArraySize(fn) > 1 ? sqlj_sval(cJSON_GetArrayItem(fn, 0)) : NULL;
     if (!fname)
         return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "bad function name");
-    if (sqlj_get(fc, "over"))
-        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000", "window functions are not supported");
     char lname[64];
     snprintf(lname, sizeof lname, "%s", fname);
     for (char *p = lname; *p; p++)
         *p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+    if (sqlj_get(fc, "over")) {
+        if (!b->bind_window)
+            return sql_err_at(b->cx, loc, QR_EINVAL, "42P20", "window functions are not allowed here");
+        return b->bind_window(b, fc, lname, loc, out);
+    }
+    if (sql_win_known(lname) && !schema)
+        return sql_err_at(b->cx, loc, QR_EINVAL, "42809", "window function %s requires an OVER clause",
+                          lname);
     const cJSON *args = sqlj_get(fc, "args");
     int nargs = cJSON_GetArraySize(args);
+    if (nargs > SQL_FUNC_MAX_ARGS) /* PostgreSQL's FUNC_MAX_ARGS */
+        return sql_err_at(b->cx, loc, QR_ELIMIT, "54023",
+                          "cannot pass more than %d arguments to a function", SQL_FUNC_MAX_ARGS);
     for (size_t i = 0; i < sizeof AGGS / sizeof *AGGS; i++)
         if (strcmp(AGGS[i].name, lname) == 0)
             return bind_agg(b, fc, AGGS[i].kind, lname, loc, out);
@@ -628,8 +801,11 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
     SqlExpr *e = new_expr(b, srf ? SE_SRF : SE_FUNC, loc);
     if (!e || set_args(b, e, nargs))
         return b->cx->err->code;
-    for (int i = 0; i < nargs; i++) {
-        int rc = sql_expr_bind(b, cJSON_GetArrayItem(args, i), &e->args[i]);
+    int k = 0;
+    const cJSON *arg;
+    cJSON_ArrayForEach(arg, args)
+    {
+        int rc = sql_expr_bind(b, arg, &e->args[k++]);
         if (rc)
             return rc;
     }
@@ -677,6 +853,8 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
 }
 
 /* ---- set-returning functions ---- */
+
+#define SQL_SRF_MAX_ROWS 100000000ull /* generate_series: more is 54000 */
 
 static const char *const SRF_NAMES[] = {"unnest", "generate_series", "generate_subscripts"};
 
@@ -740,11 +918,15 @@ int sql_srf_rows(SqlCtx *cx, const char *name, int n, const SqlValue *args, QrSq
             return sql_err_at(cx, -1, QR_EINVAL, "22023", "step size cannot equal zero");
         if ((step > 0 && a > z) || (step < 0 && a < z))
             return QR_OK;
-        uint64_t cnt = (step > 0 ? (uint64_t)z - (uint64_t)a : (uint64_t)a - (uint64_t)z) /
-                           (step > 0 ? (uint64_t)step : 0 - (uint64_t)step) + 1;
-        if (cnt > 100000000ull)
+        /* steps after the first; the row count is that + 1, checked before
+         * adding (the whole int8 range has 2^64 values, which wraps to 0) */
+        uint64_t steps = (step > 0 ? (uint64_t)z - (uint64_t)a : (uint64_t)a - (uint64_t)z) /
+                         (step > 0 ? (uint64_t)step : 0 - (uint64_t)step);
+        if (steps >= SQL_SRF_MAX_ROWS)
             return sql_err_at(cx, -1, QR_ELIMIT, "54000",
-                              "generate_series would return %llu rows", (unsigned long long)cnt);
+                              "generate_series would return more than %llu rows",
+                              (unsigned long long)SQL_SRF_MAX_ROWS);
+        uint64_t cnt = steps + 1;
         SqlValue *v = qr_arena_alloc(cx->arena, cnt * sizeof *v);
         if (!v)
             return nomem(cx);
@@ -837,7 +1019,10 @@ static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int lo
         return QR_OK;
     }
     int o = op[1] ? 0 : op[0];
-    if (o != '+' && o != '-' && o != '*' && o != '/' && o != '%')
+    if ((o == '&' || o == '|') && (!sqlt_is_int(l->type) || !sqlt_is_int(r->type)) &&
+        l->type != QR_SQL_UNKNOWN && r->type != QR_SQL_UNKNOWN)
+        o = 0; /* bitwise AND / OR: integers only */
+    if (o != '+' && o != '-' && o != '*' && o != '/' && o != '%' && o != '&' && o != '|')
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
                           qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
     if (l->type == QR_SQL_UNKNOWN)
@@ -879,30 +1064,94 @@ static int bind_list(SqlBind *b, const cJSON *list, SqlExpr *head, SqlExpr **e_o
     cJSON_ArrayForEach(it, list)
     {
         int rc = sql_expr_bind(b, it, &e->args[k++]);
-        if (rc)
+        if (rc || (rc = sql_check(b->cx))) /* long lists: cancel and the deadline */
             return rc;
     }
     *e_out = e;
     return QR_OK;
 }
 
+/* The class of values sqlv_cmp orders exactly among themselves: 1 exact
+ * integers (int, timestamp, bool), 2 floats and numerics, 3 strings. */
+static int cmp_class(QrSqlType t)
+{
+    if (sqlt_is_int(t) || sqlt_is_ts(t) || t == QR_SQL_BOOL)
+        return 1;
+    if (sqlt_is_float(t))
+        return 2;
+    return sqlt_is_str(t) ? 3 : 0;
+}
+
+/* A long IN list of constants of one class is also kept sorted (e->set):
+ * evaluation then searches it instead of comparing every item per row (a
+ * million-item list against every row ran for minutes).  The list stays in
+ * args, where the planner looks for key and column lookups.  Any item that
+ * is not a constant, or fails to evaluate, leaves the list as it is. */
+static int in_list_set(SqlBind *b, SqlExpr *e)
+{
+    SqlCtx *cx = b->cx;
+    uint64_t n = (uint64_t)e->n_args - 1;
+    for (uint64_t i = 1; i <= n; i++) {
+        const SqlExpr *x = e->args[i];
+        if (x->kind != SE_CONST && !(x->kind == SE_CAST && x->args[0]->kind == SE_CONST))
+            return QR_OK;
+    }
+    SqlValueSet *set = qr_arena_calloc(cx->arena, sizeof *set);
+    SqlValue *v = set ? qr_arena_alloc(cx->arena, n * sizeof *v) : NULL;
+    if (!v)
+        return nomem(cx);
+    QrError scratch, *saved = cx->err;
+    qr_error_clear(&scratch);
+    cx->err = &scratch; /* an item that fails reports its error at run time, as before */
+    int cls = 0;
+    bool ok = true;
+    SqlEvalRow none = {.doc = -1};
+    for (uint64_t i = 1; i <= n && ok; i++) {
+        SqlValue x;
+        ok = sql_expr_eval(cx, e->args[i], &none, &x) == QR_OK;
+        if (!ok || x.is_null) {
+            set->has_null |= ok;
+            continue;
+        }
+        int c = cmp_class(x.type);
+        ok = c && (!cls || c == cls);
+        cls = c;
+        v[set->n++] = x;
+    }
+    cx->err = saved;
+    if (!ok)
+        return QR_OK;
+    set->vals = v;
+    sql_sort_values(v, set->n);
+    e->set = set;
+    return sql_check(cx);
+}
+
 /* x IN (a, b, c): args[0] = x, every other arg coerced to the common type */
-static int bind_in(SqlBind *b, const cJSON *ae, int loc, bool neg, SqlExpr **out)
+static int bind_in_list(SqlBind *b, const cJSON *lexpr, const cJSON *list, int loc, bool neg,
+                        SqlExpr **out)
 {
     SqlExpr *x, *e;
-    int rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &x);
-    if (rc || (rc = bind_list(b, sqlj_list(sqlj_get(ae, "rexpr")), x, &e, SE_IN)))
+    int rc = sql_expr_bind(b, lexpr, &x);
+    if (rc || (rc = bind_list(b, list, x, &e, SE_IN)))
         return rc;
     for (int i = 1; i < e->n_args; i++) {
         QrSqlType t;
-        if ((rc = unify(b, &e->args[0], &e->args[i], e->args[i]->loc, &t)))
+        if ((rc = unify(b, &e->args[0], &e->args[i], e->args[i]->loc, &t)) || (rc = sql_check(b->cx)))
             return rc;
     }
+    if (e->n_args - 1 >= SQL_IN_SET_MIN && (rc = in_list_set(b, e)))
+        return rc;
     e->op = neg;
     e->loc = loc;
     e->type = QR_SQL_BOOL;
     *out = e;
     return QR_OK;
+}
+
+static int bind_in(SqlBind *b, const cJSON *ae, int loc, bool neg, SqlExpr **out)
+{
+    return bind_in_list(b, sqlj_get(ae, "lexpr"), sqlj_list(sqlj_get(ae, "rexpr")), loc, neg, out);
 }
 
 static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
@@ -922,6 +1171,10 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         if (c < 0)
             return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
                               "operator %s ANY (array) is not supported", op);
+        const cJSON *arr = sqlj_is(sqlj_get(ae, "rexpr"), "A_ArrayExpr");
+        if (arr && c == SQL_CMP_EQ) /* x = ANY (ARRAY[a, b]) is x IN (a, b): psycopg2's lists */
+            return bind_in_list(b, sqlj_get(ae, "lexpr"), sqlj_get(arr, "elements"), loc, false,
+                                out);
         if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &l)) ||
             (rc = sql_expr_bind(b, sqlj_get(ae, "rexpr"), &r)))
             return rc;
@@ -1157,13 +1410,20 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         e->type = QR_SQL_TEXT;
         e->op = '[';
         e->name = a->name;
+        if ((!e->name || a->kind == SE_CONST) && name) { /* '{..}'::oid[]: "_oid", the array type name */
+            char an[72];
+            snprintf(an, sizeof an, "_%s", name);
+            e->name = qr_arena_strndup(b->cx->arena, an, strlen(an));
+        }
         *out = e;
         return QR_OK;
     }
     /* reg* casts: an object's name to its oid (op 'c' / 't' / 'n'), and
      * such an oid back to the name when cast to text (op 'C' / 'T' / 'N') */
     char reg = !name ? 0 : !strcmp(name, "regclass") ? 'c' : !strcmp(name, "regtype") ? 't'
-               : !strcmp(name, "regnamespace") ? 'n' : 0;
+               : !strcmp(name, "regnamespace") ? 'n'
+               : !strcmp(name, "regproc") || !strcmp(name, "regprocedure") ? 'p'
+               : !strcmp(name, "regrole") ? 'r' : 0;
     if (reg) {
         SqlExpr *a, *e;
         int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
@@ -1176,7 +1436,9 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         if (!(e = new_expr(b, SE_CAST, loc)) || set_args(b, e, 1))
             return b->cx->err->code;
         e->args[0] = a;
-        e->type = QR_SQL_OID;
+        /* regproc is its name: Quarry's functions have no oids of their own
+         * beyond the catalog's (typinput = 'array_in'::regproc compares names) */
+        e->type = reg == 'p' ? QR_SQL_TEXT : QR_SQL_OID;
         e->op = reg;
         e->name = name;
         *out = e;
@@ -1188,7 +1450,8 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         const char *iname = inner ? sqlj_last_name(sqlj_get(sqlj_get(inner, "typeName"), "names"))
                                   : NULL;
         if (iname && (!strcmp(iname, "regclass") || !strcmp(iname, "regtype") ||
-                      !strcmp(iname, "regnamespace"))) {
+                      !strcmp(iname, "regnamespace") || !strcmp(iname, "regproc") ||
+                      !strcmp(iname, "regprocedure") || !strcmp(iname, "regrole"))) {
             SqlExpr *a, *e;
             int rc = sql_expr_bind(b, arg, &a);
             if (rc)
@@ -1316,12 +1579,15 @@ static int bind_case(SqlBind *b, const cJSON *ce, int loc, SqlExpr **out)
     }
     if (def && (rc = sql_expr_bind(b, def, &e->args[k++])))
         return rc;
-    /* result type: the first typed result; others coerced */
+    /* result type: the first typed result; others coerced (the list is in
+     * the arena: this frame is on the stack once per level of nested CASE) */
     int n_res = 0;
-    SqlExpr **res[256];
-    for (int i = first_res; i < (arg ? 1 : 0) + 2 * nw && n_res < 255; i += 2)
+    SqlExpr ***res = qr_arena_alloc(b->cx->arena, (size_t)(nw + 1) * sizeof *res);
+    if (!res)
+        return nomem(b->cx);
+    for (int i = first_res; i < (arg ? 1 : 0) + 2 * nw; i += 2)
         res[n_res++] = &e->args[i];
-    if (def && n_res < 256)
+    if (def)
         res[n_res++] = &e->args[k - 1];
     if ((rc = resolve_common(b, res, n_res, "CASE", &rt)))
         return rc;
@@ -1339,9 +1605,9 @@ static int bind_variadic(SqlBind *b, const cJSON *list, SqlExprKind k, int loc, 
     int rc = bind_list(b, list, NULL, &e, k);
     if (rc)
         return rc;
-    SqlExpr **items[256];
-    if (e->n_args > 256)
-        return sql_err_at(b->cx, loc, QR_ELIMIT, "54023", "%s takes at most 256 arguments", name);
+    SqlExpr ***items = qr_arena_alloc(b->cx->arena, (size_t)(e->n_args + 1) * sizeof *items);
+    if (!items)
+        return nomem(b->cx);
     for (int i = 0; i < e->n_args; i++)
         items[i] = &e->args[i];
     QrSqlType rt;
@@ -1386,8 +1652,18 @@ struct SqlSubq {
     size_t bytes;
     SqlValueSet set;       /* uncorrelated x IN (subquery): the rows, sorted (run time) */
     bool set_ready;
+    int refs_here;         /* references to columns of the query it sits in (occurrences) */
+    bool refs_far;         /* ... and to queries further out */
     SqlSubq *next;         /* SqlBind.live list */
 };
+
+void sql_subq_info(const SqlSubq *q, SqlSubqInfo *out)
+{
+    out->query = q->query;
+    out->kind = q->kind == SQ_EXISTS ? 'e' : q->kind == SQ_ANY ? 'a' : q->kind == SQ_EXPR ? 'x' : 'r';
+    out->refs_here = q->refs_here;
+    out->refs_far = q->refs_far;
+}
 
 void sql_subq_free_all(SqlSubq *list)
 {
@@ -1567,10 +1843,14 @@ static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
         return rc;
     if (kind != SQ_EXISTS && rn != 1)
         return sql_err_at(cx, loc, QR_ESYNTAX, "42601", "subquery must return only one column");
-    int k = ref0;
+    int k = ref0, refs_here = 0;
+    bool refs_far = false;
     for (int i = ref0; i < cx->n_refs; i++)
-        if (cx->refs[i].level <= L)
+        if (cx->refs[i].level <= L) {
+            refs_here += cx->refs[i].level == L;
+            refs_far |= cx->refs[i].level < L;
             cx->refs[k++] = cx->refs[i];
+        }
     cx->n_refs = k; /* the references out of this query stay for its own outer query */
     QrSqlType ct = kind == SQ_EXISTS ? QR_SQL_BOOL : rcols[0].type;
     SqlSubq *q = qr_arena_calloc(cx->arena, sizeof *q);
@@ -1582,6 +1862,8 @@ static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
     q->scope = mine;
     q->level = L + 1;
     q->correlated = k > ref0;
+    q->refs_here = refs_here;
+    q->refs_far = refs_far;
     /* run-time state (caches, the IN set) is reset with the query's */
     if (b->live) {
         q->cache = true;
@@ -1690,7 +1972,8 @@ static int subq_set(SqlCtx *cx, SqlSubq *q, const SqlValueSet **out)
 /* A correlated subquery for one outer row: from the cache, or run with the
  * row as its outer frame.  What the run allocates goes back to the arena;
  * the result lives in the cache entry (or is copied to the arena). */
-static int subq_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
+static __attribute__((noinline)) int subq_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r,
+                                                SqlValue *out)
 {
     SqlSubq *q = e->subq;
     SqlValue kv[SUBQ_MAX_KEYS + 2];
@@ -1770,6 +2053,14 @@ static int bind_subscript(SqlBind *b, const cJSON *ind, int loc, SqlExpr **out)
 {
     const cJSON *subs = sqlj_get(ind, "indirection");
     const cJSON *ix = sqlj_is(cJSON_GetArrayItem(subs, 0), "A_Indices");
+    const char *field = cJSON_GetArraySize(subs) == 1 ? sqlj_sval(cJSON_GetArrayItem(subs, 0)) : NULL;
+    const cJSON *fc = sqlj_is(sqlj_get(ind, "arg"), "FuncCall");
+    if (field && fc && sqlj_last_name(sqlj_get(fc, "funcname")) &&
+        !strcmp(sqlj_last_name(sqlj_get(fc, "funcname")), "_pg_expandarray"))
+        return bind_expandarray(b, fc, field, loc, out);
+    if (field && !strcmp(field, "x") && sqlj_is(sqlj_get(ind, "arg"), "ColumnRef"))
+        /* (keys).x of a column holding _pg_expandarray's x (JDBC getPrimaryKeys) */
+        return sql_expr_bind(b, sqlj_get(ind, "arg"), out);
     if (cJSON_GetArraySize(subs) != 1 || !ix || sqlj_bool(ix, "is_slice") || !sqlj_get(ix, "uidx"))
         return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
                           "only one array subscript (arr[i]) is supported");
@@ -1793,7 +2084,27 @@ static int bind_subscript(SqlBind *b, const cJSON *ind, int loc, SqlExpr **out)
     return QR_OK;
 }
 
+static int bind_node(SqlBind *b, const cJSON *node, SqlExpr **out);
+
+/* Every expression level passes here: the nesting (subqueries included)
+ * and the stack are checked before the recursion goes deeper. */
 int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out)
+{
+    SqlCtx *cx = b->cx;
+    if (cx->nest >= SQL_MAX_NESTING) {
+        if (cx->err->code == QR_OK)
+            sql_too_complex(cx->err, SQL_MAX_NESTING);
+        return cx->err->code;
+    }
+    if (sql_check_stack(cx))
+        return cx->err->code;
+    cx->nest++;
+    int rc = bind_node(b, node, out);
+    cx->nest--;
+    return rc;
+}
+
+static int bind_node(SqlBind *b, const cJSON *node, SqlExpr **out)
 {
     SqlCtx *cx = b->cx;
     const char *tag = sqlj_tag(node);
@@ -1942,8 +2253,12 @@ int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out)
     }
     if (!strcmp(tag, "A_Indirection"))
         return bind_subscript(b, body, loc, out);
-    if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr") || !strcmp(tag, "A_ArrayExpr") ||
-        !strcmp(tag, "GroupingFunc"))
+    if (!strcmp(tag, "GroupingFunc")) {
+        if (!b->bind_grouping)
+            return sql_err_at(cx, loc, QR_EINVAL, "42803", "grouping operations are not allowed here");
+        return b->bind_grouping(b, body, loc, out);
+    }
+    if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr") || !strcmp(tag, "A_ArrayExpr"))
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s is not supported", tag);
     return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "expression %s is not supported", tag);
 }
@@ -1957,10 +2272,21 @@ int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlEx
     return sql_expr_bind(&b, node, out);
 }
 
+int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, QrSqlType want,
+                        SqlExpr **out)
+{
+    SqlBind b;
+    memset(&b, 0, sizeof b);
+    b.cx = cx;
+    b.scope = scope;
+    int rc = sql_expr_bind(&b, node, out);
+    return rc ? rc : coerce_unknown(&b, *out, want);
+}
+
 bool sql_expr_is_const(const SqlExpr *e)
 {
     if (e->kind == SE_COL || e->kind == SE_AGG || e->kind == SE_MATCH || e->kind == SE_SCORE ||
-        e->kind == SE_SNIPPET)
+        e->kind == SE_SNIPPET || e->kind == SE_WIN)
         return false;
     if ((e->kind == SE_FUNC && e->fn == NULL) || e->kind == SE_SRF)
         return false;
@@ -2053,7 +2379,8 @@ static int regex_get(SqlCtx *cx, const SqlExpr *e, const char *p, size_t m, bool
     return QR_OK;
 }
 
-static int regex_match(SqlCtx *cx, const SqlExpr *e, const char *s, size_t n, const char *p,
+static __attribute__((noinline)) int regex_match(SqlCtx *cx, const SqlExpr *e, const char *s,
+                                                  size_t n, const char *p,
                        size_t m, bool ci, bool *out)
 {
     regex_t *re = NULL;
@@ -2162,6 +2489,8 @@ static int arith(SqlCtx *cx, const SqlExpr *e, const SqlValue *a, const SqlValue
     case '+': ovf = __builtin_add_overflow(x, y, &r); break;
     case '-': ovf = __builtin_sub_overflow(x, y, &r); break;
     case '*': ovf = __builtin_mul_overflow(x, y, &r); break;
+    case '&': r = x & y; break;
+    case '|': r = x | y; break;
     case '/':
         if (y == 0)
             return sql_err_at(cx, e->loc, QR_EINVAL, "22012", "division by zero");
@@ -2217,7 +2546,50 @@ static int set_find(const SqlValueSet *s, const SqlValue *v)
     return 0;
 }
 
+static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out);
+
+/* Nodes with operands recurse: they check the stack first (binding bounded
+ * the depth, but a correlated subquery runs inside an outer evaluation). */
 int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
+{
+    if (e->n_args && sql_stack_low() && sql_check_stack(cx))
+        return cx->err->code;
+    return eval_node(cx, e, r, out);
+}
+
+/* A scalar function call.  Apart from eval_node, whose frame every level
+ * of an expression pays: the argument array is large. */
+static __attribute__((noinline)) int eval_func(SqlCtx *cx, const SqlExpr *e,
+                                               const SqlEvalRow *r, SqlValue *out)
+{
+    SqlValue argv[16];
+    int rc = QR_OK;
+    if (e->n_args > 16)
+        return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "54023", "too many arguments");
+    for (int i = 0; i < e->n_args; i++) {
+        if ((rc = sql_expr_eval(cx, e->args[i], r, &argv[i])))
+            return rc;
+        if (argv[i].is_null && e->fn && e->fn->strict) {
+            *out = sqlv_null();
+            out->type = e->type;
+            return QR_OK;
+        }
+    }
+    if (!e->fn)
+        rc = sqlcat_func_call(cx, NULL, e->name, e->n_args, argv, out);
+    else
+        rc = e->fn->fn(cx, e->n_args, argv, out);
+    if (rc == QR_OK && out->type != e->type && !out->is_null && e->type != QR_SQL_UNKNOWN) {
+        SqlValue c;
+        if ((rc = sqlv_cast(cx, out, e->type, e->loc, &c)) == QR_OK)
+            *out = c;
+    }
+    if (rc == QR_OK && out->is_null)
+        out->type = e->type;
+    return rc;
+}
+
+static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
 {
     SqlValue a, b;
     int rc;
@@ -2240,6 +2612,9 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
         return QR_OK;
     case SE_AGG:
         *out = r->aggv ? r->aggv[e->col] : sqlv_null();
+        return QR_OK;
+    case SE_WIN: /* computed below the projection, into the row */
+        *out = r->row[e->col];
         return QR_OK;
     case SE_OUTER: {
         const SqlFrame *f = cx->frames;
@@ -2291,22 +2666,15 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
         }
         out->type = QR_SQL_FLOAT4;
         return QR_OK;
-    case SE_SNIPPET: {
-        const SqlDocSet *s = e->text->set;
-        int64_t doc = r->row[e->col].is_null ? -1 : r->row[e->col].u.i;
-        int64_t i = s ? sql_docset_find(s, doc) : -1;
-        if (i < 0 || !s->snippets || !s->snippets[i]) {
-            *out = sqlv_null();
-            out->type = QR_SQL_TEXT;
-        } else {
-            *out = sqlv_text(s->snippets[i], strlen(s->snippets[i]));
-        }
-        return QR_OK;
-    }
+    case SE_SNIPPET:
+        return sql_text_snippet(cx, e, r, out);
     case SE_MATCH: {
-        const SqlDocSet *s = e->text->set;
         const SqlValue *id = &r->row[e->text->id_col];
-        *out = sqlv_bool(s && !id->is_null && sql_docset_find(s, id->u.i) >= 0);
+        bool m = false;
+        if (!id->is_null && (rc = sql_text_has(cx, e->text->run, id->u.i, &m, NULL)))
+            return rc;
+        *out = sqlv_bool(m);
+        out->is_null = id->is_null; /* the NULL row of an outer join: its text is NULL */
         return QR_OK;
     }
     case SE_ARITH:
@@ -2393,8 +2761,13 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
         bool has_null = a.is_null, found = false;
-        for (int i = 1; i < e->n_args && !found && !a.is_null; i++) {
-            if ((rc = sql_expr_eval(cx, e->args[i], r, &b)))
+        if (e->set && !a.is_null) { /* a long list of constants, sorted */
+            found = set_find(e->set, &a);
+            has_null = e->set->has_null;
+        }
+        for (int i = 1; i < e->n_args && !found && !a.is_null && !e->set; i++) {
+            /* a long list of expressions: the deadline and cancel are seen */
+            if ((rc = sql_expr_eval(cx, e->args[i], r, &b)) || (rc = sql_check(cx)))
                 return rc;
             if (b.is_null)
                 has_null = true;
@@ -2409,14 +2782,14 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
     case SE_IN_SET: {
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
-        if (a.is_null) {
-            *out = sqlv_null();
-            out->type = QR_SQL_BOOL;
-            return QR_OK;
-        }
         const SqlValueSet *set = e->set;
         if (!set && (rc = subq_set(cx, e->subq, &set)))
             return rc;
+        if (a.is_null) { /* NULL IN (no rows) is false, not NULL */
+            *out = sqlv_bool(false);
+            out->is_null = set->n > 0;
+            return QR_OK;
+        }
         bool found = set_find(set, &a);
         *out = sqlv_bool(found);
         if (!found && set->has_null)
@@ -2500,7 +2873,9 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
     case SE_CAST:
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
-        if (e->op == 'c' || e->op == 't' || e->op == 'n') {
+        if (e->op == 'p') /* regproc: a function's name */
+            return sqlcat_reg_proc(cx, &a, e->loc, out);
+        if (e->op == 'c' || e->op == 't' || e->op == 'n' || e->op == 'p' || e->op == 'r') {
             if (a.is_null || !sqlt_is_str(a.type)) {
                 if ((rc = sqlv_cast(cx, &a, QR_SQL_OID, e->loc, out)))
                     return rc;
@@ -2520,8 +2895,13 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
                 return rc;
             return sqlv_array_text(cx, el, n, out);
         }
-        if (e->op == 'C' || e->op == 'T' || e->op == 'N') {
-            if (a.is_null) {
+        if (e->op == 'C' || e->op == 'T' || e->op == 'N' || e->op == 'P' || e->op == 'R') {
+            if (a.is_null || sqlt_is_str(a.type)) { /* (regproc is text already) */
+                if (!a.is_null) {
+                    *out = a;
+                    out->type = e->type;
+                    return QR_OK;
+                }
                 *out = sqlv_null();
                 out->type = e->type;
                 return QR_OK;
@@ -2560,32 +2940,8 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
         *out = sqlv_text(s, ta.u.s.n + tb.u.s.n);
         return QR_OK;
     }
-    case SE_FUNC: {
-        SqlValue argv[16];
-        if (e->n_args > 16)
-            return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "54023", "too many arguments");
-        for (int i = 0; i < e->n_args; i++) {
-            if ((rc = sql_expr_eval(cx, e->args[i], r, &argv[i])))
-                return rc;
-            if (argv[i].is_null && e->fn && e->fn->strict) {
-                *out = sqlv_null();
-                out->type = e->type;
-                return QR_OK;
-            }
-        }
-        if (!e->fn)
-            rc = sqlcat_func_call(cx, NULL, e->name, e->n_args, argv, out);
-        else
-            rc = e->fn->fn(cx, e->n_args, argv, out);
-        if (rc == QR_OK && out->type != e->type && !out->is_null && e->type != QR_SQL_UNKNOWN) {
-            SqlValue c;
-            if ((rc = sqlv_cast(cx, out, e->type, e->loc, &c)) == QR_OK)
-                *out = c;
-        }
-        if (rc == QR_OK && out->is_null)
-            out->type = e->type;
-        return rc;
-    }
+    case SE_FUNC:
+        return eval_func(cx, e, r, out);
     }
     return sql_err_at(cx, e->loc, QR_EINTERNAL, NULL, "unknown expression kind %d", e->kind);
 }

@@ -26,6 +26,15 @@ static int out_str(SqlCtx *cx, const char *s, size_t n, SqlValue *out)
     return QR_OK;
 }
 
+/* A result longer than SQL_TEXT_MAX (PostgreSQL's 54000 for repeat, lpad...). */
+static int text_too_long(SqlCtx *cx)
+{
+    sql_err_at(cx, -1, QR_ELIMIT, "54000", "requested length too large");
+    qr_error_detail(cx->err, "results of string functions are limited to %u bytes",
+                    (unsigned)SQL_TEXT_MAX);
+    return QR_ELIMIT;
+}
+
 static int as_text(SqlCtx *cx, const SqlValue *in, SqlValue *out)
 {
     return sqlv_cast(cx, in, QR_SQL_TEXT, -1, out);
@@ -127,8 +136,11 @@ static int f_substr(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
         return rc;
     if (len < 0)
         return sql_err_at(cx, -1, QR_EINVAL, "22011", "negative substring length not allowed");
-    /* characters [from, from + len) counted from 1; before 1 is cut */
-    int64_t end = len == INT64_MAX ? INT64_MAX : from + len;
+    /* characters [from, from + len) counted from 1; before 1 is cut (the
+     * sum saturates: substr(s, 2^62, 2^62) must not wrap) */
+    int64_t end;
+    if (n < 3 || __builtin_add_overflow(from, len, &end))
+        end = INT64_MAX;
     if (from < 1)
         from = 1;
     if (end <= from) {
@@ -169,6 +181,23 @@ static int f_btrim(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { return
 static int f_ltrim(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { return f_trim(cx, n, a, out, 1); }
 static int f_rtrim(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { return f_trim(cx, n, a, out, 2); }
 
+/* The first occurrence of needle[0, m) (m > 0) in hay[0, n), or NULL.
+ * memchr, then compare: reads only up to the match (memmem's checked
+ * builds read the whole rest each call, quadratic over many matches). */
+static const char *find_bytes(const char *hay, size_t n, const char *needle, size_t m)
+{
+    const char *end = hay + n;
+    while ((size_t)(end - hay) >= m) {
+        const char *c = memchr(hay, needle[0], (size_t)(end - hay) - m + 1);
+        if (!c)
+            return NULL;
+        if (memcmp(c, needle, m) == 0)
+            return c;
+        hay = c + 1;
+    }
+    return NULL;
+}
+
 static int f_replace(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
     (void)n;
@@ -180,20 +209,33 @@ static int f_replace(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
         *out = s;
         return QR_OK;
     }
-    QrBuf b;
-    qr_buf_init(&b);
-    size_t i = 0;
-    while (i < s.u.s.n) {
-        if (i + f.u.s.n <= s.u.s.n && memcmp(s.u.s.s + i, f.u.s.s, f.u.s.n) == 0) {
-            qr_buf_append(&b, r.u.s.s, r.u.s.n);
-            i += f.u.s.n;
-        } else {
-            qr_buf_putc(&b, (uint8_t)s.u.s.s[i++]);
-        }
+    /* count first: the result's length is checked before it is built
+     * (replace(repeat('a', 10^7), 'a', repeat('b', 10^7)) asks for 10^14) */
+    uint64_t hits = 0;
+    for (const char *p = s.u.s.s, *end = s.u.s.s + s.u.s.n;
+         (p = find_bytes(p, (size_t)(end - p), f.u.s.s, f.u.s.n)) != NULL; p += f.u.s.n)
+        hits++;
+    if (r.u.s.n > f.u.s.n && hits > (SQL_TEXT_MAX - s.u.s.n) / (r.u.s.n - f.u.s.n))
+        return text_too_long(cx);
+    size_t total = s.u.s.n - hits * f.u.s.n + hits * r.u.s.n;
+    char *d = qr_arena_alloc(cx->arena, total + 1);
+    if (!d)
+        return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
+    size_t k = 0;
+    for (const char *p = s.u.s.s, *end = s.u.s.s + s.u.s.n; p < end;) {
+        const char *m = find_bytes(p, (size_t)(end - p), f.u.s.s, f.u.s.n);
+        size_t lit = m ? (size_t)(m - p) : (size_t)(end - p);
+        memcpy(d + k, p, lit);
+        k += lit;
+        if (!m)
+            break;
+        memcpy(d + k, r.u.s.s, r.u.s.n);
+        k += r.u.s.n;
+        p = m + f.u.s.n;
     }
-    rc = out_str(cx, b.data ? (char *)b.data : "", b.len, out);
-    qr_buf_free(&b);
-    return rc;
+    d[k] = 0;
+    *out = sqlv_text(d, k);
+    return QR_OK;
 }
 
 static int f_concat(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
@@ -423,10 +465,16 @@ static int f_to_timestamp(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     (void)n;
     double d;
     int rc = as_float(cx, a, &d);
+    if (rc)
+        return rc;
+    /* llround of a value outside int64 is unspecified: refuse it */
+    double us = d * 1e6;
+    if (!(us > -9.2e18 && us < 9.2e18))
+        return sql_err_at(cx, -1, QR_EINVAL, "22008", "timestamp out of range: \"%g\"", d);
     out->type = QR_SQL_TIMESTAMPTZ;
     out->is_null = false;
-    out->u.i = (int64_t)llround(d * 1e6);
-    return rc;
+    out->u.i = (int64_t)llround(us);
+    return QR_OK;
 }
 
 static int f_md5_free_random(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
@@ -448,14 +496,17 @@ static int f_repeat(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
         *out = sqlv_text("", 0);
         return QR_OK;
     }
-    if ((uint64_t)k * s.u.s.n > (64u << 20))
-        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "requested length too large");
-    char *d = qr_arena_alloc(cx->arena, (size_t)k * s.u.s.n + 1);
+    /* divide, never multiply: k * n wraps for k near 2^62 */
+    if ((uint64_t)k > SQL_TEXT_MAX / s.u.s.n)
+        return text_too_long(cx);
+    size_t total = (size_t)k * s.u.s.n;
+    char *d = qr_arena_alloc(cx->arena, total + 1);
     if (!d)
         return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
-    for (int64_t i = 0; i < k; i++)
-        memcpy(d + (size_t)i * s.u.s.n, s.u.s.s, s.u.s.n);
-    *out = sqlv_text(d, (size_t)k * s.u.s.n);
+    for (size_t off = 0; off < total; off += s.u.s.n)
+        memcpy(d + off, s.u.s.s, s.u.s.n);
+    d[total] = 0;
+    *out = sqlv_text(d, total);
     return QR_OK;
 }
 

@@ -46,6 +46,8 @@ struct QrSqlSession {
     QrDb *db;                 /* borrows */
     atomic_bool cancel;       /* set from any thread; cleared per statement */
     uint64_t timeout_cap_ms;  /* qr_sql_session_limit_timeout; 0 = none */
+    QrSqlAccess access_max;   /* qr_sql_session_limit_access (SCHEMA: no limit) */
+    const char *access_hint;  /* borrows: the hint of an access error, or NULL */
     char txn_status;          /* 'I', 'T', 'E' (sql_txn.c moves it) */
     SqlSetting *settings;     /* owns */
     int n_settings, cap_settings;
@@ -53,6 +55,9 @@ struct QrSqlSession {
     int n_cache, cap_cache;
     void *u_state;            /* owned by the utility side (transaction, COPY);
                                  freed by sqlu_session_free */
+    struct SqlCursor *cursors; /* owns: DECLAREd cursors (sql_cursor.c) */
+    struct SqlNamed *named;   /* owns: named prepared statements, SQL PREPARE and the
+                                 protocol's Parse alike (sql_cursor.c) */
 };
 
 /* Decoded parameter values ($1 is v[0]). */
@@ -70,6 +75,8 @@ struct QrSqlStmt {
     const cJSON *stmt;        /* borrows tree: {"SelectStmt": {...}} */
     const char *node_tag;     /* "SelectStmt", "InsertStmt", ... */
     const char *kind;         /* "SELECT", "INSERT", ... */
+    QrSqlAccess access;       /* what running it needs (sql_access_of) */
+    const char *access_what;  /* the command that needs it ("DELETE" in a WITH) */
     int n_params;
     uint32_t *param_oids;     /* n_params */
     QrSqlType *param_types;
@@ -101,6 +108,7 @@ typedef struct SqlCtx {
     uint64_t ticks;           /* rows since the last deadline check */
     struct SqlExplain *ex;    /* EXPLAIN: plan nodes are recorded here (NULL otherwise) */
     int depth;                /* nesting of sub-selects (CTEs, subqueries) */
+    int nest;                 /* expression levels being bound now (sql_expr_bind) */
     void *ctes;               /* WITH queries in scope (sql_select.c) */
     bool scores;              /* EXPLAIN (SCORES): keep the docs of the first text access */
     struct SqlTableScan *scores_scan; /* ... that access (set by the outermost SELECT) */
@@ -159,6 +167,67 @@ const char *sqlj_sval(const cJSON *n);
 const cJSON *sqlj_list(const cJSON *n);
 /* The last name of a list of String nodes (funcname, typeName.names). */
 const char *sqlj_last_name(const cJSON *list);
+/* Read libpg_query's JSON output into a cJSON tree without recursion (the
+ * tree of a long operator chain nests deeper than cJSON_Parse accepts).
+ * QR_ELIMIT when containers nest deeper than max_depth (*depth_seen is then
+ * over it) or the tree would take more than max_bytes (0: no limit; about
+ * 80 bytes a node plus its strings), QR_ENOMEM, QR_EINTERNAL for malformed
+ * JSON; no error is set and *out is NULL on failure.  Free with sqlj_delete. */
+int sqlj_parse(const char *json, int max_depth, size_t max_bytes, cJSON **out, int *depth_seen);
+/* Free a tree (its root has no siblings) without recursion.  NULL is a no-op. */
+void sqlj_delete(cJSON *root);
+/* Visit root and every item below it, parents before children, without
+ * recursion; a visit returning non-zero stops the walk with that value.
+ * The visitor may add members to the node it visits. */
+int sqlj_walk(cJSON *root, int (*visit)(cJSON *node, void *arg), void *arg);
+
+/* ======================================================================== */
+/* sql_guard.c — nesting, stack and access guards; parsing                   */
+/* ======================================================================== */
+
+/* About how many levels a statement may nest (a chain of that many
+ * operators, brackets, subqueries): beyond, 54001 "statement too complex"
+ * before libpg_query sees it.  Normalizing (query history) recurses more
+ * per level and takes less. */
+#define SQL_MAX_NESTING 5000
+#define SQL_NORMALIZE_NESTING 1500
+/* Containers the parse tree's JSON may nest (a level of SQL is at most 4). */
+#define SQL_MAX_JSON_DEPTH (4 * SQL_MAX_NESTING + 64)
+/* The parse tree of a query string checked without a session (its
+ * statements' own trees are held to the session's quarry.mem_cap). */
+#define SQL_PARSE_MAX_BYTES ((size_t)512 << 20)
+/* Stack the binder and executor leave free for the calls they make. */
+#define SQL_STACK_MARGIN ((size_t)256 << 10)
+
+/* Set err to 54001 "statement too complex" (limit named in the detail);
+ * returns QR_ELIMIT. */
+int sql_too_complex(QrError *err, int limit);
+/* QR_OK when the statement sql[0, len) (NUL-terminated at len) surely
+ * nests at most about `limit` levels; 54001 otherwise.  Cheap for short
+ * statements and for long ones of few operators (IN lists, VALUES). */
+int sql_guard_nesting(const char *sql, size_t len, int limit, QrError *err);
+/* Guard, parse with libpg_query and read the tree (sqlj_delete it):
+ * 42601 with the position for syntax errors, 54001 when too deep, 54000
+ * when the tree would take more than max_bytes (0: no limit; a million-item
+ * IN list is 800 MB of tree). */
+int sql_parse(const char *sql, size_t len, size_t max_bytes, cJSON **tree, QrError *err);
+/* The access a statement node ({"Tag": {...}}) needs, and the command that
+ * needs it (static text: "DELETE", "SELECT INTO", "CREATE TABLE"...). */
+int sql_access_of(const cJSON *stmt, QrSqlAccess *need, const char **what);
+/* Bytes of stack left below the caller's frame (SIZE_MAX when unknown).
+ * The first call on a thread finds its stack; statements make it before
+ * anything recurses, so sql_stack_low is then exact. */
+size_t sql_stack_left(void);
+extern __thread uintptr_t sql_stack_lo; /* this thread's lowest usable stack address, 0 unknown */
+/* Cheap test for hot recursion (evaluation): less than the margin left? */
+static inline bool sql_stack_low(void)
+{
+    return (uintptr_t)__builtin_frame_address(0) < sql_stack_lo + SQL_STACK_MARGIN;
+}
+/* QR_OK, or 54001 set in cx->err when less than SQL_STACK_MARGIN is left:
+ * called by every recursion over statements (binding, evaluation,
+ * subqueries). */
+int sql_check_stack(SqlCtx *cx);
 
 /* ======================================================================== */
 /* sql_value.c — values, casts, comparison, text forms                       */
@@ -228,6 +297,8 @@ typedef struct SqlCol {
                               -4 not a table column */
     bool hidden;           /* _id, _score: not in SELECT * */
     bool used;             /* referenced (scans fetch only used columns) */
+    bool no_bare;          /* merged into a JOIN ... USING column: reached only qualified */
+    const char *jqual;     /* a join alias that names it instead of qual ("": none does) */
     uint32_t table_oid;
     int16_t attnum;
 } SqlCol;
@@ -267,6 +338,9 @@ typedef enum SqlExprKind {
                               (its cache key), then for ANY the tested value */
     SE_ANY_ARRAY,          /* x op ANY (array text): args[0] x, args[1] the array; op SQL_CMP_* */
     SE_SRF,                /* unnest / generate_series / generate_subscripts in a target list */
+    SE_WIN,                /* a window function's value, computed by the window operator
+                              into column `col` of the rows under the projection
+                              (plan/bind_window.c); op = its argument count */
 } SqlExprKind;
 
 typedef struct SqlExpr SqlExpr;
@@ -290,26 +364,41 @@ struct SqlExpr {
     bool case_has_else;
     const SqlFuncDef *fn;  /* SE_FUNC */
     SqlTextPred *text;     /* SE_MATCH / SE_SCORE / SE_SNIPPET */
-    SqlValueSet *set;      /* SE_IN_SET: materialized subquery */
+    SqlValueSet *set;      /* SE_IN_SET: materialized subquery; SE_IN: its list of
+                              SQL_IN_SET_MIN+ constants, sorted (NULL otherwise) */
     SqlSubq *subq;         /* SE_SUBQ */
     const char *name;      /* output name hint ("count", column name) */
 };
 
 enum { SQL_CMP_EQ, SQL_CMP_NE, SQL_CMP_LT, SQL_CMP_LE, SQL_CMP_GT, SQL_CMP_GE };
+#define SQL_IN_SET_MIN 16  /* IN lists of this many constants are searched, not scanned */
 
 /* Aggregates referenced by a query (SE_AGG.col is the slot). */
 typedef enum SqlAggKind {
     SA_COUNT_STAR, SA_COUNT, SA_SUM, SA_AVG, SA_MIN, SA_MAX, SA_PCT_CONT, SA_PCT_DISC,
     SA_BOOL_AND, SA_BOOL_OR, SA_STRING_AGG,
+    SA_STDDEV_SAMP, SA_STDDEV_POP, SA_VAR_SAMP, SA_VAR_POP, SA_ARRAY_AGG,
+    SA_GROUP_KEY,          /* grouping sets: the value of group key keys[0], NULL in a
+                              grouping set without it (plan/bind_group.c) */
+    SA_GROUPING,           /* GROUPING(a, b, ...): bit per argument (first = highest),
+                              set when its key keys[i] is not in the row's grouping set */
 } SqlAggKind;
 
 struct SqlAgg {
     SqlAggKind kind;
     bool distinct;
     SqlExpr *arg;          /* NULL for count(*) */
-    SqlExpr *arg2;         /* string_agg delimiter; percentile fraction */
+    SqlExpr *arg2;         /* string_agg delimiter; percentile fraction; array_agg ORDER BY key */
+    bool desc;             /* array_agg (... ORDER BY key DESC) */
     SqlExpr *filter;       /* FILTER (WHERE ...): rows it rejects are skipped; NULL = none */
     QrSqlType type;        /* result type */
+    /* ORDER BY inside the aggregate (string_agg(x, ',' ORDER BY y)): the
+     * rows' values are collected, sorted, then aggregated in that order */
+    SqlExpr **order;       /* n_order sort expressions */
+    bool *order_desc, *order_nulls_first;
+    int n_order;
+    int *keys;             /* SA_GROUP_KEY, SA_GROUPING: group key indexes (n_keys) */
+    int n_keys;
 };
 
 /* Binding context: the scope, aggregates collected (NULL = aggregates not
@@ -325,6 +414,14 @@ typedef struct SqlBind {
     int n_texts, cap_texts;
     SqlSubq **live;        /* correlated subqueries bound here are listed on *live so their
                               caches can be freed (sql_subq_free_all); NULL: no caching */
+    /* the query binder's hooks (plan/bind_window.c, plan/bind_group.c): a
+     * call with OVER, and GROUPING(...); NULL where a query's clauses are
+     * not being bound (42P20 / 42803) */
+    int (*bind_window)(struct SqlBind *b, const cJSON *fc, const char *lname, int loc,
+                       SqlExpr **out);
+    int (*bind_grouping)(struct SqlBind *b, const cJSON *gf, int loc, SqlExpr **out);
+    void *hook_arg;        /* the query being bound */
+    bool in_win;           /* binding a window function's arguments */
 } SqlBind;
 
 /* A full-text predicate `col @@ 'q'` / matches(col, 'q') of one table. */
@@ -335,20 +432,8 @@ struct SqlTextPred {
     const char *field;     /* searched field, NULL = the table's default fields */
     SqlExpr *query;        /* the query text: constant or parameter */
     int loc;
-    bool want_snippets;
-    struct SqlDocSet *set; /* run time: matching docs with scores (sql_scan.c) */
+    struct SqlTextRun *run; /* run time (sql_text.c), set when its scan opens */
 };
-
-/* Docs matching a text predicate: open addressing doc -> index. */
-typedef struct SqlDocSet {
-    uint64_t n, cap;       /* entries, slots (power of two; 0 when sorted) */
-    bool sorted;           /* no hash: docs ascending, found by binary search */
-    int64_t *slot_doc;     /* -1 empty */
-    uint32_t *slot_idx;
-    int64_t *docs;         /* n, in the order the search gave them */
-    float *scores;         /* n */
-    const char **snippets; /* n or NULL */
-} SqlDocSet;
 /* A materialized IN (subquery) set, sorted by sqlv_cmp. */
 struct SqlValueSet {
     uint64_t n;
@@ -358,11 +443,23 @@ struct SqlValueSet {
 /* Sort values by sqlv_cmp (NULLs last). */
 void sql_sort_values(SqlValue *v, uint64_t n);
 
-/* Index of doc in the set, or -1. */
-int64_t sql_docset_find(const SqlDocSet *s, int64_t doc);
-
 /* Bind a parse-tree expression against a scope (NULL = no columns). */
 int sql_expr_bind(SqlBind *b, const cJSON *node, SqlExpr **out);
+/* Is lname (lowercase) an aggregate function? */
+bool sql_agg_known(const char *lname);
+/* Bind the aggregate call fc (a FuncCall of an aggregate named lname)
+ * into *out without adding it to b->aggs: a window function's aggregate
+ * (`window`: its arguments may hold the query's own aggregates; DISTINCT,
+ * ORDER BY and ordered-set aggregates are 0A000). */
+int sql_agg_bind(SqlBind *b, const cJSON *fc, const char *lname, int loc, bool window,
+                 SqlAgg **out);
+/* Add an aggregate to b->aggs: *out is the SE_AGG expression reading it
+ * (named `name`). */
+int sql_bind_add_agg(SqlBind *b, SqlAgg *a, int loc, const char *name, SqlExpr **out);
+/* plan/bind_window.c: is lname a window function (row_number, rank, lag...)? */
+bool sql_win_known(const char *lname);
+/* plan/bind.c: do two bound expressions compute the same thing? */
+bool sql_expr_same(const SqlExpr *a, const SqlExpr *b);
 /* Evaluate over one row of the scope (aggregate slots read `aggv`). */
 typedef struct SqlEvalRow {
     const SqlValue *row;   /* scope values */
@@ -379,6 +476,18 @@ bool sql_expr_is_const(const SqlExpr *e);
  * name, "?column?"). */
 const char *sql_expr_name(const SqlExpr *e);
 
+/* What a subquery expression (SE_SUBQ, SE_IN_SET) holds, for the planner's
+ * semi joins: its bound query; its kind ('e' EXISTS, 'a' = ANY / IN, 'x' a
+ * scalar, 'r' ARRAY); how many references to columns of the query it sits
+ * in it makes (every occurrence, nested subqueries' included) and whether
+ * it reads columns of queries further out. */
+typedef struct SqlSubqInfo {
+    struct SqlQuery *query;
+    char kind;
+    int refs_here;
+    bool refs_far;
+} SqlSubqInfo;
+void sql_subq_info(const SqlSubq *q, SqlSubqInfo *out);
 /* Free the result caches of a list of correlated subqueries (SqlBind.live);
  * the subqueries themselves are arena memory.  NULL is a no-op. */
 void sql_subq_free_all(SqlSubq *list);
@@ -394,10 +503,22 @@ bool sql_srf_known(const char *name);
 /* Simple convenience for the utility side (INSERT VALUES, UPDATE SET, COPY
  * defaults): bind against a scope (may be NULL) and keep the expression. */
 int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlExpr **out);
+/* The same where a value of type `want` is expected (an INSERT value, an
+ * UPDATE SET target): an untyped parameter or literal takes that type, as
+ * PostgreSQL resolves them from their context. */
+int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, QrSqlType want,
+                        SqlExpr **out);
 
 /* ======================================================================== */
 /* sql_func.c — scalar functions as data                                     */
 /* ======================================================================== */
+
+/* The longest text a string function builds (repeat, replace): longer
+ * results fail with 54000 "requested length too large" before any memory
+ * is taken. */
+#define SQL_TEXT_MAX ((size_t)64 << 20)
+/* Arguments of one function call, as PostgreSQL (54023 beyond). */
+#define SQL_FUNC_MAX_ARGS 100
 
 struct SqlFuncDef {
     const char *name;
@@ -449,6 +570,37 @@ void sqlu_copy_fail(QrSqlSession *s, const char *message);
 bool sqlu_copy_active(const QrSqlSession *s);
 /* Free u_state (rolls back an open transaction).  Called by session_free. */
 void sqlu_session_free(QrSqlSession *s);
+/* RESET ALL: every setting the session changed back to its default. */
+void sqlu_reset_all(QrSqlSession *s);
+
+/* ======================================================================== */
+/* sql_cursor.c — cursors, named prepared statements, DISCARD               */
+/* ======================================================================== */
+
+/* DECLARE / FETCH / MOVE / CLOSE / PREPARE / EXECUTE / DEALLOCATE /
+ * DISCARD: is the statement tag one of sql_cursor.c's, and its kind. */
+bool sqlc_handles(const char *tag);
+const char *sqlc_kind(const cJSON *stmt, const char *tag);
+/* Prepare time: result columns (FETCH: its cursor's now; EXECUTE: its
+ * statement's) and the types of EXECUTE's and DECLARE's parameters. */
+int sqlc_describe(SqlCtx *cx, const QrSqlStmt *st, QrSqlColumn **cols, int *n_cols);
+/* Run one; EXECUTE sets *instead to the executed statement's own result
+ * (res is then unused). */
+int sqlc_exec(SqlCtx *cx, QrSqlStmt *st, QrSqlResult *res, QrSqlResult **instead);
+/* The transaction block ended: close the cursors without HOLD. */
+void sqlc_end_txn(QrSqlSession *s);
+/* Close every cursor and drop every named statement. */
+void sqlc_session_free(QrSqlSession *s);
+/* A statement from a subtree of another's parse (PREPARE name AS query):
+ * `sql` is the whole text (locations point into it), the node is copied. */
+int sql_stmt_from_node(QrSqlSession *s, const char *sql, size_t len, const cJSON *node,
+                       const uint32_t *oids, int n_oids, QrSqlStmt **out, QrError *err);
+/* A bound parameter or binary COPY field of type t: text (fmt 0) or
+ * PostgreSQL's binary send format (fmt 1); v NULL is SQL NULL.  22P03 for
+ * binary data of the wrong length. */
+int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, SqlValue *out);
+/* The per-query memory cap in force (quarry.mem_cap). */
+size_t sql_session_mem_cap(const QrSqlSession *s);
 
 /* Catalog relations (pg_catalog.pg_class, information_schema.columns...).
  * schema may be NULL (search path: pg_catalog then public).  Returns QR_OK
@@ -457,6 +609,22 @@ int sqlcat_open(SqlCtx *cx, const char *schema, const char *name, SqlSource **ou
 /* Catalog / session functions (version(), current_database(),
  * pg_get_userbyid()...).  Lookup at bind: QR_OK and *ret, or QR_ENOTFOUND
  * (no error set).  Call at run: out in cx->arena. */
+/* ---- sql_zone.c: time zones of timestamptz output ----
+ * A zone is UTC, an ISO offset ('+05:45') or an IANA name (ICU's data). */
+bool sqlz_valid(const char *zone);
+/* The zone's UTC offset in seconds at instant `us` (false: unknown zone). */
+bool sqlz_offset(const char *zone, int64_t us, int32_t *off_s);
+/* The display zone of this thread (qr_sql_execute sets the session's). */
+void sqlz_display_set(const char *zone);
+int32_t sqlz_display_offset(int64_t us);
+
+/* A table's stable OID (pg_class.oid, RowDescription table_oid). */
+uint32_t sqlcat_table_oid(const char *table);
+/* Is `name` a sequence (sqlcat_open reads it as a one-row relation)? */
+bool sqlcat_is_sequence(SqlCtx *cx, const char *name);
+/* Is `name` a catalog function that returns rows (pg_options_to_table,
+ * pg_get_keywords)?  Its rows come from sqlcat_open("pg_catalog", name). */
+bool sqlcat_srf_known(const char *name);
 int sqlcat_func_lookup(const char *schema, const char *name, int n_args, QrSqlType *ret);
 int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_args,
                      const SqlValue *args, SqlValue *out);
@@ -469,6 +637,10 @@ QrSqlType sqlcat_array_elem(const char *column);
  * names: 42P01 / 42704 / 3F000. */
 int sqlcat_reg_oid(SqlCtx *cx, char kind, const SqlValue *in, int loc, SqlValue *out);
 int sqlcat_reg_name(SqlCtx *cx, char kind, int64_t oid, SqlValue *out);
+/* ::regproc: a function's name (text; schema dropped): a catalog function,
+ * or a type's input / output function as pg_type.typinput names it; an oid
+ * becomes the catalog function's name.  Unknown: 42883. */
+int sqlcat_reg_proc(SqlCtx *cx, const SqlValue *in, int loc, SqlValue *out);
 
 /* ======================================================================== */
 /* sql_select.c / sql_scan.c — queries, offered to the utility side          */
@@ -537,10 +709,8 @@ typedef struct SqlTableScan {
     uint64_t colagg_rows;
     bool uncounted;           /* top-k by score alone: the matches were not counted
                                  (text_rows is the k asked for) */
-    bool from_drive;          /* candidates come from the driving text set: its
-                                 predicate is not checked again per row */
-    void **text_cands;        /* the driving text set split by segment (roaring bitmaps) */
-    int n_text_cands;
+    bool from_drive;          /* candidates come from the driving predicate's iterators:
+                                 it is not checked again per row */
     bool pk_range;            /* the pk path reads a range of keys (pk > a, BETWEEN...) */
     uint64_t pk_range_keys;   /* keys in that range */
     bool ordered;             /* the ordered walk runs */
@@ -620,6 +790,40 @@ int sql_scores_rows(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, const int64_t
                     uint64_t n_docs, SqlRowSink *out);
 /* Access path names for EXPLAIN and SET. */
 const char *sql_path_name(SqlAccessPath p);
+
+/* sql_text.c — a full-text predicate at run time: compiled against the
+ * snapshot of the scan that opened it (query/search_int.h), per-segment
+ * match sets for rows that ask after the fact, snippets. */
+typedef struct SqlTextRun SqlTextRun;
+struct Search;
+struct QrFilter;
+/* A closed run of tp over table t (scope: the query's, for snippet
+ * columns), in cx->arena; NULL (54000 set) over the cap. */
+SqlTextRun *sql_text_run_new(SqlCtx *cx, const SqlTextPred *tp, QrTable *t, const SqlScope *scope);
+/* Evaluate the query text and compile it against snap (pinned by the
+ * caller until sql_text_close).  A NULL query matches nothing.  Errors:
+ * 42601 / 22023 at the predicate for a bad query, 54000. */
+int sql_text_open(SqlCtx *cx, SqlTextRun *r, Snapshot *snap);
+/* Release the compiled query (the sets and highlight terms stay). */
+void sql_text_close(SqlTextRun *r);
+/* The compiled query while open (NULL: closed, or a NULL query). */
+struct Search *sql_text_search(SqlTextRun *r);
+/* The compiled query's first error, as the statement's (QR_OK: none). */
+int sql_text_check(SqlCtx *cx, SqlTextRun *r);
+/* Posting blocks decoded / skipped so far, added to sc's counters. */
+void sql_text_stats(SqlTextRun *r, SqlTableScan *sc);
+/* Exact count of the live matches over snap (within `filter`, the column
+ * predicates, when not NULL); adds the work to sc's counters. */
+int sql_text_count(SqlCtx *cx, SqlTextRun *r, Snapshot *snap, const struct QrFilter *filter,
+                   SqlTableScan *sc, uint64_t *count);
+/* Build (once per snapshot version) the per-segment match sets rows are
+ * answered from, with scores when `scored`.  Open runs only. */
+int sql_text_sets(SqlCtx *cx, SqlTextRun *r, Snapshot *snap, bool scored);
+/* Does global doc `doc` match (and its score, 0 unless the sets are
+ * scored)?  XX000 when the sets were never built. */
+int sql_text_has(SqlCtx *cx, SqlTextRun *r, int64_t doc, bool *match, float *score);
+/* snippet(...) of a row: e is SE_SNIPPET, its args the text columns. */
+int sql_text_snippet(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *row, SqlValue *out);
 
 /* The SQL columns of a table: the primary key, the fields in schema order,
  * then hidden _id (global doc id) and _score.  Scope in cx->arena. */

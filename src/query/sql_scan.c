@@ -1,40 +1,49 @@
 /*
  * sql_scan.c — one table access of a SQL query: the table's SQL columns,
- * full-text predicate sets (through the text engine), the cost-based choice
- * of an access path, and the scan that produces rows.
+ * the cost-based choice of an access path, and the scan that produces rows,
+ * with the text engine as a scan under it.
  *
- * Layer: query/.  Calls quarry.h search (text predicates), index/ table
- * snapshots and segments, store/ columns (zone-map scans, random access)
- * and the document store (fields without a column).
+ * Layer: query/.  Calls the text engine (search_int.h, through sql_text.c),
+ * the filter engine (filter.h), index/ table snapshots and segments, store/
+ * columns (zone-map scans, random access) and the document store (fields
+ * without a column).
  *
  * Access paths (docs/planner.md):
- *   text   candidates = docs of the driving text predicate (postings), every
- *          other condition checked per candidate
+ *   text   candidates = the driving text predicate's live matches, straight
+ *          from its iterators segment by segment (with scores when they are
+ *          read), every other condition checked per candidate
  *   check  same candidates; named separately for SET quarry.access_path
  *   scan   zone-map-pruned column scans of the column predicates, ANDed into
- *          a bitmap per segment, intersected with the text docs, then the
- *          remaining conditions per row
+ *          a bitmap per segment; the driving text predicate's iterators are
+ *          advanced into it; then the remaining conditions per row
  *   full   every live document, every condition per row
  *   btree  the filter engine (query/filter.h) over the column predicates,
  *          B-tree lookups for those whose column has a B-tree (CREATE INDEX),
- *          zone-map scans restricted to the B-tree rows for the others
+ *          zone-map scans restricted to the B-tree rows for the others; the
+ *          driving text predicate advanced into the result
  *   pk     `pk = v` / `pk IN (...)`: each key looked up in every segment's
  *          primary-key index, the other conditions checked per row
- * Costs are in "row units": one candidate row fetched and checked costs
- * C_ROW per needed column plus C_DOC when a stored document must be parsed;
- * a zone-map-pruned column block costs C_BLOCK; a posting costs C_POST.
+ * ORDER BY score() DESC LIMIT k over a driving predicate and column
+ * predicates is a top-k of the text engine (block-max WAND across
+ * segments, the column predicates' bitmaps fed in).  Text predicates that
+ * do not drive are answered per row from per-segment match sets
+ * (sql_text.c).  Costs are in "row units": one candidate row fetched and
+ * checked costs C_ROW per needed column plus C_DOC when a stored document
+ * must be parsed; a zone-map-pruned column block costs C_BLOCK; a posting
+ * costs C_POST.
  *
- * Snapshots: text predicates run through qr_search, which pins its own
- * snapshot; the scan pins one before and checks after that the table's
- * version did not move (retrying otherwise), so doc ids agree.
+ * Snapshots: the scan pins one snapshot at open; every text predicate is
+ * compiled against it, so doc ids, deletes and BM25 statistics agree.
  */
 #include "query/sql_int.h"
 #include "query/exec/exec.h"
 #include "query/filter.h"
+#include "query/search_int.h"
 #include "query/sql_w.h"
 #include "index/btree.h"
 
 #include <cJSON.h>
+#include <endian.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,10 +58,9 @@
 #define C_BT_ROW 0.05 /* one row id out of a B-tree into a bitmap */
 #define C_PK 2.0 /* one key looked up in one segment's primary-key index */
 #define MAX_PK_KEYS 4096
-/* Matches a full-text predicate may hand to the rows of a query: about
- * 36 bytes each in the query arena, so the per-query memory cap (54000)
- * is what binds first; this bound only keeps the counts in range. */
-#define MAX_TEXT_ROWS (1 << 26)
+/* Rows a top-k by score may ask the text engine for (its heap is in the
+ * query arena, whose cap binds first; this keeps the count an int). */
+#define MAX_TOPK_ROWS (1 << 26)
 
 const char *sql_path_name(SqlAccessPath p)
 {
@@ -75,87 +83,6 @@ static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
-}
-
-/* ---- doc sets ---- */
-
-int64_t sql_docset_find(const SqlDocSet *s, int64_t doc)
-{
-    if (s && s->sorted) {
-        uint64_t lo = 0, hi = s->n;
-        while (lo < hi) {
-            uint64_t mid = lo + (hi - lo) / 2;
-            if (s->docs[mid] < doc)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        return lo < s->n && s->docs[lo] == doc ? (int64_t)lo : -1;
-    }
-    if (!s || !s->cap)
-        return -1;
-    uint64_t h = ((uint64_t)doc * 0x9E3779B97F4A7C15ULL) & (s->cap - 1);
-    while (s->slot_doc[h] != -1) {
-        if (s->slot_doc[h] == doc)
-            return s->slot_idx[h];
-        h = (h + 1) & (s->cap - 1);
-    }
-    return -1;
-}
-
-/* A set for n docs.  sorted: they will be added in ascending order (an
- * unscored search gives doc order), so no hash is built: a large match set
- * then costs 12 bytes a doc instead of 36 and no clearing of slots. */
-static SqlDocSet *docset_new(SqlCtx *cx, uint64_t n, bool snippets, bool sorted)
-{
-    SqlDocSet *s = qr_arena_calloc(cx->arena, sizeof *s);
-    uint64_t cap = 16;
-    while (cap < n * 2)
-        cap <<= 1;
-    if (!s)
-        return NULL;
-    if (sorted) {
-        s->sorted = true;
-        s->docs = qr_arena_alloc(cx->arena, (n + 1) * sizeof *s->docs);
-        s->scores = qr_arena_alloc(cx->arena, (n + 1) * sizeof *s->scores);
-        s->snippets = snippets ? qr_arena_calloc(cx->arena, (n + 1) * sizeof *s->snippets) : NULL;
-        return s->docs && s->scores && (!snippets || s->snippets) ? s : NULL;
-    }
-    s->cap = cap;
-    s->slot_doc = qr_arena_alloc(cx->arena, cap * sizeof *s->slot_doc);
-    s->slot_idx = qr_arena_alloc(cx->arena, cap * sizeof *s->slot_idx);
-    s->docs = qr_arena_alloc(cx->arena, (n + 1) * sizeof *s->docs);
-    s->scores = qr_arena_alloc(cx->arena, (n + 1) * sizeof *s->scores);
-    s->snippets = snippets ? qr_arena_calloc(cx->arena, (n + 1) * sizeof *s->snippets) : NULL;
-    if (!s->slot_doc || !s->slot_idx || !s->docs || !s->scores || (snippets && !s->snippets))
-        return NULL;
-    memset(s->slot_doc, 0xff, cap * sizeof *s->slot_doc);
-    return s;
-}
-
-static void docset_add(SqlDocSet *s, int64_t doc, float score, const char *snip)
-{
-    if (s->sorted) { /* the caller adds in ascending order */
-        s->docs[s->n] = doc;
-        s->scores[s->n] = score;
-        if (s->snippets)
-            s->snippets[s->n] = snip;
-        s->n++;
-        return;
-    }
-    uint64_t h = ((uint64_t)doc * 0x9E3779B97F4A7C15ULL) & (s->cap - 1);
-    while (s->slot_doc[h] != -1) {
-        if (s->slot_doc[h] == doc)
-            return;
-        h = (h + 1) & (s->cap - 1);
-    }
-    s->slot_doc[h] = doc;
-    s->slot_idx[h] = (uint32_t)s->n;
-    s->docs[s->n] = doc;
-    s->scores[s->n] = score;
-    if (s->snippets)
-        s->snippets[s->n] = snip;
-    s->n++;
 }
 
 /* ---- the table's SQL columns ---- */
@@ -194,8 +121,17 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
     cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
     int n = 0;
     QrSqlType pkt = meta ? sqlw_pk_type(meta) : QR_SQL_UNKNOWN;
+    bool hidden_pk = meta && sqlw_hidden_pk(meta); /* a row id, not a column */
+    QrSqlType pk_decl;
+    const char *pk_dn = meta ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
+                                   sqlw_meta_col(meta, s->primary_key), "type"))
+                             : NULL;
+    if (pkt == QR_SQL_INT8 && pk_dn && sqlt_from_name(pk_dn, &pk_decl) && sqlt_is_int(pk_decl) &&
+        pk_decl != QR_SQL_OID)
+        pkt = pk_decl; /* an integer / smallint key reads as declared (SERIAL is int4) */
     c[n] = (SqlCol){.name = s->primary_key, .qual = q,
-                    .type = pkt != QR_SQL_UNKNOWN ? pkt : pk_type(t), .field = -1, .attnum = 1};
+                    .type = pkt != QR_SQL_UNKNOWN ? pkt : pk_type(t), .field = -1,
+                    .attnum = hidden_pk ? 0 : 1, .hidden = hidden_pk};
     n++;
     for (int f = 0; f < s->n_fields; f++) {
         if (!strcmp(s->fields[f].name, s->primary_key))
@@ -208,7 +144,8 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
             ty = decl;
         c[n] = (SqlCol){.name = qr_arena_strndup(cx->arena, s->fields[f].name,
                                                  strlen(s->fields[f].name)),
-                        .qual = q, .type = ty, .field = f, .attnum = (int16_t)(n + 1)};
+                        .qual = q, .type = ty, .field = f,
+                        .attnum = (int16_t)(n + 1 - hidden_pk)};
         n++;
     }
     cJSON_Delete(meta);
@@ -240,198 +177,6 @@ static void plan_note(SqlCtx *cx, const SqlTableScan *sc, const char *path)
     char *p = n > 0 ? qr_arena_strndup(res->arena, buf, (size_t)n) : NULL;
     if (p)
         res->plan = p;
-}
-
-/* ---- text predicates ---- */
-
-static int text_query(SqlCtx *cx, const SqlTextPred *tp, const char **q, size_t *n)
-{
-    SqlValue v;
-    SqlEvalRow r = {.doc = -1};
-    int rc = sql_expr_eval(cx, tp->query, &r, &v);
-    if (rc)
-        return rc;
-    if (v.is_null) {
-        *q = NULL;
-        *n = 0;
-        return QR_OK;
-    }
-    *q = v.u.s.s;
-    *n = v.u.s.n;
-    return QR_OK;
-}
-
-static void search_req(SqlCtx *cx, const SqlTextPred *tp, const char *q, size_t n, QrSearchReq *r)
-{
-    qr_search_req_init(r);
-    r->q = q;
-    r->q_len = n;
-    r->fields = tp->field;
-    r->cancel = cx->sess ? &cx->sess->cancel : NULL;
-    if (cx->deadline_ns) {
-        uint64_t now = qr_now_ns();
-        r->timeout_ms = now < cx->deadline_ns ? (cx->deadline_ns - now) / 1000000 + 1 : 1;
-    }
-}
-
-static int search_err(SqlCtx *cx, const SqlTextPred *tp, QrError *e)
-{
-    if (e->code == QR_ESYNTAX || e->code == QR_EINVAL) {
-        sql_err_at(cx, tp->loc, e->code, e->code == QR_ESYNTAX ? "42601" : "22023",
-                   "full-text query: %s", e->message);
-        return cx->err->code;
-    }
-    qr_error_copy(cx->err, e);
-    return e->code;
-}
-
-/* Exact count of a text predicate (postings only). */
-static int text_count(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, uint64_t *count,
-                      SqlTableScan *sc, const QrFilter *filter)
-{
-    const char *q;
-    size_t n;
-    int rc = text_query(cx, tp, &q, &n);
-    if (rc)
-        return rc;
-    *count = 0;
-    if (!q)
-        return QR_OK;
-    QrSearchReq r;
-    search_req(cx, tp, q, n, &r);
-    r.count_only = true;
-    r.filter_tree = filter;
-    QrSearchRes *res;
-    QrError e;
-    qr_error_clear(&e);
-    if (qr_search(t, &r, &res, &e) != QR_OK)
-        return search_err(cx, tp, &e);
-    *count = res->total;
-    if (sc) {
-        sc->post_blocks_decoded += res->stats.postings_blocks_decoded;
-        sc->post_blocks_skipped += res->stats.postings_blocks_skipped;
-    }
-    qr_search_res_free(res);
-    return QR_OK;
-}
-
-/* Split a text set's docs by segment into sc->text_cands, in one pass:
- * ids in doc order rarely change segment. */
-static bool text_cands_build(SqlTableScan *sc, Snapshot *snap, const SqlDocSet *ds)
-{
-    roaring_bitmap_t **tc = qr_calloc((size_t)snap->n_segs + 1, sizeof *tc);
-    if (!tc)
-        return false;
-    sc->text_cands = (void **)tc;
-    sc->n_text_cands = snap->n_segs;
-    for (int k = 0; k < snap->n_segs; k++)
-        if (!(tc[k] = roaring_bitmap_create()))
-            return false;
-    int cur = -1;
-    for (uint64_t i = 0; i < ds->n; i++) {
-        DocId d = (DocId)ds->docs[i];
-        uint32_t local;
-        if ((cur < 0 || d < snap->base[cur] || d - snap->base[cur] >= seg_n_docs(snap->segs[cur])) &&
-            !snapshot_locate(snap, d, &cur, &local)) {
-            cur = -1;
-            continue;
-        }
-        roaring_bitmap_add(tc[cur], (uint32_t)(d - snap->base[cur]));
-    }
-    return true;
-}
-
-/* The driving text set's docs of segment si, as a bitmap the caller owns
- * (split once per scan and kept in sc->text_cands until it ends). */
-static roaring_bitmap_t *seg_text_cand(SqlTableScan *sc, Snapshot *snap, const SqlDocSet *ds, int si)
-{
-    if (!sc->text_cands &&
-        !text_cands_build(sc, snap, ds))
-        return NULL;
-    roaring_bitmap_t *piece = si < sc->n_text_cands ? sc->text_cands[si] : NULL;
-    return piece ? roaring_bitmap_copy(piece) : NULL;
-}
-
-static void text_cands_free(SqlTableScan *sc)
-{
-    for (int k = 0; sc->text_cands && k < sc->n_text_cands; k++)
-        if (sc->text_cands[k])
-            roaring_bitmap_free(sc->text_cands[k]);
-    qr_free(sc->text_cands);
-    sc->text_cands = NULL;
-    sc->n_text_cands = 0;
-}
-
-/* The docs of a text predicate into tp->set (limit >= 0: the best
- * `limit` by score).  With split, for aggregates read from column
- * blocks, the docs only go to sc->text_cands split by segment (no set is
- * kept: no scores, no hash). */
-static int text_set(SqlCtx *cx, SqlTableScan *sc, SqlTextPred *tp, uint64_t total, int64_t limit,
-                    const QrFilter *filter, bool split)
-{
-    const char *q;
-    size_t n;
-    int rc = text_query(cx, tp, &q, &n);
-    if (rc)
-        return rc;
-    bool scores = sc->scope->cols[tp->score_col].used || tp->want_snippets || limit >= 0;
-    uint64_t want = limit >= 0 && (uint64_t)limit < total ? (uint64_t)limit : total;
-    if (want > MAX_TEXT_ROWS) {
-        sql_err_at(cx, tp->loc, QR_ELIMIT, "54000",
-                   "full-text predicate matches %llu documents, more than the %d a SQL query may "
-                   "materialize", (unsigned long long)total, MAX_TEXT_ROWS);
-        qr_error_hint(cx->err, "add a LIMIT with ORDER BY score() DESC, or use count(*)");
-        return QR_ELIMIT;
-    }
-    /* unscored hits come in doc order: no hash needed */
-    tp->set = docset_new(cx, split ? 0 : want, tp->want_snippets, !scores);
-    if (!tp->set)
-        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-    if (!q || want == 0)
-        return QR_OK;
-    QrSearchReq r;
-    search_req(cx, tp, q, n, &r);
-    r.limit = (int)want;
-    r.filter_tree = filter;
-    r.unordered = !scores;
-    r.skip_total = true;
-    r.snippets = tp->want_snippets;
-    r.no_ids = true; /* rows read their key from the segment when they need it */
-    r.seg_bitmaps = split;
-    QrSearchRes *res;
-    QrError e;
-    qr_error_clear(&e);
-    if (qr_search(sc->t, &r, &res, &e) != QR_OK)
-        return search_err(cx, tp, &e);
-    if (split) { /* the search's per-segment bitmaps become the scan's */
-        text_cands_free(sc); /* those of an earlier attempt */
-        sc->text_cands = res->seg_bits;
-        sc->n_text_cands = res->n_seg_bits;
-        res->seg_bits = NULL;
-    }
-    for (int i = 0; !split && i < res->n_hits; i++) {
-        const char *snip = NULL;
-        if (tp->want_snippets && res->hits[i].snippet)
-            snip = qr_arena_strndup(cx->arena, res->hits[i].snippet, strlen(res->hits[i].snippet));
-        docset_add(tp->set, res->hits[i].doc, res->hits[i].score, snip);
-    }
-    SqlDocSet *ds = tp->set;
-    bool asc = true;
-    for (uint64_t i = 1; ds->sorted && asc && i < ds->n; i++)
-        asc = ds->docs[i - 1] < ds->docs[i];
-    if (!asc) { /* never expected of an unscored search; keep the set correct anyway */
-        qsort(ds->docs, ds->n, sizeof *ds->docs, cmp_i64);
-        uint64_t u = 0;
-        for (uint64_t i = 0; i < ds->n; i++)
-            if (!u || ds->docs[u - 1] != ds->docs[i])
-                ds->docs[u++] = ds->docs[i];
-        ds->n = u;
-    }
-    sc->post_blocks_decoded += res->stats.postings_blocks_decoded;
-    sc->post_blocks_skipped += res->stats.postings_blocks_skipped;
-    sc->text_strategy = res->stats.strategy;
-    qr_search_res_free(res);
-    return QR_OK;
 }
 
 /* ---- column predicates (for the scan path) ---- */
@@ -662,7 +407,13 @@ int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *don
     QrFilter *f = n_cp ? colpred_filter(cx, cp, n_cp) : NULL;
     if (n_cp && !f)
         return cx->err->code;
-    int rc = text_count(cx, sc->t, sc->texts[sc->drive], count, sc, f);
+    Snapshot *snap = table_snapshot(sc->t->table);
+    SqlTextRun *tr = sql_text_run_new(cx, sc->texts[sc->drive], sc->t, sc->scope);
+    int rc = tr ? sql_text_open(cx, tr, snap) : (int)cx->err->code;
+    if (rc == QR_OK)
+        rc = sql_text_count(cx, tr, snap, f, sc, count);
+    sql_text_close(tr);
+    snapshot_release(snap);
     qr_filter_free(f);
     sc->ms = (double)(qr_now_ns() - t0) / 1e6;
     sc->rows_out = sc->text_rows = *count;
@@ -1271,8 +1022,11 @@ static bool btree_estimate(Snapshot *snap, const ColPredRef *cp, int n_cp, doubl
 /* ---- aggregates from column blocks ---- */
 
 static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, ColPredRef *cp,
-                         int n_cp, roaring_bitmap_t **out, bool *empty);
+                         int n_cp, const roaring_bitmap_t *within, roaring_bitmap_t **out,
+                         bool *empty);
 
+
+static int seg_text_bitmap(SqlCtx *cx, SqlTableScan *sc, int si, roaring_bitmap_t **out);
 
 static bool colagg_field_ok(const SqlTableScan *sc, Snapshot *snap, int field, bool group)
 {
@@ -1346,7 +1100,14 @@ static int colagg_segment(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, 
     roaring_bitmap_t *cand = NULL;
     bool empty = false;
     int rc = QR_OK;
-    if ((n_cp || sc->drive >= 0) && (rc = seg_scan_cand(cx, sc, snap, si, cp, n_cp, &cand, &empty)))
+    roaring_bitmap_t *text = NULL;
+    if (sc->drive >= 0 && (rc = seg_text_bitmap(cx, sc, si, &text)))
+        return rc;
+    if (n_cp || text)
+        rc = seg_scan_cand(cx, sc, snap, si, cp, n_cp, text, &cand, &empty);
+    if (text)
+        roaring_bitmap_free(text);
+    if (rc)
         return rc;
     if (empty || nd == 0) {
         if (cand)
@@ -1485,17 +1246,20 @@ SqlValue *sql_sink_slot(SqlCtx *cx, SqlRowSink *s)
     return s->rows + s->n * (uint64_t)s->width;
 }
 
-/* The column predicates' matches in segment si (within the driving text
- * set, if any) into *out; *out NULL with *empty false means every doc of
- * the segment (only NULL-tolerant predicates on columns it lacks). */
+/* The column predicates' matches in segment si (among `within`, when not
+ * NULL) into *out, a new bitmap; *out NULL with *empty false means every
+ * doc of the segment (only NULL-tolerant predicates on columns it lacks,
+ * and no `within`). */
 static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, ColPredRef *cp,
-                         int n_cp, roaring_bitmap_t **out, bool *empty)
+                         int n_cp, const roaring_bitmap_t *within, roaring_bitmap_t **out,
+                         bool *empty)
 {
     Segment *seg = snap->segs[si];
-    SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
-    roaring_bitmap_t *cand = ds ? seg_text_cand(sc, snap, ds, si) : NULL;
+    roaring_bitmap_t *cand = within ? roaring_bitmap_copy(within) : NULL;
     int rc = QR_OK;
-    *empty = false;
+    *empty = within && roaring_bitmap_is_empty(within);
+    if (within && !cand)
+        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
     for (int k = 0; k < n_cp && rc == QR_OK && !*empty; k++) {
         const Column *c = seg_column(seg, cp[k].field);
         if (!c) { /* no column in this segment: only IS NULL matches */
@@ -1574,8 +1338,16 @@ struct SqlScanRun {
     uint64_t n_ids, pos;
     uint32_t r_next, r_end;   /* a range run: [r_next, r_end) */
     bool ended;
-    int64_t *gdocs;           /* text / key-list paths: global ids, ascending */
+    int64_t *gdocs;           /* key lookups, top-k by score: global ids, ascending */
+    float *gscores;           /* top-k: their scores */
     uint64_t n_gdocs, gpos;
+    const float *run_scores;  /* the run's ids' scores (top-k), or NULL */
+    /* text predicates: one run each (sc->texts order), compiled at open */
+    SqlTextRun **truns;
+    bool drive_cands;         /* candidates come from the driving predicate */
+    bool drive_scored;        /* ... with their scores (the _score column is read) */
+    SearchCursor cur;         /* the driving predicate's live matches in segment si */
+    roaring_bitmap_t *cur_filter; /* owns: the column bitmap cur is advanced into */
     QrFilter *bt_filter;      /* owns: btree path */
     OrdBlock *ob;             /* owns (qr_malloc): ordered walk's blocks, best first */
     uint64_t n_ob, oi;
@@ -1590,6 +1362,11 @@ struct SqlScanRun {
     int n_doc_cols;
     int *used_cols;           /* every used column of the table */
     int n_used_cols;
+    SqlExpr **check;          /* the conjuncts checked per row (not the driving
+                                 predicate when it gives the candidates) */
+    int n_check;
+    int checks_for;           /* drive_cands value check was made for, -1: none yet */
+    int prev_k;               /* rows of the previous batch (their filled columns are reset) */
     uint32_t docs[SQL_BATCH_ROWS];
     float scores[SQL_BATCH_ROWS];
     uint16_t sel[SQL_BATCH_ROWS];
@@ -1604,7 +1381,10 @@ static void run_reset_cursor(SqlScanRun *R)
     R->si = -1;
     R->ended = false;
     R->gdocs = NULL;
+    R->gscores = NULL;
+    R->run_scores = NULL;
     R->n_gdocs = R->gpos = 0;
+    memset(&R->cur, 0, sizeof R->cur);
     qr_filter_free(R->bt_filter);
     R->bt_filter = NULL;
     for (int si = 0; R->ocands && R->snap && si < R->snap->n_segs; si++)
@@ -1656,17 +1436,23 @@ static int fetch_col(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint3
     case -2:
         *v = sqlv_int((int64_t)(snap->base[si] + local));
         break;
-    case -3: {
+    case -3: { /* without the batch's scores: from the match sets */
         int64_t gdoc = (int64_t)(snap->base[si] + local);
+        SqlScanRun *R = sc->run;
         *v = sqlv_float(0);
+        v->type = QR_SQL_FLOAT4;
+        /* the driving predicate's score, else the first predicate matching */
         for (int i = 0; i < sc->n_texts; i++) {
-            int64_t k = sql_docset_find(sc->texts[i]->set, gdoc);
-            if (k >= 0) {
-                *v = sqlv_float(sc->texts[i]->set->scores[k]);
+            int k = sc->drive >= 0 ? sc->drive : i;
+            bool m;
+            float f;
+            if (sql_text_has(cx, R->truns[k], gdoc, &m, &f))
+                return cx->err->code;
+            if (m || k == sc->drive) {
+                v->u.f = f;
                 break;
             }
         }
-        v->type = QR_SQL_FLOAT4;
         break;
     }
     default: {
@@ -1731,6 +1517,41 @@ static int run_fill(SqlDocSrc *src, SqlCtx *cx, SqlBatch *b, int c)
 {
     SqlScanRun *R = (SqlScanRun *)((char *)src - offsetof(SqlScanRun, src));
     SqlTableScan *sc = R->sc;
+    const SqlCol *col = &sc->scope->cols[c];
+    size_t W = (size_t)b->width;
+    /* the columns every row of a text scan reads, without per-row dispatch */
+    if (col->field == -3 && b->scores) { /* the driving predicate's scores */
+        for (int i = 0; i < b->n; i++) {
+            int p = sql_batch_at(b, i);
+            SqlValue *v = &b->rows[(size_t)p * W + (size_t)c];
+            *v = sqlv_float(b->scores[p]);
+            v->type = QR_SQL_FLOAT4;
+        }
+        return QR_OK;
+    }
+    if (col->field == -2) {
+        for (int i = 0; i < b->n; i++) {
+            int p = sql_batch_at(b, i);
+            b->rows[(size_t)p * W + (size_t)c] = sqlv_int(b->base + b->docs[p]);
+        }
+        return QR_OK;
+    }
+    if (col->field == -1 && col->type == QR_SQL_INT8) { /* integer keys: 'i' + 8 bytes */
+        Segment *seg = R->snap->segs[b->seg];
+        int i = 0;
+        for (; i < b->n; i++) {
+            int p = sql_batch_at(b, i);
+            const uint8_t *key;
+            size_t kl;
+            if (!seg_pk(seg, b->docs[p], &key, &kl) || kl != 9 || key[0] != 'i')
+                break; /* a string key: the general path below */
+            uint64_t u;
+            memcpy(&u, key + 1, 8);
+            b->rows[(size_t)p * W + (size_t)c] = sqlv_int((int64_t)(be64toh(u) ^ (1ull << 63)));
+        }
+        if (i == b->n)
+            return QR_OK;
+    }
     QrArena *saved = cx->arena;
     cx->arena = R->scratch;
     int rc = QR_OK;
@@ -1768,10 +1589,9 @@ static int run_new(SqlCtx *cx, SqlTableScan *sc)
 {
     SqlScanRun *R = qr_arena_calloc(cx->arena, sizeof *R);
     int W = sc->scope->n;
-    uint8_t *marks = qr_arena_calloc(cx->arena, (size_t)W + 1);
     uint8_t *dmarks = qr_arena_calloc(cx->arena, (size_t)W + 1);
     uint8_t *umarks = qr_arena_calloc(cx->arena, (size_t)W + 1);
-    if (!R || !marks || !dmarks || !umarks ||
+    if (!R || !dmarks || !umarks ||
         !(R->cp = qr_arena_calloc(cx->arena, (size_t)(sc->n_conj + 1) * sizeof *R->cp)))
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     R->sc = sc;
@@ -1784,24 +1604,53 @@ static int run_new(SqlCtx *cx, SqlTableScan *sc)
         return cx->err->code;
     sc->n_colpreds = R->n_cp;
     R->has_pk = pk_find(cx, sc, &R->pk);
-    for (int k = 0; k < sc->n_conj; k++)
-        sql_expr_cols(sc->conj[k], marks);
     for (int c = sc->first; c < sc->first + sc->n_cols; c++) {
         if (doc_column(sc, c) && sc->scope->cols[c].used)
             dmarks[c] = 1;
         if (sc->scope->cols[c].used)
             umarks[c] = 1;
     }
+    if (!(R->doc_cols = sql_cols_list(cx, dmarks, W, &R->n_doc_cols)) ||
+        !(R->used_cols = sql_cols_list(cx, umarks, W, &R->n_used_cols)))
+        return cx->err->code;
+    if (!(R->truns = qr_arena_calloc(cx->arena, ((size_t)sc->n_texts + 1) * sizeof *R->truns)))
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    for (int i = 0; i < sc->n_texts; i++)
+        if (!(R->truns[i] = sql_text_run_new(cx, sc->texts[i], sc->t, sc->scope)))
+            return cx->err->code;
+    R->src.used = R->used_cols;
+    R->src.n_used = R->n_used_cols;
+    R->checks_for = -1;
+    sc->run = R;
+    return QR_OK;
+}
+
+/* The conjuncts checked per row and the columns they read, for candidates
+ * that come from the driving predicate (drive_cands) or not. */
+static int run_checks(SqlCtx *cx, SqlTableScan *sc)
+{
+    SqlScanRun *R = sc->run;
+    if (R->checks_for == (int)R->drive_cands)
+        return QR_OK;
+    int W = sc->scope->n;
+    uint8_t *marks = qr_arena_calloc(cx->arena, (size_t)W + 1);
+    R->check = qr_arena_alloc(cx->arena, ((size_t)sc->n_conj + 1) * sizeof *R->check);
+    if (!marks || !R->check)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    R->n_check = 0;
+    for (int k = 0; k < sc->n_conj; k++) {
+        if (R->drive_cands && sc->conj[k]->kind == SE_MATCH &&
+            sc->conj[k]->text == sc->texts[sc->drive])
+            continue; /* it holds for its own matches */
+        R->check[R->n_check++] = sc->conj[k];
+        sql_expr_cols(sc->conj[k], marks);
+    }
     for (int c = 0; c < W; c++)
         if (c < sc->first || c >= sc->first + sc->n_cols)
             marks[c] = 0; /* outer columns are the caller's */
-    if (!(R->cond_cols = sql_cols_list(cx, marks, W, &R->n_cond_cols)) ||
-        !(R->doc_cols = sql_cols_list(cx, dmarks, W, &R->n_doc_cols)) ||
-        !(R->used_cols = sql_cols_list(cx, umarks, W, &R->n_used_cols)))
+    if (!(R->cond_cols = sql_cols_list(cx, marks, W, &R->n_cond_cols)))
         return cx->err->code;
-    R->src.used = R->used_cols;
-    R->src.n_used = R->n_used_cols;
-    sc->run = R;
+    R->checks_for = (int)R->drive_cands;
     return QR_OK;
 }
 
@@ -1816,13 +1665,14 @@ static int run_choose(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
     /* a top-k whose only condition is its text predicate has one sensible
      * path, and counting every match first (a pass over all postings that
      * block-max WAND then skips) would cost more than the top-k */
-    if (sc->topk >= 0 && n_cp != sc->n_conj - 1)
+    if (sc->topk >= 0 && (n_cp != sc->n_conj - 1 || sc->topk > MAX_TOPK_ROWS))
         sc->topk = -1;
     sc->uncounted = sc->drive >= 0 && sc->topk >= 0 && sc->n_texts == 1 && sc->n_conj == 1 &&
                     n_cp == 0 && cx->path == SQL_PATH_AUTO;
     if (sc->uncounted)
         drive_n = (uint64_t)sc->topk < snap->n_live ? (uint64_t)sc->topk : snap->n_live;
-    else if (sc->drive >= 0 && (rc = text_count(cx, sc->t, sc->texts[sc->drive], &drive_n, sc, NULL)))
+    else if (sc->drive >= 0 &&
+             (rc = sql_text_count(cx, R->truns[sc->drive], snap, NULL, sc, &drive_n)))
         return rc;
     sc->text_rows = drive_n;
     double N = (double)snap->n_live, rc_row = row_cost(sc);
@@ -1838,18 +1688,22 @@ static int run_choose(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
         est_out = fmin(est_out, (double)R->range.n);
     }
     double post = sc->drive >= 0 ? (double)drive_n * C_POST : 0;
+    /* the paths the driving predicate gives candidates to fetch only the
+     * top-k's rows under ORDER BY score() DESC LIMIT k */
+    double k_out = sc->topk >= 0 ? fmin(est_out, (double)sc->topk) : est_out;
+    double k_text = sc->topk >= 0 ? fmin((double)drive_n, (double)sc->topk) : (double)drive_n;
     add_alt(sc, SQL_PATH_FULL, est_out, N * rc_row + post);
     if (sc->drive >= 0)
-        add_alt(sc, SQL_PATH_TEXT, est_out, post + (double)drive_n * rc_row);
+        add_alt(sc, SQL_PATH_TEXT, k_out, post + k_text * rc_row);
     if (n_cp && sc->drive >= 0) /* filter bitmap, postings advanced into it */
-        add_alt(sc, SQL_PATH_SCAN, est_out,
-                scan_cost + fmin((double)drive_n, N * sel) * C_POST + est_out * rc_row);
+        add_alt(sc, SQL_PATH_SCAN, k_out,
+                scan_cost + fmin((double)drive_n, N * sel) * C_POST + k_out * rc_row);
     else if (n_cp)
         add_alt(sc, SQL_PATH_SCAN, est_out, scan_cost + N * sel * rc_row);
     double bt_cost;
     if (n_cp && btree_estimate(snap, R->cp, n_cp, scan_cost, &bt_cost))
-        add_alt(sc, SQL_PATH_BTREE, est_out,
-                bt_cost + est_out * rc_row +
+        add_alt(sc, SQL_PATH_BTREE, sc->drive >= 0 ? k_out : est_out,
+                bt_cost + (sc->drive >= 0 ? k_out : est_out) * rc_row +
                     (sc->drive >= 0 ? fmin((double)drive_n, N * sel) * C_POST : 0));
     if (R->has_pk) /* each key in each segment's key index, the rows checked */
         add_alt(sc, SQL_PATH_PK, fmin((double)R->pk.n_values, est_out),
@@ -1858,11 +1712,12 @@ static int run_choose(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
         add_alt(sc, SQL_PATH_PK, fmin((double)R->range.n, est_out),
                 (double)snap->n_segs * 4 * C_PK + (double)R->range.n * rc_row + post);
     SqlAccessPath want = cx->path, chosen = SQL_PATH_FULL;
-    double best = INFINITY;
+    double best = INFINITY, rows = est_out;
     for (int i = 0; i < sc->n_alts; i++)
         if (sc->alts[i].cost < best) {
             best = sc->alts[i].cost;
             chosen = sc->alts[i].path;
+            rows = sc->alts[i].rows;
         }
     sc->note = NULL;
     if (want == SQL_PATH_CHECK)
@@ -1873,6 +1728,7 @@ static int run_choose(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
             if (sc->alts[i].path == want) {
                 ok = true;
                 best = sc->alts[i].cost;
+                rows = sc->alts[i].rows;
             }
         if (ok)
             chosen = want;
@@ -1886,7 +1742,7 @@ static int run_choose(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
     }
     sc->path = chosen;
     sc->cost = best;
-    sc->est_rows = est_out;
+    sc->est_rows = rows;
     /* (a column scan driven by a text predicate reads the text set instead) */
     sc->ordered = order_walk_ok(sc, snap) && !(sc->path == SQL_PATH_SCAN && sc->drive >= 0);
     R->planned = true;
@@ -1900,34 +1756,15 @@ int sql_scan_plan(SqlCtx *cx, SqlTableScan *sc)
         return cx->err->code;
     if (sc->run->planned)
         return QR_OK;
+    /* the driving predicate is compiled for the count only; open compiles
+     * it again against the scan's own snapshot */
     Snapshot *snap = table_snapshot(sc->t->table);
-    int rc = run_choose(cx, sc, snap);
+    SqlTextRun *tr = sc->drive >= 0 ? sc->run->truns[sc->drive] : NULL;
+    int rc = tr ? sql_text_open(cx, tr, snap) : QR_OK;
+    if (rc == QR_OK)
+        rc = run_choose(cx, sc, snap);
+    sql_text_close(tr);
     snapshot_release(snap);
-    return rc;
-}
-
-/* The text sets of an open scan: the driving one filtered by the column
- * predicates on the scan and btree paths or under top-k, limited under
- * top-k; all others complete. */
-static int run_text_sets(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
-{
-    SqlScanRun *R = sc->run;
-    int rc = QR_OK;
-    bool filtered = R->n_cp && sc->drive >= 0 &&
-                    (sc->path == SQL_PATH_SCAN || sc->path == SQL_PATH_BTREE || sc->topk >= 0);
-    QrFilter *filter = filtered ? colpred_filter(cx, R->cp, R->n_cp) : NULL;
-    if (filtered && !filter)
-        return cx->err->code;
-    for (int i = 0; i < sc->n_texts && rc == QR_OK; i++) {
-        uint64_t total = sc->text_rows;
-        const QrFilter *f = i == sc->drive && filtered ? filter : NULL;
-        if ((i != sc->drive || f) && (rc = text_count(cx, sc->t, sc->texts[i], &total, sc, f)))
-            break;
-        int64_t lim = i == sc->drive && sc->topk >= 0 && sc->n_texts == 1 ? sc->topk : -1;
-        bool split = i == sc->drive && sc->colagg && colagg_ok(sc, snap, R->n_cp);
-        rc = text_set(cx, sc, sc->texts[i], total, lim, f, split);
-    }
-    qr_filter_free(filter);
     return rc;
 }
 
@@ -1979,7 +1816,8 @@ static int run_ordered_setup(SqlCtx *cx, SqlTableScan *sc)
     int rc = QR_OK;
     uint64_t n_ob = 0;
     for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
-        if (n_cp && (rc = seg_scan_cand(cx, sc, snap, si, R->cp, n_cp, &R->ocands[si], &R->oskip[si])))
+        if (n_cp && (rc = seg_scan_cand(cx, sc, snap, si, R->cp, n_cp, NULL, &R->ocands[si],
+                                        &R->oskip[si])))
             break;
         uint32_t nd = seg_n_docs(snap->segs[si]);
         const Column *c = seg_column(snap->segs[si], field);
@@ -2079,44 +1917,132 @@ static int run_ordered_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
     return QR_OK;
 }
 
-/* The B-tree path's candidates of segment si. */
-static int run_btree_seg(SqlCtx *cx, SqlTableScan *sc, int si)
+/* The column predicates' matches in segment si through the filter engine
+ * with B-trees, live docs only, into *out (a new bitmap); *out NULL when
+ * the segment cannot compare an operand (a field retyped since): every row
+ * is a candidate, the rows checked. */
+static int seg_btree_hits(SqlCtx *cx, SqlTableScan *sc, int si, roaring_bitmap_t **out)
 {
     SqlScanRun *R = sc->run;
     Snapshot *snap = R->snap;
-    Segment *seg = snap->segs[si];
-    SqlDocSet *ds = sc->drive >= 0 ? sc->texts[sc->drive]->set : NULL;
     FilterSeg *fs = NULL;
     QrError e;
     qr_error_clear(&e);
-    roaring_bitmap_t *cand = ds ? seg_text_cand(sc, snap, ds, si) : NULL;
-    roaring_bitmap_t *hits = roaring_bitmap_create();
     QrFilterStats st = {0};
     int rc = QR_OK;
-    if (!hits || (ds && !cand)) {
-        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-    } else if (filter_seg_compile(R->bt_filter, seg, &fs, &e) != QR_OK) {
-        /* an operand this segment's column cannot compare (a field retyped
-         * since): every row of the segment, checked */
-        if (cand)
-            rc = run_from_bitmap(cx, R, cand);
-        else
-            run_range(R, 0, seg_n_docs(seg));
-    } else if (filter_seg_eval(fs, QR_ACCESS_BTREE, snap->dels[si], cand, hits, &st, &e) != QR_OK) {
+    *out = NULL;
+    roaring_bitmap_t *hits = roaring_bitmap_create();
+    if (!hits)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    if (filter_seg_compile(R->bt_filter, snap->segs[si], &fs, &e) != QR_OK) {
+        roaring_bitmap_free(hits);
+        return QR_OK;
+    }
+    if (filter_seg_eval(fs, QR_ACCESS_BTREE, snap->dels[si], NULL, hits, &st, &e) != QR_OK) {
         qr_error_copy(cx->err, &e);
         rc = e.code;
+        roaring_bitmap_free(hits);
     } else {
-        rc = run_from_bitmap(cx, R, hits);
+        *out = hits;
     }
     sc->zm_blocks_total += st.blocks_total;
     sc->zm_blocks_skipped += st.blocks_skipped;
     sc->bt_pages += st.btree_pages;
     filter_seg_free(fs);
-    if (hits)
-        roaring_bitmap_free(hits);
-    if (cand)
-        roaring_bitmap_free(cand);
     return rc;
+}
+
+/* The B-tree path's candidates of segment si (no driving predicate). */
+static int run_btree_seg(SqlCtx *cx, SqlTableScan *sc, int si)
+{
+    SqlScanRun *R = sc->run;
+    roaring_bitmap_t *hits;
+    int rc = seg_btree_hits(cx, sc, si, &hits);
+    if (rc)
+        return rc;
+    if (!hits) {
+        run_range(R, 0, seg_n_docs(R->snap->segs[si]));
+        return QR_OK;
+    }
+    rc = run_from_bitmap(cx, R, hits);
+    roaring_bitmap_free(hits);
+    return rc;
+}
+
+/* The live docs of segment si the driving predicate's iterators are
+ * advanced into: the column predicates' bitmap of the path (zone-map
+ * scans, the filter engine with B-trees, or for a top-k on the text path
+ * the filter engine's own choice), into *out; NULL: no filter (every live
+ * doc).  *empty: nothing can pass in this segment. */
+static int seg_drive_filter(SqlCtx *cx, SqlTableScan *sc, int si, roaring_bitmap_t **out,
+                            bool *empty)
+{
+    SqlScanRun *R = sc->run;
+    Snapshot *snap = R->snap;
+    *out = NULL;
+    *empty = false;
+    if (R->n_cp == 0 || (sc->path == SQL_PATH_TEXT && sc->topk < 0))
+        return QR_OK;
+    int rc = QR_OK;
+    if (sc->path == SQL_PATH_SCAN) {
+        rc = seg_scan_cand(cx, sc, snap, si, R->cp, R->n_cp, NULL, out, empty);
+        if (rc == QR_OK && *out && snap->dels[si])
+            roaring_bitmap_andnot_inplace(*out, snap->dels[si]);
+    } else if (sc->path == SQL_PATH_BTREE) {
+        rc = seg_btree_hits(cx, sc, si, out);
+    } else { /* the text path's top-k: as the text engine filters */
+        QrFilterStats st = {0};
+        if (!(*out = roaring_bitmap_create()))
+            return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+        search_seg_filter(sql_text_search(R->truns[sc->drive]), si, R->bt_filter, QR_ACCESS_AUTO,
+                          *out, &st);
+        sc->zm_blocks_total += st.blocks_total;
+        sc->zm_blocks_skipped += st.blocks_skipped;
+        sc->bt_pages += st.btree_pages;
+        rc = sql_text_check(cx, R->truns[sc->drive]);
+    }
+    if (rc && *out) {
+        roaring_bitmap_free(*out);
+        *out = NULL;
+    }
+    if (rc == QR_OK && *out && roaring_bitmap_is_empty(*out))
+        *empty = true;
+    return rc;
+}
+
+/* The driving predicate's live matches of segment si as a new bitmap
+ * (aggregates from column blocks). */
+static int seg_text_bitmap(SqlCtx *cx, SqlTableScan *sc, int si, roaring_bitmap_t **out)
+{
+    SqlTextRun *tr = sc->run->truns[sc->drive];
+    roaring_bitmap_t *bm = roaring_bitmap_create();
+    *out = NULL;
+    if (!bm)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    Search *s = sql_text_search(tr);
+    SearchCursor c = {0};
+    if (s)
+        search_seg_cursor(s, si, false, NULL, &c);
+    uint32_t docs[512];
+    size_t k;
+    while ((k = search_cursor_next(&c, docs, NULL, 512)) > 0)
+        roaring_bitmap_add_many(bm, k, docs);
+    int rc = sql_text_check(cx, tr);
+    if (rc) {
+        roaring_bitmap_free(bm);
+        return rc;
+    }
+    *out = bm;
+    return QR_OK;
+}
+
+/* The driving predicate's cursor is done with segment R->si. */
+static void run_cursor_end(SqlScanRun *R)
+{
+    memset(&R->cur, 0, sizeof R->cur);
+    if (R->cur_filter)
+        roaring_bitmap_free(R->cur_filter);
+    R->cur_filter = NULL;
 }
 
 /* Move to the next run of candidates; *more false at the end. */
@@ -2127,18 +2053,19 @@ static int run_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
     int rc = QR_OK;
     qr_free(R->ids);
     R->ids = NULL;
+    R->run_scores = NULL;
     R->n_ids = R->pos = 0;
     R->r_next = R->r_end = 0;
+    run_cursor_end(R);
     *more = false;
     if (R->ended)
         return QR_OK;
-    if (sc->ordered && sc->path != SQL_PATH_PK && sc->path != SQL_PATH_BTREE &&
-        !sc->from_drive) {
+    if (sc->ordered && sc->path != SQL_PATH_PK && sc->path != SQL_PATH_BTREE && !R->drive_cands) {
         rc = run_ordered_next(cx, sc, more);
         R->ended = !*more;
         return rc;
     }
-    if (R->gdocs) { /* the driving text set, or looked-up keys: one segment's run */
+    if (R->gdocs) { /* looked-up keys, the top-k: one segment's run */
         while (R->gpos < R->n_gdocs) {
             int si;
             uint32_t local;
@@ -2155,6 +2082,7 @@ static int run_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
                 return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
             for (uint64_t i = R->gpos; i < end; i++)
                 R->ids[R->n_ids++] = (uint32_t)((uint64_t)R->gdocs[i] - snap->base[si]);
+            R->run_scores = R->gscores ? R->gscores + R->gpos : NULL;
             R->gpos = end;
             R->si = si;
             *more = true;
@@ -2168,6 +2096,22 @@ static int run_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
         uint32_t nd = seg_n_docs(snap->segs[si]);
         if (nd == 0)
             continue;
+        if (R->drive_cands) { /* the driving predicate, advanced into the column bitmap */
+            bool empty;
+            if ((rc = seg_drive_filter(cx, sc, si, &R->cur_filter, &empty)))
+                return rc;
+            Search *s = sql_text_search(R->truns[sc->drive]);
+            if (!empty && s)
+                search_seg_cursor(s, si, R->drive_scored, R->cur_filter, &R->cur);
+            if ((rc = sql_text_check(cx, R->truns[sc->drive])))
+                return rc;
+            if (!R->cur.it) {
+                run_cursor_end(R);
+                continue;
+            }
+            *more = true;
+            return QR_OK;
+        }
         if (sc->path == SQL_PATH_PK && sc->pk_range) {
             uint32_t sp[4];
             pk_range_spans(&R->range, snap->segs[si], sp);
@@ -2187,7 +2131,7 @@ static int run_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
         } else if (sc->path == SQL_PATH_SCAN) {
             roaring_bitmap_t *cand = NULL;
             bool empty = false;
-            if ((rc = seg_scan_cand(cx, sc, snap, si, R->cp, R->n_cp, &cand, &empty)))
+            if ((rc = seg_scan_cand(cx, sc, snap, si, R->cp, R->n_cp, NULL, &cand, &empty)))
                 return rc;
             if (empty) {
                 if (cand)
@@ -2216,6 +2160,106 @@ static int run_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
 
 /* ---- open, next, close ---- */
 
+/* ORDER BY score() DESC LIMIT k: the text engine's top-k over every
+ * segment (one heap, so the first segments' threshold prunes the later
+ * ones), the column predicates' bitmaps fed in; the hits become the
+ * candidates, in doc order, with their scores. */
+static int run_topk(SqlCtx *cx, SqlTableScan *sc)
+{
+    SqlScanRun *R = sc->run;
+    Snapshot *snap = R->snap;
+    SqlTextRun *tr = R->truns[sc->drive];
+    Search *s = sql_text_search(tr);
+    int rc = QR_OK;
+    R->gdocs = qr_arena_alloc(cx->arena, ((size_t)sc->topk + 1) * sizeof *R->gdocs);
+    R->gscores = qr_arena_alloc(cx->arena, ((size_t)sc->topk + 1) * sizeof *R->gscores);
+    if (!R->gdocs || !R->gscores)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    R->n_gdocs = 0;
+    if (!s) /* a NULL query */
+        return QR_OK;
+    TopK *tk = topk_new(search_ctx(s), (int)sc->topk);
+    for (int si = 0; tk && si < snap->n_segs && rc == QR_OK; si++) {
+        roaring_bitmap_t *f;
+        bool empty;
+        if ((rc = seg_drive_filter(cx, sc, si, &f, &empty)))
+            break;
+        if (!empty)
+            search_seg_topk(s, si, f, tk);
+        if (f)
+            roaring_bitmap_free(f);
+        if ((rc = sql_text_check(cx, tr)) == QR_OK)
+            rc = sql_check(cx);
+    }
+    if (rc == QR_OK && (rc = sql_text_check(cx, tr)) == QR_OK) {
+        /* doc order: the rows of a segment come together */
+        topk_sorted(tk);
+        TopHit *h = tk->hits;
+        for (int i = 1; i < tk->n; i++) {
+            TopHit x = h[i];
+            int j = i;
+            for (; j > 0 && h[j - 1].doc > x.doc; j--)
+                h[j] = h[j - 1];
+            h[j] = x;
+        }
+        for (int i = 0; i < tk->n; i++) {
+            R->gdocs[i] = h[i].doc;
+            R->gscores[i] = h[i].score;
+        }
+        R->n_gdocs = (uint64_t)tk->n;
+    }
+    sc->text_strategy = search_strategy(s);
+    return rc;
+}
+
+/* Every text predicate compiled against the open scan's snapshot. */
+static int run_texts_open(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
+{
+    SqlScanRun *R = sc->run;
+    int rc = QR_OK;
+    for (int i = 0; i < sc->n_texts && rc == QR_OK; i++) {
+        rc = sql_text_open(cx, R->truns[i], snap);
+        sc->texts[i]->run = R->truns[i];
+    }
+    return rc;
+}
+
+/* After the path is chosen: where candidates come from, the match sets of
+ * every predicate rows ask about (all but the driving one when it gives the
+ * candidates), the top-k. */
+static int run_texts_plan(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap)
+{
+    SqlScanRun *R = sc->run;
+    int rc = QR_OK;
+    bool score_read = sc->n_texts && sc->scope->cols[sc->texts[0]->score_col].used;
+    R->drive_cands = sc->drive >= 0 && (sc->path == SQL_PATH_TEXT || sc->path == SQL_PATH_SCAN ||
+                                        sc->path == SQL_PATH_BTREE);
+    R->drive_scored = R->drive_cands && score_read;
+    if (sc->topk >= 0 && !R->drive_cands)
+        sc->topk = -1; /* the rows come another way: the top-N above ranks them */
+    if ((R->drive_cands && sc->path != SQL_PATH_SCAN && R->n_cp) || sc->path == SQL_PATH_BTREE) {
+        if (!R->bt_filter && !(R->bt_filter = colpred_filter(cx, R->cp, R->n_cp)))
+            return cx->err->code;
+    }
+    /* aggregates from column blocks read the driving predicate's matches
+     * per segment themselves, and there is no other predicate then */
+    bool colagg = sc->colagg && colagg_ok(sc, snap, R->n_cp);
+    for (int i = 0; i < sc->n_texts && rc == QR_OK && !colagg; i++) {
+        if (i == sc->drive && R->drive_cands)
+            continue;
+        /* _score is the driving predicate's score, else the first matching one's */
+        bool scored = score_read && (sc->drive < 0 || i == sc->drive);
+        rc = sql_text_sets(cx, R->truns[i], snap, scored);
+    }
+    if (rc == QR_OK && R->drive_cands)
+        sc->text_strategy = R->drive_scored ? "scored, doc order" : "doc order";
+    else if (rc == QR_OK && sc->n_texts)
+        sc->text_strategy = "match sets";
+    if (rc == QR_OK && R->drive_cands && sc->topk >= 0)
+        rc = run_topk(cx, sc);
+    return rc;
+}
+
 int sql_scan_open(SqlCtx *cx, SqlTableScan *sc)
 {
     uint64_t t0 = qr_now_ns();
@@ -2225,58 +2269,38 @@ int sql_scan_open(SqlCtx *cx, SqlTableScan *sc)
     int rc = QR_OK;
     if (!R->scratch && !(R->scratch = qr_arena_new_child(cx->arena)))
         return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-    if (!R->b && !(R->b = sql_batch_new(cx, sc->scope->n)))
-        return cx->err->code;
+    if (!R->b) {
+        if (!(R->b = sql_batch_new(cx, sc->scope->n)))
+            return cx->err->code;
+        /* the batch's rows are NULL but for the columns filled (reset per batch) */
+        for (size_t i = 0; i < (size_t)SQL_BATCH_ROWS * (size_t)sc->scope->n; i++)
+            R->b->rows[i] = sqlv_null();
+        R->prev_k = 0;
+    }
     if (!R->b->filled && !(R->b->filled = qr_arena_calloc(cx->arena, (size_t)sc->scope->n + 1)))
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-    /* the plan, and the text sets over the same snapshot (text predicates
-     * pin their own: retried when the table moved in between) */
-    Snapshot *snap = NULL;
-    for (int attempt = 0;; attempt++) {
-        snap = table_snapshot(sc->t->table);
-        uint64_t version = snap->version;
-        if ((!R->planned || R->planned_version != version) && (rc = run_choose(cx, sc, snap)))
-            break;
-        if ((rc = run_text_sets(cx, sc, snap)))
-            break;
-        Snapshot *now = table_snapshot(sc->t->table);
-        bool same = now->version == version;
-        snapshot_release(now);
-        if (same || attempt >= 4)
-            break;
-        snapshot_release(snap);
-        snap = NULL;
-        R->planned = false;
-    }
-    if (rc) {
-        if (snap)
-            snapshot_release(snap);
-        return rc;
-    }
+    /* one snapshot for the plan, the text predicates and the rows */
+    Snapshot *snap = table_snapshot(sc->t->table);
     R->snap = snap;
     run_reset_cursor(R);
     sc->from_drive = false;
+    if ((rc = run_texts_open(cx, sc, snap)))
+        return rc;
+    if ((!R->planned || R->planned_version != snap->version) && (rc = run_choose(cx, sc, snap)))
+        return rc;
+    if ((rc = run_texts_plan(cx, sc, snap)) || (rc = run_checks(cx, sc)))
+        return rc;
+    sc->from_drive = R->drive_cands;
     if (sc->path == SQL_PATH_PK && !sc->pk_range) {
         rc = pk_docs(cx, snap, &R->pk, &R->gdocs, &R->n_gdocs);
         if (rc == QR_OK && R->n_gdocs == 0)
             R->ended = true;
-    } else if (sc->path == SQL_PATH_TEXT || (sc->path == SQL_PATH_SCAN && sc->drive >= 0)) {
-        /* candidates: the driving set in doc order (its own predicate holds) */
-        sc->from_drive = true;
-        SqlDocSet *ds = sc->texts[sc->drive]->set;
-        R->gdocs = qr_arena_alloc(cx->arena, (ds->n + 1) * sizeof *R->gdocs);
-        if (!R->gdocs)
-            return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-        memcpy(R->gdocs, ds->docs, ds->n * sizeof *R->gdocs);
-        if (!ds->sorted)
-            qsort(R->gdocs, ds->n, sizeof *R->gdocs, cmp_i64);
-        R->n_gdocs = ds->n;
-        if (ds->n == 0)
-            R->ended = true;
+    } else if (R->drive_cands && sc->topk >= 0) {
+        R->ended = R->n_gdocs == 0;
     } else if (sc->path == SQL_PATH_BTREE) {
-        if (!(R->bt_filter = colpred_filter(cx, R->cp, R->n_cp)))
+        if (!R->bt_filter && !(R->bt_filter = colpred_filter(cx, R->cp, R->n_cp)))
             rc = cx->err->code;
-    } else if (sc->ordered && sc->path != SQL_PATH_PK) {
+    } else if (sc->ordered && sc->path != SQL_PATH_PK && !R->drive_cands) {
         rc = run_ordered_setup(cx, sc);
     }
     sc->ms += (double)(qr_now_ns() - t0) / 1e6;
@@ -2289,51 +2313,81 @@ int sql_scan_next(SqlCtx *cx, SqlTableScan *sc, SqlBatch **out)
     SqlBatch *b = R->b;
     Snapshot *snap = R->snap;
     uint64_t t0 = qr_now_ns();
-    int W = b->width, rc = QR_OK;
+    size_t W = (size_t)b->width;
+    int rc = QR_OK;
     *out = NULL;
     qr_arena_reset(R->scratch);
     for (;;) {
-        if (R->pos >= R->n_ids && R->r_next >= R->r_end) {
+        if (!R->cur.it && R->pos >= R->n_ids && R->r_next >= R->r_end) {
             bool more;
             if ((rc = run_next(cx, sc, &more)) || !more)
                 break;
         }
         int si = R->si, k = 0;
-        while (k < SQL_BATCH_ROWS && (R->pos < R->n_ids || R->r_next < R->r_end)) {
-            uint32_t local = R->ids ? R->ids[R->pos++] : R->r_next++;
-            if (!snapshot_deleted(snap, si, local))
+        const float *scores = NULL;
+        if (R->cur.it) { /* the driving predicate's live matches, with their scores */
+            while (k < SQL_BATCH_ROWS) {
+                size_t got = search_cursor_next(&R->cur, R->docs + k, R->scores + k,
+                                                (size_t)(SQL_BATCH_ROWS - k));
+                if (got == 0) {
+                    run_cursor_end(R);
+                    break;
+                }
+                k += (int)got;
+            }
+            if ((rc = sql_text_check(cx, R->truns[sc->drive])))
+                break;
+            scores = R->drive_scored ? R->scores : NULL;
+        } else {
+            while (k < SQL_BATCH_ROWS && (R->pos < R->n_ids || R->r_next < R->r_end)) {
+                uint64_t p = R->pos;
+                uint32_t local = R->ids ? R->ids[R->pos++] : R->r_next++;
+                if (snapshot_deleted(snap, si, local))
+                    continue;
+                if (R->run_scores)
+                    R->scores[k] = R->run_scores[p];
                 R->docs[k++] = local;
+            }
+            scores = R->run_scores ? R->scores : NULL;
         }
         if (k == 0)
             continue;
         sc->candidates += (uint64_t)k;
+        /* the columns the previous batch filled go back to NULL (the others
+         * never leave it) */
+        for (size_t c = 0; c < W; c++)
+            if (b->filled[c]) {
+                for (int i = 0; i < R->prev_k; i++)
+                    b->rows[(size_t)i * W + c] = sqlv_null();
+                b->filled[c] = 0;
+            }
+        R->prev_k = k;
         b->n = b->n_phys = k;
         b->sel = NULL;
         b->src = &R->src;
         b->seg = si;
         b->base = (int64_t)snap->base[si];
         b->docs = R->docs;
-        b->scores = NULL;
-        memset(b->filled, 0, (size_t)W);
-        for (size_t i = 0; i < (size_t)k * (size_t)W; i++)
-            b->rows[i] = sqlv_null();
+        b->scores = scores;
         if ((rc = sql_batch_need(cx, b, R->cond_cols, R->n_cond_cols)) || (rc = sql_check_now(cx)))
             break;
-        /* the conditions (the driving text predicate holds for its own set) */
-        QrArena *saved = cx->arena;
-        cx->arena = R->scratch;
-        int n = 0;
-        for (int i = 0; i < k && rc == QR_OK; i++) {
-            SqlEvalRow er = {.row = b->rows + (size_t)i * (size_t)W, .doc = b->base + R->docs[i]};
-            bool pass = true;
-            for (int c = 0; rc == QR_OK && pass && c < sc->n_conj; c++)
-                if (!(sc->from_drive && sc->conj[c]->kind == SE_MATCH &&
-                      sc->conj[c]->text == sc->texts[sc->drive]))
-                    rc = sql_expr_test(cx, sc->conj[c], &er, &pass);
-            if (pass)
-                R->sel[n++] = (uint16_t)i;
+        /* the conditions left to check per row */
+        int n = k;
+        if (R->n_check) {
+            QrArena *saved = cx->arena;
+            cx->arena = R->scratch;
+            n = 0;
+            for (int i = 0; i < k && rc == QR_OK; i++) {
+                SqlEvalRow er = {.row = b->rows + (size_t)i * W, .doc = b->base + R->docs[i],
+                                 .score = scores ? scores[i] : 0};
+                bool pass = true;
+                for (int c = 0; rc == QR_OK && pass && c < R->n_check; c++)
+                    rc = sql_expr_test(cx, R->check[c], &er, &pass);
+                if (pass)
+                    R->sel[n++] = (uint16_t)i;
+            }
+            cx->arena = saved;
         }
-        cx->arena = saved;
         if (rc)
             break;
         if (n == 0)
@@ -2366,6 +2420,8 @@ int sql_scan_colagg(SqlCtx *cx, SqlTableScan *sc, bool *used)
     if (*used) {
         R->ended = true;
         sc->rows_out = sc->colagg_rows;
+        if (sc->drive >= 0)
+            sc->text_strategy = "doc order";
     }
     sc->ms += (double)(qr_now_ns() - t0) / 1e6;
     return rc;
@@ -2377,6 +2433,11 @@ void sql_scan_close(SqlCtx *cx, SqlTableScan *sc)
     if (!R)
         return;
     run_reset_cursor(R);
+    run_cursor_end(R);
+    for (int i = 0; i < sc->n_texts; i++) {
+        sql_text_stats(R->truns[i], sc);
+        sql_text_close(R->truns[i]);
+    }
     if (R->snap) {
         snapshot_release(R->snap);
         R->snap = NULL;
@@ -2384,7 +2445,6 @@ void sql_scan_close(SqlCtx *cx, SqlTableScan *sc)
     ds_cursor_free(R->rf.dc);
     R->rf.dc = NULL;
     R->rf.dc_seg = -1;
-    text_cands_free(sc);
     qr_arena_free(R->scratch);
     R->scratch = NULL;
     sc->from_drive = false;
@@ -2431,8 +2491,8 @@ int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where
     int rc = sql_table_scope(cx, t, alias, &scope);
     if (rc)
         return rc;
-    for (int i = 0; i < scope->n; i++)
-        scope->cols[i].used = !scope->cols[i].hidden || scope->cols[i].field == -2;
+    for (int i = 0; i < scope->n; i++) /* the key too when it is a hidden row id */
+        scope->cols[i].used = !scope->cols[i].hidden || scope->cols[i].field >= -2;
     SqlBind b;
     memset(&b, 0, sizeof b);
     b.cx = cx;
@@ -2440,6 +2500,13 @@ int sql_table_rows(SqlCtx *cx, QrTable *t, const char *alias, const cJSON *where
     SqlExpr *w = NULL;
     if (where && (rc = sql_expr_bind(&b, where, &w)))
         return rc;
+    if (w && w->kind == SE_CONST && w->type == QR_SQL_UNKNOWN) { /* WHERE 'yes': boolean input rules */
+        SqlValue v;
+        if ((rc = sqlv_cast(cx, &w->val, QR_SQL_BOOL, w->loc, &v)))
+            return rc;
+        w->val = v;
+        w->type = QR_SQL_BOOL;
+    }
     if (w && w->type != QR_SQL_BOOL && w->type != QR_SQL_UNKNOWN)
         return sql_err_at(cx, w->loc, QR_ETYPE, "42804", "argument of WHERE must be type boolean");
     SqlTableScan sc;

@@ -112,6 +112,7 @@ int qr_sql_session_new(QrDb *db, QrSqlSession **out, QrError *err)
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     s->db = db;
     s->txn_status = 'I';
+    s->access_max = QR_SQL_ACCESS_SCHEMA;
     atomic_init(&s->cancel, false);
     *out = s;
     return QR_OK;
@@ -122,6 +123,7 @@ void qr_sql_session_free(QrSqlSession *s)
     if (!s)
         return;
     sqlu_session_free(s);
+    sqlc_session_free(s);
     for (int i = 0; i < s->n_settings; i++)
         qr_free(s->settings[i].value);
     qr_free(s->settings);
@@ -153,6 +155,13 @@ static const struct {
     {"idle_in_transaction_session_timeout", "0"}, {"max_identifier_length", "63"},
     {"is_superuser", "on"},         {"bytea_output", "hex"},
     {"client_min_messages", "notice"}, {"transaction_read_only", "off"},
+    {"session_authorization", ""},  /* the authenticated role (current_user) */
+    /* accepted for pg_dump, pg_restore and psql scripts; no effect in Quarry */
+    {"synchronize_seqscans", "on"}, {"row_security", "on"},
+    {"check_function_bodies", "on"}, {"xmloption", "content"},
+    {"default_table_access_method", "heap"}, {"default_tablespace", ""},
+    {"quote_all_identifiers", "off"}, {"escape_string_warning", "on"},
+    {"default_transaction_read_only", "off"}, {"lc_messages", "C"},
 };
 
 /* Milliseconds from "5000", "5s", "250ms", "2min"; -1 if bad. */
@@ -199,6 +208,11 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
                 value = SETTINGS[i].dflt;
     if (!value)
         value = "";
+    if (!strcmp(lname, "timezone") && !sqlz_valid(value)) {
+        qr_error_set(err, QR_EINVAL, "invalid value for parameter \"TimeZone\": \"%s\"", value);
+        qr_error_set_sqlstate(err, "22023");
+        return QR_EINVAL;
+    }
     if (!strcmp(lname, "statement_timeout") && parse_ms(value) < 0) {
         qr_error_set(err, QR_EINVAL, "invalid value for parameter \"statement_timeout\": \"%s\"", value);
         return QR_EINVAL;
@@ -281,6 +295,36 @@ uint64_t sql_session_timeout_ms(const QrSqlSession *s)
 
 void qr_sql_session_limit_timeout(QrSqlSession *s, uint64_t max_ms) { s->timeout_cap_ms = max_ms; }
 
+void qr_sql_session_limit_access(QrSqlSession *s, QrSqlAccess max, const char *hint)
+{
+    s->access_max = max;
+    s->access_hint = hint;
+    if (max == QR_SQL_ACCESS_READ) { /* what SHOW transaction_read_only says */
+        QrError e;
+        qr_error_clear(&e);
+        qr_sql_session_set(s, "transaction_read_only", "on", &e);
+    }
+}
+
+/* Refuse a statement needing more than the session may do (25006 for a
+ * read-only session, 42501 for one that may not change the schema). */
+static int access_check(const QrSqlSession *s, const QrSqlStmt *st, QrError *err)
+{
+    if (st->access <= s->access_max)
+        return QR_OK;
+    if (s->access_max == QR_SQL_ACCESS_READ) {
+        qr_error_set(err, QR_EPERM, "cannot execute %s in a read-only transaction", st->access_what);
+        qr_error_set_sqlstate(err, "25006");
+    } else {
+        qr_error_set(err, QR_EPERM, "permission denied to execute %s", st->access_what);
+        qr_error_detail(err, "this session may read and write rows but not change the schema");
+        qr_error_set_sqlstate(err, "42501");
+    }
+    if (s->access_hint)
+        qr_error_hint(err, "%s", s->access_hint);
+    return QR_EPERM;
+}
+
 static SqlAccessPath session_path(const QrSqlSession *s)
 {
     const char *v = qr_sql_session_get(s, "quarry.access_path");
@@ -343,17 +387,16 @@ int qr_sql_split(const char *sql, size_t len, QrSqlSpan **spans, int *n, QrError
 
 /* ---- statements ---- */
 
-static void max_param(const cJSON *n, int *mx)
+/* sqlj_walk visitor: the highest $n of a ParamRef into *(int *)arg. */
+static int max_param(cJSON *n, void *arg)
 {
-    for (const cJSON *c = n ? n->child : NULL; c; c = c->next) {
-        if (c->string && !strcmp(c->string, "ParamRef")) {
-            int k = sqlj_int(c, "number", 0);
-            if (k > *mx)
-                *mx = k;
-        }
-        if (cJSON_IsObject(c) || cJSON_IsArray(c))
-            max_param(c, mx);
+    int *mx = arg;
+    if (n->string && !strcmp(n->string, "ParamRef")) {
+        int k = sqlj_int(n, "number", 0);
+        if (k > *mx)
+            *mx = k;
     }
+    return QR_OK;
 }
 
 static const char *node_kind(const cJSON *stmt, const char *tag)
@@ -368,7 +411,7 @@ static const char *node_kind(const cJSON *stmt, const char *tag)
         {"TransactionStmt", "TRANSACTION"}, {"AlterTableStmt", "ALTER TABLE"},
     };
     const char *k = sqlu_kind(stmt, tag);
-    if (k)
+    if (k || (k = sqlc_kind(stmt, tag)))
         return k;
     for (size_t i = 0; i < sizeof K / sizeof *K; i++)
         if (!strcmp(K[i].tag, tag))
@@ -380,7 +423,7 @@ static void stmt_free(QrSqlStmt *st)
 {
     if (!st)
         return;
-    cJSON_Delete(st->tree);
+    sqlj_delete(st->tree);
     qr_arena_free(st->arena);
 }
 
@@ -390,6 +433,7 @@ void qr_sql_stmt_unref(QrSqlStmt *st)
         stmt_free(st);
 }
 
+void qr_sql_stmt_ref(QrSqlStmt *st) { st->refs++; }
 int qr_sql_stmt_n_params(const QrSqlStmt *st) { return st->n_params; }
 uint32_t qr_sql_stmt_param_oid(const QrSqlStmt *st, int i)
 {
@@ -414,10 +458,12 @@ static void ctx_init(SqlCtx *cx, QrSqlSession *s, QrArena *a, const char *sql, s
     cx->err = err;
     cx->t0_ns = qr_now_ns();
     cx->path = s ? session_path(s) : SQL_PATH_AUTO;
+    (void)sql_stack_left(); /* learn this thread's stack before recursing (sql_stack_low) */
 }
 
-/* Parse + describe one statement into a new QrSqlStmt (refs 1). */
-static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32_t *oids, int n_oids,
+/* A new statement (refs 1) holding a copy of the text and the declared
+ * parameter types; no parse yet. */
+static int stmt_alloc(const char *sql, size_t len, const uint32_t *oids, int n_oids,
                       QrSqlStmt **out, QrError *err)
 {
     *out = NULL;
@@ -441,45 +487,29 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
         stmt_free(st);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
-    PgQueryParseResult pr = pg_query_parse(st->sql);
-    if (pr.error) {
-        qr_error_set(err, QR_ESYNTAX, "%s", pr.error->message);
-        qr_error_set_sqlstate(err, "42601");
-        if (pr.error->cursorpos > 0)
-            qr_error_pos(err, qr_sql_utf8_chars(st->sql, (size_t)pr.error->cursorpos - 1) + 1, -1, -1);
-        pg_query_free_parse_result(pr);
-        stmt_free(st);
-        return QR_ESYNTAX;
-    }
-    st->tree = cJSON_Parse(pr.parse_tree);
-    pg_query_free_parse_result(pr);
-    if (!st->tree) {
+    *out = st;
+    return QR_OK;
+}
+
+/* Analyze st->stmt (its tag, kind, parameters, result columns): the
+ * second half of preparing.  Frees st on failure. */
+static int stmt_analyze(QrSqlSession *s, QrSqlStmt *st, const uint32_t *oids, int n_oids,
+                        QrSqlStmt **out, QrError *err)
+{
+    QrArena *a = st->arena;
+    size_t len = st->len;
+    st->kind = node_kind(st->stmt, st->node_tag);
+    if (sql_access_of(st->stmt, &st->access, &st->access_what)) {
         stmt_free(st);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
-    const cJSON *stmts = cJSON_GetObjectItemCaseSensitive(st->tree, "stmts");
-    int ns = cJSON_GetArraySize(stmts);
-    if (ns > 1) {
-        qr_error_set(err, QR_ESYNTAX, "cannot insert multiple commands into a prepared statement");
-        qr_error_set_sqlstate(err, "42601");
-        stmt_free(st);
-        return QR_ESYNTAX;
-    }
-    if (ns == 0) {
-        st->kind = "";
-        *out = st;
-        return QR_OK;
-    }
-    st->stmt = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(stmts, 0), "stmt");
-    st->node_tag = sqlj_tag(st->stmt);
-    if (!st->node_tag) {
-        stmt_free(st);
-        return qr_error_set(err, QR_ESYNTAX, "empty statement");
-    }
-    st->kind = node_kind(st->stmt, st->node_tag);
-    /* parameters: declared types, then inferred during analysis */
+    /* parameters: declared types, then inferred during analysis (PREPARE's
+     * $n are its query's) */
     int mx = n_oids;
-    max_param(st->stmt, &mx);
+    if (strcmp(st->node_tag, "PrepareStmt") != 0 && sqlj_walk((cJSON *)st->stmt, max_param, &mx)) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
     st->n_params = mx;
     st->param_types = qr_arena_calloc(a, (size_t)(mx + 1) * sizeof *st->param_types);
     st->param_oids = qr_arena_calloc(a, (size_t)(mx + 1) * sizeof *st->param_oids);
@@ -518,7 +548,9 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
             st->cols[0].typmod = -1;
             st->n_cols = 1;
         }
-    } else
+    } else if (sqlc_handles(st->node_tag))
+        rc = sqlc_describe(&cx, st, &st->cols, &st->n_cols);
+    else
         rc = sqlu_describe(&cx, st->stmt, st->node_tag, &st->cols, &st->n_cols);
     sql_ctx_done(&cx);
     if (rc) {
@@ -532,6 +564,64 @@ static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32
     }
     *out = st;
     return QR_OK;
+}
+
+/* Parse + describe one statement into a new QrSqlStmt (refs 1). */
+static int stmt_build(QrSqlSession *s, const char *sql, size_t len, const uint32_t *oids, int n_oids,
+                      QrSqlStmt **out, QrError *err)
+{
+    QrSqlStmt *st;
+    int rc = stmt_alloc(sql, len, oids, n_oids, &st, err);
+    if (rc)
+        return rc;
+    int prc = sql_parse(st->sql, len, s ? sql_session_mem_cap(s) : SQL_DEFAULT_MEM_CAP, &st->tree, err);
+    if (prc) {
+        stmt_free(st);
+        return prc;
+    }
+    const cJSON *stmts = cJSON_GetObjectItemCaseSensitive(st->tree, "stmts");
+    int ns = cJSON_GetArraySize(stmts);
+    if (ns > 1) {
+        qr_error_set(err, QR_ESYNTAX, "cannot insert multiple commands into a prepared statement");
+        qr_error_set_sqlstate(err, "42601");
+        stmt_free(st);
+        return QR_ESYNTAX;
+    }
+    if (ns == 0) {
+        st->kind = "";
+        st->access = QR_SQL_ACCESS_READ;
+        *out = st;
+        return QR_OK;
+    }
+    st->stmt = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(stmts, 0), "stmt");
+    st->node_tag = sqlj_tag(st->stmt);
+    if (!st->node_tag) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ESYNTAX, "empty statement");
+    }
+    return stmt_analyze(s, st, oids, n_oids, out, err);
+}
+
+int sql_stmt_from_node(QrSqlSession *s, const char *sql, size_t len, const cJSON *node,
+                       const uint32_t *oids, int n_oids, QrSqlStmt **out, QrError *err)
+{
+    *out = NULL;
+    QrSqlStmt *st;
+    int rc = stmt_alloc(sql, len, oids, n_oids, &st, err);
+    if (rc)
+        return rc;
+    st->tree = cJSON_Duplicate(node, 1);
+    if (!st->tree) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    st->stmt = st->tree;
+    st->node_tag = sqlj_tag(st->stmt);
+    if (!st->node_tag) {
+        stmt_free(st);
+        return qr_error_set(err, QR_ESYNTAX, "empty statement");
+    }
+    return stmt_analyze(s, st, oids, n_oids, out, err);
 }
 
 int qr_sql_prepare(QrSqlSession *s, const char *sql, size_t len, const uint32_t *param_oids,
@@ -579,7 +669,7 @@ int qr_sql_prepare(QrSqlSession *s, const char *sql, size_t len, const uint32_t 
 
 /* ---- parameters ---- */
 
-static int decode_param(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, SqlValue *out)
+int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, SqlValue *out)
 {
     if (!v) {
         *out = sqlv_null();
@@ -669,7 +759,7 @@ static bool is_txn_end(const QrSqlStmt *st)
 
 /* The session's cap, never above the server's budget (the default of
  * 512 MiB is lowered on a server with less). */
-static size_t session_mem_cap(const QrSqlSession *s)
+size_t sql_session_mem_cap(const QrSqlSession *s)
 {
     const char *v = qr_sql_session_get(s, "quarry.mem_cap");
     unsigned long long c = v ? strtoull(v, NULL, 10) : 0;
@@ -704,13 +794,18 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
 {
     *out = NULL;
     atomic_store(&s->cancel, false);
+    sqlz_display_set(qr_sql_session_get(s, "timezone")); /* timestamptz output (sql_zone.c) */
     if (s->txn_status == 'E' && !is_txn_end(st)) {
         qr_error_set(err, QR_EINVAL,
                      "current transaction is aborted, commands ignored until end of transaction block");
         qr_error_set_sqlstate(err, "25P02");
         return QR_EINVAL;
     }
-    QrArena *a = qr_arena_new(session_mem_cap(s));
+    if (access_check(s, st, err)) {
+        qr_sql_session_fail(s); /* as any failed statement in a block */
+        return QR_EPERM;
+    }
+    QrArena *a = qr_arena_new(sql_session_mem_cap(s));
     QrSqlResult *res = a ? qr_arena_calloc(a, sizeof *res) : NULL;
     if (!res) {
         qr_arena_free(a);
@@ -728,6 +823,7 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
         cx.deadline_ns = cx.t0_ns + tmo * 1000000ull;
     cx.param_types = qr_arena_calloc(a, (size_t)(st->n_params + 1) * sizeof *cx.param_types);
     SqlParams *pv = qr_arena_calloc(a, sizeof *pv);
+    QrSqlResult *instead = NULL;
     int rc = QR_OK;
     if (!cx.param_types || !pv) {
         rc = qr_error_set(err, QR_ENOMEM, "out of memory");
@@ -753,7 +849,7 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
         int fmt = !params->formats ? 0 : params->n_formats == 1 ? params->formats[0]
                                      : i < params->n_formats   ? params->formats[i]
                                                                : 0;
-        if ((rc = decode_param(&cx, st->param_types[i], params->values ? params->values[i] : NULL,
+        if ((rc = sql_param_decode(&cx, st->param_types[i], params->values ? params->values[i] : NULL,
                                params->lengths ? params->lengths[i] : -1, fmt, &pv->v[i])))
             goto done;
     }
@@ -774,11 +870,20 @@ int qr_sql_execute(QrSqlSession *s, QrSqlStmt *st, const QrSqlParams *params, Qr
             res->kind = QR_SQL_RES_ROWS;
             snprintf(res->tag, sizeof res->tag, "EXPLAIN");
         }
+    } else if (sqlc_handles(st->node_tag)) {
+        rc = sqlc_exec(&cx, st, res, &instead);
     } else {
         rc = sqlu_exec(&cx, st->stmt, st->node_tag, res);
     }
 done:
     sql_ctx_done(&cx);
+    if (s->txn_status == 'I')
+        sqlc_end_txn(s); /* cursors without HOLD end with their block */
+    if (rc == QR_OK && instead) { /* EXECUTE: the executed statement's result */
+        qr_arena_free(a);
+        *out = instead;
+        return QR_OK;
+    }
     if (rc == QR_OK && err && err->code)
         rc = err->code;
     /* whichever check saw the failed allocation first, name the budget */
@@ -887,6 +992,40 @@ void qr_sql_copy_fail(QrSqlSession *s, const char *message)
 
 bool qr_sql_copy_active(const QrSqlSession *s) { return sqlu_copy_active(s); }
 
+/* One CSV field: quoted when it holds the delimiter, a quote or a line
+ * break, or is empty while the NULL marker is empty. */
+static void copy_csv_field(QrBuf *out, const char *p, size_t n, char delim, const char *null)
+{
+    bool quote = n == 0 && null[0] == 0;
+    for (size_t i = 0; i < n && !quote; i++)
+        quote = p[i] == delim || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
+    if (!quote) {
+        qr_buf_append(out, p, n);
+        return;
+    }
+    qr_buf_putc(out, '"');
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] == '"')
+            qr_buf_putc(out, '"');
+        qr_buf_putc(out, (uint8_t)p[i]);
+    }
+    qr_buf_putc(out, '"');
+}
+
+void qr_sql_copy_header(const QrSqlResult *r, QrBuf *out)
+{
+    if (!r->copy_header || r->copy_format != QR_SQL_COPY_CSV)
+        return;
+    char delim = r->copy_delim ? r->copy_delim : ',';
+    for (int c = 0; c < r->n_cols; c++) {
+        const char *name = r->cols[c].name ? r->cols[c].name : "?column?";
+        if (c)
+            qr_buf_putc(out, (uint8_t)delim);
+        copy_csv_field(out, name, strlen(name), delim, "\n"); /* a name is never NULL */
+    }
+    qr_buf_putc(out, '\n');
+}
+
 void qr_sql_copy_row(const QrSqlResult *r, uint64_t row, QrBuf *out)
 {
     bool csv = r->copy_format == QR_SQL_COPY_CSV;
@@ -906,20 +1045,7 @@ void qr_sql_copy_row(const QrSqlResult *r, uint64_t row, QrBuf *out)
         qr_sql_value_text(x, &v);
         const char *p = v.data ? (const char *)v.data : "";
         if (csv) {
-            bool quote = v.len == 0 && null[0] == 0;
-            for (size_t i = 0; i < v.len && !quote; i++)
-                quote = p[i] == delim || p[i] == '"' || p[i] == '\n' || p[i] == '\r';
-            if (!quote) {
-                qr_buf_append(out, p, v.len);
-                continue;
-            }
-            qr_buf_putc(out, '"');
-            for (size_t i = 0; i < v.len; i++) {
-                if (p[i] == '"')
-                    qr_buf_putc(out, '"');
-                qr_buf_putc(out, (uint8_t)p[i]);
-            }
-            qr_buf_putc(out, '"');
+            copy_csv_field(out, p, v.len, delim, null);
         } else {
             for (size_t i = 0; i < v.len; i++) {
                 char ch = p[i];

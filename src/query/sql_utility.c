@@ -166,10 +166,15 @@ const char *sqlw_const_text(SqlCtx *cx, const cJSON *n)
  * {"A_Const": {"ival": {}}} (libpg_query issue 243, fixed upstream in
  * PR 249, not in Debian 12's package): the value is read back from the
  * statement text at the node's location ("-5", "- 7", "0"). */
-void sqlw_fix_ints(cJSON *n, const char *sql, size_t len)
+typedef struct FixInts {
+    const char *sql;
+    size_t len;
+} FixInts;
+
+static int fix_int(cJSON *n, void *arg)
 {
-    if (!n)
-        return;
+    const char *sql = ((FixInts *)arg)->sql;
+    size_t len = ((FixInts *)arg)->len;
     if (cJSON_IsObject(n)) {
         cJSON *ac = cJSON_GetObjectItemCaseSensitive(n, "A_Const");
         cJSON *iv = ac ? cJSON_GetObjectItemCaseSensitive(ac, "ival") : NULL;
@@ -192,8 +197,14 @@ void sqlw_fix_ints(cJSON *n, const char *sql, size_t len)
             cJSON_AddNumberToObject(iv, "ival", (double)v);
         }
     }
-    cJSON *c;
-    cJSON_ArrayForEach(c, n) sqlw_fix_ints(c, sql, len);
+    return QR_OK;
+}
+
+void sqlw_fix_ints(cJSON *n, const char *sql, size_t len)
+{
+    FixInts f = {sql, len};
+    if (n)
+        sqlj_walk(n, fix_int, &f); /* on ENOMEM some stay empty: they read as 0, as before */
 }
 
 /* ---- SET / SHOW / RESET ---- */
@@ -219,6 +230,24 @@ static int reset_one(SqlCtx *cx, const char *name)
                       name);
 }
 
+void sqlu_reset_all(QrSqlSession *s)
+{
+    /* every setting the session changed goes back to its default
+     * (read-only ones such as server_version were never changed) */
+    for (int i = 0; i < s->n_settings; i++) {
+        const char *n = s->settings[i].name;
+        const char *d = "";
+        for (int k = 0; k < SQLW_N_SETTINGS; k++)
+            if (!strcasecmp(SQLW_SETTINGS[k].name, n))
+                d = SQLW_SETTINGS[k].dflt;
+        QrError e;
+        qr_error_clear(&e);
+        char copy[64]; /* set may move the settings array */
+        snprintf(copy, sizeof copy, "%s", n);
+        qr_sql_session_set(s, copy, d, &e);
+    }
+}
+
 static int exec_set(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 {
     const char *kind = sqlj_str(b, "kind");
@@ -229,20 +258,7 @@ static int exec_set(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     if (!kind)
         return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "malformed SET");
     if (!strcmp(kind, "VAR_RESET_ALL")) {
-        /* every setting the session changed goes back to its default
-         * (read-only ones such as server_version were never changed) */
-        for (int i = 0; i < cx->sess->n_settings; i++) {
-            const char *n = cx->sess->settings[i].name;
-            const char *d = "";
-            for (int k = 0; k < SQLW_N_SETTINGS; k++)
-                if (!strcasecmp(SQLW_SETTINGS[k].name, n))
-                    d = SQLW_SETTINGS[k].dflt;
-            QrError e;
-            qr_error_clear(&e);
-            char copy[64]; /* set may move the settings array */
-            snprintf(copy, sizeof copy, "%s", n);
-            qr_sql_session_set(cx->sess, copy, d, &e);
-        }
+        sqlu_reset_all(cx->sess);
         return QR_OK;
     }
     if (!name)
@@ -347,6 +363,9 @@ static const struct {
     {"CopyStmt", "COPY"},             {"TransactionStmt", NULL},
     {"VariableSetStmt", "SET"},       {"VariableShowStmt", "SHOW"},
     {"CreateTableAsStmt", "SELECT"},  {"DiscardStmt", "DISCARD ALL"},
+    {"CreateSeqStmt", "CREATE SEQUENCE"}, {"AlterSeqStmt", "ALTER SEQUENCE"},
+    {"LockStmt", "LOCK TABLE"},       {"CommentStmt", "COMMENT"},
+    {"AlterOwnerStmt", "ALTER SCHEMA"},
 };
 
 /* The command word of a transaction statement ("BEGIN" ...), NULL for the
@@ -376,8 +395,12 @@ const char *sqlu_kind(const cJSON *stmt, const char *tag)
     }
     if (!strcmp(tag, "DropStmt")) {
         const char *rt = sqlj_str(b, "removeType");
-        return rt && !strcmp(rt, "OBJECT_INDEX") ? "DROP INDEX" : "DROP TABLE";
+        return rt && !strcmp(rt, "OBJECT_INDEX")      ? "DROP INDEX"
+               : rt && !strcmp(rt, "OBJECT_SEQUENCE") ? "DROP SEQUENCE"
+                                                      : "DROP TABLE";
     }
+    if (!strcmp(tag, "VacuumStmt"))
+        return sqlj_bool(b, "is_vacuumcmd") ? "VACUUM" : "ANALYZE";
     if (!strcmp(tag, "VariableSetStmt")) {
         const char *k = sqlj_str(b, "kind");
         return k && !strncmp(k, "VAR_RESET", 9) ? "RESET" : "SET";

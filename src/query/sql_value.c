@@ -569,7 +569,8 @@ static void put_float(QrBuf *out, double d, bool f4)
 static void put_ts(QrBuf *out, int64_t us, bool tz)
 {
     SqlTm tm;
-    ts_split(us, &tm);
+    int32_t off = tz ? sqlz_display_offset(us) : 0; /* timestamptz: the session's zone */
+    ts_split(us + (int64_t)off * 1000000, &tm);
     if (tm.year > 0)
         qr_buf_printf(out, "%04" PRId64 "-%02u-%02u %02u:%02u:%02u", tm.year, tm.mon, tm.day,
                       tm.hour, tm.min, tm.sec);
@@ -585,8 +586,14 @@ static void put_ts(QrBuf *out, int64_t us, bool tz)
         qr_buf_putc(out, '.');
         qr_buf_append(out, f, (size_t)n);
     }
-    if (tz)
-        qr_buf_append(out, "+00", 3);
+    if (tz) {
+        int32_t a = off < 0 ? -off : off;
+        qr_buf_printf(out, "%c%02d", off < 0 ? '-' : '+', a / 3600);
+        if (a % 3600)
+            qr_buf_printf(out, ":%02d", a % 3600 / 60);
+        if (a % 60)
+            qr_buf_printf(out, ":%02d", a % 60);
+    }
 }
 
 void qr_sql_value_text(const QrSqlValue *v, QrBuf *out)

@@ -24,6 +24,7 @@
  * "\N", CSV with ',', '"', and NULL as an unquoted empty field. */
 typedef struct CopyFmt {
     bool csv;
+    bool binary;          /* FORMAT binary (the text options do not apply) */
     bool header;          /* CSV: first line is a header (skipped on input) */
     char delim;
     char quote;           /* CSV only */
@@ -212,6 +213,8 @@ typedef struct InsertCx InsertCx;
 int sqlw_insert_open(SqlCtx *cx, const cJSON *b, InsertCx **out);
 int sqlw_insert_values(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *src);
 int sqlw_insert_n_target(const InsertCx *ic);
+/* The SQL type of target column k. */
+QrSqlType sqlw_insert_target_type(const InsertCx *ic, int k);
 uint64_t sqlw_insert_count(const InsertCx *ic);
 void sqlw_insert_close(InsertCx *ic);
 /* RETURNING columns of INSERT / UPDATE / DELETE (prepare). */
@@ -229,9 +232,34 @@ typedef struct SqlwSettingDef {
 } SqlwSettingDef;
 extern const SqlwSettingDef SQLW_SETTINGS[];
 extern const int SQLW_N_SETTINGS;
-/* A table's stable OID (pg_class.oid, RowDescription table_oid). */
-uint32_t sqlcat_table_oid(const char *table);
 /* A setting's current value in the session (its default when unset). */
 const char *sqlw_setting(const QrSqlSession *s, const char *name);
+
+/* ---- sql_seq.c: sequences ---- */
+/* The hidden primary key of a table made without one (metadata
+ * "hidden_pk": true): int8 values of the table's own internal sequence,
+ * not in SELECT *, the catalog or INSERT's column list. */
+#define SQLW_ROWID "_rowid"
+/* sql_rekey.c: ALTER TABLE ADD PRIMARY KEY (col) on a table with a hidden
+ * row id: its documents are rekeyed by col (23502 on a NULL, 23505 on a
+ * duplicate, the table untouched then).  Releases the statement's
+ * reference on t, which must not be used afterwards. */
+int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc);
+/* True when the metadata says the primary key is a hidden row id. */
+bool sqlw_hidden_pk(const cJSON *meta);
+int sqlseq_create(SqlCtx *cx, const cJSON *body, QrSqlResult *res);
+int sqlseq_alter(SqlCtx *cx, const cJSON *body, QrSqlResult *res);
+int sqlseq_drop(SqlCtx *cx, const cJSON *body, QrSqlResult *res);
+/* Create the sequence of a SERIAL / identity column (or of a hidden row id:
+ * internal) of `table`, with identity options (DefElem list, may be NULL);
+ * its name ("<table>_<col>_seq") into seq_out. */
+int sqlseq_for_column(SqlCtx *cx, const char *table, const char *col, const char *pg_type,
+                      const cJSON *options, bool internal, char *seq_out, size_t seq_len);
+/* The parse tree of nextval('<seq>'::regclass) (caller cJSON_Deletes). */
+cJSON *sqlseq_default_tree(const char *seq);
+/* nextval, currval, setval, lastval (called by the catalog's function hook). */
+bool sqlseq_func_known(const char *name);
+int sqlseq_func_call(SqlCtx *cx, const char *name, int n_args, const SqlValue *args,
+                     SqlValue *out);
 
 #endif

@@ -125,28 +125,21 @@ static bool ref_wait(const struct timespec *deadline)
     return pthread_cond_timedwait(&ref_cond, &ref_lock, deadline) != ETIMEDOUT;
 }
 
-int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err)
+/* Make `name` exclusive (callers hold ref_lock): wait for a drop or swap of
+ * it to end, mark it, and wait until its last reference is gone.  QR_OK,
+ * QR_EBUSY on timeout (the mark undone; *users gets the references left),
+ * QR_ENOMEM. */
+static int ref_claim(const QrDb *db, const char *name, const struct timespec *deadline,
+                     int *users)
 {
-    if (!name_ok(name, err))
-        return QR_EINVAL;
-    struct timespec dl, *deadline = NULL;
-    if (timeout_ms) {
-        clock_gettime(CLOCK_REALTIME, &dl);
-        uint64_t ns = (uint64_t)dl.tv_nsec + (timeout_ms % 1000) * 1000000ull;
-        dl.tv_sec += (time_t)(timeout_ms / 1000 + ns / 1000000000ull);
-        dl.tv_nsec = (long)(ns % 1000000000ull);
-        deadline = &dl;
-    }
-    pthread_mutex_lock(&ref_lock);
     TableRef *r;
+    *users = 0;
     /* one drop of a name at a time */
     while ((r = ref_find(db, name, true)) && r->dropping)
         if (!ref_wait(deadline))
             goto busy;
-    if (!r) {
-        pthread_mutex_unlock(&ref_lock);
-        return qr_error_set(err, QR_ENOMEM, "out of memory");
-    }
+    if (!r)
+        return QR_ENOMEM;
     r->dropping = true;
     while ((r = ref_find(db, name, false))->refs > 0)
         if (!ref_wait(deadline)) {
@@ -154,26 +147,91 @@ int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError 
             pthread_cond_broadcast(&ref_cond);
             goto busy;
         }
-    pthread_mutex_unlock(&ref_lock);
-    int rc = qr_table_drop(db, name, err);
-    pthread_mutex_lock(&ref_lock);
+    return QR_OK;
+busy:
     r = ref_find(db, name, false);
+    *users = r ? r->refs : 0;
+    if (r)
+        ref_gc(r);
+    return QR_EBUSY;
+}
+
+/* Undo ref_claim (callers hold ref_lock). */
+static void ref_unclaim(const QrDb *db, const char *name)
+{
+    TableRef *r = ref_find(db, name, false);
     if (r) {
         r->dropping = false;
         ref_gc(r);
     }
     pthread_cond_broadcast(&ref_cond);
-    pthread_mutex_unlock(&ref_lock);
-    return rc;
-busy:
-    r = ref_find(db, name, false);
-    int users = r ? r->refs : 0;
-    if (r)
-        ref_gc(r);
-    pthread_mutex_unlock(&ref_lock);
+}
+
+static struct timespec *deadline_after(uint64_t timeout_ms, struct timespec *dl)
+{
+    if (!timeout_ms)
+        return NULL;
+    clock_gettime(CLOCK_REALTIME, dl);
+    uint64_t ns = (uint64_t)dl->tv_nsec + (timeout_ms % 1000) * 1000000ull;
+    dl->tv_sec += (time_t)(timeout_ms / 1000 + ns / 1000000000ull);
+    dl->tv_nsec = (long)(ns % 1000000000ull);
+    return dl;
+}
+
+static int busy_error(QrError *err, const char *name, int users, uint64_t timeout_ms)
+{
     qr_error_set(err, QR_EBUSY, "table \"%s\" is in use by %d request%s", name, users,
                  users == 1 ? "" : "s");
     qr_error_detail(err, "they did not finish within %llu ms", (unsigned long long)timeout_ms);
-    qr_error_hint(err, "retry the drop when they have finished");
+    qr_error_hint(err, "retry when they have finished");
     return QR_EBUSY;
+}
+
+int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err)
+{
+    if (!name_ok(name, err))
+        return QR_EINVAL;
+    struct timespec dl;
+    const struct timespec *deadline = deadline_after(timeout_ms, &dl);
+    int users;
+    pthread_mutex_lock(&ref_lock);
+    int rc = ref_claim(db, name, deadline, &users);
+    pthread_mutex_unlock(&ref_lock);
+    if (rc)
+        return rc == QR_EBUSY ? busy_error(err, name, users, timeout_ms)
+                              : qr_error_set(err, QR_ENOMEM, "out of memory");
+    rc = qr_table_drop(db, name, err);
+    pthread_mutex_lock(&ref_lock);
+    ref_unclaim(db, name);
+    pthread_mutex_unlock(&ref_lock);
+    return rc;
+}
+
+int qr_table_swap_wait(QrDb *db, const char *a_in, const char *b_in, uint64_t timeout_ms,
+                       QrError *err)
+{
+    if (!name_ok(a_in, err) || !name_ok(b_in, err))
+        return QR_EINVAL;
+    /* copies: a name may live in a handle the swap frees */
+    char a[QR_NAME_MAX + 1], b[QR_NAME_MAX + 1];
+    snprintf(a, sizeof a, "%s", a_in);
+    snprintf(b, sizeof b, "%s", b_in);
+    struct timespec dl;
+    const struct timespec *deadline = deadline_after(timeout_ms, &dl);
+    int users;
+    pthread_mutex_lock(&ref_lock);
+    const char *busy = a;
+    int rc = ref_claim(db, a, deadline, &users);
+    if (rc == QR_OK && (rc = ref_claim(db, busy = b, deadline, &users)) != QR_OK)
+        ref_unclaim(db, a);
+    pthread_mutex_unlock(&ref_lock);
+    if (rc)
+        return rc == QR_EBUSY ? busy_error(err, busy, users, timeout_ms)
+                              : qr_error_set(err, QR_ENOMEM, "out of memory");
+    rc = qr_table_swap(db, a, b, err);
+    pthread_mutex_lock(&ref_lock);
+    ref_unclaim(db, a);
+    ref_unclaim(db, b);
+    pthread_mutex_unlock(&ref_lock);
+    return rc;
 }

@@ -218,7 +218,7 @@ int topk_collect_all(Iter *root, DocId doc_offset, TopK *t)
         DocId gd = d + doc_offset;
         if (tk_can_enter(t, s, gd))
             topk_offer(t, gd, s);
-        if ((++n & 4095) == 0 && iter_ctx_interrupted(ctx))
+        if ((++n & 4095) == 0 && iter_ctx_interrupted_now(ctx))
             break;
     }
     t->stats.docs_scored += n;
@@ -382,7 +382,7 @@ static bool ms_window(MaxScore *w, DocId target, DocId win_end)
         iter_seek(it[by[x]], target);
 
     for (;;) {
-        if ((++w->tick & 4095) == 0 && iter_ctx_interrupted(w->ctx))
+        if ((++w->tick & 4095) == 0 && iter_ctx_interrupted_now(w->ctx))
             return false;
         DocId d = ITER_END;
         for (int x = ness; x < n; x++)
@@ -586,7 +586,7 @@ int topk_and(IterCtx *ctx, Iter **terms, int n, Iter *filter, DocId doc_offset, 
         DocId d = iter_seek(order[0], target);
         bool cut = false;
         while (d <= win_end && d != ITER_END) {
-            if ((++tick & 4095) == 0 && iter_ctx_interrupted(ctx))
+            if ((++tick & 4095) == 0 && iter_ctx_interrupted_now(ctx))
                 return ctx->err.code;
             DocId gd = d + doc_offset;
             if (lead >= 0 && bound != INFINITY) {

@@ -568,100 +568,6 @@ int http_table_drop(HttpServer *s, const char *name, QrError *err)
 /* ---- API keys (apikey.h) ---- */
 
 /* Does word w[0..n) equal one of list (case-insensitive)? */
-static bool word_in(const char *w, size_t n, const char *const *list)
-{
-    for (; *list; list++)
-        if (strlen(*list) == n && !strncasecmp(w, *list, n))
-            return true;
-    return false;
-}
-
-/* The scope a POST /sql query string needs, read from its words outside
- * strings, quoted names and comments: a statement that starts with a word
- * not known to read is ADMIN, and so is any DDL word anywhere; INSERT,
- * UPDATE, DELETE, MERGE or COPY anywhere (a data-modifying WITH, SELECT ...
- * FOR UPDATE) need WRITE.  It errs towards the larger scope. */
-ApiScope http_sql_scope(const char *s, size_t n)
-{
-    static const char *const READ[] = {"SELECT", "WITH", "EXPLAIN", "SHOW", "VALUES", "TABLE",
-                                       "BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT",
-                                       "SET", "RESET", "DECLARE", "FETCH", "MOVE", "CLOSE",
-                                       "SAVEPOINT", "RELEASE", "DISCARD", "DEALLOCATE", NULL};
-    static const char *const WRITE[] = {"INSERT", "UPDATE", "DELETE", "MERGE", "COPY", NULL};
-    /* DDL words anywhere (fail closed should the split above be fooled);
-     * other statements (ANALYZE, CALL, DO, LOCK, ...) start with a word
-     * not in READ or WRITE, which is ADMIN too */
-    static const char *const ADMIN[] = {"CREATE", "DROP",  "ALTER",  "TRUNCATE",
-                                        "GRANT",  "REVOKE", "VACUUM", "REINDEX", NULL};
-    ApiScope need = API_SCOPE_SEARCH;
-    bool stmt_start = true;
-    size_t i = 0;
-    while (i < n) {
-        char c = s[i];
-        if (c == ';') {
-            stmt_start = true;
-            i++;
-        } else if (c == '-' && i + 1 < n && s[i + 1] == '-') {
-            while (i < n && s[i] != '\n')
-                i++;
-        } else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-            int depth = 0;
-            do {
-                if (i + 1 < n && s[i] == '/' && s[i + 1] == '*')
-                    depth++, i += 2;
-                else if (i + 1 < n && s[i] == '*' && s[i + 1] == '/')
-                    depth--, i += 2;
-                else
-                    i++;
-            } while (i < n && depth > 0);
-        } else if (c == '\'' || c == '"') {
-            for (i++; i < n; i++)
-                if (s[i] == c) {
-                    if (i + 1 < n && s[i + 1] == c)
-                        i++;
-                    else
-                        break;
-                }
-            i++;
-            stmt_start = false;
-        } else if (c == '$' && i + 1 < n && !(s[i + 1] >= '0' && s[i + 1] <= '9')) {
-            size_t t = i + 1;
-            while (t < n && (isalnum((unsigned char)s[t]) || s[t] == '_'))
-                t++;
-            if (t < n && s[t] == '$') {
-                size_t tag = t + 1 - i;
-                const char *end = NULL;
-                for (size_t k = t + 1; k + tag <= n; k++)
-                    if (!memcmp(s + k, s + i, tag)) {
-                        end = s + k;
-                        break;
-                    }
-                i = end ? (size_t)(end - s) + tag : n;
-            } else {
-                i++;
-            }
-            stmt_start = false;
-        } else if (isalpha((unsigned char)c) || c == '_') {
-            size_t b = i;
-            while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '$'))
-                i++;
-            const char *w = s + b;
-            size_t wl = i - b;
-            if (word_in(w, wl, ADMIN) || (stmt_start && !word_in(w, wl, READ) &&
-                                          !word_in(w, wl, WRITE)))
-                return API_SCOPE_ADMIN;
-            if (word_in(w, wl, WRITE))
-                need = API_SCOPE_WRITE;
-            stmt_start = false;
-        } else {
-            if (!isspace((unsigned char)c) && c != '(')
-                stmt_start = false;
-            i++;
-        }
-    }
-    return need;
-}
-
 /* Are API keys enforced now?  Keys exist, or the server listens beyond
  * loopback without allow_remote (then, with every key removed, nobody gets
  * in rather than everybody). */
@@ -725,7 +631,20 @@ static void auth_check(HttpReq *r, ApiScope need)
     }
 }
 
-/* POST /sql: the statements decide the scope, checked once the body is in. */
+/* The SQL a key's scope lets a session run (POST /sql limits its session
+ * with it too, so a statement that got past this check is refused when it
+ * executes). */
+QrSqlAccess http_scope_access(ApiScope s)
+{
+    return s >= API_SCOPE_ADMIN ? QR_SQL_ACCESS_SCHEMA
+           : s == API_SCOPE_WRITE ? QR_SQL_ACCESS_WRITE
+                                  : QR_SQL_ACCESS_READ;
+}
+
+/* POST /sql: the statements decide the scope, checked once the body is in,
+ * from libpg_query's parse of every statement, before any runs.  A query
+ * string that does not parse is left to the handler, which reports the
+ * syntax error and runs nothing. */
 static void auth_check_sql(HttpReq *r)
 {
     if (r->granted >= API_SCOPE_ADMIN)
@@ -733,17 +652,19 @@ static void auth_check_sql(HttpReq *r)
     cJSON *root = cJSON_ParseWithLength(r->body.data ? (const char *)r->body.data : "",
                                         r->body.len);
     const cJSON *q = root ? cJSON_GetObjectItemCaseSensitive(root, "query") : NULL;
-    if (cJSON_IsString(q)) {
-        ApiScope need = http_sql_scope(q->valuestring, strlen(q->valuestring));
-        if (r->granted < need) {
-            http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                        "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
-            http_error(r, QR_EPERM, "this SQL needs an API key with scope %s; the key has %s",
-                       apikey_scope_name(need), apikey_scope_name(r->granted));
-            http_error_hint(r, "SELECT needs search, INSERT/UPDATE/DELETE write, and DDL "
-                               "admin");
-            qr_error_set_sqlstate(&r->err, "42501");
-        }
+    QrSqlAccess need;
+    QrError e;
+    qr_error_clear(&e);
+    if (cJSON_IsString(q) &&
+        qr_sql_access_needed(q->valuestring, strlen(q->valuestring), &need, &e) == QR_OK &&
+        need > http_scope_access(r->granted)) {
+        ApiScope want = need == QR_SQL_ACCESS_WRITE ? API_SCOPE_WRITE : API_SCOPE_ADMIN;
+        http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                    "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
+        http_error(r, QR_EPERM, "this SQL needs an API key with scope %s; the key has %s",
+                   apikey_scope_name(want), apikey_scope_name(r->granted));
+        http_error_hint(r, "SELECT needs search, INSERT/UPDATE/DELETE write, and DDL admin");
+        qr_error_set_sqlstate(&r->err, "42501");
     }
     cJSON_Delete(root);
 }

@@ -15,6 +15,7 @@
  * when a commit itself fails (a full disk), nothing of that batch was
  * written, and "acked" counts the documents of the commits before it.
  */
+#include "server/cli.h"
 #include "server/http_int.h"
 #include "server/ingest.h"
 #include "store/mem.h"
@@ -365,44 +366,19 @@ void http_docs_ingest_cleanup(HttpReq *r)
 
 /* ---- one document by id ---- */
 
-/* The primary key in the path as JSON text: digits are an integer key,
- * "quoted" is a JSON string, anything else a string.  Returns false after
- * recording a 400. */
+/* The primary key in the path as JSON text, by the rule `quarry get` and
+ * `quarry delete` share (cli_key_json).  Returns false after recording a
+ * 400. */
 static bool id_json(HttpReq *r, QrBuf *out)
 {
-    const char *id = r->id ? r->id : "";
-    size_t n = strlen(id);
-    size_t i = id[0] == '-' ? 1 : 0;
-    bool digits = n > i;
-    for (size_t k = i; k < n; k++)
-        if (id[k] < '0' || id[k] > '9')
-            digits = false;
-    if (digits) {
-        errno = 0;
-        long long v = strtoll(id, NULL, 10);
-        if (errno == ERANGE) {
-            http_error(r, QR_EINVAL, "document id %.40s is out of the integer range", id);
-            http_error_hint(r, "a string key made of digits is written in quotes: "
-                               "/documents/%%22%.40s%%22", id);
-            return false;
-        }
-        qr_buf_printf(out, "%lld", v);
+    QrError e;
+    qr_error_clear(&e);
+    if (cli_key_json(r->id ? r->id : "", out, &e) == QR_OK)
         return true;
-    }
-    if (id[0] == '"') {
-        cJSON *v = cJSON_ParseWithLength(id, n);
-        bool ok = cJSON_IsString(v);
-        if (ok)
-            jw_cstr(out, v->valuestring);
-        cJSON_Delete(v);
-        if (!ok) {
-            http_error(r, QR_EINVAL, "document id %.60s is not a valid JSON string", id);
-            http_error_hint(r, "quote a string id only to keep digits a string: \"0042\"");
-        }
-        return ok;
-    }
-    jw_str(out, id, n);
-    return true;
+    http_error(r, e.code, "%s", e.message);
+    if (e.hint[0])
+        http_error_hint(r, "%s", e.hint);
+    return false;
 }
 
 /* GET /tables/{t}/documents/{id} */

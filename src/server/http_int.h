@@ -34,6 +34,7 @@
 #include <sys/socket.h>
 
 #include "query/quarry.h"
+#include "query/sql.h"
 #include "server/apikey.h"
 #include "server/http.h"
 #include "store/buf.h"
@@ -145,11 +146,11 @@ const char *http_req_header(HttpReq *r, const char *name);
  * with the position of the syntax error.  Caller frees with cJSON_Delete. */
 struct cJSON *http_body_json(HttpReq *r);
 
-/* The API key scope a POST /sql query string needs (http.c): its words
- * outside strings, quoted names, dollar quotes and comments; DDL or a
- * statement that starts with an unknown word is ADMIN, INSERT/UPDATE/
- * DELETE/MERGE/COPY anywhere WRITE, else SEARCH. */
-ApiScope http_sql_scope(const char *sql, size_t len);
+/* The SQL access (query/sql.h) a key of scope s may use (http.c): search
+ * reads, write also changes rows, admin everything.  POST /sql checks its
+ * statements' parse against it before running any, and limits its session
+ * to it. */
+QrSqlAccess http_scope_access(ApiScope s);
 /* Words in a text query, as max_query_terms counts them (not AND/OR/NOT,
  * field names before ':', numbers after '^' or '~'). */
 int http_query_terms(const char *q);

@@ -179,8 +179,14 @@ void http_sql_query(HttpReq *r)
         sql_error(r, &err, 0);
         goto done;
     }
-    /* each statement is bounded by query_timeout_ms, as a search is */
+    /* each statement is bounded by query_timeout_ms, as a search is; and
+     * the engine refuses, as it runs them, statements the key's scope does
+     * not allow (auth_check_sql refused the string already from its parse:
+     * this holds whatever that check missed) */
     qr_sql_session_limit_timeout(sess, r->srv->cfg.query_timeout_ms);
+    qr_sql_session_limit_access(sess, http_scope_access(r->granted),
+                                "use an API key with scope write for INSERT, UPDATE and DELETE, "
+                                "admin for DDL (quarry key add NAME --scope ...)");
     a = qr_arena_new(0);
     if (!a) {
         http_error(r, QR_ENOMEM, "out of memory");

@@ -702,25 +702,43 @@ static int with_table(int argc, char **argv, int npos, const char *usage_line, b
 
 static int do_get(QrTable *t, Args *a, QrError *err)
 {
-    QrBuf b;
+    QrBuf b, key;
     qr_buf_init(&b);
-    int rc = qr_get(t, a->pos[1], strlen(a->pos[1]), &b, err);
+    qr_buf_init(&key);
+    int rc = cli_key_json(a->pos[1], &key, err);
+    if (rc == QR_OK)
+        rc = qr_get(t, (const char *)key.data, key.len, &b, err);
     if (rc == QR_OK)
         printf("%.*s\n", (int)b.len, (char *)b.data);
     qr_buf_free(&b);
+    qr_buf_free(&key);
     return rc;
 }
 
 static int do_delete(QrTable *t, Args *a, QrError *err)
 {
     int found_n = 0;
+    QrBuf key;
+    qr_buf_init(&key);
+    /* every key parses before any is deleted: a bad one deletes nothing */
+    for (int i = 1; i < a->n_pos; i++) {
+        key.len = 0;
+        int rc = cli_key_json(a->pos[i], &key, err);
+        if (rc != QR_OK) {
+            qr_buf_free(&key);
+            return rc;
+        }
+    }
     QrBatch *b;
     int rc = qr_batch_begin(t, &b, err);
     for (int i = 1; rc == QR_OK && i < a->n_pos; i++) {
         bool found;
-        rc = qr_batch_delete(b, a->pos[i], strlen(a->pos[i]), &found, err);
-        found_n += found;
+        key.len = 0;
+        if ((rc = cli_key_json(a->pos[i], &key, err)) == QR_OK &&
+            (rc = qr_batch_delete(b, (const char *)key.data, key.len, &found, err)) == QR_OK)
+            found_n += found;
     }
+    qr_buf_free(&key);
     if (rc == QR_OK)
         rc = qr_batch_commit(b, err);
     qr_batch_free(b);

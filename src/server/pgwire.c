@@ -57,7 +57,7 @@
 #define PGW_CANCEL_EXTRA 2            /* per client beyond its limit, for CancelRequest */
 #define PGW_RBUF_INIT 8192
 #define PGW_FLUSH_AT (64 * 1024)
-#define PGW_STACK_BYTES (4u << 20)
+#define PGW_STACK_BYTES (8u << 20)    /* as a main thread: SQL nests to its limit, not the stack's */
 
 struct PgServer {
     QrDb *db;                /* borrows */
@@ -574,7 +574,9 @@ static bool startup_run(PgConn *c)
     const char *dbname = pgw_startup_get(&st, "database");
     if (!dbname || !dbname[0])
         dbname = user;
-    if (strcmp(dbname, "quarry") != 0) {
+    /* postgres and template1 name the same database: tools connect there first */
+    if (strcmp(dbname, "quarry") != 0 && strcmp(dbname, "postgres") != 0 &&
+        strcmp(dbname, "template1") != 0) {
         char msg[200];
         snprintf(msg, sizeof msg, "database \"%.100s\" does not exist", dbname);
         send_fatal(c, QR_ENOTFOUND, "3D000", msg,
@@ -632,11 +634,18 @@ static bool startup_run(PgConn *c)
         pgw_flush(c);
         return false;
     }
+    /* a read-only user's session runs reads only: the engine checks every
+     * statement's parse as it executes (SQL, cursors, COPY alike) */
+    if (c->role == SCRAM_ROLE_READ_ONLY)
+        qr_sql_session_limit_access(sess, QR_SQL_ACCESS_READ,
+                                    "connect as a read-write user (quarry user add NAME --role "
+                                    "read-write)");
     pthread_mutex_lock(&s->mu); /* published for CancelRequest and stop */
     c->sess = sess;
     pthread_mutex_unlock(&s->mu);
     /* SET statement_timeout may lower this, not raise it */
     qr_sql_session_limit_timeout(sess, s->cfg.statement_timeout_ms);
+    qr_sql_session_set(sess, "session_authorization", c->user, &e); /* current_user */
     for (int i = 0; i < st.n_params && e.code == QR_OK; i++) {
         const char *k = st.keys[i], *v = st.vals[i];
         if (!strcmp(k, "user") || !strcmp(k, "database") || !strcmp(k, "replication") ||

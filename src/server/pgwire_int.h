@@ -141,6 +141,9 @@ void pgw_put_cstr(QrBuf *b, const char *s); /* with its NUL */
  * position > 0: 1-based characters). */
 void pgw_put_error(QrBuf *b, char type, const char *severity, const QrError *e,
                    int64_t position);
+/* The same with a W (where: "COPY t, line 3") field when where is not NULL. */
+void pgw_put_error_where(QrBuf *b, char type, const char *severity, const QrError *e,
+                         int64_t position, const char *where);
 /* One DataRow value in the given format (0 text, 1 binary) with its length
  * word; NULL is length -1. */
 void pgw_put_value(QrBuf *b, const QrSqlValue *v, int16_t format);
@@ -162,18 +165,10 @@ typedef struct PgwNamed {
     char *name;               /* owns */
 } PgwNamed;
 
-/* A prepared statement by name: the wrapper counts references from the
- * name table and from portals so Close of a statement leaves running
- * portals alone.  stmt is NULL for an empty query string. */
-typedef struct PgwStmt {
-    PgwNamed link;            /* first: the connection's list */
-    QrSqlStmt *stmt;          /* owns one reference */
-    int refs;
-} PgwStmt;
-
 typedef struct PgwPortal {
     PgwNamed link;            /* first: the connection's list */
-    PgwStmt *st;              /* holds a reference */
+    QrSqlStmt *st;            /* holds a reference: Close of the statement leaves the
+                                 portal running */
     uint8_t *raw;             /* owns: the Bind body the parameters point into */
     PgwBind bind;             /* owns its arrays */
     QrSqlResult *res;         /* owns: set by the first Execute */
@@ -199,9 +194,9 @@ typedef struct PgConn {
     QrBuf out;                /* owns: replies not yet sent */
     bool dead;                /* the socket failed or Terminate came: stop */
     bool skip_to_sync;        /* extended protocol: an error, wait for Sync */
-    PgwNamed *stmts;          /* owns: PgwStmt list */
-    PgwNamed *portals;        /* owns: PgwPortal list */
-    PgwNamed *cursors;        /* owns: SQL cursors (pgwire_cursor.c) */
+    QrSqlStmt *unnamed;       /* owns a reference: the unnamed statement (named ones
+                                 live in the SQL session, with SQL PREPARE's) */
+    PgwNamed *portals;        /* owns: PgwPortal list (SQL cursors live in the session) */
     char reported[6][64];     /* last ParameterStatus values sent (PGW_REPORTED) */
     struct PgConn *reg_next;  /* the server's registry (cancel, shutdown) */
     struct PgConn *reg_prev;
@@ -230,10 +225,6 @@ void pgw_named_unlink(PgwNamed **head, PgwNamed *n);
 bool pgw_dispatch(PgConn *c, char type, const uint8_t *body, size_t len);
 /* Free every statement, portal and cursor (connection end). */
 void pgw_query_reset(PgConn *c);
-/* Execute a prepared statement as this connection's user: a read-only
- * user gets 42501 for statements that write. */
-int pgw_run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult **out,
-                 QrError *err);
 
 /* pgwire_tls.c (OpenSSL types stay out of this header) */
 /* An SSL_CTX from PEM files; QR_EINVAL naming the file that failed. */
@@ -247,14 +238,5 @@ ssize_t pgw_conn_send(PgConn *c, const void *buf, size_t n);
 /* Decrypted bytes wait inside OpenSSL (poll would not see them). */
 bool pgw_conn_pending(const PgConn *c);
 void pgw_tls_close(PgConn *c);
-
-/* pgwire_cursor.c */
-/* DECLARE / FETCH / MOVE / CLOSE of the simple protocol: -1 when the
- * statement is none of them; else it was handled, the reply or the error
- * sent, and 1 / 0 says whether it succeeded. */
-int pgw_cursor_try(PgConn *c, const char *q, QrSqlSpan sp);
-/* Close the cursors without HOLD once no transaction block is open. */
-void pgw_cursor_end_txn(PgConn *c);
-void pgw_cursor_reset(PgConn *c);
 
 #endif

@@ -359,6 +359,12 @@ static void put_field(QrBuf *b, char code, const char *s)
 void pgw_put_error(QrBuf *b, char type, const char *severity, const QrError *e,
                    int64_t position)
 {
+    pgw_put_error_where(b, type, severity, e, position, NULL);
+}
+
+void pgw_put_error_where(QrBuf *b, char type, const char *severity, const QrError *e,
+                         int64_t position, const char *where)
+{
     size_t m = pgw_begin(b, type);
     put_field(b, 'S', severity);
     put_field(b, 'V', severity);
@@ -371,6 +377,7 @@ void pgw_put_error(QrBuf *b, char type, const char *severity, const QrError *e,
         snprintf(pos, sizeof pos, "%lld", (long long)position);
         put_field(b, 'P', pos);
     }
+    put_field(b, 'W', where);
     qr_buf_putc(b, 0);
     pgw_end(b, m);
 }

@@ -3,7 +3,7 @@
  * simple Query (many statements per message), the extended protocol
  * (Parse, Bind, Describe, Execute with row limits, Close, Sync, Flush;
  * named and unnamed statements and portals), COPY FROM STDIN and COPY TO
- * STDOUT, notices, and the read-only role.
+ * STDOUT and notices.
  *
  * Layer: server/.  Calls query/sql.h and the base kit.
  *
@@ -46,25 +46,11 @@ void pgw_named_unlink(PgwNamed **head, PgwNamed *n)
         }
 }
 
-static PgwStmt *stmt_find(PgConn *c, const char *name)
+/* A statement by name: the unnamed one is the connection's, named ones
+ * live in the SQL session (one namespace with SQL PREPARE). */
+static QrSqlStmt *stmt_get(PgConn *c, const char *name)
 {
-    return (PgwStmt *)pgw_named_find(c->stmts, name);
-}
-
-static void stmt_unref(PgwStmt *s)
-{
-    if (s && --s->refs == 0) {
-        qr_sql_stmt_unref(s->stmt);
-        qr_free(s->link.name);
-        qr_free(s);
-    }
-}
-
-/* Drop a statement from the name table (portals keep theirs). */
-static void stmt_drop(PgConn *c, PgwStmt *s)
-{
-    pgw_named_unlink(&c->stmts, &s->link);
-    stmt_unref(s);
+    return name[0] ? qr_sql_named_get(c->sess, name) : c->unnamed;
 }
 
 static PgwPortal *portal_find(PgConn *c, const char *name)
@@ -77,7 +63,7 @@ static void portal_free(PgwPortal *p)
     qr_sql_result_free(p->res);
     pgw_bind_free(&p->bind);
     qr_free(p->raw);
-    stmt_unref(p->st);
+    qr_sql_stmt_unref(p->st);
     qr_free(p->link.name);
     qr_free(p);
 }
@@ -96,10 +82,9 @@ static void portals_close_all(PgConn *c)
 
 void pgw_query_reset(PgConn *c)
 {
-    pgw_cursor_reset(c);
     portals_close_all(c);
-    while (c->stmts)
-        stmt_drop(c, (PgwStmt *)c->stmts);
+    qr_sql_stmt_unref(c->unnamed);
+    c->unnamed = NULL;
 }
 
 /* ---- small senders ---- */
@@ -154,22 +139,64 @@ static void send_rows(PgConn *c, const QrSqlResult *r, const QrSqlValue *rows, u
     }
 }
 
-/* CopyInResponse / CopyOutResponse: text format, every column text. */
-static void send_copy_response(PgConn *c, char type, int n_cols)
+/* CopyInResponse / CopyOutResponse: text (0) or binary (1), every column
+ * alike. */
+static void send_copy_response(PgConn *c, char type, const QrSqlResult *r)
 {
+    int16_t fmt = r->copy_format == QR_SQL_COPY_BINARY;
     size_t m = pgw_begin(&c->out, type);
-    qr_buf_putc(&c->out, 0);
-    pgw_put_i16(&c->out, (int16_t)n_cols);
-    for (int i = 0; i < n_cols; i++)
-        pgw_put_i16(&c->out, 0);
+    qr_buf_putc(&c->out, (uint8_t)fmt);
+    pgw_put_i16(&c->out, (int16_t)r->n_cols);
+    for (int i = 0; i < r->n_cols; i++)
+        pgw_put_i16(&c->out, fmt);
+    pgw_end(&c->out, m);
+}
+
+/* PostgreSQL's binary COPY stream: the signature with flags and an empty
+ * header extension, then per row n_fields:i16 and each value with its
+ * length word in its send format, then the trailer -1.  One CopyData per
+ * row, the header inside the first one (or the trailer's), as PostgreSQL
+ * sends it: psycopg reads the signature and the first row together. */
+static void copy_out_binary(PgConn *c, const QrSqlResult *r)
+{
+    static const uint8_t SIG[11] = {'P', 'G', 'C', 'O', 'P', 'Y', '\n', 0xFF, '\r', '\n', 0};
+    size_t m = pgw_begin(&c->out, 'd');
+    qr_buf_append(&c->out, SIG, sizeof SIG);
+    pgw_put_i32(&c->out, 0);
+    pgw_put_i32(&c->out, 0);
+    for (uint64_t i = 0; i < r->n_rows && !c->dead; i++) {
+        const QrSqlValue *row = r->vals + i * (uint64_t)r->n_cols;
+        if (i > 0)
+            m = pgw_begin(&c->out, 'd');
+        pgw_put_i16(&c->out, (int16_t)r->n_cols);
+        for (int k = 0; k < r->n_cols; k++)
+            pgw_put_value(&c->out, &row[k], 1);
+        pgw_end(&c->out, m);
+        pgw_maybe_flush(c);
+    }
+    if (r->n_rows > 0)
+        m = pgw_begin(&c->out, 'd');
+    pgw_put_i16(&c->out, -1);
     pgw_end(&c->out, m);
 }
 
 static void copy_out(PgConn *c, QrSqlResult *r)
 {
-    send_copy_response(c, 'H', r->n_cols);
+    send_copy_response(c, 'H', r);
+    if (r->copy_format == QR_SQL_COPY_BINARY) {
+        copy_out_binary(c, r);
+        send_simple(c, 'c');
+        send_complete(c, r->tag);
+        return;
+    }
     QrBuf line;
     qr_buf_init(&line);
+    qr_sql_copy_header(r, &line); /* CSV HEADER: the column names first */
+    if (line.len) {
+        size_t m = pgw_begin(&c->out, 'd');
+        qr_buf_append(&c->out, line.data, line.len);
+        pgw_end(&c->out, m);
+    }
     for (uint64_t i = 0; i < r->n_rows && !c->dead; i++) {
         line.len = 0;
         qr_sql_copy_row(r, i, &line);
@@ -184,10 +211,13 @@ static void copy_out(PgConn *c, QrSqlResult *r)
 }
 
 /* The copy-in sub-protocol after a COPY_IN result.  QR_OK with the
- * CommandComplete sent, or an error in *err (the COPY was abandoned). */
-static int copy_in(PgConn *c, const QrSqlResult *r, QrError *err)
+ * CommandComplete sent, or an error in *err (the COPY was abandoned) and,
+ * for an error in the data, PostgreSQL's context line in where ("COPY t,
+ * line 3"). */
+static int copy_in(PgConn *c, const QrSqlResult *r, QrError *err, char *where, size_t where_len)
 {
-    send_copy_response(c, 'G', r->n_cols);
+    where[0] = 0;
+    send_copy_response(c, 'G', r);
     if (!pgw_flush(c)) {
         qr_sql_copy_fail(c->sess, "connection lost");
         return qr_error_set(err, QR_EIO, "connection lost during COPY");
@@ -200,13 +230,20 @@ static int copy_in(PgConn *c, const QrSqlResult *r, QrError *err)
         case 'd':
             if (qr_sql_copy_data(c->sess, (const char *)body, len, err) != QR_OK) {
                 qr_sql_copy_fail(c->sess, err->message);
+                if (err->line > 0)
+                    snprintf(where, where_len, "COPY %s, line %lld",
+                             r->copy_relation ? r->copy_relation : "", (long long)err->line);
                 return err->code;
             }
             break;
         case 'c': {
             QrSqlResult *done = NULL;
-            if (qr_sql_copy_done(c->sess, &done, err) != QR_OK)
+            if (qr_sql_copy_done(c->sess, &done, err) != QR_OK) {
+                if (err->line > 0)
+                    snprintf(where, where_len, "COPY %s, line %lld",
+                             r->copy_relation ? r->copy_relation : "", (long long)err->line);
                 return err->code;
+            }
             send_notices(c, done);
             send_complete(c, done->tag);
             qr_sql_result_free(done);
@@ -236,42 +273,12 @@ static int copy_in(PgConn *c, const QrSqlResult *r, QrError *err)
     return qr_error_set(err, QR_EIO, "connection lost during COPY");
 }
 
-/* ---- the read-only role ---- */
-
-static bool kind_writes(const char *kind)
-{
-    static const char *const W[] = {"INSERT", "UPDATE", "DELETE", "CREATE", "DROP",
-                                    "ALTER",  "TRUNCATE", "MERGE", "VACUUM", "REINDEX"};
-    if (!kind)
-        return false;
-    for (size_t i = 0; i < sizeof W / sizeof W[0]; i++)
-        if (!strncasecmp(kind, W[i], strlen(W[i])))
-            return true;
-    return false;
-}
-
-static int deny_write(PgConn *c, QrError *err)
-{
-    qr_error_set(err, QR_EPERM, "permission denied: user \"%s\" is read-only", c->user);
-    qr_error_hint(err, "connect as a read-write user (quarry user add NAME --role read-write)");
-    return QR_EPERM;
-}
-
-/* Execute a prepared statement with the role check. */
+/* Execute a prepared statement (the session's access limit, set at login
+ * for the read-only role, is enforced by the engine as it executes). */
 int pgw_run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult **out,
-                    QrError *err)
+                 QrError *err)
 {
-    *out = NULL;
-    if (c->role == SCRAM_ROLE_READ_ONLY && kind_writes(qr_sql_stmt_kind(st)))
-        return deny_write(c, err);
-    int rc = qr_sql_execute(c->sess, st, prm, out, err);
-    if (rc == QR_OK && c->role == SCRAM_ROLE_READ_ONLY && (*out)->kind == QR_SQL_RES_COPY_IN) {
-        qr_sql_copy_fail(c->sess, "read-only user");
-        qr_sql_result_free(*out);
-        *out = NULL;
-        return deny_write(c, err);
-    }
-    return rc;
+    return qr_sql_execute(c->sess, st, prm, out, err);
 }
 
 /* ---- simple query ---- */
@@ -288,19 +295,15 @@ static bool blank_query(const char *q)
  * on an error (already sent). */
 static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
 {
-    int cur = pgw_cursor_try(c, q, sp);
-    if (cur >= 0)
-        return cur == 1;
     QrError e;
     qr_error_clear(&e);
     QrSqlResult *r = NULL;
-    /* prepared then executed (not qr_sql_exec) so that the role check sees
-     * the statement's kind before it runs; the statement is released after
-     * the result, which may borrow its text */
+    /* prepared then executed (not qr_sql_exec): the statement is released
+     * after the result, which may borrow its text */
     QrSqlStmt *st = NULL;
     int rc = qr_sql_prepare(c->sess, q + sp.offset, sp.len, NULL, 0, &st, &e);
     if (rc == QR_OK)
-        rc = pgw_run_stmt(c, st, NULL, &r, &e);
+        rc = qr_sql_execute(c->sess, st, NULL, &r, &e);
     if (rc != QR_OK) {
         int64_t pos = e.offset > 0 ? e.offset + qr_sql_utf8_chars(q, sp.offset) : 0;
         pgw_send_error(c, "ERROR", &e, pos);
@@ -310,11 +313,13 @@ static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
     send_notices(c, r);
     bool ok = true;
     switch (r->kind) {
-    case QR_SQL_RES_ROWS:
-        pgw_put_row_description(&c->out, r->cols, r->n_cols, NULL, 0);
-        send_rows(c, r, r->vals, r->n_rows, NULL, 0);
+    case QR_SQL_RES_ROWS: {
+        int16_t fmt = r->binary; /* FETCH from a BINARY cursor */
+        pgw_put_row_description(&c->out, r->cols, r->n_cols, &fmt, 1);
+        send_rows(c, r, r->vals, r->n_rows, &fmt, 1);
         send_complete(c, r->tag);
         break;
+    }
     case QR_SQL_RES_COMMAND:
         send_complete(c, r->tag);
         break;
@@ -324,12 +329,14 @@ static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
     case QR_SQL_RES_COPY_OUT:
         copy_out(c, r);
         break;
-    case QR_SQL_RES_COPY_IN:
-        if (copy_in(c, r, &e) != QR_OK) {
-            pgw_send_error(c, "ERROR", &e, 0);
+    case QR_SQL_RES_COPY_IN: {
+        char where[160];
+        if (copy_in(c, r, &e, where, sizeof where) != QR_OK) {
+            pgw_put_error_where(&c->out, 'E', "ERROR", &e, 0, where);
             ok = false;
         }
         break;
+    }
     }
     qr_sql_result_free(r);
     qr_sql_stmt_unref(st);
@@ -368,7 +375,6 @@ static void simple_query(PgConn *c, const uint8_t *body, size_t len)
     } else {
         for (int i = 0; i < n && !c->dead; i++) {
             bool ok = simple_one(c, q, spans[i]);
-            pgw_cursor_end_txn(c);
             if (!ok)
                 break;
         }
@@ -396,50 +402,38 @@ static void do_parse(PgConn *c, const uint8_t *body, size_t len)
         ext_error(c, &e, 0);
         return;
     }
-    PgwStmt *old = stmt_find(c, p.name);
-    if (old && p.name[0]) {
+    if (p.name[0] && qr_sql_named_get(c->sess, p.name)) {
         qr_error_set(&e, QR_EEXISTS, "prepared statement \"%s\" already exists", p.name);
         qr_error_set_sqlstate(&e, "42P05");
         ext_error(c, &e, 0);
         return;
     }
-    QrSqlStmt *st = NULL;
-    if (!blank_query(p.query)) {
-        uint32_t *oids = NULL;
-        if (p.n_types > 0) {
-            oids = qr_malloc((size_t)p.n_types * sizeof *oids);
-            if (!oids) {
-                qr_error_set(&e, QR_ENOMEM, "out of memory");
-                ext_error(c, &e, 0);
-                return;
-            }
-            for (int i = 0; i < p.n_types; i++)
-                oids[i] = pgw_parse_type(&p, i);
-        }
-        int rc = qr_sql_prepare(c->sess, p.query, strlen(p.query), oids, p.n_types, &st, &e);
-        qr_free(oids);
-        if (rc != QR_OK) {
-            ext_error(c, &e, e.offset > 0 ? e.offset : 0);
+    uint32_t *oids = NULL;
+    if (p.n_types > 0) {
+        oids = qr_malloc((size_t)p.n_types * sizeof *oids);
+        if (!oids) {
+            qr_error_set(&e, QR_ENOMEM, "out of memory");
+            ext_error(c, &e, 0);
             return;
         }
+        for (int i = 0; i < p.n_types; i++)
+            oids[i] = pgw_parse_type(&p, i);
     }
-    PgwStmt *s = qr_calloc(1, sizeof *s);
-    char *name = qr_strdup(p.name);
-    if (!s || !name) {
-        qr_free(s);
-        qr_free(name);
+    /* an empty query string prepares too: it executes as EmptyQueryResponse */
+    QrSqlStmt *st = NULL;
+    int rc = qr_sql_prepare(c->sess, p.query, strlen(p.query), oids, p.n_types, &st, &e);
+    qr_free(oids);
+    if (rc == QR_OK && p.name[0]) {
+        rc = qr_sql_named_add(c->sess, p.name, st, &e);
         qr_sql_stmt_unref(st);
-        qr_error_set(&e, QR_ENOMEM, "out of memory");
-        ext_error(c, &e, 0);
+    } else if (rc == QR_OK) {
+        qr_sql_stmt_unref(c->unnamed); /* the unnamed statement is replaced */
+        c->unnamed = st;
+    }
+    if (rc != QR_OK) {
+        ext_error(c, &e, e.offset > 0 ? e.offset : 0);
         return;
     }
-    if (old)
-        stmt_drop(c, old); /* the unnamed statement is replaced */
-    s->link.name = name;
-    s->stmt = st;
-    s->refs = 1;
-    s->link.next = c->stmts;
-    c->stmts = &s->link;
     send_simple(c, '1');
 }
 
@@ -460,25 +454,24 @@ static void do_bind(PgConn *c, const uint8_t *body, size_t len)
     p->raw = raw;
     if (pgw_decode_bind(raw, len, &p->bind, &e) != QR_OK)
         goto fail;
-    PgwStmt *s = stmt_find(c, p->bind.stmt);
+    QrSqlStmt *s = stmt_get(c, p->bind.stmt);
     if (!s) {
         qr_error_set(&e, QR_ENOTFOUND, "prepared statement \"%s\" does not exist", p->bind.stmt);
         qr_error_set_sqlstate(&e, "26000");
         goto fail;
     }
-    int want = s->stmt ? qr_sql_stmt_n_params(s->stmt) : 0;
+    int want = qr_sql_stmt_n_params(s);
     if (p->bind.n_params != want) {
         qr_error_set(&e, QR_EINVAL,
                      "bind message supplies %d parameters, but prepared statement \"%s\" "
                      "requires %d",
-                     p->bind.n_params, s->link.name, want);
+                     p->bind.n_params, p->bind.stmt, want);
         qr_error_set_sqlstate(&e, "08P01");
         goto fail;
     }
     int n_cols = 0;
     const QrSqlColumn *cols = NULL;
-    if (s->stmt)
-        qr_sql_stmt_columns(s->stmt, &cols, &n_cols);
+    qr_sql_stmt_columns_in(c->sess, s, &cols, &n_cols);
     if (p->bind.n_result_formats > 1 && p->bind.n_result_formats != n_cols) {
         qr_error_set(&e, QR_EINVAL, "bind message has %d result formats but query has %d "
                                     "columns",
@@ -500,7 +493,7 @@ static void do_bind(PgConn *c, const uint8_t *body, size_t len)
     if (old)
         portal_drop(c, old);
     p->st = s;
-    s->refs++;
+    qr_sql_stmt_ref(s);
     p->link.next = c->portals;
     c->portals = &p->link;
     send_simple(c, '2');
@@ -522,21 +515,20 @@ static void do_describe(PgConn *c, const uint8_t *body, size_t len)
     const QrSqlColumn *cols = NULL;
     int n_cols = 0;
     if (t.kind == 'S') {
-        PgwStmt *s = stmt_find(c, t.name);
+        QrSqlStmt *s = stmt_get(c, t.name);
         if (!s) {
             qr_error_set(&e, QR_ENOTFOUND, "prepared statement \"%s\" does not exist", t.name);
             qr_error_set_sqlstate(&e, "26000");
             ext_error(c, &e, 0);
             return;
         }
-        int np = s->stmt ? qr_sql_stmt_n_params(s->stmt) : 0;
+        int np = qr_sql_stmt_n_params(s);
         size_t m = pgw_begin(&c->out, 't');
         pgw_put_i16(&c->out, (int16_t)np);
         for (int i = 0; i < np; i++)
-            pgw_put_i32(&c->out, (int32_t)qr_sql_stmt_param_oid(s->stmt, i));
+            pgw_put_i32(&c->out, (int32_t)qr_sql_stmt_param_oid(s, i));
         pgw_end(&c->out, m);
-        if (s->stmt)
-            qr_sql_stmt_columns(s->stmt, &cols, &n_cols);
+        qr_sql_stmt_columns_in(c->sess, s, &cols, &n_cols);
         if (n_cols > 0)
             pgw_put_row_description(&c->out, cols, n_cols, NULL, 0);
         else
@@ -544,6 +536,13 @@ static void do_describe(PgConn *c, const uint8_t *body, size_t len)
         return;
     }
     PgwPortal *p = portal_find(c, t.name);
+    bool binary = false;
+    if (!p && qr_sql_cursor_columns(c->sess, t.name, &cols, &n_cols, &binary)) {
+        /* a SQL cursor is a portal too (psycopg 3 describes its named cursors) */
+        int16_t fmt = binary;
+        pgw_put_row_description(&c->out, cols, n_cols, &fmt, 1);
+        return;
+    }
     if (!p) {
         qr_error_set(&e, QR_ENOTFOUND, "portal \"%s\" does not exist", t.name);
         qr_error_set_sqlstate(&e, "34000");
@@ -553,8 +552,8 @@ static void do_describe(PgConn *c, const uint8_t *body, size_t len)
     if (p->res && p->res->kind == QR_SQL_RES_ROWS) {
         cols = p->res->cols;
         n_cols = p->res->n_cols;
-    } else if (p->st->stmt) {
-        qr_sql_stmt_columns(p->st->stmt, &cols, &n_cols);
+    } else {
+        qr_sql_stmt_columns_in(c->sess, p->st, &cols, &n_cols);
     }
     if (n_cols > 0)
         pgw_put_row_description(&c->out, cols, n_cols, p->bind.result_formats,
@@ -579,17 +578,13 @@ static void do_execute(PgConn *c, const uint8_t *body, size_t len)
         ext_error(c, &e, 0);
         return;
     }
-    if (!p->st->stmt) {
-        send_simple(c, 'I');
-        return;
-    }
     if (!p->res) {
         QrSqlParams prm = {.n = p->bind.n_params,
                            .values = p->bind.values,
                            .lengths = p->bind.lengths,
                            .formats = p->bind.formats,
                            .n_formats = p->bind.n_formats};
-        if (pgw_run_stmt(c, p->st->stmt, &prm, &p->res, &e) != QR_OK) {
+        if (pgw_run_stmt(c, p->st, &prm, &p->res, &e) != QR_OK) {
             ext_error(c, &e, e.offset > 0 ? e.offset : 0);
             return;
         }
@@ -629,13 +624,17 @@ static void do_execute(PgConn *c, const uint8_t *body, size_t len)
             copy_out(c, r);
         p->done = true;
         break;
-    case QR_SQL_RES_COPY_IN:
+    case QR_SQL_RES_COPY_IN: {
         if (p->done)
             break;
         p->done = true;
-        if (copy_in(c, r, &e) != QR_OK)
-            ext_error(c, &e, 0);
+        char where[160];
+        if (copy_in(c, r, &e, where, sizeof where) != QR_OK) {
+            pgw_put_error_where(&c->out, 'E', "ERROR", &e, 0, where);
+            c->skip_to_sync = true;
+        }
         break;
+    }
     }
 }
 
@@ -648,14 +647,17 @@ static void do_close(PgConn *c, const uint8_t *body, size_t len)
         ext_error(c, &e, 0);
         return;
     }
-    if (t.kind == 'S') {
-        PgwStmt *s = stmt_find(c, t.name);
-        if (s)
-            stmt_drop(c, s);
+    if (t.kind == 'S' && !t.name[0]) {
+        qr_sql_stmt_unref(c->unnamed);
+        c->unnamed = NULL;
+    } else if (t.kind == 'S') {
+        qr_sql_named_drop(c->sess, t.name);
     } else {
         PgwPortal *p = portal_find(c, t.name);
         if (p)
             portal_drop(c, p);
+        else
+            qr_sql_cursor_close(c->sess, t.name); /* a SQL cursor is a portal too */
     }
     send_simple(c, '3');
 }
@@ -665,7 +667,6 @@ static void do_sync(PgConn *c)
     c->skip_to_sync = false;
     if (qr_sql_session_txn_status(c->sess) == 'I')
         portals_close_all(c);
-    pgw_cursor_end_txn(c);
     pgw_report_changes(c);
     pgw_send_ready(c);
 }

@@ -19,6 +19,7 @@
 #include "store/util.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -158,8 +159,13 @@ int cmd_serve(int argc, char **argv)
     }
     /* every query arena of the process, HTTP and PG, draws on it */
     qr_mem_budget_set((size_t)mem_limit);
-    qr_mem_tune_for_threads();
-    /* uploads and COPY FROM: their indexing threads and memory */
+    /* Query arenas grow in blocks of up to 1 MiB: map each one of 256 KiB
+     * or more on its own, so that a large statement's memory goes back to
+     * the system when it ends (glibc's threshold would otherwise rise past
+     * the block size after the first free, and the blocks stay in the heap) */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    /* uploads and COPY FROM: their indexing threads and memory (the
+     * threshold above also hands their big buffers back when freed) */
     qr_load_set_defaults(cfg.threads, (size_t)cfg.index_memory_bytes);
     QrDbOpts dbo;
     qr_db_opts_default(&dbo);

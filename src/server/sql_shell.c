@@ -234,17 +234,15 @@ static void print_result(Shell *sh, const QrSqlResult *r)
 {
     for (int i = 0; i < r->n_notices; i++)
         fprintf(stderr, "%s:  %s\n", r->notices[i].severity, r->notices[i].message);
+    if (r->kind == QR_SQL_RES_COPY_OUT && r->copy_format == QR_SQL_COPY_BINARY) {
+        fprintf(stderr, "ERROR:  COPY TO STDOUT (FORMAT binary) is available over the "
+                        "PostgreSQL port only\nHINT:  use FORMAT text or csv here\n");
+        return;
+    }
     if (r->kind == QR_SQL_RES_COPY_OUT) {
         QrBuf b;
         qr_buf_init(&b);
-        if (r->copy_header && r->copy_format == QR_SQL_COPY_CSV) {
-            for (int c = 0; c < r->n_cols; c++) {
-                if (c)
-                    qr_buf_putc(&b, (uint8_t)r->copy_delim);
-                qr_buf_append(&b, r->cols[c].name, strlen(r->cols[c].name));
-            }
-            qr_buf_putc(&b, '\n');
-        }
+        qr_sql_copy_header(r, &b);
         for (uint64_t i = 0; i < r->n_rows; i++)
             qr_sql_copy_row(r, i, &b);
         fwrite(b.data, 1, b.len, stdout);

@@ -27,6 +27,10 @@ bool qr_buf_try_reserve(QrBuf *b, size_t extra)
         return false;
     if (b->len + extra + 1 <= b->cap)
         return true;
+    if (extra > SIZE_MAX / 4 - b->len) { /* doubling below would wrap */
+        b->oom = true;
+        return false;
+    }
     bool ok = qr_buf_reserve(b, extra);
     b->oom = false; /* the contents are intact: nothing was appended */
     return ok;
@@ -38,6 +42,10 @@ bool qr_buf_reserve(QrBuf *b, size_t extra)
         return false;
     if (b->len + extra + 1 <= b->cap)
         return true;
+    if (extra > SIZE_MAX / 4 - b->len) { /* doubling below would wrap */
+        b->oom = true;
+        return false;
+    }
     size_t nc = b->cap ? b->cap : 256;
     while (nc < b->len + extra + 1)
         nc *= 2;

@@ -153,6 +153,11 @@ static bool budgeted(const QrArena *a) { return a->cap || (a->budget && a->budge
 
 #define ARENA_HDR ((sizeof(ArenaBlock) + 15) & ~(size_t)15)
 #define ARENA_MIN_BLOCK (32 * 1024)
+/* Blocks double up to this size, then stay there (a larger allocation gets
+ * a block of its own size): every byte of a block counts against the
+ * budget, so a block far larger than what is left to hand out would refuse
+ * a statement that fits. */
+#define ARENA_MAX_GROWN (1u << 20)
 
 /* Free one block, giving its bytes back to the budget. */
 static void block_free(QrArena *a, ArenaBlock *b)
@@ -225,6 +230,12 @@ void qr_arena_reset(QrArena *a)
 
 void *qr_arena_alloc(QrArena *a, size_t n)
 {
+    /* a size computed from input may be huge: rounding it up, or adding the
+     * block header, must not wrap to a small block */
+    if (n > SIZE_MAX / 4) {
+        a->over_cap = a->cap != 0;
+        return NULL;
+    }
     n = (n + 15) & ~(size_t)15;
     if (n == 0)
         n = 16;
@@ -240,7 +251,7 @@ void *qr_arena_alloc(QrArena *a, size_t n)
     ArenaBlock *b = a->head;
     if (!b || b->size - b->used < n) {
         size_t sz = ARENA_MIN_BLOCK;
-        if (b && b->size * 2 > sz && b->size < (64u << 20))
+        if (b && b->size * 2 > sz && b->size < ARENA_MAX_GROWN)
             sz = b->size * 2;
         if (sz < n)
             sz = n;

@@ -339,10 +339,13 @@ bool qr_parse_timestamp(const char *s, size_t n, int64_t *us_out)
         if (s[i] != 'T' && s[i] != 't' && s[i] != ' ')
             return false;
         i++;
-        if (digits(s, n, i, 2, &h) || i + 2 >= n || s[i + 2] != ':' || digits(s, n, i + 3, 2, &mi))
+        /* a date with a zone and no time ("2024-01-02 +00", JDBC's setDate) */
+        bool date_zone = s[i - 1] == ' ' && i < n && (s[i] == '+' || s[i] == '-');
+        if (!date_zone &&
+            (digits(s, n, i, 2, &h) || i + 2 >= n || s[i + 2] != ':' || digits(s, n, i + 3, 2, &mi)))
             return false;
-        i += 5;
-        if (i < n && s[i] == ':') {
+        i += date_zone ? 0 : 5;
+        if (!date_zone && i < n && s[i] == ':') {
             if (digits(s, n, i + 1, 2, &sec))
                 return false;
             i += 3;

@@ -195,6 +195,30 @@ def filters_and_sorts(data, oracle):
     check(rc == 1 and "full-text" in err, "sort by a text field is refused: " + err)
 
 
+def cli_keys(work, data):
+    """`quarry get` / `delete` read a key as the HTTP API does: digits are an
+    integer, "quoted" a string, anything else the string itself, never a prefix
+    of the text ('12abc' once deleted document 12; '0ad-data' was not found)."""
+    src = os.path.join(work, "keys.jsonl")
+    write_jsonl(src, [{"id": 12, "title": "twelve"}, {"id": 13, "title": "thirteen"}])
+    run(["import", "ints", src], data)
+    write_jsonl(src, [{"id": "0ad-data", "title": "data"}, {"id": "0ad", "title": "game"},
+                      {"id": "0042", "title": "digits"}])
+    run(["import", "pkgs", src], data)
+    rc, out, err = run(["delete", "ints", "12abc"], data)
+    check(rc == 0 and "deleted 0 of 1" in out, "delete ints 12abc deletes nothing: " + out + err)
+    rc, out, err = run(["get", "ints", "12"], data)
+    check(rc == 0 and json.loads(out)["title"] == "twelve", "document 12 is still there: " + out + err)
+    rc, out, err = run(["get", "pkgs", "0ad-data"], data)
+    check(rc == 0 and json.loads(out)["title"] == "data", "get pkgs 0ad-data finds it: " + out + err)
+    rc, out, err = run(["get", "pkgs", '"0042"'], data)
+    check(rc == 0 and json.loads(out)["title"] == "digits", "a quoted key keeps its digits a string")
+    rc, out, err = run(["delete", "ints", "13", "99999999999999999999"], data)
+    check(rc == 1 and "out of the integer range" in err, "a key out of range is an error: " + err)
+    rc, out, err = run(["get", "ints", "13"], data)
+    check(rc == 0, "a bad key in the list deletes nothing")
+
+
 def main():
     with DataDir() as dd:
         data = os.path.join(dd.path, "data")
@@ -277,6 +301,7 @@ def main():
         types = {f["name"]: f["type"] for f in sc["fields"]}
         check(types == {"title": "text", "body": "text", "views": "int"}, "inferred types %s" % types)
 
+        cli_keys(dd.path, data)
         # errors
         rc, out, err = run(["search", "t", "(unbalanced"], data)
         check(rc == 1 and "ERROR" in err and "^" in err, "syntax error with caret: " + err)

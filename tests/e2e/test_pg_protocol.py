@@ -4,7 +4,7 @@ protocol 2), truncated / oversized / garbage messages and clients that
 vanish mid-query (the server answers the next client every time), the
 extended protocol's skip-to-Sync error rule, the connection limit (53300),
 CancelRequest (57014), SCRAM-SHA-256 users (psql with the right password,
-28P01 for a wrong one), the read-only role (42501), the refusal to listen
+28P01 for a wrong one), the read-only role (25006), the refusal to listen
 beyond loopback without a user, and a graceful SIGTERM with clients
 connected."""
 import base64
@@ -62,13 +62,14 @@ def test_startup(srv):
     r.send(frame("X"))
     check(r.closed(), "Terminate closes the connection")
 
-    # wrong database, protocol 2.0, bad startup lengths
+    # wrong database (postgres and template1 are other names of quarry: psql -l,
+    # pg_dumpall), protocol 2.0, bad startup lengths
     r = Raw(srv.pg_port)
-    r.send(startup_packet(database="postgres"))
+    r.send(startup_packet(database="nosuchdb"))
     t, body = r.read_msg()
     f = error_fields(body)
     check(t == "E" and f.get("C") == "3D000" and f.get("S") == "FATAL",
-          "database postgres: 3D000 FATAL %r" % f)
+          "database nosuchdb: 3D000 FATAL %r" % f)
     check(r.closed(), "closed after 3D000")
     r = Raw(srv.pg_port)
     r.send(struct.pack("!ii", 9, 2 << 16) + b"\0")
@@ -384,10 +385,15 @@ def test_auth(d, work):
         rc, out, err = srv.psql("-v", "VERBOSITY=verbose", "-c",
                                 "insert into rw values (1, 'x')", user="reader",
                                 password="read only pw")
-        check("42501" in err and "read-only" in err, "read-only insert: 42501 (%r)" % err)
+        check("25006" in err and "read-only" in err, "read-only insert: 25006 (%r)" % err)
         rc, out, err = srv.psql("-v", "VERBOSITY=verbose", "-c", "drop table rw",
                                 user="reader", password="read only pw")
-        check("42501" in err, "read-only DDL: 42501 (%r)" % err)
+        check("25006" in err, "read-only DDL: 25006 (%r)" % err)
+        # a write behind EXECUTE is a write (the executed statement's access is checked)
+        rc, out, err = srv.psql("-c", "prepare w as insert into rw values (2, 'y')", "-c",
+                                "execute w", user="reader", password="read only pw")
+        check("INSERT" not in out and ("25006" in err or "read-only" in err),
+              "read-only EXECUTE of a prepared INSERT is refused (%r %r)" % (out, err))
         rc, out, err = srv.psql("-At", "-c", "select count(*) from rw", user="reader",
                                 password="read only pw")
         check(rc == 0 and out.strip() == "0", "read-only user reads: %r %r" % (out, err))

@@ -1,7 +1,8 @@
 /*
  * fuzz_util.h — shared by the libFuzzer targets in tests/fuzz/: a CHECK that
  * aborts (libFuzzer reports an abort as a crash, with the input saved), a
- * byte reader over the fuzz input, and a private scratch directory.
+ * byte reader over the fuzz input, a private scratch directory, and a
+ * database in it.
  */
 #ifndef QR_FUZZ_UTIL_H
 #define QR_FUZZ_UTIL_H
@@ -11,6 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "query/quarry.h"
+#include "store/util.h"
 
 #define CHECK(cond)                                                                  \
     do {                                                                             \
@@ -47,6 +51,24 @@ static inline const char *fz_tmpdir(void)
         CHECK(mkdtemp(dir) != NULL);
     }
     return dir;
+}
+
+/* A database in the scratch directory, quiet, without fsync or background
+ * merges. */
+static inline QrDb *fz_db_open(void)
+{
+    qr_log_set_level(QR_LOG_ERROR);
+    char dir[700];
+    snprintf(dir, sizeof dir, "%s/db", fz_tmpdir());
+    QrDbOpts o;
+    qr_db_opts_default(&o);
+    o.fsync = QR_FSYNC_OFF;
+    o.background_merge = false;
+    QrError e;
+    qr_error_clear(&e);
+    QrDb *db = NULL;
+    CHECK(qr_db_open(dir, &o, &db, &e) == QR_OK);
+    return db;
 }
 
 #endif

@@ -26,16 +26,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    qr_log_set_level(QR_LOG_ERROR);
-    char dir[700];
-    snprintf(dir, sizeof dir, "%s/db", fz_tmpdir());
-    QrDbOpts o;
-    qr_db_opts_default(&o);
-    o.fsync = QR_FSYNC_OFF;
-    o.background_merge = false;
+    db = fz_db_open();
     QrError e;
     qr_error_clear(&e);
-    CHECK(qr_db_open(dir, &o, &db, &e) == QR_OK);
     const char *sj = "{\"primary_key\":\"id\",\"fields\":[{\"name\":\"t\",\"type\":\"text\"},"
                      "{\"name\":\"k\",\"type\":\"keyword\"},{\"name\":\"n\",\"type\":\"int\"},"
                      "{\"name\":\"f\",\"type\":\"float\"},{\"name\":\"b\",\"type\":\"bool\"},"

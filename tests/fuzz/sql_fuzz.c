@@ -4,7 +4,9 @@
  * planning and running whatever statements the input holds, against two
  * small tables (a text table with typed columns and a dimension table).
  *
- * The input is SQL text.  It runs inside BEGIN ... ROLLBACK on one session
+ * The input is SQL text, or (first byte 0x01) a binary COPY stream fed to
+ * COPY t (id, n, body, ok, at, f) FROM STDIN (FORMAT binary) in chunks of
+ * 1 + byte 1 % 32 bytes.  SQL runs inside BEGIN ... ROLLBACK on one session
  * with statement_timeout 200 ms and a 64 MiB memory cap, statement by
  * statement as the simple protocol does.  Statements that escape the
  * transaction (DDL, COMMIT) may change the fixture; it is rebuilt whenever
@@ -13,7 +15,10 @@
  *   - an error has a message and a 5-character SQLSTATE, and a position, when
  *     given, inside the statement;
  *   - a result's rows are all fetchable and render as text and COPY lines;
- *   - the session's transaction status is always 'I', 'T' or 'E'.
+ *   - the session's transaction status is always 'I', 'T' or 'E';
+ *   - a binary COPY ends in a count or a clean error, never a COPY left open.
+ * Cursors and prepared statements are closed after each input (CLOSE ALL,
+ * DEALLOCATE ALL), so none outlives the input that made it.
  */
 #include "fuzz_util.h"
 #include "query/quarry.h"
@@ -96,16 +101,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    qr_log_set_level(QR_LOG_ERROR);
-    char dir[700];
-    snprintf(dir, sizeof dir, "%s/db", fz_tmpdir());
-    QrDbOpts o;
-    qr_db_opts_default(&o);
-    o.fsync = QR_FSYNC_OFF;
-    o.background_merge = false;
+    db = fz_db_open();
     QrError e;
     qr_error_clear(&e);
-    CHECK(qr_db_open(dir, &o, &db, &e) == QR_OK);
     CHECK(qr_sql_session_new(db, &sess, &e) == QR_OK);
     CHECK(qr_sql_session_set(sess, "statement_timeout", "200", &e) == QR_OK);
     CHECK(qr_sql_session_set(sess, "quarry.mem_cap", "67108864", &e) == QR_OK);
@@ -145,10 +143,44 @@ static void check_result(QrSqlResult *r)
     qr_buf_free(&b);
 }
 
+/* A binary COPY stream into t: any bytes end in "COPY n" or an error. */
+static void binary_copy(const uint8_t *data, size_t size)
+{
+    QrError e;
+    QrSqlResult *r;
+    const char *copy = "COPY t (id, n, body, ok, at, f) FROM STDIN (FORMAT binary)";
+    if (exec1("BEGIN", &r, &e) == QR_OK)
+        qr_sql_result_free(r);
+    CHECK(exec1(copy, &r, &e) == QR_OK && r->kind == QR_SQL_RES_COPY_IN);
+    qr_sql_result_free(r);
+    size_t chunk = size > 1 ? 1 + data[1] % 32 : 1, off = size > 1 ? 2 : size;
+    int rc = QR_OK;
+    qr_error_clear(&e);
+    while (rc == QR_OK && off < size) {
+        size_t n = size - off < chunk ? size - off : chunk;
+        rc = qr_sql_copy_data(sess, (const char *)data + off, n, &e);
+        off += n;
+    }
+    if (rc == QR_OK) {
+        rc = qr_sql_copy_done(sess, &r, &e);
+        if (rc == QR_OK)
+            qr_sql_result_free(r);
+    }
+    if (rc != QR_OK)
+        check_error(&e, 0);
+    CHECK(!qr_sql_copy_active(sess));
+    if (exec1("ROLLBACK", &r, &e) == QR_OK)
+        qr_sql_result_free(r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size > 4096)
         return 0;
+    if (size > 0 && data[0] == 0x01) {
+        binary_copy(data, size);
+        return 0;
+    }
     char *sql = malloc(size + 1);
     CHECK(sql);
     memcpy(sql, data, size);
@@ -190,6 +222,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (qr_sql_copy_active(sess))
         qr_sql_copy_fail(sess, "fuzz");
     if (exec1("ROLLBACK", &r, &e) == QR_OK)
+        qr_sql_result_free(r);
+    if (exec1("CLOSE ALL", &r, &e) == QR_OK)
+        qr_sql_result_free(r);
+    if (exec1("DEALLOCATE ALL", &r, &e) == QR_OK)
         qr_sql_result_free(r);
     if (!fixture_ok())
         build_fixture();

@@ -1,10 +1,12 @@
 /*
  * agg.c — aggregate functions: the running state of one aggregate over the
  * rows of one group (count, sum, avg, min, max, bool_and / bool_or,
- * string_agg, percentile_cont / percentile_disc, DISTINCT and FILTER), its
- * final value, and merging partial states read from column blocks.
+ * string_agg, array_agg, stddev / variance, percentile_cont /
+ * percentile_disc, DISTINCT, ORDER BY inside the call and FILTER), its
+ * final value, taking a row back out (window frames), and merging partial
+ * states read from column blocks.
  *
- * Layer: query/ (SQL execution).  Used by op_hash_agg.c.
+ * Layer: query/ (SQL execution).  Used by op_hash_agg.c and op_window.c.
  */
 #include "query/exec/exec.h"
 
@@ -79,9 +81,43 @@ static int agg_push_val(SqlCtx *cx, SqlAggState *st, const SqlValue *v)
     return QR_OK;
 }
 
+/* Aggregates whose rows' values are kept until the end: DISTINCT, ORDER
+ * BY inside the call, string_agg and array_agg.  Each row is a tuple of
+ * COLLECT_WIDTH(a) values: [argument, second argument (string_agg's
+ * delimiter) or NULL, ORDER BY keys...].  (Percentiles keep bare values.) */
+static bool collects(const SqlAgg *a)
+{
+    return a->kind != SA_PCT_CONT && a->kind != SA_PCT_DISC &&
+           (a->distinct || a->n_order || a->kind == SA_STRING_AGG || a->kind == SA_ARRAY_AGG);
+}
+#define COLLECT_WIDTH(a) (2 + (a)->n_order)
+
+static int collect_row(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow *r,
+                       const SqlValue *v)
+{
+    SqlValue t[2];
+    int rc;
+    t[0] = *v;
+    t[1] = sqlv_null();
+    if (a->arg2 && (rc = sql_expr_eval(cx, a->arg2, r, &t[1])))
+        return rc;
+    for (int k = 0; k < 2; k++)
+        if ((rc = sqlv_own(cx, &t[k])) || (rc = agg_push_val(cx, st, &t[k])))
+            return rc;
+    for (int k = 0; k < a->n_order; k++) {
+        SqlValue o;
+        if ((rc = sql_expr_eval(cx, a->order[k], r, &o)) || (rc = sqlv_own(cx, &o)) ||
+            (rc = agg_push_val(cx, st, &o)))
+            return rc;
+    }
+    return QR_OK;
+}
+
 static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow *r,
                          bool *keep)
 {
+    if (a->kind == SA_GROUP_KEY || a->kind == SA_GROUPING)
+        return QR_OK; /* the hash aggregate knows them from the group itself */
     if (a->filter) {
         bool pass;
         int frc = sql_expr_test(cx, a->filter, r, &pass);
@@ -96,17 +132,13 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
     int rc = sql_expr_eval(cx, a->arg, r, &v);
     if (rc)
         return rc;
-    if (v.is_null)
+    if (v.is_null && a->kind != SA_ARRAY_AGG) /* array_agg keeps NULLs */
         return QR_OK;
-    if (a->distinct || a->kind == SA_PCT_CONT || a->kind == SA_PCT_DISC || a->kind == SA_STRING_AGG) {
-        /* kept past the row: strings are copied */
-        if (a->kind == SA_STRING_AGG) {
-            /* keep value and delimiter pairs */
-            SqlValue d;
-            if ((rc = sql_expr_eval(cx, a->arg2, r, &d)) || (rc = sqlv_own(cx, &d)) ||
-                (rc = agg_push_val(cx, st, &d)))
-                return rc;
-        }
+    if (collects(a)) {
+        *keep = true; /* kept past the row: strings are copied */
+        return collect_row(cx, a, st, r, &v);
+    }
+    if (a->distinct || a->kind == SA_PCT_CONT || a->kind == SA_PCT_DISC) {
         *keep = true;
         if ((rc = sqlv_own(cx, &v)))
             return rc;
@@ -150,6 +182,26 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
         }
         break;
     }
+    case SA_STDDEV_SAMP:
+    case SA_STDDEV_POP:
+    case SA_VAR_SAMP:
+    case SA_VAR_POP: {
+        /* PostgreSQL's float8_accum (Youngs-Cramer): no cancellation as a
+         * sum of squares minus the squared sum would suffer */
+        double x = v.u.f, n = (double)st->count;
+        if (v.type != QR_SQL_FLOAT8 && v.type != QR_SQL_FLOAT4) {
+            SqlValue f;
+            if ((rc = sqlv_cast(cx, &v, QR_SQL_FLOAT8, -1, &f)))
+                return rc;
+            x = f.u.f;
+        }
+        st->sum_f += x;
+        if (st->count > 1) {
+            double t = x * n - st->sum_f;
+            st->sxx += t * t / (n * (n - 1));
+        }
+        break;
+    }
     case SA_BOOL_AND:
         st->bool_acc = st->has ? st->bool_acc && v.u.b : v.u.b;
         st->has = true;
@@ -176,33 +228,104 @@ int sql_agg_step(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow 
     return rc;
 }
 
+/* The final value of a collecting aggregate: its tuples in ORDER BY order
+ * (DISTINCT: by the arguments, each distinct once), then string_agg and
+ * array_agg read them in that order and the others aggregate them as plain
+ * rows.  The state is left as it was. */
+static int final_collected(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
+{
+    int W = COLLECT_WIDTH(a), rc;
+    uint64_t n = st->n_vals / (uint64_t)W;
+    const SqlValue *t = st->vals;
+    if (n && (a->distinct || a->n_order)) {
+        /* the ORDER BY keys, then the arguments: equal arguments are
+         * neighbours (with DISTINCT the keys are among the arguments) */
+        SqlSortKey sk[2 + 64];
+        int nk = 0;
+        for (int k = 0; k < a->n_order && nk < 64; k++)
+            sk[nk++] = (SqlSortKey){2 + k, a->order_desc[k], a->order_nulls_first[k], NULL};
+        if (a->distinct) {
+            sk[nk++] = (SqlSortKey){0, false, false, NULL};
+            sk[nk++] = (SqlSortKey){1, false, false, NULL};
+        }
+        uint64_t *idx;
+        if ((rc = sql_sort_index(cx, t, n, W, sk, nk, &idx)))
+            return rc;
+        SqlValue *o = qr_arena_alloc(cx->arena, (n * (uint64_t)W + 1) * sizeof *o);
+        if (!o)
+            return sql_nomem(cx);
+        uint64_t k = 0;
+        for (uint64_t i = 0; i < n; i++) {
+            const SqlValue *row = t + idx[i] * (uint64_t)W;
+            const SqlValue *prev = k ? o + (k - 1) * (uint64_t)W : NULL;
+            if (a->distinct && prev && sqlv_same(&prev[0], &row[0]) && sqlv_same(&prev[1], &row[1]))
+                continue;
+            memcpy(o + k++ * (uint64_t)W, row, (size_t)W * sizeof *o);
+        }
+        t = o;
+        n = k;
+    }
+    if (n == 0 && a->kind != SA_COUNT)
+        return QR_OK; /* NULL */
+    if (a->kind == SA_STRING_AGG) {
+        QrBuf b;
+        qr_buf_init(&b);
+        for (uint64_t i = 0; i < n; i++) {
+            const SqlValue *row = t + i * (uint64_t)W;
+            if (i && !row[1].is_null) /* the delimiter before a value is its own */
+                qr_buf_append(&b, row[1].u.s.s, row[1].u.s.n);
+            SqlValue x;
+            if (sqlv_cast(cx, &row[0], QR_SQL_TEXT, -1, &x) == QR_OK)
+                qr_buf_append(&b, x.u.s.s, x.u.s.n);
+        }
+        char *s = qr_buf_ok(&b) ? qr_arena_strndup(cx->arena, b.data ? (char *)b.data : "", b.len) : NULL;
+        size_t len = b.len;
+        qr_buf_free(&b);
+        if (!s)
+            return sql_nomem(cx);
+        *out = sqlv_text(s, len);
+        return QR_OK;
+    }
+    if (a->kind == SA_ARRAY_AGG) {
+        SqlValue *el = qr_arena_alloc(cx->arena, (n + 1) * sizeof *el);
+        if (!el)
+            return sql_nomem(cx);
+        for (uint64_t i = 0; i < n; i++)
+            el[i] = t[i * (uint64_t)W];
+        return sqlv_array_text(cx, el, n, out);
+    }
+    SqlAggState s2;
+    memset(&s2, 0, sizeof s2);
+    SqlAgg plain = *a;
+    plain.distinct = false;
+    plain.n_order = 0;
+    plain.filter = NULL; /* applied when the values were collected */
+    SqlExpr colx = {.kind = SE_COL, .col = 0, .type = a->arg->type};
+    SqlExpr colx2 = {.kind = SE_COL, .col = 1, .type = a->arg2 ? a->arg2->type : QR_SQL_UNKNOWN};
+    plain.arg = &colx;
+    plain.arg2 = a->arg2 ? &colx2 : NULL;
+    for (uint64_t i = 0; i < n; i++) {
+        SqlEvalRow r = {.row = t + i * (uint64_t)W, .doc = -1};
+        if ((rc = sql_agg_step(cx, &plain, &s2, &r)))
+            return rc;
+    }
+    return sql_agg_final(cx, &plain, &s2, out);
+}
+
 int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
 {
     *out = sqlv_null();
     out->type = a->type;
     int rc;
-    if (a->distinct && a->kind != SA_STRING_AGG && st->n_vals) {
+    if (collects(a))
+        return final_collected(cx, a, st, out);
+    if (a->distinct && st->n_vals) { /* percentiles over distinct values */
         sql_sort_values(st->vals, st->n_vals);
         uint64_t k = 0;
         for (uint64_t i = 0; i < st->n_vals; i++)
             if (k == 0 || sqlv_cmp(&st->vals[k - 1], &st->vals[i]) != 0)
                 st->vals[k++] = st->vals[i];
         st->n_vals = k;
-        if (a->kind != SA_PCT_CONT && a->kind != SA_PCT_DISC) {
-            SqlAggState s2;
-            memset(&s2, 0, sizeof s2);
-            SqlAgg plain = *a;
-            plain.distinct = false;
-            plain.filter = NULL;   /* applied when the values were collected */
-            SqlExpr colx = {.kind = SE_COL, .col = 0, .type = a->arg->type};
-            plain.arg = &colx;
-            for (uint64_t i = 0; i < k; i++) {
-                SqlEvalRow r = {.row = &st->vals[i], .doc = -1};
-                if ((rc = sql_agg_step(cx, &plain, &s2, &r)))
-                    return rc;
-            }
-            return sql_agg_final(cx, &plain, &s2, out);
-        }
     }
     switch (a->kind) {
     case SA_COUNT_STAR:
@@ -237,26 +360,22 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
         if (st->has)
             *out = sqlv_bool(st->bool_acc);
         return QR_OK;
-    case SA_STRING_AGG: {
-        if (!st->n_vals)
+    case SA_STDDEV_SAMP:
+    case SA_STDDEV_POP:
+    case SA_VAR_SAMP:
+    case SA_VAR_POP: {
+        bool pop = a->kind == SA_STDDEV_POP || a->kind == SA_VAR_POP;
+        if (st->count < (pop ? 1 : 2))
             return QR_OK;
-        QrBuf b;
-        qr_buf_init(&b);
-        for (uint64_t i = 0; i + 1 < st->n_vals; i += 2) {
-            if (i && !st->vals[i].is_null)
-                qr_buf_append(&b, st->vals[i].u.s.s, st->vals[i].u.s.n);
-            SqlValue t;
-            if (sqlv_cast(cx, &st->vals[i + 1], QR_SQL_TEXT, -1, &t) == QR_OK)
-                qr_buf_append(&b, t.u.s.s, t.u.s.n);
-        }
-        char *s = qr_arena_strndup(cx->arena, b.data ? (char *)b.data : "", b.len);
-        size_t n = b.len;
-        qr_buf_free(&b);
-        if (!s)
-            return sql_nomem(cx);
-        *out = sqlv_text(s, n);
+        double var = st->sxx <= 0 ? 0 : st->sxx / (double)(pop ? st->count : st->count - 1);
+        *out = sqlv_float(a->kind == SA_STDDEV_SAMP || a->kind == SA_STDDEV_POP ? sqrt(var) : var);
         return QR_OK;
     }
+    case SA_STRING_AGG:
+    case SA_ARRAY_AGG:     /* (collected) */
+    case SA_GROUP_KEY:
+    case SA_GROUPING:      /* (the hash aggregate's) */
+        return QR_OK;
     case SA_PCT_CONT:
     case SA_PCT_DISC: {
         if (!st->n_vals)
@@ -370,9 +489,46 @@ int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlCo
     return QR_OK;
 }
 
+int sql_agg_unstep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow *r, bool *done)
+{
+    *done = false;
+    if (a->distinct || a->n_order ||
+        (a->kind != SA_COUNT_STAR && a->kind != SA_COUNT && a->kind != SA_SUM && a->kind != SA_AVG))
+        return QR_OK;
+    if (a->filter) {
+        bool pass;
+        int rc = sql_expr_test(cx, a->filter, r, &pass);
+        if (rc || !pass) {
+            *done = rc == QR_OK; /* the row was never counted */
+            return rc;
+        }
+    }
+    if (a->kind == SA_COUNT_STAR) {
+        st->count--;
+        *done = true;
+        return QR_OK;
+    }
+    SqlValue v;
+    int rc = sql_expr_eval(cx, a->arg, r, &v);
+    if (rc || v.is_null) {
+        *done = rc == QR_OK;
+        return rc;
+    }
+    if (a->kind != SA_COUNT) {
+        /* exact only while the sum is an integer */
+        if (!sqlt_is_int(v.type) || st->sum_is_f || __builtin_sub_overflow(st->sum_i, v.u.i, &st->sum_i))
+            return QR_OK;
+    }
+    st->count--;
+    *done = true;
+    return QR_OK;
+}
+
 const char *sql_agg_name(const SqlAgg *a)
 {
     static const char *N[] = {"count", "count", "sum", "avg", "min", "max", "percentile_cont",
-                              "percentile_disc", "bool_and", "bool_or", "string_agg"};
+                              "percentile_disc", "bool_and", "bool_or", "string_agg",
+                              "stddev_samp", "stddev_pop", "var_samp", "var_pop", "array_agg",
+                              "(grouping key)", "grouping"};
     return (unsigned)a->kind < sizeof N / sizeof *N ? N[a->kind] : "?";
 }

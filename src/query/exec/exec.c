@@ -69,6 +69,124 @@ QrArena *sql_op_scratch(SqlCtx *cx, QrArena **slot)
     return *slot;
 }
 
+int sql_batch_keep(SqlCtx *cx, SqlBatch *b, int k, SqlExpr *const *conj, int n_conj, uint16_t *sel)
+{
+    int n = 0, rc = QR_OK;
+    for (int i = 0; i < k && rc == QR_OK; i++) {
+        bool pass = true;
+        if (n_conj == 0) {
+            sel[n++] = (uint16_t)i;
+            continue;
+        }
+        SqlEvalRow er = {.row = b->rows + (size_t)i * (size_t)b->width, .doc = -1};
+        rc = sql_conj_test(cx, conj, n_conj, &er, &pass);
+        if (pass)
+            sel[n++] = (uint16_t)i;
+    }
+    if (rc)
+        return -1;
+    sql_batch_dense(b, k);
+    b->n = n;
+    b->sel = n == k ? NULL : sel;
+    return n;
+}
+
+int sql_batch_narrow(SqlCtx *cx, SqlBatch *b, uint16_t *sel, int k, SqlBatch **out)
+{
+    *out = NULL;
+    if (k == 0)
+        return sql_check_now(cx);
+    b->sel = sel;
+    b->n = k;
+    *out = b;
+    return QR_OK;
+}
+
+void sql_batch_place(SqlBatch *b, int i, const SqlValue *vals, int n_cols, int first)
+{
+    SqlValue *row = b->rows + (size_t)i * (size_t)b->width;
+    for (int c = 0; c < b->width; c++)
+        row[c] = sqlv_null();
+    memcpy(row + first, vals, (size_t)n_cols * sizeof *row);
+}
+
+/* ---- row hash sets ---- */
+
+static int rowhash_grow(SqlCtx *cx, SqlRowHash *h)
+{
+    uint64_t nc = h->cap ? h->cap * 2 : 256;
+    int64_t *ns = qr_arena_alloc(cx->arena, nc * sizeof *ns);
+    if (!ns)
+        return sql_nomem(cx);
+    memset(ns, 0xff, nc * sizeof *ns);
+    for (uint64_t i = 0; i < h->n; i++) {
+        uint64_t p = h->hashes[i] & (nc - 1);
+        while (ns[p] >= 0)
+            p = (p + 1) & (nc - 1);
+        ns[p] = (int64_t)i;
+    }
+    h->slots = ns;
+    h->cap = nc;
+    return QR_OK;
+}
+
+int sql_rowhash_init(SqlCtx *cx, SqlRowHash *h, int width)
+{
+    memset(h, 0, sizeof *h);
+    h->width = width;
+    return rowhash_grow(cx, h);
+}
+
+int sql_rowhash_put(SqlCtx *cx, SqlRowHash *h, const SqlValue *row, bool add, int64_t *idx,
+                    bool *fresh)
+{
+    int K = h->width;
+    uint64_t hv = 0x9e3779b97f4a7c15ull;
+    for (int c = 0; c < K; c++)
+        hv = hv * 31 + sqlv_hash(&row[c]);
+    uint64_t p = hv & (h->cap - 1);
+    *fresh = false;
+    for (; h->slots[p] >= 0; p = (p + 1) & (h->cap - 1)) {
+        uint64_t i = (uint64_t)h->slots[p];
+        if (h->hashes[i] != hv)
+            continue;
+        bool same = true;
+        for (int c = 0; c < K && same; c++)
+            same = sqlv_same(&h->keys[i * (uint64_t)K + (uint64_t)c], &row[c]);
+        if (same) {
+            *idx = (int64_t)i;
+            return QR_OK;
+        }
+    }
+    *idx = -1;
+    if (!add)
+        return QR_OK;
+    if (h->n == h->kcap) {
+        uint64_t nc = h->kcap ? h->kcap * 2 : 256;
+        SqlValue *nk = qr_arena_alloc(cx->arena, (nc * (uint64_t)K + 1) * sizeof *nk);
+        uint64_t *nh = qr_arena_alloc(cx->arena, nc * sizeof *nh);
+        if (!nk || !nh)
+            return sql_nomem(cx);
+        if (h->n) {
+            memcpy(nk, h->keys, h->n * (uint64_t)K * sizeof *nk);
+            memcpy(nh, h->hashes, h->n * sizeof *nh);
+        }
+        h->keys = nk;
+        h->hashes = nh;
+        h->kcap = nc;
+    }
+    SqlValue *k = h->keys + h->n * (uint64_t)K;
+    memcpy(k, row, (size_t)K * sizeof *k);
+    for (int c = 0; c < K; c++)
+        if (sqlv_own(cx, &k[c]))
+            return cx->err->code;
+    h->hashes[h->n] = hv;
+    h->slots[p] = (int64_t)h->n;
+    *idx = (int64_t)h->n++;
+    *fresh = true;
+    return h->n * 2 > h->cap ? rowhash_grow(cx, h) : QR_OK;
+}
+
 /* ---- driver ---- */
 
 int sql_op_open(SqlOp *op, SqlCtx *cx)

@@ -147,6 +147,8 @@ struct SqlOp {
     double startup_cost, total_cost;
     double est_rows;
     int est_width;            /* bytes per output row, roughly */
+    const SqlScope *scope;    /* a query block's root: the columns its subtree's
+                                 expressions read, for EXPLAIN (NULL: the parent's) */
     SqlOpStats st;
 };
 
@@ -165,6 +167,34 @@ SqlBatch *sql_batch_dense(SqlBatch *b, int k);
  * one budget), made on first use; NULL (error set) on failure. */
 QrArena *sql_op_scratch(SqlCtx *cx, QrArena **slot);
 
+/* Keep the rows of b's first k (dense, no source) for which every
+ * conjunct is true: b->n and b->sel (sel, SQL_BATCH_ROWS entries) set;
+ * returns how many passed (or -1, error set). */
+int sql_batch_keep(SqlCtx *cx, SqlBatch *b, int k, SqlExpr *const *conj, int n_conj, uint16_t *sel);
+/* Hand out b narrowed to its k live rows listed in sel (physical
+ * indexes): *out = b; with none left, *out NULL after a check of cancel,
+ * the deadline and the memory cap (the caller pulls the next batch). */
+int sql_batch_narrow(SqlCtx *cx, SqlBatch *b, uint16_t *sel, int k, SqlBatch **out);
+/* Row i of b (room for `width` values) = NULLs, with vals[0..n_cols) at
+ * columns [first, first + n_cols). */
+void sql_batch_place(SqlBatch *b, int i, const SqlValue *vals, int n_cols, int first);
+
+/* A hash set of rows (their first `width` values; NULLs equal each other),
+ * kept as owned copies in insertion order, in cx->arena (DISTINCT, set
+ * operations, the recursive union). */
+typedef struct SqlRowHash {
+    int width;
+    int64_t *slots;           /* index into keys, -1 empty */
+    uint64_t cap, n, kcap;
+    SqlValue *keys;           /* n * width */
+    uint64_t *hashes;
+} SqlRowHash;
+int sql_rowhash_init(SqlCtx *cx, SqlRowHash *h, int width);
+/* Find row; add it when absent and `add` (*fresh true).  *idx: its entry,
+ * or -1 when absent and not added. */
+int sql_rowhash_put(SqlCtx *cx, SqlRowHash *h, const SqlValue *row, bool add, int64_t *idx,
+                    bool *fresh);
+
 /* The driver: every call goes through these (timing, counters, checks). */
 int sql_op_open(SqlOp *op, SqlCtx *cx);
 int sql_op_next(SqlOp *op, SqlCtx *cx, SqlBatch **out);
@@ -181,13 +211,30 @@ struct SqlAggSpec;
 /* op_scan.c: one table access of sql_scan.c (the access path its planner
  * chose), its pushed conditions applied; document rows, scope-wide. */
 SqlOp *sql_op_scan(SqlCtx *cx, struct SqlTableScan *sc, int width);
+/* After a run: the plan summary of every table scan in the tree
+ * (sql_scan_note), in tree order. */
+void sql_op_scan_notes(SqlCtx *cx, const SqlOp *root);
+/* Rows held by the plan (a CTE's result, a VALUES list, a catalog
+ * relation, a recursive query's working table): row major, n_cols values
+ * each.  A reader takes vals and n when it is opened, so the producer may
+ * refill the set between two opens (the working table does). */
+typedef struct SqlRowSet {
+    const SqlValue *vals;     /* borrows: n * n_cols */
+    uint64_t n;
+    int n_cols;
+} SqlRowSet;
 /* op_rows.c: materialized rows (VALUES, a CTE, a catalog relation, a
- * subquery's result, a set-returning function in FROM): `n` rows of
- * `n_cols` values placed at scope columns [first, first + n_cols) of rows
- * `width` wide (the rest NULL); `conj` (may be NULL) filters them.  `label`
- * names the node ("Values Scan", "CTE Scan on x"...). */
-SqlOp *sql_op_rows(SqlCtx *cx, const SqlValue *vals, uint64_t n, int n_cols, int first, int width,
-                   SqlExpr **conj, int n_conj, const char *label);
+ * set-returning function in FROM, a working table): the set's rows placed
+ * at scope columns [first, first + set->n_cols) of rows `width` wide (the
+ * rest NULL); `conj` (may be NULL) filters them.  The set is borrowed.
+ * `label` names the node ("Values Scan", "CTE Scan on x"...). */
+SqlOp *sql_op_rows(SqlCtx *cx, const SqlRowSet *set, int first, int width, SqlExpr **conj,
+                   int n_conj, const char *label);
+/* op_subquery.c: a query block's tree as a FROM item: the first `n_cols`
+ * values of the child's rows placed at scope columns [first, first +
+ * n_cols) of rows `width` wide, `conj` applied; streams. */
+SqlOp *sql_op_subquery(SqlCtx *cx, SqlOp *kid, int n_cols, int first, int width, SqlExpr **conj,
+                       int n_conj, const char *label);
 /* op_filter.c: rows for which every conjunct is true. */
 SqlOp *sql_op_filter(SqlCtx *cx, SqlOp *kid, SqlExpr **conj, int n_conj);
 /* op_project.c: targets (and extra sort keys) evaluated per row, output
@@ -218,37 +265,78 @@ int sql_sort_index(SqlCtx *cx, const SqlValue *vals, uint64_t n, int width, cons
 int sql_rows_batch(SqlBatch *b, const SqlValue *vals, const uint64_t *idx, uint64_t n, uint64_t *pos);
 void sql_sort_keys_explain(SqlCtx *cx, SqlExplainNode *n, const SqlSortKey *keys, int n_keys);
 bool sql_topn_may_enter(void *topn, const SqlValue *key);
+/* op_unique.c (DISTINCT ON): the first of every run of rows equal in the
+ * columns cols[0..n) (the input is sorted so that equal ones follow each
+ * other; NULLs equal each other). */
+SqlOp *sql_op_unique_on(SqlCtx *cx, SqlOp *kid, const int *cols, int n);
 /* op_limit.c: skip `offset` rows, then hand out at most `limit`. */
 SqlOp *sql_op_limit(SqlCtx *cx, SqlOp *kid, uint64_t limit, uint64_t offset);
 /* op_unique.c: the first of every set of equal rows (first `key_width`
  * values compared; NULLs equal each other). */
 SqlOp *sql_op_unique(SqlCtx *cx, SqlOp *kid, int key_width);
-/* op_hash_join.c / op_nl_join.c: the outer kid's rows, each joined to the
- * matching rows of the inner kid (built first).  Inner columns are
- * [first, first + n_cols) of the scope.  `lk`/`rk` are equality keys
- * (outer side / inner side expressions); `cond` the other conditions the
- * join applies per pair.  left: a row without a match is kept once with
- * the inner columns NULL. */
+/* op_hash_join.c: the outer kid's (kids[0]) rows, each joined to the
+ * matching rows of the inner kid (kids[1], read and hashed first).  The
+ * join types are PostgreSQL's executor's: LEFT keeps an outer row without
+ * a match (inner columns NULL), RIGHT an inner row without a match (outer
+ * columns NULL), FULL both; SEMI hands out an outer row that has a match,
+ * once, ANTI one that has none.  Without keys it is a nested loop: every
+ * inner row is a candidate, and the pairs are bounded (54000). */
+typedef enum SqlJoinType {
+    SQL_JOIN_INNER, SQL_JOIN_LEFT, SQL_JOIN_RIGHT, SQL_JOIN_FULL, SQL_JOIN_SEMI, SQL_JOIN_ANTI,
+} SqlJoinType;
+#define SQL_JOIN_MAX_KEYS 16
+/* `lk`/`rk` are equality keys, evaluated over outer / inner rows (equal by
+ * sqlv_cmp; a NULL key never matches); `cond` the other conditions, over
+ * the joined row.  Output rows are the outer row with the inner side's
+ * scope columns [first, first + n_cols) copied in (none for SEMI / ANTI),
+ * then the merged columns of JOIN ... USING computed: calc_col[i] =
+ * calc[i].  Inner rows of a SEMI / ANTI join may be laid out as their own
+ * producer's (a subquery's key columns): rk reads them so. */
 typedef struct SqlJoinSpec {
+    SqlJoinType type;
     SqlExpr **lk, **rk;
     int n_keys;
     SqlExpr **cond;
     int n_cond;
     int first, n_cols;        /* the inner side's scope columns */
-    bool left;
-    const char *inner_name;   /* for EXPLAIN */
+    const int *calc_col;      /* merged USING columns computed per output row */
+    SqlExpr **calc;
+    int n_calc;
+    const char *cond_label;   /* EXPLAIN's "Hash Cond" when set (keys over two scopes) */
 } SqlJoinSpec;
 SqlOp *sql_op_hash_join(SqlCtx *cx, SqlOp *outer, SqlOp *inner, const SqlJoinSpec *spec);
-/* (shared by the joins) Copy an inner row's columns into o, which holds
- * the outer row, and test the join's conditions. */
-int sql_join_pair(SqlCtx *cx, const SqlJoinSpec *js, SqlValue *o, const SqlValue *inner, bool *pass);
-/* o = the outer row with the inner columns NULL (LEFT, no match). */
-void sql_join_unmatched(const SqlJoinSpec *js, SqlValue *o, const SqlValue *outer, int width);
-void sql_join_explain(SqlCtx *cx, SqlExplainNode *n, const SqlJoinSpec *js, uint64_t pairs);
 SqlOp *sql_op_nl_join(SqlCtx *cx, SqlOp *outer, SqlOp *inner, const SqlJoinSpec *spec);
+/* (shared by the joins) Copy an inner row's columns into o, which holds
+ * the outer row, compute the merged columns and test the join's
+ * conditions. */
+int sql_join_pair(SqlCtx *cx, const SqlJoinSpec *js, SqlValue *o, const SqlValue *inner, bool *pass);
+/* o = the outer row with the inner columns NULL (no match), merged columns
+ * computed; with outer NULL, o = the inner row's columns alone. */
+int sql_join_unmatched(SqlCtx *cx, const SqlJoinSpec *js, SqlValue *o, const SqlValue *outer,
+                       const SqlValue *inner, int width);
+void sql_join_explain(SqlCtx *cx, SqlExplainNode *n, const SqlJoinSpec *js, uint64_t pairs);
+/* op_lateral.c: a LATERAL item (a subquery or a set-returning function
+ * reading columns of the items before it): for every outer row, `rows`
+ * computes the item's rows (n_cols values each), which are joined as by a
+ * nested loop (INNER or LEFT; spec's inner range is the item's). */
+typedef int (*SqlLateralFn)(void *arg, SqlCtx *cx, const SqlValue *outer_row, SqlRowSet *out);
+SqlOp *sql_op_lateral(SqlCtx *cx, SqlOp *outer, SqlLateralFn rows, void *arg,
+                      const SqlJoinSpec *spec, const char *label);
 /* op_append.c: every row of the first kid, then of the second (UNION ALL);
- * both as wide as `width`. */
+ * the first `width` values of each row are the output. */
 SqlOp *sql_op_append(SqlCtx *cx, SqlOp *a, SqlOp *b, int width);
+/* op_setop.c: INTERSECT / EXCEPT [ALL] over the first `width` values of
+ * the kids' rows (NULLs equal each other): the left rows counted in a hash
+ * table, the right ones streamed against it. */
+SqlOp *sql_op_setop(SqlCtx *cx, SqlOp *left, SqlOp *right, int width, bool except, bool all);
+/* op_recursive.c: WITH RECURSIVE's loop: the non-recursive term's rows
+ * (kids[0]), then the recursive term (kids[1]) run again and again over the
+ * rows the last round produced, which `wt` holds for its WorkTable Scan,
+ * until a round produces none.  distinct (UNION): a row seen before is
+ * dropped.  Every round checks cancel and the deadline; the rows kept
+ * count against the statement's memory budget (54000 past it). */
+SqlOp *sql_op_recursive(SqlCtx *cx, SqlOp *init, SqlOp *step, SqlRowSet *wt, int width,
+                        bool distinct, const char *name);
 /* op_result.c: one row computed when opened by `fn` into row[0..width)
  * (a FROM-less SELECT's row, aggregates answered from postings or column
  * statistics); fn NULL: one row of NULLs; `none` true: no row (a
@@ -257,6 +345,60 @@ SqlOp *sql_op_append(SqlCtx *cx, SqlOp *a, SqlOp *b, int width);
 typedef int (*SqlResultFn)(void *arg, SqlCtx *cx, SqlValue *row, bool *answered);
 SqlOp *sql_op_result(SqlCtx *cx, int width, SqlResultFn fn, void *arg, bool none,
                      const char *label, const char *detail, SqlOp *fallback);
+
+/* ---- windows (op_window.c; bound by plan/bind_window.c) ---------------- */
+
+typedef enum SqlWinKind {
+    SW_ROW_NUMBER, SW_RANK, SW_DENSE_RANK, SW_PERCENT_RANK, SW_CUME_DIST, SW_NTILE,
+    SW_LAG, SW_LEAD, SW_FIRST_VALUE, SW_LAST_VALUE, SW_NTH_VALUE,
+    SW_AGG,                   /* an aggregate over the frame */
+} SqlWinKind;
+
+typedef enum SqlFrameMode { SQL_FRAME_RANGE, SQL_FRAME_ROWS, SQL_FRAME_GROUPS } SqlFrameMode;
+typedef enum SqlFrameBound {
+    SQL_FB_UNBOUNDED_PRECEDING, SQL_FB_PRECEDING, SQL_FB_CURRENT, SQL_FB_FOLLOWING,
+    SQL_FB_UNBOUNDED_FOLLOWING,
+} SqlFrameBound;
+typedef enum SqlFrameExclude {
+    SQL_EXCLUDE_NONE, SQL_EXCLUDE_CURRENT, SQL_EXCLUDE_GROUP, SQL_EXCLUDE_TIES,
+} SqlFrameExclude;
+
+/* A window: PARTITION BY, ORDER BY and the frame.  Expressions read the
+ * rows the window operator gets (the aggregate's when grouped). */
+typedef struct SqlWinDef {
+    const char *name;         /* WINDOW w: its name (NULL inline) */
+    SqlExpr **part;           /* n_part */
+    int n_part;
+    SqlExpr **order;          /* n_order, with their directions */
+    bool *desc, *nulls_first;
+    int n_order;
+    bool has_frame;           /* written (not the default) */
+    SqlFrameMode mode;
+    SqlFrameBound start, end;
+    SqlExpr *start_off, *end_off; /* n PRECEDING / FOLLOWING: constants or parameters */
+    bool off_us;              /* RANGE over a timestamp: the offsets are microseconds */
+    SqlFrameExclude exclude;
+} SqlWinDef;
+
+/* One window function call. */
+typedef struct SqlWinFunc {
+    SqlWinKind kind;
+    const char *name;         /* "rank", "sum" */
+    SqlExpr **args;           /* n_args (lag: value, offset, default) */
+    int n_args;
+    SqlAgg *agg;              /* SW_AGG: the aggregate (its arg / arg2 / filter) */
+    SqlWinDef *win;           /* borrows (shared by calls over the same window) */
+    QrSqlType type;           /* result type */
+    int col;                  /* its column in the rows (SE_WIN.col) */
+    SqlExpr *ref;             /* the SE_WIN expression reading it */
+} SqlWinFunc;
+
+/* op_window.c: window functions over the rows of kid (`width` - n values
+ * each, [row..., aggregate values at agg_off...] when grouped, agg_off -1
+ * otherwise), each into its column; rows come out `width` wide, in the
+ * order of the last window's sort.  One WindowAgg node per distinct
+ * PARTITION BY + ORDER BY, stacked. */
+SqlOp *sql_op_window(SqlCtx *cx, SqlOp *kid, SqlWinFunc *const *fns, int n, int width, int agg_off);
 
 /* ---- aggregation spec (op_hash_agg.c, agg.c) -------------------------- */
 
@@ -277,6 +419,11 @@ typedef struct SqlAggSpec {
     int colagg_col;           /* scope column of the grouped keyword column, -1 */
     const int *colagg_field;  /* per aggregate: its column's field, -1 count(*) */
     const char *const *key_labels;
+    /* GROUPING SETS / ROLLUP / CUBE: the keys in each set (bit g for
+     * groups[g]); every row goes into one group per set, the keys outside
+     * it NULL.  NULL: one set of every key */
+    const uint64_t *sets;
+    int n_sets;
 } SqlAggSpec;
 
 /* Aggregate states (agg.c), one per (group, aggregate). */
@@ -288,15 +435,21 @@ typedef struct SqlAggState {
     SqlValue best;            /* min / max */
     bool has;
     bool bool_acc;
-    SqlValue *vals;           /* DISTINCT, percentiles, string_agg */
+    double sxx;               /* stddev / variance: sum of squared deviations (Youngs-Cramer) */
+    SqlValue *vals;           /* DISTINCT, ORDER BY, percentiles, string_agg, array_agg */
     uint64_t n_vals, cap_vals;
 } SqlAggState;
 
 /* One row into one aggregate; what the argument's evaluation allocated is
  * given back unless the state kept it. */
 int sql_agg_step(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow *r);
-/* The aggregate's value. */
+/* The aggregate's value.  Without DISTINCT or ORDER BY it leaves the state
+ * as it was (a window's frame goes on growing after it). */
 int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out);
+/* Take one row out of a state (a window frame's head moving on): count,
+ * and sum / avg of integers; *done false when the state cannot (the
+ * caller aggregates the frame again). */
+int sql_agg_unstep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow *r, bool *done);
 /* Merge one segment's column-block partial state into st. */
 int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *a, SqlAggState *st,
                        const struct SqlColAggPart *part, int64_t group_rows);

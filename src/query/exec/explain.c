@@ -131,8 +131,11 @@ static void expr_sql(QrBuf *b, SqlCtx *cx, const SqlExpr *e, const SqlScope *sco
     case SE_PARAM:
         qr_buf_printf(b, "$%d", e->col + 1);
         return;
-    case SE_AGG:
-        qr_buf_printf(b, "%s(...)", e->name ? e->name : "agg");
+    case SE_AGG: /* (op 1: a grouping set's key, named as its expression) */
+        qr_buf_printf(b, e->op == 1 ? "%s" : "%s(...)", e->name ? e->name : "agg");
+        return;
+    case SE_WIN: /* as PostgreSQL prints a window function's reference */
+        qr_buf_printf(b, "%s(%s) OVER (?)", e->name ? e->name : "?", e->op ? "..." : "");
         return;
     case SE_ARITH:
     case SE_CMP:
@@ -251,8 +254,9 @@ static void expr_sql(QrBuf *b, SqlCtx *cx, const SqlExpr *e, const SqlScope *sco
     case SE_MATCH:
     case SE_SNIPPET: {
         const SqlTextPred *tp = e->text;
-        if (e->kind == SE_SNIPPET) {
-            qr_buf_printf(b, "snippet(%s)", tp && tp->field ? tp->field : tp ? tp->qual : "?");
+        if (e->kind == SE_SNIPPET) { /* snippet(col), else the table's */
+            qr_buf_printf(b, "%s(%s)", e->name ? e->name : "snippet",
+                          e->op && e->n_args ? e->args[0]->name : tp ? tp->qual : "?");
             return;
         }
         qr_buf_printf(b, "(%s @@ ", tp && tp->field ? tp->field : tp && tp->qual ? tp->qual : "?");
@@ -319,6 +323,18 @@ static void label(QrBuf *b, const SqlExplainNode *n)
         qr_buf_printf(b, " %s", n->extra);
 }
 
+static void text_node(SqlCtx *cx, const SqlOp *op, int depth, int base);
+
+/* A query block's root prints its subtree in the block's own columns. */
+static void text_block(SqlCtx *cx, const SqlOp *op, int depth, int base)
+{
+    const SqlScope *saved = cx->ex->scope;
+    if (op->scope)
+        cx->ex->scope = op->scope;
+    text_node(cx, op, depth, base);
+    cx->ex->scope = saved;
+}
+
 static void text_node(SqlCtx *cx, const SqlOp *op, int depth, int base)
 {
     struct SqlExplain *ex = cx->ex;
@@ -328,7 +344,7 @@ static void text_node(SqlCtx *cx, const SqlOp *op, int depth, int base)
     if (!n.type) { /* a transparent node (a plain projection): its child in its place */
         for (int k = 0; k < op->n_kids; k++)
             if (op->kids[k])
-                text_node(cx, op->kids[k], depth, base);
+                text_block(cx, op->kids[k], depth, base);
         return;
     }
     int ind = base + (depth ? 6 * depth - 4 : 0);
@@ -361,7 +377,19 @@ static void text_node(SqlCtx *cx, const SqlOp *op, int depth, int base)
     }
     for (int k = 0; k < op->n_kids; k++)
         if (op->kids[k])
-            text_node(cx, op->kids[k], depth + 1, base);
+            text_block(cx, op->kids[k], depth + 1, base);
+}
+
+static cJSON *json_node(SqlCtx *cx, const SqlOp *op);
+
+static cJSON *json_block(SqlCtx *cx, const SqlOp *op)
+{
+    const SqlScope *saved = cx->ex->scope;
+    if (op->scope)
+        cx->ex->scope = op->scope;
+    cJSON *o = json_node(cx, op);
+    cx->ex->scope = saved;
+    return o;
 }
 
 static cJSON *json_node(SqlCtx *cx, const SqlOp *op)
@@ -371,7 +399,7 @@ static cJSON *json_node(SqlCtx *cx, const SqlOp *op)
     memset(&n, 0, sizeof n);
     op->vt->explain(op, cx, &n);
     if (!n.type && op->n_kids == 1 && op->kids[0])
-        return json_node(cx, op->kids[0]);
+        return json_block(cx, op->kids[0]);
     cJSON *o = cJSON_CreateObject();
     if (!o)
         return NULL;
@@ -402,7 +430,7 @@ static cJSON *json_node(SqlCtx *cx, const SqlOp *op)
     if (op->n_kids) {
         cJSON *plans = cJSON_AddArrayToObject(o, "Plans");
         for (int k = 0; plans && k < op->n_kids; k++) {
-            cJSON *kid = op->kids[k] ? json_node(cx, op->kids[k]) : NULL;
+            cJSON *kid = op->kids[k] ? json_block(cx, op->kids[k]) : NULL;
             if (kid)
                 cJSON_AddItemToArray(plans, kid);
         }

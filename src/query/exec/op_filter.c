@@ -46,19 +46,8 @@ static int filter_next(SqlOp *op, SqlCtx *cx, SqlBatch **out)
             if (pass)
                 f->sel[n++] = (uint16_t)p;
         }
-        if (rc)
+        if (rc || (rc = sql_batch_narrow(cx, b, f->sel, n, out)) || *out)
             return rc;
-        if (n == 0) {
-            if ((rc = sql_check_now(cx)))
-                return rc;
-            continue;
-        }
-        if (n < b->n) {
-            b->sel = f->sel;
-            b->n = n;
-        }
-        *out = b;
-        return QR_OK;
     }
 }
 

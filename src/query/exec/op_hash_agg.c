@@ -6,6 +6,12 @@
  * [representative row..., aggregate values...].  Without GROUP BY there is
  * exactly one group, even over no rows.
  *
+ * GROUPING SETS / ROLLUP / CUBE: every row goes into one group per set,
+ * the keys outside the set NULL (and the set in the hash, so a NULL key
+ * and a rolled-up one differ); an empty set makes a group even over no
+ * rows.  Grouped expressions above read the group's keys as SA_GROUP_KEY
+ * aggregates and GROUPING(...) its set (plan/bind_group.c).
+ *
  * When the child is a table scan whose conditions are column predicates
  * (and the driving text predicate), and the aggregates are count / sum /
  * avg / min / max of its columns grouped by at most one keyword column, the
@@ -24,9 +30,10 @@
 
 typedef struct Group {
     SqlValue *rep;            /* a representative input row (in_width), strings owned */
-    SqlValue *keys;           /* n_groups */
+    SqlValue *keys;           /* n_groups (NULL outside its grouping set) */
     SqlAggState *st;          /* n_aggs */
     uint64_t hash;
+    int set;                  /* its grouping set (0 without grouping sets) */
 } Group;
 
 typedef struct AggOp {
@@ -43,6 +50,10 @@ typedef struct AggOp {
     Group *gs;                /* arena, doubling */
     uint64_t n_g, gcap;
     SqlValue *keyv;           /* scratch: the current row's keys */
+    SqlValue *skeyv;          /* scratch: ... with the keys outside a grouping set NULL */
+    uint64_t all_keys;        /* the one set without grouping sets: every key */
+    int64_t *set_gi;          /* scratch: the current row's group in each set */
+    bool made;                /* a group was made for the current row */
     SqlValue *out;            /* the groups' output rows (arena) */
     uint64_t n_out, pos;
     SqlBatch *b;
@@ -65,7 +76,8 @@ static int grow_slots(AggOp *a, SqlCtx *cx, uint64_t nc)
     return QR_OK;
 }
 
-static int new_group(AggOp *a, SqlCtx *cx, const SqlValue *row, uint64_t h, uint64_t p, int64_t *gi)
+static int new_group(AggOp *a, SqlCtx *cx, const SqlValue *row, const SqlValue *keys, int set,
+                     uint64_t h, uint64_t p, int64_t *gi)
 {
     const SqlAggSpec *sp = &a->spec;
     if (a->n_g == a->gcap) {
@@ -80,6 +92,7 @@ static int new_group(AggOp *a, SqlCtx *cx, const SqlValue *row, uint64_t h, uint
     }
     Group *G = &a->gs[a->n_g];
     G->hash = h;
+    G->set = set;
     G->rep = qr_arena_alloc(cx->arena, ((size_t)sp->in_width + 1) * sizeof *G->rep);
     G->keys = qr_arena_alloc(cx->arena, ((size_t)sp->n_groups + 1) * sizeof *G->keys);
     G->st = qr_arena_calloc(cx->arena, ((size_t)sp->n_aggs + 1) * sizeof *G->st);
@@ -90,48 +103,90 @@ static int new_group(AggOp *a, SqlCtx *cx, const SqlValue *row, uint64_t h, uint
         if (sqlv_own(cx, &G->rep[c]))
             return cx->err->code;
     for (int g = 0; g < sp->n_groups; g++) {
-        G->keys[g] = a->keyv[g];
+        G->keys[g] = keys[g];
         if (sqlv_own(cx, &G->keys[g]))
             return cx->err->code;
     }
     if (a->slots)
         a->slots[p] = (int64_t)a->n_g;
     *gi = (int64_t)a->n_g++;
+    a->made = true;
     if (a->n_g * 2 > a->cap)
         return grow_slots(a, cx, a->cap * 2);
     return QR_OK;
 }
 
-/* The group of a row (made when new): *gi indexes a->gs. */
+/* The group of keys `keys` in grouping set `set` (made when new). */
+static int lookup(AggOp *a, SqlCtx *cx, const SqlValue *row, const SqlValue *keys, int set,
+                  int64_t *gi)
+{
+    const SqlAggSpec *sp = &a->spec;
+    uint64_t h = (uint64_t)set * 0x9e3779b97f4a7c15ull;
+    for (int g = 0; g < sp->n_groups; g++)
+        h = h * 31 + sqlv_hash(&keys[g]);
+    uint64_t p = h & (a->cap - 1);
+    while (a->slots[p] >= 0) {
+        Group *G = &a->gs[a->slots[p]];
+        bool same = G->hash == h && G->set == set;
+        for (int g = 0; g < sp->n_groups && same; g++)
+            same = sqlv_same(&G->keys[g], &keys[g]);
+        if (same) {
+            *gi = a->slots[p];
+            return QR_OK;
+        }
+        p = (p + 1) & (a->cap - 1);
+    }
+    return new_group(a, cx, row, keys, set, h, p, gi);
+}
+
+/* The group of a row (made when new): *gi indexes a->gs.  (Without
+ * grouping sets: the only set.) */
 static int find_group(AggOp *a, SqlCtx *cx, const SqlEvalRow *er, int64_t *gi)
 {
     const SqlAggSpec *sp = &a->spec;
     if (sp->n_groups == 0) { /* one group */
         *gi = 0;
-        return a->n_g ? QR_OK : new_group(a, cx, er->row, 0, 0, gi);
+        return a->n_g ? QR_OK : new_group(a, cx, er->row, NULL, 0, 0, 0, gi);
     }
-    uint64_t h = 0;
     int rc;
     QrArenaMark keys_mark = qr_arena_mark(cx->arena);
-    for (int g = 0; g < sp->n_groups; g++) {
+    for (int g = 0; g < sp->n_groups; g++)
         if ((rc = sql_expr_eval(cx, sp->groups[g], er, &a->keyv[g])))
             return rc;
-        h = h * 31 + sqlv_hash(&a->keyv[g]);
-    }
-    uint64_t p = h & (a->cap - 1);
-    while (a->slots[p] >= 0) {
-        Group *G = &a->gs[a->slots[p]];
-        bool same = G->hash == h;
-        for (int g = 0; g < sp->n_groups && same; g++)
-            same = sqlv_same(&G->keys[g], &a->keyv[g]);
-        if (same) {
-            *gi = a->slots[p];
-            qr_arena_release(cx->arena, keys_mark); /* the group's keys are kept already */
-            return QR_OK;
+    a->made = false;
+    rc = lookup(a, cx, er->row, a->keyv, 0, gi);
+    if (rc == QR_OK && !a->made)
+        qr_arena_release(cx->arena, keys_mark); /* the group's keys are kept already */
+    return rc;
+}
+
+/* One input row into its group of every grouping set.  (The keys'
+ * evaluation is given back before the aggregates step: their states keep
+ * what they allocate.) */
+static int add_row_sets(AggOp *a, SqlCtx *cx, const SqlEvalRow *er)
+{
+    const SqlAggSpec *sp = &a->spec;
+    int rc = QR_OK;
+    QrArenaMark keys_mark = qr_arena_mark(cx->arena);
+    for (int g = 0; g < sp->n_groups && rc == QR_OK; g++)
+        rc = sql_expr_eval(cx, sp->groups[g], er, &a->keyv[g]);
+    a->made = false;
+    for (int si = 0; si < sp->n_sets && rc == QR_OK; si++) {
+        for (int g = 0; g < sp->n_groups; g++) {
+            a->skeyv[g] = a->keyv[g];
+            if (!(sp->sets[si] >> g & 1)) {
+                a->skeyv[g] = sqlv_null();
+                a->skeyv[g].type = sp->groups[g]->type;
+            }
         }
-        p = (p + 1) & (a->cap - 1);
+        rc = lookup(a, cx, er->row, a->skeyv, si, &a->set_gi[si]);
     }
-    return new_group(a, cx, er->row, h, p, gi);
+    if (rc == QR_OK && !a->made)
+        qr_arena_release(cx->arena, keys_mark);
+    for (int si = 0; si < sp->n_sets && rc == QR_OK; si++)
+        for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
+            rc = sql_agg_step(cx, sp->aggs[k], &a->gs[a->set_gi[si]].st[k], er);
+    return rc;
 }
 
 /* SqlColAgg.emit: one group's partial states from one segment. */
@@ -152,19 +207,51 @@ static int colagg_emit(void *arg, const SqlValue *key, const SqlColAggPart *part
     return rc;
 }
 
+/* The values of a group's key references and GROUPING() calls. */
+static void group_refs(const AggOp *a, const Group *G, SqlValue *aggv)
+{
+    const SqlAggSpec *sp = &a->spec;
+    uint64_t in = sp->sets ? sp->sets[G->set] : a->all_keys;
+    for (int k = 0; k < sp->n_aggs; k++) {
+        const SqlAgg *A = sp->aggs[k];
+        if (A->kind == SA_GROUP_KEY) {
+            int g = A->keys[0];
+            aggv[k] = in >> g & 1 ? G->keys[g] : sqlv_null();
+            aggv[k].type = A->type;
+        } else if (A->kind == SA_GROUPING) {
+            int64_t bits = 0;
+            for (int i = 0; i < A->n_keys; i++)
+                bits = bits << 1 | (int64_t)!(in >> A->keys[i] & 1);
+            aggv[k] = sqlv_int(bits);
+            aggv[k].type = A->type;
+        }
+    }
+}
+
 /* Every group's output row, HAVING applied. */
 static int finish(AggOp *a, SqlCtx *cx)
 {
     const SqlAggSpec *sp = &a->spec;
     int W = a->op.width, rc = QR_OK;
-    if (sp->n_groups == 0 && a->n_g == 0) { /* no GROUP BY: one group even over no rows */
-        SqlValue *nullrow = qr_arena_alloc(cx->arena, ((size_t)sp->in_width + 1) * sizeof *nullrow);
+    /* no GROUP BY, and every empty grouping set (GROUP BY ()): one group
+     * even over no rows */
+    int n_sets = sp->sets ? sp->n_sets : 1;
+    for (int si = 0; si < n_sets; si++) {
+        if (sp->sets ? sp->sets[si] != 0 : sp->n_groups != 0)
+            continue;
+        bool seen = false;
+        for (uint64_t g = 0; g < a->n_g && !seen; g++)
+            seen = a->gs[g].set == si;
+        if (seen)
+            continue;
+        SqlValue *nullrow = qr_arena_alloc(cx->arena, ((size_t)sp->in_width + sp->n_groups + 1) * sizeof *nullrow);
         if (!nullrow)
             return sql_nomem(cx);
-        for (int c = 0; c < sp->in_width; c++)
+        for (int c = 0; c < sp->in_width + sp->n_groups; c++)
             nullrow[c] = sqlv_null();
         int64_t gi;
-        if ((rc = new_group(a, cx, nullrow, 0, 0, &gi)))
+        if ((rc = sp->sets ? lookup(a, cx, nullrow, nullrow + sp->in_width, si, &gi)
+                           : new_group(a, cx, nullrow, NULL, 0, 0, 0, &gi)))
             return rc;
     }
     a->out = qr_arena_alloc(cx->arena, (a->n_g * (uint64_t)W + 1) * sizeof *a->out);
@@ -177,6 +264,7 @@ static int finish(AggOp *a, SqlCtx *cx)
         SqlValue *aggv = o + sp->in_width;
         for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
             rc = sql_agg_final(cx, sp->aggs[k], &a->gs[g].st[k], &aggv[k]);
+        group_refs(a, &a->gs[g], aggv);
         bool pass = true;
         SqlEvalRow er = {.row = o, .aggv = aggv, .doc = -1};
         if (rc == QR_OK && sp->having)
@@ -199,7 +287,9 @@ static int agg_open(SqlOp *op, SqlCtx *cx)
     a->colagg_used = false;
     if (!a->b && !(a->b = qr_arena_calloc(cx->arena, sizeof *a->b)))
         return sql_nomem(cx);
-    if (!(a->keyv = qr_arena_alloc(cx->arena, ((size_t)sp->n_groups + 1) * sizeof *a->keyv)))
+    if (!(a->keyv = qr_arena_alloc(cx->arena, ((size_t)sp->n_groups + 1) * sizeof *a->keyv)) ||
+        !(a->skeyv = qr_arena_alloc(cx->arena, ((size_t)sp->n_groups + 1) * sizeof *a->skeyv)) ||
+        !(a->set_gi = qr_arena_alloc(cx->arena, ((size_t)sp->n_sets + 1) * sizeof *a->set_gi)))
         return sql_nomem(cx);
     int rc = grow_slots(a, cx, 64);
     if (rc || (rc = sql_op_open(op->kids[0], cx)))
@@ -220,6 +310,10 @@ static int agg_open(SqlOp *op, SqlCtx *cx)
             int p = sql_batch_at(b, i);
             SqlEvalRow er = {.row = b->rows + (size_t)p * (size_t)b->width,
                              .doc = b->src ? b->base + b->docs[p] : -1};
+            if (sp->sets) {
+                rc = add_row_sets(a, cx, &er);
+                continue;
+            }
             int64_t gi;
             if ((rc = find_group(a, cx, &er, &gi)))
                 break;
@@ -263,8 +357,29 @@ static void agg_explain(const SqlOp *op, SqlCtx *cx, SqlExplainNode *n)
 {
     const AggOp *a = (const AggOp *)op;
     const SqlAggSpec *sp = &a->spec;
-    sql_explain_type(n, sp->n_groups ? "HashAggregate" : "Aggregate", NULL, NULL);
-    if (sp->n_groups) {
+    if (sp->sets) {
+        /* PostgreSQL's labels: a key list per set, () for an empty one */
+        bool empty = false, keyed = false;
+        for (int si = 0; si < sp->n_sets; si++)
+            *(sp->sets[si] ? &keyed : &empty) = true;
+        sql_explain_type(n, keyed && empty ? "MixedAggregate" : keyed ? "HashAggregate" : "Aggregate",
+                         NULL, NULL);
+        for (int si = 0; si < sp->n_sets && n->n_props < SQL_EXPLAIN_MAX_PROPS - 4; si++) {
+            QrBuf b;
+            qr_buf_init(&b);
+            for (int g = 0, k = 0; g < sp->n_groups; g++)
+                if (sp->sets[si] >> g & 1)
+                    qr_buf_printf(&b, "%s%s", k++ ? ", " : "", sql_expr_sql(cx, sp->groups[g], NULL, false));
+            if (sp->sets[si])
+                sql_explain_prop(n, cx, "Hash Key", "%.*s", (int)b.len, (char *)b.data);
+            else
+                sql_explain_prop(n, cx, "Group Key", "()");
+            qr_buf_free(&b);
+        }
+    } else {
+        sql_explain_type(n, sp->n_groups ? "HashAggregate" : "Aggregate", NULL, NULL);
+    }
+    if (sp->n_groups && !sp->sets) {
         QrBuf b;
         qr_buf_init(&b);
         for (int g = 0; g < sp->n_groups; g++)
@@ -275,9 +390,11 @@ static void agg_explain(const SqlOp *op, SqlCtx *cx, SqlExplainNode *n)
     if (sp->n_aggs) {
         QrBuf b;
         qr_buf_init(&b);
-        for (int k = 0; k < sp->n_aggs; k++)
-            qr_buf_printf(&b, "%s%s", k ? ", " : "", sql_agg_name(sp->aggs[k]));
-        sql_explain_prop(n, cx, "Aggregates", "%.*s", (int)b.len, (char *)b.data);
+        for (int k = 0, shown = 0; k < sp->n_aggs; k++)
+            if (sp->aggs[k]->kind != SA_GROUP_KEY) /* (the keys, not aggregates) */
+                qr_buf_printf(&b, "%s%s", shown++ ? ", " : "", sql_agg_name(sp->aggs[k]));
+        if (b.len)
+            sql_explain_prop(n, cx, "Aggregates", "%.*s", (int)b.len, (char *)b.data);
         qr_buf_free(&b);
     }
     if (sp->having)
@@ -298,12 +415,15 @@ SqlOp *sql_op_hash_agg(SqlCtx *cx, SqlOp *kid, const SqlAggSpec *spec)
         return NULL;
     }
     a->spec = *spec;
+    a->all_keys = spec->n_groups >= 64 ? ~0ull : (1ull << spec->n_groups) - 1;
     for (int g = 0; g < spec->n_groups; g++)
         sql_expr_cols(spec->groups[g], marks);
     for (int k = 0; k < spec->n_aggs; k++) {
         sql_expr_cols(spec->aggs[k]->arg, marks);
         sql_expr_cols(spec->aggs[k]->arg2, marks);
         sql_expr_cols(spec->aggs[k]->filter, marks);
+        for (int o = 0; o < spec->aggs[k]->n_order; o++)
+            sql_expr_cols(spec->aggs[k]->order[o], marks);
     }
     /* the representative row feeds HAVING and the select list: the columns
      * they read outside aggregates */

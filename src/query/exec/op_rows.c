@@ -1,8 +1,10 @@
 /*
- * op_rows.c — materialized rows as a leaf: VALUES, a CTE's result, a
- * catalog relation, a subquery's rows, a set-returning function in FROM.
- * Each row's values are placed at their scope columns; conditions pushed to
- * the item are applied here.
+ * op_rows.c — rows the plan holds, as a leaf: VALUES, a materialized
+ * CTE's result, a catalog relation, a set-returning function in FROM, a
+ * recursive query's working table.  Each row's values are placed at their
+ * scope columns; conditions pushed to the item are applied here.  The row
+ * set is read when the node is opened, so a working table refilled between
+ * two opens is read afresh.
  *
  * Layer: query/ (SQL execution).
  */
@@ -12,9 +14,10 @@
 
 typedef struct RowsOp {
     SqlOp op;
-    const SqlValue *vals;     /* borrows: n * n_cols */
+    const SqlRowSet *set;     /* borrows */
+    const SqlValue *vals;     /* the set's rows when opened */
     uint64_t n, pos;
-    int n_cols, first;
+    int first;
     SqlExpr **conj;           /* borrows */
     int n_conj;
     const char *label;
@@ -26,6 +29,8 @@ static int rows_open(SqlOp *op, SqlCtx *cx)
 {
     RowsOp *r = (RowsOp *)op;
     r->pos = 0;
+    r->vals = r->set->vals;
+    r->n = r->set->n;
     if (!r->b && !(r->b = sql_batch_new(cx, op->width)))
         return cx->err->code;
     if (!r->sel && !(r->sel = qr_arena_alloc(cx->arena, SQL_BATCH_ROWS * sizeof *r->sel)))
@@ -37,37 +42,23 @@ static int rows_next(SqlOp *op, SqlCtx *cx, SqlBatch **out)
 {
     RowsOp *r = (RowsOp *)op;
     SqlBatch *b = r->b;
-    int W = op->width;
+    int nc = r->set->n_cols;
+    *out = NULL;
     while (r->pos < r->n) {
-        int k = 0, n = 0, rc = QR_OK;
-        for (; k < SQL_BATCH_ROWS && r->pos < r->n; k++, r->pos++) {
-            SqlValue *row = b->rows + (size_t)k * (size_t)W;
-            for (int c = 0; c < W; c++)
-                row[c] = sqlv_null();
-            memcpy(row + r->first, r->vals + r->pos * (uint64_t)r->n_cols,
-                   (size_t)r->n_cols * sizeof *row);
+        int k = 0;
+        for (; k < SQL_BATCH_ROWS && r->pos < r->n; k++, r->pos++)
+            sql_batch_place(b, k, r->vals + r->pos * (uint64_t)nc, nc, r->first);
+        int n = sql_batch_keep(cx, b, k, r->conj, r->n_conj, r->sel);
+        if (n < 0)
+            return cx->err->code;
+        if (n > 0) {
+            *out = b;
+            return QR_OK;
         }
-        for (int i = 0; i < k && rc == QR_OK; i++) {
-            bool pass;
-            SqlEvalRow er = {.row = b->rows + (size_t)i * (size_t)W, .doc = -1};
-            rc = sql_conj_test(cx, r->conj, r->n_conj, &er, &pass);
-            if (pass)
-                r->sel[n++] = (uint16_t)i;
-        }
+        int rc = sql_check_now(cx);
         if (rc)
             return rc;
-        if (n == 0) {
-            if ((rc = sql_check_now(cx)))
-                return rc;
-            continue;
-        }
-        b->n = n;
-        b->n_phys = k;
-        b->sel = n == k ? NULL : r->sel;
-        *out = b;
-        return QR_OK;
     }
-    *out = NULL;
     return QR_OK;
 }
 
@@ -87,17 +78,15 @@ static void rows_explain(const SqlOp *op, SqlCtx *cx, SqlExplainNode *n)
 
 static const SqlOpVt ROWS_VT = {"rows", rows_open, rows_next, rows_close, rows_explain};
 
-SqlOp *sql_op_rows(SqlCtx *cx, const SqlValue *vals, uint64_t n, int n_cols, int first, int width,
-                   SqlExpr **conj, int n_conj, const char *label)
+SqlOp *sql_op_rows(SqlCtx *cx, const SqlRowSet *set, int first, int width, SqlExpr **conj,
+                   int n_conj, const char *label)
 {
     RowsOp *r = sql_op_new(cx, sizeof *r, &ROWS_VT, NULL, NULL, width);
     if (!r)
         return NULL;
-    r->op.est_rows = (double)n;
-    r->op.total_cost = (double)n * 0.01;
-    r->vals = vals;
-    r->n = n;
-    r->n_cols = n_cols;
+    r->op.est_rows = (double)set->n;
+    r->op.total_cost = (double)set->n * 0.01;
+    r->set = set;
     r->first = first;
     r->conj = conj;
     r->n_conj = n_conj;

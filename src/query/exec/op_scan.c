@@ -144,3 +144,30 @@ SqlOp *sql_op_scan(SqlCtx *cx, SqlTableScan *sc, int width)
     s->op.total_cost = sc->cost;
     return &s->op;
 }
+
+static void scans_of(const SqlOp *op, const SqlTableScan **v, int *n, int cap)
+{
+    if (!op)
+        return;
+    if (op->vt == &SCAN_VT && *n < cap)
+        v[(*n)++] = ((const ScanOp *)op)->sc;
+    for (int k = 0; k < op->n_kids; k++)
+        scans_of(op->kids[k], v, n, cap);
+}
+
+void sql_op_scan_notes(SqlCtx *cx, const SqlOp *op)
+{
+    /* in FROM order (a scan's first scope column), whatever side of a join
+     * the planner put each table on */
+    const SqlTableScan *v[64];
+    int n = 0;
+    scans_of(op, v, &n, 64);
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1]->scope == v[j]->scope && v[j - 1]->first > v[j]->first; j--) {
+            const SqlTableScan *t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    for (int i = 0; i < n; i++)
+        sql_scan_note(cx, v[i]);
+}

@@ -11,7 +11,8 @@
  * Layer: query/ (SQL).  Calls sql_expr.c (expressions), sql_scan.c (a
  * table's SQL columns) and the catalog hook (a catalog relation's columns).
  */
-#include "query/plan/plan.h"
+#include "query/plan/plan_int.h"
+#include "query/sql_w.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -20,251 +21,12 @@ static int nomem(SqlCtx *cx) { return sql_nomem(cx); }
 
 static int bind_body(SqlCtx *cx, const cJSON *body, SqlQuery **out);
 
-static int add_cols(SqlQuery *s, const char *qual, int n, const QrSqlColumn *cols, const SqlCol *tcols)
-{
-    if (s->scope.n + n > s->cap_cols) {
-        int nc = (s->scope.n + n) * 2 + 8;
-        SqlCol *c = qr_arena_calloc(s->cx->arena, (size_t)nc * sizeof *c);
-        if (!c)
-            return nomem(s->cx);
-        if (s->scope.n)
-            memcpy(c, s->scope.cols, (size_t)s->scope.n * sizeof *c);
-        s->scope.cols = c;
-        s->cap_cols = nc;
-    }
-    for (int i = 0; i < n; i++) {
-        SqlCol *c = &s->scope.cols[s->scope.n++];
-        if (tcols) {
-            *c = tcols[i];
-            c->qual = qual;
-        } else {
-            memset(c, 0, sizeof *c);
-            c->name = cols[i].name;
-            c->qual = qual;
-            c->type = cols[i].type;
-            c->field = -4;
-        }
-    }
-    return QR_OK;
-}
-
 /* A subquery of this one (FROM, WITH, set operation): one level deeper. */
-static int bind_sub(SqlCtx *cx, const cJSON *body, SqlQuery **out)
+int sql_bind_sub(SqlCtx *cx, const cJSON *body, SqlQuery **out)
 {
     cx->depth++;
     int rc = bind_body(cx, body, out);
     cx->depth--;
-    return rc;
-}
-
-/* ---- FROM items ---- */
-
-static SqlItem *new_item(SqlQuery *s, SqlItemKind kind, const char *qual, int loc)
-{
-    if (s->n_items == SQL_MAX_ITEMS) {
-        sql_err_at(s->cx, loc, QR_ELIMIT, "54000", "too many FROM items (at most %d)", SQL_MAX_ITEMS);
-        return NULL;
-    }
-    SqlItem *it = &s->items[s->n_items];
-    memset(it, 0, sizeof *it);
-    it->kind = kind;
-    it->qual = qual;
-    return it;
-}
-
-/* An item whose rows come from elsewhere (a CTE, a subquery, a catalog, a
- * function): its columns, renamed by the alias's column list. */
-static int add_item_cols(SqlQuery *s, SqlItem *it, int n_cols, const QrSqlColumn *cols,
-                         const cJSON *colnames, int loc, const char *kind)
-{
-    SqlCtx *cx = s->cx;
-    char lb[160];
-    snprintf(lb, sizeof lb, "%s%s%s", kind, it->qual ? " on " : "", it->qual ? it->qual : "");
-    if (!(it->label = qr_arena_strndup(cx->arena, lb, strlen(lb))))
-        return nomem(cx);
-    int n = cJSON_GetArraySize(colnames);
-    if (n > n_cols)
-        return sql_err_at(cx, loc, QR_EINVAL, "42P10",
-                          "table \"%s\" has %d columns available but %d columns specified",
-                          it->qual ? it->qual : "?", n_cols, n);
-    QrSqlColumn *c = qr_arena_alloc(cx->arena, (size_t)(n_cols + 1) * sizeof *c);
-    if (!c)
-        return nomem(cx);
-    memcpy(c, cols, (size_t)n_cols * sizeof *c);
-    for (int i = 0; i < n; i++)
-        c[i].name = sqlj_sval(cJSON_GetArrayItem(colnames, i));
-    it->cols = c;
-    it->first = s->scope.n;
-    it->n_cols = n_cols;
-    s->n_items++;
-    return add_cols(s, it->qual, n_cols, c, NULL);
-}
-
-static int add_range_var(SqlQuery *s, const cJSON *rv)
-{
-    SqlCtx *cx = s->cx;
-    const char *name = sqlj_str(rv, "relname");
-    const char *schema = sqlj_str(rv, "schemaname");
-    const cJSON *alias = sqlj_get(rv, "alias");
-    const char *aname = sqlj_str(alias, "aliasname");
-    const cJSON *colnames = sqlj_get(alias, "colnames");
-    int loc = sqlj_loc(rv);
-    const char *qual = aname ? aname : name;
-    /* CTEs first */
-    if (!schema)
-        for (SqlCteDef *c = (SqlCteDef *)cx->ctes; c; c = c->next)
-            if (!strcmp(c->name, name)) {
-                SqlItem *it = new_item(s, SQL_ITEM_CTE, qual, loc);
-                if (!it)
-                    return cx->err->code;
-                it->cte = c;
-                return add_item_cols(s, it, c->n_cols, c->cols, colnames, loc, "CTE Scan");
-            }
-    /* catalogs: their columns now, their rows when the query runs */
-    bool user_schema = !schema || !strcmp(schema, "public");
-    if (!user_schema || !strncmp(name, "pg_", 3) || schema) {
-        SqlSource *src = NULL;
-        int rc = sqlcat_open(cx, schema, name, &src);
-        if (rc)
-            return rc;
-        if (src) {
-            QrSqlColumn *cols = qr_arena_calloc(cx->arena, (size_t)(src->n_cols + 1) * sizeof *cols);
-            int n = src->n_cols;
-            for (int i = 0; cols && i < n; i++) {
-                cols[i].name = src->col_names[i];
-                cols[i].type = src->col_types[i];
-                cols[i].typmod = -1;
-            }
-            src->vt->close(src);
-            if (!cols)
-                return nomem(cx);
-            SqlItem *it = new_item(s, SQL_ITEM_CATALOG, qual, loc);
-            if (!it)
-                return cx->err->code;
-            it->schema = schema;
-            it->relname = name;
-            return add_item_cols(s, it, n, cols, colnames, loc, "Catalog Scan");
-        }
-        if (schema && strcmp(schema, "public") != 0)
-            return sql_err_at(cx, loc, QR_ENOTFOUND, "42P01", "relation \"%s.%s\" does not exist",
-                              schema, name);
-    }
-    QrTable *t;
-    QrError e;
-    qr_error_clear(&e);
-    if (qr_table_get(cx->sess->db, name, &t, &e) != QR_OK) {
-        if (e.code == QR_ENOTFOUND || e.code == QR_EINVAL)
-            return sql_err_at(cx, loc, QR_ENOTFOUND, "42P01", "relation \"%s\" does not exist", name);
-        qr_error_copy(cx->err, &e);
-        return e.code;
-    }
-    if (cJSON_GetArraySize(colnames) > 0)
-        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "column aliases on a table are not supported");
-    SqlItem *it = new_item(s, SQL_ITEM_TABLE, qual, loc);
-    if (!it)
-        return cx->err->code;
-    it->t = t;
-    SqlScope *tscope;
-    int rc = sql_table_scope(cx, t, qual, &tscope);
-    if (rc)
-        return rc;
-    for (int i = 0; i < tscope->n; i++)
-        tscope->cols[i].table_oid = 0;
-    it->first = s->scope.n;
-    it->n_cols = tscope->n;
-    it->label = qr_table_name(t);
-    s->n_items++;
-    return add_cols(s, qual, tscope->n, NULL, tscope->cols);
-}
-
-/* A set-returning function in FROM (generate_series(1, 10) AS g(n),
- * unnest(...)).  The arguments may read outer queries' columns, not other
- * FROM items (no LATERAL). */
-static int add_range_function(SqlQuery *s, const cJSON *rf, int loc)
-{
-    SqlCtx *cx = s->cx;
-    const cJSON *fns = sqlj_get(rf, "functions");
-    const cJSON *pair = sqlj_list(cJSON_GetArrayItem(fns, 0));
-    const cJSON *fc = cJSON_GetArrayItem(pair, 0);
-    const cJSON *alias = sqlj_get(rf, "alias");
-    if (cJSON_GetArraySize(fns) != 1 || sqlj_bool(rf, "lateral") || sqlj_bool(rf, "ordinality") ||
-        sqlj_bool(rf, "is_rowsfrom") || !sqlj_is(fc, "FuncCall"))
-        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
-                          "only one set-returning function (generate_series, unnest, "
-                          "generate_subscripts) is supported in FROM, without LATERAL, "
-                          "ROWS FROM or WITH ORDINALITY");
-    SqlExpr *e;
-    int rc = sql_expr_compile(cx, fc, NULL, &e);
-    if (rc)
-        return rc;
-    if (e->kind != SE_SRF)
-        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
-                          "function %s in FROM is not supported (generate_series, unnest and "
-                          "generate_subscripts are)", e->name ? e->name : "?");
-    const char *aname = sqlj_str(alias, "aliasname");
-    QrSqlColumn col = {.name = aname ? aname : e->name, .type = e->type, .typmod = -1};
-    SqlItem *it = new_item(s, SQL_ITEM_FUNCTION, aname ? aname : e->name, loc);
-    if (!it)
-        return cx->err->code;
-    it->srf = e;
-    return add_item_cols(s, it, 1, &col, sqlj_get(alias, "colnames"), loc, "Function Scan");
-}
-
-/* FROM items, joins flattened left-deep in FROM order; `on` is the ON
- * condition the item joins with (bound once every item is known). */
-static int add_from(SqlQuery *s, const cJSON *node, bool left, const cJSON *on, const cJSON **ons)
-{
-    SqlCtx *cx = s->cx;
-    const char *tag = sqlj_tag(node);
-    const cJSON *b = sqlj_body(node);
-    int loc = sqlj_loc(node);
-    int rc;
-    int before = s->n_items;
-    if (!tag)
-        return sql_err_at(cx, loc, QR_ESYNTAX, "42601", "bad FROM item");
-    if (!strcmp(tag, "RangeVar")) {
-        rc = add_range_var(s, b);
-    } else if (!strcmp(tag, "RangeSubselect")) {
-        if (sqlj_bool(b, "lateral"))
-            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "LATERAL is not supported");
-        const cJSON *alias = sqlj_get(b, "alias");
-        SqlQuery *sub;
-        if ((rc = bind_sub(cx, sqlj_is(sqlj_get(b, "subquery"), "SelectStmt"), &sub)))
-            return rc;
-        SqlItem *it = new_item(s, SQL_ITEM_SUBQUERY, sqlj_str(alias, "aliasname"), loc);
-        if (!it)
-            return cx->err->code;
-        it->sub = sub;
-        rc = add_item_cols(s, it, sub->n_cols, sub->cols, sqlj_get(alias, "colnames"), loc,
-                           "Subquery Scan");
-    } else if (!strcmp(tag, "JoinExpr")) {
-        const char *jt = sqlj_str(b, "jointype");
-        bool is_left = jt && !strcmp(jt, "JOIN_LEFT");
-        if (jt && strcmp(jt, "JOIN_INNER") != 0 && !is_left)
-            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s joins are not supported",
-                              !strcmp(jt, "JOIN_RIGHT") ? "RIGHT" : !strcmp(jt, "JOIN_FULL") ? "FULL"
-                                                                                              : jt);
-        if (sqlj_get(b, "usingClause") || sqlj_bool(b, "isNatural"))
-            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
-                              "JOIN ... USING and NATURAL JOIN are not supported (use ON)");
-        if (sqlj_get(b, "alias"))
-            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "aliases on joins are not supported");
-        const cJSON *r = sqlj_get(b, "rarg");
-        if (is_left && sqlj_is(r, "JoinExpr"))
-            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
-                              "LEFT JOIN to a parenthesized join is not supported");
-        if ((rc = add_from(s, sqlj_get(b, "larg"), left, on, ons)))
-            return rc;
-        return add_from(s, r, is_left, sqlj_get(b, "quals"), ons);
-    } else if (!strcmp(tag, "RangeFunction")) {
-        rc = add_range_function(s, b, loc);
-    } else {
-        return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "FROM item %s is not supported", tag);
-    }
-    if (rc == QR_OK && s->n_items > before) {
-        s->items[s->n_items - 1].left = left;
-        ons[s->n_items - 1] = on;
-    }
     return rc;
 }
 
@@ -324,11 +86,11 @@ static const SqlExpr *ungrouped(const SqlExpr *e, SqlExpr **groups, int n_groups
     return NULL;
 }
 
-static int add_conj(SqlCtx *cx, SqlExpr *e, SqlExpr ***v, int *n, int *cap)
+int sql_add_conj(SqlCtx *cx, SqlExpr *e, SqlExpr ***v, int *n, int *cap)
 {
     if (e->kind == SE_AND) {
         for (int k = 0; k < e->n_args; k++) {
-            int rc = add_conj(cx, e->args[k], v, n, cap);
+            int rc = sql_add_conj(cx, e->args[k], v, n, cap);
             if (rc)
                 return rc;
         }
@@ -348,7 +110,7 @@ static int add_conj(SqlCtx *cx, SqlExpr *e, SqlExpr ***v, int *n, int *cap)
     return QR_OK;
 }
 
-static int bind_bool(SqlQuery *s, const cJSON *node, const char *what, SqlExpr **out)
+int sql_bind_bool(SqlQuery *s, const cJSON *node, const char *what, SqlExpr **out)
 {
     int rc = sql_expr_bind(&s->bind, node, out);
     if (rc)
@@ -369,11 +131,13 @@ static int bind_bool(SqlQuery *s, const cJSON *node, const char *what, SqlExpr *
 
 static int expand_star(SqlQuery *s, const char *qual, int loc, SqlTarget **tg, int *n, int *cap)
 {
-    int found = 0;
-    for (int i = 0; i < s->scope.n; i++) {
+    int *cols, n_cols;
+    int rc = sql_star_cols(s, qual, loc, &cols, &n_cols);
+    if (rc)
+        return rc;
+    for (int k = 0; k < n_cols; k++) {
+        int i = cols[k];
         SqlCol *c = &s->scope.cols[i];
-        if (c->hidden || (qual && (!c->qual || strcmp(c->qual, qual) != 0)))
-            continue;
         if (*n == *cap) {
             int nc = *cap * 2 + 16;
             SqlTarget *nt = qr_arena_alloc(s->cx->arena, (size_t)nc * sizeof *nt);
@@ -394,22 +158,11 @@ static int expand_star(SqlQuery *s, const char *qual, int loc, SqlTarget **tg, i
         e->loc = loc;
         c->used = true;
         (*tg)[(*n)++] = (SqlTarget){e, c->name, i};
-        found++;
     }
-    if (qual && !found) {
-        bool known = false;
-        for (int i = 0; i < s->n_items; i++)
-            known |= s->items[i].qual && !strcmp(s->items[i].qual, qual);
-        if (!known)
-            return sql_err_at(s->cx, loc, QR_ENOTFOUND, "42P01",
-                              "missing FROM-clause entry for table \"%s\"", qual);
-    }
-    if (!qual && s->n_items == 0)
-        return sql_err_at(s->cx, loc, QR_ESYNTAX, "42601", "SELECT * with no tables specified is not valid");
     return QR_OK;
 }
 
-static QrSqlType union_type(QrSqlType a, QrSqlType b)
+QrSqlType sql_union_type(QrSqlType a, QrSqlType b)
 {
     if (a == b)
         return a;
@@ -486,25 +239,23 @@ static int bind_setop(SqlCtx *cx, const cJSON *body, const char *op, SqlQuery *q
 {
     q->kind = SQL_Q_SETOP;
     q->all = sqlj_bool(body, "all");
-    if (strcmp(op, "SETOP_UNION") != 0)
-        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "%s is not supported",
-                          !strcmp(op, "SETOP_INTERSECT") ? "INTERSECT" : "EXCEPT");
-    q->setop = "UNION";
+    q->setop = !strcmp(op, "SETOP_INTERSECT") ? "INTERSECT" : !strcmp(op, "SETOP_EXCEPT") ? "EXCEPT" : "UNION";
     int rc;
-    if ((rc = bind_sub(cx, sqlj_get(body, "larg"), &q->larg)) ||
-        (rc = bind_sub(cx, sqlj_get(body, "rarg"), &q->rarg)))
+    if ((rc = sql_bind_sub(cx, sqlj_get(body, "larg"), &q->larg)) ||
+        (rc = sql_bind_sub(cx, sqlj_get(body, "rarg"), &q->rarg)))
         return rc;
     const SqlQuery *l = q->larg, *r = q->rarg;
     if (l->n_cols != r->n_cols)
-        return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "each UNION query must have the same number of columns");
+        return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "each %s query must have the same number of columns",
+                          q->setop);
     q->n_cols = l->n_cols;
     q->cols = qr_arena_calloc(cx->arena, (size_t)(l->n_cols + 1) * sizeof *q->cols);
     if (!q->cols)
         return nomem(cx);
     for (int c = 0; c < l->n_cols; c++) {
-        QrSqlType t = union_type(l->cols[c].type, r->cols[c].type);
+        QrSqlType t = sql_union_type(l->cols[c].type, r->cols[c].type);
         if (t == QR_SQL_TYPE_COUNT)
-            return sql_err_at(cx, -1, QR_ETYPE, "42804", "UNION types %s and %s cannot be matched",
+            return sql_err_at(cx, -1, QR_ETYPE, "42804", "%s types %s and %s cannot be matched", q->setop,
                               qr_sql_type_name(l->cols[c].type), qr_sql_type_name(r->cols[c].type));
         q->cols[c] = l->cols[c];
         q->cols[c].type = t == QR_SQL_UNKNOWN ? QR_SQL_TEXT : t;
@@ -542,7 +293,7 @@ static int bind_values(SqlCtx *cx, const cJSON *body, SqlQuery *q)
     for (int c = 0; c < n_cols; c++) {
         QrSqlType t = QR_SQL_UNKNOWN;
         for (int i = 0; i < n_rows; i++) {
-            t = union_type(t, q->cells[i * n_cols + c]->type);
+            t = sql_union_type(t, q->cells[i * n_cols + c]->type);
             if (t == QR_SQL_TYPE_COUNT)
                 return sql_err_at(cx, q->cells[i * n_cols + c]->loc, QR_ETYPE, "42804",
                                   "VALUES types cannot be matched");
@@ -556,6 +307,130 @@ static int bind_values(SqlCtx *cx, const cJSON *body, SqlQuery *q)
     return bind_output_order(cx, body, q);
 }
 
+/* One GROUP BY item: an output ordinal, an output name (when no input
+ * column has it), else an expression over the input. */
+int sql_bind_group_item(SqlQuery *s, const cJSON *g, SqlExpr **out)
+{
+    SqlCtx *cx = s->cx;
+    SqlTarget *tg = s->tg;
+    int n_tg = s->n_tg;
+    const cJSON *ac = sqlj_is(g, "A_Const");
+    const cJSON *cr = sqlj_is(g, "ColumnRef");
+    const char *tag = sqlj_tag(g);
+    if (tag && !strcmp(tag, "RowExpr"))
+        return sql_err_at(cx, sqlj_loc(g), QR_EUNSUPPORTED, "0A000",
+                          "GROUP BY a row expression is not supported");
+    if (ac && sqlj_get(ac, "ival")) {
+        int k = sqlj_int(sqlj_get(ac, "ival"), "ival", 0);
+        if (k < 1 || k > n_tg)
+            return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42P10",
+                              "GROUP BY position %d is not in select list", k);
+        if (expr_has_agg(tg[k - 1].e))
+            return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42803",
+                              "aggregate functions are not allowed in GROUP BY");
+        if (expr_has_kind(tg[k - 1].e, SE_WIN))
+            return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42P20",
+                              "window functions are not allowed in GROUP BY");
+        *out = tg[k - 1].e;
+        return QR_OK;
+    }
+    if (cr && cJSON_GetArraySize(sqlj_get(cr, "fields")) == 1) {
+        const char *n = sqlj_sval(cJSON_GetArrayItem(sqlj_get(cr, "fields"), 0));
+        bool in_scope = false;
+        for (int i = 0; i < s->scope.n; i++)
+            in_scope |= n && !strcmp(s->scope.cols[i].name, n);
+        if (!in_scope) {
+            int hit = -1;
+            for (int k = 0; k < n_tg; k++)
+                if (n && !strcmp(tg[k].name, n))
+                    hit = k;
+            if (hit >= 0) {
+                *out = tg[hit].e;
+                return QR_OK;
+            }
+        }
+    }
+    return sql_expr_bind(&s->bind, g, out);
+}
+
+/* DISTINCT ON (...): each item an output column (a position, an output
+ * name, a target's expression or an extra ORDER BY key's, else a new
+ * extra).  The ORDER BY must begin with them (PostgreSQL's rule: 42P10);
+ * those it lacks are sorted by after it. */
+static int bind_distinct_on(SqlQuery *s, const cJSON *don, SqlTarget *tg, int n_tg, SqlSortKey *keys,
+                            int *n_sort, SqlExpr **extra, int *n_extra)
+{
+    SqlCtx *cx = s->cx;
+    int n = cJSON_GetArraySize(don), rc, k = 0;
+    int *cols = qr_arena_calloc(cx->arena, (size_t)(n + 1) * sizeof *cols);
+    int *locs = qr_arena_calloc(cx->arena, (size_t)(n + 1) * sizeof *locs);
+    bool *matched = qr_arena_calloc(cx->arena, (size_t)(n + 1) * sizeof *matched);
+    if (!cols || !locs || !matched)
+        return nomem(cx);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, don)
+    {
+        const cJSON *ac = sqlj_is(it, "A_Const");
+        const cJSON *cr = sqlj_is(it, "ColumnRef");
+        int col = -1;
+        locs[k] = sqlj_loc(it);
+        if (ac && sqlj_get(ac, "ival")) {
+            int p = sqlj_int(sqlj_get(ac, "ival"), "ival", 0);
+            if (p < 1 || p > n_tg)
+                return sql_err_at(cx, locs[k], QR_EINVAL, "42P10",
+                                  "DISTINCT ON position %d is not in select list", p);
+            col = p - 1;
+        } else if (cr && cJSON_GetArraySize(sqlj_get(cr, "fields")) == 1) {
+            const char *nm = sqlj_sval(cJSON_GetArrayItem(sqlj_get(cr, "fields"), 0));
+            for (int i = 0; nm && i < n_tg && col < 0; i++)
+                if (!strcmp(tg[i].name, nm))
+                    col = i;
+        }
+        if (col < 0) {
+            SqlExpr *e;
+            if ((rc = sql_expr_bind(&s->bind, it, &e)))
+                return rc;
+            for (int i = 0; i < n_tg + *n_extra && col < 0; i++)
+                if (expr_equal(e, i < n_tg ? tg[i].e : extra[i - n_tg]))
+                    col = i;
+            if (col < 0) {
+                col = n_tg + *n_extra;
+                extra[(*n_extra)++] = e;
+            }
+        }
+        cols[k++] = col;
+    }
+    bool skipped = false;
+    for (int i = 0; i < *n_sort; i++) {
+        const SqlExpr *ke = keys[i].col < n_tg ? tg[keys[i].col].e : extra[keys[i].col - n_tg];
+        bool in = false;
+        for (int d = 0; d < n; d++) {
+            const SqlExpr *de = cols[d] < n_tg ? tg[cols[d]].e : extra[cols[d] - n_tg];
+            if (cols[d] == keys[i].col || expr_equal(de, ke)) {
+                in = true;
+                if (skipped)
+                    return sql_err_at(cx, locs[d], QR_EINVAL, "42P10",
+                                      "SELECT DISTINCT ON expressions must match initial ORDER BY "
+                                      "expressions");
+                matched[d] = true;
+            }
+        }
+        skipped |= !in;
+    }
+    for (int d = 0; d < n; d++) {
+        if (matched[d])
+            continue;
+        if (skipped)
+            return sql_err_at(cx, locs[d], QR_EINVAL, "42P10",
+                              "SELECT DISTINCT ON expressions must match initial ORDER BY expressions");
+        keys[(*n_sort)++] = (SqlSortKey){cols[d], false, false, NULL};
+        matched[d] = true;
+    }
+    s->distinct_on = cols;
+    s->n_distinct_on = n;
+    return QR_OK;
+}
+
 /* ---- the main SELECT ---- */
 
 static int bind_plain(SqlQuery *s, const cJSON *body)
@@ -566,49 +441,39 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "SELECT INTO is not supported");
     if (sqlj_get(body, "lockingClause"))
         return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "SELECT ... FOR UPDATE is not supported");
-    if (sqlj_get(body, "windowClause"))
-        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "WINDOW is not supported");
     const cJSON *dist = sqlj_get(body, "distinctClause");
     bool distinct = dist != NULL;
-    if (dist && cJSON_GetArraySize(dist) > 0 && sqlj_tag(cJSON_GetArrayItem(dist, 0)))
-        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000", "DISTINCT ON is not supported");
-    /* FROM */
-    const cJSON *ons[SQL_MAX_ITEMS] = {0};
-    const cJSON *f;
-    cJSON_ArrayForEach(f, sqlj_get(body, "fromClause"))
-    {
-        if ((rc = add_from(s, f, false, NULL, ons)))
-            return rc;
+    const cJSON *dist_on = NULL; /* DISTINCT ON (...): bound after ORDER BY */
+    if (dist && cJSON_GetArraySize(dist) > 0 && sqlj_tag(cJSON_GetArrayItem(dist, 0))) {
+        dist_on = dist;
+        distinct = false;
     }
     s->bind.cx = cx;
     s->bind.scope = &s->scope;
+    s->bind.bind_window = sql_bind_window_call;
+    s->bind.bind_grouping = sql_bind_grouping_call;
+    s->bind.hook_arg = s;
+    /* FROM (its ON conditions bound with it) */
+    s->clause = "JOIN conditions";
+    if ((rc = sql_bind_from(s, sqlj_get(body, "fromClause"))))
+        return rc;
+    s->clause = "WHERE";
     /* WHERE (no aggregates) */
     SqlExpr **conj = NULL;
     int n_conj = 0, cap_conj = 0;
     const cJSON *where = sqlj_get(body, "whereClause");
     if (where) {
         SqlExpr *w;
-        if ((rc = bind_bool(s, where, "WHERE", &w)) || (rc = add_conj(cx, w, &conj, &n_conj, &cap_conj)))
+        if ((rc = sql_bind_bool(s, where, "WHERE", &w)) || (rc = sql_add_conj(cx, w, &conj, &n_conj, &cap_conj)))
             return rc;
     }
-    /* ON conditions of joins */
-    for (int i = 0; i < s->n_items; i++) {
-        SqlItem *it = &s->items[i];
-        if (!ons[i])
-            continue;
-        SqlExpr *w;
-        int cap = 0;
-        if ((rc = bind_bool(s, ons[i], "JOIN/ON", &w)))
-            return rc;
-        if (it->left) {
-            if ((rc = add_conj(cx, w, &it->on_conj, &it->n_on, &cap)))
-                return rc;
-        } else if ((rc = add_conj(cx, w, &conj, &n_conj, &cap_conj))) {
-            return rc;
-        }
-    }
-    /* target list (aggregates allowed) */
+    /* WINDOW w AS (...), then the target list (aggregates and windows allowed) */
     s->bind.allow_aggs = true;
+    s->clause = "window definitions";
+    if ((rc = sql_bind_window_clause(s, sqlj_get(body, "windowClause"))))
+        return rc;
+    s->clause = NULL;
+    s->win_ok = true;
     SqlTarget *tg = NULL;
     int n_tg = 0, cap_tg = 0;
     const cJSON *t;
@@ -650,12 +515,23 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         const char *name = sqlj_str(rt, "name");
         tg[n_tg++] = (SqlTarget){e, name ? name : sql_expr_name(e), e->kind == SE_COL ? e->col : -1};
     }
-    /* GROUP BY: expressions, output ordinals or output names */
+    /* GROUP BY: expressions, output ordinals or output names; grouping sets */
     SqlExpr **groups = NULL;
     int n_groups = 0;
     const cJSON *gb = sqlj_get(body, "groupClause");
     int ng = cJSON_GetArraySize(gb);
-    if (ng) {
+    s->tg = tg;
+    s->n_tg = n_tg;
+    s->clause = "GROUP BY";
+    s->win_ok = false;
+    if (ng && sql_group_has_sets(gb)) {
+        s->bind.allow_aggs = false;
+        if ((rc = sql_bind_grouping_sets(s, gb, sqlj_bool(body, "groupDistinct"))))
+            return rc;
+        s->bind.allow_aggs = true;
+        groups = s->groups;
+        n_groups = s->n_groups;
+    } else if (ng) {
         groups = qr_arena_calloc(cx->arena, (size_t)ng * sizeof *groups);
         if (!groups)
             return nomem(cx);
@@ -663,40 +539,7 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         s->bind.allow_aggs = false;
         cJSON_ArrayForEach(g, gb)
         {
-            const cJSON *ac = sqlj_is(g, "A_Const");
-            const cJSON *cr = sqlj_is(g, "ColumnRef");
-            const char *tag = sqlj_tag(g);
-            if (tag && (!strcmp(tag, "GroupingSet") || !strcmp(tag, "RowExpr")))
-                return sql_err_at(cx, sqlj_loc(g), QR_EUNSUPPORTED, "0A000",
-                                  "GROUPING SETS, ROLLUP and CUBE are not supported");
-            if (ac && sqlj_get(ac, "ival")) {
-                int k = sqlj_int(sqlj_get(ac, "ival"), "ival", 0);
-                if (k < 1 || k > n_tg)
-                    return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42P10",
-                                      "GROUP BY position %d is not in select list", k);
-                if (expr_has_agg(tg[k - 1].e))
-                    return sql_err_at(cx, sqlj_loc(g), QR_EINVAL, "42803",
-                                      "aggregate functions are not allowed in GROUP BY");
-                groups[n_groups++] = tg[k - 1].e;
-                continue;
-            }
-            if (cr && cJSON_GetArraySize(sqlj_get(cr, "fields")) == 1) {
-                const char *n = sqlj_sval(cJSON_GetArrayItem(sqlj_get(cr, "fields"), 0));
-                bool in_scope = false;
-                for (int i = 0; i < s->scope.n; i++)
-                    in_scope |= n && !strcmp(s->scope.cols[i].name, n);
-                if (!in_scope) {
-                    int hit = -1;
-                    for (int k = 0; k < n_tg; k++)
-                        if (n && !strcmp(tg[k].name, n))
-                            hit = k;
-                    if (hit >= 0) {
-                        groups[n_groups++] = tg[hit].e;
-                        continue;
-                    }
-                }
-            }
-            if ((rc = sql_expr_bind(&s->bind, g, &groups[n_groups])))
+            if ((rc = sql_bind_group_item(s, g, &groups[n_groups])))
                 return rc;
             n_groups++;
         }
@@ -704,14 +547,18 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
     }
     /* HAVING */
     SqlExpr *having = NULL;
+    s->clause = "HAVING";
     if (sqlj_get(body, "havingClause") &&
-        (rc = bind_bool(s, sqlj_get(body, "havingClause"), "HAVING", &having)))
+        (rc = sql_bind_bool(s, sqlj_get(body, "havingClause"), "HAVING", &having)))
         return rc;
     /* ORDER BY: output names / ordinals, else expressions over the input */
     const cJSON *sortc = sqlj_get(body, "sortClause");
     int n_sort = cJSON_GetArraySize(sortc);
-    SqlSortKey *keys = qr_arena_calloc(cx->arena, (size_t)(n_sort + 1) * sizeof *keys);
-    SqlExpr **extra = qr_arena_calloc(cx->arena, (size_t)(n_sort + 1) * sizeof *extra);
+    int n_don = cJSON_GetArraySize(dist_on); /* DISTINCT ON may add sort keys and extras */
+    SqlSortKey *keys = qr_arena_calloc(cx->arena, (size_t)(n_sort + n_don + 1) * sizeof *keys);
+    SqlExpr **extra = qr_arena_calloc(cx->arena, (size_t)(n_sort + n_don + 1) * sizeof *extra);
+    s->clause = NULL;
+    s->win_ok = true;
     int n_extra = 0;
     if (!keys || !extra)
         return nomem(cx);
@@ -771,7 +618,9 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         }
         k++;
     }
-    bool grouped = n_groups > 0 || s->bind.n_aggs > 0 || having;
+    if (dist_on && (rc = bind_distinct_on(s, dist_on, tg, n_tg, keys, &n_sort, extra, &n_extra)))
+        return rc;
+    bool grouped = n_groups > 0 || s->bind.n_aggs > 0 || having || s->sets;
     /* set-returning functions: whole select-list items of an ungrouped query */
     bool has_srf = false;
     for (int i = 0; i < n_tg; i++) {
@@ -810,6 +659,21 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         if (expr_has_agg(conj[i]))
             return sql_err_at(cx, conj[i]->loc, QR_EINVAL, "42803",
                               "aggregate functions are not allowed in WHERE");
+    /* windows over groups; grouped expressions read as grouping-set keys;
+     * each window function's column */
+    s->tg = tg;
+    s->n_tg = n_tg;
+    s->groups = groups;
+    s->n_groups = n_groups;
+    s->having = having;
+    s->extra = extra;
+    s->n_extra = n_extra;
+    s->grouped = grouped;
+    if ((rc = sql_bind_windows_check(s)) || (rc = sql_bind_grouping_finish(s)))
+        return rc;
+    tg = s->tg;
+    having = s->having;
+    sql_bind_windows_place(s);
     /* output columns */
     s->n_cols = n_tg;
     s->cols = qr_arena_calloc(cx->arena, (size_t)(n_tg + 1) * sizeof *s->cols);
@@ -842,7 +706,8 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
     s->distinct = distinct;
     s->grouped = grouped;
     s->has_srf = has_srf;
-    return QR_OK;
+    sql_reduce_outer_joins(s);
+    return sql_bind_semis(s);
 }
 
 
@@ -850,6 +715,8 @@ static int bind_body(SqlCtx *cx, const cJSON *body, SqlQuery **out)
 {
     int rc;
     *out = NULL;
+    if (sql_check_stack(cx)) /* nested subqueries recurse here */
+        return cx->err->code;
     if (!body)
         return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "missing SELECT");
     SqlQuery *q = qr_arena_calloc(cx->arena, sizeof *q);
@@ -859,52 +726,9 @@ static int bind_body(SqlCtx *cx, const cJSON *body, SqlQuery **out)
     /* WITH: each query bound once, visible to what follows */
     void *saved = cx->ctes;
     const cJSON *with = sqlj_get(body, "withClause");
-    if (with) {
-        if (sqlj_bool(with, "recursive"))
-            return sql_err_at(cx, sqlj_loc(with), QR_EUNSUPPORTED, "0A000", "WITH RECURSIVE is not supported");
-        const cJSON *ctes = sqlj_get(with, "ctes"), *c;
-        q->ctes = qr_arena_calloc(cx->arena, ((size_t)cJSON_GetArraySize(ctes) + 1) * sizeof *q->ctes);
-        if (!q->ctes)
-            return nomem(cx);
-        cJSON_ArrayForEach(c, ctes)
-        {
-            const cJSON *cte = sqlj_is(c, "CommonTableExpr");
-            SqlCteDef *d = qr_arena_calloc(cx->arena, sizeof *d);
-            if (!d) {
-                cx->ctes = saved;
-                return nomem(cx);
-            }
-            d->name = sqlj_str(cte, "ctename");
-            const cJSON *sub = sqlj_is(sqlj_get(cte, "ctequery"), "SelectStmt");
-            if (!sub) {
-                cx->ctes = saved;
-                return sql_err_at(cx, sqlj_loc(c), QR_EUNSUPPORTED, "0A000",
-                                  "only SELECT is supported inside WITH");
-            }
-            if ((rc = bind_sub(cx, sub, &d->q))) {
-                cx->ctes = saved;
-                return rc;
-            }
-            const cJSON *names = sqlj_get(cte, "aliascolnames");
-            int nn = cJSON_GetArraySize(names);
-            if (nn > d->q->n_cols) {
-                cx->ctes = saved;
-                return sql_err_at(cx, sqlj_loc(c), QR_EINVAL, "42P10",
-                                  "WITH query \"%s\" has %d columns available but %d columns specified",
-                                  d->name, d->q->n_cols, nn);
-            }
-            d->n_cols = d->q->n_cols;
-            if (!(d->cols = qr_arena_alloc(cx->arena, ((size_t)d->n_cols + 1) * sizeof *d->cols))) {
-                cx->ctes = saved;
-                return nomem(cx);
-            }
-            memcpy(d->cols, d->q->cols, (size_t)d->n_cols * sizeof *d->cols);
-            for (int i = 0; i < nn; i++)
-                d->cols[i].name = sqlj_sval(cJSON_GetArrayItem(names, i));
-            d->next = (SqlCteDef *)cx->ctes;
-            cx->ctes = d;
-            q->ctes[q->n_ctes++] = d;
-        }
+    if (with && (rc = sql_bind_with(cx, with, q))) {
+        cx->ctes = saved;
+        return rc;
     }
     const char *op = sqlj_str(body, "op");
     if (op && strcmp(op, "SETOP_NONE") != 0) {
@@ -927,4 +751,11 @@ int sql_bind_query(SqlCtx *cx, const cJSON *select, SqlQuery **out)
 {
     const cJSON *body = sqlj_is(select, "SelectStmt");
     return bind_body(cx, body ? body : select, out);
+}
+
+bool sql_expr_same(const SqlExpr *a, const SqlExpr *b) { return expr_equal(a, b); }
+
+const SqlExpr *sql_bind_ungrouped(const SqlExpr *e, SqlExpr **groups, int n_groups)
+{
+    return ungrouped(e, groups, n_groups);
 }

@@ -38,4 +38,21 @@ static void env_close(Env *e)
     free(e->dir);
 }
 
+/* The text form of every cell: rows joined by '\n', cells by '|' (free()). */
+__attribute__((unused)) static char *env_result_text(const QrSqlResult *r)
+{
+    QrBuf b;
+    qr_buf_init(&b);
+    for (uint64_t i = 0; i < r->n_rows; i++) {
+        for (int c = 0; c < r->n_cols; c++) {
+            if (c)
+                qr_buf_putc(&b, '|');
+            qr_sql_value_text(&r->vals[i * (uint64_t)r->n_cols + c], &b);
+        }
+        qr_buf_putc(&b, '\n');
+    }
+    qr_buf_putc(&b, 0);
+    return (char *)qr_buf_steal(&b, NULL);
+}
+
 #endif

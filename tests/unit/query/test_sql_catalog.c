@@ -24,22 +24,7 @@ static QrSqlResult *q(Env *e, const char *sql)
     return r;
 }
 
-/* The text form of every cell, rows joined by '\n' and cells by '|'. */
-static char *text(const QrSqlResult *r)
-{
-    QrBuf b;
-    qr_buf_init(&b);
-    for (uint64_t i = 0; i < r->n_rows; i++) {
-        for (int c = 0; c < r->n_cols; c++) {
-            if (c)
-                qr_buf_putc(&b, '|');
-            qr_sql_value_text(&r->vals[i * (uint64_t)r->n_cols + c], &b);
-        }
-        qr_buf_putc(&b, '\n');
-    }
-    qr_buf_putc(&b, 0);
-    return (char *)qr_buf_steal(&b, NULL);
-}
+#define text env_result_text
 
 static void expect(Env *e, const char *sql, const char *want)
 {
@@ -130,8 +115,11 @@ Test(sql_catalog, pg_class_attribute_index_join_by_oid)
     qr_sql_result_free(a);
     qr_sql_result_free(b);
     qr_sql_session_free(s2);
-    expect(&e, "SELECT datname FROM pg_database", "quarry\n");
-    expect(&e, "SELECT count(*) FROM pg_description", "0\n");
+    /* postgres and template1 too: psql -l and pg_dumpall connect there first */
+    expect(&e, "SELECT datname, datallowconn FROM pg_database ORDER BY 1",
+           "postgres|f\nquarry|t\ntemplate0|f\ntemplate1|f\n");
+    /* PostgreSQL's comment on the public schema only (COMMENT is not kept) */
+    expect(&e, "SELECT objoid, description FROM pg_description", "2200|standard public schema\n");
     env_close(&e);
 }
 
@@ -223,5 +211,34 @@ Test(sql_catalog, psql_describe_and_sqlalchemy_reflection_queries)
     QrSqlResult *r = NULL;
     cr_assert_neq(qr_sql_exec(e.s, "select 'nope'::regclass", 23, &r, &err), QR_OK);
     cr_assert_str_eq(qr_error_sqlstate(&err), "42P01");
+    env_close(&e);
+}
+
+/* SET TIME ZONE: timestamptz prints as the local time there, with its offset
+ * (daylight saving included); storage and comparisons stay UTC. */
+Test(sql_catalog, set_time_zone_shows_timestamptz_there)
+{
+    Env e;
+    env_open(&e);
+    const char *ts = "SELECT '2024-01-15 10:00:00+00'::timestamptz, "
+                     "'2024-07-15 10:00:00.25+00'::timestamptz, "
+                     "'2024-01-15 10:00:00+00'::timestamptz = '2024-01-15 05:00:00-05'::timestamptz";
+    expect(&e, ts, "2024-01-15 10:00:00+00|2024-07-15 10:00:00.25+00|t\n");
+    qr_sql_result_free(q(&e, "SET TIME ZONE 'America/New_York'"));
+    expect(&e, ts, "2024-01-15 05:00:00-05|2024-07-15 06:00:00.25-04|t\n");
+    qr_sql_result_free(q(&e, "SET TimeZone = 'Asia/Kathmandu'"));
+    expect(&e, ts, "2024-01-15 15:45:00+05:45|2024-07-15 15:45:00.25+05:45|t\n");
+    qr_sql_result_free(q(&e, "SET TIME ZONE '-03:30'"));
+    expect(&e, ts, "2024-01-15 06:30:00-03:30|2024-07-15 06:30:00.25-03:30|t\n");
+    expect(&e, "SHOW timezone", "-03:30\n");
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    const char *bad = "SET TIME ZONE 'Nowhere/Land'";
+    cr_assert_neq(qr_sql_exec(e.s, bad, strlen(bad), &r, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "22023", "%s", err.message);
+    qr_sql_result_free(r);
+    qr_sql_result_free(q(&e, "RESET TIME ZONE"));
+    expect(&e, ts, "2024-01-15 10:00:00+00|2024-07-15 10:00:00.25+00|t\n");
     env_close(&e);
 }

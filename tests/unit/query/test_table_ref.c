@@ -116,6 +116,48 @@ Test(table_ref, drop_times_out_while_held_and_table_survives)
     cr_assert_eq(qr_table_get(db, "t", &t, &e), QR_ENOTFOUND);
 }
 
+static uint64_t hits(const char *name, const char *q)
+{
+    QrError e;
+    qr_error_clear(&e);
+    QrTable *t;
+    cr_assert_eq(qr_table_acquire(db, name, &t, &e), QR_OK, "%s", e.message);
+    QrSearchReq rq;
+    qr_search_req_init(&rq);
+    rq.q = q;
+    rq.q_len = strlen(q);
+    QrSearchRes *res;
+    cr_assert_eq(qr_search(t, &rq, &res, &e), QR_OK, "%s", e.message);
+    uint64_t n = res->total;
+    qr_search_res_free(res);
+    qr_table_release(db, name);
+    return n;
+}
+
+/* The swap (ALTER TABLE ADD PRIMARY KEY's last step) waits for references on
+ * both names like a drop, gives up leaving both as they were, and then
+ * exchanges the tables' contents whole. */
+Test(table_ref, swap_waits_for_references_then_exchanges)
+{
+    make_table("a", 20);
+    make_table("b", 7);
+    QrError e;
+    qr_error_clear(&e);
+    QrTable *t;
+    cr_assert_eq(qr_table_acquire(db, "b", &t, &e), QR_OK);
+    cr_assert_eq(qr_table_swap_wait(db, "a", "b", 100, &e), QR_EBUSY);
+    cr_assert(strstr(e.message, "\"b\" is in use by 1 request"), "%s", e.message);
+    qr_table_release(db, "b");
+    cr_assert_eq(hits("a", "alpha"), 20, "a untouched after the refused swap");
+    cr_assert_eq(hits("b", "alpha"), 7);
+    qr_error_clear(&e);
+    cr_assert_eq(qr_table_swap_wait(db, "a", "b", 1000, &e), QR_OK, "%s", e.message);
+    cr_assert_eq(hits("a", "alpha"), 7, "a holds b's documents");
+    cr_assert_eq(hits("b", "alpha"), 20, "b holds a's documents");
+    cr_assert_eq(qr_table_swap_wait(db, "a", "nosuch", 1000, &e), QR_ENOTFOUND);
+    cr_assert_eq(hits("a", "alpha"), 7, "a failed swap changes nothing");
+}
+
 typedef struct Holder {
     int hold_ms;
     uint64_t released_at;

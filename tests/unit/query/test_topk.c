@@ -18,6 +18,7 @@
 #include "mock_iter.h"
 #include "query/iter_ops.h"
 #include "query/topk.h"
+#include "store/util.h"
 
 TestSuite(topk, .init = mock_setup, .fini = mock_teardown);
 
@@ -368,4 +369,28 @@ Test(topk, cancel_and_bad_arguments)
     cr_assert_eq(none->n, 0);
     cr_assert_eq(topk_wand(&mock_ctx, NULL, 0, NULL, 0, got), QR_OK);
     cr_assert_eq(topk_and(&mock_ctx, NULL, 0, NULL, 0, got), QR_OK);
+}
+
+Test(topk, a_passed_deadline_stops_within_4096_docs)
+{
+    /* one block (no per-block checks): only the loop's own check every
+     * 4096 docs sees the clock.  It read it one call in 64, so a query whose
+     * docs are slow (an OR of 676 prefixes) ran 262,144 docs, seconds, past
+     * its deadline; now every such check reads it */
+    MockList l = list_of(100000, 1, 1.0f, 1.0f, 0);
+    mock_ctx.deadline_ns = 1; /* long passed */
+    Iter *t = mock_iter_from_list(&mock_ctx, &l, 1 << 20, 0.0f, true);
+    TopK *got = topk_new(&mock_ctx, 10);
+    cr_assert_eq(topk_collect_all(t, 0, got), QR_ETIMEOUT);
+    cr_assert_leq(got->stats.docs_scored, 4096, "%llu docs scored past the deadline",
+                  (unsigned long long)got->stats.docs_scored);
+    /* a deadline ahead: the clock is read once per 4096 docs, not less */
+    qr_error_clear(&mock_ctx.err);
+    mock_ctx.deadline_ns = qr_now_ns() + 3600 * 1000000000ull;
+    mock_ctx.clock_reads = 0;
+    Iter *u = mock_iter_from_list(&mock_ctx, &l, 1 << 20, 0.0f, true);
+    TopK *all = topk_new(&mock_ctx, 10);
+    cr_assert_eq(topk_collect_all(u, 0, all), QR_OK);
+    cr_assert_geq(mock_ctx.clock_reads, 100000 / 4096);
+    mock_ctx.deadline_ns = 0;
 }

@@ -6,8 +6,9 @@
  * other key does (random near-misses: one changed digit, a prefix, a suffix);
  * the file holds no key in clear and has mode 0600; replacing and removing
  * keys, the reload of a changed file, a malformed file, bad names.
- * POST /sql scopes and max_query_terms word counts against hand-written
- * expectations, including words hidden in strings, comments and quotes.
+ * max_query_terms word counts against hand-written expectations, including
+ * words hidden in strings, comments and quotes.  (The SQL a scope allows is
+ * decided from libpg_query's parse: tests/unit/query/test_sql_limits.c.)
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -158,49 +159,6 @@ Test(apikey, names_and_scopes)
     cr_assert_eq(apikey_scope_parse("Admin"), API_SCOPE_NONE);
     cr_assert_str_eq(apikey_scope_name(API_SCOPE_WRITE), "write");
     free(dir);
-}
-
-Test(apikey, sql_scope)
-{
-    static const struct {
-        const char *sql;
-        ApiScope want;
-    } C[] = {
-        {"SELECT 1", API_SCOPE_SEARCH},
-        {"  select * from t where x = 'drop table t'", API_SCOPE_SEARCH},
-        {"/* delete */ SELECT 1 -- update\n", API_SCOPE_SEARCH},
-        {"/* nested /* drop */ still comment */ SELECT 1", API_SCOPE_SEARCH},
-        {"SELECT \"update\" FROM t", API_SCOPE_SEARCH},
-        {"SELECT $tag$ insert $tag$, $1", API_SCOPE_SEARCH},
-        {"SELECT 'it''s; drop table x'", API_SCOPE_SEARCH},
-        {"(SELECT 1) UNION (SELECT 2)", API_SCOPE_SEARCH},
-        {"BEGIN; SELECT 1; COMMIT;", API_SCOPE_SEARCH},
-        {"EXPLAIN ANALYZE SELECT 1", API_SCOPE_SEARCH},
-        {"EXPLAIN ANALYZE INSERT INTO t VALUES (1)", API_SCOPE_WRITE},
-        {"INSERT INTO t VALUES (1) ON CONFLICT DO NOTHING", API_SCOPE_WRITE},
-        {"SELECT lock, call FROM t", API_SCOPE_SEARCH},
-        {"ANALYZE t", API_SCOPE_ADMIN},
-        {"LOCK TABLE t", API_SCOPE_ADMIN},
-        {"SET statement_timeout = 5; SHOW x", API_SCOPE_SEARCH},
-        {"", API_SCOPE_SEARCH},
-        {"INSERT INTO t VALUES (1)", API_SCOPE_WRITE},
-        {"select 1; delete from t", API_SCOPE_WRITE},
-        {"WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d", API_SCOPE_WRITE},
-        {"SELECT * FROM t FOR UPDATE", API_SCOPE_WRITE},
-        {"COPY t FROM STDIN", API_SCOPE_WRITE},
-        {"CREATE TABLE x (id int)", API_SCOPE_ADMIN},
-        {"select 1;drop table t", API_SCOPE_ADMIN},
-        {"SELECT 1; TRUNCATE t", API_SCOPE_ADMIN},
-        {"insert into t select 1; alter table t add column y int", API_SCOPE_ADMIN},
-        {"VACUUM", API_SCOPE_ADMIN},
-        {"grant all on t to x", API_SCOPE_ADMIN},
-        {"frobnicate", API_SCOPE_ADMIN},
-        {"SELECT 'unterminated", API_SCOPE_SEARCH},
-        {"SELECT $$ never closed drop", API_SCOPE_SEARCH},
-    };
-    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++)
-        cr_expect_eq(http_sql_scope(C[i].sql, strlen(C[i].sql)), C[i].want, "%s -> %d",
-                     C[i].sql, (int)http_sql_scope(C[i].sql, strlen(C[i].sql)));
 }
 
 Test(apikey, query_terms)

@@ -1,0 +1,1 @@
+SELECT DISTINCT ON (tag) tag, n, GROUPING(tag, n), count(*), stddev(f), array_agg(id ORDER BY f DESC), string_agg(DISTINCT body, ',' ORDER BY body) FROM t GROUP BY ROLLUP(tag, n), CUBE(ok) HAVING count(*) > 0 ORDER BY tag, n DESC

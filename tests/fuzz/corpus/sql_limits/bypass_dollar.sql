@@ -1,0 +1,1 @@
+SELECT $$'$$; UPDATE t SET v = 'gone'; SELECT $$'$$

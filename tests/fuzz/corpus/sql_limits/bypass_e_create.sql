@@ -1,0 +1,1 @@
+SELECT E'\'' AS a; CREATE TABLE z (id bigint PRIMARY KEY); SELECT 'x'

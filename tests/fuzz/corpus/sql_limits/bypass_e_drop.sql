@@ -1,0 +1,1 @@
+SELECT E'\'' AS a; DROP TABLE t; SELECT 'x'

@@ -1,0 +1,1 @@
+SELECT E'\'' AS a; DELETE FROM t WHERE id = 4; SELECT 'x'

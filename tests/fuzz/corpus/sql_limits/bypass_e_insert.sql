@@ -1,0 +1,1 @@
+SELECT E'\'' AS a; INSERT INTO t VALUES (99, 'x', 1); SELECT 'x'

@@ -1,0 +1,1 @@
+SELECT * INTO z FROM t

@@ -1,0 +1,1 @@
+WITH d AS (DELETE FROM t RETURNING *) SELECT count(*) FROM d

@@ -1,0 +1,1 @@
+SELECT replace(repeat('a', 100000), 'a', repeat('b', 100000))

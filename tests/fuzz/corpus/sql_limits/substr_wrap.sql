@@ -1,0 +1,1 @@
+SELECT substr('hello', 9223372036854775807, 10), to_timestamp(1e300)
