@@ -18,6 +18,7 @@ struct Ingest {
     IngestCounts c;
     /* inference: the first lines of a new table wait here */
     bool inferring;
+    QrBuf infer_notes;      /* owns: why each field got its type (schema_infer_explain) */
     char **held;
     size_t *held_len;
     uint64_t *held_line;
@@ -78,6 +79,7 @@ int ingest_begin(QrDb *db, const IngestOpts *opts, Ingest **out, QrError *err)
         in->opts.max_line_bytes = 16u << 20;
     snprintf(in->table, sizeof in->table, "%s", opts->table ? opts->table : "");
     qr_buf_init(&in->partial);
+    qr_buf_init(&in->infer_notes);
     QrError e;
     qr_error_clear(&e);
     int rc = qr_table_get(db, in->table, &in->t, &e);
@@ -202,6 +204,8 @@ static int finish_inference(Ingest *in, QrError *err)
     }
     QrSchema *sc = qr_malloc(sizeof *sc);
     int rc = sc ? schema_infer_finish(si, sc, err) : qr_error_set(err, QR_ENOMEM, "out of memory");
+    if (rc == QR_OK && schema_infer_explain(si, &in->infer_notes) != QR_OK)
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory");
     schema_infer_free(si);
     if (rc == QR_OK)
         rc = qr_table_create(in->db, in->table, sc, &in->t, err);
@@ -338,6 +342,7 @@ void ingest_free(Ingest *in)
     if (!in)
         return;
     qr_loader_free(in->ld); /* uncommitted documents are discarded */
+    qr_buf_free(&in->infer_notes);
     for (int i = 0; i < in->n_held; i++)
         qr_free(in->held[i]);
     qr_free(in->held);
@@ -359,3 +364,9 @@ const IngestError *ingest_errors(const Ingest *in, int *n)
 QrTable *ingest_table(const Ingest *in) { return in->t; }
 
 int ingest_commit(Ingest *in, QrError *err) { return commit_batch(in, err); }
+
+const char *ingest_inference_notes(const Ingest *in, size_t *len)
+{
+    *len = in->infer_notes.len;
+    return in->infer_notes.len ? (const char *)in->infer_notes.data : NULL;
+}

@@ -82,6 +82,9 @@ typedef struct IngestCounts {
 void ingest_counts(const Ingest *in, IngestCounts *c);
 /* Rejected lines kept for reports (at most max_errors_kept). */
 const IngestError *ingest_errors(const Ingest *in, int *n);
+/* After a schema was inferred: a line per field saying what it became and
+ * why (borrowed, valid until ingest_free); NULL otherwise. */
+const char *ingest_inference_notes(const Ingest *in, size_t *len);
 /* The table (after the first document or at begin when it existed). */
 QrTable *ingest_table(const Ingest *in);
 

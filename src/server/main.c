@@ -350,9 +350,13 @@ static int cmd_import(int argc, char **argv)
         QrBuf sb;
         qr_buf_init(&sb);
         schema_to_json(qr_table_schema(t), true, &sb, &err);
+        size_t notes_len = 0;
+        const char *notes = ingest_inference_notes(in, &notes_len);
         fprintf(stderr,
-                "inferred schema for table \"%s\" (save, edit and pass with --schema):\n%.*s\n",
-                a.pos[0], (int)sb.len, sb.data ? (char *)sb.data : "");
+                "inferred schema for table \"%s\" (save, edit and pass with --schema):\n%.*s\n"
+                "from the first lines sampled:\n%.*s",
+                a.pos[0], (int)sb.len, sb.data ? (char *)sb.data : "", (int)notes_len,
+                notes ? notes : "");
         qr_buf_free(&sb);
     }
     double secs = (double)(qr_now_ns() - ui.t0) / 1e9;
