@@ -291,6 +291,27 @@ static void counts_json(QrBuf *b, Upload *u)
         qr_buf_putc(b, '}');
     }
     qr_buf_printf(b, "],\"errors_truncated\":%s", (uint64_t)n < c.rejected ? "true" : "false");
+    /* an inferred schema: why each field got its type, a line each */
+    size_t notes_len;
+    const char *notes = ingest_inference_notes(u->in, &notes_len);
+    if (!notes)
+        return;
+    static const char key[] = ",\"schema_notes\":[";
+    qr_buf_append(b, key, sizeof key - 1);
+    const char *p = notes, *end = notes + notes_len;
+    for (bool first = true; p < end; first = false) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char line[512];
+        /* lines are "  name: reason" */
+        size_t skip = len >= 2 && p[0] == ' ' && p[1] == ' ' ? 2 : 0;
+        snprintf(line, sizeof line, "%.*s", (int)(len - skip), p + skip);
+        if (!first)
+            qr_buf_putc(b, ',');
+        jw_cstr(b, line);
+        p += len + 1;
+    }
+    qr_buf_putc(b, ']');
 }
 
 /* The end of the body: last partial line, last commit, the report. */
