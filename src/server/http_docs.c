@@ -314,6 +314,21 @@ static void counts_json(QrBuf *b, Upload *u)
     qr_buf_putc(b, ']');
 }
 
+/* The upload's ingest (its indexing threads, what it did not commit), its
+ * streaming guard on the table and its place among the running uploads go
+ * back; idempotent. */
+static void upload_release(HttpReq *r, Upload *u)
+{
+    ingest_free(u->in);
+    u->in = NULL;
+    if (u->guard)
+        http_table_leave(r->srv, r->t, true);
+    u->guard = false;
+    if (u->counted)
+        atomic_fetch_sub(&r->srv->ingests, 1);
+    u->counted = false;
+}
+
 /* The end of the body: last partial line, last commit, the report. */
 void http_docs_ingest_end(HttpReq *r)
 {
@@ -357,6 +372,10 @@ void http_docs_ingest_end(HttpReq *r)
     }
     counts_json(&b, u);
     qr_buf_putc(&b, '}');
+    /* everything is committed or discarded: let go of the table before the
+     * answer, so that a client's next request (a DROP) finds the upload
+     * over -- not still stopping its indexing threads */
+    upload_release(r, u);
     http_reply_json(r, status, &b);
 }
 
@@ -371,13 +390,9 @@ void http_docs_ingest_cleanup(HttpReq *r)
             qr_error_set(&u->fail, QR_ECANCELED, "upload ended early");
         commit_after_failure(u);
     }
-    ingest_free(u->in);
+    upload_release(r, u);
     if (u->z_live)
         inflateEnd(&u->z);
-    if (u->guard)
-        http_table_leave(r->srv, r->t, true);
-    if (u->counted)
-        atomic_fetch_sub(&r->srv->ingests, 1);
     qr_free(u);
     r->state = NULL;
     /* an upload's lines, batches and segment builds leave freed heap
