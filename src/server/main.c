@@ -170,6 +170,7 @@ typedef struct ImportUi {
     uint64_t last_draw;
     uint64_t total_bytes; /* of the input file, 0 if unknown */
     gzFile gz;
+    uint64_t committed_line; /* every line up to it is committed or rejected */
 } ImportUi;
 
 static void import_on_error(void *arg, uint64_t line, const QrError *e)
@@ -186,6 +187,7 @@ static void import_on_error(void *arg, uint64_t line, const QrError *e)
 static void import_on_commit(void *arg, uint64_t lines, uint64_t acked)
 {
     ImportUi *ui = arg;
+    ui->committed_line = lines;
     if (ui->report_commits) {
         printf("committed %llu %llu\n", (unsigned long long)lines, (unsigned long long)acked);
         fflush(stdout);
@@ -369,9 +371,11 @@ static int cmd_import(int argc, char **argv)
             secs > 0 ? (double)c.bytes / 1e6 / secs : 0);
     if (fatal != QR_OK) {
         report(&err);
-        fprintf(stderr, "%llu documents were committed before the error; later lines were not "
-                        "imported\n",
-                (unsigned long long)c.acked);
+        fprintf(stderr,
+                "%llu documents were committed before the error, every line up to line %llu "
+                "committed or rejected; line %llu and later were not imported\n",
+                (unsigned long long)c.acked, (unsigned long long)ui.committed_line,
+                (unsigned long long)ui.committed_line + 1);
     }
     ingest_free(in);
     gzclose(ui.gz);

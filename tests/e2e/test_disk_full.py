@@ -11,7 +11,8 @@ indexed by three threads and committed in batches)
 and over the PG port (a 300-row INSERT).  A write that answered success must
 be there, one that answered an error must not be -- now, after space is
 freed, and after a restart (kill -9 or a clean stop, alternately).  Once the
-filler is gone, the same server takes every kind of write again."""
+filler is gone, the same server takes every kind of write again.  Last,
+`quarry import` on two indexing threads meets a full disk the same way."""
 import errno
 import json
 import os
@@ -20,7 +21,7 @@ import subprocess
 import threading
 
 from qserve import Server
-from qtest import DataDir, check, finish, skip
+from qtest import DataDir, check, finish, run, skip, write_jsonl
 
 try:
     import psycopg2
@@ -183,6 +184,55 @@ def verify(srv, truth, what):
     return ok
 
 
+def cli_import(tmp, mnt, filler):
+    """`quarry import` on two indexing threads into a nearly full disk: it stops with the
+    disk's error and the line from which nothing was imported; exactly the lines its
+    commits reported are there; once space is freed the same import completes."""
+    src = os.path.join(tmp, "cli.jsonl")
+    schema = os.path.join(tmp, "cli-schema.json")
+    with open(schema, "w") as f:
+        json.dump(SCHEMA, f)
+    write_jsonl(src, [body_of(i, "cli", 9) for i in range(1, 4001)])
+    data = os.path.join(mnt, "cli")
+    seed = os.path.join(tmp, "seed.jsonl")
+    write_jsonl(seed, [body_of(0, "seed", 9)])
+    rc, out, err = run(["import", "t", seed, "--schema", schema], data)
+    check(rc == 0, "the table exists before the disk fills: " + err[-300:])
+
+    def count():
+        rc, out, err = run(["search", "t", "row", "--filter", "src = 'cli'", "--count"], data)
+        return int(out.split()[0]) if rc == 0 else "error: " + err[-200:]
+    there = 0
+    for free in (0, 64 << 10, 256 << 10):
+        size = fill(filler)
+        os.truncate(filler, max(0, size - free))
+        rc, out, err = run(["import", "t", src, "--schema", schema, "--threads", "2",
+                            "--batch", "500", "--report-commits"], data)
+        commits = [tuple(map(int, x.split()[1:])) for x in out.splitlines()
+                   if x.startswith("committed ")]
+        last_line, acked = commits[-1] if commits else (0, 0)
+        check(rc == 1 and "No space left on device" in err,
+              "import into a full disk (%d bytes free) fails with the disk's error: rc %d %s"
+              % (free, rc, err[-300:]))
+        check("line %d and later were not imported" % (last_line + 1) in err,
+              "the import says from which line nothing was imported (committed through %d): %s"
+              % (last_line, err[-300:]))
+        check(last_line == acked and acked % 500 == 0,
+              "whole batches committed in line order: %s" % (commits,))
+        os.unlink(filler)
+        # ids 1.. in line order: the longest committed prefix so far is what is there
+        there = max(there, acked)
+        n = count()
+        check(n == there, "%d bytes free: exactly the %d committed lines are there: %s" % (
+            free, there, n))
+    rc, out, err = run(["import", "t", src, "--threads", "2", "--batch", "500"], data)
+    check(rc == 0, "with space again the import completes: " + err[-300:])
+    n = count()
+    check(n == 4000, "every line there once: %s" % n)
+    rc, out, err = run(["check"], data)
+    check(rc == 0, "quarry check is clean: " + out + err)
+
+
 def main():
     if psycopg2 is None:
         skip("python3-psycopg2 is not installed")
@@ -241,6 +291,7 @@ def main():
                       len(truth.present), len(truth.absent)))
             check(srv.stop() == 0, "clean stop")
             srv = None
+            cli_import(dd.path, mnt, filler)
         finally:
             if srv is not None:
                 srv.stop(signal.SIGKILL)
