@@ -14,6 +14,7 @@
 #include "index/analyzer_int.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -582,6 +583,12 @@ int analyzer_new(const AnalyzerOpts *opts, Analyzer **out, QrError *err)
     if (!a)
         return qr_error_set(err, QR_ENOMEM, "out of memory creating an analyzer");
     a->accent_fold = opts && opts->accent_fold;
+    a->opt_stopwords = opts && opts->stopwords;
+    size_t ll = lang ? strlen(lang) : 0;
+    /* a field's own stop words make an analyzer of its own: never pooled */
+    a->opt_poolable = ll < sizeof a->opt_lang && !(opts && opts->stop_list_len);
+    if (a->opt_poolable && ll)
+        memcpy(a->opt_lang, lang, ll);
     UErrorCode st = U_ZERO_ERROR;
     a->nfkc = unorm2_getNFKCInstance(&st);
     a->nfd = unorm2_getNFDInstance(&st);
@@ -627,6 +634,66 @@ int analyzer_new(const AnalyzerOpts *opts, Analyzer **out, QrError *err)
 fail:
     analyzer_free(a);
     return rc;
+}
+
+/* ---- the pool (analyzer_acquire) ---- */
+
+/* Idle analyzers, most recently released first; at most AZ_POOL_MAX. */
+#define AZ_POOL_MAX 64
+static pthread_mutex_t az_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static Analyzer *az_pool;
+static int az_pool_n;
+
+static bool az_same_opts(const Analyzer *a, const AnalyzerOpts *o)
+{
+    const char *lang = o && o->language ? o->language : "";
+    return a->opt_poolable && !(o && o->stop_list_len) && strcmp(a->opt_lang, lang) == 0 &&
+           a->opt_stopwords == (o && o->stopwords) && a->accent_fold == (o && o->accent_fold);
+}
+
+int analyzer_acquire(const AnalyzerOpts *opts, Analyzer **out, QrError *err)
+{
+    pthread_mutex_lock(&az_pool_mu);
+    for (Analyzer **pp = &az_pool; *pp; pp = &(*pp)->pool_next) {
+        if (az_same_opts(*pp, opts)) {
+            Analyzer *a = *pp;
+            *pp = a->pool_next;
+            a->pool_next = NULL;
+            az_pool_n--;
+            pthread_mutex_unlock(&az_pool_mu);
+            *out = a;
+            return QR_OK;
+        }
+    }
+    pthread_mutex_unlock(&az_pool_mu);
+    return analyzer_new(opts, out, err);
+}
+
+/* Scratch buffers past this go back when an analyzer returns to the pool:
+ * one long word must not pin megabytes in every idle analyzer. */
+#define AZ_POOL_KEEP_BYTES (64u << 10)
+
+void analyzer_release(Analyzer *a)
+{
+    if (!a)
+        return;
+    if (a->tok_cap > AZ_POOL_KEEP_BYTES ||
+        (size_t)a->u16_cap[0] * sizeof(UChar) > AZ_POOL_KEEP_BYTES ||
+        (size_t)a->u16_cap[1] * sizeof(UChar) > AZ_POOL_KEEP_BYTES) {
+        analyzer_free(a); /* a fresh one costs less than what it holds */
+        return;
+    }
+    if (a->opt_poolable) {
+        pthread_mutex_lock(&az_pool_mu);
+        if (az_pool_n < AZ_POOL_MAX) {
+            a->pool_next = az_pool;
+            az_pool = a;
+            az_pool_n++;
+            a = NULL;
+        }
+        pthread_mutex_unlock(&az_pool_mu);
+    }
+    analyzer_free(a);
 }
 
 void analyzer_free(Analyzer *a)

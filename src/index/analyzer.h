@@ -95,6 +95,16 @@ int analyzer_new(const AnalyzerOpts *opts, Analyzer **out, QrError *err);
 /* Release everything the analyzer owns.  NULL is a no-op. */
 void analyzer_free(Analyzer *a);
 
+/* For writers that come and go (a segment builder per commit): an idle
+ * analyzer made with the same options, or a new one (errors as
+ * analyzer_new); analyzer_release gives it back to a process-wide pool of
+ * at most 64 idle analyzers (freeing it beyond), its break iterator, stem
+ * cache and buffers kept warm.  Tokens do not depend on what an analyzer
+ * analyzed before.  Thread-safe; an acquired analyzer is the caller's
+ * alone until released.  Release NULL is a no-op. */
+int analyzer_acquire(const AnalyzerOpts *opts, Analyzer **out, QrError *err);
+void analyzer_release(Analyzer *a);
+
 typedef struct Token {
     const char *text;    /* folded (+stemmed) UTF-8, not NUL-terminated; borrowed,
                             valid only during the sink call */

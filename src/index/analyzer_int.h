@@ -65,6 +65,12 @@ struct Analyzer {
     int32_t u16_cap[2];
 
     AnalyzerStats stats;
+
+    /* the options it was made with, for the pool (analyzer_acquire) */
+    char opt_lang[32];
+    bool opt_stopwords;
+    bool opt_poolable;          /* language fit opt_lang */
+    struct Analyzer *pool_next; /* idle in the pool: the next idle one */
 };
 
 /* State of one analyzer_run call, shared by both paths. */

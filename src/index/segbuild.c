@@ -206,6 +206,11 @@ struct SegBuilder {
 
 static int an_sink(void *ctx, const Token *t);
 
+/* Initial sizes: a builder per commit must be cheap for one document, and
+ * the tables grow (rehash) as documents come. */
+#define SEGB_TERM_SLOTS_MIN (1u << 10)
+#define SEGB_MEMO_MIN_DOCS 64
+
 int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
 {
     *out = NULL;
@@ -221,11 +226,11 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
     b->all = schema->all_field;
     for (int f = 0; f < schema->n_fields; f++)
         qr_buf_init(&b->norms[f]);
-    b->n_slots = 1 << 16;
+    b->n_slots = SEGB_TERM_SLOTS_MIN; /* grows with the terms: small commits stay small */
     b->tok.stamp = 1;
     b->tok_all.stamp = 1;
     b->slots = qr_calloc(b->n_slots, sizeof *b->slots);
-    b->n_pk_slots = 1 << 12;
+    b->n_pk_slots = 1 << 6;
     b->pk_slots = qr_calloc(b->n_pk_slots, sizeof *b->pk_slots);
     b->docs = dsw_new(16 * 1024);
     b->deleted = roaring_bitmap_create();
@@ -241,7 +246,7 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
                               .stopwords = fd->stopwords,
                               .accent_fold = fd->accent_fold};
             o.stop_list = schema_stop_list(schema, f, &o.stop_list_len);
-            if (analyzer_new(&o, &b->an[f], err) != QR_OK) {
+            if (analyzer_acquire(&o, &b->an[f], err) != QR_OK) {
                 segb_free(b);
                 return err ? err->code : QR_EINVAL;
             }
@@ -266,7 +271,7 @@ void segb_free(SegBuilder *b)
     if (!b)
         return;
     for (int f = 0; f < QR_MAX_FIELDS; f++) {
-        analyzer_free(b->an[f]);
+        analyzer_release(b->an[f]);
         if (b->cols[f].w)
             colw_free(b->cols[f].w);
         qr_free(b->norms[f].data);
@@ -373,7 +378,7 @@ static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t 
         j = (j + 1) & mask;
     }
     if (b->n_terms == b->cap_terms) {
-        uint32_t nc = b->cap_terms ? b->cap_terms * 2 : 4096;
+        uint32_t nc = b->cap_terms ? b->cap_terms * 2 : 256;
         TermEnt *nt = qr_realloc(b->terms, nc * sizeof *nt);
         if (!nt)
             return -1;
@@ -554,7 +559,9 @@ static int an_sink(void *ctx, const Token *t)
     /* the analyzer's stem cache names repeated words: memoize their term
      * ids per cache slot instead of hashing the text again */
     uint64_t *memo = t->cache_id ? b->memo[sc->field] : NULL;
-    if (t->cache_id && !memo) {
+    /* (a builder of a few documents -- one commit of one writer -- hashes
+     * instead: the memo costs a zeroed slot per stem cache slot) */
+    if (t->cache_id && !memo && b->n_docs >= SEGB_MEMO_MIN_DOCS) {
         memo = b->memo[sc->field] = qr_calloc(analyzer_cache_slots(), sizeof *memo);
     }
     if (memo) {
@@ -749,18 +756,26 @@ bad:
     return QR_ETYPE;
 }
 
-static uint32_t *pk_slot(SegBuilder *b, const uint8_t *key, size_t len, uint64_t h)
+/* The slot of `key` in the table slots[0..n) (a power of two): the entry
+ * naming the newest doc with that key, or the empty slot where it goes. */
+static uint32_t *pk_probe(const SegBuilder *b, uint32_t *slots, uint32_t n, const uint8_t *key,
+                          size_t len, uint64_t h)
 {
-    uint32_t mask = b->n_pk_slots - 1;
+    uint32_t mask = n - 1;
     uint32_t j = (uint32_t)h & mask;
     const uint32_t *offs = (const uint32_t *)b->pk_offs.data;
-    while (b->pk_slots[j]) {
-        uint32_t d = b->pk_slots[j] - 1;
+    while (slots[j]) {
+        uint32_t d = slots[j] - 1;
         if (offs[d + 1] - offs[d] == len && !memcmp(b->pk_bytes.data + offs[d], key, len))
-            return &b->pk_slots[j];
+            return &slots[j];
         j = (j + 1) & mask;
     }
-    return &b->pk_slots[j];
+    return &slots[j];
+}
+
+static uint32_t *pk_slot(SegBuilder *b, const uint8_t *key, size_t len, uint64_t h)
+{
+    return pk_probe(b, b->pk_slots, b->n_pk_slots, key, len, h);
 }
 
 static bool grow_pk_table(SegBuilder *b)
@@ -769,13 +784,13 @@ static bool grow_pk_table(SegBuilder *b)
     uint32_t *s = qr_calloc(ns, sizeof *s);
     if (!s)
         return false;
+    /* in doc order, so that a key added again ends up naming its newest doc
+     * (one slot per key, as segb_add keeps it) */
     const uint32_t *offs = (const uint32_t *)b->pk_offs.data;
     for (uint32_t d = 0; d < b->n_docs; d++) {
-        uint64_t h = seg_hash_bytes(b->pk_bytes.data + offs[d], offs[d + 1] - offs[d]);
-        uint32_t j = (uint32_t)h & (ns - 1);
-        while (s[j])
-            j = (j + 1) & (ns - 1);
-        s[j] = d + 1;
+        const uint8_t *key = b->pk_bytes.data + offs[d];
+        size_t len = offs[d + 1] - offs[d];
+        *pk_probe(b, s, ns, key, len, seg_hash_bytes(key, len)) = d + 1;
     }
     qr_free(b->pk_slots);
     b->pk_slots = s;
@@ -1099,8 +1114,8 @@ static int surf_write(SegBuilder *b, SfileWriter *sw, QrError *err)
     return rc;
 }
 
-int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t **deleted_out,
-                QrError *err)
+static int segb_finish_to(SegBuilder *b, const char *path, bool do_fsync, uint64_t id,
+                          Segment **mem_out, roaring_bitmap_t **deleted_out, QrError *err)
 {
     const QrSchema *s = b->schema;
     int rc = QR_OK;
@@ -1225,12 +1240,17 @@ int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t
                 goto done;
         }
     }
-    rc = sfw_finish(sw, path, do_fsync, err);
+    rc = seg_write_out(sw, path, do_fsync, id, mem_out, err);
     sw = NULL;
     if (rc == QR_OK && deleted_out) {
         *deleted_out = roaring_bitmap_copy(b->deleted);
-        if (!*deleted_out)
+        if (!*deleted_out) {
             rc = qr_error_set(err, QR_ENOMEM, "out of memory");
+            if (mem_out) {
+                seg_unref(*mem_out);
+                *mem_out = NULL;
+            }
+        }
     }
 done:
     qr_free(order);
@@ -1243,4 +1263,17 @@ done:
     qr_buf_free(&dict);
     qr_buf_free(&tmp);
     return rc;
+}
+
+int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t **deleted_out,
+                QrError *err)
+{
+    return segb_finish_to(b, path, do_fsync, 0, NULL, deleted_out, err);
+}
+
+int segb_finish_mem(SegBuilder *b, const char *name, uint64_t id, Segment **out,
+                    roaring_bitmap_t **deleted_out, QrError *err)
+{
+    *out = NULL;
+    return segb_finish_to(b, name, false, id, out, deleted_out, err);
 }

@@ -28,8 +28,9 @@
 struct Segment {
     _Atomic int refs;
     uint64_t id;
-    char *path;            /* owns */
+    char *path;            /* owns: the file, or an in-memory segment's name */
     Sfile *sf;             /* owns a reference */
+    bool in_mem;           /* the bytes live in memory (sfw_finish_mem), no file */
     uint32_t n_docs;
     uint64_t min_lsn, max_lsn;
     int n_fields;
@@ -115,26 +116,32 @@ static int corrupt(QrError *err, const char *path, const char *what)
     return QR_ECORRUPT;
 }
 
-int seg_open(const char *path, uint64_t id, Segment **out, QrError *err)
+/* Open a segment over `sf` (an opened section file or in-memory image;
+ * the reference moves to the segment, also on failure). */
+static int seg_open_sf(Sfile *sf, const char *path, uint64_t id, Segment **out, QrError *err)
 {
     *out = NULL;
     Segment *s = qr_calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        sf_unref(sf);
         return qr_error_set(err, QR_ENOMEM, "out of memory opening a segment");
+    }
     atomic_init(&s->refs, 1);
     pthread_mutex_init(&s->bt_lock, NULL);
     s->id = id;
+    s->sf = sf;
+    s->in_mem = sf && sf_in_memory(sf);
     s->path = qr_strdup(path);
     int rc;
     if (!s->path) {
         rc = qr_error_set(err, QR_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = sf_open(path, SEG_FILE_KIND, &s->sf, err)) != QR_OK)
+    if (!sf) {
+        rc = qr_error_set(err, QR_EINTERNAL, "no file for segment \"%s\"", path);
         goto fail;
-    struct stat st;
-    if (stat(path, &st) == 0)
-        s->file_bytes = (uint64_t)st.st_size;
+    }
+    s->file_bytes = sf_bytes(sf);
     const uint8_t *p;
     size_t n;
     /* meta */
@@ -256,6 +263,34 @@ int seg_open(const char *path, uint64_t id, Segment **out, QrError *err)
 fail:
     seg_unref(s);
     return rc;
+}
+
+int seg_open(const char *path, uint64_t id, Segment **out, QrError *err)
+{
+    *out = NULL;
+    Sfile *sf;
+    int rc = sf_open(path, SEG_FILE_KIND, &sf, err);
+    return rc != QR_OK ? rc : seg_open_sf(sf, path, id, out, err);
+}
+
+/* The last step of building or merging: the file at `path`, or with mem_out
+ * an in-memory segment named `path` with id `id`.  Frees sw. */
+int seg_write_out(SfileWriter *sw, const char *path, bool do_fsync, uint64_t id,
+                  Segment **mem_out, QrError *err)
+{
+    if (!mem_out)
+        return sfw_finish(sw, path, do_fsync, err);
+    Sfile *sf;
+    int rc = sfw_finish_mem(sw, path, &sf, err);
+    return rc != QR_OK ? rc : seg_open_sf(sf, path, id, mem_out, err);
+}
+
+bool seg_in_memory(const Segment *s) { return s->in_mem; }
+
+void seg_set_lsn_range(Segment *s, uint64_t min_lsn, uint64_t max_lsn)
+{
+    s->min_lsn = min_lsn;
+    s->max_lsn = max_lsn;
 }
 
 Segment *seg_ref(Segment *s)
@@ -421,6 +456,8 @@ static int seg_btree_load(const Segment *s, const QrSchema *schema, int f, const
 int seg_sync_btrees(Segment *s, const QrSchema *schema, bool build, bool do_fsync, QrError *err)
 {
     char path[4096], name[160];
+    if (s->in_mem)
+        return QR_OK; /* no side files: its few rows are served by column scans */
     for (int f = 0; f < QR_MAX_FIELDS; f++) {
         const Column *c;
         bool want = seg_wants_btree(s, schema, f, &c);
@@ -832,9 +869,9 @@ int seg_column_copy_row(const Column *c, uint32_t row, ColWriter *w, const QrFie
     return QR_OK;
 }
 
-int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
-              const QrSchema *schema, const char *path, bool do_fsync, uint32_t ***remap_out,
-              QrError *err)
+static int seg_merge_to(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
+                        const QrSchema *schema, const char *path, bool do_fsync, uint64_t id,
+                        Segment **mem_out, uint32_t ***remap_out, QrError *err)
 {
     int rc = QR_OK;
     MergeSrc *src = qr_calloc((size_t)n, sizeof *src);
@@ -1004,7 +1041,7 @@ int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
                 goto done;
         }
     }
-    rc = sfw_finish(sw, path, do_fsync, err);
+    rc = seg_write_out(sw, path, do_fsync, id, mem_out, err);
     sw = NULL;
     if (rc == QR_OK && remap_out) {
         uint32_t **rm = qr_calloc((size_t)n, sizeof *rm);
@@ -1041,4 +1078,19 @@ done:
     qr_buf_free(&surf_dict);
     qr_buf_free(&surf_blob);
     return rc;
+}
+
+int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
+              const QrSchema *schema, const char *path, bool do_fsync, uint32_t ***remap_out,
+              QrError *err)
+{
+    return seg_merge_to(srcs, dels, n, schema, path, do_fsync, 0, NULL, remap_out, err);
+}
+
+int seg_merge_mem(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
+                  const QrSchema *schema, const char *name, uint64_t id, Segment **out,
+                  uint32_t ***remap_out, QrError *err)
+{
+    *out = NULL;
+    return seg_merge_to(srcs, dels, n, schema, name, false, id, out, remap_out, err);
 }

@@ -431,6 +431,10 @@ void qr_table_stats(QrTable *t, QrTableStats *st)
     st->merges_running = ti.merges_running;
     st->commits = ti.commits;
     st->checkpoints = ti.checkpoints;
+    st->mem_segments = ti.mem_segments;
+    st->mem_bytes = ti.mem_bytes;
+    st->peak_segments = ti.peak_segments;
+    st->wal_syncs = ti.wal_syncs;
 }
 
 void qr_table_open_report(QrTable *t, QrOpenReport *out)
@@ -555,6 +559,31 @@ int qr_batch_put_parsed(QrBatch *b, const char *json, size_t len, const cJSON *r
 uint64_t qr_batch_ops(const QrBatch *b) { return table_batch_ops(b->tb); }
 
 int qr_batch_commit(QrBatch *b, QrError *err) { return table_batch_commit(b->tb, err); }
+void qr_batch_set_bulk(QrBatch *b, bool bulk) { table_batch_set_bulk(b->tb, bulk); }
+
+int qr_batch_absorb(QrBatch *dst, QrBatch *src, QrError *err)
+{
+    return table_batch_absorb(dst->tb, src->tb, err);
+}
+
+int qr_batch_seal(QrBatch *b, QrError *err) { return table_batch_seal(b->tb, err); }
+QrTable *qr_batch_table(const QrBatch *b) { return b->t; }
+
+int qr_batch_commit_start(QrBatch *b, QrCommit *c, QrError *err)
+{
+    TableCommit tc;
+    int rc = table_batch_commit_start(b->tb, &tc, err);
+    *c = (QrCommit){.t = tc.t, .end_lsn = tc.end_lsn, .n_ops = tc.n_ops,
+                    .n_replaced = tc.n_replaced, .started = tc.started};
+    return rc;
+}
+
+int qr_commit_wait(const QrCommit *c, QrError *err)
+{
+    TableCommit tc = {.t = c->t, .end_lsn = c->end_lsn, .n_ops = c->n_ops,
+                      .n_replaced = c->n_replaced, .started = c->started};
+    return table_commit_wait(&tc, err);
+}
 
 void qr_batch_free(QrBatch *b)
 {
@@ -603,13 +632,14 @@ int qr_merge(QrTable *t, QrError *err) { return table_force_merge(t->table, err)
 void qr_wait_merges(QrTable *t) { table_wait_merges(t->table); }
 int qr_verify(QrTable *t, QrError *err) { return table_verify(t->table, err); }
 
-int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err)
+static int get_doc(QrTable *t, bool latest, const char *pk_json, size_t len, QrBuf *out,
+                   QrError *err)
 {
     uint8_t key[PK_KEY_MAX];
     size_t kl = pk_from_json_text(pk_json, len, key, err);
     if (!kl)
         return err ? err->code : QR_EINVAL;
-    Snapshot *s = table_snapshot(t->table);
+    Snapshot *s = latest ? table_snapshot_latest(t->table) : table_snapshot(t->table);
     int seg;
     uint32_t local;
     int rc;
@@ -628,4 +658,14 @@ int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err
     }
     snapshot_release(s);
     return rc;
+}
+
+int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err)
+{
+    return get_doc(t, false, pk_json, len, out, err);
+}
+
+int qr_get_latest(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err)
+{
+    return get_doc(t, true, pk_json, len, out, err);
 }

@@ -96,6 +96,10 @@ typedef struct QrTableStats {
     uint64_t docs_total;  /* including deleted ones not yet merged away */
     uint64_t segments, disk_bytes, wal_bytes;
     uint64_t merges_done, merges_running, commits, checkpoints;
+    uint64_t mem_segments, mem_bytes; /* the in-memory tier (near-real-time segments) */
+    uint64_t peak_segments;           /* most segments after a commit since the open */
+    uint64_t wal_syncs;               /* WAL fdatasyncs since the open: with group commit,
+                                         fewer than commits under concurrent writers */
 } QrTableStats;
 void qr_table_stats(QrTable *t, QrTableStats *st);
 
@@ -164,6 +168,35 @@ int qr_batch_put_parsed(QrBatch *b, const char *json, size_t len, const struct c
 int qr_batch_delete(QrBatch *b, const char *pk_json, size_t len, bool *found, QrError *err);
 /* Puts and deletes waiting in the batch. */
 uint64_t qr_batch_ops(const QrBatch *b);
+/* Mark a batch as bulk loading (imports): its commits write segment files
+ * directly instead of going through the in-memory tier of small commits. */
+void qr_batch_set_bulk(QrBatch *b, bool bulk);
+/* Move src's puts and deletes to the end of dst (index/table.h
+ * table_batch_absorb): batches filled by several threads, committed as one.
+ * src is left empty.  Errors: QR_EINVAL, QR_EIO, QR_ENOMEM. */
+int qr_batch_absorb(QrBatch *dst, QrBatch *src, QrError *err);
+/* Write the batch's documents so far as its segment now, in this thread
+ * (index/table.h table_batch_seal).  Errors: QR_EIO, QR_ENOMEM (the batch
+ * can then only be freed). */
+int qr_batch_seal(QrBatch *b, QrError *err);
+/* The batch's table. */
+QrTable *qr_batch_table(const QrBatch *b);
+/* One put or delete for qr_batch_fill: a JSON document, or a primary key
+ * as JSON text. */
+typedef struct QrLoadOp {
+    bool is_delete;
+    const char *text;  /* borrows */
+    size_t len;
+} QrLoadOp;
+/* Apply ops[0..n) to b in order -- the same batch as qr_batch_put and
+ * qr_batch_delete one by one would make -- with up to `threads` threads
+ * (0: qr_load_threads_default; few ops: the caller's thread alone):
+ * contiguous slices are indexed in parallel batches that are sealed and
+ * absorbed into b in order.  On an error, the one of the first failing op
+ * in op order is returned with its index in *failed_at (may be NULL); b
+ * then holds only part of the ops and is for discarding. */
+int qr_batch_fill(QrBatch *b, const QrLoadOp *ops, size_t n, int threads, size_t *failed_at,
+                  QrError *err);
 /* Commit the batch and leave it empty for more.  0: every change in it is
  * durable and visible.  An error means nothing of it was written -- unless
  * the error's detail says the outcome is unknown (the log could not be
@@ -171,6 +204,23 @@ uint64_t qr_batch_ops(const QrBatch *b);
  * restarts.  The batch is empty afterwards either way.  A full disk fails a
  * commit with QR_EIO; commits work again once space is freed. */
 int qr_batch_commit(QrBatch *b, QrError *err);
+/* The same commit in two steps (index/table.h table_batch_commit_start):
+ * for a caller that orders commits under a lock of its own and must not
+ * hold it while the log syncs, so that concurrent commits share syncs.
+ * qr_batch_commit_start: the commit is ordered and written to the log but
+ * not acknowledged (errors as qr_batch_commit: nothing was written);
+ * qr_commit_wait: durable per the fsync policy and visible on return (an
+ * error means the outcome is unknown).  Wait exactly once per successful
+ * start, before the batch's table is dropped or the QrDb closed. */
+typedef struct QrCommit {
+    void *t;           /* borrows the table's write path */
+    uint64_t end_lsn;
+    uint64_t n_ops;
+    uint64_t n_replaced; /* keys of the batch that had a live committed document */
+    bool started;
+} QrCommit;
+int qr_batch_commit_start(QrBatch *b, QrCommit *c, QrError *err);
+int qr_commit_wait(const QrCommit *c, QrError *err);
 /* Discard what the batch holds and free it.  NULL is a no-op. */
 void qr_batch_free(QrBatch *b);
 /* Checkpoint: segments and manifest on disk, the WAL trimmed. */
@@ -179,6 +229,10 @@ int qr_merge(QrTable *t, QrError *err);
 void qr_wait_merges(QrTable *t);
 /* Fetch the stored JSON of a document by primary key (JSON text). */
 int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err);
+/* The same, seeing also the commits started (qr_batch_commit_start) and
+ * not yet acknowledged: for a key check made under the lock that orders
+ * the caller's commits. */
+int qr_get_latest(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err);
 /* Verify checksums of every segment. */
 int qr_verify(QrTable *t, QrError *err);
 /* CREATE INDEX / DROP INDEX: a B-tree on a column field, built for every
@@ -188,6 +242,88 @@ int qr_verify(QrTable *t, QrError *err);
  * (already indexed), QR_EINVAL (field has no column), QR_EPERM (read-only). */
 int qr_table_create_index(QrTable *t, const char *field, QrError *err);
 int qr_table_drop_index(QrTable *t, const char *field, QrError *err);
+
+/* ---- bulk loading (query/loader.c) ----
+ *
+ * A load takes JSON documents in input order and hands back per-document
+ * outcomes and commits in the same order, indexing with a pool of threads.
+ *
+ * The input is cut into chunks of consecutive documents (chunk_docs or
+ * chunk_bytes, whichever comes first).  Each chunk is one batch, built by
+ * one of `threads` workers: JSON parsing, type checks, analysis,
+ * inversion, columns, document store and the segment file, all in
+ * parallel.  Chunks are committed strictly in input order by the caller's
+ * thread, so when two documents share a key the later one wins as in a
+ * sequential load, and "replaced" is counted against what the earlier
+ * chunks committed.  Outcomes are delivered in input order too: the
+ * rejected documents of a chunk (with their tags, e.g. line numbers) and
+ * then its commit, from the caller's thread inside qr_loader_add /
+ * qr_loader_finish, never from a worker.  So a progress bar and an error
+ * report see exactly what a single-threaded load would, whatever the
+ * thread count; threads = 1 builds each chunk in the caller's thread.
+ *
+ * Memory: a chunk in flight (queued, being built, built and waiting for
+ * its commit) holds about three times its JSON bytes (the records for the
+ * WAL, the builder's postings, columns and stored documents), and that is
+ * what the indexing memory budget counts -- one budget for the process,
+ * shared by every load at once (qr_load_set_defaults: `--memory`).  A load
+ * keeps at most threads + 1 chunks in flight, and puts one more in only
+ * when the budget has room for it, or when it has none in flight (so that
+ * every load moves); otherwise qr_loader_add commits its oldest chunks
+ * first.  chunk_bytes shrinks so that threads + 1 chunks fit the budget.
+ *
+ * Strict mode: the first rejected document stops the load.  Chunks before
+ * its chunk are committed; its chunk's documents before it stay in a
+ * batch that qr_loader_finish(commit = true) commits (an upload keeps what
+ * it accepted) and qr_loader_free discards; later chunks are discarded.
+ * Fatal errors (a commit that failed, a full disk, memory) stop the load
+ * the same way; nothing of a failed commit was written.
+ */
+typedef struct QrLoadOpts {
+    int threads;            /* indexing threads; 0 = qr_load_threads_default() */
+    uint64_t chunk_docs;    /* documents per commit (default 10000) */
+    size_t chunk_bytes;     /* ... or JSON bytes per commit (default 32 MiB) */
+    size_t memory_bytes;    /* the process's indexing memory budget this load respects;
+                               0 = qr_load_memory_default() */
+    bool strict;            /* the first rejected document stops the load */
+    /* a rejected document: its tag and why (input order) */
+    void (*on_reject)(void *arg, uint64_t tag, const QrError *e);
+    /* a commit: the tag of its last document, and the documents it added
+     * (new keys) and replaced (keys that had a live document) */
+    void (*on_commit)(void *arg, uint64_t last_tag, uint64_t added, uint64_t replaced);
+    void *arg;
+} QrLoadOpts;
+
+typedef struct QrLoader QrLoader;
+
+/* The machine's indexing threads (qr_cpu_count) unless set by
+ * qr_load_set_defaults; the memory budget: an eighth of the machine's
+ * memory (qr_mem_physical), at least 64 MiB, unless set. */
+int qr_load_threads_default(void);
+size_t qr_load_memory_default(void);
+/* `quarry import --threads --memory` and `quarry serve`: process-wide
+ * defaults (0 keeps the current one). */
+void qr_load_set_defaults(int threads, size_t memory_bytes);
+
+/* Start loading into table t (borrowed: the loader must be freed before
+ * the table is closed or dropped).  Errors: QR_ENOMEM, QR_EINTERNAL (a
+ * thread could not start), QR_EPERM (read-only table). */
+int qr_loader_begin(QrTable *t, const QrLoadOpts *opts, QrLoader **out, QrError *err);
+/* Queue one JSON document (copied) with the caller's tag (tags increase).
+ * May wait for commits (the memory budget) and deliver outcomes through
+ * the callbacks.  A fatal error or a strict rejection is returned once
+ * delivered (everything before it delivered too); after it only
+ * qr_loader_finish and qr_loader_free are useful (more adds return it
+ * again). */
+int qr_loader_add(QrLoader *l, uint64_t tag, const char *json, size_t len, QrError *err);
+/* Build and commit everything queued, delivering every outcome.  After a
+ * strict rejection, `commit` commits what its chunk accepted before it
+ * (else it stays uncommitted and free discards it).  Returns the load's
+ * error, if any (then the error of the final commit, if that failed). */
+int qr_loader_finish(QrLoader *l, bool commit, QrError *err);
+/* Stop the workers and discard whatever is not committed.  NULL is a no-op. */
+void qr_loader_free(QrLoader *l);
+
 
 /* ---- search ---- */
 

@@ -27,8 +27,10 @@
 
 typedef struct HttpConfig {
     char http[128];              /* listen address "HOST:PORT" (port 0 = any free port) */
-    int threads;                 /* ignored: each connection has its own thread (kept so
-                                    that older config files load) */
+    int threads;                 /* indexing threads of uploads and COPY FROM (0 = the
+                                    machine's cores; once ignored, so old files load) */
+    uint64_t index_memory_bytes; /* their indexing memory budget (0 = an eighth of the
+                                    machine's memory) */
     uint64_t max_body_bytes;     /* JSON request bodies (413 beyond) */
     uint64_t max_ingest_bytes;   /* one JSONL upload, counted after gunzip (413 beyond) */
     uint64_t max_line_bytes;     /* one JSONL line (that line is rejected beyond) */

@@ -35,7 +35,10 @@ typedef struct ConfKey {
 #define CAP(f) sizeof(((HttpConfig *)0)->f)
 static const ConfKey HTTP_CONFIG_KEYS[] = {
     {"http", CK_STR, OFF(http), 0, 0, "listen address HOST:PORT", CAP(http)},
-    {"threads", CK_INT, OFF(threads), 0, 256, "ignored (one thread per connection)"},
+    {"threads", CK_INT, OFF(threads), 0, 256,
+     "indexing threads of uploads and COPY (0 = the machine's cores)"},
+    {"index_memory_bytes", CK_U64, OFF(index_memory_bytes), 0, 1e15,
+     "indexing memory of uploads and COPY (0 = an eighth of the machine's)"},
     {"max_body_bytes", CK_U64, OFF(max_body_bytes), 1024, 1e12, "largest JSON request body"},
     {"max_ingest_bytes", CK_U64, OFF(max_ingest_bytes), 1024, 1e15,
      "largest JSONL upload (after gunzip)"},

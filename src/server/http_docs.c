@@ -383,6 +383,42 @@ static void counts_json(QrBuf *b, Upload *u)
         qr_buf_putc(b, '}');
     }
     qr_buf_printf(b, "],\"errors_truncated\":%s", (uint64_t)n < c.rejected ? "true" : "false");
+    /* an inferred schema: why each field got its type, a line each */
+    size_t notes_len;
+    const char *notes = ingest_inference_notes(u->in, &notes_len);
+    if (!notes)
+        return;
+    static const char key[] = ",\"schema_notes\":[";
+    qr_buf_append(b, key, sizeof key - 1);
+    const char *p = notes, *end = notes + notes_len;
+    for (bool first = true; p < end; first = false) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char line[512];
+        /* lines are "  name: reason" */
+        size_t skip = len >= 2 && p[0] == ' ' && p[1] == ' ' ? 2 : 0;
+        snprintf(line, sizeof line, "%.*s", (int)(len - skip), p + skip);
+        if (!first)
+            qr_buf_putc(b, ',');
+        jw_cstr(b, line);
+        p += len + 1;
+    }
+    qr_buf_putc(b, ']');
+}
+
+/* The upload's ingest (its indexing threads, what it did not commit), its
+ * streaming guard on the table and its place among the running uploads go
+ * back; idempotent. */
+static void upload_release(HttpReq *r, Upload *u)
+{
+    ingest_free(u->in);
+    u->in = NULL;
+    if (u->guard)
+        http_table_leave(r->srv, r->t, true);
+    u->guard = false;
+    if (u->counted)
+        atomic_fetch_sub(&r->srv->ingests, 1);
+    u->counted = false;
 }
 
 /* The end of the body: last partial line, last commit, the report. */
@@ -435,6 +471,10 @@ void http_docs_ingest_end(HttpReq *r)
     }
     counts_json(&b, u);
     qr_buf_putc(&b, '}');
+    /* everything is committed or discarded: let go of the table before the
+     * answer, so that a client's next request (a DROP) finds the upload
+     * over -- not still stopping its indexing threads */
+    upload_release(r, u);
     http_reply_json(r, status, &b);
 }
 
@@ -449,13 +489,9 @@ void http_docs_ingest_cleanup(HttpReq *r)
             qr_error_set(&u->fail, QR_ECANCELED, "upload ended early");
         commit_after_failure(u);
     }
-    ingest_free(u->in);
+    upload_release(r, u);
     if (u->z_live)
         inflateEnd(&u->z);
-    if (u->guard)
-        http_table_leave(r->srv, r->t, true);
-    if (u->counted)
-        atomic_fetch_sub(&r->srv->ingests, 1);
     qr_free(u);
     r->state = NULL;
     /* an upload's lines, batches and segment builds leave freed heap

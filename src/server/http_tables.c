@@ -34,12 +34,15 @@ void http_stats_fields(QrBuf *b, const QrTableStats *st)
     qr_buf_printf(b,
                   "\"docs\":%llu,\"docs_total\":%llu,\"segments\":%llu,\"disk_bytes\":%llu,"
                   "\"wal_bytes\":%llu,\"merges_done\":%llu,\"merges_running\":%llu,"
-                  "\"commits\":%llu,\"checkpoints\":%llu",
+                  "\"commits\":%llu,\"checkpoints\":%llu,\"mem_segments\":%llu,"
+                  "\"mem_bytes\":%llu,\"peak_segments\":%llu,\"wal_syncs\":%llu",
                   (unsigned long long)st->docs, (unsigned long long)st->docs_total,
                   (unsigned long long)st->segments, (unsigned long long)st->disk_bytes,
                   (unsigned long long)st->wal_bytes, (unsigned long long)st->merges_done,
                   (unsigned long long)st->merges_running, (unsigned long long)st->commits,
-                  (unsigned long long)st->checkpoints);
+                  (unsigned long long)st->checkpoints, (unsigned long long)st->mem_segments,
+                  (unsigned long long)st->mem_bytes, (unsigned long long)st->peak_segments,
+                  (unsigned long long)st->wal_syncs);
 }
 
 /* GET /tables: names with their statistics. */

@@ -53,6 +53,7 @@ static void usage(void)
             "                    [--tls-cert CERT.pem --tls-key KEY.pem] [--mem-limit BYTES]\n"
             "                    [--peers URL,URL] [--peer-key-file FILE] [--peer-ca CA.pem]\n"
             "                    [--peer-unreachable error|warn] [--peer-timeout MS]\n"
+            "                    [--threads N] [--memory BYTES]\n"
             "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
             "  --pg        also serve the PostgreSQL wire protocol (e.g. 127.0.0.1:5433;\n"
             "              docs/pg-protocol.md); users: quarry user add NAME\n"
@@ -74,6 +75,9 @@ static void usage(void)
             "  --peer-unreachable  error (default): a ranked query fails when a peer does not\n"
             "              answer; warn: it answers from the others' statistics with a warning\n"
             "  --peer-timeout  ms for one peer's answer (default 5000)\n"
+            "  --threads   indexing threads of uploads and COPY FROM (default: the cores)\n"
+            "  --memory    their indexing memory, in bytes (default: an eighth of the\n"
+            "              machine's memory; docs/operations.md)\n"
             "  limits and timeouts: docs/operations.md; API keys: quarry key add NAME\n");
 }
 
@@ -118,7 +122,8 @@ int cmd_serve(int argc, char **argv)
                        {"peer-key-file", NULL, NULL},   /* 20 */
                        {"peer-ca", NULL, NULL},         /* 21 */
                        {"peer-unreachable", NULL, NULL}, /* 22 */
-                       {"peer-timeout", NULL, NULL}};   /* 23 */
+                       {"peer-timeout", NULL, NULL},   /* 23 */
+                       {"memory", "index_memory_bytes", NULL}};
 
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
     for (int i = 0; i < argc; i++) {
@@ -184,6 +189,9 @@ int cmd_serve(int argc, char **argv)
      * the system when it ends (glibc's threshold would otherwise rise past
      * the block size after the first free, and the blocks stay in the heap) */
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    /* uploads and COPY FROM: their indexing threads and memory (the
+     * threshold above also hands their big buffers back when freed) */
+    qr_load_set_defaults(cfg.threads, (size_t)cfg.index_memory_bytes);
     QrDbOpts dbo;
     qr_db_opts_default(&dbo);
     dbo.salvage = opts[5].value != NULL;
@@ -317,18 +325,17 @@ int cmd_serve(int argc, char **argv)
         qr_log(QR_LOG_INFO, "serve peers=%s count=%d on_unreachable=%s timeout_ms=%u",
                po.urls, peers_count(peers), po.warn_unreachable ? "warn" : "error",
                po.timeout_ms ? po.timeout_ms : 5000);
-    if (cfg.threads > 0)
-        qr_log(QR_LOG_INFO, "serve: setting \"threads\" is ignored: every HTTP connection has "
-                            "its own thread");
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     qr_log(QR_LOG_INFO,
            "serve started version=%s http=%s://%s/ admin=%s://%s/ data=%s cores=%ld "
            "max_connections=%d max_connections_per_ip=%d header_timeout_s=%d "
-           "query_timeout_ms=%llu mem_limit_mib=%llu pid=%ld",
+           "query_timeout_ms=%llu mem_limit_mib=%llu index_threads=%d index_memory_mib=%llu "
+           "pid=%ld",
            QUARRY_VERSION, cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv),
            cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv), data, cores,
            cfg.max_connections, cfg.max_connections_per_ip, cfg.header_timeout_s,
            (unsigned long long)cfg.query_timeout_ms, (unsigned long long)(mem_limit >> 20),
+           qr_load_threads_default(), (unsigned long long)(qr_load_memory_default() >> 20),
            (long)getpid());
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)

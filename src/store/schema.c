@@ -689,14 +689,30 @@ void qr_format_timestamp(int64_t us, char *out, size_t out_len)
                  tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
-/* ---- inference ---- */
+/* ---- inference ----
+ *
+ * Every sampled value of a field is counted by kind; the kind most values
+ * have decides the type (a number among strings does not make a field
+ * text, nor a string among numbers), and the odd values' lines are then
+ * rejected at import, naming the field.  Strings also count their longest
+ * length and distinct values (hashes, up to INFER_DISTINCT_MAX), which
+ * tell a short, repeating label (a keyword: also kept as a column) from
+ * prose. */
 
-enum { SEEN_NULL = 1, SEEN_BOOL = 2, SEEN_INT = 4, SEEN_FLOAT = 8, SEEN_TS = 16, SEEN_STR = 32,
-       SEEN_OTHER = 64 };
+#define INFER_DISTINCT_MAX 256   /* distinct strings counted per field */
+#define INFER_DISTINCT_SLOTS 512 /* open-addressing slots (twice the max) */
+#define INFER_KEYWORD_MAX_LEN 64 /* bytes: a longer string is prose */
+
+enum { K_BOOL, K_INT, K_FLOAT, K_TS, K_STR, K_ARR, K_OTHER, K_N };
 
 typedef struct InferField {
     char name[QR_NAME_MAX + 1];
-    unsigned seen;
+    uint64_t n[K_N];         /* non-null values of each kind */
+    uint64_t n_null;
+    size_t str_max_len;      /* longest string value, bytes */
+    uint64_t *distinct;      /* owns: hashes of string values (0 = empty slot) */
+    int n_distinct;          /* up to INFER_DISTINCT_MAX + 1 (= "more") */
+    char why[200];           /* what schema_infer_finish decided, and why */
 } InferField;
 
 struct SchemaInfer {
@@ -714,39 +730,64 @@ SchemaInfer *schema_infer_new(const char *primary_key)
     return si;
 }
 
-void schema_infer_free(SchemaInfer *si) { qr_free(si); }
-
-static unsigned classify(const cJSON *v)
+void schema_infer_free(SchemaInfer *si)
 {
-    if (cJSON_IsNull(v))
-        return SEEN_NULL;
+    if (!si)
+        return;
+    for (int i = 0; i < si->n; i++)
+        qr_free(si->f[i].distinct);
+    qr_free(si);
+}
+
+static int classify(const cJSON *v)
+{
     if (cJSON_IsBool(v))
-        return SEEN_BOOL;
+        return K_BOOL;
     if (cJSON_IsNumber(v)) {
         double d = v->valuedouble;
-        if (d == floor(d) && fabs(d) < 9.0e15)
-            return SEEN_INT;
-        return SEEN_FLOAT;
+        return d == floor(d) && fabs(d) < 9.0e15 ? K_INT : K_FLOAT;
     }
     if (cJSON_IsString(v)) {
         int64_t us;
-        if (qr_parse_timestamp(v->valuestring, strlen(v->valuestring), &us))
-            return SEEN_TS;
-        return SEEN_STR;
+        return qr_parse_timestamp(v->valuestring, strlen(v->valuestring), &us) ? K_TS : K_STR;
     }
     if (cJSON_IsArray(v)) {
         const cJSON *e;
-        unsigned r = 0;
         cJSON_ArrayForEach(e, v)
         {
-            if (cJSON_IsString(e))
-                r |= SEEN_STR;
-            else
-                return SEEN_OTHER;
+            if (!cJSON_IsString(e))
+                return K_OTHER;
         }
-        return r ? r : SEEN_NULL;
+        return K_ARR;
     }
-    return SEEN_OTHER;
+    return K_OTHER;
+}
+
+/* Count a string value's length and (while few) its distinct value. */
+static void infer_string(InferField *f, const char *s)
+{
+    size_t len = strlen(s);
+    if (len > f->str_max_len)
+        f->str_max_len = len;
+    if (f->n_distinct > INFER_DISTINCT_MAX)
+        return;
+    if (!f->distinct && !(f->distinct = qr_calloc(INFER_DISTINCT_SLOTS, sizeof *f->distinct))) {
+        f->n_distinct = INFER_DISTINCT_MAX + 1; /* no memory: count it as "many" */
+        return;
+    }
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    h |= 1; /* never 0, the empty slot */
+    for (size_t k = h % INFER_DISTINCT_SLOTS;; k = (k + 1) % INFER_DISTINCT_SLOTS) {
+        if (f->distinct[k] == h)
+            return;
+        if (!f->distinct[k]) {
+            f->distinct[k] = h;
+            f->n_distinct++;
+            return;
+        }
+    }
 }
 
 int schema_infer_add(SchemaInfer *si, const char *json, size_t len, QrError *err)
@@ -773,13 +814,94 @@ int schema_infer_add(SchemaInfer *si, const char *json, size_t len, QrError *err
                 continue;
             }
             idx = si->n++;
+            memset(&si->f[idx], 0, sizeof si->f[idx]);
             snprintf(si->f[idx].name, sizeof si->f[idx].name, "%s", v->string);
-            si->f[idx].seen = 0;
         }
-        si->f[idx].seen |= classify(v);
+        InferField *f = &si->f[idx];
+        if (cJSON_IsNull(v)) {
+            f->n_null++;
+            continue;
+        }
+        int k = classify(v);
+        f->n[k]++;
+        if (k == K_STR)
+            infer_string(f, v->valuestring);
     }
     cJSON_Delete(root);
     return QR_OK;
+}
+
+/* Decide field f's type from its counts: *t, whether text also keeps a
+ * keyword column, and f->why.  False: not indexed (only nulls, or mostly
+ * nested values). */
+static bool infer_decide(InferField *f, QrFieldType *t, bool *column)
+{
+    uint64_t n = 0;
+    for (int k = 0; k < K_N; k++)
+        n += f->n[k];
+    uint64_t num = f->n[K_INT] + f->n[K_FLOAT];
+    uint64_t odd; /* values the type will reject: their lines are */
+    const char *what;
+    *column = false;
+    if (n == 0) {
+        snprintf(f->why, sizeof f->why, "not indexed: only null in %llu sampled lines",
+                 (unsigned long long)f->n_null);
+        return false;
+    }
+    if (num * 2 > n) {
+        *t = f->n[K_FLOAT] ? QR_FT_FLOAT : QR_FT_INT;
+        what = f->n[K_FLOAT] ? "numbers, some with a fraction" : "integers";
+        odd = n - num;
+    } else if (f->n[K_BOOL] * 2 > n) {
+        *t = QR_FT_BOOL;
+        what = "booleans";
+        odd = n - f->n[K_BOOL];
+    } else if (f->n[K_TS] * 2 > n) {
+        *t = QR_FT_TIMESTAMP;
+        what = "ISO-8601 timestamps";
+        odd = n - f->n[K_TS];
+    } else if (f->n[K_OTHER] * 2 > n) {
+        snprintf(f->why, sizeof f->why,
+                 "not indexed (stored): %llu of %llu sampled values are objects or mixed arrays",
+                 (unsigned long long)f->n[K_OTHER], (unsigned long long)n);
+        return false;
+    } else {
+        *t = QR_FT_TEXT;
+        uint64_t strs = f->n[K_STR] + f->n[K_TS] + f->n[K_ARR];
+        odd = n - strs;
+        /* a short label that repeats (no arrays): filterable and facetable
+         * as a keyword column, searchable as text too */
+        *column = f->n[K_ARR] == 0 && f->n[K_TS] == 0 && f->n[K_STR] > 0 &&
+                  f->str_max_len <= INFER_KEYWORD_MAX_LEN &&
+                  f->n_distinct <= INFER_DISTINCT_MAX &&
+                  (uint64_t)f->n_distinct * 2 <= f->n[K_STR];
+        char dist[32];
+        if (f->n_distinct > INFER_DISTINCT_MAX)
+            snprintf(dist, sizeof dist, "over %d", INFER_DISTINCT_MAX);
+        else
+            snprintf(dist, sizeof dist, "%d", f->n_distinct);
+        if (*column)
+            snprintf(f->why, sizeof f->why,
+                     "text and keyword column: %llu of %llu sampled values are short strings "
+                     "(at most %zu bytes) with %s distinct values",
+                     (unsigned long long)strs, (unsigned long long)n, f->str_max_len, dist);
+        else
+            snprintf(f->why, sizeof f->why,
+                     "text: %llu of %llu sampled values are strings (up to %zu bytes, %s "
+                     "distinct)",
+                     (unsigned long long)strs, (unsigned long long)n, f->str_max_len, dist);
+        what = NULL;
+    }
+    if (what)
+        snprintf(f->why, sizeof f->why, "%s: %llu of %llu sampled values are %s",
+                 schema_type_name(*t), (unsigned long long)(n - odd), (unsigned long long)n,
+                 what);
+    if (odd) {
+        size_t l = strlen(f->why);
+        snprintf(f->why + l, sizeof f->why - l, "; lines with the other %llu are rejected",
+                 (unsigned long long)odd);
+    }
+    return true;
 }
 
 int schema_infer_finish(SchemaInfer *si, QrSchema *out, QrError *err)
@@ -787,31 +909,35 @@ int schema_infer_finish(SchemaInfer *si, QrSchema *out, QrError *err)
     schema_init(out);
     snprintf(out->primary_key, sizeof out->primary_key, "%s", si->pk);
     for (int i = 0; i < si->n; i++) {
-        unsigned s = si->f[i].seen & ~(unsigned)SEEN_NULL;
         QrFieldType t;
-        if (s == 0 || (s & SEEN_OTHER))
-            continue; /* only nulls or nested objects: stored, not indexed */
-        if (s & SEEN_STR)
-            t = QR_FT_TEXT;
-        else if (s == SEEN_TS)
-            t = QR_FT_TIMESTAMP;
-        else if (s & SEEN_TS)
-            t = QR_FT_TEXT;
-        else if (s == SEEN_BOOL)
-            t = QR_FT_BOOL;
-        else if (s & SEEN_BOOL)
-            continue; /* bool mixed with numbers: leave unindexed */
-        else if (s & SEEN_FLOAT)
-            t = QR_FT_FLOAT;
-        else
-            t = QR_FT_INT;
+        bool column;
+        if (!infer_decide(&si->f[i], &t, &column))
+            continue;
         QrField f;
         schema_field_defaults(&f, si->f[i].name, t);
+        f.column = column;
         if (schema_add_field(out, &f, err) < 0)
             return err ? err->code : QR_EINVAL;
     }
     schema_default_all(out);
     return QR_OK;
+}
+
+int schema_infer_explain(const SchemaInfer *si, QrBuf *out)
+{
+    for (int i = 0; i < si->n; i++) {
+        const InferField *f = &si->f[i];
+        qr_buf_append(out, "  ", 2);
+        qr_buf_append(out, f->name, strlen(f->name));
+        qr_buf_append(out, ": ", 2);
+        qr_buf_append(out, f->why, strlen(f->why));
+        qr_buf_append(out, "\n", 1);
+    }
+    if (si->too_many) {
+        const char *m = "  (more fields than a table may have: the rest are stored, not indexed)\n";
+        qr_buf_append(out, m, strlen(m));
+    }
+    return qr_buf_ok(out) ? QR_OK : QR_ENOMEM;
 }
 
 int schema_column_type(const QrField *f)

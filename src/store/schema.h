@@ -138,15 +138,23 @@ int schema_type_parse(const char *name, QrFieldType *t);
 bool qr_name_valid(const char *name);
 
 /* Schema inference from sample documents (cJSON objects, as text).  Feed
- * each sample with schema_infer_add; schema_infer_finish writes the schema:
- * strings -> text (english), ISO-8601 dates -> timestamp, integers -> int,
- * other numbers -> float, booleans -> bool; arrays of strings -> text;
- * a field seen with conflicting types widens (int+float -> float,
- * anything+string -> text). */
+ * each sample with schema_infer_add; schema_infer_finish writes the schema.
+ * A field's type is the kind most of its sampled non-null values have
+ * (more than half): integers -> int, numbers with a fraction among them ->
+ * float, booleans -> bool, ISO-8601 strings -> timestamp; otherwise text
+ * (english), which also keeps a keyword column (filters, facets, sorting)
+ * when its strings are short (<= 64 bytes) and repeat (distinct values at
+ * most half the values, and at most 256).  Values of another kind are not
+ * widened to: their documents are rejected by the type checks, naming the
+ * field.  Fields that are only null, or mostly objects, are stored and not
+ * indexed.  schema_infer_explain (after finish) writes a line per field:
+ * what was decided and why.  _free(NULL) is a no-op. */
 typedef struct SchemaInfer SchemaInfer;
 SchemaInfer *schema_infer_new(const char *primary_key);
 int schema_infer_add(SchemaInfer *si, const char *json, size_t len, QrError *err);
 int schema_infer_finish(SchemaInfer *si, QrSchema *out, QrError *err);
+/* Appends "  name: decision and reason\n" per field.  Errors: QR_ENOMEM. */
+int schema_infer_explain(const SchemaInfer *si, QrBuf *out);
 void schema_infer_free(SchemaInfer *si);
 
 /* Replace the synonyms with json[0, len): groups [["a", "b"], ...] (every

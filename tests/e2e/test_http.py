@@ -399,6 +399,10 @@ def test_ingest(srv, oracle):
                                                    {"id": 2, "name": "beta", "n": 3}]))
     check(st == 200 and body.get("table_created") and body.get("schema_inferred") and
           body.get("imported") == 2, "ingest creates an inferred table: %s" % body)
+    check(body.get("schema_notes") == [
+        "name: text: 2 of 2 sampled values are strings (up to 10 bytes, 2 distinct)",
+        "n: int: 1 of 1 sampled values are integers"],
+        "the answer says why each field got its type: %s" % body.get("schema_notes"))
     st, _, body = call(srv, "GET", "/tables/inferred")
     check(st == 200 and any(f["name"] == "name" and f["type"] == "text"
                             for f in body["schema"]["fields"]), "inferred schema has name:text")
