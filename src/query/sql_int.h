@@ -597,6 +597,8 @@ struct SqlExpr {
                               SE_ARITH: 1 for a date/time operator (sql_datetime.c) */
     int32_t typmod;        /* SE_CAST to numeric(p, s), SE_COL of a numeric(p, s)
                               column: its typmod; below 4 (0, -1): none */
+    const char *dec_lit;   /* SE_CONST of a decimal literal (1.50): its text; float8
+                              here, numeric beside a numeric (PostgreSQL's type) */
     SqlValue val;          /* SE_CONST */
     int n_args;
     SqlExpr **args;        /* operands (SE_CASE: [arg?] when/then pairs, else) */

@@ -612,6 +612,9 @@ def gen_typed():
         "'v' || (n::numeric / 3)::numeric(12, 4)::text, 'v' || (n::numeric %% %d)::text, "
         "'v' || (-n::numeric * '1.5'::numeric)::text FROM items WHERE %s AND n IS NOT NULL ORDER BY id"
         % (k, m, m, rnd.randint(-1, 4), m, rng),
+        "SELECT id, 'v' || (n::numeric * 1.%02d)::text, 'v' || (n::numeric - 0.5 * %d)::text, "
+        "'v' || round(n::numeric * 1.075, 2)::text FROM items WHERE %s AND n IS NOT NULL ORDER BY id"
+        % (k, m, rng),
         "SELECT cat, 'v' || sum(n::numeric)::text, 'v' || avg(n::numeric)::text, "
         "'v' || max(n::numeric / %d)::text FROM items WHERE %s GROUP BY cat ORDER BY cat" % (m, rng),
         "SELECT id FROM items WHERE n::numeric / %d > '%d.5'::numeric AND %s ORDER BY n::numeric / 7, id"

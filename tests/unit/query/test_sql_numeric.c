@@ -45,7 +45,8 @@ Test(numeric, input_and_output_as_postgresql)
         {"2.5::numeric", "2.5"},             {"42::numeric", "42"},
         {"'2.5'::numeric::int4", "3"},       {"'-2.5'::numeric::int8", "-3"},
         {"pg_typeof('1'::numeric + 1)", "numeric"},
-        {"pg_typeof('1'::numeric + 1.5)", "double precision"},
+        {"pg_typeof('1'::numeric + 1.5)", "numeric"},
+        {"pg_typeof('1'::numeric + 1.5::float8)", "double precision"},
     };
     check_cases(cases, sizeof cases / sizeof *cases);
     fails("SELECT 'abc'::numeric", "22P02");
@@ -178,6 +179,16 @@ Test(numeric, numeric_columns_compute_exactly)
     is("SELECT pg_typeof(sum(amount)) FROM prices", "numeric");
     is("SELECT avg(amount) FROM prices WHERE id < 3", "0.15000000000000000000");
     is("SELECT id FROM prices ORDER BY amount DESC LIMIT 1", "3");
+    /* a decimal literal beside a numeric is numeric, with its written scale */
+    is("SELECT amount * 1.10 FROM prices WHERE id = 3", "13.750");
+    is("SELECT amount * 1.1 FROM prices WHERE id = 1", "0.11");
+    is("SELECT amount - -0.05 FROM prices WHERE id = 2", "0.25");
+    is("SELECT pg_typeof(amount * 1.5) FROM prices WHERE id = 1", "numeric");
+    is("SELECT 1.50::numeric", "1.50");
+    is("SELECT 0.1 + 0.2", "0.3");                  /* literals with each other */
+    is("SELECT 2.5 * 2", "5.0");
+    is("SELECT pg_typeof(1.5 * 2)", "numeric");
+    is("SELECT pg_typeof(1.5 * 2::float8)", "double precision"); /* beside a float */
 }
 
 Test(numeric, typmod_columns_round_check_and_describe)
