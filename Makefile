@@ -12,6 +12,8 @@
 #   make relevance   nDCG@10 / MAP / Recall@100 on the judged collections
 #   make bench    the benchmark against SQLite FTS5 and Xapian
 #   make layers   check that #include lines only point downward
+#   make pg-extension  install src/pgext (CREATE EXTENSION quarry) into PostgreSQL's
+#                 extension folder, $(PG_CONFIG) --sharedir (docs/scale-out.md)
 
 CC       ?= cc
 CSTD      = -std=c11 -D_GNU_SOURCE
@@ -50,10 +52,10 @@ DEB_PKGS = gcc make pkg-config ca-certificates python3 gzip \
 	libicu-dev libstemmer-dev libmicrohttpd-dev libcjson-dev libsnappy-dev \
 	libcriterion-dev libpg-query-dev libroaring-dev libstreamvbyte-dev \
 	zlib1g-dev libsqlite3-dev sqlite3 wamerican python3-xapian \
-	clang libclang-rt-14-dev curl chromium nodejs npm wrk libssl-dev postgresql-client python3-psycopg2 python3-psycopg python3-sqlalchemy postgresql-15 sphinxsearch python3-pymysql gnuplot-nox libpostgresql-jdbc-java openjdk-17-jdk-headless openssl \
+	clang libclang-rt-14-dev curl chromium nodejs npm wrk libssl-dev postgresql-client python3-psycopg2 python3-psycopg python3-sqlalchemy postgresql-15 sphinxsearch python3-pymysql python3-yaml gnuplot-nox libpostgresql-jdbc-java openjdk-17-jdk-headless openssl \
 	python3-django python3-pandas pgcli
 
-.PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz fuzz-smoke soak
+.PHONY: all deps check unit asan asan-unit e2e demo relevance bench layers clean fuzz fuzz-smoke soak pg-extension
 
 all: $(BUILD)/quarry
 
@@ -158,10 +160,18 @@ check: deps
 	@$(MAKE) --no-print-directory unit
 	@$(MAKE) --no-print-directory asan-unit
 	@$(MAKE) --no-print-directory fuzz-smoke
+	@$(MAKE) --no-print-directory pg-extension PG_CONFIG=/usr/lib/postgresql/15/bin/pg_config
 	@$(MAKE) --no-print-directory e2e
 
 layers:
 	@tests/check_layers.sh
+
+# The coordinator's side of scale-out: SQL files only, nothing to compile.
+PG_CONFIG ?= pg_config
+pg-extension:
+	@dir="$$($(PG_CONFIG) --sharedir)/extension" && \
+	  install -m 644 src/pgext/quarry.control src/pgext/quarry--1.0.sql "$$dir"/ && \
+	  echo "pg-extension: quarry installed into $$dir"
 
 demo: deps
 	@$(MAKE) --no-print-directory all

@@ -413,10 +413,11 @@ class QuarryEngine:
                               % (sub, len(missing), len(lines), missing[0]))
         return answers
 
-    def search_batch(self, table, items, limit):
-        """items: [(qid, query tuple)] -> {qid: [(id, score)]} best first."""
+    def search_batch(self, table, items, limit, flags=()):
+        """items: [(qid, query tuple)] -> {qid: [(id, score)]} best first.  flags: more
+        `quarry search` options (e.g. --typo auto --prefix, --scoring sum)."""
         lines = [{'qid': qid, 'q': self.query_text(q)} for qid, q in items]
-        answers = self._batch('search', table, lines, ['--json', '--limit', limit])
+        answers = self._batch('search', table, lines, ['--json', '--limit', limit] + list(flags))
         return {qid: [(str(h['id']), float(h['score'])) for h in a.get('hits', [])]
                 for qid, a in answers.items()}
 

@@ -120,6 +120,9 @@ def main():
     p.add_argument('--json', action='store_true')
     p.add_argument('--and', dest='and_', action='store_true')
     p.add_argument('--fields')
+    p.add_argument('--typo')                   # accepted and ignored: FTS5 has none
+    p.add_argument('--prefix', action='store_true')
+    p.add_argument('--scoring')
     p = sub.add_parser('bench')
     p.add_argument('--data', required=True)
     p.add_argument('table')

@@ -122,8 +122,9 @@ class QuarryServer:
     CONFIG = {'max_result_window': 10 ** 8, 'max_ingest_bytes': 10 ** 12,
               'query_timeout_ms': 600000, 'log_requests': False}
 
-    def __init__(self, binary, data_dir, log_path):
+    def __init__(self, binary, data_dir, log_path, http='127.0.0.1:0', extra=()):
         self.binary, self.data_dir, self.log_path = Path(binary), Path(data_dir), Path(log_path)
+        self.http, self.extra = http, list(extra)  # a fixed port and --peers (scale_out.py)
         self.proc = None
 
     def start(self):
@@ -132,8 +133,8 @@ class QuarryServer:
         conf = self.log_path.with_suffix('.config.json')
         conf.write_text(json.dumps(self.CONFIG))
         self.proc = subprocess.Popen([str(self.binary), 'serve', '--data', str(self.data_dir),
-                                      '--http', '127.0.0.1:0', '--pg', '127.0.0.1:0',
-                                      '--config', str(conf)],
+                                      '--http', self.http, '--pg', '127.0.0.1:0',
+                                      '--config', str(conf)] + self.extra,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.time() + 120
         while time.time() < deadline:

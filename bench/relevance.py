@@ -4,7 +4,9 @@
 For each collection found on disk: index title+body (English stemming), run every judged
 query (lowercased, punctuation replaced by spaces, OR semantics, top 1000) and score the
 ranking with nDCG@10, MAP (over the top 1000) and Recall@100. Engines: Quarry (through its
-CLI), SQLite FTS5 and Xapian (see bench/engines.py for their settings).
+CLI), SQLite FTS5 and Xapian (see bench/engines.py for their settings). Quarry searches as
+the HTTP search box does by default: typo tolerance "auto" and the last word completed as
+typed (--exact measures exact words only).
 
 Metrics follow trec_eval's rules. A run is sorted by score, descending, with ties broken by
 docno, descending (trec_eval's comp_sim_docno). Only relevance > 0 counts as relevant. The
@@ -16,12 +18,15 @@ and differ on cranfield's 1-4 and nfcorpus's 1-2 grades).
   bench/relevance.py                 all engines; prints a table, writes bench/results/relevance.json
   bench/relevance.py --check         Quarry vs FTS5 (same run): per-collection verdicts
   bench/relevance.py --selftest      metric code on hand-computed examples
+  bench/relevance.py --paired        Quarry with the title weighted 2: BM25F against the
+                                     weighted sum of per-field BM25, query by query
 """
 
 import argparse
 import datetime
 import json
 import math
+import random
 import re
 import sys
 import tempfile
@@ -53,6 +58,10 @@ METRICS = ('ndcg@10', 'map', 'recall@100')
 QUARRY_SCHEMA = {'primary_key': 'id', 'fields': [
     {'name': 'title', 'type': 'text', 'language': 'english'},
     {'name': 'body', 'type': 'text', 'language': 'english'}]}
+SEARCH_BOX = ('--typo', 'auto', '--prefix')   # the HTTP search's defaults
+PAIRED_RUNS = (  # --paired: (label, title weight, scoring)
+    ('unweighted', 1, 'bm25f'), ('bm25f title*2', 2, 'bm25f'), ('sum title*2', 2, 'sum'))
+PAIRED_SAMPLES = 10000  # sign flips of the paired randomization test
 
 
 # --------------------------------------------------------------------------------------
@@ -93,6 +102,24 @@ def recall_at(ranked, rels, k=100):
     n_rel = sum(1 for r in rels.values() if r > 0)
     found = sum(1 for d in ranked[:k] if rels.get(d, 0) > 0)
     return found / n_rel if n_rel else 0.0
+
+
+def per_query_ndcg(runs, qrels):
+    """{qid: nDCG@10} over the queries with a relevant document (for paired tests)."""
+    return {q: ndcg_at(trec_order(runs.get(q, [])), rels) for q, rels in qrels.items()
+            if any(r > 0 for r in rels.values())}
+
+
+def paired_p(diffs, samples=PAIRED_SAMPLES, seed=1):
+    """Two-sided paired randomization test: the share of random sign flips of the
+    per-query differences whose mean is at least as far from 0 as the observed one."""
+    if not diffs:
+        return 1.0
+    rnd = random.Random(seed)
+    seen = abs(sum(diffs))
+    hits = sum(abs(sum(d if rnd.random() < 0.5 else -d for d in diffs)) >= seen - 1e-12
+               for _ in range(samples))
+    return (hits + 1) / (samples + 1)
 
 
 def evaluate(runs, qrels):
@@ -202,20 +229,22 @@ def run_python_engine(engine, docs, items):
     return {qid: engine.top(q, TOP_K) for qid, q in items}
 
 
-def run_quarry(name, docs, items, workdir):
+def run_quarry(name, docs, items, workdir, flags=SEARCH_BOX, title_weight=1):
     q = engines.QuarryEngine(Path(workdir) / ('quarry-' + name))
     docs_path = Path(workdir) / (name + '.docs.jsonl')
     with open(docs_path, 'w', encoding='utf-8') as f:
         for d in docs:
             f.write(json.dumps(d) + '\n')
-    q.import_jsonl(name, docs_path, QUARRY_SCHEMA)
-    return q.search_batch(name, items, TOP_K)
+    schema = json.loads(json.dumps(QUARRY_SCHEMA))
+    schema['fields'][0]['weight'] = title_weight
+    q.import_jsonl(name, docs_path, schema)
+    return q.search_batch(name, items, TOP_K, flags)
 
 
-def run_engine(engine_name, coll_name, docs, items, workdir):
+def run_engine(engine_name, coll_name, docs, items, workdir, flags=SEARCH_BOX):
     """-> {qid: [(docno, score)]}; raises EngineError with the reason on failure."""
     if engine_name == 'quarry':
-        return run_quarry(coll_name, docs, items, workdir)
+        return run_quarry(coll_name, docs, items, workdir, flags)
     try:
         if engine_name == 'fts5':
             engine = engines.Fts5Engine(':memory:')
@@ -240,7 +269,7 @@ def engine_versions(names):
     return out
 
 
-def measure(selected, engine_names, workdir, progress=True):
+def measure(selected, engine_names, workdir, progress=True, flags=SEARCH_BOX):
     """Run every selected collection through every engine; returns the results dict."""
     results = {}
     for name, folder, where in selected:
@@ -258,7 +287,7 @@ def measure(selected, engine_names, workdir, progress=True):
         for e in engine_names:
             t0 = time.perf_counter()
             try:
-                runs = run_engine(e, name, docs, items, workdir)
+                runs = run_engine(e, name, docs, items, workdir, flags)
             except EngineError as err:
                 entry['engines'][e] = {'error': str(err)}
                 continue
@@ -270,6 +299,51 @@ def measure(selected, engine_names, workdir, progress=True):
                 '%s %s' % (e, ('%.3f' % r['ndcg@10']) if 'ndcg@10' in r else 'error')
                 for e, r in entry['engines'].items())), file=sys.stderr, flush=True)
     return results
+
+
+def paired(selected, workdir, flags):
+    """--paired: Quarry per PAIRED_RUNS on every collection; prints nDCG@10 of each run
+    and, for BM25F against the weighted sum (both with the title weighted 2), the mean
+    per-query difference, wins and losses, and the randomization test's p."""
+    labels = [r[0] for r in PAIRED_RUNS]
+    print('%-10s %5s | %s | %8s %9s %7s' % ('collection', 'qs', ' | '.join(
+        '%-13s' % l for l in labels), 'f-s', 'won/lost', 'p'))
+    totals = dict.fromkeys(labels, 0.0)
+    done = 0
+    for name, folder, where in selected:
+        path = collection_dir(folder, where)
+        if not path.is_dir():
+            print('%-10s not found at %s' % (name, engines.show_path(path)))
+            continue
+        docs, queries, qrels = load_collection(path)
+        judged = [q for q in qrels if q in queries]
+        items = [(q, ('or', query_words(queries[q]))) for q in judged]
+        per = {}
+        for label, weight, scoring in PAIRED_RUNS:
+            try:
+                runs = run_quarry(name, docs, items, workdir,
+                                  tuple(flags) + ('--scoring', scoring), weight)
+            except EngineError as err:
+                print('%-10s %s: %s' % (name, label, err))
+                break
+            per[label] = per_query_ndcg(runs, {q: qrels[q] for q in judged})
+        if len(per) < len(labels):
+            continue
+        qs = sorted(per[labels[0]])
+        mean = {l: sum(per[l].values()) / len(qs) for l in labels}
+        diffs = [per[labels[1]][q] - per[labels[2]][q] for q in qs]
+        won = sum(d > 1e-9 for d in diffs)
+        lost = sum(d < -1e-9 for d in diffs)
+        print('%-10s %5d | %s | %+8.3f %4d/%-4d %7.4f' % (
+            name, len(qs), ' | '.join('%-13.3f' % mean[l] for l in labels),
+            sum(diffs) / len(qs), won, lost, paired_p(diffs)), flush=True)
+        for l in labels:
+            totals[l] += mean[l]
+        done += 1
+    if done:
+        print('%-10s %5s | %s' % ('mean', '', ' | '.join(
+            '%-13.3f' % (totals[l] / done) for l in labels)))
+    return 0
 
 
 def means(results, engine_names):
@@ -351,6 +425,17 @@ def check(results):
             print('FAIL %-10s quarry nDCG@10 %.3f < fts5 %.3f - %.3f'
                   % (name, q['ndcg@10'], f['ndcg@10'], CHECK_MARGIN))
             failed += 1
+    # and on average over the collections both answered, without the margin
+    both = [r['engines'] for r in results.values()
+            if all('ndcg@10' in r.get('engines', {}).get(e, {}) for e in ('quarry', 'fts5'))]
+    if both:
+        mq = sum(e['quarry']['ndcg@10'] for e in both) / len(both)
+        mf = sum(e['fts5']['ndcg@10'] for e in both) / len(both)
+        ok = mq >= mf
+        print('%s mean       quarry nDCG@10 %.3f %s fts5 %.3f over %d collections'
+              % ('PASS' if ok else 'FAIL', mq, '>=' if ok else '<', mf, len(both)))
+        passed += ok
+        failed += not ok
     print('%d passed, %d failed, %d research-only collections not here' % (passed, failed, absent))
     return failed
 
@@ -362,6 +447,10 @@ def main():
                     help='exit non-zero unless Quarry nDCG@10 >= FTS5 - %.3f everywhere'
                     % CHECK_MARGIN)
     ap.add_argument('--selftest', action='store_true', help='test the metric code and exit')
+    ap.add_argument('--exact', action='store_true',
+                    help='Quarry without typo tolerance and completion of the last word')
+    ap.add_argument('--paired', action='store_true',
+                    help='Quarry only: BM25F against the weighted sum, title weighted 2')
     ap.add_argument('--engines', help='comma list from %s (default: all; --check: quarry,fts5)'
                     % ','.join(ALL_ENGINES))
     ap.add_argument('--collections', help='comma list (default: all): %s'
@@ -384,8 +473,11 @@ def main():
     if wanted and len(selected) != len(wanted):
         ap.error('unknown collection in %r' % args.collections)
 
+    flags = () if args.exact else SEARCH_BOX
     with tempfile.TemporaryDirectory(prefix='quarry-relevance-') as workdir:
-        results = measure(selected, names, workdir, progress=not args.check)
+        if args.paired:
+            return paired(selected, workdir, flags)
+        results = measure(selected, names, workdir, progress=not args.check, flags=flags)
     mean = means(results, names)
 
     out = args.out or (None if args.check else engines.REPO / 'bench/results/relevance.json')
@@ -394,6 +486,7 @@ def main():
                'git_commit': engines.git_commit(),
                'versions': engine_versions(names),
                'settings': {'top_k': TOP_K, 'fields': 'title+body', 'semantics': 'OR',
+                            'quarry_flags': ' '.join(flags),
                             'query_prep': 'lowercase, punctuation -> space',
                             'ndcg_gain': '2^rel-1', 'ties': 'score desc, docno desc'},
                'collections': results, 'mean': mean}

@@ -495,6 +495,9 @@ class HttpPeer:
         if not w.http:
             return None
         method, path, params, extract = w.http
+        if path.endswith('/search') and params.get('q'):
+            # the peers match words exactly: no typo tolerance, no completion
+            params = dict(params, typo='off', prefix='false')
         return lambda: extract(self.request(method, path, params))
 
     def close(self):

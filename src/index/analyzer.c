@@ -14,6 +14,7 @@
 #include "index/analyzer_int.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -229,16 +230,118 @@ static int az_stem(AzRun *r, uint32_t h, const char **t, size_t *n, uint32_t *ci
     return 0;
 }
 
-/* Emit one folded token t[0..n) at `pos`: stop words, stemming, sink. */
+/* Cut an elided article off the folded word (*t, *n): "l'homme" -> "homme".
+ * Only the first apostrophe (' or U+2019) counts, and only when what is
+ * before it is one of the language's articles. */
+static void az_elide(const Analyzer *a, const char **t, size_t *n)
+{
+    const char *s = *t;
+    for (size_t i = 1; i < *n && i <= 8; i++) {
+        size_t al = s[i] == '\'' ? 1
+                    : (i + 2 < *n && (uint8_t)s[i] == 0xE2 && (uint8_t)s[i + 1] == 0x80 &&
+                       (uint8_t)s[i + 2] == 0x99)
+                        ? 3
+                        : 0;
+        if (!al)
+            continue;
+        if (i + al >= *n)
+            return; /* nothing after the apostrophe */
+        for (const char *const *e = a->elision; *e; e++)
+            if (strlen(*e) == i && memcmp(*e, s, i) == 0) {
+                *t = s + i + al;
+                *n -= i + al;
+                return;
+            }
+        return;
+    }
+}
+
+/* The code point at s[i..n) and its byte length (0 on a bad sequence). */
+static uint32_t az_cp(const char *s, size_t i, size_t n, size_t *len)
+{
+    const uint8_t *u = (const uint8_t *)s + i;
+    size_t left = n - i;
+    if (u[0] < 0x80) {
+        *len = 1;
+        return u[0];
+    }
+    if ((u[0] & 0xE0) == 0xC0 && left >= 2) {
+        *len = 2;
+        return ((uint32_t)(u[0] & 0x1F) << 6) | (u[1] & 0x3F);
+    }
+    if ((u[0] & 0xF0) == 0xE0 && left >= 3) {
+        *len = 3;
+        return ((uint32_t)(u[0] & 0x0F) << 12) | ((uint32_t)(u[1] & 0x3F) << 6) | (u[2] & 0x3F);
+    }
+    if ((u[0] & 0xF8) == 0xF0 && left >= 4) {
+        *len = 4;
+        return ((uint32_t)(u[0] & 0x07) << 18) | ((uint32_t)(u[1] & 0x3F) << 12) |
+               ((uint32_t)(u[2] & 0x3F) << 6) | (u[3] & 0x3F);
+    }
+    *len = 1;
+    return 0xFFFD;
+}
+
+/* Han ideographs, kana and Hangul syllables: scripts written without
+ * spaces (or, for Hangul, in syllable blocks) whose single characters are
+ * searched for on their own. */
+static bool az_is_cjk(uint32_t c)
+{
+    return (c >= 0x3040 && c <= 0x30FF) || (c >= 0x31F0 && c <= 0x31FF) ||
+           (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF) ||
+           (c >= 0xAC00 && c <= 0xD7AF) || (c >= 0xF900 && c <= 0xFAFF) ||
+           (c >= 0x20000 && c <= 0x3134F);
+}
+
+/* ANALYZE_CJK_GRAMS: each CJK character of a word of two or more
+ * characters, as a gram token at the word's position.  Offsets are the
+ * character's own when folding kept the word's length, else the word's. */
+static int az_emit_grams(AzRun *r, const char *t, size_t n, uint32_t pos, size_t start,
+                         size_t end)
+{
+    size_t chars = 0, cjk = 0;
+    for (size_t i = 0, l; i < n; i += l) {
+        cjk += az_is_cjk(az_cp(t, i, n, &l));
+        chars++;
+    }
+    if (cjk == 0 || chars < 2)
+        return 0;
+    bool exact = end - start == n;
+    for (size_t i = 0, l; i < n; i += l) {
+        if (!az_is_cjk(az_cp(t, i, n, &l)))
+            continue;
+        Token g = {.text = t + i, .len = (uint32_t)l, .pos = pos,
+                   .start = (uint32_t)(exact ? start + i : start),
+                   .end = (uint32_t)(exact ? start + i + l : end), .surface = t + i,
+                   .surface_len = (uint32_t)l, .is_gram = true};
+        int rc = r->sink(r->ctx, &g);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* Emit one folded token t[0..n) at `pos`: elision, CJK grams, stop words,
+ * stemming, sink. */
 static int az_emit_one(AzRun *r, const char *t, size_t n, uint64_t pos, size_t start, size_t end)
 {
     Analyzer *a = r->a;
-    (void)a;
     if (pos > UINT32_MAX) {
         az_fail(r, QR_ELIMIT, "word position is past the limit of 4294967295");
         qr_error_hint(r->err, "split the value or start it at a lower position");
         return r->fail_code;
     }
+    if (n > UINT32_MAX)
+        return az_fail(r, QR_ELIMIT, "a token is longer than 4 GiB");
+    if (a->elision && n > 2)
+        az_elide(a, &t, &n);
+    if (r->cjk_grams && n > 3) {
+        int rc = az_emit_grams(r, t, n, (uint32_t)pos, start, end);
+        if (rc)
+            return rc;
+    }
+    const char *surface = t;
+    size_t surface_len = n;
     uint32_t cid = 0, cgen = 0;
     if (r->use_stop || r->use_stem) {
         uint32_t h = az_hash(t, n);
@@ -250,11 +353,9 @@ static int az_emit_one(AzRun *r, const char *t, size_t n, uint64_t pos, size_t s
                 return rc;
         }
     }
-    if (n > UINT32_MAX)
-        return az_fail(r, QR_ELIMIT, "a token is longer than 4 GiB");
     Token tok = {.text = t, .len = (uint32_t)n, .pos = (uint32_t)pos,
                  .start = (uint32_t)start, .end = (uint32_t)end, .cache_id = cid,
-                 .cache_gen = cgen};
+                 .cache_gen = cgen, .surface = surface, .surface_len = (uint32_t)surface_len};
     return r->sink(r->ctx, &tok);
 }
 
@@ -416,6 +517,39 @@ static int az_stop_build(Analyzer *a, const char *const *list, QrError *err)
     return rc;
 }
 
+/* A stop-word set from a list of words one per line (a field's own list). */
+static int az_stop_build_text(Analyzer *a, const char *text, size_t len, QrError *err)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += text[i] == '\n';
+    char *copy = qr_malloc(len + 1);
+    const char **list = qr_calloc(n + 2, sizeof *list);
+    if (!copy || !list) {
+        qr_free(copy);
+        qr_free(list);
+        return qr_error_set(err, QR_ENOMEM, "out of memory building the stop-word set");
+    }
+    memcpy(copy, text, len);
+    copy[len] = 0;
+    size_t k = 0;
+    for (char *p = copy; *p && k <= n;) {
+        char *e = strchr(p, '\n');
+        if (e)
+            *e = 0;
+        if (*p)
+            list[k++] = p;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    list[k] = NULL;
+    int rc = az_stop_build(a, list, err);
+    qr_free(list);
+    qr_free(copy);
+    return rc;
+}
+
 static bool az_is_none(const char *lang) { return !lang || !*lang || strcmp(lang, "none") == 0; }
 
 static int az_bad_language(const char *lang, QrError *err)
@@ -449,6 +583,12 @@ int analyzer_new(const AnalyzerOpts *opts, Analyzer **out, QrError *err)
     if (!a)
         return qr_error_set(err, QR_ENOMEM, "out of memory creating an analyzer");
     a->accent_fold = opts && opts->accent_fold;
+    a->opt_stopwords = opts && opts->stopwords;
+    size_t ll = lang ? strlen(lang) : 0;
+    /* a field's own stop words make an analyzer of its own: never pooled */
+    a->opt_poolable = ll < sizeof a->opt_lang && !(opts && opts->stop_list_len);
+    if (a->opt_poolable && ll)
+        memcpy(a->opt_lang, lang, ll);
     UErrorCode st = U_ZERO_ERROR;
     a->nfkc = unorm2_getNFKCInstance(&st);
     a->nfd = unorm2_getNFDInstance(&st);
@@ -479,15 +619,81 @@ int analyzer_new(const AnalyzerOpts *opts, Analyzer **out, QrError *err)
             goto fail;
         }
     }
-    const char *const *list = opts && opts->stopwords && !az_is_none(lang)
-                                  ? az_stopwords_for(lang) : NULL;
-    if (list && (rc = az_stop_build(a, list, err)) != 0)
-        goto fail;
+    a->elision = az_elisions_for(lang);
+    if (opts && opts->stopwords && opts->stop_list) {
+        if ((rc = az_stop_build_text(a, opts->stop_list, opts->stop_list_len, err)) != 0)
+            goto fail;
+    } else {
+        const char *const *list = opts && opts->stopwords && !az_is_none(lang)
+                                      ? az_stopwords_for(lang) : NULL;
+        if (list && (rc = az_stop_build(a, list, err)) != 0)
+            goto fail;
+    }
     *out = a;
     return QR_OK;
 fail:
     analyzer_free(a);
     return rc;
+}
+
+/* ---- the pool (analyzer_acquire) ---- */
+
+/* Idle analyzers, most recently released first; at most AZ_POOL_MAX. */
+#define AZ_POOL_MAX 64
+static pthread_mutex_t az_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static Analyzer *az_pool;
+static int az_pool_n;
+
+static bool az_same_opts(const Analyzer *a, const AnalyzerOpts *o)
+{
+    const char *lang = o && o->language ? o->language : "";
+    return a->opt_poolable && !(o && o->stop_list_len) && strcmp(a->opt_lang, lang) == 0 &&
+           a->opt_stopwords == (o && o->stopwords) && a->accent_fold == (o && o->accent_fold);
+}
+
+int analyzer_acquire(const AnalyzerOpts *opts, Analyzer **out, QrError *err)
+{
+    pthread_mutex_lock(&az_pool_mu);
+    for (Analyzer **pp = &az_pool; *pp; pp = &(*pp)->pool_next) {
+        if (az_same_opts(*pp, opts)) {
+            Analyzer *a = *pp;
+            *pp = a->pool_next;
+            a->pool_next = NULL;
+            az_pool_n--;
+            pthread_mutex_unlock(&az_pool_mu);
+            *out = a;
+            return QR_OK;
+        }
+    }
+    pthread_mutex_unlock(&az_pool_mu);
+    return analyzer_new(opts, out, err);
+}
+
+/* Scratch buffers past this go back when an analyzer returns to the pool:
+ * one long word must not pin megabytes in every idle analyzer. */
+#define AZ_POOL_KEEP_BYTES (64u << 10)
+
+void analyzer_release(Analyzer *a)
+{
+    if (!a)
+        return;
+    if (a->tok_cap > AZ_POOL_KEEP_BYTES ||
+        (size_t)a->u16_cap[0] * sizeof(UChar) > AZ_POOL_KEEP_BYTES ||
+        (size_t)a->u16_cap[1] * sizeof(UChar) > AZ_POOL_KEEP_BYTES) {
+        analyzer_free(a); /* a fresh one costs less than what it holds */
+        return;
+    }
+    if (a->opt_poolable) {
+        pthread_mutex_lock(&az_pool_mu);
+        if (az_pool_n < AZ_POOL_MAX) {
+            a->pool_next = az_pool;
+            az_pool = a;
+            az_pool_n++;
+            a = NULL;
+        }
+        pthread_mutex_unlock(&az_pool_mu);
+    }
+    analyzer_free(a);
 }
 
 void analyzer_free(Analyzer *a)
@@ -519,6 +725,7 @@ int analyzer_run_n(Analyzer *a, const char *text, size_t len, uint32_t pos_base,
                .flags = flags, .sink = sink, .ctx = ctx, .err = err};
     r.use_stop = a->stop && !(flags & ANALYZE_KEEP_STOPWORDS);
     r.use_stem = a->stemmer && !(flags & ANALYZE_NO_STEM);
+    r.cjk_grams = (flags & ANALYZE_CJK_GRAMS) != 0;
     int rc = 0;
     if ((flags & ANALYZE_FORCE_ICU) || !az_fast_available()) {
         rc = az_icu_span(&r, 0, len);
@@ -554,6 +761,10 @@ bool analyzer_has_stopwords(const char *language)
 {
     return !az_is_none(language) && az_stopwords_for(language) != NULL;
 }
+
+bool analyzer_has_elision(const char *language) { return az_elisions_for(language) != NULL; }
+
+bool analyzer_stems(const Analyzer *a) { return a && a->stemmer; }
 
 void analyzer_stats(const Analyzer *a, AnalyzerStats *out)
 {

@@ -13,9 +13,18 @@
  *      byte sequence reads as U+FFFD, which separates words.
  *   2. Folding: NFKC, then full Unicode case folding (u_strFoldCase); with
  *      accent_fold also NFD, drop every Mn code point, NFC.
- *   3. Stop words (optional): dropped when the folded, unstemmed token is in
- *      the language's built-in list.  Dropped words still use up a position.
- *   4. Stemming (optional): libstemmer on the folded token.
+ *   3. Elision (french, italian): a leading article and its apostrophe are
+ *      cut off ("l'homme" -> "homme", "dell'arte" -> "arte"), as Lucene's
+ *      ElisionFilter does.
+ *   4. Stop words (optional): dropped when the folded, unstemmed token is in
+ *      the language's built-in list, or in the field's own list when one is
+ *      given (AnalyzerOpts.stop_list).  Dropped words still use up a position.
+ *   5. Stemming (optional): libstemmer on the folded token.
+ *   6. CJK single characters (ANALYZE_CJK_GRAMS, the indexer's flag): a word
+ *      of two or more Han, kana or Hangul characters is preceded by each of
+ *      those characters as a token of its own at the word's position, marked
+ *      Token.is_gram, so that one character typed alone finds the words
+ *      holding it.  Grams are not words: they do not count in field lengths.
  *
  * What counts as one word (ICU 72 root rules, which the fast path copies):
  *   "don't" "o'neil" "don’t"   apostrophes between letters stay: one token
@@ -47,7 +56,8 @@
  * Stop-word lists exist for english (also "porter", "en", "eng"), german,
  * french and spanish (and their ISO 639 codes).  For any other language,
  * or language "none", AnalyzerOpts.stopwords is accepted and does nothing
- * (analyzer_has_stopwords tells which).
+ * (analyzer_has_stopwords tells which) unless the field brings its own list
+ * (AnalyzerOpts.stop_list).
  *
  * Ownership: an Analyzer owns its stemmer, break iterator, stem cache and
  * scratch buffers.  It is NOT thread-safe: use one per thread / writer.
@@ -67,6 +77,10 @@ typedef struct AnalyzerOpts {
     bool stopwords;       /* drop stop words of the language (positions still
                              advance past them); no-op without a built-in list */
     bool accent_fold;     /* fold diacritics: "café" -> "cafe" */
+    const char *stop_list; /* with stopwords: the field's own stop words, one per line
+                              (replacing the built-in list; any language, "none"
+                              too); NULL = the built-in list.  Read during the call */
+    size_t stop_list_len;  /* bytes of stop_list */
 } AnalyzerOpts;
 
 typedef struct Analyzer Analyzer; /* NOT thread-safe: one per thread / writer */
@@ -81,6 +95,16 @@ int analyzer_new(const AnalyzerOpts *opts, Analyzer **out, QrError *err);
 /* Release everything the analyzer owns.  NULL is a no-op. */
 void analyzer_free(Analyzer *a);
 
+/* For writers that come and go (a segment builder per commit): an idle
+ * analyzer made with the same options, or a new one (errors as
+ * analyzer_new); analyzer_release gives it back to a process-wide pool of
+ * at most 64 idle analyzers (freeing it beyond), its break iterator, stem
+ * cache and buffers kept warm.  Tokens do not depend on what an analyzer
+ * analyzed before.  Thread-safe; an acquired analyzer is the caller's
+ * alone until released.  Release NULL is a no-op. */
+int analyzer_acquire(const AnalyzerOpts *opts, Analyzer **out, QrError *err);
+void analyzer_release(Analyzer *a);
+
 typedef struct Token {
     const char *text;    /* folded (+stemmed) UTF-8, not NUL-terminated; borrowed,
                             valid only during the sink call */
@@ -94,6 +118,11 @@ typedef struct Token {
                             (cache_id, cache_gen) mean equal text — callers may
                             memoize per pair instead of hashing the text */
     uint32_t cache_gen;
+    const char *surface; /* the folded form before stemming (== text when nothing was
+                            stemmed); borrowed like text */
+    uint32_t surface_len;
+    bool is_gram;        /* a CJK character of the word at pos (ANALYZE_CJK_GRAMS): not
+                            a word of its own, so not counted in field lengths */
 } Token;
 
 /* Receives each token in text order.  A non-zero return stops the run and
@@ -104,6 +133,8 @@ enum {
     ANALYZE_NO_STEM = 1,        /* skip stemming (prefix or exact-form terms) */
     ANALYZE_FORCE_ICU = 2,      /* bypass the fast path (tests, debugging) */
     ANALYZE_KEEP_STOPWORDS = 4, /* emit stop words too (phrase queries) */
+    ANALYZE_CJK_GRAMS = 8,      /* also emit each CJK character of a longer word (indexing,
+                                   snippets) */
 };
 
 /* Break `text` (len bytes of UTF-8, need not be valid or NUL-terminated;
@@ -135,6 +166,10 @@ uint32_t analyzer_cache_slots(void);
 /* Whether `language` (as accepted by analyzer_new) has a built-in stop-word
  * list, i.e. whether AnalyzerOpts.stopwords does anything for it. */
 bool analyzer_has_stopwords(const char *language);
+/* Whether `language` cuts elided articles ("l'", "dell'") off words. */
+bool analyzer_has_elision(const char *language);
+/* Whether the analyzer stems (its language is not "none"). */
+bool analyzer_stems(const Analyzer *a);
 
 typedef struct AnalyzerStats {
     uint64_t fast_bytes; /* input bytes the fast path tokenized */

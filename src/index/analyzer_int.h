@@ -54,6 +54,8 @@ struct Analyzer {
     uint32_t stop_mask;         /* capacity - 1 */
     char *stop_pool;            /* owns the folded stop words */
 
+    const char *const *elision; /* static: articles cut before an apostrophe, NULL = none */
+
     AzStemSlot *stem_cache;     /* owns AZ_STEM_SLOTS slots (NULL = no stemming) */
     uint32_t stem_gen;          /* last generation handed to a slot */
 
@@ -63,6 +65,12 @@ struct Analyzer {
     int32_t u16_cap[2];
 
     AnalyzerStats stats;
+
+    /* the options it was made with, for the pool (analyzer_acquire) */
+    char opt_lang[32];
+    bool opt_stopwords;
+    bool opt_poolable;          /* language fit opt_lang */
+    struct Analyzer *pool_next; /* idle in the pool: the next idle one */
 };
 
 /* State of one analyzer_run call, shared by both paths. */
@@ -74,6 +82,7 @@ typedef struct AzRun {
     unsigned flags;
     bool use_stop;        /* stop words active for this run */
     bool use_stem;        /* stemming active for this run */
+    bool cjk_grams;       /* ANALYZE_CJK_GRAMS */
     TokenSink sink;
     void *ctx;
     uint64_t n_words;     /* words seen so far, stop words included */
@@ -125,5 +134,8 @@ size_t az_span_end(const uint8_t *text, size_t len, size_t bad_at);
 /* The built-in stop-word list (UTF-8, unfolded, NULL-terminated) for a
  * language name or ISO 639 code, or NULL if there is none. */
 const char *const *az_stopwords_for(const char *language);
+/* The elided articles (folded ASCII, NULL-terminated) of a language whose
+ * words take them ("l'homme"), or NULL. */
+const char *const *az_elisions_for(const char *language);
 
 #endif

@@ -1,6 +1,7 @@
 /*
  * analyzer_stopwords.c — built-in stop-word lists (english, german, french,
- * spanish), looked up by libstemmer language name or ISO 639 code.
+ * spanish) and elided articles (french, italian), looked up by libstemmer
+ * language name or ISO 639 code.
  *
  * Layer: index/.  Calls libc only.
  *
@@ -10,7 +11,8 @@
  * "dass").  They hold function words only: articles, pronouns,
  * prepositions, conjunctions and forms of the commonest auxiliaries.
  * Elided French forms ("l'", "d'") are absent on purpose: the word breaker
- * keeps "l'homme" as one word, so they never occur alone.
+ * keeps "l'homme" as one word, and the elision step (az_elisions_for, the
+ * articles Lucene's French and Italian analyzers cut) makes it "homme".
  */
 #include <stddef.h>
 #include <string.h>
@@ -87,5 +89,35 @@ const char *const *az_stopwords_for(const char *language)
     for (size_t i = 0; i < sizeof az_stop_langs / sizeof az_stop_langs[0]; i++)
         if (strcmp(az_stop_langs[i].name, language) == 0)
             return az_stop_langs[i].list;
+    return NULL;
+}
+
+/* Articles that take an apostrophe before a vowel: "l'homme", "qu'il",
+ * "dell'arte", "un'altra". */
+static const char *const az_elide_french[] = {
+    "l", "m", "t", "qu", "n", "s", "j", "d", "c", "jusqu", "quoiqu", "lorsqu", "puisqu", NULL,
+};
+
+static const char *const az_elide_italian[] = {
+    "c", "l", "all", "dall", "dell", "nell", "sull", "coll", "pell", "gl", "agl", "dagl",
+    "degl", "negl", "sugl", "un", "m", "t", "s", "v", "d", NULL,
+};
+
+static const struct {
+    const char *name;
+    const char *const *list;
+} az_elide_langs[] = {
+    {"french", az_elide_french}, {"fr", az_elide_french},   {"fra", az_elide_french},
+    {"fre", az_elide_french},    {"italian", az_elide_italian}, {"it", az_elide_italian},
+    {"ita", az_elide_italian},
+};
+
+const char *const *az_elisions_for(const char *language)
+{
+    if (!language)
+        return NULL;
+    for (size_t i = 0; i < sizeof az_elide_langs / sizeof az_elide_langs[0]; i++)
+        if (strcmp(az_elide_langs[i].name, language) == 0)
+            return az_elide_langs[i].list;
     return NULL;
 }

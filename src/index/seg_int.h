@@ -40,6 +40,15 @@ void seg_meta_write(QrBuf *out, uint32_t n_docs, int n_fields, const uint64_t *f
 /* Append row `row` of column c (NULL: the segment lacks it) to w. */
 int seg_column_copy_row(const Column *c, uint32_t row, ColWriter *w, const QrField *f,
                         QrError *err);
+/* Add one surface entry (SEC_SURFACES; keys ascending): form key -> term,
+ * the term's bytes appended to blob unless they equal the form's. */
+int seg_surf_add(TermDictWriter *tw, QrBuf *blob, const uint8_t *key, size_t key_len,
+                 const uint8_t *term, size_t term_len, uint64_t df, uint64_t tf, QrError *err);
+/* Finish sw: the file `path` (sfw_finish), or with mem_out an in-memory
+ * segment named `path` with id `id` (sfw_finish_mem + open).  Frees sw. */
+struct SfileWriter;
+int seg_write_out(struct SfileWriter *sw, const char *path, bool do_fsync, uint64_t id,
+                  Segment **mem_out, QrError *err);
 /* Sort doc ids by their key bytes (offs[d]..offs[d+1] in bytes). */
 void seg_sort_docs_by_key(uint32_t *docs, uint32_t n, const uint8_t *bytes, const uint32_t *offs);
 

@@ -11,6 +11,12 @@
  * so each term's positions are contiguous, then appended to the terms'
  * buffers.  segb_finish sorts the terms by key and streams them through the
  * postings and term-dictionary writers.
+ *
+ * Surface forms: for each stemmed field, every distinct word as written
+ * (folded, not stemmed) is kept with the term it was indexed as and its
+ * doc count, and written as SEC_SURFACES (with "_all" entries derived from
+ * every field's forms), so typo and prefix matching can work on the words
+ * users type (segment.h).
  */
 #include "index/segment.h"
 #include "index/analyzer.h"
@@ -21,6 +27,7 @@
 
 #include <cJSON.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,6 +141,15 @@ typedef struct TokBuf {
     uint32_t stamp;        /* never 0 */
 } TokBuf;
 
+/* A word form of a stemmed field and the term it was indexed as. */
+typedef struct SurfEnt {
+    uint32_t key_off, key_len; /* into surf_keys: [field][folded form] */
+    uint64_t hash;
+    uint32_t term;             /* its term id (the field's) */
+    uint32_t df, tf;           /* docs and occurrences (failed adds may be counted) */
+    uint32_t last_doc1;        /* last doc counted in df, + 1 */
+} SurfEnt;
+
 typedef struct ColAcc {
     ColWriter *w; /* owns; NULL for fields without a column */
 } ColAcc;
@@ -147,6 +163,15 @@ struct SegBuilder {
     uint64_t *slots;          /* owns: open addressing, hash high 32 bits << 32 | term + 1 */
     uint32_t n_slots;
     QrBuf keys;               /* term key bytes */
+    /* surface forms of stemmed fields */
+    bool stems[QR_MAX_FIELDS];  /* the field's analyzer stems */
+    bool want_surf;             /* some field stems: SEC_SURFACES is written */
+    SurfEnt *surfs;             /* owns */
+    uint32_t n_surfs, cap_surfs;
+    uint64_t *surf_slots;       /* owns: open addressing, hash high 32 bits << 32 | surf + 1 */
+    uint32_t n_surf_slots;
+    QrBuf surf_keys;
+    uint64_t *smemo[QR_MAX_FIELDS]; /* owns: per field, stem-cache slot -> (gen << 32 | surf + 1) */
     /* per doc scratch */
     uint64_t *memo[QR_MAX_FIELDS]; /* owns: per field, stem-cache slot -> (gen << 32 | term + 1) */
     UndoEnt *undo;            /* owns: terms touched by the segb_add in progress */
@@ -172,6 +197,7 @@ struct SegBuilder {
     uint32_t *pk_slots;       /* owns: doc + 1 */
     uint32_t n_pk_slots;
     ColAcc cols[QR_MAX_FIELDS];
+    QrBuf multi_text;         /* a multi-valued keyword's array text, per value */
     roaring_bitmap_t *deleted; /* owns */
     uint32_t n_docs;
     uint64_t min_lsn, max_lsn;
@@ -179,6 +205,11 @@ struct SegBuilder {
 };
 
 static int an_sink(void *ctx, const Token *t);
+
+/* Initial sizes: a builder per commit must be cheap for one document, and
+ * the tables grow (rehash) as documents come. */
+#define SEGB_TERM_SLOTS_MIN (1u << 10)
+#define SEGB_MEMO_MIN_DOCS 64
 
 int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
 {
@@ -191,14 +222,15 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
     qr_buf_init(&b->pk_bytes);
     qr_buf_init(&b->pk_offs);
     qr_buf_init(&b->all_norms);
+    qr_buf_init(&b->surf_keys);
     b->all = schema->all_field;
     for (int f = 0; f < schema->n_fields; f++)
         qr_buf_init(&b->norms[f]);
-    b->n_slots = 1 << 16;
+    b->n_slots = SEGB_TERM_SLOTS_MIN; /* grows with the terms: small commits stay small */
     b->tok.stamp = 1;
     b->tok_all.stamp = 1;
     b->slots = qr_calloc(b->n_slots, sizeof *b->slots);
-    b->n_pk_slots = 1 << 12;
+    b->n_pk_slots = 1 << 6;
     b->pk_slots = qr_calloc(b->n_pk_slots, sizeof *b->pk_slots);
     b->docs = dsw_new(16 * 1024);
     b->deleted = roaring_bitmap_create();
@@ -213,10 +245,13 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
             AnalyzerOpts o = {.language = fd->language,
                               .stopwords = fd->stopwords,
                               .accent_fold = fd->accent_fold};
-            if (analyzer_new(&o, &b->an[f], err) != QR_OK) {
+            o.stop_list = schema_stop_list(schema, f, &o.stop_list_len);
+            if (analyzer_acquire(&o, &b->an[f], err) != QR_OK) {
                 segb_free(b);
                 return err ? err->code : QR_EINVAL;
             }
+            b->stems[f] = analyzer_stems(b->an[f]);
+            b->want_surf |= b->stems[f];
         }
         int ct = schema_column_type(fd);
         if (ct >= 0) {
@@ -236,7 +271,7 @@ void segb_free(SegBuilder *b)
     if (!b)
         return;
     for (int f = 0; f < QR_MAX_FIELDS; f++) {
-        analyzer_free(b->an[f]);
+        analyzer_release(b->an[f]);
         if (b->cols[f].w)
             colw_free(b->cols[f].w);
         qr_free(b->norms[f].data);
@@ -247,8 +282,13 @@ void segb_free(SegBuilder *b)
     qr_free(b->slots);
     qr_buf_free(&b->keys);
     qr_free(b->undo);
-    for (int f = 0; f < QR_MAX_FIELDS; f++)
+    for (int f = 0; f < QR_MAX_FIELDS; f++) {
         qr_free(b->memo[f]);
+        qr_free(b->smemo[f]);
+    }
+    qr_free(b->surfs);
+    qr_free(b->surf_slots);
+    qr_buf_free(&b->surf_keys);
     qr_free(b->tok.pos);
     qr_free(b->tok.next);
     qr_free(b->tok.uniq);
@@ -259,6 +299,7 @@ void segb_free(SegBuilder *b)
     dsw_free(b->docs);
     qr_buf_free(&b->pk_bytes);
     qr_buf_free(&b->pk_offs);
+    qr_buf_free(&b->multi_text);
     qr_free(b->pk_slots);
     if (b->deleted)
         roaring_bitmap_free(b->deleted);
@@ -273,7 +314,8 @@ uint32_t segb_n_live(const SegBuilder *b)
 size_t segb_mem_bytes(const SegBuilder *b)
 {
     return b->post_bytes + b->keys.len + (size_t)b->n_terms * sizeof(TermEnt) +
-           b->pk_bytes.len + (size_t)b->n_docs * 16;
+           b->pk_bytes.len + (size_t)b->n_docs * 16 + b->surf_keys.len +
+           (size_t)b->n_surfs * sizeof(SurfEnt) + (size_t)b->n_surf_slots * 8;
 }
 void segb_set_lsn_range(SegBuilder *b, uint64_t min_lsn, uint64_t max_lsn)
 {
@@ -281,23 +323,33 @@ void segb_set_lsn_range(SegBuilder *b, uint64_t min_lsn, uint64_t max_lsn)
     b->max_lsn = max_lsn;
 }
 
-static bool grow_terms_table(SegBuilder *b)
+/* Double an open-addressing table of n entries whose hashes are at
+ * hash(i) (slot = hash high 32 bits << 32 | entry + 1).  false on OOM. */
+static bool grow_slots(uint64_t **slots, uint32_t *n_slots, uint32_t n, const void *ents,
+                       size_t stride, size_t hash_off)
 {
-    uint32_t ns = b->n_slots * 2;
+    uint32_t ns = *n_slots * 2;
     uint64_t *sl = qr_calloc(ns, sizeof *sl);
     if (!sl)
         return false;
-    for (uint32_t i = 0; i < b->n_terms; i++) {
-        uint64_t h = b->terms[i].hash;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t h;
+        memcpy(&h, (const char *)ents + (size_t)i * stride + hash_off, sizeof h);
         uint32_t j = (uint32_t)h & (ns - 1);
         while (sl[j])
             j = (j + 1) & (ns - 1);
         sl[j] = (h & 0xFFFFFFFF00000000ull) | (i + 1);
     }
-    qr_free(b->slots);
-    b->slots = sl;
-    b->n_slots = ns;
+    qr_free(*slots);
+    *slots = sl;
+    *n_slots = ns;
     return true;
+}
+
+static bool grow_terms_table(SegBuilder *b)
+{
+    return grow_slots(&b->slots, &b->n_slots, b->n_terms, b->terms, sizeof *b->terms,
+                      offsetof(TermEnt, hash));
 }
 
 /* Find or add the term with key [field][text]; returns index or -1 (OOM).
@@ -326,7 +378,7 @@ static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t 
         j = (j + 1) & mask;
     }
     if (b->n_terms == b->cap_terms) {
-        uint32_t nc = b->cap_terms ? b->cap_terms * 2 : 4096;
+        uint32_t nc = b->cap_terms ? b->cap_terms * 2 : 256;
         TermEnt *nt = qr_realloc(b->terms, nc * sizeof *nt);
         if (!nt)
             return -1;
@@ -415,6 +467,83 @@ static bool post_put(SegBuilder *b, TermEnt *t, uint64_t v)
     return true;
 }
 
+/* Find or add the surface form (field, form) of term `term`; NULL on OOM. */
+static SurfEnt *surf_find(SegBuilder *b, uint8_t field, const char *form, uint32_t len,
+                          uint32_t term)
+{
+    uint8_t kb[1 + 1024];
+    if (len > 1024)
+        len = 1024;
+    kb[0] = field;
+    memcpy(kb + 1, form, len);
+    uint32_t klen = len + 1;
+    if (!b->surf_slots) {
+        b->n_surf_slots = 1 << 14;
+        if (!(b->surf_slots = qr_calloc(b->n_surf_slots, sizeof *b->surf_slots)))
+            return NULL;
+    }
+    uint64_t h = seg_hash_bytes(kb, klen);
+    uint64_t fp = h & 0xFFFFFFFF00000000ull;
+    uint32_t mask = b->n_surf_slots - 1;
+    uint32_t j = (uint32_t)h & mask;
+    uint64_t sv;
+    while ((sv = b->surf_slots[j])) {
+        if ((sv & 0xFFFFFFFF00000000ull) == fp) {
+            SurfEnt *e = &b->surfs[(uint32_t)sv - 1];
+            if (e->key_len == klen && !memcmp(b->surf_keys.data + e->key_off, kb, klen))
+                return e;
+        }
+        j = (j + 1) & mask;
+    }
+    if (b->n_surfs == b->cap_surfs) {
+        uint32_t nc = b->cap_surfs ? b->cap_surfs * 2 : 4096;
+        SurfEnt *ns = qr_realloc(b->surfs, nc * sizeof *ns);
+        if (!ns)
+            return NULL;
+        b->surfs = ns;
+        b->cap_surfs = nc;
+    }
+    if (!qr_buf_try_reserve(&b->surf_keys, klen))
+        return NULL;
+    SurfEnt *e = &b->surfs[b->n_surfs];
+    *e = (SurfEnt){.key_off = (uint32_t)b->surf_keys.len, .key_len = klen, .hash = h,
+                   .term = term};
+    qr_buf_append(&b->surf_keys, kb, klen);
+    b->surf_slots[j] = fp | ++b->n_surfs;
+    if (b->n_surfs * 2 > b->n_surf_slots &&
+        !grow_slots(&b->surf_slots, &b->n_surf_slots, b->n_surfs, b->surfs, sizeof *b->surfs,
+                    offsetof(SurfEnt, hash)))
+        return NULL;
+    return e;
+}
+
+/* Count one occurrence of token t (indexed as term `term`) in the doc being
+ * added, memoized per stem-cache slot like the term ids.  false on OOM. */
+static bool surf_note(SegBuilder *b, uint8_t field, const Token *t, uint32_t term)
+{
+    SurfEnt *e = NULL;
+    uint64_t *memo = t->cache_id ? b->smemo[field] : NULL;
+    if (t->cache_id && !memo)
+        memo = b->smemo[field] = qr_calloc(analyzer_cache_slots(), sizeof *memo);
+    if (memo) {
+        uint64_t m = memo[t->cache_id - 1];
+        if (m && (uint32_t)(m >> 32) == t->cache_gen)
+            e = &b->surfs[(uint32_t)m - 1];
+    }
+    if (!e) {
+        if (!(e = surf_find(b, field, t->surface, t->surface_len, term)))
+            return false;
+        if (memo)
+            memo[t->cache_id - 1] = ((uint64_t)t->cache_gen << 32) | (uint64_t)(e - b->surfs + 1);
+    }
+    if (e->last_doc1 != b->n_docs + 1) {
+        e->df++;
+        e->last_doc1 = b->n_docs + 1;
+    }
+    e->tf++;
+    return true;
+}
+
 typedef struct SinkCtx {
     SegBuilder *b;
     uint8_t field;
@@ -430,7 +559,9 @@ static int an_sink(void *ctx, const Token *t)
     /* the analyzer's stem cache names repeated words: memoize their term
      * ids per cache slot instead of hashing the text again */
     uint64_t *memo = t->cache_id ? b->memo[sc->field] : NULL;
-    if (t->cache_id && !memo) {
+    /* (a builder of a few documents -- one commit of one writer -- hashes
+     * instead: the memo costs a zeroed slot per stem cache slot) */
+    if (t->cache_id && !memo && b->n_docs >= SEGB_MEMO_MIN_DOCS) {
         memo = b->memo[sc->field] = qr_calloc(analyzer_cache_slots(), sizeof *memo);
     }
     if (memo) {
@@ -443,11 +574,12 @@ static int an_sink(void *ctx, const Token *t)
         if (memo && id >= 0)
             memo[t->cache_id - 1] = ((uint64_t)t->cache_gen << 32) | (uint64_t)(id + 1);
     }
-    if (id < 0 || !tok_push(b, &b->tok, (uint32_t)id, t->pos)) {
+    if (id < 0 || !tok_push(b, &b->tok, (uint32_t)id, t->pos) ||
+        (b->stems[sc->field] && !t->is_gram && !surf_note(b, sc->field, t, (uint32_t)id))) {
         sc->oom = true;
         return QR_ENOMEM;
     }
-    sc->n_tokens++;
+    sc->n_tokens += !t->is_gram; /* grams share their word's position: no length */
     if (b->all) {
         int64_t aid = b->terms[id].all_id;
         if (aid < 0) {
@@ -476,8 +608,8 @@ static int analyze_value(SegBuilder *b, int f, const cJSON *v, SinkCtx *sc, uint
         if (!cJSON_IsString(e))
             continue; /* validated earlier */
         uint32_t n_pos = 0;
-        int rc = analyzer_run_n(b->an[f], e->valuestring, strlen(e->valuestring), pos, 0, an_sink,
-                                sc, &n_pos, err);
+        int rc = analyzer_run_n(b->an[f], e->valuestring, strlen(e->valuestring), pos,
+                                ANALYZE_CJK_GRAMS, an_sink, sc, &n_pos, err);
         if (rc != QR_OK)
             return sc->oom ? qr_error_set(err, QR_ENOMEM, "out of memory indexing a document")
                            : rc;
@@ -547,6 +679,14 @@ int seg_value_check(const QrField *f, const cJSON *v, SegValue *out, QrError *er
         }
         goto bad;
     case QR_FT_KEYWORD:
+        if (f->multi && cJSON_IsArray(v)) { /* the column gets the array text (col_multi_text) */
+            const cJSON *e;
+            cJSON_ArrayForEach(e, v) if (!cJSON_IsString(e)) goto bad;
+            out->is_null = false;
+            out->s = NULL;
+            out->n = 0;
+            return QR_OK;
+        }
         if (!cJSON_IsString(v))
             goto bad;
         out->is_null = false;
@@ -595,8 +735,9 @@ int seg_value_check(const QrField *f, const cJSON *v, SegValue *out, QrError *er
         goto bad;
     }
 bad:
-    qr_error_set(err, QR_ETYPE, "field \"%s\" expects %s, got %s", f->name,
-                 f->type == QR_FT_TEXT ? "a string or an array of strings"
+    qr_error_set(err, QR_ETYPE, "field \"%s\" expects %s, got %s%s", f->name,
+                 f->type == QR_FT_TEXT || (f->type == QR_FT_KEYWORD && f->multi)
+                     ? "a string or an array of strings"
                  : f->type == QR_FT_KEYWORD ? "a string"
                  : f->type == QR_FT_INT ? "an integer"
                  : f->type == QR_FT_FLOAT ? "a number"
@@ -607,22 +748,34 @@ bad:
                  : cJSON_IsBool(v) ? "a boolean"
                  : cJSON_IsArray(v) ? "an array"
                  : cJSON_IsObject(v) ? "an object"
-                                     : "another value");
+                                     : "another value",
+                 cJSON_IsArray(v) && (f->type == QR_FT_TEXT || f->multi) ? " holding another value"
+                                                                         : "");
+    if (f->type == QR_FT_KEYWORD && !f->multi && cJSON_IsArray(v))
+        qr_error_hint(err, "declare the field with \"multi\": true to keep a list of keywords");
     return QR_ETYPE;
+}
+
+/* The slot of `key` in the table slots[0..n) (a power of two): the entry
+ * naming the newest doc with that key, or the empty slot where it goes. */
+static uint32_t *pk_probe(const SegBuilder *b, uint32_t *slots, uint32_t n, const uint8_t *key,
+                          size_t len, uint64_t h)
+{
+    uint32_t mask = n - 1;
+    uint32_t j = (uint32_t)h & mask;
+    const uint32_t *offs = (const uint32_t *)b->pk_offs.data;
+    while (slots[j]) {
+        uint32_t d = slots[j] - 1;
+        if (offs[d + 1] - offs[d] == len && !memcmp(b->pk_bytes.data + offs[d], key, len))
+            return &slots[j];
+        j = (j + 1) & mask;
+    }
+    return &slots[j];
 }
 
 static uint32_t *pk_slot(SegBuilder *b, const uint8_t *key, size_t len, uint64_t h)
 {
-    uint32_t mask = b->n_pk_slots - 1;
-    uint32_t j = (uint32_t)h & mask;
-    const uint32_t *offs = (const uint32_t *)b->pk_offs.data;
-    while (b->pk_slots[j]) {
-        uint32_t d = b->pk_slots[j] - 1;
-        if (offs[d + 1] - offs[d] == len && !memcmp(b->pk_bytes.data + offs[d], key, len))
-            return &b->pk_slots[j];
-        j = (j + 1) & mask;
-    }
-    return &b->pk_slots[j];
+    return pk_probe(b, b->pk_slots, b->n_pk_slots, key, len, h);
 }
 
 static bool grow_pk_table(SegBuilder *b)
@@ -631,13 +784,13 @@ static bool grow_pk_table(SegBuilder *b)
     uint32_t *s = qr_calloc(ns, sizeof *s);
     if (!s)
         return false;
+    /* in doc order, so that a key added again ends up naming its newest doc
+     * (one slot per key, as segb_add keeps it) */
     const uint32_t *offs = (const uint32_t *)b->pk_offs.data;
     for (uint32_t d = 0; d < b->n_docs; d++) {
-        uint64_t h = seg_hash_bytes(b->pk_bytes.data + offs[d], offs[d + 1] - offs[d]);
-        uint32_t j = (uint32_t)h & (ns - 1);
-        while (s[j])
-            j = (j + 1) & (ns - 1);
-        s[j] = d + 1;
+        const uint8_t *key = b->pk_bytes.data + offs[d];
+        size_t len = offs[d + 1] - offs[d];
+        *pk_probe(b, s, ns, key, len, seg_hash_bytes(key, len)) = d + 1;
     }
     qr_free(b->pk_slots);
     b->pk_slots = s;
@@ -793,7 +946,23 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
             case QR_FT_TIMESTAMP: rc = colw_add_int(w, v->i); break;
             case QR_FT_FLOAT: rc = colw_add_float(w, v->d); break;
             case QR_FT_BOOL: rc = colw_add_bool(w, v->b); break;
-            default: rc = colw_add_str(w, v->s, v->n); break;
+            default:
+                if (s->fields[f].multi) {
+                    QrBuf *t = &b->multi_text;
+                    t->len = 0;
+                    qr_buf_putc(t, '{');
+                    const cJSON *e = cJSON_IsArray(raw[f]) ? raw[f]->child : raw[f];
+                    for (int k = 0; e; e = cJSON_IsArray(raw[f]) ? e->next : NULL, k++) {
+                        if (k)
+                            qr_buf_putc(t, ',');
+                        qr_buf_array_elem(t, e->valuestring, strlen(e->valuestring));
+                    }
+                    qr_buf_putc(t, '}');
+                    rc = qr_buf_ok(t) ? colw_add_str(w, (const char *)t->data, t->len) : QR_ENOMEM;
+                    break;
+                }
+                rc = colw_add_str(w, v->s, v->n);
+                break;
             }
         if (rc != QR_OK) {
             b->poisoned = true; /* norms and the stored doc are in: a half document */
@@ -845,8 +1014,108 @@ int seg_write_pk_section(const uint8_t *bytes, const uint32_t *offs, uint32_t n_
     return qr_buf_ok(out) ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
 }
 
-int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t **deleted_out,
-                QrError *err)
+/* One entry to write: offsets into a scratch buffer holding its key, then
+ * its term. */
+typedef struct SurfOut {
+    uint32_t off, key_len, term_len;
+    uint32_t df, tf;
+} SurfOut;
+
+static int cmp_surf_out(const void *x, const void *y, void *arg)
+{
+    const uint8_t *d = arg;
+    const SurfOut *a = x, *c = y;
+    int k = seg_key_cmp(d + a->off, a->key_len, d + c->off, c->key_len);
+    return k ? k
+             : seg_key_cmp(d + a->off + a->key_len, a->term_len, d + c->off + c->key_len,
+                           c->term_len);
+}
+
+static bool surf_out_push(QrBuf *sb, SurfOut **v, uint32_t *n, uint32_t *cap, uint8_t field,
+                          const uint8_t *form, uint32_t form_len, const uint8_t *term,
+                          uint32_t term_len, uint32_t df, uint32_t tf)
+{
+    if (*n == *cap) {
+        uint32_t nc = *cap ? *cap * 2 : 1024;
+        SurfOut *nv = qr_realloc(*v, nc * sizeof *nv);
+        if (!nv)
+            return false;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = (SurfOut){(uint32_t)sb->len, form_len + 1, term_len, df, tf};
+    qr_buf_putc(sb, (char)field);
+    qr_buf_append(sb, form, form_len);
+    qr_buf_append(sb, term, term_len);
+    return qr_buf_ok(sb);
+}
+
+/* SEC_SURFACES and SEC_SURFACE_TERMS: the forms of stemmed fields, and the
+ * "_all" forms of every field (a stemmed field's forms, an unstemmed
+ * field's terms), sorted; a form met twice keeps its first term and adds
+ * up its counts.  Terms of adds that were rolled back are left out. */
+static int surf_write(SegBuilder *b, SfileWriter *sw, QrError *err)
+{
+    QrBuf sb, dict, blob;
+    qr_buf_init(&sb);
+    qr_buf_init(&dict);
+    qr_buf_init(&blob);
+    SurfOut *v = NULL;
+    uint32_t n = 0, cap = 0;
+    TermDictWriter *tw = tdw_new();
+    bool ok = tw != NULL;
+    for (uint32_t i = 0; i < b->n_surfs && ok; i++) {
+        const SurfEnt *e = &b->surfs[i];
+        const TermEnt *t = &b->terms[e->term];
+        if (t->df == 0)
+            continue;
+        const uint8_t *k = b->surf_keys.data + e->key_off;
+        const uint8_t *tt = b->keys.data + t->key_off + 1;
+        ok = surf_out_push(&sb, &v, &n, &cap, k[0], k + 1, e->key_len - 1, tt, t->key_len - 1,
+                           e->df, e->tf);
+        if (ok && b->all && t->all_id >= 0 && b->terms[t->all_id].df > 0)
+            ok = surf_out_push(&sb, &v, &n, &cap, QR_ALL_FIELD, k + 1, e->key_len - 1, tt,
+                               t->key_len - 1, e->df, e->tf);
+    }
+    for (uint32_t i = 0; i < b->n_terms && ok && b->all; i++) {
+        const TermEnt *t = &b->terms[i];
+        const uint8_t *k = b->keys.data + t->key_off;
+        if (k[0] == QR_ALL_FIELD || b->stems[k[0]] || t->df == 0 || t->all_id < 0)
+            continue;
+        ok = surf_out_push(&sb, &v, &n, &cap, QR_ALL_FIELD, k + 1, t->key_len - 1, k + 1,
+                           t->key_len - 1, t->df, (uint32_t)t->total_tf);
+    }
+    int rc = ok ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory writing word forms");
+    if (rc == QR_OK && n)
+        qsort_r(v, n, sizeof *v, cmp_surf_out, sb.data);
+    for (uint32_t i = 0; i < n && rc == QR_OK;) {
+        const uint8_t *key = sb.data + v[i].off;
+        uint64_t df = v[i].df, tf = v[i].tf;
+        uint32_t j = i + 1;
+        for (; j < n && !seg_key_cmp(key, v[i].key_len, sb.data + v[j].off, v[j].key_len); j++) {
+            df += v[j].df;
+            tf += v[j].tf;
+        }
+        rc = seg_surf_add(tw, &blob, key, v[i].key_len, key + v[i].key_len, v[i].term_len, df,
+                          tf, err);
+        i = j;
+    }
+    if (rc == QR_OK)
+        rc = tdw_finish(tw, &dict, err);
+    if (rc == QR_OK && !qr_buf_ok(&blob))
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory writing word forms");
+    if (rc == QR_OK && (rc = sfw_add_buf(sw, SEC_SURFACES, &dict, err)) == QR_OK)
+        rc = sfw_add_buf(sw, SEC_SURFACE_TERMS, &blob, err);
+    tdw_free(tw);
+    qr_free(v);
+    qr_buf_free(&sb);
+    qr_buf_free(&dict);
+    qr_buf_free(&blob);
+    return rc;
+}
+
+static int segb_finish_to(SegBuilder *b, const char *path, bool do_fsync, uint64_t id,
+                          Segment **mem_out, roaring_bitmap_t **deleted_out, QrError *err)
 {
     const QrSchema *s = b->schema;
     int rc = QR_OK;
@@ -932,6 +1201,8 @@ int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t
         (rc = sfw_add_buf(sw, SEC_POSTINGS, &docs_s, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_POSITIONS, &pos_s, err)) != QR_OK)
         goto done;
+    if (b->want_surf && (rc = surf_write(b, sw, err)) != QR_OK)
+        goto done;
     qr_buf_init(&tmp);
     if ((rc = dsw_finish(b->docs, &tmp, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_DOCS, &tmp, err)) != QR_OK)
@@ -969,12 +1240,17 @@ int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t
                 goto done;
         }
     }
-    rc = sfw_finish(sw, path, do_fsync, err);
+    rc = seg_write_out(sw, path, do_fsync, id, mem_out, err);
     sw = NULL;
     if (rc == QR_OK && deleted_out) {
         *deleted_out = roaring_bitmap_copy(b->deleted);
-        if (!*deleted_out)
+        if (!*deleted_out) {
             rc = qr_error_set(err, QR_ENOMEM, "out of memory");
+            if (mem_out) {
+                seg_unref(*mem_out);
+                *mem_out = NULL;
+            }
+        }
     }
 done:
     qr_free(order);
@@ -987,4 +1263,17 @@ done:
     qr_buf_free(&dict);
     qr_buf_free(&tmp);
     return rc;
+}
+
+int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t **deleted_out,
+                QrError *err)
+{
+    return segb_finish_to(b, path, do_fsync, 0, NULL, deleted_out, err);
+}
+
+int segb_finish_mem(SegBuilder *b, const char *name, uint64_t id, Segment **out,
+                    roaring_bitmap_t **deleted_out, QrError *err)
+{
+    *out = NULL;
+    return segb_finish_to(b, name, false, id, out, deleted_out, err);
 }

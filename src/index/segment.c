@@ -28,13 +28,17 @@
 struct Segment {
     _Atomic int refs;
     uint64_t id;
-    char *path;            /* owns */
+    char *path;            /* owns: the file, or an in-memory segment's name */
     Sfile *sf;             /* owns a reference */
+    bool in_mem;           /* the bytes live in memory (sfw_finish_mem), no file */
     uint32_t n_docs;
     uint64_t min_lsn, max_lsn;
     int n_fields;
     SegFieldStats fstats[QR_MAX_FIELDS];
     TermDict *td;          /* owns */
+    TermDict *surf;        /* owns: SEC_SURFACES, NULL when absent */
+    const uint8_t *surf_terms; /* borrows from sf: SEC_SURFACE_TERMS */
+    size_t surf_terms_len;
     const uint8_t *post;   /* borrows from sf */
     size_t post_len;
     const uint8_t *pos;
@@ -112,26 +116,32 @@ static int corrupt(QrError *err, const char *path, const char *what)
     return QR_ECORRUPT;
 }
 
-int seg_open(const char *path, uint64_t id, Segment **out, QrError *err)
+/* Open a segment over `sf` (an opened section file or in-memory image;
+ * the reference moves to the segment, also on failure). */
+static int seg_open_sf(Sfile *sf, const char *path, uint64_t id, Segment **out, QrError *err)
 {
     *out = NULL;
     Segment *s = qr_calloc(1, sizeof *s);
-    if (!s)
+    if (!s) {
+        sf_unref(sf);
         return qr_error_set(err, QR_ENOMEM, "out of memory opening a segment");
+    }
     atomic_init(&s->refs, 1);
     pthread_mutex_init(&s->bt_lock, NULL);
     s->id = id;
+    s->sf = sf;
+    s->in_mem = sf && sf_in_memory(sf);
     s->path = qr_strdup(path);
     int rc;
     if (!s->path) {
         rc = qr_error_set(err, QR_ENOMEM, "out of memory");
         goto fail;
     }
-    if ((rc = sf_open(path, SEG_FILE_KIND, &s->sf, err)) != QR_OK)
+    if (!sf) {
+        rc = qr_error_set(err, QR_EINTERNAL, "no file for segment \"%s\"", path);
         goto fail;
-    struct stat st;
-    if (stat(path, &st) == 0)
-        s->file_bytes = (uint64_t)st.st_size;
+    }
+    s->file_bytes = sf_bytes(sf);
     const uint8_t *p;
     size_t n;
     /* meta */
@@ -174,6 +184,14 @@ int seg_open(const char *path, uint64_t id, Segment **out, QrError *err)
         !sf_section(s->sf, SEC_POSITIONS, &s->pos, &s->pos_len)) {
         rc = corrupt(err, path, "no postings");
         goto fail;
+    }
+    if (sf_section(s->sf, SEC_SURFACES, &p, &n)) {
+        if (!sf_section(s->sf, SEC_SURFACE_TERMS, &s->surf_terms, &s->surf_terms_len)) {
+            rc = corrupt(err, path, "word forms without their terms");
+            goto fail;
+        }
+        if ((rc = td_open(p, n, &s->surf, err)) != QR_OK)
+            goto fail;
     }
     /* docs */
     if (!sf_section(s->sf, SEC_DOCS, &p, &n)) {
@@ -247,6 +265,34 @@ fail:
     return rc;
 }
 
+int seg_open(const char *path, uint64_t id, Segment **out, QrError *err)
+{
+    *out = NULL;
+    Sfile *sf;
+    int rc = sf_open(path, SEG_FILE_KIND, &sf, err);
+    return rc != QR_OK ? rc : seg_open_sf(sf, path, id, out, err);
+}
+
+/* The last step of building or merging: the file at `path`, or with mem_out
+ * an in-memory segment named `path` with id `id`.  Frees sw. */
+int seg_write_out(SfileWriter *sw, const char *path, bool do_fsync, uint64_t id,
+                  Segment **mem_out, QrError *err)
+{
+    if (!mem_out)
+        return sfw_finish(sw, path, do_fsync, err);
+    Sfile *sf;
+    int rc = sfw_finish_mem(sw, path, &sf, err);
+    return rc != QR_OK ? rc : seg_open_sf(sf, path, id, mem_out, err);
+}
+
+bool seg_in_memory(const Segment *s) { return s->in_mem; }
+
+void seg_set_lsn_range(Segment *s, uint64_t min_lsn, uint64_t max_lsn)
+{
+    s->min_lsn = min_lsn;
+    s->max_lsn = max_lsn;
+}
+
 Segment *seg_ref(Segment *s)
 {
     atomic_fetch_add(&s->refs, 1);
@@ -268,6 +314,7 @@ void seg_unref(Segment *s)
     pthread_mutex_destroy(&s->bt_lock);
     ds_close(s->ds);
     td_close(s->td);
+    td_close(s->surf);
     if (s->sf)
         sf_unref(s->sf);
     qr_free(s->path);
@@ -284,6 +331,39 @@ void seg_lsn_range(const Segment *s, uint64_t *min_lsn, uint64_t *max_lsn)
     *max_lsn = s->max_lsn;
 }
 const TermDict *seg_terms(const Segment *s) { return s->td; }
+const TermDict *seg_surfaces(const Segment *s) { return s->surf; }
+
+bool seg_surface_term(const Segment *s, const uint8_t *key, size_t key_len,
+                      const TermPostings *tp, const char **term, size_t *len)
+{
+    if (key_len < 1)
+        return false;
+    if (tp->docs_len == 0) { /* indexed as written */
+        *term = (const char *)key + 1;
+        *len = key_len - 1;
+        return true;
+    }
+    if (tp->docs_off > s->surf_terms_len || tp->docs_len > s->surf_terms_len - tp->docs_off)
+        return false;
+    *term = (const char *)s->surf_terms + tp->docs_off;
+    *len = tp->docs_len;
+    return true;
+}
+
+int seg_surf_add(TermDictWriter *tw, QrBuf *blob, const uint8_t *key, size_t key_len,
+                 const uint8_t *term, size_t term_len, uint64_t df, uint64_t tf, QrError *err)
+{
+    TermPostings tp = {.df = (uint32_t)(df > UINT32_MAX ? UINT32_MAX : df)};
+    tp.total_tf = tf > tp.df ? tf : tp.df;
+    if (tp.df == 0)
+        tp.df = 1, tp.total_tf = tp.total_tf ? tp.total_tf : 1;
+    if (term_len != key_len - 1 || memcmp(term, key + 1, term_len)) {
+        tp.docs_off = blob->len;
+        tp.docs_len = (uint32_t)term_len;
+        qr_buf_append(blob, term, term_len);
+    }
+    return tdw_add(tw, key, key_len, &tp, err);
+}
 const DocStore *seg_docs(const Segment *s) { return s->ds; }
 
 SegFieldStats seg_field_stats(const Segment *s, int field)
@@ -376,6 +456,8 @@ static int seg_btree_load(const Segment *s, const QrSchema *schema, int f, const
 int seg_sync_btrees(Segment *s, const QrSchema *schema, bool build, bool do_fsync, QrError *err)
 {
     char path[4096], name[160];
+    if (s->in_mem)
+        return QR_OK; /* no side files: its few rows are served by column scans */
     for (int f = 0; f < QR_MAX_FIELDS; f++) {
         const Column *c;
         bool want = seg_wants_btree(s, schema, f, &c);
@@ -659,6 +741,97 @@ done:
     return rc;
 }
 
+/* The word forms of the merged segment: every source's forms, their counts
+ * added, each kept while its term survived into the merged dictionary
+ * `dict`.  Written only when every source has forms (a source from before
+ * them would leave words out, so the merged segment then has none and is
+ * searched by its terms).  A form with two terms keeps the least.  Forms
+ * of deleted documents stay while their term lives on in others: they
+ * come from the sources, not from the documents read again.  *wrote tells
+ * whether out_dict / blob are set. */
+static int merge_surfaces(MergeSrc *src, int n, const QrBuf *dict, QrBuf *out_dict, QrBuf *blob,
+                          bool *wrote, QrError *err)
+{
+    *wrote = false;
+    for (int i = 0; i < n; i++)
+        if (!seg_surfaces(src[i].seg))
+            return QR_OK;
+    TermDict *merged = NULL;
+    QrArena *arena = qr_arena_new(0);
+    TermDictWriter *tw = tdw_new();
+    TermCursor **cur = qr_calloc((size_t)n, sizeof *cur);
+    bool *live = qr_calloc((size_t)n, sizeof *live);
+    int rc = arena && tw && cur && live ? QR_OK
+                                        : qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+    if (rc == QR_OK)
+        rc = td_open(dict->data ? dict->data : (const uint8_t *)"", dict->len, &merged, err);
+    for (int i = 0; i < n && rc == QR_OK; i++) {
+        if (!(cur[i] = td_cursor_new(seg_surfaces(src[i].seg), arena)))
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+        else
+            live[i] = td_cursor_seek(cur[i], (const uint8_t *)"", 0);
+    }
+    uint8_t key[1 + 1024 + 8], tkey[1 + 1024 + 8];
+    while (rc == QR_OK) {
+        const uint8_t *min = NULL;
+        size_t min_len = 0;
+        for (int i = 0; i < n; i++) {
+            size_t kl;
+            const uint8_t *k = live[i] ? td_cursor_key(cur[i], &kl) : NULL;
+            if (k && (!min || key_cmp(k, kl, min, min_len) < 0)) {
+                min = k;
+                min_len = kl;
+            }
+        }
+        if (!min)
+            break;
+        if (min_len > sizeof key || min_len < 1) {
+            rc = qr_error_set(err, QR_ECORRUPT, "word form of %zu bytes while merging", min_len);
+            break;
+        }
+        memcpy(key, min, min_len);
+        uint64_t df = 0, tf = 0;
+        const char *term = NULL;
+        size_t term_len = 0;
+        for (int i = 0; i < n; i++) {
+            size_t kl;
+            const uint8_t *k = live[i] ? td_cursor_key(cur[i], &kl) : NULL;
+            if (!k || key_cmp(k, kl, key, min_len) != 0)
+                continue;
+            TermPostings tp;
+            td_cursor_info(cur[i], &tp);
+            df += tp.df;
+            tf += tp.total_tf;
+            const char *t;
+            size_t tl;
+            if (seg_surface_term(src[i].seg, k, kl, &tp, &t, &tl)) {
+                if (t == (const char *)k + 1)
+                    t = (const char *)key + 1; /* the cursor's key moves on */
+                if (!term || key_cmp((const uint8_t *)t, tl, (const uint8_t *)term, term_len) < 0) {
+                    term = t; /* the least term, as segbuild.c keeps */
+                    term_len = tl;
+                }
+            }
+            live[i] = td_cursor_next(cur[i]);
+        }
+        if (!term || term_len + 1 > sizeof tkey)
+            continue;
+        tkey[0] = key[0];
+        memcpy(tkey + 1, term, term_len);
+        TermPostings tp;
+        if (td_lookup(merged, tkey, term_len + 1, &tp))
+            rc = seg_surf_add(tw, blob, key, min_len, tkey + 1, term_len, df, tf, err);
+    }
+    if (rc == QR_OK && (rc = tdw_finish(tw, out_dict, err)) == QR_OK)
+        *wrote = qr_buf_ok(blob) || (rc = qr_error_set(err, QR_ENOMEM, "out of memory")) == QR_OK;
+    td_close(merged);
+    tdw_free(tw);
+    qr_free(cur);
+    qr_free(live);
+    qr_arena_free(arena);
+    return rc;
+}
+
 int seg_column_copy_row(const Column *c, uint32_t row, ColWriter *w, const QrField *f,
                         QrError *err)
 {
@@ -696,16 +869,18 @@ int seg_column_copy_row(const Column *c, uint32_t row, ColWriter *w, const QrFie
     return QR_OK;
 }
 
-int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
-              const QrSchema *schema, const char *path, bool do_fsync, uint32_t ***remap_out,
-              QrError *err)
+static int seg_merge_to(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
+                        const QrSchema *schema, const char *path, bool do_fsync, uint64_t id,
+                        Segment **mem_out, uint32_t ***remap_out, QrError *err)
 {
     int rc = QR_OK;
     MergeSrc *src = qr_calloc((size_t)n, sizeof *src);
     SfileWriter *sw = sfw_new(SEG_FILE_KIND, SEG_FORMAT_VERSION);
     DocStoreWriter *dw = dsw_new(16 * 1024);
     DocStoreCursor *dc = NULL;
-    QrBuf docs_s, pos_s, dict, tmp, pk_bytes, pk_offs;
+    QrBuf docs_s, pos_s, dict, tmp, pk_bytes, pk_offs, surf_dict, surf_blob;
+    qr_buf_init(&surf_dict);
+    qr_buf_init(&surf_blob);
     qr_buf_init(&docs_s);
     qr_buf_init(&pos_s);
     qr_buf_init(&dict);
@@ -824,6 +999,9 @@ int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
         nn[QR_ALL_FIELD] = (const uint32_t *)all_norms.data;
     if ((rc = merge_postings(src, n, &docs_s, &pos_s, &dict, nn, err)) != QR_OK)
         goto done;
+    bool has_surf = false;
+    if ((rc = merge_surfaces(src, n, &dict, &surf_dict, &surf_blob, &has_surf, err)) != QR_OK)
+        goto done;
 
     seg_meta_write(&tmp, next, nf, ftotal, fdocs, min_lsn == UINT64_MAX ? 0 : min_lsn, max_lsn,
                    has_all, all_total, all_docs);
@@ -831,6 +1009,9 @@ int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
         (rc = sfw_add_buf(sw, SEC_TERMS, &dict, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_POSTINGS, &docs_s, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_POSITIONS, &pos_s, err)) != QR_OK)
+        goto done;
+    if (has_surf && ((rc = sfw_add_buf(sw, SEC_SURFACES, &surf_dict, err)) != QR_OK ||
+                     (rc = sfw_add_buf(sw, SEC_SURFACE_TERMS, &surf_blob, err)) != QR_OK))
         goto done;
     qr_buf_init(&tmp);
     if ((rc = dsw_finish(dw, &tmp, err)) != QR_OK ||
@@ -860,7 +1041,7 @@ int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
                 goto done;
         }
     }
-    rc = sfw_finish(sw, path, do_fsync, err);
+    rc = seg_write_out(sw, path, do_fsync, id, mem_out, err);
     sw = NULL;
     if (rc == QR_OK && remap_out) {
         uint32_t **rm = qr_calloc((size_t)n, sizeof *rm);
@@ -894,5 +1075,22 @@ done:
     qr_buf_free(&pk_bytes);
     qr_buf_free(&pk_offs);
     qr_buf_free(&all_norms);
+    qr_buf_free(&surf_dict);
+    qr_buf_free(&surf_blob);
     return rc;
+}
+
+int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
+              const QrSchema *schema, const char *path, bool do_fsync, uint32_t ***remap_out,
+              QrError *err)
+{
+    return seg_merge_to(srcs, dels, n, schema, path, do_fsync, 0, NULL, remap_out, err);
+}
+
+int seg_merge_mem(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
+                  const QrSchema *schema, const char *name, uint64_t id, Segment **out,
+                  uint32_t ***remap_out, QrError *err)
+{
+    *out = NULL;
+    return seg_merge_to(srcs, dels, n, schema, name, false, id, out, remap_out, err);
 }

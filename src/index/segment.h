@@ -14,6 +14,11 @@
  *   SEC_POSITIONS   position blocks
  *   SEC_DOCS        stored JSON documents (store/docstore.h)
  *   SEC_PK          primary keys: per-doc key offsets + docs sorted by key
+ *   SEC_SURFACES    (optional) the words as written, folded but not stemmed,
+ *                   of stemmed fields and "_all": key = [field byte][form],
+ *                   and the term each one was indexed as (SEC_SURFACE_TERMS),
+ *                   so typo-tolerant and prefix matching see the words users
+ *                   type, not their stems
  *   SEC_NORMS+f     u32 token count of text field f for every doc
  *   SEC_COLUMN+f    the typed column of field f (store/column.h)
  *
@@ -49,6 +54,8 @@ enum {
     SEC_POSITIONS = 4,
     SEC_DOCS = 5,
     SEC_PK = 6,
+    SEC_SURFACES = 7,      /* folded word forms -> indexed terms (a term dictionary) */
+    SEC_SURFACE_TERMS = 8, /* the terms SEC_SURFACES entries name */
     SEC_NORMS = 0x100,  /* + field index */
     SEC_COLUMN = 0x200, /* + field index */
 };
@@ -68,6 +75,7 @@ void pk_to_json(const uint8_t *key, size_t len, QrBuf *out);
 /* ---- building ---- */
 
 typedef struct SegBuilder SegBuilder;
+typedef struct Segment Segment; /* an opened segment (reading, below) */
 
 /* A builder for the given schema (borrowed; must outlive the builder). */
 int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err);
@@ -93,10 +101,14 @@ void segb_set_lsn_range(SegBuilder *b, uint64_t min_lsn, uint64_t max_lsn);
  * reported in *deleted_out, a new bitmap the caller owns, possibly empty). */
 int segb_finish(SegBuilder *b, const char *path, bool do_fsync, roaring_bitmap_t **deleted_out,
                 QrError *err);
+/* The same segment kept in memory: *out (one reference, the caller's) reads
+ * exactly like the opened file would, with id `id` and `name` in messages;
+ * nothing touches the disk.  It has no B-trees (seg_sync_btrees leaves it
+ * alone: its fields are served by column scans).  Errors: QR_ENOMEM. */
+int segb_finish_mem(SegBuilder *b, const char *name, uint64_t id, Segment **out,
+                    roaring_bitmap_t **deleted_out, QrError *err);
 
 /* ---- reading ---- */
-
-typedef struct Segment Segment;
 
 typedef struct SegFieldStats {
     uint64_t total_len; /* tokens of the field over all docs (deleted included) */
@@ -111,12 +123,28 @@ uint32_t seg_n_docs(const Segment *s);
 uint64_t seg_file_bytes(const Segment *s);
 const char *seg_path(const Segment *s);
 void seg_lsn_range(const Segment *s, uint64_t *min_lsn, uint64_t *max_lsn);
+/* Set the lsn range a reader reports (and merges carry on): for segments
+ * built before their commit knew its lsns.  Before the segment is shared. */
+void seg_set_lsn_range(Segment *s, uint64_t min_lsn, uint64_t max_lsn);
+/* True for a segment built in memory (segb_finish_mem, seg_merge_mem). */
+bool seg_in_memory(const Segment *s);
 const TermDict *seg_terms(const Segment *s);
 SegFieldStats seg_field_stats(const Segment *s, int field);
 /* u32 per doc, or NULL if the segment has no norms for the field. */
 const uint32_t *seg_norms(const Segment *s, int field);
 /* Term lookup in a field. */
 bool seg_term(const Segment *s, int field, const char *term, size_t len, TermPostings *tp);
+/* The surface-form dictionary (SEC_SURFACES), or NULL when the segment has
+ * none (no stemmed field, or written before there were surfaces).  An
+ * entry's key is [field byte][folded unstemmed word]; its info holds the
+ * docs (df) and occurrences (total_tf) of that form when the segment was
+ * written (deleted docs included; a merge sums them), and names its term. */
+const TermDict *seg_surfaces(const Segment *s);
+/* The term (without the field byte) surface entry (key, tp) was indexed as:
+ * *term borrows the segment.  false when tp points outside the section
+ * (damage: the entry is to be skipped). */
+bool seg_surface_term(const Segment *s, const uint8_t *key, size_t key_len,
+                      const TermPostings *tp, const char **term, size_t *len);
 /* Open a postings iterator for a TermPostings of this segment. */
 Iter *seg_postings(const Segment *s, IterCtx *ctx, const TermPostings *tp,
                    const PostScorer *scorer, bool want_positions);
@@ -178,5 +206,9 @@ int seg_verify(const Segment *s, QrError *err);
 int seg_merge(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
               const QrSchema *schema, const char *path, bool do_fsync, uint32_t ***remap_out,
               QrError *err);
+/* The same, into an in-memory segment (*out, as segb_finish_mem). */
+int seg_merge_mem(Segment *const *srcs, const roaring_bitmap_t *const *dels, int n,
+                  const QrSchema *schema, const char *name, uint64_t id, Segment **out,
+                  uint32_t ***remap_out, QrError *err);
 
 #endif

@@ -1,10 +1,11 @@
 /*
- * table.c — write path, commit, recovery, checkpoints, merges, snapshots.
+ * table.c — write path, commit, recovery, checkpoints, snapshots.
  *
  * Layer: index/.  Calls segment (index/), wal, manifest, sfile, util
- * (store/).  The protocol is described in table.h; the files:
+ * (store/); merges are table_merge.c's.  The protocol is described in
+ * table.h; the files:
  *
- *   <table>/MANIFEST                sealed: schema, segments, checkpoint LSN
+ *   <table>/MANIFEST                sealed: schema, segment files, checkpoint LSN
  *   <table>/seg-<id>.qseg           immutable segments (index/segment.h)
  *   <table>/seg-<id>.del.<gen>      roaring bitmap of deleted docs
  *   <table>/seg-<id>.f<k>.qbt       B-tree of field k (index/btree.h), for
@@ -14,15 +15,18 @@
  *   <table>/wal/wal-<lsn>.log       write-ahead log (store/wal.h)
  *
  * Invariants (under wlock):
- *   - segs/dels/meta describe the committed state; the published snapshot
- *     is a copy of them (segments referenced, bitmaps copied).
+ *   - segs/dels/meta describe the committed state (every commit written to
+ *     the WAL); the installed snapshot is a copy of them as of a commit the
+ *     WAL promises (segments referenced, bitmaps copied), and newer copies
+ *     wait in `pending` (table_int.h).
  *   - Every change in the WAL at LSN >= checkpoint_lsn that is followed by a
  *     COMMIT record is either in segs/dels or will be replayed on open.
  *   - The WAL holds whole commits only: a batch's records reach it at its
  *     commit, all of them followed by the COMMIT record, written by one
- *     wal_commit (which cuts the file back when it fails).  So no record of
+ *     wal_write (which cuts the file back when it fails).  So no record of
  *     an uncommitted batch is ever in the WAL while the table runs, and the
- *     checkpoint LSN is simply the WAL's next LSN.
+ *     checkpoint LSN is the WAL's next LSN -- or the lowest LSN of an
+ *     in-memory segment's commits, which no file holds yet.
  *   - A segment file is referenced by the durable MANIFEST only after it was
  *     fsynced; files the manifest does not name are deleted on open.
  *     Batches write their segment files before they commit; those files are
@@ -36,11 +40,6 @@
  * list.  The deletes a batch makes of committed documents are resolved at
  * its commit, under wlock, against the committed state of that moment, so
  * that a merge or another writer's commit in between cannot be missed.
- *
- * Merge policy (tiered): a segment's tier is floor(log_F(live docs)) with F
- * = merge_factor; when a tier holds F or more segments, the F smallest of it
- * are merged into one.  A segment with more than 30% deleted docs is
- * rewritten alone.  One merge runs at a time per table.
  */
 #include "index/table.h"
 #include "index/seg_int.h"
@@ -57,64 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 
-enum { WAL_PUT = 1, WAL_DELETE = 2, WAL_COMMIT = 3 };
-
-struct Table;
-static void remove_stale_del_files(struct Table *t);
-static int checkpoint_locked(struct Table *t, QrError *err);
-
-typedef struct SegMeta {
-    uint64_t id;
-    bool synced;     /* file fsynced */
-    uint64_t del_gen;  /* generation of the deletes file on disk (0 = none) */
-    bool del_dirty;  /* deletes changed since the last checkpoint */
-    bool merging;    /* picked by a running merge */
-    bool merge_failed; /* a merge including it found damage: left out until reopened */
-    bool merge_wait;   /* a merge including it ran out of disk space or memory: left
-                          out until the table's merge_retry_at commit */
-    uint64_t pending_old_gen; /* deletes file to remove after the next manifest */
-} SegMeta;
-
-struct Table {
-    char *dir;                /* owns */
-    TableOpts opts;
-    QrSchema schema;
-    pthread_mutex_t wlock;
-    pthread_mutex_t snap_lock;
-    pthread_mutex_t merge_lock; /* one merge at a time */
-    Snapshot *snap;           /* owns one reference */
-    uint64_t snap_version;
-    WalWriter *wal;           /* owns; NULL while replaying */
-    bool broken;              /* a commit's outcome is unknown: writes refused until reopen */
-    QrError broken_err;
-    _Atomic uint64_t fields_gen; /* bumped by table_add_field: batches re-copy the schema */
-    /* committed state */
-    int n_segs, cap_segs;
-    Segment **segs;           /* owns references */
-    roaring_bitmap_t **dels;  /* owns; NULL = none */
-    SegMeta *meta;
-    bool ckpt_due;            /* committed state differs from the durable manifest */
-    /* durability */
-    uint64_t next_seg_id;
-    uint64_t manifest_gen;
-    uint64_t checkpoint_lsn;
-    uint64_t wal_at_ckpt;
-    /* merges */
-    pthread_t merge_thr;
-    bool merge_thr_started;
-    pthread_cond_t merge_cv;
-    bool stop;
-    bool merge_due;
-    int merges_running;
-    uint64_t merge_retry_at;  /* commits count at which merge_wait is cleared, 0 = none */
-    uint64_t merge_retry_gap; /* commits between retries; doubles per failure, up to 1024 */
-    pthread_cond_t idle_cv;
-    /* counters */
-    uint64_t merges_done, merges_failed, commits, checkpoints, recovered, torn_cut;
-    /* what the open found (table_open_report) */
-    WalReplayStats open_wal;
-    int open_salvaged;
-};
+#include "index/table_int.h"
 
 void table_opts_default(TableOpts *o)
 {
@@ -125,6 +67,12 @@ void table_opts_default(TableOpts *o)
     o->checkpoint_wal_bytes = 256u << 20;
     o->background_merge = true;
     o->merge_factor = 8;
+    o->nrt_commit_docs = 1024;
+    o->nrt_commit_bytes = 1u << 20;
+    o->nrt_flush_bytes = 64u << 20;
+    o->nrt_flush_ms = 5000;
+    o->nrt_merge_factor = 4;
+    o->nrt_max_segments = 24;
 }
 
 const QrSchema *table_schema(const Table *t) { return &t->schema; }
@@ -138,9 +86,14 @@ static char *path_join(const char *dir, const char *name)
     return p;
 }
 
-static void seg_file_name(char *out, size_t n, const char *dir, uint64_t id)
+void table_seg_path(char *out, size_t n, const char *dir, uint64_t id)
 {
     snprintf(out, n, "%s/seg-%016llx.qseg", dir, (unsigned long long)id);
+}
+
+void table_mem_seg_name(char *out, size_t n, const char *dir, uint64_t id)
+{
+    snprintf(out, n, "%s/in-memory segment %llu", dir, (unsigned long long)id);
 }
 
 static void del_file_name(char *out, size_t n, const char *dir, uint64_t id, uint64_t gen)
@@ -216,8 +169,49 @@ bool snapshot_find_key(const Snapshot *s, const uint8_t *key, size_t len, int *s
     return false;
 }
 
-/* Build and swap in a snapshot of the committed state.  Called under wlock. */
-static int publish(Table *t, QrError *err)
+/* Room for one more pending snapshot (wlock held; snap_lock taken). */
+static bool pending_grow(Table *t)
+{
+    pthread_mutex_lock(&t->snap_lock);
+    int nc = t->cap_pending ? t->cap_pending * 2 : 8;
+    Snapshot **np = qr_realloc(t->pending, (size_t)nc * sizeof *np);
+    if (np) {
+        t->pending = np;
+        t->cap_pending = nc;
+    }
+    pthread_mutex_unlock(&t->snap_lock);
+    return np != NULL;
+}
+
+void table_install_acked(Table *t)
+{
+    uint64_t acked = t->wal ? wal_acked_lsn(t->wal) : UINT64_MAX;
+    Snapshot *drop[64];
+    int n_drop = 0;
+    pthread_mutex_lock(&t->snap_lock);
+    int k = -1;
+    for (int i = 0; i < t->n_pending && t->pending[i]->lsn <= acked; i++)
+        k = i;
+    if (k >= 0) {
+        /* the newest the WAL promises goes in; the older pending ones were
+         * never shown and go (released outside the lock when few) */
+        drop[n_drop++] = t->snap;
+        t->snap = t->pending[k];
+        for (int i = 0; i < k; i++) {
+            if (n_drop < 64)
+                drop[n_drop++] = t->pending[i];
+            else
+                snapshot_release(t->pending[i]);
+        }
+        t->n_pending -= k + 1;
+        memmove(t->pending, t->pending + k + 1, (size_t)t->n_pending * sizeof *t->pending);
+    }
+    pthread_mutex_unlock(&t->snap_lock);
+    for (int i = 0; i < n_drop; i++)
+        snapshot_release(drop[i]);
+}
+
+int table_publish_locked(Table *t, QrError *err)
 {
     Snapshot *s = qr_calloc(1, sizeof *s);
     if (!s)
@@ -226,7 +220,8 @@ static int publish(Table *t, QrError *err)
     s->segs = qr_calloc((size_t)n + 1, sizeof *s->segs);
     s->dels = qr_calloc((size_t)n + 1, sizeof *s->dels);
     s->base = qr_calloc((size_t)n + 1, sizeof *s->base);
-    if (!s->segs || !s->dels || !s->base) {
+    if (!s->segs || !s->dels || !s->base ||
+        (t->n_pending == t->cap_pending && !pending_grow(t))) {
         qr_free(s->segs);
         qr_free(s->dels);
         qr_free(s->base);
@@ -255,18 +250,19 @@ static int publish(Table *t, QrError *err)
     s->n_docs = (uint64_t)base;
     s->n_live = live;
     s->version = ++t->snap_version;
+    /* every commit whose records are in the WAL file is in it (wlock) */
+    s->lsn = t->wal ? wal_next_lsn(t->wal) : 0;
     t->ckpt_due = true;
     pthread_mutex_lock(&t->snap_lock);
-    Snapshot *old = t->snap;
-    t->snap = s;
+    t->pending[t->n_pending++] = s;
     pthread_mutex_unlock(&t->snap_lock);
-    snapshot_release(old);
+    table_install_acked(t);
     return QR_OK;
 }
 
 /* ---- committed-state helpers (under wlock) ---- */
 
-static int segs_reserve(Table *t, int extra)
+int table_segs_reserve(Table *t, int extra)
 {
     if (t->n_segs + extra <= t->cap_segs)
         return 0;
@@ -346,6 +342,7 @@ struct TableBatch {
     size_t n_kslot;           /* 0 or a power of two > 2 * n_keys */
     uint64_t n_ops, n_keys;
     bool replay;              /* recovery's batch: its records are in the WAL already */
+    bool bulk;                /* commits write files, never the in-memory tier */
     uint64_t lsn_lo, lsn_hi;  /* replay: lsns of its first and last record */
     QrError poison;           /* set: the batch lost documents and can only fail */
 };
@@ -376,6 +373,8 @@ static void batch_seg_drop(BatchSeg *bs, bool remove)
     if (bs->seg) {
         char path[4096];
         snprintf(path, sizeof path, "%s", seg_path(bs->seg));
+        if (seg_in_memory(bs->seg))
+            remove = false; /* no file */
         seg_unref(bs->seg);
         if (remove) {
             unlink(path);
@@ -452,6 +451,8 @@ void table_batch_free(TableBatch *b)
 }
 
 uint64_t table_batch_ops(const TableBatch *b) { return b->n_ops; }
+uint64_t table_batch_keys(const TableBatch *b) { return b->n_keys; }
+void table_batch_set_bulk(TableBatch *b, bool bulk) { b->bulk = bulk; }
 
 static int batch_ensure_builder(TableBatch *b, QrError *err)
 {
@@ -466,12 +467,14 @@ static int batch_ensure_builder(TableBatch *b, QrError *err)
     return segb_new(b->schema, &b->builder, err);
 }
 
-/* Write the batch's builder out as a segment file of its own and add it to
- * segs[].  `locked`: the caller holds wlock (a commit: the table's schema
- * decides the B-trees); otherwise the id is reserved under it and the rest
- * runs outside it.  On failure the builder's documents are gone (the
- * caller poisons the batch or fails the commit). */
-static int batch_write_builder(TableBatch *b, bool locked, QrError *err)
+/* Write the batch's builder out as a segment of its own and add it to
+ * segs[]: at a commit (`at_commit`), a small builder becomes an in-memory
+ * segment (the NRT tier: table.h) unless that tier is far behind its
+ * flushes; otherwise a segment file, with the B-trees of the batch's
+ * schema (the commit re-syncs them with the table's under wlock).  Runs
+ * outside wlock (the id is reserved under it).  On failure the builder's
+ * documents are gone (the caller poisons the batch or fails the commit). */
+static int batch_write_builder(TableBatch *b, bool at_commit, QrError *err)
 {
     Table *t = b->t;
     if (!b->builder)
@@ -489,28 +492,37 @@ static int batch_write_builder(TableBatch *b, bool locked, QrError *err)
         b->segs = ns;
         b->cap_segs = nc;
     }
-    if (!locked)
-        pthread_mutex_lock(&t->wlock);
+    bool to_mem = at_commit && !b->bulk && segb_n_docs(b->builder) <= t->opts.nrt_commit_docs &&
+                  segb_mem_bytes(b->builder) <= t->opts.nrt_commit_bytes &&
+                  atomic_load(&t->mem_bytes) <= 2 * (uint64_t)t->opts.nrt_flush_bytes;
+    pthread_mutex_lock(&t->wlock);
     uint64_t id = t->next_seg_id++;
-    if (!locked)
-        pthread_mutex_unlock(&t->wlock);
+    pthread_mutex_unlock(&t->wlock);
     char path[4096];
-    seg_file_name(path, sizeof path, t->dir, id);
     roaring_bitmap_t *bdel = NULL;
-    int rc = segb_finish(b->builder, path, false, &bdel, err);
+    Segment *seg = NULL;
+    int rc;
+    if (to_mem) {
+        table_mem_seg_name(path, sizeof path, t->dir, id);
+        rc = segb_finish_mem(b->builder, path, id, &seg, &bdel, err);
+    } else {
+        table_seg_path(path, sizeof path, t->dir, id);
+        rc = segb_finish(b->builder, path, false, &bdel, err);
+        if (rc == QR_OK)
+            rc = seg_open(path, id, &seg, err);
+        if (rc == QR_OK)
+            rc = seg_sync_btrees(seg, b->schema, true, false, err);
+    }
     segb_free(b->builder);
     b->builder = NULL;
-    Segment *seg = NULL;
-    if (rc == QR_OK)
-        rc = seg_open(path, id, &seg, err);
-    if (rc == QR_OK)
-        rc = seg_sync_btrees(seg, locked ? &t->schema : b->schema, true, false, err);
     if (rc != QR_OK) {
         seg_unref(seg);
         if (bdel)
             roaring_bitmap_free(bdel);
-        unlink(path);
-        seg_remove_btree_files(path);
+        if (!to_mem) {
+            unlink(path);
+            seg_remove_btree_files(path);
+        }
         return rc;
     }
     b->segs[b->n_segs++] = (BatchSeg){.seg = seg, .bdel = bdel, .id = id};
@@ -734,6 +746,71 @@ int table_batch_delete(TableBatch *b, const uint8_t *key, size_t len, bool *foun
     return QR_OK;
 }
 
+int table_batch_absorb(TableBatch *dst, TableBatch *src, QrError *err)
+{
+    if (dst->t != src->t || dst->replay || src->replay)
+        return qr_error_set(err, QR_EINVAL, "batches of different tables cannot be joined");
+    int rc = QR_OK;
+    if (dst->poison.code || src->poison.code) {
+        batch_poison(dst, dst->poison.code ? &dst->poison : &src->poison);
+        qr_error_copy(err, &dst->poison);
+        return dst->poison.code;
+    }
+    /* both as segments: src's documents go after dst's whatever their
+     * builders held */
+    if ((rc = table_batch_seal(dst, err)) != QR_OK || (rc = table_batch_seal(src, err)) != QR_OK) {
+        if (src->poison.code)
+            batch_poison(dst, &src->poison);
+        return rc;
+    }
+    if (dst->n_segs + src->n_segs > dst->cap_segs) {
+        int nc = dst->n_segs + src->n_segs + 4;
+        BatchSeg *ns = qr_realloc(dst->segs, (size_t)nc * sizeof *ns);
+        if (!ns)
+            return qr_error_set(err, QR_ENOMEM, "out of memory joining batches");
+        dst->segs = ns;
+        dst->cap_segs = nc;
+    }
+    if (!qr_buf_try_reserve(&dst->recs, src->recs.len) ||
+        !qr_buf_try_reserve(&dst->keys, src->keys.len))
+        return qr_error_set(err, QR_ENOMEM, "out of memory joining batches");
+    /* every key src touched: its copy in dst is superseded (src came
+     * later), and dst learns the key.  Room for each key is taken before
+     * anything changes; a failure after the first change poisons dst */
+    const uint8_t *p = src->keys.data, *end = p + src->keys.len;
+    while (p < end) {
+        size_t klen = qr_get_u16le(p);
+        const uint8_t *key = p + BATCH_KEY_HDR;
+        p = key + klen;
+        bool known = batch_key_known(dst, key, klen);
+        if (!known && !batch_reserve(dst, 0, klen, true)) {
+            qr_error_set(err, QR_ENOMEM, "out of memory joining batches");
+            batch_poison(dst, err);
+            return QR_ENOMEM;
+        }
+        if (known) {
+            batch_del(dst, key, klen);
+        } else {
+            *batch_key_slot(dst, key, klen) = dst->keys.len + 1;
+            uint8_t kh[BATCH_KEY_HDR] = {(uint8_t)(klen & 0xff), (uint8_t)(klen >> 8)};
+            qr_buf_append(&dst->keys, kh, sizeof kh);
+            qr_buf_append(&dst->keys, key, klen);
+            dst->n_keys++;
+        }
+    }
+    for (int k = 0; k < src->n_segs; k++) {
+        dst->segs[dst->n_segs++] = src->segs[k];
+        src->segs[k] = (BatchSeg){0};
+    }
+    src->n_segs = 0;
+    qr_buf_append(&dst->recs, src->recs.data, src->recs.len);
+    dst->n_ops += src->n_ops;
+    if (src->bulk)
+        dst->bulk = true;
+    batch_reset(src, false); /* its segments are dst's now */
+    return QR_OK;
+}
+
 /* Fields were added since the batch copied the schema: index its documents
  * again, from its records, with the table's schema of now.  Outside wlock. */
 static int batch_rebuild(TableBatch *b, QrError *err)
@@ -775,17 +852,35 @@ static int batch_rebuild(TableBatch *b, QrError *err)
 
 /* ---- checkpoint ---- */
 
-static int checkpoint_locked(Table *t, QrError *err)
+int table_checkpoint_locked(Table *t, QrError *err)
 {
     char path[4096];
     int rc;
     Manifest m;
     memset(&m, 0, sizeof m);
-    /* 1. segment files and deletes on disk */
+    /* 0. every commit written so far durable in the WAL first (rotation
+     * syncs the file): the deletes files below may hold deletes of commits
+     * whose sync is still running (group commit), and they must never be on
+     * disk without their commit */
+    if (t->wal && (rc = wal_sync(t->wal, err)) != QR_OK)
+        return rc;
+    table_install_acked(t);
+    /* 1. segment files and deletes on disk (in-memory segments have
+     * neither: their commits are in the WAL from the checkpoint lsn on) */
+    uint64_t mem_lsn = UINT64_MAX; /* lowest lsn of an in-memory segment's commits */
+    int n_files = 0;
     for (int i = 0; i < t->n_segs; i++) {
         SegMeta *sm = &t->meta[i];
+        if (sm->in_mem) {
+            uint64_t lo, hi;
+            seg_lsn_range(t->segs[i], &lo, &hi);
+            if (lo < mem_lsn)
+                mem_lsn = lo;
+            continue;
+        }
+        n_files++;
         if (!sm->synced) {
-            seg_file_name(path, sizeof path, t->dir, sm->id);
+            table_seg_path(path, sizeof path, t->dir, sm->id);
             if (t->opts.fsync != QR_FSYNC_OFF) {
                 int fd = open(path, O_RDONLY);
                 if (fd < 0 || fsync(fd) != 0) {
@@ -817,11 +912,16 @@ static int checkpoint_locked(Table *t, QrError *err)
     /* 2. manifest */
     m.generation = ++t->manifest_gen;
     /* the WAL holds whole commits only (uncommitted batches are not in it),
-     * and every commit so far is in the segments */
+     * and every commit so far is in the segment files -- but those of the
+     * in-memory segments, which the WAL keeps from the lowest of their lsns
+     * on.  (A commit above that lsn may already be in the files, a large one
+     * or a delete: replaying it again is harmless, puts being upserts.) */
     m.checkpoint_lsn = t->wal ? wal_next_lsn(t->wal) : t->checkpoint_lsn;
+    if (mem_lsn < m.checkpoint_lsn)
+        m.checkpoint_lsn = mem_lsn > t->checkpoint_lsn ? mem_lsn : t->checkpoint_lsn;
     m.next_seg_id = t->next_seg_id;
-    m.n_segs = (uint32_t)t->n_segs;
-    m.segs = qr_calloc((size_t)t->n_segs + 1, sizeof *m.segs);
+    m.n_segs = (uint32_t)n_files;
+    m.segs = qr_calloc((size_t)n_files + 1, sizeof *m.segs);
     QrBuf sj;
     qr_buf_init(&sj);
     if (!m.segs || schema_to_json(&t->schema, false, &sj, err) != QR_OK) {
@@ -829,8 +929,10 @@ static int checkpoint_locked(Table *t, QrError *err)
         qr_buf_free(&sj);
         return qr_error_set(err, QR_ENOMEM, "out of memory writing the manifest");
     }
-    for (int i = 0; i < t->n_segs; i++) {
-        ManifestSeg *ms = &m.segs[i];
+    for (int i = 0, k = 0; i < t->n_segs; i++) {
+        if (t->meta[i].in_mem)
+            continue;
+        ManifestSeg *ms = &m.segs[k++];
         ms->id = t->meta[i].id;
         ms->n_docs = seg_n_docs(t->segs[i]);
         ms->n_deleted = t->dels[i] ? (uint32_t)roaring_bitmap_get_cardinality(t->dels[i]) : 0;
@@ -867,21 +969,13 @@ static int checkpoint_locked(Table *t, QrError *err)
 
 /* ---- commit ---- */
 
-/* Segments left out of merges for want of space or memory are candidates
- * again.  Under wlock. */
-static void clear_merge_wait(Table *t)
-{
-    for (int i = 0; i < t->n_segs; i++)
-        t->meta[i].merge_wait = false;
-    t->merge_retry_at = 0;
-}
-
 /* Find the live committed copy of every key the batch put or deleted and
  * mark it in nd[i] (new deletes of committed segment i, created on demand).
  * Under wlock; changes nothing of the table.  Errors: QR_ENOMEM. */
 static int batch_resolve_deletes(Table *t, const TableBatch *b, roaring_bitmap_t **nd,
-                                 QrError *err)
+                                 uint64_t *n_found, QrError *err)
 {
+    *n_found = 0;
     const uint8_t *p = b->keys.data, *end = p + b->keys.len;
     while (p < end) {
         size_t klen = qr_get_u16le(p);
@@ -895,19 +989,19 @@ static int batch_resolve_deletes(Table *t, const TableBatch *b, roaring_bitmap_t
             if (!nd[i] && !(nd[i] = roaring_bitmap_create()))
                 return qr_error_set(err, QR_ENOMEM, "out of memory committing");
             roaring_bitmap_add(nd[i], (uint32_t)d);
+            (*n_found)++;
             break;
         }
     }
     return QR_OK;
 }
 
-/* Append the batch's records and a COMMIT record and make them durable
- * (per the fsync policy) as one wal_commit.  On failure the WAL is as
- * before (wal_commit cuts the file back) and the error's detail says that
- * nothing was written -- or, when the WAL could not be synced or cut back,
- * that the outcome is unknown, and the table refuses writes from then on.
- * Under wlock. */
-static int batch_write_wal(Table *t, const TableBatch *b, QrError *err)
+/* Append the batch's records and a COMMIT record and write them to the WAL
+ * file as one wal_write (*end_lsn: the lsn after them, to sync to).  On
+ * failure the WAL is as before (the write is cut back) and nothing was
+ * written; when it could not be cut back the writer is poisoned and the
+ * table refuses writes from then on.  Under wlock. */
+static int batch_write_wal(Table *t, const TableBatch *b, uint64_t *end_lsn, QrError *err)
 {
     QrError e;
     qr_error_clear(&e);
@@ -921,7 +1015,7 @@ static int batch_write_wal(Table *t, const TableBatch *b, QrError *err)
     if (rc == QR_OK)
         rc = wal_append(t->wal, WAL_COMMIT, "", 0, NULL, &e);
     if (rc == QR_OK)
-        rc = wal_commit(t->wal, &e);
+        rc = wal_write(t->wal, end_lsn, &e);
     else
         wal_discard(t->wal);
     if (rc == QR_OK)
@@ -940,10 +1034,39 @@ static int batch_write_wal(Table *t, const TableBatch *b, QrError *err)
     return rc;
 }
 
-int table_batch_commit(TableBatch *b, QrError *err)
+/* Step 0 of a commit, outside wlock: the batch's last documents become a
+ * segment (in memory when small), indexed with the table's current fields;
+ * on return *gen is the fields generation they were indexed with. */
+static int batch_prepare(TableBatch *b, uint64_t *gen, QrError *err)
 {
     Table *t = b->t;
     int rc = QR_OK;
+    if (!b->replay && b->fields_gen != atomic_load(&t->fields_gen))
+        rc = batch_rebuild(b, err); /* fields were added: index everything again */
+    *gen = b->fields_gen;
+    if (rc == QR_OK)
+        rc = batch_write_builder(b, true, err);
+    return rc;
+}
+
+int table_batch_seal(TableBatch *b, QrError *err)
+{
+    if (b->poison.code) {
+        qr_error_copy(err, &b->poison);
+        return b->poison.code;
+    }
+    uint64_t gen;
+    int rc = batch_prepare(b, &gen, err);
+    if (rc != QR_OK)
+        batch_poison(b, err); /* the builder's documents went with it */
+    return rc;
+}
+
+int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
+{
+    Table *t = b->t;
+    int rc = QR_OK;
+    memset(c, 0, sizeof *c);
     if (b->poison.code) {
         qr_error_copy(err, &b->poison);
         rc = b->poison.code;
@@ -958,43 +1081,46 @@ int table_batch_commit(TableBatch *b, QrError *err)
     }
     roaring_bitmap_t **nd = NULL;
     int n_nd = 0;
-    pthread_mutex_lock(&t->wlock);
-    while (!b->replay && b->fields_gen != atomic_load(&t->fields_gen)) {
-        pthread_mutex_unlock(&t->wlock);
-        if ((rc = batch_rebuild(b, err)) != QR_OK)
+    /* 0. outside the lock: the last builder as a segment (a field added
+     * meanwhile sends the batch round again) */
+    uint64_t gen = 0;
+    for (;;) {
+        if ((rc = batch_prepare(b, &gen, err)) != QR_OK)
             goto fail_unlocked;
         pthread_mutex_lock(&t->wlock);
+        if (b->replay || gen == atomic_load(&t->fields_gen))
+            break;
+        pthread_mutex_unlock(&t->wlock);
     }
     if (t->broken) {
         rc = fail_broken(t, err);
         goto fail;
     }
     bool log = t->wal && !b->replay;
-    /* 1. the batch's last documents as a segment file; every segment of
-     * the batch gets the B-trees the schema asks for now */
-    if (b->builder) {
-        uint64_t lo = log ? wal_next_lsn(t->wal) : b->lsn_lo;
-        uint64_t hi = log ? lo + b->n_ops - 1 : b->lsn_hi;
-        segb_set_lsn_range(b->builder, lo, hi);
-    }
-    if ((rc = batch_write_builder(b, true, err)) != QR_OK)
-        goto fail;
-    for (int k = 0; k < b->n_segs; k++)
+    /* 1. every file segment of the batch gets the B-trees the schema asks
+     * for now; every segment its commit's lsns */
+    uint64_t lo = log ? wal_next_lsn(t->wal) : b->lsn_lo;
+    uint64_t hi = log ? lo + b->n_ops : b->lsn_hi;
+    for (int k = 0; k < b->n_segs; k++) {
+        seg_set_lsn_range(b->segs[k].seg, lo, hi);
         if ((rc = seg_sync_btrees(b->segs[k].seg, &t->schema, true, false, err)) != QR_OK)
             goto fail;
+    }
     /* 2. the committed copies the batch replaces or deletes */
     n_nd = t->n_segs;
     nd = qr_calloc((size_t)n_nd + 1, sizeof *nd);
-    if (!nd || segs_reserve(t, b->n_segs) != 0) {
+    if (!nd || table_segs_reserve(t, b->n_segs) != 0) {
         rc = qr_error_set(err, QR_ENOMEM, "out of memory committing");
         goto fail;
     }
-    if ((rc = batch_resolve_deletes(t, b, nd, err)) != QR_OK)
+    uint64_t n_found = 0;
+    if ((rc = batch_resolve_deletes(t, b, nd, &n_found, err)) != QR_OK)
         goto fail;
-    /* 3. the WAL: from here on the commit is durable */
-    if (log && (rc = batch_write_wal(t, b, err)) != QR_OK)
+    /* 3. the WAL: written here, made durable below, outside the lock */
+    uint64_t end_lsn = 0;
+    if (log && (rc = batch_write_wal(t, b, &end_lsn, err)) != QR_OK)
         goto fail;
-    /* 4. apply and publish */
+    /* 4. apply; the snapshot is installed once the WAL promises the commit */
     for (int i = 0; i < n_nd; i++) {
         if (!nd[i])
             continue;
@@ -1007,23 +1133,28 @@ int table_batch_commit(TableBatch *b, QrError *err)
         nd[i] = NULL;
         t->meta[i].del_dirty = true;
     }
+    uint64_t now = qr_now_ns();
     for (int k = 0; k < b->n_segs; k++) {
         BatchSeg *bs = &b->segs[k];
         int i = t->n_segs++;
         bool has_del = !roaring_bitmap_is_empty(bs->bdel);
+        bool in_mem = seg_in_memory(bs->seg);
         t->segs[i] = bs->seg;
         t->dels[i] = has_del ? bs->bdel : NULL;
         if (!has_del)
             roaring_bitmap_free(bs->bdel);
-        t->meta[i] = (SegMeta){.id = bs->id, .del_dirty = has_del};
+        t->meta[i] = (SegMeta){.id = bs->id, .in_mem = in_mem, .del_dirty = has_del && !in_mem,
+                               .born_ns = in_mem ? now : 0};
+        if (in_mem) {
+            t->n_mem++;
+            atomic_fetch_add(&t->mem_bytes, seg_file_bytes(bs->seg));
+        }
         bs->seg = NULL;
         bs->bdel = NULL;
     }
     t->commits++;
-    if (t->merge_retry_at && t->commits >= t->merge_retry_at)
-        clear_merge_wait(t);
-    if ((rc = publish(t, err)) != QR_OK) {
-        /* durable and applied, but readers cannot be shown it */
+    if ((rc = table_publish_locked(t, err)) != QR_OK) {
+        /* durable (or about to be) and applied, but readers cannot be shown it */
         set_broken(t, err);
         qr_error_detail(err, "the commit is durable but could not be made visible: it "
                              "appears after a restart");
@@ -1032,16 +1163,18 @@ int table_batch_commit(TableBatch *b, QrError *err)
         wal_bytes(t->wal) - t->wal_at_ckpt > t->opts.checkpoint_wal_bytes) {
         QrError e;
         qr_error_clear(&e);
-        if (checkpoint_locked(t, &e) != QR_OK) /* the WAL still has it all: try again later */
+        if (table_checkpoint_locked(t, &e) != QR_OK) /* the WAL still has it all: try again later */
             qr_log(QR_LOG_WARN, "checkpoint of table \"%s\" failed (retried at the next "
                                 "commit): %s", t->dir, e.message);
     }
-    if (t->merge_thr_started) {
-        t->merge_due = true;
-        pthread_cond_signal(&t->merge_cv);
-    }
+    table_merge_note_commit_locked(t);
     pthread_mutex_unlock(&t->wlock);
     qr_free(nd);
+    c->t = t;
+    c->end_lsn = log ? end_lsn : 0;
+    c->n_ops = b->n_ops;
+    c->n_replaced = n_found;
+    c->started = rc == QR_OK;
     batch_reset(b, false);
     return rc;
 fail:
@@ -1058,343 +1191,66 @@ fail_unlocked:
     return rc;
 }
 
+int table_commit_wait(const TableCommit *c, QrError *err)
+{
+    if (!c->started)
+        return QR_OK;
+    Table *t = c->t;
+    /* 5. group commit: wait for the sync that covers the records, shared
+     * with the commits written meanwhile; then the commit is shown */
+    if (c->end_lsn && t->wal) {
+        QrError e;
+        qr_error_clear(&e);
+        if (wal_sync_to(t->wal, c->end_lsn, &e) != QR_OK) {
+            qr_error_copy(err, &e);
+            pthread_mutex_lock(&t->wlock);
+            set_broken(t, &e);
+            pthread_mutex_unlock(&t->wlock);
+            qr_error_detail(err, "the commit's %llu changes reached the write-ahead log but "
+                                 "could not be made durable: after a restart they may or may "
+                                 "not be there",
+                            (unsigned long long)c->n_ops);
+            qr_error_hint(err, "restart the server: the table refuses writes until it is "
+                               "reopened");
+            return e.code ? e.code : QR_EIO;
+        }
+        table_install_acked(t);
+    }
+    table_merge_relieve(t);
+    return QR_OK;
+}
+
+int table_batch_commit(TableBatch *b, QrError *err)
+{
+    TableCommit c;
+    int rc = table_batch_commit_start(b, &c, err);
+    return rc == QR_OK ? table_commit_wait(&c, err) : rc;
+}
+
+Snapshot *table_snapshot_latest(Table *t)
+{
+    pthread_mutex_lock(&t->snap_lock);
+    Snapshot *s = t->n_pending ? t->pending[t->n_pending - 1] : t->snap;
+    atomic_fetch_add(&s->refs, 1);
+    pthread_mutex_unlock(&t->snap_lock);
+    return s;
+}
+
 int table_flush(Table *t, QrError *err)
 {
     pthread_mutex_lock(&t->wlock);
-    int rc = t->broken ? fail_broken(t, err) : checkpoint_locked(t, err);
+    int rc = t->broken ? fail_broken(t, err) : QR_OK;
+    bool mem = t->n_mem > 0 && !t->opts.read_only;
     pthread_mutex_unlock(&t->wlock);
-    return rc;
-}
-
-/* ---- merges ---- */
-
-typedef struct MergePick {
-    int n;
-    Segment **segs;           /* references */
-    roaring_bitmap_t **used;  /* copies of the deletes the merge saw */
-    uint64_t *ids;
-} MergePick;
-
-static void pick_free(MergePick *p)
-{
-    for (int i = 0; i < p->n; i++) {
-        seg_unref(p->segs[i]);
-        if (p->used[i])
-            roaring_bitmap_free(p->used[i]);
-    }
-    qr_free(p->segs);
-    qr_free(p->used);
-    qr_free(p->ids);
-    memset(p, 0, sizeof *p);
-}
-
-static uint64_t live_docs(Table *t, int i)
-{
-    uint64_t n = seg_n_docs(t->segs[i]);
-    return n - (t->dels[i] ? roaring_bitmap_get_cardinality(t->dels[i]) : 0);
-}
-
-/* Choose segments to merge (under wlock).  all = merge everything. */
-static bool choose_merge(Table *t, bool all, MergePick *p)
-{
-    int n = t->n_segs;
-    int *chosen = qr_calloc((size_t)n + 1, sizeof *chosen);
-    if (!chosen)
-        return false;
-    int nc = 0;
-    if (all) {
-        bool any_del = false;
-        for (int i = 0; i < n; i++) {
-            if (t->meta[i].merging || t->meta[i].merge_failed || t->meta[i].merge_wait) {
-                nc = 0;
-                break;
-            }
-            chosen[nc++] = i;
-            any_del |= t->dels[i] != NULL;
-        }
-        if (nc == 1 && !any_del)
-            nc = 0;
-    } else {
-        int f = t->opts.merge_factor < 2 ? 2 : t->opts.merge_factor;
-        double lf = log((double)f);
-        /* deleted-heavy segment first */
-        for (int i = 0; i < n && !nc; i++) {
-            if (t->meta[i].merging || t->meta[i].merge_failed || t->meta[i].merge_wait || !t->dels[i])
-                continue;
-            uint64_t d = roaring_bitmap_get_cardinality(t->dels[i]);
-            if (d * 10 > (uint64_t)seg_n_docs(t->segs[i]) * 3)
-                chosen[nc++] = i;
-        }
-        for (int tier = 0; tier < 12 && !nc; tier++) {
-            int cnt = 0;
-            for (int i = 0; i < n; i++) {
-                if (t->meta[i].merging || t->meta[i].merge_failed || t->meta[i].merge_wait)
-                    continue;
-                int ti = (int)floor(log((double)live_docs(t, i) + 1) / lf);
-                if (ti <= tier)
-                    cnt++;
-            }
-            if (cnt < f)
-                continue;
-            for (int i = 0; i < n && nc < f; i++) {
-                if (t->meta[i].merging || t->meta[i].merge_failed || t->meta[i].merge_wait)
-                    continue;
-                int ti = (int)floor(log((double)live_docs(t, i) + 1) / lf);
-                if (ti <= tier)
-                    chosen[nc++] = i;
-            }
-        }
-    }
-    if (nc == 0) {
-        qr_free(chosen);
-        return false;
-    }
-    p->n = nc;
-    p->segs = qr_calloc((size_t)nc, sizeof *p->segs);
-    p->used = qr_calloc((size_t)nc, sizeof *p->used);
-    p->ids = qr_calloc((size_t)nc, sizeof *p->ids);
-    if (!p->segs || !p->used || !p->ids) {
-        qr_free(chosen);
-        pick_free(p);
-        return false;
-    }
-    for (int k = 0; k < nc; k++) {
-        int i = chosen[k];
-        p->segs[k] = seg_ref(t->segs[i]);
-        p->used[k] = t->dels[i] ? roaring_bitmap_copy(t->dels[i]) : NULL;
-        p->ids[k] = t->meta[i].id;
-        t->meta[i].merging = true;
-    }
-    qr_free(chosen);
-    return true;
-}
-
-static int index_of_seg(Table *t, Segment *s)
-{
-    for (int i = 0; i < t->n_segs; i++)
-        if (t->segs[i] == s)
-            return i;
-    return -1;
-}
-
-/* Run one merge end to end.  Called with merge_lock held, wlock not held. */
-static int run_merge(Table *t, MergePick *p, QrError *err)
-{
-    char path[4096];
-    pthread_mutex_lock(&t->wlock);
-    uint64_t id = t->next_seg_id++;
-    t->merges_running++;
-    pthread_mutex_unlock(&t->wlock);
-    seg_file_name(path, sizeof path, t->dir, id);
-    uint32_t **remap = NULL;
-    int rc = seg_merge(p->segs, (const roaring_bitmap_t *const *)p->used, p->n, &t->schema, path,
-                       false, &remap, err);
-    Segment *ns = NULL;
-    if (rc == QR_OK)
-        rc = seg_open(path, id, &ns, err);
+    /* the in-memory segments to a file first, so that the WAL can go */
+    if (rc == QR_OK && mem)
+        rc = table_merge_flush_memory(t, err);
     if (rc == QR_OK) {
-        /* built outside the write lock; re-synced under it below in case
-         * an index was created or dropped meanwhile */
         pthread_mutex_lock(&t->wlock);
-        QrSchema sc = t->schema;
+        rc = t->broken ? fail_broken(t, err) : table_checkpoint_locked(t, err);
         pthread_mutex_unlock(&t->wlock);
-        rc = seg_sync_btrees(ns, &sc, true, false, err);
     }
-    pthread_mutex_lock(&t->wlock);
-    t->merges_running--;
-    if (rc == QR_OK)
-        rc = seg_sync_btrees(ns, &t->schema, true, false, err);
-    if (rc != QR_OK) {
-        seg_unref(ns);
-        unlink(path);
-        seg_remove_btree_files(path);
-        /* never retry the same failure in a loop.  Damage: its segments stay
-         * as they are until the table is reopened (quarry check names it).
-         * A full disk or a memory shortage passes: they are tried again
-         * after some commits, twice as many after each failure in a row
-         * (and at once by a forced merge) */
-        bool transient = rc == QR_EIO || rc == QR_ENOMEM;
-        for (int k = 0; k < p->n; k++) {
-            int i = index_of_seg(t, p->segs[k]);
-            if (i >= 0) {
-                t->meta[i].merging = false;
-                if (transient)
-                    t->meta[i].merge_wait = true;
-                else
-                    t->meta[i].merge_failed = true;
-            }
-        }
-        if (transient) {
-            t->merge_retry_gap = t->merge_retry_gap ? t->merge_retry_gap * 2 : 1;
-            if (t->merge_retry_gap > 1024)
-                t->merge_retry_gap = 1024;
-            t->merge_retry_at = t->commits + t->merge_retry_gap;
-        }
-        t->merges_failed++;
-        goto out;
-    }
-    /* deletes committed while the merge ran follow the docs (batches
-     * resolve their deletes at commit, so there are no others) */
-    roaring_bitmap_t *nd = roaring_bitmap_create();
-    int first = -1;
-    for (int k = 0; k < p->n; k++) {
-        int i = index_of_seg(t, p->segs[k]);
-        if (first < 0 || (i >= 0 && i < first))
-            first = i;
-        if (i >= 0 && t->dels[i]) {
-            roaring_uint32_iterator_t *it = roaring_create_iterator(t->dels[i]);
-            for (; it->has_value; roaring_advance_uint32_iterator(it)) {
-                uint32_t d = it->current_value;
-                if ((!p->used[k] || !roaring_bitmap_contains(p->used[k], d)) &&
-                    remap[k][d] != UINT32_MAX)
-                    roaring_bitmap_add(nd, remap[k][d]);
-            }
-            roaring_free_uint32_iterator(it);
-        }
-    }
-    /* rebuild the committed list: sources out, merged segment at `first`
-     * (read each slot before any write: the merged segment may land in a
-     * source's slot) */
-    int w = 0;
-    Segment **old = qr_calloc((size_t)p->n, sizeof *old);
-    int n_old = 0;
-    for (int i = 0; i < t->n_segs; i++) {
-        Segment *cur = t->segs[i];
-        roaring_bitmap_t *cur_del = t->dels[i];
-        SegMeta cur_meta = t->meta[i];
-        bool src = false;
-        for (int k = 0; k < p->n; k++)
-            if (cur == p->segs[k])
-                src = true;
-        if (i == first) {
-            t->segs[w] = ns;
-            t->dels[w] = roaring_bitmap_is_empty(nd) ? NULL : nd;
-            t->meta[w] = (SegMeta){.id = id, .del_dirty = !roaring_bitmap_is_empty(nd)};
-            if (!t->dels[w])
-                roaring_bitmap_free(nd);
-            nd = NULL;
-            w++;
-        }
-        if (src) {
-            if (old)
-                old[n_old++] = cur;
-            else
-                seg_unref(cur);
-            if (cur_del)
-                roaring_bitmap_free(cur_del);
-            continue;
-        }
-        t->segs[w] = cur;
-        t->dels[w] = cur_del;
-        t->meta[w] = cur_meta;
-        w++;
-    }
-    if (nd)
-        roaring_bitmap_free(nd);
-    t->n_segs = w;
-    t->merges_done++;
-    t->merge_retry_gap = 0;
-    if ((rc = publish(t, err)) == QR_OK)
-        rc = checkpoint_locked(t, err);
-    if (rc == QR_OK) {
-        /* the durable manifest no longer names the sources: remove them */
-        for (int k = 0; k < p->n; k++) {
-            seg_file_name(path, sizeof path, t->dir, p->ids[k]);
-            unlink(path);
-            seg_remove_btree_files(path);
-        }
-        remove_stale_del_files(t);
-    }
-    for (int k = 0; k < n_old; k++)
-        seg_unref(old[k]);
-    qr_free(old);
-out:
-    if (remap) {
-        for (int k = 0; k < p->n; k++)
-            qr_free(remap[k]);
-        qr_free(remap);
-    }
-    pthread_cond_broadcast(&t->idle_cv);
-    pthread_mutex_unlock(&t->wlock);
     return rc;
-}
-
-static void *merge_main(void *arg)
-{
-    Table *t = arg;
-    for (;;) {
-        pthread_mutex_lock(&t->wlock);
-        while (!t->stop && !t->merge_due)
-            pthread_cond_wait(&t->merge_cv, &t->wlock);
-        if (t->stop) {
-            pthread_mutex_unlock(&t->wlock);
-            break;
-        }
-        t->merge_due = false;
-        pthread_mutex_unlock(&t->wlock);
-        for (;;) {
-            pthread_mutex_lock(&t->merge_lock);
-            pthread_mutex_lock(&t->wlock);
-            MergePick p = {0};
-            bool have = !t->stop && !t->broken && choose_merge(t, false, &p);
-            pthread_mutex_unlock(&t->wlock);
-            if (!have) {
-                pthread_mutex_unlock(&t->merge_lock);
-                break;
-            }
-            QrError e;
-            qr_error_clear(&e);
-            if (run_merge(t, &p, &e) != QR_OK)
-                qr_log(QR_LOG_WARN, "merge in table \"%s\" failed: %s", t->dir, e.message);
-            pick_free(&p);
-            pthread_mutex_unlock(&t->merge_lock);
-        }
-        pthread_mutex_lock(&t->wlock);
-        pthread_cond_broadcast(&t->idle_cv);
-        pthread_mutex_unlock(&t->wlock);
-    }
-    return NULL;
-}
-
-int table_force_merge(Table *t, QrError *err)
-{
-    pthread_mutex_lock(&t->merge_lock);
-    pthread_mutex_lock(&t->wlock);
-    clear_merge_wait(t); /* asked for: space may be back */
-    MergePick p = {0};
-    bool have = !t->broken && choose_merge(t, true, &p);
-    pthread_mutex_unlock(&t->wlock);
-    int rc = QR_OK;
-    if (have) {
-        rc = run_merge(t, &p, err);
-        pick_free(&p);
-    }
-    pthread_mutex_unlock(&t->merge_lock);
-    return rc;
-}
-
-void table_wait_merges(Table *t)
-{
-    /* merge_lock is held by whoever merges: taking it waits for a running
-     * merge; then run whatever the policy still wants, here. */
-    for (;;) {
-        pthread_mutex_lock(&t->merge_lock);
-        pthread_mutex_lock(&t->wlock);
-        MergePick p = {0};
-        bool more = !t->broken && choose_merge(t, false, &p);
-        t->merge_due = false;
-        pthread_mutex_unlock(&t->wlock);
-        if (more) {
-            QrError e;
-            qr_error_clear(&e);
-            if (run_merge(t, &p, &e) != QR_OK)
-                more = false;
-            pick_free(&p);
-        }
-        pthread_mutex_unlock(&t->merge_lock);
-        if (!more)
-            return;
-    }
 }
 
 /* ---- open / create / close ---- */
@@ -1416,8 +1272,15 @@ static Table *table_alloc(const char *dir, const TableOpts *opts)
     pthread_mutex_init(&t->wlock, NULL);
     pthread_mutex_init(&t->snap_lock, NULL);
     pthread_mutex_init(&t->merge_lock, NULL);
+    pthread_mutex_init(&t->nrt_lock, NULL);
     pthread_cond_init(&t->merge_cv, NULL);
     pthread_cond_init(&t->idle_cv, NULL);
+    /* the memory tier's thread waits with timeouts on the monotonic clock */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->nrt_cv, &ca);
+    pthread_condattr_destroy(&ca);
     t->next_seg_id = 1;
     qr_error_clear(&t->broken_err);
     return t;
@@ -1437,18 +1300,23 @@ static void table_release(Table *t)
     qr_free(t->meta);
     if (t->snap)
         snapshot_release(t->snap);
+    for (int i = 0; i < t->n_pending; i++)
+        snapshot_release(t->pending[i]);
+    qr_free(t->pending);
     if (t->wal)
         wal_close(t->wal);
     pthread_mutex_destroy(&t->wlock);
     pthread_mutex_destroy(&t->snap_lock);
     pthread_mutex_destroy(&t->merge_lock);
+    pthread_mutex_destroy(&t->nrt_lock);
     pthread_cond_destroy(&t->merge_cv);
+    pthread_cond_destroy(&t->nrt_cv);
     pthread_cond_destroy(&t->idle_cv);
     qr_free(t->dir);
     qr_free(t);
 }
 
-static int start_wal_and_merges(Table *t, uint64_t next_lsn, QrError *err)
+static int start_wal(Table *t, uint64_t next_lsn, QrError *err)
 {
     if (t->opts.read_only)
         return QR_OK;
@@ -1462,11 +1330,6 @@ static int start_wal_and_merges(Table *t, uint64_t next_lsn, QrError *err)
     if (rc != QR_OK)
         return rc;
     t->wal_at_ckpt = wal_bytes(t->wal);
-    if (t->opts.background_merge) {
-        if (pthread_create(&t->merge_thr, NULL, merge_main, t) != 0)
-            return qr_error_set(err, QR_EINTERNAL, "could not start the merge thread");
-        t->merge_thr_started = true;
-    }
     return QR_OK;
 }
 
@@ -1490,8 +1353,9 @@ int table_create(const char *dir, const QrSchema *schema, const TableOpts *opts,
         return qr_error_set(err, QR_ENOMEM, "out of memory opening a table");
     t->schema = *schema;
     t->checkpoint_lsn = 1;
-    if ((rc = publish(t, err)) != QR_OK || (rc = checkpoint_locked(t, err)) != QR_OK ||
-        (rc = start_wal_and_merges(t, 1, err)) != QR_OK) {
+    if ((rc = table_publish_locked(t, err)) != QR_OK || (rc = table_checkpoint_locked(t, err)) != QR_OK ||
+        (rc = start_wal(t, 1, err)) != QR_OK ||
+        (!t->opts.read_only && (rc = table_merge_start(t, err)) != QR_OK)) {
         table_close(t);
         return rc;
     }
@@ -1597,7 +1461,7 @@ static void remove_stray_files(Table *t, bool all)
     closedir(d);
 }
 
-static void remove_stale_del_files(Table *t) { remove_stray_files(t, false); }
+void table_remove_stale_files(Table *t) { remove_stray_files(t, false); }
 
 /* A read-only open changes nothing on disk, but replaying the WAL spills
  * its batches into segment files.  They get ids above every "seg-*" file
@@ -1624,9 +1488,9 @@ static void unlink_replayed(Table *t, uint64_t first_id)
 {
     char path[4096];
     for (int i = 0; i < t->n_segs; i++) {
-        if (t->meta[i].id < first_id)
+        if (t->meta[i].id < first_id || t->meta[i].in_mem)
             continue;
-        seg_file_name(path, sizeof path, t->dir, t->meta[i].id);
+        table_seg_path(path, sizeof path, t->dir, t->meta[i].id);
         unlink(path);
         for (int f = 0; f < t->schema.n_fields; f++) {
             char bpath[4096 + 16];
@@ -1660,7 +1524,7 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
     t->manifest_gen = m.generation;
     t->checkpoint_lsn = m.checkpoint_lsn;
     t->next_seg_id = m.next_seg_id ? m.next_seg_id : 1;
-    if (segs_reserve(t, (int)m.n_segs) != 0) {
+    if (table_segs_reserve(t, (int)m.n_segs) != 0) {
         rc = qr_error_set(err, QR_ENOMEM, "out of memory opening a table");
         goto fail;
     }
@@ -1668,7 +1532,7 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
     int salvaged = 0; /* segments left out by --salvage */
     for (uint32_t i = 0; i < m.n_segs; i++) {
         ManifestSeg *ms = &m.segs[i];
-        seg_file_name(path, sizeof path, dir, ms->id);
+        table_seg_path(path, sizeof path, dir, ms->id);
         Segment *s;
         QrError e;
         qr_error_clear(&e);
@@ -1724,7 +1588,7 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
     }
     if (!t->opts.read_only)
         remove_stray_files(t, true);
-    if ((rc = publish(t, err)) != QR_OK)
+    if ((rc = table_publish_locked(t, err)) != QR_OK)
         goto fail;
     /* replay */
     {
@@ -1777,20 +1641,28 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         uint64_t next = (st.last_lsn >= rcx.last_lsn ? st.last_lsn : rcx.last_lsn) + 1;
         if (next < t->checkpoint_lsn)
             next = t->checkpoint_lsn;
-        if ((rc = start_wal_and_merges(t, next, err)) != QR_OK)
+        if ((rc = start_wal(t, next, err)) != QR_OK)
             goto fail;
         /* a writable salvage open records the smaller segment set at once,
-         * so the next plain open finds a manifest naming only good files */
+         * so the next plain open finds a manifest naming only good files;
+         * what the replay left in memory goes to a file first, so that the
+         * WAL behind it can go */
         bool changed = rcx.applied || st.records || salvaged;
         if (!changed)
             t->ckpt_due = false; /* nothing new since the manifest */
         if (changed && !t->opts.read_only) {
-            pthread_mutex_lock(&t->wlock);
-            rc = checkpoint_locked(t, err);
-            pthread_mutex_unlock(&t->wlock);
+            if (t->n_mem)
+                rc = table_merge_flush_memory(t, err);
+            if (rc == QR_OK) {
+                pthread_mutex_lock(&t->wlock);
+                rc = table_checkpoint_locked(t, err);
+                pthread_mutex_unlock(&t->wlock);
+            }
             if (rc != QR_OK)
                 goto fail;
         }
+        if (!t->opts.read_only && (rc = table_merge_start(t, err)) != QR_OK)
+            goto fail;
     }
     manifest_free(&m);
     *out = t;
@@ -1805,19 +1677,18 @@ void table_close(Table *t)
 {
     if (!t)
         return;
-    if (t->merge_thr_started) {
-        pthread_mutex_lock(&t->wlock);
-        t->stop = true;
-        pthread_cond_signal(&t->merge_cv);
-        pthread_mutex_unlock(&t->wlock);
-        pthread_join(t->merge_thr, NULL);
-        t->merge_thr_started = false;
-    }
+    table_merge_stop(t);
+    QrError e;
+    qr_error_clear(&e);
+    /* the in-memory segments to a file, so that reopening need not replay
+     * their commits (if this fails, it will) */
+    if (!t->broken && t->wal && t->n_mem && table_merge_flush_memory(t, &e) != QR_OK)
+        qr_log(QR_LOG_WARN, "writing the in-memory segments of \"%s\" at close failed: %s",
+               t->dir, e.message);
     pthread_mutex_lock(&t->wlock);
     if (!t->broken && t->wal && t->ckpt_due) {
-        QrError e;
         qr_error_clear(&e);
-        if (checkpoint_locked(t, &e) != QR_OK)
+        if (table_checkpoint_locked(t, &e) != QR_OK)
             qr_log(QR_LOG_WARN, "checkpoint at close of \"%s\" failed: %s", t->dir, e.message);
     }
     pthread_mutex_unlock(&t->wlock);
@@ -1835,9 +1706,53 @@ int table_add_field(Table *t, const QrField *f, QrError *err)
     }
     t->schema = ns;
     atomic_fetch_add(&t->fields_gen, 1); /* open batches index their documents again */
-    rc = checkpoint_locked(t, err);
+    rc = table_checkpoint_locked(t, err);
 out:
     pthread_mutex_unlock(&t->wlock);
+    return rc;
+}
+
+uint64_t table_settings_gen(Table *t) { return atomic_load(&t->settings_gen); }
+
+int table_synonyms_dup(Table *t, char **out, size_t *len, QrError *err)
+{
+    pthread_mutex_lock(&t->wlock);
+    const char *syn = schema_synonyms(&t->schema, len);
+    *out = syn ? qr_strndup(syn, *len) : NULL;
+    pthread_mutex_unlock(&t->wlock);
+    if (syn && !*out)
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    if (!syn)
+        *len = 0;
+    return QR_OK;
+}
+
+int table_set_synonyms(Table *t, const char *json, size_t len, QrError *err)
+{
+    if (t->opts.read_only)
+        return qr_error_set(err, QR_EPERM, "table \"%s\" is open read-only", t->dir);
+    QrSchema *ns = qr_malloc(sizeof *ns), *old = qr_malloc(sizeof *old);
+    if (!ns || !old) {
+        qr_free(ns);
+        qr_free(old);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    pthread_mutex_lock(&t->wlock);
+    *ns = t->schema;
+    *old = t->schema;
+    int rc = schema_set_synonyms(ns, json, len, err);
+    if (rc == QR_OK && t->broken)
+        rc = fail_broken(t, err);
+    if (rc == QR_OK) {
+        t->schema = *ns;
+        if ((rc = table_checkpoint_locked(t, err)) != QR_OK)
+            t->schema = *old;
+        else
+            atomic_fetch_add(&t->settings_gen, 1);
+    }
+    pthread_mutex_unlock(&t->wlock);
+    qr_free(ns);
+    qr_free(old);
     return rc;
 }
 
@@ -1875,7 +1790,7 @@ static int set_index(Table *t, int field, bool on, QrError *err)
     if (rc == QR_OK && do_fsync && on)
         rc = qr_fsync_dir(t->dir, err);
     if (rc == QR_OK)
-        rc = checkpoint_locked(t, err);
+        rc = table_checkpoint_locked(t, err);
     if (rc != QR_OK) {
         t->schema = old;
         QrError e2;
@@ -1887,7 +1802,7 @@ static int set_index(Table *t, int field, bool on, QrError *err)
         /* files of trees no segment uses any more */
         char path[4096], bpath[4096];
         for (int i = 0; i < t->n_segs; i++) {
-            seg_file_name(path, sizeof path, t->dir, t->meta[i].id);
+            table_seg_path(path, sizeof path, t->dir, t->meta[i].id);
             seg_btree_path(bpath, sizeof bpath, path, field);
             unlink(bpath);
         }
@@ -1908,7 +1823,8 @@ void table_info(Table *t, TableInfo *info)
     info->n_docs = s->n_docs;
     info->n_segments = (uint64_t)s->n_segs;
     for (int i = 0; i < s->n_segs; i++)
-        info->disk_bytes += seg_file_bytes(s->segs[i]);
+        if (!seg_in_memory(s->segs[i]))
+            info->disk_bytes += seg_file_bytes(s->segs[i]);
     snapshot_release(s);
     pthread_mutex_lock(&t->wlock);
     info->wal_bytes = t->wal ? wal_bytes(t->wal) : 0;
@@ -1919,6 +1835,12 @@ void table_info(Table *t, TableInfo *info)
     info->checkpoints = t->checkpoints;
     info->recovered_records = t->recovered;
     info->torn_bytes_cut = t->torn_cut;
+    info->mem_segments = (uint64_t)t->n_mem;
+    info->mem_bytes = atomic_load(&t->mem_bytes);
+    info->nrt_merges = t->nrt_merges;
+    info->nrt_flushes = t->nrt_flushes;
+    info->peak_segments = t->peak_segments;
+    info->wal_syncs = t->wal ? wal_syncs(t->wal) : 0;
     pthread_mutex_unlock(&t->wlock);
 }
 

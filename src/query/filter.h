@@ -23,6 +23,11 @@
  * column for (added after the segment was written) reads as NULL there.
  * Deleted documents never match.
  *
+ * Multi-valued keyword fields (schema "multi": true) hold a list per row:
+ * `tags = 'x'` and `tags IN (...)` match a row whose list holds one of the
+ * values, `tags <> 'x'` one whose list does not (an empty list included),
+ * IS NULL a row without a list; other operators and LIKE are refused.
+ *
  * Operand kinds per column type are those of ColPred (store/column.h):
  * int64/timestamp take CV_INT or CV_FLOAT, float64 CV_INT or CV_FLOAT, bool
  * CV_BOOL, keyword CV_STR.  qr_filter_check validates a tree against a
@@ -80,6 +85,9 @@ struct QrFilter {
     char *pattern;    /* QF_LIKE: owns, NUL-terminated; pattern_len bytes */
     size_t pattern_len;
     int32_t pos;      /* byte offset in the source text, -1 when built by API */
+    bool multi;       /* QF_PRED on a multi-valued keyword field (schema "multi"): =, <>
+                         and IN match when an element of the list does (set by the
+                         parser from the schema) */
 };
 
 /* Leaves.  Each returns a new node or NULL on OOM. */

@@ -68,6 +68,8 @@ struct FsNode {
     ColPred pred;           /* the predicate as compiled (IS [NOT] NULL may be flipped
                                from the source's); operands borrow the source tree */
     ColFilter *cf;          /* owns: the predicate (NULL for LIKE) */
+    ColVal *mset;           /* owns: a multi-valued leaf's IN set, the dictionary values
+                               (borrowing the column) whose lists hold an operand */
     ColFilter *notnull;     /* owns: IS NOT NULL (negated leaves and LIKE) */
     double sel;             /* estimated fraction of rows */
 };
@@ -89,6 +91,7 @@ static void node_free(FsNode *n)
     qr_free(n->kids);
     col_filter_free(n->cf);
     col_filter_free(n->notnull);
+    qr_free(n->mset);
     qr_free(n);
 }
 
@@ -147,6 +150,61 @@ static bool like_row(const FsNode *n, uint32_t row)
 
 static FsNode *compile(FilterSeg *fs, const QrFilter *f, bool neg);
 
+/* Does the array text s[0..n) hold one of the operands of p (EQ, NE: v;
+ * IN: set)? */
+static bool multi_holds(const ColPred *p, const char *s, size_t n, char *buf)
+{
+    size_t pos = 0, len;
+    bool null;
+    while (qr_array_next(s, n, &pos, buf, &len, &null) > 0) {
+        if (null)
+            continue;
+        size_t k = p->op == CP_IN ? p->n_set : 1;
+        for (size_t i = 0; i < k; i++) {
+            const ColVal *v = p->op == CP_IN ? &p->set[i] : &p->v;
+            if (v->kind == CV_STR && v->u.str.n == len && !memcmp(v->u.str.s, buf, len))
+                return true;
+        }
+    }
+    return false;
+}
+
+/* A multi-valued leaf (=, <>, IN) as CP_IN over the dictionary values of
+ * this segment whose lists hold an operand: n->pred / n->mset.  <> is the
+ * negation of =.  The dictionary is read once per segment. */
+static bool compile_multi(FilterSeg *fs, FsNode *n, const Column *col)
+{
+    uint32_t d = col_dict_size(col);
+    size_t maxlen = 0;
+    for (uint32_t c = 0; c < d; c++) {
+        const char *s;
+        size_t len;
+        if (col_dict_get(col, c, &s, &len) && len > maxlen)
+            maxlen = len;
+    }
+    char *buf = qr_malloc(maxlen + 1);
+    n->mset = qr_malloc(((size_t)d + 1) * sizeof *n->mset);
+    if (!buf || !n->mset) {
+        qr_free(buf);
+        qr_error_set(fs->err, QR_ENOMEM, "out of memory");
+        return false;
+    }
+    size_t k = 0;
+    for (uint32_t c = 0; c < d; c++) {
+        const char *s;
+        size_t len;
+        if (col_dict_get(col, c, &s, &len) && multi_holds(&n->pred, s, len, buf))
+            n->mset[k++] = col_val_str(s, len);
+    }
+    qr_free(buf);
+    if (n->pred.op == CP_NE)
+        n->neg = !n->neg;
+    n->pred.op = CP_IN;
+    n->pred.set = n->mset;
+    n->pred.n_set = k;
+    return true;
+}
+
 static FsNode *compile_leaf(FilterSeg *fs, const QrFilter *f, bool neg)
 {
     const Column *col = seg_column(fs->seg, f->field);
@@ -172,6 +230,15 @@ static FsNode *compile_leaf(FilterSeg *fs, const QrFilter *f, bool neg)
     if (f->kind == QF_PRED) {
         n->pred = f->pred;
         n->pred.op = op;
+        if (f->multi && (op == CP_EQ || op == CP_NE || op == CP_IN) &&
+            (col_type(col) != QR_COL_KEYWORD || !compile_multi(fs, n, col))) {
+            if (col_type(col) != QR_COL_KEYWORD)
+                qr_error_set(fs->err, QR_ETYPE, "column \"%s\" is not a keyword list here",
+                             col_name(col));
+            node_free(n);
+            return NULL;
+        }
+        neg = n->neg;
         if (col_filter_new(col, &n->pred, &n->cf, fs->err) != QR_OK) {
             node_free(n);
             return NULL;

@@ -210,7 +210,10 @@ QrFilter *qr_filter_clone(const QrFilter *f)
         return NULL;
     QrFilter *c;
     switch (f->kind) {
-    case QF_PRED: c = qr_filter_pred(f->field, &f->pred); break;
+    case QF_PRED:
+        if ((c = qr_filter_pred(f->field, &f->pred)))
+            c->multi = f->multi;
+        break;
     case QF_LIKE:
         c = node_new(QF_LIKE);
         if (c) {
@@ -302,6 +305,15 @@ int qr_filter_check(const QrFilter *f, const QrSchema *schema, QrError *err)
         qr_error_set(err, QR_ETYPE, "field \"%s\" is full text and has no column to filter on",
                      name);
         qr_error_hint(err, "search it in the query text, or declare it with \"column\": true");
+        return at_pos(err, f->pos);
+    }
+    if (schema->fields[f->field].multi &&
+        (f->kind == QF_LIKE ||
+         (f->pred.op != CP_EQ && f->pred.op != CP_NE && f->pred.op != CP_IN &&
+          f->pred.op != CP_IS_NULL && f->pred.op != CP_IS_NOT_NULL))) {
+        qr_error_set(err, QR_ETYPE, "multi-valued keyword field \"%s\" takes =, <>, IN and IS "
+                                    "NULL only", name);
+        qr_error_detail(err, "it holds a list of values per document");
         return at_pos(err, f->pos);
     }
     if (f->kind == QF_LIKE || f->pred.op == CP_PREFIX) {
@@ -609,9 +621,26 @@ static QrFilter *with_pos(QrFilter *f, int32_t pos)
     return f;
 }
 
+/* A multi-valued keyword takes =, <>, IN and IS [NOT] NULL (op < 0: LIKE). */
+static bool multi_op_ok(Parser *p, int field, int op, int32_t pos)
+{
+    if (!p->schema->fields[field].multi || op == CP_EQ || op == CP_NE || op == CP_IN ||
+        op == CP_IS_NULL || op == CP_IS_NOT_NULL)
+        return true;
+    qr_error_set(p->err, QR_ETYPE, "multi-valued keyword field \"%s\" takes =, <>, IN and IS "
+                                   "NULL only", p->schema->fields[field].name);
+    qr_error_detail(p->err, "it holds a list of values per document");
+    at_pos(p->err, pos);
+    return false;
+}
+
 static QrFilter *pred_node(Parser *p, int field, const ColPred *cp, bool negate, int32_t pos)
 {
+    if (!multi_op_ok(p, field, (int)cp->op, pos))
+        return NULL;
     QrFilter *f = with_pos(qr_filter_pred(field, cp), pos);
+    if (f)
+        f->multi = p->schema->fields[field].multi;
     if (f && negate)
         f = with_pos(qr_filter_not(f), pos);
     return f ? f : fail_nomem(p);
@@ -765,6 +794,8 @@ static QrFilter *parse_pred(Parser *p)
         return f;
     }
     if (is_kw(&p->tok, "like")) {
+        if (!multi_op_ok(p, field, -1, ft.pos))
+            return NULL;
         if (ct != QR_COL_KEYWORD) {
             qr_error_set(p->err, QR_ETYPE, "LIKE needs a keyword column, \"%s\" is %s", name,
                          col_type_name((QrColType)ct));

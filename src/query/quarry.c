@@ -5,6 +5,7 @@
  */
 #include "query/quarry.h"
 #include "query/query_int.h"
+#include "query/synonyms.h"
 #include "store/mem.h"
 #include "store/util.h"
 
@@ -35,6 +36,7 @@ struct QrDb {
 
 uint64_t qr_db_ddl_generation(QrDb *db) { return atomic_load(&db->ddl_gen); }
 void qr_db_ddl_bump(QrDb *db) { atomic_fetch_add(&db->ddl_gen, 1); }
+const QrStatsSource *quarry_stats_source(const QrDb *db) { return db->opts.stats_source; }
 
 void qr_db_opts_default(QrDbOpts *o)
 {
@@ -151,6 +153,8 @@ static void table_handle_free(QrTable *t)
         qsearch_analyzers_free(t->an_free[i]);
     qr_free(t->an_free);
     pthread_mutex_destroy(&t->an_lock);
+    synmap_unref(t->syn);
+    pthread_mutex_destroy(&t->syn_lock);
     qr_free(t);
 }
 
@@ -221,6 +225,7 @@ static int add_handle(QrDb *db, const char *name, Table *tab, QrTable **out, QrE
     t->db = db;
     t->table = tab;
     pthread_mutex_init(&t->an_lock, NULL);
+    pthread_mutex_init(&t->syn_lock, NULL);
     db->tables[db->n_tables++] = t;
     *out = t;
     return QR_OK;
@@ -400,6 +405,16 @@ oom:
 const char *qr_table_name(const QrTable *t) { return t->name; }
 const QrSchema *qr_table_schema(const QrTable *t) { return table_schema(t->table); }
 
+int qr_table_set_synonyms(QrTable *t, const char *json, size_t len, QrError *err)
+{
+    return table_set_synonyms(t->table, json, len, err);
+}
+
+int qr_table_synonyms(QrTable *t, char **out, size_t *len, QrError *err)
+{
+    return table_synonyms_dup(t->table, out, len, err);
+}
+
 int qr_table_add_field(QrTable *t, const QrField *f, QrError *err)
 {
     int rc = table_add_field(t->table, f, err);
@@ -421,6 +436,10 @@ void qr_table_stats(QrTable *t, QrTableStats *st)
     st->merges_running = ti.merges_running;
     st->commits = ti.commits;
     st->checkpoints = ti.checkpoints;
+    st->mem_segments = ti.mem_segments;
+    st->mem_bytes = ti.mem_bytes;
+    st->peak_segments = ti.peak_segments;
+    st->wal_syncs = ti.wal_syncs;
 }
 
 void qr_table_open_report(QrTable *t, QrOpenReport *out)
@@ -447,6 +466,13 @@ static int set_index(QrTable *t, const char *field, bool on, QrError *err)
                      field);
         qr_error_set_sqlstate(err, "42703"); /* undefined_column */
         return QR_ENOTFOUND;
+    }
+    if (on && table_schema(t->table)->fields[f].multi) {
+        qr_error_set(err, QR_EINVAL, "cannot index multi-valued keyword field \"%s\" with a "
+                                     "B-tree", field);
+        qr_error_detail(err, "a B-tree orders whole values; filters on the field match its "
+                             "elements");
+        return QR_EINVAL;
     }
     rc = on ? table_create_index(t->table, f, err) : table_drop_index(t->table, f, err);
     qr_db_ddl_bump(t->db);
@@ -538,6 +564,31 @@ int qr_batch_put_parsed(QrBatch *b, const char *json, size_t len, const cJSON *r
 uint64_t qr_batch_ops(const QrBatch *b) { return table_batch_ops(b->tb); }
 
 int qr_batch_commit(QrBatch *b, QrError *err) { return table_batch_commit(b->tb, err); }
+void qr_batch_set_bulk(QrBatch *b, bool bulk) { table_batch_set_bulk(b->tb, bulk); }
+
+int qr_batch_absorb(QrBatch *dst, QrBatch *src, QrError *err)
+{
+    return table_batch_absorb(dst->tb, src->tb, err);
+}
+
+int qr_batch_seal(QrBatch *b, QrError *err) { return table_batch_seal(b->tb, err); }
+QrTable *qr_batch_table(const QrBatch *b) { return b->t; }
+
+int qr_batch_commit_start(QrBatch *b, QrCommit *c, QrError *err)
+{
+    TableCommit tc;
+    int rc = table_batch_commit_start(b->tb, &tc, err);
+    *c = (QrCommit){.t = tc.t, .end_lsn = tc.end_lsn, .n_ops = tc.n_ops,
+                    .n_replaced = tc.n_replaced, .started = tc.started};
+    return rc;
+}
+
+int qr_commit_wait(const QrCommit *c, QrError *err)
+{
+    TableCommit tc = {.t = c->t, .end_lsn = c->end_lsn, .n_ops = c->n_ops,
+                      .n_replaced = c->n_replaced, .started = c->started};
+    return table_commit_wait(&tc, err);
+}
 
 void qr_batch_free(QrBatch *b)
 {
@@ -586,13 +637,14 @@ int qr_merge(QrTable *t, QrError *err) { return table_force_merge(t->table, err)
 void qr_wait_merges(QrTable *t) { table_wait_merges(t->table); }
 int qr_verify(QrTable *t, QrError *err) { return table_verify(t->table, err); }
 
-int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err)
+static int get_doc(QrTable *t, bool latest, const char *pk_json, size_t len, QrBuf *out,
+                   QrError *err)
 {
     uint8_t key[PK_KEY_MAX];
     size_t kl = pk_from_json_text(pk_json, len, key, err);
     if (!kl)
         return err ? err->code : QR_EINVAL;
-    Snapshot *s = table_snapshot(t->table);
+    Snapshot *s = latest ? table_snapshot_latest(t->table) : table_snapshot(t->table);
     int seg;
     uint32_t local;
     int rc;
@@ -611,4 +663,14 @@ int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err
     }
     snapshot_release(s);
     return rc;
+}
+
+int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err)
+{
+    return get_doc(t, false, pk_json, len, out, err);
+}
+
+int qr_get_latest(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err)
+{
+    return get_doc(t, true, pk_json, len, out, err);
 }

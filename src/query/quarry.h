@@ -36,6 +36,7 @@
 
 typedef struct QrDb QrDb;
 typedef struct QrTable QrTable;
+typedef struct QrStatsSource QrStatsSource;
 
 typedef struct QrDbOpts {
     QrFsyncMode fsync;       /* default: per commit */
@@ -48,6 +49,8 @@ typedef struct QrDbOpts {
                                 (a damaged one is an error, not left out) */
     bool open_unfinished_backup; /* qr_backup's own verification only: open a copy that
                                     still has its BACKUP_INCOMPLETE marker */
+    const QrStatsSource *stats_source; /* borrows (outlives the QrDb); NULL: BM25 counts
+                                          this node's documents only (see below) */
 } QrDbOpts;
 
 void qr_db_opts_default(QrDbOpts *o);
@@ -78,12 +81,25 @@ int qr_table_list(QrDb *db, char ***names, int *n, QrError *err);
 const char *qr_table_name(const QrTable *t);
 const QrSchema *qr_table_schema(const QrTable *t);
 int qr_table_add_field(QrTable *t, const QrField *f, QrError *err);
+/* Replace the table's synonyms with json[0, len) (store/schema.h
+ * schema_set_synonyms: groups or one-way; empty removes them); durable on
+ * return, applied by every search compiled afterwards.  Errors: QR_ESYNTAX,
+ * QR_EINVAL, QR_ELIMIT (naming the problem), QR_EPERM, QR_EIO, QR_ENOMEM. */
+int qr_table_set_synonyms(QrTable *t, const char *json, size_t len, QrError *err);
+/* The table's synonyms as compact JSON: *out owns a copy (qr_free), NULL
+ * with *len 0 when there are none.  Consistent with a concurrent
+ * qr_table_set_synonyms.  Errors: QR_ENOMEM. */
+int qr_table_synonyms(QrTable *t, char **out, size_t *len, QrError *err);
 
 typedef struct QrTableStats {
     uint64_t docs;        /* live documents */
     uint64_t docs_total;  /* including deleted ones not yet merged away */
     uint64_t segments, disk_bytes, wal_bytes;
     uint64_t merges_done, merges_running, commits, checkpoints;
+    uint64_t mem_segments, mem_bytes; /* the in-memory tier (near-real-time segments) */
+    uint64_t peak_segments;           /* most segments after a commit since the open */
+    uint64_t wal_syncs;               /* WAL fdatasyncs since the open: with group commit,
+                                         fewer than commits under concurrent writers */
 } QrTableStats;
 void qr_table_stats(QrTable *t, QrTableStats *st);
 
@@ -152,6 +168,35 @@ int qr_batch_put_parsed(QrBatch *b, const char *json, size_t len, const struct c
 int qr_batch_delete(QrBatch *b, const char *pk_json, size_t len, bool *found, QrError *err);
 /* Puts and deletes waiting in the batch. */
 uint64_t qr_batch_ops(const QrBatch *b);
+/* Mark a batch as bulk loading (imports): its commits write segment files
+ * directly instead of going through the in-memory tier of small commits. */
+void qr_batch_set_bulk(QrBatch *b, bool bulk);
+/* Move src's puts and deletes to the end of dst (index/table.h
+ * table_batch_absorb): batches filled by several threads, committed as one.
+ * src is left empty.  Errors: QR_EINVAL, QR_EIO, QR_ENOMEM. */
+int qr_batch_absorb(QrBatch *dst, QrBatch *src, QrError *err);
+/* Write the batch's documents so far as its segment now, in this thread
+ * (index/table.h table_batch_seal).  Errors: QR_EIO, QR_ENOMEM (the batch
+ * can then only be freed). */
+int qr_batch_seal(QrBatch *b, QrError *err);
+/* The batch's table. */
+QrTable *qr_batch_table(const QrBatch *b);
+/* One put or delete for qr_batch_fill: a JSON document, or a primary key
+ * as JSON text. */
+typedef struct QrLoadOp {
+    bool is_delete;
+    const char *text;  /* borrows */
+    size_t len;
+} QrLoadOp;
+/* Apply ops[0..n) to b in order -- the same batch as qr_batch_put and
+ * qr_batch_delete one by one would make -- with up to `threads` threads
+ * (0: qr_load_threads_default; few ops: the caller's thread alone):
+ * contiguous slices are indexed in parallel batches that are sealed and
+ * absorbed into b in order.  On an error, the one of the first failing op
+ * in op order is returned with its index in *failed_at (may be NULL); b
+ * then holds only part of the ops and is for discarding. */
+int qr_batch_fill(QrBatch *b, const QrLoadOp *ops, size_t n, int threads, size_t *failed_at,
+                  QrError *err);
 /* Commit the batch and leave it empty for more.  0: every change in it is
  * durable and visible.  An error means nothing of it was written -- unless
  * the error's detail says the outcome is unknown (the log could not be
@@ -159,6 +204,23 @@ uint64_t qr_batch_ops(const QrBatch *b);
  * restarts.  The batch is empty afterwards either way.  A full disk fails a
  * commit with QR_EIO; commits work again once space is freed. */
 int qr_batch_commit(QrBatch *b, QrError *err);
+/* The same commit in two steps (index/table.h table_batch_commit_start):
+ * for a caller that orders commits under a lock of its own and must not
+ * hold it while the log syncs, so that concurrent commits share syncs.
+ * qr_batch_commit_start: the commit is ordered and written to the log but
+ * not acknowledged (errors as qr_batch_commit: nothing was written);
+ * qr_commit_wait: durable per the fsync policy and visible on return (an
+ * error means the outcome is unknown).  Wait exactly once per successful
+ * start, before the batch's table is dropped or the QrDb closed. */
+typedef struct QrCommit {
+    void *t;           /* borrows the table's write path */
+    uint64_t end_lsn;
+    uint64_t n_ops;
+    uint64_t n_replaced; /* keys of the batch that had a live committed document */
+    bool started;
+} QrCommit;
+int qr_batch_commit_start(QrBatch *b, QrCommit *c, QrError *err);
+int qr_commit_wait(const QrCommit *c, QrError *err);
 /* Discard what the batch holds and free it.  NULL is a no-op. */
 void qr_batch_free(QrBatch *b);
 /* Checkpoint: segments and manifest on disk, the WAL trimmed. */
@@ -167,6 +229,10 @@ int qr_merge(QrTable *t, QrError *err);
 void qr_wait_merges(QrTable *t);
 /* Fetch the stored JSON of a document by primary key (JSON text). */
 int qr_get(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err);
+/* The same, seeing also the commits started (qr_batch_commit_start) and
+ * not yet acknowledged: for a key check made under the lock that orders
+ * the caller's commits. */
+int qr_get_latest(QrTable *t, const char *pk_json, size_t len, QrBuf *out, QrError *err);
 /* Verify checksums of every segment. */
 int qr_verify(QrTable *t, QrError *err);
 /* CREATE INDEX / DROP INDEX: a B-tree on a column field, built for every
@@ -177,6 +243,88 @@ int qr_verify(QrTable *t, QrError *err);
 int qr_table_create_index(QrTable *t, const char *field, QrError *err);
 int qr_table_drop_index(QrTable *t, const char *field, QrError *err);
 
+/* ---- bulk loading (query/loader.c) ----
+ *
+ * A load takes JSON documents in input order and hands back per-document
+ * outcomes and commits in the same order, indexing with a pool of threads.
+ *
+ * The input is cut into chunks of consecutive documents (chunk_docs or
+ * chunk_bytes, whichever comes first).  Each chunk is one batch, built by
+ * one of `threads` workers: JSON parsing, type checks, analysis,
+ * inversion, columns, document store and the segment file, all in
+ * parallel.  Chunks are committed strictly in input order by the caller's
+ * thread, so when two documents share a key the later one wins as in a
+ * sequential load, and "replaced" is counted against what the earlier
+ * chunks committed.  Outcomes are delivered in input order too: the
+ * rejected documents of a chunk (with their tags, e.g. line numbers) and
+ * then its commit, from the caller's thread inside qr_loader_add /
+ * qr_loader_finish, never from a worker.  So a progress bar and an error
+ * report see exactly what a single-threaded load would, whatever the
+ * thread count; threads = 1 builds each chunk in the caller's thread.
+ *
+ * Memory: a chunk in flight (queued, being built, built and waiting for
+ * its commit) holds about three times its JSON bytes (the records for the
+ * WAL, the builder's postings, columns and stored documents), and that is
+ * what the indexing memory budget counts -- one budget for the process,
+ * shared by every load at once (qr_load_set_defaults: `--memory`).  A load
+ * keeps at most threads + 1 chunks in flight, and puts one more in only
+ * when the budget has room for it, or when it has none in flight (so that
+ * every load moves); otherwise qr_loader_add commits its oldest chunks
+ * first.  chunk_bytes shrinks so that threads + 1 chunks fit the budget.
+ *
+ * Strict mode: the first rejected document stops the load.  Chunks before
+ * its chunk are committed; its chunk's documents before it stay in a
+ * batch that qr_loader_finish(commit = true) commits (an upload keeps what
+ * it accepted) and qr_loader_free discards; later chunks are discarded.
+ * Fatal errors (a commit that failed, a full disk, memory) stop the load
+ * the same way; nothing of a failed commit was written.
+ */
+typedef struct QrLoadOpts {
+    int threads;            /* indexing threads; 0 = qr_load_threads_default() */
+    uint64_t chunk_docs;    /* documents per commit (default 10000) */
+    size_t chunk_bytes;     /* ... or JSON bytes per commit (default 32 MiB) */
+    size_t memory_bytes;    /* the process's indexing memory budget this load respects;
+                               0 = qr_load_memory_default() */
+    bool strict;            /* the first rejected document stops the load */
+    /* a rejected document: its tag and why (input order) */
+    void (*on_reject)(void *arg, uint64_t tag, const QrError *e);
+    /* a commit: the tag of its last document, and the documents it added
+     * (new keys) and replaced (keys that had a live document) */
+    void (*on_commit)(void *arg, uint64_t last_tag, uint64_t added, uint64_t replaced);
+    void *arg;
+} QrLoadOpts;
+
+typedef struct QrLoader QrLoader;
+
+/* The machine's indexing threads (qr_cpu_count) unless set by
+ * qr_load_set_defaults; the memory budget: an eighth of the machine's
+ * memory (qr_mem_physical), at least 64 MiB, unless set. */
+int qr_load_threads_default(void);
+size_t qr_load_memory_default(void);
+/* `quarry import --threads --memory` and `quarry serve`: process-wide
+ * defaults (0 keeps the current one). */
+void qr_load_set_defaults(int threads, size_t memory_bytes);
+
+/* Start loading into table t (borrowed: the loader must be freed before
+ * the table is closed or dropped).  Errors: QR_ENOMEM, QR_EINTERNAL (a
+ * thread could not start), QR_EPERM (read-only table). */
+int qr_loader_begin(QrTable *t, const QrLoadOpts *opts, QrLoader **out, QrError *err);
+/* Queue one JSON document (copied) with the caller's tag (tags increase).
+ * May wait for commits (the memory budget) and deliver outcomes through
+ * the callbacks.  A fatal error or a strict rejection is returned once
+ * delivered (everything before it delivered too); after it only
+ * qr_loader_finish and qr_loader_free are useful (more adds return it
+ * again). */
+int qr_loader_add(QrLoader *l, uint64_t tag, const char *json, size_t len, QrError *err);
+/* Build and commit everything queued, delivering every outcome.  After a
+ * strict rejection, `commit` commits what its chunk accepted before it
+ * (else it stays uncommitted and free discards it).  Returns the load's
+ * error, if any (then the error of the final commit, if that failed). */
+int qr_loader_finish(QrLoader *l, bool commit, QrError *err);
+/* Stop the workers and discard whatever is not committed.  NULL is a no-op. */
+void qr_loader_free(QrLoader *l);
+
+
 /* ---- search ---- */
 
 typedef struct QrSearchReq {
@@ -184,9 +332,18 @@ typedef struct QrSearchReq {
                                  document, and so does an empty q when a filter or a sort is
                                  given (filter-only search) */
     size_t q_len;
-    const char *fields;       /* "title^2,body" (weighted sum of per-field BM25) or NULL: the
-                                 combined "_all" field when the schema has one, else every
-                                 indexed text field */
+    const char *fields;       /* "title^2,body" or NULL: the combined "_all" field when the
+                                 schema has one and every text field weighs 1, else every
+                                 indexed text field with its schema weight; several fields
+                                 score as `scoring` says */
+    int scoring;              /* QrScoring (store/schema.h): TABLE (0, the table's), BM25F,
+                                 or SUM (the weighted sum of per-field BM25) */
+    int typo;                 /* QrTypo: OFF (0: exact words, SQL's and the default here),
+                                 ONE, TWO, AUTO, or TABLE (the table's typo_tolerance: what
+                                 the HTTP API and the CLI send) */
+    bool prefix_last;         /* as you type: the query's last word also finds the words it
+                                 begins, unless the query ends in a space */
+    bool no_synonyms;         /* leave the table's synonyms out */
     bool default_and;         /* implicit operator AND instead of OR */
     int limit;                /* hits to return (default 10) */
     int offset;               /* hits to skip */
@@ -196,6 +353,10 @@ typedef struct QrSearchReq {
     bool snippets;            /* compute a snippet per hit */
     bool fetch_docs;          /* include the stored document per hit */
     const char *hl_pre, *hl_post; /* highlight markers (default <b> </b>) */
+    const char *hl_fields;    /* "title,body": a highlight per hit for each of these text
+                                 fields (QrHit.highlights), or NULL */
+    int fragment_words;       /* words in a snippet's fragment (0 = 32) */
+    int fragments;            /* fragments per snippet, best first, joined by " … " (0 = 1) */
     uint64_t timeout_ms;      /* 0 = none */
     size_t mem_cap;           /* per-query memory cap in bytes, 0 = default */
     atomic_bool *cancel;      /* may be NULL */
@@ -212,37 +373,68 @@ typedef struct QrSearchReq {
                                  how filters read columns (tests, SET quarry.access_path) */
     const struct QrFacetReq *facets; /* borrowed: n_facets summaries over all matches */
     int n_facets;
+    const char *rank;         /* order by this expression of score and numeric fields
+                                 ("score * log(1 + views)", query/rank.h; hits' score is its
+                                 value), or NULL = BM25.  Not with sort / search_after */
 } QrSearchReq;
 
-/* Facets: summaries over every match of q + filter (not only the hits). */
+/* Facets: summaries over every match of q + filter (not only the hits),
+ * computed from the columns (query/facets.c on query/colwalk.h, the
+ * grouping SQL's aggregates use). */
 typedef enum QrFacetKind {
-    QR_FACET_TERMS,     /* value counts of a keyword/bool/int column, top `size` */
-    QR_FACET_HISTOGRAM, /* counts per bucket floor(v / interval) * interval (numeric,
-                           timestamp: interval in the column's unit, µs for timestamps) */
-    QR_FACET_STATS      /* count, min, max, sum, avg of a numeric/timestamp column */
+    QR_FACET_TERMS,       /* value counts of a keyword/bool/int/timestamp column, top `size`;
+                             a multi-valued keyword counts each document once per element */
+    QR_FACET_HISTOGRAM,   /* counts per bucket floor(v / interval) * interval (numeric,
+                             timestamp: interval in the column's unit, µs for timestamps) */
+    QR_FACET_STATS,       /* count, min, max, sum, avg of a numeric/timestamp column */
+    QR_FACET_PERCENTILES, /* percentile_cont of each of `percents` (0-100) over the values of a
+                             numeric/timestamp column (exact: every value is read) */
+    QR_FACET_CARDINALITY, /* the number of distinct values (exact); a multi-valued keyword
+                             counts distinct elements */
+    QR_FACET_RANGE        /* counts per range [from, to) of a numeric/timestamp column (ranges
+                             may overlap; an unbounded end is open) */
 } QrFacetKind;
+
+#define QR_FACET_MAX_PERCENTS 32
+#define QR_FACET_MAX_RANGES 64
+
+typedef struct QrFacetRange {
+    bool has_from, has_to;    /* an absent end is unbounded */
+    double from, to;          /* in the column's unit (µs for timestamps) */
+    const char *key;          /* borrowed, NULL: "from-to" ("*" for an open end) */
+} QrFacetRange;
 
 typedef struct QrFacetReq {
     QrFacetKind kind;
     const char *field;        /* borrowed */
     int size;                 /* TERMS: buckets returned (default 10); HISTOGRAM: cap */
     double interval;          /* HISTOGRAM: bucket width > 0 */
+    const double *percents;   /* PERCENTILES: borrowed, n_percents in [1, 32], each 0-100 */
+    int n_percents;
+    const QrFacetRange *ranges; /* RANGE: borrowed, n_ranges in [1, 64] */
+    int n_ranges;
 } QrFacetReq;
 
 typedef struct QrFacetBucket {
-    char *key_json;           /* the value (TERMS) or bucket start (HISTOGRAM) as JSON */
+    char *key_json;           /* the value (TERMS), bucket start (HISTOGRAM) or the range's
+                                 key (RANGE) as JSON */
     uint64_t count;
+    char *from_json, *to_json; /* RANGE: the ends as JSON (timestamps as text), NULL if open */
 } QrFacetBucket;
 
 typedef struct QrFacetRes {
     QrFacetKind kind;
     const char *field;        /* arena copy */
-    int n_buckets;            /* TERMS: by count desc, then value; HISTOGRAM: by key */
+    int n_buckets;            /* TERMS: by count desc, then value; HISTOGRAM: by key;
+                                 RANGE: in request order */
     QrFacetBucket *buckets;
     uint64_t other;           /* TERMS: matches whose value is not in the buckets shown */
-    uint64_t missing;         /* matches where the field is NULL */
-    uint64_t count;           /* STATS: non-NULL values */
+    uint64_t missing;         /* matches where the field is NULL (or an empty list) */
+    uint64_t count;           /* STATS, PERCENTILES: non-NULL values; CARDINALITY: distinct
+                                 values */
     double min, max, sum, avg; /* STATS (timestamps in µs); valid when count > 0 */
+    char *values_json;        /* PERCENTILES: {"50": v, ...} in request order (null without
+                                 values; timestamps as text) */
 } QrFacetRes;
 
 void qr_search_req_init(QrSearchReq *r);
@@ -251,13 +443,25 @@ int qr_access_path_parse(const char *name);
 /* The QrError detail of an error in QrSearchReq.filter (its offset points
  * into the filter text, not the query). */
 #define QR_FILTER_ERROR_DETAIL "in the filter"
+/* ... and of an error in QrSearchReq.rank (offset into the rank text). */
+#define QR_RANK_ERROR_DETAIL "in the rank expression"
 
+
+/* One field's highlighted fragments of a hit (QrSearchReq.hl_fields). */
+typedef struct QrHighlight {
+    const char *field;        /* the field's name */
+    int n;                    /* fragments, best first (the field's first words when it
+                                 has no match); 0 when the document lacks the field */
+    char **fragments;
+} QrHighlight;
 
 typedef struct QrHit {
     float score;
     int64_t doc;              /* global doc id in the snapshot */
     char *id_json;            /* the primary key as JSON text */
     char *snippet;            /* NULL unless requested */
+    QrHighlight *highlights;  /* with hl_fields: one per field asked for, in that order */
+    int n_highlights;
     char *doc_json;           /* NULL unless requested */
     char *sort_json;          /* with an explicit sort or search_after: the JSON array of the
                                  hit's sort values then its id (a search_after cursor) */
@@ -267,11 +471,18 @@ typedef struct QrSearchStats {
     uint64_t postings_blocks_decoded, postings_blocks_skipped;
     uint64_t docs_scored;
     uint32_t segments;
-    const char *strategy;     /* "wand", "and", "exhaustive", "count", "filter", "sort" */
+    const char *strategy;     /* "wand", "and", "exhaustive", "count", "filter", "sort",
+                                 "rank" */
     /* filters (QrFilterStats of query/filter.h, summed over segments) */
     uint64_t filter_blocks_total, filter_blocks_skipped, filter_blocks_scanned;
     uint64_t filter_btree_pages, filter_candidates_checked, filter_rows;
     uint32_t filter_segs_scan, filter_segs_check, filter_segs_btree;
+    /* rank: BM25 top-k' rounds run (k' growing until the expression's bound
+     * over the docs left out cannot reach the k-th rank), the candidates
+     * whose rank was computed, and whether every match had to be ranked */
+    uint32_t rank_rounds;
+    uint64_t rank_candidates;
+    bool rank_exhaustive;
 } QrSearchStats;
 
 typedef struct QrSearchRes {
@@ -282,11 +493,60 @@ typedef struct QrSearchRes {
     QrSearchStats stats;
     int n_facets;             /* one per requested facet, in request order */
     QrFacetRes *facets;
+    const char *warning;      /* scores used incomplete statistics (QrStatsSource), or NULL */
     QrArena *arena;           /* owns everything above */
 } QrSearchRes;
 
 int qr_search(QrTable *t, const QrSearchReq *req, QrSearchRes **out, QrError *err);
 void qr_search_res_free(QrSearchRes *r);
+
+/* ---- BM25 statistics across nodes (query/bm25_stats.c, docs/scale-out.md) ----
+ * BM25 reads the number of documents N, the tokens and documents of each
+ * field (avgdl) and each query term's document frequency.  When a table is
+ * split over nodes (a PostgreSQL coordinator over postgres_fdw), every node
+ * scores as one index holding all the documents would when it adds the
+ * other nodes' statistics to its own: its own come from the snapshot the
+ * query pinned, the others' from the QrStatsSource of QrDbOpts (quarry
+ * serve --peers).  Only ranking asks: counts and filters never do. */
+
+/* Collection statistics of one table on one node.  Arrays are indexed by
+ * term-key byte: a schema field index, or QR_ALL_FIELD for "_all". */
+typedef struct QrBm25Stats {
+    uint64_t version;         /* the snapshot's version: moves with every published change */
+    uint64_t n_docs;          /* documents, deleted ones counted until merged away (as BM25
+                                 counts them) */
+    uint64_t field_tokens[QR_ALL_FIELD + 1]; /* tokens indexed in the field */
+    uint64_t field_docs[QR_ALL_FIELD + 1];   /* documents having the field */
+} QrBm25Stats;
+
+/* One query term as analyzed: field (term-key byte), bytes, and its
+ * document frequency (filled or added to). */
+typedef struct QrTermStat {
+    int field;
+    const char *text;         /* borrowed */
+    uint32_t len;
+    uint64_t df;
+} QrTermStat;
+
+struct QrStatsSource {
+    /* Add the statistics of t's documents held elsewhere to *st (n_docs,
+     * field_tokens, field_docs; version is left alone) and to each
+     * terms[i].df.  Called from query threads, at most once per ranked
+     * text query, with the table in use.  QR_OK: complete.  An error fails
+     * the query (say which node could not answer, QR_EUNAVAILABLE).
+     * *warning (static or arena text, may stay NULL): the statistics are
+     * incomplete but the configuration allows answering; the query goes on
+     * and its client is told (an HTTP "warnings" entry, a PG WARNING). */
+    int (*add)(void *arg, QrTable *t, QrBm25Stats *st, QrTermStat *terms, int n_terms,
+               QrArena *arena, const char **warning, QrError *err);
+    void *arg;
+};
+
+/* This node's statistics of t over its current snapshot: *st set whole,
+ * terms[i].df set (i < n_terms; fields out of range count 0).  What a peer
+ * answers another node with.  Errors: none but QR_EINVAL for n_terms < 0. */
+int qr_table_bm25_stats(QrTable *t, QrBm25Stats *st, QrTermStat *terms, int n_terms,
+                        QrError *err);
 
 /* ---- canonical query text (query/canonical.c) ---- */
 

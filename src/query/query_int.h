@@ -16,6 +16,7 @@
  * than many queries. */
 typedef struct QsAnalyzers {
     Analyzer *an[QR_MAX_FIELDS]; /* owns; NULL for non-text fields */
+    Analyzer *fold;              /* owns: no stemming, no stop words (synonym keys) */
     int n_fields;
 } QsAnalyzers;
 
@@ -33,6 +34,10 @@ struct QrTable {
     pthread_mutex_t an_lock;  /* guards an_free */
     QsAnalyzers **an_free;    /* owns: idle analyzer sets */
     int n_an_free, cap_an_free;
+    pthread_mutex_t syn_lock; /* guards the four below */
+    struct SynMap *syn;       /* owns a reference: the synonyms (query/synonyms.h) */
+    uint64_t syn_gen;         /* table_settings_gen they were built at */
+    bool syn_built;
 };
 
 /* txn_journal.c: apply the journals of multi-table SQL commits a crash
@@ -51,5 +56,15 @@ int quarry_doc_check(const char *json, size_t len, QrError *err);
  * (store/mem.h): QR_ENOMEM, SQLSTATE 53200, with what the running queries
  * hold and a hint.  Returns QR_ENOMEM. */
 int quarry_budget_error(QrError *err);
+
+/* ---- BM25 statistics (bm25_stats.c) ---- */
+
+/* The stats source of db (QrDbOpts.stats_source), or NULL: statistics are
+ * this node's alone. */
+const QrStatsSource *quarry_stats_source(const QrDb *db);
+/* The collection totals of snap into *st, set whole (version, n_docs,
+ * field_tokens, field_docs for every term-key byte): the one definition of
+ * what this node contributes, for its own queries and for its peers. */
+void bm25_snapshot_totals(const Snapshot *snap, QrBm25Stats *st);
 
 #endif

@@ -46,6 +46,10 @@ void search_close(Search *s);
 IterCtx *search_ctx(Search *s);
 /* "wand", "and" or "exhaustive": how search_seg_topk ranks. */
 const char *search_strategy(const Search *s);
+/* The warning of the database's stats source when it answered with some
+ * nodes' statistics missing (as configured), else NULL; set once scoring
+ * began (quarry.h QrStatsSource). */
+const char *search_stats_warning(const Search *s);
 /* Posting blocks decoded and skipped so far by every iterator opened. */
 void search_stats(const Search *s, uint64_t *decoded, uint64_t *skipped);
 
@@ -83,6 +87,31 @@ int search_seg_topk(Search *s, int si, const roaring_bitmap_t *filter, TopK *tk)
  * materialized first and out is then text ∩ filter.  Adds to *st. */
 int search_seg_filter(Search *s, int si, const QrFilter *f, int path, roaring_bitmap_t *out,
                       QrFilterStats *st);
+
+/* One scored term of a compiled query (EXPLAIN (SCORES)). */
+typedef struct SearchTerm {
+    const char *text;         /* the analyzed term (arena) */
+    uint32_t len;
+    int field;                /* field index, QR_ALL_FIELD, or -1: BM25F over the search's
+                                 fields (search_fields) */
+    const char *source;       /* why it is in the query: "query", "synonym", "typo",
+                                 "prefix" */
+    float weight;             /* field weight (not for BM25F) times every boost above it */
+    float idf, avgdl;
+    uint64_t df;              /* BM25F: the largest of the fields' */
+} SearchTerm;
+/* The terms that score, each (field, text) once, in query order: terms
+ * under NOT and constant-score expansions are left out.  Arena memory. */
+int search_terms(Search *s, const SearchTerm **out, int *n);
+/* The fields words without a field are searched in, with their weights
+ * (the BM25F fields when a term's field is -1). */
+int search_fields(const Search *s, const int **fields, const float **weights);
+/* Term t in doc `local` of segment si: false when the doc lacks it; else
+ * its tf (BM25F: summed over the fields), the doc's length (BM25F: the
+ * weighted combined length, rounded) and its score, as ranking computes
+ * it. */
+bool search_term_doc(Search *s, const SearchTerm *t, int si, uint32_t local, uint32_t *tf,
+                     uint32_t *len, float *score);
 
 /* Snippets after the Search is closed: its highlight terms, copied. */
 typedef struct SearchHl SearchHl;

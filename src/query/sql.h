@@ -55,7 +55,7 @@ typedef enum QrSqlType {
     QR_SQL_INT8,        /* 20   u.i */
     QR_SQL_FLOAT4,      /* 700  u.f */
     QR_SQL_FLOAT8,      /* 701  u.f */
-    QR_SQL_NUMERIC,     /* 1700 u.s: decimal text ("12.50"); arithmetic uses float8 */
+    QR_SQL_NUMERIC,     /* 1700 u.s: decimal text ("12.50"), exact (sql_numeric.c) */
     QR_SQL_TEXT,        /* 25   u.s */
     QR_SQL_VARCHAR,     /* 1043 u.s */
     QR_SQL_NAME,        /* 19   u.s (catalogs) */
@@ -63,11 +63,26 @@ typedef enum QrSqlType {
     QR_SQL_OID,         /* 26   u.i */
     QR_SQL_TIMESTAMP,   /* 1114 u.i microseconds since 1970-01-01 00:00:00 */
     QR_SQL_TIMESTAMPTZ, /* 1184 u.i microseconds since the epoch, UTC */
-    QR_SQL_TYPE_COUNT
+    QR_SQL_DATE,        /* 1082 u.i microseconds since the epoch of the day's midnight */
+    QR_SQL_TIME,        /* 1083 u.i microseconds since midnight */
+    QR_SQL_INTERVAL,    /* 1186 u.iv months, days, microseconds */
+    QR_SQL_UUID,        /* 2950 u.uuid, 16 bytes */
+    QR_SQL_BYTEA,       /* 17   u.s raw bytes */
+    QR_SQL_JSON,        /* 114  u.s the JSON text as given */
+    QR_SQL_JSONB,       /* 3802 u.s the JSON text normalized (sql_json.c) */
+    QR_SQL_TYPE_COUNT,
+    /* An array of the scalar type t is QR_SQL_ARRAY | t (int4[] is oid 1007):
+     * u.s holds its elements in sql_array.c's layout, never its text. */
+    QR_SQL_ARRAY = 0x40
 } QrSqlType;
 
+#define QR_SQL_ARRAY_OF(t) ((QrSqlType)((t) | QR_SQL_ARRAY))
+#define QR_SQL_IS_ARRAY(t) (((t) & QR_SQL_ARRAY) != 0)
+#define QR_SQL_ELEM(t) ((QrSqlType)((t) & ~QR_SQL_ARRAY))
+
 /* PostgreSQL type OID (25 for UNKNOWN), the type's name as PostgreSQL
- * spells it ("int8", "timestamptz"), and its pg_type.typlen (-1 varlena). */
+ * spells it ("int8", "timestamptz", "_int4" for int4[]), and its
+ * pg_type.typlen (-1 varlena). */
 uint32_t qr_sql_type_oid(QrSqlType t);
 const char *qr_sql_type_name(QrSqlType t);
 int16_t qr_sql_type_len(QrSqlType t);
@@ -81,20 +96,32 @@ typedef struct QrSqlValue {
     bool is_null;
     union {
         bool b;
-        int64_t i; /* int2/4/8, oid, timestamp(tz) microseconds */
+        int64_t i; /* int2/4/8, oid, timestamp(tz), date, time microseconds */
         double f;  /* float4/8 */
         struct {
             const char *s;
             size_t n;
-        } s;       /* text, varchar, name, char, numeric */
+        } s;       /* text, varchar, name, char, numeric, bytea, json(b), arrays */
+        struct {
+            int64_t us;
+            int32_t days, months;
+        } iv;      /* interval: its three fields, kept apart as PostgreSQL does */
+        uint8_t uuid[16];
     } u;
 } QrSqlValue;
 
 /* Append the PostgreSQL text form of v (NULL appends nothing: the caller
  * sends the NULL marker): bools "t"/"f", floats with the shortest
  * round-trip digits ("Infinity", "NaN"), timestamps "2025-01-15 10:00:00[.ffffff]"
- * (timestamptz with "+00"). */
+ * (timestamptz with "+00"), dates "2025-01-15", intervals "1 day 02:00:00",
+ * bytea "\\x0a0b", arrays "{1,2,NULL}" (elements quoted as array_out does). */
 void qr_sql_value_text(const QrSqlValue *v, QrBuf *out);
+/* Append PostgreSQL's binary send form of v (the bytes of a DataRow field
+ * or binary COPY field, without the length; NULL appends nothing):
+ * integers and floats big-endian, timestamps and dates from 2000-01-01,
+ * numeric in base-10000 digits, arrays with their dimensions and element
+ * OID; text-like types as their text. */
+void qr_sql_value_send(const QrSqlValue *v, QrBuf *out);
 
 /* ---- sessions ------------------------------------------------------------- */
 
@@ -156,6 +183,11 @@ int qr_sql_access_needed(const char *sql, size_t len, QrSqlAccess *need, QrError
  * unknown name; the string is valid until the next set. */
 int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrError *err);
 const char *qr_sql_session_get(const QrSqlSession *s, const char *name);
+/* qr_sql_value_text under the session's output settings: with
+ * bytea_output = escape a bytea prints in escape form ("ab\\\001"), as
+ * PostgreSQL's byteaout; every other value as qr_sql_value_text.  s may be
+ * NULL (the defaults). */
+void qr_sql_session_value_text(const QrSqlSession *s, const QrSqlValue *v, QrBuf *out);
 
 /* ---- statements ----------------------------------------------------------- */
 
@@ -208,6 +240,8 @@ uint32_t qr_sql_stmt_param_oid(const QrSqlStmt *st, int i);
 void qr_sql_stmt_columns(const QrSqlStmt *st, const QrSqlColumn **cols, int *n_cols);
 /* "SELECT", "INSERT", "BEGIN"... (the command tag's first word(s)). */
 const char *qr_sql_stmt_kind(const QrSqlStmt *st);
+/* The statement's text (borrowed, valid while st is referenced), *len bytes. */
+const char *qr_sql_stmt_text(const QrSqlStmt *st, size_t *len);
 /* The kind of what a statement runs when executed now: as qr_sql_stmt_kind,
  * except that EXECUTE name is the named statement's kind ("INSERT"...), so a
  * role check sees the write behind it. */

@@ -20,6 +20,7 @@
 #include "query/sequence.h"
 #include "query/sql_w.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,11 +130,42 @@ static const PgType PG_TYPES[] = {
 };
 #define N_PG_TYPES (int)(sizeof PG_TYPES / sizeof PG_TYPES[0])
 
+/* ---- the types of sql_types.c beyond PG_TYPES (arrays, ...) ---- */
+
+/* Their rows come from the registry (sqlt_catalog_row), made once. */
+static PgType more_types[128];
+static uint32_t more_elem[128];   /* typelem of more_types[i] */
+static int n_more_types;
+static pthread_once_t more_once = PTHREAD_ONCE_INIT;
+
+static void more_types_init(void)
+{
+    SqlTypeRow r;
+    for (int i = 0; sqlt_catalog_row(i, &r) && n_more_types < 128; i++) {
+        bool have = false;
+        for (int k = 0; k < N_PG_TYPES && !have; k++)
+            have = PG_TYPES[k].oid == r.oid;
+        if (have)
+            continue;
+        more_elem[n_more_types] = r.elem;
+        more_types[n_more_types++] = (PgType){r.name, r.oid, r.len, r.category, r.sql};
+    }
+}
+
+static int n_more(void)
+{
+    pthread_once(&more_once, more_types_init);
+    return n_more_types;
+}
+
 static const PgType *type_by_name(const char *n)
 {
     for (int i = 0; i < N_PG_TYPES; i++)
         if (!strcmp(PG_TYPES[i].name, n))
             return &PG_TYPES[i];
+    for (int i = 0; i < n_more(); i++)
+        if (!strcmp(more_types[i].name, n))
+            return &more_types[i];
     return &PG_TYPES[6]; /* text */
 }
 
@@ -154,6 +186,9 @@ static const PgType *type_by_oid(uint32_t oid)
     for (int i = 0; i < N_PG_TYPES; i++)
         if (PG_TYPES[i].oid == oid)
             return &PG_TYPES[i];
+    for (int i = 0; i < n_more(); i++)
+        if (more_types[i].oid == oid)
+            return &more_types[i];
     return NULL;
 }
 
@@ -216,6 +251,11 @@ static const char *format_type(SqlCtx *cx, const PgType *ty, int32_t typmod)
     if (typmod >= 4 && (ty->oid == 1043 || ty->oid == 1042)) {
         char b[64];
         snprintf(b, sizeof b, "%s(%d)", ty->sql, typmod - 4);
+        return qr_arena_strndup(cx->arena, b, strlen(b));
+    }
+    if (typmod >= 4 && ty->oid == 1700) { /* numeric(p,s) */
+        char b[64];
+        snprintf(b, sizeof b, "numeric(%d,%d)", (typmod - 4) >> 16, (typmod - 4) & 0xffff);
         return qr_arena_strndup(cx->arena, b, strlen(b));
     }
     return ty->sql;
@@ -844,10 +884,10 @@ static int fill_constraint(CatBuild *b)
 
 static int fill_type(CatBuild *b)
 {
-    for (int i = 0; i < N_PG_TYPES; i++) {
+    for (int i = 0; i < N_PG_TYPES + n_more(); i++) {
         if (new_row(b))
             return b->cx->err->code;
-        const PgType *t = &PG_TYPES[i];
+        const PgType *t = i < N_PG_TYPES ? &PG_TYPES[i] : &more_types[i - N_PG_TYPES];
         char cat[2] = {t->category, 0};
         set_i(b, "oid", t->oid);
         set_s(b, "typname", t->name);
@@ -869,8 +909,8 @@ static int fill_type(CatBuild *b)
         set_b(b, "typisdefined", true);
         set_s(b, "typdelim", ",");
         set_i(b, "typrelid", 0);
-        set_i(b, "typelem", 0);
-        set_i(b, "typarray", 0);
+        set_i(b, "typelem", i < N_PG_TYPES ? 0 : more_elem[i - N_PG_TYPES]);
+        set_i(b, "typarray", sqlt_array_oid(t->oid));
         set_b(b, "typnotnull", false);
         set_i(b, "typbasetype", 0);
         set_i(b, "typtypmod", -1);
@@ -1092,9 +1132,14 @@ static int is_column_row(CatBuild *b, const char *table, const CatCol *c, int at
     set_i(b, "ordinal_position", attnum);
     set_s(b, "column_default", col_default(b->cx, c));
     set_s(b, "is_nullable", c->not_null ? "NO" : "YES");
-    set_s(b, "data_type", t->sql);
-    if (c->typmod >= 4)
+    set_s(b, "data_type", t->category == 'A' ? "ARRAY" : t->sql);
+    if (c->typmod >= 4 && t->oid == 1700) { /* numeric(p, s) */
+        set_i(b, "numeric_precision", (c->typmod - 4) >> 16);
+        set_i(b, "numeric_precision_radix", 10);
+        set_i(b, "numeric_scale", (c->typmod - 4) & 0xffff);
+    } else if (c->typmod >= 4) {
         set_i(b, "character_maximum_length", c->typmod - 4);
+    }
     if (t->oid == 20 || t->oid == 23 || t->oid == 21) {
         set_i(b, "numeric_precision", t->oid == 20 ? 64 : t->oid == 23 ? 32 : 16);
         set_i(b, "numeric_precision_radix", 2);
@@ -2089,11 +2134,13 @@ int sqlcat_reg_oid(SqlCtx *cx, char kind, const SqlValue *in, int loc, SqlValue 
         const char *nm;
         found = rel_lookup(cx, name, 0, &oid, &nm);
     } else if (kind == 't') {
-        for (int i = 0; i < N_PG_TYPES && !found; i++)
-            if (!strcmp(PG_TYPES[i].name, name) || !strcmp(PG_TYPES[i].sql, name)) {
-                oid = PG_TYPES[i].oid;
+        for (int i = 0; i < N_PG_TYPES + n_more() && !found; i++) {
+            const PgType *t = i < N_PG_TYPES ? &PG_TYPES[i] : &more_types[i - N_PG_TYPES];
+            if (!strcmp(t->name, name) || !strcmp(t->sql, name)) {
+                oid = t->oid;
                 found = true;
             }
+        }
     } else {
         for (size_t i = 0; i < sizeof NS_NAMES / sizeof *NS_NAMES && !found; i++)
             if (!strcmp(NS_NAMES[i][1], name)) {

@@ -160,6 +160,7 @@ typedef struct ColSpec {
     const char *pg;        /* pg_type name */
     int typmod;
     bool not_null, is_pk;
+    bool doc_only;         /* kept in the document only, no index or column (sqlt_storage) */
     const cJSON *dflt;     /* borrows the parse tree */
     int loc;
     bool serial;           /* SERIAL / BIGSERIAL / SMALLSERIAL */
@@ -181,7 +182,7 @@ static const struct {
     {"numeric", "numeric", QR_FT_FLOAT},  {"decimal", "numeric", QR_FT_FLOAT},
     {"bool", "bool", QR_FT_BOOL},         {"boolean", "bool", QR_FT_BOOL},
     {"timestamp", "timestamp", QR_FT_TIMESTAMP}, {"timestamptz", "timestamptz", QR_FT_TIMESTAMP},
-    {"date", "timestamp", QR_FT_TIMESTAMP}, {"text", "text", QR_FT_TEXT},
+    {"date", "date", QR_FT_TIMESTAMP},    {"text", "text", QR_FT_TEXT},
     {"varchar", "varchar", QR_FT_KEYWORD}, {"bpchar", "bpchar", QR_FT_KEYWORD},
     {"char", "bpchar", QR_FT_KEYWORD},
     /* SERIAL: an integer column whose default is nextval of its own sequence */
@@ -193,10 +194,8 @@ static const struct {
 static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
 {
     const char *name = sqlj_last_name(sqlj_get(tn, "names"));
-    if (sqlj_get(tn, "arrayBounds"))
-        return sql_err_at(cx, sqlj_loc(tn), QR_EUNSUPPORTED, "0A000",
-                          "array columns are not supported (column \"%s\")", c->name);
-    for (size_t i = 0; name && i < sizeof TYPES / sizeof TYPES[0]; i++) {
+    bool array = sqlj_get(tn, "arrayBounds") != NULL;
+    for (size_t i = 0; name && !array && i < sizeof TYPES / sizeof TYPES[0]; i++) {
         if (strcmp(TYPES[i].name, name) != 0)
             continue;
         c->ft = TYPES[i].ft;
@@ -210,10 +209,18 @@ static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
             if (n > 0)
                 c->typmod = n + 4;
         }
+        if (!strcmp(c->pg, "numeric")) /* numeric(p, s): kept in sql.json, applied by writes */
+            return sqln_typmod_of(cx, mods, sqlj_loc(tn), &c->typmod);
+        return QR_OK;
+    }
+    /* the types of sql_types.c (arrays, ...): their storage from there */
+    if (name && sqlt_storage(name, array, &c->ft, &c->pg, &c->doc_only)) {
+        c->typmod = -1;
         return QR_OK;
     }
     return sql_err_at(cx, sqlj_loc(tn), QR_EUNSUPPORTED, "0A000",
-                      "type \"%s\" is not supported (column \"%s\")", name ? name : "?", c->name);
+                      "type \"%s%s\" is not supported (column \"%s\")", name ? name : "?",
+                      array ? "[]" : "", c->name);
 }
 
 /* Column constraints: PRIMARY KEY, NOT NULL, NULL, DEFAULT. */
@@ -409,7 +416,8 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             continue;
         QrField f;
         schema_field_defaults(&f, cols[i].name, cols[i].ft);
-        n_text += cols[i].ft == QR_FT_TEXT;
+        f.indexed = f.indexed && !cols[i].doc_only;
+        n_text += cols[i].ft == QR_FT_TEXT && !cols[i].doc_only;
         if (schema_add_field(s, &f, cx->err) < 0)
             rc = cx->err->code;
     }
@@ -689,6 +697,7 @@ static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
                           "rows read the new column as NULL)");
     QrField f;
     schema_field_defaults(&f, cs.name, cs.ft);
+    f.indexed = f.indexed && !cs.doc_only;
     if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
         return rc;
     cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));

@@ -183,7 +183,7 @@ static int to_bool(const char *col, const QrSqlValue *v, cJSON **out, QrError *e
 static int to_timestamp(const char *col, const QrSqlValue *v, cJSON **out, QrError *err)
 {
     int64_t us;
-    if (v->type == QR_SQL_TIMESTAMP || v->type == QR_SQL_TIMESTAMPTZ) {
+    if (sqlt_is_datetime(v->type)) {
         us = v->u.i;
     } else if (v_is_text(v)) {
         char tmp[80];
@@ -357,7 +357,48 @@ static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
         if ((rc = key_json(cx, pk_type, s->primary_key, v, &k)) != QR_OK)
             return rc;
         j = cJSON_Parse(k);
+    } else if (s->fields[c->field].multi && !v->is_null) {
+        /* a multi-valued keyword takes an array ('{a,b}', ARRAY['a','b']) */
+        SqlValue *el;
+        uint64_t n;
+        if ((rc = sqlv_array_parse(cx, v, &el, &n)) != QR_OK)
+            return rc;
+        if (!(j = cJSON_CreateArray()))
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        for (uint64_t i = 0; i < n; i++) {
+            if (el[i].is_null) {
+                cJSON_Delete(j);
+                return sql_err_at(cx, -1, QR_ECONSTRAINT, "22004",
+                                  "multi-valued keyword column \"%s\" holds no NULL elements",
+                                  name);
+            }
+            char *z = qr_arena_strndup(cx->arena, el[i].u.s.s, el[i].u.s.n);
+            cJSON *e = z ? cJSON_CreateString(z) : NULL;
+            if (!e) {
+                cJSON_Delete(j);
+                return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+            }
+            cJSON_AddItemToArray(j, e);
+        }
     } else {
+        /* types kept in the document as their text (arrays...): checked
+         * and normalized by a cast to the column's type first */
+        SqlValue cv;
+        bool checked = QR_SQL_IS_ARRAY(c->type) || c->type == QR_SQL_DATE ||
+                       c->type == QR_SQL_TIME || c->type == QR_SQL_INTERVAL ||
+                       c->type == QR_SQL_UUID || c->type == QR_SQL_BYTEA ||
+                       c->type == QR_SQL_JSON || c->type == QR_SQL_JSONB;
+        if (!v->is_null && checked && v->type != c->type) {
+            if ((rc = sqlv_cast(cx, v, c->type, -1, &cv)) != QR_OK)
+                return rc;
+            v = &cv;
+        }
+        if (!v->is_null && c->type == QR_SQL_NUMERIC && c->typmod >= 4) { /* numeric(p, s) */
+            if ((rc = sqlv_cast(cx, v, QR_SQL_NUMERIC, -1, &cv)) != QR_OK ||
+                (rc = sqln_typmod(cx, &cv, c->typmod, -1, &cv)) != QR_OK)
+                return rc;
+            v = &cv;
+        }
         if ((rc = sqlw_value_to_cjson(s->fields[c->field].type, name, v, &j, cx->err)) != QR_OK)
             return rc;
     }
@@ -464,6 +505,7 @@ static int returning_bind(SqlCtx *cx, const cJSON *list, const SqlScope *sc, Ret
                 e->kind = SE_COL;
                 e->col = i;
                 e->type = sc->cols[i].type;
+                e->typmod = sc->cols[i].typmod;
                 e->loc = -1;
                 e->name = sc->cols[i].name;
                 r->exprs[r->n] = e;
@@ -553,6 +595,7 @@ static QrSqlType dml_pk_type(const cJSON *meta, const SqlScope *sc)
  * expressions once here, at prepare time, records those types in
  * cx->param_types (execution binds them again with the types fixed). */
 static int find_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc);
+static int find_insert_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc);
 static const cJSON *values_lists(const cJSON *sel);
 
 static int dml_infer_params(SqlCtx *cx, const cJSON *b, const SqlScope *sc)
@@ -567,7 +610,7 @@ static int dml_infer_params(SqlCtx *cx, const cJSON *b, const SqlScope *sc)
         cJSON_ArrayForEach(it, cols)
         {
             const char *cname = sqlj_str(sqlj_is(it, "ResTarget"), "name");
-            int ci = cname ? find_col(cx, sc, cname, sqlj_loc(it)) : -1;
+            int ci = cname ? find_insert_col(cx, sc, cname, sqlj_loc(it)) : -1;
             if (ci < 0 || nt == 1024)
                 return cname ? cx->err->code : QR_OK;
             tgt[nt++] = ci;
@@ -748,6 +791,17 @@ static int find_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc)
     return -1;
 }
 
+/* An INSERT's target column: find_col's, and the hidden _score too, which
+ * a foreign table declaring it (postgres_fdw, docs/scale-out.md) sends in
+ * every INSERT it routes, NULL or DEFAULT; insert_row refuses a value. */
+static int find_insert_col(SqlCtx *cx, const SqlScope *sc, const char *name, int loc)
+{
+    for (int i = 0; name && !strcmp(name, "_score") && i < sc->n; i++)
+        if (sc->cols[i].hidden && sc->cols[i].field == -3)
+            return i;
+    return find_col(cx, sc, name, loc);
+}
+
 static int check_not_null(SqlCtx *cx, InsertCx *ic, const SqlValue *row)
 {
     for (int i = 0; i < ic->sc->n; i++) {
@@ -825,6 +879,15 @@ static int insert_row(SqlCtx *cx, SqluState *st, InsertCx *ic, const SqlValue *s
     for (int k = 0; k < ic->n_target; k++)
         if (ic->target[k] >= 0)
             row[ic->target[k]] = src[k];
+    for (int k = 0; k < ic->n_target; k++)
+        if (ic->target[k] >= 0 && ic->sc->cols[ic->target[k]].hidden && !src[k].is_null) {
+            sql_err_at(cx, -1, QR_EINVAL, "428C9",
+                       "cannot insert a non-DEFAULT value into column \"%s\"",
+                       ic->sc->cols[ic->target[k]].name);
+            qr_error_detail(cx->err, "Column \"%s\" is the full-text score a query computes.",
+                            ic->sc->cols[ic->target[k]].name);
+            return QR_EINVAL;
+        }
     /* coerce to the column types now so RETURNING and conflicts see them */
     int rc = check_not_null(cx, ic, row);
     if (rc)
@@ -941,7 +1004,7 @@ static int insert_prepare(SqlCtx *cx, const cJSON *b, InsertCx *ic)
             const char *cname = rt ? sqlj_str(rt, "name") : sqlj_sval(it); /* COPY: String */
             if (!cname)
                 return sql_err_at(cx, -1, QR_ESYNTAX, "42601", "column name expected");
-            int ci = find_col(cx, ic->sc, cname, rt ? sqlj_loc(rt) : -1);
+            int ci = find_insert_col(cx, ic->sc, cname, rt ? sqlj_loc(rt) : -1);
             if (ci < 0)
                 return cx->err->code;
             for (int k = 0; k < ic->n_target; k++)

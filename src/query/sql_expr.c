@@ -41,6 +41,18 @@ static int set_args(SqlBind *b, SqlExpr *e, int n)
     return QR_OK;
 }
 
+/* A node of kind k over two operands. */
+static SqlExpr *new_binary(SqlBind *b, SqlExprKind k, int op, SqlExpr *l, SqlExpr *r, int loc)
+{
+    SqlExpr *e = new_expr(b, k, loc);
+    if (!e || set_args(b, e, 2))
+        return NULL;
+    e->op = op;
+    e->args[0] = l;
+    e->args[1] = r;
+    return e;
+}
+
 static int nomem(SqlCtx *cx)
 {
     return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
@@ -70,6 +82,8 @@ static int coerce_unknown(SqlBind *b, SqlExpr *e, QrSqlType to)
     return QR_OK;
 }
 
+int sql_coerce_unknown(SqlBind *b, SqlExpr *e, QrSqlType to) { return coerce_unknown(b, e, to); }
+
 static SqlExpr *wrap_cast(SqlBind *b, SqlExpr *e, QrSqlType to)
 {
     if (e->type == to)
@@ -89,6 +103,16 @@ static SqlExpr *wrap_cast(SqlBind *b, SqlExpr *e, QrSqlType to)
     c->type = to;
     c->name = e->name;
     return c;
+}
+
+SqlExpr *sql_bind_cast(SqlBind *b, SqlExpr *e, QrSqlType to) { return wrap_cast(b, e, to); }
+
+/* Types a text operand is read as when compared with them (ts = '2024-01-01',
+ * d < '...', t = '10:00', iv > '1 day', arr = '{1,2}'). */
+static bool text_castable(QrSqlType t)
+{
+    return sqlt_is_datetime(t) || t == QR_SQL_TIME || t == QR_SQL_INTERVAL || QR_SQL_IS_ARRAY(t) ||
+           t == QR_SQL_UUID || t == QR_SQL_BYTEA || t == QR_SQL_JSON || t == QR_SQL_JSONB;
 }
 
 /* The common type of two operands for comparison / CASE / COALESCE. */
@@ -115,16 +139,16 @@ static int unify(SqlBind *b, SqlExpr **x, SqlExpr **y, int loc, QrSqlType *out)
         *out = sqlt_is_float(a) || sqlt_is_float(c) ? QR_SQL_FLOAT8 : QR_SQL_INT8;
         return QR_OK;
     }
-    if (sqlt_is_ts(a) && sqlt_is_ts(c)) {
-        *out = QR_SQL_TIMESTAMPTZ;
+    if (sqlt_is_datetime(a) && sqlt_is_datetime(c)) { /* a date is its midnight */
+        *out = a == QR_SQL_DATE ? c : c == QR_SQL_DATE ? a : QR_SQL_TIMESTAMPTZ;
         return QR_OK;
     }
-    if (sqlt_is_ts(a) && sqlt_is_str(c)) {
+    if (text_castable(a) && sqlt_is_str(c)) {
         *y = wrap_cast(b, r, a);
         *out = a;
         return *y ? QR_OK : b->cx->err->code;
     }
-    if (sqlt_is_ts(c) && sqlt_is_str(a)) {
+    if (text_castable(c) && sqlt_is_str(a)) {
         *x = wrap_cast(b, l, c);
         *out = c;
         return *x ? QR_OK : b->cx->err->code;
@@ -269,6 +293,7 @@ static int bind_colref(SqlBind *b, const cJSON *body, int loc, SqlExpr **out)
     e->col = idx;
     e->op = depth;
     e->type = c->type;
+    e->typmod = c->typmod;
     e->name = c->name;
     ((SqlScope *)in)->cols[idx].used = true; /* scans fetch only used columns */
     if (depth) {
@@ -342,6 +367,11 @@ static int bind_match(SqlBind *b, const cJSON *target, const cJSON *query, int l
         b->texts = nt;
         b->cap_texts = nc;
     }
+    for (int i = b->n_texts - 1; i >= 0; i--)
+        if (!strcmp(b->texts[i]->qual, qual)) {
+            b->texts[i]->next = tp;
+            break;
+        }
     b->texts[b->n_texts++] = tp;
     e->text = tp;
     e->type = QR_SQL_BOOL;
@@ -453,7 +483,7 @@ static const struct {
     {"every", SA_BOOL_AND}, {"string_agg", SA_STRING_AGG},
     {"stddev", SA_STDDEV_SAMP}, {"stddev_samp", SA_STDDEV_SAMP}, {"stddev_pop", SA_STDDEV_POP},
     {"variance", SA_VAR_SAMP}, {"var_samp", SA_VAR_SAMP}, {"var_pop", SA_VAR_POP},
-    {"array_agg", SA_ARRAY_AGG},
+    {"array_agg", SA_ARRAY_AGG}, {"json_agg", SA_JSON_AGG}, {"jsonb_agg", SA_JSONB_AGG},
 };
 
 bool sql_agg_known(const char *lname)
@@ -600,7 +630,7 @@ static int agg_def(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fna
                 coerce_unknown(b, a->arg, t = QR_SQL_FLOAT8);
             if (!sqlt_is_num(t))
                 goto badarg;
-            a->type = sqlt_is_int(t) ? QR_SQL_INT8 : QR_SQL_FLOAT8;
+            a->type = sqlt_is_int(t) ? QR_SQL_INT8 : t == QR_SQL_NUMERIC ? t : QR_SQL_FLOAT8;
             break;
         case SA_AVG:
         case SA_STDDEV_SAMP:
@@ -611,7 +641,7 @@ static int agg_def(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fna
                 coerce_unknown(b, a->arg, t = QR_SQL_FLOAT8);
             if (!sqlt_is_num(t))
                 goto badarg;
-            a->type = QR_SQL_FLOAT8;
+            a->type = kind == SA_AVG && t == QR_SQL_NUMERIC ? t : QR_SQL_FLOAT8;
             break;
         case SA_MIN:
         case SA_MAX:
@@ -637,9 +667,19 @@ static int agg_def(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fna
                 goto badarg;
             a->type = QR_SQL_TEXT;
             break;
-        case SA_ARRAY_AGG: /* arrays are their text form */
+        case SA_JSON_AGG:
+        case SA_JSONB_AGG:
             coerce_unknown(b, a->arg, QR_SQL_TEXT);
-            a->type = QR_SQL_TEXT;
+            a->type = kind == SA_JSON_AGG ? QR_SQL_JSON : QR_SQL_JSONB;
+            break;
+        case SA_ARRAY_AGG:
+            coerce_unknown(b, a->arg, QR_SQL_TEXT);
+            if (QR_SQL_IS_ARRAY(a->arg->type)) {
+                b->in_agg = false;
+                return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                                  "array_agg of arrays is not supported");
+            }
+            a->type = QR_SQL_ARRAY_OF(a->arg->type);
             break;
         default:
             break;
@@ -754,6 +794,51 @@ static int bind_expandarray(SqlBind *b, const cJSON *fc, const char *field, int 
     return rc;
 }
 
+/* row_to_json(t) of a FROM item t: its visible columns' names and values
+ * handed to SQLJS_ROW_TO_JSON in order. */
+static int bind_row_to_json(SqlBind *b, const cJSON *cr, int loc, SqlExpr **out)
+{
+    const cJSON *fields = sqlj_get(sqlj_is(cr, "ColumnRef"), "fields");
+    const char *name = cJSON_GetArraySize(fields) == 1 ? sqlj_sval(cJSON_GetArrayItem(fields, 0))
+                                                      : NULL;
+    const SqlScope *sc = b->scope;
+    int n = 0;
+    for (int i = 0; name && sc && i < sc->n; i++) {
+        const SqlCol *c = &sc->cols[i];
+        const char *q = c->jqual && *c->jqual ? c->jqual : c->qual;
+        n += !c->hidden && q && !strcmp(q, name);
+    }
+    if (!n)
+        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                          "row_to_json takes a table or FROM item name (row_to_json(t))");
+    SqlExpr *e = new_expr(b, SE_FUNC, loc);
+    if (!e || set_args(b, e, 2 * n))
+        return b->cx->err->code;
+    int k = 0;
+    for (int i = 0; i < sc->n; i++) {
+        const SqlCol *c = &sc->cols[i];
+        const char *q = c->jqual && *c->jqual ? c->jqual : c->qual;
+        if (c->hidden || !q || strcmp(q, name))
+            continue;
+        SqlExpr *kn = new_expr(b, SE_CONST, loc), *col = new_expr(b, SE_COL, loc);
+        if (!kn || !col)
+            return b->cx->err->code;
+        kn->val = sqlv_text(c->name, strlen(c->name));
+        kn->type = QR_SQL_TEXT;
+        col->col = i;
+        col->type = c->type;
+        col->name = c->name;
+        ((SqlScope *)sc)->cols[i].used = true;
+        e->args[k++] = kn;
+        e->args[k++] = col;
+    }
+    e->fn = &SQLJS_ROW_TO_JSON;
+    e->type = QR_SQL_JSON;
+    e->name = "row_to_json";
+    *out = e;
+    return QR_OK;
+}
+
 static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
 {
     const cJSON *fn = sqlj_get(fc, "funcname");
@@ -788,6 +873,18 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
     if (sqlj_get(fc, "agg_filter"))
         return sql_err_at(b->cx, loc, QR_EINVAL, "42809",
                           "FILTER specified, but %s is not an aggregate function", lname);
+    /* Quarry's text functions: unqualified, or in schema quarry as the
+     * PostgreSQL extension of src/pgext defines them (postgres_fdw writes
+     * quarry.matches(...)) */
+    bool text_fn = !strcmp(lname, "matches") || !strcmp(lname, "score") ||
+                   !strcmp(lname, "snippet") || !strcmp(lname, "highlight");
+    if (text_fn && schema && strcmp(schema, "quarry") != 0) {
+        sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s.%s(%s) does not exist", schema,
+                   lname, nargs ? "..." : "");
+        qr_error_hint(b->cx->err, "Quarry's text functions are unqualified or in schema quarry, "
+                                  "as quarry.%s", lname);
+        return QR_ENOTFOUND;
+    }
     if (strcmp(lname, "matches") == 0) {
         if (nargs != 2)
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883",
@@ -797,6 +894,8 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
     if (strcmp(lname, "score") == 0 || strcmp(lname, "snippet") == 0 ||
         strcmp(lname, "highlight") == 0)
         return bind_text_fn(b, lname, args, loc, out);
+    if (!strcmp(lname, "row_to_json") && nargs == 1 && sqlj_is(cJSON_GetArrayItem(args, 0), "ColumnRef"))
+        return bind_row_to_json(b, cJSON_GetArrayItem(args, 0), loc, out);
     bool srf = sql_srf_known(lname) && (!schema || !strcmp(schema, "pg_catalog"));
     SqlExpr *e = new_expr(b, srf ? SE_SRF : SE_FUNC, loc);
     if (!e || set_args(b, e, nargs))
@@ -828,6 +927,16 @@ static int bind_func(SqlBind *b, const cJSON *fc, int loc, SqlExpr **out)
                           lname, nargs ? "..." : "");
     }
     e->fn = def;
+    if (def->check) { /* polymorphic or overloaded: the function's own rules */
+        e->type = def->ret;
+        int rc = def->check(b, e);
+        if (rc)
+            return rc;
+        if (e->type == QR_SQL_UNKNOWN)
+            e->type = QR_SQL_TEXT;
+        *out = e;
+        return QR_OK;
+    }
     QrSqlType rt = def->ret;
     if (rt == QR_SQL_UNKNOWN) {
         /* same type as the arguments (coalesce-like: abs, round...) */
@@ -889,13 +998,18 @@ static int bind_srf(SqlBind *b, SqlExpr *e, int loc, SqlExpr **out)
                 e->type = QR_SQL_INT8;
         }
     } else {
-        int rc = coerce_unknown(b, e->args[0], QR_SQL_TEXT);
+        /* unnest(anyarray), generate_subscripts(anyarray, dim); a catalog
+         * array in its text form reads as its column's element type */
+        int rc = coerce_unknown(b, e->args[0], QR_SQL_ARRAY_OF(QR_SQL_TEXT));
         if (rc || (n == 2 && (rc = coerce_unknown(b, e->args[1], QR_SQL_INT4))))
             return rc;
-        if (!sqlt_is_str(e->args[0]->type))
+        QrSqlType at = e->args[0]->type;
+        if (!sqlt_is_str(at) && !QR_SQL_IS_ARRAY(at))
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist",
-                              e->name, qr_sql_type_name(e->args[0]->type));
-        QrSqlType el = e->args[0]->name ? sqlcat_array_elem(e->args[0]->name) : QR_SQL_UNKNOWN;
+                              e->name, qr_sql_type_name(at));
+        QrSqlType el = QR_SQL_IS_ARRAY(at) ? QR_SQL_ELEM(at)
+                       : e->args[0]->name  ? sqlcat_array_elem(e->args[0]->name)
+                                           : QR_SQL_UNKNOWN;
         e->type = n == 2 ? QR_SQL_INT4 : el == QR_SQL_UNKNOWN ? QR_SQL_TEXT : el;
     }
     *out = e;
@@ -938,28 +1052,25 @@ int sql_srf_rows(SqlCtx *cx, const char *name, int n, const SqlValue *args, QrSq
         *n_out = cnt;
         return QR_OK;
     }
-    SqlValue *el;
+    SqlValue *el, arr;
     uint64_t cnt;
-    int rc = sqlv_array_parse(cx, &args[0], &el, &cnt);
+    int rc = sqla_of(cx, &args[0], n == 2 ? QR_SQL_TEXT : elem, &arr);
     if (rc)
         return rc;
-    if (n == 2) { /* generate_subscripts(array, dim): 1..n of the one dimension */
-        if (args[1].u.i != 1)
+    if (n == 2) { /* generate_subscripts(array, dim): the dimension's subscripts */
+        SqlArr a;
+        if (!sqla_view(&arr, &a) || args[1].u.i < 1 || args[1].u.i > a.ndim)
             return QR_OK;
+        int d = (int)args[1].u.i - 1;
+        cnt = (uint64_t)a.dims[d];
+        if (!(el = qr_arena_alloc(cx->arena, (cnt ? cnt : 1) * sizeof *el)))
+            return nomem(cx);
         for (uint64_t i = 0; i < cnt; i++) {
-            el[i] = sqlv_int((int64_t)i + 1);
+            el[i] = sqlv_int((int64_t)i + a.lbound[d]);
             el[i].type = QR_SQL_INT4;
         }
-    } else if (elem != QR_SQL_TEXT) {
-        for (uint64_t i = 0; i < cnt; i++) {
-            SqlValue c;
-            if (el[i].is_null)
-                el[i].type = elem;
-            else if ((rc = sqlv_cast(cx, &el[i], elem, -1, &c)))
-                return rc;
-            else
-                el[i] = c;
-        }
+    } else if ((rc = sqla_elems(cx, &arr, &el, &cnt))) {
+        return rc;
     }
     *out = el;
     *n_out = cnt;
@@ -1002,6 +1113,79 @@ static int bind_cmp(SqlBind *b, int op, SqlExpr *l, SqlExpr *r, int loc, SqlExpr
     return QR_OK;
 }
 
+static bool is_dt(QrSqlType t)
+{
+    return sqlt_is_datetime(t) || t == QR_SQL_TIME || t == QR_SQL_INTERVAL;
+}
+
+/* The type an untyped literal takes beside a date/time operand `t` under
+ * operator o, as PostgreSQL picks: the same type for '-' (ts - '2024-01-01'),
+ * an interval for '+' (ts + '1 day'), an integer for a date and a number
+ * (d + '1'), a number for * and /. */
+static QrSqlType dt_unknown(QrSqlType t, int o, const SqlExpr *lit)
+{
+    if (o == '*' || o == '/')
+        return t == QR_SQL_INTERVAL ? QR_SQL_FLOAT8 : QR_SQL_INTERVAL;
+    if (t == QR_SQL_INTERVAL)
+        return QR_SQL_INTERVAL;
+    if (t == QR_SQL_DATE && lit->kind == SE_CONST && !lit->val.is_null) {
+        const char *p = lit->val.u.s.s;
+        size_t n = lit->val.u.s.n, i = n && (p[0] == '-' || p[0] == '+');
+        bool num = i < n;
+        for (; i < n && num; i++)
+            num = p[i] >= '0' && p[i] <= '9';
+        if (num)
+            return QR_SQL_INT4;
+    }
+    return o == '-' ? t : QR_SQL_INTERVAL;
+}
+
+/* timestamp +- interval, date +- int, date - date, timestamp - timestamp,
+ * interval arithmetic... (sql_datetime.c): SE_ARITH with col 1. */
+static int bind_dt_arith(SqlBind *b, int o, const char *op, SqlExpr *l, SqlExpr *r, int loc,
+                         SqlExpr **out)
+{
+    int rc = QR_OK;
+    if (l->type == QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, l, dt_unknown(r->type, o, l));
+    else if (r->type == QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, r, dt_unknown(l->type, o, r));
+    if (rc)
+        return rc;
+    QrSqlType t;
+    if (sqld_arith_type(o, l->type, r->type, &t) != 0)
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                          qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+    SqlExpr *e = new_binary(b, SE_ARITH, o, l, r, loc);
+    if (!e)
+        return b->cx->err->code;
+    e->col = 1;
+    e->type = t;
+    *out = e;
+    return QR_OK;
+}
+
+static bool is_dec_lit(const SqlExpr *e)
+{
+    return e->kind == SE_CONST && e->dec_lit && e->type == QR_SQL_FLOAT8;
+}
+
+/* A decimal literal constant made the numeric its text says (no-op for
+ * anything else). */
+static int dec_lit_numeric(SqlBind *b, SqlExpr *e)
+{
+    if (!is_dec_lit(e))
+        return QR_OK;
+    SqlValue v;
+    int rc = sqln_in(b->cx, e->dec_lit, strlen(e->dec_lit), e->loc, &v);
+    if (rc)
+        return rc;
+    e->val = v;
+    e->type = QR_SQL_NUMERIC;
+    e->dec_lit = NULL;
+    return QR_OK;
+}
+
 static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int loc, SqlExpr **out)
 {
     if (!strcmp(op, "||")) {
@@ -1025,6 +1209,8 @@ static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int lo
     if (o != '+' && o != '-' && o != '*' && o != '/' && o != '%' && o != '&' && o != '|')
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
                           qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+    if (is_dt(l->type) || is_dt(r->type))
+        return bind_dt_arith(b, o, op, l, r, loc, out);
     if (l->type == QR_SQL_UNKNOWN)
         coerce_unknown(b, l, sqlt_is_num(r->type) ? r->type : QR_SQL_FLOAT8);
     if (r->type == QR_SQL_UNKNOWN)
@@ -1034,14 +1220,23 @@ static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int lo
     if (!sqlt_is_num(l->type) || !sqlt_is_num(r->type))
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
                           qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
-    SqlExpr *e = new_expr(b, SE_ARITH, loc);
-    if (!e || set_args(b, e, 2))
+    /* a decimal literal is numeric, as PostgreSQL types 1.10, except beside a
+     * float (amount * 1.10, n * 0.5 and 0.1 + 0.2 are numeric) */
+    int rc;
+    bool lf = (l->type == QR_SQL_FLOAT4 || l->type == QR_SQL_FLOAT8) && !is_dec_lit(l);
+    bool rf = (r->type == QR_SQL_FLOAT4 || r->type == QR_SQL_FLOAT8) && !is_dec_lit(r);
+    if (!lf && !rf && ((rc = dec_lit_numeric(b, l)) || (rc = dec_lit_numeric(b, r))))
+        return rc;
+    SqlExpr *e = new_binary(b, SE_ARITH, o, l, r, loc);
+    if (!e)
         return b->cx->err->code;
-    e->op = o;
-    e->args[0] = l;
-    e->args[1] = r;
-    bool fl = sqlt_is_float(l->type) || sqlt_is_float(r->type);
-    e->type = fl ? QR_SQL_FLOAT8
+    /* numeric stays exact with integers; with a float it is a float8 (as
+     * PostgreSQL's implicit numeric -> float8 cast) */
+    bool fl = l->type == QR_SQL_FLOAT4 || l->type == QR_SQL_FLOAT8 || r->type == QR_SQL_FLOAT4 ||
+              r->type == QR_SQL_FLOAT8;
+    bool num = l->type == QR_SQL_NUMERIC || r->type == QR_SQL_NUMERIC;
+    e->type = fl    ? QR_SQL_FLOAT8
+              : num ? QR_SQL_NUMERIC
               : (l->type == QR_SQL_INT8 || r->type == QR_SQL_INT8) ? QR_SQL_INT8
               : (l->type == QR_SQL_INT2 && r->type == QR_SQL_INT2) ? QR_SQL_INT2
                                                                     : QR_SQL_INT4;
@@ -1154,6 +1349,119 @@ static int bind_in(SqlBind *b, const cJSON *ae, int loc, bool neg, SqlExpr **out
     return bind_in_list(b, sqlj_get(ae, "lexpr"), sqlj_list(sqlj_get(ae, "rexpr")), loc, neg, out);
 }
 
+/* Can values of the two types be compared (=, <, ...)? */
+static bool comparable(QrSqlType a, QrSqlType c)
+{
+    return a == c || (sqlt_is_num(a) && sqlt_is_num(c)) || (sqlt_is_str(a) && sqlt_is_str(c)) ||
+           (sqlt_is_datetime(a) && sqlt_is_datetime(c)) ||
+           (QR_SQL_IS_ARRAY(a) && QR_SQL_IS_ARRAY(c) && comparable(QR_SQL_ELEM(a), QR_SQL_ELEM(c)));
+}
+
+/* x op ANY / ALL (array): an untyped array (a parameter postgres.js sends
+ * as text, a '{...}' literal) is an array of x's type; a catalog array in
+ * its text form is read as such at run time. */
+static int bind_any(SqlBind *b, const cJSON *lx, const cJSON *rx, int op, const char *opname,
+                    int loc, SqlExpr **out)
+{
+    SqlExpr *l, *r;
+    int rc;
+    if ((rc = sql_expr_bind(b, lx, &l)) || (rc = sql_expr_bind(b, rx, &r)))
+        return rc;
+    if (r->type == QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, r, QR_SQL_ARRAY_OF(l->type == QR_SQL_UNKNOWN ? QR_SQL_TEXT : l->type));
+    if (rc == QR_OK && l->type == QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, l, QR_SQL_IS_ARRAY(r->type) ? QR_SQL_ELEM(r->type) : QR_SQL_TEXT);
+    if (rc)
+        return rc;
+    if (!sqlt_is_str(r->type) && !QR_SQL_IS_ARRAY(r->type))
+        return sql_err_at(b->cx, loc, QR_ETYPE, "42809",
+                          "op ANY/ALL (array) requires array on right side");
+    if (QR_SQL_IS_ARRAY(r->type) && !comparable(l->type, QR_SQL_ELEM(r->type)))
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                          qr_sql_type_name(l->type), opname, qr_sql_type_name(QR_SQL_ELEM(r->type)));
+    SqlExpr *e = new_binary(b, SE_ANY_ARRAY, op, l, r, loc);
+    if (!e)
+        return b->cx->err->code;
+    e->type = QR_SQL_BOOL;
+    *out = e;
+    return QR_OK;
+}
+
+/* a || b with an array on either side, a @> b, a <@ b, a && b. */
+static int bind_array_op(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int loc,
+                         SqlExpr **out)
+{
+    bool cat = !strcmp(op, "||");
+    QrSqlType at = QR_SQL_IS_ARRAY(l->type) ? l->type : r->type;
+    int rc = QR_OK;
+    if (cat && !QR_SQL_IS_ARRAY(l->type) && l->type != QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, r, QR_SQL_ARRAY_OF(l->type)); /* x || '{...}' */
+    else if (cat && !QR_SQL_IS_ARRAY(r->type) && r->type != QR_SQL_UNKNOWN)
+        rc = coerce_unknown(b, l, QR_SQL_ARRAY_OF(r->type));
+    else {
+        rc = coerce_unknown(b, l, at);
+        if (rc == QR_OK)
+            rc = coerce_unknown(b, r, at);
+    }
+    if (rc)
+        return rc;
+    at = QR_SQL_IS_ARRAY(l->type) ? l->type : r->type;
+    bool ok = QR_SQL_IS_ARRAY(l->type) && QR_SQL_IS_ARRAY(r->type)
+                  ? comparable(l->type, r->type)
+                  : cat && comparable(QR_SQL_ELEM(at), QR_SQL_IS_ARRAY(l->type) ? r->type : l->type);
+    if (!ok)
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                          qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+    /* the other side in the array's element type (int4[] || int8: int8[]
+     * in PostgreSQL; here the array's own type, widened for numbers) */
+    if (QR_SQL_IS_ARRAY(l->type) && QR_SQL_IS_ARRAY(r->type) && l->type != r->type &&
+        !(r = wrap_cast(b, r, l->type)))
+        return b->cx->err->code;
+    if (cat && !QR_SQL_IS_ARRAY(r->type) && r->type != QR_SQL_ELEM(at) &&
+        !(r = wrap_cast(b, r, QR_SQL_ELEM(at))))
+        return b->cx->err->code;
+    if (cat && !QR_SQL_IS_ARRAY(l->type) && l->type != QR_SQL_ELEM(at) &&
+        !(l = wrap_cast(b, l, QR_SQL_ELEM(at))))
+        return b->cx->err->code;
+    SqlExpr *e = new_binary(b, SE_ARRAY_OP,
+                            cat ? '|' : !strcmp(op, "@>") ? SQLA_OP_CONTAINS
+                            : !strcmp(op, "<@")           ? SQLA_OP_CONTAINED
+                                                          : SQLA_OP_OVERLAP,
+                            l, r, loc);
+    if (!e)
+        return b->cx->err->code;
+    e->type = cat ? at : QR_SQL_BOOL;
+    *out = e;
+    return QR_OK;
+}
+
+/* json -> key / ->> key (text or integer), #> path / #>> path (text[]). */
+static int bind_json_op(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int loc,
+                        SqlExpr **out)
+{
+    bool path = op[0] == '#', text = !strcmp(op, "->>") || !strcmp(op, "#>>");
+    int rc = coerce_unknown(b, l, QR_SQL_JSONB);
+    if (rc == QR_OK)
+        rc = coerce_unknown(b, r, path ? QR_SQL_ARRAY_OF(QR_SQL_TEXT) : QR_SQL_TEXT);
+    if (rc)
+        return rc;
+    bool key_ok = path ? QR_SQL_IS_ARRAY(r->type) || sqlt_is_str(r->type)
+                       : sqlt_is_str(r->type) || sqlt_is_int(r->type);
+    if ((l->type != QR_SQL_JSON && l->type != QR_SQL_JSONB) || !key_ok)
+        return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
+                          qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
+    SqlExpr *e = new_binary(b, SE_JSON_OP,
+                            path ? (text ? SQLJS_PATH_TEXT : SQLJS_PATH)
+                                 : (text ? SQLJS_GET_TEXT : SQLJS_GET),
+                            l, r, loc);
+    if (!e)
+        return b->cx->err->code;
+    e->type = text ? QR_SQL_TEXT : l->type;
+    e->name = "?column?";
+    *out = e;
+    return QR_OK;
+}
+
 static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
 {
     const char *kind = sqlj_str(ae, "kind");
@@ -1162,36 +1470,18 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         return sql_err_at(b->cx, loc, QR_ESYNTAX, "42601", "bad expression");
     if (!strcmp(kind, "AEXPR_IN"))
         return bind_in(b, ae, loc, strcmp(op, "<>") == 0, out);
-    if (!strcmp(kind, "AEXPR_OP_ANY")) {
-        /* x op ANY (array): the array is its text form (catalog arrays,
-         * ARRAY(subquery), '{1,2}') */
+    if (!strcmp(kind, "AEXPR_OP_ANY") || !strcmp(kind, "AEXPR_OP_ALL")) {
+        bool all = !strcmp(kind, "AEXPR_OP_ALL");
         int c = cmp_op(op);
-        SqlExpr *l, *r;
-        int rc;
         if (c < 0)
             return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
-                              "operator %s ANY (array) is not supported", op);
+                              "operator %s %s (array) is not supported", op, all ? "ALL" : "ANY");
         const cJSON *arr = sqlj_is(sqlj_get(ae, "rexpr"), "A_ArrayExpr");
-        if (arr && c == SQL_CMP_EQ) /* x = ANY (ARRAY[a, b]) is x IN (a, b): psycopg2's lists */
+        if (arr && c == SQL_CMP_EQ && !all) /* x = ANY (ARRAY[a, b]) is x IN (a, b): psycopg2's lists */
             return bind_in_list(b, sqlj_get(ae, "lexpr"), sqlj_get(arr, "elements"), loc, false,
                                 out);
-        if ((rc = sql_expr_bind(b, sqlj_get(ae, "lexpr"), &l)) ||
-            (rc = sql_expr_bind(b, sqlj_get(ae, "rexpr"), &r)))
-            return rc;
-        coerce_unknown(b, r, QR_SQL_TEXT);
-        coerce_unknown(b, l, QR_SQL_TEXT);
-        if (!sqlt_is_str(r->type))
-            return sql_err_at(b->cx, loc, QR_ETYPE, "42809",
-                              "op ANY/ALL (array) requires array on right side");
-        SqlExpr *e = new_expr(b, SE_ANY_ARRAY, loc);
-        if (!e || set_args(b, e, 2))
-            return b->cx->err->code;
-        e->args[0] = l;
-        e->args[1] = r;
-        e->op = c;
-        e->type = QR_SQL_BOOL;
-        *out = e;
-        return QR_OK;
+        return bind_any(b, sqlj_get(ae, "lexpr"), sqlj_get(ae, "rexpr"), c + (all ? 8 : 0), op,
+                        loc, out);
     }
     if (!strcmp(kind, "AEXPR_OP") && !strcmp(op, "@@"))
         return bind_match(b, sqlj_get(ae, "lexpr"), sqlj_get(ae, "rexpr"), loc, out);
@@ -1295,21 +1585,35 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s",
                               op, qr_sql_type_name(r->type));
         coerce_unknown(b, r, QR_SQL_FLOAT8);
-        if (!sqlt_is_num(r->type))
+        if (!sqlt_is_num(r->type) && r->type != QR_SQL_INTERVAL)
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: - %s",
                               qr_sql_type_name(r->type));
         if (r->kind == SE_CONST && sqlt_is_float(r->type) && r->type != QR_SQL_NUMERIC) {
             r->val.u.f = -r->val.u.f;
+            if (r->dec_lit) { /* -1.50 stays a decimal literal */
+                size_t n = strlen(r->dec_lit);
+                char *neg = qr_arena_alloc(b->cx->arena, n + 2);
+                if (!neg)
+                    return nomem(b->cx);
+                neg[0] = '-';
+                memcpy(neg + 1, r->dec_lit, n + 1);
+                r->dec_lit = neg;
+            }
             return *out = r, QR_OK;
         }
         SqlExpr *e = new_expr(b, SE_NEG, loc);
         if (!e || set_args(b, e, 1))
             return b->cx->err->code;
         e->args[0] = r;
-        e->type = r->type == QR_SQL_NUMERIC ? QR_SQL_FLOAT8 : r->type;
+        e->type = r->type;
         *out = e;
         return QR_OK;
     }
+    if (!strcmp(op, "->") || !strcmp(op, "->>") || !strcmp(op, "#>") || !strcmp(op, "#>>"))
+        return bind_json_op(b, op, l, r, loc, out);
+    bool arr_op = !strcmp(op, "@>") || !strcmp(op, "<@") || !strcmp(op, "&&");
+    if (arr_op || (!strcmp(op, "||") && (QR_SQL_IS_ARRAY(l->type) || QR_SQL_IS_ARRAY(r->type))))
+        return bind_array_op(b, op, l, r, loc, out);
     int c = cmp_op(op);
     if (c >= 0)
         return bind_cmp(b, c, l, r, loc, out);
@@ -1360,11 +1664,13 @@ static int bind_const(SqlBind *b, const cJSON *ac, int loc, SqlExpr **out)
                     qr_error_clear(b->cx->err);
                     e->val = sqlv_float(strtod(s, NULL));
                     e->type = e->val.type = QR_SQL_FLOAT8;
+                    e->dec_lit = qr_arena_strndup(b->cx->arena, s, strlen(s));
                 }
             }
         } else {
             e->val = sqlv_float(strtod(s ? s : "0", NULL));
             e->type = QR_SQL_FLOAT8;
+            e->dec_lit = s ? qr_arena_strndup(b->cx->arena, s, strlen(s)) : NULL;
         }
     } else if ((v = sqlj_get(ac, "sval"))) {
         const char *s0 = sqlj_str(v, "sval");
@@ -1394,30 +1700,6 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     const cJSON *tn = sqlj_get(tc, "typeName");
     const char *name = sqlj_last_name(sqlj_get(tn, "names"));
     QrSqlType t;
-    if (sqlj_get(tn, "arrayBounds")) {
-        /* arrays are their text form: ::int2[] checks and normalizes it */
-        SqlExpr *a, *e;
-        int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
-        if (rc)
-            return rc;
-        coerce_unknown(b, a, QR_SQL_TEXT);
-        if (!sqlt_is_str(a->type))
-            return sql_err_at(b->cx, loc, QR_ETYPE, "42846", "cannot cast type %s to %s[]",
-                              qr_sql_type_name(a->type), name ? name : "?");
-        if (!(e = new_expr(b, SE_CAST, loc)) || set_args(b, e, 1))
-            return b->cx->err->code;
-        e->args[0] = a;
-        e->type = QR_SQL_TEXT;
-        e->op = '[';
-        e->name = a->name;
-        if ((!e->name || a->kind == SE_CONST) && name) { /* '{..}'::oid[]: "_oid", the array type name */
-            char an[72];
-            snprintf(an, sizeof an, "_%s", name);
-            e->name = qr_arena_strndup(b->cx->arena, an, strlen(an));
-        }
-        *out = e;
-        return QR_OK;
-    }
     /* reg* casts: an object's name to its oid (op 'c' / 't' / 'n'), and
      * such an oid back to the name when cast to text (op 'C' / 'T' / 'N') */
     char reg = !name ? 0 : !strcmp(name, "regclass") ? 'c' : !strcmp(name, "regtype") ? 't'
@@ -1469,25 +1751,32 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     if (!name || !sqlt_from_name(name, &t))
         return sql_err_at(b->cx, sqlj_loc(tn), QR_ENOTFOUND, "42704", "type \"%s\" does not exist",
                           name ? name : "?");
+    if (sqlj_get(tn, "arrayBounds")) { /* ::int4[] (any number of [] is one array type) */
+        if (QR_SQL_IS_ARRAY(t))
+            return sql_err_at(b->cx, sqlj_loc(tn), QR_ENOTFOUND, "42704",
+                              "type \"%s[]\" does not exist", name);
+        t = QR_SQL_ARRAY_OF(t);
+    }
     SqlExpr *a;
-    int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
-    if (rc)
+    int32_t typmod = -1; /* numeric(p, s) */
+    int rc;
+    if (t == QR_SQL_NUMERIC && (rc = sqln_typmod_of(b->cx, sqlj_get(tn, "typmods"), sqlj_loc(tn), &typmod)))
         return rc;
-    if (a->kind == SE_PARAM && b->cx->param_types[a->col] == QR_SQL_UNKNOWN) {
+    if ((rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a)))
+        return rc;
+    if (a->kind == SE_PARAM && b->cx->param_types[a->col] == QR_SQL_UNKNOWN && typmod < 0) {
         coerce_unknown(b, a, t);
         *out = a;
         return QR_OK;
     }
-    bool is_date = !strcasecmp(name, "date");
     if (a->kind == SE_CONST) {
         SqlValue v;
-        if ((rc = sqlv_cast(b->cx, &a->val, t, loc, &v)))
+        if (a->dec_lit && t == QR_SQL_NUMERIC) /* 1.50::numeric: the literal's digits */
+            a->val = sqlv_text(a->dec_lit, strlen(a->dec_lit));
+        a->dec_lit = NULL;
+        if ((rc = sqlv_cast(b->cx, &a->val, t, loc, &v)) ||
+            (typmod >= 0 && (rc = sqln_typmod(b->cx, &v, typmod, loc, &v))))
             return rc;
-        if (is_date && !v.is_null) {
-            int64_t d;
-            sqlv_date_trunc("day", v.u.i, &d);
-            v.u.i = d;
-        }
         a->val = v;
         a->type = t;
         *out = a;
@@ -1498,10 +1787,17 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         return b->cx->err->code;
     e->args[0] = a;
     e->type = t;
-    e->op = is_date;
+    e->typmod = typmod;
     e->name = a->kind == SE_COL ? a->name : name;
     *out = e;
     return QR_OK;
+}
+
+/* The place of a number type in PostgreSQL's implicit widening. */
+static int num_rank(QrSqlType t)
+{
+    return t == QR_SQL_FLOAT8 ? 5 : t == QR_SQL_FLOAT4 ? 4 : t == QR_SQL_NUMERIC ? 3
+           : t == QR_SQL_INT8 ? 2 : t == QR_SQL_INT2 ? 0 : 1;
 }
 
 /* The common type of several expressions (CASE results, COALESCE,
@@ -1516,9 +1812,8 @@ static int resolve_common(SqlBind *b, SqlExpr ***items, int n, const char *what,
             continue;
         if (rt == QR_SQL_UNKNOWN)
             rt = t;
-        else if (sqlt_is_num(rt) && sqlt_is_num(t) && (sqlt_is_float(t) || t == QR_SQL_INT8) &&
-                 !sqlt_is_float(rt))
-            rt = t == QR_SQL_NUMERIC ? QR_SQL_FLOAT8 : t;
+        else if (sqlt_is_num(rt) && sqlt_is_num(t) && rt != t) /* int < numeric < float */
+            rt = num_rank(t) > num_rank(rt) ? t : rt;
     }
     if (rt == QR_SQL_UNKNOWN)
         rt = QR_SQL_TEXT;
@@ -1530,7 +1825,7 @@ static int resolve_common(SqlBind *b, SqlExpr ***items, int n, const char *what,
         if (t == rt)
             continue;
         if (!(sqlt_is_num(rt) && sqlt_is_num(t)) && !(sqlt_is_str(rt) && sqlt_is_str(t)) &&
-            !(sqlt_is_ts(rt) && sqlt_is_ts(t)))
+            !(sqlt_is_datetime(rt) && sqlt_is_datetime(t)))
             return sql_err_at(b->cx, (*items[i])->loc, QR_ETYPE, "42804",
                               "%s types %s and %s cannot be matched", what, qr_sql_type_name(rt),
                               qr_sql_type_name(t));
@@ -1688,7 +1983,7 @@ static SubqEnt *subq_ent_new(const SqlValue *v, int n, size_t *bytes)
 {
     size_t sz = sizeof(SubqEnt) + (size_t)n * sizeof(SqlValue);
     for (int i = 0; i < n; i++)
-        if (!v[i].is_null && (sqlt_is_str(v[i].type) || v[i].type == QR_SQL_NUMERIC))
+        if (!v[i].is_null && sqlt_has_bytes(v[i].type))
             sz += v[i].u.s.n + 1;
     SubqEnt *e = qr_malloc(sz);
     if (!e)
@@ -1696,7 +1991,7 @@ static SubqEnt *subq_ent_new(const SqlValue *v, int n, size_t *bytes)
     char *p = (char *)&e->vals[n];
     for (int i = 0; i < n; i++) {
         e->vals[i] = v[i];
-        if (!v[i].is_null && (sqlt_is_str(v[i].type) || v[i].type == QR_SQL_NUMERIC)) {
+        if (!v[i].is_null && sqlt_has_bytes(v[i].type)) {
             if (v[i].u.s.n)
                 memcpy(p, v[i].u.s.s, v[i].u.s.n);
             p[v[i].u.s.n] = 0;
@@ -1753,7 +2048,11 @@ static int subq_value(SqlCtx *cx, SubqKind kind, const QrSqlResult *r, const Sql
             out->type = r->cols[0].type;
         return QR_OK;
     case SQ_ARRAY:
-        return sqlv_array_text(cx, r->vals, r->n_rows, out);
+        if (QR_SQL_IS_ARRAY(r->cols[0].type))
+            return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "ARRAY(subquery) of arrays is not supported");
+        return sqla_list(cx, r->cols[0].type == QR_SQL_UNKNOWN ? QR_SQL_TEXT : r->cols[0].type,
+                         r->vals, r->n_rows, out);
     case SQ_ANY: {
         bool has_null = false;
         *out = sqlv_bool(false);
@@ -1925,7 +2224,7 @@ static int bind_sublink(SqlBind *b, const cJSON *sl, int loc, SqlExpr **out)
     }
     e->subq = q;
     e->type = kind == SQ_EXPR ? (ct == QR_SQL_UNKNOWN ? QR_SQL_TEXT : ct)
-              : kind == SQ_ARRAY ? QR_SQL_TEXT
+              : kind == SQ_ARRAY ? QR_SQL_ARRAY_OF(ct == QR_SQL_UNKNOWN ? QR_SQL_TEXT : ct)
                                  : QR_SQL_BOOL;
     e->name = kind == SQ_EXPR ? rcols[0].name : kind == SQ_EXISTS ? "exists"
                                                : kind == SQ_ARRAY ? "array"
@@ -2033,26 +2332,13 @@ static __attribute__((noinline)) int subq_eval(SqlCtx *cx, const SqlExpr *e, con
     return rc;
 }
 
-/* arr[i]: element i (from 1) of an array's text form, NULL outside it. */
-static int f_subscript(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
-{
-    (void)n;
-    SqlValue *el, i;
-    uint64_t k;
-    int rc = sqlv_array_parse(cx, &a[0], &el, &k);
-    if (rc || (rc = sqlv_cast(cx, &a[1], QR_SQL_INT8, -1, &i)))
-        return rc;
-    *out = i.u.i >= 1 && (uint64_t)i.u.i <= k ? el[i.u.i - 1] : sqlv_null();
-    out->type = QR_SQL_TEXT;
-    return QR_OK;
-}
-
-static const SqlFuncDef SUBSCRIPT = {"subscript", 2, 2, QR_SQL_TEXT, f_subscript, true, false};
-
+/* arr[i][j] / arr[a:b][c:d]: SE_SUBSCRIPT.  PostgreSQL takes the whole
+ * list as a slice when any subscript is one (arr[2][1:2] is arr[1:2][1:2]),
+ * a missing lower bound of a plain subscript being 1.  A catalog array in
+ * its text form is read as its column's element type. */
 static int bind_subscript(SqlBind *b, const cJSON *ind, int loc, SqlExpr **out)
 {
     const cJSON *subs = sqlj_get(ind, "indirection");
-    const cJSON *ix = sqlj_is(cJSON_GetArrayItem(subs, 0), "A_Indices");
     const char *field = cJSON_GetArraySize(subs) == 1 ? sqlj_sval(cJSON_GetArrayItem(subs, 0)) : NULL;
     const cJSON *fc = sqlj_is(sqlj_get(ind, "arg"), "FuncCall");
     if (field && fc && sqlj_last_name(sqlj_get(fc, "funcname")) &&
@@ -2061,25 +2347,123 @@ static int bind_subscript(SqlBind *b, const cJSON *ind, int loc, SqlExpr **out)
     if (field && !strcmp(field, "x") && sqlj_is(sqlj_get(ind, "arg"), "ColumnRef"))
         /* (keys).x of a column holding _pg_expandarray's x (JDBC getPrimaryKeys) */
         return sql_expr_bind(b, sqlj_get(ind, "arg"), out);
-    if (cJSON_GetArraySize(subs) != 1 || !ix || sqlj_bool(ix, "is_slice") || !sqlj_get(ix, "uidx"))
-        return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
-                          "only one array subscript (arr[i]) is supported");
-    SqlExpr *e = new_expr(b, SE_FUNC, loc);
-    int rc;
-    if (!e || set_args(b, e, 2))
+    int n = cJSON_GetArraySize(subs), rc;
+    const cJSON *it;
+    bool slice = false;
+    cJSON_ArrayForEach(it, subs)
+    {
+        const cJSON *ix = sqlj_is(it, "A_Indices");
+        if (!ix)
+            return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
+                              "field selection (x).name is not supported");
+        slice |= sqlj_bool(ix, "is_slice");
+    }
+    if (n > SQL_ARRAY_MAXDIM)
+        return sql_err_at(b->cx, loc, QR_ELIMIT, "54000",
+                          "number of array dimensions (%d) exceeds the maximum allowed (%d)", n,
+                          SQL_ARRAY_MAXDIM);
+    SqlExpr *e = new_expr(b, SE_SUBSCRIPT, loc);
+    if (!e || set_args(b, e, 1 + 2 * n))
         return b->cx->err->code;
     if ((rc = sql_expr_bind(b, sqlj_get(ind, "arg"), &e->args[0])) ||
-        (rc = sql_expr_bind(b, sqlj_get(ix, "uidx"), &e->args[1])) ||
-        (rc = coerce_unknown(b, e->args[0], QR_SQL_TEXT)) ||
-        (rc = coerce_unknown(b, e->args[1], QR_SQL_INT4)))
+        (rc = coerce_unknown(b, e->args[0], QR_SQL_ARRAY_OF(QR_SQL_TEXT))))
         return rc;
-    if (!sqlt_is_str(e->args[0]->type) || !sqlt_is_int(e->args[1]->type))
-        return sql_err_at(b->cx, loc, QR_ETYPE, "42804", "cannot subscript type %s",
-                          qr_sql_type_name(e->args[0]->type));
-    QrSqlType el = e->args[0]->name ? sqlcat_array_elem(e->args[0]->name) : QR_SQL_UNKNOWN;
-    e->fn = &SUBSCRIPT;
-    e->type = el == QR_SQL_UNKNOWN ? QR_SQL_TEXT : el;
-    e->name = e->args[0]->name;
+    SqlExpr *arr = e->args[0];
+    if (!QR_SQL_IS_ARRAY(arr->type) && !sqlt_is_str(arr->type))
+        return sql_err_at(b->cx, loc, QR_ETYPE, "42804",
+                          "cannot subscript type %s because it does not support subscripting",
+                          qr_sql_type_name(arr->type));
+    int k = 1;
+    cJSON_ArrayForEach(it, subs)
+    {
+        const cJSON *ix = sqlj_is(it, "A_Indices");
+        const cJSON *bounds[2] = {sqlj_get(ix, "lidx"), sqlj_get(ix, "uidx")};
+        for (int j = 0; j < 2; j++, k++) {
+            if (!bounds[j]) { /* omitted: a NULL the evaluation reads as "none" */
+                if (!(e->args[k] = new_expr(b, SE_CONST, loc)))
+                    return b->cx->err->code;
+                e->args[k]->val = sqlv_null();
+                e->args[k]->type = QR_SQL_UNKNOWN;
+                if (j == 0 && slice && !sqlj_bool(ix, "is_slice")) { /* [i] in a slice: [1:i] */
+                    e->args[k]->val = sqlv_int(1);
+                    e->args[k]->type = e->args[k]->val.type = QR_SQL_INT4;
+                }
+                continue;
+            }
+            if ((rc = sql_expr_bind(b, bounds[j], &e->args[k])) ||
+                (rc = coerce_unknown(b, e->args[k], QR_SQL_INT4)))
+                return rc;
+            if (!sqlt_is_int(e->args[k]->type))
+                return sql_err_at(b->cx, e->args[k]->loc, QR_ETYPE, "42804",
+                                  "array subscript must have type integer");
+        }
+    }
+    QrSqlType el = QR_SQL_IS_ARRAY(arr->type) ? QR_SQL_ELEM(arr->type)
+                   : arr->name                ? sqlcat_array_elem(arr->name)
+                                              : QR_SQL_UNKNOWN;
+    if (el == QR_SQL_UNKNOWN)
+        el = QR_SQL_TEXT;
+    e->op = slice;
+    e->type = slice ? QR_SQL_ARRAY_OF(el) : el;
+    e->name = arr->name;
+    *out = e;
+    return QR_OK;
+}
+
+/* ARRAY[a, b, ...]: the elements' common type; ARRAY[[1, 2], [3, 4]] (its
+ * elements arrays themselves) is two-dimensional.  ARRAY[] needs a cast
+ * to know its type (42P18 otherwise, as PostgreSQL). */
+static int resolve_common(SqlBind *b, SqlExpr ***items, int n, const char *what, QrSqlType *out);
+
+static int bind_array_expr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
+{
+    const cJSON *els = sqlj_get(ae, "elements");
+    SqlExpr *e;
+    int rc = bind_list(b, els, NULL, &e, SE_ARRAY);
+    if (rc)
+        return rc;
+    e->loc = loc;
+    e->name = "array";
+    if (e->n_args == 0) {
+        e->type = QR_SQL_ARRAY_OF(QR_SQL_UNKNOWN);
+        *out = e;
+        return QR_OK;
+    }
+    bool nested = false;
+    for (int i = 0; i < e->n_args; i++)
+        nested |= e->args[i]->kind == SE_ARRAY || QR_SQL_IS_ARRAY(e->args[i]->type);
+    SqlExpr ***items = qr_arena_alloc(b->cx->arena, (size_t)e->n_args * sizeof *items);
+    if (!items)
+        return nomem(b->cx);
+    for (int i = 0; i < e->n_args; i++)
+        items[i] = &e->args[i];
+    QrSqlType t;
+    if (nested) { /* sub-arrays: their elements' common type (ARRAY[[1.5], [2]]) */
+        QrSqlType et = QR_SQL_UNKNOWN;
+        for (int i = 0; i < e->n_args; i++) {
+            QrSqlType x = e->args[i]->type;
+            if (!QR_SQL_IS_ARRAY(x))
+                continue;
+            x = QR_SQL_ELEM(x);
+            if (et == QR_SQL_UNKNOWN || (sqlt_is_num(et) && sqlt_is_num(x) && !sqlt_is_float(et) &&
+                                         (sqlt_is_float(x) || x == QR_SQL_INT8)))
+                et = x;
+        }
+        for (int i = 0; et != QR_SQL_UNKNOWN && i < e->n_args; i++)
+            if ((rc = coerce_unknown(b, e->args[i], QR_SQL_ARRAY_OF(et))) ||
+                (QR_SQL_IS_ARRAY(e->args[i]->type) && e->args[i]->type != QR_SQL_ARRAY_OF(et) &&
+                 comparable(e->args[i]->type, QR_SQL_ARRAY_OF(et)) &&
+                 !(e->args[i] = wrap_cast(b, e->args[i], QR_SQL_ARRAY_OF(et)))))
+                return rc ? rc : (int)b->cx->err->code;
+    }
+    if ((rc = resolve_common(b, items, e->n_args, "ARRAY", &t)))
+        return rc;
+    if (nested && !QR_SQL_IS_ARRAY(t))
+        return sql_err_at(b->cx, loc, QR_ETYPE, "42804",
+                          "multidimensional arrays must have array expressions with matching "
+                          "dimensions");
+    e->op = nested;
+    e->type = nested ? t : QR_SQL_ARRAY_OF(t);
     *out = e;
     return QR_OK;
 }
@@ -2258,7 +2642,9 @@ static int bind_node(SqlBind *b, const cJSON *node, SqlExpr **out)
             return sql_err_at(cx, loc, QR_EINVAL, "42803", "grouping operations are not allowed here");
         return b->bind_grouping(b, body, loc, out);
     }
-    if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr") || !strcmp(tag, "A_ArrayExpr"))
+    if (!strcmp(tag, "A_ArrayExpr"))
+        return bind_array_expr(b, body, loc, out);
+    if (!strcmp(tag, "A_Expr") || !strcmp(tag, "RowExpr"))
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "%s is not supported", tag);
     return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "expression %s is not supported", tag);
 }
@@ -2450,6 +2836,8 @@ static bool like_match(const char *s, size_t n, const char *p, size_t m, bool ci
 
 static int arith(SqlCtx *cx, const SqlExpr *e, const SqlValue *a, const SqlValue *b, SqlValue *out)
 {
+    if (e->type == QR_SQL_NUMERIC)
+        return sqln_arith(cx, e->op, a, b, out);
     if (sqlt_is_float(e->type)) {
         double x = sqlt_is_int(a->type) ? (double)a->u.i : a->u.f;
         double y = sqlt_is_int(b->type) ? (double)b->u.i : b->u.f;
@@ -2548,6 +2936,139 @@ static int set_find(const SqlValueSet *s, const SqlValue *v)
 
 static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out);
 
+/* The array expressions: x op ANY / ALL (array), ARRAY[...], subscripts
+ * and slices, ||, @>, <@, &&. */
+static __attribute__((noinline)) int eval_array(SqlCtx *cx, const SqlExpr *e,
+                                                const SqlEvalRow *r, SqlValue *out)
+{
+    SqlValue a, b;
+    int rc;
+    switch (e->kind) {
+    case SE_ANY_ARRAY: {
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        *out = sqlv_null();
+        out->type = QR_SQL_BOOL;
+        if (b.is_null)
+            return QR_OK;
+        SqlValue arr, *el;
+        uint64_t n;
+        if ((rc = sqla_of(cx, &b, a.type == QR_SQL_UNKNOWN ? QR_SQL_TEXT : a.type, &arr)) ||
+            (rc = sqla_elems(cx, &arr, &el, &n)))
+            return rc;
+        bool all = e->op >= 8, has_null = false;
+        int op = e->op & 7;
+        for (uint64_t i = 0; i < n; i++) {
+            if (a.is_null || el[i].is_null) {
+                has_null = true;
+                continue;
+            }
+            if (cmp_result(op, sqlv_cmp(&a, &el[i])) != all)
+                return *out = sqlv_bool(!all), QR_OK;
+        }
+        if (!has_null)
+            *out = sqlv_bool(all);
+        return QR_OK;
+    }
+    case SE_ARRAY: {
+        SqlValue small[16], *el = e->n_args <= 16 ? small
+                                                  : qr_arena_alloc(cx->arena, (size_t)e->n_args * sizeof *el);
+        if (!el)
+            return nomem(cx);
+        for (int i = 0; i < e->n_args; i++)
+            if ((rc = sql_expr_eval(cx, e->args[i], r, &el[i])))
+                return rc;
+        QrSqlType elem = QR_SQL_ELEM(e->type);
+        if (!e->op)
+            return sqla_list(cx, elem, el, (uint64_t)e->n_args, out);
+        /* ARRAY[[...], [...]]: sub-arrays of one shape, one more dimension */
+        SqlArr first = {0};
+        uint64_t total = 0;
+        bool have = false;
+        for (int i = 0; i < e->n_args; i++) {
+            SqlArr s;
+            if (el[i].is_null || !sqla_view(&el[i], &s))
+                return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "0A000",
+                                  "NULL sub-arrays in a multidimensional ARRAY[] are not supported");
+            bool same = !have || (s.ndim == first.ndim &&
+                                  !memcmp(s.dims, first.dims, (size_t)s.ndim * sizeof *s.dims));
+            if (!same)
+                return sql_err_at(cx, e->loc, QR_EINVAL, "2202E",
+                                  "multidimensional arrays must have array expressions with "
+                                  "matching dimensions");
+            if (!have)
+                first = s;
+            have = true;
+            total += s.n;
+        }
+        if (first.ndim + 1 > SQL_ARRAY_MAXDIM)
+            return sql_err_at(cx, e->loc, QR_ELIMIT, "54000",
+                              "number of array dimensions (%d) exceeds the maximum allowed (%d)",
+                              first.ndim + 1, SQL_ARRAY_MAXDIM);
+        SqlValue *all = total ? qr_arena_alloc(cx->arena, total * sizeof *all) : NULL;
+        if (total && !all)
+            return nomem(cx);
+        uint64_t k = 0;
+        for (int i = 0; i < e->n_args; i++) {
+            SqlArr s;
+            sqla_view(&el[i], &s);
+            for (uint32_t j = 0; j < s.n; j++)
+                sqla_get(&s, j, &all[k++]);
+        }
+        int dims[SQL_ARRAY_MAXDIM];
+        dims[0] = e->n_args;
+        for (int d = 0; d < first.ndim; d++)
+            dims[d + 1] = first.dims[d];
+        return sqla_build(cx, elem, first.n ? first.ndim + 1 : 0, dims, NULL, all, total, out);
+    }
+    case SE_SUBSCRIPT: {
+        int n = (e->n_args - 1) / 2;
+        SqlValue lo[SQL_ARRAY_MAXDIM], hi[SQL_ARRAY_MAXDIM], arr;
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
+            return rc;
+        for (int k = 0; k < n; k++)
+            if ((rc = sql_expr_eval(cx, e->args[1 + 2 * k], r, &lo[k])) ||
+                (rc = sql_expr_eval(cx, e->args[2 + 2 * k], r, &hi[k])))
+                return rc;
+        QrSqlType elem = e->op ? QR_SQL_ELEM(e->type) : e->type;
+        if (a.is_null) {
+            *out = sqlv_null();
+            out->type = e->type;
+            return QR_OK;
+        }
+        if ((rc = sqla_of(cx, &a, elem, &arr)))
+            return rc;
+        return sqla_subscript(cx, &arr, n, lo, hi, e->op != 0, e->loc, out);
+    }
+    default: /* SE_ARRAY_OP */
+        if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
+            return rc;
+        if (e->op == '|') { /* array || array / element: NULL arrays are empty, NULL elements kept */
+            SqlValue x = a, y = b;
+            QrSqlType elem = QR_SQL_ELEM(e->type);
+            if (!QR_SQL_IS_ARRAY(e->args[0]->type) && (rc = sqla_list(cx, elem, &a, 1, &x)))
+                return rc;
+            if (!QR_SQL_IS_ARRAY(e->args[1]->type) && (rc = sqla_list(cx, elem, &b, 1, &y)))
+                return rc;
+            if (x.is_null && y.is_null) {
+                *out = x;
+                out->type = e->type;
+                return QR_OK;
+            }
+            SqlValue args[2] = {x, y};
+            args[0].type = args[1].type = e->type;
+            const SqlFuncDef *cat = sql_func_find("array_cat", 2);
+            return cat ? cat->fn(cx, 2, args, out) : sql_err_at(cx, e->loc, QR_EINTERNAL, "XX000", "no array_cat");
+        }
+        if (a.is_null || b.is_null) {
+            *out = sqlv_null();
+            out->type = QR_SQL_BOOL;
+            return QR_OK;
+        }
+        return sqla_op(cx, e->op, &a, &b, out);
+    }
+}
+
 /* Nodes with operands recurse: they check the stack first (binding bounded
  * the depth, but a correlated subquery runs inside an outer evaluation). */
 int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
@@ -2562,10 +3083,10 @@ int sql_expr_eval(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *o
 static __attribute__((noinline)) int eval_func(SqlCtx *cx, const SqlExpr *e,
                                                const SqlEvalRow *r, SqlValue *out)
 {
-    SqlValue argv[16];
+    SqlValue small[16], *argv = small;
     int rc = QR_OK;
-    if (e->n_args > 16)
-        return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "54023", "too many arguments");
+    if (e->n_args > 16 && !(argv = qr_arena_alloc(cx->arena, (size_t)e->n_args * sizeof *argv)))
+        return nomem(cx);
     for (int i = 0; i < e->n_args; i++) {
         if ((rc = sql_expr_eval(cx, e->args[i], r, &argv[i])))
             return rc;
@@ -2601,6 +3122,13 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
         return QR_OK;
     case SE_COL:
         *out = r->row[e->col];
+        if (e->type != QR_SQL_NUMERIC || out->is_null)
+            return QR_OK;
+        if (sqlt_is_float(out->type) && out->type != QR_SQL_NUMERIC && /* float storage */
+            sqln_from_double(cx, out->u.f, out))
+            return cx->err->code;
+        if (e->typmod >= 4 && sqln_typmod(cx, out, e->typmod, e->loc, out)) /* at its scale */
+            return cx->err->code;
         return QR_OK;
     case SE_PARAM:
         if (!cx->params || e->col >= cx->params->n)
@@ -2628,33 +3156,20 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
     }
     case SE_SUBQ:
         return subq_eval(cx, e, r, out);
-    case SE_ANY_ARRAY: {
+    case SE_ANY_ARRAY:
+    case SE_ARRAY:
+    case SE_SUBSCRIPT:
+    case SE_ARRAY_OP:
+        return eval_array(cx, e, r, out);
+    case SE_JSON_OP:
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
             return rc;
-        *out = sqlv_null();
-        out->type = QR_SQL_BOOL;
-        if (b.is_null)
+        if (a.is_null || b.is_null) {
+            *out = sqlv_null();
+            out->type = e->type;
             return QR_OK;
-        SqlValue *el;
-        uint64_t n;
-        if ((rc = sqlv_array_parse(cx, &b, &el, &n)))
-            return rc;
-        bool has_null = false;
-        for (uint64_t i = 0; i < n; i++) {
-            SqlValue c;
-            if (a.is_null || el[i].is_null) {
-                has_null = true;
-                continue;
-            }
-            if ((rc = sqlv_cast(cx, &el[i], a.type, e->loc, &c)))
-                return rc;
-            if (cmp_result(e->op, sqlv_cmp(&a, &c)))
-                return *out = sqlv_bool(true), QR_OK;
         }
-        if (!has_null)
-            *out = sqlv_bool(false);
-        return QR_OK;
-    }
+        return sqljs_op(cx, e->op, &a, &b, e->type, out);
     case SE_SRF:
         return sql_err_at(cx, e->loc, QR_EUNSUPPORTED, "0A000",
                           "set-returning function %s() is only supported as a whole select-list "
@@ -2685,6 +3200,8 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
             out->type = e->type;
             return QR_OK;
         }
+        if (e->col == 1)
+            return sqld_arith(cx, e->op, &a, &b, e->type, e->loc, out);
         return arith(cx, e, &a, &b, out);
     case SE_NEG:
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
@@ -2697,9 +3214,11 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
             if (a.u.i == INT64_MIN || (e->type == QR_SQL_INT4 && a.u.i == INT32_MIN))
                 return sql_err_at(cx, e->loc, QR_EINVAL, "22003", "integer out of range");
             out->u.i = -a.u.i;
+        } else if (a.type == QR_SQL_INTERVAL) {
+            return sqld_negate(cx, &a, out);
+        } else if (a.type == QR_SQL_NUMERIC) {
+            return sqln_neg(cx, &a, out);
         } else {
-            if (a.type == QR_SQL_NUMERIC && sqlv_cast(cx, &a, QR_SQL_FLOAT8, e->loc, &a))
-                return cx->err->code;
             out->u.f = -a.u.f;
         }
         return QR_OK;
@@ -2884,17 +3403,6 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
             }
             return sqlcat_reg_oid(cx, (char)e->op, &a, e->loc, out);
         }
-        if (e->op == '[') {
-            SqlValue *el;
-            uint64_t n;
-            if (a.is_null) {
-                *out = a;
-                return QR_OK;
-            }
-            if ((rc = sqlv_array_parse(cx, &a, &el, &n)))
-                return rc;
-            return sqlv_array_text(cx, el, n, out);
-        }
         if (e->op == 'C' || e->op == 'T' || e->op == 'N' || e->op == 'P' || e->op == 'R') {
             if (a.is_null || sqlt_is_str(a.type)) { /* (regproc is text already) */
                 if (!a.is_null) {
@@ -2911,14 +3419,12 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
             out->type = e->type;
             return QR_OK;
         }
-        if ((rc = sqlv_cast(cx, &a, e->type, e->loc, out)))
-            return rc;
-        if (e->op == 1 && !out->is_null) { /* ::date */
-            int64_t d;
-            sqlv_date_trunc("day", out->u.i, &d);
-            out->u.i = d;
-        }
-        return QR_OK;
+        if (e->typmod >= 4 && e->type == QR_SQL_NUMERIC) /* numeric(p, s) */
+            return sqlv_cast(cx, &a, e->type, e->loc, out) ||
+                           sqln_typmod(cx, out, e->typmod, e->loc, out)
+                       ? cx->err->code
+                       : QR_OK;
+        return sqlv_cast(cx, &a, e->type, e->loc, out);
     case SE_CONCAT: {
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)) || (rc = sql_expr_eval(cx, e->args[1], r, &b)))
             return rc;

@@ -109,6 +109,11 @@ static int f_length(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
     (void)n;
     SqlValue t;
+    if (a->type == QR_SQL_BYTEA) { /* bytes, as octet_length */
+        *out = sqlv_int((int64_t)a->u.s.n);
+        out->type = QR_SQL_INT4;
+        return QR_OK;
+    }
     int rc = as_text(cx, a, &t);
     if (rc)
         return rc;
@@ -120,8 +125,8 @@ static int f_length(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 static int f_octet_length(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
     (void)n;
-    SqlValue t;
-    int rc = as_text(cx, a, &t);
+    SqlValue t = *a;
+    int rc = a->type == QR_SQL_BYTEA ? QR_OK : as_text(cx, a, &t);
     *out = sqlv_int((int64_t)t.u.s.n);
     out->type = QR_SQL_INT4;
     return rc;
@@ -286,6 +291,15 @@ static int f_left_right(SqlCtx *cx, const SqlValue *a, SqlValue *out, bool left)
 static int f_left(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_left_right(cx, a, out, true); }
 static int f_right(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_left_right(cx, a, out, false); }
 
+/* round / trunc / floor / ceil of a numeric (or an integer made one) to
+ * k digits after the point. */
+static int num_round(SqlCtx *cx, const SqlValue *a, int64_t k, int how, SqlValue *out)
+{
+    SqlValue x;
+    int rc = sqlv_cast(cx, a, QR_SQL_NUMERIC, -1, &x);
+    return rc ? rc : sqln_round(cx, &x, k, how, out);
+}
+
 static int f_abs(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
     (void)n;
@@ -296,6 +310,11 @@ static int f_abs(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
         out->u.i = a->u.i < 0 ? -a->u.i : a->u.i;
         return QR_OK;
     }
+    if (a->type == QR_SQL_NUMERIC) { /* exact: the sign dropped */
+        if (out->u.s.n && out->u.s.s[0] == '-')
+            out->u.s.s++, out->u.s.n--;
+        return QR_OK;
+    }
     double d;
     int rc = as_float(cx, a, &d);
     *out = sqlv_float(fabs(d));
@@ -304,14 +323,14 @@ static int f_abs(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 
 static int f_round(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
 {
-    if (sqlt_is_int(a[0].type) && n == 1) {
-        *out = a[0];
-        return QR_OK;
-    }
     double d;
     int64_t k = 0;
-    int rc = as_float(cx, &a[0], &d);
-    if (rc || (n > 1 && (rc = as_int(cx, &a[1], &k))))
+    int rc;
+    if (n > 1 && (rc = as_int(cx, &a[1], &k)))
+        return rc;
+    if (a[0].type == QR_SQL_NUMERIC || sqlt_is_int(a[0].type)) /* exact, numeric out */
+        return num_round(cx, &a[0], k, SQLN_ROUND, out);
+    if ((rc = as_float(cx, &a[0], &d)))
         return rc;
     double p = pow(10, (double)k);
     double r = d * p;
@@ -326,6 +345,8 @@ static int f_math1(SqlCtx *cx, const SqlValue *a, SqlValue *out, double (*fn)(do
         *out = *a;
         return QR_OK;
     }
+    if (keep_int && a->type == QR_SQL_NUMERIC) /* floor, ceil, trunc: exact */
+        return num_round(cx, a, 0, fn == floor ? SQLN_FLOOR : fn == ceil ? SQLN_CEIL : SQLN_TRUNC, out);
     double d;
     int rc = as_float(cx, a, &d);
     *out = sqlv_float(fn(d));
@@ -333,7 +354,22 @@ static int f_math1(SqlCtx *cx, const SqlValue *a, SqlValue *out, double (*fn)(do
 }
 static int f_floor(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, floor, true); }
 static int f_ceil(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, ceil, true); }
-static int f_trunc(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, trunc, true); }
+static int f_trunc(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    int64_t k;
+    int rc;
+    if (n == 1)
+        return f_math1(cx, a, out, trunc, true);
+    if ((rc = as_int(cx, &a[1], &k)))
+        return rc;
+    if (a[0].type == QR_SQL_NUMERIC || sqlt_is_int(a[0].type))
+        return num_round(cx, &a[0], k, SQLN_TRUNC, out);
+    double d, p = pow(10, (double)k);
+    if ((rc = as_float(cx, &a[0], &d)))
+        return rc;
+    *out = sqlv_float(trunc(d * p) / p);
+    return QR_OK;
+}
 static int f_exp(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out) { (void)n; return f_math1(cx, a, out, exp, false); }
 
 static int f_sqrt(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
@@ -404,7 +440,7 @@ static int f_current_date(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     int64_t d;
     sqlv_date_trunc("day", out->u.i, &d);
     out->u.i = d;
-    out->type = QR_SQL_TIMESTAMP;
+    out->type = QR_SQL_DATE;
     return rc;
 }
 
@@ -451,11 +487,18 @@ static int f_extract(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     SqlValue ts;
     char u[32];
     double d;
-    int rc = unit_ts_args(cx, a, u, sizeof u, &ts);
-    if (rc)
+    int rc;
+    if (a[1].type == QR_SQL_INTERVAL || a[1].type == QR_SQL_TIME || a[1].type == QR_SQL_DATE) {
+        SqlValue unit;
+        if ((rc = as_text(cx, &a[0], &unit)))
+            return rc;
+        snprintf(u, sizeof u, "%.*s", (int)(unit.u.s.n < 31 ? unit.u.s.n : 31), unit.u.s.s);
+        ts = a[1];
+    } else if ((rc = unit_ts_args(cx, a, u, sizeof u, &ts))) {
         return rc;
-    if (sqlv_extract(u, ts.u.i, &d) < 0)
-        return sql_err_at(cx, -1, QR_EINVAL, "22023", "unit \"%s\" not recognized for extract", u);
+    }
+    if ((rc = sqld_extract(cx, u, &ts, &d)))
+        return rc;
     *out = sqlv_float(d);
     return QR_OK;
 }
@@ -534,121 +577,265 @@ static int f_pg_sleep(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
     return QR_OK;
 }
 
-/* json_build_object(k1, v1, ...): a JSON object as text (the json type is
- * carried as text); keys must not be NULL (22004). */
-static int f_json_build_object(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+/* ---- quoting and format() ---- */
+
+/* PostgreSQL's keywords other than the unreserved ones: quote_ident quotes them. */
+static const char *const KEYWORDS[] = {
+    "all", "analyse", "analyze", "and", "any", "array", "as", "asc", "asymmetric",
+    "authorization", "between", "bigint", "binary", "bit", "boolean", "both", "case", "cast",
+    "char", "character", "check", "coalesce", "collate", "collation", "column", "concurrently",
+    "constraint", "create", "cross", "current_catalog", "current_date", "current_role",
+    "current_schema", "current_time", "current_timestamp", "current_user", "dec", "decimal",
+    "default", "deferrable", "desc", "distinct", "do", "else", "end", "except", "exists",
+    "extract", "false", "fetch", "float", "for", "foreign", "freeze", "from", "full", "grant",
+    "greatest", "group", "grouping", "having", "ilike", "in", "initially", "inner", "inout",
+    "int", "integer", "intersect", "interval", "into", "is", "isnull", "join", "lateral",
+    "leading", "least", "left", "like", "limit", "localtime", "localtimestamp", "national",
+    "natural", "nchar", "none", "normalize", "not", "notnull", "null", "nullif", "numeric",
+    "offset", "on", "only", "or", "order", "out", "outer", "overlaps", "overlay", "placing",
+    "position", "precision", "primary", "real", "references", "returning", "right", "row",
+    "select", "session_user", "setof", "similar", "smallint", "some", "substring", "symmetric",
+    "table", "tablesample", "then", "time", "timestamp", "to", "trailing", "treat", "trim",
+    "true", "union", "unique", "user", "using", "values", "varchar", "variadic", "verbose",
+    "when", "where", "window", "with", "xmlattributes", "xmlconcat", "xmlelement",
+    "xmlexists", "xmlforest", "xmlnamespaces", "xmlparse", "xmlpi", "xmlroot", "xmlserialize",
+    "xmltable",
+};
+
+/* s quoted as an identifier when PostgreSQL's quote_ident would. */
+static void put_ident(QrBuf *b, const char *s, size_t n)
 {
-    if (n % 2)
-        return sql_err_at(cx, -1, QR_EINVAL, "22023",
-                          "argument list must have even number of elements");
-    QrBuf b;
-    qr_buf_init(&b);
-    qr_buf_putc(&b, '{');
-    int rc = QR_OK;
-    for (int i = 0; i < n && rc == QR_OK; i += 2) {
-        SqlValue k;
-        if (a[i].is_null) {
-            rc = sql_err_at(cx, -1, QR_EINVAL, "22004", "null value not allowed for object key");
-            break;
-        }
-        if ((rc = as_text(cx, &a[i], &k)))
-            break;
-        if (i)
-            qr_buf_append(&b, ", ", 2);
-        qr_buf_json_str(&b, k.u.s.s, k.u.s.n);
-        qr_buf_append(&b, " : ", 3);
-        if (a[i + 1].is_null)
-            qr_buf_append(&b, "null", 4);
-        else if (sqlt_is_num(a[i + 1].type))
-            qr_sql_value_text(&a[i + 1], &b);
-        else if (a[i + 1].type == QR_SQL_BOOL)
-            qr_buf_append(&b, a[i + 1].u.b ? "true" : "false", a[i + 1].u.b ? 4 : 5);
-        else {
-            SqlValue t;
-            if ((rc = as_text(cx, &a[i + 1], &t)))
-                break;
-            qr_buf_json_str(&b, t.u.s.s, t.u.s.n);
-        }
+    bool plain = n > 0 && ((s[0] >= 'a' && s[0] <= 'z') || s[0] == '_');
+    for (size_t i = 1; i < n && plain; i++)
+        plain = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_';
+    for (size_t k = 0; plain && k < sizeof KEYWORDS / sizeof *KEYWORDS; k++)
+        plain = !(strlen(KEYWORDS[k]) == n && !memcmp(KEYWORDS[k], s, n));
+    if (plain) {
+        qr_buf_append(b, s, n);
+        return;
     }
-    qr_buf_putc(&b, '}');
-    if (rc == QR_OK)
-        rc = qr_buf_ok(&b) ? out_str(cx, (const char *)b.data, b.len, out)
-                           : sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-    qr_buf_free(&b);
-    return rc;
+    qr_buf_putc(b, '"');
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"')
+            qr_buf_putc(b, '"');
+        qr_buf_putc(b, (uint8_t)s[i]);
+    }
+    qr_buf_putc(b, '"');
 }
 
-/* array_to_string(array, delimiter [, null_string]) over an array's text form */
-static int f_array_to_string(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+/* s as a string literal ('it''s'; E'...' when it holds a backslash). */
+static void put_literal(QrBuf *b, const char *s, size_t n)
 {
-    SqlValue *el, d;
-    uint64_t k;
-    int rc;
-    if (a[0].is_null || a[1].is_null) {
-        *out = sqlv_null();
-        return QR_OK;
+    if (memchr(s, '\\', n))
+        qr_buf_putc(b, 'E');
+    qr_buf_putc(b, '\'');
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\'' || s[i] == '\\')
+            qr_buf_putc(b, (uint8_t)s[i]);
+        qr_buf_putc(b, (uint8_t)s[i]);
     }
-    if ((rc = sqlv_array_parse(cx, &a[0], &el, &k)) || (rc = as_text(cx, &a[1], &d)))
-        return rc;
-    QrBuf b;
-    qr_buf_init(&b);
-    bool first = true;
-    for (uint64_t i = 0; i < k; i++) {
-        const SqlValue *x = &el[i];
-        if (x->is_null && (n < 3 || a[2].is_null))
-            continue;
-        if (!first)
-            qr_buf_append(&b, d.u.s.s, d.u.s.n);
-        first = false;
-        if (x->is_null)
-            x = &a[2];
-        SqlValue t;
-        if ((rc = as_text(cx, x, &t)))
-            break;
-        qr_buf_append(&b, t.u.s.s, t.u.s.n);
-    }
-    if (rc == QR_OK)
-        rc = qr_buf_ok(&b) ? out_str(cx, b.data ? (const char *)b.data : "", b.len, out)
-                           : sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-    qr_buf_free(&b);
-    return rc;
+    qr_buf_putc(b, '\'');
 }
 
-/* array_upper / array_length (array, dim) and array_lower over the text
- * form: one dimension, subscripts from 1; NULL for an empty array or
- * another dimension. */
-static int array_dim(SqlCtx *cx, const SqlValue *a, int which, SqlValue *out)
+/* The text of a through put (put_ident / put_literal) as the result. */
+static int quoted(SqlCtx *cx, const SqlValue *a, void (*put)(QrBuf *, const char *, size_t),
+                  SqlValue *out)
 {
-    SqlValue *el;
-    uint64_t k;
-    int rc = sqlv_array_parse(cx, &a[0], &el, &k);
+    SqlValue t;
+    int rc = as_text(cx, a, &t);
     if (rc)
         return rc;
-    *out = sqlv_null();
-    if (k && a[1].u.i == 1)
-        *out = sqlv_int(which == 0 ? 1 : (int64_t)k);
-    out->type = QR_SQL_INT4;
+    QrBuf b;
+    qr_buf_init(&b);
+    put(&b, t.u.s.s, t.u.s.n);
+    return sqlv_buf_text(cx, &b, out);
+}
+
+static int f_quote_ident(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    return quoted(cx, a, put_ident, out);
+}
+
+/* quote_literal (strict) and quote_nullable (NULL -> 'NULL') */
+static int f_quote_literal(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)n;
+    if (a->is_null) {
+        *out = sqlv_text("NULL", 4);
+        return QR_OK;
+    }
+    return quoted(cx, a, put_literal, out);
+}
+
+/* format(fmt, args...): %s, %I, %L and %% with an optional position n$,
+ * the - flag and a width, as PostgreSQL's format(). */
+static int f_format(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    if (a[0].is_null) {
+        *out = sqlv_null();
+        out->type = QR_SQL_TEXT;
+        return QR_OK;
+    }
+    SqlValue f;
+    int rc = as_text(cx, &a[0], &f);
+    if (rc)
+        return rc;
+    QrBuf b;
+    qr_buf_init(&b);
+    int next = 1;
+    const char *p = f.u.s.s, *end = p + f.u.s.n;
+    while (p < end && rc == QR_OK) {
+        if (*p != '%') {
+            qr_buf_putc(&b, (uint8_t)*p++);
+            continue;
+        }
+        if (++p == end) {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22023", "unterminated format() type specifier");
+            break;
+        }
+        if (*p == '%') {
+            qr_buf_putc(&b, '%');
+            p++;
+            continue;
+        }
+        long num = 0, width = 0;
+        bool left = false, pos = false;
+        const char *q = p;
+        while (q < end && isdigit((unsigned char)*q))
+            num = num * 10 + (*q++ - '0');
+        if (q > p && q < end && *q == '$') {
+            pos = true;
+            p = q + 1;
+        }
+        if (p < end && *p == '-') {
+            left = true;
+            p++;
+        }
+        while (p < end && isdigit((unsigned char)*p))
+            width = width * 10 + (*p++ - '0');
+        if (p == end) {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22023", "unterminated format() type specifier");
+            break;
+        }
+        char type = *p++;
+        if (type != 's' && type != 'I' && type != 'L') {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22023", "unrecognized format() type specifier "
+                            "\"%c\"", type);
+            break;
+        }
+        int arg = pos ? (int)num : next;
+        if (pos && num == 0) {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22023",
+                            "format specifies argument 0, but arguments are numbered from 1");
+            break;
+        }
+        if (arg >= n) {
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22023", "too few arguments for format()");
+            break;
+        }
+        next = arg + 1;
+        QrBuf one;
+        qr_buf_init(&one);
+        if (a[arg].is_null) {
+            if (type == 'I')
+                rc = sql_err_at(cx, -1, QR_EINVAL, "22004",
+                                "null values cannot be formatted as an SQL identifier");
+            else if (type == 'L')
+                qr_buf_append(&one, "NULL", 4);
+        } else {
+            QrBuf t;
+            qr_buf_init(&t);
+            qr_sql_value_text(&a[arg], &t);
+            const char *ts = t.data ? (const char *)t.data : "";
+            if (type == 's')
+                qr_buf_append(&one, ts, t.len);
+            else if (type == 'I')
+                put_ident(&one, ts, t.len);
+            else
+                put_literal(&one, ts, t.len);
+            qr_buf_free(&t);
+        }
+        long pad = width - (long)utf8_len(one.data ? (const char *)one.data : "", one.len);
+        for (long i = 0; !left && i < pad; i++)
+            qr_buf_putc(&b, ' ');
+        qr_buf_append(&b, one.data ? one.data : (uint8_t *)"", one.len);
+        for (long i = 0; left && i < pad; i++)
+            qr_buf_putc(&b, ' ');
+        qr_buf_free(&one);
+        if (b.len > SQL_TEXT_MAX)
+            rc = text_too_long(cx);
+    }
+    if (rc) {
+        qr_buf_free(&b);
+        return rc;
+    }
+    return sqlv_buf_text(cx, &b, out);
+}
+
+/* pg_typeof(x): the argument's type, known when binding: a constant. */
+static int f_pg_typeof(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+{
+    (void)cx, (void)n, (void)a, (void)out;
+    return QR_EINTERNAL; /* folded by chk_pg_typeof */
+}
+
+static int chk_pg_typeof(SqlBind *b, SqlExpr *e)
+{
+    QrSqlType t = e->args[0]->type;
+    const char *name = t == QR_SQL_UNKNOWN ? "unknown" : sqlt_info(t)->sql;
+    if (QR_SQL_IS_ARRAY(t)) { /* "integer[]": the array row's spelling */
+        SqlTypeRow r;
+        for (int i = 0; sqlt_catalog_row(i, &r); i++)
+            if (r.type == t)
+                name = r.sql;
+    }
+    e->kind = SE_CONST;
+    e->n_args = 0;
+    e->val = sqlv_text(name, strlen(name));
+    e->type = QR_SQL_TEXT;
+    e->name = "pg_typeof";
+    (void)b;
     return QR_OK;
 }
 
-static int f_array_lower(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+/* round(x [, k]) and trunc(x [, k]): numeric for numerics and integers,
+ * float8 for floats, as PostgreSQL's overloads (an untyped literal is a
+ * numeric). */
+static int chk_round(SqlBind *b, SqlExpr *e)
 {
-    (void)n;
-    return array_dim(cx, a, 0, out);
+    int rc = sql_coerce_unknown(b, e->args[0], QR_SQL_NUMERIC);
+    if (!rc && e->n_args > 1)
+        rc = sql_coerce_unknown(b, e->args[1], QR_SQL_INT4);
+    if (rc)
+        return rc;
+    QrSqlType t = e->args[0]->type;
+    if (!sqlt_is_num(t))
+        return sql_err_at(b->cx, e->loc, QR_ENOTFOUND, "42883", "function %s(%s) does not exist",
+                          e->name, qr_sql_type_name(t));
+    e->type = t == QR_SQL_NUMERIC || (sqlt_is_int(t) && (e->n_args > 1 || e->name[0] == 'r'))
+                  ? QR_SQL_NUMERIC
+              : sqlt_is_int(t) ? t
+                               : QR_SQL_FLOAT8;
+    return QR_OK;
 }
 
-static int f_array_upper(SqlCtx *cx, int n, const SqlValue *a, SqlValue *out)
+static int chk_text_args(SqlBind *b, SqlExpr *e)
 {
-    (void)n;
-    return array_dim(cx, a, 1, out);
+    for (int i = 0; i < e->n_args; i++) {
+        int rc = sql_coerce_unknown(b, e->args[i], QR_SQL_TEXT);
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
 }
 
 static const SqlFuncDef FUNCS[] = {
-    {"array_lower", 2, 2, QR_SQL_INT4, f_array_lower, true},
-    {"array_upper", 2, 2, QR_SQL_INT4, f_array_upper, true},
-    {"array_length", 2, 2, QR_SQL_INT4, f_array_upper, true},
-    {"json_build_object", 0, 16, QR_SQL_TEXT, f_json_build_object, false},
-    {"array_to_string", 2, 3, QR_SQL_TEXT, f_array_to_string, false},
+    {"quote_ident", 1, 1, QR_SQL_TEXT, f_quote_ident, true},
+    {"quote_literal", 1, 1, QR_SQL_TEXT, f_quote_literal, true},
+    {"quote_nullable", 1, 1, QR_SQL_TEXT, f_quote_literal, false},
+    {"format", 1, 100, QR_SQL_TEXT, f_format, false, false, chk_text_args},
+    {"pg_typeof", 1, 1, QR_SQL_TEXT, f_pg_typeof, false, false, chk_pg_typeof},
     {"lower", 1, 1, QR_SQL_TEXT, f_lower, true},
     {"upper", 1, 1, QR_SQL_TEXT, f_upper, true},
     {"length", 1, 1, QR_SQL_INT4, f_length, true},
@@ -669,11 +856,11 @@ static const SqlFuncDef FUNCS[] = {
     {"right", 2, 2, QR_SQL_TEXT, f_right, true},
     {"repeat", 2, 2, QR_SQL_TEXT, f_repeat, true},
     {"abs", 1, 1, QR_SQL_UNKNOWN, f_abs, true, true},
-    {"round", 1, 2, QR_SQL_FLOAT8, f_round, true, true},
+    {"round", 1, 2, QR_SQL_FLOAT8, f_round, true, true, chk_round},
     {"floor", 1, 1, QR_SQL_UNKNOWN, f_floor, true, true},
     {"ceil", 1, 1, QR_SQL_UNKNOWN, f_ceil, true, true},
     {"ceiling", 1, 1, QR_SQL_UNKNOWN, f_ceil, true, true},
-    {"trunc", 1, 1, QR_SQL_UNKNOWN, f_trunc, true, true},
+    {"trunc", 1, 2, QR_SQL_FLOAT8, f_trunc, true, true, chk_round},
     {"sqrt", 1, 1, QR_SQL_FLOAT8, f_sqrt, true, true},
     {"exp", 1, 1, QR_SQL_FLOAT8, f_exp, true, true},
     {"ln", 1, 1, QR_SQL_FLOAT8, f_ln, true, true},
@@ -686,18 +873,31 @@ static const SqlFuncDef FUNCS[] = {
     {"current_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
     {"transaction_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
     {"statement_timestamp", 0, 0, QR_SQL_TIMESTAMPTZ, f_now, false},
-    {"current_date", 0, 0, QR_SQL_TIMESTAMP, f_current_date, false},
+    {"current_date", 0, 0, QR_SQL_DATE, f_current_date, false},
     {"date_trunc", 2, 2, QR_SQL_UNKNOWN, f_date_trunc, true},
     {"extract", 2, 2, QR_SQL_FLOAT8, f_extract, true},
     {"date_part", 2, 2, QR_SQL_FLOAT8, f_extract, true},
     {"to_timestamp", 1, 1, QR_SQL_TIMESTAMPTZ, f_to_timestamp, true, true},
 };
 
+static const SqlFuncDef *find_in(const SqlFuncDef *t, size_t n, const char *name, int n_args)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(t[i].name, name) == 0 && n_args >= t[i].min_args && n_args <= t[i].max_args)
+            return &t[i];
+    return NULL;
+}
+
 const SqlFuncDef *sql_func_find(const char *name, int n_args)
 {
-    for (size_t i = 0; i < sizeof FUNCS / sizeof *FUNCS; i++)
-        if (strcmp(FUNCS[i].name, name) == 0 && n_args >= FUNCS[i].min_args &&
-            n_args <= FUNCS[i].max_args)
-            return &FUNCS[i];
-    return NULL;
+    const SqlFuncDef *f = find_in(FUNCS, sizeof FUNCS / sizeof *FUNCS, name, n_args);
+    if (!f)
+        f = find_in(SQL_ARRAY_FUNCS, (size_t)SQL_N_ARRAY_FUNCS, name, n_args);
+    if (!f)
+        f = find_in(SQL_DATETIME_FUNCS, (size_t)SQL_N_DATETIME_FUNCS, name, n_args);
+    if (!f)
+        f = find_in(SQL_BYTES_FUNCS, (size_t)SQL_N_BYTES_FUNCS, name, n_args);
+    if (!f)
+        f = find_in(SQL_JSON_FUNCS, (size_t)SQL_N_JSON_FUNCS, name, n_args);
+    return f;
 }

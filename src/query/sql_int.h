@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "query/colwalk.h"
 #include "query/query_int.h"
 #include "query/sql.h"
 #include "store/mem.h"
@@ -104,6 +105,8 @@ typedef struct SqlCtx {
     uint64_t t0_ns;
     uint64_t deadline_ns;     /* 0 = none */
     SqlAccessPath path;       /* quarry.access_path */
+    int typo;                 /* quarry.typo_tolerance: QrTypo, OFF unless set */
+    bool prefix_last;         /* quarry.prefix_search: complete the query's last word */
     QrSqlResult *res;         /* notices go here (may be NULL) */
     uint64_t ticks;           /* rows since the last deadline check */
     struct SqlExplain *ex;    /* EXPLAIN: plan nodes are recorded here (NULL otherwise) */
@@ -249,15 +252,55 @@ static inline SqlValue sqlv_text(const char *s, size_t n)
     SqlValue v = {.type = QR_SQL_TEXT, .u.s = {s, n}};
     return v;
 }
+/* ======================================================================== */
+/* sql_types.c — the type registry                                           */
+/* ======================================================================== */
+
+/* A scalar type's PostgreSQL identity (an array type's is its element's). */
+typedef struct SqlTypeInfo {
+    uint32_t oid;
+    const char *name;      /* pg_type.typname */
+    int16_t len;           /* typlen, -1 varlena */
+    uint32_t array_oid;    /* typarray: the OID of its array type */
+    char category;         /* typcategory */
+    const char *sql;       /* format_type's spelling ("integer") */
+} SqlTypeInfo;
+const SqlTypeInfo *sqlt_info(QrSqlType t);
+/* pg_type's name ("_int4" for int4[]). */
+const char *sqlt_typname(QrSqlType t);
 /* Classes of types for operators. */
 bool sqlt_is_int(QrSqlType t);    /* int2/4/8, oid */
 bool sqlt_is_float(QrSqlType t);  /* float4/8, numeric */
 bool sqlt_is_num(QrSqlType t);
 bool sqlt_is_str(QrSqlType t);    /* text, varchar, name, char, unknown */
 bool sqlt_is_ts(QrSqlType t);
+bool sqlt_is_datetime(QrSqlType t); /* timestamp, timestamptz, date (all microseconds) */
+/* Does the value keep its bytes in u.s (strings, numeric, bytea, json,
+ * arrays)?  Such values are copied with their bytes (sqlv_own). */
+bool sqlt_has_bytes(QrSqlType t);
 /* A type name from the parse tree ("int4", "varchar", "timestamptz",
- * "double precision" as "float8") — false if unknown. */
+ * "double precision" as "float8", "_int4" as int4[]) — false if unknown. */
 bool sqlt_from_name(const char *name, QrSqlType *out);
+/* The pg_type rows of every type Quarry has (scalars, then their arrays):
+ * i in [0, sqlt_catalog_n()). */
+typedef struct SqlTypeRow {
+    QrSqlType type;
+    uint32_t oid;
+    const char *name, *sql;
+    int16_t len;
+    char category;
+    uint32_t elem, array;  /* typelem, typarray */
+} SqlTypeRow;
+int sqlt_catalog_n(void);
+bool sqlt_catalog_row(int i, SqlTypeRow *out);
+/* typarray of a scalar type's OID (0: none known). */
+uint32_t sqlt_array_oid(uint32_t elem_oid);
+/* How a column declared `name` (`array`: name[]) that sql_ddl.c's own
+ * table does not list is stored: its field type, pg_type name for sql.json
+ * and whether it lives in the document only (no index, no column).  false
+ * when Quarry cannot store the type. */
+bool sqlt_storage(const char *name, bool array, QrFieldType *ft, const char **pg, bool *doc_only);
+
 /* Cast (explicit CAST / ::, and implicit coercions).  Text parses with
  * PostgreSQL's input rules; errors are 22P02 invalid_text_representation /
  * 22003 out of range / 22007 bad datetime.  Strings go to the arena. */
@@ -276,19 +319,205 @@ uint64_t sqlv_hash(const SqlValue *v);
 void sqlv_json(const SqlValue *v, QrBuf *out);
 /* Parse a timestamp literal (ISO 8601, PostgreSQL's forms) to microseconds. */
 bool sqlv_parse_ts(const char *s, size_t n, int64_t *us);
+/* PostgreSQL's binary numeric (numeric_send) to its decimal text; 22P03
+ * when the bytes are not one. */
+int sqlv_numeric_recv(SqlCtx *cx, const uint8_t *p, size_t n, SqlValue *out);
+/* The buffer's bytes as a text value in cx->arena; frees the buffer (54000
+ * when it ran out of memory). */
+int sqlv_buf_text(SqlCtx *cx, QrBuf *b, SqlValue *out);
 /* Copy a value's string bytes into the arena (values that outlive a scan). */
 int sqlv_own(SqlCtx *cx, SqlValue *v);
 /* date_trunc(unit, ts) and extract(field from ts) on microseconds (UTC);
  * -1 for an unknown unit / field. */
 int sqlv_date_trunc(const char *unit, int64_t us, int64_t *out);
 int sqlv_extract(const char *field, int64_t us, double *out);
-/* Arrays are carried as their PostgreSQL text form ('{a,"b c",NULL}', or
- * an int2vector / oidvector's '1 2'): the elements (text values, NULL for
- * an unquoted NULL) into an arena array.  Malformed text: 22P02. */
+/* Catalog arrays are carried as their PostgreSQL text form ('{a,"b c",NULL}',
+ * or an int2vector / oidvector's '1 2'): the elements (text values, NULL
+ * for an unquoted NULL) into an arena array.  Malformed text: 22P02. */
 int sqlv_array_parse(SqlCtx *cx, const SqlValue *arr, SqlValue **elems, uint64_t *n);
 /* The text form of elements (quoted where PostgreSQL's array_out quotes),
  * into the arena. */
 int sqlv_array_text(SqlCtx *cx, const SqlValue *elems, uint64_t n, SqlValue *out);
+
+/* ======================================================================== */
+/* sql_datetime.c — date, time, interval                                     */
+/* ======================================================================== */
+
+#define SQL_US_PER_DAY 86400000000LL
+/* Broken-down UTC time of microseconds since the epoch (dow 0 = Sunday). */
+typedef struct SqlTm {
+    int64_t year;
+    unsigned mon, day, hour, min, sec, usec, dow, doy;
+} SqlTm;
+void sqld_split(int64_t us, SqlTm *tm);
+int64_t sqld_join(const SqlTm *tm);
+int64_t sqld_days_from_civil(int64_t y, unsigned m, unsigned d);
+/* "2024-01-15[ T]10:00[:00[.f]][ ][zone][ BC]", now / today / tomorrow /
+ * yesterday / epoch: microseconds (without the zone applied), the zone's
+ * seconds east of UTC.  0, -1 bad syntax (22007), -2 out of range (22008). */
+int sqld_parse_datetime(const char *s, size_t n, int64_t *us, int64_t *zone, bool *has_zone);
+/* Text input of each type (PostgreSQL's forms; intervals also ISO 8601
+ * "P1DT2H" and "@ 1 hour ago"); errors 22007 / 22008 / 22015. */
+int sqld_date_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+int sqld_time_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+int sqld_interval_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+/* Text output: "2024-01-15" ("... BC"), "10:00:00[.ffffff]", intervals in
+ * IntervalStyle postgres ("1 year 2 mons 3 days 04:05:06"). */
+void sqld_date_out(int64_t us, QrBuf *out);
+void sqld_time_out(int64_t us, QrBuf *out);
+void sqld_interval_out(const SqlValue *v, QrBuf *out);
+/* Casts from text, between date and timestamps, timestamp -> time,
+ * time <-> interval; 42846 otherwise. */
+int sqld_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *out);
+/* Interval order (a month is 30 days, a day 24 hours) and a hash that
+ * agrees with it. */
+int sqld_interval_cmp(const SqlValue *a, const SqlValue *b);
+uint64_t sqld_interval_hash(const SqlValue *v);
+/* The result type of a date/time operator ('+', '-', '*', '/') on these
+ * operand types: 0 and *ret; 1 when the types take part but no such
+ * operator exists (42883); -1 when neither is a date/time type. */
+int sqld_arith_type(int op, QrSqlType l, QrSqlType r, QrSqlType *ret);
+/* Apply it (non-NULL operands): timestamp +- interval, date +- int, date -
+ * date, timestamp - timestamp, interval arithmetic, time +- interval... */
+int sqld_arith(SqlCtx *cx, int op, const SqlValue *a, const SqlValue *b, QrSqlType ret, int loc,
+               SqlValue *out);
+int sqld_negate(SqlCtx *cx, const SqlValue *iv, SqlValue *out);
+/* extract(field from v) of an interval, a time, a date or a timestamp. */
+int sqld_extract(SqlCtx *cx, const char *field, const SqlValue *v, double *out);
+/* Binary forms (date: int32 days from 2000-01-01; time: int64 us;
+ * interval: int64 us, int32 days, int32 months); 22P03 on a bad length. */
+void sqld_send(const SqlValue *v, QrBuf *b);
+int sqld_recv(SqlCtx *cx, QrSqlType t, const uint8_t *p, size_t n, SqlValue *out);
+
+/* ======================================================================== */
+/* sql_bytes.c — uuid and bytea                                              */
+/* ======================================================================== */
+
+/* Text input: uuid in PostgreSQL's spellings (hyphens after groups of four
+ * digits, braces, upper case), bytea in hex ("\x0a0b") or escape form;
+ * 22P02 on bad input. */
+int sqlb_uuid_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+int sqlb_bytea_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+/* Text output: 8-4-4-4-12 lower case; "\x" and hex digits. */
+void sqlb_uuid_out(const uint8_t *u, QrBuf *out);
+void sqlb_bytea_out(const SqlValue *v, QrBuf *out);
+/* Casts from text (42846 otherwise) and binary receive (16 bytes / any). */
+int sqlb_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *out);
+int sqlb_recv(SqlCtx *cx, QrSqlType t, const uint8_t *p, size_t n, SqlValue *out);
+
+/* ======================================================================== */
+/* sql_json.c — json and jsonb                                               */
+/* ======================================================================== */
+
+/* Text input: json kept as given, jsonb normalized (keys by length then
+ * bytes, the last duplicate kept, numbers as numeric prints them); 22P02
+ * "invalid input syntax for type json" with PostgreSQL's detail. */
+int sqljs_in(SqlCtx *cx, const char *s, size_t n, QrSqlType t, int loc, SqlValue *out);
+/* A SQL value as JSON of type t (to_json / to_jsonb). */
+int sqljs_from_value(SqlCtx *cx, const SqlValue *v, QrSqlType t, SqlValue *out);
+/* A JSON array of n values, vals[i * stride] (json_agg, json_build_array). */
+int sqljs_agg(SqlCtx *cx, const SqlValue *vals, uint64_t n, uint64_t stride, QrSqlType t,
+              SqlValue *out);
+/* doc -> key, ->> key, #> path, #>> path: NULL when absent; ret is the
+ * document's type or text. */
+enum { SQLJS_GET, SQLJS_GET_TEXT, SQLJS_PATH, SQLJS_PATH_TEXT };
+int sqljs_op(SqlCtx *cx, int op, const SqlValue *doc, const SqlValue *key, QrSqlType ret,
+             SqlValue *out);
+/* row_to_json's implementation (names and values alternately). */
+extern const struct SqlFuncDef SQLJS_ROW_TO_JSON;
+
+/* ======================================================================== */
+/* sql_numeric.c — numeric as an exact decimal                               */
+/* ======================================================================== */
+
+/* Text input, normalized ("1e3" is 1000, " 12.50" is 12.50; NaN, Infinity);
+ * 22P02 on bad input, 22003 past 20,000 digits. */
+int sqln_in(SqlCtx *cx, const char *s, size_t n, int loc, SqlValue *out);
+/* x op y ('+', '-', '*', '/', '%') of numerics (integers and floats are
+ * converted first), with PostgreSQL's result scales; 22012. */
+int sqln_arith(SqlCtx *cx, int op, const SqlValue *x, const SqlValue *y, SqlValue *out);
+/* Order of two numeric texts (NaN above everything, equal to itself). */
+int sqln_cmp(const SqlValue *x, const SqlValue *y);
+int sqln_neg(SqlCtx *cx, const SqlValue *x, SqlValue *out);
+/* round (half away from zero) / trunc to `scale` digits (negative: tens,
+ * hundreds), ceil / floor. */
+enum { SQLN_ROUND, SQLN_TRUNC, SQLN_CEIL, SQLN_FLOOR };
+int sqln_round(SqlCtx *cx, const SqlValue *x, int64_t scale, int how, SqlValue *out);
+/* numeric(p, s): rounded to s digits, 22003 "numeric field overflow" with
+ * PostgreSQL's detail when more than p - s integer digits remain.  A
+ * typmod below 4 changes nothing. */
+int sqln_typmod(SqlCtx *cx, const SqlValue *x, int32_t typmod, int loc, SqlValue *out);
+int32_t sqln_make_typmod(int prec, int scale);
+/* The typmod of numeric(p [, s]) from a TypeName's "typmods" list (-1 when
+ * absent); 22023 for a precision outside 1..1000 or a scale outside 0..p. */
+int sqln_typmod_of(SqlCtx *cx, const cJSON *typmods, int loc, int32_t *out);
+/* A float as numeric (15 significant digits, as float8_numeric). */
+int sqln_from_double(SqlCtx *cx, double d, SqlValue *out);
+/* to_char(number, format): PostgreSQL's 9 0 . D , G FM S MI SG PR V and
+ * "text"; a number wider than the format prints as #; EEEE, RN, TH, PL and
+ * L are 0A000. */
+int sqln_to_char(SqlCtx *cx, const SqlValue *x, const char *fmt, size_t fmt_n, SqlValue *out);
+/* avg(numeric): sum / count at the division's scale. */
+int sqln_avg(SqlCtx *cx, const SqlValue *sum, int64_t count, SqlValue *out);
+
+/* ======================================================================== */
+/* sql_array.c — array values                                                */
+/* ======================================================================== */
+
+#define SQL_ARRAY_MAXDIM 6          /* PostgreSQL's MAXDIM */
+#define SQL_ARRAY_MAX_ELEMS 100000000
+
+/* A view of an array value's layout (sql_array.c), borrowing its bytes. */
+typedef struct SqlArr {
+    QrSqlType elem;
+    int ndim;
+    int dims[SQL_ARRAY_MAXDIM], lbound[SQL_ARRAY_MAXDIM];
+    uint32_t n;               /* elements */
+    const uint8_t *nulls;     /* NULL bitmap, NULL when no element is NULL */
+    const uint8_t *slots;     /* fixed-width elements, `width` bytes each */
+    const uint8_t *offs;      /* variable width: n + 1 offsets into bytes */
+    const uint8_t *bytes;
+    int width;
+} SqlArr;
+/* false when v is not a well-formed non-NULL array value. */
+bool sqla_view(const SqlValue *v, SqlArr *a);
+/* Element i (row-major, from 0) of type a->elem; strings borrow the array. */
+void sqla_get(const SqlArr *a, uint32_t i, SqlValue *out);
+/* A new array value (in cx->arena) of n elements already of type elem
+ * (NULLs too); lbound NULL means 1 for every dimension.  54000 over
+ * SQL_ARRAY_MAXDIM dimensions or SQL_ARRAY_MAX_ELEMS elements. */
+int sqla_build(SqlCtx *cx, QrSqlType elem, int ndim, const int *dims, const int *lbound,
+               const SqlValue *el, uint64_t n, SqlValue *out);
+/* A one-dimensional array of n elements, cast to elem first when needed. */
+int sqla_list(SqlCtx *cx, QrSqlType elem, const SqlValue *el, uint64_t n, SqlValue *out);
+/* PostgreSQL's array input ('{1,2}', '{{"a b",NULL}}', '[0:1]={1,2}'),
+ * each element parsed as elem.  22P02 "malformed array literal" with
+ * PostgreSQL's detail; the elements' own input errors. */
+int sqla_in(SqlCtx *cx, const char *s, size_t n, QrSqlType elem, int loc, SqlValue *out);
+/* PostgreSQL's array output (elements quoted as array_out does). */
+void sqla_out(const SqlValue *v, QrBuf *out);
+/* Binary send / receive (PostgreSQL's array_send layout); receive checks
+ * every length (22P03) and casts elements of another known type to elem. */
+void sqla_send(const SqlValue *v, QrBuf *out);
+int sqla_recv(SqlCtx *cx, const uint8_t *p, size_t n, QrSqlType elem, SqlValue *out);
+/* Order as PostgreSQL's array comparison: elements, then length and
+ * dimensions; hash consistent with it. */
+int sqla_cmp(const SqlValue *a, const SqlValue *b);
+uint64_t sqla_hash(const SqlValue *v);
+/* Casts text -> array and array -> array (element by element). */
+int sqla_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *out);
+/* v as an array: arrays as they are, strings parsed as elem[] (catalog
+ * columns in their text forms, int2vector's "1 2" too). */
+int sqla_of(SqlCtx *cx, const SqlValue *v, QrSqlType elem, SqlValue *out);
+/* arr[i][j] (hi only) or arr[lo:hi][...] (slice; an UNKNOWN-typed NULL bound
+ * is an omitted one), as PostgreSQL: NULL outside, empty slices. */
+int sqla_subscript(SqlCtx *cx, const SqlValue *arr, int n_subs, const SqlValue *lo,
+                   const SqlValue *hi, bool slice, int loc, SqlValue *out);
+/* Every element, flattened (arena array; NULL array: none). */
+int sqla_elems(SqlCtx *cx, const SqlValue *arr, SqlValue **out, uint64_t *n);
+/* @>, <@, && of two arrays of one element type (non-NULL). */
+enum { SQLA_OP_CONTAINS, SQLA_OP_CONTAINED, SQLA_OP_OVERLAP };
+int sqla_op(SqlCtx *cx, int op, const SqlValue *a, const SqlValue *b, SqlValue *out);
 
 /* ======================================================================== */
 /* sql_expr.c — expressions: binding and evaluation                          */
@@ -308,6 +537,7 @@ typedef struct SqlCol {
     const char *jqual;     /* a join alias that names it instead of qual ("": none does) */
     uint32_t table_oid;
     int16_t attnum;
+    int32_t typmod;        /* a numeric(p, s) column's (sql.json); below 4: none */
 } SqlCol;
 
 /* Scopes chain outward: a subquery's names that are not its own resolve in
@@ -343,11 +573,18 @@ typedef enum SqlExprKind {
     SE_OUTER,              /* a column of an outer query: col, op = levels out (1 = enclosing) */
     SE_SUBQ,               /* a correlated subquery: subq; args = the outer values it reads
                               (its cache key), then for ANY the tested value */
-    SE_ANY_ARRAY,          /* x op ANY (array text): args[0] x, args[1] the array; op SQL_CMP_* */
+    SE_ANY_ARRAY,          /* x op ANY / ALL (array): args[0] x, args[1] the array (or a
+                              catalog array's text); op SQL_CMP_*, + 8 for ALL */
     SE_SRF,                /* unnest / generate_series / generate_subscripts in a target list */
     SE_WIN,                /* a window function's value, computed by the window operator
                               into column `col` of the rows under the projection
                               (plan/bind_window.c); op = its argument count */
+    SE_ARRAY,              /* ARRAY[a, b, ...]: args the elements (op 1: the elements are
+                              themselves arrays, a multidimensional array is built) */
+    SE_SUBSCRIPT,          /* args[0][...]: args[1 + 2k] / args[2 + 2k] the lower / upper
+                              bound of subscript k (lower NULL for arr[i]); op 1 slice */
+    SE_ARRAY_OP,           /* args[0] op args[1] on arrays: op SQLA_OP_*, or '|' for || */
+    SE_JSON_OP,            /* args[0] -> / ->> / #> / #>> args[1]: op SQLJS_* */
 } SqlExprKind;
 
 typedef struct SqlExpr SqlExpr;
@@ -363,7 +600,12 @@ struct SqlExpr {
     int loc;               /* byte offset in the statement, -1 */
     int op;                /* SE_ARITH '+','-','*','/','%'; SE_CMP: SQL_CMP_*;
                               SE_LIKE: 1 ILIKE | 2 NOT; SE_IN: 1 NOT */
-    int col;               /* SE_COL: scope index; SE_PARAM: 0-based; SE_AGG: slot */
+    int col;               /* SE_COL: scope index; SE_PARAM: 0-based; SE_AGG: slot;
+                              SE_ARITH: 1 for a date/time operator (sql_datetime.c) */
+    int32_t typmod;        /* SE_CAST to numeric(p, s), SE_COL of a numeric(p, s)
+                              column: its typmod; below 4 (0, -1): none */
+    const char *dec_lit;   /* SE_CONST of a decimal literal (1.50): its text; float8
+                              here, numeric beside a numeric (PostgreSQL's type) */
     SqlValue val;          /* SE_CONST */
     int n_args;
     SqlExpr **args;        /* operands (SE_CASE: [arg?] when/then pairs, else) */
@@ -383,7 +625,7 @@ enum { SQL_CMP_EQ, SQL_CMP_NE, SQL_CMP_LT, SQL_CMP_LE, SQL_CMP_GT, SQL_CMP_GE };
 /* Aggregates referenced by a query (SE_AGG.col is the slot). */
 typedef enum SqlAggKind {
     SA_COUNT_STAR, SA_COUNT, SA_SUM, SA_AVG, SA_MIN, SA_MAX, SA_PCT_CONT, SA_PCT_DISC,
-    SA_BOOL_AND, SA_BOOL_OR, SA_STRING_AGG,
+    SA_BOOL_AND, SA_BOOL_OR, SA_STRING_AGG, SA_JSON_AGG, SA_JSONB_AGG,
     SA_STDDEV_SAMP, SA_STDDEV_POP, SA_VAR_SAMP, SA_VAR_POP, SA_ARRAY_AGG,
     SA_GROUP_KEY,          /* grouping sets: the value of group key keys[0], NULL in a
                               grouping set without it (plan/bind_group.c) */
@@ -440,6 +682,9 @@ struct SqlTextPred {
     SqlExpr *query;        /* the query text: constant or parameter */
     int loc;
     struct SqlTextRun *run; /* run time (sql_text.c), set when its scan opens */
+    SqlTextPred *next;     /* the next predicate on the same table in this query block
+                              (binding order): snippet(col) under OR takes the first one
+                              a row matches */
 };
 /* A materialized IN (subquery) set, sorted by sqlv_cmp. */
 struct SqlValueSet {
@@ -507,6 +752,12 @@ int sql_srf_rows(SqlCtx *cx, const char *name, int n, const SqlValue *args, QrSq
 /* Is `name` a set-returning function sql_srf_rows knows? */
 bool sql_srf_known(const char *name);
 
+/* Make an untyped literal or parameter e of type `to` (the resolution
+ * PostgreSQL does from context); other expressions are left alone. */
+int sql_coerce_unknown(SqlBind *b, SqlExpr *e, QrSqlType to);
+/* e cast to `to` (constants folded at once); NULL with the error set. */
+SqlExpr *sql_bind_cast(SqlBind *b, SqlExpr *e, QrSqlType to);
+
 /* Simple convenience for the utility side (INSERT VALUES, UPDATE SET, COPY
  * defaults): bind against a scope (may be NULL) and keep the expression. */
 int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlExpr **out);
@@ -534,8 +785,20 @@ struct SqlFuncDef {
     int (*fn)(SqlCtx *cx, int n, const SqlValue *args, SqlValue *out);
     bool strict;           /* NULL in any argument -> NULL out */
     bool numeric_args;     /* untyped literal arguments are numbers (else text) */
+    /* polymorphic and overloaded functions: check and coerce the bound
+     * arguments and set e->type (NULL: the rules above) */
+    int (*check)(SqlBind *b, SqlExpr *e);
 };
 const SqlFuncDef *sql_func_find(const char *name, int n_args);
+/* The function tables of the type files, searched by sql_func_find. */
+extern const SqlFuncDef SQL_ARRAY_FUNCS[];
+extern const int SQL_N_ARRAY_FUNCS;
+extern const SqlFuncDef SQL_DATETIME_FUNCS[];
+extern const int SQL_N_DATETIME_FUNCS;
+extern const SqlFuncDef SQL_BYTES_FUNCS[];
+extern const int SQL_N_BYTES_FUNCS;
+extern const SqlFuncDef SQL_JSON_FUNCS[];
+extern const int SQL_N_JSON_FUNCS;
 
 /* ======================================================================== */
 /* Row sources: base tables, catalogs (sql_catalog.c), materialized rows      */
@@ -662,21 +925,15 @@ typedef struct SqlScanAlt {
 
 /* Aggregates read from column blocks instead of rows (sql_scan.c): per
  * value of a keyword column (or one group), for each aggregate over the
- * column of field[k] (-1: count(*)), a partial state per segment. */
-typedef struct SqlColAggPart {
-    int64_t rows;             /* rows of the group (count(*)): first part only */
-    int64_t count;            /* non-NULL values */
-    int64_t sum_i;            /* integers; on overflow the sum goes on in sum_f */
-    double sum_f;
-    bool sum_is_f;
-    int64_t min_i, max_i;     /* int64 / timestamp */
-    double min_f, max_f;      /* float64 */
-} SqlColAggPart;
+ * column of field[k] (-1: count(*)), a partial state per segment
+ * (colwalk.h's grouping, shared with the HTTP search's facets). */
+typedef ColWalkAgg SqlColAggPart;
 
 typedef struct SqlColAgg {
     int group_field;          /* keyword field grouped by, -1: one group */
     int n;                    /* aggregates */
     const int *field;         /* per aggregate: its column's field, -1 for count(*) */
+    const bool *keep;         /* per aggregate: hand the values over too (NULL: none) */
     /* one group's partial states (n of them) from one segment; key NULL for
      * the NULL group and for the single group */
     int (*emit)(void *arg, const SqlValue *key, const SqlColAggPart *parts);
@@ -699,6 +956,8 @@ typedef struct SqlTableScan {
     int n_texts;
     int drive;                /* texts[drive] is a top-level conjunct (-1: none) */
     int64_t topk;             /* rows wanted in score order (ORDER BY score DESC LIMIT), -1 */
+    bool topk_ties;           /* ORDER BY score DESC, <more keys>: every match tied with the
+                                 k-th score is a candidate too (the top-N above ranks them) */
     /* ORDER BY <column> ... LIMIT k (order_on): the full and column-scan
      * paths visit the column's blocks best zone-map bound first and skip
      * rows, then whole blocks, whose key cannot enter the first k.
@@ -790,8 +1049,8 @@ int sql_scan_count_text(SqlCtx *cx, SqlTableScan *sc, uint64_t *count, bool *don
  * answer (deletes pending, another aggregate, a text column). */
 int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n, SqlValue *out,
                         bool *done);
-/* EXPLAIN (SCORES) rows (11 columns: _id, key, term, field, tf, df, idf,
- * doc_len, avgdl, weight, score) for docs under text predicate tp
+/* EXPLAIN (SCORES) rows (12 columns: _id, key, term, field, tf, df, idf,
+ * doc_len, avgdl, weight, score, source) for docs under text predicate tp
  * (sql_scores.c). */
 int sql_scores_rows(SqlCtx *cx, QrTable *t, const SqlTextPred *tp, const int64_t *docs,
                     uint64_t n_docs, SqlRowSink *out);

@@ -36,6 +36,7 @@
  * compiled against it, so doc ids, deletes and BM25 statistics agree.
  */
 #include "query/sql_int.h"
+#include "query/colwalk.h"
 #include "query/exec/exec.h"
 #include "query/filter.h"
 #include "query/search_int.h"
@@ -142,10 +143,14 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
                               : NULL;
         if (dn && sqlt_from_name(dn, &decl) && decl != QR_SQL_OID && decl != QR_SQL_NAME)
             ty = decl;
+        const cJSON *tm = ty == QR_SQL_NUMERIC ? cJSON_GetObjectItemCaseSensitive(
+                                                     sqlw_meta_col(meta, s->fields[f].name), "typmod")
+                                               : NULL;
         c[n] = (SqlCol){.name = qr_arena_strndup(cx->arena, s->fields[f].name,
                                                  strlen(s->fields[f].name)),
                         .qual = q, .type = ty, .field = f,
-                        .attnum = (int16_t)(n + 1 - hidden_pk)};
+                        .attnum = (int16_t)(n + 1 - hidden_pk),
+                        .typmod = cJSON_IsNumber(tm) ? (int32_t)tm->valuedouble : -1};
         n++;
     }
     cJSON_Delete(meta);
@@ -1070,33 +1075,10 @@ static bool colagg_ok(const SqlTableScan *sc, Snapshot *snap, int n_cp)
     return true;
 }
 
-static void part_add_int(SqlColAggPart *p, int64_t v)
-{
-    if (p->count == 0 || v < p->min_i)
-        p->min_i = v;
-    if (p->count == 0 || v > p->max_i)
-        p->max_i = v;
-    p->count++;
-    if (p->sum_is_f)
-        p->sum_f += (double)v;
-    else if (__builtin_add_overflow(p->sum_i, v, &p->sum_i)) {
-        p->sum_is_f = true;
-        p->sum_f = (double)p->sum_i + (double)v;
-    }
-}
-
-static void part_add_float(SqlColAggPart *p, double v)
-{
-    /* PostgreSQL: NaN is above every number */
-    if (p->count == 0 || (!isnan(v) && (isnan(p->min_f) || v < p->min_f)))
-        p->min_f = v;
-    if (p->count == 0 || isnan(v) || (!isnan(p->max_f) && v > p->max_f))
-        p->max_f = v;
-    p->count++;
-    p->sum_is_f = true;
-    p->sum_f += v;
-}
-
+/* One segment's aggregates from column blocks: the candidates (text ∩
+ * column predicates) grouped by the keyword's dictionary codes with the
+ * value columns' partial states (colwalk_group, as the HTTP search's terms
+ * and stats facets), each group handed to ca->emit. */
 static int colagg_segment(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, ColPredRef *cp,
                           int n_cp)
 {
@@ -1127,90 +1109,51 @@ static int colagg_segment(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, 
     }
     if (snap->dels[si])
         roaring_bitmap_andnot_inplace(cand, snap->dels[si]);
-    uint64_t nc = roaring_bitmap_get_cardinality(cand);
-    const Column *gc = ca->group_field >= 0 ? seg_column(seg, ca->group_field) : NULL;
-    uint32_t n_codes = gc ? col_dict_size(gc) : 0; /* group n_codes: NULL / the only group */
     int n = ca->n;
-    SqlColAggPart *parts = qr_calloc(((size_t)n_codes + 1) * (size_t)n + 1, sizeof *parts);
-    uint32_t *ids = qr_malloc((nc + 1) * sizeof *ids);
-    uint32_t *codes = qr_malloc(COL_BLOCK_ROWS * sizeof *codes);
-    uint64_t gnull[COL_BLOCK_ROWS / 64];
-    int64_t **vals = qr_calloc((size_t)n + 1, sizeof *vals);
-    uint64_t(*vnull)[COL_BLOCK_ROWS / 64] = qr_malloc(((size_t)n + 1) * sizeof *vnull);
-    const Column **ac = qr_calloc((size_t)n + 1, sizeof *ac);
-    bool ok = parts && ids && codes && vals && vnull && ac;
-    for (int k = 0; ok && k < n; k++)
-        if (ca->field[k] >= 0) {
-            ac[k] = seg_column(seg, ca->field[k]);
-            ok = (vals[k] = qr_malloc(COL_BLOCK_ROWS * sizeof **vals)) != NULL;
-        }
-    if (!ok) {
-        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-        goto done;
+    ColWalkCol *vals = qr_calloc((size_t)n + 1, sizeof *vals);
+    if (!vals) {
+        roaring_bitmap_free(cand);
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
     }
-    roaring_bitmap_to_uint32_array(cand, ids);
-    int64_t cur_block = -1;
-    for (uint64_t i = 0; i < nc; i++) {
-        uint32_t d = ids[i], b = d / COL_BLOCK_ROWS, r = d % COL_BLOCK_ROWS;
-        if ((int64_t)b != cur_block) { /* decode the block of every column needed */
-            if ((rc = sql_check(cx)))
-                goto done;
-            cur_block = b;
-            if (gc)
-                col_read_code(gc, b, 1, codes, gnull);
-            for (int k = 0; k < n; k++) {
-                if (!vals[k])
-                    continue;
-                if (!ac[k])
-                    memset(vnull[k], 0xff, sizeof vnull[k]);
-                else if (col_type(ac[k]) == QR_COL_FLOAT64)
-                    col_read_float(ac[k], b, 1, (double *)vals[k], vnull[k]);
-                else
-                    col_read_int(ac[k], b, 1, vals[k], vnull[k]);
-            }
-        }
-        uint32_t g = gc && !(gnull[r / 64] >> (r % 64) & 1) ? codes[r] : n_codes;
-        SqlColAggPart *P = &parts[(size_t)g * (size_t)n];
-        P->rows++;
-        for (int k = 0; k < n; k++) {
-            if (!vals[k] || vnull[k][r / 64] >> (r % 64) & 1)
-                continue;
-            if (col_type(ac[k]) == QR_COL_FLOAT64)
-                part_add_float(&P[k], ((double *)vals[k])[r]);
-            else
-                part_add_int(&P[k], vals[k][r]);
-        }
-    }
-    sc->colagg_rows += nc;
-    for (uint32_t g = 0; g <= n_codes && rc == QR_OK; g++) {
-        SqlColAggPart *P = &parts[(size_t)g * (size_t)n];
+    const QrSchema *schema = qr_table_schema(sc->t);
+    for (int k = 0; k < n; k++) /* count(*) reads no column: field -1 reads NULL */
+        vals[k] = (ColWalkCol){.field = ca->field[k],
+                               .type = ca->field[k] >= 0
+                                           ? (QrColType)qr_filter_field_coltype(schema, ca->field[k])
+                                           : QR_COL_INT64,
+                               .keep = ca->keep && ca->keep[k]};
+    ColWalkGroup g;
+    QrError e;
+    qr_error_clear(&e);
+    if ((rc = sql_check(cx)) == QR_OK &&
+        (rc = colwalk_group(seg, cand, ca->group_field, vals, n, &g, &e)) != QR_OK)
+        qr_error_copy(cx->err, &e);
+    qr_free(vals);
+    roaring_bitmap_free(cand);
+    if (rc)
+        return rc;
+    sc->colagg_rows += g.rows;
+    for (uint32_t gi = 0; gi <= g.n_codes && rc == QR_OK; gi++) {
+        const ColWalkAgg *P = &g.parts[(size_t)gi * (size_t)g.stride];
         if (!P->rows)
             continue;
         SqlValue key = sqlv_null();
         const char *str;
         size_t len;
-        if (g < n_codes && col_dict_get(gc, g, &str, &len))
+        if (gi < g.n_codes && col_dict_get(g.key, gi, &str, &len))
             key = sqlv_text(str, len);
         rc = ca->emit(ca->arg, &key, P);
     }
-done:
-    for (int k = 0; vals && k < n; k++)
-        qr_free(vals[k]);
-    qr_free(vals);
-    qr_free(vnull);
-    qr_free(ac);
-    qr_free(parts);
-    qr_free(ids);
-    qr_free(codes);
-    roaring_bitmap_free(cand);
+    colwalk_group_free(&g);
     return rc;
 }
 
 /* ---- ORDER BY <column> LIMIT k: blocks best zone-map bound first ---- */
 
 /* The walk serves the full and column-scan paths when the first ORDER BY
- * key is an int, float, timestamp or keyword column (documents are JSON,
- * so a float column holds no NaN to escape its zone maps). */
+ * key is an int, float, timestamp or keyword column, of that type in every
+ * segment (documents are JSON, so a float column holds no NaN to escape
+ * its zone maps). */
 static bool order_walk_ok(const SqlTableScan *sc, Snapshot *snap)
 {
     if (!sc->order_on || !sc->order_may_enter ||
@@ -1223,10 +1166,10 @@ static bool order_walk_ok(const SqlTableScan *sc, Snapshot *snap)
     if (fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_KEYWORD &&
         fd->type != QR_FT_FLOAT)
         return false;
+    int ct = schema_column_type(fd); /* colwalk_order_open wants it in every segment */
     for (int si = 0; si < snap->n_segs; si++) {
         const Column *c = seg_column(snap->segs[si], field);
-        if (c && col_type(c) != QR_COL_INT64 && col_type(c) != QR_COL_TIMESTAMP &&
-            col_type(c) != QR_COL_KEYWORD && col_type(c) != QR_COL_FLOAT64)
+        if (c && (int)col_type(c) != ct)
             return false;
     }
     return true;
@@ -1252,79 +1195,21 @@ SqlValue *sql_sink_slot(SqlCtx *cx, SqlRowSink *s)
     return s->rows + s->n * (uint64_t)s->width;
 }
 
-/* The column predicates' matches in segment si (among `within`, when not
- * NULL) into *out, a new bitmap; *out NULL with *empty false means every
- * doc of the segment (only NULL-tolerant predicates on columns it lacks,
- * and no `within`). */
-static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, ColPredRef *cp,
-                         int n_cp, const roaring_bitmap_t *within, roaring_bitmap_t **out,
-                         bool *empty)
-{
-    Segment *seg = snap->segs[si];
-    roaring_bitmap_t *cand = within ? roaring_bitmap_copy(within) : NULL;
-    int rc = QR_OK;
-    *empty = within && roaring_bitmap_is_empty(within);
-    if (within && !cand)
-        rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-    for (int k = 0; k < n_cp && rc == QR_OK && !*empty; k++) {
-        const Column *c = seg_column(seg, cp[k].field);
-        if (!c) { /* no column in this segment: only IS NULL matches */
-            if (cp[k].pred.op != CP_IS_NULL)
-                *empty = true;
-            continue;
-        }
-        roaring_bitmap_t *next = roaring_bitmap_create();
-        if (!next) {
-            rc = sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
-            break;
-        }
-        ColFilter *f = NULL;
-        QrError e;
-        qr_error_clear(&e);
-        ColScanStats st = {0};
-        if (col_filter_new(c, &cp[k].pred, &f, &e) != QR_OK ||
-            col_filter_scan(f, cand, next, &st, &e) != QR_OK) {
-            qr_error_copy(cx->err, &e);
-            rc = e.code;
-        }
-        col_filter_free(f);
-        sc->zm_blocks_total += st.blocks_total;
-        sc->zm_blocks_skipped += st.blocks_skipped;
-        if (cand) /* this CRoaring's free does not take NULL */
-            roaring_bitmap_free(cand);
-        cand = next;
-        if (roaring_bitmap_is_empty(cand))
-            *empty = true;
-    }
-    if (rc && cand) {
-        roaring_bitmap_free(cand);
-        cand = NULL;
-    }
-    *out = cand;
-    return rc;
-}
-
-/* ---- the ordered walk's blocks ---- */
-
-typedef struct OrdBlock {
-    int si;
-    uint32_t block;
-    SqlValue best;            /* the best key any row of the block can have */
-} OrdBlock;
-
-static int ordblock_cmp(const void *x, const void *y, void *arg)
-{
-    const SqlTableScan *sc = arg;
-    const OrdBlock *a = x, *b = y;
-    int c = sqlv_key_cmp(&a->best, &b->best, sc->order_desc, sc->order_nulls_first);
-    if (c)
-        return c;
-    if (a->si != b->si)
-        return a->si < b->si ? -1 : 1;
-    return a->block < b->block ? -1 : a->block > b->block;
-}
-
 /* What an open scan holds (SqlTableScan.run; arena memory unless said). */
+/* One decoded block of one typed column (run_fill's dense path): every
+ * value of the block at once, instead of a random access per row. */
+typedef struct BlockCache {
+    const Column *cc;         /* the column it was decoded from (NULL: none yet) */
+    uint32_t block;
+    union {
+        int64_t i[COL_BLOCK_ROWS];
+        double f[COL_BLOCK_ROWS];
+        uint32_t code[COL_BLOCK_ROWS];
+        uint8_t b[COL_BLOCK_ROWS];
+    } v;
+    uint64_t nulls[COL_BLOCK_ROWS / 64];
+} BlockCache;
+
 struct SqlScanRun {
     SqlTableScan *sc;         /* borrows: the scan this run belongs to */
     ColPredRef *cp;           /* the column predicates among the conjuncts */
@@ -1355,11 +1240,11 @@ struct SqlScanRun {
     SearchCursor cur;         /* the driving predicate's live matches in segment si */
     roaring_bitmap_t *cur_filter; /* owns: the column bitmap cur is advanced into */
     QrFilter *bt_filter;      /* owns: btree path */
-    OrdBlock *ob;             /* owns (qr_malloc): ordered walk's blocks, best first */
-    uint64_t n_ob, oi;
+    QrFilter *scan_filter;    /* owns: the column predicates (cp) as one filter, scan path */
+    ColWalkOrder *walk;       /* owns: the ordered walk's blocks, best first (colwalk.h) */
     roaring_bitmap_t **ocands;/* owns: per segment, the walk's candidates (NULL: all) */
     bool *oskip;              /* owns: per segment, no candidate at all */
-    int64_t *oiv;             /* owns: one block of key values */
+    BlockCache **bcache;      /* arena, scope-wide: decoded column blocks (run_fill) */
     /* the batch */
     SqlBatch *b;
     int *cond_cols;           /* scope columns the conjuncts read */
@@ -1393,18 +1278,58 @@ static void run_reset_cursor(SqlScanRun *R)
     memset(&R->cur, 0, sizeof R->cur);
     qr_filter_free(R->bt_filter);
     R->bt_filter = NULL;
+    qr_filter_free(R->scan_filter);
+    R->scan_filter = NULL;
     for (int si = 0; R->ocands && R->snap && si < R->snap->n_segs; si++)
         if (R->ocands[si])
             roaring_bitmap_free(R->ocands[si]);
     qr_free(R->ocands);
     qr_free(R->oskip);
-    qr_free(R->ob);
-    qr_free(R->oiv);
+    colwalk_order_close(R->walk);
     R->ocands = NULL;
     R->oskip = NULL;
-    R->ob = NULL;
-    R->oiv = NULL;
-    R->n_ob = R->oi = 0;
+    R->walk = NULL;
+}
+
+/* The column predicates' live matches in segment si (among `within`, when
+ * not NULL) into *out, a new bitmap, through the filter engine's column
+ * scans (colwalk_filter, as the HTTP search's filters); *out NULL with
+ * *empty false means every doc of the segment (no predicate and no
+ * `within`). */
+static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, ColPredRef *cp,
+                         int n_cp, const roaring_bitmap_t *within, roaring_bitmap_t **out,
+                         bool *empty)
+{
+    SqlScanRun *R = sc->run;
+    *out = NULL;
+    *empty = within && roaring_bitmap_is_empty(within);
+    if (*empty)
+        return QR_OK;
+    if (n_cp == 0) {
+        if (within && !(*out = roaring_bitmap_copy(within)))
+            return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+        return QR_OK;
+    }
+    if (!R->scan_filter && !(R->scan_filter = colpred_filter(cx, cp, n_cp)))
+        return cx->err->code;
+    roaring_bitmap_t *cand = roaring_bitmap_create();
+    if (!cand)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    QrFilterStats st = {0};
+    QrError e;
+    qr_error_clear(&e);
+    int rc = colwalk_filter(R->scan_filter, snap->segs[si], snap->dels[si], QR_ACCESS_SCAN, within,
+                            NULL, cand, &st, &e);
+    sc->zm_blocks_total += st.blocks_total;
+    sc->zm_blocks_skipped += st.blocks_skipped;
+    if (rc) {
+        qr_error_copy(cx->err, &e);
+        roaring_bitmap_free(cand);
+        return rc;
+    }
+    *empty = roaring_bitmap_is_empty(cand);
+    *out = cand;
+    return QR_OK;
 }
 
 /* One column of one row (local doc of segment si) into v; stored
@@ -1517,6 +1442,80 @@ static bool doc_column(const SqlTableScan *sc, int c)
     return fd->type == QR_FT_TEXT && !fd->column;
 }
 
+/* Column c of a batch whose rows lie close together (at most 16 row ids
+ * apart on average) from whole decoded blocks: false when the column is
+ * not a typed column of the batch's segment (the row path decides), or the
+ * rows are too sparse for whole blocks to pay. */
+static bool fill_dense(SqlScanRun *R, SqlBatch *b, int c)
+{
+    const SqlCol *col = &R->sc->scope->cols[c];
+    const QrField *fd = &qr_table_schema(R->sc->t)->fields[col->field];
+    if (fd->type == QR_FT_TEXT && !fd->column)
+        return false;
+    const Column *cc = seg_column(R->snap->segs[b->seg], col->field);
+    if (!cc)
+        return false;
+    QrColType ct = col_type(cc);
+    if (ct != QR_COL_INT64 && ct != QR_COL_TIMESTAMP && ct != QR_COL_FLOAT64 && ct != QR_COL_BOOL &&
+        ct != QR_COL_KEYWORD)
+        return false;
+    uint32_t lo = b->docs[sql_batch_at(b, 0)], hi = b->docs[sql_batch_at(b, b->n - 1)];
+    if (hi < lo || (uint64_t)(hi - lo) > (uint64_t)b->n * 16)
+        return false;
+    BlockCache **slot = &R->bcache[c];
+    if (!*slot && !(*slot = qr_calloc(1, sizeof **slot)))
+        return false;
+    BlockCache *k = *slot;
+    size_t W = (size_t)b->width;
+    for (int i = 0; i < b->n; i++) {
+        int p = sql_batch_at(b, i);
+        uint32_t d = b->docs[p], blk = d / COL_BLOCK_ROWS, r = d % COL_BLOCK_ROWS;
+        if (k->cc != cc || k->block != blk) {
+            uint32_t got = 0;
+            switch (ct) {
+            case QR_COL_INT64:
+            case QR_COL_TIMESTAMP: got = col_read_int(cc, blk, 1, k->v.i, k->nulls); break;
+            case QR_COL_FLOAT64: got = col_read_float(cc, blk, 1, k->v.f, k->nulls); break;
+            case QR_COL_BOOL: got = col_read_bool(cc, blk, 1, k->v.b, k->nulls); break;
+            default: got = col_read_code(cc, blk, 1, k->v.code, k->nulls); break;
+            }
+            if (got == 0) {
+                k->cc = NULL;
+                return false; /* (nothing written yet: the row path starts over) */
+            }
+            k->cc = cc;
+            k->block = blk;
+        }
+        SqlValue *v = &b->rows[(size_t)p * W + (size_t)c];
+        if (k->nulls[r / 64] >> (r % 64) & 1) {
+            *v = sqlv_null();
+            v->type = col->type;
+            continue;
+        }
+        switch (ct) {
+        case QR_COL_INT64:
+        case QR_COL_TIMESTAMP:
+            *v = sqlv_int(k->v.i[r]);
+            v->type = col->type;
+            break;
+        case QR_COL_FLOAT64: *v = sqlv_float(k->v.f[r]); break;
+        case QR_COL_BOOL: *v = sqlv_bool(k->v.b[r] != 0); break;
+        default: {
+            const char *s = NULL;
+            size_t n = 0;
+            if (col_dict_get(cc, k->v.code[r], &s, &n))
+                *v = sqlv_text(s, n);
+            else {
+                *v = sqlv_null();
+                v->type = col->type;
+            }
+            break;
+        }
+        }
+    }
+    return true;
+}
+
 /* SqlDocSrc.fill: column c of the live rows.  Document columns are all
  * filled together, each document parsed once. */
 static int run_fill(SqlDocSrc *src, SqlCtx *cx, SqlBatch *b, int c)
@@ -1558,6 +1557,8 @@ static int run_fill(SqlDocSrc *src, SqlCtx *cx, SqlBatch *b, int c)
         if (i == b->n)
             return QR_OK;
     }
+    if (col->field >= 0 && b->n >= 64 && fill_dense(R, b, c))
+        return QR_OK;
     QrArena *saved = cx->arena;
     cx->arena = R->scratch;
     int rc = QR_OK;
@@ -1599,6 +1600,8 @@ static int run_new(SqlCtx *cx, SqlTableScan *sc)
     uint8_t *umarks = qr_arena_calloc(cx->arena, (size_t)W + 1);
     if (!R || !dmarks || !umarks ||
         !(R->cp = qr_arena_calloc(cx->arena, (size_t)(sc->n_conj + 1) * sizeof *R->cp)))
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    if (!(R->bcache = qr_arena_calloc(cx->arena, ((size_t)W + 1) * sizeof *R->bcache)))
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     R->sc = sc;
     R->si = -1;
@@ -1803,62 +1806,67 @@ static void run_range(SqlScanRun *R, uint32_t from, uint32_t to)
     R->r_end = to;
 }
 
-/* The ordered walk's blocks: every block holding a candidate, with the
- * best key any of its rows can have, sorted best first. */
+/* A key of the ordered walk as the column's SQL value. */
+static SqlValue walk_value(const ColWalkKey *k, QrColType ct, QrSqlType type)
+{
+    SqlValue v = sqlv_null();
+    if (!k->null)
+        v = ct == QR_COL_KEYWORD   ? sqlv_text(k->s, k->n)
+            : ct == QR_COL_FLOAT64 ? sqlv_float(k->f)
+                                   : sqlv_int(k->i);
+    v.type = type;
+    return v;
+}
+
+/* A row's key of the block the walk read last, as the column's SQL value,
+ * straight from the decoded block: this runs per row, so fields are set
+ * in place (a struct built and copied stalls the store buffer). */
+static inline void view_value(const ColWalkView *w, uint32_t row, QrSqlType type, SqlValue *v)
+{
+    uint32_t r = row - w->first_row;
+    v->type = type;
+    v->is_null = true;
+    if (!w->col || (w->nulls[r / 64] >> (r % 64) & 1))
+        return;
+    if (w->ct == QR_COL_FLOAT64) {
+        v->u.f = ((const double *)w->vals)[r];
+        v->is_null = false;
+    } else if (w->ct != QR_COL_KEYWORD) {
+        v->u.i = w->vals[r];
+        v->is_null = false;
+    } else if (col_dict_get(w->col, ((const uint32_t *)w->vals)[r], &v->u.s.s, &v->u.s.n)) {
+        v->is_null = false;
+    }
+}
+
+/* The ordered walk: every block holding a candidate, best zone-map bound
+ * first (colwalk.h, as the HTTP search's sort by a column). */
 static int run_ordered_setup(SqlCtx *cx, SqlTableScan *sc)
 {
     SqlScanRun *R = sc->run;
     Snapshot *snap = R->snap;
     const SqlCol *col = &sc->scope->cols[sc->order_col];
-    int field = col->field;
     int n_cp = sc->path == SQL_PATH_SCAN ? R->n_cp : 0;
-    uint64_t nb_all = 0;
-    for (int si = 0; si < snap->n_segs; si++)
-        nb_all += (seg_n_docs(snap->segs[si]) + COL_BLOCK_ROWS - 1) / COL_BLOCK_ROWS;
     R->ocands = qr_calloc((size_t)snap->n_segs + 1, sizeof *R->ocands);
     R->oskip = qr_calloc((size_t)snap->n_segs + 1, sizeof *R->oskip);
-    R->ob = qr_malloc((nb_all + 1) * sizeof *R->ob);
-    R->oiv = qr_malloc(COL_BLOCK_ROWS * sizeof *R->oiv);
-    if (!R->ocands || !R->oskip || !R->ob || !R->oiv)
+    if (!R->ocands || !R->oskip)
         return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
     int rc = QR_OK;
-    uint64_t n_ob = 0;
-    for (int si = 0; si < snap->n_segs && rc == QR_OK; si++) {
-        if (n_cp && (rc = seg_scan_cand(cx, sc, snap, si, R->cp, n_cp, NULL, &R->ocands[si],
-                                        &R->oskip[si])))
-            break;
-        uint32_t nd = seg_n_docs(snap->segs[si]);
-        const Column *c = seg_column(snap->segs[si], field);
-        for (uint32_t b = 0; !R->oskip[si] && b * (uint64_t)COL_BLOCK_ROWS < nd; b++) {
-            uint32_t first = b * COL_BLOCK_ROWS;
-            uint32_t last = nd - first < COL_BLOCK_ROWS ? nd : first + COL_BLOCK_ROWS;
-            if (R->ocands[si] && roaring_bitmap_range_cardinality(R->ocands[si], first, last) == 0)
-                continue;
-            OrdBlock *o = &R->ob[n_ob++];
-            o->si = si;
-            o->block = b;
-            o->best = sqlv_null();
-            ColZone z;
-            /* NULL is the best key when NULLs sort first, and the only one
-             * of a block without values */
-            if (!c || !col_block_zone(c, b, &z) || !z.has_range ||
-                (sc->order_nulls_first && z.null_count > 0))
-                continue;
-            const ColVal *bound = sc->order_desc ? &z.max : &z.min;
-            if (col_type(c) == QR_COL_KEYWORD)
-                o->best = sqlv_text(bound->u.str.s, bound->u.str.n);
-            else if (col_type(c) == QR_COL_FLOAT64)
-                o->best = sqlv_float(bound->u.f);
-            else
-                o->best = sqlv_int(bound->u.i);
-            o->best.type = col->type;
-        }
+    for (int si = 0; si < snap->n_segs && rc == QR_OK && n_cp; si++)
+        rc = seg_scan_cand(cx, sc, snap, si, R->cp, n_cp, NULL, &R->ocands[si], &R->oskip[si]);
+    if (rc)
+        return rc;
+    QrError e;
+    qr_error_clear(&e);
+    QrColType ct = (QrColType)qr_filter_field_coltype(qr_table_schema(sc->t), col->field);
+    if (colwalk_order_open(snap->segs, (const roaring_bitmap_t *const *)snap->dels, snap->n_segs,
+                           col->field, ct, sc->order_desc, sc->order_nulls_first, R->ocands,
+                           R->oskip, &R->walk, &e) != QR_OK) {
+        qr_error_copy(cx->err, &e);
+        return e.code;
     }
-    R->n_ob = n_ob;
-    sc->ord_blocks_total += n_ob;
-    if (rc == QR_OK)
-        qsort_r(R->ob, n_ob, sizeof *R->ob, ordblock_cmp, sc);
-    return rc;
+    sc->ord_blocks_total += colwalk_order_blocks(R->walk);
+    return QR_OK;
 }
 
 /* The ordered walk's next block: its candidates whose key may still enter
@@ -1866,54 +1874,41 @@ static int run_ordered_setup(SqlCtx *cx, SqlTableScan *sc)
 static int run_ordered_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
 {
     SqlScanRun *R = sc->run;
-    Snapshot *snap = R->snap;
     const SqlCol *col = &sc->scope->cols[sc->order_col];
+    QrColType ct = (QrColType)qr_filter_field_coltype(qr_table_schema(sc->t), col->field);
     *more = false;
-    while (R->oi < R->n_ob) {
-        const OrdBlock *ob = &R->ob[R->oi++];
-        if (!sc->order_may_enter(sc->order_arg, &ob->best))
+    const ColWalkKey *best;
+    while (colwalk_order_peek(R->walk, &best)) {
+        SqlValue bv = walk_value(best, ct, col->type);
+        if (!sc->order_may_enter(sc->order_arg, &bv))
             return QR_OK; /* every later block is as bad or worse */
         sc->ord_blocks_read++;
-        int si = ob->si;
-        uint32_t b = ob->block, first = b * COL_BLOCK_ROWS;
-        uint32_t nd = seg_n_docs(snap->segs[si]);
-        const Column *c = seg_column(snap->segs[si], col->field);
-        bool kw = c && col_type(c) == QR_COL_KEYWORD, fl = c && col_type(c) == QR_COL_FLOAT64;
-        uint32_t n = nd - first < COL_BLOCK_ROWS ? nd - first : COL_BLOCK_ROWS;
-        uint64_t nulls[COL_BLOCK_ROWS / 64];
-        int64_t *iv = R->oiv;
-        if (!c)
-            memset(nulls, 0xff, sizeof nulls);
-        else if ((kw   ? col_read_code(c, b, 1, (uint32_t *)iv, nulls)
-                  : fl ? col_read_float(c, b, 1, (double *)iv, nulls)
-                       : col_read_int(c, b, 1, iv, nulls)) != n)
-            return sql_err_at(cx, -1, QR_ECORRUPT, "XX001", "column block shorter than its segment");
+        int si;
+        const uint32_t *rows;
+        const ColWalkView *view;
+        QrError e;
+        qr_error_clear(&e);
+        uint32_t n = colwalk_order_read(R->walk, &si, &rows, &view, &e);
+        if (e.code != QR_OK) {
+            qr_error_copy(cx->err, &e);
+            qr_error_set_sqlstate(cx->err, "XX001");
+            return e.code;
+        }
         R->ids = qr_malloc(((size_t)n + 1) * sizeof *R->ids);
         if (!R->ids)
             return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
         R->n_ids = R->pos = 0;
         R->si = si;
+        const ColWalkView vw = *view; /* a local: loads stay out of the loop */
+        SqlValue v;
         for (uint32_t r = 0; r < n; r++) {
-            uint32_t local = first + r;
-            if (R->ocands[si] && !roaring_bitmap_contains(R->ocands[si], local))
-                continue;
-            SqlValue v = sqlv_null();
-            if (!(nulls[r / 64] >> (r % 64) & 1)) {
-                const char *str;
-                size_t len;
-                if (fl)
-                    v = sqlv_float(((double *)iv)[r]);
-                else if (!kw)
-                    v = sqlv_int(iv[r]);
-                else if (col_dict_get(c, ((uint32_t *)iv)[r], &str, &len))
-                    v = sqlv_text(str, len);
-            }
-            v.type = col->type;
+            uint32_t row = rows ? rows[r] : vw.first_row + r;
+            view_value(&vw, row, col->type, &v);
             if (!sc->order_may_enter(sc->order_arg, &v)) {
                 sc->ord_rows_skipped++;
                 continue;
             }
-            R->ids[R->n_ids++] = local;
+            R->ids[R->n_ids++] = row;
         }
         if (R->n_ids) {
             *more = true;
@@ -2168,10 +2163,71 @@ static int run_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
 
 /* ---- open, next, close ---- */
 
+static int hit_doc_cmp(const void *a, const void *b)
+{
+    DocId x = ((const TopHit *)a)->doc, y = ((const TopHit *)b)->doc;
+    return x < y ? -1 : x > y;
+}
+
+/* The matches of segment si (within its filter f, may be NULL) scoring
+ * exactly thr that are not among tk's hits, appended to R->gdocs /
+ * R->gscores (*cap slots, grown in the arena). */
+static int topk_ties_seg(SqlCtx *cx, SqlScanRun *R, Search *s, int si, roaring_bitmap_t *f,
+                         const TopK *tk, float thr, uint64_t *cap)
+{
+    int lo0 = tk->n; /* tk is sorted best-first: hits scoring thr end it, by doc */
+    while (lo0 > 0 && tk->hits[lo0 - 1].score == thr)
+        lo0--;
+    SearchCursor c;
+    search_seg_cursor(s, si, true, f, &c);
+    uint32_t docs[512];
+    float scores[512];
+    size_t k;
+    DocId base = R->snap->base[si];
+    while (c.it && (k = search_cursor_next(&c, docs, scores, 512)) > 0) {
+        for (size_t j = 0; j < k; j++) {
+            if (scores[j] != thr)
+                continue;
+            DocId g = base + docs[j];
+            int lo = lo0, hi = tk->n;
+            while (lo < hi) {
+                int mid = (lo + hi) / 2;
+                if (tk->hits[mid].doc < g)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            if (lo < tk->n && tk->hits[lo].doc == g)
+                continue;
+            if (R->n_gdocs == *cap) {
+                uint64_t nc = *cap * 2;
+                int64_t *nd = qr_arena_alloc(cx->arena, nc * sizeof *nd);
+                float *ns = qr_arena_alloc(cx->arena, nc * sizeof *ns);
+                if (!nd || !ns)
+                    return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+                memcpy(nd, R->gdocs, R->n_gdocs * sizeof *nd);
+                memcpy(ns, R->gscores, R->n_gdocs * sizeof *ns);
+                R->gdocs = nd;
+                R->gscores = ns;
+                *cap = nc;
+            }
+            R->gdocs[R->n_gdocs] = (int64_t)g;
+            R->gscores[R->n_gdocs++] = thr;
+        }
+        int rc = sql_check(cx);
+        if (rc)
+            return rc;
+    }
+    return QR_OK;
+}
+
 /* ORDER BY score() DESC LIMIT k: the text engine's top-k over every
  * segment (one heap, so the first segments' threshold prunes the later
  * ones), the column predicates' bitmaps fed in; the hits become the
- * candidates, in doc order, with their scores. */
+ * candidates, in doc order, with their scores.  The heap breaks ties at
+ * the k-th score by document; with further sort keys (topk_ties) a second
+ * pass adds every other match scoring exactly the k-th score, and the
+ * top-N above ranks them by those keys. */
 static int run_topk(SqlCtx *cx, SqlTableScan *sc)
 {
     SqlScanRun *R = sc->run;
@@ -2179,42 +2235,54 @@ static int run_topk(SqlCtx *cx, SqlTableScan *sc)
     SqlTextRun *tr = R->truns[sc->drive];
     Search *s = sql_text_search(tr);
     int rc = QR_OK;
-    R->gdocs = qr_arena_alloc(cx->arena, ((size_t)sc->topk + 1) * sizeof *R->gdocs);
-    R->gscores = qr_arena_alloc(cx->arena, ((size_t)sc->topk + 1) * sizeof *R->gscores);
-    if (!R->gdocs || !R->gscores)
+    uint64_t cap = (uint64_t)sc->topk + 1;
+    R->gdocs = qr_arena_alloc(cx->arena, cap * sizeof *R->gdocs);
+    R->gscores = qr_arena_alloc(cx->arena, cap * sizeof *R->gscores);
+    /* the filters, kept for the ties' pass */
+    roaring_bitmap_t **fs = qr_arena_calloc(cx->arena, ((size_t)snap->n_segs + 1) * sizeof *fs);
+    bool *skip = qr_arena_calloc(cx->arena, (size_t)snap->n_segs + 1);
+    if (!R->gdocs || !R->gscores || !fs || !skip)
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     R->n_gdocs = 0;
     if (!s) /* a NULL query */
         return QR_OK;
     TopK *tk = topk_new(search_ctx(s), (int)sc->topk);
     for (int si = 0; tk && si < snap->n_segs && rc == QR_OK; si++) {
-        roaring_bitmap_t *f;
-        bool empty;
-        if ((rc = seg_drive_filter(cx, sc, si, &f, &empty)))
+        if ((rc = seg_drive_filter(cx, sc, si, &fs[si], &skip[si])))
             break;
-        if (!empty)
-            search_seg_topk(s, si, f, tk);
-        if (f)
-            roaring_bitmap_free(f);
+        if (!skip[si])
+            search_seg_topk(s, si, fs[si], tk);
         if ((rc = sql_text_check(cx, tr)) == QR_OK)
             rc = sql_check(cx);
     }
     if (rc == QR_OK && (rc = sql_text_check(cx, tr)) == QR_OK) {
-        /* doc order: the rows of a segment come together */
         topk_sorted(tk);
-        TopHit *h = tk->hits;
-        for (int i = 1; i < tk->n; i++) {
-            TopHit x = h[i];
-            int j = i;
-            for (; j > 0 && h[j - 1].doc > x.doc; j--)
-                h[j] = h[j - 1];
-            h[j] = x;
-        }
         for (int i = 0; i < tk->n; i++) {
-            R->gdocs[i] = h[i].doc;
-            R->gscores[i] = h[i].score;
+            R->gdocs[i] = tk->hits[i].doc;
+            R->gscores[i] = tk->hits[i].score;
         }
         R->n_gdocs = (uint64_t)tk->n;
+        if (sc->topk_ties && tk->n > 0 && tk->n == tk->k) {
+            float thr = tk->hits[tk->n - 1].score;
+            for (int si = 0; si < snap->n_segs && rc == QR_OK; si++)
+                if (!skip[si] && (rc = topk_ties_seg(cx, R, s, si, fs[si], tk, thr, &cap)) == QR_OK)
+                    rc = sql_text_check(cx, tr);
+        }
+    }
+    for (int si = 0; si < snap->n_segs; si++)
+        if (fs[si])
+            roaring_bitmap_free(fs[si]);
+    if (rc == QR_OK && R->n_gdocs > 1) { /* doc order: the rows of a segment come together */
+        TopHit *h = qr_arena_alloc(cx->arena, R->n_gdocs * sizeof *h);
+        if (!h)
+            return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+        for (uint64_t i = 0; i < R->n_gdocs; i++)
+            h[i] = (TopHit){.score = R->gscores[i], .doc = (DocId)R->gdocs[i]};
+        qsort(h, R->n_gdocs, sizeof *h, hit_doc_cmp);
+        for (uint64_t i = 0; i < R->n_gdocs; i++) {
+            R->gdocs[i] = (int64_t)h[i].doc;
+            R->gscores[i] = h[i].score;
+        }
     }
     sc->text_strategy = search_strategy(s);
     return rc;
@@ -2455,6 +2523,10 @@ void sql_scan_close(SqlCtx *cx, SqlTableScan *sc)
     ds_cursor_free(R->rf.dc);
     R->rf.dc = NULL;
     R->rf.dc_seg = -1;
+    for (int c = 0; c < sc->scope->n; c++) { /* (they point into the snapshot's columns) */
+        qr_free(R->bcache[c]);
+        R->bcache[c] = NULL;
+    }
     qr_arena_free(R->scratch);
     R->scratch = NULL;
     sc->from_drive = false;

@@ -75,6 +75,41 @@ int sql_query_describe(SqlCtx *cx, const cJSON *select_node, QrSqlColumn **cols,
     return sql_query_bind(cx, select_node, &q, cols, n_cols);
 }
 
+/* EXPLAIN without ANALYZE of SELECT ... FOR UPDATE / FOR SHARE: what
+ * postgres_fdw sends with use_remote_estimate to cost the scan of an UPDATE
+ * or DELETE it then pushes down whole (docs/scale-out.md).  Nothing runs
+ * and nothing is locked, so the plan is the plain SELECT's: a copy of q
+ * without its locking clause, ctid (which Quarry's rows do not have)
+ * planned as NULL.  NULL when out of memory. */
+static cJSON *explain_unlocked(const cJSON *q)
+{
+    cJSON *d = cJSON_Duplicate(q, true);
+    cJSON *sel = d ? cJSON_GetObjectItemCaseSensitive(d, "SelectStmt") : NULL;
+    if (!sel) {
+        cJSON_Delete(d);
+        return NULL;
+    }
+    cJSON_DeleteItemFromObjectCaseSensitive(sel, "lockingClause");
+    cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(sel, "targetList"))
+    {
+        cJSON *rt = cJSON_GetObjectItemCaseSensitive(it, "ResTarget");
+        const cJSON *f = sqlj_get(sqlj_is(sqlj_get(rt, "val"), "ColumnRef"), "fields");
+        const char *last = sqlj_sval(cJSON_GetArrayItem(f, cJSON_GetArraySize(f) - 1));
+        if (!last || strcmp(last, "ctid") != 0)
+            continue;
+        cJSON *nul = cJSON_CreateObject();
+        cJSON *ac = nul ? cJSON_AddObjectToObject(nul, "A_Const") : NULL;
+        if (!ac || !cJSON_AddTrueToObject(ac, "isnull") ||
+            !cJSON_ReplaceItemInObjectCaseSensitive(rt, "val", nul)) {
+            cJSON_Delete(nul); /* not attached */
+            cJSON_Delete(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
 int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
 {
     const cJSON *b = sqlj_is(explain_node, "ExplainStmt");
@@ -145,18 +180,20 @@ int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
             return sql_err_at(cx, sqlj_loc(q), QR_EINVAL, "42809",
                               "EXPLAIN (SCORES) needs a full-text predicate (col @@ 'query') in WHERE");
         static const char *const names[] = {"_id", "doc_key", "term", "field", "tf", "df", "idf",
-                                            "doc_len", "avgdl", "weight", "score"};
+                                            "doc_len", "avgdl", "weight", "score", "source"};
         static const QrSqlType types[] = {QR_SQL_INT8, QR_SQL_TEXT, QR_SQL_TEXT, QR_SQL_TEXT,
                                           QR_SQL_INT8, QR_SQL_INT8, QR_SQL_FLOAT8, QR_SQL_INT8,
-                                          QR_SQL_FLOAT8, QR_SQL_FLOAT8, QR_SQL_FLOAT8};
-        SqlRowSink sink = {.width = 11};
+                                          QR_SQL_FLOAT8, QR_SQL_FLOAT8, QR_SQL_FLOAT8,
+                                          QR_SQL_TEXT};
+        enum { N_SCORE_COLS = sizeof names / sizeof names[0] };
+        SqlRowSink sink = {.width = N_SCORE_COLS};
         if ((rc = sql_scores_rows(cx, sc->t, sc->texts[sc->drive], sc->kept_docs, sc->n_kept, &sink)))
             return rc;
-        res->n_cols = 11;
-        res->cols = qr_arena_calloc(cx->arena, 11 * sizeof *res->cols);
+        res->n_cols = N_SCORE_COLS;
+        res->cols = qr_arena_calloc(cx->arena, N_SCORE_COLS * sizeof *res->cols);
         if (!res->cols)
             return nomem(cx);
-        for (int c = 0; c < 11; c++) {
+        for (int c = 0; c < N_SCORE_COLS; c++) {
             res->cols[c].name = names[c];
             res->cols[c].type = types[c];
             res->cols[c].typmod = -1;
@@ -165,9 +202,18 @@ int sql_explain(SqlCtx *cx, const cJSON *explain_node, QrSqlResult *res)
         res->n_rows = sink.n;
         return QR_OK;
     }
+    cJSON *unlocked = NULL; /* owns */
+    if (!ex.analyze && sqlj_get(sqlj_is(q, "SelectStmt"), "lockingClause")) {
+        if (!(unlocked = explain_unlocked(q))) {
+            cJSON_Delete(ex.json);
+            return nomem(cx);
+        }
+        q = unlocked;
+    }
     cx->ex = &ex;
     int rc = sql_query_run(cx, q, &r);
     cx->ex = NULL;
+    cJSON_Delete(unlocked);
     bool json_out = ex.json != NULL;
     if (rc == QR_OK && ex.json) {
         /* the outermost plan is the last entry; it carries the totals */

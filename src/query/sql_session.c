@@ -144,6 +144,7 @@ static const struct {
     const char *name, *dflt;
 } SETTINGS[] = {
     {"statement_timeout", "0"},     {"quarry.access_path", "auto"},
+    {"quarry.typo_tolerance", "off"}, {"quarry.prefix_search", "off"},
     {"quarry.mem_cap", "536870912"}, {"client_encoding", "UTF8"},
     {"server_encoding", "UTF8"},    {"datestyle", "ISO, MDY"},
     {"timezone", "UTC"},            {"search_path", "\"$user\", public"},
@@ -217,6 +218,11 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
         qr_error_set(err, QR_EINVAL, "invalid value for parameter \"statement_timeout\": \"%s\"", value);
         return QR_EINVAL;
     }
+    if (!strcmp(lname, "bytea_output") && strcasecmp(value, "hex") && strcasecmp(value, "escape")) {
+        qr_error_set(err, QR_EINVAL, "invalid value for parameter \"bytea_output\": \"%s\"", value);
+        qr_error_hint(err, "Available values: escape, hex.");
+        return QR_EINVAL;
+    }
     if (!strcmp(lname, "quarry.access_path")) {
         bool ok = false;
         for (size_t i = 0; i < sizeof ACCESS_PATHS / sizeof *ACCESS_PATHS; i++)
@@ -227,6 +233,22 @@ int qr_sql_session_set(QrSqlSession *s, const char *name, const char *value, QrE
             qr_error_hint(err, "one of auto, text, btree, scan, check, full, pk");
             return QR_EINVAL;
         }
+    }
+    if (!strcmp(lname, "quarry.typo_tolerance")) {
+        int t = schema_typo_parse(value);
+        if (t < 0 || t == QR_TYPO_TABLE) {
+            qr_error_set(err, QR_EINVAL,
+                         "invalid value for parameter \"quarry.typo_tolerance\": \"%s\"", value);
+            qr_error_hint(err, "one of off, auto, 1, 2");
+            return QR_EINVAL;
+        }
+    }
+    if (!strcmp(lname, "quarry.prefix_search") && strcasecmp(value, "on") &&
+        strcasecmp(value, "off") && strcasecmp(value, "true") && strcasecmp(value, "false")) {
+        qr_error_set(err, QR_EINVAL, "invalid value for parameter \"quarry.prefix_search\": \"%s\"",
+                     value);
+        qr_error_hint(err, "on or off");
+        return QR_EINVAL;
     }
     if (!strcmp(lname, "quarry.mem_cap")) {
         char *end;
@@ -446,6 +468,12 @@ void qr_sql_stmt_columns(const QrSqlStmt *st, const QrSqlColumn **cols, int *n_c
 }
 const char *qr_sql_stmt_kind(const QrSqlStmt *st) { return st->kind; }
 
+const char *qr_sql_stmt_text(const QrSqlStmt *st, size_t *len)
+{
+    *len = st->len;
+    return st->sql;
+}
+
 static void ctx_init(SqlCtx *cx, QrSqlSession *s, QrArena *a, const char *sql, size_t len,
                      QrError *err)
 {
@@ -458,6 +486,11 @@ static void ctx_init(SqlCtx *cx, QrSqlSession *s, QrArena *a, const char *sql, s
     cx->err = err;
     cx->t0_ns = qr_now_ns();
     cx->path = s ? session_path(s) : SQL_PATH_AUTO;
+    /* full-text predicates match exact words unless the session asks */
+    const char *ty = s ? qr_sql_session_get(s, "quarry.typo_tolerance") : NULL;
+    cx->typo = ty && schema_typo_parse(ty) > 0 ? schema_typo_parse(ty) : QR_TYPO_OFF;
+    const char *px = s ? qr_sql_session_get(s, "quarry.prefix_search") : NULL;
+    cx->prefix_last = px && (!strcasecmp(px, "on") || !strcasecmp(px, "true"));
     (void)sql_stack_left(); /* learn this thread's stack before recursing (sql_stack_low) */
 }
 
@@ -704,6 +737,20 @@ int sql_param_decode(SqlCtx *cx, QrSqlType t, const char *v, int len, int fmt, S
     uint64_t u = 0;
     out->is_null = false;
     out->type = t;
+    if (QR_SQL_IS_ARRAY(t))
+        return sqla_recv(cx, p, (size_t)len, QR_SQL_ELEM(t), out);
+    if (t == QR_SQL_NUMERIC)
+        return sqlv_numeric_recv(cx, p, (size_t)len, out);
+    if (t == QR_SQL_DATE || t == QR_SQL_TIME || t == QR_SQL_INTERVAL)
+        return sqld_recv(cx, t, p, (size_t)len, out);
+    if (t == QR_SQL_UUID || t == QR_SQL_BYTEA)
+        return sqlb_recv(cx, t, p, (size_t)len, out);
+    if (t == QR_SQL_JSON || t == QR_SQL_JSONB) { /* jsonb: a version byte, 1, first */
+        if (t == QR_SQL_JSONB && (len < 1 || p[0] != 1))
+            return sql_err_at(cx, -1, QR_EINVAL, "22P03", "unsupported jsonb version number");
+        size_t skip = t == QR_SQL_JSONB;
+        return sqljs_in(cx, (const char *)p + skip, (size_t)len - skip, t, -1, out);
+    }
     switch (t) {
     case QR_SQL_BOOL:
         if (len != 1)

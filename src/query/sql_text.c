@@ -53,6 +53,7 @@ struct SqlTextRun {
     int hint;                 /* segment of the last lookup */
     uint64_t hl_version;
     SearchHl *hl;             /* highlight terms (statement arena) */
+    bool warned;              /* the stats source's warning was told (once a run) */
 };
 
 SqlTextRun *sql_text_run_new(SqlCtx *cx, const SqlTextPred *tp, QrTable *t, const SqlScope *scope)
@@ -92,6 +93,11 @@ int sql_text_check(SqlCtx *cx, SqlTextRun *r)
     IterCtx *ic = r->search ? search_ctx(r->search) : NULL;
     if (ic && ic->err.code != QR_OK)
         return text_err(cx, r, &ic->err);
+    const char *w = r->search ? search_stats_warning(r->search) : NULL;
+    if (w && !r->warned) { /* scores from some nodes' statistics only, as configured */
+        r->warned = true;
+        sql_notice(cx, "WARNING", "01000", "%s", w);
+    }
     return QR_OK;
 }
 
@@ -113,6 +119,8 @@ int sql_text_open(SqlCtx *cx, SqlTextRun *r, Snapshot *snap)
     req.q = v.u.s.s;
     req.q_len = v.u.s.n;
     req.fields = r->tp->field;
+    req.typo = cx->typo;
+    req.prefix_last = cx->prefix_last;
     req.cancel = cx->sess ? &cx->sess->cancel : NULL;
     QrError e;
     qr_error_clear(&e);
@@ -312,16 +320,26 @@ int sql_text_snippet(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *row, SqlVal
         return QR_OK;
     /* a row outside the predicate's matches (under OR, a LEFT JOIN's NULL
      * side) has no passage; the rows of a scan driven by the predicate all
-     * match it (no sets are built for it then) */
+     * match it (no sets are built for it then).  snippet(col) takes the
+     * first predicate on the table the row matches: under OR, a row found
+     * by the second is marked with its words */
     const SqlValue *id = &row->row[e->col];
     if (id->is_null)
         return QR_OK;
-    if (r->has_sets) {
+    for (const SqlTextPred *p = e->text; r && r->has_sets;) {
         bool m;
         int rc = sql_text_has(cx, r, id->u.i, &m, NULL);
-        if (rc || !m)
+        if (rc)
             return rc;
+        if (m)
+            break;
+        p = e->op ? p->next : NULL;
+        while (p && (!p->run || !p->run->hl))
+            p = p->next;
+        r = p ? p->run : NULL;
     }
+    if (!r)
+        return QR_OK;
     const QrSchema *schema = qr_table_schema(r->t);
     int fields[QR_MAX_FIELDS];
     const char *texts[QR_MAX_FIELDS];

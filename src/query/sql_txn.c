@@ -212,7 +212,8 @@ static int key_exists(QrTable *t, const TxnOp *op, bool *exists, QrError *err)
     qr_buf_init(&doc);
     QrError e;
     qr_error_clear(&e);
-    int rc = qr_get(t, op->key, strlen(op->key), &doc, &e);
+    /* commits ordered before this one but not yet acknowledged count */
+    int rc = qr_get_latest(t, op->key, strlen(op->key), &doc, &e);
     qr_buf_free(&doc);
     if (rc == QR_ENOTFOUND) {
         *exists = false;
@@ -291,26 +292,53 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
      * in the WAL: a failure here writes nothing anywhere) */
     for (int k = 0; rc == QR_OK && k < n_touched; k++)
         rc = qr_batch_begin(touched[k], &batch[k], err);
-    for (int i = 0; rc == QR_OK && i < st->n_ops; i++) {
-        TxnOp *o = &st->ops[i];
-        if (o->is_delete)
-            rc = qr_batch_delete(batch[tk[i]], o->key, strlen(o->key), NULL, err);
-        else
-            rc = qr_batch_put(batch[tk[i]], o->doc, o->doc_len, NULL, err);
+    /* each table's ops in order, indexed on several threads when many (a
+     * COPY): slices in parallel, joined in order */
+    QrLoadOp *lops = rc == QR_OK ? qr_calloc((size_t)st->n_ops + 1, sizeof *lops) : NULL;
+    if (rc == QR_OK && !lops)
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory applying writes");
+    for (int k = 0; rc == QR_OK && k < n_touched; k++) {
+        size_t n = 0;
+        for (int i = first_op[k]; i < st->n_ops; i++)
+            if (tk[i] == k)
+                lops[n++] = st->ops[i].is_delete
+                                ? (QrLoadOp){true, st->ops[i].key, strlen(st->ops[i].key)}
+                                : (QrLoadOp){false, st->ops[i].doc, st->ops[i].doc_len};
+        rc = qr_batch_fill(batch[k], lops, n, 0, NULL, err);
     }
+    qr_free(lops);
     /* several tables: one journal makes them commit together (txn_journal.c) */
     char jpath[4400] = "";
     if (rc == QR_OK && n_touched > 1)
         rc = txnj_write(s->db, st->ops, st->n_ops, jpath, sizeof jpath, err);
-    /* pass 3: one commit per table */
+    /* pass 3: one commit per table, ordered under the lock; the waits for
+     * the log (shared with concurrent commits: group commit) after it */
     int n_done = 0;
+    QrCommit *cm = qr_calloc((size_t)n_touched + 1, sizeof *cm);
+    if (rc == QR_OK && !cm)
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory applying writes");
     for (int k = 0; rc == QR_OK && k < n_touched; k++)
-        if ((rc = qr_batch_commit(batch[k], err)) == QR_OK)
+        if ((rc = qr_batch_commit_start(batch[k], &cm[k], err)) == QR_OK)
             n_done++;
-    if (jpath[0])
-        txnj_done(s->db, jpath);
-    if (rc == QR_OK)
+    if (rc == QR_OK) /* published: later checks (under this lock) see its keys */
         sqlx_committed(st);
+    /* one table: the wait for the log happens outside the lock (group
+     * commit); several: the journal goes before the lock does, so no later
+     * commit can be undone by replaying it (docs/format.md) */
+    if (!jpath[0])
+        pthread_mutex_unlock(&apply_lock);
+    for (int k = 0; k < n_done; k++) {
+        int w = qr_commit_wait(&cm[k], rc == QR_OK ? err : NULL);
+        if (rc == QR_OK && w != QR_OK) {
+            rc = w;
+            n_done = k;
+        }
+    }
+    qr_free(cm);
+    if (jpath[0]) { /* every table's part is durable (or failed without a crash) */
+        txnj_done(s->db, jpath);
+        pthread_mutex_unlock(&apply_lock);
+    }
     if (rc != QR_OK && n_done > 0 && err) {
         /* the truth about a transaction over several tables */
         char done[200] = "";
@@ -327,7 +355,6 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         qr_batch_free(batch[k]);
         qr_table_release(s->db, st->ops[first_op[k]].table);
     }
-    pthread_mutex_unlock(&apply_lock);
     qr_free(tab);
     qr_free(touched);
     qr_free(first_op);

@@ -16,144 +16,9 @@
 #include <string.h>
 #include <strings.h>
 
-/* ---- the type table ---- */
-
-static const struct {
-    uint32_t oid;
-    const char *name;
-    int16_t len;
-} TYPES[QR_SQL_TYPE_COUNT] = {
-    [QR_SQL_UNKNOWN] = {25, "text", -1},       [QR_SQL_BOOL] = {16, "bool", 1},
-    [QR_SQL_INT2] = {21, "int2", 2},           [QR_SQL_INT4] = {23, "int4", 4},
-    [QR_SQL_INT8] = {20, "int8", 8},           [QR_SQL_FLOAT4] = {700, "float4", 4},
-    [QR_SQL_FLOAT8] = {701, "float8", 8},      [QR_SQL_NUMERIC] = {1700, "numeric", -1},
-    [QR_SQL_TEXT] = {25, "text", -1},          [QR_SQL_VARCHAR] = {1043, "varchar", -1},
-    [QR_SQL_NAME] = {19, "name", 64},          [QR_SQL_CHAR] = {18, "char", 1},
-    [QR_SQL_OID] = {26, "oid", 4},             [QR_SQL_TIMESTAMP] = {1114, "timestamp", 8},
-    [QR_SQL_TIMESTAMPTZ] = {1184, "timestamptz", 8},
-};
-
-uint32_t qr_sql_type_oid(QrSqlType t) { return t < QR_SQL_TYPE_COUNT ? TYPES[t].oid : 25; }
-const char *qr_sql_type_name(QrSqlType t) { return t < QR_SQL_TYPE_COUNT ? TYPES[t].name : "text"; }
-int16_t qr_sql_type_len(QrSqlType t) { return t < QR_SQL_TYPE_COUNT ? TYPES[t].len : -1; }
-
-bool qr_sql_type_from_oid(uint32_t oid, QrSqlType *out)
-{
-    for (int t = 1; t < QR_SQL_TYPE_COUNT; t++)
-        if (TYPES[t].oid == oid) {
-            *out = (QrSqlType)t;
-            return true;
-        }
-    if (oid == 705) { /* unknown */
-        *out = QR_SQL_TEXT;
-        return true;
-    }
-    return false;
-}
-
-bool sqlt_is_int(QrSqlType t)
-{
-    return t == QR_SQL_INT2 || t == QR_SQL_INT4 || t == QR_SQL_INT8 || t == QR_SQL_OID;
-}
-bool sqlt_is_float(QrSqlType t)
-{
-    return t == QR_SQL_FLOAT4 || t == QR_SQL_FLOAT8 || t == QR_SQL_NUMERIC;
-}
-bool sqlt_is_num(QrSqlType t) { return sqlt_is_int(t) || sqlt_is_float(t); }
-bool sqlt_is_str(QrSqlType t)
-{
-    return t == QR_SQL_TEXT || t == QR_SQL_VARCHAR || t == QR_SQL_NAME || t == QR_SQL_CHAR ||
-           t == QR_SQL_UNKNOWN;
-}
-bool sqlt_is_ts(QrSqlType t) { return t == QR_SQL_TIMESTAMP || t == QR_SQL_TIMESTAMPTZ; }
-
-static const struct {
-    const char *name;
-    QrSqlType t;
-} TYPE_NAMES[] = {
-    {"bool", QR_SQL_BOOL},         {"boolean", QR_SQL_BOOL},
-    {"int2", QR_SQL_INT2},         {"smallint", QR_SQL_INT2},
-    {"int4", QR_SQL_INT4},         {"int", QR_SQL_INT4},
-    {"integer", QR_SQL_INT4},      {"int8", QR_SQL_INT8},
-    {"bigint", QR_SQL_INT8},       {"float4", QR_SQL_FLOAT4},
-    {"real", QR_SQL_FLOAT4},       {"float8", QR_SQL_FLOAT8},
-    {"float", QR_SQL_FLOAT8},      {"double precision", QR_SQL_FLOAT8},
-    {"numeric", QR_SQL_NUMERIC},   {"decimal", QR_SQL_NUMERIC},
-    {"text", QR_SQL_TEXT},         {"varchar", QR_SQL_VARCHAR},
-    {"bpchar", QR_SQL_VARCHAR},    {"name", QR_SQL_NAME},
-    {"char", QR_SQL_CHAR},         {"oid", QR_SQL_OID},
-    {"regclass", QR_SQL_OID},      {"regtype", QR_SQL_OID},
-    {"timestamp", QR_SQL_TIMESTAMP}, {"timestamptz", QR_SQL_TIMESTAMPTZ},
-    {"date", QR_SQL_TIMESTAMP},
-};
-
-bool sqlt_from_name(const char *name, QrSqlType *out)
-{
-    for (size_t i = 0; i < sizeof TYPE_NAMES / sizeof *TYPE_NAMES; i++)
-        if (strcasecmp(TYPE_NAMES[i].name, name) == 0) {
-            *out = TYPE_NAMES[i].t;
-            return true;
-        }
-    return false;
-}
-
 /* ---- timestamps ---- */
 
-/* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm). */
-static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    unsigned yoe = (unsigned)(y - era * 400);
-    unsigned doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + (int64_t)doe - 719468;
-}
-
-static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    unsigned doe = (unsigned)(z - era * 146097);
-    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t yy = (int64_t)yoe + era * 400;
-    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    unsigned mp = (5 * doy + 2) / 153;
-    *d = doy - (153 * mp + 2) / 5 + 1;
-    *m = mp < 10 ? mp + 3 : mp - 9;
-    *y = yy + (*m <= 2);
-}
-
-#define US_PER_DAY 86400000000LL
-
-/* Broken-down UTC time of microseconds since the epoch. */
-typedef struct SqlTm {
-    int64_t year;
-    unsigned mon, day, hour, min, sec, usec, dow, doy;
-} SqlTm;
-
-static void ts_split(int64_t us, SqlTm *tm)
-{
-    int64_t days = us / US_PER_DAY, rem = us % US_PER_DAY;
-    if (rem < 0) {
-        rem += US_PER_DAY;
-        days--;
-    }
-    civil_from_days(days, &tm->year, &tm->mon, &tm->day);
-    tm->hour = (unsigned)(rem / 3600000000LL);
-    tm->min = (unsigned)(rem / 60000000LL % 60);
-    tm->sec = (unsigned)(rem / 1000000 % 60);
-    tm->usec = (unsigned)(rem % 1000000);
-    tm->dow = (unsigned)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday (4) */
-    tm->doy = (unsigned)(days - days_from_civil(tm->year, 1, 1) + 1);
-}
-
-static int64_t ts_join(const SqlTm *tm)
-{
-    return days_from_civil(tm->year, tm->mon, tm->day) * US_PER_DAY +
-           (int64_t)tm->hour * 3600000000LL + (int64_t)tm->min * 60000000LL +
-           (int64_t)tm->sec * 1000000LL + tm->usec;
-}
+#define US_PER_DAY SQL_US_PER_DAY
 
 bool sqlv_parse_ts(const char *s, size_t n, int64_t *us)
 {
@@ -172,7 +37,16 @@ bool sqlv_parse_ts(const char *s, size_t n, int64_t *us)
         memcpy(buf + n, ":00", 4);
         n += 3;
     }
-    return qr_parse_timestamp(buf, n, us);
+    if (qr_parse_timestamp(buf, n, us))
+        return true;
+    /* PostgreSQL's other forms: "2024-01-01 +00" (JDBC's setDate), "2024-01-01 10:00 UTC",
+     * "... BC", "now", "today", "epoch" */
+    int64_t zone;
+    bool has_zone;
+    if (sqld_parse_datetime(buf, n, us, &zone, &has_zone) != 0)
+        return false;
+    *us -= zone * 1000000;
+    return true;
 }
 
 /* Int8 text parse with overflow check.  false on bad syntax; *ovf on range. */
@@ -271,7 +145,7 @@ static int cast_err(SqlCtx *cx, int loc, const char *state, const char *what, Qr
 
 int sqlv_own(SqlCtx *cx, SqlValue *v)
 {
-    if (v->is_null || (!sqlt_is_str(v->type) && v->type != QR_SQL_NUMERIC))
+    if (v->is_null || !sqlt_has_bytes(v->type))
         return QR_OK;
     char *s = qr_arena_strndup(cx->arena, v->u.s.s ? v->u.s.s : "", v->u.s.n);
     if (!s)
@@ -280,11 +154,23 @@ int sqlv_own(SqlCtx *cx, SqlValue *v)
     return QR_OK;
 }
 
+int sqlv_buf_text(SqlCtx *cx, QrBuf *b, SqlValue *out)
+{
+    char *s = qr_buf_ok(b) ? qr_arena_strndup(cx->arena, b->data ? (char *)b->data : "", b->len)
+                           : NULL;
+    size_t n = b->len;
+    qr_buf_free(b);
+    if (!s)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    *out = sqlv_text(s, n);
+    return QR_OK;
+}
+
 static int text_value(SqlCtx *cx, const SqlValue *in, QrSqlType to, SqlValue *out)
 {
     QrBuf b;
     qr_buf_init(&b);
-    qr_sql_value_text(in, &b);
+    qr_sql_session_value_text(cx->sess, in, &b); /* bytea::text follows bytea_output */
     char *s = qr_buf_ok(&b) ? qr_arena_strndup(cx->arena, b.data ? (char *)b.data : "", b.len)
                             : NULL;
     size_t n = b.len;
@@ -311,6 +197,30 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
         out->type = to;
         return QR_OK;
     }
+    if (QR_SQL_IS_ARRAY(to))
+        return sqla_cast(cx, in, to, loc, out);
+    if ((to == QR_SQL_JSON || to == QR_SQL_JSONB) &&
+        (sqlt_is_str(from) || from == QR_SQL_JSON || from == QR_SQL_JSONB))
+        return sqljs_in(cx, in->u.s.s ? in->u.s.s : "", in->u.s.n, to, loc, out);
+    if ((from == QR_SQL_JSON || from == QR_SQL_JSONB) && sqlt_is_str(to)) {
+        *out = *in;
+        out->type = to;
+        return QR_OK;
+    }
+    if ((to == QR_SQL_UUID || to == QR_SQL_BYTEA) && sqlt_is_str(from))
+        return sqlb_cast(cx, in, to, loc, out);
+    if (((to == QR_SQL_UUID || to == QR_SQL_BYTEA || to == QR_SQL_JSON || to == QR_SQL_JSONB) &&
+         !sqlt_is_str(from)) ||
+        ((from == QR_SQL_UUID || from == QR_SQL_BYTEA || from == QR_SQL_JSON ||
+          from == QR_SQL_JSONB) && !sqlt_is_str(to)))
+        return sql_err_at(cx, loc, QR_ETYPE, "42846", "cannot cast type %s to %s",
+                          qr_sql_type_name(from), qr_sql_type_name(to));
+    if ((to == QR_SQL_DATE || to == QR_SQL_TIME || to == QR_SQL_INTERVAL ||
+         ((from == QR_SQL_DATE || from == QR_SQL_TIME || from == QR_SQL_INTERVAL) && !sqlt_is_str(to))))
+        return sqld_cast(cx, in, to, loc, out);
+    if (QR_SQL_IS_ARRAY(from) && !sqlt_is_str(to))
+        return sql_err_at(cx, loc, QR_ETYPE, "42846", "cannot cast type %s to %s",
+                          qr_sql_type_name(from), qr_sql_type_name(to));
     SqlValue v = {.type = to};
     if (sqlt_is_str(to)) {
         if (to == QR_SQL_CHAR && sqlt_is_str(from)) {
@@ -323,12 +233,11 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
         return text_value(cx, in, to, out);
     }
     if (to == QR_SQL_NUMERIC) {
-        if (sqlt_is_str(from)) {
-            double d;
-            if (!parse_float(in->u.s.s, in->u.s.n, &d))
-                return cast_err(cx, loc, "22P02", "invalid input syntax", to, in);
-        }
-        if (sqlt_is_str(from) || sqlt_is_num(from))
+        if (sqlt_is_str(from))
+            return sqln_in(cx, in->u.s.s ? in->u.s.s : "", in->u.s.n, loc, out);
+        if (from == QR_SQL_FLOAT4 || from == QR_SQL_FLOAT8)
+            return sqln_from_double(cx, in->u.f, out);
+        if (sqlt_is_int(from))
             return text_value(cx, in, to, out);
         return sql_err_at(cx, loc, QR_ETYPE, "42846", "cannot cast type %s to numeric",
                           qr_sql_type_name(from));
@@ -339,8 +248,24 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
             i = in->u.i;
         } else if (from == QR_SQL_FLOAT4 || from == QR_SQL_FLOAT8 || from == QR_SQL_NUMERIC) {
             double d = in->u.f;
-            if (from == QR_SQL_NUMERIC && !parse_float(in->u.s.s, in->u.s.n, &d))
-                return cast_err(cx, loc, "22P02", "invalid input syntax", to, in);
+            if (from == QR_SQL_NUMERIC) { /* rounded half away from zero, exactly */
+                SqlValue r;
+                int rc = sqln_round(cx, in, 0, SQLN_ROUND, &r);
+                if (rc)
+                    return rc;
+                bool ovf;
+                if (!parse_int(r.u.s.s, r.u.s.n, &i, &ovf) || ovf)
+                    return sql_err_at(cx, loc, QR_EINVAL, "22003", "%s out of range",
+                                      to == QR_SQL_INT2 ? "smallint" : to == QR_SQL_INT4 ? "integer"
+                                                                                       : "bigint");
+                if (!range_for(to, i))
+                    return sql_err_at(cx, loc, QR_EINVAL, "22003", "%s out of range",
+                                      to == QR_SQL_INT2 ? "smallint" : to == QR_SQL_INT4 ? "integer"
+                                                                                       : "oid");
+                v.u.i = i;
+                *out = v;
+                return QR_OK;
+            }
             d = rint(d);
             if (isnan(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0)
                 return sql_err_at(cx, loc, QR_EINVAL, "22003", "%s out of range",
@@ -429,7 +354,7 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
 
 static double num_of(const SqlValue *v)
 {
-    if (sqlt_is_int(v->type) || sqlt_is_ts(v->type))
+    if (sqlt_is_int(v->type) || sqlt_is_datetime(v->type) || v->type == QR_SQL_TIME)
         return (double)v->u.i;
     if (v->type == QR_SQL_NUMERIC) {
         char buf[64];
@@ -455,14 +380,43 @@ int sqlv_cmp(const SqlValue *a, const SqlValue *b)
 {
     if (a->is_null || b->is_null)
         return a->is_null ? (b->is_null ? 0 : 1) : -1;
-    bool ai = sqlt_is_int(a->type) || sqlt_is_ts(a->type) || a->type == QR_SQL_BOOL;
-    bool bi = sqlt_is_int(b->type) || sqlt_is_ts(b->type) || b->type == QR_SQL_BOOL;
+    if (QR_SQL_IS_ARRAY(a->type) || QR_SQL_IS_ARRAY(b->type)) {
+        if (QR_SQL_IS_ARRAY(a->type) && QR_SQL_IS_ARRAY(b->type))
+            return sqla_cmp(a, b);
+        return QR_SQL_IS_ARRAY(a->type) ? 1 : -1; /* arrays after scalars */
+    }
+    if (a->type == QR_SQL_INTERVAL || b->type == QR_SQL_INTERVAL) {
+        if (a->type == b->type)
+            return sqld_interval_cmp(a, b);
+        return a->type == QR_SQL_INTERVAL ? 1 : -1;
+    }
+    if (a->type == QR_SQL_UUID || b->type == QR_SQL_UUID) {
+        if (a->type == b->type) {
+            int c = memcmp(a->u.uuid, b->u.uuid, 16);
+            return c < 0 ? -1 : c > 0;
+        }
+        return a->type == QR_SQL_UUID ? 1 : -1;
+    }
+    bool ai = sqlt_is_int(a->type) || sqlt_is_datetime(a->type) || a->type == QR_SQL_TIME ||
+              a->type == QR_SQL_BOOL;
+    bool bi = sqlt_is_int(b->type) || sqlt_is_datetime(b->type) || b->type == QR_SQL_TIME ||
+              b->type == QR_SQL_BOOL;
     if (ai && bi) {
         int64_t x = a->type == QR_SQL_BOOL ? a->u.b : a->u.i;
         int64_t y = b->type == QR_SQL_BOOL ? b->u.b : b->u.i;
         return x < y ? -1 : x > y;
     }
     bool an = ai || sqlt_is_float(a->type), bn = bi || sqlt_is_float(b->type);
+    if ((a->type == QR_SQL_NUMERIC && (b->type == QR_SQL_NUMERIC || sqlt_is_int(b->type))) ||
+        (b->type == QR_SQL_NUMERIC && sqlt_is_int(a->type))) { /* exact */
+        char ia[24], ib[24];
+        SqlValue x = *a, y = *b;
+        if (sqlt_is_int(a->type))
+            x = sqlv_text(ia, (size_t)snprintf(ia, sizeof ia, "%" PRId64, a->u.i));
+        if (sqlt_is_int(b->type))
+            y = sqlv_text(ib, (size_t)snprintf(ib, sizeof ib, "%" PRId64, b->u.i));
+        return sqln_cmp(&x, &y);
+    }
     if (an && bn) {
         if (ai && sqlt_is_int(a->type) && !bi) { /* exact int vs float */
             double y = num_of(b);
@@ -481,9 +435,9 @@ int sqlv_cmp(const SqlValue *a, const SqlValue *b)
     /* strings (and mixed kinds by text) */
     const char *s1 = a->u.s.s, *s2 = b->u.s.s;
     size_t n1 = a->u.s.n, n2 = b->u.s.n;
-    if (!sqlt_is_str(a->type) && a->type != QR_SQL_NUMERIC)
+    if (!sqlt_has_bytes(a->type))
         return an ? -1 : 1;
-    if (!sqlt_is_str(b->type) && b->type != QR_SQL_NUMERIC)
+    if (!sqlt_has_bytes(b->type))
         return bn ? 1 : -1;
     int c = memcmp(s1, s2, n1 < n2 ? n1 : n2);
     if (c)
@@ -522,7 +476,18 @@ uint64_t sqlv_hash(const SqlValue *v)
 {
     if (v->is_null)
         return 0x9e3779b97f4a7c15ULL;
-    if (sqlt_is_str(v->type)) {
+    if (QR_SQL_IS_ARRAY(v->type))
+        return mix(sqla_hash(v));
+    if (v->type == QR_SQL_INTERVAL)
+        return mix(sqld_interval_hash(v));
+    if (v->type == QR_SQL_UUID) {
+        uint64_t x, y;
+        memcpy(&x, v->u.uuid, 8);
+        memcpy(&y, v->u.uuid + 8, 8);
+        return mix(x ^ mix(y));
+    }
+    if (sqlt_is_str(v->type) || v->type == QR_SQL_BYTEA || v->type == QR_SQL_JSON ||
+        v->type == QR_SQL_JSONB) {
         uint64_t h = 1469598103934665603ULL;
         for (size_t i = 0; i < v->u.s.n; i++)
             h = (h ^ (uint8_t)v->u.s.s[i]) * 1099511628211ULL;
@@ -557,20 +522,14 @@ static void put_float(QrBuf *out, double d, bool f4)
             qr_buf_append(out, "Infinity", 8);
         return;
     }
-    char buf[40];
-    for (int p = f4 ? 6 : 15; p <= 17; p++) {
-        snprintf(buf, sizeof buf, "%.*g", p, d);
-        if (f4 ? (float)strtod(buf, NULL) == (float)d : strtod(buf, NULL) == d)
-            break;
-    }
-    qr_buf_append(out, buf, strlen(buf));
+    qr_buf_double(out, d, f4);
 }
 
 static void put_ts(QrBuf *out, int64_t us, bool tz)
 {
     SqlTm tm;
     int32_t off = tz ? sqlz_display_offset(us) : 0; /* timestamptz: the session's zone */
-    ts_split(us + (int64_t)off * 1000000, &tm);
+    sqld_split(us + (int64_t)off * 1000000, &tm);
     if (tm.year > 0)
         qr_buf_printf(out, "%04" PRId64 "-%02u-%02u %02u:%02u:%02u", tm.year, tm.mon, tm.day,
                       tm.hour, tm.min, tm.sec);
@@ -600,6 +559,10 @@ void qr_sql_value_text(const QrSqlValue *v, QrBuf *out)
 {
     if (v->is_null)
         return;
+    if (QR_SQL_IS_ARRAY(v->type)) {
+        sqla_out(v, out);
+        return;
+    }
     switch (v->type) {
     case QR_SQL_BOOL:
         qr_buf_putc(out, v->u.b ? 't' : 'f');
@@ -618,6 +581,21 @@ void qr_sql_value_text(const QrSqlValue *v, QrBuf *out)
     case QR_SQL_TIMESTAMPTZ:
         put_ts(out, v->u.i, v->type == QR_SQL_TIMESTAMPTZ);
         break;
+    case QR_SQL_DATE:
+        sqld_date_out(v->u.i, out);
+        break;
+    case QR_SQL_TIME:
+        sqld_time_out(v->u.i, out);
+        break;
+    case QR_SQL_INTERVAL:
+        sqld_interval_out(v, out);
+        break;
+    case QR_SQL_UUID:
+        sqlb_uuid_out(v->u.uuid, out);
+        break;
+    case QR_SQL_BYTEA:
+        sqlb_bytea_out(v, out);
+        break;
     default:
         qr_buf_append(out, v->u.s.s ? v->u.s.s : "", v->u.s.n);
         break;
@@ -628,6 +606,14 @@ void sqlv_json(const SqlValue *v, QrBuf *out)
 {
     if (v->is_null) {
         qr_buf_append(out, "null", 4);
+        return;
+    }
+    if (QR_SQL_IS_ARRAY(v->type)) { /* its text form, as a string */
+        QrBuf t;
+        qr_buf_init(&t);
+        sqla_out(v, &t);
+        qr_buf_json_str(out, t.data ? (const char *)t.data : "", t.len);
+        qr_buf_free(&t);
         return;
     }
     switch (v->type) {
@@ -660,6 +646,20 @@ void sqlv_json(const SqlValue *v, QrBuf *out)
         qr_buf_json_str(out, b, strlen(b));
         break;
     }
+    case QR_SQL_DATE:
+    case QR_SQL_TIME:
+    case QR_SQL_INTERVAL:
+    case QR_SQL_UUID:
+    case QR_SQL_BYTEA:
+    case QR_SQL_JSON:
+    case QR_SQL_JSONB: {
+        QrBuf t;
+        qr_buf_init(&t);
+        qr_sql_value_text(v, &t);
+        qr_buf_json_str(out, t.data ? (const char *)t.data : "", t.len);
+        qr_buf_free(&t);
+        break;
+    }
     default:
         qr_buf_json_str(out, v->u.s.s ? v->u.s.s : "", v->u.s.n);
         break;
@@ -671,7 +671,7 @@ void sqlv_json(const SqlValue *v, QrBuf *out)
 int sqlv_date_trunc(const char *unit, int64_t us, int64_t *out)
 {
     SqlTm tm;
-    ts_split(us, &tm);
+    sqld_split(us, &tm);
     if (!strcasecmp(unit, "microseconds")) {
         *out = us;
         return 0;
@@ -687,7 +687,7 @@ int sqlv_date_trunc(const char *unit, int64_t us, int64_t *out)
     } else if (!strcasecmp(unit, "day")) {
         tm.usec = tm.sec = tm.min = tm.hour = 0;
     } else if (!strcasecmp(unit, "week")) {
-        int64_t days = days_from_civil(tm.year, tm.mon, tm.day);
+        int64_t days = sqld_days_from_civil(tm.year, tm.mon, tm.day);
         days -= (tm.dow + 6) % 7; /* ISO weeks start on Monday */
         *out = days * US_PER_DAY;
         return 0;
@@ -708,14 +708,14 @@ int sqlv_date_trunc(const char *unit, int64_t us, int64_t *out)
     } else {
         return -1;
     }
-    *out = ts_join(&tm);
+    *out = sqld_join(&tm);
     return 0;
 }
 
 int sqlv_extract(const char *field, int64_t us, double *out)
 {
     SqlTm tm;
-    ts_split(us, &tm);
+    sqld_split(us, &tm);
     const struct {
         const char *name;
         double v;
@@ -780,61 +780,23 @@ int sqlv_array_parse(SqlCtx *cx, const SqlValue *arr, SqlValue **elems, uint64_t
         }
         return QR_OK;
     }
-    p++;
     char *buf = qr_arena_alloc(cx->arena, t.u.s.n + 1);
     if (!buf)
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
-    bool closed = false;
-    while (p < end && !closed) {
-        while (p < end && isspace((unsigned char)*p))
-            p++;
-        if (p < end && *p == '}' && *n == 0) {
-            closed = true;
-            p++;
-            break;
-        }
-        size_t k = 0;
-        bool quoted = false;
-        if (p < end && *p == '"') {
-            quoted = true;
-            for (p++; p < end && *p != '"'; p++) {
-                if (*p == '\\' && p + 1 < end)
-                    p++;
-                buf[k++] = *p;
-            }
-            if (p == end)
-                break;
-            p++;
-        } else {
-            while (p < end && *p != ',' && *p != '}') {
-                if (*p == '\\' && p + 1 < end)
-                    p++;
-                buf[k++] = *p++;
-            }
-            while (k && isspace((unsigned char)buf[k - 1]))
-                k--;
-        }
+    size_t pos = 0, k;
+    bool null;
+    int got;
+    while ((got = qr_array_next(t.u.s.s, t.u.s.n, &pos, buf, &k, &null)) > 0) {
         SqlValue x = sqlv_text(buf, k);
-        if (!quoted && k == 4 && !strncasecmp(buf, "NULL", 4)) {
+        if (null) {
             x = sqlv_null();
             x.type = QR_SQL_TEXT;
         }
         buf += k;
         if ((rc = array_push(cx, elems, n, &cap, x)))
             return rc;
-        while (p < end && isspace((unsigned char)*p))
-            p++;
-        if (p < end && *p == ',')
-            p++;
-        else if (p < end && *p == '}') {
-            closed = true;
-            p++;
-        } else
-            break;
     }
-    while (p < end && isspace((unsigned char)*p))
-        p++;
-    if (!closed || p != end)
+    if (got < 0)
         return sql_err_at(cx, -1, QR_EINVAL, "22P02", "malformed array literal: \"%.*s\"",
                           (int)(t.u.s.n > 64 ? 64 : t.u.s.n), t.u.s.s);
     return QR_OK;
@@ -854,19 +816,7 @@ int sqlv_array_text(SqlCtx *cx, const SqlValue *elems, uint64_t n, SqlValue *out
         }
         qr_buf_init(&e);
         qr_sql_value_text(&elems[i], &e);
-        const char *s = e.data ? (const char *)e.data : "";
-        bool quote = e.len == 0 || (e.len == 4 && !strncasecmp(s, "NULL", 4));
-        for (size_t k = 0; k < e.len && !quote; k++)
-            quote = strchr("{},\"\\ \t\n", s[k]) != NULL;
-        if (quote)
-            qr_buf_putc(&b, '"');
-        for (size_t k = 0; k < e.len; k++) {
-            if (quote && (s[k] == '"' || s[k] == '\\'))
-                qr_buf_putc(&b, '\\');
-            qr_buf_putc(&b, (uint8_t)s[k]);
-        }
-        if (quote)
-            qr_buf_putc(&b, '"');
+        qr_buf_array_elem(&b, e.data ? (const char *)e.data : "", e.len);
         qr_buf_free(&e);
     }
     qr_buf_putc(&b, '}');
@@ -877,4 +827,205 @@ int sqlv_array_text(SqlCtx *cx, const SqlValue *elems, uint64_t n, SqlValue *out
         return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
     *out = sqlv_text(s, len);
     return QR_OK;
+}
+
+/* ---- binary send form ---- */
+
+#define PG_EPOCH_OFFSET_US 946684800000000LL /* 2000-01-01 minus 1970-01-01 */
+
+static void put_be(QrBuf *b, uint64_t v, int n)
+{
+    uint8_t x[8];
+    for (int i = 0; i < n; i++)
+        x[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+    qr_buf_append(b, x, (size_t)n);
+}
+
+/* Decimal text -> PostgreSQL binary numeric: ndigits, weight, sign, dscale,
+ * then base-10000 digits. */
+static void put_numeric_binary(QrBuf *b, const char *s, size_t n)
+{
+    uint16_t sign = 0;
+    size_t i = 0;
+    if (n == 3 && !memcmp(s, "NaN", 3)) {
+        put_be(b, 0, 2), put_be(b, 0, 2), put_be(b, 0xC000, 2), put_be(b, 0, 2);
+        return;
+    }
+    if (i < n && (s[i] == '-' || s[i] == '+'))
+        sign = s[i++] == '-' ? 0x4000 : 0;
+    if (n - i == 8 && !memcmp(s + i, "Infinity", 8)) {
+        put_be(b, 0, 2), put_be(b, 0, 2);
+        put_be(b, sign ? 0xF000 : 0xD000, 2), put_be(b, 0, 2);
+        return;
+    }
+    size_t i0 = i, il = 0, f0 = 0, fl = 0;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+        il++;
+    if (i < n && s[i] == '.') {
+        f0 = ++i;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++)
+            fl++;
+    }
+    /* base-10000 groups: integer part padded left, fraction padded right */
+    size_t lead = (4 - il % 4) % 4;
+    size_t n_int = (il + lead) / 4, n_frac = (fl + 3) / 4;
+    int weight = (int)n_int - 1, first = 0, nd = (int)(n_int + n_frac);
+    uint16_t small[64], *digits = nd <= 64 ? small : qr_malloc((size_t)nd * sizeof *digits);
+    if (!digits) {
+        b->oom = true;
+        return;
+    }
+    for (size_t g = 0; g < n_int; g++) {
+        int v = 0;
+        for (size_t k = 0; k < 4; k++) {
+            size_t pos = g * 4 + k;
+            v = v * 10 + (pos < lead ? 0 : s[i0 + pos - lead] - '0');
+        }
+        digits[g] = (uint16_t)v;
+    }
+    for (size_t g = 0; g < n_frac; g++) {
+        int v = 0;
+        for (size_t k = 0; k < 4; k++) {
+            size_t pos = g * 4 + k;
+            v = v * 10 + (pos < fl ? s[f0 + pos] - '0' : 0);
+        }
+        digits[n_int + g] = (uint16_t)v;
+    }
+    while (first < nd && digits[first] == 0)
+        first++, weight--;
+    while (nd > first && digits[nd - 1] == 0)
+        nd--;
+    if (first == nd)
+        weight = 0, sign = 0, first = nd = 0;
+    put_be(b, (uint64_t)(nd - first), 2);
+    put_be(b, (uint64_t)(uint16_t)(int16_t)weight, 2);
+    put_be(b, sign, 2);
+    put_be(b, fl, 2);
+    for (int k = first; k < nd; k++)
+        put_be(b, digits[k], 2);
+    if (digits != small)
+        qr_free(digits);
+}
+
+void qr_sql_value_send(const QrSqlValue *v, QrBuf *b)
+{
+    if (v->is_null)
+        return;
+    if (QR_SQL_IS_ARRAY(v->type)) {
+        sqla_send(v, b);
+        return;
+    }
+    switch (v->type) {
+    case QR_SQL_BOOL:
+        qr_buf_putc(b, v->u.b ? 1 : 0);
+        break;
+    case QR_SQL_INT2:
+        put_be(b, (uint64_t)v->u.i, 2);
+        break;
+    case QR_SQL_INT4:
+    case QR_SQL_OID:
+        put_be(b, (uint64_t)v->u.i, 4);
+        break;
+    case QR_SQL_INT8:
+        put_be(b, (uint64_t)v->u.i, 8);
+        break;
+    case QR_SQL_FLOAT4: {
+        float f = (float)v->u.f;
+        uint32_t w;
+        memcpy(&w, &f, 4);
+        put_be(b, w, 4);
+        break;
+    }
+    case QR_SQL_FLOAT8: {
+        uint64_t w;
+        memcpy(&w, &v->u.f, 8);
+        put_be(b, w, 8);
+        break;
+    }
+    case QR_SQL_TIMESTAMP:
+    case QR_SQL_TIMESTAMPTZ:
+        put_be(b, (uint64_t)(v->u.i - PG_EPOCH_OFFSET_US), 8);
+        break;
+    case QR_SQL_NUMERIC:
+        put_numeric_binary(b, v->u.s.s, v->u.s.n);
+        break;
+    case QR_SQL_DATE:
+    case QR_SQL_TIME:
+    case QR_SQL_INTERVAL:
+        sqld_send(v, b);
+        break;
+    case QR_SQL_UUID:
+        qr_buf_append(b, v->u.uuid, 16);
+        break;
+    case QR_SQL_JSONB: /* version 1, then the text */
+        qr_buf_putc(b, 1);
+        qr_buf_append(b, v->u.s.s, v->u.s.n);
+        break;
+    case QR_SQL_BYTEA:
+        qr_buf_append(b, v->u.s.s, v->u.s.n);
+        break;
+    default:
+        qr_sql_value_text(v, b);
+        break;
+    }
+}
+
+int sqlv_numeric_recv(SqlCtx *cx, const uint8_t *p, size_t n, SqlValue *out)
+{
+    if (n < 8)
+        goto bad;
+    int nd = p[0] << 8 | p[1];
+    int weight = (int16_t)(p[2] << 8 | p[3]);
+    unsigned sign = (unsigned)(p[4] << 8 | p[5]);
+    int dscale = p[6] << 8 | p[7];
+    if (n != 8 + 2 * (size_t)nd || dscale > 0x3FFF)
+        goto bad;
+    const char *special = sign == 0xC000 ? "NaN" : sign == 0xD000 ? "Infinity"
+                          : sign == 0xF000 ? "-Infinity" : NULL;
+    if (special) {
+        *out = sqlv_text(special, strlen(special));
+        out->type = QR_SQL_NUMERIC;
+        return QR_OK;
+    }
+    if (sign != 0 && sign != 0x4000)
+        goto bad;
+    QrBuf b;
+    qr_buf_init(&b);
+    if (sign)
+        qr_buf_putc(&b, '-');
+    /* integer part: groups weight..0, the first without leading zeros */
+    if (weight < 0) {
+        qr_buf_putc(&b, '0');
+    } else {
+        for (int g = 0; g <= weight; g++) {
+            int d = g < nd ? (p[8 + 2 * g] << 8 | p[9 + 2 * g]) : 0;
+            if (d > 9999) {
+                qr_buf_free(&b);
+                goto bad;
+            }
+            qr_buf_printf(&b, g == 0 ? "%d" : "%04d", d);
+        }
+    }
+    if (dscale > 0) {
+        qr_buf_putc(&b, '.');
+        for (int k = 0; k < dscale; k++) {
+            int g = weight + 1 + k / 4; /* the group holding fraction digit k */
+            int d = g >= 0 && g < nd ? (p[8 + 2 * g] << 8 | p[9 + 2 * g]) : 0;
+            static const int div[4] = {1000, 100, 10, 1};
+            qr_buf_putc(&b, (uint8_t)('0' + d / div[k % 4] % 10));
+        }
+    }
+    char *s = qr_buf_ok(&b) ? qr_arena_strndup(cx->arena, (const char *)b.data, b.len) : NULL;
+    size_t len = b.len;
+    qr_buf_free(&b);
+    if (!s)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    /* "-0" is 0 */
+    if (len == 2 && s[0] == '-' && s[1] == '0')
+        s++, len--;
+    *out = sqlv_text(s, len);
+    out->type = QR_SQL_NUMERIC;
+    return QR_OK;
+bad:
+    return sql_err_at(cx, -1, QR_EINVAL, "22P03", "invalid numeric in binary data");
 }

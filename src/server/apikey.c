@@ -10,7 +10,11 @@
 #include "store/mem.h"
 #include "store/util.h"
 
+#include "query/quarry.h"
+
 #include <cJSON.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <openssl/crypto.h>
 #include <openssl/rand.h>
 #include <openssl/sha.h>
@@ -28,6 +32,8 @@ typedef struct ApiKey {
     ApiScope scope;
     uint8_t salt[SALT_LEN];
     uint8_t hash[SHA256_DIGEST_LENGTH];   /* SHA-256(salt || key) */
+    char tables[APIKEY_TABLES_MAX];       /* "a,b", "" = every table */
+    int64_t expires;                      /* Unix seconds, 0 = never */
 } ApiKey;
 
 /* Invariant: keys[0..n) is the file as of `mtime`/`size`; lock guards all. */
@@ -137,6 +143,34 @@ static int keys_read(const char *path, ApiKey **keys, int *n, QrError *err)
             return QR_ESYNTAX;
         }
         snprintf(k[i].name, sizeof k[i].name, "%s", name->valuestring);
+        const cJSON *tables = cJSON_GetObjectItemCaseSensitive(it, "tables");
+        const cJSON *exp = cJSON_GetObjectItemCaseSensitive(it, "expires");
+        bool ok = !exp || (cJSON_IsNumber(exp) && exp->valuedouble >= 0 && exp->valuedouble < 1e15);
+        if (exp && ok)
+            k[i].expires = (int64_t)exp->valuedouble;
+        if (tables && !cJSON_IsArray(tables))
+            ok = false;
+        const cJSON *tn;
+        cJSON_ArrayForEach(tn, tables)
+        {
+            size_t used = strlen(k[i].tables);
+            if (!cJSON_IsString(tn) || !qr_name_valid(tn->valuestring) ||
+                used + strlen(tn->valuestring) + 2 > sizeof k[i].tables) {
+                ok = false;
+                break;
+            }
+            snprintf(k[i].tables + used, sizeof k[i].tables - used, "%s%s", used ? "," : "",
+                     tn->valuestring);
+        }
+        if (!ok || (tables && !k[i].tables[0])) {
+            qr_error_set(err, QR_ESYNTAX, "malformed limits of key \"%s\" in key file %s",
+                         k[i].name, APIKEY_FILE);
+            qr_error_detail(err, "\"tables\" must be a non-empty list of table names, "
+                                 "\"expires\" Unix seconds");
+            cJSON_Delete(root);
+            qr_free(k);
+            return QR_ESYNTAX;
+        }
         i++;
     }
     cJSON_Delete(root);
@@ -158,6 +192,18 @@ static int keys_write(const char *path, const ApiKey *keys, int n, QrError *err)
         cJSON_AddStringToObject(o, "scope", apikey_scope_name(keys[i].scope));
         cJSON_AddStringToObject(o, "salt", salt);
         cJSON_AddStringToObject(o, "hash", hash);
+        if (keys[i].tables[0]) {
+            cJSON *t = cJSON_AddArrayToObject(o, "tables");
+            for (const char *p = keys[i].tables; t && *p;) {
+                size_t w = strcspn(p, ",");
+                char one[QR_NAME_MAX + 1];
+                snprintf(one, sizeof one, "%.*s", (int)w, p);
+                cJSON_AddItemToArray(t, cJSON_CreateString(one));
+                p += w + (p[w] == ',');
+            }
+        }
+        if (keys[i].expires)
+            cJSON_AddNumberToObject(o, "expires", (double)keys[i].expires);
         cJSON_AddItemToArray(arr, o);
     }
     int rc = arr ? secret_file_write(path, root, err)
@@ -244,6 +290,29 @@ int apikey_count(ApiKeys *k)
 
 ApiScope apikey_check(ApiKeys *k, const char *token, size_t len, char *name, size_t cap)
 {
+    ApiKeyInfo info;
+    ApiScope s = apikey_check_info(k, token, len, &info);
+    if (s != API_SCOPE_NONE && name && cap)
+        snprintf(name, cap, "%s", info.name);
+    return s;
+}
+
+bool apikey_table_ok(const char *tables, const char *table)
+{
+    if (!tables[0])
+        return true;
+    size_t tl = strlen(table);
+    for (const char *p = tables; *p;) {
+        size_t n = strcspn(p, ",");
+        if (n == tl && !strncmp(p, table, n))
+            return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
+ApiScope apikey_check_info(ApiKeys *k, const char *token, size_t len, ApiKeyInfo *info)
+{
     ApiScope found = API_SCOPE_NONE;
     pthread_mutex_lock(&k->lock);
     keys_refresh(k, false);
@@ -254,8 +323,12 @@ ApiScope apikey_check(ApiKeys *k, const char *token, size_t len, char *name, siz
         hash_key(k->keys[i].salt, token, len, h);
         if (CRYPTO_memcmp(h, k->keys[i].hash, sizeof h) == 0 && found == API_SCOPE_NONE) {
             found = k->keys[i].scope;
-            if (name && cap)
-                snprintf(name, cap, "%s", k->keys[i].name);
+            if (info) {
+                snprintf(info->name, sizeof info->name, "%s", k->keys[i].name);
+                info->scope = found;
+                memcpy(info->tables, k->keys[i].tables, sizeof info->tables);
+                info->expires = k->keys[i].expires;
+            }
         }
     }
     pthread_mutex_unlock(&k->lock);
@@ -278,6 +351,60 @@ static int keys_edit(const char *data_dir, const char *name, char *path, size_t 
 
 int apikey_add(const char *data_dir, const char *name, ApiScope scope, char *key, QrError *err)
 {
+    return apikey_add_limited(data_dir, name, scope, NULL, 0, key, err);
+}
+
+bool apikey_parse_expiry(const char *s, int64_t now, int64_t *out)
+{
+    if (s[0] == '+') {
+        char *end;
+        errno = 0;
+        long long v = strtoll(s + 1, &end, 10);
+        int64_t unit = *end == 'd' ? 86400 : *end == 'h' ? 3600 : *end == 'm' ? 60
+                     : *end == 's' ? 1 : 0;
+        if (errno || end == s + 1 || v < 0 || !unit || end[1] || v > (int64_t)1e12 / unit)
+            return false;
+        *out = now + v * unit;
+        return true;
+    }
+    struct tm tm;
+    memset(&tm, 0, sizeof tm);
+    const char *e = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+    if (e && (!strcmp(e, "Z") || !*e)) {
+        *out = (int64_t)timegm(&tm);
+        return *out > 0;
+    }
+    memset(&tm, 0, sizeof tm);
+    e = strptime(s, "%Y-%m-%d", &tm);
+    if (!e || *e)
+        return false;
+    *out = (int64_t)timegm(&tm);
+    return *out > 0;
+}
+
+int apikey_add_limited(const char *data_dir, const char *name, ApiScope scope,
+                       const char *tables, int64_t expires, char *key, QrError *err)
+{
+    char tl[APIKEY_TABLES_MAX] = "";
+    for (const char *p = tables ? tables : ""; *p;) {
+        while (*p == ',' || *p == ' ')
+            p++;
+        size_t n = strcspn(p, ", ");
+        if (!n)
+            break;
+        char one[QR_NAME_MAX + 2];
+        snprintf(one, sizeof one, "%.*s", (int)(n > QR_NAME_MAX + 1 ? QR_NAME_MAX + 1 : n), p);
+        if (n > QR_NAME_MAX || !qr_name_valid(one))
+            return qr_error_set(err, QR_EINVAL, "invalid table name \"%.80s\" in --tables", one);
+        size_t used = strlen(tl);
+        if (used + n + 2 > sizeof tl)
+            return qr_error_set(err, QR_EINVAL, "the table list is longer than %d bytes",
+                                APIKEY_TABLES_MAX - 1);
+        snprintf(tl + used, sizeof tl - used, "%s%s", used ? "," : "", one);
+        p += n;
+    }
+    if (expires < 0)
+        return qr_error_set(err, QR_EINVAL, "invalid expiry time");
     if (!secret_name_valid(name, APIKEY_NAME_MAX)) {
         qr_error_set(err, QR_EINVAL, "invalid key name \"%.80s\"", name);
         qr_error_hint(err, "use 1 to %d letters, digits, '_', '-' or '.'", APIKEY_NAME_MAX);
@@ -311,6 +438,8 @@ int apikey_add(const char *data_dir, const char *name, ApiScope scope, char *key
     hex_encode(secret, sizeof secret, key + 3);
     OPENSSL_cleanse(secret, sizeof secret);
     keys[at].scope = scope;
+    memcpy(keys[at].tables, tl, sizeof tl);
+    keys[at].expires = expires;
     hash_key(keys[at].salt, key, APIKEY_LEN, keys[at].hash);
     rc = keys_write(path, keys, n, err);
     qr_free(keys);
@@ -339,7 +468,9 @@ int apikey_remove(const char *data_dir, const char *name, QrError *err)
 
 static void key_usage(void)
 {
-    fprintf(stderr, "usage: quarry key add NAME [--scope search|write|admin] [--data DIR]\n"
+    fprintf(stderr, "usage: quarry key add NAME [--scope search|write|admin] [--tables T1,T2]\n"
+                    "                      [--expires 2027-01-01|2027-01-01T12:00:00Z|+30d]"
+                    " [--data DIR]\n"
                     "       quarry key remove NAME [--data DIR]\n"
                     "       quarry key list [--data DIR]\n"
                     "  add prints the new key once; only a salted hash is stored\n");
@@ -382,8 +513,8 @@ static bool key_args(int argc, char **argv, const char *const *flags, const char
 
 int cmd_key(int argc, char **argv)
 {
-    static const char *const FLAGS[] = {"data", "scope", NULL};
-    const char *vals[] = {"./data", "search"};
+    static const char *const FLAGS[] = {"data", "scope", "tables", "expires", NULL};
+    const char *vals[] = {"./data", "search", NULL, NULL};
     const char *pos[2] = {NULL, NULL};
     if (!key_args(argc, argv, FLAGS, vals, pos, 2)) {
         key_usage();
@@ -400,8 +531,20 @@ int cmd_key(int argc, char **argv)
             fprintf(stderr, "quarry key: %s\n", err.message);
             return 1;
         }
-        for (int i = 0; i < n; i++)
-            printf("%s\t%s\n", keys[i].name, apikey_scope_name(keys[i].scope));
+        for (int i = 0; i < n; i++) {
+            /* name, scope, then the limits a key has */
+            printf("%s\t%s", keys[i].name, apikey_scope_name(keys[i].scope));
+            if (keys[i].tables[0])
+                printf("\ttables=%s", keys[i].tables);
+            if (keys[i].expires) {
+                char exp[32];
+                time_t t = (time_t)keys[i].expires;
+                struct tm tm;
+                strftime(exp, sizeof exp, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+                printf("\texpires=%s", exp);
+            }
+            putchar('\n');
+        }
         qr_free(keys);
         return 0;
     }
@@ -422,8 +565,15 @@ int cmd_key(int argc, char **argv)
         fprintf(stderr, "quarry key: --scope must be search, write or admin\n");
         return 2;
     }
+    int64_t expires = 0;
+    if (vals[3] && !apikey_parse_expiry(vals[3], (int64_t)time(NULL), &expires)) {
+        fprintf(stderr, "quarry key: --expires \"%s\" is not a date (2027-01-01, "
+                        "2027-01-01T12:00:00Z, UTC) or a span (+30d, +12h, +45m, +90s)\n", vals[3]);
+        return 2;
+    }
     char key[APIKEY_LEN + 1];
-    if (qr_mkdir_p(data, &err) != QR_OK || apikey_add(data, name, s, key, &err) != QR_OK) {
+    if (qr_mkdir_p(data, &err) != QR_OK ||
+        apikey_add_limited(data, name, s, vals[2], expires, key, &err) != QR_OK) {
         fprintf(stderr, "quarry key: %s\n", err.message);
         if (err.hint[0])
             fprintf(stderr, "hint: %s\n", err.hint);

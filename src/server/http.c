@@ -36,6 +36,7 @@
 const HttpRoute HTTP_ROUTES[] = {
     {HM_GET, "/", "admin_page", API_SCOPE_NONE, HB_NONE, false, http_admin_asset},
     {HM_GET, "/admin/{file}", "admin_asset", API_SCOPE_NONE, HB_NONE, false, http_admin_asset},
+    {HM_GET, "/openapi.yaml", "openapi", API_SCOPE_NONE, HB_NONE, false, http_admin_asset},
     {HM_GET, "/health", "health", API_SCOPE_NONE, HB_NONE, false, http_health},
     {HM_GET, "/metrics", "metrics", API_SCOPE_ADMIN, HB_NONE, false, http_metrics_get},
     {HM_GET, "/stats", "stats", API_SCOPE_ADMIN, HB_NONE, false, http_stats_get},
@@ -53,6 +54,8 @@ const HttpRoute HTTP_ROUTES[] = {
      http_docs_get},
     {HM_PUT, "/tables/{t}/documents/{id}", "documents_put", API_SCOPE_WRITE, HB_JSON, true,
      http_docs_put},
+    {HM_PATCH, "/tables/{t}/documents/{id}", "documents_patch", API_SCOPE_WRITE, HB_JSON, true,
+     http_docs_patch},
     {HM_DELETE, "/tables/{t}/documents/{id}", "documents_delete", API_SCOPE_WRITE, HB_NONE,
      true, http_docs_delete},
     {HM_POST, "/tables/{t}/delete_by_query", "delete_by_query", API_SCOPE_WRITE, HB_JSON, true,
@@ -60,8 +63,16 @@ const HttpRoute HTTP_ROUTES[] = {
     {HM_GET, "/tables/{t}/search", "search", API_SCOPE_SEARCH, HB_NONE, true, http_search_get},
     {HM_POST, "/tables/{t}/search", "search_post", API_SCOPE_SEARCH, HB_JSON, true,
      http_search_post},
+    {HM_GET, "/tables/{t}/synonyms", "synonyms_get", API_SCOPE_SEARCH, HB_NONE, true,
+     http_synonyms_get},
+    {HM_PUT, "/tables/{t}/synonyms", "synonyms_put", API_SCOPE_ADMIN, HB_JSON, true,
+     http_synonyms_put},
     {HM_POST, "/tables/{t}/flush", "flush", API_SCOPE_ADMIN, HB_NONE, true, http_tables_flush},
     {HM_POST, "/tables/{t}/merge", "merge", API_SCOPE_ADMIN, HB_NONE, true, http_tables_merge},
+    {HM_POST, "/tables/{t}/bm25_stats", "bm25_stats", API_SCOPE_SEARCH, HB_JSON, true,
+     http_tables_bm25_stats},
+    {HM_POST, "/multi_search", "multi_search", API_SCOPE_SEARCH, HB_JSON, false,
+     http_search_multi},
     {HM_POST, "/sql", "sql", API_SCOPE_SEARCH, HB_JSON, false, http_sql_query},
 };
 const int HTTP_N_ROUTES = (int)(sizeof HTTP_ROUTES / sizeof HTTP_ROUTES[0]);
@@ -71,8 +82,21 @@ const int HTTP_N_ROUTES = (int)(sizeof HTTP_ROUTES / sizeof HTTP_ROUTES[0]);
 static const struct {
     HttpMethod m;
     const char *name;
-} METHODS[] = {{HM_GET, "GET"}, {HM_POST, "POST"}, {HM_PUT, "PUT"}, {HM_DELETE, "DELETE"},
-               {HM_HEAD, "HEAD"}};
+} METHODS[] = {{HM_GET, "GET"},       {HM_POST, "POST"},   {HM_PUT, "PUT"},
+               {HM_PATCH, "PATCH"},   {HM_DELETE, "DELETE"}, {HM_HEAD, "HEAD"},
+               {HM_OPTIONS, "OPTIONS"}};
+
+/* "GET, HEAD, POST": the methods of a mask, in METHODS order. */
+void http_methods_text(unsigned mask, char *out, size_t cap)
+{
+    out[0] = 0;
+    if (mask & HM_GET)
+        mask |= HM_HEAD;
+    for (size_t m = 0; m < sizeof METHODS / sizeof METHODS[0]; m++)
+        if (mask & METHODS[m].m)
+            snprintf(out + strlen(out), cap - strlen(out), "%s%s", out[0] ? ", " : "",
+                     METHODS[m].name);
+}
 
 /* ---- the one error table: QrCode (and HTTP-only codes) -> status ---- */
 
@@ -98,6 +122,7 @@ static const struct {
     [QR_EAUTH] = {401, "unauthorized"},
     [QR_EPERM] = {403, NULL},
     [QR_EINTERNAL] = {500, NULL},
+    [QR_EUNAVAILABLE] = {502, "peer_unavailable"},
     [HTTP_EMETHOD] = {405, "method_not_allowed"},
     [HTTP_EMEDIA] = {415, "unsupported_media_type"},
     [HTTP_EHEADER_TIMEOUT] = {408, "request_timeout"},
@@ -254,6 +279,17 @@ void http_reply(HttpReq *r, int status, const char *content_type, QrBuf *body)
     if (r->queued) {
         if (body)
             qr_buf_free(body);
+        return;
+    }
+    if (r->capture) {
+        if (body) {
+            qr_buf_append(r->capture, body->data, body->len);
+            if (!qr_buf_ok(body))
+                r->capture->oom = true;
+            qr_buf_free(body);
+        }
+        r->queued = true;
+        r->status = status;
         return;
     }
     if (body && !qr_buf_ok(body)) {
@@ -611,9 +647,11 @@ static void auth_check(HttpReq *r, ApiScope need)
     len = strlen(h);
     while (len && h[len - 1] == ' ')
         len--;
-    char name[APIKEY_NAME_MAX + 1] = "";
-    ApiScope got = r->srv->keys ? apikey_check(r->srv->keys, h, len, name, sizeof name)
+    ApiKeyInfo info;
+    memset(&info, 0, sizeof info);
+    ApiScope got = r->srv->keys ? apikey_check_info(r->srv->keys, h, len, &info)
                                 : API_SCOPE_NONE;
+    const char *name = info.name;
     if (got == API_SCOPE_NONE) {
         http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"invalid_token\"");
         http_error(r, QR_EAUTH, "the API key is not valid");
@@ -621,7 +659,19 @@ static void auth_check(HttpReq *r, ApiScope need)
                            "working within a second");
         return;
     }
+    if (info.expires && (int64_t)time(NULL) >= info.expires) {
+        char when[32];
+        time_t t = (time_t)info.expires;
+        struct tm tm;
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+        http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"invalid_token\"");
+        http_error(r, QR_EAUTH, "API key \"%s\" expired at %s", name, when);
+        http_error_hint(r, "make a new key (quarry key add NAME --expires ...)");
+        return;
+    }
     r->granted = got;
+    snprintf(r->key_name, sizeof r->key_name, "%s", name);
+    memcpy(r->key_tables, info.tables, sizeof r->key_tables);
     if (got < need) {
         http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
         http_error(r, QR_EPERM, "API key \"%s\" has scope %s; this request needs %s", name,
@@ -629,6 +679,36 @@ static void auth_check(HttpReq *r, ApiScope need)
         http_error_hint(r, "use a key made with quarry key add NAME --scope %s",
                         apikey_scope_name(need));
     }
+}
+
+bool http_key_table_ok(HttpReq *r, const char *table)
+{
+    if (apikey_table_ok(r->key_tables, table))
+        return true;
+    http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
+    http_error(r, QR_EPERM, "API key \"%s\" may not use table \"%.80s\"", r->key_name, table);
+    http_error_detail(r, "the key is limited to the tables %.400s", r->key_tables);
+    http_error_hint(r, "use a key made with quarry key add NAME --tables %.80s", table);
+    return false;
+}
+
+/* A key limited to tables may use routes of one table ({t}) and
+ * multi-search (which checks each query's table); nothing that reaches
+ * beyond its tables (the table list, SQL, statistics, creating tables). */
+static void key_tables_check(HttpReq *r)
+{
+    const HttpRoute *rt = &HTTP_ROUTES[r->route];
+    if (!r->key_tables[0] || rt->scope == API_SCOPE_NONE || rt->handle == http_search_multi)
+        return;
+    if (r->t) {
+        http_key_table_ok(r, r->t);
+        return;
+    }
+    http_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Bearer realm=\"quarry\", error=\"insufficient_scope\"");
+    http_error(r, QR_EPERM, "API key \"%s\" is limited to tables and cannot use %s %s",
+               r->key_name, r->method_name, rt->pattern);
+    http_error_detail(r, "the key is limited to the tables %.400s", r->key_tables);
+    http_error_hint(r, "use a key without --tables for this request");
 }
 
 /* The SQL a key's scope lets a session run (POST /sql limits its session
@@ -721,13 +801,20 @@ static void query_size_check(HttpReq *r)
     } else {
         q = http_arg(r, "q");
     }
+    http_query_terms_check(r, q);
+    cJSON_Delete(root);
+}
+
+int http_query_terms_check(HttpReq *r, const char *q)
+{
     int n = q ? http_query_terms(q) : 0;
     if (n > r->srv->cfg.max_query_terms) {
         http_error(r, QR_ELIMIT, "text query has %d terms, more than the limit of %d", n,
                    r->srv->cfg.max_query_terms);
         http_error_hint(r, "shorten the query, or raise max_query_terms in the server config");
+        return QR_ELIMIT;
     }
-    cJSON_Delete(root);
+    return QR_OK;
 }
 
 /* ---- routing ---- */
@@ -827,6 +914,10 @@ static void route_request(HttpReq *r)
         if ((t && !r->t) || (id && !r->id))
             http_error(r, QR_ENOMEM, "out of memory");
     }
+    if (r->route < 0 && want == HM_OPTIONS && allow) {
+        r->preflight_allow = allow;
+        goto out;
+    }
     if (r->route < 0) {
         const char *path_end = strchr(r->uri, '?');
         int plen = path_end ? (int)(path_end - r->uri) : (int)strlen(r->uri);
@@ -835,15 +926,8 @@ static void route_request(HttpReq *r)
                        r->uri);
             http_error_hint(r, "see docs/http-api.md for the endpoints");
         } else {
-            char list[96] = "";
-            if (allow & HM_GET)
-                allow |= HM_HEAD;
-            for (size_t m = 0; m < sizeof METHODS / sizeof METHODS[0]; m++)
-                if (allow & METHODS[m].m) {
-                    if (list[0])
-                        strcat(list, ", ");
-                    strcat(list, METHODS[m].name);
-                }
+            char list[96];
+            http_methods_text(allow, list, sizeof list);
             http_header(r, MHD_HTTP_HEADER_ALLOW, list);
             http_error(r, HTTP_EMETHOD, "method %s is not allowed on %.*s",
                        r->method_name, plen > 100 ? 100 : plen, r->uri);
@@ -888,16 +972,24 @@ static void first_call(HttpReq *r)
         http_error(r, QR_EBUSY, "the server is shutting down");
         return;
     }
+    int n_keys;
+    bool keys_on = auth_on(s, &n_keys);
+    http_cors_headers(r);
     route_request(r);
     if (r->err.code != QR_OK)
         return;
-    int n_keys;
-    if (!auth_on(s, &n_keys))
+    if (r->preflight_allow) {
+        http_cors_preflight(r, keys_on);
+        return;
+    }
+    if (!keys_on)
         http_origin_check(r); /* no key protects it: browsers must not steer it */
     if (r->err.code != QR_OK)
         return;
     const HttpRoute *rt = &HTTP_ROUTES[r->route];
     auth_check(r, rt->scope);
+    if (r->err.code == QR_OK)
+        key_tables_check(r);
     if (r->err.code != QR_OK)
         return;
     if (atomic_load(&s->connections) > s->cfg.max_connections && !route_light(rt)) {
@@ -1131,6 +1223,7 @@ static void server_free(HttpServer *s)
     qr_free(s->tls_key);
     qr_free(s->guards);
     pthread_mutex_destroy(&s->guard_lock);
+    pthread_mutex_destroy(&s->patch_lock);
     pthread_cond_destroy(&s->guard_cond);
     qr_free(s);
 }
@@ -1183,6 +1276,7 @@ int http_server_start(QrDb *db, const HttpConfig *cfg, HttpServer **out, QrError
     s->remote = !loopback;
     s->listen_ss = ss;
     pthread_mutex_init(&s->guard_lock, NULL);
+    pthread_mutex_init(&s->patch_lock, NULL);
     pthread_cond_init(&s->guard_cond, NULL);
     if (cfg->key_dir[0] && (rc = apikey_open(cfg->key_dir, &s->keys, err)) != QR_OK) {
         qr_error_hint(err, "fix or remove %s in the data directory (quarry key add NAME)",

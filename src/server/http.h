@@ -27,8 +27,10 @@
 
 typedef struct HttpConfig {
     char http[128];              /* listen address "HOST:PORT" (port 0 = any free port) */
-    int threads;                 /* ignored: each connection has its own thread (kept so
-                                    that older config files load) */
+    int threads;                 /* indexing threads of uploads and COPY FROM (0 = the
+                                    machine's cores; once ignored, so old files load) */
+    uint64_t index_memory_bytes; /* their indexing memory budget (0 = an eighth of the
+                                    machine's memory) */
     uint64_t max_body_bytes;     /* JSON request bodies (413 beyond) */
     uint64_t max_ingest_bytes;   /* one JSONL upload, counted after gunzip (413 beyond) */
     uint64_t max_line_bytes;     /* one JSONL line (that line is rejected beyond) */
@@ -58,6 +60,10 @@ typedef struct HttpConfig {
     char allowed_hosts[512];     /* without API keys: host names besides loopback ones
                                     and the listen address that Host and Origin may
                                     name, comma-separated (http_origin.c) */
+    char cors_origins[1024];     /* origins whose pages may call the API from a browser
+                                    (CORS), comma-separated ("https://app.example.com");
+                                    "*" any origin, honoured only while API keys are in
+                                    force; "" = CORS off (http_origin.c) */
     char tls_cert[512];          /* PEM certificate chain file: serve HTTPS ("" = plain HTTP) */
     char tls_key[512];           /* PEM private key file (with tls_cert) */
     char key_dir[512];           /* not a config key: the data directory holding
@@ -65,6 +71,7 @@ typedef struct HttpConfig {
 } HttpConfig;
 
 void http_config_default(HttpConfig *c);
+
 /* Read a JSON config file over *c.  Unknown keys and values out of range
  * are errors naming the key (QR_EINVAL), a bad file QR_EIO / QR_ESYNTAX. */
 int http_config_load(const char *path, HttpConfig *c, QrError *err);
@@ -87,5 +94,11 @@ const char *http_server_addr(const HttpServer *s);
  * connections with 503, wait up to shutdown_timeout_s for running requests,
  * then close every connection and free the server.  The db stays open. */
 void http_server_stop(HttpServer *s);
+
+/* Record a statement run elsewhere (the PG port) in the server's query
+ * history, as POST /sql records its own: code is QR_OK or the error's
+ * QrCode, plan QrSqlResult.plan (may be NULL).  Thread-safe. */
+void http_server_record_sql(HttpServer *s, const char *via, const char *sql, size_t len,
+                            uint64_t rows, double took_ms, int code, const char *plan);
 
 #endif

@@ -20,7 +20,9 @@
 void http_admin_asset(HttpReq *r)
 {
     char path[96] = "/";
-    if (r->id && strlen(r->id) < sizeof path - 8)
+    if (!strcmp(HTTP_ROUTES[r->route].pattern, "/openapi.yaml"))
+        snprintf(path, sizeof path, "%s", "/openapi.yaml");
+    else if (r->id && strlen(r->id) < sizeof path - 8)
         snprintf(path, sizeof path, "/admin/%s", r->id);
     for (int i = 0; i < HTTP_N_ASSETS; i++)
         if (!strcmp(HTTP_ASSETS[i].path, path)) {

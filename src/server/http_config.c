@@ -35,7 +35,10 @@ typedef struct ConfKey {
 #define CAP(f) sizeof(((HttpConfig *)0)->f)
 static const ConfKey HTTP_CONFIG_KEYS[] = {
     {"http", CK_STR, OFF(http), 0, 0, "listen address HOST:PORT", CAP(http)},
-    {"threads", CK_INT, OFF(threads), 0, 256, "ignored (one thread per connection)"},
+    {"threads", CK_INT, OFF(threads), 0, 256,
+     "indexing threads of uploads and COPY (0 = the machine's cores)"},
+    {"index_memory_bytes", CK_U64, OFF(index_memory_bytes), 0, 1e15,
+     "indexing memory of uploads and COPY (0 = an eighth of the machine's)"},
     {"max_body_bytes", CK_U64, OFF(max_body_bytes), 1024, 1e12, "largest JSON request body"},
     {"max_ingest_bytes", CK_U64, OFF(max_ingest_bytes), 1024, 1e15,
      "largest JSONL upload (after gunzip)"},
@@ -64,6 +67,8 @@ static const ConfKey HTTP_CONFIG_KEYS[] = {
      "listen beyond loopback without API keys"},
     {"allowed_hosts", CK_STR, OFF(allowed_hosts), 0, 0,
      "host names Host and Origin may name without API keys", CAP(allowed_hosts)},
+    {"cors_origins", CK_STR, OFF(cors_origins), 0, 0,
+     "origins whose pages may call the API (CORS), comma-separated", CAP(cors_origins)},
     {"tls_cert", CK_STR, OFF(tls_cert), 0, 0, "PEM certificate file for HTTPS", CAP(tls_cert)},
     {"tls_key", CK_STR, OFF(tls_key), 0, 0, "PEM private key file for HTTPS", CAP(tls_key)},
 };

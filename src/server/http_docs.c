@@ -48,7 +48,12 @@ typedef struct Upload {
     bool guard;             /* holds the streaming guard on r->t */
     bool counted;           /* counted in srv->ingests */
     QrError fail;           /* the error that stopped the upload (QR_OK = none) */
+    /* a body that is one JSON array, cut into one line per element */
+    int form;               /* 0 = not known yet, 1 = JSON lines, 2 = a JSON array */
+    int arr_depth;          /* nesting: 1 inside the array, more inside an element */
+    bool arr_in_str, arr_esc, arr_closed;
     char out[64 << 10];     /* inflate output */
+    char arr_out[16 << 10]; /* array elements as lines, before ingest_feed */
 } Upload;
 
 static const char *const JSONL_TYPES[] = {
@@ -168,6 +173,93 @@ int http_docs_ingest_begin(HttpReq *r)
     return QR_OK;
 }
 
+/* A JSON array body as JSON lines: each element of the top array becomes a
+ * line (the commas between elements newlines, newlines between tokens
+ * spaces), so element k is "line" k of the report.  Strings are copied as
+ * they are: a raw newline inside one (invalid JSON) splits its element into
+ * lines that are rejected, never repaired. */
+static int array_feed(Upload *u, const char *p, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if (o + 2 > sizeof u->arr_out) {
+            if (ingest_feed(u->in, u->arr_out, o, &u->fail) != QR_OK)
+                return u->fail.code;
+            o = 0;
+        }
+        if (u->arr_closed) {
+            if (c == ' ' || c == '\t' || c == '\r' || c == '\n')
+                continue;
+            qr_error_set(&u->fail, QR_ESYNTAX, "text after the end of the JSON array");
+            qr_error_hint(&u->fail, "send one JSON array of documents, or JSON lines");
+            return QR_ESYNTAX;
+        }
+        if (u->arr_in_str) {
+            u->arr_out[o++] = c;
+            if (u->arr_esc)
+                u->arr_esc = false;
+            else if (c == '\\')
+                u->arr_esc = true;
+            else if (c == '"')
+                u->arr_in_str = false;
+            continue;
+        }
+        if (u->arr_depth == 0) { /* before the opening bracket: whitespace only */
+            if (c == '[')
+                u->arr_depth = 1;
+            continue;
+        }
+        switch (c) {
+        case '"':
+            u->arr_in_str = true;
+            u->arr_out[o++] = c;
+            break;
+        case '{':
+        case '[':
+            u->arr_depth++;
+            u->arr_out[o++] = c;
+            break;
+        case ']':
+            if (u->arr_depth == 1) {
+                u->arr_closed = true;
+                u->arr_out[o++] = '\n'; /* ends the last element */
+                break;
+            }
+            /* fall through */
+        case '}':
+            if (u->arr_depth > 1)
+                u->arr_depth--;
+            u->arr_out[o++] = c;
+            break;
+        case ',':
+            u->arr_out[o++] = u->arr_depth == 1 ? '\n' : c;
+            break;
+        case '\n':
+        case '\r':
+            u->arr_out[o++] = ' ';
+            break;
+        default:
+            u->arr_out[o++] = c;
+        }
+    }
+    return o ? ingest_feed(u->in, u->arr_out, o, &u->fail) : QR_OK;
+}
+
+/* The body's form is told by its first byte that is not whitespace: '['
+ * is a JSON array of documents, anything else JSON lines. */
+static int body_feed(Upload *u, const char *p, size_t n)
+{
+    if (!u->form) {
+        size_t i = 0;
+        while (i < n && (p[i] == ' ' || p[i] == '\t' || p[i] == '\r' || p[i] == '\n'))
+            i++;
+        if (i < n)
+            u->form = p[i] == '[' ? 2 : 1;
+    }
+    return u->form == 2 ? array_feed(u, p, n) : ingest_feed(u->in, p, n, &u->fail);
+}
+
 /* Feed plain bytes to the ingest, counting them against the limits: the
  * size after gunzip, and how much gunzip multiplied the bytes sent (a few
  * MB of gzip can hold gigabytes of one repeated line: the server would
@@ -193,7 +285,7 @@ static int feed_plain(HttpReq *r, Upload *u, const char *p, size_t n)
         qr_error_hint(&u->fail, "split the file, or raise max_ingest_bytes in the server config");
         return QR_ELIMIT;
     }
-    return ingest_feed(u->in, p, n, &u->fail);
+    return body_feed(u, p, n);
 }
 
 int http_docs_ingest_feed(HttpReq *r, const char *data, size_t len)
@@ -291,6 +383,42 @@ static void counts_json(QrBuf *b, Upload *u)
         qr_buf_putc(b, '}');
     }
     qr_buf_printf(b, "],\"errors_truncated\":%s", (uint64_t)n < c.rejected ? "true" : "false");
+    /* an inferred schema: why each field got its type, a line each */
+    size_t notes_len;
+    const char *notes = ingest_inference_notes(u->in, &notes_len);
+    if (!notes)
+        return;
+    static const char key[] = ",\"schema_notes\":[";
+    qr_buf_append(b, key, sizeof key - 1);
+    const char *p = notes, *end = notes + notes_len;
+    for (bool first = true; p < end; first = false) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
+        char line[512];
+        /* lines are "  name: reason" */
+        size_t skip = len >= 2 && p[0] == ' ' && p[1] == ' ' ? 2 : 0;
+        snprintf(line, sizeof line, "%.*s", (int)(len - skip), p + skip);
+        if (!first)
+            qr_buf_putc(b, ',');
+        jw_cstr(b, line);
+        p += len + 1;
+    }
+    qr_buf_putc(b, ']');
+}
+
+/* The upload's ingest (its indexing threads, what it did not commit), its
+ * streaming guard on the table and its place among the running uploads go
+ * back; idempotent. */
+static void upload_release(HttpReq *r, Upload *u)
+{
+    ingest_free(u->in);
+    u->in = NULL;
+    if (u->guard)
+        http_table_leave(r->srv, r->t, true);
+    u->guard = false;
+    if (u->counted)
+        atomic_fetch_sub(&r->srv->ingests, 1);
+    u->counted = false;
 }
 
 /* The end of the body: last partial line, last commit, the report. */
@@ -304,6 +432,13 @@ void http_docs_ingest_end(HttpReq *r)
     if (u->fail.code == QR_OK && u->gzip && u->plain_bytes + r->body_seen > 0 &&
         !u->z_member_done)
         qr_error_set(&u->fail, QR_EINVAL, "gzip data is truncated");
+    if (u->fail.code == QR_OK && u->form == 2 && !u->arr_closed) {
+        qr_error_set(&u->fail, QR_ESYNTAX, "the JSON array of documents is not closed");
+        qr_error_detail(&u->fail, "the body ended inside the array (after %llu bytes)",
+                        (unsigned long long)u->plain_bytes);
+        qr_error_hint(&u->fail, "end the array with \"]\"; the elements followed by a comma "
+                                "were imported");
+    }
     if (u->fail.code == QR_OK) {
         if (ingest_end(u->in, &u->fail) == QR_OK)
             u->ended = true;
@@ -336,6 +471,10 @@ void http_docs_ingest_end(HttpReq *r)
     }
     counts_json(&b, u);
     qr_buf_putc(&b, '}');
+    /* everything is committed or discarded: let go of the table before the
+     * answer, so that a client's next request (a DROP) finds the upload
+     * over -- not still stopping its indexing threads */
+    upload_release(r, u);
     http_reply_json(r, status, &b);
 }
 
@@ -350,13 +489,9 @@ void http_docs_ingest_cleanup(HttpReq *r)
             qr_error_set(&u->fail, QR_ECANCELED, "upload ended early");
         commit_after_failure(u);
     }
-    ingest_free(u->in);
+    upload_release(r, u);
     if (u->z_live)
         inflateEnd(&u->z);
-    if (u->guard)
-        http_table_leave(r->srv, r->t, true);
-    if (u->counted)
-        atomic_fetch_sub(&r->srv->ingests, 1);
     qr_free(u);
     r->state = NULL;
     /* an upload's lines, batches and segment builds leave freed heap
@@ -415,6 +550,70 @@ static bool same_key(const cJSON *v, const char *key_json, size_t key_len)
     return same;
 }
 
+/* Write `root` (a JSON object; its text is `text` when the caller has it,
+ * else NULL) as the document with the path's key and commit: the key in
+ * the path fills the primary key field when the object has none, a
+ * different one is 400.  Errors are recorded on r. */
+static int store_doc(HttpReq *r, QrTable *t, const QrBuf *key, cJSON *root, const char *text,
+                     size_t text_len, bool *replaced)
+{
+    const char *pk = qr_table_schema(t)->primary_key;
+    cJSON *have = cJSON_GetObjectItemCaseSensitive(root, pk);
+    char *printed = NULL;
+    if (have) {
+        if (!same_key(have, (const char *)key->data, key->len)) {
+            char *hv = cJSON_PrintUnformatted(have);
+            http_error(r, QR_EINVAL, "primary key \"%s\" in the body (%.60s) differs from the "
+                                     "id in the path (%.*s)",
+                       pk, hv ? hv : "?", (int)(key->len > 60 ? 60 : key->len),
+                       (const char *)key->data);
+            http_error_hint(r, "to change a document's key, DELETE the old id and PUT the new");
+            cJSON_free(hv);
+            return QR_EINVAL;
+        }
+    } else {
+        cJSON *kv = cJSON_ParseWithLength((const char *)key->data, key->len);
+        if (!kv || !cJSON_AddItemToObject(root, pk, kv)) {
+            cJSON_Delete(kv);
+            return http_error(r, QR_ENOMEM, "out of memory");
+        }
+        text = NULL;
+    }
+    if (!text) {
+        if (!(printed = cJSON_PrintUnformatted(root)))
+            return http_error(r, QR_ENOMEM, "out of memory");
+        text = printed;
+        text_len = strlen(printed);
+    }
+    QrError e;
+    qr_error_clear(&e);
+    QrBatch *batch = NULL;
+    int rc = qr_batch_begin(t, &batch, &e);
+    if (rc == QR_OK)
+        rc = qr_batch_put_parsed(batch, text, text_len, root, replaced, &e);
+    if (rc == QR_OK)
+        rc = qr_batch_commit(batch, &e);
+    qr_batch_free(batch);
+    cJSON_free(printed);
+    if (rc != QR_OK) {
+        e.offset = -1; /* positions refer to the engine's view, not the body */
+        return http_error_from(r, &e);
+    }
+    http_metrics_table(r->srv, r->t, 0, 0, 1);
+    return QR_OK;
+}
+
+/* {"id": key, "<what>": true|false} */
+static void reply_id(HttpReq *r, int status, const QrBuf *key, const char *what, bool v)
+{
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"id\":", 6);
+    qr_buf_append(&b, key->data, key->len);
+    qr_buf_printf(&b, ",\"%s\":%s}", what, v ? "true" : "false");
+    http_reply_json(r, status, &b);
+}
+
 /* PUT /tables/{t}/documents/{id}: replace (or create) one document. */
 void http_docs_put(HttpReq *r)
 {
@@ -424,69 +623,109 @@ void http_docs_put(HttpReq *r)
     QrBuf key;
     qr_buf_init(&key);
     cJSON *root = NULL;
-    char *printed = NULL;
-    if (!id_json(r, &key))
-        goto out;
-    if (!(root = http_body_json(r)))
+    bool replaced = false;
+    if (!id_json(r, &key) || !(root = http_body_json(r)))
         goto out;
     if (!cJSON_IsObject(root)) {
         http_error(r, QR_EINVAL, "a document must be a JSON object");
         goto out;
     }
-    const char *pk = qr_table_schema(t)->primary_key;
-    cJSON *have = cJSON_GetObjectItemCaseSensitive(root, pk);
-    const char *text = (const char *)r->body.data;
-    size_t text_len = r->body.len;
-    if (have) {
-        if (!same_key(have, (const char *)key.data, key.len)) {
-            char *hv = cJSON_PrintUnformatted(have);
-            http_error(r, QR_EINVAL, "primary key \"%s\" in the body (%.60s) differs from the "
-                                     "id in the path (%.*s)",
-                       pk, hv ? hv : "?", (int)(key.len > 60 ? 60 : key.len),
-                       (const char *)key.data);
-            http_error_hint(r, "to change a document's key, DELETE the old id and PUT the new");
-            cJSON_free(hv);
-            goto out;
+    if (store_doc(r, t, &key, root, (const char *)r->body.data, r->body.len, &replaced) == QR_OK)
+        reply_id(r, replaced ? 200 : 201, &key, "replaced", replaced);
+out:
+    cJSON_Delete(root);
+    qr_buf_free(&key);
+}
+
+/* RFC 7396 JSON merge patch of target by patch (an object): null removes a
+ * member, an object merges into an object member, anything else replaces.
+ * False on OOM. */
+static bool merge_patch(cJSON *target, const cJSON *patch)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, patch)
+    {
+        cJSON *cur = cJSON_GetObjectItemCaseSensitive(target, m->string);
+        if (cJSON_IsNull(m)) {
+            cJSON_DeleteItemFromObjectCaseSensitive(target, m->string);
+        } else if (cJSON_IsObject(m) && cJSON_IsObject(cur)) {
+            if (!merge_patch(cur, m))
+                return false;
+        } else {
+            cJSON *v = cJSON_Duplicate(m, true);
+            if (cJSON_IsObject(v)) { /* a new object member loses its null members too */
+                cJSON *clean = cJSON_CreateObject();
+                if (!clean || !merge_patch(clean, v)) {
+                    cJSON_Delete(clean);
+                    cJSON_Delete(v);
+                    return false;
+                }
+                cJSON_Delete(v);
+                v = clean;
+            }
+            if (!v)
+                return false;
+            if (cur ? !cJSON_ReplaceItemInObjectCaseSensitive(target, m->string, v)
+                    : !cJSON_AddItemToObject(target, m->string, v)) {
+                cJSON_Delete(v);
+                return false;
+            }
         }
-    } else {
-        cJSON *kv = cJSON_ParseWithLength((const char *)key.data, key.len);
-        if (!kv || !cJSON_AddItemToObject(root, pk, kv)) {
-            cJSON_Delete(kv);
-            http_error(r, QR_ENOMEM, "out of memory");
-            goto out;
-        }
-        if (!(printed = cJSON_PrintUnformatted(root))) {
-            http_error(r, QR_ENOMEM, "out of memory");
-            goto out;
-        }
-        text = printed;
-        text_len = strlen(printed);
     }
-    QrError e;
-    qr_error_clear(&e);
-    bool replaced = false;
-    QrBatch *batch = NULL;
-    int rc = qr_batch_begin(t, &batch, &e);
-    if (rc == QR_OK)
-        rc = qr_batch_put_parsed(batch, text, text_len, root, &replaced, &e);
-    if (rc == QR_OK)
-        rc = qr_batch_commit(batch, &e);
-    qr_batch_free(batch);
-    if (rc != QR_OK) {
-        e.offset = -1; /* positions refer to the engine's view, not the body */
-        http_error_from(r, &e);
+    return true;
+}
+
+/* PATCH /tables/{t}/documents/{id}: a JSON merge patch (RFC 7396) applied
+ * to the stored document, which must exist (404), then stored and
+ * committed as PUT does.  PATCHes run one at a time (patch_lock), so two
+ * patches of one document never lose either's change; a PUT or an upload
+ * racing a PATCH of the same document is last-writer-wins. */
+void http_docs_patch(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    QrBuf key, cur;
+    qr_buf_init(&key);
+    qr_buf_init(&cur);
+    cJSON *patch = NULL, *doc = NULL;
+    bool locked = false, replaced = false;
+    if (!id_json(r, &key) || !(patch = http_body_json(r)))
+        goto out;
+    if (!cJSON_IsObject(patch)) {
+        http_error(r, QR_EINVAL, "a PATCH body must be a JSON object (a JSON merge patch)");
+        http_error_hint(r, "{\"field\": value} sets a field, {\"field\": null} removes it");
         goto out;
     }
-    http_metrics_table(r->srv, r->t, 0, 0, 1);
-    QrBuf b;
-    qr_buf_init(&b);
-    qr_buf_append(&b, "{\"id\":", 6);
-    qr_buf_append(&b, key.data, key.len);
-    qr_buf_printf(&b, ",\"replaced\":%s}", replaced ? "true" : "false");
-    http_reply_json(r, replaced ? 200 : 201, &b);
+    const char *pk = qr_table_schema(t)->primary_key;
+    const cJSON *pkv = cJSON_GetObjectItemCaseSensitive(patch, pk);
+    if (pkv && cJSON_IsNull(pkv)) {
+        http_error(r, QR_EINVAL, "a PATCH cannot remove the primary key \"%s\"", pk);
+        goto out;
+    }
+    pthread_mutex_lock(&r->srv->patch_lock);
+    locked = true;
+    QrError e;
+    qr_error_clear(&e);
+    if (qr_get(t, (const char *)key.data, key.len, &cur, &e) != QR_OK) {
+        http_error_from(r, &e);
+        if (e.code == QR_ENOTFOUND)
+            http_error_hint(r, "PATCH changes a stored document; PUT creates one");
+        goto out;
+    }
+    doc = cJSON_ParseWithLength((const char *)cur.data, cur.len);
+    if (!doc || !merge_patch(doc, patch)) {
+        http_error(r, QR_ENOMEM, "out of memory");
+        goto out;
+    }
+    if (store_doc(r, t, &key, doc, NULL, 0, &replaced) == QR_OK)
+        reply_id(r, 200, &key, "patched", true);
 out:
-    cJSON_free(printed);
-    cJSON_Delete(root);
+    if (locked)
+        pthread_mutex_unlock(&r->srv->patch_lock);
+    cJSON_Delete(doc);
+    cJSON_Delete(patch);
+    qr_buf_free(&cur);
     qr_buf_free(&key);
 }
 

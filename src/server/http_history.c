@@ -43,6 +43,7 @@ typedef struct Recent {
     uint64_t total, rows;
     int status;
     char plan[PLAN_MAX + 1];
+    char via[8];               /* "http" or "pg" (SQL); "" for searches */
 } Recent;
 
 typedef struct Shape {
@@ -178,6 +179,7 @@ typedef struct Run {
     uint64_t hash;
     const char *table, *raw, *norm, *fields, *filter, *sort, *plan;
     const char *raw_filter;   /* the filter as sent (recent runs show it) */
+    const char *via;          /* SQL: the port it came by */
     size_t raw_len;
     bool default_and;
     double took_ms;
@@ -195,6 +197,7 @@ static void record(HttpHistory *h, const Run *u)
         h->n++;
     r->at_ms = now;
     r->kind = u->kind;
+    put(r->via, sizeof r->via, u->via ? u->via : "", u->via ? strlen(u->via) : 0);
     put(r->table, sizeof r->table, u->table, strlen(u->table));
     put(r->q, sizeof r->q, u->raw, u->raw_len);
     put(r->fields, sizeof r->fields, u->fields, strlen(u->fields));
@@ -332,8 +335,8 @@ void http_history_add(HttpHistory *h, const HttpQueryRec *rec)
     record(h, &u);
 }
 
-void http_history_sql(HttpHistory *h, const char *sql, size_t len, uint64_t rows, double took_ms,
-                      int status, const char *plan)
+void http_history_sql(HttpHistory *h, const char *via, const char *sql, size_t len, uint64_t rows,
+                      double took_ms, int status, const char *plan)
 {
     QrBuf nb;
     qr_buf_init(&nb);
@@ -350,7 +353,7 @@ void http_history_sql(HttpHistory *h, const char *sql, size_t len, uint64_t rows
         fp = fnv(norm, 14695981039346656037ull);
     Run u = {.kind = QK_SQL, .hash = fp, .table = "", .raw = sql, .raw_len = len,
              .norm = norm, .fields = "", .filter = "", .raw_filter = "", .sort = "", .plan = plan ? plan : "",
-             .took_ms = took_ms, .total = rows, .rows = rows, .status = status};
+             .took_ms = took_ms, .total = rows, .rows = rows, .status = status, .via = via};
     record(h, &u);
 }
 
@@ -397,6 +400,14 @@ static double pct(const float *v, int n, double p)
 }
 
 /* GET /stats/queries */
+void http_server_record_sql(HttpServer *s, const char *via, const char *sql, size_t len,
+                            uint64_t rows, double took_ms, int code, const char *plan)
+{
+    if (s && s->history)
+        http_history_sql(s->history, via, sql, len, rows, took_ms,
+                         code == QR_OK ? 200 : http_status_of(code), plan);
+}
+
 void http_queries_get(HttpReq *r)
 {
     HttpHistory *h = r->srv->history;
@@ -424,6 +435,8 @@ void http_queries_get(HttpReq *r)
         jw_cstr(&b, e->filter);
         qr_buf_append(&b, ",\"plan\":", 8);
         jw_cstr(&b, e->plan);
+        if (e->via[0])
+            qr_buf_printf(&b, ",\"via\":\"%s\"", e->via);
         qr_buf_printf(&b, ",\"default_operator\":\"%s\",\"took_ms\":%.3f,\"total\":%llu,"
                           "\"rows\":%llu,\"status\":%d}",
                       e->default_and ? "and" : "or", e->took_ms, (unsigned long long)e->total,

@@ -50,7 +50,9 @@ typedef enum HttpMethod {
     HM_PUT = 4,
     HM_DELETE = 8,
     HM_HEAD = 16,
-    HM_OTHER = 32,
+    HM_PATCH = 32,
+    HM_OPTIONS = 64,
+    HM_OTHER = 128,
 } HttpMethod;
 
 typedef enum HttpBodyKind {
@@ -81,7 +83,7 @@ typedef struct HttpRoute {
 } HttpRoute;
 
 #define HTTP_MAX_ARGS 32
-#define HTTP_MAX_HEADERS 4
+#define HTTP_MAX_HEADERS 12
 
 /* One request.  Invariants: `uri` is set from uri_log on; `route` is -1
  * until the first call matched one; a reply is queued at most once. */
@@ -115,6 +117,11 @@ struct HttpReq {
     int n_hdr;
     void *state;                   /* owns: the route's state (cleanup frees) */
     ApiScope granted;              /* scope of the request's key (ADMIN when keys are off) */
+    unsigned preflight_allow;      /* OPTIONS: the methods the path takes (HttpMethod bits) */
+    char key_name[APIKEY_NAME_MAX + 1];  /* the request's API key, "" = none */
+    char key_tables[APIKEY_TABLES_MAX];  /* the tables that key is limited to, "" = all */
+    QrBuf *capture;                /* borrows: a sub-request (multi-search) whose reply body
+                                      is appended here instead of being sent */
 };
 
 /* Queue `body` (taken over, may be NULL for an empty body) with status and
@@ -146,6 +153,12 @@ const char *http_req_header(HttpReq *r, const char *name);
  * with the position of the syntax error.  Caller frees with cJSON_Delete. */
 struct cJSON *http_body_json(HttpReq *r);
 
+/* May the request's key use `table`?  Records 403 naming the key's tables
+ * when not. */
+bool http_key_table_ok(HttpReq *r, const char *table);
+/* Record 413 when the text query q has more words than max_query_terms. */
+int http_query_terms_check(HttpReq *r, const char *q);
+
 /* The SQL access (query/sql.h) a key of scope s may use (http.c): search
  * reads, write also changes rows, admin everything.  POST /sql checks its
  * statements' parse against it before running any, and limits its session
@@ -154,6 +167,9 @@ QrSqlAccess http_scope_access(ApiScope s);
 /* Words in a text query, as max_query_terms counts them (not AND/OR/NOT,
  * field names before ':', numbers after '^' or '~'). */
 int http_query_terms(const char *q);
+
+/* "GET, HEAD, POST": the methods of a mask of HttpMethod bits (GET adds HEAD). */
+void http_methods_text(unsigned mask, char *out, size_t cap);
 
 /* The route table, for metrics labels. */
 extern const HttpRoute HTTP_ROUTES[];
@@ -205,6 +221,7 @@ struct HttpServer {
     HttpHistory *history;          /* owns */
     pthread_mutex_t guard_lock;    /* guards guards[] */
     pthread_cond_t guard_cond;     /* unused */
+    pthread_mutex_t patch_lock;    /* PATCHes read, merge and write one at a time */
     TableGuard *guards;            /* owns: tables with uploads streaming */
     int n_guards, cap_guards;
     ApiKeys *keys;                 /* owns, NULL without cfg.key_dir */
@@ -239,14 +256,29 @@ void http_conns_counts(HttpServer *s, uint64_t *refused, uint64_t *evicted, uint
  * (415: text/plain, forms, multipart, or none where the route takes a
  * body).  Needs r->route.  Records the error on r. */
 void http_origin_check(HttpReq *r);
+/* CORS (cors_origins): a request whose Origin is allowed gets
+ * Access-Control-Allow-Origin (and Vary: Origin) on whatever it is
+ * answered, errors included, so a page can read them.  Call once the
+ * method is known. */
+void http_cors_headers(HttpReq *r);
+/* Is `origin` (the Origin header's text) one of cors_origins?  "*" counts
+ * only while API keys are in force (keys_on). */
+bool http_cors_allowed(const HttpServer *s, const char *origin, bool keys_on);
+/* OPTIONS on a path that exists (r->preflight_allow): 204 with Allow; a CORS
+ * preflight from an allowed origin also gets the Access-Control-Allow-*
+ * headers, one from another origin 403. */
+void http_cors_preflight(HttpReq *r, bool keys_on);
 
 /* ---- http_tables.c ---- */
 void http_tables_list(HttpReq *r);
 void http_tables_create(HttpReq *r);
 void http_tables_describe(HttpReq *r);
+void http_synonyms_get(HttpReq *r);
+void http_synonyms_put(HttpReq *r);
 void http_tables_drop(HttpReq *r);
 void http_tables_flush(HttpReq *r);
 void http_tables_merge(HttpReq *r);
+void http_tables_bm25_stats(HttpReq *r);
 /* Open {t} or record 404. */
 QrTable *http_table_get(HttpReq *r);
 /* {"docs":..,"segments":..} fields of st, without braces. */
@@ -259,12 +291,38 @@ void http_docs_ingest_end(HttpReq *r);
 void http_docs_ingest_cleanup(HttpReq *r);
 void http_docs_get(HttpReq *r);
 void http_docs_put(HttpReq *r);
+void http_docs_patch(HttpReq *r);
 void http_docs_delete(HttpReq *r);
 void http_docs_delete_by_query(HttpReq *r);
 
 /* ---- http_search.c ---- */
 void http_search_get(HttpReq *r);
 void http_search_post(HttpReq *r);
+/* POST /multi_search {"queries": [{"table": T, <search parameters>}, ...]}:
+ * each search as POST /tables/T/search would answer it, or its error, in
+ * order; at most HTTP_MAX_MULTI queries. */
+#define HTTP_MAX_MULTI 64
+void http_search_multi(HttpReq *r);
+
+/* ---- http_facets.c: the "facets" parameter ---- */
+#define HTTP_MAX_FACETS 16
+/* Facet requests of one search and the strings and arrays they point to
+ * (all owned). */
+typedef struct HttpFacets {
+    int n;
+    QrFacetReq reqs[HTTP_MAX_FACETS];
+    char *names[HTTP_MAX_FACETS];      /* the answer's key of each facet */
+    char *fields[HTTP_MAX_FACETS];     /* reqs[i].field points here */
+    double *pcts[HTTP_MAX_FACETS];     /* reqs[i].percents */
+    QrFacetRange *ranges[HTTP_MAX_FACETS]; /* reqs[i].ranges (keys owned) */
+} HttpFacets;
+/* Add the facets of the JSON value v (a list, an object of named specs, or
+ * the GET text as a string) / of the GET text; record 400 on a bad spec. */
+int http_facets_json(HttpReq *r, HttpFacets *fs, const struct cJSON *v);
+int http_facets_text(HttpReq *r, HttpFacets *fs, const char *v);
+/* Append ,"facets":{...} for res (in fs's order). */
+void http_facets_write(QrBuf *b, const HttpFacets *fs, const QrSearchRes *res);
+void http_facets_free(HttpFacets *fs);
 
 /* ---- http_sql.c ---- */
 void http_sql_query(HttpReq *r);
@@ -303,10 +361,11 @@ void http_history_free(HttpHistory *h);
 /* A search: grouped by table, canonical query text (qr_query_canonical),
  * fields, operator, filter and sort. */
 void http_history_add(HttpHistory *h, const HttpQueryRec *rec);
-/* One SQL statement (POST /sql): grouped by its normalized text
- * (qr_sql_normalize); plan may be NULL. */
-void http_history_sql(HttpHistory *h, const char *sql, size_t len, uint64_t rows, double took_ms,
-                      int status, const char *plan);
+/* One SQL statement that came by `via` ("http": POST /sql, "pg": the PG
+ * port): grouped by its normalized text (qr_sql_normalize); plan (the
+ * table accesses run, QrSqlResult.plan) may be NULL. */
+void http_history_sql(HttpHistory *h, const char *via, const char *sql, size_t len, uint64_t rows,
+                      double took_ms, int status, const char *plan);
 void http_history_forget(HttpHistory *h, const char *table);
 void http_queries_get(HttpReq *r);
 

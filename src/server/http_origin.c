@@ -27,6 +27,13 @@
  *
  * With API keys in force none of this applies: a page cannot attach the
  * key (it is not a cookie), and remote clients use their own names.
+ *
+ * CORS (cors_origins, off by default): pages of the origins named there
+ * may read answers (Access-Control-Allow-Origin on every answer, errors
+ * included) and send preflighted requests (JSON bodies, Authorization).
+ * Without keys a named origin also counts as the server's own for writes;
+ * "*" is honoured only while keys are in force, since without them it
+ * would let every web site read the data through the user's browser.
  */
 #include "server/http_int.h"
 #include "server/netaddr.h"
@@ -44,11 +51,12 @@
 static const char *const SIMPLE_TYPES[] = {"text/plain", "application/x-www-form-urlencoded",
                                            "multipart/form-data", "text/ping"};
 
-/* Is `host` one of the comma-separated names of allowed_hosts ("*" is any)? */
-static bool allowed_name(const HttpServer *s, const char *host)
+/* Is w[0..wl) one of the comma- or space-separated entries of `list`
+ * (case-insensitive, an entry's trailing '/' ignored)?  "*" matches
+ * anything when star_ok. */
+static bool in_list(const char *list, const char *w, size_t wl, bool star_ok)
 {
-    const char *p = s->cfg.allowed_hosts;
-    size_t hl = strlen(host);
+    const char *p = list;
     while (*p) {
         while (*p == ',' || *p == ' ')
             p++;
@@ -56,11 +64,19 @@ static bool allowed_name(const HttpServer *s, const char *host)
         while (*e && *e != ',' && *e != ' ')
             e++;
         size_t n = (size_t)(e - p);
-        if ((n == 1 && *p == '*') || (n == hl && n && !strncasecmp(p, host, n)))
+        while (n > 1 && p[n - 1] == '/')
+            n--;
+        if ((n == 1 && *p == '*' && star_ok) || (n && n == wl && !strncasecmp(p, w, n)))
             return true;
         p = e;
     }
     return false;
+}
+
+/* Is `host` one of the names of allowed_hosts ("*" is any)? */
+static bool allowed_name(const HttpServer *s, const char *host)
+{
+    return in_list(s->cfg.allowed_hosts, host, strlen(host), true);
 }
 
 /* The host of an authority, lowercased, without brackets, port or a
@@ -138,7 +154,7 @@ void http_origin_check(HttpReq *r)
     const char *o = http_req_header(r, "Origin");
     if (o) {
         const char *a = strstr(o, "://");
-        bool same = a && h && !strcasecmp(a + 3, h);
+        bool same = (a && h && !strcasecmp(a + 3, h)) || http_cors_allowed(s, o, false);
         if (!same && !(a && authority_host(a + 3, strlen(a + 3), host) && allowed_name(s, host))) {
             http_error(r, QR_EPERM, "%s from origin \"%.80s\" is refused", r->method_name, o);
             http_error_detail(r, "without API keys, writes are taken from the server's own "
@@ -172,4 +188,61 @@ void http_origin_check(HttpReq *r)
         http_error_hint(r, "send JSON as application/json and JSON lines as "
                            "application/x-ndjson (curl: -H 'Content-Type: application/json')");
     }
+}
+
+/* ---- CORS ---- */
+
+bool http_cors_allowed(const HttpServer *s, const char *origin, bool keys_on)
+{
+    size_t ol = strlen(origin);
+    while (ol && origin[ol - 1] == '/')
+        ol--;
+    return in_list(s->cfg.cors_origins, origin, ol, keys_on);
+}
+
+/* The allowed Origin of r, or NULL. */
+static const char *cors_origin(HttpReq *r, bool keys_on)
+{
+    const char *o = http_req_header(r, "Origin");
+    return o && r->srv->cfg.cors_origins[0] && http_cors_allowed(r->srv, o, keys_on) ? o : NULL;
+}
+
+void http_cors_headers(HttpReq *r)
+{
+    if (!r->srv->cfg.cors_origins[0])
+        return;
+    int n_keys = r->srv->keys ? apikey_count(r->srv->keys) : 0;
+    const char *o = cors_origin(r, n_keys > 0 || (r->srv->remote && !r->srv->cfg.allow_remote));
+    http_header(r, "Vary", "Origin");
+    if (!o)
+        return;
+    http_header(r, "Access-Control-Allow-Origin", o);
+    http_header(r, "Access-Control-Expose-Headers", "Location, Retry-After, WWW-Authenticate");
+}
+
+void http_cors_preflight(HttpReq *r, bool keys_on)
+{
+    char allow[96];
+    http_methods_text(r->preflight_allow | HM_OPTIONS, allow, sizeof allow);
+    const char *o = http_req_header(r, "Origin");
+    const char *want = http_req_header(r, "Access-Control-Request-Method");
+    if (o && want) {
+        if (!cors_origin(r, keys_on)) {
+            http_error(r, QR_EPERM, "cross-origin requests from \"%.80s\" are not allowed", o);
+            if (r->srv->cfg.cors_origins[0])
+                http_error_detail(r, "cors_origins is \"%.200s\"%s", r->srv->cfg.cors_origins,
+                                  keys_on ? "" : " (\"*\" counts only while API keys exist)");
+            else
+                http_error_detail(r, "CORS is off (cors_origins is empty)");
+            http_error_hint(r, "add the page's origin (scheme://host:port) to cors_origins in "
+                               "the server config");
+            return;
+        }
+        http_header(r, "Access-Control-Allow-Methods", allow);
+        http_header(r, "Access-Control-Allow-Headers",
+                    "Authorization, Content-Type, Content-Encoding");
+        http_header(r, "Access-Control-Max-Age", "600");
+    }
+    http_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+    http_reply(r, 204, NULL, NULL);
 }

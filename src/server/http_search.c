@@ -9,8 +9,9 @@
  * Structured parts: filter (SQL WHERE text; a syntax error is 400 with the
  * 1-based position in the filter text), sort ("published:desc,_score" or a
  * JSON list), search_after (the "sort" array of a previous page's last hit),
- * facets (terms / histogram / stats over every match), access_path (tests
- * and plan comparisons).  Unknown parameters are refused: nothing is
+ * facets (http_facets.c: terms / histogram / stats / percentiles /
+ * cardinality / range over every match), access_path (tests and plan
+ * comparisons).  Unknown parameters are refused: nothing is
  * silently ignored.
  */
 #include "server/http_int.h"
@@ -38,10 +39,18 @@ typedef enum ParamKind {
     P_TIMEOUT,
     P_TOTAL,
     P_FILTER,
+    P_RANK,
     P_SORT,
     P_AFTER,
     P_FACETS,
     P_ACCESS,
+    P_TYPO,
+    P_PREFIX,
+    P_SCORING,
+    P_SYNONYMS,
+    P_HL_FIELDS,
+    P_FRAG_SIZE,
+    P_FRAGMENTS,
     P_UNSUPPORTED,
 } ParamKind;
 
@@ -64,15 +73,22 @@ static const SearchParam SEARCH_PARAMS[] = {
     {"timeout_ms", P_TIMEOUT, NULL},
     {"total", P_TOTAL, NULL},
     {"filter", P_FILTER, NULL},
+    {"rank", P_RANK, NULL},
     {"sort", P_SORT, NULL},
     {"search_after", P_AFTER, NULL},
     {"facets", P_FACETS, NULL},
     {"access_path", P_ACCESS, NULL},
+    {"typo", P_TYPO, NULL},
+    {"prefix", P_PREFIX, NULL},
+    {"scoring", P_SCORING, NULL},
+    {"synonyms", P_SYNONYMS, NULL},
+    {"highlight_fields", P_HL_FIELDS, NULL},
+    {"fragment_size", P_FRAG_SIZE, NULL},
+    {"fragments", P_FRAGMENTS, NULL},
 };
 #define N_PARAMS (int)(sizeof SEARCH_PARAMS / sizeof SEARCH_PARAMS[0])
 
 #define MAX_DOC_FIELDS 64
-#define MAX_FACETS 16
 
 typedef struct SearchArgs {
     const char *q;          /* borrows (query argument or JSON body) */
@@ -88,13 +104,17 @@ typedef struct SearchArgs {
     char *doc_fields[MAX_DOC_FIELDS]; /* owns */
     uint64_t timeout_ms;    /* 0 = the server's */
     char *filter;           /* owns: SQL WHERE text or NULL */
+    char *rank;             /* owns: rank expression or NULL */
     char *sort;             /* owns: "f:desc,_score" or NULL */
     char *after;            /* owns: cursor JSON array text or NULL */
     int access_path;        /* qr_access_path_parse value */
-    int n_facets;
-    QrFacetReq facets[MAX_FACETS];
-    char *facet_names[MAX_FACETS];  /* owns: the response key of each facet */
-    char *facet_fields[MAX_FACETS]; /* owns: facets[i].field points here */
+    int typo;               /* QrTypo: the table's unless the request says */
+    bool prefix;            /* as you type: the last word also completes (default on) */
+    int scoring;            /* QrScoring: the table's unless the request says */
+    bool synonyms;          /* the table's synonyms apply (default on) */
+    char *hl_fields;        /* owns: "title,body" or NULL */
+    int fragment_size, fragments; /* words per fragment, fragments per field; 0 = default */
+    HttpFacets facets;      /* owns */
 } SearchArgs;
 
 static void args_free(SearchArgs *a)
@@ -105,12 +125,11 @@ static void args_free(SearchArgs *a)
     for (int i = 0; i < a->n_doc_fields; i++)
         qr_free(a->doc_fields[i]);
     qr_free(a->filter);
+    qr_free(a->rank);
     qr_free(a->sort);
     qr_free(a->after);
-    for (int i = 0; i < a->n_facets; i++) {
-        qr_free(a->facet_names[i]);
-        qr_free(a->facet_fields[i]);
-    }
+    qr_free(a->hl_fields);
+    http_facets_free(&a->facets);
 }
 
 static int set_owned(HttpReq *r, char **dst, const char *v)
@@ -118,117 +137,6 @@ static int set_owned(HttpReq *r, char **dst, const char *v)
     qr_free(*dst);
     if (!(*dst = qr_strdup(v)))
         return http_error(r, QR_ENOMEM, "out of memory");
-    return QR_OK;
-}
-
-/* One facet: kind name, field, size (terms) or interval (histogram). */
-static int add_facet(HttpReq *r, SearchArgs *a, const char *name, const char *kind,
-                     const char *field, double size, double interval)
-{
-    if (a->n_facets == MAX_FACETS)
-        return http_error(r, QR_ELIMIT, "at most %d facets", MAX_FACETS);
-    QrFacetReq *f = &a->facets[a->n_facets];
-    memset(f, 0, sizeof *f);
-    if (!strcmp(kind, "terms"))
-        f->kind = QR_FACET_TERMS;
-    else if (!strcmp(kind, "histogram"))
-        f->kind = QR_FACET_HISTOGRAM;
-    else if (!strcmp(kind, "stats"))
-        f->kind = QR_FACET_STATS;
-    else
-        return http_error(r, QR_EINVAL, "facet type must be terms, histogram or stats, not "
-                                        "\"%.20s\"", kind);
-    if (!field || !*field)
-        return http_error(r, QR_EINVAL, "facet \"%.60s\" needs a field", name ? name : kind);
-    if (!(size >= 0 && size <= 10000 && size == floor(size)))
-        return http_error(r, QR_EINVAL, "facet size must be a whole number from 0 to 10000");
-    f->size = (int)size;
-    f->interval = interval;
-    if (f->kind == QR_FACET_HISTOGRAM && !(interval > 0 && isfinite(interval)))
-        return http_error(r, QR_EINVAL, "histogram facet on \"%.60s\" needs an interval > 0",
-                          field);
-    /* unnamed facets are keyed by field, or "field:type" when that is taken */
-    char dflt[160];
-    snprintf(dflt, sizeof dflt, "%s", field);
-    const char *key = name && *name ? name : dflt;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < a->n_facets; i++)
-            if (!strcmp(a->facet_names[i], key)) {
-                if (key == dflt && pass == 0) {
-                    snprintf(dflt, sizeof dflt, "%s:%s", field, kind);
-                    break;
-                }
-                return http_error(r, QR_EINVAL, "two facets are named \"%.60s\"", key);
-            }
-    a->facet_names[a->n_facets] = qr_strdup(key);
-    a->facet_fields[a->n_facets] = qr_strdup(field);
-    if (!a->facet_names[a->n_facets] || !a->facet_fields[a->n_facets]) {
-        qr_free(a->facet_names[a->n_facets]);
-        qr_free(a->facet_fields[a->n_facets]);
-        return http_error(r, QR_ENOMEM, "out of memory");
-    }
-    f->field = a->facet_fields[a->n_facets];
-    a->n_facets++;
-    return QR_OK;
-}
-
-/* GET form: facets=terms:symbol:5,histogram:views:100,stats:views */
-static int set_facets_text(HttpReq *r, SearchArgs *a, const char *v)
-{
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", v);
-    char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        while (*tok == ' ')
-            tok++;
-        char *field = strchr(tok, ':');
-        if (!field)
-            return http_error(r, QR_EINVAL, "facets must be a list of type:field[:size or "
-                                            "interval], e.g. terms:symbol:5,stats:views");
-        *field++ = 0;
-        char *arg = strchr(field, ':');
-        double x = 0;
-        if (arg) {
-            *arg++ = 0;
-            char *end;
-            x = strtod(arg, &end);
-            if (end == arg || *end)
-                return http_error(r, QR_EINVAL, "bad facet argument \"%.20s\"", arg);
-        }
-        bool hist = !strcmp(tok, "histogram");
-        if (add_facet(r, a, NULL, tok, field, hist ? 0 : x, hist ? x : 0) != QR_OK)
-            return r->err.code;
-    }
-    return QR_OK;
-}
-
-/* JSON form: [{"type":"terms","field":"symbol","size":5}, ...] or
- * {"name": {"type": ..., "field": ...}, ...}. */
-static int set_facets_json(HttpReq *r, SearchArgs *a, const cJSON *v)
-{
-    if (cJSON_IsString(v))
-        return set_facets_text(r, a, v->valuestring);
-    if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
-        return http_error(r, QR_EINVAL, "facets must be a list or an object of facet specs");
-    const cJSON *it;
-    cJSON_ArrayForEach(it, v)
-    {
-        const cJSON *type = cJSON_GetObjectItemCaseSensitive(it, "type");
-        const cJSON *field = cJSON_GetObjectItemCaseSensitive(it, "field");
-        const cJSON *size = cJSON_GetObjectItemCaseSensitive(it, "size");
-        const cJSON *iv = cJSON_GetObjectItemCaseSensitive(it, "interval");
-        const cJSON *name = cJSON_GetObjectItemCaseSensitive(it, "name");
-        if (!cJSON_IsObject(it) || (type && !cJSON_IsString(type)) || !cJSON_IsString(field) ||
-            (size && !cJSON_IsNumber(size)) || (iv && !cJSON_IsNumber(iv)) ||
-            (name && !cJSON_IsString(name)))
-            return http_error(r, QR_EINVAL, "a facet is {\"type\": \"terms\"|\"histogram\"|"
-                                            "\"stats\", \"field\": NAME, \"size\": N, "
-                                            "\"interval\": X}");
-        const char *key = cJSON_IsObject(v) ? it->string : name ? name->valuestring : NULL;
-        if (add_facet(r, a, key, type ? type->valuestring : "terms", field->valuestring,
-                      size ? size->valuedouble : 0, iv ? iv->valuedouble : 0) != QR_OK)
-            return r->err.code;
-    }
     return QR_OK;
 }
 
@@ -271,6 +179,39 @@ static int set_access(HttpReq *r, SearchArgs *a, const char *v)
     a->access_path = qr_access_path_parse(v);
     if (a->access_path < 0)
         return http_error(r, QR_EINVAL, "access_path must be auto, scan, check or btree");
+    return QR_OK;
+}
+
+static int set_typo(HttpReq *r, SearchArgs *a, const char *v)
+{
+    int t = schema_typo_parse(v);
+    if (t < 0 || t == QR_TYPO_TABLE)
+        return http_error(r, QR_EINVAL, "typo must be off, auto, 1 or 2, not \"%.20s\"", v);
+    a->typo = t;
+    return QR_OK;
+}
+
+static int set_scoring(HttpReq *r, SearchArgs *a, const char *v)
+{
+    if (!strcmp(v, "bm25f"))
+        a->scoring = QR_SCORING_BM25F;
+    else if (!strcmp(v, "sum"))
+        a->scoring = QR_SCORING_SUM;
+    else
+        return http_error(r, QR_EINVAL, "scoring must be bm25f or sum, not \"%.20s\"", v);
+    return QR_OK;
+}
+
+/* fragment_size (words, 1..1000) and fragments (1..16). */
+static int set_fragments(HttpReq *r, const SearchParam *p, double v, bool is_num, SearchArgs *a)
+{
+    int max = p->kind == P_FRAG_SIZE ? 1000 : 16;
+    if (!is_num || !isfinite(v) || v != floor(v) || v < 1 || v > max)
+        return http_error(r, QR_EINVAL, "%s must be a whole number from 1 to %d", p->name, max);
+    if (p->kind == P_FRAG_SIZE)
+        a->fragment_size = (int)v;
+    else
+        a->fragments = (int)v;
     return QR_OK;
 }
 
@@ -422,10 +363,30 @@ static int set_text(HttpReq *r, const SearchParam *p, const char *v, SearchArgs 
         }
         return QR_OK;
     case P_FILTER: return set_owned(r, &a->filter, v);
+    case P_RANK: return set_owned(r, &a->rank, v);
     case P_SORT: return set_owned(r, &a->sort, v);
     case P_AFTER: return set_owned(r, &a->after, v);
-    case P_FACETS: return set_facets_text(r, a, v);
+    case P_FACETS: return http_facets_text(r, &a->facets, v);
     case P_ACCESS: return set_access(r, a, v);
+    case P_TYPO: return set_typo(r, a, v);
+    case P_SCORING: return set_scoring(r, a, v);
+    case P_PREFIX:
+    case P_SYNONYMS:
+        if (!text_bool(v, &b))
+            return http_error(r, QR_EINVAL, "%s must be true or false, not \"%.20s\"", p->name, v);
+        if (p->kind == P_PREFIX)
+            a->prefix = b;
+        else
+            a->synonyms = b;
+        return QR_OK;
+    case P_HL_FIELDS: return set_owned(r, &a->hl_fields, v);
+    case P_FRAG_SIZE:
+    case P_FRAGMENTS: {
+        char *end;
+        errno = 0;
+        double d = strtod(v, &end);
+        return set_fragments(r, p, d, !errno && *v && !*end && v[0] != ' ', a);
+    }
     case P_UNSUPPORTED:
         return unsupported(r, p);
     }
@@ -577,6 +538,11 @@ static int set_json(HttpReq *r, const SearchParam *p, const cJSON *v, SearchArgs
         if (!cJSON_IsString(v))
             return http_error(r, QR_EINVAL, "filter must be a string (SQL WHERE syntax)");
         return set_owned(r, &a->filter, v->valuestring);
+    case P_RANK:
+        if (!cJSON_IsString(v))
+            return http_error(r, QR_EINVAL, "rank must be a string like \"score * log(1 + "
+                                             "views)\"");
+        return set_owned(r, &a->rank, v->valuestring);
     case P_SORT: return set_sort_json(r, a, v);
     case P_AFTER: {
         if (!cJSON_IsArray(v))
@@ -586,11 +552,59 @@ static int set_json(HttpReq *r, const SearchParam *p, const cJSON *v, SearchArgs
         cJSON_free(t);
         return rc;
     }
-    case P_FACETS: return set_facets_json(r, a, v);
+    case P_FACETS: return http_facets_json(r, &a->facets, v);
     case P_ACCESS:
         if (!cJSON_IsString(v))
             return http_error(r, QR_EINVAL, "access_path must be a string");
         return set_access(r, a, v->valuestring);
+    case P_TYPO:
+        if (cJSON_IsBool(v)) {
+            a->typo = cJSON_IsTrue(v) ? QR_TYPO_AUTO : QR_TYPO_OFF;
+            return QR_OK;
+        }
+        if (cJSON_IsNumber(v) && (v->valuedouble == 0 || v->valuedouble == 1 || v->valuedouble == 2)) {
+            a->typo = (int)v->valuedouble;
+            return QR_OK;
+        }
+        if (!cJSON_IsString(v))
+            return http_error(r, QR_EINVAL, "typo must be \"off\", \"auto\", 1 or 2");
+        return set_typo(r, a, v->valuestring);
+    case P_SCORING:
+        if (!cJSON_IsString(v))
+            return http_error(r, QR_EINVAL, "scoring must be \"bm25f\" or \"sum\"");
+        return set_scoring(r, a, v->valuestring);
+    case P_PREFIX:
+    case P_SYNONYMS:
+        if (!cJSON_IsBool(v))
+            return http_error(r, QR_EINVAL, "%s must be true or false", p->name);
+        if (p->kind == P_PREFIX)
+            a->prefix = cJSON_IsTrue(v);
+        else
+            a->synonyms = cJSON_IsTrue(v);
+        return QR_OK;
+    case P_HL_FIELDS: {
+        if (cJSON_IsString(v))
+            return set_owned(r, &a->hl_fields, v->valuestring);
+        QrBuf b;
+        qr_buf_init(&b);
+        const cJSON *it;
+        bool ok = cJSON_IsArray(v);
+        cJSON_ArrayForEach(it, v)
+        {
+            if (!(ok = ok && cJSON_IsString(it) && !strchr(it->valuestring, ',')))
+                break;
+            qr_buf_printf(&b, "%s%s", b.len ? "," : "", it->valuestring);
+        }
+        qr_buf_putc(&b, 0);
+        int rc = !ok ? http_error(r, QR_EINVAL, "highlight_fields must be a list of field names")
+                 : qr_buf_ok(&b) ? set_owned(r, &a->hl_fields, (const char *)b.data)
+                                 : http_error(r, QR_ENOMEM, "out of memory");
+        qr_buf_free(&b);
+        return rc;
+    }
+    case P_FRAG_SIZE:
+    case P_FRAGMENTS:
+        return set_fragments(r, p, cJSON_IsNumber(v) ? v->valuedouble : 0, cJSON_IsNumber(v), a);
     case P_UNSUPPORTED:
         return unsupported(r, p);
     }
@@ -603,6 +617,11 @@ static void args_init(SearchArgs *a)
     a->limit = 10;
     a->doc = true;
     a->total = true;
+    /* a search box's defaults: the table's typo tolerance, the last word
+     * completed as it is typed, the table's synonyms */
+    a->typo = QR_TYPO_TABLE;
+    a->prefix = true;
+    a->synonyms = true;
 }
 
 /* Hit "doc": the stored document, or only the selected fields of it. */
@@ -628,39 +647,22 @@ static void write_doc(QrBuf *b, const SearchArgs *a, const char *doc_json)
     cJSON_Delete(d);
 }
 
-/* "facets": {name: {"type": ..., "field": ..., buckets or stats}} */
-static void write_facets(QrBuf *b, const SearchArgs *a, const QrSearchRes *res)
+/* Hit "highlights": {field: [fragment, ...]} (highlight_fields). */
+static void write_highlights(QrBuf *b, const QrHit *hit)
 {
-    static const char *kinds[] = {"terms", "histogram", "stats"};
-    qr_buf_append(b, ",\"facets\":{", 11);
-    for (int i = 0; i < res->n_facets; i++) {
-        const QrFacetRes *f = &res->facets[i];
+    qr_buf_append(b, ",\"highlights\":{", 15);
+    for (int i = 0; i < hit->n_highlights; i++) {
+        const QrHighlight *h = &hit->highlights[i];
         if (i)
             qr_buf_putc(b, ',');
-        jw_key(b, a->facet_names[i]);
-        qr_buf_printf(b, "{\"type\":\"%s\",", kinds[f->kind]);
-        jw_key(b, "field");
-        jw_cstr(b, f->field);
-        qr_buf_printf(b, ",\"missing\":%llu", (unsigned long long)f->missing);
-        if (f->kind == QR_FACET_STATS) {
-            qr_buf_printf(b, ",\"count\":%llu", (unsigned long long)f->count);
-            if (f->count)
-                qr_buf_printf(b, ",\"min\":%.17g,\"max\":%.17g,\"sum\":%.17g,\"avg\":%.17g", f->min,
-                              f->max, f->sum, f->avg);
-            else
-                qr_buf_printf(b, ",\"min\":null,\"max\":null,\"sum\":null,\"avg\":null");
-        } else {
-            if (f->kind == QR_FACET_TERMS)
-                qr_buf_printf(b, ",\"other\":%llu", (unsigned long long)f->other);
-            qr_buf_append(b, ",\"buckets\":[", 12);
-            for (int k = 0; k < f->n_buckets; k++) {
-                const char *key = f->buckets[k].key_json ? f->buckets[k].key_json : "null";
-                qr_buf_printf(b, "%s{\"key\":%s,\"count\":%llu}", k ? "," : "", key,
-                              (unsigned long long)f->buckets[k].count);
-            }
-            qr_buf_putc(b, ']');
+        jw_key(b, h->field);
+        qr_buf_putc(b, '[');
+        for (int k = 0; k < h->n; k++) {
+            if (k)
+                qr_buf_putc(b, ',');
+            jw_cstr(b, h->fragments[k]);
         }
-        qr_buf_putc(b, '}');
+        qr_buf_putc(b, ']');
     }
     qr_buf_putc(b, '}');
 }
@@ -712,11 +714,19 @@ static void run_search(HttpReq *r, SearchArgs *a)
         req.timeout_ms = a->timeout_ms;
     req.mem_cap = (size_t)s->cfg.query_mem_bytes;
     req.filter = a->filter;
+    req.rank = a->rank;
     req.sort = a->sort;
     req.search_after = a->after;
     req.access_path = a->access_path;
-    req.facets = a->facets;
-    req.n_facets = a->n_facets;
+    req.facets = a->facets.reqs;
+    req.n_facets = a->facets.n;
+    req.typo = a->typo;
+    req.prefix_last = a->prefix;
+    req.scoring = a->scoring;
+    req.no_synonyms = !a->synonyms;
+    req.hl_fields = a->count_only ? NULL : a->hl_fields;
+    req.fragment_words = a->fragment_size;
+    req.fragments = a->fragments;
     QrError e;
     qr_error_clear(&e);
     QrSearchRes *res = NULL;
@@ -764,6 +774,8 @@ static void run_search(HttpReq *r, SearchArgs *a)
             qr_buf_append(&b, ",\"highlight\":", 13);
             jw_cstr(&b, hit->snippet);
         }
+        if (hit->n_highlights)
+            write_highlights(&b, hit);
         if (req.fetch_docs && hit->doc_json) {
             qr_buf_append(&b, ",\"doc\":", 7);
             write_doc(&b, a, hit->doc_json);
@@ -775,8 +787,13 @@ static void run_search(HttpReq *r, SearchArgs *a)
         qr_buf_putc(&b, '}');
     }
     qr_buf_printf(&b, "],\"took_ms\":%.3f", res->took_ms);
+    if (res->warning) { /* scored with some nodes' statistics missing (--peer-unreachable warn) */
+        qr_buf_append(&b, ",\"warnings\":[", 13);
+        jw_cstr(&b, res->warning);
+        qr_buf_putc(&b, ']');
+    }
     if (res->n_facets)
-        write_facets(&b, a, res);
+        http_facets_write(&b, &a->facets, res);
     if (a->explain) {
         qr_buf_append(&b, ",\"explain\":{", 12);
         jw_key(&b, "strategy");
@@ -809,6 +826,11 @@ static void run_search(HttpReq *r, SearchArgs *a)
                           (unsigned long long)st->filter_candidates_checked,
                           (unsigned long long)st->filter_rows);
         }
+        if (a->rank)
+            qr_buf_printf(&b, ",\"rank\":{\"rounds\":%u,\"candidates\":%llu,\"exhaustive\":%s}",
+                          res->stats.rank_rounds,
+                          (unsigned long long)res->stats.rank_candidates,
+                          res->stats.rank_exhaustive ? "true" : "false");
         qr_buf_putc(&b, '}');
     }
     qr_buf_putc(&b, '}');
@@ -838,6 +860,32 @@ void http_search_get(HttpReq *r)
     args_free(&a);
 }
 
+/* The search of the JSON object root on r->t; `skip` names a member that
+ * is not a search parameter (multi-search's "table"), or NULL. */
+static void search_json(HttpReq *r, const cJSON *root, const char *skip)
+{
+    SearchArgs a;
+    args_init(&a);
+    if (!cJSON_IsObject(root)) {
+        http_error(r, QR_EINVAL, "%s must be a JSON object", skip ? "each query" : "request body");
+        http_error_hint(r, "e.g. {\"q\": \"terminal emulator\", \"limit\": 5}");
+        goto out;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, root)
+    {
+        if (skip && !strcmp(it->string, skip))
+            continue;
+        const SearchParam *p = param_find(it->string);
+        int rc = p ? set_json(r, p, it, &a) : unknown_param(r, it->string);
+        if (rc != QR_OK)
+            goto out;
+    }
+    run_search(r, &a);
+out:
+    args_free(&a);
+}
+
 /* POST /tables/{t}/search with a JSON object body. */
 void http_search_post(HttpReq *r)
 {
@@ -853,23 +901,109 @@ void http_search_post(HttpReq *r)
     cJSON *root = http_body_json(r);
     if (!root)
         return;
-    SearchArgs a;
-    args_init(&a);
-    if (!cJSON_IsObject(root)) {
-        http_error(r, QR_EINVAL, "request body must be a JSON object");
-        http_error_hint(r, "e.g. {\"q\": \"terminal emulator\", \"limit\": 5}");
-        goto out;
+    search_json(r, root, NULL);
+    cJSON_Delete(root);
+}
+
+/* One query of a multi-search as a sub-request of r: its answer, or
+ * {"error": {...}, "status": N}, appended to out. */
+static void multi_one(HttpReq *r, const cJSON *q, QrBuf *out)
+{
+    HttpReq sub;
+    memset(&sub, 0, sizeof sub);
+    sub.srv = r->srv;
+    sub.conn = r->conn;
+    sub.t0_ns = qr_now_ns();
+    sub.uri = r->uri;
+    sub.method_name = r->method_name;
+    sub.method = r->method;
+    sub.route = r->route;
+    sub.args_parsed = true;
+    sub.granted = r->granted;
+    memcpy(sub.key_name, r->key_name, sizeof sub.key_name);
+    memcpy(sub.key_tables, r->key_tables, sizeof sub.key_tables);
+    qr_error_clear(&sub.err);
+    qr_buf_init(&sub.body);
+    sub.capture = out;
+    const cJSON *t = cJSON_GetObjectItemCaseSensitive(q, "table");
+    const cJSON *qq = cJSON_GetObjectItemCaseSensitive(q, "q");
+    if (!cJSON_IsObject(q) || !cJSON_IsString(t)) {
+        http_error(&sub, QR_EINVAL, "each query needs \"table\" (a table name)");
+        http_error_hint(&sub, "{\"queries\": [{\"table\": \"products\", \"q\": \"lamp\"}]}");
+    } else if (http_key_table_ok(&sub, t->valuestring) &&
+               http_query_terms_check(&sub, cJSON_IsString(qq) ? qq->valuestring : NULL) ==
+                   QR_OK) {
+        sub.t = t->valuestring; /* borrowed from the body for the sub-request */
+        if (http_table_enter(r->srv, sub.t, false) != QR_OK) {
+            http_error(&sub, QR_ENOMEM, "out of memory");
+        } else {
+            search_json(&sub, q, "table");
+            http_table_leave(r->srv, sub.t, false);
+        }
     }
+    if (!sub.queued) {
+        qr_buf_printf(out, "{\"status\":%d,", http_status_of(sub.err.code));
+        QrBuf eb;
+        qr_buf_init(&eb);
+        http_error_json(&eb, sub.err.code, &sub.err);
+        if (eb.len > 2)
+            qr_buf_append(out, eb.data + 1, eb.len - 1); /* "error":{...}} */
+        else
+            qr_buf_putc(out, '}');
+        qr_buf_free(&eb);
+    }
+    for (int i = 0; i < sub.n_hdr; i++)
+        qr_free(sub.hdr_v[i]);
+}
+
+void http_search_multi(HttpReq *r)
+{
+    http_arg(r, "");
+    if (r->args_bad)
+        return;
+    if (r->n_args) {
+        http_error(r, QR_EINVAL, "multi-search takes its parameters in the JSON body, not in "
+                                 "the query string (\"%.40s\")", r->arg_k[0]);
+        return;
+    }
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    const cJSON *qs = cJSON_GetObjectItemCaseSensitive(root, "queries");
     const cJSON *it;
     cJSON_ArrayForEach(it, root)
     {
-        const SearchParam *p = param_find(it->string);
-        int rc = p ? set_json(r, p, it, &a) : unknown_param(r, it->string);
-        if (rc != QR_OK)
+        if (strcmp(it->string, "queries")) {
+            http_error(r, QR_EINVAL, "unknown key \"%.60s\"", it->string);
+            http_error_hint(r, "multi-search takes {\"queries\": [...]}");
             goto out;
+        }
     }
-    run_search(r, &a);
+    if (!cJSON_IsObject(root) || !cJSON_IsArray(qs)) {
+        http_error(r, QR_EINVAL, "multi-search needs {\"queries\": [...]}");
+        http_error_hint(r, "each query is {\"table\": T, ...} with the parameters of POST "
+                           "/tables/{t}/search");
+        goto out;
+    }
+    int n = cJSON_GetArraySize(qs);
+    if (n > HTTP_MAX_MULTI) {
+        http_error(r, QR_ELIMIT, "multi-search has %d queries, more than the limit of %d", n,
+                   HTTP_MAX_MULTI);
+        goto out;
+    }
+    uint64_t t0 = qr_now_ns();
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"results\":[", 12);
+    int i = 0;
+    cJSON_ArrayForEach(it, qs)
+    {
+        if (i++)
+            qr_buf_putc(&b, ',');
+        multi_one(r, it, &b);
+    }
+    qr_buf_printf(&b, "],\"took_ms\":%.3f}", (double)(qr_now_ns() - t0) / 1e6);
+    http_reply_json(r, 200, &b);
 out:
-    args_free(&a);
     cJSON_Delete(root);
 }

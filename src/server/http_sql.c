@@ -231,9 +231,10 @@ void http_sql_query(HttpReq *r)
             rc = QR_EUNSUPPORTED;
         }
         /* the query history (admin page, GET /stats/queries) */
-        http_history_sql(r->srv->history, s, spans[i].len, rc == QR_OK && res ? res->n_rows : 0,
-                         (double)(qr_now_ns() - st_t0) / 1e6,
-                         rc == QR_OK ? 200 : http_status_of((int)err.code), NULL);
+        http_history_sql(r->srv->history, "http", s, spans[i].len,
+                         rc == QR_OK && res ? res->n_rows : 0, (double)(qr_now_ns() - st_t0) / 1e6,
+                         rc == QR_OK ? 200 : http_status_of((int)err.code),
+                         rc == QR_OK && res ? res->plan : NULL);
         if (rc != QR_OK) {
             qr_buf_free(&all);
             sql_error(r, &err, base);

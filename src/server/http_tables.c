@@ -34,12 +34,15 @@ void http_stats_fields(QrBuf *b, const QrTableStats *st)
     qr_buf_printf(b,
                   "\"docs\":%llu,\"docs_total\":%llu,\"segments\":%llu,\"disk_bytes\":%llu,"
                   "\"wal_bytes\":%llu,\"merges_done\":%llu,\"merges_running\":%llu,"
-                  "\"commits\":%llu,\"checkpoints\":%llu",
+                  "\"commits\":%llu,\"checkpoints\":%llu,\"mem_segments\":%llu,"
+                  "\"mem_bytes\":%llu,\"peak_segments\":%llu,\"wal_syncs\":%llu",
                   (unsigned long long)st->docs, (unsigned long long)st->docs_total,
                   (unsigned long long)st->segments, (unsigned long long)st->disk_bytes,
                   (unsigned long long)st->wal_bytes, (unsigned long long)st->merges_done,
                   (unsigned long long)st->merges_running, (unsigned long long)st->commits,
-                  (unsigned long long)st->checkpoints);
+                  (unsigned long long)st->checkpoints, (unsigned long long)st->mem_segments,
+                  (unsigned long long)st->mem_bytes, (unsigned long long)st->peak_segments,
+                  (unsigned long long)st->wal_syncs);
 }
 
 /* GET /tables: names with their statistics. */
@@ -350,3 +353,166 @@ static void table_op(HttpReq *r, bool merge)
 
 void http_tables_flush(HttpReq *r) { table_op(r, false); }
 void http_tables_merge(HttpReq *r) { table_op(r, true); }
+
+/* POST /tables/{t}/bm25_stats: this node's part of BM25's statistics, for
+ * the other nodes of a split table (quarry serve --peers, server/peers.c;
+ * docs/scale-out.md).  Body {"terms": [[field, term], ...], "generation":
+ * G?}: terms as the asking node analyzed them, fields by name ("_all" for
+ * the combined field; a field this table lacks counts 0).  Answer
+ * {"generation": G', "docs": N, "fields": {name: [tokens, docs], ...},
+ * "df": [...]}, all from one snapshot; when G' equals the G sent, the
+ * totals the asker cached are still true and "docs"/"fields" are left out
+ * ("unchanged": true).  G' moves with every published change of the table
+ * (its snapshot version), with DDL, and with a restart of this server. */
+#define BM25_STATS_MAX_TERMS 4096
+
+void http_tables_bm25_stats(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    const cJSON *terms = cJSON_GetObjectItemCaseSensitive(root, "terms");
+    const cJSON *gen = cJSON_GetObjectItemCaseSensitive(root, "generation");
+    int n = cJSON_IsArray(terms) ? cJSON_GetArraySize(terms) : -1;
+    QrTermStat *ts = NULL;
+    if (n < 0 || (gen && !cJSON_IsString(gen))) {
+        http_error(r, QR_EINVAL, "bm25_stats needs \"terms\": an array of [field, term] pairs");
+        goto out;
+    }
+    if (n > BM25_STATS_MAX_TERMS) {
+        http_error(r, QR_ELIMIT, "bm25_stats asks for %d terms (at most %d)", n,
+                   BM25_STATS_MAX_TERMS);
+        goto out;
+    }
+    const QrSchema *sc = qr_table_schema(t);
+    if (!(ts = qr_calloc((size_t)n + 1, sizeof *ts))) {
+        http_error(r, QR_ENOMEM, "out of memory");
+        goto out;
+    }
+    int i = 0;
+    const cJSON *pair;
+    cJSON_ArrayForEach(pair, terms)
+    {
+        const cJSON *f = cJSON_GetArrayItem(pair, 0), *w = cJSON_GetArrayItem(pair, 1);
+        if (cJSON_GetArraySize(pair) != 2 || !cJSON_IsString(f) || !cJSON_IsString(w)) {
+            http_error(r, QR_EINVAL, "bm25_stats term %d is not a [field, term] pair of strings",
+                       i + 1);
+            goto out;
+        }
+        int fi = strcmp(f->valuestring, "_all") == 0 ? QR_ALL_FIELD : -1;
+        for (int k = 0; fi < 0 && k < sc->n_fields; k++)
+            if (!strcmp(sc->fields[k].name, f->valuestring))
+                fi = k;
+        ts[i++] = (QrTermStat){.field = fi, .text = w->valuestring,
+                               .len = (uint32_t)strlen(w->valuestring)};
+    }
+    QrBm25Stats *st = qr_malloc(sizeof *st);
+    QrError e;
+    qr_error_clear(&e);
+    if (!st || qr_table_bm25_stats(t, st, ts, n, &e) != QR_OK) {
+        if (!st)
+            http_error(r, QR_ENOMEM, "out of memory");
+        else
+            http_error_from(r, &e);
+        qr_free(st);
+        goto out;
+    }
+    char g[96];
+    snprintf(g, sizeof g, "%lld.%llu.%llu", (long long)r->srv->started_wall_us,
+             (unsigned long long)qr_db_ddl_generation(r->srv->db),
+             (unsigned long long)st->version);
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"generation\":", 14);
+    jw_cstr(&b, g);
+    if (gen && !strcmp(gen->valuestring, g)) {
+        qr_buf_append(&b, ",\"unchanged\":true", 17);
+    } else {
+        qr_buf_printf(&b, ",\"docs\":%llu,\"fields\":{", (unsigned long long)st->n_docs);
+        bool first = true;
+        for (int f = 0; f <= sc->n_fields; f++) {
+            int key = f < sc->n_fields ? f : QR_ALL_FIELD;
+            if (!st->field_docs[key] && !st->field_tokens[key])
+                continue;
+            if (!first)
+                qr_buf_putc(&b, ',');
+            first = false;
+            jw_cstr(&b, key == QR_ALL_FIELD ? "_all" : sc->fields[f].name);
+            qr_buf_printf(&b, ":[%llu,%llu]", (unsigned long long)st->field_tokens[key],
+                          (unsigned long long)st->field_docs[key]);
+        }
+        qr_buf_putc(&b, '}');
+    }
+    qr_buf_append(&b, ",\"df\":[", 7);
+    for (int k = 0; k < n; k++)
+        qr_buf_printf(&b, "%s%llu", k ? "," : "", (unsigned long long)ts[k].df);
+    qr_buf_append(&b, "]}", 2);
+    qr_free(st);
+    http_reply_json(r, 200, &b);
+out:
+    qr_free(ts);
+    cJSON_Delete(root);
+}
+
+/* GET /tables/{t}/synonyms: {"synonyms": [...] or {...} or null} */
+void http_synonyms_get(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    char *txt;
+    size_t len;
+    QrError e;
+    qr_error_clear(&e);
+    if (qr_table_synonyms(t, &txt, &len, &e) != QR_OK) {
+        http_error_from(r, &e);
+        return;
+    }
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, "{\"synonyms\":", 12);
+    if (txt)
+        qr_buf_append(&b, txt, len);
+    else
+        qr_buf_append(&b, "null", 4);
+    qr_buf_putc(&b, '}');
+    qr_free(txt);
+    http_reply_json(r, 200, &b);
+}
+
+/* PUT /tables/{t}/synonyms {"synonyms": [["tty", "terminal"]] or
+ * {"tty": ["terminal"]} or null}: replaces them, durable on return; every
+ * search compiled afterwards (HTTP and SQL) applies them. */
+void http_synonyms_put(HttpReq *r)
+{
+    QrTable *t = http_table_get(r);
+    if (!t)
+        return;
+    cJSON *root = http_body_json(r);
+    if (!root)
+        return;
+    const cJSON *syn = cJSON_GetObjectItemCaseSensitive(root, "synonyms");
+    if (!cJSON_IsObject(root) || !syn || cJSON_GetArraySize(root) != 1) {
+        http_error(r, QR_EINVAL, "request body must be {\"synonyms\": ...}");
+        http_error_hint(r, "e.g. {\"synonyms\": [[\"tty\", \"terminal\"]]} or "
+                           "{\"synonyms\": {\"tty\": [\"terminal\"]}}; null removes them");
+        cJSON_Delete(root);
+        return;
+    }
+    char *txt = cJSON_IsNull(syn) ? NULL : cJSON_PrintUnformatted(syn);
+    QrError e;
+    qr_error_clear(&e);
+    int rc = qr_table_set_synonyms(t, txt ? txt : "", txt ? strlen(txt) : 0, &e);
+    cJSON_free(txt);
+    cJSON_Delete(root);
+    if (rc != QR_OK) {
+        if (e.code == QR_ESYNTAX)
+            e.code = QR_EINVAL;
+        http_error_from(r, &e);
+        return;
+    }
+    http_synonyms_get(r);
+}

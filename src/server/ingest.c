@@ -14,12 +14,11 @@ struct Ingest {
     IngestOpts opts;
     char table[QR_NAME_MAX + 1];
     QrTable *t;             /* borrows (db owns); NULL until known */
-    QrBatch *batch;         /* owns: this ingest's uncommitted documents; NULL until t */
+    QrLoader *ld;           /* owns: this ingest's load (its batches); NULL until t */
     IngestCounts c;
-    uint64_t in_batch;      /* docs since the last commit */
-    uint64_t batch_bytes;   /* their line bytes */
     /* inference: the first lines of a new table wait here */
     bool inferring;
+    QrBuf infer_notes;      /* owns: why each field got its type (schema_infer_explain) */
     char **held;
     size_t *held_len;
     uint64_t *held_line;
@@ -33,11 +32,30 @@ struct Ingest {
     bool failed;
 };
 
-/* The table is known: start this ingest's own batch (nothing of it is
- * visible or durable before commit_batch, whatever other writers do). */
+static void reject(Ingest *in, uint64_t line, const QrError *e);
+
+static void on_reject(void *arg, uint64_t line, const QrError *e) { reject(arg, line, e); }
+
+static void on_commit(void *arg, uint64_t last_line, uint64_t added, uint64_t replaced)
+{
+    Ingest *in = arg;
+    in->c.imported += added;
+    in->c.replaced += replaced;
+    in->c.acked += added + replaced;
+    if (in->opts.on_commit)
+        in->opts.on_commit(in->opts.arg, last_line, in->c.acked);
+}
+
+/* The table is known: start this ingest's load (its batches: nothing of
+ * them is visible or durable before their commits, whatever other writers
+ * do; indexed by a pool of threads, committed in input order). */
 static int start_batch(Ingest *in, QrError *err)
 {
-    int rc = qr_batch_begin(in->t, &in->batch, err);
+    QrLoadOpts lo = {.threads = in->opts.threads, .chunk_docs = (uint64_t)in->opts.batch,
+                     .chunk_bytes = in->opts.batch_bytes, .memory_bytes = in->opts.memory_bytes,
+                     .strict = in->opts.strict, .on_reject = on_reject,
+                     .on_commit = on_commit, .arg = in};
+    int rc = qr_loader_begin(in->t, &lo, &in->ld, err);
     if (rc != QR_OK)
         in->failed = true;
     return rc;
@@ -61,6 +79,7 @@ int ingest_begin(QrDb *db, const IngestOpts *opts, Ingest **out, QrError *err)
         in->opts.max_line_bytes = 16u << 20;
     snprintf(in->table, sizeof in->table, "%s", opts->table ? opts->table : "");
     qr_buf_init(&in->partial);
+    qr_buf_init(&in->infer_notes);
     QrError e;
     qr_error_clear(&e);
     int rc = qr_table_get(db, in->table, &in->t, &e);
@@ -109,24 +128,16 @@ static void reject(Ingest *in, uint64_t line, const QrError *e)
         in->opts.on_error(in->opts.arg, line, e);
 }
 
+/* Everything queued built and committed (the outcomes delivered); after a
+ * strict stop, what its batch accepted before the bad line too. */
 static int commit_batch(Ingest *in, QrError *err)
 {
-    if (!in->batch || in->in_batch == 0)
+    if (!in->ld)
         return QR_OK;
-    int rc = qr_batch_commit(in->batch, err);
-    if (rc != QR_OK) {
-        /* nothing of the batch was written: lines after the last commit
-         * are not acknowledged */
-        in->in_batch = 0;
+    int rc = qr_loader_finish(in->ld, true, err);
+    if (rc != QR_OK)
         in->failed = true;
-        return rc;
-    }
-    in->c.acked += in->in_batch;
-    in->in_batch = 0;
-    in->batch_bytes = 0;
-    if (in->opts.on_commit)
-        in->opts.on_commit(in->opts.arg, in->c.lines, in->c.acked);
-    return QR_OK;
+    return rc;
 }
 
 /* An upper bound on the JSON values of s[0..len): every value but the
@@ -152,56 +163,19 @@ static size_t json_values_bound(const char *s, size_t len, size_t max)
     return n;
 }
 
-/* Put one line into the table.  Rejections are counted, fatal errors returned. */
+/* Queue one line for the table.  Rejections are counted when the load
+ * reports them (in line order); a fatal error, or a strict rejection, is
+ * returned. */
 static int put_line(Ingest *in, uint64_t line, const char *s, size_t len, QrError *err)
 {
-    QrError e;
-    qr_error_clear(&e);
-    cJSON *root = cJSON_ParseWithLength(s, len);
-    int rc;
-    if (!root) {
-        const char *ep = cJSON_GetErrorPtr();
-        qr_error_set(&e, QR_ESYNTAX, "invalid JSON");
-        if (ep && ep >= s && ep <= s + len) {
-            qr_error_detail(&e, "error near byte %ld", (long)(ep - s) + 1);
-            qr_error_pos(&e, ep - s, (int64_t)line, (int32_t)(ep - s) + 1);
-        }
-        rc = QR_ESYNTAX;
-    } else {
-        bool replaced = false;
-        rc = qr_batch_put_parsed(in->batch, s, len, root, &replaced, &e);
-        cJSON_Delete(root);
-        if (rc == QR_OK) {
-            if (replaced)
-                in->c.replaced++;
-            else
-                in->c.imported++;
-            in->in_batch++;
-            /* a batch waits in memory (the WAL's buffer, the segment
-             * builder) until its commit: bound it by bytes as well */
-            in->batch_bytes += len;
-            if (in->in_batch >= (uint64_t)in->opts.batch ||
-                in->batch_bytes >= in->opts.batch_bytes)
-                return commit_batch(in, err);
-            return QR_OK;
-        }
-    }
-    qr_error_pos(&e, -1, (int64_t)line, -1);
-    bool fatal = rc == QR_EIO || rc == QR_ENOMEM || rc == QR_EINTERNAL || rc == QR_ECORRUPT ||
-                 rc == QR_EPERM;
-    if (fatal) {
+    int rc = qr_loader_add(in->ld, line, s, len, err);
+    if (rc != QR_OK) {
         in->failed = true;
-        qr_error_copy(err, &e);
-        return rc;
+        if (in->opts.strict && err && !err->hint[0] && rc != QR_EIO && rc != QR_ENOMEM &&
+            rc != QR_EINTERNAL && rc != QR_ECORRUPT && rc != QR_EPERM)
+            qr_error_hint(err, "without --strict bad lines are skipped and reported");
     }
-    reject(in, line, &e);
-    if (in->opts.strict) {
-        in->failed = true;
-        qr_error_copy(err, &e);
-        qr_error_hint(err, "without --strict bad lines are skipped and reported");
-        return rc;
-    }
-    return QR_OK;
+    return rc;
 }
 
 /* Line ln breaks a limit (e): rejected and reported, or fatal in strict mode. */
@@ -230,6 +204,8 @@ static int finish_inference(Ingest *in, QrError *err)
     }
     QrSchema *sc = qr_malloc(sizeof *sc);
     int rc = sc ? schema_infer_finish(si, sc, err) : qr_error_set(err, QR_ENOMEM, "out of memory");
+    if (rc == QR_OK && schema_infer_explain(si, &in->infer_notes) != QR_OK)
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory");
     schema_infer_free(si);
     if (rc == QR_OK)
         rc = qr_table_create(in->db, in->table, sc, &in->t, err);
@@ -365,7 +341,8 @@ void ingest_free(Ingest *in)
 {
     if (!in)
         return;
-    qr_batch_free(in->batch); /* uncommitted documents are discarded */
+    qr_loader_free(in->ld); /* uncommitted documents are discarded */
+    qr_buf_free(&in->infer_notes);
     for (int i = 0; i < in->n_held; i++)
         qr_free(in->held[i]);
     qr_free(in->held);
@@ -387,3 +364,9 @@ const IngestError *ingest_errors(const Ingest *in, int *n)
 QrTable *ingest_table(const Ingest *in) { return in->t; }
 
 int ingest_commit(Ingest *in, QrError *err) { return commit_batch(in, err); }
+
+const char *ingest_inference_notes(const Ingest *in, size_t *len)
+{
+    *len = in->infer_notes.len;
+    return in->infer_notes.len ? (const char *)in->infer_notes.data : NULL;
+}

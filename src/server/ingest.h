@@ -8,11 +8,12 @@
  * Nothing is silently lost: every line is imported (new or replacing a
  * document with the same key), rejected (reported with its line number and
  * reason), or — only after a fatal error such as a full disk — left
- * unprocessed, which the summary states.  An ingest writes into a batch of
- * its own (QrBatch), committed every `batch` documents and at the end: a
- * batch becomes durable and visible at its commit, and only then -- other
- * writers' commits never publish it; `acked` counts documents whose commit
- * succeeded.
+ * unprocessed, which the summary states.  An ingest is a load (QrLoader,
+ * quarry.h): batches of `batch` documents, indexed by a pool of threads and
+ * committed in line order; a batch becomes durable and visible at its
+ * commit, and only then -- other writers' commits never publish it; `acked`
+ * counts documents whose commit succeeded.  Rejected lines are reported,
+ * and counts move, in line order whatever the thread count.
  */
 #ifndef QR_INGEST_H
 #define QR_INGEST_H
@@ -35,6 +36,9 @@ typedef struct IngestOpts {
                                    first (default INGEST_BATCH_BYTES): what a
                                    batch holds in memory until its commit */
     bool strict;                /* first bad line aborts */
+    int threads;                /* indexing threads (0 = the machine's cores) */
+    size_t memory_bytes;        /* indexing memory budget (0 = the default: an eighth of
+                                   the machine's memory) */
     int max_errors_kept;        /* error lines kept for the report (default 100) */
     size_t max_line_bytes;      /* longest accepted line (default 16 MiB); a line
                                    may also hold at most max_line_bytes /
@@ -78,6 +82,9 @@ typedef struct IngestCounts {
 void ingest_counts(const Ingest *in, IngestCounts *c);
 /* Rejected lines kept for reports (at most max_errors_kept). */
 const IngestError *ingest_errors(const Ingest *in, int *n);
+/* After a schema was inferred: a line per field saying what it became and
+ * why (borrowed, valid until ingest_free); NULL otherwise. */
+const char *ingest_inference_notes(const Ingest *in, size_t *len);
 /* The table (after the first document or at begin when it existed). */
 QrTable *ingest_table(const Ingest *in);
 

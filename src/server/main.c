@@ -4,11 +4,15 @@
  * Layer: server/.  Calls query/quarry.h, server/ingest.h and the base kit.
  *
  *   quarry import TABLE FILE.jsonl[.gz]|- [--schema S.json] [--batch N] [--strict]
+ *                 [--threads N] [--memory BYTES]
  *   quarry search TABLE ['query'] [--limit N] [--offset K] [--count] [--json]
  *                 [--and] [--fields title^2,body] [--queries Q.jsonl]
  *                 [--filter "symbol = 'X' AND published >= '2025-01-01'"]
  *                 [--sort published:desc,_score] [--after CURSOR]
  *                 [--access-path auto|scan|check|btree]
+ *                 [--typo auto|off|1|2] [--prefix] [--scoring bm25f|sum]
+ *                 [--no-synonyms]  (exact words unless --typo / --prefix ask
+ *                 for a search box's tolerance and completion of the last word)
  *   quarry bench  TABLE --queries Q.jsonl [--repeat N]
  *                 (query lines may carry "filter", "sort" and "access_path")
  *   quarry get TABLE ID | delete TABLE ID... | schema TABLE | stats TABLE
@@ -29,6 +33,7 @@
 
 #include <cJSON.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +173,7 @@ typedef struct ImportUi {
     uint64_t last_draw;
     uint64_t total_bytes; /* of the input file, 0 if unknown */
     gzFile gz;
+    uint64_t committed_line; /* every line up to it is committed or rejected */
 } ImportUi;
 
 static void import_on_error(void *arg, uint64_t line, const QrError *e)
@@ -184,6 +190,7 @@ static void import_on_error(void *arg, uint64_t line, const QrError *e)
 static void import_on_commit(void *arg, uint64_t lines, uint64_t acked)
 {
     ImportUi *ui = arg;
+    ui->committed_line = lines;
     if (ui->report_commits) {
         printf("committed %llu %llu\n", (unsigned long long)lines, (unsigned long long)acked);
         fflush(stdout);
@@ -225,15 +232,32 @@ static int cmd_import(int argc, char **argv)
 {
     Opt opts[] = {{"data", true}, {"schema", true}, {"batch", true}, {"strict", false},
                   {"fsync", true}, {"quiet", false}, {"merge", false},
-                  {"report-commits", false}};
+                  {"report-commits", false}, {"threads", true}, {"memory", true}};
     Args a = {opts, sizeof opts / sizeof opts[0]};
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
     if (a.n_pos != 2) {
         fprintf(stderr, "usage: quarry import TABLE FILE.jsonl[.gz]|- [--schema S.json] "
-                        "[--batch N] [--strict] [--merge] [--data DIR]\n");
+                        "[--batch N] [--strict] [--merge] [--threads N] [--memory BYTES] "
+                        "[--data DIR]\n");
         return 2;
+    }
+    qr_mem_tune_for_threads(); /* indexing threads: big buffers go back when freed */
+    long threads = 0, memory_mib = 0;
+    if (opt_val(&a, "threads", NULL) &&
+        !parse_int(opt_val(&a, "threads", NULL), 1, 256, &threads)) {
+        fprintf(stderr, "quarry: --threads must be a number from 1 to 256\n");
+        return 2;
+    }
+    if (opt_val(&a, "memory", NULL)) {
+        long v;
+        if (!parse_int(opt_val(&a, "memory", NULL), 64 << 20, LONG_MAX, &v)) {
+            fprintf(stderr, "quarry: --memory must be a number of bytes, at least %d\n",
+                    64 << 20);
+            return 2;
+        }
+        memory_mib = v >> 20;
     }
     long batch = 10000;
     if (opt_val(&a, "batch", NULL) && !parse_int(opt_val(&a, "batch", NULL), 1, 10000000, &batch)) {
@@ -286,7 +310,8 @@ static int cmd_import(int argc, char **argv)
         return rc;
     }
     IngestOpts io = {.table = a.pos[0], .schema = schema, .batch = (int)batch,
-                     .strict = opt_flag(&a, "strict"), .on_error = import_on_error,
+                     .strict = opt_flag(&a, "strict"), .threads = (int)threads,
+                     .memory_bytes = (size_t)memory_mib << 20, .on_error = import_on_error,
                      .on_commit = import_on_commit, .arg = &ui};
     Ingest *in;
     if (ingest_begin(db, &io, &in, &err) != QR_OK) {
@@ -330,9 +355,13 @@ static int cmd_import(int argc, char **argv)
         QrBuf sb;
         qr_buf_init(&sb);
         schema_to_json(qr_table_schema(t), true, &sb, &err);
+        size_t notes_len = 0;
+        const char *notes = ingest_inference_notes(in, &notes_len);
         fprintf(stderr,
-                "inferred schema for table \"%s\" (save, edit and pass with --schema):\n%.*s\n",
-                a.pos[0], (int)sb.len, sb.data ? (char *)sb.data : "");
+                "inferred schema for table \"%s\" (save, edit and pass with --schema):\n%.*s\n"
+                "from the first lines sampled:\n%.*s",
+                a.pos[0], (int)sb.len, sb.data ? (char *)sb.data : "", (int)notes_len,
+                notes ? notes : "");
         qr_buf_free(&sb);
     }
     double secs = (double)(qr_now_ns() - ui.t0) / 1e9;
@@ -345,9 +374,11 @@ static int cmd_import(int argc, char **argv)
             secs > 0 ? (double)c.bytes / 1e6 / secs : 0);
     if (fatal != QR_OK) {
         report(&err);
-        fprintf(stderr, "%llu documents were committed before the error; later lines were not "
-                        "imported\n",
-                (unsigned long long)c.acked);
+        fprintf(stderr,
+                "%llu documents were committed before the error, every line up to line %llu "
+                "committed or rejected; line %llu and later were not imported\n",
+                (unsigned long long)c.acked, (unsigned long long)ui.committed_line,
+                (unsigned long long)ui.committed_line + 1);
     }
     ingest_free(in);
     gzclose(ui.gz);
@@ -529,7 +560,8 @@ static int cmd_search(int argc, char **argv, bool bench)
                   {"repeat", true},    {"docs", false},   {"exhaustive", false},
                   {"timeout", true},   {"no-snippets", false}, {"salvage", false},
                   {"filter", true},    {"sort", true},    {"after", true},
-                  {"access-path", true}};
+                  {"access-path", true}, {"typo", true},  {"prefix", false},
+                  {"scoring", true},   {"no-synonyms", false}};
     Args a = {opts, sizeof opts / sizeof opts[0]};
     int rc = parse_args(argc, argv, &a);
     if (rc)
@@ -577,6 +609,31 @@ static int cmd_search(int argc, char **argv, bool bench)
     }
     r.default_and = opt_flag(&a, "and");
     r.fields = opt_val(&a, "fields", NULL);
+    /* exact words, as scripts and the tests' oracles expect; --typo and
+     * --prefix ask for what the HTTP search box does by default (the
+     * relevance harness measures with them) */
+    r.typo = QR_TYPO_OFF;
+    r.prefix_last = opt_flag(&a, "prefix");
+    r.no_synonyms = opt_flag(&a, "no-synonyms");
+    if (opt_val(&a, "typo", NULL)) {
+        int ty = schema_typo_parse(opt_val(&a, "typo", NULL));
+        if (ty < 0 || ty == QR_TYPO_TABLE) {
+            fprintf(stderr, "quarry: --typo must be auto, off, 1 or 2\n");
+            return 2;
+        }
+        r.typo = ty;
+    }
+    if (opt_val(&a, "scoring", NULL)) {
+        const char *sc = opt_val(&a, "scoring", NULL);
+        if (!strcmp(sc, "bm25f"))
+            r.scoring = QR_SCORING_BM25F;
+        else if (!strcmp(sc, "sum"))
+            r.scoring = QR_SCORING_SUM;
+        else {
+            fprintf(stderr, "quarry: --scoring must be bm25f or sum\n");
+            return 2;
+        }
+    }
     r.count_only = opt_flag(&a, "count");
     r.exhaustive = opt_flag(&a, "exhaustive");
     bool json = opt_flag(&a, "json");
@@ -798,10 +855,13 @@ static void usage(FILE *f)
             "quarry " QUARRY_VERSION " - a search-first database engine\n\n"
             "usage: quarry COMMAND [ARGS] [--data DIR]\n\n"
             "  import TABLE FILE.jsonl[.gz]|-   bulk import (--schema S.json --batch N --strict "
-            "--merge)\n"
+            "--merge\n"
+            "                                   --threads N --memory BYTES)\n"
             "  search TABLE 'query'             ranked search (--limit --offset --count --json "
             "--and --fields\n"
-            "                                   --filter WHERE --sort F:desc --after CURSOR)\n"
+            "                                   --filter WHERE --sort F:desc --after CURSOR\n"
+            "                                   --typo auto|off|1|2 --prefix --scoring "
+            "bm25f|sum)\n"
             "  search TABLE --queries Q.jsonl   one JSON result line per query line\n"
             "  bench TABLE --queries Q.jsonl    time queries with the index opened once "
             "(--repeat N)\n"

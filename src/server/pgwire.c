@@ -81,6 +81,8 @@ struct PgServer {
     int n_zombies, cap_zombies;
 };
 
+const PgConfig *pgw_config(const PgServer *s) { return &s->cfg; }
+
 void pg_config_default(PgConfig *c)
 {
     memset(c, 0, sizeof *c);

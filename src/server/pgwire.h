@@ -39,6 +39,14 @@ typedef struct PgConfig {
     int shutdown_timeout_s;     /* wait for running queries on stop, then close */
     char tls_cert[512];         /* PEM certificate chain: SSLRequest gets 'S' ("" = 'N') */
     char tls_key[512];          /* PEM private key of tls_cert */
+    /* called after each statement runs (simple query, or an extended
+     * protocol Execute's first run), from the connection's thread: its
+     * text, rows, time, QR_OK or the error's code, and the table accesses
+     * run (QrSqlResult.plan, may be NULL).  NULL = none.  The query history
+     * of `quarry serve` (the admin page) is fed this way. */
+    void (*on_statement)(void *arg, const char *sql, size_t len, uint64_t rows, double took_ms,
+                         int code, const char *plan);
+    void *on_statement_arg;
 } PgConfig;
 
 void pg_config_default(PgConfig *c);

@@ -145,8 +145,9 @@ void pgw_put_error(QrBuf *b, char type, const char *severity, const QrError *e,
 void pgw_put_error_where(QrBuf *b, char type, const char *severity, const QrError *e,
                          int64_t position, const char *where);
 /* One DataRow value in the given format (0 text, 1 binary) with its length
- * word; NULL is length -1. */
-void pgw_put_value(QrBuf *b, const QrSqlValue *v, int16_t format);
+ * word; NULL is length -1.  Text follows the session's output settings
+ * (bytea_output; s NULL: the defaults). */
+void pgw_put_value(QrBuf *b, const QrSqlValue *v, int16_t format, const QrSqlSession *s);
 /* RowDescription for cols with per-column formats (formats NULL: all text;
  * n_formats 1: one for all). */
 void pgw_put_row_description(QrBuf *b, const QrSqlColumn *cols, int n_cols,
@@ -176,6 +177,8 @@ typedef struct PgwPortal {
 } PgwPortal;
 
 typedef struct PgServer PgServer;
+/* The server's settings (pgwire.c). */
+const PgConfig *pgw_config(const PgServer *s);
 
 typedef struct PgConn {
     ConnSlot slot;            /* the server's ConnGuard: limits, startup deadline */

@@ -382,68 +382,7 @@ void pgw_put_error_where(QrBuf *b, char type, const char *severity, const QrErro
     pgw_end(b, m);
 }
 
-/* Decimal text -> PostgreSQL binary numeric. */
-static void put_numeric_binary(QrBuf *b, const char *s, size_t n)
-{
-    int16_t sign = 0;
-    size_t i = 0;
-    if (n == 3 && !memcmp(s, "NaN", 3)) {
-        pgw_put_i16(b, 0), pgw_put_i16(b, 0), pgw_put_i16(b, (int16_t)0xC000), pgw_put_i16(b, 0);
-        return;
-    }
-    if (i < n && (s[i] == '-' || s[i] == '+'))
-        sign = s[i++] == '-' ? 0x4000 : 0;
-    if (n - i == 8 && !memcmp(s + i, "Infinity", 8)) {
-        pgw_put_i16(b, 0), pgw_put_i16(b, 0);
-        pgw_put_i16(b, (int16_t)(sign ? 0xF000 : 0xD000)), pgw_put_i16(b, 0);
-        return;
-    }
-    char ip[128], fp[128];
-    size_t il = 0, fl = 0;
-    for (; i < n && s[i] >= '0' && s[i] <= '9' && il < sizeof ip; i++)
-        ip[il++] = s[i];
-    if (i < n && s[i] == '.')
-        for (i++; i < n && s[i] >= '0' && s[i] <= '9' && fl < sizeof fp; i++)
-            fp[fl++] = s[i];
-    /* base-10000 groups: integer part padded left, fraction padded right */
-    int16_t digits[128];
-    int nd = 0;
-    size_t lead = (4 - il % 4) % 4;
-    int n_int_groups = (int)((il + lead) / 4);
-    for (int g = 0; g < n_int_groups && nd < 64; g++) {
-        int v = 0;
-        for (int k = 0; k < 4; k++) {
-            size_t pos = (size_t)g * 4 + (size_t)k;
-            v = v * 10 + (pos < lead ? 0 : ip[pos - lead] - '0');
-        }
-        digits[nd++] = (int16_t)v;
-    }
-    for (size_t g = 0; g < (fl + 3) / 4 && nd < 128; g++) {
-        int v = 0;
-        for (int k = 0; k < 4; k++) {
-            size_t pos = g * 4 + (size_t)k;
-            v = v * 10 + (pos < fl ? fp[pos] - '0' : 0);
-        }
-        digits[nd++] = (int16_t)v;
-    }
-    int weight = n_int_groups - 1, first = 0;
-    while (first < nd && digits[first] == 0)
-        first++, weight--;
-    while (nd > first && digits[nd - 1] == 0)
-        nd--;
-    if (first == nd)
-        weight = 0, sign = 0, first = nd = 0;
-    pgw_put_i16(b, (int16_t)(nd - first));
-    pgw_put_i16(b, (int16_t)weight);
-    pgw_put_i16(b, sign);
-    pgw_put_i16(b, (int16_t)fl);
-    for (int k = first; k < nd; k++)
-        pgw_put_i16(b, digits[k]);
-}
-
-#define PG_EPOCH_OFFSET_US 946684800000000LL /* 2000-01-01 minus 1970-01-01 */
-
-void pgw_put_value(QrBuf *b, const QrSqlValue *v, int16_t format)
+void pgw_put_value(QrBuf *b, const QrSqlValue *v, int16_t format, const QrSqlSession *s)
 {
     if (v->is_null) {
         pgw_put_i32(b, -1);
@@ -451,48 +390,10 @@ void pgw_put_value(QrBuf *b, const QrSqlValue *v, int16_t format)
     }
     size_t at = b->len;
     pgw_put_i32(b, 0);
-    if (format == 1) {
-        switch (v->type) {
-        case QR_SQL_BOOL:
-            qr_buf_putc(b, v->u.b ? 1 : 0);
-            break;
-        case QR_SQL_INT2:
-            pgw_put_i16(b, (int16_t)v->u.i);
-            break;
-        case QR_SQL_INT4:
-        case QR_SQL_OID:
-            pgw_put_i32(b, (int32_t)v->u.i);
-            break;
-        case QR_SQL_INT8:
-            pgw_put_i64(b, v->u.i);
-            break;
-        case QR_SQL_FLOAT4: {
-            float f = (float)v->u.f;
-            uint32_t w;
-            memcpy(&w, &f, 4);
-            put_be(b, w, 4);
-            break;
-        }
-        case QR_SQL_FLOAT8: {
-            uint64_t w;
-            memcpy(&w, &v->u.f, 8);
-            put_be(b, w, 8);
-            break;
-        }
-        case QR_SQL_TIMESTAMP:
-        case QR_SQL_TIMESTAMPTZ:
-            pgw_put_i64(b, v->u.i - PG_EPOCH_OFFSET_US);
-            break;
-        case QR_SQL_NUMERIC:
-            put_numeric_binary(b, v->u.s.s, v->u.s.n);
-            break;
-        default:
-            qr_sql_value_text(v, b);
-            break;
-        }
-    } else {
-        qr_sql_value_text(v, b);
-    }
+    if (format == 1)
+        qr_sql_value_send(v, b);
+    else
+        qr_sql_session_value_text(s, v, b);
     patch_i32(b, at, (uint32_t)(b->len - at - 4));
 }
 

@@ -133,7 +133,7 @@ static void send_rows(PgConn *c, const QrSqlResult *r, const QrSqlValue *rows, u
         size_t m = pgw_begin(&c->out, 'D');
         pgw_put_i16(&c->out, (int16_t)r->n_cols);
         for (int k = 0; k < r->n_cols; k++)
-            pgw_put_value(&c->out, &row[k], pgw_format_of(formats, n_formats, k));
+            pgw_put_value(&c->out, &row[k], pgw_format_of(formats, n_formats, k), c->sess);
         pgw_end(&c->out, m);
         pgw_maybe_flush(c);
     }
@@ -170,7 +170,7 @@ static void copy_out_binary(PgConn *c, const QrSqlResult *r)
             m = pgw_begin(&c->out, 'd');
         pgw_put_i16(&c->out, (int16_t)r->n_cols);
         for (int k = 0; k < r->n_cols; k++)
-            pgw_put_value(&c->out, &row[k], 1);
+            pgw_put_value(&c->out, &row[k], 1, c->sess);
         pgw_end(&c->out, m);
         pgw_maybe_flush(c);
     }
@@ -273,12 +273,30 @@ static int copy_in(PgConn *c, const QrSqlResult *r, QrError *err, char *where, s
     return qr_error_set(err, QR_EIO, "connection lost during COPY");
 }
 
+/* Tell the server's on_statement hook (the query history) about a run. */
+static void report_statement(PgConn *c, const char *sql, size_t len, uint64_t t0, int rc,
+                             const QrSqlResult *r, const QrError *err)
+{
+    const PgConfig *cfg = pgw_config(c->srv);
+    if (!cfg->on_statement || !sql)
+        return;
+    cfg->on_statement(cfg->on_statement_arg, sql, len, rc == QR_OK && r ? r->n_rows : 0,
+                      (double)(qr_now_ns() - t0) / 1e6, rc == QR_OK ? QR_OK : (int)err->code,
+                      rc == QR_OK && r ? r->plan : NULL);
+}
+
 /* Execute a prepared statement (the session's access limit, set at login
- * for the read-only role, is enforced by the engine as it executes). */
+ * for the read-only role, is enforced by the engine as it executes) and
+ * report it to the query history. */
 int pgw_run_stmt(PgConn *c, QrSqlStmt *st, const QrSqlParams *prm, QrSqlResult **out,
                  QrError *err)
 {
-    return qr_sql_execute(c->sess, st, prm, out, err);
+    uint64_t t0 = qr_now_ns();
+    int rc = qr_sql_execute(c->sess, st, prm, out, err);
+    size_t len;
+    const char *sql = qr_sql_stmt_text(st, &len);
+    report_statement(c, sql, len, t0, rc, *out, err);
+    return rc;
 }
 
 /* ---- simple query ---- */
@@ -301,9 +319,12 @@ static bool simple_one(PgConn *c, const char *q, QrSqlSpan sp)
     /* prepared then executed (not qr_sql_exec): the statement is released
      * after the result, which may borrow its text */
     QrSqlStmt *st = NULL;
+    uint64_t t0 = qr_now_ns();
     int rc = qr_sql_prepare(c->sess, q + sp.offset, sp.len, NULL, 0, &st, &e);
     if (rc == QR_OK)
-        rc = qr_sql_execute(c->sess, st, NULL, &r, &e);
+        rc = pgw_run_stmt(c, st, NULL, &r, &e);
+    else
+        report_statement(c, q + sp.offset, sp.len, t0, rc, NULL, &e);
     if (rc != QR_OK) {
         int64_t pos = e.offset > 0 ? e.offset + qr_sql_utf8_chars(q, sp.offset) : 0;
         pgw_send_error(c, "ERROR", &e, pos);

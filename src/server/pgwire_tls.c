@@ -4,13 +4,15 @@
  * --pg-tls-key), then the handshake runs and every byte of the connection
  * goes through OpenSSL.  Without them SSLRequest gets 'N' as before.
  *
- * Layer: server/.  Calls OpenSSL (libssl) and the base kit.
+ * Layer: server/.  Calls OpenSSL (libssl), the base kit and http_client.h
+ * (hc_tls_error_text).
  *
  * Sockets stay blocking: the connection waits with poll() as for plain TCP
  * and asks SSL_pending first, since OpenSSL may hold decrypted bytes the
  * socket no longer shows.  TLS 1.2 is the minimum.  The handshake must
  * finish within the startup timeout (SO_RCVTIMEO / SO_SNDTIMEO meanwhile).
  */
+#include "server/http_client.h"
 #include "server/pgwire_int.h"
 #include "store/util.h"
 
@@ -20,15 +22,6 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
-static void tls_error_text(char *out, size_t cap)
-{
-    unsigned long e = ERR_get_error();
-    if (e)
-        ERR_error_string_n(e, out, cap);
-    else
-        snprintf(out, cap, "unknown TLS error");
-    ERR_clear_error();
-}
 
 int pgw_tls_ctx_new(const char *cert, const char *key, void **out, QrError *err)
 {
@@ -40,7 +33,7 @@ int pgw_tls_ctx_new(const char *cert, const char *key, void **out, QrError *err)
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
     char why[256];
     if (SSL_CTX_use_certificate_chain_file(ctx, cert) != 1) {
-        tls_error_text(why, sizeof why);
+        hc_tls_error_text(why, sizeof why);
         SSL_CTX_free(ctx);
         qr_error_set(err, QR_EINVAL, "cannot load the TLS certificate \"%s\"", cert);
         qr_error_detail(err, "%s", why);
@@ -48,7 +41,7 @@ int pgw_tls_ctx_new(const char *cert, const char *key, void **out, QrError *err)
     }
     if (SSL_CTX_use_PrivateKey_file(ctx, key, SSL_FILETYPE_PEM) != 1 ||
         SSL_CTX_check_private_key(ctx) != 1) {
-        tls_error_text(why, sizeof why);
+        hc_tls_error_text(why, sizeof why);
         SSL_CTX_free(ctx);
         qr_error_set(err, QR_EINVAL, "cannot load the TLS key \"%s\"", key);
         qr_error_detail(err, "%s", why);
@@ -80,7 +73,7 @@ bool pgw_tls_accept(PgConn *c, void *ctx, int timeout_ms)
     set_timeouts(c->fd, 0);
     if (rc != 1) {
         char why[256];
-        tls_error_text(why, sizeof why);
+        hc_tls_error_text(why, sizeof why);
         qr_log(QR_LOG_INFO, "pg TLS handshake failed: %s", why);
         SSL_free(ssl);
         return false;

@@ -1,6 +1,8 @@
 /*
  * serve.c — `quarry serve --data DIR [--http HOST:PORT] [--pg HOST:PORT]
- * [--config FILE]`: open the data directory, start the HTTP server and,
+ * [--config FILE] [--peers URL,URL ...]`: open the data directory (with
+ * the other nodes of split tables as its BM25 statistics source, when
+ * --peers names them: server/peers.h), start the HTTP server and,
  * with --pg, the PostgreSQL port on the same QrDb, wait for SIGTERM or
  * SIGINT, then stop gracefully (no new connections, running requests
  * finish, connections close) and close the data directory.
@@ -14,6 +16,7 @@
 #include "server/serve.h"
 #include "query/quarry.h"
 #include "server/http.h"
+#include "server/peers.h"
 #include "server/pgwire.h"
 #include "store/mem.h"
 #include "store/util.h"
@@ -48,6 +51,9 @@ static void usage(void)
             "                    [--pg-statement-timeout MS]\n"
             "                    [--pg-tls-cert CERT.pem --pg-tls-key KEY.pem]\n"
             "                    [--tls-cert CERT.pem --tls-key KEY.pem] [--mem-limit BYTES]\n"
+            "                    [--peers URL,URL] [--peer-key-file FILE] [--peer-ca CA.pem]\n"
+            "                    [--peer-unreachable error|warn] [--peer-timeout MS]\n"
+            "                    [--threads N] [--memory BYTES]\n"
             "  --http      listen address (default 127.0.0.1:8080; port 0 picks a free one)\n"
             "  --pg        also serve the PostgreSQL wire protocol (e.g. 127.0.0.1:5433;\n"
             "              docs/pg-protocol.md); users: quarry user add NAME\n"
@@ -62,6 +68,16 @@ static void usage(void)
             "  --tls-cert, --tls-key  serve HTTPS from these PEM files (docs/security.md)\n"
             "  --mem-limit memory for all running queries together, in bytes (default: a\n"
             "              quarter of the machine's memory; docs/operations.md)\n"
+            "  --peers     HTTP base URLs of the other nodes holding parts of the same tables:\n"
+            "              BM25 then counts every node's documents (docs/scale-out.md)\n"
+            "  --peer-key-file  a file with the API key (scope search) sent to the peers\n"
+            "  --peer-ca   PEM certificate authorities for https:// peers (default: system)\n"
+            "  --peer-unreachable  error (default): a ranked query fails when a peer does not\n"
+            "              answer; warn: it answers from the others' statistics with a warning\n"
+            "  --peer-timeout  ms for one peer's answer (default 5000)\n"
+            "  --threads   indexing threads of uploads and COPY FROM (default: the cores)\n"
+            "  --memory    their indexing memory, in bytes (default: an eighth of the\n"
+            "              machine's memory; docs/operations.md)\n"
             "  limits and timeouts: docs/operations.md; API keys: quarry key add NAME\n");
 }
 
@@ -79,6 +95,14 @@ static long opt_long(const char *name, const char *value, long lo, long hi)
     return v;
 }
 
+/* The PG port's statements go to the HTTP server's query history, so the
+ * admin page shows what psql and drivers ran beside POST /sql. */
+static void pg_statement_to_history(void *arg, const char *sql, size_t len, uint64_t rows,
+                                    double took_ms, int code, const char *plan)
+{
+    http_server_record_sql(arg, "pg", sql, len, rows, took_ms, code, plan);
+}
+
 int cmd_serve(int argc, char **argv)
 {
     ServeOpt opts[] = {{"data", NULL, NULL},   {"http", "http", NULL},
@@ -93,7 +117,13 @@ int cmd_serve(int argc, char **argv)
                        {"pg-max-connections-per-ip", NULL, NULL},
                        {"pg-auth-timeout", NULL, NULL},
                        {"pg-statement-timeout", NULL, NULL},
-                       {"mem-limit", "mem_limit_bytes", NULL}};
+                       {"mem-limit", "mem_limit_bytes", NULL},
+                       {"peers", NULL, NULL},           /* 19 */
+                       {"peer-key-file", NULL, NULL},   /* 20 */
+                       {"peer-ca", NULL, NULL},         /* 21 */
+                       {"peer-unreachable", NULL, NULL}, /* 22 */
+                       {"peer-timeout", NULL, NULL},   /* 23 */
+                       {"memory", "index_memory_bytes", NULL}};
 
     int n_opts = (int)(sizeof opts / sizeof opts[0]);
     for (int i = 0; i < argc; i++) {
@@ -159,6 +189,9 @@ int cmd_serve(int argc, char **argv)
      * the system when it ends (glibc's threshold would otherwise rise past
      * the block size after the first free, and the blocks stay in the heap) */
     mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+    /* uploads and COPY FROM: their indexing threads and memory (the
+     * threshold above also hands their big buffers back when freed) */
+    qr_load_set_defaults(cfg.threads, (size_t)cfg.index_memory_bytes);
     QrDbOpts dbo;
     qr_db_opts_default(&dbo);
     dbo.salvage = opts[5].value != NULL;
@@ -173,6 +206,24 @@ int cmd_serve(int argc, char **argv)
             fprintf(stderr, "quarry serve: --fsync must be commit, batched or off\n");
             return 2;
         }
+    }
+    PeerOpts po = {.urls = opts[19].value, .key_file = opts[20].value, .ca_file = opts[21].value};
+    if (opts[22].value && strcmp(opts[22].value, "error") != 0) {
+        if (strcmp(opts[22].value, "warn") != 0) {
+            fprintf(stderr, "quarry serve: --peer-unreachable must be error or warn\n");
+            return 2;
+        }
+        po.warn_unreachable = true;
+    }
+    if (opts[23].value) {
+        long v = opt_long("peer-timeout", opts[23].value, 1, 3600000);
+        if (v < 0)
+            return 2;
+        po.timeout_ms = (uint32_t)v;
+    }
+    if (!po.urls && (po.key_file || po.ca_file || opts[22].value || opts[23].value)) {
+        fprintf(stderr, "quarry serve: the --peer-* options need --peers\n");
+        return 2;
     }
     const char *data = opts[0].value ? opts[0].value : "./data";
     if (strlen(data) >= sizeof cfg.key_dir) {
@@ -220,11 +271,22 @@ int cmd_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
+    Peers *peers = NULL; /* outlives db, its statistics source */
+    if (po.urls && peers_new(&po, &peers, &err) != QR_OK) {
+        fprintf(stderr, "quarry serve: --peers: %s%s%s\n", err.message, err.detail[0] ? ": " : "",
+                err.detail);
+        if (err.hint[0])
+            fprintf(stderr, "hint: %s\n", err.hint);
+        return 2;
+    }
+    if (peers)
+        dbo.stats_source = peers_source(peers);
     QrDb *db = NULL;
     if (qr_db_open(data, &dbo, &db, &err) != QR_OK) {
         qr_log(QR_LOG_ERROR, "serve: %s", err.message);
         if (err.hint[0])
             qr_log(QR_LOG_ERROR, "serve: hint: %s", err.hint);
+        peers_free(peers);
         return 1;
     }
     HttpServer *srv = NULL;
@@ -235,9 +297,12 @@ int cmd_serve(int argc, char **argv)
         if (err.hint[0])
             qr_log(QR_LOG_ERROR, "serve: hint: %s", err.hint);
         qr_db_close(db);
+        peers_free(peers);
         return 1;
     }
     PgServer *pg = NULL;
+    pgc.on_statement = pg_statement_to_history;
+    pgc.on_statement_arg = srv;
     if (opts[6].value && pg_server_start(db, &pgc, &pg, &err) != QR_OK) {
         qr_log(QR_LOG_ERROR, "serve: %s", err.message);
         if (err.detail[0])
@@ -246,6 +311,7 @@ int cmd_serve(int argc, char **argv)
             qr_log(QR_LOG_ERROR, "serve: hint: %s", err.hint);
         http_server_stop(srv);
         qr_db_close(db);
+        peers_free(peers);
         return 1;
     }
     if (pg)
@@ -255,18 +321,21 @@ int cmd_serve(int argc, char **argv)
                pg_server_addr(pg), pgc.max_connections, pgc.max_connections_per_ip,
                pgc.auth_timeout_s, (unsigned long long)pgc.statement_timeout_ms,
                pgc.tls_cert[0] ? "on" : "off");
-    if (cfg.threads > 0)
-        qr_log(QR_LOG_INFO, "serve: setting \"threads\" is ignored: every HTTP connection has "
-                            "its own thread");
+    if (peers)
+        qr_log(QR_LOG_INFO, "serve peers=%s count=%d on_unreachable=%s timeout_ms=%u",
+               po.urls, peers_count(peers), po.warn_unreachable ? "warn" : "error",
+               po.timeout_ms ? po.timeout_ms : 5000);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     qr_log(QR_LOG_INFO,
            "serve started version=%s http=%s://%s/ admin=%s://%s/ data=%s cores=%ld "
            "max_connections=%d max_connections_per_ip=%d header_timeout_s=%d "
-           "query_timeout_ms=%llu mem_limit_mib=%llu pid=%ld",
+           "query_timeout_ms=%llu mem_limit_mib=%llu index_threads=%d index_memory_mib=%llu "
+           "pid=%ld",
            QUARRY_VERSION, cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv),
            cfg.tls_cert[0] ? "https" : "http", http_server_addr(srv), data, cores,
            cfg.max_connections, cfg.max_connections_per_ip, cfg.header_timeout_s,
            (unsigned long long)cfg.query_timeout_ms, (unsigned long long)(mem_limit >> 20),
+           qr_load_threads_default(), (unsigned long long)(qr_load_memory_default() >> 20),
            (long)getpid());
     int sig = 0;
     while (sigwait(&stop, &sig) != 0)
@@ -275,6 +344,7 @@ int cmd_serve(int argc, char **argv)
     pg_server_stop(pg);
     http_server_stop(srv);
     qr_db_close(db);
+    peers_free(peers);
     qr_log(QR_LOG_INFO, "serve stopped data=%s", data);
     return 0;
 }

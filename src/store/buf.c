@@ -7,6 +7,8 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
 
 void qr_buf_init(QrBuf *b)
 {
@@ -318,4 +320,107 @@ void qr_buf_json_str(QrBuf *b, const char *s, size_t n)
         }
     }
     qr_buf_putc(b, '"');
+}
+
+void qr_buf_double(QrBuf *b, double d, bool f4)
+{
+    char t[40];
+    for (int p = f4 ? 6 : 15; p <= 17; p++) {
+        snprintf(t, sizeof t, "%.*g", p, d);
+        if (f4 ? (float)strtod(t, NULL) == (float)d : strtod(t, NULL) == d)
+            break;
+    }
+    qr_buf_append(b, t, strlen(t));
+}
+
+/* ---- PostgreSQL array text ---- */
+
+static bool arr_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+void qr_buf_array_elem(QrBuf *b, const char *s, size_t n)
+{
+    bool quote = n == 0 || (n == 4 && !strncasecmp(s, "NULL", 4));
+    for (size_t k = 0; k < n && !quote; k++)
+        quote = s[k] == '{' || s[k] == '}' || s[k] == ',' || s[k] == '"' || s[k] == '\\' ||
+                arr_space(s[k]);
+    if (!quote) {
+        qr_buf_append(b, s, n);
+        return;
+    }
+    qr_buf_putc(b, '"');
+    for (size_t k = 0; k < n; k++) {
+        if (s[k] == '"' || s[k] == '\\')
+            qr_buf_putc(b, '\\');
+        qr_buf_putc(b, (uint8_t)s[k]);
+    }
+    qr_buf_putc(b, '"');
+}
+
+int qr_array_next(const char *s, size_t n, size_t *pos, char *out, size_t *len, bool *is_null)
+{
+    size_t p = *pos;
+    *len = 0;
+    *is_null = false;
+    if (p == 0) { /* the opening brace; "{}" is the empty array */
+        while (p < n && arr_space(s[p]))
+            p++;
+        if (p == n || s[p] != '{')
+            return -1;
+        p++;
+        while (p < n && arr_space(s[p]))
+            p++;
+        if (p < n && s[p] == '}') {
+            *pos = p;
+            goto closing;
+        }
+    } else {
+        while (p < n && arr_space(s[p]))
+            p++;
+        if (p < n && s[p] == '}') {
+            *pos = p;
+            goto closing;
+        }
+        if (p == n || s[p] != ',')
+            return -1;
+        p++;
+    }
+    while (p < n && arr_space(s[p]))
+        p++;
+    size_t k = 0;
+    if (p < n && s[p] == '"') {
+        for (p++; p < n && s[p] != '"'; p++) {
+            if (s[p] == '\\' && p + 1 < n)
+                p++;
+            out[k++] = s[p];
+        }
+        if (p == n)
+            return -1;
+        p++;
+    } else {
+        size_t keep = 0; /* bytes up to the last escaped one stay, white or not */
+        while (p < n && s[p] != ',' && s[p] != '}') {
+            if (s[p] == '{' || s[p] == '"')
+                return -1;
+            bool esc = s[p] == '\\' && p + 1 < n;
+            if (esc)
+                p++;
+            out[k++] = s[p++];
+            if (esc)
+                keep = k;
+        }
+        while (k > keep && arr_space(out[k - 1]))
+            k--;
+        if (k == 0)
+            return -1; /* "{a,,b}" */
+        *is_null = k == 4 && keep == 0 && !strncasecmp(out, "NULL", 4);
+    }
+    *len = k;
+    *pos = p;
+    return 1;
+closing:
+    p = *pos + 1;
+    while (p < n && arr_space(s[p]))
+        p++;
+    *pos = p;
+    return p == n ? 0 : -1;
 }

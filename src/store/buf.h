@@ -96,4 +96,25 @@ size_t qr_utf8_invalid_at(const char *s, size_t n);
  * output is valid JSON whatever the bytes. */
 void qr_buf_json_str(QrBuf *b, const char *s, size_t n);
 
+/* Append a finite double in the shortest %g form that reads back as the
+ * same value (as a float when f4), PostgreSQL's float output; the caller
+ * handles NaN and infinities. */
+void qr_buf_double(QrBuf *b, double d, bool f4);
+
+/* PostgreSQL's array text form ("{a,\"b c\",NULL}"), the text a
+ * multi-valued keyword column holds and SQL reads as an array.
+ * qr_buf_array_elem appends one element as array_out writes it: in double
+ * quotes, with '"' and '\\' escaped, when it is empty, is NULL in any case,
+ * or holds a brace, comma, quote, backslash or white space; bare otherwise
+ * (no separator: the caller writes '{', ',' and '}'). */
+void qr_buf_array_elem(QrBuf *b, const char *s, size_t n);
+/* Read the next element of the array text s[0..n) from *pos (0 at the
+ * start, which must be '{' after white space) into out[0..*len) (out has
+ * room for n bytes); *is_null for an unquoted NULL.  Returns 1 with an
+ * element, 0 at the closing brace (nothing may follow but white space), -1
+ * for malformed text (an unclosed quote or brace, a missing comma).
+ * Backslash escapes the next byte, quoted or not; unquoted elements lose
+ * their surrounding white space. */
+int qr_array_next(const char *s, size_t n, size_t *pos, char *out, size_t *len, bool *is_null);
+
 #endif

@@ -37,12 +37,16 @@ void col_hll_merge(uint8_t dst[COL_HLL_REGS], const uint8_t src[COL_HLL_REGS])
 double col_hll_estimate(const uint8_t regs[COL_HLL_REGS])
 {
     const double m = COL_HLL_REGS;
+    /* registers per rank first: every segment open estimates every column,
+     * so 65 powers of two instead of one per register */
+    uint32_t per_rank[256] = {0};
+    for (uint32_t i = 0; i < COL_HLL_REGS; i++)
+        per_rank[regs[i]]++;
     double sum = 0;
-    uint32_t zeros = 0;
-    for (uint32_t i = 0; i < COL_HLL_REGS; i++) {
-        sum += ldexp(1.0, -(int)regs[i]);
-        zeros += regs[i] == 0;
-    }
+    for (int r = 0; r < 256; r++)
+        if (per_rank[r])
+            sum += ldexp((double)per_rank[r], -r);
+    uint32_t zeros = per_rank[0];
     double e = 0.7213 / (1.0 + 1.079 / m) * m * m / sum;
     if (e <= 2.5 * m && zeros)
         e = m * log(m / zeros);

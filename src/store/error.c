@@ -29,6 +29,7 @@ static const struct {
     [QR_EAUTH] = {"invalid_password", "28P01"},
     [QR_EPERM] = {"insufficient_privilege", "42501"},
     [QR_EINTERNAL] = {"internal_error", "XX000"},
+    [QR_EUNAVAILABLE] = {"connection_failure", "08006"},
 };
 
 void qr_error_clear(QrError *err)

@@ -39,6 +39,7 @@ typedef enum QrCode {
     QR_EAUTH,        /* authentication failed (28P01 / 401) */
     QR_EPERM,        /* insufficient privilege (42501 / 403) */
     QR_EINTERNAL,    /* an invariant broke: a bug (XX000 / 500) */
+    QR_EUNAVAILABLE, /* another node this answer needs could not be reached (08006 / 502) */
     QR_CODE_COUNT
 } QrCode;
 

@@ -94,6 +94,16 @@ bool qr_mem_budget_take(size_t n)
 
 void qr_mem_budget_give(size_t n) { atomic_fetch_sub(&budget_used, n); }
 
+void qr_mem_tune_for_threads(void)
+{
+#ifdef __GLIBC__
+    /* A fixed threshold turns off glibc's dynamic one, which rises to 32 MiB
+     * after the first big free and lets every thread's arena keep tens of
+     * megabytes at its top that malloc_trim does not return */
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
+}
+
 void qr_mem_trim(void)
 {
 #ifdef __GLIBC__

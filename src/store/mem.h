@@ -91,6 +91,13 @@ size_t qr_mem_budget_used(void);
 bool qr_mem_budget_take(size_t n);
 void qr_mem_budget_give(size_t n);
 
+/* For processes whose threads allocate and free large buffers (indexing
+ * threads: chunks, builders, segment images): buffers of 1 MiB and more
+ * are mapped and unmapped on their own, so that what they held goes back
+ * to the system when they are freed, whichever thread freed them.  Call
+ * once at startup. */
+void qr_mem_tune_for_threads(void);
+
 /* Hand freed heap memory back to the operating system (glibc malloc_trim;
  * a no-op elsewhere).  Costs a walk of the malloc arenas: call it after a
  * request that used much memory, not per row. */

@@ -289,23 +289,52 @@ static int fsync_parent(const char *path, QrError *err)
     return rc;
 }
 
-/* Stream header, sections and footer to fd. */
-static int sfw_write_body(const SfileWriter *w, int fd, const char *tmp, QrError *err)
+/* Where sfw_emit_image sends the bytes: a file descriptor or a buffer. */
+typedef struct SfSink {
+    int fd;              /* >= 0: write here */
+    const char *path;    /* for messages */
+    uint8_t *mem;        /* fd < 0: the image goes here, mem_len bytes */
+    size_t mem_len, mem_off;
+} SfSink;
+
+static int sink_put(SfSink *k, const void *p, size_t n, QrError *err)
+{
+    if (k->fd >= 0)
+        return write_all(k->fd, p, n, k->path, err);
+    if (n > k->mem_len - k->mem_off)
+        return qr_error_set(err, QR_EINTERNAL, "section file image of \"%s\" overflows", k->path);
+    if (n)
+        memcpy(k->mem + k->mem_off, p, n);
+    k->mem_off += n;
+    return QR_OK;
+}
+
+/* Bytes of the whole file sfw_emit_image produces. */
+static uint64_t sfw_image_len(const SfileWriter *w)
+{
+    uint64_t off = SF_HEADER_LEN;
+    for (uint32_t i = 0; i < w->n; i++)
+        off = align_up(off) + w->secs[i].len;
+    return off + (uint64_t)w->n * SF_ENTRY_LEN + SF_TAIL_LEN;
+}
+
+/* Stream header, sections and footer to the sink. */
+static int sfw_emit_image(const SfileWriter *w, SfSink *k, QrError *err)
 {
     QrBuf tab;
     qr_buf_init(&tab);
     if (!qr_buf_reserve(&tab, (size_t)w->n * SF_ENTRY_LEN + SF_TAIL_LEN))
-        return qr_error_set(err, QR_ENOMEM, "out of memory writing \"%s\"", tmp);
+        return qr_error_set(err, QR_ENOMEM, "out of memory writing \"%s\"", k->path);
     uint8_t hdr[SF_HEADER_LEN];
     sf_header_encode(hdr, w->kind, w->version);
-    int rc = write_all(fd, hdr, sizeof hdr, tmp, err);
+    int rc = sink_put(k, hdr, sizeof hdr, err);
     uint64_t off = SF_HEADER_LEN;
     for (uint32_t i = 0; i < w->n && rc == QR_OK; i++) {
         const SfSection *s = &w->secs[i];
         uint64_t start = align_up(off);
-        rc = write_all(fd, zeros, (size_t)(start - off), tmp, err);
+        rc = sink_put(k, zeros, (size_t)(start - off), err);
         if (rc == QR_OK)
-            rc = write_all(fd, s->data, s->len, tmp, err);
+            rc = sink_put(k, s->data, s->len, err);
         qr_buf_put_u32(&tab, s->id);
         qr_buf_put_u64(&tab, start);
         qr_buf_put_u64(&tab, s->len);
@@ -317,7 +346,7 @@ static int sfw_write_body(const SfileWriter *w, int fd, const char *tmp, QrError
         qr_buf_put_u32(&tab, SF_LAYOUT);
         qr_buf_put_u32(&tab, qr_crc32c(0, tab.data, tab.len));
         qr_buf_put_u32(&tab, SF_END_MAGIC);
-        rc = write_all(fd, tab.data, tab.len, tmp, err);
+        rc = sink_put(k, tab.data, tab.len, err);
     }
     qr_buf_free(&tab);
     return rc;
@@ -348,7 +377,8 @@ int sfw_finish(SfileWriter *w, const char *path, bool do_fsync, QrError *err)
             close(fd);
         goto out;
     }
-    rc = sfw_write_body(w, fd, tmp, err);
+    SfSink k = {.fd = fd, .path = tmp};
+    rc = sfw_emit_image(w, &k, err);
     if (rc == QR_OK && do_fsync && fsync(fd) != 0)
         rc = io_error(err, "fsync", tmp, errno);
     if (close(fd) != 0 && rc == QR_OK)
@@ -482,7 +512,8 @@ static int sf_check_sections(const uint8_t *p, const SfEnt *e, uint32_t n, const
  * by sf_parse); the mapping lives until refs drops to zero. */
 struct Sfile {
     _Atomic uint32_t refs;
-    QrMap map;       /* owns the mapping */
+    QrMap map;       /* owns the mapping; for an in-memory file a view of mem */
+    uint8_t *mem;    /* owns: the allocation behind an in-memory file, else NULL */
     char *path;      /* owns */
     uint32_t version;
     uint32_t n;
@@ -520,6 +551,48 @@ int sf_open(const char *path, uint32_t kind, Sfile **out, QrError *err)
     return sf_open_max(path, kind, UINT32_MAX, out, err);
 }
 
+int sfw_finish_mem(SfileWriter *w, const char *name, Sfile **out, QrError *err)
+{
+    *out = NULL;
+    if (!w)
+        return qr_error_set(err, QR_EINVAL, "no section file writer for \"%s\"", name);
+    int rc = QR_OK;
+    Sfile *f = qr_calloc(1, sizeof *f);
+    uint64_t len = sfw_image_len(w);
+    if (!f || w->version == 0 || len > SIZE_MAX - SF_ALIGN ||
+        !(f->path = qr_strdup(name)) || !(f->mem = qr_malloc((size_t)len + SF_ALIGN))) {
+        rc = w->version == 0 ? qr_error_set(err, QR_EINVAL, "format version 0 for \"%s\"", name)
+                             : qr_error_set(err, QR_ENOMEM, "out of memory building \"%s\"",
+                                            name);
+        goto fail;
+    }
+    /* sections are 64-byte aligned from the image start, as in a mapping */
+    uint8_t *img = f->mem + ((SF_ALIGN - ((uintptr_t)f->mem & (SF_ALIGN - 1))) & (SF_ALIGN - 1));
+    SfSink k = {.fd = -1, .path = name, .mem = img, .mem_len = (size_t)len};
+    if ((rc = sfw_emit_image(w, &k, err)) != QR_OK)
+        goto fail;
+    f->map.data = img;
+    f->map.len = (size_t)len;
+    if ((rc = sf_parse(img, (size_t)len, name, w->kind, UINT32_MAX, &f->version, &f->ents, &f->n,
+                       err)) != QR_OK)
+        goto fail;
+    atomic_init(&f->refs, 1);
+    sfw_free(w);
+    *out = f;
+    return QR_OK;
+fail:
+    if (f) {
+        qr_free(f->mem);
+        qr_free(f->path);
+        qr_free(f);
+    }
+    sfw_free(w);
+    return rc;
+}
+
+bool sf_in_memory(const Sfile *f) { return f->mem != NULL; }
+size_t sf_bytes(const Sfile *f) { return f->map.len; }
+
 uint32_t sf_version(const Sfile *f) { return f->version; }
 const char *sf_path(const Sfile *f) { return f->path; }
 uint32_t sf_section_count(const Sfile *f) { return f->n; }
@@ -552,7 +625,10 @@ void sf_unref(Sfile *f)
 {
     if (!f || atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
         return;
-    qr_map_close(&f->map);
+    if (f->mem)
+        qr_free(f->mem);
+    else
+        qr_map_close(&f->map);
     qr_free(f->ents);
     qr_free(f->path);
     qr_free(f);

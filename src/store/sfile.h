@@ -65,6 +65,7 @@ int sf_header_check(const uint8_t *p, size_t len, const char *path, uint32_t kin
 /* ---- writer -------------------------------------------------------------- */
 
 typedef struct SfileWriter SfileWriter;
+typedef struct Sfile Sfile; /* an opened file (reader, below) */
 
 /* New writer for a file of `kind` and content `version` (>= 1).  NULL on OOM. */
 SfileWriter *sfw_new(uint32_t kind, uint32_t version);
@@ -86,12 +87,17 @@ int sfw_add_buf(SfileWriter *w, uint32_t section_id, QrBuf *buf, QrError *err);
  * Errors: QR_EIO (errno text; disk full), QR_ENOMEM. */
 int sfw_finish(SfileWriter *w, const char *path, bool do_fsync, QrError *err);
 
+/* Build the file's image in memory instead: *out is an Sfile over its own
+ * copy of the bytes (64-byte aligned like a mapping), named `name` in
+ * messages, read exactly as a file opened by sf_open (sf_verify included).
+ * Nothing touches the disk; the last sf_unref frees the bytes.  Always
+ * frees w.  Errors: QR_ENOMEM, QR_EINVAL (version 0). */
+int sfw_finish_mem(SfileWriter *w, const char *name, Sfile **out, QrError *err);
+
 /* Discard an unfinished writer.  NULL is a no-op. */
 void sfw_free(SfileWriter *w);
 
 /* ---- reader -------------------------------------------------------------- */
-
-typedef struct Sfile Sfile;
 
 /* Map `path` and check its header, footer, section table (checksum, bounds,
  * alignment, overlaps, duplicate ids).  Section contents are not checksummed
@@ -106,6 +112,11 @@ int sf_open(const char *path, uint32_t kind, Sfile **out, QrError *err);
 /* sf_open, plus QR_EUNSUPPORTED when the content version > max_version. */
 int sf_open_max(const char *path, uint32_t kind, uint32_t max_version, Sfile **out,
                 QrError *err);
+
+/* True for an image built by sfw_finish_mem; its size in bytes (for a
+ * mapped file, the file's size). */
+bool sf_in_memory(const Sfile *f);
+size_t sf_bytes(const Sfile *f);
 
 /* Content version written by sfw_new. */
 uint32_t sf_version(const Sfile *f);

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +110,47 @@ int qr_io_fault(void)
         return atomic_load(&io_fail_errno);
     atomic_fetch_sub_explicit(&io_fail_after, 1, memory_order_relaxed);
     return 0;
+}
+
+int qr_cpu_count(void)
+{
+    int n = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        n = CPU_COUNT(&set);
+    if (n <= 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        n = c > 0 ? (int)c : 1;
+    }
+    FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+    if (f) {
+        long long quota, period;
+        /* "max 100000" (no quota) does not scan as two numbers */
+        if (fscanf(f, "%lld %lld", &quota, &period) == 2 && quota > 0 && period > 0) {
+            long long q = (quota + period - 1) / period;
+            if (q < n)
+                n = (int)q;
+        }
+        fclose(f);
+    }
+    return n < 1 ? 1 : n;
+}
+
+static QrSyncHook sync_hook;
+static void *sync_hook_arg;
+
+void qr_io_sync_hook_set(QrSyncHook hook, void *arg)
+{
+    sync_hook_arg = arg;
+    sync_hook = hook;
+}
+
+bool qr_io_sync_hooked(void) { return sync_hook != NULL; }
+
+void qr_io_sync_notify(const char *path, uint64_t bytes, bool done)
+{
+    if (sync_hook)
+        sync_hook(sync_hook_arg, path, bytes, done);
 }
 
 static int io_error(QrError *err, const char *what, const char *path)

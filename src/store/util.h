@@ -67,6 +67,23 @@ int64_t qr_io_write_count(void);
  * that write must fail with. */
 int qr_io_fault(void);
 
+/* Cores this process may run on: the CPUs of its affinity mask, lowered
+ * to the cgroup's cpu.max quota (rounded up) when one is set; at least 1.
+ * What thread pools are sized from. */
+int qr_cpu_count(void);
+
+/* Test hook on the WAL's syncs of record data (STYLE.md §8): `hook` is
+ * called right before each fdatasync (done = false; it may block, holding
+ * the sync back) and after each that succeeded (done = true), with the
+ * file's path and the bytes of it the sync covers (what was written when it
+ * started).  A test keeps the last `done` size per file as what a power
+ * loss would leave.  NULL removes it.  Set it while no WAL is open. */
+typedef void (*QrSyncHook)(void *arg, const char *path, uint64_t bytes, bool done);
+void qr_io_sync_hook_set(QrSyncHook hook, void *arg);
+/* Called by the WAL around its syncs (a no-op without a hook). */
+void qr_io_sync_notify(const char *path, uint64_t bytes, bool done);
+bool qr_io_sync_hooked(void);
+
 typedef struct QrMap {
     const uint8_t *data; /* owns the mapping (NULL when len == 0) */
     size_t len;

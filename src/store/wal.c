@@ -40,10 +40,15 @@
  * checksum, with no intact record after it, is cut to zero bytes; an empty
  * (zero-byte) file holds no records wherever it is.
  *
- * Durability per mode: COMMIT fdatasyncs inside wal_commit.  BATCHED marks
- * the writer dirty and a thread fdatasyncs at most every batch_ms; it takes
- * `syncing` under the mutex so that rotate/close never close the fd it is
- * syncing.  New files are synced along with their directory entry at
+ * Durability per mode: COMMIT: wal_write puts the records in the file and
+ * wal_sync_to waits for an fdatasync that covers them; concurrent callers
+ * share one (group commit: one leader syncs whatever was written when it
+ * started, the others wait on cv, and those it did not cover elect the
+ * next leader).  BATCHED marks the writer dirty and a thread fdatasyncs at
+ * most every batch_ms.  Either way the thread in fdatasync holds `syncing`
+ * (under mu), so that rotate/close never close the fd it is syncing, and
+ * durable_lsn only moves up to what was written when that sync started.
+ * New files are synced along with their directory entry at
  * creation (COMMIT, BATCHED) so that a synced record is never in a file
  * whose name is lost.
  */
@@ -100,7 +105,12 @@ struct WalWriter {
     bool has_thread;
     bool stop;             /* the thread should exit */
     bool dirty;            /* written since the last sync started */
-    bool syncing;          /* the thread is in fdatasync(fd) */
+    bool syncing;          /* a thread (the BATCHED thread, or a group commit's
+                              leader) is in fdatasync(fd) */
+    uint64_t written_lsn;  /* records below it are in the file */
+    uint64_t written_bytes; /* ... which is this long */
+    uint64_t durable_lsn;  /* records below it are synced (COMMIT, BATCHED) */
+    uint64_t n_syncs;      /* fdatasyncs of record data done */
     QrError broken;        /* sticky failure; code QR_OK while healthy */
 };
 
@@ -248,6 +258,40 @@ static int wal_check_broken(WalWriter *w, QrError *err)
     return rc;
 }
 
+/* fdatasync the current file, whose first `bytes` bytes hold the records
+ * the sync is for; the test hook (store/util.h) sees it.  0 or errno. */
+static int wal_fdatasync(int fd, const char *path, uint64_t bytes)
+{
+    qr_io_sync_notify(path, bytes, false);
+    int r = fdatasync(fd), e = errno;
+    if (r != 0)
+        return e;
+    qr_io_sync_notify(path, bytes, true);
+    return 0;
+}
+
+/* One sync of everything written so far, by the thread that found none
+ * running (mu held, released during the fdatasync; `syncing` keeps
+ * rotate/close from closing the fd meanwhile).  durable_lsn moves up to
+ * what was written when it started; a failure poisons the writer.  Wakes
+ * every waiter. */
+static void wal_sync_round_locked(WalWriter *w)
+{
+    int fd = w->fd;
+    uint64_t target = w->written_lsn, bytes = w->written_bytes;
+    w->syncing = true;
+    pthread_mutex_unlock(&w->mu);
+    int e = wal_fdatasync(fd, w->cur_path, bytes);
+    pthread_mutex_lock(&w->mu);
+    w->syncing = false;
+    w->n_syncs++;
+    if (e != 0)
+        wal_poison_locked(w, "fdatasync", e);
+    else if (target > w->durable_lsn)
+        w->durable_lsn = target;
+    pthread_cond_broadcast(&w->cv);
+}
+
 static void *wal_sync_main(void *arg)
 {
     WalWriter *w = arg;
@@ -262,16 +306,8 @@ static void *wal_sync_main(void *arg)
         }
         if (w->stop || !w->dirty || w->broken.code != QR_OK)
             continue;
-        int fd = w->fd;
         w->dirty = false;
-        w->syncing = true;
-        pthread_mutex_unlock(&w->mu);
-        int r = fdatasync(fd), e = errno;
-        pthread_mutex_lock(&w->mu);
-        w->syncing = false;
-        if (r != 0)
-            wal_poison_locked(w, "fdatasync", e);
-        pthread_cond_broadcast(&w->cv);
+        wal_sync_round_locked(w);
     }
     pthread_mutex_unlock(&w->mu);
     return NULL;
@@ -284,17 +320,20 @@ static void wal_wait_idle_locked(WalWriter *w)
         pthread_cond_wait(&w->cv, &w->mu);
 }
 
-/* Make the current file durable now (all modes but OFF). */
-static int wal_sync_now(WalWriter *w, QrError *err)
+int wal_sync(WalWriter *w, QrError *err)
 {
     if (w->mode == QR_FSYNC_OFF)
         return QR_OK;
     pthread_mutex_lock(&w->mu);
     wal_wait_idle_locked(w);
     w->dirty = false;
-    int r = fdatasync(w->fd), e = errno;
-    if (r != 0)
+    int e = wal_fdatasync(w->fd, w->cur_path, w->written_bytes);
+    w->n_syncs++;
+    if (e != 0)
         wal_poison_locked(w, "fdatasync", e);
+    else
+        w->durable_lsn = w->written_lsn;
+    pthread_cond_broadcast(&w->cv);
     int rc = w->broken.code;
     if (rc != QR_OK)
         qr_error_copy(err, &w->broken);
@@ -376,6 +415,7 @@ int wal_open(const char *dir, QrFsyncMode mode, uint32_t batch_ms, uint64_t next
     w->mode = mode;
     w->batch_ms = batch_ms ? batch_ms : WAL_DEFAULT_BATCH_MS;
     w->next_lsn = w->pending_lsn = next_lsn;
+    w->written_lsn = w->durable_lsn = next_lsn; /* what is below was replayed: on disk */
     qr_buf_init(&w->buf);
     qr_error_clear(&w->broken);
     w->dir = qr_strdup(dir);
@@ -411,6 +451,7 @@ int wal_open(const char *dir, QrFsyncMode mode, uint32_t batch_ms, uint64_t next
     }
     wal_path(w->cur_path, wal_path_cap(dir), dir, next_lsn);
     w->files[w->n_files++] = (WalFile){next_lsn, SF_HEADER_LEN};
+    w->written_bytes = SF_HEADER_LEN;
     uint64_t total = 0;
     for (size_t i = 0; i < w->n_files; i++)
         total += w->files[i].bytes;
@@ -469,8 +510,10 @@ int wal_append(WalWriter *w, uint8_t type, const void *payload, size_t len, uint
     return QR_OK;
 }
 
-int wal_commit(WalWriter *w, QrError *err)
+int wal_write(WalWriter *w, uint64_t *end_lsn, QrError *err)
 {
+    if (end_lsn)
+        *end_lsn = w->pending_lsn;
     if (wal_check_broken(w, err))
         return QR_EIO;
     if (w->buf.len == 0)
@@ -493,18 +536,67 @@ int wal_commit(WalWriter *w, QrError *err)
     if (w->buf.cap > WAL_BUF_KEEP)
         qr_buf_free(&w->buf); /* a big batch's buffer goes back, not kept for the next */
     w->pending_lsn = w->next_lsn;
-    if (w->mode == QR_FSYNC_COMMIT) {
-        if (fdatasync(w->fd) != 0) {
-            wal_poison(w, "fdatasync", errno);
-            wal_check_broken(w, err);
-            return QR_EIO;
-        }
-    } else if (w->mode == QR_FSYNC_BATCHED) {
-        pthread_mutex_lock(&w->mu);
+    if (end_lsn)
+        *end_lsn = w->next_lsn;
+    pthread_mutex_lock(&w->mu);
+    w->written_lsn = w->next_lsn;
+    w->written_bytes = cur->bytes;
+    if (w->mode == QR_FSYNC_BATCHED)
         w->dirty = true;
-        pthread_mutex_unlock(&w->mu);
-    }
+    pthread_mutex_unlock(&w->mu);
     return QR_OK;
+}
+
+/* Group commit: the first caller that finds no sync running leads -- it
+ * syncs everything written so far -- and callers that arrive meanwhile wait
+ * for it; when it is done, those its sync did not cover elect the next
+ * leader among themselves, whose sync covers all of them.  So concurrent
+ * commits share fdatasyncs, and none returns before one that started after
+ * its records were written has returned. */
+int wal_sync_to(WalWriter *w, uint64_t lsn, QrError *err)
+{
+    pthread_mutex_lock(&w->mu);
+    int rc = QR_OK;
+    for (;;) {
+        if ((rc = w->broken.code) != QR_OK) {
+            qr_error_copy(err, &w->broken);
+            break;
+        }
+        if (w->mode != QR_FSYNC_COMMIT || w->durable_lsn >= lsn)
+            break;
+        if (w->syncing) {
+            pthread_cond_wait(&w->cv, &w->mu);
+            continue;
+        }
+        wal_sync_round_locked(w);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+}
+
+int wal_commit(WalWriter *w, QrError *err)
+{
+    uint64_t end;
+    int rc = wal_write(w, &end, err);
+    if (rc == QR_OK)
+        rc = wal_sync_to(w, end, err);
+    return rc;
+}
+
+uint64_t wal_acked_lsn(WalWriter *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t d = w->mode == QR_FSYNC_COMMIT ? w->durable_lsn : w->written_lsn;
+    pthread_mutex_unlock(&w->mu);
+    return d;
+}
+
+uint64_t wal_syncs(WalWriter *w)
+{
+    pthread_mutex_lock(&w->mu);
+    uint64_t n = w->n_syncs;
+    pthread_mutex_unlock(&w->mu);
+    return n;
 }
 
 void wal_discard(WalWriter *w)
@@ -522,7 +614,7 @@ int wal_rotate(WalWriter *w, QrError *err)
         return QR_OK; /* nothing in it: a new file would get the same name */
     if (!wal_reserve_files(w))
         return qr_error_set(err, QR_ENOMEM, "out of memory rotating wal \"%s\"", w->dir);
-    rc = wal_sync_now(w, err);
+    rc = wal_sync(w, err);
     int fd = -1;
     if (rc == QR_OK)
         rc = wal_create_file(w, w->next_lsn, false, &fd, err);
@@ -533,6 +625,7 @@ int wal_rotate(WalWriter *w, QrError *err)
     int old = w->fd;
     w->fd = fd;
     w->dirty = false;
+    w->written_bytes = SF_HEADER_LEN;
     wal_path(w->cur_path, wal_path_cap(w->dir), w->dir, w->next_lsn);
     pthread_mutex_unlock(&w->mu);
     close(old);
@@ -585,7 +678,7 @@ void wal_close(WalWriter *w)
         pthread_join(w->thread, NULL);
     }
     if (rc == QR_OK && w->mode == QR_FSYNC_BATCHED && w->dirty)
-        rc = wal_sync_now(w, &e);
+        rc = wal_sync(w, &e);
     if (rc != QR_OK)
         qr_log(QR_LOG_ERROR, "closing wal \"%s\": %s", w->dir, e.message);
     close(w->fd);

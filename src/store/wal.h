@@ -20,10 +20,16 @@
  *   after a durable checkpoint at L = wal_next_lsn(w): wal_rotate(w),
  *   wal_drop_before(w, L).
  *
- * Threads: one thread at a time drives a WalWriter (the caller serializes
- * writers, one per table).  wal_bytes() may be read from any thread.  In
- * BATCHED mode a private thread fsyncs behind the writer; the two cooperate
- * under the writer's own mutex.
+ * Threads: one thread at a time appends and writes (wal_append,
+ * wal_write, wal_commit, wal_rotate, ...: the caller serializes them, one
+ * writer per table).  wal_sync_to, wal_acked_lsn, wal_syncs and wal_bytes
+ * may be called from any thread, concurrently with the writer: that is how
+ * group commit works -- a commit writes its records under the caller's
+ * lock, releases it, then waits in wal_sync_to for an fdatasync that
+ * covers them, which it shares with the commits written meanwhile (as
+ * PostgreSQL's commits wait for the WAL flush that covers their record).
+ * In BATCHED mode a private thread fsyncs behind the writer.  They
+ * cooperate under the writer's own mutex.
  *
  * Failure: a write error (disk full, EIO) in wal_commit cuts the file back to
  * its last committed byte, forgets the uncommitted records (their lsns are
@@ -78,11 +84,41 @@ int wal_open(const char *dir, QrFsyncMode mode, uint32_t batch_ms, uint64_t next
 int wal_append(WalWriter *w, uint8_t type, const void *payload, size_t len, uint64_t *lsn_out,
                QrError *err);
 
-/* Write the buffered records.  COMMIT: fdatasync, so the records are durable
- * when 0 is returned.  BATCHED: the sync thread makes them durable within
- * about batch_ms; a failure it meets is returned by the next call.  OFF: no
- * sync.  QR_EIO as described in the file comment. */
+/* Write the buffered records to the current file, without syncing them
+ * (BATCHED: the sync thread will, within about batch_ms).  *end_lsn (may
+ * be NULL) gets the lsn after the last record written: pass it to
+ * wal_sync_to.  QR_EIO as described in the file comment (the file is cut
+ * back: nothing of these records is in it). */
+int wal_write(WalWriter *w, uint64_t *end_lsn, QrError *err);
+
+/* Wait until every record below `lsn` keeps the mode's promise.  COMMIT:
+ * an fdatasync that started after they were written has returned
+ * (concurrent callers share it: group commit).  BATCHED, OFF: at once.
+ * Any thread; must not be called with the lock that serializes the writer
+ * held if other threads need it to write (it would only delay them).
+ * QR_EIO: the writer is poisoned (a failed fdatasync: whether the records
+ * are durable is unknown). */
+int wal_sync_to(WalWriter *w, uint64_t lsn, QrError *err);
+
+/* Make everything written durable now, whatever the mode (OFF: nothing):
+ * for a caller about to write files that must not get ahead of the log (a
+ * checkpoint).  The writer's thread.  QR_EIO as wal_sync_to. */
+int wal_sync(WalWriter *w, QrError *err);
+
+/* wal_write then wal_sync_to its end: COMMIT: durable when 0 is returned.
+ * BATCHED: the sync thread makes them durable within about batch_ms; a
+ * failure it meets is returned by the next call.  OFF: no sync.  QR_EIO as
+ * described in the file comment. */
 int wal_commit(WalWriter *w, QrError *err);
+
+/* The lsn below which records may be acknowledged: synced (COMMIT), or
+ * written (BATCHED and OFF, whose promise is the page cache's).  Any
+ * thread. */
+uint64_t wal_acked_lsn(WalWriter *w);
+
+/* fdatasyncs of records made so far (by group-commit leaders, the BATCHED
+ * thread, rotations).  Any thread. */
+uint64_t wal_syncs(WalWriter *w);
 
 /* Forget the records appended since the last wal_commit: nothing of them
  * reaches the file and their lsns are handed out again.  For a caller whose

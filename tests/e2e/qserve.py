@@ -46,6 +46,11 @@ class Server:
 
     def call(self, method, path, body=None, headers=None, timeout=30):
         """One request; (status, parsed JSON or text)."""
+        return self.call_h(method, path, body, headers, timeout)[:2]
+
+    def call_h(self, method, path, body=None, headers=None, timeout=30):
+        """One request; (status, parsed JSON or text, the answer's headers with
+        lowercase names)."""
         c = self.conn(timeout=timeout)
         h = dict(headers or {})
         if isinstance(body, (dict, list)):
@@ -57,12 +62,13 @@ class Server:
             c.request(method, path, body=body, headers=h)
             r = c.getresponse()
             data = r.read()
+            hdrs = {k.lower(): v for k, v in r.getheaders()}
         finally:
             c.close()
         try:
-            return r.status, json.loads(data)
+            return r.status, json.loads(data), hdrs
         except ValueError:
-            return r.status, data.decode("utf-8", "replace")
+            return r.status, data.decode("utf-8", "replace"), hdrs
 
     def stop(self, sig=signal.SIGTERM, timeout=30):
         if self.p.poll() is None:

@@ -215,9 +215,49 @@ try {
   // SQL statements join the history, normalized
   await page.keyboard.press('Escape');
   await page.keyboard.press('5');
-  await page.waitForSelector('#shapes tbody tr[data-kind="sql"]');
+  // (rows of the PG port's statements may be drawn already: wait for the console's)
+  await page.waitForFunction(() => [...document.querySelectorAll('#shapes tbody tr[data-kind="sql"]')].some(t => /GROUP BY section/.test(t.dataset.shape)));
   const sqlq = await page.$$eval('#shapes tbody tr[data-kind="sql"]', trs => trs.map(t => t.dataset.shape));
   check(sqlq.some(q => /LIMIT \$\d/.test(q) && /GROUP BY section/.test(q)), 'SQL statements in the history with constants as $n: ' + sqlq.slice(0, 3));
+  // statements psql sent over the PG port (test_admin_page.sh) are there too,
+  // with the table accesses they ran; the failed one with its error status
+  const pgOk = process.env.PG_OK, pgBad = process.env.PG_BAD;
+  await page.waitForSelector('#recent tbody tr[data-via="pg"]');
+  const pgRows = await page.$$eval('#recent tbody tr[data-via="pg"]', trs => trs.map(t => ({ q: t.dataset.q, cells: Array.from(t.children).map(c => c.textContent) })));
+  const okRow = pgRows.find(r => r.q === pgOk), badRow = pgRows.find(r => r.q === pgBad);
+  check(okRow && /PG port/.test(okRow.cells[1]) && okRow.cells[5] === '3' && okRow.cells[6] === '200' && /packages:/.test(okRow.cells[7]),
+    'PG-port statement in the history with its rows and plan: ' + JSON.stringify(okRow || pgRows));
+  check(badRow && Number(badRow.cells[6]) >= 400, 'failed PG-port statement with its error status: ' + JSON.stringify(badRow || pgRows));
+  // opening it shows the statement and its plan tree (EXPLAIN, nothing run)
+  await page.evaluate(q => [...document.querySelectorAll('#recent tbody tr[data-via="pg"]')].find(t => t.dataset.q === q).click(), pgOk);
+  await page.waitForSelector('#view-sql:not([hidden]) #sql-plan-box:not([hidden]) .pnode');
+  const ptitles = await page.$$eval('#sql-plan .pnode .pt', ns => ns.map(n => n.textContent));
+  check(await page.inputValue('#sql') === pgOk && ptitles.some(t => / on packages$/.test(t)) && ptitles.some(t => /^Limit/.test(t)),
+    'a PG-port history row opens with its plan: ' + JSON.stringify(ptitles));
+  await shot(page, 'history-plan-1280.png');
+
+  // a bookmarked search runs when opened, exactly as named
+  const bm = await newPage(1280, 860);
+  const mark = { table: 'packages', q: 'terminal emulator', filter: 'installed_size_kb > 100' };
+  await bm.goto(base + '/#search?' + new URLSearchParams(mark).toString());
+  await bm.waitForSelector('#view-search:not([hidden]) #hits li');
+  const apiTotal = f => bm.evaluate(async b => (await (await fetch('/tables/packages/search', { method: 'POST',
+    headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(b) })).json()).total, f);
+  const bmTotal = num((await bm.textContent('#s-summary')).split('matches')[0]);
+  const want = await apiTotal({ q: mark.q, filter: mark.filter, limit: 0 });
+  check(bmTotal === want && await bm.inputValue('#q') === mark.q && await bm.inputValue('#s-filter') === mark.filter &&
+    await bm.getAttribute('#tab-search', 'aria-selected') === 'true', 'bookmark opens the search and runs it: ' + bmTotal + ' vs ' + want);
+  // another bookmark in the same tab (hashchange) replaces the search
+  await bm.evaluate(() => { location.hash = '#search?table=packages&q=python'; });
+  await bm.waitForFunction(() => document.querySelector('#q').value === 'python' && /matches/.test(document.querySelector('#s-summary').textContent));
+  const pyTotal = num((await bm.textContent('#s-summary')).split('matches')[0]);
+  check(pyTotal === await apiTotal({ q: 'python', limit: 0 }) && await bm.inputValue('#s-filter') === '',
+    'a second bookmark runs its own search without the old filter: ' + pyTotal);
+  // and a search typed in the page leaves its own bookmarkable address
+  await bm.fill('#q', 'library');
+  await bm.keyboard.press('Enter');
+  await bm.waitForFunction(() => new URLSearchParams(location.hash.split('?')[1] || '').get('q') === 'library');
+  check(true, 'the address names the search typed');
 
   // phone width: no horizontal scrolling, search usable
   const phone = await newPage(390, 844);

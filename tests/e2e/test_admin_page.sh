@@ -4,7 +4,9 @@
 # /usr/bin/chromium) driven by playwright-core (npm, installed here into
 # tests/e2e/node_modules from package-lock.json) runs test_admin_page.mjs.
 # Screenshots go to tests/output/admin-page/.  A second server that requires
-# API keys then checks the page's key prompt (test_admin_key.mjs).
+# API keys then checks the page's key prompt (test_admin_key.mjs).  The first
+# server also listens on the PostgreSQL port: statements psql sends there must
+# show in the page's query history with their plans.
 # Exit 77 (skip) with a reason
 # when node, npm, the npm package or chromium is unavailable.
 set -u
@@ -27,9 +29,10 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-# start_server DATA LOG: `quarry serve` on a free loopback port; sets pid and port
+# start_server DATA LOG [ARGS...]: `quarry serve` on a free loopback port; sets pid and port
 start_server() {
-  "$BIN" serve --data "$1" --http 127.0.0.1:0 >"$2" 2>&1 &
+  : >"$2"
+  "$BIN" serve --data "$1" --http 127.0.0.1:0 "${@:3}" >"$2" 2>&1 &
   pid=$!
   port=
   for _ in $(seq 100); do
@@ -40,8 +43,11 @@ start_server() {
   done
   if [ -z "$port" ]; then echo "FAILED: server did not start"; cat "$2"; exit 1; fi
 }
-start_server "$work/data" "$work/serve.log"
+start_server "$work/data" "$work/serve.log" --pg 127.0.0.1:0
 base=http://127.0.0.1:$port
+pgport=$(sed -nE 's/.*serve pg=127\.0\.0\.1:([0-9]+).*/\1/p' "$work/serve.log" | head -1)
+[ -n "$pgport" ] || { echo "FAILED: the PG port did not start"; exit 1; }
+command -v psql >/dev/null || { echo "skip: psql is not installed (make deps installs postgresql-client)"; exit 77; }
 
 # a table with the sample corpus' schema and its first 3,000 documents
 python3 - "$ROOT/corpora/debian-packages/schema.json" >"$work/create.json" <<'PY'
@@ -55,6 +61,15 @@ curl -sf -X POST "$base/tables/packages/documents" -H 'Content-Type: application
   -H 'Content-Encoding: gzip' --data-binary @"$work/docs.jsonl.gz" >/dev/null \
   || { echo "FAILED: ingest"; exit 1; }
 printf '{"id": "u1", "title": "uploaded one"}\n{broken\n{"id": "u2", "title": "uploaded two"}\n' >"$work/upload.jsonl"
+
+# statements over the PG port, for the query history (one fails on purpose)
+PG_OK="SELECT id, section FROM packages WHERE section = 'utils' ORDER BY id LIMIT 3"
+PG_BAD="SELECT nope FROM packages"
+psql -X -q -h 127.0.0.1 -p "$pgport" -U admin_page -d quarry -c "$PG_OK" >/dev/null \
+  || { echo "FAILED: psql statement"; exit 1; }
+psql -X -q -h 127.0.0.1 -p "$pgport" -U admin_page -d quarry -c "$PG_BAD" >/dev/null 2>&1 \
+  && { echo "FAILED: the bad statement ran"; exit 1; }
+export PG_OK PG_BAD
 
 # the oracle for the table view and the SQL console, computed from the file
 python3 - "$work/docs.jsonl.gz" >"$work/expected.json" <<'PY'

@@ -219,6 +219,40 @@ def cli_keys(work, data):
     check(rc == 0, "a bad key in the list deletes nothing")
 
 
+def infer_from_all_values(tmp, data):
+    """Inference counts every sampled value: one string among numbers keeps the field
+    numeric (that line alone is rejected, naming the field), and a short repeating label
+    becomes text with a keyword column: searchable, filterable and groupable."""
+    src = os.path.join(tmp, "infer.jsonl")
+    cats = ["sports", "politics", "science"]
+    with open(src, "w") as f:
+        for i in range(1, 61):
+            price = "n/a" if i == 7 else i * 10
+            f.write(json.dumps({"id": i, "price": price, "cat": cats[i % 3],
+                                "title": "story %d about %s" % (i, cats[i % 3])}) + "\n")
+    rc, out, err = run(["import", "inf", src], data)
+    check(rc == 3 and "imported 59, replaced 0, rejected 1 of 60 lines" in err,
+          "one odd value among numbers: only its line rejected: " + err[-300:])
+    check('line 7: field "price" expects an integer, got a string' in err,
+          "the rejected line names the field: " + err[-600:])
+    check("price: int: 59 of 60 sampled values are integers" in err and
+          "cat: text and keyword column" in err and "title: text: 60 of 60" in err,
+          "the printed schema says why: " + err[-600:])
+    rc, out, err = run(["schema", "inf"], data)
+    fields = {f["name"]: f for f in json.loads(out)["fields"]}
+    check(fields["price"]["type"] == "int" and fields["cat"]["type"] == "text" and
+          fields["cat"].get("column") is True and not fields["title"].get("column"),
+          "inferred fields: %s" % fields)
+    rc2, out2, err2 = run(["search", "inf", "cat:sports", "--filter", "cat = 'sports'",
+                           "--count"], data)
+    check(rc2 == 0 and out2.split()[0] == "20", "keyword field searchable and filterable: %s %s"
+          % (out2, err2))
+    rc, out, err = run(["sql", "-c", "SELECT cat, count(*) FROM inf GROUP BY cat ORDER BY cat",
+                        "--format", "csv"], data)
+    check(rc == 0 and out.split() == ["cat,count", "politics,19", "science,20", "sports,20"],
+          "keyword field groups: %r" % out)
+
+
 def main():
     with DataDir() as dd:
         data = os.path.join(dd.path, "data")
@@ -300,6 +334,7 @@ def main():
         sc = json.loads(out)
         types = {f["name"]: f["type"] for f in sc["fields"]}
         check(types == {"title": "text", "body": "text", "views": "int"}, "inferred types %s" % types)
+        infer_from_all_values(dd.path, data)
 
         cli_keys(dd.path, data)
         # errors

@@ -6,19 +6,22 @@ The data directory lives on a small tmpfs (mounted by the test, so it needs
 root; otherwise the test is skipped).  Each cycle fills the file system with a
 filler file, leaves a different number of bytes free (so that commits fail at
 different points: the segment file, the WAL, the checkpoint after it), and
-writes over HTTP (single-document PUT, a JSONL upload committed in batches)
+writes over HTTP (single-document PUTs from four concurrent writers, a JSONL upload
+indexed by three threads and committed in batches)
 and over the PG port (a 300-row INSERT).  A write that answered success must
 be there, one that answered an error must not be -- now, after space is
 freed, and after a restart (kill -9 or a clean stop, alternately).  Once the
-filler is gone, the same server takes every kind of write again."""
+filler is gone, the same server takes every kind of write again.  Last,
+`quarry import` on two indexing threads meets a full disk the same way."""
 import errno
 import json
 import os
 import signal
 import subprocess
+import threading
 
 from qserve import Server
-from qtest import DataDir, check, finish, skip
+from qtest import DataDir, check, finish, run, skip, write_jsonl
 
 try:
     import psycopg2
@@ -31,6 +34,8 @@ SCHEMA = {"primary_key": "id", "fields": [
     {"name": "n", "type": "int"}]}
 
 FREE_BYTES = [0, 8 << 10, 20 << 10, 40 << 10, 80 << 10]
+PUT_WRITERS = 4
+CONFIG = {"threads": 3}  # uploads indexed by three threads, committed in line order
 
 
 def fill(path):
@@ -134,12 +139,28 @@ def pg_insert(srv, truth, first, n, src, cycle, answers):
 
 
 def write_round(srv, truth, next_id, sizes, cycle):
-    """sizes[0] PUTs, an upload of sizes[1] documents, an INSERT of sizes[2]
-    rows, with ids from next_id on; returns the answers and the next id."""
+    """sizes[0] PUTs from PUT_WRITERS concurrent writers (their commits share
+    syncs and in-memory segments), an upload of sizes[1] documents (indexed
+    by the server's pool of threads), an INSERT of sizes[2] rows, with ids
+    from next_id on; returns the answers and the next id."""
     answers = {"ok": 0, "err": 0}
-    for _ in range(sizes[0]):
-        put_doc(srv, truth, next_id, "put", cycle, answers)
-        next_id += 1
+    lock = threading.Lock()
+
+    def writer(ids):
+        for i in ids:
+            mine = {"ok": 0, "err": 0}
+            put_doc(srv, truth, i, "put", cycle, mine)
+            with lock:
+                answers["ok"] += mine["ok"]
+                answers["err"] += mine["err"]
+    ids = list(range(next_id, next_id + sizes[0]))
+    ws = [threading.Thread(target=writer, args=(ids[w::PUT_WRITERS],))
+          for w in range(PUT_WRITERS)]
+    for w in ws:
+        w.start()
+    for w in ws:
+        w.join()
+    next_id += sizes[0]
     upload(srv, truth, next_id, sizes[1], "up", cycle, answers)
     next_id += sizes[1]
     pg_insert(srv, truth, next_id, sizes[2], "pg", cycle, answers)
@@ -163,6 +184,55 @@ def verify(srv, truth, what):
     return ok
 
 
+def cli_import(tmp, mnt, filler):
+    """`quarry import` on two indexing threads into a nearly full disk: it stops with the
+    disk's error and the line from which nothing was imported; exactly the lines its
+    commits reported are there; once space is freed the same import completes."""
+    src = os.path.join(tmp, "cli.jsonl")
+    schema = os.path.join(tmp, "cli-schema.json")
+    with open(schema, "w") as f:
+        json.dump(SCHEMA, f)
+    write_jsonl(src, [body_of(i, "cli", 9) for i in range(1, 4001)])
+    data = os.path.join(mnt, "cli")
+    seed = os.path.join(tmp, "seed.jsonl")
+    write_jsonl(seed, [body_of(0, "seed", 9)])
+    rc, out, err = run(["import", "t", seed, "--schema", schema], data)
+    check(rc == 0, "the table exists before the disk fills: " + err[-300:])
+
+    def count():
+        rc, out, err = run(["search", "t", "row", "--filter", "src = 'cli'", "--count"], data)
+        return int(out.split()[0]) if rc == 0 else "error: " + err[-200:]
+    there = 0
+    for free in (0, 64 << 10, 256 << 10):
+        size = fill(filler)
+        os.truncate(filler, max(0, size - free))
+        rc, out, err = run(["import", "t", src, "--schema", schema, "--threads", "2",
+                            "--batch", "500", "--report-commits"], data)
+        commits = [tuple(map(int, x.split()[1:])) for x in out.splitlines()
+                   if x.startswith("committed ")]
+        last_line, acked = commits[-1] if commits else (0, 0)
+        check(rc == 1 and "No space left on device" in err,
+              "import into a full disk (%d bytes free) fails with the disk's error: rc %d %s"
+              % (free, rc, err[-300:]))
+        check("line %d and later were not imported" % (last_line + 1) in err,
+              "the import says from which line nothing was imported (committed through %d): %s"
+              % (last_line, err[-300:]))
+        check(last_line == acked and acked % 500 == 0,
+              "whole batches committed in line order: %s" % (commits,))
+        os.unlink(filler)
+        # ids 1.. in line order: the longest committed prefix so far is what is there
+        there = max(there, acked)
+        n = count()
+        check(n == there, "%d bytes free: exactly the %d committed lines are there: %s" % (
+            free, there, n))
+    rc, out, err = run(["import", "t", src, "--threads", "2", "--batch", "500"], data)
+    check(rc == 0, "with space again the import completes: " + err[-300:])
+    n = count()
+    check(n == 4000, "every line there once: %s" % n)
+    rc, out, err = run(["check"], data)
+    check(rc == 0, "quarry check is clean: " + out + err)
+
+
 def main():
     if psycopg2 is None:
         skip("python3-psycopg2 is not installed")
@@ -178,7 +248,7 @@ def main():
         try:
             data = os.path.join(mnt, "data")
             filler = os.path.join(mnt, "filler")
-            srv = Server(data, dd.path, pg=True)
+            srv = Server(data, dd.path, pg=True, config=CONFIG)
             if not check(srv.port and srv.pg_port, "server starts: " + srv.text()[-400:]):
                 return
             st, _ = srv.call("POST", "/tables", {"name": "t", "schema": SCHEMA})
@@ -190,7 +260,7 @@ def main():
                 # the disk fills up, leaving `free` bytes
                 size = fill(filler)
                 os.truncate(filler, max(0, size - free))
-                answers, next_id = write_round(srv, truth, next_id, (3, 500, 300), cycle)
+                answers, next_id = write_round(srv, truth, next_id, (12, 500, 300), cycle)
                 failed_total += answers["err"]
                 print("cycle %d, %d bytes free: %d writes answered success, %d an error "
                       "(upload: %s of 500 acknowledged)" % (
@@ -199,9 +269,9 @@ def main():
                 verify(srv, truth, "cycle %d, disk full (%d bytes free)" % (cycle, free))
                 # space comes back: the same server takes every kind of write
                 os.unlink(filler)
-                answers, next_id = write_round(srv, truth, next_id, (1, 300, 100), cycle)
+                answers, next_id = write_round(srv, truth, next_id, (8, 300, 100), cycle)
                 answers.pop("acked", None)
-                check(answers == {"ok": 3, "err": 0},
+                check(answers == {"ok": 10, "err": 0},
                       "cycle %d: every write works once space is freed (%s)" % (cycle, answers))
                 verify(srv, truth, "cycle %d, space freed" % cycle)
                 # and a restart finds exactly what was acknowledged
@@ -211,7 +281,7 @@ def main():
                     srv.log.close()
                 else:
                     check(srv.stop() == 0, "cycle %d: clean stop" % cycle)
-                srv = Server(data, dd.path, pg=True)
+                srv = Server(data, dd.path, pg=True, config=CONFIG)
                 if not check(srv.port, "cycle %d: restart: %s" % (cycle, srv.text()[-600:])):
                     return
                 verify(srv, truth, "cycle %d, restarted" % cycle)
@@ -221,6 +291,7 @@ def main():
                       len(truth.present), len(truth.absent)))
             check(srv.stop() == 0, "clean stop")
             srv = None
+            cli_import(dd.path, mnt, filler)
         finally:
             if srv is not None:
                 srv.stop(signal.SIGKILL)

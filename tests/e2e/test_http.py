@@ -138,8 +138,26 @@ class Server:
         return rc
 
 
+def exact_search(method, path, body):
+    """The brute-force oracle here models exact words, so searches ask for no
+    typo tolerance and no completion of the last word unless the request names
+    either (the search box's defaults are tested in test_search_box.py)."""
+    if "/search" not in path:
+        return path, body
+    if method == "GET" and "?" in path:
+        query = path.split("?", 1)[1]
+        if "typo=" in query or "prefix=" in query:
+            return path, body
+        return path + "&typo=off&prefix=false", body
+    if method == "POST" and isinstance(body, dict) and "q" in body \
+            and not ({"typo", "prefix"} & set(body)):
+        body = dict(body, typo="off", prefix=False)
+    return path, body
+
+
 def call(srv, method, path, body=None, headers=None, conn=None):
     """One request; returns (status, headers dict (lowercase), parsed JSON or text)."""
+    path, body = exact_search(method, path, body)
     own = conn is None
     c = conn or srv.conn()
     h = dict(headers or {})
@@ -381,6 +399,10 @@ def test_ingest(srv, oracle):
                                                    {"id": 2, "name": "beta", "n": 3}]))
     check(st == 200 and body.get("table_created") and body.get("schema_inferred") and
           body.get("imported") == 2, "ingest creates an inferred table: %s" % body)
+    check(body.get("schema_notes") == [
+        "name: text: 2 of 2 sampled values are strings (up to 10 bytes, 2 distinct)",
+        "n: int: 1 of 1 sampled values are integers"],
+        "the answer says why each field got its type: %s" % body.get("schema_notes"))
     st, _, body = call(srv, "GET", "/tables/inferred")
     check(st == 200 and any(f["name"] == "name" and f["type"] == "text"
                             for f in body["schema"]["fields"]), "inferred schema has name:text")
@@ -815,8 +837,9 @@ def test_limits(srv):
 def ranked_http(srv, queries):
     out = {}
     for q in queries:
-        st, _, body = call(srv, "GET", "/tables/t/search?" + urlencode({"q": q, "limit": 10,
-                                                                        "doc": "false"}))
+        # both front doors with the search box's defaults (typo, prefix)
+        st, _, body = call(srv, "GET", "/tables/t/search?" + urlencode(
+            {"q": q, "limit": 10, "doc": "false", "typo": "auto", "prefix": "true"}))
         out[q] = [(json.dumps(h["id"]), h["score"]) for h in body.get("hits", [])]
     return out
 
@@ -824,7 +847,8 @@ def ranked_http(srv, queries):
 def ranked_cli(data, queries):
     out = {}
     for q in queries:
-        rc, txt, err = run(["search", "t", q, "--json", "--limit", "10"], data)
+        rc, txt, err = run(["search", "t", q, "--json", "--limit", "10", "--typo", "auto",
+                            "--prefix"], data)
         out[q] = [(json.dumps(h["id"]), h["score"])
                   for h in map(json.loads, txt.splitlines())] if rc == 0 else None
     return out

@@ -52,29 +52,14 @@ def ndjson(ds):
 
 def call(srv, method, path, body=None, key=None, headers=None):
     """(status, parsed body, response headers)."""
-    c = srv.conn()
     h = dict(headers or {})
     if key is not None:
         h["Authorization"] = "Bearer " + key
-    if isinstance(body, (dict, list)):
-        body = json.dumps(body)
-        h.setdefault("Content-Type", "application/json")
     if isinstance(body, str):
-        body = body.encode()
         # without keys, writes need a type no page may send (http_origin.c)
         h.setdefault("Content-Type", "application/x-ndjson" if path.endswith("/documents")
                      else "application/json")
-    try:
-        c.request(method, path, body=body, headers=h)
-        r = c.getresponse()
-        data = r.read()
-        hdrs = {k.lower(): v for k, v in r.getheaders()}
-    finally:
-        c.close()
-    try:
-        return r.status, json.loads(data), hdrs
-    except ValueError:
-        return r.status, data.decode("utf-8", "replace"), hdrs
+    return srv.call_h(method, path, body, h)
 
 
 def add_key(data, name, scope):
@@ -126,6 +111,10 @@ def route_cases():
     add("create table", "admin", "POST", "/tables", {"name": "c{sfx}", "schema": SCHEMA})
     add("sql create", "admin", "POST", "/sql",
         {"query": "CREATE TABLE s{sfx} (id int PRIMARY KEY, body text)"})
+    add("synonyms", "search", "GET", "/tables/t/synonyms",
+        ok=lambda st, b: st == 200 and "synonyms" in b)
+    add("set synonyms", "admin", "PUT", "/tables/t/synonyms", {"synonyms": None},
+        ok=lambda st, b: st == 200 and b == {"synonyms": None})
     add("flush", "admin", "POST", "/tables/t/flush")
     add("merge", "admin", "POST", "/tables/t/merge")
     add("stats", "admin", "GET", "/stats")

@@ -91,8 +91,10 @@ def test_uploads(dd):
         srv.stop()
 
     # with the ratio off, 300 MB in 1 MB lines into a new table streams in
-    # bounded memory, and the memory is given back afterwards
-    srv = Server(os.path.join(dd.path, "stream"), dd.path, config={"max_gzip_ratio": 0})
+    # bounded memory -- the indexing budget's, whatever the indexing threads
+    # -- and the memory is given back afterwards
+    srv = Server(os.path.join(dd.path, "stream"), dd.path,
+                 config={"max_gzip_ratio": 0, "threads": 2, "index_memory_bytes": 96 * MIB})
     try:
         n = 300
         body = big_lines(n, MIB)

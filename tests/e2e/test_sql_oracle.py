@@ -17,7 +17,11 @@ with ALL and distinct, nested and ordered, WITH RECURSIVE over a tree and
 over a graph with cycles, WITH ... [NOT] MATERIALIZED read once and twice,
 and FROM subqueries; PostgreSQL checks them all, SQLite those it can
 express (no LATERAL, INTERSECT / EXCEPT ALL or parenthesized set
-operations).  Full-text
+operations).  Typed queries (dates, intervals and their arithmetic, age, to_char,
+arrays with subscripts, slices, ANY / ALL and array_agg, json builders and operators,
+format / quote_ident, numeric arithmetic, scales, rounding and typmods as text, to_char of
+numbers) are
+compared with PostgreSQL only.  Full-text
 predicates are checked against a brute-force matcher: `title @@ 'word'` in
 Quarry is `(' ' || title || ' ') LIKE '% word %'` in the peers, whose titles
 are made of whole lowercase words with distinct stems and no stop words.
@@ -43,6 +47,7 @@ N_ROWS = 1500
 N_QUERIES = int(os.environ.get("SQL_ORACLE_QUERIES", "400"))
 N_OLAP = int(os.environ.get("SQL_ORACLE_OLAP_QUERIES", "160"))
 N_SURFACE = int(os.environ.get("SQL_ORACLE_SURFACE_QUERIES", "240"))
+N_TYPED = int(os.environ.get("SQL_ORACLE_TYPED_QUERIES", "120"))
 PG_BIN = "/usr/lib/postgresql/15/bin"
 WORDS = ["apple", "river", "stone", "cloud", "engine", "garden", "silver", "market", "forest",
          "window", "planet", "doctor", "coffee", "bridge", "castle", "pencil", "rocket", "tiger"]
@@ -560,6 +565,68 @@ def gen_surface():
                        gen_recursive, gen_cte])()
 
 
+def gen_typed():
+    """Queries over the types SQLite lacks (dates, intervals, arrays, json), checked
+    against PostgreSQL only: (query, ordered, sqlite_too=False)."""
+    k, m = rnd.randint(1, 40), rnd.choice([1, 2, 3, 7, 13])
+    lo = rnd.randint(1, N_ROWS - 80)
+    rng = "id BETWEEN %d AND %d" % (lo, lo + rnd.randint(10, 70))
+    iv = rnd.choice(["'%d days'" % k, "'%d hours 30 minutes'" % k, "'1 mon %d days'" % k,
+                     "'-%d days 02:00'" % k, "'P%dDT%dH'" % (k, m)])
+    q = rnd.choice([
+        "SELECT id, ts::date + n AS d FROM items WHERE %s AND n IS NOT NULL ORDER BY id" % rng,
+        "SELECT id, ts + interval %s, ts - interval %s * %d FROM items WHERE %s ORDER BY id"
+        % (iv, iv, m, rng),
+        "SELECT id, ts::date - date '2025-01-01', ts - timestamp '2025-06-01 12:00' FROM items "
+        "WHERE %s ORDER BY id" % rng,
+        "SELECT id, age(timestamp '2026-03-01', ts), justify_hours(ts - timestamp '2025-01-01') "
+        "FROM items WHERE %s ORDER BY id" % rng,
+        "SELECT id, extract(dow from ts::date), extract(epoch from interval %s * %d), "
+        "date_trunc('month', ts)::date FROM items WHERE %s ORDER BY id" % (iv, m, rng),
+        "SELECT id, to_char(ts, 'YYYY-MM-DD HH24:MI:SS Dy Mon FMDD'), ts::time FROM items "
+        "WHERE %s ORDER BY id" % rng,
+        "SELECT ts::date AS d, count(*) FROM items WHERE ts::date < date '2025-01-01' + %d "
+        "GROUP BY ts::date ORDER BY d" % (k * 3),
+        "SELECT id, interval %s < ts - date '2025-01-01', ts::date + time '10:30' FROM items "
+        "WHERE %s ORDER BY id" % (iv, rng),
+        "SELECT cat, array_agg(n ORDER BY id) FROM items WHERE %s GROUP BY cat ORDER BY cat" % rng,
+        "SELECT id FROM items WHERE n = ANY (ARRAY[%d, %d, %d]::int[]) AND %s ORDER BY id"
+        % (k, -k, m, rng),
+        "SELECT id, n FROM items WHERE n > ALL ('{%d,%d}'::int[]) AND %s ORDER BY id" % (k, -m, rng),
+        "SELECT id, (string_to_array(title, ' '))[%d], array_length(string_to_array(title, ' '), 1), "
+        "(string_to_array(title, ' '))[2:3] FROM items WHERE %s ORDER BY id" % (rnd.randint(1, 4), rng),
+        "SELECT id, ARRAY[n, n * %d] || %d, cardinality(ARRAY[[n, 1], [2, 3]]) FROM items WHERE %s "
+        "ORDER BY id" % (m, k, rng),
+        "SELECT array_to_string(array_agg(DISTINCT cat), ',', '-') FROM items WHERE %s" % rng,
+        "SELECT id, json_build_object('n', n, 'cat', cat, 'ok', ok)::text FROM items WHERE %s "
+        "ORDER BY id" % rng,
+        "SELECT id, jsonb_build_object('n', n, 'cat', cat) ->> 'cat', "
+        "(jsonb_build_object('a', ARRAY[n, %d]) -> 'a' ->> 1)::int FROM items WHERE %s ORDER BY id"
+        % (k, rng),
+        "SELECT cat, json_agg(n ORDER BY id)::text FROM items WHERE %s GROUP BY cat ORDER BY cat" % rng,
+        "SELECT id, format('%%s-%%L-%%I', cat, n, coalesce(cat, 'x y')), quote_ident(cat) FROM items WHERE %s "
+        "ORDER BY id" % rng,
+        # numeric: each result as 'v' || text, so the scale is compared too
+        "SELECT id, 'v' || ((n::numeric + '0.%02d'::numeric) * %d)::text, 'v' || (n::numeric / %d)::text, "
+        "'v' || round(n::numeric / 7, %d)::text, 'v' || trunc(n::numeric / 3, 2)::text, "
+        "'v' || (n::numeric / 3)::numeric(12, 4)::text, 'v' || (n::numeric %% %d)::text, "
+        "'v' || (-n::numeric * '1.5'::numeric)::text FROM items WHERE %s AND n IS NOT NULL ORDER BY id"
+        % (k, m, m, rnd.randint(-1, 4), m, rng),
+        "SELECT id, 'v' || (n::numeric * 1.%02d)::text, 'v' || (n::numeric - 0.5 * %d)::text, "
+        "'v' || round(n::numeric * 1.075, 2)::text FROM items WHERE %s AND n IS NOT NULL ORDER BY id"
+        % (k, m, rng),
+        "SELECT cat, 'v' || sum(n::numeric)::text, 'v' || avg(n::numeric)::text, "
+        "'v' || max(n::numeric / %d)::text FROM items WHERE %s GROUP BY cat ORDER BY cat" % (m, rng),
+        "SELECT id FROM items WHERE n::numeric / %d > '%d.5'::numeric AND %s ORDER BY n::numeric / 7, id"
+        % (m, k % 5, rng),
+        "SELECT id, '[' || to_char(n * %d, '999,999') || ']', '[' || to_char(n::numeric / 7, "
+        "'FM99990.000') || ']', '[' || to_char(-n, '9999S') || ']', '[' || to_char(n::numeric / %d, "
+        "'00.9') || ']', '[' || to_char(n, 'SG9999') || ']', '[' || to_char(n, '9999PR') || ']' FROM items WHERE %s AND n IS NOT NULL "
+        "ORDER BY id" % (k * 37, m, rng),
+    ])
+    return q, True, False
+
+
 def markers(q, tag, fn):
     """Replace each {tag:body} marker with fn(body)."""
     out, i = "", 0
@@ -732,6 +799,7 @@ def main():
         queries = [gen_query() + (True,) for _ in range(N_QUERIES)]
         queries += [gen_olap() for _ in range(N_OLAP)]
         queries += [gen_surface() for _ in range(N_SURFACE)]
+        queries += [gen_typed() for _ in range(N_TYPED)]
         qres, qerr = quarry_batch(data, [for_quarry(q) for q, _, _ in queries])
         pres = pg.run([for_peer(q) for q, _, _ in queries])[0] if pg else {}
         n_lite = n_pg = 0

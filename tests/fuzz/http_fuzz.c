@@ -39,6 +39,7 @@ static const char *ROUTES[][2] = {
     {"GET", "/stats/queries"},           {"GET", "/metrics"},
     {"POST", "/tables/t/flush"},         {"GET", "/health"},
     {"DELETE", "/tables/"},              {"GET", "/tables/t/search?filter="},
+    {"POST", "/tables/t/bm25_stats"},
 };
 #define N_ROUTES (sizeof ROUTES / sizeof ROUTES[0])
 static const char *CTYPES[] = {"application/json", "application/x-ndjson", "text/plain", ""};

@@ -2,6 +2,7 @@
  * engine_util.c — shared helpers of the engine tests; see engine_util.h.
  */
 #include "engine_util.h"
+#include "query/quarry.h"
 
 #include <cJSON.h>
 #include <criterion/criterion.h>
@@ -589,12 +590,74 @@ void eu_index_init(EuIndex *ix, const QrSchema *schema)
             continue;
         AnalyzerOpts o = {
             .language = fd->language, .stopwords = fd->stopwords, .accent_fold = fd->accent_fold};
+        o.stop_list = schema_stop_list(schema, f, &o.stop_list_len);
         QrError e;
         qr_error_clear(&e);
         cr_assert_eq(analyzer_new(&o, &ix->an[f], &e), QR_OK, "analyzer: %s", e.message);
+        ix->stems[f] = analyzer_stems(ix->an[f]);
+        ix->any_stems |= ix->stems[f];
     }
     ix->n_slots = 1 << 12;
     ix->slots = calloc(ix->n_slots, sizeof *ix->slots);
+    ix->n_form_slots = 1 << 12;
+    ix->form_slots = calloc(ix->n_form_slots, sizeof *ix->form_slots);
+}
+
+bool eu_field_has_forms(const EuIndex *ix, int field)
+{
+    return field == QR_ALL_FIELD ? ix->any_stems : field < QR_MAX_FIELDS && ix->stems[field];
+}
+
+static uint32_t *form_slot(const EuIndex *ix, int seg, const uint8_t *key, size_t len)
+{
+    uint64_t h = eu_hash(key, len) ^ (uint64_t)seg * 0x9E3779B97F4A7C15ull;
+    uint32_t j = (uint32_t)h & (ix->n_form_slots - 1);
+    while (ix->form_slots[j]) {
+        const EuForm *f = &ix->forms[ix->form_slots[j] - 1];
+        if (f->seg == seg && f->key_len == len && !memcmp(f->key, key, len))
+            return &ix->form_slots[j];
+        j = (j + 1) & (ix->n_form_slots - 1);
+    }
+    return &ix->form_slots[j];
+}
+
+static int key_cmp_bytes(const uint8_t *a, size_t an, const uint8_t *b, size_t bn)
+{
+    int c = memcmp(a, b, an < bn ? an : bn);
+    return c ? c : (an > bn) - (an < bn);
+}
+
+/* Note form key -> term in segment seg; a form met with another term keeps
+ * the least (segbuild.c and the merge do the same). */
+static void form_note(EuIndex *ix, int seg, const uint8_t *key, size_t len, uint32_t term)
+{
+    uint32_t *sl = form_slot(ix, seg, key, len);
+    if (*sl) {
+        EuForm *f = &ix->forms[*sl - 1];
+        const EuTerm *a = &ix->terms[f->term], *b = &ix->terms[term];
+        if (key_cmp_bytes(b->key, b->key_len, a->key, a->key_len) < 0)
+            f->term = term;
+        return;
+    }
+    if (ix->n_forms == ix->cap_forms) {
+        ix->cap_forms = ix->cap_forms ? ix->cap_forms * 2 : 1024;
+        ix->forms = realloc(ix->forms, sizeof *ix->forms * ix->cap_forms);
+    }
+    EuForm *f = &ix->forms[ix->n_forms];
+    f->key = malloc(len);
+    memcpy(f->key, key, len);
+    f->key_len = (uint32_t)len;
+    f->seg = seg;
+    f->term = term;
+    *sl = ++ix->n_forms;
+    if (ix->n_forms * 2 > ix->n_form_slots) {
+        uint32_t ns = ix->n_form_slots * 2;
+        free(ix->form_slots);
+        ix->form_slots = calloc(ns, sizeof *ix->form_slots);
+        ix->n_form_slots = ns;
+        for (uint32_t i = 0; i < ix->n_forms; i++)
+            *form_slot(ix, ix->forms[i].seg, ix->forms[i].key, ix->forms[i].key_len) = i + 1;
+    }
 }
 
 void eu_index_free(EuIndex *ix)
@@ -619,6 +682,15 @@ void eu_index_free(EuIndex *ix)
     free(ix->seg_terms);
     free(ix->seg_n_terms);
     free(ix->sorted);
+    for (uint32_t i = 0; i < ix->n_forms; i++)
+        free(ix->forms[i].key);
+    free(ix->forms);
+    free(ix->form_slots);
+    if (ix->seg_forms)
+        for (int s = 0; s < ix->n_segs; s++)
+            free(ix->seg_forms[s]);
+    free(ix->seg_forms);
+    free(ix->seg_n_forms);
     memset(ix, 0, sizeof *ix);
 }
 
@@ -694,8 +766,10 @@ static int cmp_u64_fwd(const void *a, const void *b)
 typedef struct TokAcc {
     EuIndex *ix;
     int field;
+    int seg;
     uint64_t *v; /* term << 32 | pos */
     size_t n, cap;
+    uint32_t words;   /* tokens that are words (CJK grams are not): the field length */
     bool all;         /* also gather "_all" occurrences */
     uint32_t all_base;
     uint64_t *va;     /* "_all": term << 32 | pos */
@@ -720,10 +794,29 @@ static int tok_acc_sink(void *arg, const Token *tok)
     memcpy(kb + 1, tok->text, len);
     uint32_t id = term_get_or_add(a->ix, kb, len + 1);
     acc_push(&a->v, &a->n, &a->cap, ((uint64_t)id << 32) | tok->pos);
+    a->words += !tok->is_gram;
+    uint32_t aid = 0;
     if (a->all) {
         kb[0] = QR_ALL_FIELD;
-        uint32_t aid = term_get_or_add(a->ix, kb, len + 1);
+        aid = term_get_or_add(a->ix, kb, len + 1);
         acc_push(&a->va, &a->na, &a->cap_a, ((uint64_t)aid << 32) | (a->all_base + tok->pos));
+    }
+    if (!tok->is_gram && a->ix->any_stems) {
+        /* word forms: the stemmed field's, and "_all"'s from every field */
+        uint8_t fb[1 + 1024];
+        const char *form = a->ix->stems[a->field] ? tok->surface : tok->text;
+        uint32_t fl = a->ix->stems[a->field] ? tok->surface_len : tok->len;
+        if (fl > 1024)
+            fl = 1024;
+        memcpy(fb + 1, form, fl);
+        if (a->ix->stems[a->field]) {
+            fb[0] = (uint8_t)a->field;
+            form_note(a->ix, a->seg, fb, fl + 1, id);
+        }
+        if (a->all) {
+            fb[0] = QR_ALL_FIELD;
+            form_note(a->ix, a->seg, fb, fl + 1, aid);
+        }
     }
     return 0;
 }
@@ -797,7 +890,7 @@ void eu_index_add(EuIndex *ix, const char *json, size_t len, bool live, int seg,
     QrError e;
     qr_error_clear(&e);
     d->key_len = pk_encode(cJSON_GetObjectItemCaseSensitive(root, sc->primary_key), d->key, &e);
-    TokAcc acc = {.ix = ix, .all = sc->all_field};
+    TokAcc acc = {.ix = ix, .all = sc->all_field, .seg = seg};
     for (int f = 0; f < sc->n_fields; f++) {
         if (!ix->an[f])
             continue;
@@ -806,21 +899,22 @@ void eu_index_add(EuIndex *ix, const char *json, size_t len, bool live, int seg,
             continue;
         acc.field = f;
         acc.n = 0;
+        acc.words = 0;
         uint32_t pos = 0;
         const cJSON *el = cJSON_IsArray(v) ? v->child : v;
         for (; el; el = cJSON_IsArray(v) ? el->next : NULL) {
             if (!cJSON_IsString(el))
                 continue;
             uint32_t n_pos = 0;
-            int rc = analyzer_run_n(ix->an[f], el->valuestring, strlen(el->valuestring), pos, 0,
-                                    tok_acc_sink, &acc, &n_pos, &e);
+            int rc = analyzer_run_n(ix->an[f], el->valuestring, strlen(el->valuestring), pos,
+                                    ANALYZE_CJK_GRAMS, tok_acc_sink, &acc, &n_pos, &e);
             cr_assert_eq(rc, QR_OK, "analyzer: %s", e.message);
             pos += n_pos + 100;
         }
         acc.all_base += pos + 100; /* segbuild: fields 100 positions apart in "_all" */
         d = &ix->docs[di];
-        d->norms[f] = (uint32_t)acc.n;
-        d->all_norm += (uint32_t)acc.n;
+        d->norms[f] = acc.words;
+        d->all_norm += acc.words;
         acc_invert(ix, di, acc.v, acc.n);
     }
     if (acc.all)
@@ -840,6 +934,13 @@ static int cmp_term_idx(const void *a, const void *b)
     if (c)
         return c;
     return (x->key_len > y->key_len) - (x->key_len < y->key_len);
+}
+
+static int cmp_form_idx(const void *a, const void *b)
+{
+    const EuForm *x = &sort_ix->forms[*(const uint32_t *)a];
+    const EuForm *y = &sort_ix->forms[*(const uint32_t *)b];
+    return key_cmp_bytes(x->key, x->key_len, y->key, y->key_len);
 }
 
 void eu_index_finish(EuIndex *ix)
@@ -885,6 +986,61 @@ void eu_index_finish(EuIndex *ix)
         }
     }
     free(stamp);
+    /* per segment, its word forms by key */
+    ix->seg_forms = calloc((size_t)ix->n_segs + 1, sizeof *ix->seg_forms);
+    ix->seg_n_forms = calloc((size_t)ix->n_segs + 1, sizeof *ix->seg_n_forms);
+    for (int s = 0; s < ix->n_segs; s++)
+        ix->seg_forms[s] = malloc(sizeof(uint32_t) * (ix->n_forms + 1));
+    for (uint32_t i = 0; i < ix->n_forms; i++) {
+        int s = ix->forms[i].seg;
+        if (s >= 0 && s < ix->n_segs)
+            ix->seg_forms[s][ix->seg_n_forms[s]++] = i;
+    }
+    sort_ix = ix;
+    for (int s = 0; s < ix->n_segs; s++)
+        qsort(ix->seg_forms[s], ix->seg_n_forms[s], sizeof(uint32_t), cmp_form_idx);
+}
+
+void eu_index_load_forms(EuIndex *ix, const Snapshot *snap)
+{
+    for (uint32_t i = 0; i < ix->n_forms; i++)
+        free(ix->forms[i].key);
+    ix->n_forms = 0;
+    memset(ix->form_slots, 0, sizeof *ix->form_slots * ix->n_form_slots);
+    for (int s = 0; s < snap->n_segs && s < ix->n_segs; s++) {
+        const TermDict *td = seg_surfaces(snap->segs[s]);
+        ix->seg_n_forms[s] = 0;
+        if (!td)
+            continue;
+        QrArena *a = qr_arena_new(0);
+        TermCursor *c = td_cursor_new(td, a);
+        cr_assert_not_null(c);
+        for (bool ok = td_cursor_seek(c, (const uint8_t *)"", 0); ok; ok = td_cursor_next(c)) {
+            size_t kl;
+            const uint8_t *k = td_cursor_key(c, &kl);
+            TermPostings tp;
+            td_cursor_info(c, &tp);
+            const char *t;
+            size_t tl;
+            cr_assert(seg_surface_term(snap->segs[s], k, kl, &tp, &t, &tl), "damaged form");
+            const EuTerm *term = eu_index_term(ix, k[0], t, tl);
+            if (!term)
+                continue;
+            form_note(ix, s, k, kl, (uint32_t)(term - ix->terms));
+        }
+        qr_arena_free(a);
+    }
+    for (int s = 0; s < ix->n_segs; s++) {
+        ix->seg_forms[s] = realloc(ix->seg_forms[s], sizeof(uint32_t) * (ix->n_forms + 1));
+        ix->seg_n_forms[s] = 0;
+    }
+    for (uint32_t i = 0; i < ix->n_forms; i++) {
+        int s = ix->forms[i].seg;
+        ix->seg_forms[s][ix->seg_n_forms[s]++] = i;
+    }
+    sort_ix = ix;
+    for (int s = 0; s < ix->n_segs; s++)
+        qsort(ix->seg_forms[s], ix->seg_n_forms[s], sizeof(uint32_t), cmp_form_idx);
 }
 
 void eu_index_from_snapshot(EuIndex *ix, const Snapshot *snap, const QrSchema *schema)
@@ -1038,4 +1194,36 @@ int eu_osa(const uint32_t *a, size_t an, const uint32_t *b, size_t bn)
 #undef D
     free(d);
     return r;
+}
+
+/* ---- writing through the front door ---- */
+
+void eu_put_docs(QrTable *t, char **docs, int n)
+{
+    QrError err;
+    qr_error_clear(&err);
+    QrBatch *b;
+    cr_assert_eq(qr_batch_begin(t, &b, &err), QR_OK, "%s", err.message);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(qr_batch_put(b, docs[i], strlen(docs[i]), NULL, &err), QR_OK, "%s: %s",
+                     err.message, docs[i]);
+        free(docs[i]);
+    }
+    cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
+    qr_batch_free(b);
+}
+
+void eu_delete_random(QrTable *t, uint64_t *rng, int n, int64_t space)
+{
+    QrError err;
+    qr_error_clear(&err);
+    QrBatch *b;
+    cr_assert_eq(qr_batch_begin(t, &b, &err), QR_OK, "%s", err.message);
+    for (int i = 0; i < n; i++) {
+        char k[32];
+        snprintf(k, sizeof k, "%lld", (long long)eu_below(rng, (uint64_t)space));
+        cr_assert_eq(qr_batch_delete(b, k, strlen(k), NULL, &err), QR_OK, "%s", err.message);
+    }
+    cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
+    qr_batch_free(b);
 }

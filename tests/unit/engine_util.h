@@ -96,6 +96,16 @@ off_t eu_file_size(const char *path);
 int eu_read_jsonl(const char *path, int max_docs, char ***lines_out);
 void eu_lines_free(char **lines, int n);
 
+/* ---- writing through the front door ---- */
+
+struct QrTable;
+/* Put docs[0..n) (JSON text, freed here) into table t in one committed
+ * batch; asserts every step. */
+void eu_put_docs(struct QrTable *t, char **docs, int n);
+/* Delete n random integer keys drawn from [0, space) in one committed
+ * batch (absent keys are no-ops); asserts every step. */
+void eu_delete_random(struct QrTable *t, uint64_t *rng, int n, int64_t space);
+
 /* ---- the live-document model of a table ---- */
 
 typedef struct EuStoreEnt {
@@ -147,6 +157,17 @@ typedef struct EuTerm {
     uint64_t total_tf;
 } EuTerm;
 
+/* A word form (SEC_SURFACES): the word as written, folded but not
+ * stemmed, of a stemmed field (or "_all") in one segment, and the term it
+ * was indexed as there (the least one, when a form of "_all" came from
+ * fields analyzed differently). */
+typedef struct EuForm {
+    uint8_t *key;     /* owns: field byte + form bytes */
+    uint32_t key_len;
+    int seg;
+    uint32_t term;    /* index into EuIndex.terms */
+} EuForm;
+
 typedef struct EuDoc {
     char *json;         /* owns */
     size_t json_len;
@@ -179,6 +200,15 @@ typedef struct EuIndex {
     uint32_t **seg_terms;   /* owns: per segment, term indexes sorted by key */
     uint32_t *seg_n_terms;  /* owns */
     uint32_t *sorted;       /* owns: all term indexes sorted by key */
+    /* word forms of stemmed fields, per segment */
+    bool stems[QR_MAX_FIELDS];
+    bool any_stems;
+    EuForm *forms;          /* owns */
+    uint32_t n_forms, cap_forms;
+    uint32_t *form_slots;   /* form index + 1 */
+    uint32_t n_form_slots;
+    uint32_t **seg_forms;   /* owns: per segment, form indexes sorted by key */
+    uint32_t *seg_n_forms;  /* owns */
 } EuIndex;
 
 void eu_index_init(EuIndex *ix, const QrSchema *schema);
@@ -191,10 +221,18 @@ void eu_index_finish(EuIndex *ix);
 /* Every doc of every segment of the snapshot (deleted ones too, with
  * live = false), in global doc order; finished. */
 void eu_index_from_snapshot(EuIndex *ix, const Snapshot *snap, const QrSchema *schema);
+/* Replace the word forms (computed from the documents by eu_index_add)
+ * with those the snapshot's segments hold (SEC_SURFACES), for models of
+ * searches after merges, whose forms may outlive their deleted documents.
+ * Forms naming a term no document has are left out. */
+void eu_index_load_forms(EuIndex *ix, const Snapshot *snap);
 /* Tokens of a field of doc d (field may be QR_ALL_FIELD). */
 uint32_t eu_doc_norm(const EuIndex *ix, uint32_t d, int field);
 /* The analyzer queries use for a field ("_all": the first text field's). */
 Analyzer *eu_field_analyzer(const EuIndex *ix, int field);
+/* Whether words of `field` expand through word forms (it stems; "_all":
+ * some field does), as search.c decides. */
+bool eu_field_has_forms(const EuIndex *ix, int field);
 /* The term [field][text], or NULL. */
 const EuTerm *eu_index_term(const EuIndex *ix, int field, const char *text, size_t len);
 /* The occurrence of term t in doc, or NULL (binary search). */

@@ -81,6 +81,113 @@ static int agg_push_val(SqlCtx *cx, SqlAggState *st, const SqlValue *v)
     return QR_OK;
 }
 
+/* Percentiles of integers, timestamps and floats keep order keys instead
+ * of values: unsigned order of the keys is the numbers' order (a double's
+ * bits flipped so that negatives come first and NaN, made one NaN, last,
+ * as PostgreSQL orders it), and a selection over plain integers is several
+ * times faster than over SqlValues. */
+static char num_kind(const SqlAgg *a)
+{
+    if ((a->kind != SA_PCT_CONT && a->kind != SA_PCT_DISC) || a->distinct)
+        return 0;
+    QrSqlType t = a->arg->type;
+    return sqlt_is_int(t) || sqlt_is_ts(t) ? 'i' : sqlt_is_float(t) ? 'f' : 0;
+}
+
+static uint64_t key_of_int(int64_t x) { return (uint64_t)x ^ (1ull << 63); }
+
+static uint64_t key_of_double(double d)
+{
+    uint64_t u;
+    if (isnan(d))
+        d = NAN;
+    memcpy(&u, &d, sizeof u);
+    return u >> 63 ? ~u : u | (1ull << 63);
+}
+
+static SqlValue value_of_key(const SqlAgg *a, uint64_t k)
+{
+    if (num_kind(a) == 'f') {
+        uint64_t u = k >> 63 ? k & ~(1ull << 63) : ~k;
+        double d;
+        memcpy(&d, &u, sizeof d);
+        return sqlv_float(d);
+    }
+    return sqlv_int((int64_t)(k ^ (1ull << 63)));
+}
+
+static int agg_push_key(SqlCtx *cx, SqlAggState *st, const uint64_t *k, uint64_t n)
+{
+    if (st->n_keys + n > st->cap_keys) {
+        uint64_t nc = st->cap_keys ? st->cap_keys : 64;
+        while (nc < st->n_keys + n)
+            nc *= 2;
+        uint64_t *nk = qr_arena_alloc(cx->arena, nc * sizeof *nk);
+        if (!nk)
+            return sql_nomem(cx);
+        if (st->n_keys)
+            memcpy(nk, st->keys, st->n_keys * sizeof *nk);
+        st->keys = nk;
+        st->cap_keys = nc;
+    }
+    if (n)
+        memcpy(st->keys + st->n_keys, k, n * sizeof *k);
+    st->n_keys += n;
+    return QR_OK;
+}
+
+/* select_kth over keys. */
+static void select_kth_key(uint64_t *v, uint64_t n, uint64_t k)
+{
+    uint64_t lo = 0, hi = n - 1, t;
+#define SWAPK(a, b) (t = v[a], v[a] = v[b], v[b] = t)
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (v[mid] < v[lo])
+            SWAPK(mid, lo);
+        if (v[hi] < v[lo])
+            SWAPK(hi, lo);
+        if (v[hi] < v[mid])
+            SWAPK(hi, mid);
+        uint64_t pivot = v[mid];
+        int64_t i = (int64_t)lo, j = (int64_t)hi;
+        while (i <= j) {
+            while (v[i] < pivot)
+                i++;
+            while (v[j] > pivot)
+                j--;
+            if (i <= j) {
+                SWAPK(i, j);
+                i++;
+                j--;
+            }
+        }
+        if ((int64_t)k <= j)
+            hi = (uint64_t)j;
+        else if ((int64_t)k >= i)
+            lo = (uint64_t)i;
+        else
+            break;
+    }
+#undef SWAPK
+}
+
+/* A state holding both keys and values (rows of other types than the
+ * argument's): the keys become values. */
+static int keys_to_vals(SqlCtx *cx, const SqlAgg *a, SqlAggState *st)
+{
+    for (uint64_t i = 0; i < st->n_keys; i++) {
+        SqlValue v = value_of_key(a, st->keys[i]);
+        v.type = a->arg->type;
+        int rc = agg_push_val(cx, st, &v);
+        if (rc)
+            return rc;
+    }
+    st->n_keys = 0;
+    return QR_OK;
+}
+
+
 /* Aggregates whose rows' values are kept until the end: DISTINCT, ORDER
  * BY inside the call, string_agg and array_agg.  Each row is a tuple of
  * COLLECT_WIDTH(a) values: [argument, second argument (string_agg's
@@ -88,7 +195,8 @@ static int agg_push_val(SqlCtx *cx, SqlAggState *st, const SqlValue *v)
 static bool collects(const SqlAgg *a)
 {
     return a->kind != SA_PCT_CONT && a->kind != SA_PCT_DISC &&
-           (a->distinct || a->n_order || a->kind == SA_STRING_AGG || a->kind == SA_ARRAY_AGG);
+           (a->distinct || a->n_order || a->kind == SA_STRING_AGG || a->kind == SA_ARRAY_AGG ||
+            a->kind == SA_JSON_AGG || a->kind == SA_JSONB_AGG);
 }
 #define COLLECT_WIDTH(a) (2 + (a)->n_order)
 
@@ -132,11 +240,18 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
     int rc = sql_expr_eval(cx, a->arg, r, &v);
     if (rc)
         return rc;
-    if (v.is_null && a->kind != SA_ARRAY_AGG) /* array_agg keeps NULLs */
+    if (v.is_null && a->kind != SA_ARRAY_AGG && a->kind != SA_JSON_AGG &&
+        a->kind != SA_JSONB_AGG) /* array_agg and json_agg keep NULLs */
         return QR_OK;
     if (collects(a)) {
         *keep = true; /* kept past the row: strings are copied */
         return collect_row(cx, a, st, r, &v);
+    }
+    char nk = num_kind(a);
+    if ((nk == 'i' && (sqlt_is_int(v.type) || sqlt_is_ts(v.type))) || (nk == 'f' && sqlt_is_float(v.type))) {
+        uint64_t k = nk == 'f' ? key_of_double(v.u.f) : key_of_int(v.u.i);
+        *keep = true; /* the keys' array may have grown in the arena */
+        return agg_push_key(cx, st, &k, 1);
     }
     if (a->distinct || a->kind == SA_PCT_CONT || a->kind == SA_PCT_DISC) {
         *keep = true;
@@ -286,13 +401,15 @@ static int final_collected(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValu
         *out = sqlv_text(s, len);
         return QR_OK;
     }
+    if (a->kind == SA_JSON_AGG || a->kind == SA_JSONB_AGG)
+        return sqljs_agg(cx, t, n, (uint64_t)W, a->type, out);
     if (a->kind == SA_ARRAY_AGG) {
         SqlValue *el = qr_arena_alloc(cx->arena, (n + 1) * sizeof *el);
         if (!el)
             return sql_nomem(cx);
         for (uint64_t i = 0; i < n; i++)
             el[i] = t[i * (uint64_t)W];
-        return sqlv_array_text(cx, el, n, out);
+        return sqla_list(cx, QR_SQL_ELEM(a->type), el, n, out);
     }
     SqlAggState s2;
     memset(&s2, 0, sizeof s2);
@@ -310,6 +427,53 @@ static int final_collected(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValu
             return rc;
     }
     return sql_agg_final(cx, &plain, &s2, out);
+}
+
+/* percentile_disc / percentile_cont at fraction p of a state's keys. */
+static void pct_keys(const SqlAgg *a, SqlAggState *st, double p, SqlValue *out)
+{
+    uint64_t n = st->n_keys, *v = st->keys;
+    if (a->kind == SA_PCT_DISC) {
+        /* the first value whose position >= p * n */
+        double pos = p * (double)n;
+        uint64_t k = pos <= 0 ? 0 : (uint64_t)ceil(pos) - 1;
+        if (k >= n)
+            k = n - 1;
+        select_kth_key(v, n, k);
+        *out = value_of_key(a, v[k]);
+        out->type = a->type;
+        return;
+    }
+    double pos = p * (double)(n - 1);
+    uint64_t lo = (uint64_t)floor(pos), hi = (uint64_t)ceil(pos);
+    select_kth_key(v, n, lo);
+    uint64_t hk = v[lo];
+    if (hi != lo) { /* the next order statistic: the least key after lo */
+        hk = v[lo + 1];
+        for (uint64_t i = lo + 2; i < n; i++)
+            if (v[i] < hk)
+                hk = v[i];
+    }
+    SqlValue lv = value_of_key(a, v[lo]), hv = value_of_key(a, hk);
+    if (sqlt_is_ts(a->arg->type)) {
+        double x = (double)lv.u.i, y = (double)hv.u.i;
+        out->is_null = false;
+        out->u.i = (int64_t)llround(x + (y - x) * (pos - (double)lo));
+        out->type = a->type;
+        return;
+    }
+    double x = num_kind(a) == 'f' ? lv.u.f : (double)lv.u.i, y = num_kind(a) == 'f' ? hv.u.f : (double)hv.u.i;
+    *out = sqlv_float(x + (y - x) * (pos - (double)lo));
+}
+
+/* sum(numeric), added as float8: its 15 significant digits, at the scale of
+ * a numeric(p, s) argument (a sum of values of scale s has scale s). */
+static int num_sum(SqlCtx *cx, const SqlAgg *a, const SqlAggState *st, SqlValue *out)
+{
+    int rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, out);
+    if (rc || a->arg->typmod < 4)
+        return rc;
+    return sqln_round(cx, out, (a->arg->typmod - 4) & 0xffff, SQLN_ROUND, out);
 }
 
 int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
@@ -342,10 +506,17 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
         out->type = a->type;
         if (a->type == QR_SQL_FLOAT8 && !st->sum_is_f)
             *out = sqlv_float((double)st->sum_i);
+        if (a->type == QR_SQL_NUMERIC)
+            return num_sum(cx, a, st, out);
         return QR_OK;
     case SA_AVG:
         if (!st->count)
             return QR_OK;
+        if (a->type == QR_SQL_NUMERIC) { /* at the division's scale, as PostgreSQL */
+            SqlValue sum;
+            int nrc = num_sum(cx, a, st, &sum);
+            return nrc ? nrc : sqln_avg(cx, &sum, st->count, out);
+        }
         *out = sqlv_float((st->sum_is_f ? st->sum_f : (double)st->sum_i) / (double)st->count);
         return QR_OK;
     case SA_MIN:
@@ -373,12 +544,16 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
     }
     case SA_STRING_AGG:
     case SA_ARRAY_AGG:     /* (collected) */
+    case SA_JSON_AGG:
+    case SA_JSONB_AGG:
     case SA_GROUP_KEY:
     case SA_GROUPING:      /* (the hash aggregate's) */
         return QR_OK;
     case SA_PCT_CONT:
     case SA_PCT_DISC: {
-        if (!st->n_vals)
+        if (st->n_keys && st->n_vals && (rc = keys_to_vals(cx, a, st)))
+            return rc;
+        if (!st->n_vals && !st->n_keys)
             return QR_OK;
         SqlValue fv;
         SqlEvalRow none = {.doc = -1};
@@ -393,6 +568,10 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
         if (p < 0 || p > 1 || isnan(p))
             return sql_err_at(cx, a->arg2->loc, QR_EINVAL, "22003",
                               "percentile value %g is not between 0 and 1", p);
+        if (st->n_keys) {
+            pct_keys(a, st, p, out);
+            return QR_OK;
+        }
         /* DISTINCT values arrive sorted; others are only partly ordered,
          * enough to put the one or two order statistics in place */
         uint64_t n = st->n_vals;
@@ -471,6 +650,22 @@ int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlCo
         }
         st->sum_f += P->sum_is_f ? P->sum_f : (double)P->sum_i;
         break;
+    case SA_PCT_CONT:
+    case SA_PCT_DISC:
+    {
+        if (num_kind(A) != (P->vals_f ? 'f' : 'i'))
+            return sql_err_at(cx, -1, QR_EINTERNAL, "XX000", "percentile of a column of another type");
+        uint64_t base = st->n_keys;
+        int rc = agg_push_key(cx, st, P->vals ? (const uint64_t *)P->vals : NULL, P->n_vals);
+        if (rc)
+            return rc;
+        for (uint64_t i = base; i < st->n_keys; i++) { /* values to keys, in place */
+            double d;
+            memcpy(&d, &st->keys[i], sizeof d);
+            st->keys[i] = P->vals_f ? key_of_double(d) : key_of_int((int64_t)st->keys[i]);
+        }
+        break;
+    }
     case SA_MIN:
     case SA_MAX: {
         bool mn = A->kind == SA_MIN;

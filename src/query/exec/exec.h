@@ -214,6 +214,8 @@ SqlOp *sql_op_scan(SqlCtx *cx, struct SqlTableScan *sc, int width);
 /* After a run: the plan summary of every table scan in the tree
  * (sql_scan_note), in tree order. */
 void sql_op_scan_notes(SqlCtx *cx, const SqlOp *root);
+/* The table scan an operator is, or NULL. */
+struct SqlTableScan *sql_op_scan_of(const SqlOp *op);
 /* Rows held by the plan (a CTE's result, a VALUES list, a catalog
  * relation, a recursive query's working table): row major, n_cols values
  * each.  A reader takes vals and n when it is opened, so the producer may
@@ -261,6 +263,10 @@ SqlOp *sql_op_topn(SqlCtx *cx, SqlOp *kid, const SqlSortKey *keys, int n_keys, u
 /* (shared by the sorts) The order of n rows by keys, in cx->arena. */
 int sql_sort_index(SqlCtx *cx, const SqlValue *vals, uint64_t n, int width, const SqlSortKey *keys,
                    int n_keys, uint64_t **out);
+/* The first k rows that sql_sort_index would give, found in O(n) on
+ * average: idx[0, k) holds them in arrival order (not sorted). */
+int sql_first_index(SqlCtx *cx, const SqlValue *vals, uint64_t n, int width, const SqlSortKey *keys,
+                    int n_keys, uint64_t k, uint64_t **out);
 /* Copy the next rows vals[idx[*pos...]] into b (dense); how many. */
 int sql_rows_batch(SqlBatch *b, const SqlValue *vals, const uint64_t *idx, uint64_t n, uint64_t *pos);
 void sql_sort_keys_explain(SqlCtx *cx, SqlExplainNode *n, const SqlSortKey *keys, int n_keys);
@@ -305,6 +311,13 @@ typedef struct SqlJoinSpec {
     const char *cond_label;   /* EXPLAIN's "Hash Cond" when set (keys over two scopes) */
 } SqlJoinSpec;
 SqlOp *sql_op_hash_join(SqlCtx *cx, SqlOp *outer, SqlOp *inner, const SqlJoinSpec *spec);
+/* A keyed hash join's spec, or NULL for any other operator. */
+const SqlJoinSpec *sql_op_hash_join_spec(const SqlOp *op);
+/* An open hash join: fn(arg, joined row) for every inner row matching
+ * outer row `orow` (keys equal, conditions pass); the joined row is the
+ * join's own, valid during the call. */
+int sql_hash_join_each(SqlOp *op, SqlCtx *cx, const SqlValue *orow,
+                       int (*fn)(void *arg, const SqlValue *row), void *arg);
 SqlOp *sql_op_nl_join(SqlCtx *cx, SqlOp *outer, SqlOp *inner, const SqlJoinSpec *spec);
 /* (shared by the joins) Copy an inner row's columns into o, which holds
  * the outer row, compute the merged columns and test the join's
@@ -418,6 +431,12 @@ typedef struct SqlAggSpec {
     struct SqlTableScan *colagg_scan;
     int colagg_col;           /* scope column of the grouped keyword column, -1 */
     const int *colagg_field;  /* per aggregate: its column's field, -1 count(*) */
+    const bool *colagg_keep;  /* per aggregate: the values too (percentiles), or NULL */
+    /* ... through a join: colagg_join is the hash join (the tree's child)
+     * whose outer side is colagg_scan and whose one key is colagg_col; each
+     * key's partial states are joined to the inner rows with that key and
+     * grouped as those joined rows would be */
+    SqlOp *colagg_join;
     const char *const *key_labels;
     /* GROUPING SETS / ROLLUP / CUBE: the keys in each set (bit g for
      * groups[g]); every row goes into one group per set, the keys outside
@@ -438,6 +457,8 @@ typedef struct SqlAggState {
     double sxx;               /* stddev / variance: sum of squared deviations (Youngs-Cramer) */
     SqlValue *vals;           /* DISTINCT, ORDER BY, percentiles, string_agg, array_agg */
     uint64_t n_vals, cap_vals;
+    uint64_t *keys;           /* percentiles of numbers: order keys (agg.c), not values */
+    uint64_t n_keys, cap_keys;
 } SqlAggState;
 
 /* One row into one aggregate; what the argument's evaluation allocated is
@@ -452,7 +473,7 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out);
 int sql_agg_unstep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRow *r, bool *done);
 /* Merge one segment's column-block partial state into st. */
 int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *a, SqlAggState *st,
-                       const struct SqlColAggPart *part, int64_t group_rows);
+                       const SqlColAggPart *part, int64_t group_rows);
 /* EXPLAIN label of an aggregate ("count(*)", "sum(n)"). */
 const char *sql_agg_name(const SqlAgg *a);
 

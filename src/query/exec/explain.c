@@ -80,7 +80,7 @@ static void value_sql(QrBuf *b, const SqlValue *v)
     QrBuf t;
     qr_buf_init(&t);
     qr_sql_value_text(v, &t);
-    bool quote = sqlt_is_str(v->type) || sqlt_is_ts(v->type);
+    bool quote = sqlt_is_str(v->type) || sqlt_is_ts(v->type) || QR_SQL_IS_ARRAY(v->type);
     if (quote) {
         qr_buf_putc(b, '\'');
         for (size_t i = 0; i < t.len; i++) {
@@ -271,9 +271,48 @@ static void expr_sql(QrBuf *b, SqlCtx *cx, const SqlExpr *e, const SqlScope *sco
     case SE_ANY_ARRAY:
         qr_buf_putc(b, '(');
         expr_sql(b, cx, e->args[0], scope, qualify, depth + 1);
-        qr_buf_printf(b, " %s ANY (", e->op >= 0 && e->op < 6 ? CMP[e->op] : "?");
+        qr_buf_printf(b, " %s %s (", (e->op & 7) < 6 ? CMP[e->op & 7] : "?",
+                      e->op >= 8 ? "ALL" : "ANY");
         expr_sql(b, cx, e->args[1], scope, qualify, depth + 1);
         qr_buf_append(b, "))", 2);
+        return;
+    case SE_ARRAY:
+        qr_buf_append(b, "ARRAY[", 6);
+        args_sql(b, cx, e, 0, scope, qualify, depth);
+        qr_buf_putc(b, ']');
+        return;
+    case SE_SUBSCRIPT:
+        qr_buf_putc(b, '(');
+        expr_sql(b, cx, e->args[0], scope, qualify, depth + 1);
+        qr_buf_putc(b, ')');
+        for (int k = 1; k + 1 < e->n_args; k += 2) {
+            qr_buf_putc(b, '[');
+            if (e->op && !(e->args[k]->kind == SE_CONST && e->args[k]->val.is_null))
+                expr_sql(b, cx, e->args[k], scope, qualify, depth + 1);
+            if (e->op)
+                qr_buf_putc(b, ':');
+            if (!(e->args[k + 1]->kind == SE_CONST && e->args[k + 1]->val.is_null))
+                expr_sql(b, cx, e->args[k + 1], scope, qualify, depth + 1);
+            qr_buf_putc(b, ']');
+        }
+        return;
+    case SE_JSON_OP:
+        qr_buf_putc(b, '(');
+        expr_sql(b, cx, e->args[0], scope, qualify, depth + 1);
+        qr_buf_printf(b, " %s ", e->op == SQLJS_GET ? "->" : e->op == SQLJS_GET_TEXT ? "->>"
+                                 : e->op == SQLJS_PATH ? "#>" : "#>>");
+        expr_sql(b, cx, e->args[1], scope, qualify, depth + 1);
+        qr_buf_putc(b, ')');
+        return;
+    case SE_ARRAY_OP:
+        qr_buf_putc(b, '(');
+        expr_sql(b, cx, e->args[0], scope, qualify, depth + 1);
+        qr_buf_printf(b, " %s ", e->op == '|'                 ? "||"
+                                 : e->op == SQLA_OP_CONTAINS  ? "@>"
+                                 : e->op == SQLA_OP_CONTAINED ? "<@"
+                                                              : "&&");
+        expr_sql(b, cx, e->args[1], scope, qualify, depth + 1);
+        qr_buf_putc(b, ')');
         return;
     }
     qr_buf_append(b, "?", 1);

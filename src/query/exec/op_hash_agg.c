@@ -42,6 +42,8 @@ typedef struct AggOp {
     SqlColAgg ca;             /* offered to the scan below (colagg_scan) */
     SqlCtx *cx;               /* while open (the column-block callback needs it) */
     SqlValue *ca_row;         /* a column-block group's row: NULLs but the key */
+    const SqlColAggPart *ca_parts; /* through a join: the key's partial states */
+    QrSqlType ca_key_type;
     bool colagg_used;
     int *cols;                /* input columns the keys, aggregates and HAVING read */
     int n_cols;
@@ -189,12 +191,35 @@ static int add_row_sets(AggOp *a, SqlCtx *cx, const SqlEvalRow *er)
     return rc;
 }
 
+/* A joined row of a key's partial states (colagg_emit through a join)
+ * into its group. */
+static int colagg_joined(void *arg, const SqlValue *row)
+{
+    AggOp *a = arg;
+    SqlCtx *cx = a->cx;
+    const SqlAggSpec *sp = &a->spec;
+    SqlEvalRow er = {.row = row, .doc = -1};
+    int64_t gi;
+    int rc = find_group(a, cx, &er, &gi);
+    for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
+        rc = sql_agg_merge_part(cx, sp->aggs[k], &a->gs[gi].st[k], &a->ca_parts[k], a->ca_parts[0].rows);
+    return rc;
+}
+
 /* SqlColAgg.emit: one group's partial states from one segment. */
 static int colagg_emit(void *arg, const SqlValue *key, const SqlColAggPart *parts)
 {
     AggOp *a = arg;
     SqlCtx *cx = a->cx;
     const SqlAggSpec *sp = &a->spec;
+    if (sp->colagg_join) { /* joined to the inner rows of the key */
+        if (key->is_null)
+            return QR_OK; /* a NULL key joins nothing */
+        a->ca_row[sp->colagg_col] = *key;
+        a->ca_row[sp->colagg_col].type = a->ca_key_type;
+        a->ca_parts = parts;
+        return sql_hash_join_each(sp->colagg_join, cx, a->ca_row, colagg_joined, a);
+    }
     if (sp->n_groups) {
         a->ca_row[sp->colagg_col] = *key;
         a->ca_row[sp->colagg_col].type = sp->groups[0]->type;
@@ -400,7 +425,8 @@ static void agg_explain(const SqlOp *op, SqlCtx *cx, SqlExplainNode *n)
     if (sp->having)
         sql_explain_prop(n, cx, "Filter", "%s", sql_expr_sql(cx, sp->having, NULL, false));
     if (a->colagg_used)
-        sql_explain_actual(n, cx, "Input", "partial states from column blocks");
+        sql_explain_actual(n, cx, "Input", "partial states from column blocks%s",
+                           sp->colagg_join ? ", joined per key" : "");
     sql_explain_actual(n, cx, "Groups", "%" PRIu64, a->n_g);
 }
 
@@ -436,6 +462,7 @@ SqlOp *sql_op_hash_agg(SqlCtx *cx, SqlOp *kid, const SqlAggSpec *spec)
         a->ca.group_field = spec->colagg_col >= 0 ? sc->scope->cols[spec->colagg_col].field : -1;
         a->ca.n = spec->n_aggs;
         a->ca.field = spec->colagg_field;
+        a->ca.keep = spec->colagg_keep;
         a->ca.emit = colagg_emit;
         a->ca.arg = a;
         if (!(a->ca_row = qr_arena_alloc(cx->arena, ((size_t)spec->in_width + 1) * sizeof *a->ca_row))) {
@@ -445,6 +472,8 @@ SqlOp *sql_op_hash_agg(SqlCtx *cx, SqlOp *kid, const SqlAggSpec *spec)
         for (int c = 0; c < spec->in_width; c++)
             a->ca_row[c] = sqlv_null();
         sc->colagg = &a->ca;
+        if (spec->colagg_join)
+            a->ca_key_type = sql_op_hash_join_spec(spec->colagg_join)->lk[0]->type;
     }
     a->op.est_rows = spec->n_groups ? kid->est_rows * 0.1 + 1 : 1;
     a->op.startup_cost = kid->total_cost + kid->est_rows * 0.05;

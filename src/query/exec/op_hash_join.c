@@ -391,6 +391,27 @@ static void hj_explain(const SqlOp *op, SqlCtx *cx, SqlExplainNode *n)
 
 static const SqlOpVt HJ_VT = {"hash_join", hj_open, hj_next, hj_close, hj_explain};
 
+const SqlJoinSpec *sql_op_hash_join_spec(const SqlOp *op)
+{
+    const HashJoinOp *j = (const HashJoinOp *)op;
+    return op && op->vt == &HJ_VT && !j->nested ? &j->js : NULL;
+}
+
+int sql_hash_join_each(SqlOp *op, SqlCtx *cx, const SqlValue *orow,
+                       int (*fn)(void *arg, const SqlValue *row), void *arg)
+{
+    HashJoinOp *j = (HashJoinOp *)op;
+    int rc = probe_start(j, cx, orow);
+    int64_t c;
+    while (rc == QR_OK && (rc = next_cand(j, cx, &c)) == QR_OK && c >= 0) {
+        bool pass;
+        memcpy(j->tmp, orow, (size_t)op->width * sizeof *j->tmp);
+        if ((rc = sql_join_pair(cx, &j->js, j->tmp, inner_row(j, c), &pass)) == QR_OK && pass)
+            rc = fn(arg, j->tmp);
+    }
+    return rc;
+}
+
 static HashJoinOp *join_new(SqlCtx *cx, SqlOp *outer, SqlOp *inner, const SqlJoinSpec *spec)
 {
     HashJoinOp *j = sql_op_new(cx, sizeof *j, &HJ_VT, outer, inner, outer->width);

@@ -145,6 +145,11 @@ SqlOp *sql_op_scan(SqlCtx *cx, SqlTableScan *sc, int width)
     return &s->op;
 }
 
+SqlTableScan *sql_op_scan_of(const SqlOp *op)
+{
+    return op && op->vt == &SCAN_VT ? ((const ScanOp *)op)->sc : NULL;
+}
+
 static void scans_of(const SqlOp *op, const SqlTableScan **v, int *n, int cap)
 {
     if (!op)

@@ -27,18 +27,87 @@ typedef struct SortCmp {
     const SqlValue *vals;
 } SortCmp;
 
+/* Integers and timestamps compare here, without the general comparison's
+ * type dispatch (the common key); everything else through sqlv_key_cmp. */
+static inline bool plain_int(QrSqlType t)
+{
+    return t == QR_SQL_INT8 || t == QR_SQL_INT4 || t == QR_SQL_INT2 || t == QR_SQL_TIMESTAMPTZ ||
+           t == QR_SQL_TIMESTAMP;
+}
+
 static int row_cmp(const void *a, const void *b, void *arg)
 {
     const SortCmp *sc = arg;
     uint64_t ia = *(const uint64_t *)a, ib = *(const uint64_t *)b;
     const SqlValue *ra = sc->vals + ia * (uint64_t)sc->width, *rb = sc->vals + ib * (uint64_t)sc->width;
     for (int k = 0; k < sc->n_keys; k++) {
-        int c = sqlv_key_cmp(&ra[sc->keys[k].col], &rb[sc->keys[k].col], sc->keys[k].desc,
-                             sc->keys[k].nulls_first);
+        const SqlValue *x = &ra[sc->keys[k].col], *y = &rb[sc->keys[k].col];
+        int c;
+        if (!x->is_null && !y->is_null && plain_int(x->type) && plain_int(y->type)) {
+            c = (x->u.i > y->u.i) - (x->u.i < y->u.i);
+            c = sc->keys[k].desc ? -c : c;
+        } else {
+            c = sqlv_key_cmp(x, y, sc->keys[k].desc, sc->keys[k].nulls_first);
+        }
         if (c)
             return c;
     }
     return ia < ib ? -1 : ia > ib; /* stable */
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+int sql_first_index(SqlCtx *cx, const SqlValue *vals, uint64_t n, int width, const SqlSortKey *keys,
+                    int n_keys, uint64_t k, uint64_t **out)
+{
+    uint64_t *idx = qr_arena_alloc(cx->arena, (n + 1) * sizeof *idx);
+    if (!idx)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    for (uint64_t i = 0; i < n; i++)
+        idx[i] = i;
+    *out = idx;
+    if (k >= n)
+        return QR_OK;
+    /* quickselect on (keys, arrival): a total order, so the first k are
+     * exactly those a stable sort would put first */
+    SortCmp sc = {keys, n_keys, width, vals};
+    uint64_t lo = 0, hi = n - 1, t;
+#define SWAPI(a, b) (t = idx[a], idx[a] = idx[b], idx[b] = t)
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (row_cmp(&idx[mid], &idx[lo], &sc) < 0)
+            SWAPI(mid, lo);
+        if (row_cmp(&idx[hi], &idx[lo], &sc) < 0)
+            SWAPI(hi, lo);
+        if (row_cmp(&idx[hi], &idx[mid], &sc) < 0)
+            SWAPI(hi, mid);
+        uint64_t pivot = idx[mid];
+        int64_t i = (int64_t)lo, j = (int64_t)hi;
+        while (i <= j) {
+            while (row_cmp(&idx[i], &pivot, &sc) < 0)
+                i++;
+            while (row_cmp(&idx[j], &pivot, &sc) > 0)
+                j--;
+            if (i <= j) {
+                SWAPI(i, j);
+                i++;
+                j--;
+            }
+        }
+        if ((int64_t)k - 1 <= j)
+            hi = (uint64_t)j;
+        else if ((int64_t)k - 1 >= i)
+            lo = (uint64_t)i;
+        else
+            break;
+    }
+#undef SWAPI
+    qsort(idx, k, sizeof *idx, u64_cmp); /* the k, in arrival order */
+    return QR_OK;
 }
 
 int sql_sort_index(SqlCtx *cx, const SqlValue *vals, uint64_t n, int width, const SqlSortKey *keys,
@@ -126,9 +195,13 @@ SqlOp *sql_op_sort(SqlCtx *cx, SqlOp *kid, const SqlSortKey *keys, int n_keys)
     if (!s)
         return NULL;
     s->op.est_rows = kid->est_rows;
+    /* PostgreSQL's cost_sort for a sort in memory (2 * cpu_operator_cost per
+     * comparison, cpu_operator_cost per row out): a coordinator's
+     * use_remote_estimate weighs this against fetching the rows unsorted
+     * (docs/scale-out.md), so it must be in PostgreSQL's units */
     double n = kid->est_rows > 2 ? kid->est_rows : 2;
-    s->op.startup_cost = kid->total_cost + n * 0.02 * __builtin_log2(n);
-    s->op.total_cost = s->op.startup_cost + n * 0.01;
+    s->op.startup_cost = kid->total_cost + n * 0.005 * __builtin_log2(n);
+    s->op.total_cost = s->op.startup_cost + n * 0.0025;
     s->keys = keys;
     s->n_keys = n_keys;
     return &s->op;

@@ -31,14 +31,14 @@ bool sql_topn_may_enter(void *arg, const SqlValue *key)
     return !t->have_bar || sqlv_key_cmp(key, &t->bar, t->keys[0].desc, t->keys[0].nulls_first) <= 0;
 }
 
-/* Sort what is held and keep the first `keep` rows (ties keep their
- * arrival order, as the final sort does). */
+/* Keep the first `keep` rows of what is held, in their arrival order
+ * (ties are broken by it, as the final sort does), without sorting them. */
 static int compact(TopNOp *t, SqlCtx *cx)
 {
     uint64_t *idx;
     QrArenaMark m = qr_arena_mark(cx->arena);
     int W = t->op.width;
-    int rc = sql_sort_index(cx, t->rows.rows, t->rows.n, W, t->keys, t->n_keys, &idx);
+    int rc = sql_first_index(cx, t->rows.rows, t->rows.n, W, t->keys, t->n_keys, t->keep, &idx);
     if (rc)
         return rc;
     SqlValue *tmp = qr_malloc(t->keep * (uint64_t)W * sizeof *tmp + 1);
@@ -50,7 +50,15 @@ static int compact(TopNOp *t, SqlCtx *cx)
     qr_free(tmp);
     qr_arena_release(cx->arena, m);
     t->rows.n = t->keep;
-    t->bar = t->rows.rows[(t->keep - 1) * (uint64_t)W + (uint64_t)t->keys[0].col];
+    /* the bar: the greatest first key among those kept */
+    const SqlSortKey *k0 = &t->keys[0];
+    const SqlValue *bar = &t->rows.rows[k0->col];
+    for (uint64_t i = 1; i < t->keep; i++) {
+        const SqlValue *v = &t->rows.rows[i * (uint64_t)W + (uint64_t)k0->col];
+        if (sqlv_key_cmp(v, bar, k0->desc, k0->nulls_first) > 0)
+            bar = v;
+    }
+    t->bar = *bar;
     t->have_bar = true;
     return QR_OK;
 }

@@ -154,6 +154,7 @@ static int expand_star(SqlQuery *s, const char *qual, int loc, SqlTarget **tg, i
         e->kind = SE_COL;
         e->col = i;
         e->type = c->type;
+        e->typmod = c->typmod;
         e->name = c->name;
         e->loc = loc;
         c->used = true;
@@ -683,7 +684,11 @@ static int bind_plain(SqlQuery *s, const cJSON *body)
         QrSqlColumn *c = &s->cols[i];
         c->name = tg[i].name;
         c->type = tg[i].e->type == QR_SQL_UNKNOWN ? QR_SQL_TEXT : tg[i].e->type;
-        c->typmod = -1;
+        /* numeric(p, s): a column's or a cast's, as PostgreSQL describes it */
+        c->typmod = c->type == QR_SQL_NUMERIC && tg[i].e->typmod >= 4 &&
+                            (tg[i].e->kind == SE_COL || tg[i].e->kind == SE_CAST)
+                        ? tg[i].e->typmod
+                        : -1;
         if (tg[i].scope_col >= 0) {
             c->table_oid = s->scope.cols[tg[i].scope_col].table_oid;
             c->attnum = s->scope.cols[tg[i].scope_col].attnum;

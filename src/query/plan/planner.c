@@ -68,14 +68,49 @@ static int finish(SqlCtx *cx, SqlOp **t, const SqlSortKey *keys, int nk, uint64_
 
 /* ---- planner rules for aggregates ---- */
 
-/* GROUP BY one keyword column of the query's one table (or no GROUP BY)
- * with only count(*) and count / sum / avg / min / max of its columns, no
- * FILTER or DISTINCT: the scan may aggregate from column blocks (it
- * decides when it runs, knowing the conditions and the column types). */
-static int colagg_setup(SqlQuery *s, SqlAggSpec *spec)
+/* The aggregates of item `it` that column blocks can give: count(*), and
+ * count / sum / avg / min / max and percentiles of its columns, without
+ * FILTER, DISTINCT or ORDER BY inside; *ok false otherwise.  Percentiles
+ * get the values themselves (keep). */
+static int colagg_aggs(SqlQuery *s, const SqlItem *it, const SqlAggSpec *spec, int **field_out,
+                       bool **keep_out, bool *ok)
 {
     SqlCtx *cx = s->cx;
-    SqlTableScan *sc = &s->items[0].scan;
+    int n = spec->n_aggs;
+    int *field = qr_arena_alloc(cx->arena, ((size_t)n + 1) * sizeof *field);
+    bool *keep = qr_arena_calloc(cx->arena, (size_t)n + 1);
+    if (!field || !keep)
+        return nomem(cx);
+    *ok = false;
+    for (int k = 0; k < n; k++) {
+        const SqlAgg *A = spec->aggs[k];
+        bool pct = A->kind == SA_PCT_CONT || A->kind == SA_PCT_DISC;
+        if (A->filter || A->distinct || A->n_order ||
+            (A->kind != SA_COUNT_STAR && A->kind != SA_COUNT && A->kind != SA_SUM &&
+             A->kind != SA_AVG && A->kind != SA_MIN && A->kind != SA_MAX && !pct))
+            return QR_OK;
+        keep[k] = pct;
+        field[k] = -1;
+        if (A->kind == SA_COUNT_STAR)
+            continue;
+        const SqlExpr *x = A->arg;
+        if (x->kind != SE_COL || x->col < it->first || x->col >= it->first + it->n_cols ||
+            s->scope.cols[x->col].field < 0)
+            return QR_OK;
+        field[k] = s->scope.cols[x->col].field;
+    }
+    *field_out = field;
+    *keep_out = keep;
+    *ok = true;
+    return QR_OK;
+}
+
+/* GROUP BY one keyword column of the query's one table (or no GROUP BY)
+ * with aggregates colagg_aggs accepts: the scan may aggregate from column
+ * blocks (it decides when it runs, knowing the conditions and the column
+ * types). */
+static int colagg_setup(SqlQuery *s, SqlAggSpec *spec)
+{
     SqlItem *it = &s->items[0];
     if (spec->n_groups > 1)
         return QR_OK;
@@ -87,28 +122,63 @@ static int colagg_setup(SqlQuery *s, SqlAggSpec *spec)
             return QR_OK;
         gcol = g->col;
     }
-    int n = spec->n_aggs;
-    int *field = qr_arena_alloc(cx->arena, ((size_t)n + 1) * sizeof *field);
-    if (!field)
-        return nomem(cx);
-    for (int k = 0; k < n; k++) {
-        const SqlAgg *A = spec->aggs[k];
-        if (A->filter || A->distinct ||
-            (A->kind != SA_COUNT_STAR && A->kind != SA_COUNT && A->kind != SA_SUM &&
-             A->kind != SA_AVG && A->kind != SA_MIN && A->kind != SA_MAX))
-            return QR_OK;
-        field[k] = -1;
-        if (A->kind == SA_COUNT_STAR)
-            continue;
-        const SqlExpr *x = A->arg;
-        if (x->kind != SE_COL || x->col < it->first || x->col >= it->first + it->n_cols ||
-            s->scope.cols[x->col].field < 0)
-            return QR_OK;
-        field[k] = s->scope.cols[x->col].field;
-    }
-    spec->colagg_scan = sc;
+    int *field;
+    bool *keep, ok;
+    int rc = colagg_aggs(s, it, spec, &field, &keep, &ok);
+    if (rc || !ok)
+        return rc;
+    spec->colagg_scan = &it->scan;
     spec->colagg_col = gcol;
     spec->colagg_field = field;
+    spec->colagg_keep = keep;
+    return QR_OK;
+}
+
+/* Two tables joined on a keyword column of one (the outer side of the hash
+ * join: SELECT c.sector, count(*), sum(n.views) FROM news n JOIN companies
+ * c ON n.symbol = c.symbol GROUP BY c.sector): the aggregates of the outer
+ * table's columns are taken from column blocks per key value, once per
+ * distinct key instead of once per row, then joined to the inner rows of
+ * that key and grouped as the joined rows would be.  Exact for any inner
+ * side (each joined row adds the key's partial states once), as long as
+ * nothing above (nor a merged USING column) reads another column of the
+ * outer table. */
+static int colagg_join_setup(SqlQuery *s, SqlOp *tree, const uint8_t *need, SqlAggSpec *spec)
+{
+    const SqlJoinSpec *js = sql_op_hash_join_spec(tree);
+    SqlTableScan *sc = js ? sql_op_scan_of(tree->kids[0]) : NULL;
+    if (!sc || js->type != SQL_JOIN_INNER || js->n_keys != 1 || js->n_cond)
+        return QR_OK;
+    const SqlItem *it = NULL;
+    for (int i = 0; i < s->n_items; i++)
+        if (s->items[i].kind == SQL_ITEM_TABLE && &s->items[i].scan == sc)
+            it = &s->items[i];
+    const SqlExpr *k = js->lk[0];
+    if (!it || k->kind != SE_COL || k->col < it->first || k->col >= it->first + it->n_cols ||
+        s->scope.cols[k->col].field < 0)
+        return QR_OK;
+    /* above the aggregate and in the group keys: no column of the outer
+     * table but the key */
+    uint8_t *marks = qr_arena_calloc(s->cx->arena, (size_t)s->scope.n + 1);
+    if (!marks)
+        return nomem(s->cx);
+    for (int g = 0; g < spec->n_groups; g++)
+        sql_expr_cols(spec->groups[g], marks);
+    for (int i = 0; i < js->n_calc; i++) /* USING's merged columns (of the key) */
+        sql_expr_cols(js->calc[i], marks);
+    for (int c = it->first; c < it->first + it->n_cols; c++)
+        if (c != k->col && (marks[c] || need[c]))
+            return QR_OK;
+    int *field;
+    bool *keep, ok;
+    int rc = colagg_aggs(s, it, spec, &field, &keep, &ok);
+    if (rc || !ok)
+        return rc;
+    spec->colagg_scan = sc;
+    spec->colagg_col = k->col;
+    spec->colagg_field = field;
+    spec->colagg_keep = keep;
+    spec->colagg_join = tree;
     return QR_OK;
 }
 
@@ -209,8 +279,10 @@ static int plan_plain(SqlPlanRun *pr, SqlQuery *s, const QrSqlType *want, SqlOp 
         bool by_score = k0->kind == SE_SCORE ||
                         (k0->kind == SE_COL && s->scope.cols[k0->col].field == -3);
         /* the scan keeps it only when the other conditions are column predicates */
-        if (by_score && sc0->drive >= 0 && sc0->n_conj == n_conj && sc0->n_texts == 1)
+        if (by_score && sc0->drive >= 0 && sc0->n_conj == n_conj && sc0->n_texts == 1) {
             sc0->topk = (int64_t)(limit + offset);
+            sc0->topk_ties = n_sort > 1; /* a further key ranks ties at the k-th score */
+        }
     }
     /* ORDER BY a column of the one table LIMIT k: the scan may walk the
      * column's blocks best zone-map bound first, asking the top-N above */
@@ -271,6 +343,9 @@ static int plan_plain(SqlPlanRun *pr, SqlQuery *s, const QrSqlType *want, SqlOp 
                            .colagg_col = -1, .sets = s->sets, .n_sets = s->n_sets};
         if (one_table && !const_false && !has_srf && !cx->scores && !s->sets &&
             (rc = colagg_setup(s, &spec)))
+            return rc;
+        if (s->n_items == 2 && s->n_semis == 0 && !const_false && !has_srf && !cx->scores &&
+            !s->sets && (rc = colagg_join_setup(s, tree, need, &spec)))
             return rc;
         SqlOp *agg = sql_op_hash_agg(cx, tree, &spec);
         if (!agg)

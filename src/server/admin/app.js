@@ -121,11 +121,16 @@ function show(view, focusTab) {
   if (view === 'overview') drawChart();
 }
 
+// "#search?table=t&q=..." (a bookmark, or the address after a search) opens
+// the search view with those parameters and runs it.
 function route() {
-  const h = decodeURIComponent(location.hash.replace(/^#/, ''));
+  const raw = location.hash.replace(/^#/, '');
+  const qs = raw.indexOf('?');
+  const h = decodeURIComponent(qs >= 0 ? raw.slice(0, qs) : raw);
   const [view, rest] = h.split(/\/(.*)/s);
   if (view === 'tables' && rest) state.detail = rest;
   show(view || 'overview');
+  if (view === 'search' && qs >= 0 && searchFromHash()) runSearch('first');
 }
 
 // Switch synchronously (so focus can follow at once) and keep the address
@@ -548,13 +553,21 @@ $('#search-form').addEventListener('submit', ev => { ev.preventDefault(); runSea
 $('#s-prev').addEventListener('click', () => runSearch('prev'));
 $('#s-next').addEventListener('click', () => runSearch('next'));
 
+// The search of a "#search?..." address into the form; false when there is
+// none.  Parameters absent from the address are cleared, so the bookmark
+// runs exactly what it names.
 function searchFromHash() {
   const m = location.hash.match(/^#search\?(.*)$/);
-  if (!m) return;
+  if (!m) return false;
   const p = new URLSearchParams(m[1]);
-  if (p.get('q')) $('#q').value = p.get('q');
-  for (const k of ['filter', 'sort', 'facets']) if (p.get(k)) $('#s-' + k).value = p.get(k);
-  if (p.get('table')) { state.search.table = p.get('table'); $('#s-table').value = p.get('table'); }
+  $('#q').value = p.get('q') || '';
+  for (const k of ['filter', 'sort', 'facets']) $('#s-' + k).value = p.get(k) || '';
+  if (p.get('table')) {
+    state.search.table = p.get('table');
+    fillTableChoices();
+    $('#s-table').value = p.get('table');
+  }
+  return true;
 }
 
 // ---- import ----
@@ -627,17 +640,21 @@ async function refreshQueries() {
     '</td><td class="num">' + s.p50_ms.toFixed(2) + '</td><td class="num">' + s.p99_ms.toFixed(2) + '</td><td class="num">' + s.max_ms.toFixed(2) +
     '</td><td class="num' + (s.errors ? ' bad' : '') + '">' + fmtNum(s.errors) + '</td><td class="num">' + fmtNum(s.avg_rows) + '</td>' + planCell(s) + '</tr>').join('') ||
     '<tr><td colspan="11" class="empty">No queries yet.</td></tr>';
-  $('#recent tbody').innerHTML = r.recent.slice(0, 100).map(q => '<tr class="link" tabindex="0" data-kind="' + esc(q.kind) + '" data-t="' + esc(q.table) + '" data-q="' + esc(q.q) +
-    '" data-filter="' + esc(q.filter || '') + '"><td>' + esc(new Date(q.at_ms).toLocaleTimeString()) + '</td><td>' + esc(q.kind) + '</td><td class="q">' + esc(q.q) +
+  $('#recent tbody').innerHTML = r.recent.slice(0, 100).map(q => '<tr class="link" tabindex="0" data-kind="' + esc(q.kind) + '" data-via="' + esc(q.via || '') + '" data-t="' + esc(q.table) + '" data-q="' + esc(q.q) +
+    '" data-filter="' + esc(q.filter || '') + '"><td>' + esc(new Date(q.at_ms).toLocaleTimeString()) + '</td><td>' + esc(q.kind) + (q.via === 'pg' ? ' <span class="note">PG port</span>' : '') + '</td><td class="q">' + esc(q.q) +
     (q.filter ? ' <span class="note">where ' + esc(q.filter) + '</span>' : '') + '</td><td>' + esc(q.table) +
     '</td><td class="num">' + q.took_ms.toFixed(2) + '</td><td class="num">' + fmtNum(q.rows) + '</td><td class="num' + (q.status >= 400 ? ' bad' : '') + '">' +
     q.status + '</td><td>' + esc(q.plan || '') + '</td></tr>').join('') || '<tr><td colspan="8" class="empty">No queries yet.</td></tr>';
 }
+// A history row opens its query: a search runs again; an SQL statement goes
+// to the console with its plan drawn (EXPLAIN without ANALYZE, so nothing
+// runs) when it is a read without $n parameters.
 const openQuery = tr => {
   if (tr.dataset.kind === 'sql') {
     $('#sql').value = tr.dataset.q;
     go('sql');
     $('#sql').focus();
+    if (/^\s*(select|with|values|table)\b/i.test(tr.dataset.q) && !/\$\d/.test(tr.dataset.q)) runSql('plan');
     return;
   }
   $('#q').value = tr.dataset.q;
@@ -707,10 +724,12 @@ function sqlCell(v, type) {
   return '<td' + (NUMERIC.test(type) ? ' class="num"' : '') + '>' + esc(typeof v === 'string' ? v : JSON.stringify(v)) + '</td>';
 }
 
+// explain: false runs the statement, true runs EXPLAIN ANALYZE of it, 'plan'
+// EXPLAIN alone (the plan without running it).
 async function runSql(explain) {
   const text = $('#sql').value;
   if (!text.trim()) { $('#sql-summary').textContent = 'Type a statement.'; return; }
-  const query = explain && !/^\s*explain\b/i.test(text) ? 'EXPLAIN ANALYZE ' + text : text;
+  const query = explain && !/^\s*explain\b/i.test(text) ? (explain === 'plan' ? 'EXPLAIN ' : 'EXPLAIN ANALYZE ') + text : text;
   const shift = query.length - text.length; // error positions count from the text typed
   $('#sql-error').hidden = true;
   $('#sql-summary').textContent = 'Running…';
@@ -758,7 +777,6 @@ $('#sql').addEventListener('keydown', ev => {
 
 (async function start() {
   await poll();
-  searchFromHash();
   route();
   setInterval(poll, 2000);
   setInterval(() => { if (state.view === 'queries' && !document.hidden) refreshQueries(); }, 3000);

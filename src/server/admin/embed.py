@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Embed the admin page (src/server/admin/*) into src/server/http_assets.c as
-C string literals, so the binary serves it offline with no files beside it.
+"""Embed the admin page (src/server/admin/*) and the OpenAPI document
+(docs/openapi.yaml, served at /openapi.yaml) into src/server/http_assets.c as
+C string literals, so the binary serves them offline with no files beside it.
 
     python3 src/server/admin/embed.py          # rewrite http_assets.c
     python3 src/server/admin/embed.py --check  # exit 1 if it is stale
@@ -19,6 +20,8 @@ ASSETS = [
     ("app.css", "/admin/app.css", "text/css; charset=utf-8"),
     ("app.js", "/admin/app.js", "text/javascript; charset=utf-8"),
     ("favicon.svg", "/admin/favicon.svg", "image/svg+xml"),
+    (os.path.join("..", "..", "..", "docs", "openapi.yaml"), "/openapi.yaml",
+     "application/yaml; charset=utf-8"),
 ]
 
 

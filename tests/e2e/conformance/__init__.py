@@ -97,7 +97,7 @@ class Ctx:
         if self._pg is not None:
             self._pg.stop()
 
-    def node(self, script, timeout=120):
+    def node(self, script, timeout=120, args=()):
         """Run conformance/<script> (ES module) with node, its npm packages from
         tests/e2e/pg_node (npm_deps.sh installs them; missing ones fail the
         client).  The script prints one JSON line per check, {"ok": bool,
@@ -112,7 +112,8 @@ class Ctx:
             return False
         env = dict(os.environ, PGPORT=str(self.srv.pg_port), PGHOST="127.0.0.1",
                    NODE_DIR=NODE_DIR)
-        p = subprocess.run(["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), script)],
+        p = subprocess.run(["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), script)] +
+                           list(args),
                            env=env, capture_output=True, text=True, timeout=timeout)
         n = 0
         for line in p.stdout.splitlines():

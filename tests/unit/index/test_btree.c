@@ -781,6 +781,7 @@ static Table *fill_table(const char *tdir, const QrSchema *sc, TableOpts *o, uin
     table_opts_default(o);
     o->background_merge = false;
     o->fsync = QR_FSYNC_OFF;
+    o->nrt_commit_docs = 0; /* every commit a segment file with its side files */
     Table *t;
     QrError e;
     qr_error_clear(&e);

@@ -589,6 +589,70 @@ Test(segment, merge_equals_direct_build)
     }
 }
 
+/* A key added again after the builder's key table grew still has one live
+ * doc: the table maps each key to its newest doc through every growth
+ * (it once re-inserted every doc, older copies first, so a key put twice
+ * before a growth and again after it kept two live docs).  And a segment
+ * built in memory reads exactly like the same builder written to a file. */
+Test(segment, key_added_again_across_growth_and_in_memory_build)
+{
+    QrSchema sc;
+    eu_random_schema(&sc, true);
+    uint64_t rng = 77;
+    enum { FILL = 9000 };
+    int n_all = FILL + 3;
+    char **all = calloc((size_t)n_all, sizeof *all);
+    all[0] = eu_random_doc(&rng, words, &zipf, "\"again\"", NULL);
+    all[1] = eu_random_doc(&rng, words, &zipf, "\"again\"", NULL);
+    for (int i = 0; i < FILL; i++) {
+        char id[32];
+        snprintf(id, sizeof id, "%d", i);
+        all[2 + i] = eu_random_doc(&rng, words, &zipf, id, NULL);
+    }
+    all[n_all - 1] = eu_random_doc(&rng, words, &zipf, "\"again\"", NULL);
+    Segment *segs[2];
+    for (int mem = 0; mem < 2; mem++) {
+        SegBuilder *b;
+        QrError e;
+        qr_error_clear(&e);
+        cr_assert_eq(segb_new(&sc, &b, &e), QR_OK, "%s", e.message);
+        for (int i = 0; i < n_all; i++) {
+            cJSON *r = cJSON_Parse(all[i]);
+            uint32_t d;
+            cr_assert_eq(segb_add(b, all[i], strlen(all[i]), r, &d, &e), QR_OK, "%s", e.message);
+            cJSON_Delete(r);
+        }
+        cr_assert_eq(segb_n_live(b), (uint32_t)FILL + 1, "one live copy of the repeated key");
+        uint8_t key[PK_KEY_MAX];
+        size_t kl = eu_doc_key(all[0], key);
+        cr_assert(segb_delete_key(b, key, kl), "its newest copy is found and deleted");
+        cr_assert(!segb_delete_key(b, key, kl), "and no other copy is live");
+        roaring_bitmap_t *del = NULL;
+        char *path = seg_path_of("again");
+        if (mem) {
+            cr_assert_eq(segb_finish_mem(b, path, 9, &segs[1], &del, &e), QR_OK, "%s",
+                         e.message);
+            cr_assert(seg_in_memory(segs[1]));
+            cr_assert_eq(seg_verify(segs[1], &e), QR_OK, "%s", e.message);
+        } else {
+            cr_assert_eq(segb_finish(b, path, false, &del, &e), QR_OK, "%s", e.message);
+            segs[0] = open_seg(path);
+            cr_assert(!seg_in_memory(segs[0]));
+        }
+        segb_free(b);
+        cr_assert_eq(roaring_bitmap_get_cardinality(del), 3, "the three copies are deleted");
+        cr_assert(roaring_bitmap_contains(del, 0) && roaring_bitmap_contains(del, 1) &&
+                  roaring_bitmap_contains(del, (uint32_t)n_all - 1));
+        roaring_bitmap_free(del);
+        free(path);
+    }
+    assert_same_segment(segs[0], segs[1], &sc, "file vs in-memory build");
+    eu_assert_segment_consistent(segs[1], &sc, "in-memory build");
+    seg_unref(segs[0]);
+    seg_unref(segs[1]);
+    free_docs(all, n_all);
+}
+
 /* Every doc of every source deleted: the merge writes an empty segment (a
  * table rewrites a segment whose docs were all deleted this way). */
 Test(segment, merge_of_only_deleted_docs_is_empty)

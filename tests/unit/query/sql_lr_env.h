@@ -24,15 +24,7 @@ static Env env;
 static int lkey(int id) { return id % 5 == 0 ? NUL : (id * 7) % 37; }
 static int rkey(int id) { return id % 6 == 0 ? NUL : (id * 3) % 41; }
 
-static QrSqlResult *run(const char *sql)
-{
-    QrError err;
-    qr_error_clear(&err);
-    QrSqlResult *r = NULL;
-    int rc = qr_sql_exec(env.s, sql, strlen(sql), &r, &err);
-    cr_assert_eq(rc, QR_OK, "%s: %s (%s)", sql, err.message, qr_error_sqlstate(&err));
-    return r;
-}
+static QrSqlResult *run(const char *sql) { return env_run(&env, sql); }
 
 /* sql fails with sqlstate, its message holding msg_part (when given). */
 static void fails(const char *sql, const char *sqlstate, const char *msg_part)

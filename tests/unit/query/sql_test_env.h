@@ -7,6 +7,7 @@
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine_util.h"
 #include "query/sql.h"
@@ -42,6 +43,17 @@ static void env_close(Env *e)
     qr_db_close(e->db);
     eu_rmtree(e->dir);
     free(e->dir);
+}
+
+/* Run sql in e's session, which must succeed. */
+__attribute__((unused)) static QrSqlResult *env_run(Env *e, const char *sql)
+{
+    QrError err;
+    qr_error_clear(&err);
+    QrSqlResult *r = NULL;
+    int rc = qr_sql_exec(e->s, sql, strlen(sql), &r, &err);
+    cr_assert_eq(rc, QR_OK, "%s: %s (%s)", sql, err.message, qr_error_sqlstate(&err));
+    return r;
 }
 
 /* The text form of every cell: rows joined by '\n', cells by '|' (free()). */

@@ -144,35 +144,20 @@ static void put_docs(Env *e, uint64_t *rng, int n, int64_t id_space, bool with_l
     qr_batch_free(b);
 }
 
-static void delete_some(Env *e, uint64_t *rng, int n, int64_t id_space)
-{
-    QrError err;
-    qr_error_clear(&err);
-    QrBatch *b;
-    cr_assert_eq(qr_batch_begin(e->t, &b, &err), QR_OK, "%s", err.message);
-    for (int i = 0; i < n; i++) {
-        char k[32];
-        snprintf(k, sizeof k, "%lld", (long long)eu_below(rng, (uint64_t)id_space));
-        cr_assert_eq(qr_batch_delete(b, k, strlen(k), NULL, &err), QR_OK, "%s", err.message);
-    }
-    cr_assert_eq(qr_batch_commit(b, &err), QR_OK, "%s", err.message);
-    qr_batch_free(b);
-}
-
 /* Several segments with deletes, then a field added and more segments. */
 static void build_table(Env *e, uint64_t *rng, int rows_per_seg)
 {
     int64_t space = rows_per_seg * 4;
     put_docs(e, rng, rows_per_seg, space, false);
     put_docs(e, rng, rows_per_seg / 3, space, false);
-    delete_some(e, rng, rows_per_seg / 10, space);
+    eu_delete_random(e->t, rng, rows_per_seg / 10, space);
     QrField late;
     schema_field_defaults(&late, "late", QR_FT_INT);
     QrError err;
     qr_error_clear(&err);
     cr_assert_eq(qr_table_add_field(e->t, &late, &err), QR_OK, "%s", err.message);
     put_docs(e, rng, rows_per_seg, space, true);
-    delete_some(e, rng, rows_per_seg / 20, space);
+    eu_delete_random(e->t, rng, rows_per_seg / 20, space);
 }
 
 /* ---- brute force: three-valued logic over a JSON document ---- */
@@ -579,7 +564,7 @@ Test(filter, random_trees_after_merge)
     cr_assert_eq(qr_merge(e.t, &err), QR_OK, "%s", err.message);
     put_docs(&e, &rng, 700, 10000, true);
     put_docs(&e, &rng, 300, 10000, true);
-    delete_some(&e, &rng, 200, 10000);
+    eu_delete_random(e.t, &rng, 200, 10000);
     differential(&e, &rng, 150);
     qr_db_close(e.db);
 }

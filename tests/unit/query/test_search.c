@@ -14,7 +14,14 @@
  *     sums group), with the float arithmetic of search.c's header comment:
  *     idf = ln(1 + (N - df + 0.5) / (df + 0.5)) over every doc of the
  *     snapshot, avgdl = field tokens / docs having the field, per-field
- *     weights times boosts, bm25_term_score summed in clause order.
+ *     weights times boosts, bm25_term_score summed in clause order; a word
+ *     searched in several fields is one BM25F term (bm25f.h: frequencies
+ *     and lengths combined with the field weights, df the largest, avgdl
+ *     the weighted tokens over the most docs of a field) unless the request
+ *     asks for the weighted sum;
+ *   - prefix and fuzzy terms expanded through the segments' word forms
+ *     (folded, unstemmed words and the terms they were indexed as) in the
+ *     stemmed fields, through the terms elsewhere.
  * Checks per query: exact total (count_only and ranked), exact id set in doc
  * order (unordered mode, with paging), exhaustive top-k equal to the model's
  * (same docs, same order, same float bits), and pruned top-k (wand / and
@@ -34,6 +41,7 @@
 
 #include "engine_util.h"
 #include "index/postings.h"
+#include "query/bm25f.h"
 #include "query/qparse.h"
 #include "query/query_int.h"
 #include "query/quarry.h"
@@ -72,6 +80,8 @@ typedef struct Model {
     float fweights[QR_MAX_FIELDS];
     int n_fields;
     int max_expansions;
+    bool bf;                        /* several fields combine as BM25F */
+    float bf_avgdl;
     bool error;                     /* the query should fail (non-text field) */
 } Model;
 
@@ -81,6 +91,7 @@ static void model_build(Model *m, QrTable *t)
     m->sc = qr_table_schema(t);
     Snapshot *snap = table_snapshot(t->table);
     eu_index_from_snapshot(&m->ix, snap, m->sc);
+    eu_index_load_forms(&m->ix, snap); /* merges keep forms of deleted docs */
     snapshot_release(snap);
     m->n = m->ix.n_docs;
     for (int f = 0; f < 256; f++)
@@ -91,13 +102,18 @@ static void model_build(Model *m, QrTable *t)
 
 static void model_free(Model *m) { eu_index_free(&m->ix); }
 
-/* Request fields ("title^3,body" or NULL) into the model. */
-static void model_set_fields(Model *m, const char *spec, int max_expansions)
+/* Request fields ("title^3,body" or NULL) and scoring into the model. */
+static void model_set_fields(Model *m, const char *spec, int max_expansions, int scoring)
 {
     m->n_fields = 0;
     m->max_expansions = max_expansions > 0 ? max_expansions : 128;
     const QrSchema *sc = m->sc;
-    if (!spec && sc->all_field) { /* the combined "_all" field, weight 1 */
+    bool unit = true;
+    for (int f = 0; f < sc->n_fields; f++)
+        if (sc->fields[f].type == QR_FT_TEXT && sc->fields[f].indexed)
+            unit &= sc->fields[f].weight == 1.0f;
+    m->bf = false;
+    if (!spec && sc->all_field && unit) { /* the combined "_all" field, weight 1 */
         m->fields[0] = QR_ALL_FIELD;
         m->fweights[0] = 1.0f;
         m->n_fields = 1;
@@ -109,35 +125,45 @@ static void model_set_fields(Model *m, const char *spec, int max_expansions)
                 m->fields[m->n_fields] = f;
                 m->fweights[m->n_fields++] = sc->fields[f].weight;
             }
-        return;
-    }
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", spec);
-    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        char *caret = strchr(tok, '^');
-        float w = -1;
-        if (caret) {
-            *caret = 0;
-            w = (float)strtod(caret + 1, NULL);
+    } else {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", spec);
+        for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+            char *caret = strchr(tok, '^');
+            float w = -1;
+            if (caret) {
+                *caret = 0;
+                w = (float)strtod(caret + 1, NULL);
+            }
+            int f = schema_field_index(sc, tok);
+            cr_assert_geq(f, 0);
+            m->fields[m->n_fields] = f;
+            m->fweights[m->n_fields++] = w > 0 ? w : sc->fields[f].weight;
         }
-        int f = schema_field_index(sc, tok);
-        cr_assert_geq(f, 0);
-        m->fields[m->n_fields] = f;
-        m->fweights[m->n_fields++] = w > 0 ? w : sc->fields[f].weight;
     }
+    int mode = scoring ? scoring : (int)sc->scoring;
+    m->bf = mode == QR_SCORING_BM25F && m->n_fields > 1;
+    /* avgdl~ = sum of w * tokens over the most docs any field has */
+    double tokens = 0;
+    uint64_t most = 0;
+    for (int i = 0; i < m->n_fields; i++) {
+        tokens += (double)m->fweights[i] * (double)m->ix.field_total[m->fields[i]];
+        if (m->ix.field_docs[m->fields[i]] > most)
+            most = m->ix.field_docs[m->fields[i]];
+    }
+    m->bf_avgdl = most && tokens > 0 ? (float)(tokens / (double)most) : 1.0f;
 }
 
 typedef struct CT {
     int field;
     const EuTerm *t; /* NULL: in no document */
     PostScorer sc;
+    bool bf;         /* BM25F over the request's fields: */
+    const EuTerm *bt[QR_MAX_FIELDS]; /* the term in each of them, or NULL */
 } CT;
 
-static void ct_init(Model *m, CT *ct, int field, const char *text, size_t len, float weight)
+static double model_idf(const Model *m, uint64_t df)
 {
-    ct->field = field;
-    ct->t = eu_index_term(&m->ix, field, text, len);
-    uint64_t df = ct->t ? ct->t->n_occ : 0;
     double N = (double)m->n;
     double idf;
     if (m->sc->idf == QR_IDF_LUCENE) {
@@ -147,17 +173,63 @@ static void ct_init(Model *m, CT *ct, int field, const char *text, size_t len, f
         if (idf < 1e-6)
             idf = 1e-6;
     }
-    memset(&ct->sc, 0, sizeof ct->sc);
-    ct->sc.idf = (float)idf;
+    return idf;
+}
+
+static void ct_init(Model *m, CT *ct, int field, const char *text, size_t len, float weight)
+{
+    memset(ct, 0, sizeof *ct);
+    ct->field = field;
+    ct->t = eu_index_term(&m->ix, field, text, len);
+    uint64_t df = ct->t ? ct->t->n_occ : 0;
+    ct->sc.idf = (float)model_idf(m, df);
     ct->sc.k1 = m->sc->k1;
     ct->sc.b = m->sc->b;
     ct->sc.avgdl = (float)(m->avgdl[field] > 0 ? m->avgdl[field] : 1.0);
     ct->sc.weight = weight;
 }
 
+/* A BM25F term over the request's fields: df the largest of theirs. */
+static void ct_init_bf(Model *m, CT *ct, const char *text, size_t len, float weight)
+{
+    memset(ct, 0, sizeof *ct);
+    ct->bf = true;
+    ct->field = -2;
+    uint64_t df = 0;
+    for (int i = 0; i < m->n_fields; i++) {
+        ct->bt[i] = eu_index_term(&m->ix, m->fields[i], text, len);
+        if (ct->bt[i] && ct->bt[i]->n_occ > df)
+            df = ct->bt[i]->n_occ;
+    }
+    ct->sc.idf = (float)model_idf(m, df);
+    ct->sc.k1 = m->sc->k1;
+    ct->sc.b = m->sc->b;
+    ct->sc.avgdl = m->bf_avgdl;
+    ct->sc.weight = weight;
+}
+
 /* Score of ct in doc d, or false when the term is not there. */
 static bool ct_score(const Model *m, const CT *ct, uint32_t d, float *out)
 {
+    if (ct->bf) {
+        float tf = 0, dl = 0;
+        bool any = false;
+        for (int i = 0; i < m->n_fields; i++) {
+            const EuOcc *o = ct->bt[i] ? eu_term_occ(ct->bt[i], d) : NULL;
+            if (o) {
+                tf += m->fweights[i] * (float)o->tf;
+                any = true;
+            }
+        }
+        if (!any)
+            return false;
+        for (int i = 0; i < m->n_fields; i++)
+            dl += m->fweights[i] * (float)eu_doc_norm(&m->ix, d, m->fields[i]);
+        Bm25fScorer bs = {.idf = ct->sc.idf, .k1 = ct->sc.k1, .b = ct->sc.b,
+                          .avgdl = ct->sc.avgdl, .weight = ct->sc.weight};
+        *out = bm25f_score(&bs, tf, dl);
+        return true;
+    }
     if (!ct->t)
         return false;
     const EuOcc *o = eu_term_occ(ct->t, d);
@@ -381,8 +453,25 @@ static Res eval_leaf(Model *m, const QNode *q)
             if (tl[i].n > n_tok)
                 n_tok = tl[i].n;
         }
+        bool same_text = same && n_tok == 1;
+        for (int i = 1; i < nf && same_text; i++)
+            same_text = tl[i].len[0] == tl[0].len[0] && !memcmp(tl[i].text[0], tl[0].text[0],
+                                                               tl[0].len[0]);
         if (n_tok <= 0) {
             r.none = true;
+        } else if (n_tok == 1 && same && q->kind == QN_TERM && !q->field && m->bf && nf > 1 &&
+                   same_text) {
+            /* one word in several fields: one BM25F term */
+            r.is_terms = true;
+            r.cts = calloc(1, sizeof *r.cts);
+            ct_init_bf(m, &r.cts[r.n_cts++], tl[0].text[0], tl[0].len[0], q->boost);
+            for (uint32_t d = 0; d < m->n; d++) {
+                float x;
+                if (ct_score(m, &r.cts[0], d, &x)) {
+                    r.m[d] = 1;
+                    r.s[d] = x;
+                }
+            }
         } else if (n_tok == 1 && same) {
             r.is_terms = true;
             r.cts = calloc((size_t)nf, sizeof *r.cts);
@@ -435,6 +524,7 @@ static Res eval_leaf(Model *m, const QNode *q)
     int edits = q->kind == QN_PREFIX ? -1 : q->edits;
     int cap = 16, n = 0;
     CT *cts = calloc((size_t)cap, sizeof *cts);
+    int *dists = calloc((size_t)cap, sizeof *dists);
     bool overflow = false, has_words = false;
     char *bm_text = NULL;
     uint32_t bm_len = 0;
@@ -447,17 +537,33 @@ static Res eval_leaf(Model *m, const QNode *q)
             continue;
         }
         int before = n;
+        bool forms = eu_field_has_forms(&m->ix, fl[i]);
         for (int s = 0; s < m->ix.n_segs && !overflow; s++) {
-            for (uint32_t k = 0; k < m->ix.seg_n_terms[s] && !overflow; k++) {
-                const EuTerm *t = &m->ix.terms[m->ix.seg_terms[s][k]];
-                int dist = expand_match(t, fl[i], tl.text[0], tl.len[0], edits);
+            uint32_t nk = forms ? m->ix.seg_n_forms[s] : m->ix.seg_n_terms[s];
+            for (uint32_t k = 0; k < nk && !overflow; k++) {
+                /* a word form matches by its own text and stands for its term */
+                const EuTerm *t;
+                int dist;
+                if (forms) {
+                    const EuForm *fm = &m->ix.forms[m->ix.seg_forms[s][k]];
+                    t = &m->ix.terms[fm->term];
+                    EuTerm as = {.key = fm->key, .key_len = fm->key_len};
+                    dist = expand_match(&as, fl[i], tl.text[0], tl.len[0], edits);
+                } else {
+                    t = &m->ix.terms[m->ix.seg_terms[s][k]];
+                    dist = expand_match(t, fl[i], tl.text[0], tl.len[0], edits);
+                }
                 if (dist < 0)
                     continue;
-                bool have = false;
-                for (int j = 0; j < n && !have; j++)
-                    have = cts[j].t == t;
-                if (have)
+                int have = -1;
+                for (int j = 0; j < n && have < 0; j++)
+                    if (cts[j].t == t)
+                        have = j;
+                if (have >= 0) { /* the fewest edits of its forms count */
+                    if (dist < dists[have])
+                        dists[have] = dist;
                     continue;
+                }
                 if (n >= m->max_expansions) {
                     overflow = true;
                     break;
@@ -465,14 +571,16 @@ static Res eval_leaf(Model *m, const QNode *q)
                 if (n == cap) {
                     cap *= 2;
                     cts = realloc(cts, sizeof *cts * (size_t)cap);
+                    dists = realloc(dists, sizeof *dists * (size_t)cap);
                 }
-                float f = dist > 0 ? 1.0f - (float)dist / (float)(tl.len[0] + 1) : 1.0f;
-                ct_init(m, &cts[n], fl[i], (const char *)t->key + 1, t->key_len - 1, f);
+                ct_init(m, &cts[n], fl[i], (const char *)t->key + 1, t->key_len - 1, 1.0f);
+                dists[n] = dist;
                 n++;
             }
         }
         for (int k = before; k < n; k++) {
-            cts[k].sc.weight *= fw[i] * q->boost;
+            float f = dists[k] > 0 ? 1.0f - (float)dists[k] / (float)(tl.len[0] + 1) : 1.0f;
+            cts[k].sc.weight = f * fw[i] * q->boost;
         }
         if (overflow) {
             bm_text = strndup(tl.text[0], tl.len[0]);
@@ -480,16 +588,32 @@ static Res eval_leaf(Model *m, const QNode *q)
         }
         toks_free(&tl);
     }
+    free(dists);
     if (overflow) {
-        /* constant-score bitmap over every leaf field */
-        for (int i = 0; i < nf; i++)
-            for (uint32_t k = 0; k < m->ix.n_terms; k++) {
-                const EuTerm *t = &m->ix.terms[k];
-                if (expand_match(t, fl[i], bm_text, bm_len, edits) < 0)
-                    continue;
-                for (uint32_t o = 0; o < t->n_occ; o++)
-                    r.m[t->occ[o].doc] = 1;
+        /* constant-score bitmap over every leaf field: in each segment, the
+         * docs of the terms its matching words (forms) stand for */
+        for (int i = 0; i < nf; i++) {
+            if (!eu_field_has_forms(&m->ix, fl[i])) {
+                for (uint32_t k = 0; k < m->ix.n_terms; k++) {
+                    const EuTerm *t = &m->ix.terms[k];
+                    if (expand_match(t, fl[i], bm_text, bm_len, edits) < 0)
+                        continue;
+                    for (uint32_t o = 0; o < t->n_occ; o++)
+                        r.m[t->occ[o].doc] = 1;
+                }
+                continue;
             }
+            for (uint32_t k = 0; k < m->ix.n_forms; k++) {
+                const EuForm *fm = &m->ix.forms[k];
+                EuTerm as = {.key = fm->key, .key_len = fm->key_len};
+                if (expand_match(&as, fl[i], bm_text, bm_len, edits) < 0)
+                    continue;
+                const EuTerm *t = &m->ix.terms[fm->term];
+                for (uint32_t o = 0; o < t->n_occ; o++)
+                    if (m->ix.docs[t->occ[o].doc].seg == fm->seg)
+                        r.m[t->occ[o].doc] = 1;
+            }
+        }
         for (uint32_t d = 0; d < m->n; d++)
             r.s[d] = r.m[d] ? q->boost : 0;
         free(bm_text);
@@ -1054,8 +1178,11 @@ static void check_query(QrTable *t, Model *m, Stats *st, const char *q, const QN
     st->q_notes = 0;
     char why[4096];
     char tag[1600];
-    snprintf(tag, sizeof tag, "[%s]%s%s%s max_exp=%d", q, default_and ? " AND" : "",
-             fields ? " fields=" : "", fields ? fields : "", max_exp);
+    /* the table's scoring (BM25F) mostly, the weighted sum a third of the time */
+    int scoring = eu_below(rng, 3) == 0 ? QR_SCORING_SUM : QR_SCORING_TABLE;
+    snprintf(tag, sizeof tag, "[%s]%s%s%s max_exp=%d%s", q, default_and ? " AND" : "",
+             fields ? " fields=" : "", fields ? fields : "", max_exp,
+             scoring == QR_SCORING_SUM ? " scoring=sum" : "");
     QrArena *pa = qr_arena_new(0);
     const char *names[QR_MAX_FIELDS + 1];
     for (int f = 0; f < m->sc->n_fields; f++)
@@ -1073,6 +1200,7 @@ static void check_query(QrTable *t, Model *m, Stats *st, const char *q, const QN
     req.default_and = default_and;
     req.fields = fields;
     req.max_expansions = max_exp;
+    req.scoring = scoring;
     req.count_only = true;
     QrError err;
     QrSearchRes *res = run(t, &req, &err);
@@ -1085,7 +1213,7 @@ static void check_query(QrTable *t, Model *m, Stats *st, const char *q, const QN
         st->errors++;
         return;
     }
-    model_set_fields(m, fields, max_exp);
+    model_set_fields(m, fields, max_exp, scoring);
     m->error = false;
     Res want_sc = eval_root(m, parsed);
     bool want_err = m->error;
@@ -1738,6 +1866,19 @@ static void assert_close(float got, double want, const char *what)
               what, (double)got, want);
 }
 
+static QrSearchRes *search_sum(QrTable *t, const char *q)
+{
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = q;
+    req.q_len = strlen(q);
+    req.scoring = QR_SCORING_SUM;
+    QrError err;
+    QrSearchRes *res = run(t, &req, &err);
+    cr_assert_not_null(res, "[%s]: %s", q, err.message);
+    return res;
+}
+
 Test(search, bm25_by_hand)
 {
     for (int v = 0; v < 2; v++) {
@@ -1755,8 +1896,9 @@ Test(search, bm25_by_hand)
         env_commit(&e);
         env_del(&e, "{\"id\":4}");
         env_commit(&e);
-        /* doc 4 is deleted but not merged away: it still counts in N, df, avgdl */
-        QrSearchRes *r = search_ok(e.t, "alpha", 10);
+        /* doc 4 is deleted but not merged away: it still counts in N, df, avgdl;
+         * the weighted sum of per-field BM25 (scoring "sum") */
+        QrSearchRes *r = search_sum(e.t, "alpha");
         cr_assert_eq(r->total, 2);
         double t_avg = (2 + 1 + 3 + 1) / 4.0, b_avg = (3 + 1 + 4) / 3.0;
         double d1 = bm25_doc(variant, 4, 3, 1, 2, t_avg, 2) + bm25_doc(variant, 4, 1, 1, 3, b_avg, 1);
@@ -1778,7 +1920,7 @@ Test(search, bm25_by_hand)
         qr_search_res_free(r);
         /* after a force merge the deleted doc is gone from the statistics */
         cr_assert_eq(qr_merge(e.t, &err), QR_OK, "%s", err.message);
-        r = search_ok(e.t, "alpha", 10);
+        r = search_sum(e.t, "alpha");
         t_avg = (2 + 1 + 3) / 3.0;
         b_avg = (3 + 1) / 2.0;
         d1 = bm25_doc(variant, 3, 2, 1, 2, t_avg, 2) + bm25_doc(variant, 3, 1, 1, 3, b_avg, 1);
@@ -1790,11 +1932,77 @@ Test(search, bm25_by_hand)
     }
 }
 
-/* "_all": one field holding every text field's words; BM25 over it. */
+/* BM25F, the default for a word searched in several weighted fields,
+ * recomputed from its definition (bm25f.h) in double: frequencies and
+ * lengths combined with the weights before saturation, df the largest of
+ * the fields', avgdl the weighted tokens over the most docs of a field. */
+static double bm25f_doc(double N, double df, double tf, double dl, double avgdl, double boost)
+{
+    double idf = fmax(log((N - df + 0.5) / (df + 0.5)), 1e-6);
+    return boost * idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / avgdl));
+}
+
+Test(search, bm25f_by_hand)
+{
+    QrSchema sc;
+    small_schema(&sc, false); /* title weight 2, body 1; no "_all" */
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"title\":\"alpha beta\",\"body\":\"alpha gamma gamma\"}");
+    env_put(&e, "{\"id\":2,\"title\":\"beta\",\"body\":\"delta\"}");
+    env_put(&e, "{\"id\":3,\"title\":\"alpha alpha alpha\"}");
+    env_put(&e, "{\"id\":4,\"body\":\"alpha x y z w v\"}");
+    env_put(&e, "{\"id\":5,\"title\":\"omega\",\"body\":\"alpha\"}");
+    env_commit(&e);
+    /* title: 2+1+3+1 tokens in 4 docs; body: 3+1+6+1 in 4 docs */
+    double avgdl = (2.0 * 7 + 1.0 * 11) / 4.0;
+    double df = 3; /* alpha: title 2 docs, body 3 docs -> the larger */
+    QrSearchRes *r = search_ok(e.t, "alpha", 10);
+    cr_assert_eq(r->total, 4);
+    assert_close(hit_score(r, "1"), bm25f_doc(5, df, 2 * 1 + 1, 2 * 2 + 3, avgdl, 1), "doc 1");
+    assert_close(hit_score(r, "3"), bm25f_doc(5, df, 2 * 3, 2 * 3, avgdl, 1), "doc 3");
+    assert_close(hit_score(r, "4"), bm25f_doc(5, df, 1, 6, avgdl, 1), "doc 4");
+    assert_close(hit_score(r, "5"), bm25f_doc(5, df, 1, 2 * 1 + 1, avgdl, 1), "doc 5");
+    /* saturation: a word in both fields is bounded by idf * (k1 + 1), not
+     * the sum of two fields' scores */
+    double bound = fmax(log((5 - df + 0.5) / (df + 0.5)), 1e-6) * 2.2;
+    for (int i = 0; i < r->n_hits; i++)
+        cr_assert_lt(r->hits[i].score, bound + 1e-6);
+    qr_search_res_free(r);
+    /* a request's field weights, and a boost on the word */
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = "alpha^2";
+    req.q_len = strlen(req.q);
+    req.fields = "title^0.5,body^3";
+    QrError err;
+    r = run(e.t, &req, &err);
+    cr_assert_not_null(r, "%s", err.message);
+    double avg2 = (0.5 * 7 + 3.0 * 11) / 4.0;
+    assert_close(hit_score(r, "1"), bm25f_doc(5, df, 0.5 * 1 + 3 * 1, 0.5 * 2 + 3 * 3, avg2, 2),
+                 "doc 1, title^0.5 body^3");
+    assert_close(hit_score(r, "3"), bm25f_doc(5, df, 0.5 * 3, 0.5 * 3, avg2, 2), "doc 3");
+    qr_search_res_free(r);
+    /* the title weighs 2: the word in a title alone outranks it in a body
+     * alone of the same length (with "_all" both scored alike) */
+    env_put(&e, "{\"id\":6,\"title\":\"kappa lambda\",\"body\":\"mu nu\"}");
+    env_put(&e, "{\"id\":7,\"title\":\"mu nu\",\"body\":\"kappa lambda\"}");
+    env_commit(&e);
+    r = search_ok(e.t, "kappa", 10);
+    cr_assert_eq(r->n_hits, 2);
+    cr_assert_str_eq(r->hits[0].id_json, "6");
+    cr_assert_gt(r->hits[0].score, r->hits[1].score);
+    qr_search_res_free(r);
+    env_close(&e);
+}
+
+/* "_all": one field holding every text field's words; BM25 over it (the
+ * default search while every text field weighs 1). */
 Test(search, bm25_all_field_by_hand)
 {
     QrSchema sc;
     small_schema(&sc, false);
+    sc.fields[0].weight = 1.0f;
     sc.all_field = true;
     Env e;
     env_open(&e, &sc);
@@ -2168,5 +2376,582 @@ Test(search, fuzzy_expansion_stops_at_the_deadline)
      * run's allocations, where a walk blind to the deadline makes them all */
     cr_assert(cut * 3 < full, "the query stopped at its deadline after %lld allocations; "
               "the whole query makes %lld", (long long)cut, (long long)full);
+    env_close(&e);
+}
+
+/* ======================================================================
+ * The search box: typos, completions, synonyms, languages, snippets
+ * ====================================================================== */
+
+static void one_field_schema(QrSchema *sc, const char *language)
+{
+    schema_init(sc);
+    QrField f;
+    schema_field_defaults(&f, "body", QR_FT_TEXT);
+    snprintf(f.language, sizeof f.language, "%s", language);
+    schema_add_field(sc, &f, NULL);
+}
+
+static QrSearchRes *search_req(QrTable *t, const char *q, int typo, bool prefix, bool count)
+{
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = q;
+    req.q_len = strlen(q);
+    req.typo = typo;
+    req.prefix_last = prefix;
+    req.count_only = count;
+    req.limit = 1000;
+    QrError err;
+    QrSearchRes *res = run(t, &req, &err);
+    cr_assert_not_null(res, "[%s]: %s", q, err.message);
+    return res;
+}
+
+/* The words of `text` folded but not stemmed (one-word texts in tests). */
+static int fold_word(Analyzer *an, const char *text, char *out, size_t cap)
+{
+    Toks t;
+    t.n = 0;
+    QrError e;
+    qr_error_clear(&e);
+    analyzer_run(an, text, strlen(text), 0, ANALYZE_NO_STEM | ANALYZE_KEEP_STOPWORDS, toks_sink,
+                 &t, &e);
+    int n = t.n;
+    if (n == 1)
+        snprintf(out, cap, "%.*s", (int)t.len[0], t.text[0]);
+    toks_free(&t);
+    return n;
+}
+
+/* A word with `k` random edits (insert, delete, substitute, swap). */
+static void garble(uint64_t *rng, const char *w, int k, char *out, size_t cap)
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", w);
+    for (int i = 0; i < k; i++) {
+        size_t n = strlen(buf);
+        size_t at = (size_t)eu_below(rng, n ? n : 1);
+        char c = (char)('a' + eu_below(rng, 26));
+        switch (eu_below(rng, 4)) {
+        case 0:
+            if (n + 1 < sizeof buf) {
+                memmove(buf + at + 1, buf + at, n - at + 1);
+                buf[at] = c;
+            }
+            break;
+        case 1:
+            if (n > 2)
+                memmove(buf + at, buf + at + 1, n - at);
+            break;
+        case 2: buf[at] = c; break;
+        default:
+            if (at + 1 < n) {
+                char x = buf[at];
+                buf[at] = buf[at + 1];
+                buf[at + 1] = x;
+            }
+        }
+    }
+    snprintf(out, cap, "%s", buf);
+}
+
+/* Typo tolerance against a brute-force edit-distance matcher over the
+ * vocabulary: a typo-tolerant word matches the docs of its own term and of
+ * every word form (as written, folded, unstemmed) with the same first
+ * letter and the rest within the edits its length allows -- auto: one from
+ * 5 letters, two from 9; 1: one from 3; 2: one from 3, two from 5 --
+ * through the stem each form was indexed as. */
+Test(search, typo_tolerance_matches_brute_force)
+{
+    QrSchema sc;
+    one_field_schema(&sc, "english");
+    Env e;
+    env_open(&e, &sc);
+    uint64_t rng = 19;
+    char **words = eu_words(300, 19);
+    static const char *suffix[] = {"", "", "", "s", "ing", "ed", "ation", "ness"};
+    int n_docs = 0;
+    for (int c = 0; c < 3; c++) { /* three segments */
+        for (int i = 0; i < 200; i++) {
+            QrBuf b;
+            qr_buf_init(&b);
+            qr_buf_printf(&b, "{\"id\":%d,\"body\":\"", n_docs++);
+            for (int k = 0; k < 6; k++)
+                qr_buf_printf(&b, "%s%s%s", k ? " " : "", words[eu_below(&rng, 300)],
+                              suffix[eu_below(&rng, 8)]);
+            qr_buf_printf(&b, "\"}");
+            qr_buf_putc(&b, 0);
+            env_put(&e, (char *)b.data);
+            qr_buf_free(&b);
+        }
+        env_commit(&e);
+    }
+    Snapshot *snap = table_snapshot(e.t->table);
+    EuIndex ix;
+    eu_index_from_snapshot(&ix, snap, qr_table_schema(e.t));
+    snapshot_release(snap);
+    Analyzer *an = eu_field_analyzer(&ix, 0);
+    static const int modes[] = {QR_TYPO_AUTO, QR_TYPO_ONE, QR_TYPO_TWO};
+    int checked = 0, with_variants = 0;
+    uint8_t *hit = calloc(ix.n_docs + 1, 1);
+    for (int qi = 0; qi < 240; qi++) {
+        int mode = modes[qi % 3];
+        char w[64], q[64], form[64];
+        snprintf(w, sizeof w, "%s%s", words[eu_below(&rng, 300)], suffix[eu_below(&rng, 8)]);
+        garble(&rng, w, (int)eu_below(&rng, 3), q, sizeof q);
+        if (fold_word(an, q, form, sizeof form) != 1)
+            continue;
+        int chars = (int)strlen(form);
+        int edits = mode == QR_TYPO_AUTO ? (chars >= 9 ? 2 : chars >= 5 ? 1 : 0)
+                    : mode == QR_TYPO_ONE ? (chars >= 3 ? 1 : 0)
+                                          : (chars >= 5 ? 2 : chars >= 3 ? 1 : 0);
+        /* brute force: the word's own term, and the terms of close forms */
+        memset(hit, 0, ix.n_docs + 1);
+        Toks st;
+        st.n = 0;
+        QrError err;
+        qr_error_clear(&err);
+        analyzer_run(an, q, strlen(q), 0, 0, toks_sink, &st, &err);
+        const EuTerm *own = st.n == 1 ? eu_index_term(&ix, 0, st.text[0], st.len[0]) : NULL;
+        toks_free(&st);
+        if (own)
+            for (uint32_t o = 0; o < own->n_occ; o++)
+                hit[own->occ[o].doc] = 1;
+        const EuTerm *terms[4096];
+        int n_terms = 0;
+        /* the first letter is never a typo: the rest within the edits */
+        size_t fl = strlen(form), lead = 1;
+        while (lead < fl && ((uint8_t)form[lead] & 0xC0) == 0x80)
+            lead++;
+        for (uint32_t k = 0; k < ix.n_forms && edits > 0; k++) {
+            const EuForm *f = &ix.forms[k];
+            if (f->key[0] != 0 || f->key_len - 1 < lead || memcmp(f->key + 1, form, lead) != 0 ||
+                (f->key_len - 1 > lead && ((uint8_t)f->key[1 + lead] & 0xC0) == 0x80) ||
+                lev((const uint8_t *)form + lead, fl - lead, f->key + 1 + lead,
+                    f->key_len - 1 - lead, edits) > edits)
+                continue;
+            const EuTerm *t = &ix.terms[f->term];
+            bool dup = t == own;
+            for (int j = 0; j < n_terms && !dup; j++)
+                dup = terms[j] == t;
+            if (!dup && n_terms < 4096)
+                terms[n_terms++] = t;
+        }
+        if (n_terms > 128)
+            continue; /* past max_expansions the best 128 are kept: not this test's */
+        for (int j = 0; j < n_terms; j++)
+            for (uint32_t o = 0; o < terms[j]->n_occ; o++)
+                hit[terms[j]->occ[o].doc] = 1;
+        uint64_t want = 0;
+        for (uint32_t d = 0; d < ix.n_docs; d++)
+            want += hit[d] && ix.docs[d].live;
+        QrSearchRes *r = search_req(e.t, q, mode, false, true);
+        cr_assert_eq(r->total, want, "[%s] typo %s (%d edits for \"%s\"): %lu matches, want %lu",
+                     q, schema_typo_name((QrTypo)mode), edits, form, (unsigned long)r->total,
+                     (unsigned long)want);
+        qr_search_res_free(r);
+        /* and without typo tolerance only the word's own term */
+        r = search_req(e.t, q, QR_TYPO_OFF, false, true);
+        cr_assert_eq(r->total, own ? (uint64_t)own->n_occ : 0, "[%s] typo off", q);
+        qr_search_res_free(r);
+        checked++;
+        with_variants += n_terms > 0;
+    }
+    cr_log_info("typos: %d queries checked, %d with variants", checked, with_variants);
+    cr_assert_gt(checked, 150);
+    cr_assert_gt(with_variants, 60);
+    free(hit);
+    eu_index_free(&ix);
+    eu_words_free(words, 300);
+    env_close(&e);
+}
+
+/* "databse~1" is matched against the words as written, not their stems:
+ * it finds "database" (stem "databas", two edits away from "databse"). */
+Test(search, fuzzy_and_prefix_see_words_as_written)
+{
+    QrSchema sc;
+    one_field_schema(&sc, "english");
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"body\":\"a database of databases\"}");
+    env_commit(&e);
+    env_put(&e, "{\"id\":2,\"body\":\"running terminals\"}");
+    env_put(&e, "{\"id\":3,\"body\":\"the terminal\"}");
+    env_commit(&e);
+    QrSearchRes *r = search_ok(e.t, "databse~1", 10);
+    cr_assert_eq(r->total, 1);
+    qr_search_res_free(r);
+    r = search_ok(e.t, "runn*", 10); /* "running" -> stem "run" */
+    cr_assert_eq(r->total, 1);
+    qr_search_res_free(r);
+    r = search_ok(e.t, "termina*", 10); /* "terminal(s)" -> stem "termin" */
+    cr_assert_eq(r->total, 2);
+    qr_search_res_free(r);
+    /* the same after a merge: the merged segment keeps the forms */
+    QrError err;
+    cr_assert_eq(qr_merge(e.t, &err), QR_OK, "%s", err.message);
+    Snapshot *snap = table_snapshot(e.t->table);
+    cr_assert_eq(snap->n_segs, 1);
+    snapshot_release(snap);
+    r = search_ok(e.t, "databse~1", 10);
+    cr_assert_eq(r->total, 1);
+    qr_search_res_free(r);
+    r = search_ok(e.t, "termina*", 10);
+    cr_assert_eq(r->total, 2);
+    qr_search_res_free(r);
+    env_close(&e);
+}
+
+/* The word forms a segment keeps (SEC_SURFACES) are exactly the forms of
+ * its documents' words, each naming the term it was indexed as; a merge
+ * keeps every source's form whose term lives on. */
+Test(search, word_forms_of_segments_and_merges)
+{
+    QrSchema sc;
+    small_schema(&sc, true); /* title and body english */
+    sc.all_field = true;
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"title\":\"Running Dogs\",\"body\":\"dogs run; the runner ran\"}");
+    env_put(&e, "{\"id\":2,\"title\":\"Cats\",\"body\":\"cat categories, catering\"}");
+    env_commit(&e);
+    env_put(&e, "{\"id\":3,\"title\":\"Runs\",\"body\":\"running catalogues\"}");
+    env_put(&e, "{\"id\":4,\"body\":\"gone\"}");
+    env_commit(&e);
+    for (int phase = 0; phase < 2; phase++) {
+        Snapshot *snap = table_snapshot(e.t->table);
+        EuIndex ix;
+        eu_index_from_snapshot(&ix, snap, qr_table_schema(e.t));
+        int total = 0;
+        for (int s = 0; s < snap->n_segs; s++) {
+            const TermDict *td = seg_surfaces(snap->segs[s]);
+            cr_assert_not_null(td, "segment %d has no word forms", s);
+            /* every brute-force form of the segment is there, naming its term */
+            for (uint32_t k = 0; k < ix.seg_n_forms[s]; k++) {
+                const EuForm *f = &ix.forms[ix.seg_forms[s][k]];
+                TermPostings tp;
+                cr_assert(td_lookup(td, f->key, f->key_len, &tp), "form %.*s missing",
+                          (int)f->key_len - 1, f->key + 1);
+                const char *t;
+                size_t tl;
+                cr_assert(seg_surface_term(snap->segs[s], f->key, f->key_len, &tp, &t, &tl));
+                const EuTerm *want = &ix.terms[f->term];
+                cr_assert(tl == want->key_len - 1 && !memcmp(t, want->key + 1, tl),
+                          "form %.*s names %.*s, want %.*s", (int)f->key_len - 1, f->key + 1,
+                          (int)tl, t, (int)want->key_len - 1, want->key + 1);
+            }
+            /* and nothing else, unless a merge kept a deleted doc's form */
+            if (phase == 0)
+                cr_assert_eq(td_count(td), ix.seg_n_forms[s], "segment %d: %lu forms, want %u",
+                             s, (unsigned long)td_count(td), ix.seg_n_forms[s]);
+            total += (int)td_count(td);
+        }
+        cr_assert_gt(total, 10);
+        eu_index_free(&ix);
+        snapshot_release(snap);
+        if (phase == 0) { /* delete doc 2 (its "categories" has no other doc), merge */
+            env_del(&e, "{\"id\":2}");
+            env_commit(&e);
+            QrError err;
+            cr_assert_eq(qr_merge(e.t, &err), QR_OK, "%s", err.message);
+            snap = table_snapshot(e.t->table);
+            const TermDict *td = seg_surfaces(snap->segs[0]);
+            TermPostings tp;
+            uint8_t k1[] = "\x01" "categories", k2[] = "\x01" "catalogues";
+            cr_assert(!td_lookup(td, k1, sizeof k1 - 1, &tp), "a dead term's form survived");
+            cr_assert(td_lookup(td, k2, sizeof k2 - 1, &tp));
+            snapshot_release(snap);
+        }
+    }
+    env_close(&e);
+}
+
+/* Exact matches rank above typo matches, and completions of the word being
+ * typed below the word itself, for documents alike in everything else. */
+Test(search, exact_words_rank_above_variants)
+{
+    QrSchema sc;
+    one_field_schema(&sc, "none");
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"body\":\"kestrel aa bb\"}");   /* exact */
+    env_put(&e, "{\"id\":2,\"body\":\"kestrels aa bb\"}");  /* one edit, a completion */
+    env_put(&e, "{\"id\":3,\"body\":\"kestral aa bb\"}");   /* one edit */
+    env_put(&e, "{\"id\":4,\"body\":\"zz aa bb\"}");
+    env_commit(&e);
+    QrSearchRes *r = search_req(e.t, "kestrel", QR_TYPO_AUTO, true, false);
+    cr_assert_eq(r->total, 3);
+    cr_assert_str_eq(r->hits[0].id_json, "1");
+    cr_assert_gt(r->hits[0].score, r->hits[1].score);
+    qr_search_res_free(r);
+    r = search_req(e.t, "kestrel", QR_TYPO_OFF, false, false);
+    cr_assert_eq(r->total, 1);
+    qr_search_res_free(r);
+    /* a word in no document: its variants stand in for it */
+    r = search_req(e.t, "kestril", QR_TYPO_AUTO, false, false);
+    cr_assert_eq(r->total, 2, "kestrel and kestral are one edit from kestril");
+    qr_search_res_free(r);
+    /* as you type: "kest" completes; "kest " (a space typed) does not */
+    r = search_req(e.t, "aa kest", QR_TYPO_OFF, true, true);
+    cr_assert_eq(r->total, 4);
+    qr_search_res_free(r);
+    r = search_req(e.t, "zz kest", QR_TYPO_OFF, true, false);
+    cr_assert_eq(r->total, 4);
+    qr_search_res_free(r);
+    r = search_req(e.t, "zz kest ", QR_TYPO_OFF, true, false);
+    cr_assert_eq(r->total, 1, "a trailing space ends the word");
+    qr_search_res_free(r);
+    r = search_req(e.t, "kest zz", QR_TYPO_OFF, true, false);
+    cr_assert_eq(r->total, 1, "only the last word completes");
+    qr_search_res_free(r);
+    env_close(&e);
+}
+
+static void set_synonyms(Env *e, const char *json)
+{
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_set_synonyms(e->t, json, strlen(json), &err), QR_OK, "%s", err.message);
+}
+
+static uint64_t count_of(QrTable *t, const char *q)
+{
+    QrSearchRes *r = search_req(t, q, QR_TYPO_OFF, false, true);
+    uint64_t n = r->total;
+    qr_search_res_free(r);
+    return n;
+}
+
+Test(search, synonyms_groups_one_way_and_several_words)
+{
+    QrSchema sc;
+    one_field_schema(&sc, "english");
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"body\":\"a tty device\"}");
+    env_put(&e, "{\"id\":2,\"body\":\"terminal emulators\"}");
+    env_put(&e, "{\"id\":3,\"body\":\"television set\"}");
+    env_put(&e, "{\"id\":4,\"body\":\"tv set\"}");
+    env_put(&e, "{\"id\":5,\"body\":\"new york city\"}");
+    env_put(&e, "{\"id\":6,\"body\":\"nyc city\"}");
+    env_put(&e, "{\"id\":7,\"body\":\"york is new\"}");
+    env_commit(&e);
+    cr_assert_eq(count_of(e.t, "tty"), 1);
+    set_synonyms(&e, "[[\"tty\",\"terminal\"],[\"nyc\",\"new york\"]]");
+    cr_assert_eq(count_of(e.t, "tty"), 2, "a group: tty finds terminal");
+    cr_assert_eq(count_of(e.t, "terminals"), 1, "terminals is not a key (keys are not stemmed)");
+    cr_assert_eq(count_of(e.t, "TERMINAL"), 2, "keys are folded");
+    cr_assert_eq(count_of(e.t, "+tty +device"), 1);
+    cr_assert_eq(count_of(e.t, "nyc"), 2, "nyc finds the phrase new york, not york ... new");
+    cr_assert_eq(count_of(e.t, "\"new york\""), 2, "the phrase finds nyc");
+    cr_assert_eq(count_of(e.t, "+new +york"), 3, "required words or their synonym");
+    cr_assert_eq(count_of(e.t, "new york"), 3);
+    /* one-way: tv finds television, not the reverse */
+    set_synonyms(&e, "{\"tv\": [\"television\"]}");
+    cr_assert_eq(count_of(e.t, "tv"), 2);
+    cr_assert_eq(count_of(e.t, "television"), 1);
+    cr_assert_eq(count_of(e.t, "tty"), 1, "the groups were replaced");
+    /* a request may leave them out */
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = "tv";
+    req.q_len = 2;
+    req.no_synonyms = true;
+    req.count_only = true;
+    QrError err;
+    QrSearchRes *r = run(e.t, &req, &err);
+    cr_assert_eq(r->total, 1);
+    qr_search_res_free(r);
+    /* durable: reopened, the synonyms are there; empty removes them */
+    qr_batch_free(e.b);
+    qr_db_close(e.db);
+    QrDbOpts o;
+    qr_db_opts_default(&o);
+    o.fsync = QR_FSYNC_OFF;
+    o.background_merge = false;
+    cr_assert_eq(qr_db_open(e.dir, &o, &e.db, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_table_get(e.db, "t", &e.t, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_batch_begin(e.t, &e.b, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(count_of(e.t, "tv"), 2);
+    set_synonyms(&e, "");
+    cr_assert_eq(count_of(e.t, "tv"), 1);
+    /* bad synonyms are refused and change nothing */
+    set_synonyms(&e, "[[\"a\",\"b\"]]");
+    static const char *bad[] = {"[[\"solo\"]]", "[[\"a\", 3]]", "{\"a\": []}", "\"x\"",
+                                "[[\"\",\"b\"]]", "[[\"a b c d e f g h i j k l m n o p q\",\"b\"]]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        qr_error_clear(&err);
+        cr_assert_eq(qr_table_set_synonyms(e.t, bad[i], strlen(bad[i]), &err), QR_EINVAL,
+                     "%s accepted", bad[i]);
+        cr_assert_gt(strlen(err.message), 0);
+    }
+    size_t len;
+    const char *syn = schema_synonyms(qr_table_schema(e.t), &len);
+    cr_assert(syn && len == strlen("[[\"a\",\"b\"]]") && !memcmp(syn, "[[\"a\",\"b\"]]", len));
+    env_close(&e);
+}
+
+/* French and Italian elision: "homme" finds "L'homme", "arte" finds
+ * "dell'arte"; a single CJK character finds the words holding it, and does
+ * not lengthen the field; a field's own stop words. */
+Test(search, elision_cjk_characters_and_custom_stop_words)
+{
+    const char *schema_json =
+        "{\"fields\":[{\"name\":\"fr\",\"type\":\"text\",\"language\":\"french\"},"
+        "{\"name\":\"it\",\"type\":\"text\",\"language\":\"italian\"},"
+        "{\"name\":\"zh\",\"type\":\"text\",\"language\":\"none\"},"
+        "{\"name\":\"own\",\"type\":\"text\",\"language\":\"none\","
+        "\"stopwords\":[\"Foo\",\"bar\"]}],\"all_field\":false}";
+    QrSchema sc;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(schema_from_json(schema_json, strlen(schema_json), &sc, &err), QR_OK, "%s",
+                 err.message);
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"fr\":\"L'homme et l’arbre\",\"it\":\"la storia dell'arte\","
+                "\"zh\":\"我们学习中文\",\"own\":\"foo baz bar qux\"}");
+    env_put(&e, "{\"id\":2,\"fr\":\"un homme\",\"it\":\"l'amico\",\"zh\":\"日本語\","
+                "\"own\":\"baz\"}");
+    env_commit(&e);
+    cr_assert_eq(count_of(e.t, "fr:homme"), 2);
+    cr_assert_eq(count_of(e.t, "fr:l'homme"), 2, "the query is elided too");
+    cr_assert_eq(count_of(e.t, "fr:arbre"), 1, "a typographic apostrophe elides too");
+    cr_assert_eq(count_of(e.t, "it:arte"), 1);
+    cr_assert_eq(count_of(e.t, "it:amico"), 1);
+    cr_assert_eq(count_of(e.t, "zh:学"), 1, "one character inside a word");
+    cr_assert_eq(count_of(e.t, "zh:本"), 1);
+    cr_assert_eq(count_of(e.t, "zh:日本語"), 1);
+    cr_assert_eq(count_of(e.t, "zh:英"), 0);
+    /* grams are not words: the field lengths count words only */
+    Snapshot *snap = table_snapshot(e.t->table);
+    const uint32_t *norms = seg_norms(snap->segs[0], 2);
+    EuIndex ix;
+    eu_index_from_snapshot(&ix, snap, qr_table_schema(e.t));
+    cr_assert_eq(norms[0], eu_doc_norm(&ix, 0, 2));
+    cr_assert_eq(norms[1], eu_doc_norm(&ix, 1, 2));
+    cr_assert_lt(norms[1], 3, "日本語 is %u words", norms[1]);
+    eu_index_free(&ix);
+    snapshot_release(snap);
+    /* custom stop words: dropped (matching nothing), positions kept */
+    cr_assert_eq(count_of(e.t, "own:baz"), 2);
+    cr_assert_eq(count_of(e.t, "own:foo"), 0, "a stop word alone matches nothing");
+    cr_assert_eq(count_of(e.t, "own:qux own:Foo"), 1, "and drops out of its group");
+    cr_assert_eq(count_of(e.t, "own:\"baz qux\"~1"), 1, "bar keeps its position");
+    cr_assert_eq(count_of(e.t, "own:\"baz qux\""), 0);
+    /* the list survives the schema's JSON */
+    QrBuf b;
+    qr_buf_init(&b);
+    cr_assert_eq(schema_to_json(qr_table_schema(e.t), false, &b, &err), QR_OK);
+    qr_buf_putc(&b, 0);
+    cr_assert(strstr((char *)b.data, "\"stopwords\":[\"Foo\",\"bar\"]"), "%s", (char *)b.data);
+    qr_buf_free(&b);
+    env_close(&e);
+}
+
+/* Several fragments of a set size, and one highlight per field asked for. */
+Test(search, snippet_fragments_and_fields)
+{
+    QrSchema sc;
+    small_schema(&sc, false);
+    Env e;
+    env_open(&e, &sc);
+    QrBuf body;
+    qr_buf_init(&body);
+    qr_buf_printf(&body, "{\"id\":1,\"title\":\"hydro dams\",\"body\":\"hydro");
+    for (int i = 0; i < 60; i++)
+        qr_buf_printf(&body, " w%d", i);
+    qr_buf_printf(&body, " power");
+    for (int i = 60; i < 120; i++)
+        qr_buf_printf(&body, " w%d", i);
+    qr_buf_printf(&body, "\"}");
+    qr_buf_putc(&body, 0);
+    env_put(&e, (char *)body.data);
+    qr_buf_free(&body);
+    env_commit(&e);
+    QrSearchReq req;
+    qr_search_req_init(&req);
+    req.q = "hydro power";
+    req.q_len = strlen(req.q);
+    req.snippets = true;
+    req.fragments = 2;
+    req.fragment_words = 6;
+    req.hl_fields = "title,body";
+    req.hl_pre = "[";
+    req.hl_post = "]";
+    QrError err;
+    QrSearchRes *r = run(e.t, &req, &err);
+    cr_assert_not_null(r, "%s", err.message);
+    cr_assert_eq(r->n_hits, 1);
+    const QrHit *h = &r->hits[0];
+    cr_assert_eq(h->n_highlights, 2);
+    cr_assert_str_eq(h->highlights[0].field, "title");
+    cr_assert_eq(h->highlights[0].n, 1);
+    cr_assert_str_eq(h->highlights[0].fragments[0], "[hydro] dams");
+    cr_assert_str_eq(h->highlights[1].field, "body");
+    cr_assert_eq(h->highlights[1].n, 2, "two fragments: hydro and power are 61 words apart");
+    for (int i = 0; i < 2; i++) {
+        const char *f = h->highlights[1].fragments[i];
+        int words = 1;
+        for (const char *c = f; *c; c++)
+            words += *c == ' ';
+        cr_assert_leq(words, 6, "fragment \"%s\" is longer than 6 words", f);
+        cr_assert(strstr(f, "[hydro]") || strstr(f, "[power]"), "%s", f);
+    }
+    cr_assert_str_eq(h->snippet, "[hydro] dams", "the first searched field with a match");
+    qr_search_res_free(r);
+    req.fields = "body";
+    r = run(e.t, &req, &err);
+    cr_assert_not_null(r, "%s", err.message);
+    cr_assert(strstr(r->hits[0].snippet, " … "), "the snippet joins its fragments: %s",
+              r->hits[0].snippet);
+    qr_search_res_free(r);
+    req.fields = NULL;
+    req.hl_fields = "nope";
+    cr_assert_null(run(e.t, &req, &err));
+    cr_assert_eq(err.code, QR_EINVAL);
+    env_close(&e);
+}
+
+/* A document without the boosted field is not pushed down by the boost:
+ * one with the word three times in its body outranks one with the word
+ * once in a title weighing 2, boosted or not (BM25F saturates the combined
+ * frequency); the per-field sum ranks the title match first. */
+Test(search, missing_field_not_penalized_by_boost)
+{
+    QrSchema sc;
+    small_schema(&sc, false);
+    Env e;
+    env_open(&e, &sc);
+    env_put(&e, "{\"id\":1,\"body\":\"alpha alpha alpha b c d e f g h\"}");
+    env_put(&e, "{\"id\":2,\"title\":\"alpha\",\"body\":\"b c d e f g h i j\"}");
+    for (int i = 3; i < 12; i++) {
+        char d[96];
+        snprintf(d, sizeof d, "{\"id\":%d,\"title\":\"t%d\",\"body\":\"b c d e f g h i j k\"}", i, i);
+        env_put(&e, d);
+    }
+    env_commit(&e);
+    static const char *specs[] = {"title^2,body", "title,body", NULL};
+    for (int i = 0; i < 3; i++) {
+        QrSearchReq req;
+        qr_search_req_init(&req);
+        req.q = "alpha";
+        req.q_len = 5;
+        req.fields = specs[i];
+        QrError err;
+        QrSearchRes *r = run(e.t, &req, &err);
+        cr_assert_not_null(r, "%s", err.message);
+        cr_assert_eq(r->n_hits, 2);
+        cr_assert_str_eq(r->hits[0].id_json, "1", "fields %s: the title match ranks first",
+                         specs[i] ? specs[i] : "(schema)");
+        qr_search_res_free(r);
+        req.scoring = QR_SCORING_SUM;
+        r = run(e.t, &req, &err);
+        if (specs[i] && !strcmp(specs[i], "title^2,body"))
+            cr_assert_str_eq(r->hits[0].id_json, "2", "the weighted sum rewards the title");
+        qr_search_res_free(r);
+    }
     env_close(&e);
 }

@@ -6,6 +6,7 @@
  * table kept in the test.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -461,7 +462,7 @@ Test(sql_dml, ddl_errors_are_clear)
         const char *state;
     } bad[] = {
         {"CREATE TABLE t (a int, b int, PRIMARY KEY (a, b))", "0A000"}, /* a two-column key */
-        {"CREATE TABLE t (a int PRIMARY KEY, b int[])", "0A000"},      /* arrays */
+        {"CREATE TABLE t (a int PRIMARY KEY, b point)", "0A000"},      /* no such type */
         {"CREATE TABLE t (a float8 PRIMARY KEY)", "0A000"},            /* key type */
         {"CREATE TABLE t (a int PRIMARY KEY, a text)", "42701"},       /* twice */
         {"CREATE TABLE t (a int PRIMARY KEY, b int CHECK (b > 0))", "0A000"},
@@ -653,5 +654,91 @@ Test(sql_dml, buffered_writes_draw_on_the_server_budget)
     cr_assert_eq(qr_mem_budget_used(), 0);
     check_model(&e, &m);
     qr_mem_budget_set(0);
+    env_close(&e);
+}
+
+/* What postgres_fdw sends a Quarry partition (docs/scale-out.md): every
+ * routed INSERT names the foreign table's _score column (NULL or DEFAULT:
+ * accepted, stores nothing; a value: refused, never dropped); with
+ * use_remote_estimate an UPDATE or DELETE is first costed by EXPLAIN of
+ * SELECT ..., ctid ... FOR UPDATE (planned, not run); the text functions
+ * come as quarry.matches, and no other schema names them. */
+Test(sql_dml, what_postgres_fdw_sends_a_partition)
+{
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE d (id bigint PRIMARY KEY, body text, n integer)");
+    exec_ok(&e, "INSERT INTO d (id, body, n, _score) VALUES (1, 'hydro power', 5, NULL)");
+    exec_ok(&e, "INSERT INTO d (id, body, _score, n) VALUES (2, 'wind power', DEFAULT, 6)");
+    exec_fails(&e, "INSERT INTO d (id, body, _score) VALUES (3, 'x', 1.5)", "428C9",
+               "cannot insert a non-DEFAULT value into column \"_score\"");
+    exec_fails(&e, "INSERT INTO d (id, _id) VALUES (3, 7)", "42703", "column \"_id\" does not exist");
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    const char *q = "SELECT id, n, _score FROM d WHERE quarry.matches(body, 'power') ORDER BY id";
+    cr_assert_eq(qr_sql_exec(e.s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->n_rows, 2);
+    cr_assert_eq(r->vals[0].u.i, 1);
+    cr_assert_eq(r->vals[1].u.i, 5);
+    cr_assert_eq(r->vals[4].u.i, 6);
+    cr_assert(r->vals[2].u.f > 0, "scored under the predicate");
+    qr_sql_result_free(r);
+    exec_fails(&e, "SELECT id FROM d WHERE public.matches(body, 'power')", "42883",
+               "function public.matches(...) does not exist");
+    exec_fails(&e, "SELECT pg_catalog.score() FROM d", "42883", "does not exist");
+    /* the cost of an UPDATE's scan: EXPLAIN plans it, only EXPLAIN */
+    q = "EXPLAIN SELECT id, body, n, _score, ctid FROM public.d WHERE ((id = 1)) FOR UPDATE";
+    cr_assert_eq(qr_sql_exec(e.s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    cr_assert(r->n_rows >= 1 && strstr(r->vals[0].u.s.s, "(cost="), "a plan with costs");
+    qr_sql_result_free(r);
+    exec_fails(&e, "SELECT id, ctid FROM d WHERE id = 1 FOR UPDATE", "0A000",
+               "FOR UPDATE is not supported");
+    exec_fails(&e, "EXPLAIN ANALYZE SELECT ctid FROM d FOR UPDATE", "0A000",
+               "FOR UPDATE is not supported");
+    exec_fails(&e, "SELECT ctid FROM d", "42703", "column \"ctid\" does not exist");
+    env_close(&e);
+}
+
+/* A coordinator with use_remote_estimate asks a partition for EXPLAIN of
+ * its scan sorted (ORDER BY _score DESC, ...) and unsorted, and sorts
+ * locally unless the node's sort costs less than shipping the rows; so the
+ * Sort's cost must be PostgreSQL's cost_sort (2 * cpu_operator_cost per
+ * comparison, cpu_operator_cost per row out), else a partitioned top-k
+ * fetches every match from every node (docs/scale-out.md). */
+Test(sql_dml, sort_costs_as_postgresql_does)
+{
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE d (id bigint PRIMARY KEY, body text)");
+    char sql[64 * 1024];
+    size_t off = (size_t)snprintf(sql, sizeof sql, "INSERT INTO d VALUES ");
+    for (int i = 0; i < 1000; i++)
+        off += (size_t)snprintf(sql + off, sizeof sql - off, "%s(%d, '%s power %d')", i ? "," : "",
+                                i, i % 3 ? "wind" : "hydro", i % 7);
+    exec_ok(&e, sql);
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    const char *q = "EXPLAIN SELECT id, _score FROM d WHERE quarry.matches(body, 'wind') "
+                    "ORDER BY _score DESC NULLS FIRST, id ASC NULLS LAST";
+    cr_assert_eq(qr_sql_exec(e.s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    double s0, s1, k0, k1, n, kn;
+    cr_assert(r->n_rows >= 3, "a sort over a scan");
+    const char *sort = r->vals[0].u.s.s, *scan = NULL;
+    cr_assert(sscanf(sort, "Sort  (cost=%lf..%lf rows=%lf", &s0, &s1, &n) == 3, "%s", sort);
+    for (uint64_t i = 1; i < r->n_rows && !scan; i++)
+        if (strstr(r->vals[i].u.s.s, "Scan") && strstr(r->vals[i].u.s.s, "(cost="))
+            scan = strstr(r->vals[i].u.s.s, "(cost=");
+    cr_assert(scan && sscanf(scan, "(cost=%lf..%lf rows=%lf", &k0, &k1, &kn) == 3, "the scan's cost");
+    cr_assert_eq(n, 666, "the matches, exactly: %s", sort);
+    cr_assert_eq(kn, n);
+    /* startup: the input (the scan, and the projection of two columns under
+     * the sort, a few hundredths a row) + the comparisons */
+    double extra = s0 - k1 - 0.005 * n * log2(n);
+    cr_assert(extra >= -0.011 && extra <= 0.05 * n, "startup: input + comparisons: %s / %s",
+              sort, scan);
+    cr_assert_float_eq(s1, s0 + 0.0025 * n, 0.011, "total: + a cpu_operator_cost per row: %s", sort);
+    qr_sql_result_free(r);
     env_close(&e);
 }

@@ -184,3 +184,53 @@ Test(apikey, query_terms)
         cr_expect_eq(http_query_terms(C[i].q), C[i].want, "%s -> %d", C[i].q,
                      http_query_terms(C[i].q));
 }
+
+/* Table lists and expiry times survive the key file and come back with the
+ * key that matched; bad lists are refused; expiry text parses to the
+ * seconds a hand computation gives. */
+Test(apikey, limits_round_trip)
+{
+    char *dir = tmp_dir();
+    QrError e;
+    qr_error_clear(&e);
+    char a[APIKEY_LEN + 1], b[APIKEY_LEN + 1], c[APIKEY_LEN + 1];
+    cr_assert_eq(apikey_add_limited(dir, "a", API_SCOPE_SEARCH, "products, news", 0, a, &e),
+                 QR_OK, "%s", e.message);
+    cr_assert_eq(apikey_add_limited(dir, "b", API_SCOPE_WRITE, NULL, 1798761600, b, &e), QR_OK);
+    cr_assert_eq(apikey_add(dir, "c", API_SCOPE_ADMIN, c, &e), QR_OK);
+    cr_assert_eq(apikey_add_limited(dir, "d", API_SCOPE_SEARCH, "ok,no-good", 0, c, &e),
+                 QR_EINVAL);
+    ApiKeys *k = NULL;
+    cr_assert_eq(apikey_open(dir, &k, &e), QR_OK, "%s", e.message);
+    ApiKeyInfo info;
+    cr_assert_eq(apikey_check_info(k, a, APIKEY_LEN, &info), API_SCOPE_SEARCH);
+    cr_assert_str_eq(info.name, "a");
+    cr_assert_str_eq(info.tables, "products,news");
+    cr_assert_eq(info.expires, 0);
+    cr_assert(apikey_table_ok(info.tables, "news"));
+    cr_assert(apikey_table_ok(info.tables, "products"));
+    cr_assert(!apikey_table_ok(info.tables, "new"));
+    cr_assert(!apikey_table_ok(info.tables, "productsx"));
+    cr_assert_eq(apikey_check_info(k, b, APIKEY_LEN, &info), API_SCOPE_WRITE);
+    cr_assert_str_eq(info.tables, "");
+    cr_assert_eq(info.expires, 1798761600);
+    cr_assert(apikey_table_ok(info.tables, "anything"));
+    char *text = slurp(dir);
+    cr_assert(strstr(text, "[\"products\", \"news\"]"), "%s", text);
+    cr_assert(strstr(text, "1798761600"), "%s", text);
+    free(text);
+    apikey_free(k);
+    int64_t t;
+    cr_assert(apikey_parse_expiry("2027-01-01", 0, &t));
+    cr_assert_eq(t, 1798761600);
+    cr_assert(apikey_parse_expiry("2027-01-01T01:02:03Z", 0, &t));
+    cr_assert_eq(t, 1798761600 + 3723);
+    cr_assert(apikey_parse_expiry("+30d", 1000, &t));
+    cr_assert_eq(t, 1000 + 30 * 86400);
+    cr_assert(apikey_parse_expiry("+90s", 1000, &t));
+    cr_assert_eq(t, 1090);
+    cr_assert(!apikey_parse_expiry("tomorrow", 0, &t));
+    cr_assert(!apikey_parse_expiry("+5w", 0, &t));
+    cr_assert(!apikey_parse_expiry("2027-01-01T00:00:00+02:00", 0, &t));
+    free(dir);
+}

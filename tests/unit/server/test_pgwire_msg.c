@@ -469,7 +469,7 @@ static void check_numeric(const char *text, const char *want)
     v.u.s.n = strlen(text);
     QrBuf b;
     qr_buf_init(&b);
-    pgw_put_value(&b, &v, 1);
+    pgw_put_value(&b, &v, 1, NULL);
     PgwRd r;
     pgw_rd_init(&r, b.data, b.len);
     int32_t len = pgw_rd_i32(&r);
@@ -527,31 +527,31 @@ Test(pgwire_msg, binary_scalars)
     qr_buf_init(&b);
     QrSqlValue v = {.type = QR_SQL_INT8};
     v.u.i = -2;
-    pgw_put_value(&b, &v, 1);
+    pgw_put_value(&b, &v, 1, NULL);
     const uint8_t want8[] = {0, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe};
     cr_assert_eq(b.len, sizeof want8);
     cr_assert(!memcmp(b.data, want8, sizeof want8));
     b.len = 0;
     v.type = QR_SQL_TIMESTAMPTZ;
     v.u.i = 946684800000000LL + 1; /* 2000-01-01 00:00:00.000001 UTC */
-    pgw_put_value(&b, &v, 1);
+    pgw_put_value(&b, &v, 1, NULL);
     const uint8_t want_ts[] = {0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 1};
     cr_assert(!memcmp(b.data, want_ts, sizeof want_ts));
     b.len = 0;
     v.type = QR_SQL_FLOAT8;
     v.u.f = 1.5; /* 0x3FF8000000000000 */
-    pgw_put_value(&b, &v, 1);
+    pgw_put_value(&b, &v, 1, NULL);
     const uint8_t want_f[] = {0, 0, 0, 8, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0};
     cr_assert(!memcmp(b.data, want_f, sizeof want_f));
     b.len = 0;
     v.type = QR_SQL_BOOL;
     v.u.b = true;
-    pgw_put_value(&b, &v, 1);
+    pgw_put_value(&b, &v, 1, NULL);
     const uint8_t want_b[] = {0, 0, 0, 1, 1};
     cr_assert(!memcmp(b.data, want_b, sizeof want_b));
     b.len = 0;
     v.is_null = true;
-    pgw_put_value(&b, &v, 1);
+    pgw_put_value(&b, &v, 1, NULL);
     const uint8_t want_null[] = {0xff, 0xff, 0xff, 0xff};
     cr_assert(!memcmp(b.data, want_null, sizeof want_null));
     qr_buf_free(&b);

@@ -138,3 +138,72 @@ Test(buf, utf8_invalid_at_agrees_with_rfc3629)
     cr_assert_eq(qr_utf8_invalid_at("abcdefghijklmno\xC3", 16), 15, "truncated at the end");
     cr_assert_eq(qr_utf8_invalid_at("a\0b", 3), 3, "NUL is well-formed");
 }
+
+/* Array text: random element lists (quotes, backslashes, braces, commas,
+ * white space, "NULL", empty strings) written element by element and read
+ * back to the same bytes; PostgreSQL's own spellings parse too. */
+Test(buf, array_text_round_trips)
+{
+    static const char alphabet[] = "ab{},\"\\ \tNUL";
+    uint64_t x = 12345;
+    for (int round = 0; round < 2000; round++) {
+        char el[6][8];
+        size_t len[6];
+        int n = (int)(round % 7 == 0 ? 0 : 1 + round % 6);
+        QrBuf b;
+        qr_buf_init(&b);
+        qr_buf_putc(&b, '{');
+        for (int i = 0; i < n; i++) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            len[i] = (size_t)(x >> 60) % 8;
+            for (size_t k = 0; k < len[i]; k++) {
+                x = x * 6364136223846793005ull + 1442695040888963407ull;
+                el[i][k] = alphabet[(x >> 33) % (sizeof alphabet - 1)];
+            }
+            if (round % 11 == 0)
+                memcpy(el[i], "NULL", len[i] = 4);
+            if (i)
+                qr_buf_putc(&b, ',');
+            qr_buf_array_elem(&b, el[i], len[i]);
+        }
+        qr_buf_putc(&b, '}');
+        char out[64];
+        size_t pos = 0, ol;
+        bool null;
+        for (int i = 0; i < n; i++) {
+            cr_assert_eq(qr_array_next((const char *)b.data, b.len, &pos, out, &ol, &null), 1,
+                         "round %d: %.*s", round, (int)b.len, b.data);
+            cr_assert(!null, "a quoted NULL is a string: %.*s", (int)b.len, b.data);
+            cr_assert(ol == len[i] && !memcmp(out, el[i], ol), "round %d element %d of %.*s",
+                      round, i, (int)b.len, b.data);
+        }
+        cr_assert_eq(qr_array_next((const char *)b.data, b.len, &pos, out, &ol, &null), 0);
+        qr_buf_free(&b);
+    }
+    static const struct {
+        const char *text;
+        int n;          /* elements, -1 malformed */
+        const char *second;
+    } cases[] = {{" { a , \"b c\" } ", 2, "b c"}, {"{a,NULL}", 2, NULL}, {"{}", 0, NULL},
+                 {"{a,,b}", -1, NULL}, {"{\"a}", -1, NULL}, {"{a} x", -1, NULL},
+                 {"a,b", -1, NULL}, {"{a\\,b,c\\ }", 2, "c "}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *t = cases[c].text;
+        char out[32];
+        size_t pos = 0, ol;
+        bool null;
+        int got = 0, rc;
+        while ((rc = qr_array_next(t, strlen(t), &pos, out, &ol, &null)) > 0) {
+            got++;
+            if (got == 2 && cases[c].second)
+                cr_assert(ol == strlen(cases[c].second) && !memcmp(out, cases[c].second, ol),
+                          "%s: \"%.*s\"", t, (int)ol, out);
+            if (got == 2 && !cases[c].second && cases[c].n == 2)
+                cr_assert(null, "%s: unquoted NULL", t);
+        }
+        if (cases[c].n < 0)
+            cr_assert_eq(rc, -1, "%s is malformed", t);
+        else
+            cr_assert(rc == 0 && got == cases[c].n, "%s: %d elements, rc %d", t, got, rc);
+    }
+}

@@ -14,6 +14,7 @@
 #include "store/wal.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -624,6 +625,102 @@ Test(wal, batched_mode)
     cr_assert_eq(s.n, 500);
     cr_assert_eq(s.bad, 0);
     cr_assert_eq(st.last_lsn, 3000);
+    drop_dir(dir);
+}
+
+/* Group commit.  Eight committers write under one lock and wait for their
+ * sync outside it.  The sync hook holds the first sync back until every
+ * committer has written, so the others must queue behind it and share the
+ * next sync: two syncs for eight commits (one when they all wrote before
+ * the first sync started).  And each committer, once wal_sync_to returns,
+ * finds its last byte inside what a finished sync covered: what a power
+ * loss keeps. */
+#define GC_THREADS 8
+typedef struct GroupCommit {
+    WalWriter *w;
+    pthread_mutex_t lock;       /* serializes append + write, as a table does */
+    pthread_mutex_t mu;         /* guards the fields below */
+    pthread_cond_t cv;
+    int written;                /* committers that wrote */
+    bool first_held;            /* the first sync was held back */
+    uint64_t synced;            /* bytes covered by the last finished sync */
+    char path[600];
+    int bad;
+} GroupCommit;
+
+static GroupCommit gc;
+
+static void gc_hook(void *arg, const char *path, uint64_t bytes, bool done)
+{
+    (void)arg;
+    pthread_mutex_lock(&gc.mu);
+    if (strcmp(path, gc.path) != 0)
+        gc.bad++;
+    if (!done && !gc.first_held) {
+        gc.first_held = true;
+        while (gc.written < GC_THREADS)
+            pthread_cond_wait(&gc.cv, &gc.mu);
+    }
+    if (done && bytes > gc.synced)
+        gc.synced = bytes;
+    pthread_mutex_unlock(&gc.mu);
+}
+
+static void *gc_committer(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    uint8_t p[64];
+    memset(p, id, sizeof p);
+    QrError err;
+    qr_error_clear(&err);
+    pthread_mutex_lock(&gc.lock);
+    uint64_t end = 0;
+    int rc = wal_append(gc.w, 1, p, sizeof p, NULL, &err);
+    if (rc == QR_OK)
+        rc = wal_write(gc.w, &end, &err);
+    uint64_t my_bytes = file_size(gc.path);
+    pthread_mutex_unlock(&gc.lock);
+    pthread_mutex_lock(&gc.mu);
+    gc.written++;
+    pthread_cond_broadcast(&gc.cv);
+    pthread_mutex_unlock(&gc.mu);
+    if (rc == QR_OK)
+        rc = wal_sync_to(gc.w, end, &err);
+    pthread_mutex_lock(&gc.mu);
+    if (rc != QR_OK || wal_acked_lsn(gc.w) < end || gc.synced < my_bytes)
+        gc.bad++;
+    pthread_mutex_unlock(&gc.mu);
+    return NULL;
+}
+
+Test(wal, group_commit_shares_syncs_and_keeps_the_promise)
+{
+    char *dir = new_dir();
+    QrError err;
+    qr_error_clear(&err);
+    memset(&gc, 0, sizeof gc);
+    pthread_mutex_init(&gc.lock, NULL);
+    pthread_mutex_init(&gc.mu, NULL);
+    pthread_cond_init(&gc.cv, NULL);
+    file_path(gc.path, dir, 1);
+    cr_assert_eq(wal_open(dir, QR_FSYNC_COMMIT, 0, 1, &gc.w, &err), QR_OK, "%s", err.message);
+    uint64_t syncs0 = wal_syncs(gc.w);
+    qr_io_sync_hook_set(gc_hook, NULL);
+    pthread_t th[GC_THREADS];
+    for (int i = 0; i < GC_THREADS; i++)
+        pthread_create(&th[i], NULL, gc_committer, (void *)(intptr_t)i);
+    for (int i = 0; i < GC_THREADS; i++)
+        pthread_join(th[i], NULL);
+    qr_io_sync_hook_set(NULL, NULL);
+    cr_assert_eq(gc.bad, 0, "a commit returned before a sync covered it");
+    uint64_t syncs = wal_syncs(gc.w) - syncs0;
+    cr_assert(syncs >= 1 && syncs <= 2, "%d commits took %" PRIu64 " syncs", GC_THREADS, syncs);
+    cr_assert_eq(wal_acked_lsn(gc.w), GC_THREADS + 1);
+    wal_close(gc.w);
+    Seen s;
+    WalReplayStats st;
+    cr_assert_eq(replay(dir, 1, &s, &st, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(s.n, GC_THREADS);
     drop_dir(dir);
 }
 

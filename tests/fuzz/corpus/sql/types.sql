@@ -1,0 +1,1 @@
+SELECT ARRAY[1, 2][1:2], '{1,NULL}'::int[] || 3, date '2024-01-31' + interval '1 mon', age(timestamp '2024-03-01', ts), '\x0aff'::bytea, gen_random_uuid()::text, '{"a":[1]}'::jsonb #>> '{a,0}', to_char(ts, 'YYYY-MM-DD'), format('%s %L', tag, n) FROM t

@@ -1,0 +1,281 @@
+/*
+ * test_sql_numeric.c — numeric as an exact decimal, against the results
+ * PostgreSQL 15 prints: input forms, + - * / % with PostgreSQL's result
+ * scales (the quotient's from select_div_scale), round / trunc / ceil /
+ * floor half away from zero, numeric(p, s) typmods and their errors, the
+ * special values, and a brute-force model: sums and products of random
+ * decimals checked against exact integer arithmetic on the scaled values.
+ */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_util.h"
+#include "sql_test_env.h"
+#include "sql_test_cells.h"
+#include "query/sql.h"
+
+static Env env;
+
+static void setup(void) { env_open(&env); }
+static void teardown(void) { env_close(&env); }
+
+TestSuite(numeric, .init = setup, .fini = teardown, .timeout = 120);
+
+static QrSqlResult *run(const char *sql) { return tc_run(&env, sql); }
+static void exec_ok(const char *sql) { tc_exec(&env, sql); }
+static void is(const char *sql, const char *want) { tc_is(&env, sql, want); }
+static void fails(const char *sql, const char *state) { tc_fails(&env, sql, state); }
+
+
+static void check_cases(const char *const (*cases)[2], size_t n) { tc_select_each(&env, cases, n); }
+
+Test(numeric, input_and_output_as_postgresql)
+{
+    static const char *const cases[][2] = {
+        {"'12.50'::numeric", "12.50"},       {"' 12.50 '::numeric", "12.50"},
+        {"'1e3'::numeric", "1000"},          {"'1.5e-2'::numeric", "0.015"},
+        {"'-0.00'::numeric", "0.00"},        {"'+007'::numeric", "7"},
+        {"'.5'::numeric", "0.5"},            {"'5.'::numeric", "5"},
+        {"'nan'::numeric", "NaN"},           {"'-Infinity'::numeric", "-Infinity"},
+        {"'123456789012345678901234567890.123456789'::numeric",
+         "123456789012345678901234567890.123456789"},
+        {"2.5::numeric", "2.5"},             {"42::numeric", "42"},
+        {"'2.5'::numeric::int4", "3"},       {"'-2.5'::numeric::int8", "-3"},
+        {"pg_typeof('1'::numeric + 1)", "numeric"},
+        {"pg_typeof('1'::numeric + 1.5)", "numeric"},
+        {"pg_typeof('1'::numeric + 1.5::float8)", "double precision"},
+    };
+    check_cases(cases, sizeof cases / sizeof *cases);
+    fails("SELECT 'abc'::numeric", "22P02");
+    fails("SELECT '1.2.3'::numeric", "22P02");
+    fails("SELECT ''::numeric", "22P02");
+    fails("SELECT '1e'::numeric", "22P02");
+    fails("SELECT '99999999999999999999'::numeric::int8", "22003");
+    fails("SELECT repeat('9', 20001)::numeric", "22003");            /* past 20,000 digits */
+    fails("SELECT repeat('9', 15000)::numeric * repeat('9', 6000)::numeric", "22003");
+    is("SELECT length(repeat('9', 9000)::numeric::text)", "9000");
+}
+
+Test(numeric, arithmetic_keeps_postgresql_scales)
+{
+    static const char *const cases[][2] = {
+        {"'0.1'::numeric + '0.2'::numeric", "0.3"},
+        {"'1.10'::numeric + 2", "3.10"},
+        {"'1.10'::numeric - '1.1'::numeric", "0.00"},
+        {"'1.5'::numeric * '2.25'::numeric", "3.375"},
+        {"'0.10'::numeric * '0.10'::numeric", "0.0100"},
+        {"10::numeric / 4", "2.5000000000000000"},
+        {"1::numeric / 3", "0.33333333333333333333"},
+        {"2::numeric / 3", "0.66666666666666666667"},
+        {"3::numeric / 3", "1.00000000000000000000"},
+        {"'12.5'::numeric / 3", "4.1666666666666667"},
+        {"'1'::numeric / '0.0003'::numeric", "3333.3333333333333333"},
+        {"'123456789012345678901234567890'::numeric * 10", "1234567890123456789012345678900"},
+        {"'99999999999999999999'::numeric + 1", "100000000000000000000"},
+        {"'-7.5'::numeric % 2", "-1.5"},
+        {"7::numeric % -3", "1"},
+        {"-('1.50'::numeric)", "-1.50"},
+        {"'NaN'::numeric + 1", "NaN"},
+        {"'Infinity'::numeric - 'Infinity'::numeric", "NaN"},
+        {"'Infinity'::numeric * -1", "-Infinity"},
+        {"1::numeric / 'Infinity'::numeric", "0"},
+        {"'NaN'::numeric > 'Infinity'::numeric", "t"},
+        {"'1.0'::numeric = 1", "t"},
+        {"'0.30'::numeric = '0.1'::numeric + '0.2'::numeric", "t"},
+        {"'-1'::numeric < '-0.5'::numeric", "t"},
+    };
+    check_cases(cases, sizeof cases / sizeof *cases);
+    fails("SELECT 1::numeric / 0", "22012");
+    fails("SELECT '1.5'::numeric % 0", "22012");
+}
+
+Test(numeric, round_trunc_ceil_floor)
+{
+    static const char *const cases[][2] = {
+        {"round('2.5'::numeric)", "3"},          {"round('-2.5'::numeric)", "-3"},
+        {"round('1234.5678'::numeric, 2)", "1234.57"},
+        {"round('1234.5678'::numeric, -2)", "1200"},
+        {"round('9.995'::numeric, 2)", "10.00"}, {"round(5)", "5"},
+        {"round(5, 2)", "5.00"},                 {"pg_typeof(round(5))", "numeric"},
+        {"trunc('1234.5678'::numeric, 2)", "1234.56"},
+        {"trunc('-1.99'::numeric)", "-1"},       {"ceil('-1.5'::numeric)", "-1"},
+        {"floor('-1.5'::numeric)", "-2"},        {"ceil('1.1'::numeric)", "2"},
+        {"floor('7'::numeric)", "7"},            {"abs('-3.50'::numeric)", "3.50"},
+        {"round(2.5::float8)", "3"},             {"pg_typeof(round(2.5::float8))", "double precision"},
+    };
+    check_cases(cases, sizeof cases / sizeof *cases);
+}
+
+Test(numeric, typmods_round_and_overflow_as_postgresql)
+{
+    static const char *const cases[][2] = {
+        {"'1.5'::numeric(5,2)", "1.50"},
+        {"'123.456'::numeric(5,1)", "123.5"},
+        {"'0.005'::numeric(3,2)", "0.01"},
+        {"'-0.004'::numeric(3,2)", "0.00"},
+        {"'1e-3'::numeric(2)", "0"},
+        {"'NaN'::numeric(3)", "NaN"},
+        {"'99.994'::numeric(4,2)", "99.99"},
+    };
+    check_cases(cases, sizeof cases / sizeof *cases);
+    fails("SELECT '99.995'::numeric(4,2)", "22003");   /* rounds to 100.00 */
+    fails("SELECT '1'::numeric(2,2)", "22003");
+    fails("SELECT 'Infinity'::numeric(3)", "22003");
+    fails("SELECT 1::numeric(0)", "22023");
+    fails("SELECT 1::numeric(3,4)", "22023");
+    fails("SELECT 1::numeric(1001)", "22023");
+    /* the typmod applies to non-constant values too */
+    is("SELECT x::numeric(6,3) FROM (SELECT '12.5'::numeric AS x) s", "12.500");
+    fails("SELECT x::numeric(2,1) FROM (SELECT '12.5'::numeric AS x) s", "22003");
+}
+
+/* v / 10^scale as a decimal with exactly `scale` fraction digits. */
+static void scaled(char *buf, size_t n, int64_t v, int scale)
+{
+    int64_t p = scale == 4 ? 10000 : 100;
+    uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    snprintf(buf, n, "%s%" PRIu64 ".%0*" PRIu64, v < 0 ? "-" : "", m / (uint64_t)p, scale,
+             m % (uint64_t)p);
+}
+
+/* Sums, products and remainders of random decimals against exact integer
+ * arithmetic on their scaled values (all fit in int64 at scale 4). */
+Test(numeric, arithmetic_agrees_with_a_scaled_integer_model)
+{
+    srand(15);
+    for (int i = 0; i < 300; i++) {
+        int64_t a = (int64_t)(rand() % 2000001) - 1000000; /* a / 100 */
+        int64_t b = (int64_t)(rand() % 2000001) - 1000000;
+        char as[32], bs[32], q[256], want[64];
+        scaled(as, sizeof as, a, 2);
+        scaled(bs, sizeof bs, b, 2);
+        snprintf(q, sizeof q, "SELECT '%s'::numeric + '%s'::numeric", as, bs);
+        scaled(want, sizeof want, a + b, 2);
+        is(q, want);
+        snprintf(q, sizeof q, "SELECT '%s'::numeric * '%s'::numeric", as, bs);
+        scaled(want, sizeof want, a * b, 4);
+        is(q, want);
+        if (b != 0) { /* a % b: the dividend's sign, scale 2 */
+            snprintf(q, sizeof q, "SELECT '%s'::numeric %% '%s'::numeric", as, bs);
+            scaled(want, sizeof want, a % b, 2);
+            is(q, want);
+        }
+    }
+}
+
+Test(numeric, numeric_columns_compute_exactly)
+{
+    exec_ok("CREATE TABLE prices (id int PRIMARY KEY, amount numeric, qty int)");
+    exec_ok("INSERT INTO prices VALUES (1, 0.1, 3), (2, 0.2, 1), (3, 12.5, 2)");
+    is("SELECT amount * qty FROM prices WHERE id = 1", "0.3");
+    is("SELECT amount + 0.2::numeric FROM prices WHERE id = 1", "0.3");
+    is("SELECT -amount FROM prices WHERE id = 3", "-12.5");
+    is("SELECT amount / 3 FROM prices WHERE id = 3", "4.1666666666666667");
+    is("SELECT pg_typeof(amount * qty) FROM prices WHERE id = 1", "numeric");
+    is("SELECT sum(amount) FROM prices", "12.8");
+    is("SELECT pg_typeof(sum(amount)) FROM prices", "numeric");
+    is("SELECT avg(amount) FROM prices WHERE id < 3", "0.15000000000000000000");
+    is("SELECT id FROM prices ORDER BY amount DESC LIMIT 1", "3");
+    /* a decimal literal beside a numeric is numeric, with its written scale */
+    is("SELECT amount * 1.10 FROM prices WHERE id = 3", "13.750");
+    is("SELECT amount * 1.1 FROM prices WHERE id = 1", "0.11");
+    is("SELECT amount - -0.05 FROM prices WHERE id = 2", "0.25");
+    is("SELECT pg_typeof(amount * 1.5) FROM prices WHERE id = 1", "numeric");
+    is("SELECT 1.50::numeric", "1.50");
+    is("SELECT 0.1 + 0.2", "0.3");                  /* literals with each other */
+    is("SELECT 2.5 * 2", "5.0");
+    is("SELECT pg_typeof(1.5 * 2)", "numeric");
+    is("SELECT pg_typeof(1.5 * 2::float8)", "double precision"); /* beside a float */
+}
+
+Test(numeric, typmod_columns_round_check_and_describe)
+{
+    exec_ok("CREATE TABLE money (id int PRIMARY KEY, p numeric(10,2), q numeric)");
+    exec_ok("INSERT INTO money VALUES (1, 12.5, 12.5), (2, '3.14159', 3.14159), (3, NULL, -0.5)");
+    is("SELECT p FROM money WHERE id = 1", "12.50");  /* the declared scale */
+    is("SELECT q FROM money WHERE id = 1", "12.5");
+    is("SELECT (SELECT p FROM money m WHERE id = 1) FROM money WHERE id = 1", "12.50");
+    QrSqlResult *star = run("SELECT * FROM money WHERE id = 1");
+    QrBuf sb;
+    qr_buf_init(&sb);
+    qr_sql_value_text(&star->vals[1], &sb);
+    cr_expect(sb.len == 5 && !memcmp(sb.data, "12.50", 5), "SELECT *: %.*s", (int)sb.len,
+              (const char *)sb.data);
+    qr_buf_free(&sb);
+    qr_sql_result_free(star);
+    is("UPDATE money SET q = 12.5 WHERE id = 1 RETURNING p", "12.50");
+    is("SELECT p FROM money WHERE id = 2", "3.14");   /* rounded on the way in */
+    is("SELECT p + q FROM money WHERE id = 2", "6.28159");
+    fails("INSERT INTO money VALUES (4, 123456789.5, 1)", "22003");
+    fails("UPDATE money SET p = 1e9 WHERE id = 1", "22003");
+    exec_ok("UPDATE money SET p = p * 3 WHERE id = 2");
+    is("SELECT p FROM money WHERE id = 2", "9.42");
+    is("SELECT sum(p) FROM money", "21.92");
+    is("SELECT sum(p) FROM money WHERE id = 1", "12.50"); /* the column's scale */
+    is("SELECT avg(p) FROM money WHERE id = 1", "12.5000000000000000");
+    is("SELECT sum(q) FROM money WHERE id = 1", "12.5");
+    is("SELECT count(*) FROM money WHERE p > '9.415'::numeric", "2");
+    is("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+       "WHERE attrelid = 'money'::regclass AND attname = 'p'", "numeric(10,2)");
+    is("SELECT numeric_precision || ',' || numeric_scale FROM information_schema.columns "
+       "WHERE table_name = 'money' AND column_name = 'p'", "10,2");
+    /* the result column's typmod, as RowDescription carries it */
+    QrSqlResult *r = run("SELECT p, q, q::numeric(5,1) FROM money WHERE id = 1");
+    cr_expect_eq(r->cols[0].typmod, (10 << 16 | 2) + 4);
+    cr_expect_eq(r->cols[1].typmod, -1);
+    cr_expect_eq(r->cols[2].typmod, (5 << 16 | 1) + 4);
+    qr_sql_result_free(r);
+    fails("CREATE TABLE bad (id int PRIMARY KEY, p numeric(2,3))", "22023");
+}
+
+/* The examples of PostgreSQL's documentation (Table 9.29, to_char), between
+ * brackets so the padding counts. */
+Test(numeric, to_char_of_numbers_as_postgresql)
+{
+    static const char *const cases[][2] = {
+        {"'[' || to_char(-0.1, '99.99') || ']'", "[  -.10]"},
+        {"'[' || to_char(-0.1, 'FM9.99') || ']'", "[-.1]"},
+        {"'[' || to_char(-0.1, 'FM90.99') || ']'", "[-0.1]"},
+        {"'[' || to_char(0.1, '0.9') || ']'", "[ 0.1]"},
+        {"'[' || to_char(12, '9990999.9') || ']'", "[    0012.0]"},
+        {"'[' || to_char(12, 'FM9990999.9') || ']'", "[0012.]"},
+        {"'[' || to_char(485, '999') || ']'", "[ 485]"},
+        {"'[' || to_char(-485, '999') || ']'", "[-485]"},
+        {"'[' || to_char(485, '9 9 9') || ']'", "[ 4 8 5]"},
+        {"'[' || to_char(1485, '9,999') || ']'", "[ 1,485]"},
+        {"'[' || to_char(1485, '9G999') || ']'", "[ 1,485]"},
+        {"'[' || to_char(148.5, '999.999') || ']'", "[ 148.500]"},
+        {"'[' || to_char(148.5, 'FM999.999') || ']'", "[148.5]"},
+        {"'[' || to_char(148.5, 'FM999.990') || ']'", "[148.500]"},
+        {"'[' || to_char(148.5, '999D999') || ']'", "[ 148.500]"},
+        {"'[' || to_char(3148.5, '9G999D999') || ']'", "[ 3,148.500]"},
+        {"'[' || to_char(-485, '999S') || ']'", "[485-]"},
+        {"'[' || to_char(-485, '999MI') || ']'", "[485-]"},
+        {"'[' || to_char(485, '999MI') || ']'", "[485 ]"},
+        {"'[' || to_char(485, 'FM999MI') || ']'", "[485]"},
+        {"'[' || to_char(485, 'SG999') || ']'", "[+485]"},
+        {"'[' || to_char(-485, 'SG999') || ']'", "[-485]"},
+        {"'[' || to_char(-485, '9SG99') || ']'", "[4-85]"},
+        {"'[' || to_char(-485, '999PR') || ']'", "[<485>]"},
+        {"'[' || to_char(485, '\"Good number:\"999') || ']'", "[Good number: 485]"},
+        {"'[' || to_char(485.8, '\"Pre:\"999\" Post:\" .999') || ']'", "[Pre: 485 Post: .800]"},
+        {"'[' || to_char(12, '99V999') || ']'", "[ 12000]"},
+        {"'[' || to_char(12.4, '99V999') || ']'", "[ 12400]"},
+        {"'[' || to_char(12.45, '99V9') || ']'", "[ 125]"},
+        /* exact numerics, rounding half away from zero, overflow as # */
+        {"to_char('1234567.891'::numeric, 'FM9,999,999.00')", "1,234,567.89"},
+        {"to_char('0.125'::numeric, 'FM0.00')", "0.13"},
+        {"'[' || to_char(1234, '99') || ']'", "[ ##]"},
+        {"'[' || to_char(1234.5, '99.9') || ']'", "[ ##.#]"},
+    };
+    check_cases(cases, sizeof cases / sizeof *cases);
+    fails("SELECT to_char(1, '9.9.9')", "42601");
+    fails("SELECT to_char(12, '9V9.9')", "42601");
+    fails("SELECT to_char(1, '9EEEE')", "0A000");
+    fails("SELECT to_char(1, 'RN')", "0A000");
+    fails("SELECT to_char(1, 'SG999PR')", "42601");
+    fails("SELECT to_char(1, 'S999S')", "42601");
+}
