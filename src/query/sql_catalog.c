@@ -1939,7 +1939,9 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
         if (t) {
             QrTableStats st;
             qr_table_stats(t, &st);
-            *out = sqlv_int((int64_t)st.disk_bytes);
+            /* segment files and the WAL (which alone holds small recent
+             * commits: their segments live in memory until flushed) */
+            *out = sqlv_int((int64_t)(st.disk_bytes + st.wal_bytes));
         }
     } else if (!strcmp(name, "pg_database_size")) {
         CatTables ts;
@@ -1948,7 +1950,7 @@ int sqlcat_func_call(SqlCtx *cx, const char *schema, const char *name, int n_arg
             for (int i = 0; i < ts.n; i++) {
                 QrTableStats st;
                 qr_table_stats(ts.t[i], &st);
-                total += (int64_t)st.disk_bytes;
+                total += (int64_t)(st.disk_bytes + st.wal_bytes);
             }
         tables_free(&ts);
         *out = sqlv_int(total);

@@ -1706,6 +1706,23 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
                : !strcmp(name, "regnamespace") ? 'n'
                : !strcmp(name, "regproc") || !strcmp(name, "regprocedure") ? 'p'
                : !strcmp(name, "regrole") ? 'r' : 0;
+    if (reg && sqlj_get(tn, "arrayBounds")) {
+        /* ::regtype[] (psql, pgcli on pg_proc's argument types): the oids
+         * as an oid[] (their names are not looked up) */
+        SqlExpr *a, *e;
+        int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
+        if (rc)
+            return rc;
+        coerce_unknown(b, a, QR_SQL_TEXT);
+        if (!(e = new_expr(b, SE_CAST, loc)) || set_args(b, e, 1))
+            return b->cx->err->code;
+        e->args[0] = a;
+        e->type = QR_SQL_ARRAY_OF(QR_SQL_OID);
+        e->op = 'V';
+        e->name = name;
+        *out = e;
+        return QR_OK;
+    }
     if (reg) {
         SqlExpr *a, *e;
         int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
@@ -3392,6 +3409,31 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
     case SE_CAST:
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
+        if (e->op == 'V') { /* ::regtype[] and kin of an oid list: oid[] */
+            if (a.is_null || QR_SQL_IS_ARRAY(a.type) || !sqlt_is_str(a.type))
+                return sqlv_cast(cx, &a, QR_SQL_ARRAY_OF(QR_SQL_OID), e->loc, out);
+            /* an oidvector's text ("23 25") as an array literal */
+            QrBuf lb;
+            qr_buf_init(&lb);
+            bool brace = a.u.s.n && a.u.s.s[0] == '{';
+            if (!brace)
+                qr_buf_putc(&lb, '{');
+            for (size_t i = 0; i < a.u.s.n; i++)
+                qr_buf_putc(&lb, !brace && a.u.s.s[i] == ' ' && i + 1 < a.u.s.n ? ',' : a.u.s.s[i]);
+            if (!brace)
+                qr_buf_putc(&lb, '}');
+            if (!qr_buf_ok(&lb)) {
+                qr_buf_free(&lb);
+                return sql_err_at(cx, e->loc, QR_ENOMEM, NULL, "out of memory");
+            }
+            char *lit = qr_arena_strndup(cx->arena, (const char *)lb.data, lb.len);
+            size_t ln = lb.len;
+            qr_buf_free(&lb);
+            if (!lit)
+                return sql_err_at(cx, e->loc, QR_ENOMEM, NULL, "out of memory");
+            SqlValue t = sqlv_text(lit, ln);
+            return sqlv_cast(cx, &t, QR_SQL_ARRAY_OF(QR_SQL_OID), e->loc, out);
+        }
         if (e->op == 'p') /* regproc: a function's name */
             return sqlcat_reg_proc(cx, &a, e->loc, out);
         if (e->op == 'c' || e->op == 't' || e->op == 'n' || e->op == 'p' || e->op == 'r') {
