@@ -754,7 +754,10 @@ Test(sql, btree_path_after_create_index)
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         explain_path(cases[i].q, path, sizeof path);
-        cr_assert_str_eq(path, "btree", "%s: planner chose %s", cases[i].q, path);
+        /* a common word beside the filters: its postings are read whole on
+         * the B-tree path, advanced into the column bitmap on the scan path */
+        const char *want = strstr(cases[i].q, "@@") ? "scan" : "btree";
+        cr_assert_str_eq(path, want, "%s: planner chose %s", cases[i].q, path);
         same_answer(cases[i].q, cases[i].want);
     }
     /* counts (B-tree subtree counts, or the filter's bitmap) agree with the
