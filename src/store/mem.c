@@ -5,6 +5,7 @@
  */
 #include "store/mem.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,6 +160,28 @@ static bool budgeted(const QrArena *a) { return a->cap || (a->budget && a->budge
  * a statement that fits. */
 #define ARENA_MAX_GROWN (1u << 20)
 
+/* Blocks of the grown size that statements gave back, kept for the next
+ * one (a few, process-wide): each fresh block is a mapping whose pages
+ * fault in one by one, and a statement collecting many rows took a fifth
+ * of its time in the kernel mapping and unmapping them.  Bounded, so the
+ * memory of a large statement still goes back to the system. */
+#define ARENA_CACHE_MAX 8
+static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
+static ArenaBlock *cache_head;
+static int cache_n;
+
+static ArenaBlock *cache_pop(void)
+{
+    pthread_mutex_lock(&cache_mu);
+    ArenaBlock *b = cache_head;
+    if (b) {
+        cache_head = b->next;
+        cache_n--;
+    }
+    pthread_mutex_unlock(&cache_mu);
+    return b;
+}
+
 /* Free one block, giving its bytes back to the budget. */
 static void block_free(QrArena *a, ArenaBlock *b)
 {
@@ -166,6 +189,18 @@ static void block_free(QrArena *a, ArenaBlock *b)
         return;
     if (budgeted(a))
         qr_mem_budget_give(ARENA_HDR + b->size);
+    if (b->size == ARENA_MAX_GROWN) {
+        pthread_mutex_lock(&cache_mu);
+        bool kept = cache_n < ARENA_CACHE_MAX;
+        if (kept) {
+            b->next = cache_head;
+            cache_head = b;
+            cache_n++;
+        }
+        pthread_mutex_unlock(&cache_mu);
+        if (kept)
+            return;
+    }
     qr_free(b);
 }
 
@@ -251,7 +286,9 @@ void *qr_arena_alloc(QrArena *a, size_t n)
     ArenaBlock *b = a->head;
     if (!b || b->size - b->used < n) {
         size_t sz = ARENA_MIN_BLOCK;
-        if (b && b->size * 2 > sz && b->size < ARENA_MAX_GROWN)
+        if (b && b->size >= ARENA_MAX_GROWN)
+            sz = ARENA_MAX_GROWN; /* grown: stay there */
+        else if (b && b->size * 2 > sz)
             sz = b->size * 2;
         if (sz < n)
             sz = n;
@@ -270,7 +307,9 @@ void *qr_arena_alloc(QrArena *a, size_t n)
                 }
                 return NULL;
             }
-            nb = qr_malloc(ARENA_HDR + sz);
+            nb = sz == ARENA_MAX_GROWN ? cache_pop() : NULL;
+            if (!nb)
+                nb = qr_malloc(ARENA_HDR + sz);
             if (!nb) {
                 if (bud)
                     qr_mem_budget_give(ARENA_HDR + sz);
