@@ -100,6 +100,7 @@ typedef struct ColBlock {
 struct Column {
     const uint8_t *data;  /* borrows the blob */
     size_t len;
+    uint64_t data_off;    /* where the block data section starts */
     char name[96];        /* for messages */
     QrColType type;
     uint8_t flags;        /* COL_HDR_* */

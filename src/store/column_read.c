@@ -127,6 +127,14 @@ static int parse_dict(Column *c, const uint8_t *p, uint64_t len, QrError *err)
     return QR_OK;
 }
 
+static bool zeros(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i])
+            return false;
+    return true;
+}
+
 static int parse_block(Column *c, uint32_t b, const uint8_t *e, const uint8_t *data,
                        uint64_t data_len, QrError *err)
 {
@@ -241,6 +249,12 @@ Column *col_open(const uint8_t *data, size_t len, const char *name, QrError *err
                     (unsigned long long)dao, (unsigned long long)dal, len);
         return NULL;
     }
+    /* the padding between sections is zero: no byte goes unchecked */
+    if (!zeros(data + so + sl, dco - (so + sl)) || !zeros(data + dco + dcl, dio - (dco + dcl)) ||
+        !zeros(data + dio + dil, dao - (dio + dil))) {
+        col_corrupt(err, &tmp, -1, "non-zero bytes between sections");
+        return NULL;
+    }
     crc = qr_crc32c(crc, data + so, sl);
     crc = qr_crc32c(crc, data + dco, dcl);
     crc = qr_crc32c(crc, data + dio, dil);
@@ -258,6 +272,7 @@ Column *col_open(const uint8_t *data, size_t len, const char *name, QrError *err
     *c = tmp;
     c->data = data;
     c->len = len;
+    c->data_off = dao;
     c->hll = qr_calloc(COL_HLL_REGS, 1);
     c->blocks = qr_calloc(c->n_blocks ? c->n_blocks : 1, sizeof *c->blocks);
     if (!c->hll || !c->blocks) {
@@ -644,6 +659,22 @@ int col_verify(const Column *c, QrError *err)
     for (uint32_t b = 0; b < c->n_blocks; b++)
         if (verify_block(c, b, &prev, &have_prev, err))
             return QR_ECORRUPT;
+    /* the data section's bytes outside every block (alignment) are zero,
+     * when the blocks lie in order as the writer puts them */
+    const uint8_t *at = c->data + c->data_off;
+    bool in_order = true;
+    for (uint32_t b = 0; b < c->n_blocks && in_order; b++) {
+        const ColBlock *bk = &c->blocks[b];
+        if (!bk->data_len)
+            continue;
+        in_order = bk->data >= at;
+        if (in_order && !zeros(at, (size_t)(bk->data - at)))
+            return col_corrupt(err, c, b, "non-zero bytes before the block's data");
+        if (in_order)
+            at = bk->data + bk->data_len;
+    }
+    if (in_order && !zeros(at, (size_t)(c->data + c->len - at)))
+        return col_corrupt(err, c, -1, "non-zero bytes after the last block");
     const uint8_t *ps = NULL;
     size_t pn = 0;
     for (uint32_t code = 0; code < c->n_dict; code++) {
