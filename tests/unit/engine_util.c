@@ -279,6 +279,28 @@ char *eu_tmpdir(const char *tag)
 
 void eu_rmtree(const char *path) { qr_remove_tree(path, NULL); }
 
+#define EU_TRACKED_MAX 16
+static char *tracked[EU_TRACKED_MAX];
+static int n_tracked;
+
+char *eu_tmpdir_tracked(const char *tag)
+{
+    cr_assert_lt(n_tracked, EU_TRACKED_MAX, "more than %d tracked temporary directories",
+                 EU_TRACKED_MAX);
+    return tracked[n_tracked++] = eu_tmpdir(tag);
+}
+
+void eu_tmpdirs_cleanup(void)
+{
+    for (int i = 0; i < n_tracked; i++) {
+        eu_rmtree(tracked[i]);
+        free(tracked[i]);
+    }
+    n_tracked = 0;
+}
+
+void eu_quiet(void) { qr_log_set_level(QR_LOG_ERROR); }
+
 void eu_copy_tree(const char *src, const char *dst)
 {
     mkdir(dst, 0755);

@@ -85,6 +85,12 @@ uint64_t eu_clock_reads(void);
 /* A fresh directory (under $TMPDIR, else /dev/shm, else /tmp); malloc'd. */
 char *eu_tmpdir(const char *tag);
 void eu_rmtree(const char *path);
+/* A temporary directory removed (and freed) by eu_tmpdirs_cleanup, which a
+ * test suite names as its .fini; eu_quiet is the matching .init (errors
+ * only in the log). */
+char *eu_tmpdir_tracked(const char *tag);
+void eu_tmpdirs_cleanup(void);
+void eu_quiet(void);
 /* Recursive copy of a directory of regular files (a "crash image"). */
 void eu_copy_tree(const char *src, const char *dst);
 /* Newest (highest-named) WAL file of a table directory, malloc'd, or NULL. */

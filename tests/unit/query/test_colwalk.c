@@ -25,20 +25,7 @@
 #include "store/docstore.h"
 #include "store/util.h"
 
-static char *dirs[2];
-static int n_dirs;
-
-static void quiet(void) { qr_log_set_level(QR_LOG_ERROR); }
-static void cleanup(void)
-{
-    for (int i = 0; i < n_dirs; i++) {
-        eu_rmtree(dirs[i]);
-        free(dirs[i]);
-    }
-    n_dirs = 0;
-}
-
-TestSuite(colwalk, .init = quiet, .fini = cleanup);
+TestSuite(colwalk, .init = eu_quiet, .fini = eu_tmpdirs_cleanup);
 
 enum { F_BODY, F_N, F_SEQ, F_PRICE, F_TS, F_CAT, F_LATE, N_FIELDS };
 static const char *fnames[] = {"body", "n", "seq", "price", "ts", "cat", "late"};
@@ -92,8 +79,7 @@ static void put_docs(Env *e, uint64_t *rng, int n, int64_t space, bool late)
 static void env_open(Env *e, uint64_t *rng)
 {
     memset(e, 0, sizeof *e);
-    char *dir = eu_tmpdir("colwalk");
-    dirs[n_dirs++] = dir;
+    char *dir = eu_tmpdir_tracked("colwalk");
     QrDbOpts o;
     qr_db_opts_default(&o);
     o.background_merge = false;

@@ -24,20 +24,7 @@
 #include "store/docstore.h"
 #include "store/util.h"
 
-static char *dirs[2];
-static int n_dirs;
-
-static void quiet(void) { qr_log_set_level(QR_LOG_ERROR); }
-static void cleanup(void)
-{
-    for (int i = 0; i < n_dirs; i++) {
-        eu_rmtree(dirs[i]);
-        free(dirs[i]);
-    }
-    n_dirs = 0;
-}
-
-TestSuite(facets, .init = quiet, .fini = cleanup);
+TestSuite(facets, .init = eu_quiet, .fini = eu_tmpdirs_cleanup);
 
 static const char *words[] = {"river", "stone", "hydro", "power"};
 static const char *cats[] = {"alpha", "beta", "gamma", "delta", ""};
@@ -94,8 +81,7 @@ static char *random_doc(uint64_t *rng, int64_t id)
 static void env_open(Env *e)
 {
     memset(e, 0, sizeof *e);
-    char *dir = eu_tmpdir("facets");
-    dirs[n_dirs++] = dir;
+    char *dir = eu_tmpdir_tracked("facets");
     QrDbOpts o;
     qr_db_opts_default(&o);
     o.background_merge = false;

@@ -28,20 +28,7 @@
 #include "store/docstore.h"
 #include "store/util.h"
 
-static char *dirs[4];
-static int n_dirs;
-
-static void quiet(void) { qr_log_set_level(QR_LOG_ERROR); }
-static void cleanup(void)
-{
-    for (int i = 0; i < n_dirs; i++) {
-        eu_rmtree(dirs[i]);
-        free(dirs[i]);
-    }
-    n_dirs = 0;
-}
-
-TestSuite(filter, .init = quiet, .fini = cleanup);
+TestSuite(filter, .init = eu_quiet, .fini = eu_tmpdirs_cleanup);
 
 /* ---- the table ---- */
 
@@ -63,8 +50,7 @@ typedef struct Env {
 
 static void env_open(Env *e, const char *tag)
 {
-    char *dir = eu_tmpdir(tag);
-    dirs[n_dirs++] = dir;
+    char *dir = eu_tmpdir_tracked(tag);
     QrDbOpts o;
     qr_db_opts_default(&o);
     o.background_merge = false;
