@@ -116,42 +116,45 @@ static int set_interval(HttpReq *r, QrFacetReq *f, double x)
     return QR_OK;
 }
 
-/* Room for n percents / ranges of the facet just added (index fs->n - 1). */
-static double *pct_room(HttpReq *r, HttpFacets *fs, int n)
+/* n zeroed elements of `size` bytes for the facet just added (index
+ * fs->n - 1): its percents or its ranges, at most `max` ("takes 1 to max
+ * <what>"); owned through fs, NULL with the answer sent on failure. */
+static void *facet_room(HttpReq *r, HttpFacets *fs, int n, int max, size_t size,
+                        const char *kind, const char *what)
 {
     QrFacetReq *f = &fs->reqs[fs->n - 1];
-    if (n < 1 || n > QR_FACET_MAX_PERCENTS) {
-        http_error(r, QR_EINVAL, "percentiles facet on \"%.60s\" takes 1 to %d percents", f->field,
-                   QR_FACET_MAX_PERCENTS);
+    if (n < 1 || n > max) {
+        http_error(r, QR_EINVAL, "%s facet on \"%.60s\" takes 1 to %d %s", kind, f->field, max,
+                   what);
         return NULL;
     }
-    double *p = qr_calloc((size_t)n, sizeof *p);
-    if (!p) {
+    void *p = qr_calloc((size_t)n, size);
+    if (!p)
         http_error(r, QR_ENOMEM, "out of memory");
-        return NULL;
-    }
-    fs->pcts[fs->n - 1] = p;
-    f->percents = p;
-    f->n_percents = n;
     return p;
 }
 
+/* Room for n percents of the facet just added. */
+static double *pct_room(HttpReq *r, HttpFacets *fs, int n)
+{
+    double *p = facet_room(r, fs, n, QR_FACET_MAX_PERCENTS, sizeof *p, "percentiles", "percents");
+    if (p) {
+        fs->pcts[fs->n - 1] = p;
+        fs->reqs[fs->n - 1].percents = p;
+        fs->reqs[fs->n - 1].n_percents = n;
+    }
+    return p;
+}
+
+/* Room for n ranges of the facet just added. */
 static QrFacetRange *range_room(HttpReq *r, HttpFacets *fs, int n)
 {
-    QrFacetReq *f = &fs->reqs[fs->n - 1];
-    if (n < 1 || n > QR_FACET_MAX_RANGES) {
-        http_error(r, QR_EINVAL, "range facet on \"%.60s\" takes 1 to %d ranges", f->field,
-                   QR_FACET_MAX_RANGES);
-        return NULL;
+    QrFacetRange *rg = facet_room(r, fs, n, QR_FACET_MAX_RANGES, sizeof *rg, "range", "ranges");
+    if (rg) {
+        fs->ranges[fs->n - 1] = rg;
+        fs->reqs[fs->n - 1].ranges = rg;
+        fs->reqs[fs->n - 1].n_ranges = n;
     }
-    QrFacetRange *rg = qr_calloc((size_t)n, sizeof *rg);
-    if (!rg) {
-        http_error(r, QR_ENOMEM, "out of memory");
-        return NULL;
-    }
-    fs->ranges[fs->n - 1] = rg;
-    f->ranges = rg;
-    f->n_ranges = n;
     return rg;
 }
 
