@@ -546,6 +546,7 @@ static int agg_def(SqlBind *b, const cJSON *fc, SqlAggKind kind, const char *fna
     if (window && (kind == SA_PCT_CONT || kind == SA_PCT_DISC))
         return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
                           "OVER is not supported for ordered-set aggregate %s", fname);
+    /* an aggregate over a window: PostgreSQL 15's own 0A000 refusals */
     if (window && sqlj_bool(fc, "agg_distinct"))
         return sql_err_at(b->cx, loc, QR_EUNSUPPORTED, "0A000",
                           "DISTINCT is not implemented for window functions");

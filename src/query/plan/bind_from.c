@@ -860,6 +860,9 @@ static int bind_recursive(SqlCtx *cx, SqlCteDef *d, const cJSON *cte, const cJSO
         return sql_err_at(cx, loc, QR_EINVAL, "42P19",
                           "recursive query \"%s\" does not have the form non-recursive-term UNION [ALL] "
                           "recursive-term", d->name);
+    /* PostgreSQL refuses these three with the same 0A000 words (parse_cte.c):
+     * a recursive term's order and limit have no meaning per iteration, so
+     * they are parity with PostgreSQL, not a gap of Quarry's */
     if (sqlj_get(body, "sortClause"))
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "ORDER BY in a recursive query is not implemented");
     if (sqlj_get(body, "limitCount"))

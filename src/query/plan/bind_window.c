@@ -528,6 +528,8 @@ int sql_bind_window_call(SqlBind *b, const cJSON *fc, const char *lname, int loc
         nargs = f->agg->kind == SA_COUNT_STAR ? 0 : nargs;
     } else {
         f->kind = WINFNS[k].kind;
+        /* PostgreSQL 15 refuses these three with the same 0A000 words
+         * (parse_func.c): clients see what PostgreSQL would answer */
         if (sqlj_get(fc, "agg_filter"))
             return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
                               "FILTER is not implemented for non-aggregate window functions");
