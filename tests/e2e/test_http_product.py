@@ -187,6 +187,18 @@ def test_facets(srv):
     check(st == 200 and st2 == 200 and a["facets"] == b["facets"],
           "GET facets equal POST facets: %s %s / %s %s" % (st, a, st2, b))
 
+    # too many or no percents / ranges: 400 naming the limit, in both forms
+    for facet, words in (({"type": "percentiles", "field": "views", "percents": []}, "percents"),
+                         ({"type": "range", "field": "views", "ranges": []}, "ranges")):
+        st, res = srv.call("POST", "/tables/p/search", {"q": "apple", "facets": [facet]})
+        msg = res.get("error", {}).get("message", "") if isinstance(res, dict) else ""
+        check(st == 400 and ("takes 1 to" in msg and words in msg),
+              "empty %s refused: %s %s" % (words, st, res))
+    st, res = srv.call("GET", "/tables/p/search?q=apple&facets=percentiles:views:" +
+                       "|".join(["50"] * 200))
+    msg = res.get("error", {}).get("message", "") if isinstance(res, dict) else ""
+    check(st == 400 and "takes 1 to" in msg, "200 percents refused: %s %s" % (st, res))
+
     # a keyword list is refused where one value is needed, and stored as sent
     st, res = srv.call("PUT", "/tables/p/documents/9999", {"body": "x", "tags": ["a", 1]})
     check(st in (400, 422) and "tags" in json.dumps(res), "list with a number: %s %s" % (st, res))
