@@ -4,7 +4,8 @@
 acknowledged = committed, while one client runs ranked searches.
 
   bench/write_storm.py [--writers 1,8,32] [--seconds 10] [--proto http,pg]
-                       [--fsync commit|batched|off] [--preload 20000] [--out FILE]
+                       [--fsync commit|batched|off] [--preload 20000]
+                       [--search-rate 0|N] [--out FILE]
 
 Per protocol and writer count it reports the acknowledged writes per second, the writers'
 p50/p99 latency, the p99 of the concurrent ranked searches, and the peak segment count of
@@ -107,13 +108,24 @@ def writer(proto, port, run, wid, n_writers, start_at, stop_at, out):
     out.put({'lat': lat, 'acked': acked, 'errors': errors})
 
 
-def searcher(port, start_at, stop_at, out):
+def searcher(port, start_at, stop_at, rate, out):
+    """Ranked searches beside the writers: back to back when rate is 0 (a closed loop that
+    competes with the writers for CPU), else open-loop at `rate` searches a second, each
+    one started on its schedule (a late search is not skipped, the next waits less)."""
     rnd = random.Random(7)
     conn = http.client.HTTPConnection('127.0.0.1', port, timeout=120)
     lat = []
     while time.time() < start_at:
         time.sleep(0.001)
+    k = 0
     while time.time() < stop_at:
+        if rate:
+            due = start_at + k / rate
+            k += 1
+            if due > time.time():
+                time.sleep(due - time.time())
+            if time.time() >= stop_at:
+                break
         q = '%s %s' % (rnd.choice(WORDS), rnd.choice(WORDS))
         t0 = time.perf_counter()
         st, _ = http_req(conn, 'GET', '/tables/storm/search?q=%s&limit=10&total=false&doc=false'
@@ -137,14 +149,14 @@ def pct(v, p):
     return v[min(len(v) - 1, int(p / 100 * len(v)))]
 
 
-def run_one(proto, srv, run, n_writers, seconds):
+def run_one(proto, srv, run, n_writers, seconds, search_rate):
     port = srv.http_port if proto == 'http' else srv.pg_port
     q = mp.Queue()
     start_at = time.time() + 1.5
     stop_at = start_at + seconds
     procs = [mp.Process(target=writer, args=(proto, port, run, w, n_writers, start_at, stop_at, q))
              for w in range(n_writers)]
-    procs.append(mp.Process(target=searcher, args=(srv.http_port, start_at, stop_at, q)))
+    procs.append(mp.Process(target=searcher, args=(srv.http_port, start_at, stop_at, search_rate, q)))
     for p in procs:
         p.start()
     peak, stop = [0], threading.Event()
@@ -208,7 +220,7 @@ def run_proto(proto, args, binary):
         st, _ = http_req(conn, 'POST', '/tables/storm/merge')
         expect = args.preload
         for run, w in enumerate(args.writers):
-            row = run_one(proto, srv, run, w, args.seconds)
+            row = run_one(proto, srv, run, w, args.seconds, args.search_rate)
             expect += row['acked']
             got = table_stats(srv.http_port).get('docs')
             ids = row.pop('ids')
@@ -238,6 +250,8 @@ def main():
     ap.add_argument('--proto', default='http,pg')
     ap.add_argument('--fsync', default='commit', choices=['commit', 'batched', 'off'])
     ap.add_argument('--preload', type=int, default=20000)
+    ap.add_argument('--search-rate', type=float, default=0,
+                    help='ranked searches a second beside the writers (0: back to back)')
     ap.add_argument('--out', default=None)
     args = ap.parse_args()
     args.writers = [int(x) for x in args.writers.split(',')]
@@ -253,7 +267,8 @@ def main():
     out = args.out or str(engines.REPO / 'bench' / 'results' / ('%s-write-storm-%s.json' % (
         datetime.date.today().isoformat(), args.fsync)))
     Path(out).write_text(json.dumps({'fsync': args.fsync, 'seconds': args.seconds,
-                                     'preload': args.preload, 'rows': rows}, indent=1) + '\n')
+                                     'preload': args.preload,
+                                     'search_rate': args.search_rate, 'rows': rows}, indent=1) + '\n')
     print('wrote', out)
     return 0 if all(r['check'] == 'ok' for r in rows) else 1
 
