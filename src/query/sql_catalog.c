@@ -416,7 +416,9 @@ static int tables_load(SqlCtx *cx, CatTables *ts)
         }
         QrError e;
         qr_error_clear(&e);
-        int arc = qr_table_acquire(cx->sess->db, ts->names[i], &ts->t[k], &e);
+        int arc = sqld_hidden(cx->sess, ts->names[i]) /* dropped by the open block */
+                      ? QR_ENOTFOUND
+                      : qr_table_acquire(cx->sess->db, ts->names[i], &ts->t[k], &e);
         if (arc == QR_ENOTFOUND) {
             qr_free(ts->names[i]);
             continue;
@@ -592,7 +594,7 @@ static int owner_attnum(SqlCtx *cx, const char *owned_by, char *table, size_t n)
         return 0;
     snprintf(table, n, "%.*s", (int)(dot - owned_by), owned_by);
     QrTable *t;
-    if (qr_table_acquire(cx->sess->db, table, &t, NULL) != QR_OK)
+    if (sqld_hidden(cx->sess, table) || qr_table_acquire(cx->sess->db, table, &t, NULL) != QR_OK)
         return 0;
     cJSON *meta = sqlw_meta_load(cx->sess->db, table);
     CatCol *c;

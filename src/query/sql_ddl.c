@@ -18,8 +18,8 @@
  * The declared type, NOT NULL and DEFAULT are kept in the table's sql.json;
  * storage keeps the wider type (an integer column stores int64).
  *
- * DDL is not transactional: it takes effect when it runs, inside a block
- * too (docs/sql.md).
+ * In a transaction block, DROP TABLE waits for COMMIT and CREATE TABLE /
+ * INDEX are dropped again by ROLLBACK (sql_txn_ddl.c, docs/sql-writes.md).
  */
 #include "query/sequence.h"
 #include "query/sql_w.h"
@@ -30,10 +30,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-
-/* How long DROP waits for the statements using the table (then 53300-like
- * QR_EBUSY naming how many). */
-#define SQLW_DROP_WAIT_MS 10000
 
 /* ---- metadata ---- */
 
@@ -317,10 +313,12 @@ static int relation_name(SqlCtx *cx, const cJSON *rv, const char **name)
     return QR_OK;
 }
 
+/* Does the table exist for this session (a table its open block dropped
+ * does not)? */
 static bool table_exists(SqlCtx *cx, const char *name)
 {
     QrTable *t;
-    return qr_table_get(cx->sess->db, name, &t, NULL) == QR_OK;
+    return !sqld_hidden(cx->sess, name) && qr_table_get(cx->sess->db, name, &t, NULL) == QR_OK;
 }
 
 static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
@@ -330,6 +328,13 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     if (rc)
         return rc;
     snprintf(res->tag, sizeof res->tag, "CREATE TABLE");
+    if (sqld_hidden(cx->sess, name)) {
+        qr_error_hint(cx->err, "COMMIT the DROP TABLE first, or create the table under another "
+                               "name");
+        return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EUNSUPPORTED, "0A000",
+                          "cannot create table \"%s\" in the transaction block that dropped it",
+                          name);
+    }
     if (table_exists(cx, name)) {
         if (sqlj_bool(b, "if_not_exists")) {
             sql_notice(cx, "NOTICE", "42P07", "relation \"%s\" already exists, skipping", name);
@@ -598,6 +603,8 @@ static int drop_index(SqlCtx *cx, const char *idx, bool missing_ok)
     int rc = qr_table_list(cx->sess->db, &names, &n, cx->err);
     bool done = false;
     for (int i = 0; rc == QR_OK && i < n && !done; i++) {
+        if (sqld_hidden(cx->sess, names[i]))
+            continue; /* its indexes went with it */
         cJSON *meta = sqlw_meta_load(cx->sess->db, names[i]);
         cJSON *idxs = cJSON_GetObjectItemCaseSensitive(meta, "indexes");
         const char *col = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(idxs, idx));
@@ -660,6 +667,14 @@ static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             }
             return sql_err_at(cx, -1, QR_ENOTFOUND, "42P01", "table \"%s\" does not exist",
                               name);
+        }
+        SqluState *st = cx->sess->u_state;
+        if (st && st->in_block && !st->undoing) {
+            /* dropped at COMMIT (sql_txn_ddl.c); gone for this session now */
+            int rc = sqld_defer_drop(cx, st, name);
+            if (rc)
+                return rc;
+            continue;
         }
         sqlw_release(cx->sess, name);
         int rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);

@@ -14,8 +14,8 @@
  * RELEASE take the latest of the name, as PostgreSQL does.
  *
  * ROLLBACK TO also drops the tables the block created after the savepoint
- * (sql_txn_ddl.c).  What it does not undo: nextval() (as in PostgreSQL),
- * and other DDL, which takes effect when it runs (docs/sql-writes.md).
+ * and brings back those it dropped (sql_txn_ddl.c).  What it does not
+ * undo: nextval() (as in PostgreSQL).
  */
 #include "query/sql_int.h"
 #include "query/sql_w.h"
@@ -79,6 +79,7 @@ int svp_exec(SqlCtx *cx, SqluState *st, const char *kind, const char *name, char
         snprintf(m->name, sizeof m->name, "%s", name);
         m->n_ops = st->n_ops;
         m->n_undo = st->n_undo;
+        m->n_drops = st->n_drops;
         snprintf(tag, tag_len, "SAVEPOINT");
         return QR_OK;
     }
@@ -100,7 +101,8 @@ int svp_exec(SqlCtx *cx, SqluState *st, const char *kind, const char *name, char
     txn_stmt_fail(st);
     st->n_svps = i + 1;
     cx->sess->txn_status = 'T';
-    sqld_undo_to(cx->sess, st, st->svps[i].n_undo); /* tables created after it */
+    sqld_drops_to(cx->sess, st, st->svps[i].n_drops); /* tables dropped after it are back */
+    sqld_undo_to(cx->sess, st, st->svps[i].n_undo);   /* tables created after it go */
     snprintf(tag, tag_len, "ROLLBACK");
     return QR_OK;
 }

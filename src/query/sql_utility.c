@@ -117,7 +117,8 @@ int sqlw_table(SqlCtx *cx, const cJSON *rv, QrTable **out)
                           "relation \"%s.%s\" does not exist", schema, name);
     QrError e;
     qr_error_clear(&e);
-    if (!qr_name_valid(name) || sqlw_acquire(cx, name, out, &e) != QR_OK) {
+    if (!qr_name_valid(name) || sqld_hidden(cx->sess, name) ||
+        sqlw_acquire(cx, name, out, &e) != QR_OK) {
         if (e.code != QR_OK && e.code != QR_ENOTFOUND) {
             qr_error_copy(cx->err, &e);
             return e.code;
@@ -483,6 +484,7 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
                 sqli_end(s, st);
                 svp_clear(st);
                 sqlo_clear(st);
+                sqld_drops_to(s, st, 0); /* dropped at COMMIT, or back */
                 if (rc == QR_OK && !strcmp(res->tag, "COMMIT"))
                     sqld_forget(st); /* what it created stays */
                 else
@@ -536,13 +538,15 @@ void sqlu_session_free(QrSqlSession *s)
     SqluState *st = s->u_state;
     if (!st)
         return;
-    if (st->in_block && st->n_undo) { /* the session ends inside its block: roll back */
+    if (st->in_block && (st->n_undo || st->n_drops)) { /* it ends inside its block: roll back */
         sqlw_copy_free(st);
         txn_discard(st);
         st->in_block = false;
         s->txn_status = 'I';
+        sqld_drops_to(s, st, 0);
         sqld_undo_to(s, st, 0);
     }
+    qr_free(st->drops);
     sqld_forget(st);
     qr_free(st->undo);
     st->undo = NULL;

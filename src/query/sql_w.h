@@ -111,6 +111,10 @@ typedef struct TxnOp {
 struct CopyIn;
 struct Snapshot;
 
+/* How long DROP waits for the statements using the table (then 53300-like
+ * QR_EBUSY naming how many). */
+#define SQLW_DROP_WAIT_MS 10000
+
 /* Isolation levels (sql_isolation.c). */
 enum { SQLI_READ_COMMITTED = 0, SQLI_REPEATABLE_READ = 1 };
 
@@ -138,6 +142,7 @@ typedef struct SvpMark {
     char name[64];
     int n_ops;
     int n_undo;            /* undo statements of the block by then */
+    int n_drops;           /* tables the block had dropped by then */
 } SvpMark;
 
 /* The utility side's per-session state (QrSqlSession.u_state). */
@@ -168,6 +173,10 @@ typedef struct SqluState {
     char **undo;           /* owns: statements dropping what the block created, oldest
                               first (sql_txn_ddl.c) */
     int n_undo, cap_undo;
+    bool undoing;          /* running undo statements: their DDL takes effect at once */
+    char (*drops)[QR_NAME_MAX + 1]; /* owns: tables the block dropped, dropped for real
+                              at COMMIT and hidden from the session until then */
+    int n_drops, cap_drops;
     uint64_t rr_start;     /* REPEATABLE READ: the SQL commit number at the block's start */
     bool rr_registered;    /* ... counted among the open blocks (sql_conflict.c) */
 } SqluState;
@@ -191,6 +200,8 @@ void txn_stmt_fail(SqluState *st);
 int txn_exec(SqlCtx *cx, SqluState *st, const char *kind, char *tag, size_t tag_len);
 /* Drop every buffered op. */
 void txn_discard(SqluState *st);
+/* Drop the buffered ops of one table (a COMMIT that drops it). */
+void txn_discard_table(SqluState *st, const char *table);
 
 /* ---- sql_isolation.c: isolation levels ---- */
 
@@ -227,14 +238,29 @@ int sqld_created(SqlCtx *cx, SqluState *st, const char *undo);
 void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
 /* The block committed: forget them. */
 void sqld_forget(SqluState *st);
+/* DROP TABLE in a block: remember `table` to drop at COMMIT; from now on the
+ * session sees it gone (sqld_hidden). */
+int sqld_defer_drop(SqlCtx *cx, SqluState *st, const char *table);
+/* Is `table` dropped by the session's open block?  (false for s NULL) */
+bool sqld_hidden(const QrSqlSession *s, const char *table);
+/* Forget the block's drops after the first `mark` (ROLLBACK [TO]). */
+void sqld_drops_to(QrSqlSession *s, SqluState *st, int mark);
+/* COMMIT, before the apply lock: claim every dropped table (waiting for its
+ * users, QR_EBUSY after a while, nothing claimed then) and discard the
+ * block's writes to them. */
+int sqld_drops_claim(QrSqlSession *s, SqluState *st, QrError *err);
+/* COMMIT, under the apply lock, after the writes committed (ok) or failed:
+ * drop the claimed tables (when ok) and unclaim them all. */
+void sqld_drops_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err);
 
 /* ---- txn_journal.c: atomic commit across tables ---- */
 
-/* Write the transaction's ops as one durable journal file (its path into
- * path): from then on it is committed; call before the first table commit,
- * under the apply lock.  Errors: QR_EIO, QR_ENOMEM (nothing written). */
-int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, char *path, size_t path_cap,
-               QrError *err);
+/* Write the transaction's ops, and the tables it drops, as one durable
+ * journal file (its path into path): from then on it is committed; call
+ * before the first table commit, under the apply lock.  Errors: QR_EIO,
+ * QR_ENOMEM (nothing written). */
+int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, char (*drops)[QR_NAME_MAX + 1],
+               int n_drops, char *path, size_t path_cap, QrError *err);
 /* Every table's commit is done (or failed): remove the journal, durably,
  * before the apply lock is released. */
 void txnj_done(QrDb *db, const char *path);

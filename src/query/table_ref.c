@@ -187,7 +187,7 @@ static int busy_error(QrError *err, const char *name, int users, uint64_t timeou
     return QR_EBUSY;
 }
 
-int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err)
+int qr_table_claim(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err)
 {
     if (!name_ok(name, err))
         return QR_EINVAL;
@@ -200,10 +200,23 @@ int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError 
     if (rc)
         return rc == QR_EBUSY ? busy_error(err, name, users, timeout_ms)
                               : qr_error_set(err, QR_ENOMEM, "out of memory");
-    rc = qr_table_drop(db, name, err);
+    return QR_OK;
+}
+
+void qr_table_unclaim(QrDb *db, const char *name)
+{
     pthread_mutex_lock(&ref_lock);
     ref_unclaim(db, name);
     pthread_mutex_unlock(&ref_lock);
+}
+
+int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err)
+{
+    int rc = qr_table_claim(db, name, timeout_ms, err);
+    if (rc)
+        return rc;
+    rc = qr_table_drop(db, name, err);
+    qr_table_unclaim(db, name);
     return rc;
 }
 

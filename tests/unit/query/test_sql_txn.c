@@ -604,3 +604,102 @@ Test(sql_txn, create_table_is_undone_by_rollback)
     fails(s, "SELECT * FROM n6", "42P01", "n6");
     env_close(&e);
 }
+
+/* ---- DROP TABLE in a block ---- */
+
+/* Rows of t as the session sees them ("" when none), or NULL when the
+ * table does not exist for it (42P01). */
+static char *rows_of(QrSqlSession *s, const char *t)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT * FROM %s ORDER BY 1", t);
+    QrError err;
+    char *r = run(s, sql, &err);
+    if (!r)
+        cr_assert_str_eq(qr_error_sqlstate(&err), "42P01", "%s: %s", sql, err.message);
+    return r;
+}
+
+static void sees(QrSqlSession *s, const char *t, const char *want)
+{
+    char *r = rows_of(s, t);
+    if (!want)
+        cr_assert_null(r, "%s should be gone, has [%s]", t, r ? r : "");
+    else
+        cr_assert(r && !strcmp(r, want), "%s: got [%s] want [%s]", t, r ? r : "(gone)", want);
+    free(r);
+}
+
+Test(sql_txn, drop_table_waits_for_commit)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    ok(s, "CREATE TABLE d1 (id serial PRIMARY KEY, v int)");
+    ok(s, "CREATE TABLE d2 (id bigint PRIMARY KEY, v int)");
+    ok(s, "INSERT INTO d1 (v) VALUES (10), (20)");
+    /* gone for the dropping session at once, there for the others; ROLLBACK
+     * brings it back whole */
+    ok(s, "BEGIN");
+    ok(s, "INSERT INTO d1 (v) VALUES (30)");
+    ok(s, "DROP TABLE d1");
+    expect(s, "SELECT count(*) FROM pg_class WHERE relname = 'd1'", "0");
+    ok(s, "DROP TABLE IF EXISTS d1");
+    sees(o, "d1", "1|10\n2|20\n");
+    expect(o, "SELECT count(*) FROM pg_class WHERE relname = 'd1'", "1");
+    sees(s, "d1", NULL); /* an error: the block is aborted */
+    ok(s, "ROLLBACK");
+    sees(s, "d1", "1|10\n2|20\n");
+    /* ROLLBACK TO a savepoint set before it */
+    ok(s, "BEGIN");
+    ok(s, "SAVEPOINT a");
+    ok(s, "DROP TABLE d1");
+    ok(s, "INSERT INTO d2 VALUES (1, 1)");
+    ok(s, "ROLLBACK TO a");
+    sees(s, "d1", "1|10\n2|20\n");
+    sees(s, "d2", "");
+    ok(s, "COMMIT");
+    sees(o, "d1", "1|10\n2|20\n");
+    /* a failed block's COMMIT answers ROLLBACK: nothing dropped */
+    ok(s, "BEGIN");
+    ok(s, "DROP TABLE d1");
+    fails(s, "SELECT nope FROM d2", "42703", "nope");
+    ok(s, "COMMIT");
+    sees(s, "d1", "1|10\n2|20\n");
+    /* a session that ends inside its block */
+    QrSqlSession *x = second_session(&e);
+    ok(x, "BEGIN");
+    ok(x, "DROP TABLE d1");
+    qr_sql_session_free(x);
+    sees(s, "d1", "1|10\n2|20\n");
+    /* the same name cannot come back in the block that dropped it */
+    ok(s, "BEGIN");
+    ok(s, "DROP TABLE d1");
+    fails(s, "CREATE TABLE d1 (id bigint PRIMARY KEY)", "0A000", "dropped it");
+    ok(s, "ROLLBACK");
+    /* COMMIT: the drop and the block's other writes together; writes to the
+     * dropped table go with it, and so does its serial's sequence */
+    ok(s, "BEGIN");
+    ok(s, "INSERT INTO d1 (v) VALUES (40)");
+    ok(s, "INSERT INTO d2 VALUES (2, 2)");
+    ok(s, "DROP TABLE d1");
+    sees(o, "d1", "1|10\n2|20\n");
+    sees(o, "d2", "");
+    ok(s, "COMMIT");
+    sees(o, "d1", NULL);
+    sees(o, "d2", "2|2\n");
+    fails(o, "SELECT nextval('d1_id_seq')", "42P01", "d1_id_seq");
+    /* a table created and dropped in one block is gone either way */
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE d3 (id bigint PRIMARY KEY)");
+    ok(s, "DROP TABLE d3");
+    ok(s, "COMMIT");
+    sees(s, "d3", NULL);
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE d4 (id bigint PRIMARY KEY)");
+    ok(s, "DROP TABLE d4");
+    ok(s, "ROLLBACK");
+    sees(s, "d4", NULL);
+    qr_sql_session_free(o);
+    env_close(&e);
+}
