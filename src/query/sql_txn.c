@@ -36,6 +36,9 @@
 
 static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
 
+void txn_lock(void) { pthread_mutex_lock(&apply_lock); }
+void txn_unlock(void) { pthread_mutex_unlock(&apply_lock); }
+
 SqluState *sqlu_state(QrSqlSession *s, QrError *err)
 {
     if (!s->u_state) {

@@ -494,7 +494,7 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
         return rc; /* the block's state is txn_exec's business */
     }
     if (strcmp(tag, "VariableSetStmt") != 0 && strcmp(tag, "VariableShowStmt") != 0)
-        sqli_mark_used(st);
+        sqli_mark_used(s, st);
     st->in_stmt = true; /* its reads see the block's writes of earlier statements only */
     char undo[3 * QR_NAME_MAX + 64] = ""; /* CREATE TABLE / INDEX in a block: its undo */
     if (!strcmp(tag, "CreateStmt") || !strcmp(tag, "IndexStmt"))

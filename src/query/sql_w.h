@@ -200,6 +200,10 @@ void txn_stmt_fail(SqluState *st);
 int txn_exec(SqlCtx *cx, SqluState *st, const char *kind, char *tag, size_t tag_len);
 /* Drop every buffered op. */
 void txn_discard(SqluState *st);
+/* The process-wide lock SQL commits are ordered and published under
+ * (REPEATABLE READ takes its snapshots of every table under it). */
+void txn_lock(void);
+void txn_unlock(void);
 /* Drop the buffered ops of one table (a COMMIT that drops it). */
 void txn_discard_table(SqluState *st, const char *table);
 
@@ -221,7 +225,7 @@ int sqli_set(SqlCtx *cx, SqluState *st, const char *name, const cJSON *args, con
 /* The block ended (COMMIT / ROLLBACK): release its snapshots. */
 void sqli_end(QrSqlSession *s, SqluState *st);
 /* A write in the block fixes its level too. */
-void sqli_mark_used(SqluState *st);
+void sqli_mark_used(QrSqlSession *s, SqluState *st);
 void sqli_session_free(SqluState *st);
 
 /* ---- sql_txn_ddl.c: CREATE TABLE / CREATE INDEX undone by ROLLBACK ---- */

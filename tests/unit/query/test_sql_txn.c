@@ -703,3 +703,41 @@ Test(sql_txn, drop_table_waits_for_commit)
     qr_sql_session_free(o);
     env_close(&e);
 }
+
+/* ---- REPEATABLE READ: one snapshot of the whole database ---- */
+
+/* Another session commits to b (alone, then with a) after the block read a
+ * only: the block's first read of b shows b as of the block's start, as
+ * PostgreSQL's does; READ COMMITTED shows the commit. */
+Test(sql_txn, repeatable_read_snapshot_covers_every_table)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    ok(s, "CREATE TABLE ra (id bigint PRIMARY KEY, v int)");
+    ok(s, "CREATE TABLE rb (id bigint PRIMARY KEY, v int)");
+    ok(s, "INSERT INTO ra VALUES (1, 1)");
+    ok(s, "INSERT INTO rb VALUES (1, 1)");
+    for (int rr = 1; rr >= 0; rr--) {
+        ok(s, rr ? "BEGIN ISOLATION LEVEL REPEATABLE READ" : "BEGIN");
+        expect(s, "SELECT count(*) FROM ra", rr ? "1" : "2");
+        ok(o, rr ? "INSERT INTO rb VALUES (2, 2)" : "INSERT INTO rb VALUES (3, 3)");
+        ok(o, "BEGIN");
+        ok(o, rr ? "INSERT INTO ra VALUES (2, 2)" : "INSERT INTO ra VALUES (3, 3)");
+        ok(o, rr ? "UPDATE rb SET v = 10 WHERE id = 1" : "UPDATE rb SET v = 20 WHERE id = 1");
+        ok(o, "COMMIT");
+        expect(s, "SELECT count(*), sum(v) FROM rb", rr ? "1|1" : "3|25");
+        expect(s, "SELECT count(*) FROM ra", rr ? "1" : "3");
+        ok(s, "COMMIT");
+    }
+    expect(s, "SELECT count(*), sum(v) FROM rb", "3|25");
+    /* the start is the block's first statement, a write too */
+    ok(s, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    ok(s, "INSERT INTO ra VALUES (9, 9)");
+    ok(o, "DELETE FROM rb");
+    expect(s, "SELECT count(*) FROM rb", "3");
+    ok(s, "COMMIT");
+    expect(s, "SELECT count(*) FROM rb", "0");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
