@@ -263,7 +263,7 @@ static int key_exists(QrTable *t, const TxnOp *op, bool *exists, QrError *err)
  * error's detail, the tables whose commits came before it. */
 static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
 {
-    if (st->n_ops == 0 && st->n_drops == 0)
+    if (st->n_ops == 0 && !sqld_pending(st))
         return QR_OK;
     /* DROP TABLE in the block: its tables claimed first (their users
      * waited for, outside the lock), its writes to them discarded */
@@ -330,6 +330,8 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
     }
     if (rc == QR_OK)
         rc = sqlx_check(st, err); /* first committer wins (sql_conflict.c) */
+    if (rc == QR_OK && st->meta)
+        rc = sqld_meta_check(s, st, err); /* ... on table definitions too */
     /* pass 2: each table's writes into its own batch (invisible, not yet
      * in the WAL: a failure here writes nothing anywhere) */
     for (int k = 0; rc == QR_OK && k < n_touched; k++)
@@ -351,9 +353,13 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
     qr_free(lops);
     /* several tables: one journal makes them commit together (txn_journal.c) */
     char jpath[4400] = "";
-    if (rc == QR_OK && (n_touched > 1 || st->n_drops))
-        rc = txnj_write(s->db, st->ops, st->n_ops, st->drops, st->n_drops, jpath, sizeof jpath,
-                        err);
+    TxnjItem *ddl = NULL;
+    int n_ddl = 0;
+    if (rc == QR_OK && sqld_pending(st))
+        rc = sqld_journal_items(s, st, &ddl, &n_ddl, err);
+    if (rc == QR_OK && (n_touched > 1 || n_ddl))
+        rc = txnj_write(s->db, st->ops, st->n_ops, ddl, n_ddl, jpath, sizeof jpath, err);
+    sqld_journal_free(ddl, n_ddl);
     /* pass 3: one commit per table, ordered under the lock; the waits for
      * the log (shared with concurrent commits: group commit) after it */
     int n_done = 0;
@@ -378,10 +384,12 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         }
     }
     qr_free(cm);
-    if (st->n_drops) { /* the journal names them: a crash from here drops them at open */
+    if (sqld_pending(st)) { /* the journal names it: a crash from here redoes it at open */
         QrError de;
         qr_error_clear(&de);
-        sqld_drops_finish(s, st, rc == QR_OK, &de);
+        if (rc == QR_OK && st->meta)
+            sqld_meta_publish(s, st, &de);
+        sqld_drops_finish(s, st, rc == QR_OK && de.code == QR_OK, &de);
         if (rc == QR_OK && de.code != QR_OK) {
             qr_error_copy(err, &de);
             rc = de.code;

@@ -1,5 +1,6 @@
 /*
- * sql_txn_ddl.c — DDL inside a transaction block, undone by ROLLBACK.
+ * sql_txn_ddl.c — DDL inside a transaction block, undone by ROLLBACK and
+ * published by COMMIT.
  *
  * Layer: query/.  Calls quarry.h (table handles), sequence.h and the
  * session's own statement execution (sql.h).
@@ -21,6 +22,18 @@
  * point), commits the writes, drops the tables and only then removes the
  * journal, so a crash anywhere leaves either all of it or none of it.
  * ROLLBACK [TO] forgets the drops after the mark, and the tables are back.
+ *
+ * ALTER TABLE ... ALTER COLUMN and DROP INDEX in a block change only the
+ * table's metadata (sql.json): sqlw_meta_save stages it in the session
+ * (SqluState.meta, with the committed copy it started from), every
+ * sqlw_meta_load of the session reads the staged copy, other sessions the
+ * committed one; a dropped index's B-tree is remembered.  COMMIT checks
+ * under the apply lock that nobody changed the committed copy since (else
+ * 40001), journals the new sql.json files and B-tree drops with the writes,
+ * and publishes them after the writes committed.  Savepoints keep a copy of
+ * the staged metadata; ROLLBACK forgets it.  ADD COLUMN and B-tree CREATE
+ * INDEX change storage when they run, so their metadata is committed then
+ * too (sqld_meta_now), the staged copy following along.
  */
 #include "query/sequence.h"
 #include "query/sql_int.h"
@@ -87,7 +100,7 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
     char idx[2 * QR_NAME_MAX + 8];
     if (!btree_index_name(body, idx, sizeof idx))
         return QR_OK;
-    cJSON *meta = sqlw_meta_load(cx->sess->db, table);
+    cJSON *meta = sqlw_meta_load(cx, table);
     bool exists = cJSON_GetObjectItemCaseSensitive(
                       cJSON_GetObjectItemCaseSensitive(meta, "indexes"), idx) != NULL;
     cJSON_Delete(meta);
@@ -221,4 +234,270 @@ void sqld_drops_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err)
         if (qr_fsync_dir(dir, &e) != QR_OK && err && err->code == QR_OK)
             qr_error_copy(err, &e);
     }
+}
+
+/* ---- ALTER TABLE / DROP INDEX in a block: metadata staged until COMMIT ---- */
+
+static cJSON *meta_entry(const SqluState *st, const char *table)
+{
+    return st && st->meta ? cJSON_GetObjectItemCaseSensitive(st->meta, table) : NULL;
+}
+
+const cJSON *sqld_meta_staged(const QrSqlSession *s, const char *table)
+{
+    return cJSON_GetObjectItemCaseSensitive(meta_entry(s ? s->u_state : NULL, table), "meta");
+}
+
+/* Replace (or add) obj[key] by item (owned); false without memory. */
+static bool put_item(cJSON *obj, const char *key, cJSON *item)
+{
+    if (!item)
+        return false;
+    cJSON_DeleteItemFromObjectCaseSensitive(obj, key);
+    cJSON_AddItemToObject(obj, key, item);
+    return true;
+}
+
+int sqld_meta_stage(SqlCtx *cx, SqluState *st, const char *table, const cJSON *meta)
+{
+    if (!st->meta && !(st->meta = cJSON_CreateObject()))
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    cJSON *e = meta_entry(st, table);
+    if (!e) {
+        e = cJSON_AddObjectToObject(st->meta, table);
+        if (!e || !put_item(e, "base", sqlw_meta_load_db(cx->sess->db, table)))
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    }
+    if (!put_item(e, "meta", cJSON_Duplicate(meta, true)))
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    qr_db_ddl_bump(cx->sess->db); /* the session's bound statements bind again */
+    return QR_OK;
+}
+
+int sqld_meta_now(SqlCtx *cx, const char *table, void (*edit)(cJSON *meta, const void *arg),
+                  const void *arg)
+{
+    cJSON *e = meta_entry(cx->sess->u_state, table);
+    if (e) { /* the block's copy, and what it was made from, get it too */
+        edit(cJSON_GetObjectItemCaseSensitive(e, "meta"), arg);
+        edit(cJSON_GetObjectItemCaseSensitive(e, "base"), arg);
+    }
+    cJSON *m = sqlw_meta_load_db(cx->sess->db, table);
+    if (!m)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    edit(m, arg);
+    int rc = sqlw_meta_save_db(cx->sess->db, table, m, cx->err);
+    cJSON_Delete(m);
+    return rc;
+}
+
+int sqld_btree_drop_later(SqlCtx *cx, SqluState *st, const char *table, const char *col)
+{
+    cJSON *e = meta_entry(st, table);
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(e, "drop_btrees");
+    if (e && !a)
+        a = cJSON_AddArrayToObject(e, "drop_btrees");
+    if (!e) /* staged by sqlw_meta_save just before */
+        return qr_error_set(cx->err, QR_EINTERNAL, "DROP INDEX of table \"%s\" was not staged",
+                            table);
+    if (!a || !cJSON_AddItemToArray(a, cJSON_CreateString(col)))
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    return QR_OK;
+}
+
+/* Does the metadata name an index on col? */
+static bool names_index_on(const cJSON *meta, const char *col)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(meta, "indexes"))
+        if (cJSON_IsString(it) && !strcmp(it->valuestring, col))
+            return true;
+    return false;
+}
+
+/* Is the B-tree on col of the staged entry e to be dropped at COMMIT? */
+static bool btree_goes(const cJSON *e, const char *col)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(e, "drop_btrees"))
+        if (cJSON_IsString(it) && !strcmp(it->valuestring, col))
+            return !names_index_on(cJSON_GetObjectItemCaseSensitive(e, "meta"), col);
+    return false;
+}
+
+bool sqld_btree_dropping(const QrSqlSession *s, const char *table, const char *col)
+{
+    return btree_goes(meta_entry(s ? s->u_state : NULL, table), col);
+}
+
+int sqld_seq_created(SqlCtx *cx, const char *seq)
+{
+    SqluState *st = cx->sess->u_state;
+    if (!st || !st->in_block || st->undoing)
+        return QR_OK;
+    char undo[QR_NAME_MAX + 64];
+    size_t o = (size_t)snprintf(undo, sizeof undo, "DROP SEQUENCE IF EXISTS ");
+    quote_ident(undo, sizeof undo, &o, seq);
+    return sqld_created(cx, st, undo);
+}
+
+cJSON *sqld_meta_mark(const SqluState *st)
+{
+    return st->meta ? cJSON_Duplicate(st->meta, true) : NULL;
+}
+
+void sqld_meta_restore(QrSqlSession *s, SqluState *st, const cJSON *mark)
+{
+    if (!st->meta && !mark)
+        return;
+    cJSON_Delete(st->meta);
+    st->meta = mark ? cJSON_Duplicate(mark, true) : NULL; /* NULL on OOM: nothing staged */
+    qr_db_ddl_bump(s->db);
+}
+
+void sqld_meta_forget(QrSqlSession *s, SqluState *st) { sqld_meta_restore(s, st, NULL); }
+
+void sqld_meta_forget_table(SqluState *st, const char *table)
+{
+    if (st && st->meta)
+        cJSON_DeleteItemFromObjectCaseSensitive(st->meta, table);
+}
+
+bool sqld_pending(const SqluState *st) { return st->n_drops > 0 || st->meta; }
+
+int sqld_meta_check(QrSqlSession *s, const SqluState *st, QrError *err)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, st->meta)
+    {
+        if (sqld_hidden(s, e->string))
+            continue;
+        cJSON *now = sqlw_meta_load_db(s->db, e->string);
+        bool same = now && cJSON_Compare(now, cJSON_GetObjectItemCaseSensitive(e, "base"), true);
+        cJSON_Delete(now);
+        if (!same) {
+            qr_error_set(err, QR_EBUSY, "could not serialize access due to concurrent update");
+            qr_error_detail(err, "another transaction changed the definition of table \"%s\" "
+                                 "after this one altered it",
+                            e->string);
+            qr_error_hint(err, "The transaction might succeed if retried.");
+            qr_error_set_sqlstate(err, "40001");
+            return QR_EBUSY;
+        }
+    }
+    return QR_OK;
+}
+
+/* Visit every DDL change the COMMIT publishes, in the order it does them:
+ * sql.json texts, B-trees, tables.  fn returns false to stop. */
+static bool each_change(QrSqlSession *s, const SqluState *st,
+                        bool (*fn)(void *arg, uint8_t kind, const char *table, const char *col,
+                                   const cJSON *meta),
+                        void *arg)
+{
+    const cJSON *e, *c;
+    cJSON_ArrayForEach(e, st->meta) if (!sqld_hidden(s, e->string) &&
+                                        !fn(arg, TXNJ_META, e->string, NULL,
+                                            cJSON_GetObjectItemCaseSensitive(e, "meta"))) return false;
+    cJSON_ArrayForEach(e, st->meta)
+    {
+        if (sqld_hidden(s, e->string))
+            continue;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(e, "drop_btrees"))
+            if (cJSON_IsString(c) && btree_goes(e, c->valuestring) &&
+                !fn(arg, TXNJ_DROP_BTREE, e->string, c->valuestring, NULL))
+                return false;
+    }
+    for (int i = 0; i < st->n_drops; i++)
+        if (!fn(arg, TXNJ_DROP_TABLE, st->drops[i], NULL, NULL))
+            return false;
+    return true;
+}
+
+typedef struct JItems {
+    TxnjItem *v;
+    int n, cap;
+} JItems;
+
+static bool add_item(void *arg, uint8_t kind, const char *table, const char *col,
+                     const cJSON *meta)
+{
+    JItems *j = arg;
+    if (j->n == j->cap) {
+        int nc = j->cap ? j->cap * 2 : 8;
+        TxnjItem *nv = qr_realloc(j->v, (size_t)nc * sizeof *nv);
+        if (!nv)
+            return false;
+        j->v = nv;
+        j->cap = nc;
+    }
+    TxnjItem *it = &j->v[j->n];
+    *it = (TxnjItem){.kind = kind, .table = table, .key = col};
+    if (meta) {
+        char *txt = cJSON_PrintUnformatted(meta);
+        if (!txt || !(it->doc = qr_strdup(txt))) {
+            cJSON_free(txt);
+            return false;
+        }
+        cJSON_free(txt);
+        it->doc_len = strlen(it->doc);
+    }
+    j->n++;
+    return true;
+}
+
+int sqld_journal_items(QrSqlSession *s, const SqluState *st, TxnjItem **items, int *n,
+                       QrError *err)
+{
+    JItems j = {0};
+    if (!each_change(s, st, add_item, &j)) {
+        sqld_journal_free(j.v, j.n);
+        return qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction journal");
+    }
+    *items = j.v;
+    *n = j.n;
+    return QR_OK;
+}
+
+void sqld_journal_free(TxnjItem *items, int n)
+{
+    for (int i = 0; i < n; i++)
+        qr_free(items[i].doc);
+    qr_free(items);
+}
+
+typedef struct Publish {
+    QrSqlSession *s;
+    QrError *err;
+} Publish;
+
+static bool publish_one(void *arg, uint8_t kind, const char *table, const char *col,
+                        const cJSON *meta)
+{
+    Publish *p = arg;
+    QrDb *db = p->s->db;
+    if (kind == TXNJ_META)
+        return sqlw_meta_save_db(db, table, meta, p->err) == QR_OK;
+    if (kind != TXNJ_DROP_BTREE)
+        return true; /* tables: sqld_drops_finish, after the claims */
+    QrTable *t;
+    int rc = qr_table_acquire(db, table, &t, p->err);
+    if (rc != QR_OK)
+        return false;
+    int fi = schema_field_index(qr_table_schema(t), col);
+    if (fi >= 0 && qr_table_schema(t)->fields[fi].btree)
+        rc = qr_table_drop_index(t, col, p->err);
+    qr_table_release(db, table);
+    return rc == QR_OK;
+}
+
+int sqld_meta_publish(QrSqlSession *s, SqluState *st, QrError *err)
+{
+    Publish p = {s, err};
+    if (!each_change(s, st, publish_one, &p)) {
+        qr_log(QR_LOG_WARN, "could not publish the DDL of a committed transaction: %s",
+               err->message);
+        return err->code ? err->code : QR_EIO;
+    }
+    return QR_OK;
 }

@@ -485,6 +485,7 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
                 svp_clear(st);
                 sqlo_clear(st);
                 sqld_drops_to(s, st, 0); /* dropped at COMMIT, or back */
+                sqld_meta_forget(s, st); /* published at COMMIT, or forgotten */
                 if (rc == QR_OK && !strcmp(res->tag, "COMMIT"))
                     sqld_forget(st); /* what it created stays */
                 else
@@ -538,7 +539,7 @@ void sqlu_session_free(QrSqlSession *s)
     SqluState *st = s->u_state;
     if (!st)
         return;
-    if (st->in_block && (st->n_undo || st->n_drops)) { /* it ends inside its block: roll back */
+    if (st->in_block && (st->n_undo || sqld_pending(st))) { /* it ends inside its block: roll back */
         sqlw_copy_free(st);
         txn_discard(st);
         st->in_block = false;
@@ -547,6 +548,7 @@ void sqlu_session_free(QrSqlSession *s)
         sqld_undo_to(s, st, 0);
     }
     qr_free(st->drops);
+    cJSON_Delete(st->meta);
     sqld_forget(st);
     qr_free(st->undo);
     st->undo = NULL;

@@ -172,25 +172,39 @@ Test(txn_journal, multi_table_commit_cleans_up)
     env_close(&e);
 }
 
-/* A block's DROP TABLE is journaled with its writes (version 2, kind 3): a
- * crash after the journal's rename drops the table at the next open, with
- * the sequences it owns, and applies the writes; cut short, it is refused
- * whole and the table is still there. */
-Test(txn_journal, a_journaled_drop_is_completed_at_open, .timeout = 120)
+/* A block's DDL is journaled with its writes (version 2): a crash after the
+ * journal's rename completes it at the next open -- the table's new
+ * sql.json (a NOT NULL set, an index name gone), the B-tree dropped, the
+ * dropped table gone with the sequences it owns -- and applies the writes;
+ * cut short, it is refused whole and all is as it was. */
+Test(txn_journal, journaled_ddl_is_completed_at_open, .timeout = 120)
 {
     Env e;
     env_open(&e);
-    exec_ok(&e, "CREATE TABLE a (id bigint PRIMARY KEY, v bigint)");
+    exec_ok(&e, "CREATE TABLE a (id bigint PRIMARY KEY, v bigint, tag varchar(8))");
+    exec_ok(&e, "CREATE INDEX a_tag ON a (tag)");
     exec_ok(&e, "CREATE TABLE gone (id serial PRIMARY KEY, v bigint)");
     exec_ok(&e, "INSERT INTO gone (v) VALUES (1)");
     TxnOp ops[1] = {{.table = "a", .key = "3", .doc = "{\"id\":3,\"v\":30}"}};
     ops[0].doc_len = strlen(ops[0].doc);
-    char drops[1][QR_NAME_MAX + 1] = {"gone"};
+    cJSON *meta = sqlw_meta_load_db(e.db, "a");
+    cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "columns"), "v");
+    cr_assert(v && cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "indexes"), "a_tag"));
+    cJSON_AddTrueToObject(v, "not_null");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(meta, "indexes"), "a_tag");
+    char *mt = cJSON_PrintUnformatted(meta);
+    cJSON_Delete(meta);
+    TxnjItem ddl[3] = {
+        {.kind = TXNJ_META, .table = "a", .doc = mt, .doc_len = strlen(mt)},
+        {.kind = TXNJ_DROP_BTREE, .table = "a", .key = "tag"},
+        {.kind = TXNJ_DROP_TABLE, .table = "gone"},
+    };
     char path[4400];
     QrError err;
     qr_error_clear(&err);
-    cr_assert_eq(txnj_write(e.db, ops, 1, drops, 1, path, sizeof path, &err), QR_OK, "%s",
+    cr_assert_eq(txnj_write(e.db, ops, 1, ddl, 3, path, sizeof path, &err), QR_OK, "%s",
                  err.message);
+    cJSON_free(mt);
     uint8_t *j;
     size_t len;
     cr_assert_eq(qr_file_read_all(path, &j, &len, &err), QR_OK, "%s", err.message);
@@ -201,21 +215,26 @@ Test(txn_journal, a_journaled_drop_is_completed_at_open, .timeout = 120)
         cr_assert_str_eq(rg, "1|1\n", "cut at %zu", cut);
         free(rg);
     }
+    exec_ok(&e, "INSERT INTO a VALUES (4, NULL, 'x')"); /* v may be NULL before */
     place(&e, "0000000000000001.qtxj", j, len);
     reopen(&e);
     char *ra = rows(&e, "a");
-    cr_assert_str_eq(ra, "3|30\n");
+    cr_assert_str_eq(ra, "3|30\n4|\n");
     free(ra);
-    QrSqlResult *r = NULL;
-    qr_error_clear(&err);
-    cr_assert_neq(qr_sql_exec(e.s, "SELECT * FROM gone", 18, &r, &err), QR_OK);
-    cr_assert_str_eq(qr_error_sqlstate(&err), "42P01", "%s", err.message);
-    qr_sql_result_free(r);
-    r = NULL;
-    qr_error_clear(&err);
-    const char *q = "SELECT nextval('gone_id_seq')";
-    cr_assert_neq(qr_sql_exec(e.s, q, strlen(q), &r, &err), QR_OK, "its sequence went too");
-    qr_sql_result_free(r);
+    const char *bad[] = {"SELECT * FROM gone", "SELECT nextval('gone_id_seq')",
+                         "INSERT INTO a VALUES (5, NULL, 'y')"};
+    const char *state[] = {"42P01", "42P01", "23502"};
+    for (int i = 0; i < 3; i++) {
+        QrSqlResult *r = NULL;
+        qr_error_clear(&err);
+        cr_assert_neq(qr_sql_exec(e.s, bad[i], strlen(bad[i]), &r, &err), QR_OK, "%s", bad[i]);
+        cr_assert_str_eq(qr_error_sqlstate(&err), state[i], "%s: %s", bad[i], err.message);
+        qr_sql_result_free(r);
+    }
+    QrTable *t;
+    cr_assert_eq(qr_table_get(e.db, "a", &t, &err), QR_OK);
+    const QrSchema *sc = qr_table_schema(t);
+    cr_assert(!sc->fields[schema_field_index(sc, "tag")].btree, "the B-tree was dropped");
     free(j);
     env_close(&e);
 }
