@@ -100,7 +100,7 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
     char idx[2 * QR_NAME_MAX + 8];
     if (!btree_index_name(body, idx, sizeof idx))
         return QR_OK;
-    cJSON *meta = sqlw_meta_load(cx, table);
+    cJSON *meta = sqlw_meta_load_db(cx->sess->db, table); /* committed: what a rollback keeps */
     bool exists = cJSON_GetObjectItemCaseSensitive(
                       cJSON_GetObjectItemCaseSensitive(meta, "indexes"), idx) != NULL;
     cJSON_Delete(meta);
