@@ -576,6 +576,9 @@ int qr_sql_normalize(const char *sql, size_t len, QrBuf *out, uint64_t *fingerpr
  * (QR_ENOTFOUND, no reference kept, when it does not exist).  Waits while
  * the table is being dropped.  Pair with qr_table_release. */
 int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err);
+/* The same without waiting: QR_EBUSY (no reference kept) while the table is
+ * being dropped. */
+int qr_table_try_acquire(QrDb *db, const char *name, QrTable **out, QrError *err);
 void qr_table_release(QrDb *db, const char *name);
 /* References held on `name` now (for tests and /stats). */
 int qr_table_refs(QrDb *db, const char *name);

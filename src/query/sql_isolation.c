@@ -241,8 +241,10 @@ static void pin_all(QrSqlSession *s, SqluState *st)
     QrTable **ts = NULL;
     if (qr_table_list(s->db, &names, &n, &e) == QR_OK)
         ts = qr_calloc((size_t)n + 1, sizeof *ts);
-    for (int i = 0; ts && i < n; i++) /* opened before the lock: may replay a WAL */
-        if (qr_table_acquire(s->db, names[i], &ts[i], NULL) != QR_OK)
+    /* opened before the lock (may replay a WAL); one being dropped is not
+     * waited for (its dropper may wait for a table this holds) */
+    for (int i = 0; ts && i < n; i++)
+        if (qr_table_try_acquire(s->db, names[i], &ts[i], NULL) != QR_OK)
             ts[i] = NULL;
     int first = st->n_pins;
     txn_lock();

@@ -66,7 +66,7 @@ static bool name_ok(const char *name, QrError *err)
     return false;
 }
 
-int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
+static int acquire(QrDb *db, const char *name, bool wait, QrTable **out, QrError *err)
 {
     if (out)
         *out = NULL;
@@ -74,8 +74,14 @@ int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
         return QR_EINVAL;
     pthread_mutex_lock(&ref_lock);
     TableRef *r;
-    while ((r = ref_find(db, name, true)) && r->dropping)
+    while ((r = ref_find(db, name, true)) && r->dropping) {
+        if (!wait) {
+            ref_gc(r);
+            pthread_mutex_unlock(&ref_lock);
+            return qr_error_set(err, QR_EBUSY, "table \"%s\" is being dropped", name);
+        }
         pthread_cond_wait(&ref_cond, &ref_lock);
+    }
     if (!r) {
         pthread_mutex_unlock(&ref_lock);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
@@ -88,6 +94,16 @@ int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
     if (rc != QR_OK)
         qr_table_release(db, name);
     return rc;
+}
+
+int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
+{
+    return acquire(db, name, true, out, err);
+}
+
+int qr_table_try_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
+{
+    return acquire(db, name, false, out, err);
 }
 
 void qr_table_release(QrDb *db, const char *name)
