@@ -344,12 +344,17 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     if (rc)
         return rc;
     snprintf(res->tag, sizeof res->tag, "CREATE TABLE");
-    if (sqld_hidden(cx->sess, name)) {
+    if (sqld_dropped(cx->sess, name)) {
         qr_error_hint(cx->err, "COMMIT the DROP TABLE first, or create the table under another "
                                "name");
         return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EUNSUPPORTED, "0A000",
                           "cannot create table \"%s\" in the transaction block that dropped it",
                           name);
+    }
+    if (sqld_hidden(cx->sess, name)) { /* another session's open block created it */
+        qr_error_detail(cx->err, "A transaction that has not committed yet created it.");
+        return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EEXISTS, "42P07",
+                          "relation \"%s\" already exists", name);
     }
     if (table_exists(cx, name)) {
         if (sqlj_bool(b, "if_not_exists")) {

@@ -11,8 +11,10 @@
  * ROLLBACK, ROLLBACK TO a savepoint set before it, and a session that ends
  * inside the block run them, newest first (DROP TABLE also drops the
  * sequences its serial columns own), so the block's CREATE TABLE and its
- * writes to the table go or stay together.  Other sessions can see the
- * empty table before the block ends (PostgreSQL hides it until COMMIT).
+ * writes to the table go or stay together.  Until the block ends, a table
+ * it created is hidden from other SQL sessions (a process-wide registry
+ * consulted by sqld_hidden), as PostgreSQL hides it until COMMIT; the
+ * HTTP API and a B-tree's unnamed entry in the catalog are not hidden.
  *
  * DROP TABLE in a block is deferred: the table is only remembered, and
  * hidden from the session (sqld_hidden, asked wherever the session looks
@@ -40,6 +42,8 @@
 #include "query/sql_w.h"
 #include "store/util.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -80,6 +84,7 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
                        char *undo, size_t undo_cap)
 {
     undo[0] = 0;
+    st->creating[0] = 0;
     const char *table = sqlj_str(sqlj_get(body, "relation"), "relname");
     if (!st->in_block || !table)
         return QR_OK;
@@ -95,6 +100,7 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
             return QR_OK; /* IF NOT EXISTS of an existing table creates nothing */
         o = (size_t)snprintf(undo, undo_cap, "DROP TABLE IF EXISTS ");
         quote_ident(undo, undo_cap, &o, table);
+        snprintf(st->creating, sizeof st->creating, "%s", table); /* hidden once made */
         return QR_OK;
     }
     char idx[2 * QR_NAME_MAX + 8];
@@ -111,10 +117,82 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
     return QR_OK;
 }
 
+/* ---- tables created by open blocks: hidden from other sessions ---- */
+
+/* One table a session's open block created (registered when its CREATE
+ * succeeded), hidden from every other session until the block ends. */
+typedef struct Created {
+    const QrDb *db;
+    const QrSqlSession *owner;
+    int undo_at;                /* its undo statement's index in the owner's list */
+    char name[QR_NAME_MAX + 1];
+} Created;
+
+static pthread_mutex_t created_lock = PTHREAD_MUTEX_INITIALIZER;
+static Created *created;        /* guarded by created_lock */
+static int n_created, cap_created;
+static _Atomic int any_created; /* n_created, read without the lock */
+
+static bool created_add(const QrSqlSession *s, int undo_at, const char *name)
+{
+    pthread_mutex_lock(&created_lock);
+    bool ok = true;
+    if (n_created == cap_created) {
+        int nc = cap_created ? cap_created * 2 : 8;
+        Created *n = qr_realloc(created, (size_t)nc * sizeof *n);
+        if ((ok = n != NULL)) {
+            created = n;
+            cap_created = nc;
+        }
+    }
+    if (ok) {
+        Created *c = &created[n_created++];
+        *c = (Created){.db = s->db, .owner = s, .undo_at = undo_at};
+        snprintf(c->name, sizeof c->name, "%s", name);
+        atomic_store(&any_created, n_created);
+    }
+    pthread_mutex_unlock(&created_lock);
+    return ok;
+}
+
+/* Forget the owner's tables whose undo statements are from `mark` on. */
+static void created_forget(const QrSqlSession *s, int mark)
+{
+    if (!atomic_load(&any_created))
+        return;
+    bool any = false;
+    pthread_mutex_lock(&created_lock);
+    for (int i = n_created - 1; i >= 0; i--)
+        if (created[i].owner == s && created[i].undo_at >= mark) {
+            created[i] = created[--n_created];
+            any = true;
+        }
+    atomic_store(&any_created, n_created);
+    pthread_mutex_unlock(&created_lock);
+    if (any)
+        qr_db_ddl_bump(s->db); /* other sessions see them now (or never) */
+}
+
+/* Is `name` a table another session's open block created? */
+static bool created_by_other(const QrSqlSession *s, const char *name)
+{
+    if (!atomic_load(&any_created))
+        return false;
+    bool hit = false;
+    pthread_mutex_lock(&created_lock);
+    for (int i = 0; i < n_created && !hit; i++)
+        hit = created[i].db == s->db && created[i].owner != s && !strcmp(created[i].name, name);
+    pthread_mutex_unlock(&created_lock);
+    return hit;
+}
+
 int sqld_created(SqlCtx *cx, SqluState *st, const char *undo)
 {
     if (!undo[0])
         return QR_OK;
+    if (st->creating[0] && !created_add(cx->sess, st->n_undo, st->creating))
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    st->creating[0] = 0;
     if (st->n_undo == st->cap_undo) {
         int nc = st->cap_undo ? st->cap_undo * 2 : 4;
         char **n = qr_realloc(st->undo, (size_t)nc * sizeof *n);
@@ -131,6 +209,7 @@ int sqld_created(SqlCtx *cx, SqluState *st, const char *undo)
 
 void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark)
 {
+    created_forget(s, mark);
     while (st->n_undo > mark) {
         char *sql = st->undo[--st->n_undo];
         QrSqlResult *r = NULL;
@@ -150,8 +229,9 @@ void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark)
     }
 }
 
-void sqld_forget(SqluState *st)
+void sqld_forget(QrSqlSession *s, SqluState *st)
 {
+    created_forget(s, 0); /* committed: everybody sees them */
     for (int i = 0; i < st->n_undo; i++)
         qr_free(st->undo[i]);
     st->n_undo = 0;
@@ -159,7 +239,7 @@ void sqld_forget(SqluState *st)
 
 /* ---- DROP TABLE in a block: deferred to COMMIT ---- */
 
-bool sqld_hidden(const QrSqlSession *s, const char *table)
+bool sqld_dropped(const QrSqlSession *s, const char *table)
 {
     const SqluState *st = s ? s->u_state : NULL;
     for (int i = 0; st && table && i < st->n_drops; i++)
@@ -168,9 +248,14 @@ bool sqld_hidden(const QrSqlSession *s, const char *table)
     return false;
 }
 
+bool sqld_hidden(const QrSqlSession *s, const char *table)
+{
+    return sqld_dropped(s, table) || (s && table && created_by_other(s, table));
+}
+
 int sqld_defer_drop(SqlCtx *cx, SqluState *st, const char *table)
 {
-    if (sqld_hidden(cx->sess, table))
+    if (sqld_dropped(cx->sess, table))
         return QR_OK;
     if (st->n_drops == st->cap_drops) {
         int nc = st->cap_drops ? st->cap_drops * 2 : 4;

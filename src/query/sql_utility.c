@@ -487,7 +487,7 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
                 sqld_drops_to(s, st, 0); /* dropped at COMMIT, or back */
                 sqld_meta_forget(s, st); /* published at COMMIT, or forgotten */
                 if (rc == QR_OK && !strcmp(res->tag, "COMMIT"))
-                    sqld_forget(st); /* what it created stays */
+                    sqld_forget(s, st); /* what it created stays */
                 else
                     sqld_undo_to(s, st, 0); /* rolled back: so are its CREATE TABLEs */
             }
@@ -549,7 +549,7 @@ void sqlu_session_free(QrSqlSession *s)
     }
     qr_free(st->drops);
     cJSON_Delete(st->meta);
-    sqld_forget(st);
+    sqld_forget(s, st);
     qr_free(st->undo);
     st->undo = NULL;
     sqlw_copy_free(st);

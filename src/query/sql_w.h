@@ -175,6 +175,7 @@ typedef struct SqluState {
                               first (sql_txn_ddl.c) */
     int n_undo, cap_undo;
     bool undoing;          /* running undo statements: their DDL takes effect at once */
+    char creating[QR_NAME_MAX + 1]; /* the table the running CREATE TABLE makes in the block */
     char (*drops)[QR_NAME_MAX + 1]; /* owns: tables the block dropped, dropped for real
                               at COMMIT and hidden from the session until then */
     int n_drops, cap_drops;
@@ -245,13 +246,16 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
 int sqld_created(SqlCtx *cx, SqluState *st, const char *undo);
 /* Run the undo statements after the first `mark` ones, newest first. */
 void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
-/* The block committed: forget them. */
-void sqld_forget(SqluState *st);
+/* The block committed: forget them (other sessions see its new tables). */
+void sqld_forget(QrSqlSession *s, SqluState *st);
 /* DROP TABLE in a block: remember `table` to drop at COMMIT; from now on the
  * session sees it gone (sqld_hidden). */
 int sqld_defer_drop(SqlCtx *cx, SqluState *st, const char *table);
-/* Is `table` dropped by the session's open block?  (false for s NULL) */
+/* Is `table` hidden from the session: dropped by its open block, or created
+ * by another session's open block?  (false for s NULL) */
 bool sqld_hidden(const QrSqlSession *s, const char *table);
+/* Is `table` dropped by the session's open block? */
+bool sqld_dropped(const QrSqlSession *s, const char *table);
 /* Forget the block's drops after the first `mark` (ROLLBACK [TO]). */
 void sqld_drops_to(QrSqlSession *s, SqluState *st, int mark);
 /* The table's metadata as the open block staged it, or NULL. */

@@ -602,6 +602,24 @@ Test(sql_txn, create_table_is_undone_by_rollback)
     ok(other, "CREATE TABLE n6 (id bigint PRIMARY KEY)");
     qr_sql_session_free(other);
     fails(s, "SELECT * FROM n6", "42P01", "n6");
+    /* other sessions see the new table only once the block commits; one
+     * dropped again by ROLLBACK TO is no one's */
+    other = second_session(&e);
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE h1 (id bigint PRIMARY KEY)");
+    ok(s, "INSERT INTO h1 VALUES (1)");
+    expect(other, "SELECT count(*) FROM pg_class WHERE relname = 'h1'", "0");
+    fails(other, "INSERT INTO h1 VALUES (9)", "42P01", "h1");
+    fails(other, "CREATE TABLE h1 (id bigint PRIMARY KEY)", "42P07", "h1");
+    ok(s, "SAVEPOINT a");
+    ok(s, "CREATE TABLE h2 (id bigint PRIMARY KEY)");
+    ok(s, "ROLLBACK TO a");
+    ok(other, "CREATE TABLE h2 (id bigint PRIMARY KEY)");
+    ok(other, "INSERT INTO h2 VALUES (2)");
+    expect(other, "SELECT id FROM h2", "2");
+    ok(s, "COMMIT");
+    expect(other, "SELECT id FROM h1", "1");
+    qr_sql_session_free(other);
     env_close(&e);
 }
 
