@@ -46,6 +46,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* Append the identifier quoted ("a""b") to sql[*o, cap). */
 static void quote_ident(char *sql, size_t cap, size_t *o, const char *name)
@@ -243,7 +244,7 @@ bool sqld_dropped(const QrSqlSession *s, const char *table)
 {
     const SqluState *st = s ? s->u_state : NULL;
     for (int i = 0; st && table && i < st->n_drops; i++)
-        if (!strcmp(st->drops[i], table))
+        if (!strcmp(st->drops[i].name, table))
             return true;
     return false;
 }
@@ -253,19 +254,32 @@ bool sqld_hidden(const QrSqlSession *s, const char *table)
     return sqld_dropped(s, table) || (s && table && created_by_other(s, table));
 }
 
+/* Which table is `name` now: the identity of its directory (0: none). */
+static uint64_t table_ident(QrDb *db, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tables/%s", qr_db_dir(db), name);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return 0;
+    return ((uint64_t)sb.st_dev << 40) ^ (uint64_t)sb.st_ino ^ 1;
+}
+
 int sqld_defer_drop(SqlCtx *cx, SqluState *st, const char *table)
 {
     if (sqld_dropped(cx->sess, table))
         return QR_OK;
     if (st->n_drops == st->cap_drops) {
         int nc = st->cap_drops ? st->cap_drops * 2 : 4;
-        char(*n)[QR_NAME_MAX + 1] = qr_realloc(st->drops, (size_t)nc * sizeof *n);
+        SqldDrop *n = qr_realloc(st->drops, (size_t)nc * sizeof *n);
         if (!n)
             return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
         st->drops = n;
         st->cap_drops = nc;
     }
-    snprintf(st->drops[st->n_drops++], sizeof st->drops[0], "%s", table);
+    SqldDrop *d = &st->drops[st->n_drops++];
+    snprintf(d->name, sizeof d->name, "%s", table);
+    d->ident = table_ident(cx->sess->db, table);
     qr_db_ddl_bump(cx->sess->db); /* the session's bound statements bind again */
     return QR_OK;
 }
@@ -281,13 +295,19 @@ void sqld_drops_to(QrSqlSession *s, SqluState *st, int mark)
 int sqld_drops_claim(QrSqlSession *s, SqluState *st, QrError *err)
 {
     for (int i = 0; i < st->n_drops; i++)
-        txn_discard_table(st, st->drops[i]); /* writes to a dropped table go with it */
+        txn_discard_table(st, st->drops[i].name); /* writes to a dropped table go with it */
     for (int i = 0; i < st->n_drops; i++) {
-        int rc = qr_table_claim(s->db, st->drops[i], SQLW_DROP_WAIT_MS, err);
+        int rc = qr_table_claim(s->db, st->drops[i].name, SQLW_DROP_WAIT_MS, err);
         if (rc != QR_OK) {
             while (i-- > 0)
-                qr_table_unclaim(s->db, st->drops[i]);
+                qr_table_unclaim(s->db, st->drops[i].name);
             return rc;
+        }
+        if (table_ident(s->db, st->drops[i].name) != st->drops[i].ident) {
+            /* dropped by another session meanwhile (and perhaps made again
+             * under the name): not the block's to drop */
+            qr_table_unclaim(s->db, st->drops[i].name);
+            st->drops[i--] = st->drops[--st->n_drops];
         }
     }
     return QR_OK;
@@ -299,17 +319,17 @@ void sqld_drops_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err)
     for (int i = 0; i < st->n_drops; i++) {
         QrError e;
         qr_error_clear(&e);
-        int rc = ok ? qr_table_drop(s->db, st->drops[i], &e) : QR_OK;
+        const char *name = st->drops[i].name;
+        int rc = ok ? qr_table_drop(s->db, name, &e) : QR_OK;
         if (rc == QR_OK && ok) /* SERIAL, identity and row-id sequences go with it */
-            rc = seq_drop_owned(qr_db_dir(s->db), st->drops[i], &e);
+            rc = seq_drop_owned(qr_db_dir(s->db), name, &e);
         dropped |= ok;
         if (rc != QR_OK && rc != QR_ENOTFOUND) {
-            qr_log(QR_LOG_WARN, "could not drop table \"%s\" at COMMIT: %s", st->drops[i],
-                   e.message);
+            qr_log(QR_LOG_WARN, "could not drop table \"%s\" at COMMIT: %s", name, e.message);
             if (err && err->code == QR_OK)
                 qr_error_copy(err, &e);
         }
-        qr_table_unclaim(s->db, st->drops[i]);
+        qr_table_unclaim(s->db, name);
     }
     if (dropped) { /* the drops are durable before the journal naming them goes */
         char dir[4200];
@@ -494,7 +514,7 @@ static bool each_change(QrSqlSession *s, const SqluState *st,
                 return false;
     }
     for (int i = 0; i < st->n_drops; i++)
-        if (!fn(arg, TXNJ_DROP_TABLE, st->drops[i], NULL, NULL))
+        if (!fn(arg, TXNJ_DROP_TABLE, st->drops[i].name, NULL, NULL))
             return false;
     return true;
 }

@@ -137,6 +137,14 @@ typedef struct SqloCache {
     struct Snapshot *snap; /* owns one reference */
 } SqloCache;
 
+/* A table a block dropped: its name, and which table it was (the identity
+ * of its directory), so that COMMIT drops no other table made under the
+ * name meanwhile. */
+typedef struct SqldDrop {
+    char name[QR_NAME_MAX + 1];
+    uint64_t ident;
+} SqldDrop;
+
 /* A savepoint: its name and the block's buffered ops when it was set. */
 typedef struct SvpMark {
     char name[64];
@@ -176,8 +184,8 @@ typedef struct SqluState {
     int n_undo, cap_undo;
     bool undoing;          /* running undo statements: their DDL takes effect at once */
     char creating[QR_NAME_MAX + 1]; /* the table the running CREATE TABLE makes in the block */
-    char (*drops)[QR_NAME_MAX + 1]; /* owns: tables the block dropped, dropped for real
-                              at COMMIT and hidden from the session until then */
+    struct SqldDrop *drops; /* owns: tables the block dropped, dropped for real at
+                              COMMIT and hidden from the session until then */
     int n_drops, cap_drops;
     cJSON *meta;           /* owns: metadata the block changed (ALTER TABLE, DROP INDEX),
                               published at COMMIT: {table: {"base": the committed one

@@ -707,6 +707,16 @@ Test(sql_txn, drop_table_waits_for_commit)
     sees(o, "d1", NULL);
     sees(o, "d2", "2|2\n");
     fails(o, "SELECT nextval('d1_id_seq')", "42P01", "d1_id_seq");
+    /* the table the block dropped was dropped and made again by another
+     * session meanwhile: COMMIT leaves the new one alone */
+    ok(s, "CREATE TABLE d5 (id bigint PRIMARY KEY)");
+    ok(s, "BEGIN");
+    ok(s, "DROP TABLE d5");
+    ok(o, "DROP TABLE d5");
+    ok(o, "CREATE TABLE d5 (id bigint PRIMARY KEY)");
+    ok(o, "INSERT INTO d5 VALUES (5)");
+    ok(s, "COMMIT");
+    sees(o, "d5", "5\n");
     /* a table created and dropped in one block is gone either way */
     ok(s, "BEGIN");
     ok(s, "CREATE TABLE d3 (id bigint PRIMARY KEY)");
