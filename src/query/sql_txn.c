@@ -22,6 +22,10 @@
  *   - Isolation: sql_isolation.c (levels, snapshots); every read inside a
  *     block also sees the block's own buffered writes (sql_own_writes.c for
  *     scans, txn_find for the write path's key lookups).
+ *   - DDL of a block (sql_txn_ddl.c): the tables it drops are claimed
+ *     before the lock, its changed table definitions checked under it
+ *     (40001), and both journaled with the writes and published after them
+ *     in the same apply, so they commit together.
  *   - A plain INSERT's key is checked again at apply time under the lock:
  *     a key committed meanwhile by another session fails the whole COMMIT
  *     with 23505 and applies nothing.  Writers that bypass SQL (HTTP, import)
