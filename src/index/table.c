@@ -1236,6 +1236,16 @@ Snapshot *table_snapshot_latest(Table *t)
     return s;
 }
 
+int table_snapshot_wait_acked(Table *t, const Snapshot *s, QrError *err)
+{
+    if (!t->wal || !s->lsn || s->lsn <= wal_acked_lsn(t->wal))
+        return QR_OK;
+    int rc = wal_sync_to(t->wal, s->lsn, err);
+    if (rc == QR_OK)
+        table_install_acked(t);
+    return rc;
+}
+
 int table_flush(Table *t, QrError *err)
 {
     pthread_mutex_lock(&t->wlock);

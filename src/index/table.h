@@ -272,6 +272,12 @@ void snapshot_release(Snapshot *s);
  * commit ordered before the caller's (a key that must be new).  Release
  * it with snapshot_release. */
 Snapshot *table_snapshot_latest(Table *t);
+/* Wait until the commits s shows (a table_snapshot_latest) are durable as
+ * the fsync policy promises -- syncing the WAL to it, sharing the flush
+ * with their committers -- so that s may be shown as committed.  QR_OK at
+ * once when they are; the WAL's QR_EIO otherwise (their committers get it
+ * too). */
+int table_snapshot_wait_acked(Table *t, const Snapshot *s, QrError *err);
 /* Locate a global doc id: segment index and local doc.  False if out of range. */
 bool snapshot_locate(const Snapshot *s, DocId gdoc, int *seg, uint32_t *local);
 /* The last of n ascending segment bases that is <= gdoc, or -1 (the

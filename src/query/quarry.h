@@ -576,6 +576,9 @@ int qr_sql_normalize(const char *sql, size_t len, QrBuf *out, uint64_t *fingerpr
  * (QR_ENOTFOUND, no reference kept, when it does not exist).  Waits while
  * the table is being dropped.  Pair with qr_table_release. */
 int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err);
+/* The same without waiting: QR_EBUSY (no reference kept) while the table is
+ * being dropped. */
+int qr_table_try_acquire(QrDb *db, const char *name, QrTable **out, QrError *err);
 void qr_table_release(QrDb *db, const char *name);
 /* References held on `name` now (for tests and /stats). */
 int qr_table_refs(QrDb *db, const char *name);
@@ -583,6 +586,12 @@ int qr_table_refs(QrDb *db, const char *name);
  * QR_EBUSY naming the count of users when they outlast the timeout.  The
  * caller must not hold a reference itself. */
 int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err);
+/* qr_table_drop_wait in two steps, for a drop that must happen later under
+ * another lock (a transaction block's DROP TABLE at COMMIT): claim waits as
+ * it does and leaves the name claimed (new references wait); the caller
+ * then calls qr_table_drop or not, and always qr_table_unclaim. */
+int qr_table_claim(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err);
+void qr_table_unclaim(QrDb *db, const char *name);
 /* Exchange the contents of tables a and b (their directories, metadata
  * included) once no reference is held on either: atomic (one rename), so
  * each name always holds one whole table.  Timeout as qr_table_drop_wait. */

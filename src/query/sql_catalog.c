@@ -416,7 +416,9 @@ static int tables_load(SqlCtx *cx, CatTables *ts)
         }
         QrError e;
         qr_error_clear(&e);
-        int arc = qr_table_acquire(cx->sess->db, ts->names[i], &ts->t[k], &e);
+        int arc = sqld_hidden(cx->sess, ts->names[i]) /* dropped by the open block */
+                      ? QR_ENOTFOUND
+                      : qr_table_acquire(cx->sess->db, ts->names[i], &ts->t[k], &e);
         if (arc == QR_ENOTFOUND) {
             qr_free(ts->names[i]);
             continue;
@@ -426,7 +428,7 @@ static int tables_load(SqlCtx *cx, CatTables *ts)
             ts->t[k] = NULL; /* kept for freeing, not released */
             qr_error_copy(cx->err, &e);
             rc = arc;
-        } else if (!(ts->meta[k] = sqlw_meta_load(cx->sess->db, ts->names[k]))) {
+        } else if (!(ts->meta[k] = sqlw_meta_load(cx, ts->names[k]))) {
             rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
         }
         k++;
@@ -471,8 +473,8 @@ static int table_indexes(SqlCtx *cx, QrTable *t, const cJSON *meta, CatIndex **o
         x[k++].attnum = fi < 0 ? 1 : fi + 2 - hidden;
     }
     for (int i = 0; i < s->n_fields && k < cap; i++) {
-        if (!s->fields[i].btree)
-            continue;
+        if (!s->fields[i].btree || sqld_btree_dropping(cx->sess, qr_table_name(t), s->fields[i].name))
+            continue; /* (a DROP INDEX of the session's open block drops it at COMMIT) */
         bool named = false;
         cJSON_ArrayForEach(it, idxs) named |= cJSON_IsString(it) &&
                                               !strcmp(it->valuestring, s->fields[i].name);
@@ -592,9 +594,9 @@ static int owner_attnum(SqlCtx *cx, const char *owned_by, char *table, size_t n)
         return 0;
     snprintf(table, n, "%.*s", (int)(dot - owned_by), owned_by);
     QrTable *t;
-    if (qr_table_acquire(cx->sess->db, table, &t, NULL) != QR_OK)
+    if (sqld_hidden(cx->sess, table) || qr_table_acquire(cx->sess->db, table, &t, NULL) != QR_OK)
         return 0;
-    cJSON *meta = sqlw_meta_load(cx->sess->db, table);
+    cJSON *meta = sqlw_meta_load(cx, table);
     CatCol *c;
     int nc = 0, at = 0;
     if (meta && table_cols(cx, t, meta, &c, &nc) == QR_OK)
@@ -684,7 +686,7 @@ static int fill_depend(CatBuild *b)
         int at = owner_attnum(b->cx, q.def[i].owned_by, table, sizeof table);
         if (!at)
             continue;
-        cJSON *meta = sqlw_meta_load(b->cx->sess->db, table);
+        cJSON *meta = sqlw_meta_load(b->cx, table);
         const cJSON *m = sqlw_meta_col(meta, strchr(q.def[i].owned_by, '.') + 1);
         bool identity = cJSON_GetObjectItemCaseSensitive(m, "identity") != NULL;
         cJSON_Delete(meta);
@@ -1792,7 +1794,7 @@ static SqlValue serial_sequence(SqlCtx *cx, const SqlValue *table, const SqlValu
     snprintf(t, sizeof t, "%.*s", (int)table->u.s.n, table->u.s.s);
     snprintf(c, sizeof c, "%.*s", (int)col->u.s.n, col->u.s.s);
     const char *tn = !strncmp(t, "public.", 7) ? t + 7 : t;
-    cJSON *meta = qr_name_valid(tn) ? sqlw_meta_load(cx->sess->db, tn) : NULL;
+    cJSON *meta = qr_name_valid(tn) ? sqlw_meta_load(cx, tn) : NULL;
     const char *seq = cJSON_GetStringValue(
         cJSON_GetObjectItemCaseSensitive(sqlw_meta_col(meta, c), "sequence"));
     char b[128];

@@ -18,8 +18,8 @@
  * The declared type, NOT NULL and DEFAULT are kept in the table's sql.json;
  * storage keeps the wider type (an integer column stores int64).
  *
- * DDL is not transactional: it takes effect when it runs, inside a block
- * too (docs/sql.md).
+ * In a transaction block, DROP TABLE waits for COMMIT and CREATE TABLE /
+ * INDEX are dropped again by ROLLBACK (sql_txn_ddl.c, docs/sql-writes.md).
  */
 #include "query/sequence.h"
 #include "query/sql_w.h"
@@ -30,10 +30,6 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-
-/* How long DROP waits for the statements using the table (then 53300-like
- * QR_EBUSY naming how many). */
-#define SQLW_DROP_WAIT_MS 10000
 
 /* ---- metadata ---- */
 
@@ -66,7 +62,7 @@ static bool meta_same(int i, const struct stat *st)
            meta_cache[i].mtim.tv_nsec == st->st_mtim.tv_nsec;
 }
 
-cJSON *sqlw_meta_load(QrDb *db, const char *table)
+cJSON *sqlw_meta_load_db(QrDb *db, const char *table)
 {
     char path[4096];
     meta_path(db, table, path, sizeof path);
@@ -115,7 +111,7 @@ cJSON *sqlw_meta_load(QrDb *db, const char *table)
     return m;
 }
 
-int sqlw_meta_save(QrDb *db, const char *table, const cJSON *meta, QrError *err)
+int sqlw_meta_save_db(QrDb *db, const char *table, const cJSON *meta, QrError *err)
 {
     qr_db_ddl_bump(db); /* declared types and defaults change what binding sees */
     char path[4096];
@@ -126,6 +122,22 @@ int sqlw_meta_save(QrDb *db, const char *table, const cJSON *meta, QrError *err)
     int rc = qr_file_write_atomic(path, text, strlen(text), true, err);
     cJSON_free(text);
     return rc;
+}
+
+cJSON *sqlw_meta_load(SqlCtx *cx, const char *table)
+{
+    SqluState *st = cx->sess->u_state;
+    /* undoing a block's CREATE INDEX: the committed metadata has it */
+    const cJSON *staged = st && st->undoing ? NULL : sqld_meta_staged(cx->sess, table);
+    return staged ? cJSON_Duplicate(staged, true) : sqlw_meta_load_db(cx->sess->db, table);
+}
+
+int sqlw_meta_save(SqlCtx *cx, const char *table, const cJSON *meta)
+{
+    SqluState *st = cx->sess->u_state;
+    if (st && st->in_block && !st->undoing)
+        return sqld_meta_stage(cx, st, table, meta);
+    return sqlw_meta_save_db(cx->sess->db, table, meta, cx->err);
 }
 
 const cJSON *sqlw_meta_col(const cJSON *meta, const char *col)
@@ -317,10 +329,12 @@ static int relation_name(SqlCtx *cx, const cJSON *rv, const char **name)
     return QR_OK;
 }
 
+/* Does the table exist for this session (a table its open block dropped
+ * does not)? */
 static bool table_exists(SqlCtx *cx, const char *name)
 {
     QrTable *t;
-    return qr_table_get(cx->sess->db, name, &t, NULL) == QR_OK;
+    return !sqld_hidden(cx->sess, name) && qr_table_get(cx->sess->db, name, &t, NULL) == QR_OK;
 }
 
 static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
@@ -330,6 +344,18 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     if (rc)
         return rc;
     snprintf(res->tag, sizeof res->tag, "CREATE TABLE");
+    if (sqld_dropped(cx->sess, name)) {
+        qr_error_hint(cx->err, "COMMIT the DROP TABLE first, or create the table under another "
+                               "name");
+        return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EUNSUPPORTED, "0A000",
+                          "cannot create table \"%s\" in the transaction block that dropped it",
+                          name);
+    }
+    if (sqld_hidden(cx->sess, name)) { /* another session's open block created it */
+        qr_error_detail(cx->err, "A transaction that has not committed yet created it.");
+        return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EEXISTS, "42P07",
+                          "relation \"%s\" already exists", name);
+    }
     if (table_exists(cx, name)) {
         if (sqlj_bool(b, "if_not_exists")) {
             sql_notice(cx, "NOTICE", "42P07", "relation \"%s\" already exists, skipping", name);
@@ -437,8 +463,8 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         }
         if (hidden_pk)
             cJSON_AddTrueToObject(meta, "hidden_pk");
-        if (rc == QR_OK)
-            rc = sqlw_meta_save(cx->sess->db, name, meta, cx->err);
+        if (rc == QR_OK) /* with the table: a block's CREATE is undone by dropping both */
+            rc = sqlw_meta_save_db(cx->sess->db, name, meta, cx->err);
         if (rc != QR_OK) {
             qr_table_drop(cx->sess->db, name, NULL);
             seq_drop_owned(qr_db_dir(cx->sess->db), name, NULL);
@@ -514,15 +540,23 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
     s->all_field = n_text >= 2;
     char name[QR_NAME_MAX + 1];
     snprintf(name, sizeof name, "%s", qr_table_name(t));
-    cJSON *meta = sqlw_meta_load(cx->sess->db, name);
+    cJSON *meta = sqlw_meta_load(cx, name);
     sqlw_release(cx->sess, name); /* a drop waits for every reference, ours too */
     int rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);
     if (rc == QR_OK)
         rc = qr_table_create(cx->sess->db, name, s, &t, cx->err);
-    if (rc == QR_OK && meta)
-        rc = sqlw_meta_save(cx->sess->db, name, meta, cx->err);
+    if (rc == QR_OK && meta) /* the table was recreated now: not staged */
+        rc = sqlw_meta_save_db(cx->sess->db, name, meta, cx->err);
     cJSON_Delete(meta);
     return rc;
+}
+
+static void edit_add_index(cJSON *meta, const void *arg)
+{
+    const char *const *kv = arg; /* index name, column */
+    cJSON *idxs = meta_obj(meta, "indexes");
+    cJSON_DeleteItemFromObjectCaseSensitive(idxs, kv[0]);
+    cJSON_AddStringToObject(idxs, kv[0], kv[1]);
 }
 
 static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
@@ -562,7 +596,7 @@ static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         snprintf(idx, sizeof idx, "%s", given);
     else
         snprintf(idx, sizeof idx, "%s_%s_idx", qr_table_name(t), col);
-    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+    cJSON *meta = sqlw_meta_load(cx, qr_table_name(t));
     if (!meta)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     cJSON *idxs = meta_obj(meta, "indexes");
@@ -574,12 +608,14 @@ static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         }
         return sql_err_at(cx, -1, QR_EEXISTS, "42P07", "relation \"%s\" already exists", idx);
     }
+    cJSON_Delete(meta);
     if (!is_pk && !s->fields[fi].btree)
         rc = qr_table_create_index(t, col, cx->err);
-    cJSON_AddStringToObject(idxs, idx, col);
+    /* the B-tree exists now, so its name is committed now too (a block's
+     * CREATE INDEX is undone by a DROP INDEX, sql_txn_ddl.c) */
+    const char *kv[2] = {idx, col};
     if (rc == QR_OK)
-        rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
-    cJSON_Delete(meta);
+        rc = sqld_meta_now(cx, qr_table_name(t), edit_add_index, kv);
     return rc;
 }
 
@@ -598,10 +634,14 @@ static int drop_index(SqlCtx *cx, const char *idx, bool missing_ok)
     int rc = qr_table_list(cx->sess->db, &names, &n, cx->err);
     bool done = false;
     for (int i = 0; rc == QR_OK && i < n && !done; i++) {
-        cJSON *meta = sqlw_meta_load(cx->sess->db, names[i]);
+        if (sqld_hidden(cx->sess, names[i]))
+            continue; /* its indexes went with it */
+        cJSON *meta = sqlw_meta_load(cx, names[i]);
         cJSON *idxs = cJSON_GetObjectItemCaseSensitive(meta, "indexes");
-        const char *col = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(idxs, idx));
-        if (col) {
+        const char *cv = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(idxs, idx));
+        char col[QR_NAME_MAX + 1]; /* a copy: the entry goes below */
+        snprintf(col, sizeof col, "%s", cv ? cv : "");
+        if (cv) {
             QrTable *t;
             rc = sqlw_acquire(cx, names[i], &t, cx->err);
             bool other = false; /* another index name on the same column keeps the B-tree */
@@ -609,11 +649,15 @@ static int drop_index(SqlCtx *cx, const char *idx, bool missing_ok)
             cJSON_ArrayForEach(it, idxs) if (strcmp(it->string, idx) && cJSON_IsString(it) &&
                                              !strcmp(it->valuestring, col)) other = true;
             int fi = rc == QR_OK ? schema_field_index(qr_table_schema(t), col) : -1;
-            if (!other && fi >= 0 && qr_table_schema(t)->fields[fi].btree)
+            SqluState *st = cx->sess->u_state;
+            bool later = st && st->in_block && !st->undoing; /* the B-tree goes at COMMIT */
+            if (!later && !other && fi >= 0 && qr_table_schema(t)->fields[fi].btree)
                 rc = qr_table_drop_index(t, col, cx->err);
             cJSON_DeleteItemFromObjectCaseSensitive(idxs, idx);
             if (rc == QR_OK)
-                rc = sqlw_meta_save(cx->sess->db, names[i], meta, cx->err);
+                rc = sqlw_meta_save(cx, names[i], meta);
+            if (rc == QR_OK && later && !other && fi >= 0)
+                rc = sqld_btree_drop_later(cx, st, names[i], col);
             done = true;
         }
         cJSON_Delete(meta);
@@ -661,6 +705,14 @@ static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             return sql_err_at(cx, -1, QR_ENOTFOUND, "42P01", "table \"%s\" does not exist",
                               name);
         }
+        SqluState *st = cx->sess->u_state;
+        if (st && st->in_block && !st->undoing) {
+            /* dropped at COMMIT (sql_txn_ddl.c); gone for this session now */
+            int rc = sqld_defer_drop(cx, st, name);
+            if (rc)
+                return rc;
+            continue;
+        }
         sqlw_release(cx->sess, name);
         int rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);
         if (rc == QR_OK) /* SERIAL, identity and row-id sequences go with their table */
@@ -672,6 +724,8 @@ static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 }
 
 /* ---- ALTER TABLE ---- */
+
+static void edit_put_col(cJSON *meta, const void *arg) { meta_put_col(meta_obj(meta, "columns"), arg); }
 
 static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
 {
@@ -700,13 +754,8 @@ static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
     f.indexed = f.indexed && !cs.doc_only;
     if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
         return rc;
-    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
-    if (!meta)
-        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    meta_put_col(meta_obj(meta, "columns"), &cs);
-    rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
-    cJSON_Delete(meta);
-    return rc;
+    /* the storage field exists now: its declared type too */
+    return sqld_meta_now(cx, qr_table_name(t), edit_put_col, &cs);
 }
 
 /* The sequence a DEFAULT nextval('<seq>'::regclass) draws from, or NULL. */
@@ -736,7 +785,7 @@ static int alter_column(SqlCtx *cx, QrTable *t, const cJSON *c, const char *sub)
         return sql_err_at(cx, -1, QR_ENOTFOUND, "42703",
                           "column \"%s\" of relation \"%s\" does not exist", col ? col : "",
                           qr_table_name(t));
-    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+    cJSON *meta = sqlw_meta_load(cx, qr_table_name(t));
     cJSON *mc = meta ? cJSON_GetObjectItemCaseSensitive(meta_obj(meta, "columns"), col) : NULL;
     if (meta && !mc)
         mc = cJSON_AddObjectToObject(cJSON_GetObjectItemCaseSensitive(meta, "columns"), col);
@@ -773,6 +822,7 @@ static int alter_column(SqlCtx *cx, QrTable *t, const cJSON *c, const char *sub)
             cJSON_AddStringToObject(mc, "identity", gw && gw[0] == 'd' ? "d" : "a");
             cJSON_DeleteItemFromObjectCaseSensitive(mc, "not_null");
             cJSON_AddTrueToObject(mc, "not_null");
+            rc = sqld_seq_created(cx, seq); /* a block's ROLLBACK drops it again */
         }
     } else {
         cJSON_DeleteItemFromObjectCaseSensitive(mc, "not_null");
@@ -780,7 +830,7 @@ static int alter_column(SqlCtx *cx, QrTable *t, const cJSON *c, const char *sub)
             cJSON_AddTrueToObject(mc, "not_null");
     }
     if (rc == QR_OK)
-        rc = sqlw_meta_save(cx->sess->db, qr_table_name(t), meta, cx->err);
+        rc = sqlw_meta_save(cx, qr_table_name(t), meta);
     cJSON_Delete(meta);
     return rc;
 }

@@ -574,7 +574,7 @@ static int target_open(SqlCtx *cx, const cJSON *rv, QrTable **t, SqlScope **sc, 
     int rc = target_scope(cx, rv, t, sc);
     if (rc)
         return rc;
-    *meta = sqlw_meta_load(cx->sess->db, qr_table_name(*t));
+    *meta = sqlw_meta_load(cx, qr_table_name(*t));
     return *meta ? QR_OK : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
 }
 

@@ -9,12 +9,11 @@
  * Levels (docs/sql-writes.md "Isolation levels"):
  *   READ COMMITTED (the default; READ UNCOMMITTED runs as it, as in
  *     PostgreSQL): every read takes the table's current snapshot.
- *   REPEATABLE READ: the first read of a table inside the block pins that
- *     table's snapshot, and every later read of it in the block sees that
- *     snapshot, until COMMIT or ROLLBACK.  (PostgreSQL takes one snapshot
- *     of the whole database at the block's first query; Quarry's snapshots
- *     are per table, so a table first read later in the block shows the
- *     commits made before that read.)
+ *   REPEATABLE READ: the block's first statement pins a snapshot of every
+ *     table, all taken under the lock SQL commits publish under (pin_all),
+ *     and every read of the block sees them, until COMMIT or ROLLBACK: one
+ *     snapshot of the whole database, as PostgreSQL's.  A table created
+ *     after the start is pinned at its first read.
  *   SERIALIZABLE is refused (0A000): Quarry has no predicate locks, and
  *     running it as a weaker level would break its promise silently.
  *
@@ -27,6 +26,7 @@
 #include "query/query_int.h"
 #include "query/sql_int.h"
 #include "query/sql_w.h"
+#include "store/util.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -54,8 +54,8 @@ int sqli_level_parse(const char *v, const char *param, int *level, QrError *err)
         qr_error_set(err, QR_EUNSUPPORTED, "isolation level SERIALIZABLE is not supported");
         qr_error_detail(err, "Quarry has no predicate locks; it does not run SERIALIZABLE as "
                              "a weaker level");
-        qr_error_hint(err, "Use REPEATABLE READ (one snapshot per table for the whole "
-                           "transaction, first committer wins on a written key) or READ "
+        qr_error_hint(err, "Use REPEATABLE READ (one snapshot of the database for the "
+                           "whole transaction, first committer wins on a written key) or READ "
                            "COMMITTED.");
         qr_error_set_sqlstate(err, "0A000");
         return QR_EUNSUPPORTED;
@@ -202,13 +202,84 @@ void sqli_session_free(SqluState *st)
     st->n_pins = st->cap_pins = 0;
 }
 
-void sqli_mark_used(SqluState *st)
+/* Pin snap (whose reference the pin takes over) as the block's snapshot of
+ * table t; false (snap released) without memory. */
+static bool pin_add(SqluState *st, QrTable *t, Snapshot *snap)
+{
+    if (st->n_pins == st->cap_pins) {
+        int nc = st->cap_pins ? st->cap_pins * 2 : 4;
+        SqliPin *np = qr_realloc(st->pins, (size_t)nc * sizeof *np);
+        if (!np) {
+            snapshot_release(snap);
+            return false;
+        }
+        st->pins = np;
+        st->cap_pins = nc;
+    }
+    SqliPin *p = &st->pins[st->n_pins++];
+    snprintf(p->table, sizeof p->table, "%s", t->name);
+    p->tab = t->table;
+    p->schema_fp = schema_print(table_schema(t->table));
+    p->snap = snap;
+    return true;
+}
+
+/* REPEATABLE READ's start: one snapshot of every table, all taken under
+ * the lock SQL commits publish under, together with the commit number the
+ * conflict rule counts from.  So the block sees exactly the SQL commits
+ * numbered up to its start, in every table, whenever it first reads one
+ * (a multi-table commit wholly or not at all).  The snapshots are the
+ * latest, commits ordered but not yet synced included, and are waited on
+ * until those are durable before the block reads them.  A table that
+ * cannot be opened (or pinned) now is pinned at its first read instead. */
+static void pin_all(QrSqlSession *s, SqluState *st)
+{
+    char **names = NULL;
+    int n = 0;
+    QrError e;
+    qr_error_clear(&e);
+    QrTable **ts = NULL;
+    if (qr_table_list(s->db, &names, &n, &e) == QR_OK)
+        ts = qr_calloc((size_t)n + 1, sizeof *ts);
+    /* opened before the lock (may replay a WAL); one being dropped is not
+     * waited for (its dropper may wait for a table this holds) */
+    for (int i = 0; ts && i < n; i++)
+        if (qr_table_try_acquire(s->db, names[i], &ts[i], NULL) != QR_OK)
+            ts[i] = NULL;
+    int first = st->n_pins;
+    txn_lock();
+    sqlx_block_start(st); /* the conflict rule counts from here */
+    for (int i = 0; ts && i < n; i++)
+        if (ts[i])
+            pin_add(st, ts[i], table_snapshot_latest(ts[i]->table));
+    txn_unlock();
+    for (int i = first; i < st->n_pins; i++) {
+        SqliPin *p = &st->pins[i];
+        qr_error_clear(&e);
+        if (table_snapshot_wait_acked((Table *)p->tab, p->snap, &e) != QR_OK) {
+            qr_log(QR_LOG_WARN, "REPEATABLE READ snapshot of table \"%s\": %s", p->table,
+                   e.message);
+            snapshot_release(p->snap); /* pinned at its first read instead */
+            *p = st->pins[--st->n_pins];
+            i--;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (ts && ts[i])
+            qr_table_release(s->db, names[i]);
+        qr_free(names[i]);
+    }
+    qr_free(names);
+    qr_free(ts);
+}
+
+void sqli_mark_used(QrSqlSession *s, SqluState *st)
 {
     if (!st->in_block || st->iso_used)
         return;
     st->iso_used = true;
     if (st->iso == SQLI_REPEATABLE_READ)
-        sqlx_block_start(st); /* the conflict rule counts from here */
+        pin_all(s, st);
 }
 
 /* The committed snapshot a read of t sees at the block's level. */
@@ -231,21 +302,11 @@ static Snapshot *level_snapshot(SqluState *st, QrTable *t)
         atomic_fetch_add(&p->snap->refs, 1);
         return p->snap;
     }
+    /* not pinned at the start (created since, or could not be opened) */
     Snapshot *snap = table_snapshot(t->table);
-    if (st->n_pins == st->cap_pins) {
-        int nc = st->cap_pins ? st->cap_pins * 2 : 4;
-        SqliPin *np = qr_realloc(st->pins, (size_t)nc * sizeof *np);
-        if (!np)
-            return snap; /* no pin: this read still works, at read committed */
-        st->pins = np;
-        st->cap_pins = nc;
-    }
-    SqliPin *p = &st->pins[st->n_pins++];
-    snprintf(p->table, sizeof p->table, "%s", t->name);
-    p->tab = t->table;
-    p->schema_fp = fp;
-    p->snap = snap;
     atomic_fetch_add(&snap->refs, 1); /* one for the pin, one for the caller */
+    if (!pin_add(st, t, snap))
+        return snap; /* no pin: this read still works, at read committed */
     return snap;
 }
 
@@ -254,6 +315,6 @@ Snapshot *sql_snapshot(SqlCtx *cx, QrTable *t)
     SqluState *st = cx->sess ? cx->sess->u_state : NULL;
     if (!st || !st->in_block)
         return table_snapshot(t->table);
-    sqli_mark_used(st);
+    sqli_mark_used(cx->sess, st);
     return sqlo_overlay(cx, st, t, level_snapshot(st, t));
 }

@@ -127,7 +127,7 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
     char table[QR_NAME_MAX + 1]; /* a copy: the handle goes with the swap */
     snprintf(table, sizeof table, "%s", qr_table_name(t));
     QrDb *db = cx->sess->db;
-    cJSON *meta = sqlw_meta_load(db, table);
+    cJSON *meta = sqlw_meta_load(cx, table);
     if (!meta)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     const QrSchema *s = qr_table_schema(t);
@@ -183,13 +183,15 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
         cJSON *mc = (cJSON *)sqlw_meta_col(meta, col);
         if (mc && !cJSON_GetObjectItemCaseSensitive(mc, "not_null"))
             cJSON_AddTrueToObject(mc, "not_null");
-        rc = sqlw_meta_save(db, spare, meta, cx->err);
+        rc = sqlw_meta_save_db(db, spare, meta, cx->err); /* the new table, swapped in now */
     }
     cJSON_Delete(meta);
     if (rc == QR_OK) {
         sqlw_release(cx->sess, table); /* the statement's own reference */
         rc = qr_table_swap_wait(db, table, spare, 10000, cx->err);
     }
+    if (rc == QR_OK) /* the block's staged definition went in with the new table */
+        sqld_meta_forget_table(cx->sess->u_state, table);
     if (to || rc == QR_OK)
         qr_table_drop_wait(db, spare, 10000, NULL); /* the old documents, or the failed copy */
     if (rc == QR_OK && seq[0])

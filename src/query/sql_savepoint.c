@@ -14,8 +14,9 @@
  * RELEASE take the latest of the name, as PostgreSQL does.
  *
  * ROLLBACK TO also drops the tables the block created after the savepoint
- * (sql_txn_ddl.c).  What it does not undo: nextval() (as in PostgreSQL),
- * and other DDL, which takes effect when it runs (docs/sql-writes.md).
+ * and brings back those it dropped, and the table definitions as they
+ * were (sql_txn_ddl.c).  What it does not
+ * undo: nextval() (as in PostgreSQL).
  */
 #include "query/sql_int.h"
 #include "query/sql_w.h"
@@ -23,10 +24,18 @@
 #include <stdio.h>
 #include <string.h>
 
-void svp_clear(SqluState *st) { st->n_svps = 0; }
+/* Forget the savepoints from the n-th on. */
+static void svp_truncate(SqluState *st, int n)
+{
+    while (st->n_svps > n)
+        cJSON_Delete(st->svps[--st->n_svps].meta);
+}
+
+void svp_clear(SqluState *st) { svp_truncate(st, 0); }
 
 void svp_session_free(SqluState *st)
 {
+    svp_truncate(st, 0);
     qr_free(st->svps);
     st->svps = NULL;
     st->n_svps = st->cap_svps = 0;
@@ -79,6 +88,12 @@ int svp_exec(SqlCtx *cx, SqluState *st, const char *kind, const char *name, char
         snprintf(m->name, sizeof m->name, "%s", name);
         m->n_ops = st->n_ops;
         m->n_undo = st->n_undo;
+        m->n_drops = st->n_drops;
+        m->meta = sqld_meta_mark(st);
+        if (st->meta && !m->meta) {
+            st->n_svps--;
+            return block_error(cx, st, QR_ENOMEM, "53200", "out of memory%s", "");
+        }
         snprintf(tag, tag_len, "SAVEPOINT");
         return QR_OK;
     }
@@ -91,16 +106,18 @@ int svp_exec(SqlCtx *cx, SqluState *st, const char *kind, const char *name, char
             return block_error(cx, st, QR_EINVAL, "25P02",
                                "current transaction is aborted, commands ignored until end of "
                                "transaction block%s", "");
-        st->n_svps = i;
+        svp_truncate(st, i);
         snprintf(tag, tag_len, "RELEASE");
         return QR_OK;
     }
     /* ROLLBACK TO: the writes after the mark go, the savepoint stays */
     st->stmt_start = st->svps[i].n_ops;
     txn_stmt_fail(st);
-    st->n_svps = i + 1;
+    svp_truncate(st, i + 1);
     cx->sess->txn_status = 'T';
-    sqld_undo_to(cx->sess, st, st->svps[i].n_undo); /* tables created after it */
+    sqld_meta_restore(cx->sess, st, st->svps[i].meta); /* ALTERs after it are undone */
+    sqld_drops_to(cx->sess, st, st->svps[i].n_drops); /* tables dropped after it are back */
+    sqld_undo_to(cx->sess, st, st->svps[i].n_undo);   /* tables created after it go */
     snprintf(tag, tag_len, "ROLLBACK");
     return QR_OK;
 }

@@ -119,7 +119,7 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
         return sql_err_at(cx, -1, QR_ELIMIT, NULL, "query memory limit exceeded");
     const char *q = alias ? alias : qr_table_name(t);
     /* declared SQL types (int4, timestamp, varchar...) kept by CREATE TABLE */
-    cJSON *meta = sqlw_meta_load(cx->sess->db, qr_table_name(t));
+    cJSON *meta = sqlw_meta_load(cx, qr_table_name(t));
     int n = 0;
     QrSqlType pkt = meta ? sqlw_pk_type(meta) : QR_SQL_UNKNOWN;
     bool hidden_pk = meta && sqlw_hidden_pk(meta); /* a row id, not a column */

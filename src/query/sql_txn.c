@@ -22,6 +22,10 @@
  *   - Isolation: sql_isolation.c (levels, snapshots); every read inside a
  *     block also sees the block's own buffered writes (sql_own_writes.c for
  *     scans, txn_find for the write path's key lookups).
+ *   - DDL of a block (sql_txn_ddl.c): the tables it drops are claimed
+ *     before the lock, its changed table definitions checked under it
+ *     (40001), and both journaled with the writes and published after them
+ *     in the same apply, so they commit together.
  *   - A plain INSERT's key is checked again at apply time under the lock:
  *     a key committed meanwhile by another session fails the whole COMMIT
  *     with 23505 and applies nothing.  Writers that bypass SQL (HTTP, import)
@@ -35,6 +39,9 @@
 #include <string.h>
 
 static pthread_mutex_t apply_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void txn_lock(void) { pthread_mutex_lock(&apply_lock); }
+void txn_unlock(void) { pthread_mutex_unlock(&apply_lock); }
 
 SqluState *sqlu_state(QrSqlSession *s, QrError *err)
 {
@@ -167,6 +174,22 @@ const TxnOp *txn_find(const SqluState *st, const char *table, const char *key)
     return i < 0 ? NULL : &st->ops[i];
 }
 
+static void discard_from(SqluState *st, int from);
+
+/* ops changed under the slots, which may name dropped ops: rebuild them
+ * (cannot fail at the same size unless memory is gone; then forget the
+ * index and the ops) */
+static void reindex(SqluState *st)
+{
+    st->ops_gen++;
+    if (st->n_slots && rehash(st, st->n_slots) != QR_OK) {
+        qr_free(st->slots);
+        st->slots = NULL;
+        st->n_slots = 0;
+        discard_from(st, 0);
+    }
+}
+
 static void discard_from(SqluState *st, int from)
 {
     for (int i = from; i < st->n_ops; i++) {
@@ -176,15 +199,7 @@ static void discard_from(SqluState *st, int from)
     }
     if (from < st->n_ops) {
         st->n_ops = from;
-        st->ops_gen++;
-        /* slots may name dropped ops: rebuild (cannot fail at the same size
-         * unless memory is gone; then forget the index and the ops) */
-        if (st->n_slots && rehash(st, st->n_slots) != QR_OK) {
-            qr_free(st->slots);
-            st->slots = NULL;
-            st->n_slots = 0;
-            discard_from(st, 0);
-        }
+        reindex(st);
     }
 }
 
@@ -192,6 +207,25 @@ void txn_discard(SqluState *st)
 {
     discard_from(st, 0);
     st->stmt_start = 0;
+}
+
+void txn_discard_table(SqluState *st, const char *table)
+{
+    int k = 0;
+    for (int i = 0; i < st->n_ops; i++) {
+        if (strcmp(st->ops[i].table, table) != 0) {
+            st->ops[k++] = st->ops[i];
+            continue;
+        }
+        qr_mem_budget_give(op_bytes(&st->ops[i]));
+        qr_free(st->ops[i].key);
+        qr_free(st->ops[i].doc);
+    }
+    if (k == st->n_ops)
+        return;
+    st->n_ops = k;
+    st->stmt_start = st->stmt_start > k ? k : st->stmt_start;
+    reindex(st);
 }
 
 void txn_stmt_begin(SqluState *st) { st->stmt_start = st->n_ops; }
@@ -233,28 +267,34 @@ static int key_exists(QrTable *t, const TxnOp *op, bool *exists, QrError *err)
  * error's detail, the tables whose commits came before it. */
 static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
 {
-    if (st->n_ops == 0)
+    if (st->n_ops == 0 && !sqld_pending(st))
         return QR_OK;
-    int rc = QR_OK;
-    QrTable **touched = qr_calloc((size_t)st->n_ops, sizeof *touched);
-    int *first_op = qr_calloc((size_t)st->n_ops, sizeof *first_op); /* per touched table */
-    int *tk = qr_calloc((size_t)st->n_ops, sizeof *tk); /* per op: its table in touched[] */
-    QrBatch **batch = qr_calloc((size_t)st->n_ops, sizeof *batch); /* per touched table */
+    /* DROP TABLE in the block: its tables claimed first (their users
+     * waited for, outside the lock), its writes to them discarded */
+    int rc = st->n_drops ? sqld_drops_claim(s, st, err) : QR_OK;
+    if (rc != QR_OK) {
+        txn_discard(st);
+        return rc;
+    }
+    size_t n_alloc = (size_t)st->n_ops + 1;
+    QrTable **touched = qr_calloc(n_alloc, sizeof *touched);
+    int *first_op = qr_calloc(n_alloc, sizeof *first_op); /* per touched table */
+    int *tk = qr_calloc(n_alloc, sizeof *tk); /* per op: its table in touched[] */
+    QrBatch **batch = qr_calloc(n_alloc, sizeof *batch); /* per touched table */
+    QrTable **tab = qr_calloc(n_alloc, sizeof *tab);
     int n_touched = 0;
-    if (!touched || !first_op || !tk || !batch) {
+    if (!touched || !first_op || !tk || !batch || !tab) {
         qr_free(touched);
         qr_free(first_op);
         qr_free(tk);
         qr_free(batch);
+        qr_free(tab);
+        sqld_drops_finish(s, st, false, NULL);
         txn_discard(st);
         return qr_error_set(err, QR_ENOMEM, "out of memory applying writes");
     }
-    pthread_mutex_lock(&apply_lock);
-    /* pass 1: resolve tables and check the keys that must be new, so a
-     * late conflict applies nothing */
-    QrTable **tab = qr_calloc((size_t)st->n_ops, sizeof *tab);
-    if (!tab)
-        rc = qr_error_set(err, QR_ENOMEM, "out of memory applying writes");
+    /* pass 1: resolve tables before the lock (acquiring waits while a
+     * table is claimed by a drop, which may be waiting for the lock) ... */
     for (int i = 0; rc == QR_OK && i < st->n_ops; i++) {
         TxnOp *o = &st->ops[i];
         /* a reference per distinct table keeps a DROP from freeing it */
@@ -273,6 +313,12 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
             tk[i] = n_touched;
             touched[n_touched++] = tab[i];
         }
+    }
+    pthread_mutex_lock(&apply_lock);
+    /* ... then, under it, check the keys that must be new, so a late
+     * conflict applies nothing */
+    for (int i = 0; rc == QR_OK && i < st->n_ops; i++) {
+        TxnOp *o = &st->ops[i];
         if (o->must_be_new) {
             bool exists = false;
             rc = key_exists(tab[i], o, &exists, err);
@@ -288,6 +334,8 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
     }
     if (rc == QR_OK)
         rc = sqlx_check(st, err); /* first committer wins (sql_conflict.c) */
+    if (rc == QR_OK && st->meta)
+        rc = sqld_meta_check(s, st, err); /* ... on table definitions too */
     /* pass 2: each table's writes into its own batch (invisible, not yet
      * in the WAL: a failure here writes nothing anywhere) */
     for (int k = 0; rc == QR_OK && k < n_touched; k++)
@@ -309,8 +357,13 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
     qr_free(lops);
     /* several tables: one journal makes them commit together (txn_journal.c) */
     char jpath[4400] = "";
-    if (rc == QR_OK && n_touched > 1)
-        rc = txnj_write(s->db, st->ops, st->n_ops, jpath, sizeof jpath, err);
+    TxnjItem *ddl = NULL;
+    int n_ddl = 0;
+    if (rc == QR_OK && sqld_pending(st))
+        rc = sqld_journal_items(s, st, &ddl, &n_ddl, err);
+    if (rc == QR_OK && (n_touched > 1 || n_ddl))
+        rc = txnj_write(s->db, st->ops, st->n_ops, ddl, n_ddl, jpath, sizeof jpath, err);
+    sqld_journal_free(ddl, n_ddl);
     /* pass 3: one commit per table, ordered under the lock; the waits for
      * the log (shared with concurrent commits: group commit) after it */
     int n_done = 0;
@@ -335,6 +388,17 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         }
     }
     qr_free(cm);
+    if (sqld_pending(st)) { /* the journal names it: a crash from here redoes it at open */
+        QrError de;
+        qr_error_clear(&de);
+        if (rc == QR_OK && st->meta)
+            sqld_meta_publish(s, st, &de);
+        sqld_drops_finish(s, st, rc == QR_OK && de.code == QR_OK, &de);
+        if (rc == QR_OK && de.code != QR_OK) {
+            qr_error_copy(err, &de);
+            rc = de.code;
+        }
+    }
     if (jpath[0]) { /* every table's part is durable (or failed without a crash) */
         txnj_done(s->db, jpath);
         pthread_mutex_unlock(&apply_lock);

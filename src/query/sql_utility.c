@@ -117,7 +117,8 @@ int sqlw_table(SqlCtx *cx, const cJSON *rv, QrTable **out)
                           "relation \"%s.%s\" does not exist", schema, name);
     QrError e;
     qr_error_clear(&e);
-    if (!qr_name_valid(name) || sqlw_acquire(cx, name, out, &e) != QR_OK) {
+    if (!qr_name_valid(name) || sqld_hidden(cx->sess, name) ||
+        sqlw_acquire(cx, name, out, &e) != QR_OK) {
         if (e.code != QR_OK && e.code != QR_ENOTFOUND) {
             qr_error_copy(cx->err, &e);
             return e.code;
@@ -483,8 +484,10 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
                 sqli_end(s, st);
                 svp_clear(st);
                 sqlo_clear(st);
+                sqld_drops_to(s, st, 0); /* dropped at COMMIT, or back */
+                sqld_meta_forget(s, st); /* published at COMMIT, or forgotten */
                 if (rc == QR_OK && !strcmp(res->tag, "COMMIT"))
-                    sqld_forget(st); /* what it created stays */
+                    sqld_forget(s, st); /* what it created stays */
                 else
                     sqld_undo_to(s, st, 0); /* rolled back: so are its CREATE TABLEs */
             }
@@ -492,7 +495,7 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
         return rc; /* the block's state is txn_exec's business */
     }
     if (strcmp(tag, "VariableSetStmt") != 0 && strcmp(tag, "VariableShowStmt") != 0)
-        sqli_mark_used(st);
+        sqli_mark_used(s, st);
     st->in_stmt = true; /* its reads see the block's writes of earlier statements only */
     char undo[3 * QR_NAME_MAX + 64] = ""; /* CREATE TABLE / INDEX in a block: its undo */
     if (!strcmp(tag, "CreateStmt") || !strcmp(tag, "IndexStmt"))
@@ -536,14 +539,17 @@ void sqlu_session_free(QrSqlSession *s)
     SqluState *st = s->u_state;
     if (!st)
         return;
-    if (st->in_block && st->n_undo) { /* the session ends inside its block: roll back */
+    if (st->in_block && (st->n_undo || sqld_pending(st))) { /* it ends inside its block: roll back */
         sqlw_copy_free(st);
         txn_discard(st);
         st->in_block = false;
         s->txn_status = 'I';
+        sqld_drops_to(s, st, 0);
         sqld_undo_to(s, st, 0);
     }
-    sqld_forget(st);
+    qr_free(st->drops);
+    cJSON_Delete(st->meta);
+    sqld_forget(s, st);
     qr_free(st->undo);
     st->undo = NULL;
     sqlw_copy_free(st);

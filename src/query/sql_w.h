@@ -111,6 +111,10 @@ typedef struct TxnOp {
 struct CopyIn;
 struct Snapshot;
 
+/* How long DROP waits for the statements using the table (then 53300-like
+ * QR_EBUSY naming how many). */
+#define SQLW_DROP_WAIT_MS 10000
+
 /* Isolation levels (sql_isolation.c). */
 enum { SQLI_READ_COMMITTED = 0, SQLI_REPEATABLE_READ = 1 };
 
@@ -133,11 +137,21 @@ typedef struct SqloCache {
     struct Snapshot *snap; /* owns one reference */
 } SqloCache;
 
+/* A table a block dropped: its name, and which table it was (the identity
+ * of its directory), so that COMMIT drops no other table made under the
+ * name meanwhile. */
+typedef struct SqldDrop {
+    char name[QR_NAME_MAX + 1];
+    uint64_t ident;
+} SqldDrop;
+
 /* A savepoint: its name and the block's buffered ops when it was set. */
 typedef struct SvpMark {
     char name[64];
     int n_ops;
     int n_undo;            /* undo statements of the block by then */
+    int n_drops;           /* tables the block had dropped by then */
+    cJSON *meta;           /* owns: SqluState.meta by then (NULL: none) */
 } SvpMark;
 
 /* The utility side's per-session state (QrSqlSession.u_state). */
@@ -168,6 +182,15 @@ typedef struct SqluState {
     char **undo;           /* owns: statements dropping what the block created, oldest
                               first (sql_txn_ddl.c) */
     int n_undo, cap_undo;
+    bool undoing;          /* running undo statements: their DDL takes effect at once */
+    char creating[QR_NAME_MAX + 1]; /* the table the running CREATE TABLE makes in the block */
+    struct SqldDrop *drops; /* owns: tables the block dropped, dropped for real at
+                              COMMIT and hidden from the session until then */
+    int n_drops, cap_drops;
+    cJSON *meta;           /* owns: metadata the block changed (ALTER TABLE, DROP INDEX),
+                              published at COMMIT: {table: {"base": the committed one
+                              when first staged, "meta": the block's, "drop_btrees":
+                              [columns whose B-tree goes at COMMIT]}}, or NULL */
     uint64_t rr_start;     /* REPEATABLE READ: the SQL commit number at the block's start */
     bool rr_registered;    /* ... counted among the open blocks (sql_conflict.c) */
 } SqluState;
@@ -191,6 +214,12 @@ void txn_stmt_fail(SqluState *st);
 int txn_exec(SqlCtx *cx, SqluState *st, const char *kind, char *tag, size_t tag_len);
 /* Drop every buffered op. */
 void txn_discard(SqluState *st);
+/* The process-wide lock SQL commits are ordered and published under
+ * (REPEATABLE READ takes its snapshots of every table under it). */
+void txn_lock(void);
+void txn_unlock(void);
+/* Drop the buffered ops of one table (a COMMIT that drops it). */
+void txn_discard_table(SqluState *st, const char *table);
 
 /* ---- sql_isolation.c: isolation levels ---- */
 
@@ -210,7 +239,7 @@ int sqli_set(SqlCtx *cx, SqluState *st, const char *name, const cJSON *args, con
 /* The block ended (COMMIT / ROLLBACK): release its snapshots. */
 void sqli_end(QrSqlSession *s, SqluState *st);
 /* A write in the block fixes its level too. */
-void sqli_mark_used(SqluState *st);
+void sqli_mark_used(QrSqlSession *s, SqluState *st);
 void sqli_session_free(SqluState *st);
 
 /* ---- sql_txn_ddl.c: CREATE TABLE / CREATE INDEX undone by ROLLBACK ---- */
@@ -225,16 +254,86 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
 int sqld_created(SqlCtx *cx, SqluState *st, const char *undo);
 /* Run the undo statements after the first `mark` ones, newest first. */
 void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
-/* The block committed: forget them. */
-void sqld_forget(SqluState *st);
+/* The block committed: forget them (other sessions see its new tables). */
+void sqld_forget(QrSqlSession *s, SqluState *st);
+/* DROP TABLE in a block: remember `table` to drop at COMMIT; from now on the
+ * session sees it gone (sqld_hidden). */
+int sqld_defer_drop(SqlCtx *cx, SqluState *st, const char *table);
+/* Is `table` hidden from the session: dropped by its open block, or created
+ * by another session's open block?  (false for s NULL) */
+bool sqld_hidden(const QrSqlSession *s, const char *table);
+/* Is `table` dropped by the session's open block? */
+bool sqld_dropped(const QrSqlSession *s, const char *table);
+/* Forget the block's drops after the first `mark` (ROLLBACK [TO]). */
+void sqld_drops_to(QrSqlSession *s, SqluState *st, int mark);
+/* The table's metadata as the open block staged it, or NULL. */
+const cJSON *sqld_meta_staged(const QrSqlSession *s, const char *table);
+/* Stage meta (copied) as the block's metadata of table (sqlw_meta_save in
+ * a block). */
+int sqld_meta_stage(SqlCtx *cx, SqluState *st, const char *table, const cJSON *meta);
+/* A change of table's metadata that takes effect now (its storage changed
+ * with it: ADD COLUMN, a B-tree CREATE INDEX): edit applied to the
+ * committed sql.json, saved, and to the block's staged copy and its base. */
+int sqld_meta_now(SqlCtx *cx, const char *table, void (*edit)(cJSON *meta, const void *arg),
+                  const void *arg);
+/* DROP INDEX in a block: the B-tree on col goes at COMMIT (if no index
+ * names col then), after sqld_meta_stage of the table. */
+int sqld_btree_drop_later(SqlCtx *cx, SqluState *st, const char *table, const char *col);
+/* Is the B-tree on table.col dropped by the session's open block? */
+bool sqld_btree_dropping(const QrSqlSession *s, const char *table, const char *col);
+/* A sequence the block created (ADD GENERATED AS IDENTITY): dropped again
+ * by ROLLBACK.  Outside a block a no-op. */
+int sqld_seq_created(SqlCtx *cx, const char *seq);
+/* Savepoints: a copy of the staged metadata (NULL when none), and going
+ * back to one. */
+cJSON *sqld_meta_mark(const SqluState *st);
+void sqld_meta_restore(QrSqlSession *s, SqluState *st, const cJSON *mark);
+/* The table's staged definition is committed as it is (ADD PRIMARY KEY
+ * rebuilt the table with it): nothing left to publish for it. */
+void sqld_meta_forget_table(SqluState *st, const char *table);
+/* The block ended (ROLLBACK, or COMMIT after sqld_meta_publish). */
+void sqld_meta_forget(QrSqlSession *s, SqluState *st);
+/* Does COMMIT have DDL to publish (dropped tables, staged metadata)? */
+bool sqld_pending(const SqluState *st);
+/* COMMIT, under the apply lock, before anything is applied: 40001 when
+ * another transaction changed the metadata of a table since this block
+ * staged its own. */
+int sqld_meta_check(QrSqlSession *s, const SqluState *st, QrError *err);
+/* COMMIT, under the apply lock: the journal's DDL items (sql.json texts,
+ * B-trees and tables to drop); free with sqld_journal_free. */
+struct TxnjItem;
+int sqld_journal_items(QrSqlSession *s, const SqluState *st, struct TxnjItem **items, int *n,
+                       QrError *err);
+void sqld_journal_free(struct TxnjItem *items, int n);
+/* COMMIT, under the apply lock, after the writes committed: the staged
+ * metadata saved and the B-trees it no longer names dropped. */
+int sqld_meta_publish(QrSqlSession *s, SqluState *st, QrError *err);
+/* COMMIT, before the apply lock: claim every dropped table (waiting for its
+ * users, QR_EBUSY after a while, nothing claimed then) and discard the
+ * block's writes to them. */
+int sqld_drops_claim(QrSqlSession *s, SqluState *st, QrError *err);
+/* COMMIT, under the apply lock, after the writes committed (ok) or failed:
+ * drop the claimed tables (when ok) and unclaim them all. */
+void sqld_drops_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err);
 
 /* ---- txn_journal.c: atomic commit across tables ---- */
 
-/* Write the transaction's ops as one durable journal file (its path into
- * path): from then on it is committed; call before the first table commit,
- * under the apply lock.  Errors: QR_EIO, QR_ENOMEM (nothing written). */
-int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, char *path, size_t path_cap,
-               QrError *err);
+/* A journaled DDL change of a block (txn_journal.c kinds 3-5). */
+enum { TXNJ_DROP_TABLE = 3, TXNJ_META = 4, TXNJ_DROP_BTREE = 5 };
+typedef struct TxnjItem {
+    uint8_t kind;          /* TXNJ_* */
+    const char *table;     /* borrows */
+    const char *key;       /* borrows: the column of TXNJ_DROP_BTREE, else NULL */
+    char *doc;             /* owns: the sql.json text of TXNJ_META, else NULL */
+    size_t doc_len;
+} TxnjItem;
+
+/* Write the transaction's ops, and its DDL (applied after them), as one
+ * durable journal file (its path into path): from then on it is
+ * committed; call before the first table commit, under the apply lock.
+ * Errors: QR_EIO, QR_ENOMEM (nothing written). */
+int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, const TxnjItem *ddl, int n_ddl,
+               char *path, size_t path_cap, QrError *err);
 /* Every table's commit is done (or failed): remove the journal, durably,
  * before the apply lock is released. */
 void txnj_done(QrDb *db, const char *path);
@@ -313,10 +412,17 @@ const char *sqlw_const_text(SqlCtx *cx, const cJSON *n);
  * Tables made by import or HTTP have none: their primary key type follows
  * the values given, and column types follow the storage types. */
 
-/* Load a table's SQL metadata (an empty object when there is none);
- * caller cJSON_Deletes.  NULL only on OOM. */
-cJSON *sqlw_meta_load(QrDb *db, const char *table);
-int sqlw_meta_save(QrDb *db, const char *table, const cJSON *meta, QrError *err);
+/* Load a table's SQL metadata (an empty object when there is none) as the
+ * session sees it: its open block's staged copy when the block changed it
+ * (sql_txn_ddl.c), else the committed sql.json; caller cJSON_Deletes.
+ * NULL only on OOM.  _db: the committed one. */
+cJSON *sqlw_meta_load(SqlCtx *cx, const char *table);
+cJSON *sqlw_meta_load_db(QrDb *db, const char *table);
+/* Save it: inside a transaction block staged until COMMIT (other sessions
+ * keep seeing the committed one; ROLLBACK forgets it), otherwise written
+ * now (_db: always written now, durably, by an atomic replace). */
+int sqlw_meta_save(SqlCtx *cx, const char *table, const cJSON *meta);
+int sqlw_meta_save_db(QrDb *db, const char *table, const cJSON *meta, QrError *err);
 /* The column's entry or NULL. */
 const cJSON *sqlw_meta_col(const cJSON *meta, const char *col);
 /* The declared primary key type: QR_SQL_INT8, QR_SQL_TEXT, or

@@ -66,7 +66,7 @@ static bool name_ok(const char *name, QrError *err)
     return false;
 }
 
-int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
+static int acquire(QrDb *db, const char *name, bool wait, QrTable **out, QrError *err)
 {
     if (out)
         *out = NULL;
@@ -74,8 +74,14 @@ int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
         return QR_EINVAL;
     pthread_mutex_lock(&ref_lock);
     TableRef *r;
-    while ((r = ref_find(db, name, true)) && r->dropping)
+    while ((r = ref_find(db, name, true)) && r->dropping) {
+        if (!wait) {
+            ref_gc(r);
+            pthread_mutex_unlock(&ref_lock);
+            return qr_error_set(err, QR_EBUSY, "table \"%s\" is being dropped", name);
+        }
         pthread_cond_wait(&ref_cond, &ref_lock);
+    }
     if (!r) {
         pthread_mutex_unlock(&ref_lock);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
@@ -88,6 +94,16 @@ int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
     if (rc != QR_OK)
         qr_table_release(db, name);
     return rc;
+}
+
+int qr_table_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
+{
+    return acquire(db, name, true, out, err);
+}
+
+int qr_table_try_acquire(QrDb *db, const char *name, QrTable **out, QrError *err)
+{
+    return acquire(db, name, false, out, err);
 }
 
 void qr_table_release(QrDb *db, const char *name)
@@ -187,7 +203,7 @@ static int busy_error(QrError *err, const char *name, int users, uint64_t timeou
     return QR_EBUSY;
 }
 
-int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err)
+int qr_table_claim(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err)
 {
     if (!name_ok(name, err))
         return QR_EINVAL;
@@ -200,10 +216,23 @@ int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError 
     if (rc)
         return rc == QR_EBUSY ? busy_error(err, name, users, timeout_ms)
                               : qr_error_set(err, QR_ENOMEM, "out of memory");
-    rc = qr_table_drop(db, name, err);
+    return QR_OK;
+}
+
+void qr_table_unclaim(QrDb *db, const char *name)
+{
     pthread_mutex_lock(&ref_lock);
     ref_unclaim(db, name);
     pthread_mutex_unlock(&ref_lock);
+}
+
+int qr_table_drop_wait(QrDb *db, const char *name, uint64_t timeout_ms, QrError *err)
+{
+    int rc = qr_table_claim(db, name, timeout_ms, err);
+    if (rc)
+        return rc;
+    rc = qr_table_drop(db, name, err);
+    qr_table_unclaim(db, name);
     return rc;
 }
 

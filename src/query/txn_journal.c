@@ -21,17 +21,28 @@
  * of the transaction was applied anywhere.  So recovery applies whole
  * transactions only.
  *
+ * A transaction block with DDL to publish (DROP TABLE, ALTER TABLE, DROP
+ * INDEX: sql_txn_ddl.c) journals every COMMIT (one table or none written
+ * too): its DDL follows its data ops and is done after they committed and
+ * before the journal goes -- sql.json files written, B-trees dropped, tables
+ * dropped with the sequences they own -- so a crash in between completes it
+ * at the next open, and a crash before the rename leaves all as it was.
+ *
  * Format of <data>/txn/<16 hex digits>.qtxj (little endian):
  *
- *   u32 magic "QTXJ"  u32 version (1)  u32 n_ops
- *   n_ops x { u8 kind (1 put, 2 delete)  u16 table_len  table bytes
- *             u32 key_len  key (JSON text)  u32 doc_len  doc (JSON, puts) }
+ *   u32 magic "QTXJ"  u32 version (1; 2 with DDL)  u32 n_ops
+ *   n_ops x { u8 kind (1 put, 2 delete; version 2 also: 3 drop table,
+ *                      4 sql.json, 5 drop B-tree)
+ *             u16 table_len  table bytes
+ *             u32 key_len  key (JSON text; the column for 5; 0 for 3, 4)
+ *             u32 doc_len  doc (JSON: puts, the sql.json of 4; 0 otherwise) }
  *   u32 CRC-32C of every byte before it
  *
  * A file that is short, has bytes left over, or fails its checksum is
  * damaged: qr_db_open fails naming it (QR_ECORRUPT), because applying part
  * of a committed transaction is the one thing the journal exists to avoid.
  */
+#include "query/sequence.h"
 #include "query/sql_int.h"
 #include "query/sql_w.h"
 #include "store/buf.h"
@@ -46,7 +57,8 @@
 #include <unistd.h>
 
 #define TXNJ_MAGIC 0x4A585451u /* "QTXJ" */
-#define TXNJ_VERSION 1u
+#define TXNJ_VERSION 1u      /* data ops only */
+#define TXNJ_VERSION_DDL 2u /* also DDL (kinds 3-5) */
 
 static _Atomic uint64_t journal_counter;
 
@@ -66,7 +78,24 @@ static void journal_dir(const QrDb *db, char *out, size_t cap)
     snprintf(out, cap, "%s/txn", qr_db_dir(db));
 }
 
-int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, char *path, size_t path_cap, QrError *err)
+/* One op's bytes (kind 3, a dropped table, has no key or doc). */
+static void put_op(QrBuf *b, uint8_t kind, const char *table, const char *key, const char *doc,
+                   size_t doc_len)
+{
+    size_t tl = strlen(table), kl = key ? strlen(key) : 0;
+    qr_buf_append(b, &kind, 1);
+    uint8_t t16[2] = {(uint8_t)tl, (uint8_t)(tl >> 8)};
+    qr_buf_append(b, t16, 2);
+    qr_buf_append(b, table, tl);
+    put_u32(b, (uint32_t)kl);
+    qr_buf_append(b, key, kl);
+    put_u32(b, doc ? (uint32_t)doc_len : 0);
+    if (doc)
+        qr_buf_append(b, doc, doc_len);
+}
+
+int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, const TxnjItem *ddl, int n_ddl,
+               char *path, size_t path_cap, QrError *err)
 {
     char dir[4096];
     journal_dir(db, dir, sizeof dir);
@@ -76,22 +105,13 @@ int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, char *path, size_t path_ca
     QrBuf b;
     qr_buf_init(&b);
     put_u32(&b, TXNJ_MAGIC);
-    put_u32(&b, TXNJ_VERSION);
-    put_u32(&b, (uint32_t)n_ops);
-    for (int i = 0; i < n_ops; i++) {
-        const TxnOp *o = &ops[i];
-        uint8_t kind = o->is_delete ? 2 : 1;
-        size_t tl = strlen(o->table), kl = strlen(o->key);
-        qr_buf_append(&b, &kind, 1);
-        uint8_t t16[2] = {(uint8_t)tl, (uint8_t)(tl >> 8)};
-        qr_buf_append(&b, t16, 2);
-        qr_buf_append(&b, o->table, tl);
-        put_u32(&b, (uint32_t)kl);
-        qr_buf_append(&b, o->key, kl);
-        put_u32(&b, o->is_delete ? 0 : (uint32_t)o->doc_len);
-        if (!o->is_delete)
-            qr_buf_append(&b, o->doc, o->doc_len);
-    }
+    put_u32(&b, n_ddl ? TXNJ_VERSION_DDL : TXNJ_VERSION);
+    put_u32(&b, (uint32_t)(n_ops + n_ddl));
+    for (int i = 0; i < n_ops; i++)
+        put_op(&b, ops[i].is_delete ? 2 : 1, ops[i].table, ops[i].key,
+               ops[i].is_delete ? NULL : ops[i].doc, ops[i].doc_len);
+    for (int i = 0; i < n_ddl; i++)
+        put_op(&b, ddl[i].kind, ddl[i].table, ddl[i].key, ddl[i].doc, ddl[i].doc_len);
     if (!qr_buf_ok(&b)) {
         qr_buf_free(&b);
         return qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction journal");
@@ -127,7 +147,9 @@ void txnj_done(QrDb *db, const char *path)
 
 /* One decoded op: views into the file's bytes. */
 typedef struct JOp {
+    uint8_t kind;          /* 1 put, 2 delete, TXNJ_* (applied after every data op) */
     bool is_delete;
+    bool is_drop;          /* kind >= 3: DDL, not a data op */
     char table[QR_NAME_MAX + 1];
     const char *key;
     size_t key_len;
@@ -151,8 +173,10 @@ static int decode(const char *path, const uint8_t *p, size_t len, JOp **out, int
         return corrupt(path, "too short", err);
     if (get_u32(p + len - 4) != qr_crc32c(0, p, len - 4))
         return corrupt(path, "checksum mismatch", err);
-    if (get_u32(p) != TXNJ_MAGIC || get_u32(p + 4) != TXNJ_VERSION)
+    uint32_t version = get_u32(p + 4);
+    if (get_u32(p) != TXNJ_MAGIC || (version != TXNJ_VERSION && version != TXNJ_VERSION_DDL))
         return corrupt(path, "bad magic or version", err);
+    uint8_t max_kind = version == TXNJ_VERSION_DDL ? TXNJ_DROP_BTREE : 2;
     uint32_t n = get_u32(p + 8);
     size_t end = len - 4, off = 12;
     if (n > end / 11)
@@ -167,9 +191,11 @@ static int decode(const char *path, const uint8_t *p, size_t len, JOp **out, int
         uint8_t kind = p[off];
         size_t tl = (size_t)p[off + 1] | (size_t)p[off + 2] << 8;
         off += 3;
-        if ((kind != 1 && kind != 2) || tl == 0 || tl > QR_NAME_MAX || end - off < tl + 4)
+        if (kind < 1 || kind > max_kind || tl == 0 || tl > QR_NAME_MAX || end - off < tl + 4)
             goto bad;
+        o->kind = kind;
         o->is_delete = kind == 2;
+        o->is_drop = kind >= TXNJ_DROP_TABLE;
         memcpy(o->table, p + off, tl);
         off += tl;
         o->key_len = get_u32(p + off);
@@ -180,7 +206,8 @@ static int decode(const char *path, const uint8_t *p, size_t len, JOp **out, int
         off += o->key_len;
         o->doc_len = get_u32(p + off);
         off += 4;
-        if (end - off < o->doc_len || (o->is_delete && o->doc_len))
+        bool has_key = kind <= 2 || kind == TXNJ_DROP_BTREE, has_doc = kind == 1 || kind == TXNJ_META;
+        if (end - off < o->doc_len || (!has_doc && o->doc_len) || (has_key != (o->key_len > 0)))
             goto bad;
         o->doc = (const char *)p + off;
         off += o->doc_len;
@@ -195,7 +222,62 @@ bad:
     return corrupt(path, "an op runs past the end, or bytes are left over", err);
 }
 
-/* Apply the ops, one batch per table, in the order the tables appear. */
+/* The DDL a journal holds, as the COMMIT that wrote it did after its data
+ * ops: sql.json files written, B-trees dropped, then tables dropped (with
+ * the sequences they own).  What is already done (a table gone, a B-tree
+ * not there) is fine. */
+static int apply_ddl(QrDb *db, const JOp *ops, int n, QrError *err)
+{
+    int rc = QR_OK;
+    bool dropped = false;
+    static const uint8_t order[] = {TXNJ_META, TXNJ_DROP_BTREE, TXNJ_DROP_TABLE};
+    for (size_t k = 0; k < sizeof order; k++) {
+        uint8_t kind = order[k];
+        for (int i = 0; rc == QR_OK && i < n; i++) {
+            const JOp *o = &ops[i];
+            if (o->kind != kind)
+                continue;
+            if (kind == TXNJ_DROP_TABLE) {
+                dropped = true;
+                rc = qr_table_drop(db, o->table, err);
+                if (rc == QR_OK || rc == QR_ENOTFOUND) {
+                    qr_error_clear(err);
+                    rc = seq_drop_owned(qr_db_dir(db), o->table, err);
+                }
+                continue;
+            }
+            QrTable *t;
+            rc = qr_table_acquire(db, o->table, &t, err);
+            if (rc == QR_ENOTFOUND) { /* dropped since */
+                qr_error_clear(err);
+                rc = QR_OK;
+                continue;
+            }
+            if (rc)
+                break;
+            if (kind == TXNJ_META) {
+                cJSON *m = cJSON_ParseWithLength(o->doc, o->doc_len);
+                rc = m ? sqlw_meta_save_db(db, o->table, m, err)
+                       : qr_error_set(err, QR_ECORRUPT, "transaction journal: bad sql.json of "
+                                                        "table \"%s\"", o->table);
+                cJSON_Delete(m);
+            } else {
+                char col[QR_NAME_MAX + 1];
+                snprintf(col, sizeof col, "%.*s", (int)o->key_len, o->key);
+                int fi = schema_field_index(qr_table_schema(t), col);
+                if (fi >= 0 && qr_table_schema(t)->fields[fi].btree)
+                    rc = qr_table_drop_index(t, col, err);
+            }
+            qr_table_release(db, o->table);
+        }
+    }
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/tables", qr_db_dir(db));
+    return rc == QR_OK && dropped ? qr_fsync_dir(dir, err) : rc;
+}
+
+/* Apply the ops, one batch per table, in the order the tables appear,
+ * then the drops. */
 static int apply(QrDb *db, const JOp *ops, int n, QrError *err)
 {
     int rc = QR_OK;
@@ -203,7 +285,7 @@ static int apply(QrDb *db, const JOp *ops, int n, QrError *err)
     if (!done)
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     for (int i = 0; rc == QR_OK && i < n; i++) {
-        if (done[i])
+        if (done[i] || ops[i].is_drop)
             continue;
         QrTable *t;
         QrBatch *b = NULL;
@@ -219,7 +301,7 @@ static int apply(QrDb *db, const JOp *ops, int n, QrError *err)
             break;
         rc = qr_batch_begin(t, &b, err);
         for (int j = i; rc == QR_OK && j < n; j++) {
-            if (done[j] || strcmp(ops[j].table, ops[i].table) != 0)
+            if (done[j] || ops[j].is_drop || strcmp(ops[j].table, ops[i].table) != 0)
                 continue;
             done[j] = true;
             rc = ops[j].is_delete
@@ -232,7 +314,7 @@ static int apply(QrDb *db, const JOp *ops, int n, QrError *err)
         qr_table_release(db, ops[i].table);
     }
     qr_free(done);
-    return rc;
+    return rc == QR_OK ? apply_ddl(db, ops, n, err) : rc;
 }
 
 static int cmp_names(const void *a, const void *b)

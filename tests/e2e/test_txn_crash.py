@@ -4,7 +4,9 @@ transaction, both tables) over the PG port while the server is killed with
 SIGKILL at a seeded random moment, cycle after cycle.  After every restart
 each key is in both tables or in neither (no partial transaction), every
 acknowledged COMMIT is there in full, and at the end `quarry check` is
-clean."""
+clean.  One more client drops a table in its blocks (`CREATE TABLE d_k`, then
+`BEGIN; INSERT INTO a; INSERT INTO b; DROP TABLE d_k; COMMIT`): after every
+restart d_k is gone exactly when key k is in a and b."""
 import os
 import random
 import signal
@@ -44,6 +46,36 @@ def writer(port, base, acked, stop):
         pass  # the server was killed under us
 
 
+def dropper(port, base, created, acked, stop):
+    try:
+        c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % port)
+        c.autocommit = True
+        cur = c.cursor()
+        k = base
+        while not stop.is_set():
+            cur.execute("CREATE TABLE d_%d (id bigint PRIMARY KEY, n bigint)" % k)
+            cur.execute("INSERT INTO d_%d VALUES (1, 1)" % k)
+            created.add(k)
+            cur.execute("BEGIN")
+            cur.execute("INSERT INTO a VALUES (%d, 'drop %d')" % (k, k))
+            cur.execute("INSERT INTO b VALUES (%d, %d)" % (k, k))
+            cur.execute("DROP TABLE d_%d" % k)
+            cur.execute("COMMIT")
+            acked.add(k)
+            k += 1
+    except Exception:
+        pass  # the server was killed under us
+
+
+def tables(port):
+    c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % port)
+    cur = c.cursor()
+    cur.execute("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE 'd%'")
+    got = {r[0] for r in cur.fetchall()}
+    c.close()
+    return got
+
+
 def keys(port, table):
     c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % port)
     cur = c.cursor()
@@ -65,11 +97,14 @@ def main():
         c.cursor().execute("CREATE TABLE b (id bigint PRIMARY KEY, n bigint)")
         c.close()
         acked = set()
+        created = set()  # d_k made (and filled) before its block
         for cycle in range(CYCLES):
             rnd = random.Random(cycle)
             stop = threading.Event()
             ts = [threading.Thread(target=writer, args=(srv.pg_port, (cycle * CLIENTS + i) * 1000000,
                                                         acked, stop)) for i in range(CLIENTS)]
+            ts.append(threading.Thread(target=dropper, args=(srv.pg_port, 900000000 + cycle * 1000000,
+                                                             created, acked, stop)))
             for t in ts:
                 t.start()
             time.sleep(0.3 + rnd.random() * 0.7)
@@ -86,8 +121,13 @@ def main():
                   % (cycle, len(ka - kb), len(kb - ka)))
             check(acked <= ka, "cycle %d: %d acknowledged commits missing of %d"
                   % (cycle, len(acked - ka), len(acked)))
+            left = tables(srv.pg_port)
+            odd = [k for k in created if (k in ka) == ("d_%d" % k in left)]
+            check(not odd, "cycle %d: each block's DROP TABLE went with its rows (%d of %d "
+                  "not: %r)" % (cycle, len(odd), len(created), odd[:3]))
         srv.stop()
         check(len(acked) > CYCLES, "transactions were committed: %d" % len(acked))
+        check(any(k >= 900000000 for k in acked), "blocks with a DROP TABLE were committed")
         rc, out, err = run(["check"], data)
         check(rc == 0, "quarry check is clean after %d kills: %s" % (CYCLES, (out + err)[-1500:]))
     finish()

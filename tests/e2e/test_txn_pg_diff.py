@@ -7,9 +7,16 @@ give the same outcome (its rows, or its error's SQLSTATE) on both.
 Each session writes its own keys (PostgreSQL would make a second writer of a
 row wait for the first, which a step-by-step script cannot do), while both
 read every row, so what each sees of the other's committed, uncommitted and
-rolled-back work is compared.  A block's first statement is a read: Quarry
-pins a REPEATABLE READ snapshot per table at its first read, PostgreSQL at
-the block's first statement (docs/sql-writes.md)."""
+rolled-back work is compared.  A second table t2 is written and read too:
+a REPEATABLE READ block's snapshot covers every table from its first
+statement, a commit to t2 after the block read t included.
+
+The DDL scripts give each session a table of its own (u0, u1) that it drops,
+creates, alters (SET / DROP DEFAULT), indexes and drops indexes of, inside
+and outside blocks with savepoints, reading its rows and its catalog rows as
+it goes.  PostgreSQL locks a table its DDL touches until the block ends, so
+the other session reads that table only outside blocks and only while no
+open block has changed it (Quarry would not make it wait)."""
 import os
 import random
 import sys
@@ -64,6 +71,13 @@ def script(seed):
             names[s] = []
             continue
         r = rnd.random()
+        if rnd.random() < 0.2:  # the second table: its writes, and reads of it late in blocks
+            out.append((s, rnd.choice([
+                "INSERT INTO t2 VALUES (%d, %d) ON CONFLICT (id) DO UPDATE SET v = excluded.v"
+                % (k, rnd.randrange(100)),
+                "DELETE FROM t2 WHERE id = %d" % k,
+                "SELECT id, v FROM t2 ORDER BY id"])))
+            continue
         if r < 0.15:
             out.append((s, "INSERT INTO t VALUES (%d, %d) ON CONFLICT (id) DO UPDATE SET v = excluded.v"
                         % (k, rnd.randrange(100))))
@@ -98,12 +112,92 @@ def script(seed):
     return out
 
 
-def run_on(dsns, seed, setup):
+# The cross-table REPEATABLE READ case, always: session 1 commits to t2 after
+# session 0's block read t only; the block's first read of t2 must not show it.
+RR_ACROSS = [(0, "BEGIN ISOLATION LEVEL REPEATABLE READ"), (0, "SELECT id, v FROM t ORDER BY id"),
+             (1, "INSERT INTO t2 VALUES (15, 15)"),
+             (1, "BEGIN"), (1, "INSERT INTO t VALUES (12, 12)"), (1, "INSERT INTO t2 VALUES (12, 12)"),
+             (1, "COMMIT"),
+             (0, "SELECT id, v FROM t2 ORDER BY id"), (0, "SELECT count(*) FROM t"), (0, "COMMIT"),
+             (0, "SELECT id, v FROM t2 ORDER BY id")]
+
+
+def ddl_script(seed):
+    """Two sessions' DDL on their own tables u0 / u1, interleaved."""
+    rnd = random.Random(seed)
+    out = list(RR_ACROSS)
+    in_block = [False, False]
+    ddl = [False, False]      # the open block changed its table (PostgreSQL holds its lock)
+    dropped = [False, False]  # ... dropped it (Quarry refuses its CREATE in the same block)
+    for _ in range(STEPS):
+        s = rnd.randrange(2)
+        o = 1 - s
+        u = "u%d" % s
+        k = rnd.randrange(s * 10, s * 10 + 5)
+        if not in_block[s] and rnd.random() < 0.3:
+            out.append((s, rnd.choice(["BEGIN", "BEGIN ISOLATION LEVEL REPEATABLE READ"])))
+            in_block[s], ddl[s], dropped[s] = True, False, False
+            continue
+        r = rnd.random()
+        if r < 0.07:
+            if dropped[s]:
+                continue
+            out.append((s, "DROP TABLE " + u))
+            ddl[s], dropped[s] = in_block[s], in_block[s]
+        elif r < 0.13:
+            if dropped[s]:
+                continue
+            out.append((s, "CREATE TABLE %s (id bigint PRIMARY KEY, v int, tag varchar(8))" % u))
+            ddl[s] = in_block[s]
+        elif r < 0.23:
+            out.append((s, rnd.choice(["ALTER TABLE %s ALTER COLUMN v SET DEFAULT %d" % (u, k),
+                                       "ALTER TABLE %s ALTER COLUMN v DROP DEFAULT" % u])))
+            ddl[s] = ddl[s] or in_block[s]
+        elif r < 0.29:
+            out.append((s, rnd.choice(["CREATE INDEX %s_tag ON %s (tag)" % (u, u),
+                                       "CREATE INDEX %s_v ON %s (v)" % (u, u)])))
+            ddl[s] = ddl[s] or in_block[s]
+        elif r < 0.35:
+            out.append((s, rnd.choice(["DROP INDEX %s_tag" % u, "DROP INDEX %s_v" % u,
+                                       "DROP INDEX IF EXISTS %s_tag" % u])))
+            ddl[s] = ddl[s] or in_block[s]
+        elif r < 0.47:
+            out.append((s, "INSERT INTO %s (id, tag) VALUES (%d, 'x') ON CONFLICT (id) DO NOTHING"
+                        % (u, k)))
+        elif r < 0.52:
+            out.append((s, "INSERT INTO t VALUES (%d, %d) ON CONFLICT (id) DO UPDATE SET v = excluded.v"
+                        % (k, rnd.randrange(100))))
+        elif r < 0.70:
+            out.append((s, rnd.choice([
+                "SELECT id, v, tag FROM %s ORDER BY id" % u,
+                "SELECT relname FROM pg_class WHERE relname LIKE '%s%%' ORDER BY 1" % u])))
+        elif r < 0.76:
+            if in_block[s] or in_block[o] and ddl[o]:
+                continue
+            out.append((s, "SELECT id, v, tag FROM u%d ORDER BY id" % o))
+        elif not in_block[s]:
+            continue
+        elif r < 0.84:
+            out.append((s, "SAVEPOINT a"))
+        elif r < 0.90:
+            out.append((s, "ROLLBACK TO SAVEPOINT a"))
+        else:
+            out.append((s, rnd.choice(["COMMIT", "COMMIT", "ROLLBACK"])))
+            in_block[s] = False
+    for s in range(2):
+        out.append((s, "COMMIT"))
+    for u in ("u0", "u1"):
+        out.append((0, "SELECT id, v, tag FROM %s ORDER BY id" % u))
+        out.append((0, "SELECT relname FROM pg_class WHERE relname LIKE '%s%%' ORDER BY 1" % u))
+    return out
+
+
+def run_on(dsns, seed, setup, make=script):
     conns = [connect(d) for d in dsns]
     try:
         for sql in setup:
             step(conns[0], sql)
-        return [(s, sql, step(conns[s], sql)) for s, sql in script(seed)]
+        return [(s, sql, step(conns[s], sql)) for s, sql in make(seed)]
     finally:
         for c in conns:
             c.close()
@@ -120,20 +214,26 @@ def main():
         try:
             check(srv.pg_port is not None, "quarry serve with a PG port started")
             pg = Postgres(work)
-            for seed in SEEDS:
-                db = "t%d" % seed
-                pg.psql("CREATE DATABASE " + db)
-                setup = ["DROP TABLE IF EXISTS t",
-                         "CREATE TABLE t (id bigint PRIMARY KEY, v bigint)",
-                         "INSERT INTO t VALUES (1, 1), (3, 3), (11, 11), (14, 14)"]
-                q = run_on(["host=127.0.0.1 port=%d user=tester dbname=quarry" % srv.pg_port] * 2,
-                           seed, setup)
-                p = run_on(["host=127.0.0.1 port=%d user=postgres dbname=%s" % (pg.port, db)] * 2,
-                           seed, setup)
-                diff = [(i, a, b[2]) for i, (a, b) in enumerate(zip(q, p)) if a[2] != b[2]]
-                check(not diff, "seed %d: %d steps as PostgreSQL 15%s" % (
-                    seed, len(q), "" if not diff else "; first difference at step %d: %r vs %r"
-                    % diff[0]))
+            for kind, make in (("", script), ("DDL ", ddl_script)):
+                for seed in SEEDS:
+                    db = "t%d%s" % (seed, "d" if kind else "")
+                    pg.psql("CREATE DATABASE " + db)
+                    setup = ["DROP TABLE IF EXISTS t, t2, u0, u1",
+                             "CREATE TABLE t (id bigint PRIMARY KEY, v bigint)",
+                             "INSERT INTO t VALUES (1, 1), (3, 3), (11, 11), (14, 14)",
+                             "CREATE TABLE t2 (id bigint PRIMARY KEY, v bigint)",
+                             "INSERT INTO t2 VALUES (2, 2), (13, 13)"]
+                    for u in ("u0", "u1"):
+                        setup += ["CREATE TABLE %s (id bigint PRIMARY KEY, v int, tag varchar(8))" % u,
+                                  "CREATE INDEX %s_tag ON %s (tag)" % (u, u)]
+                    q = run_on(["host=127.0.0.1 port=%d user=tester dbname=quarry" % srv.pg_port] * 2,
+                               seed, setup, make)
+                    p = run_on(["host=127.0.0.1 port=%d user=postgres dbname=%s" % (pg.port, db)] * 2,
+                               seed, setup, make)
+                    diff = [(i, a, b[2]) for i, (a, b) in enumerate(zip(q, p)) if a[2] != b[2]]
+                    check(not diff, "%sseed %d: %d steps as PostgreSQL 15%s" % (
+                        kind, seed, len(q), "" if not diff else
+                        "; first difference at step %d: %r vs %r" % diff[0]))
         finally:
             srv.stop()
             if pg is not None:

@@ -172,8 +172,8 @@ static int add_range_var(SqlQuery *s, const cJSON *rv)
     QrTable *t;
     QrError e;
     qr_error_clear(&e);
-    if (qr_table_get(cx->sess->db, name, &t, &e) != QR_OK) {
-        if (e.code == QR_ENOTFOUND || e.code == QR_EINVAL)
+    if (sqld_hidden(cx->sess, name) || qr_table_get(cx->sess->db, name, &t, &e) != QR_OK) {
+        if (e.code == QR_OK || e.code == QR_ENOTFOUND || e.code == QR_EINVAL)
             return sql_err_at(cx, loc, QR_ENOTFOUND, "42P01", "relation \"%s\" does not exist", name);
         qr_error_copy(cx->err, &e);
         return e.code;

@@ -602,5 +602,253 @@ Test(sql_txn, create_table_is_undone_by_rollback)
     ok(other, "CREATE TABLE n6 (id bigint PRIMARY KEY)");
     qr_sql_session_free(other);
     fails(s, "SELECT * FROM n6", "42P01", "n6");
+    /* other sessions see the new table only once the block commits; one
+     * dropped again by ROLLBACK TO is no one's */
+    other = second_session(&e);
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE h1 (id bigint PRIMARY KEY)");
+    ok(s, "INSERT INTO h1 VALUES (1)");
+    expect(other, "SELECT count(*) FROM pg_class WHERE relname = 'h1'", "0");
+    fails(other, "INSERT INTO h1 VALUES (9)", "42P01", "h1");
+    fails(other, "CREATE TABLE h1 (id bigint PRIMARY KEY)", "42P07", "h1");
+    ok(s, "SAVEPOINT a");
+    ok(s, "CREATE TABLE h2 (id bigint PRIMARY KEY)");
+    ok(s, "ROLLBACK TO a");
+    ok(other, "CREATE TABLE h2 (id bigint PRIMARY KEY)");
+    ok(other, "INSERT INTO h2 VALUES (2)");
+    expect(other, "SELECT id FROM h2", "2");
+    ok(s, "COMMIT");
+    expect(other, "SELECT id FROM h1", "1");
+    qr_sql_session_free(other);
+    env_close(&e);
+}
+
+/* ---- DROP TABLE in a block ---- */
+
+/* Rows of t as the session sees them ("" when none), or NULL when the
+ * table does not exist for it (42P01). */
+static char *rows_of(QrSqlSession *s, const char *t)
+{
+    char sql[128];
+    snprintf(sql, sizeof sql, "SELECT * FROM %s ORDER BY 1", t);
+    QrError err;
+    char *r = run(s, sql, &err);
+    if (!r)
+        cr_assert_str_eq(qr_error_sqlstate(&err), "42P01", "%s: %s", sql, err.message);
+    return r;
+}
+
+static void sees(QrSqlSession *s, const char *t, const char *want)
+{
+    char *r = rows_of(s, t);
+    if (!want)
+        cr_assert_null(r, "%s should be gone, has [%s]", t, r ? r : "");
+    else
+        cr_assert(r && !strcmp(r, want), "%s: got [%s] want [%s]", t, r ? r : "(gone)", want);
+    free(r);
+}
+
+Test(sql_txn, drop_table_waits_for_commit)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    ok(s, "CREATE TABLE d1 (id serial PRIMARY KEY, v int)");
+    ok(s, "CREATE TABLE d2 (id bigint PRIMARY KEY, v int)");
+    ok(s, "INSERT INTO d1 (v) VALUES (10), (20)");
+    /* gone for the dropping session at once, there for the others; ROLLBACK
+     * brings it back whole */
+    ok(s, "BEGIN");
+    ok(s, "INSERT INTO d1 (v) VALUES (30)");
+    ok(s, "DROP TABLE d1");
+    expect(s, "SELECT count(*) FROM pg_class WHERE relname = 'd1'", "0");
+    ok(s, "DROP TABLE IF EXISTS d1");
+    sees(o, "d1", "1|10\n2|20\n");
+    expect(o, "SELECT count(*) FROM pg_class WHERE relname = 'd1'", "1");
+    sees(s, "d1", NULL); /* an error: the block is aborted */
+    ok(s, "ROLLBACK");
+    sees(s, "d1", "1|10\n2|20\n");
+    /* ROLLBACK TO a savepoint set before it */
+    ok(s, "BEGIN");
+    ok(s, "SAVEPOINT a");
+    ok(s, "DROP TABLE d1");
+    ok(s, "INSERT INTO d2 VALUES (1, 1)");
+    ok(s, "ROLLBACK TO a");
+    sees(s, "d1", "1|10\n2|20\n");
+    sees(s, "d2", "");
+    ok(s, "COMMIT");
+    sees(o, "d1", "1|10\n2|20\n");
+    /* a failed block's COMMIT answers ROLLBACK: nothing dropped */
+    ok(s, "BEGIN");
+    ok(s, "DROP TABLE d1");
+    fails(s, "SELECT nope FROM d2", "42703", "nope");
+    ok(s, "COMMIT");
+    sees(s, "d1", "1|10\n2|20\n");
+    /* a session that ends inside its block */
+    QrSqlSession *x = second_session(&e);
+    ok(x, "BEGIN");
+    ok(x, "DROP TABLE d1");
+    qr_sql_session_free(x);
+    sees(s, "d1", "1|10\n2|20\n");
+    /* the same name cannot come back in the block that dropped it */
+    ok(s, "BEGIN");
+    ok(s, "DROP TABLE d1");
+    fails(s, "CREATE TABLE d1 (id bigint PRIMARY KEY)", "0A000", "dropped it");
+    ok(s, "ROLLBACK");
+    /* COMMIT: the drop and the block's other writes together; writes to the
+     * dropped table go with it, and so does its serial's sequence */
+    ok(s, "BEGIN");
+    ok(s, "INSERT INTO d1 (v) VALUES (40)");
+    ok(s, "INSERT INTO d2 VALUES (2, 2)");
+    ok(s, "DROP TABLE d1");
+    sees(o, "d1", "1|10\n2|20\n");
+    sees(o, "d2", "");
+    ok(s, "COMMIT");
+    sees(o, "d1", NULL);
+    sees(o, "d2", "2|2\n");
+    fails(o, "SELECT nextval('d1_id_seq')", "42P01", "d1_id_seq");
+    /* the table the block dropped was dropped and made again by another
+     * session meanwhile: COMMIT leaves the new one alone */
+    ok(s, "CREATE TABLE d5 (id bigint PRIMARY KEY)");
+    ok(s, "BEGIN");
+    ok(s, "DROP TABLE d5");
+    ok(o, "DROP TABLE d5");
+    ok(o, "CREATE TABLE d5 (id bigint PRIMARY KEY)");
+    ok(o, "INSERT INTO d5 VALUES (5)");
+    ok(s, "COMMIT");
+    sees(o, "d5", "5\n");
+    /* a table created and dropped in one block is gone either way */
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE d3 (id bigint PRIMARY KEY)");
+    ok(s, "DROP TABLE d3");
+    ok(s, "COMMIT");
+    sees(s, "d3", NULL);
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE d4 (id bigint PRIMARY KEY)");
+    ok(s, "DROP TABLE d4");
+    ok(s, "ROLLBACK");
+    sees(s, "d4", NULL);
+    qr_sql_session_free(o);
+    env_close(&e);
+}
+
+/* ---- REPEATABLE READ: one snapshot of the whole database ---- */
+
+/* Another session commits to b (alone, then with a) after the block read a
+ * only: the block's first read of b shows b as of the block's start, as
+ * PostgreSQL's does; READ COMMITTED shows the commit. */
+Test(sql_txn, repeatable_read_snapshot_covers_every_table)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    ok(s, "CREATE TABLE ra (id bigint PRIMARY KEY, v int)");
+    ok(s, "CREATE TABLE rb (id bigint PRIMARY KEY, v int)");
+    ok(s, "INSERT INTO ra VALUES (1, 1)");
+    ok(s, "INSERT INTO rb VALUES (1, 1)");
+    for (int rr = 1; rr >= 0; rr--) {
+        ok(s, rr ? "BEGIN ISOLATION LEVEL REPEATABLE READ" : "BEGIN");
+        expect(s, "SELECT count(*) FROM ra", rr ? "1" : "2");
+        ok(o, rr ? "INSERT INTO rb VALUES (2, 2)" : "INSERT INTO rb VALUES (3, 3)");
+        ok(o, "BEGIN");
+        ok(o, rr ? "INSERT INTO ra VALUES (2, 2)" : "INSERT INTO ra VALUES (3, 3)");
+        ok(o, rr ? "UPDATE rb SET v = 10 WHERE id = 1" : "UPDATE rb SET v = 20 WHERE id = 1");
+        ok(o, "COMMIT");
+        expect(s, "SELECT count(*), sum(v) FROM rb", rr ? "1|1" : "3|25");
+        expect(s, "SELECT count(*) FROM ra", rr ? "1" : "3");
+        ok(s, "COMMIT");
+    }
+    expect(s, "SELECT count(*), sum(v) FROM rb", "3|25");
+    /* the start is the block's first statement, a write too */
+    ok(s, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    ok(s, "INSERT INTO ra VALUES (9, 9)");
+    ok(o, "DELETE FROM rb");
+    expect(s, "SELECT count(*) FROM rb", "3");
+    ok(s, "COMMIT");
+    expect(s, "SELECT count(*) FROM rb", "0");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
+
+/* ---- ALTER TABLE and DROP INDEX in a block ---- */
+
+Test(sql_txn, alter_table_and_drop_index_wait_for_commit)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    ok(s, "CREATE TABLE al (id bigint PRIMARY KEY, v int, tag varchar(8))");
+    ok(s, "CREATE INDEX al_tag ON al (tag)");
+    const char *idx = "SELECT count(*) FROM pg_class WHERE relname LIKE 'al_tag%'";
+    /* the block's own statements see the change, others do not; ROLLBACK
+     * undoes it */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE al ALTER COLUMN v SET DEFAULT 7");
+    ok(s, "DROP INDEX al_tag");
+    ok(s, "INSERT INTO al (id, tag) VALUES (1, 'a')");
+    expect(s, "SELECT v FROM al WHERE id = 1", "7");
+    expect(s, idx, "0");
+    ok(o, "INSERT INTO al (id) VALUES (100)");
+    expect(o, "SELECT count(*) FROM al WHERE v IS NULL", "1");
+    expect(o, idx, "1");
+    ok(s, "ROLLBACK");
+    ok(s, "INSERT INTO al (id) VALUES (2)");
+    expect(s, "SELECT count(*) FROM al WHERE v IS NULL", "2");
+    expect(s, idx, "1");
+    expect(s, "SELECT count(*) FROM al WHERE tag = 'a'", "0");
+    /* ROLLBACK TO a savepoint set before it */
+    ok(s, "BEGIN");
+    ok(s, "SAVEPOINT a");
+    ok(s, "ALTER TABLE al ALTER COLUMN v SET NOT NULL");
+    ok(s, "DROP INDEX al_tag");
+    ok(s, "ROLLBACK TO a");
+    ok(s, "INSERT INTO al VALUES (3, NULL, 'c')");
+    expect(s, idx, "1");
+    ok(s, "COMMIT");
+    expect(o, "SELECT count(*) FROM al WHERE v IS NULL", "3");
+    /* a failed block's COMMIT answers ROLLBACK; a session ending in its block */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE al ALTER COLUMN v SET DEFAULT 9");
+    fails(s, "SELECT nope FROM al", "42703", "nope");
+    ok(s, "COMMIT");
+    QrSqlSession *x = second_session(&e);
+    ok(x, "BEGIN");
+    ok(x, "ALTER TABLE al ALTER COLUMN v SET DEFAULT 9");
+    ok(x, "DROP INDEX al_tag");
+    qr_sql_session_free(x);
+    ok(s, "INSERT INTO al (id) VALUES (4)");
+    expect(s, "SELECT v IS NULL FROM al WHERE id = 4", "t");
+    expect(s, idx, "1");
+    /* an index dropped and created again in a block is there after ROLLBACK */
+    ok(s, "BEGIN");
+    ok(s, "DROP INDEX al_tag");
+    ok(s, "CREATE INDEX al_tag ON al (tag)");
+    ok(s, "DROP INDEX al_tag");
+    expect(s, idx, "0");
+    ok(s, "ROLLBACK");
+    expect(s, idx, "1");
+    /* an identity column's new sequence goes with ROLLBACK */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE al ALTER COLUMN v ADD GENERATED BY DEFAULT AS IDENTITY");
+    ok(s, "ROLLBACK");
+    fails(s, "SELECT nextval('al_v_seq')", "42P01", "al_v_seq");
+    /* another transaction changed the table since: 40001, nothing applied */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE al ALTER COLUMN v SET DEFAULT 1");
+    ok(s, "INSERT INTO al (id) VALUES (5)");
+    ok(o, "ALTER TABLE al ALTER COLUMN v SET DEFAULT 2");
+    fails(s, "COMMIT", "40001", "concurrent update");
+    expect(o, "SELECT count(*) FROM al WHERE id = 5", "0");
+    ok(o, "ALTER TABLE al ALTER COLUMN v DROP DEFAULT");
+    /* COMMIT: the definition, the B-tree and the rows together */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE al ALTER COLUMN v SET DEFAULT 5");
+    ok(s, "DROP INDEX al_tag");
+    ok(s, "INSERT INTO al (id) VALUES (6)");
+    ok(s, "COMMIT");
+    ok(o, "INSERT INTO al (id) VALUES (7)");
+    expect(o, "SELECT sum(v) FROM al WHERE id IN (6, 7)", "10");
+    expect(o, idx, "0");
+    qr_sql_session_free(o);
     env_close(&e);
 }

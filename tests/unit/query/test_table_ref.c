@@ -87,6 +87,32 @@ Test(table_ref, acquire_counts_and_missing_table)
     cr_assert_eq(qr_table_refs(db, "nosuch"), 0, "a failed acquire keeps no reference");
 }
 
+/* A claim (a transaction block's DROP TABLE at COMMIT) waits for no one
+ * here, keeps try_acquire out without waiting, and leaves the table as it
+ * was when unclaimed without a drop. */
+Test(table_ref, claim_keeps_try_acquire_out, .timeout = 60)
+{
+    make_table("t", 3);
+    QrError e;
+    qr_error_clear(&e);
+    QrTable *t = NULL;
+    cr_assert_eq(qr_table_claim(db, "t", 1000, &e), QR_OK, "%s", e.message);
+    cr_assert_eq(qr_table_try_acquire(db, "t", &t, &e), QR_EBUSY);
+    cr_assert_null(t);
+    cr_assert_eq(qr_table_refs(db, "t"), 0, "a refused try keeps no reference");
+    qr_table_unclaim(db, "t");
+    qr_error_clear(&e);
+    cr_assert_eq(qr_table_try_acquire(db, "t", &t, &e), QR_OK, "%s", e.message);
+    cr_assert_not_null(t);
+    QrTableStats st;
+    qr_table_stats(t, &st);
+    cr_assert_eq(st.docs_total, 3);
+    /* a claim waits for the reference, then gives up */
+    cr_assert_eq(qr_table_claim(db, "t", 50, &e), QR_EBUSY);
+    qr_table_release(db, "t");
+    cr_assert_eq(qr_table_try_acquire(db, "nosuch", &t, &e), QR_ENOTFOUND);
+}
+
 Test(table_ref, drop_times_out_while_held_and_table_survives)
 {
     make_table("t", 20);

@@ -62,7 +62,7 @@ static uint8_t *journal_bytes(Env *e, size_t *len)
     char path[4400];
     QrError err;
     qr_error_clear(&err);
-    cr_assert_eq(txnj_write(e->db, ops, 4, path, sizeof path, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(txnj_write(e->db, ops, 4, NULL, 0, path, sizeof path, &err), QR_OK, "%s", err.message);
     uint8_t *data;
     cr_assert_eq(qr_file_read_all(path, &data, len, &err), QR_OK, "%s", err.message);
     cr_assert_eq(unlink(path), 0);
@@ -77,6 +77,23 @@ static void place(Env *e, const char *name, const uint8_t *data, size_t len)
     cr_assert(f);
     cr_assert_eq(fwrite(data, 1, len, f), len);
     fclose(f);
+}
+
+/* The journal cut at `cut` bytes: the open fails naming it (never applied in
+ * part); with the file removed, the directory opens again. */
+static void refused_whole(Env *e, const uint8_t *j, size_t cut)
+{
+    place(e, "0000000000000001.qtxj", j, cut);
+    qr_sql_session_free(e->s);
+    qr_db_close(e->db);
+    QrError err;
+    cr_assert_eq(env_db_open(e, &err), QR_ECORRUPT, "cut at %zu", cut);
+    cr_assert(strstr(err.message, "transaction journal"), "%s", err.message);
+    char path[4400];
+    snprintf(path, sizeof path, "%s/txn/0000000000000001.qtxj", e->dir);
+    unlink(path);
+    cr_assert_eq(env_db_open(e, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_sql_session_new(e->db, &e->s, &err), QR_OK);
 }
 
 Test(txn_journal, recovery_applies_whole_transactions_only, .timeout = 240)
@@ -100,17 +117,7 @@ Test(txn_journal, recovery_applies_whole_transactions_only, .timeout = 240)
     }
     /* a damaged journal is never applied in part: the open fails naming it */
     for (size_t cut = 0; cut < len; cut += 1) {
-        place(&e, "0000000000000001.qtxj", j, cut);
-        qr_sql_session_free(e.s);
-        qr_db_close(e.db);
-        QrError err;
-        cr_assert_eq(env_db_open(&e, &err), QR_ECORRUPT, "cut at %zu", cut);
-        cr_assert(strstr(err.message, "transaction journal"), "%s", err.message);
-        char path[4400];
-        snprintf(path, sizeof path, "%s/txn/0000000000000001.qtxj", e.dir);
-        unlink(path);
-        cr_assert_eq(env_db_open(&e, &err), QR_OK, "%s", err.message);
-        cr_assert_eq(qr_sql_session_new(e.db, &e.s, &err), QR_OK);
+        refused_whole(&e, j, cut);
         char *ra = rows(&e, "a");
         cr_assert_str_eq(ra, "7|7\n", "cut at %zu", cut);
         free(ra);
@@ -162,5 +169,72 @@ Test(txn_journal, multi_table_commit_cleans_up)
     cr_assert_str_eq(rb, "2|20\n");
     free(ra);
     free(rb);
+    env_close(&e);
+}
+
+/* A block's DDL is journaled with its writes (version 2): a crash after the
+ * journal's rename completes it at the next open -- the table's new
+ * sql.json (a NOT NULL set, an index name gone), the B-tree dropped, the
+ * dropped table gone with the sequences it owns -- and applies the writes;
+ * cut short, it is refused whole and all is as it was. */
+Test(txn_journal, journaled_ddl_is_completed_at_open, .timeout = 120)
+{
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE a (id bigint PRIMARY KEY, v bigint, tag varchar(8))");
+    exec_ok(&e, "CREATE INDEX a_tag ON a (tag)");
+    exec_ok(&e, "CREATE TABLE gone (id serial PRIMARY KEY, v bigint)");
+    exec_ok(&e, "INSERT INTO gone (v) VALUES (1)");
+    TxnOp ops[1] = {{.table = "a", .key = "3", .doc = "{\"id\":3,\"v\":30}"}};
+    ops[0].doc_len = strlen(ops[0].doc);
+    cJSON *meta = sqlw_meta_load_db(e.db, "a");
+    cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "columns"), "v");
+    cr_assert(v && cJSON_GetObjectItem(cJSON_GetObjectItem(meta, "indexes"), "a_tag"));
+    cJSON_AddTrueToObject(v, "not_null");
+    cJSON_DeleteItemFromObject(cJSON_GetObjectItem(meta, "indexes"), "a_tag");
+    char *mt = cJSON_PrintUnformatted(meta);
+    cJSON_Delete(meta);
+    TxnjItem ddl[3] = {
+        {.kind = TXNJ_META, .table = "a", .doc = mt, .doc_len = strlen(mt)},
+        {.kind = TXNJ_DROP_BTREE, .table = "a", .key = "tag"},
+        {.kind = TXNJ_DROP_TABLE, .table = "gone"},
+    };
+    char path[4400];
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(txnj_write(e.db, ops, 1, ddl, 3, path, sizeof path, &err), QR_OK, "%s",
+                 err.message);
+    cJSON_free(mt);
+    uint8_t *j;
+    size_t len;
+    cr_assert_eq(qr_file_read_all(path, &j, &len, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(unlink(path), 0);
+    for (size_t cut = 0; cut < len; cut += 7) {
+        refused_whole(&e, j, cut);
+        char *rg = rows(&e, "gone");
+        cr_assert_str_eq(rg, "1|1\n", "cut at %zu", cut);
+        free(rg);
+    }
+    exec_ok(&e, "INSERT INTO a VALUES (4, NULL, 'x')"); /* v may be NULL before */
+    place(&e, "0000000000000001.qtxj", j, len);
+    reopen(&e);
+    char *ra = rows(&e, "a");
+    cr_assert_str_eq(ra, "3|30\n4|\n");
+    free(ra);
+    const char *bad[] = {"SELECT * FROM gone", "SELECT nextval('gone_id_seq')",
+                         "INSERT INTO a VALUES (5, NULL, 'y')"};
+    const char *state[] = {"42P01", "42P01", "23502"};
+    for (int i = 0; i < 3; i++) {
+        QrSqlResult *r = NULL;
+        qr_error_clear(&err);
+        cr_assert_neq(qr_sql_exec(e.s, bad[i], strlen(bad[i]), &r, &err), QR_OK, "%s", bad[i]);
+        cr_assert_str_eq(qr_error_sqlstate(&err), state[i], "%s: %s", bad[i], err.message);
+        qr_sql_result_free(r);
+    }
+    QrTable *t;
+    cr_assert_eq(qr_table_get(e.db, "a", &t, &err), QR_OK);
+    const QrSchema *sc = qr_table_schema(t);
+    cr_assert(!sc->fields[schema_field_index(sc, "tag")].btree, "the B-tree was dropped");
+    free(j);
     env_close(&e);
 }
