@@ -24,8 +24,13 @@
 /* One stem cache slot: direct-mapped by hash; key_len == 0 means empty.
  * Only tokens and stems of at most AZ_STEM_MAX bytes are cached. */
 #define AZ_STEM_MAX 27 /* makes a slot exactly 64 bytes */
-#define AZ_STEM_SLOTS 16384 /* power of two; 16384 * 64 bytes = 1 MiB, calloc'd:
-                              only the slots used are touched */
+/* Power of two; 65536 * 64 bytes = 4 MiB, calloc'd: only the slots used are
+ * touched.  Sized for a news vocabulary (tens of thousands of distinct words
+ * in a few thousand articles): at 16384 slots most words of a bulk load
+ * missed the direct-mapped cache, paying a libstemmer call and, in the
+ * segment builder, a term and surface-form hash lookup that the cache's
+ * ids otherwise memoize. */
+#define AZ_STEM_SLOTS 65536
 typedef struct AzStemSlot {
     uint32_t hash;
     uint32_t gen;           /* changes whenever the slot is rewritten (Token.cache_gen) */
