@@ -991,11 +991,33 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
 
 /* ---- finish ---- */
 
-static int cmp_term_keys(const void *a, const void *b, void *arg)
+/* The first 8 bytes of a key as a big-endian number, zero-padded: keys
+ * whose prefixes differ sort as their prefixes do (a shorter key pads with
+ * zeros, and is a proper prefix of the other where they differ), so sorts
+ * compare the keys' bytes only on a tie, without touching them. */
+static uint64_t key_prefix(const uint8_t *k, size_t n)
 {
+    uint8_t b[8] = {0};
+    memcpy(b, k, n < 8 ? n : 8);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[i];
+    return v;
+}
+
+typedef struct TermOrd {
+    uint64_t pre; /* key_prefix of the term's key */
+    uint32_t id;
+} TermOrd;
+
+static int cmp_term_ord(const void *a, const void *b, void *arg)
+{
+    const TermOrd *p = a, *q = b;
+    if (p->pre != q->pre)
+        return p->pre < q->pre ? -1 : 1;
     const SegBuilder *sb = arg;
-    const TermEnt *x = &sb->terms[*(const uint32_t *)a];
-    const TermEnt *y = &sb->terms[*(const uint32_t *)b];
+    const TermEnt *x = &sb->terms[p->id];
+    const TermEnt *y = &sb->terms[q->id];
     return seg_key_cmp(sb->keys.data + x->key_off, x->key_len, sb->keys.data + y->key_off,
                        y->key_len);
 }
@@ -1020,6 +1042,7 @@ int seg_write_pk_section(const uint8_t *bytes, const uint32_t *offs, uint32_t n_
 /* One entry to write: offsets into a scratch buffer holding its key, then
  * its term. */
 typedef struct SurfOut {
+    uint64_t pre; /* key_prefix of its key */
     uint32_t off, key_len, term_len;
     uint32_t df, tf;
 } SurfOut;
@@ -1028,6 +1051,8 @@ static int cmp_surf_out(const void *x, const void *y, void *arg)
 {
     const uint8_t *d = arg;
     const SurfOut *a = x, *c = y;
+    if (a->pre != c->pre)
+        return a->pre < c->pre ? -1 : 1;
     int k = seg_key_cmp(d + a->off, a->key_len, d + c->off, c->key_len);
     return k ? k
              : seg_key_cmp(d + a->off + a->key_len, a->term_len, d + c->off + c->key_len,
@@ -1046,7 +1071,10 @@ static bool surf_out_push(QrBuf *sb, SurfOut **v, uint32_t *n, uint32_t *cap, ui
         *v = nv;
         *cap = nc;
     }
-    (*v)[(*n)++] = (SurfOut){(uint32_t)sb->len, form_len + 1, term_len, df, tf};
+    uint8_t k[8] = {field};
+    memcpy(k + 1, form, form_len < 7 ? form_len : 7);
+    (*v)[(*n)++] = (SurfOut){key_prefix(k, (size_t)form_len + 1), (uint32_t)sb->len,
+                             form_len + 1, term_len, df, tf};
     qr_buf_putc(sb, (char)field);
     qr_buf_append(sb, form, form_len);
     qr_buf_append(sb, term, term_len);
@@ -1142,9 +1170,17 @@ static int segb_finish_to(SegBuilder *b, const char *path, bool do_fsync, uint64
         rc = qr_error_set(err, QR_ENOMEM, "out of memory writing a segment");
         goto done;
     }
+    TermOrd *ord = qr_malloc(((size_t)b->n_terms + 1) * sizeof *ord);
+    if (!ord) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory writing a segment");
+        goto done;
+    }
     for (uint32_t i = 0; i < b->n_terms; i++)
-        order[i] = i;
-    qsort_r(order, b->n_terms, sizeof *order, cmp_term_keys, b);
+        ord[i] = (TermOrd){key_prefix(b->keys.data + b->terms[i].key_off, b->terms[i].key_len), i};
+    qsort_r(ord, b->n_terms, sizeof *ord, cmp_term_ord, b);
+    for (uint32_t i = 0; i < b->n_terms; i++)
+        order[i] = ord[i].id;
+    qr_free(ord);
 
     for (uint32_t oi = 0; oi < b->n_terms; oi++) {
         TermEnt *t = &b->terms[order[oi]];
