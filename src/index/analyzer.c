@@ -191,18 +191,27 @@ static int az_stem(AzRun *r, uint32_t h, const char **t, size_t *n, uint32_t *ci
 {
     Analyzer *a = r->a;
     AzStemSlot *slot = NULL;
-    uint32_t idx = h & (AZ_STEM_SLOTS - 1);
+    uint32_t set = h & (AZ_STEM_SLOTS - 2), idx = set;
     *cid = *cgen = 0;
     if (*n <= AZ_STEM_MAX) {
-        slot = &a->stem_cache[idx];
-        if (slot->key_len == *n && slot->hash == h && memcmp(slot->key, *t, *n) == 0) {
-            a->stats.stem_hits++;
-            *t = slot->stem;
-            *n = slot->stem_len;
-            *cid = idx + 1;
-            *cgen = slot->gen;
-            return 0;
+        for (uint32_t w = 0; w < 2; w++) {
+            slot = &a->stem_cache[set + w];
+            if (slot->key_len == *n && slot->hash == h && memcmp(slot->key, *t, *n) == 0) {
+                a->stats.stem_hits++;
+                a->stem_mru[set / 2] = (uint8_t)w;
+                *t = slot->stem;
+                *n = slot->stem_len;
+                *cid = set + w + 1;
+                *cgen = slot->gen;
+                return 0;
+            }
         }
+        /* a miss replaces an empty way, else the one used less recently */
+        uint32_t w = a->stem_cache[set].key_len == 0       ? 0
+                     : a->stem_cache[set + 1].key_len == 0 ? 1
+                                                           : 1u - a->stem_mru[set / 2];
+        idx = set + w;
+        slot = &a->stem_cache[idx];
     }
     if (*n > INT_MAX)
         return 0; /* leave absurdly long tokens unstemmed */
@@ -222,6 +231,7 @@ static int az_stem(AzRun *r, uint32_t h, const char **t, size_t *n, uint32_t *ci
         if (++a->stem_gen == 0)
             a->stem_gen = 1; /* wrapped after 4 billion fills: ids stay unique per fill window */
         slot->gen = a->stem_gen;
+        a->stem_mru[set / 2] = (uint8_t)(idx - set);
         *cid = idx + 1;
         *cgen = slot->gen;
     }
@@ -614,7 +624,8 @@ int analyzer_new(const AnalyzerOpts *opts, Analyzer **out, QrError *err)
             goto fail;
         }
         a->stem_cache = qr_calloc(AZ_STEM_SLOTS, sizeof *a->stem_cache);
-        if (!a->stem_cache) {
+        a->stem_mru = qr_calloc(AZ_STEM_SLOTS / 2, 1);
+        if (!a->stem_cache || !a->stem_mru) {
             rc = qr_error_set(err, QR_ENOMEM, "out of memory creating the stem cache");
             goto fail;
         }
@@ -705,6 +716,7 @@ void analyzer_free(Analyzer *a)
     qr_free(a->stop);
     qr_free(a->stop_pool);
     qr_free(a->stem_cache);
+    qr_free(a->stem_mru);
     qr_free(a->tok);
     qr_free(a->u16[0]);
     qr_free(a->u16[1]);

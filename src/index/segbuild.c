@@ -124,6 +124,15 @@ typedef struct TermEnt {
     uint32_t first, last, cnt; /* its occurrences there: a chain through TokBuf.next */
 } TermEnt;
 
+/* What a word the analyzer's stem cache names (Token.cache_id) was indexed
+ * as: its term and surface form (index + 1; 0 = not yet known), valid while
+ * the slot keeps its generation.  One entry holds both, so a repeated word
+ * costs one memory access here, not two. */
+typedef struct MemoEnt {
+    uint32_t gen;
+    uint32_t term1, surf1;
+} MemoEnt;
+
 /* A term's state before the document being added touched it. */
 typedef struct UndoEnt {
     uint32_t id, post_len, df, last_doc;
@@ -171,9 +180,8 @@ struct SegBuilder {
     uint64_t *surf_slots;       /* owns: open addressing, hash high 32 bits << 32 | surf + 1 */
     uint32_t n_surf_slots;
     QrBuf surf_keys;
-    uint64_t *smemo[QR_MAX_FIELDS]; /* owns: per field, stem-cache slot -> (gen << 32 | surf + 1) */
     /* per doc scratch */
-    uint64_t *memo[QR_MAX_FIELDS]; /* owns: per field, stem-cache slot -> (gen << 32 | term + 1) */
+    MemoEnt *memo[QR_MAX_FIELDS]; /* owns: per field, per stem-cache slot */
     UndoEnt *undo;            /* owns: terms touched by the segb_add in progress */
     uint32_t n_undo, cap_undo;
     uint32_t undo_stamp;      /* the segb_add in progress */
@@ -282,10 +290,8 @@ void segb_free(SegBuilder *b)
     qr_free(b->slots);
     qr_buf_free(&b->keys);
     qr_free(b->undo);
-    for (int f = 0; f < QR_MAX_FIELDS; f++) {
+    for (int f = 0; f < QR_MAX_FIELDS; f++)
         qr_free(b->memo[f]);
-        qr_free(b->smemo[f]);
-    }
     qr_free(b->surfs);
     qr_free(b->surf_slots);
     qr_buf_free(&b->surf_keys);
@@ -518,23 +524,17 @@ static SurfEnt *surf_find(SegBuilder *b, uint8_t field, const char *form, uint32
 }
 
 /* Count one occurrence of token t (indexed as term `term`) in the doc being
- * added, memoized per stem-cache slot like the term ids.  false on OOM. */
-static bool surf_note(SegBuilder *b, uint8_t field, const Token *t, uint32_t term)
+ * added; `me` (may be NULL) memoizes its surface entry.  false on OOM. */
+static bool surf_note(SegBuilder *b, uint8_t field, const Token *t, uint32_t term, MemoEnt *me)
 {
-    SurfEnt *e = NULL;
-    uint64_t *memo = t->cache_id ? b->smemo[field] : NULL;
-    if (t->cache_id && !memo)
-        memo = b->smemo[field] = qr_calloc(analyzer_cache_slots(), sizeof *memo);
-    if (memo) {
-        uint64_t m = memo[t->cache_id - 1];
-        if (m && (uint32_t)(m >> 32) == t->cache_gen)
-            e = &b->surfs[(uint32_t)m - 1];
-    }
-    if (!e) {
+    SurfEnt *e;
+    if (me && me->surf1) {
+        e = &b->surfs[me->surf1 - 1];
+    } else {
         if (!(e = surf_find(b, field, t->surface, t->surface_len, term)))
             return false;
-        if (memo)
-            memo[t->cache_id - 1] = ((uint64_t)t->cache_gen << 32) | (uint64_t)(e - b->surfs + 1);
+        if (me)
+            me->surf1 = (uint32_t)(e - b->surfs + 1);
     }
     if (e->last_doc1 != b->n_docs + 1) {
         e->df++;
@@ -557,25 +557,28 @@ static int an_sink(void *ctx, const Token *t)
     SegBuilder *b = sc->b;
     int64_t id = -1;
     /* the analyzer's stem cache names repeated words: memoize their term
-     * ids per cache slot instead of hashing the text again */
-    uint64_t *memo = t->cache_id ? b->memo[sc->field] : NULL;
-    /* (a builder of a few documents -- one commit of one writer -- hashes
-     * instead: the memo costs a zeroed slot per stem cache slot) */
-    if (t->cache_id && !memo && b->n_docs >= SEGB_MEMO_MIN_DOCS) {
-        memo = b->memo[sc->field] = qr_calloc(analyzer_cache_slots(), sizeof *memo);
-    }
-    if (memo) {
-        uint64_t m = memo[t->cache_id - 1];
-        if (m && (uint32_t)(m >> 32) == t->cache_gen)
-            id = (int64_t)(uint32_t)m - 1;
+     * ids and surface forms per cache slot instead of hashing the text
+     * again (a builder of a few documents -- one commit of one writer --
+     * hashes instead: the memo costs a zeroed entry per stem cache slot) */
+    MemoEnt *me = NULL;
+    if (t->cache_id) {
+        MemoEnt *memo = b->memo[sc->field];
+        if (!memo && b->n_docs >= SEGB_MEMO_MIN_DOCS)
+            memo = b->memo[sc->field] = qr_calloc(analyzer_cache_slots(), sizeof *memo);
+        if (memo) {
+            me = &memo[t->cache_id - 1];
+            if (me->gen != t->cache_gen)
+                *me = (MemoEnt){.gen = t->cache_gen};
+            id = (int64_t)me->term1 - 1;
+        }
     }
     if (id < 0) {
         id = term_id(b, sc->field, t->text, t->len);
-        if (memo && id >= 0)
-            memo[t->cache_id - 1] = ((uint64_t)t->cache_gen << 32) | (uint64_t)(id + 1);
+        if (me && id >= 0)
+            me->term1 = (uint32_t)id + 1;
     }
     if (id < 0 || !tok_push(b, &b->tok, (uint32_t)id, t->pos) ||
-        (b->stems[sc->field] && !t->is_gram && !surf_note(b, sc->field, t, (uint32_t)id))) {
+        (b->stems[sc->field] && !t->is_gram && !surf_note(b, sc->field, t, (uint32_t)id, me))) {
         sc->oom = true;
         return QR_ENOMEM;
     }
@@ -988,11 +991,33 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
 
 /* ---- finish ---- */
 
-static int cmp_term_keys(const void *a, const void *b, void *arg)
+/* The first 8 bytes of a key as a big-endian number, zero-padded: keys
+ * whose prefixes differ sort as their prefixes do (a shorter key pads with
+ * zeros, and is a proper prefix of the other where they differ), so sorts
+ * compare the keys' bytes only on a tie, without touching them. */
+static uint64_t key_prefix(const uint8_t *k, size_t n)
 {
+    uint8_t b[8] = {0};
+    memcpy(b, k, n < 8 ? n : 8);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | b[i];
+    return v;
+}
+
+typedef struct TermOrd {
+    uint64_t pre; /* key_prefix of the term's key */
+    uint32_t id;
+} TermOrd;
+
+static int cmp_term_ord(const void *a, const void *b, void *arg)
+{
+    const TermOrd *p = a, *q = b;
+    if (p->pre != q->pre)
+        return p->pre < q->pre ? -1 : 1;
     const SegBuilder *sb = arg;
-    const TermEnt *x = &sb->terms[*(const uint32_t *)a];
-    const TermEnt *y = &sb->terms[*(const uint32_t *)b];
+    const TermEnt *x = &sb->terms[p->id];
+    const TermEnt *y = &sb->terms[q->id];
     return seg_key_cmp(sb->keys.data + x->key_off, x->key_len, sb->keys.data + y->key_off,
                        y->key_len);
 }
@@ -1017,6 +1042,7 @@ int seg_write_pk_section(const uint8_t *bytes, const uint32_t *offs, uint32_t n_
 /* One entry to write: offsets into a scratch buffer holding its key, then
  * its term. */
 typedef struct SurfOut {
+    uint64_t pre; /* key_prefix of its key */
     uint32_t off, key_len, term_len;
     uint32_t df, tf;
 } SurfOut;
@@ -1025,6 +1051,8 @@ static int cmp_surf_out(const void *x, const void *y, void *arg)
 {
     const uint8_t *d = arg;
     const SurfOut *a = x, *c = y;
+    if (a->pre != c->pre)
+        return a->pre < c->pre ? -1 : 1;
     int k = seg_key_cmp(d + a->off, a->key_len, d + c->off, c->key_len);
     return k ? k
              : seg_key_cmp(d + a->off + a->key_len, a->term_len, d + c->off + c->key_len,
@@ -1043,7 +1071,10 @@ static bool surf_out_push(QrBuf *sb, SurfOut **v, uint32_t *n, uint32_t *cap, ui
         *v = nv;
         *cap = nc;
     }
-    (*v)[(*n)++] = (SurfOut){(uint32_t)sb->len, form_len + 1, term_len, df, tf};
+    uint8_t k[8] = {field};
+    memcpy(k + 1, form, form_len < 7 ? form_len : 7);
+    (*v)[(*n)++] = (SurfOut){key_prefix(k, (size_t)form_len + 1), (uint32_t)sb->len,
+                             form_len + 1, term_len, df, tf};
     qr_buf_putc(sb, (char)field);
     qr_buf_append(sb, form, form_len);
     qr_buf_append(sb, term, term_len);
@@ -1139,9 +1170,17 @@ static int segb_finish_to(SegBuilder *b, const char *path, bool do_fsync, uint64
         rc = qr_error_set(err, QR_ENOMEM, "out of memory writing a segment");
         goto done;
     }
+    TermOrd *ord = qr_malloc(((size_t)b->n_terms + 1) * sizeof *ord);
+    if (!ord) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory writing a segment");
+        goto done;
+    }
     for (uint32_t i = 0; i < b->n_terms; i++)
-        order[i] = i;
-    qsort_r(order, b->n_terms, sizeof *order, cmp_term_keys, b);
+        ord[i] = (TermOrd){key_prefix(b->keys.data + b->terms[i].key_off, b->terms[i].key_len), i};
+    qsort_r(ord, b->n_terms, sizeof *ord, cmp_term_ord, b);
+    for (uint32_t i = 0; i < b->n_terms; i++)
+        order[i] = ord[i].id;
+    qr_free(ord);
 
     for (uint32_t oi = 0; oi < b->n_terms; oi++) {
         TermEnt *t = &b->terms[order[oi]];

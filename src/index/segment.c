@@ -877,7 +877,6 @@ static int seg_merge_to(Segment *const *srcs, const roaring_bitmap_t *const *del
     MergeSrc *src = qr_calloc((size_t)n, sizeof *src);
     SfileWriter *sw = sfw_new(SEG_FILE_KIND, SEG_FORMAT_VERSION);
     DocStoreWriter *dw = dsw_new(16 * 1024);
-    DocStoreCursor *dc = NULL;
     QrBuf docs_s, pos_s, dict, tmp, pk_bytes, pk_offs, surf_dict, surf_blob;
     qr_buf_init(&surf_dict);
     qr_buf_init(&surf_blob);
@@ -945,12 +944,21 @@ static int seg_merge_to(Segment *const *srcs, const roaring_bitmap_t *const *del
     qr_buf_put_u32(&pk_offs, 0);
     for (int i = 0; i < n; i++) {
         Segment *s = src[i].seg;
-        ds_cursor_free(dc);
-        dc = ds_cursor_new(seg_docs(s));
-        if (!dc) {
-            rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
-            goto done;
+        /* stored documents: blocks whose documents all stay are copied
+         * compressed, as they are (no snappy round trip) */
+        bool *keep = NULL;
+        if (src[i].del && !roaring_bitmap_is_empty(src[i].del)) {
+            if (!(keep = qr_malloc((size_t)seg_n_docs(s) + 1))) {
+                rc = qr_error_set(err, QR_ENOMEM, "out of memory merging segments");
+                goto done;
+            }
+            for (uint32_t d = 0; d < seg_n_docs(s); d++)
+                keep[d] = src[i].remap[d] != UINT32_MAX;
         }
+        rc = dsw_add_from(dw, seg_docs(s), keep, err);
+        qr_free(keep);
+        if (rc != QR_OK)
+            goto done;
         for (uint32_t d = 0; d < seg_n_docs(s); d++) {
             if (src[i].remap[d] == UINT32_MAX)
                 continue;
@@ -971,11 +979,6 @@ static int seg_merge_to(Segment *const *srcs, const roaring_bitmap_t *const *del
                 all_total += v;
                 all_docs += v > 0;
             }
-            const uint8_t *doc;
-            size_t dl;
-            if ((rc = ds_get(dc, d, &doc, &dl, err)) != QR_OK ||
-                (rc = dsw_add(dw, doc, dl, err)) != QR_OK)
-                goto done;
             const uint8_t *k = NULL;
             size_t kl = 0;
             seg_pk(s, d, &k, &kl);
@@ -1062,7 +1065,6 @@ done:
     qr_free(src);
     sfw_free(sw);
     dsw_free(dw);
-    ds_cursor_free(dc);
     for (int f = 0; f < nf; f++) {
         qr_buf_free(&norms[f]);
         if (cw[f])

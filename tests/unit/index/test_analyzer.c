@@ -25,6 +25,7 @@
 typedef struct Rec {
     char *text;
     uint32_t len, pos, start, end;
+    uint32_t cache_id, cache_gen;
 } Rec;
 
 typedef struct Toks {
@@ -46,6 +47,8 @@ static int collect(void *ctx, const Token *t)
     memcpy(r->text, t->text, t->len);
     r->text[t->len] = '\0';
     r->len = t->len;
+    r->cache_id = t->cache_id;
+    r->cache_gen = t->cache_gen;
     r->pos = t->pos;
     r->start = t->start;
     r->end = t->end;
@@ -232,18 +235,26 @@ Test(analyzer, stemming)
     analyzer_free(a);
 }
 
+/* Stems from the cache are libstemmer's, and equal (cache_id, cache_gen)
+ * name equal text (the segment builder memoizes term ids by them), with
+ * far more distinct words than the cache has slots, so sets overflow and
+ * ways are replaced. */
 Test(analyzer, stem_cache_matches_libstemmer)
 {
     Analyzer *a = mk("english", false, false);
     struct sb_stemmer *ref = sb_stemmer_new("english", "UTF_8");
-    char text[64 * 1024];
-    size_t n = 0;
-    for (int w = 0; w < 6000; w++) { /* enough distinct words to collide in the cache */
-        int len = 1 + (int)rnd(12);
+    size_t cap = 4u << 20, n = 0;
+    char *text = malloc(cap);
+    for (int w = 0; w < 300000; w++) {
+        /* a skewed mix: a few hundred frequent words among many rare ones */
+        int len = w % 3 ? 1 + (int)rnd(3) : 4 + (int)rnd(8);
         for (int i = 0; i < len; i++)
             text[n++] = PICK("etaoinshrdlucmfgy");
         text[n++] = ' ';
     }
+    uint32_t slots = analyzer_cache_slots();
+    uint32_t *seen_gen = calloc((size_t)slots + 1, sizeof *seen_gen);
+    char **seen_text = calloc((size_t)slots + 1, sizeof *seen_text);
     for (int round = 0; round < 2; round++) {
         Toks raw = run(a, text, n, ANALYZE_NO_STEM), st = run(a, text, n, 0);
         cr_assert_eq(raw.n, st.n);
@@ -253,6 +264,17 @@ Test(analyzer, stem_cache_matches_libstemmer)
             int sl = sb_stemmer_length(ref);
             cr_assert(sl == (int)st.v[i].len && memcmp(s, st.v[i].text, (size_t)sl) == 0,
                       "stem of %s: %.*s vs %s", raw.v[i].text, sl, s, st.v[i].text);
+            uint32_t id = st.v[i].cache_id, gen = st.v[i].cache_gen;
+            if (!id)
+                continue;
+            cr_assert_leq(id, slots);
+            if (seen_gen[id] == gen && seen_text[id]) {
+                cr_assert_str_eq(seen_text[id], st.v[i].text, "cache id %u gen %u", id, gen);
+            } else {
+                free(seen_text[id]);
+                seen_text[id] = strdup(st.v[i].text);
+                seen_gen[id] = gen;
+            }
         }
         toks_free(&raw);
         toks_free(&st);
@@ -260,6 +282,12 @@ Test(analyzer, stem_cache_matches_libstemmer)
     AnalyzerStats stats;
     analyzer_stats(a, &stats);
     cr_expect_gt(stats.stem_hits, 0);
+    cr_expect_gt(stats.stem_calls, slots, "the words overflow the cache");
+    for (uint32_t i = 0; i <= slots; i++)
+        free(seen_text[i]);
+    free(seen_text);
+    free(seen_gen);
+    free(text);
     sb_stemmer_delete(ref);
     analyzer_free(a);
 }

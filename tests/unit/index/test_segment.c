@@ -1025,3 +1025,158 @@ Test(segment, merge_does_not_launder_damage)
     free(mp);
     damage_free(&dm);
 }
+
+/* ---- word forms past the stem cache ---- */
+
+typedef struct FormCount {
+    char *form, *stem;
+    uint32_t df, tf, last_doc1;
+} FormCount;
+
+typedef struct FormModel {
+    FormCount *v;
+    size_t n, cap;
+    size_t *slots; /* open addressing: index + 1 */
+    size_t n_slots;
+    uint32_t doc;
+} FormModel;
+
+static uint64_t form_hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static int form_sink(void *ctx, const Token *t)
+{
+    FormModel *m = ctx;
+    if (t->is_gram)
+        return 0;
+    size_t j = form_hash(t->surface, t->surface_len) & (m->n_slots - 1);
+    for (; m->slots[j]; j = (j + 1) & (m->n_slots - 1)) {
+        FormCount *f = &m->v[m->slots[j] - 1];
+        if (strlen(f->form) == t->surface_len && !memcmp(f->form, t->surface, t->surface_len))
+            break;
+    }
+    if (!m->slots[j]) {
+        cr_assert_lt(m->n * 2, m->n_slots, "form model full");
+        if (m->n == m->cap) {
+            m->cap = m->cap ? m->cap * 2 : 1024;
+            m->v = realloc(m->v, m->cap * sizeof *m->v);
+        }
+        m->v[m->n] = (FormCount){.form = strndup(t->surface, t->surface_len),
+                                 .stem = strndup(t->text, t->len)};
+        m->slots[j] = ++m->n;
+    }
+    FormCount *f = &m->v[m->slots[j] - 1];
+    cr_assert(strlen(f->stem) == t->len && !memcmp(f->stem, t->text, t->len),
+              "a form stems one way");
+    if (f->last_doc1 != m->doc + 1) {
+        f->df++;
+        f->last_doc1 = m->doc + 1;
+    }
+    f->tf++;
+    return 0;
+}
+
+/* A bulk-sized segment over a vocabulary larger than the analyzer's stem
+ * cache, whose slots are then reused for other words while the builder
+ * memoizes term ids and word forms by slot: every form written as
+ * SEC_SURFACES names its own stem, with the df and total_tf a re-analysis
+ * counts, and every stem's postings have the df the forms add up to. */
+Test(segment, word_forms_past_the_stem_cache)
+{
+    const char *sj = "{\"primary_key\":\"id\",\"fields\":[{\"name\":\"body\",\"type\":\"text\","
+                     "\"language\":\"english\"}]}";
+    QrSchema sc;
+    QrError e;
+    qr_error_clear(&e);
+    cr_assert_eq(schema_from_json(sj, strlen(sj), &sc, &e), QR_OK, "%s", e.message);
+    int nw = (int)analyzer_cache_slots() * 2, n_docs = 2000;
+    /* distinct words: i + 20 written in base 20 over letters */
+    char **vocab = calloc((size_t)nw, sizeof *vocab);
+    for (int i = 0; i < nw; i++) {
+        char w[16];
+        int n = 0;
+        for (unsigned v = (unsigned)i + 20; v; v /= 20)
+            w[n++] = "etaoinshrdlucmfgypwb"[v % 20];
+        w[n] = '\0';
+        vocab[i] = strdup(w);
+    }
+    EuZipf z;
+    eu_zipf_init(&z, nw, 0.8);
+    uint64_t rng = 5;
+    char **docs = calloc((size_t)n_docs, sizeof *docs);
+    QrBuf b;
+    qr_buf_init(&b);
+    for (int i = 0; i < n_docs; i++) {
+        b.len = 0;
+        qr_buf_printf(&b, "{\"id\":%d,\"body\":\"", i);
+        for (int k = 0; k < 120; k++)
+            qr_buf_printf(&b, "%s%s", k ? " " : "", vocab[eu_zipf_draw(&z, &rng)]);
+        qr_buf_append(&b, "\"}", 3);
+        docs[i] = strdup((const char *)b.data);
+    }
+    qr_buf_free(&b);
+    char *path = seg_path_of("forms");
+    roaring_bitmap_t *del = build(&sc, docs, n_docs, path, 1, 1);
+    roaring_bitmap_free(del);
+    Segment *s = open_seg(path);
+    /* the model: a fresh analyzer of the field's options over every doc */
+    const QrField *fd = &sc.fields[schema_field_index(&sc, "body")];
+    AnalyzerOpts o = {.language = fd->language, .stopwords = fd->stopwords,
+                      .accent_fold = fd->accent_fold};
+    o.stop_list = schema_stop_list(&sc, schema_field_index(&sc, "body"), &o.stop_list_len);
+    Analyzer *a = NULL;
+    cr_assert_eq(analyzer_new(&o, &a, &e), QR_OK, "%s", e.message);
+    FormModel m = {.n_slots = 1u << 20};
+    m.slots = calloc(m.n_slots, sizeof *m.slots);
+    for (int i = 0; i < n_docs; i++) {
+        cJSON *r = cJSON_Parse(docs[i]);
+        const char *body = cJSON_GetObjectItem(r, "body")->valuestring;
+        m.doc = (uint32_t)i;
+        uint32_t np;
+        cr_assert_eq(analyzer_run_n(a, body, strlen(body), 0, ANALYZE_CJK_GRAMS, form_sink, &m,
+                                    &np, &e),
+                     QR_OK);
+        cJSON_Delete(r);
+    }
+    cr_assert_gt(m.n, analyzer_cache_slots(), "more forms than stem cache slots");
+    const TermDict *td = seg_surfaces(s);
+    cr_assert_not_null(td);
+    uint8_t key[1100];
+    uint8_t field = (uint8_t)schema_field_index(&sc, "body");
+    for (size_t i = 0; i < m.n; i++) {
+        FormCount *f = &m.v[i];
+        size_t fl = strlen(f->form);
+        key[0] = field;
+        memcpy(key + 1, f->form, fl);
+        TermPostings tp;
+        cr_assert(td_lookup(td, key, fl + 1, &tp), "form %s missing", f->form);
+        cr_assert(tp.df == f->df && tp.total_tf == f->tf, "form %s: df %u tf %llu, want %u %u",
+                  f->form, tp.df, (unsigned long long)tp.total_tf, f->df, f->tf);
+        const char *t;
+        size_t tl;
+        cr_assert(seg_surface_term(s, key, fl + 1, &tp, &t, &tl));
+        cr_assert(tl == strlen(f->stem) && !memcmp(t, f->stem, tl), "form %s indexed as %.*s, "
+                  "want %s", f->form, (int)tl, t, f->stem);
+        TermPostings sp;
+        cr_assert(seg_term(s, field, f->stem, strlen(f->stem), &sp), "stem %s", f->stem);
+        cr_assert_geq(sp.df, f->df, "stem %s", f->stem);
+        free(f->form);
+        free(f->stem);
+    }
+    free(m.v);
+    free(m.slots);
+    analyzer_free(a);
+    seg_unref(s);
+    unlink(path);
+    free(path);
+    free_docs(docs, n_docs);
+    eu_zipf_free(&z);
+    for (int i = 0; i < nw; i++)
+        free(vocab[i]);
+    free(vocab);
+}
