@@ -36,6 +36,12 @@
  * the staged metadata; ROLLBACK forgets it.  ADD COLUMN and B-tree CREATE
  * INDEX change storage when they run, so their metadata is committed then
  * too (sqld_meta_now), the staged copy following along.
+ *
+ * ADD COLUMN, ADD PRIMARY KEY and a full-text CREATE INDEX rebuild or
+ * extend the table's storage when they run, which no rollback could take
+ * back; in a block they run only on a table every rollback still possible
+ * drops (sqld_goes_with_block: the block created it, and no savepoint was
+ * set since), and are refused with 0A000 on any other.
  */
 #include "query/sequence.h"
 #include "query/sql_int.h"
@@ -185,6 +191,21 @@ static bool created_by_other(const QrSqlSession *s, const char *name)
         hit = created[i].db == s->db && created[i].owner != s && !strcmp(created[i].name, name);
     pthread_mutex_unlock(&created_lock);
     return hit;
+}
+
+bool sqld_goes_with_block(const QrSqlSession *s, const char *table)
+{
+    const SqluState *st = s ? s->u_state : NULL;
+    if (!st || !st->in_block || !atomic_load(&any_created))
+        return false;
+    int undo_at = -1;
+    pthread_mutex_lock(&created_lock);
+    for (int i = 0; i < n_created; i++)
+        if (created[i].owner == s && !strcmp(created[i].name, table))
+            undo_at = created[i].undo_at;
+    pthread_mutex_unlock(&created_lock);
+    /* a savepoint set after the CREATE would keep the table on ROLLBACK TO */
+    return undo_at >= 0 && (st->n_svps == 0 || st->svps[st->n_svps - 1].n_undo <= undo_at);
 }
 
 int sqld_created(SqlCtx *cx, SqluState *st, const char *undo)

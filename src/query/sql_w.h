@@ -252,6 +252,11 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
                        char *undo, size_t undo_cap);
 /* After the statement succeeded: remember undo (a no-op when empty). */
 int sqld_created(SqlCtx *cx, SqluState *st, const char *undo);
+/* Is `table` one the session's open block created, dropped again by every
+ * rollback still possible (no savepoint set since its CREATE)?  Storage
+ * changes that cannot be undone (ADD COLUMN, ADD PRIMARY KEY, full-text
+ * CREATE INDEX) run in a block only on such a table. */
+bool sqld_goes_with_block(const QrSqlSession *s, const char *table);
 /* Run the undo statements after the first `mark` ones, newest first. */
 void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
 /* The block committed: forget them (other sessions see its new tables). */

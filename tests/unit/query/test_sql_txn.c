@@ -852,3 +852,87 @@ Test(sql_txn, alter_table_and_drop_index_wait_for_commit)
     qr_sql_session_free(o);
     env_close(&e);
 }
+
+/* ---- ADD COLUMN, ADD PRIMARY KEY, full-text CREATE INDEX in a block ---- */
+
+/* They change storage when they run: on a committed table a block refuses
+ * them (0A000, nothing changed: no rollback could take them back); on a
+ * table the block created they run, and go or stay with the table. */
+Test(sql_txn, storage_ddl_in_a_block_goes_with_its_table)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    ok(s, "CREATE TABLE sc (id bigint PRIMARY KEY, body varchar(20))");
+    ok(s, "CREATE TABLE sk (a int, b varchar(8))");
+    ok(s, "INSERT INTO sc VALUES (1, 'red fox')");
+    ok(s, "INSERT INTO sk VALUES (1, 'x')");
+    const char *refused[] = {
+        "ALTER TABLE sc ADD COLUMN c int",
+        "ALTER TABLE sc ADD COLUMN IF NOT EXISTS c int",
+        "ALTER TABLE sk ADD PRIMARY KEY (a)",
+        "CREATE INDEX ON sc USING fulltext (body)",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        ok(s, "BEGIN");
+        ok(s, "INSERT INTO sc VALUES (2, 'blue')");
+        fails(s, refused[i], "0A000", "cannot run inside a transaction block");
+        ok(s, "ROLLBACK");
+        fails(o, "SELECT c FROM sc", "42703", "c");
+        expect(o, "SELECT count(*) FROM sc", "1");
+        /* the key is still the hidden row id: a duplicate a goes in */
+        ok(o, "INSERT INTO sk VALUES (1, 'y')");
+        ok(o, "DELETE FROM sk WHERE b = 'y'");
+    }
+    /* an existing column with IF NOT EXISTS changes nothing: no refusal */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE sc ADD COLUMN IF NOT EXISTS body text");
+    ok(s, "COMMIT");
+    /* a table the block created: the column, the key and the analysis come
+     * and go with it */
+    for (int commit = 0; commit < 2; commit++) {
+        ok(s, "BEGIN");
+        ok(s, "CREATE TABLE nt (id bigint PRIMARY KEY, body varchar(20))");
+        ok(s, "ALTER TABLE nt ADD COLUMN c int");
+        ok(s, "CREATE INDEX ON nt USING fulltext (body)");
+        ok(s, "CREATE TABLE nk (a int, b varchar(8))");
+        ok(s, "ALTER TABLE nk ADD PRIMARY KEY (a)");
+        ok(s, "INSERT INTO nt VALUES (1, 'red foxes', 5), (2, 'blue', 6)");
+        ok(s, "INSERT INTO nk VALUES (1, 'x')");
+        expect(s, "SELECT c FROM nt WHERE body @@ 'fox'", "5");
+        fails(o, "SELECT * FROM nt", "42P01", "nt");
+        ok(s, commit ? "COMMIT" : "ROLLBACK");
+        if (!commit) {
+            fails(o, "SELECT * FROM nt", "42P01", "nt");
+            fails(o, "SELECT * FROM nk", "42P01", "nk");
+            continue;
+        }
+        expect(o, "SELECT c FROM nt WHERE body @@ 'fox'", "5");
+        expect(o, "SELECT count(*) FROM nk", "1");
+        fails(o, "INSERT INTO nk VALUES (1, 'z')", "23505", "duplicate key");
+    }
+    /* a savepoint set after the CREATE would keep the table on ROLLBACK TO:
+     * refused; one set before it drops the table with the column */
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE sv (id bigint PRIMARY KEY)");
+    ok(s, "SAVEPOINT a");
+    fails(s, "ALTER TABLE sv ADD COLUMN c int", "0A000", "inside a transaction block");
+    ok(s, "ROLLBACK TO a");
+    fails(s, "SELECT c FROM sv", "42703", "c");
+    ok(s, "ROLLBACK TO a");
+    ok(s, "RELEASE a");
+    ok(s, "SAVEPOINT b");
+    ok(s, "CREATE TABLE sw (id bigint PRIMARY KEY)");
+    ok(s, "ALTER TABLE sw ADD COLUMN c int");
+    ok(s, "INSERT INTO sw VALUES (1, 2)");
+    ok(s, "ROLLBACK TO b");
+    fails(s, "SELECT * FROM sw", "42P01", "sw");
+    ok(s, "ROLLBACK TO b");
+    ok(s, "INSERT INTO sv VALUES (7)");
+    ok(s, "COMMIT");
+    expect(o, "SELECT id FROM sv", "7");
+    fails(o, "SELECT c FROM sv", "42703", "c");
+    fails(o, "SELECT * FROM sw", "42P01", "sw");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
