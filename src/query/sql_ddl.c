@@ -626,14 +626,20 @@ static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         }
         return sql_err_at(cx, -1, QR_EEXISTS, "42P07", "relation \"%s\" already exists", idx);
     }
-    cJSON_Delete(meta);
     if (!is_pk && !s->fields[fi].btree)
         rc = qr_table_create_index(t, col, cx->err);
-    /* the B-tree exists now, so its name is committed now too (a block's
-     * CREATE INDEX is undone by a DROP INDEX, sql_txn_ddl.c) */
+    /* in a block the name is staged, published at COMMIT (a B-tree the
+     * statement made is dropped again by a rollback, sql_txn_ddl.c);
+     * outside one the B-tree and its name are committed now */
     const char *kv[2] = {idx, col};
-    if (rc == QR_OK)
+    SqluState *st = cx->sess->u_state;
+    if (rc == QR_OK && st && st->in_block && !st->undoing) {
+        edit_add_index(meta, kv);
+        rc = sqlw_meta_save(cx, qr_table_name(t), meta);
+    } else if (rc == QR_OK) {
         rc = sqld_meta_now(cx, qr_table_name(t), edit_add_index, kv);
+    }
+    cJSON_Delete(meta);
     return rc;
 }
 

@@ -183,7 +183,9 @@ typedef struct SqluState {
                               first (sql_txn_ddl.c) */
     int n_undo, cap_undo;
     bool undoing;          /* running undo statements: their DDL takes effect at once */
-    char creating[QR_NAME_MAX + 1]; /* the table the running CREATE TABLE makes in the block */
+    char creating[QR_NAME_MAX + 1]; /* the table the running CREATE TABLE makes in the block,
+                              or whose B-tree on creating_col the running CREATE INDEX makes */
+    char creating_col[QR_NAME_MAX + 1];
     struct SqldDrop *drops; /* owns: tables the block dropped, dropped for real at
                               COMMIT and hidden from the session until then */
     int n_drops, cap_drops;
@@ -264,6 +266,9 @@ void sqld_forget(QrSqlSession *s, SqluState *st);
 /* DROP TABLE in a block: remember `table` to drop at COMMIT; from now on the
  * session sees it gone (sqld_hidden). */
 int sqld_defer_drop(SqlCtx *cx, SqluState *st, const char *table);
+/* Is the B-tree on table.col one another session's open block made (its
+ * index is that block's until COMMIT: the catalog does not show it)? */
+bool sqld_btree_of_other(const QrSqlSession *s, const char *table, const char *col);
 /* Is `table` hidden from the session: dropped by its open block, or created
  * by another session's open block?  (false for s NULL) */
 bool sqld_hidden(const QrSqlSession *s, const char *table);

@@ -18,7 +18,9 @@ creates, alters (SET / DROP DEFAULT), indexes and drops indexes of, inside
 and outside blocks with savepoints, reading its rows and its catalog rows as
 it goes.  PostgreSQL locks a table its DDL touches until the block ends, so
 the other session reads that table only outside blocks and only while no
-open block has changed it (Quarry would not make it wait)."""
+open block has changed it (Quarry would not make it wait); it reads the
+table's catalog rows at any time (an open block's new table and indexes are
+not there, its dropped ones still are)."""
 import os
 import random
 import sys
@@ -190,6 +192,11 @@ def ddl_script(seed):
                 "SELECT id, v, tag FROM %s ORDER BY id" % u,
                 "SELECT relname FROM pg_class WHERE relname LIKE '%s%%' ORDER BY 1" % u])))
         elif r < 0.76:
+            if rnd.random() < 0.5 and not in_block[s]:  # read without waiting in PostgreSQL too
+                # (not in a block: a REPEATABLE READ one reads PostgreSQL's catalog in its snapshot)
+                out.append((s, "SELECT relname FROM pg_class WHERE relname LIKE 'u%d%%' ORDER BY 1"
+                            % o))
+                continue
             if in_block[s] or in_block[o] and ddl[o]:
                 continue
             out.append((s, "SELECT id, v, tag FROM u%d ORDER BY id" % o))

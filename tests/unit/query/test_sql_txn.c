@@ -936,3 +936,62 @@ Test(sql_txn, storage_ddl_in_a_block_goes_with_its_table)
     qr_sql_session_free(o);
     env_close(&e);
 }
+
+/* A block's B-tree CREATE INDEX: its index is the block's until COMMIT
+ * (other sessions' catalogs do not show it, named or as an unnamed B-tree);
+ * a rollback drops the B-tree it made, so no unnamed "<table>_<col>_idx"
+ * is left behind either. */
+Test(sql_txn, btree_index_is_the_blocks_until_commit)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    const char *cat = "SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class "
+                      "WHERE relname LIKE 'bt\\_%'";
+    ok(s, "CREATE TABLE bt (id bigint PRIMARY KEY, v int, tag varchar(8))");
+    ok(s, "INSERT INTO bt VALUES (1, 1, 'a'), (2, 2, 'b')");
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX bt_tag ON bt (tag)");
+    expect(s, cat, "bt_pkey,bt_tag");
+    expect(o, cat, "bt_pkey");
+    expect(o, "SELECT id FROM bt WHERE tag = 'b'", "2");
+    ok(s, "ROLLBACK");
+    expect(s, cat, "bt_pkey");
+    expect(o, cat, "bt_pkey");
+    /* COMMIT publishes it */
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX ON bt (tag)");
+    expect(o, cat, "bt_pkey");
+    ok(s, "COMMIT");
+    expect(o, cat, "bt_pkey,bt_tag_idx");
+    /* ROLLBACK TO a savepoint set before it; a session ending in its block */
+    ok(s, "BEGIN");
+    ok(s, "SAVEPOINT a");
+    ok(s, "CREATE INDEX bt_v ON bt (v)");
+    ok(s, "ROLLBACK TO a");
+    expect(s, cat, "bt_pkey,bt_tag_idx");
+    ok(s, "CREATE INDEX bt_v2 ON bt (v)");
+    ok(s, "SAVEPOINT b");
+    ok(s, "CREATE INDEX bt_v3 ON bt (v)");
+    ok(s, "ROLLBACK TO b"); /* bt_v2 still names the B-tree */
+    ok(s, "COMMIT");
+    expect(o, cat, "bt_pkey,bt_tag_idx,bt_v2");
+    ok(s, "DROP INDEX bt_v2");
+    QrSqlSession *x = second_session(&e);
+    ok(x, "BEGIN");
+    ok(x, "CREATE INDEX bt_vx ON bt (v)");
+    expect(o, cat, "bt_pkey,bt_tag_idx");
+    qr_sql_session_free(x);
+    expect(s, cat, "bt_pkey,bt_tag_idx");
+    /* another session named the column's B-tree meanwhile: the rollback
+     * leaves it */
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX bt_v ON bt (v)");
+    ok(o, "CREATE INDEX bt_vo ON bt (v)");
+    ok(s, "ROLLBACK");
+    expect(s, cat, "bt_pkey,bt_tag_idx,bt_vo");
+    ok(o, "DROP INDEX bt_vo");
+    expect(s, cat, "bt_pkey,bt_tag_idx");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
