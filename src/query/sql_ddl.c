@@ -558,6 +558,7 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
     s->all_field = n_text >= 2;
     char name[QR_NAME_MAX + 1];
     snprintf(name, sizeof name, "%s", qr_table_name(t));
+    sqld_schema_settle(cx->sess, name, s);
     cJSON *meta = sqlw_meta_load(cx, name);
     sqlw_release(cx->sess, name); /* a drop waits for every reference, ours too */
     rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);
@@ -565,6 +566,8 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
         rc = qr_table_create(cx->sess->db, name, s, &t, cx->err);
     if (rc == QR_OK && meta) /* the table was recreated now: not staged */
         rc = sqlw_meta_save_db(cx->sess->db, name, meta, cx->err);
+    if (rc == QR_OK) /* the block's staged definition went in with the new table */
+        sqld_meta_forget_table(cx->sess->u_state, name);
     cJSON_Delete(meta);
     return rc;
 }

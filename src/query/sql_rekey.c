@@ -164,8 +164,10 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
         qr_table_drop_wait(db, spare, 10000, NULL); /* a spare left by a crash */
         rc = row_ids(cx, table, ids);
     }
-    if (rc == QR_OK && (rc = new_schema(cx, s, col, &ns)) == QR_OK)
+    if (rc == QR_OK && (rc = new_schema(cx, s, col, &ns)) == QR_OK) {
+        sqld_schema_settle(cx->sess, table, ns);
         rc = qr_table_create(db, spare, ns, &to, cx->err);
+    }
     if (rc == QR_OK)
         rc = copy_docs(cx, t, to, col, ids);
     /* the metadata: the column is the key, the row id and its sequence go */

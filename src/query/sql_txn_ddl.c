@@ -37,9 +37,10 @@
  * under the apply lock that nobody changed the committed copy since (else
  * 40001), journals the new sql.json files and B-tree drops with the writes,
  * and publishes them after the writes committed.  Savepoints keep a copy of
- * the staged metadata; ROLLBACK forgets it.  ADD COLUMN and B-tree CREATE
- * INDEX change storage when they run, so their metadata is committed then
- * too (sqld_meta_now), the staged copy following along.
+ * the staged metadata; ROLLBACK forgets it.  A B-tree CREATE INDEX's name
+ * is staged the same way.  ADD COLUMN on a table the block created changes
+ * storage when it runs, so its metadata is committed then too
+ * (sqld_meta_now), the staged copy following along.
  *
  * ADD COLUMN, ADD PRIMARY KEY and a full-text CREATE INDEX rebuild or
  * extend the table's storage when they run, which no rollback could take
@@ -249,8 +250,8 @@ bool sqld_goes_with_block(const QrSqlSession *s, const char *table)
     int undo_at = -1;
     pthread_mutex_lock(&created_lock);
     for (int i = 0; i < n_created; i++)
-        if (created[i].owner == s && !strcmp(created[i].name, table))
-            undo_at = created[i].undo_at;
+        if (created[i].owner == s && !strcmp(created[i].name, table) && !created[i].col[0])
+            undo_at = created[i].undo_at; /* the table, not a B-tree the block made on it */
     pthread_mutex_unlock(&created_lock);
     /* a savepoint set after the CREATE would keep the table on ROLLBACK TO */
     return undo_at >= 0 && (st->n_svps == 0 || st->svps[st->n_svps - 1].n_undo <= undo_at);
@@ -512,6 +513,13 @@ static bool btree_goes(const cJSON *e, const char *col)
 bool sqld_btree_dropping(const QrSqlSession *s, const char *table, const char *col)
 {
     return btree_goes(meta_entry(s ? s->u_state : NULL, table), col);
+}
+
+void sqld_schema_settle(const QrSqlSession *s, const char *table, QrSchema *ns)
+{
+    for (int i = 0; i < ns->n_fields; i++)
+        if (ns->fields[i].btree && sqld_btree_dropping(s, table, ns->fields[i].name))
+            ns->fields[i].btree = false;
 }
 
 int sqld_seq_created(SqlCtx *cx, const char *seq)

@@ -246,10 +246,10 @@ void sqli_session_free(SqluState *st);
 
 /* ---- sql_txn_ddl.c: CREATE TABLE / CREATE INDEX undone by ROLLBACK ---- */
 
-/* Before a CreateStmt or IndexStmt (tag) in a block: the statement that
- * drops what it will create into undo (empty when it creates nothing:
- * outside a block, IF NOT EXISTS of an existing object, full-text
- * analysis). */
+/* Before a CreateStmt or IndexStmt (tag) in a block: what drops what it
+ * will create into undo (a DROP TABLE, or the B-tree's undo entry; empty
+ * when it creates nothing: outside a block, IF NOT EXISTS of an existing
+ * object, a B-tree that exists, full-text analysis). */
 int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *body,
                        char *undo, size_t undo_cap);
 /* After the statement succeeded: remember undo (a no-op when empty). */
@@ -282,7 +282,7 @@ const cJSON *sqld_meta_staged(const QrSqlSession *s, const char *table);
  * a block). */
 int sqld_meta_stage(SqlCtx *cx, SqluState *st, const char *table, const cJSON *meta);
 /* A change of table's metadata that takes effect now (its storage changed
- * with it: ADD COLUMN, a B-tree CREATE INDEX): edit applied to the
+ * with it: ADD COLUMN, a B-tree CREATE INDEX outside a block): edit applied to the
  * committed sql.json, saved, and to the block's staged copy and its base. */
 int sqld_meta_now(SqlCtx *cx, const char *table, void (*edit)(cJSON *meta, const void *arg),
                   const void *arg);
@@ -291,6 +291,10 @@ int sqld_meta_now(SqlCtx *cx, const char *table, void (*edit)(cJSON *meta, const
 int sqld_btree_drop_later(SqlCtx *cx, SqluState *st, const char *table, const char *col);
 /* Is the B-tree on table.col dropped by the session's open block? */
 bool sqld_btree_dropping(const QrSqlSession *s, const char *table, const char *col);
+/* The schema of `table` rebuilt now (ADD PRIMARY KEY, a full-text index, on
+ * a table the block created), taking its staged definition along
+ * (sqld_meta_forget_table after): no B-tree a DROP INDEX of the block drops. */
+void sqld_schema_settle(const QrSqlSession *s, const char *table, QrSchema *ns);
 /* A sequence the block created (ADD GENERATED AS IDENTITY): dropped again
  * by ROLLBACK.  Outside a block a no-op. */
 int sqld_seq_created(SqlCtx *cx, const char *seq);

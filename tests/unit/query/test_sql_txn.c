@@ -884,6 +884,12 @@ Test(sql_txn, storage_ddl_in_a_block_goes_with_its_table)
         ok(o, "INSERT INTO sk VALUES (1, 'y')");
         ok(o, "DELETE FROM sk WHERE b = 'y'");
     }
+    /* a B-tree the block made on the table does not make the table the block's */
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX sc_body ON sc (body)");
+    fails(s, "ALTER TABLE sc ADD COLUMN c int", "0A000", "inside a transaction block");
+    ok(s, "ROLLBACK");
+    fails(o, "SELECT c FROM sc", "42703", "c");
     /* an existing column with IF NOT EXISTS changes nothing: no refusal */
     ok(s, "BEGIN");
     ok(s, "ALTER TABLE sc ADD COLUMN IF NOT EXISTS body text");
@@ -894,6 +900,7 @@ Test(sql_txn, storage_ddl_in_a_block_goes_with_its_table)
         ok(s, "BEGIN");
         ok(s, "CREATE TABLE nt (id bigint PRIMARY KEY, body varchar(20))");
         ok(s, "ALTER TABLE nt ADD COLUMN c int");
+        ok(s, "CREATE INDEX nt_c ON nt (c)");
         ok(s, "CREATE INDEX ON nt USING fulltext (body)");
         ok(s, "CREATE TABLE nk (a int, b varchar(8))");
         ok(s, "ALTER TABLE nk ADD PRIMARY KEY (a)");
@@ -908,9 +915,25 @@ Test(sql_txn, storage_ddl_in_a_block_goes_with_its_table)
             continue;
         }
         expect(o, "SELECT c FROM nt WHERE body @@ 'fox'", "5");
+        expect(o, "SELECT id FROM nt WHERE c = 6", "2");
+        expect(o, "SELECT count(*) FROM pg_class WHERE relname = 'nt_c'", "1");
         expect(o, "SELECT count(*) FROM nk", "1");
         fails(o, "INSERT INTO nk VALUES (1, 'z')", "23505", "duplicate key");
     }
+    /* rebuilt with a B-tree the block made and dropped again: not rebuilt */
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE nd (id bigint PRIMARY KEY, c int, body varchar(20))");
+    ok(s, "CREATE INDEX nd_c ON nd (c)");
+    ok(s, "DROP INDEX nd_c");
+    ok(s, "CREATE INDEX ON nd USING fulltext (body)");
+    ok(s, "CREATE TABLE ne (a int, c int)");
+    ok(s, "CREATE INDEX ne_c ON ne (c)");
+    ok(s, "DROP INDEX ne_c");
+    ok(s, "ALTER TABLE ne ADD PRIMARY KEY (a)");
+    ok(s, "COMMIT");
+    expect(o, "SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class "
+              "WHERE relname LIKE 'nd\\_%' OR relname LIKE 'ne\\_%'",
+           "nd_pkey,ne_pkey");
     /* a savepoint set after the CREATE would keep the table on ROLLBACK TO:
      * refused; one set before it drops the table with the column */
     ok(s, "BEGIN");
