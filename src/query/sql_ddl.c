@@ -477,12 +477,21 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 /* ADD COLUMN, ADD PRIMARY KEY and a full-text CREATE INDEX change the
  * table's storage when they run, and no ROLLBACK could take that back:
  * inside a block they run only on a table the block created (which every
- * rollback drops), else 0A000 and nothing changed. */
-static int storage_ddl_allowed(SqlCtx *cx, const char *table, const char *what)
+ * rollback drops), else 0A000 and nothing changed. ADD COLUMN is the
+ * exception (warn): migration tools (Django, Alembic, knex) add columns
+ * inside a transaction, so it runs, with a WARNING that a ROLLBACK keeps
+ * the (empty) column. */
+static int storage_ddl_allowed(SqlCtx *cx, const char *table, const char *what, bool warn)
 {
     const SqluState *st = cx->sess->u_state;
     if (!st || !st->in_block || st->undoing || sqld_goes_with_block(cx->sess, table))
         return QR_OK;
+    if (warn) {
+        sql_notice(cx, "WARNING", "01000",
+                   "%s on table \"%s\" takes effect at once: a ROLLBACK of this "
+                   "transaction block will not remove the column", what, table);
+        return QR_OK;
+    }
     qr_error_hint(cx->err, "run it outside a transaction block (or COMMIT first); on a table "
                            "created in the same block it runs before any SAVEPOINT");
     return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
@@ -538,7 +547,7 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
     }
     if (!change)
         return QR_OK;
-    int rc = storage_ddl_allowed(cx, qr_table_name(t), "CREATE INDEX ... USING fulltext");
+    int rc = storage_ddl_allowed(cx, qr_table_name(t), "CREATE INDEX ... USING fulltext", false);
     if (rc)
         return rc;
     /* a field's analysis is fixed once segments hold it: change it only
@@ -776,7 +785,7 @@ static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
         return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
                           "ADD COLUMN takes no PRIMARY KEY, NOT NULL or DEFAULT (existing "
                           "rows read the new column as NULL)");
-    if ((rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD COLUMN")) != QR_OK)
+    if ((rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD COLUMN", true)) != QR_OK)
         return rc;
     QrField f;
     schema_field_defaults(&f, cs.name, cs.ft);
@@ -909,7 +918,8 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             if (cJSON_GetArraySize(keys) != 1)
                 return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
                                   "a Quarry table needs a primary key of exactly one column");
-            rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD PRIMARY KEY");
+            rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD PRIMARY KEY",
+                                     false);
             if (rc == QR_OK)
                 rc = sqlw_add_primary_key(cx, t, sqlj_sval(cJSON_GetArrayItem(keys, 0)),
                                           sqlj_loc(k));
