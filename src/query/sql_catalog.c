@@ -473,8 +473,10 @@ static int table_indexes(SqlCtx *cx, QrTable *t, const cJSON *meta, CatIndex **o
         x[k++].attnum = fi < 0 ? 1 : fi + 2 - hidden;
     }
     for (int i = 0; i < s->n_fields && k < cap; i++) {
-        if (!s->fields[i].btree || sqld_btree_dropping(cx->sess, qr_table_name(t), s->fields[i].name))
-            continue; /* (a DROP INDEX of the session's open block drops it at COMMIT) */
+        if (!s->fields[i].btree || sqld_btree_dropping(cx->sess, qr_table_name(t), s->fields[i].name) ||
+            sqld_btree_of_other(cx->sess, qr_table_name(t), s->fields[i].name))
+            continue; /* (a DROP INDEX of the session's open block drops it at COMMIT; another
+                         session's open block made it: its index is not committed yet) */
         bool named = false;
         cJSON_ArrayForEach(it, idxs) named |= cJSON_IsString(it) &&
                                               !strcmp(it->valuestring, s->fields[i].name);

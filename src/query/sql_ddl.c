@@ -474,6 +474,30 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     return rc;
 }
 
+/* ADD COLUMN, ADD PRIMARY KEY and a full-text CREATE INDEX change the
+ * table's storage when they run, and no ROLLBACK could take that back:
+ * inside a block they run only on a table the block created (which every
+ * rollback drops), else 0A000 and nothing changed. ADD COLUMN is the
+ * exception (warn): migration tools (Django, Alembic, knex) add columns
+ * inside a transaction, so it runs, with a WARNING that a ROLLBACK keeps
+ * the (empty) column. */
+static int storage_ddl_allowed(SqlCtx *cx, const char *table, const char *what, bool warn)
+{
+    const SqluState *st = cx->sess->u_state;
+    if (!st || !st->in_block || st->undoing || sqld_goes_with_block(cx->sess, table))
+        return QR_OK;
+    if (warn) {
+        sql_notice(cx, "WARNING", "01000",
+                   "%s on table \"%s\" takes effect at once: a ROLLBACK of this "
+                   "transaction block will not remove the column", what, table);
+        return QR_OK;
+    }
+    qr_error_hint(cx->err, "run it outside a transaction block (or COMMIT first); on a table "
+                           "created in the same block it runs before any SAVEPOINT");
+    return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                      "%s on table \"%s\" cannot run inside a transaction block", what, table);
+}
+
 /* ---- CREATE INDEX ---- */
 
 static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
@@ -523,6 +547,9 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
     }
     if (!change)
         return QR_OK;
+    int rc = storage_ddl_allowed(cx, qr_table_name(t), "CREATE INDEX ... USING fulltext", false);
+    if (rc)
+        return rc;
     /* a field's analysis is fixed once segments hold it: change it only
      * while the table never held a document (recreate it) */
     QrTableStats st;
@@ -540,13 +567,16 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
     s->all_field = n_text >= 2;
     char name[QR_NAME_MAX + 1];
     snprintf(name, sizeof name, "%s", qr_table_name(t));
+    sqld_schema_settle(cx->sess, name, s);
     cJSON *meta = sqlw_meta_load(cx, name);
     sqlw_release(cx->sess, name); /* a drop waits for every reference, ours too */
-    int rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);
+    rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);
     if (rc == QR_OK)
         rc = qr_table_create(cx->sess->db, name, s, &t, cx->err);
     if (rc == QR_OK && meta) /* the table was recreated now: not staged */
         rc = sqlw_meta_save_db(cx->sess->db, name, meta, cx->err);
+    if (rc == QR_OK) /* the block's staged definition went in with the new table */
+        sqld_meta_forget_table(cx->sess->u_state, name);
     cJSON_Delete(meta);
     return rc;
 }
@@ -608,14 +638,20 @@ static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         }
         return sql_err_at(cx, -1, QR_EEXISTS, "42P07", "relation \"%s\" already exists", idx);
     }
-    cJSON_Delete(meta);
     if (!is_pk && !s->fields[fi].btree)
         rc = qr_table_create_index(t, col, cx->err);
-    /* the B-tree exists now, so its name is committed now too (a block's
-     * CREATE INDEX is undone by a DROP INDEX, sql_txn_ddl.c) */
+    /* in a block the name is staged, published at COMMIT (a B-tree the
+     * statement made is dropped again by a rollback, sql_txn_ddl.c);
+     * outside one the B-tree and its name are committed now */
     const char *kv[2] = {idx, col};
-    if (rc == QR_OK)
+    SqluState *st = cx->sess->u_state;
+    if (rc == QR_OK && st && st->in_block && !st->undoing) {
+        edit_add_index(meta, kv);
+        rc = sqlw_meta_save(cx, qr_table_name(t), meta);
+    } else if (rc == QR_OK) {
         rc = sqld_meta_now(cx, qr_table_name(t), edit_add_index, kv);
+    }
+    cJSON_Delete(meta);
     return rc;
 }
 
@@ -749,6 +785,8 @@ static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
         return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
                           "ADD COLUMN takes no PRIMARY KEY, NOT NULL or DEFAULT (existing "
                           "rows read the new column as NULL)");
+    if ((rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD COLUMN", true)) != QR_OK)
+        return rc;
     QrField f;
     schema_field_defaults(&f, cs.name, cs.ft);
     f.indexed = f.indexed && !cs.doc_only;
@@ -880,7 +918,11 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             if (cJSON_GetArraySize(keys) != 1)
                 return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
                                   "a Quarry table needs a primary key of exactly one column");
-            rc = sqlw_add_primary_key(cx, t, sqlj_sval(cJSON_GetArrayItem(keys, 0)), sqlj_loc(k));
+            rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD PRIMARY KEY",
+                                     false);
+            if (rc == QR_OK)
+                rc = sqlw_add_primary_key(cx, t, sqlj_sval(cJSON_GetArrayItem(keys, 0)),
+                                          sqlj_loc(k));
             /* the table was rebuilt: its handle is gone */
             if (rc == QR_OK && cJSON_GetArraySize(sqlj_get(b, "cmds")) > 1)
                 rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);

@@ -139,6 +139,10 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
     else if (fi < 0)
         rc = sql_err_at(cx, loc, QR_ENOTFOUND, "42703",
                         "column \"%s\" named in key does not exist", col);
+    else if (s->fields[fi].type != QR_FT_INT && s->fields[fi].type != QR_FT_KEYWORD &&
+             s->fields[fi].type != QR_FT_TEXT)
+        rc = sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
+                        "primary key \"%s\" must be an integer or a string type", col);
     SqluState *us = cx->sess->u_state;
     for (int i = 0; rc == QR_OK && us && i < us->n_ops; i++)
         if (!strcmp(us->ops[i].table, table)) {
@@ -149,10 +153,6 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
                             table);
             qr_error_hint(cx->err, "COMMIT the writes first");
         }
-    else if (s->fields[fi].type != QR_FT_INT && s->fields[fi].type != QR_FT_KEYWORD &&
-             s->fields[fi].type != QR_FT_TEXT)
-        rc = sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
-                        "primary key \"%s\" must be an integer or a string type", col);
     char spare[QR_NAME_MAX + 1];
     snprintf(spare, sizeof spare, "_rekey_%08x", sqlcat_table_oid(table));
     QrSqlResult *ids = qr_arena_calloc(cx->arena, sizeof *ids);
@@ -164,8 +164,10 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
         qr_table_drop_wait(db, spare, 10000, NULL); /* a spare left by a crash */
         rc = row_ids(cx, table, ids);
     }
-    if (rc == QR_OK && (rc = new_schema(cx, s, col, &ns)) == QR_OK)
+    if (rc == QR_OK && (rc = new_schema(cx, s, col, &ns)) == QR_OK) {
+        sqld_schema_settle(cx->sess, table, ns);
         rc = qr_table_create(db, spare, ns, &to, cx->err);
+    }
     if (rc == QR_OK)
         rc = copy_docs(cx, t, to, col, ids);
     /* the metadata: the column is the key, the row id and its sequence go */

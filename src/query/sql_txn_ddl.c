@@ -5,16 +5,20 @@
  * Layer: query/.  Calls quarry.h (table handles), sequence.h and the
  * session's own statement execution (sql.h).
  *
- * CREATE TABLE and B-tree CREATE INDEX take effect when they run; the
- * statement that drops the new object again is remembered (savepoints
- * record how many there were); ROLLBACK, a COMMIT that fails or answers
- * ROLLBACK, ROLLBACK TO a savepoint set before it, and a session that ends
- * inside the block run them, newest first (DROP TABLE also drops the
- * sequences its serial columns own), so the block's CREATE TABLE and its
- * writes to the table go or stay together.  Until the block ends, a table
- * it created is hidden from other SQL sessions (a process-wide registry
- * consulted by sqld_hidden), as PostgreSQL hides it until COMMIT; the
- * HTTP API and a B-tree's unnamed entry in the catalog are not hidden.
+ * CREATE TABLE and a B-tree CREATE INDEX's B-tree take effect when they
+ * run; the statement that drops the new object again is remembered
+ * (savepoints record how many there were); ROLLBACK, a COMMIT that fails or
+ * answers ROLLBACK, ROLLBACK TO a savepoint set before it, and a session
+ * that ends inside the block run them, newest first (DROP TABLE also drops
+ * the sequences its serial columns own), so the block's CREATE TABLE and
+ * its writes to the table go or stay together.  Until the block ends, a
+ * table it created is hidden from other SQL sessions (a process-wide
+ * registry consulted by sqld_hidden), as PostgreSQL hides it until COMMIT;
+ * the HTTP API does not hide it.  A B-tree CREATE INDEX's name is staged
+ * metadata (below), published at COMMIT; the B-tree it made is in the same
+ * registry, so other sessions' catalogs do not show it either, and its
+ * undo (UNDO_BTREE, not SQL) drops it unless an index then names the
+ * column.
  *
  * DROP TABLE in a block is deferred: the table is only remembered, and
  * hidden from the session (sqld_hidden, asked wherever the session looks
@@ -33,9 +37,16 @@
  * under the apply lock that nobody changed the committed copy since (else
  * 40001), journals the new sql.json files and B-tree drops with the writes,
  * and publishes them after the writes committed.  Savepoints keep a copy of
- * the staged metadata; ROLLBACK forgets it.  ADD COLUMN and B-tree CREATE
- * INDEX change storage when they run, so their metadata is committed then
- * too (sqld_meta_now), the staged copy following along.
+ * the staged metadata; ROLLBACK forgets it.  A B-tree CREATE INDEX's name
+ * is staged the same way.  ADD COLUMN on a table the block created changes
+ * storage when it runs, so its metadata is committed then too
+ * (sqld_meta_now), the staged copy following along.
+ *
+ * ADD COLUMN, ADD PRIMARY KEY and a full-text CREATE INDEX rebuild or
+ * extend the table's storage when they run, which no rollback could take
+ * back; in a block they run only on a table every rollback still possible
+ * drops (sqld_goes_with_block: the block created it, and no savepoint was
+ * set since), and are refused with 0A000 on any other.
  */
 #include "query/sequence.h"
 #include "query/sql_int.h"
@@ -47,6 +58,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+
+/* First byte of an undo entry that is not SQL: UNDO_BTREE table UNDO_BTREE col. */
+#define UNDO_BTREE '\x01'
+
+static bool names_index_on(const cJSON *meta, const char *col);
 
 /* Append the identifier quoted ("a""b") to sql[*o, cap). */
 static void quote_ident(char *sql, size_t cap, size_t *o, const char *name)
@@ -86,6 +102,7 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
 {
     undo[0] = 0;
     st->creating[0] = 0;
+    st->creating_col[0] = 0;
     const char *table = sqlj_str(sqlj_get(body, "relation"), "relname");
     if (!st->in_block || !table)
         return QR_OK;
@@ -105,17 +122,47 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
         return QR_OK;
     }
     char idx[2 * QR_NAME_MAX + 8];
-    if (!btree_index_name(body, idx, sizeof idx))
+    const char *col = sqlj_str(sqlj_is(cJSON_GetArrayItem(sqlj_get(body, "indexParams"), 0),
+                                       "IndexElem"),
+                               "name");
+    if (!btree_index_name(body, idx, sizeof idx) || strlen(col) > QR_NAME_MAX)
         return QR_OK;
-    cJSON *meta = sqlw_meta_load_db(cx->sess->db, table); /* committed: what a rollback keeps */
-    bool exists = cJSON_GetObjectItemCaseSensitive(
-                      cJSON_GetObjectItemCaseSensitive(meta, "indexes"), idx) != NULL;
-    cJSON_Delete(meta);
-    if (exists)
+    /* the name is staged (a rollback forgets it); the B-tree, if this
+     * statement makes it, is undone here */
+    QrTable *t = NULL;
+    QrError e;
+    qr_error_clear(&e);
+    if (qr_table_acquire(cx->sess->db, table, &t, &e) != QR_OK)
         return QR_OK;
-    o = (size_t)snprintf(undo, undo_cap, "DROP INDEX IF EXISTS ");
-    quote_ident(undo, undo_cap, &o, idx);
+    int fi = schema_field_index(qr_table_schema(t), col);
+    bool made = fi >= 0 && !qr_table_schema(t)->fields[fi].btree;
+    qr_table_release(cx->sess->db, table);
+    if (!made)
+        return QR_OK;
+    snprintf(undo, undo_cap, "%c%s%c%s", UNDO_BTREE, table, UNDO_BTREE, col);
+    snprintf(st->creating, sizeof st->creating, "%s", table);
+    snprintf(st->creating_col, sizeof st->creating_col, "%s", col);
     return QR_OK;
+}
+
+/* A block's CREATE INDEX made the B-tree on table.col: a rollback drops it
+ * unless an index names the column then (committed, or staged by what the
+ * block keeps: the staged metadata is restored before undo runs). */
+static void undo_btree(QrSqlSession *s, const char *table, const char *col)
+{
+    cJSON *m = sqlw_meta_load_db(s->db, table);
+    bool named = names_index_on(m, col) || names_index_on(sqld_meta_staged(s, table), col);
+    cJSON_Delete(m);
+    QrTable *t = NULL;
+    QrError e;
+    qr_error_clear(&e);
+    if (named || qr_table_acquire(s->db, table, &t, &e) != QR_OK)
+        return; /* kept, or the table is gone */
+    int fi = schema_field_index(qr_table_schema(t), col);
+    if (fi >= 0 && qr_table_schema(t)->fields[fi].btree && qr_table_drop_index(t, col, &e) != QR_OK)
+        qr_log(QR_LOG_WARN, "could not drop the B-tree on %s.%s of a rolled back transaction: %s",
+               table, col, e.message);
+    qr_table_release(s->db, table);
 }
 
 /* ---- tables created by open blocks: hidden from other sessions ---- */
@@ -127,6 +174,7 @@ typedef struct Created {
     const QrSqlSession *owner;
     int undo_at;                /* its undo statement's index in the owner's list */
     char name[QR_NAME_MAX + 1];
+    char col[QR_NAME_MAX + 1];  /* a B-tree on this column of table `name`; "": the table */
 } Created;
 
 static pthread_mutex_t created_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -134,7 +182,7 @@ static Created *created;        /* guarded by created_lock */
 static int n_created, cap_created;
 static _Atomic int any_created; /* n_created, read without the lock */
 
-static bool created_add(const QrSqlSession *s, int undo_at, const char *name)
+static bool created_add(const QrSqlSession *s, int undo_at, const char *name, const char *col)
 {
     pthread_mutex_lock(&created_lock);
     bool ok = true;
@@ -150,6 +198,7 @@ static bool created_add(const QrSqlSession *s, int undo_at, const char *name)
         Created *c = &created[n_created++];
         *c = (Created){.db = s->db, .owner = s, .undo_at = undo_at};
         snprintf(c->name, sizeof c->name, "%s", name);
+        snprintf(c->col, sizeof c->col, "%s", col);
         atomic_store(&any_created, n_created);
     }
     pthread_mutex_unlock(&created_lock);
@@ -174,26 +223,48 @@ static void created_forget(const QrSqlSession *s, int mark)
         qr_db_ddl_bump(s->db); /* other sessions see them now (or never) */
 }
 
-/* Is `name` a table another session's open block created? */
-static bool created_by_other(const QrSqlSession *s, const char *name)
+/* Is `name` a table (col "") or B-tree another session's open block created? */
+static bool created_by_other(const QrSqlSession *s, const char *name, const char *col)
 {
     if (!atomic_load(&any_created))
         return false;
     bool hit = false;
     pthread_mutex_lock(&created_lock);
     for (int i = 0; i < n_created && !hit; i++)
-        hit = created[i].db == s->db && created[i].owner != s && !strcmp(created[i].name, name);
+        hit = created[i].db == s->db && created[i].owner != s && !strcmp(created[i].name, name) &&
+              !strcmp(created[i].col, col);
     pthread_mutex_unlock(&created_lock);
     return hit;
+}
+
+bool sqld_btree_of_other(const QrSqlSession *s, const char *table, const char *col)
+{
+    return s && table && col && col[0] && created_by_other(s, table, col);
+}
+
+bool sqld_goes_with_block(const QrSqlSession *s, const char *table)
+{
+    const SqluState *st = s ? s->u_state : NULL;
+    if (!st || !st->in_block || !atomic_load(&any_created))
+        return false;
+    int undo_at = -1;
+    pthread_mutex_lock(&created_lock);
+    for (int i = 0; i < n_created; i++)
+        if (created[i].owner == s && !strcmp(created[i].name, table) && !created[i].col[0])
+            undo_at = created[i].undo_at; /* the table, not a B-tree the block made on it */
+    pthread_mutex_unlock(&created_lock);
+    /* a savepoint set after the CREATE would keep the table on ROLLBACK TO */
+    return undo_at >= 0 && (st->n_svps == 0 || st->svps[st->n_svps - 1].n_undo <= undo_at);
 }
 
 int sqld_created(SqlCtx *cx, SqluState *st, const char *undo)
 {
     if (!undo[0])
         return QR_OK;
-    if (st->creating[0] && !created_add(cx->sess, st->n_undo, st->creating))
+    if (st->creating[0] && !created_add(cx->sess, st->n_undo, st->creating, st->creating_col))
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     st->creating[0] = 0;
+    st->creating_col[0] = 0;
     if (st->n_undo == st->cap_undo) {
         int nc = st->cap_undo ? st->cap_undo * 2 : 4;
         char **n = qr_realloc(st->undo, (size_t)nc * sizeof *n);
@@ -213,6 +284,15 @@ void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark)
     created_forget(s, mark);
     while (st->n_undo > mark) {
         char *sql = st->undo[--st->n_undo];
+        if (sql[0] == UNDO_BTREE) {
+            char *col = strchr(sql + 1, UNDO_BTREE);
+            if (col) {
+                *col++ = 0;
+                undo_btree(s, sql + 1, col);
+            }
+            qr_free(sql);
+            continue;
+        }
         QrSqlResult *r = NULL;
         QrError e;
         qr_error_clear(&e);
@@ -251,7 +331,7 @@ bool sqld_dropped(const QrSqlSession *s, const char *table)
 
 bool sqld_hidden(const QrSqlSession *s, const char *table)
 {
-    return sqld_dropped(s, table) || (s && table && created_by_other(s, table));
+    return sqld_dropped(s, table) || (s && table && created_by_other(s, table, ""));
 }
 
 /* Which table is `name` now: the identity of its directory (0: none). */
@@ -433,6 +513,13 @@ static bool btree_goes(const cJSON *e, const char *col)
 bool sqld_btree_dropping(const QrSqlSession *s, const char *table, const char *col)
 {
     return btree_goes(meta_entry(s ? s->u_state : NULL, table), col);
+}
+
+void sqld_schema_settle(const QrSqlSession *s, const char *table, QrSchema *ns)
+{
+    for (int i = 0; i < ns->n_fields; i++)
+        if (ns->fields[i].btree && sqld_btree_dropping(s, table, ns->fields[i].name))
+            ns->fields[i].btree = false;
 }
 
 int sqld_seq_created(SqlCtx *cx, const char *seq)

@@ -545,6 +545,7 @@ void sqlu_session_free(QrSqlSession *s)
         st->in_block = false;
         s->txn_status = 'I';
         sqld_drops_to(s, st, 0);
+        sqld_meta_forget(s, st); /* before the undo: a B-tree no index names goes */
         sqld_undo_to(s, st, 0);
     }
     qr_free(st->drops);

@@ -183,7 +183,9 @@ typedef struct SqluState {
                               first (sql_txn_ddl.c) */
     int n_undo, cap_undo;
     bool undoing;          /* running undo statements: their DDL takes effect at once */
-    char creating[QR_NAME_MAX + 1]; /* the table the running CREATE TABLE makes in the block */
+    char creating[QR_NAME_MAX + 1]; /* the table the running CREATE TABLE makes in the block,
+                              or whose B-tree on creating_col the running CREATE INDEX makes */
+    char creating_col[QR_NAME_MAX + 1];
     struct SqldDrop *drops; /* owns: tables the block dropped, dropped for real at
                               COMMIT and hidden from the session until then */
     int n_drops, cap_drops;
@@ -244,14 +246,19 @@ void sqli_session_free(SqluState *st);
 
 /* ---- sql_txn_ddl.c: CREATE TABLE / CREATE INDEX undone by ROLLBACK ---- */
 
-/* Before a CreateStmt or IndexStmt (tag) in a block: the statement that
- * drops what it will create into undo (empty when it creates nothing:
- * outside a block, IF NOT EXISTS of an existing object, full-text
- * analysis). */
+/* Before a CreateStmt or IndexStmt (tag) in a block: what drops what it
+ * will create into undo (a DROP TABLE, or the B-tree's undo entry; empty
+ * when it creates nothing: outside a block, IF NOT EXISTS of an existing
+ * object, a B-tree that exists, full-text analysis). */
 int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *body,
                        char *undo, size_t undo_cap);
 /* After the statement succeeded: remember undo (a no-op when empty). */
 int sqld_created(SqlCtx *cx, SqluState *st, const char *undo);
+/* Is `table` one the session's open block created, dropped again by every
+ * rollback still possible (no savepoint set since its CREATE)?  Storage
+ * changes that cannot be undone (ADD COLUMN, ADD PRIMARY KEY, full-text
+ * CREATE INDEX) run in a block only on such a table. */
+bool sqld_goes_with_block(const QrSqlSession *s, const char *table);
 /* Run the undo statements after the first `mark` ones, newest first. */
 void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
 /* The block committed: forget them (other sessions see its new tables). */
@@ -259,6 +266,9 @@ void sqld_forget(QrSqlSession *s, SqluState *st);
 /* DROP TABLE in a block: remember `table` to drop at COMMIT; from now on the
  * session sees it gone (sqld_hidden). */
 int sqld_defer_drop(SqlCtx *cx, SqluState *st, const char *table);
+/* Is the B-tree on table.col one another session's open block made (its
+ * index is that block's until COMMIT: the catalog does not show it)? */
+bool sqld_btree_of_other(const QrSqlSession *s, const char *table, const char *col);
 /* Is `table` hidden from the session: dropped by its open block, or created
  * by another session's open block?  (false for s NULL) */
 bool sqld_hidden(const QrSqlSession *s, const char *table);
@@ -272,7 +282,7 @@ const cJSON *sqld_meta_staged(const QrSqlSession *s, const char *table);
  * a block). */
 int sqld_meta_stage(SqlCtx *cx, SqluState *st, const char *table, const cJSON *meta);
 /* A change of table's metadata that takes effect now (its storage changed
- * with it: ADD COLUMN, a B-tree CREATE INDEX): edit applied to the
+ * with it: ADD COLUMN, a B-tree CREATE INDEX outside a block): edit applied to the
  * committed sql.json, saved, and to the block's staged copy and its base. */
 int sqld_meta_now(SqlCtx *cx, const char *table, void (*edit)(cJSON *meta, const void *arg),
                   const void *arg);
@@ -281,6 +291,10 @@ int sqld_meta_now(SqlCtx *cx, const char *table, void (*edit)(cJSON *meta, const
 int sqld_btree_drop_later(SqlCtx *cx, SqluState *st, const char *table, const char *col);
 /* Is the B-tree on table.col dropped by the session's open block? */
 bool sqld_btree_dropping(const QrSqlSession *s, const char *table, const char *col);
+/* The schema of `table` rebuilt now (ADD PRIMARY KEY, a full-text index, on
+ * a table the block created), taking its staged definition along
+ * (sqld_meta_forget_table after): no B-tree a DROP INDEX of the block drops. */
+void sqld_schema_settle(const QrSqlSession *s, const char *table, QrSchema *ns);
 /* A sequence the block created (ADD GENERATED AS IDENTITY): dropped again
  * by ROLLBACK.  Outside a block a no-op. */
 int sqld_seq_created(SqlCtx *cx, const char *seq);

@@ -11,12 +11,16 @@ rolled-back work is compared.  A second table t2 is written and read too:
 a REPEATABLE READ block's snapshot covers every table from its first
 statement, a commit to t2 after the block read t included.
 
-The DDL scripts give each session a table of its own (u0, u1) that it drops,
+The DDL scripts first add a column, a primary key and an index to tables in
+the block that created them (then ROLLBACK TO / COMMIT / ROLLBACK), then give
+each session a table of its own (u0, u1) that it drops,
 creates, alters (SET / DROP DEFAULT), indexes and drops indexes of, inside
 and outside blocks with savepoints, reading its rows and its catalog rows as
 it goes.  PostgreSQL locks a table its DDL touches until the block ends, so
 the other session reads that table only outside blocks and only while no
-open block has changed it (Quarry would not make it wait)."""
+open block has changed it (Quarry would not make it wait); it reads the
+table's catalog rows at any time (an open block's new table and indexes are
+not there, its dropped ones still are)."""
 import os
 import random
 import sys
@@ -121,11 +125,27 @@ RR_ACROSS = [(0, "BEGIN ISOLATION LEVEL REPEATABLE READ"), (0, "SELECT id, v FRO
              (0, "SELECT id, v FROM t2 ORDER BY id"), (0, "SELECT count(*) FROM t"), (0, "COMMIT"),
              (0, "SELECT id, v FROM t2 ORDER BY id")]
 
+# ADD COLUMN, ADD PRIMARY KEY and a B-tree in the block that created the
+# table (savepoints before the CREATE): they go or stay with it.  (On a
+# table the block did not create Quarry refuses them, 0A000: not compared.)
+CREATED_ALTERED = [
+    (0, "BEGIN"), (0, "SAVEPOINT a"), (0, "CREATE TABLE w0 (id bigint PRIMARY KEY, v int)"),
+    (0, "ALTER TABLE w0 ADD COLUMN c int"), (0, "CREATE INDEX w0_c ON w0 (c)"),
+    (0, "INSERT INTO w0 VALUES (1, 2, 3)"), (0, "SELECT id, v, c FROM w0 WHERE c = 3"),
+    (1, "SELECT count(*) FROM pg_class WHERE relname LIKE 'w0%'"),
+    (0, "ROLLBACK TO SAVEPOINT a"), (0, "SELECT count(*) FROM pg_class WHERE relname LIKE 'w0%'"),
+    (0, "CREATE TABLE w0 (a int, b varchar(8))"), (0, "ALTER TABLE w0 ADD PRIMARY KEY (a)"),
+    (0, "ALTER TABLE w0 ADD COLUMN c int"), (0, "INSERT INTO w0 VALUES (1, 'x', 5)"),
+    (0, "COMMIT"), (1, "INSERT INTO w0 VALUES (1, 'y', 6)"), (1, "INSERT INTO w0 (a, b) VALUES (2, 'z')"),
+    (1, "SELECT a, b, c FROM w0 ORDER BY a"),
+    (0, "BEGIN"), (0, "CREATE TABLE w1 (id bigint PRIMARY KEY)"), (0, "ALTER TABLE w1 ADD COLUMN c int"),
+    (0, "INSERT INTO w1 VALUES (1, 1)"), (0, "ROLLBACK"), (1, "SELECT * FROM w1")]
+
 
 def ddl_script(seed):
     """Two sessions' DDL on their own tables u0 / u1, interleaved."""
     rnd = random.Random(seed)
-    out = list(RR_ACROSS)
+    out = RR_ACROSS + (CREATED_ALTERED if seed == SEEDS[0] else [])  # fixed: once is enough
     in_block = [False, False]
     ddl = [False, False]      # the open block changed its table (PostgreSQL holds its lock)
     dropped = [False, False]  # ... dropped it (Quarry refuses its CREATE in the same block)
@@ -172,6 +192,11 @@ def ddl_script(seed):
                 "SELECT id, v, tag FROM %s ORDER BY id" % u,
                 "SELECT relname FROM pg_class WHERE relname LIKE '%s%%' ORDER BY 1" % u])))
         elif r < 0.76:
+            if rnd.random() < 0.5 and not in_block[s]:  # read without waiting in PostgreSQL too
+                # (not in a block: a REPEATABLE READ one reads PostgreSQL's catalog in its snapshot)
+                out.append((s, "SELECT relname FROM pg_class WHERE relname LIKE 'u%d%%' ORDER BY 1"
+                            % o))
+                continue
             if in_block[s] or in_block[o] and ddl[o]:
                 continue
             out.append((s, "SELECT id, v, tag FROM u%d ORDER BY id" % o))
@@ -218,7 +243,7 @@ def main():
                 for seed in SEEDS:
                     db = "t%d%s" % (seed, "d" if kind else "")
                     pg.psql("CREATE DATABASE " + db)
-                    setup = ["DROP TABLE IF EXISTS t, t2, u0, u1",
+                    setup = ["DROP TABLE IF EXISTS t, t2, u0, u1, w0, w1",
                              "CREATE TABLE t (id bigint PRIMARY KEY, v bigint)",
                              "INSERT INTO t VALUES (1, 1), (3, 3), (11, 11), (14, 14)",
                              "CREATE TABLE t2 (id bigint PRIMARY KEY, v bigint)",

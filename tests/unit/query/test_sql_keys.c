@@ -146,9 +146,16 @@ Test(sql_keys, a_table_without_a_key_has_a_hidden_row_id)
     free(run("INSERT INTO n (b) VALUES ('w')"));
     expect_error("ALTER TABLE n ADD PRIMARY KEY (a)", "23502", "contains null values");
     free(run("UPDATE n SET a = 3 WHERE b = 'w'"));
+    /* a block rekeys only a table it created (test_sql_txn.c), and only
+     * before writing to it */
     free(run("BEGIN"));
     free(run("INSERT INTO n (a, b) VALUES (4, 'v')"));
-    expect_error("ALTER TABLE n ADD PRIMARY KEY (a)", "0A000", "cannot follow writes");
+    expect_error("ALTER TABLE n ADD PRIMARY KEY (a)", "0A000", "inside a transaction block");
+    free(run("ROLLBACK"));
+    free(run("BEGIN"));
+    free(run("CREATE TABLE n2 (a int, b varchar(10))"));
+    free(run("INSERT INTO n2 (a, b) VALUES (4, 'v')"));
+    expect_error("ALTER TABLE n2 ADD PRIMARY KEY (a)", "0A000", "cannot follow writes");
     free(run("ROLLBACK"));
     free(run("CREATE INDEX n_b ON n (b)"));
     free(run("ALTER TABLE n ADD CONSTRAINT n_pkey PRIMARY KEY (a)"));
@@ -161,6 +168,11 @@ Test(sql_keys, a_table_without_a_key_has_a_hidden_row_id)
     expect("SELECT b FROM n WHERE b = 'w'", "w\n");
     expect("SELECT count(*) FROM pg_attribute WHERE attrelid = 'n'::regclass", "2\n");
     expect_error("ALTER TABLE n ADD PRIMARY KEY (b)", "42P16", "multiple primary keys");
+    /* a key must be an integer or a string, also with no writes buffered */
+    free(run("CREATE TABLE nf (f double precision, b varchar(10))"));
+    free(run("INSERT INTO nf VALUES (1.5, 'x')"));
+    expect_error("ALTER TABLE nf ADD PRIMARY KEY (f)", "0A000", "integer or a string type");
+    expect("SELECT f, b FROM nf", "1.5|x\n");
 }
 
 Test(sql_keys, random_inserts_follow_the_sequence_model)

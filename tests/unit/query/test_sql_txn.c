@@ -852,3 +852,200 @@ Test(sql_txn, alter_table_and_drop_index_wait_for_commit)
     qr_sql_session_free(o);
     env_close(&e);
 }
+
+/* ---- ADD COLUMN, ADD PRIMARY KEY, full-text CREATE INDEX in a block ---- */
+
+/* They change storage when they run: on a committed table a block refuses
+ * them (0A000, nothing changed: no rollback could take them back); on a
+ * table the block created they run, and go or stay with the table. */
+Test(sql_txn, storage_ddl_in_a_block_goes_with_its_table)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    ok(s, "CREATE TABLE sc (id bigint PRIMARY KEY, body varchar(20))");
+    ok(s, "CREATE TABLE sk (a int, b varchar(8))");
+    ok(s, "INSERT INTO sc VALUES (1, 'red fox')");
+    ok(s, "INSERT INTO sk VALUES (1, 'x')");
+    const char *refused[] = {
+        "ALTER TABLE sk ADD PRIMARY KEY (a)",
+        "CREATE INDEX ON sc USING fulltext (body)",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        ok(s, "BEGIN");
+        ok(s, "INSERT INTO sc VALUES (2, 'blue')");
+        fails(s, refused[i], "0A000", "cannot run inside a transaction block");
+        ok(s, "ROLLBACK");
+        fails(o, "SELECT c FROM sc", "42703", "c");
+        expect(o, "SELECT count(*) FROM sc", "1");
+        /* the key is still the hidden row id: a duplicate a goes in */
+        ok(o, "INSERT INTO sk VALUES (1, 'y')");
+        ok(o, "DELETE FROM sk WHERE b = 'y'");
+    }
+    /* a B-tree the block made on the table does not make the table the block's */
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX sc_body ON sc (body)");
+    fails(s, "CREATE INDEX ON sc USING fulltext (body)", "0A000", "inside a transaction block");
+    ok(s, "ROLLBACK");
+    fails(o, "SELECT c FROM sc", "42703", "c");
+    /* an existing column with IF NOT EXISTS changes nothing: no refusal */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE sc ADD COLUMN IF NOT EXISTS body text");
+    ok(s, "COMMIT");
+    /* a table the block created: the column, the key and the analysis come
+     * and go with it */
+    for (int commit = 0; commit < 2; commit++) {
+        ok(s, "BEGIN");
+        ok(s, "CREATE TABLE nt (id bigint PRIMARY KEY, body varchar(20))");
+        ok(s, "ALTER TABLE nt ADD COLUMN c int");
+        ok(s, "CREATE INDEX nt_c ON nt (c)");
+        ok(s, "CREATE INDEX ON nt USING fulltext (body)");
+        ok(s, "CREATE TABLE nk (a int, b varchar(8))");
+        ok(s, "ALTER TABLE nk ADD PRIMARY KEY (a)");
+        ok(s, "INSERT INTO nt VALUES (1, 'red foxes', 5), (2, 'blue', 6)");
+        ok(s, "INSERT INTO nk VALUES (1, 'x')");
+        expect(s, "SELECT c FROM nt WHERE body @@ 'fox'", "5");
+        fails(o, "SELECT * FROM nt", "42P01", "nt");
+        ok(s, commit ? "COMMIT" : "ROLLBACK");
+        if (!commit) {
+            fails(o, "SELECT * FROM nt", "42P01", "nt");
+            fails(o, "SELECT * FROM nk", "42P01", "nk");
+            continue;
+        }
+        expect(o, "SELECT c FROM nt WHERE body @@ 'fox'", "5");
+        expect(o, "SELECT id FROM nt WHERE c = 6", "2");
+        expect(o, "SELECT count(*) FROM pg_class WHERE relname = 'nt_c'", "1");
+        expect(o, "SELECT count(*) FROM nk", "1");
+        fails(o, "INSERT INTO nk VALUES (1, 'z')", "23505", "duplicate key");
+    }
+    /* rebuilt with a B-tree the block made and dropped again: not rebuilt */
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE nd (id bigint PRIMARY KEY, c int, body varchar(20))");
+    ok(s, "CREATE INDEX nd_c ON nd (c)");
+    ok(s, "DROP INDEX nd_c");
+    ok(s, "CREATE INDEX ON nd USING fulltext (body)");
+    ok(s, "CREATE TABLE ne (a int, c int)");
+    ok(s, "CREATE INDEX ne_c ON ne (c)");
+    ok(s, "DROP INDEX ne_c");
+    ok(s, "ALTER TABLE ne ADD PRIMARY KEY (a)");
+    ok(s, "COMMIT");
+    expect(o, "SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class "
+              "WHERE relname LIKE 'nd\\_%' OR relname LIKE 'ne\\_%'",
+           "nd_pkey,ne_pkey");
+    /* a savepoint set after the CREATE would keep the table on ROLLBACK TO:
+     * refused; one set before it drops the table with the column */
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE sv (id bigint PRIMARY KEY, body varchar(20))");
+    ok(s, "SAVEPOINT a");
+    fails(s, "CREATE INDEX ON sv USING fulltext (body)", "0A000", "inside a transaction block");
+    ok(s, "ROLLBACK TO a");
+    ok(s, "RELEASE a");
+    ok(s, "SAVEPOINT b");
+    ok(s, "CREATE TABLE sw (id bigint PRIMARY KEY)");
+    ok(s, "ALTER TABLE sw ADD COLUMN c int");
+    ok(s, "INSERT INTO sw VALUES (1, 2)");
+    ok(s, "ROLLBACK TO b");
+    fails(s, "SELECT * FROM sw", "42P01", "sw");
+    ok(s, "ROLLBACK TO b");
+    ok(s, "INSERT INTO sv (id) VALUES (7)");
+    ok(s, "COMMIT");
+    expect(o, "SELECT id FROM sv", "7");
+    fails(o, "SELECT * FROM sw", "42P01", "sw");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
+
+/* ADD COLUMN on a table older than the block runs at once (migration tools
+ * add columns inside a transaction) with a WARNING saying a ROLLBACK keeps
+ * the column; the block's rows still go with the block. */
+Test(sql_txn, add_column_in_a_block_runs_with_a_warning)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    ok(s, "CREATE TABLE ac (id bigint PRIMARY KEY, body varchar(20))");
+    ok(s, "INSERT INTO ac VALUES (1, 'a')");
+    ok(s, "BEGIN");
+    QrSqlResult *r = NULL;
+    QrError err;
+    qr_error_clear(&err);
+    const char *q = "ALTER TABLE ac ADD COLUMN c int";
+    cr_assert_eq(qr_sql_exec(s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->n_notices, 1);
+    cr_assert_str_eq(r->notices[0].severity, "WARNING");
+    cr_assert_str_eq(r->notices[0].sqlstate, "01000");
+    cr_assert(strstr(r->notices[0].message, "will not remove the column"), "%s",
+              r->notices[0].message);
+    qr_sql_result_free(r);
+    ok(s, "INSERT INTO ac VALUES (2, 'b', 5)");
+    expect(s, "SELECT c FROM ac WHERE id = 2", "5");
+    ok(s, "ROLLBACK");
+    expect(o, "SELECT count(*), count(c) FROM ac", "1|0");
+    /* outside a block: no warning */
+    qr_error_clear(&err);
+    q = "ALTER TABLE ac ADD COLUMN d int";
+    cr_assert_eq(qr_sql_exec(s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->n_notices, 0);
+    qr_sql_result_free(r);
+    qr_sql_session_free(o);
+    env_close(&e);
+}
+
+/* A block's B-tree CREATE INDEX: its index is the block's until COMMIT
+ * (other sessions' catalogs do not show it, named or as an unnamed B-tree);
+ * a rollback drops the B-tree it made, so no unnamed "<table>_<col>_idx"
+ * is left behind either. */
+Test(sql_txn, btree_index_is_the_blocks_until_commit)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    const char *cat = "SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class "
+                      "WHERE relname LIKE 'bt\\_%'";
+    ok(s, "CREATE TABLE bt (id bigint PRIMARY KEY, v int, tag varchar(8))");
+    ok(s, "INSERT INTO bt VALUES (1, 1, 'a'), (2, 2, 'b')");
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX bt_tag ON bt (tag)");
+    expect(s, cat, "bt_pkey,bt_tag");
+    expect(o, cat, "bt_pkey");
+    expect(o, "SELECT id FROM bt WHERE tag = 'b'", "2");
+    ok(s, "ROLLBACK");
+    expect(s, cat, "bt_pkey");
+    expect(o, cat, "bt_pkey");
+    /* COMMIT publishes it */
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX ON bt (tag)");
+    expect(o, cat, "bt_pkey");
+    ok(s, "COMMIT");
+    expect(o, cat, "bt_pkey,bt_tag_idx");
+    /* ROLLBACK TO a savepoint set before it; a session ending in its block */
+    ok(s, "BEGIN");
+    ok(s, "SAVEPOINT a");
+    ok(s, "CREATE INDEX bt_v ON bt (v)");
+    ok(s, "ROLLBACK TO a");
+    expect(s, cat, "bt_pkey,bt_tag_idx");
+    ok(s, "CREATE INDEX bt_v2 ON bt (v)");
+    ok(s, "SAVEPOINT b");
+    ok(s, "CREATE INDEX bt_v3 ON bt (v)");
+    ok(s, "ROLLBACK TO b"); /* bt_v2 still names the B-tree */
+    ok(s, "COMMIT");
+    expect(o, cat, "bt_pkey,bt_tag_idx,bt_v2");
+    ok(s, "DROP INDEX bt_v2");
+    QrSqlSession *x = second_session(&e);
+    ok(x, "BEGIN");
+    ok(x, "CREATE INDEX bt_vx ON bt (v)");
+    expect(o, cat, "bt_pkey,bt_tag_idx");
+    qr_sql_session_free(x);
+    expect(s, cat, "bt_pkey,bt_tag_idx");
+    /* another session named the column's B-tree meanwhile: the rollback
+     * leaves it */
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX bt_v ON bt (v)");
+    ok(o, "CREATE INDEX bt_vo ON bt (v)");
+    ok(s, "ROLLBACK");
+    expect(s, cat, "bt_pkey,bt_tag_idx,bt_vo");
+    ok(o, "DROP INDEX bt_vo");
+    expect(s, cat, "bt_pkey,bt_tag_idx");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
