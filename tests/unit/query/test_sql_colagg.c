@@ -1,6 +1,7 @@
 /*
  * test_sql_colagg.c — aggregates read from column blocks instead of rows
  * (sql_scan.c colagg_segment, exec/op_hash_agg.c, plan/planner.c): the
+ * per-group sums of the dense accumulators (with 128-bit partials), the
  * percentiles, which take the values themselves as order keys, and the
  * aggregate through a join, whose partial states are taken once per key
  * and joined to the inner rows of that key.  Each query is compared with
