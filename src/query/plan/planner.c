@@ -26,6 +26,9 @@ static int nomem(SqlCtx *cx) { return sql_nomem(cx); }
  * pass over the column's candidates (selecting the page's keys by rank)
  * then costs less than a top-N of k + n rows. */
 #define SQL_DEEP_OFFSET 1000
+/* ... and below which LIMIT and OFFSET keep the top-N's arithmetic (twice
+ * their sum) far from overflowing; past it, a plain sort. */
+#define SQL_DEEP_MAX (1ull << 40)
 
 /* A LIMIT or OFFSET value (dflt when absent or NULL). */
 static int limit_value(SqlCtx *cx, const SqlExpr *e, uint64_t dflt, uint64_t *out)
@@ -300,9 +303,8 @@ static int plan_plain(SqlPlanRun *pr, SqlQuery *s, const QrSqlType *want, SqlOp 
      * scan): the scan keeps only the page's rows and their ties, found by
      * rank on the raw column (docs/planner.md, "deep pages"), so the top-N
      * holds a page instead of k rows, whatever k */
-    bool deep = by_col && limit != UINT64_MAX && limit > 0 && offset >= SQL_DEEP_OFFSET &&
-                limit <= UINT64_MAX - offset && n_conj == sc0->n_conj && !distinct &&
-                !s->n_distinct_on;
+    bool deep = by_col && limit > 0 && limit < SQL_DEEP_MAX && offset >= SQL_DEEP_OFFSET &&
+                offset < SQL_DEEP_MAX && n_conj == sc0->n_conj && !distinct && !s->n_distinct_on;
     bool topn = n_sort && limit != UINT64_MAX && !distinct && !s->n_distinct_on &&
                 ((limit + offset <= 100000 && limit + offset > 0) || deep);
     if (topn && by_col) {

@@ -135,4 +135,15 @@ Test(sql_page, deep_pages_equal_the_full_sort, .init = setup, .fini = teardown)
     pages_equal_the_sort("id, x", "WHERE v IS NULL OR v > 10", "x DESC, id", false);
     /* an expression key is not a column: the ordinary top-N */
     pages_equal_the_sort("id, v", "", "v + 0, id", false);
+    /* offsets and limits near int8's end: a plain sort, no overflow */
+    char *t = text_of("SELECT id FROM p ORDER BY v, id LIMIT 5 OFFSET 9223372036854775000");
+    cr_assert_str_eq(t, "");
+    free(t);
+    char *all = text_of("SELECT id FROM p ORDER BY v DESC, id");
+    char *tail = text_of("SELECT id FROM p ORDER BY v DESC, id LIMIT 9223372036854775807 OFFSET 1000");
+    char *want = lines(all, 1000, UINT64_MAX);
+    cr_assert_str_eq(tail, want);
+    free(all);
+    free(tail);
+    free(want);
 }
