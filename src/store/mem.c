@@ -309,6 +309,11 @@ void *qr_arena_alloc(QrArena *a, size_t n)
             sz = b->size * 2;
         if (sz < n)
             sz = n;
+        /* the sizes the cache keeps: a block between the mmap threshold and
+         * the grown size takes the next power of two (a first allocation of
+         * 40 KiB would otherwise grow 80, 160, 320, 640 KiB, none cached) */
+        if (sz > (size_t)ARENA_MAX_GROWN >> ARENA_CACHE_CLASSES && sz < ARENA_MAX_GROWN)
+            sz = (size_t)1 << (64 - __builtin_clzll((unsigned long long)sz - 1));
         ArenaBlock *nb;
         if (a->spare && a->spare->size >= n) {
             nb = a->spare;     /* a released block: no malloc per row */
