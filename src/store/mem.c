@@ -307,13 +307,14 @@ void *qr_arena_alloc(QrArena *a, size_t n)
             sz = ARENA_MAX_GROWN; /* grown: stay there */
         else if (b && b->size * 2 > sz)
             sz = b->size * 2;
-        if (sz < n)
-            sz = n;
-        /* the sizes the cache keeps: a block between the mmap threshold and
-         * the grown size takes the next power of two (a first allocation of
-         * 40 KiB would otherwise grow 80, 160, 320, 640 KiB, none cached) */
+        /* the sizes the cache keeps: a grown block between the mmap
+         * threshold and the grown size takes the next power of two (after a
+         * first block of 40 KiB, the blocks would grow 80, 160, 320, 640 KiB,
+         * none cached); a block sized for one large allocation stays its size */
         if (sz > (size_t)ARENA_MAX_GROWN >> ARENA_CACHE_CLASSES && sz < ARENA_MAX_GROWN)
             sz = (size_t)1 << (64 - __builtin_clzll((unsigned long long)sz - 1));
+        if (sz < n)
+            sz = n;
         ArenaBlock *nb;
         if (a->spare && a->spare->size >= n) {
             nb = a->spare;     /* a released block: no malloc per row */
