@@ -309,7 +309,15 @@ bool colwalk_blocks_next(ColWalkBlocks *w)
     w->first_row = block * COL_BLOCK_ROWS;
     uint64_t end = (uint64_t)w->first_row + COL_BLOCK_ROWS;
     uint32_t want = (uint32_t)roaring_bitmap_range_cardinality(w->cand, w->first_row, end);
-    w->n = roaring_read_uint32_iterator(&w->it, w->ids, want);
+    if (want == COL_BLOCK_ROWS) { /* every row of the block: no need to read them one by one */
+        for (uint32_t j = 0; j < want; j++)
+            w->ids[j] = w->first_row + j;
+        w->n = want;
+        if (end > UINT32_MAX || !roaring_move_uint32_iterator_equalorlarger(&w->it, (uint32_t)end))
+            w->it.has_value = false;
+    } else {
+        w->n = roaring_read_uint32_iterator(&w->it, w->ids, want);
+    }
     w->rows = w->ids;
     for (int k = 0; k < w->n_cols; k++) {
         ColWalkCol *c = &w->cols[k];
