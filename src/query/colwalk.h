@@ -160,6 +160,47 @@ static inline void colwalk_order_key(const ColWalkView *v, uint32_t row, ColWalk
     }
 }
 
+/* ---- rank windows: deep pages of an order by one column ---- */
+
+/* The keys of ranks r0 <= r1 (0-based, ascending) among keys[0..n), r1 <
+ * n, in O(n) without reordering them: rounds of a 4096-bucket histogram of
+ * (key - min) >> shift, each keeping in scratch (room for 2n) the bucket
+ * that holds the ranks, until one value is left.  Returns r0's key; *k1
+ * (may be NULL: r1 is not looked for) gets r1's, *lt how many keys are
+ * less than r0's. */
+uint64_t colwalk_rank_keys(const uint64_t *keys, uint64_t n, uint64_t r0, uint64_t r1,
+                           uint64_t *scratch, uint64_t *k1, uint64_t *lt);
+
+/* The order key of a number: unsigned order is the numbers' order (a
+ * double's bits flipped so that negatives come first, NaN, made one NaN,
+ * last, as PostgreSQL orders floats). */
+static inline uint64_t colwalk_okey_int(int64_t v) { return (uint64_t)v ^ (1ull << 63); }
+static inline uint64_t colwalk_okey_double(double d)
+{
+    uint64_t u;
+    if (isnan(d))
+        d = NAN;
+    memcpy(&u, &d, sizeof u);
+    return u >> 63 ? ~u : u | (1ull << 63);
+}
+
+/* The rows at ranks [from, from + count) of the candidates ordered by one
+ * number column (int64, timestamp or float64; ties and NULLs as
+ * colwalk_key_cmp orders them, desc and nulls_first as there), found
+ * without sorting: the keys of ranks from and from + count - 1 are
+ * selected (colwalk_rank_keys), and out[si] gets every candidate of segment
+ * si whose key lies between them (with the NULLs when the window reaches
+ * them): the rows of the window and those tied with its ends, which an
+ * ORDER BY that breaks the ties then ranks.  *before: the candidates that
+ * rank before every row of out (strictly before the first key).
+ * Candidates as for colwalk_order_open (cands, dels, skip).  out[si] are
+ * new bitmaps (NULL for a skipped segment), the caller's to free.
+ * Errors: QR_EUNSUPPORTED (another column type in a segment), QR_ENOMEM. */
+int colwalk_rank_window(struct Segment *const *segs, const roaring_bitmap_t *const *dels,
+                        int n_segs, int field, QrColType ct, bool desc, bool nulls_first,
+                        roaring_bitmap_t *const *cands, const bool *skip, uint64_t from,
+                        uint64_t count, roaring_bitmap_t **out, uint64_t *before, QrError *err);
+
 /* ---- candidate rows a block at a time ---- */
 
 /* One column to read: field and type in; per block the values out. */
@@ -172,25 +213,31 @@ typedef struct ColWalkCol {
     double *f;                /* float64 */
     uint32_t *code;           /* keyword: dictionary codes */
     bool keep;                /* in (colwalk_group): keep every value per group (percentiles) */
+    bool skip_minmax;         /* in (colwalk_group): min / max not wanted (left unset) */
+    bool no_nulls;            /* out: no candidate row of the current block is NULL */
     uint64_t nulls[COL_BLOCK_ROWS / 64]; /* bit r: row offset r is NULL */
 } ColWalkCol;
 
 /* Candidate rows of one segment, block by block, with every requested
  * column decoded once per block (or read row by row when the block holds
- * few candidates).  Values are valid for the candidate rows only. */
+ * few candidates).  Values are valid for the candidate rows only.  The
+ * candidates are read from their bitmap a block at a time (no array of
+ * every candidate). */
 typedef struct ColWalkBlocks {
     ColWalkCol *cols;         /* borrows */
     int n_cols;
-    uint32_t *ids;            /* owns: every candidate row, ascending */
-    uint64_t n_ids, pos;
+    const roaring_bitmap_t *cand; /* borrows: the candidates */
+    roaring_uint32_iterator_t it; /* the first candidate of the next block */
+    uint32_t *ids;            /* owns: the current block's candidates, ascending */
     uint32_t first_row;       /* the current block's first row */
     const uint32_t *rows;     /* the current block's candidates (segment-local ids) */
     uint32_t n;               /* how many */
+    bool contiguous;          /* rows[j] == first_row + j for every j (no gap) */
     uint8_t *b8;              /* owns: bool scratch */
 } ColWalkBlocks;
 
 /* Set up over the rows of cand in seg (live rows: deletes are the
- * caller's).  Errors: QR_ENOMEM. */
+ * caller's); cand is borrowed until close.  Errors: QR_ENOMEM. */
 int colwalk_blocks_open(ColWalkBlocks *w, const struct Segment *seg, const roaring_bitmap_t *cand,
                         ColWalkCol *cols, int n_cols, QrError *err);
 /* Decode the next block holding candidates: false when none is left. */
@@ -217,8 +264,10 @@ static inline double colwalk_num(const ColWalkCol *c, uint32_t row)
 typedef struct ColWalkAgg {
     int64_t rows;             /* rows of the group (count(*)): first part of a group only */
     int64_t count;            /* non-NULL values */
-    int64_t sum_i;            /* integers; on overflow the sum goes on in sum_f */
-    double sum_f;
+    int64_t sum_i;            /* integers; past int64 the sum goes on, exact, in sum_w */
+    __int128 sum_w;
+    bool sum_is_w;
+    double sum_f;             /* float64 */
     bool sum_is_f;
     int64_t min_i, max_i;     /* int64 / timestamp */
     double min_f, max_f;      /* float64 (NaN above every number, as PostgreSQL) */
@@ -227,6 +276,8 @@ typedef struct ColWalkAgg {
     int64_t *vals;
     uint64_t n_vals, cap_vals;
     bool vals_f;
+    bool vals_shared;         /* vals borrows the part of an earlier value column over the
+                                 same field (same values: kept once) */
 } ColWalkAgg;
 
 /* Add one value (the per-row step of a group's aggregate). */
@@ -237,11 +288,14 @@ static inline void colwalk_agg_int(ColWalkAgg *p, int64_t v)
     if (p->count == 0 || v > p->max_i)
         p->max_i = v;
     p->count++;
-    if (p->sum_is_f)
-        p->sum_f += (double)v;
-    else if (__builtin_add_overflow(p->sum_i, v, &p->sum_i)) {
-        p->sum_is_f = true;
-        p->sum_f = (double)p->sum_i + (double)v;
+    int64_t t;
+    if (p->sum_is_w) {
+        p->sum_w += v;
+    } else if (__builtin_add_overflow(p->sum_i, v, &t)) {
+        p->sum_is_w = true;
+        p->sum_w = (__int128)p->sum_i + v;
+    } else {
+        p->sum_i = t;
     }
 }
 
@@ -274,7 +328,10 @@ typedef struct ColWalkGroup {
 /* Group cand's rows of seg by keyword field key_field (-1: one group),
  * aggregating vals[0..n_vals) (int64, timestamp or float64 columns; a
  * segment lacking one reads NULL; a column with keep set also hands each
- * group's values in ColWalkAgg.vals).  Errors: QR_ENOMEM; deadline checks are
+ * group's values in ColWalkAgg.vals).  Value columns over the same field
+ * are read once and get equal parts (kept values shared, vals_shared).
+ * Blocks of integers without NULLs go through dense per-code
+ * accumulators, without a branch per row.  Errors: QR_ENOMEM; deadline checks are
  * the caller's (one call is one segment). */
 int colwalk_group(const struct Segment *seg, const roaring_bitmap_t *cand, int key_field,
                   const ColWalkCol *vals, int n_vals, ColWalkGroup *out, QrError *err);

@@ -383,11 +383,13 @@ static int stats(FacetAcc *a, const Segment *seg, const roaring_bitmap_t *bm, Qr
             s->max_f = p->max_f;
             s->max_i = p->max_i;
         }
-        if (!s->sum_is_f && !p->sum_is_f && !__builtin_add_overflow(s->sum_i, p->sum_i, &s->sum_i)) {
-            /* exact */
+        int64_t t; /* on overflow sum_i stays the sum so far (not the wrapped one) */
+        if (!s->sum_is_f && !p->sum_is_f && !p->sum_is_w &&
+            !__builtin_add_overflow(s->sum_i, p->sum_i, &t)) {
+            s->sum_i = t;
         } else {
             s->sum_f = (s->sum_is_f ? s->sum_f : (double)s->sum_i) +
-                       (p->sum_is_f ? p->sum_f : (double)p->sum_i);
+                       (p->sum_is_f ? p->sum_f : p->sum_is_w ? (double)p->sum_w : (double)p->sum_i);
             s->sum_is_f = true;
         }
         s->count += p->count;

@@ -934,6 +934,7 @@ typedef struct SqlColAgg {
     int n;                    /* aggregates */
     const int *field;         /* per aggregate: its column's field, -1 for count(*) */
     const bool *keep;         /* per aggregate: hand the values over too (NULL: none) */
+    const bool *minmax;       /* per aggregate: its min / max are read (NULL: all are) */
     /* one group's partial states (n of them) from one segment; key NULL for
      * the NULL group and for the single group */
     int (*emit)(void *arg, const SqlValue *key, const SqlColAggPart *parts);
@@ -967,6 +968,13 @@ typedef struct SqlTableScan {
     int order_col;
     bool (*order_may_enter)(void *arg, const SqlValue *key);
     void *order_arg;
+    /* ... LIMIT n OFFSET k with a deep k (rank_on, with order_on): the walk
+     * keeps only the rows of ranks [rank_from, rank_from + rank_count) and
+     * those tied with them (sql_scan.c run_rank_window); when it could
+     * (rank_used), rank_before rows rank before all of them, which the
+     * Limit above no longer skips (rank_rows: the rows kept) */
+    bool rank_on, rank_used;
+    uint64_t rank_from, rank_count, rank_before, rank_rows;
     /* when set and every condition is the driving text predicate or a
      * column predicate, the full / scan / text paths aggregate from column
      * blocks (colagg_used, sql_scan_colagg) instead of producing rows */

@@ -1121,7 +1121,8 @@ static int colagg_segment(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, 
                                .type = ca->field[k] >= 0
                                            ? (QrColType)qr_filter_field_coltype(schema, ca->field[k])
                                            : QR_COL_INT64,
-                               .keep = ca->keep && ca->keep[k]};
+                               .keep = ca->keep && ca->keep[k],
+                               .skip_minmax = ca->minmax && !ca->minmax[k]};
     ColWalkGroup g;
     QrError e;
     qr_error_clear(&e);
@@ -1840,6 +1841,57 @@ static inline void view_value(const ColWalkView *w, uint32_t row, QrSqlType type
     }
 }
 
+/* A deep page (ORDER BY <number column> LIMIT n OFFSET k, rank_on): the
+ * walk's candidates narrowed to the rows of ranks [k, k + n) and those
+ * tied with them (colwalk_rank_window), when the candidates are exactly
+ * the rows that pass every condition (no text predicate; column predicates
+ * only, each segment's matched as a bitmap) and the column is a number:
+ * the top-N above then sorts a page's worth of rows instead of k + n, and
+ * the Limit skips k - rank_before. */
+static int run_rank_window(SqlCtx *cx, SqlTableScan *sc, QrColType ct, int n_cp)
+{
+    SqlScanRun *R = sc->run;
+    Snapshot *snap = R->snap;
+    sc->rank_before = 0;
+    if (sc->n_texts || sc->drive >= 0 || n_cp != sc->n_conj ||
+        (ct != QR_COL_INT64 && ct != QR_COL_TIMESTAMP && ct != QR_COL_FLOAT64))
+        return QR_OK;
+    for (int si = 0; si < snap->n_segs; si++)
+        if (n_cp && !R->oskip[si] && !R->ocands[si])
+            return QR_OK; /* rows of a segment are checked one by one (a field retyped since) */
+    roaring_bitmap_t **win = qr_calloc((size_t)snap->n_segs + 1, sizeof *win);
+    if (!win)
+        return sql_err_at(cx, -1, QR_ENOMEM, NULL, "out of memory");
+    QrError e;
+    qr_error_clear(&e);
+    uint64_t before;
+    int rc = colwalk_rank_window(snap->segs, (const roaring_bitmap_t *const *)snap->dels,
+                                 snap->n_segs, sc->scope->cols[sc->order_col].field, ct,
+                                 sc->order_desc, sc->order_nulls_first, R->ocands, R->oskip,
+                                 sc->rank_from, sc->rank_count, win, &before, &e);
+    if (rc == QR_EUNSUPPORTED) {
+        qr_free(win);
+        return QR_OK; /* the walk alone, as planned */
+    }
+    if (rc != QR_OK) {
+        qr_free(win);
+        qr_error_copy(cx->err, &e);
+        return rc;
+    }
+    sc->rank_used = true;
+    sc->rank_before = before;
+    for (int si = 0; si < snap->n_segs; si++) {
+        if (R->ocands[si])
+            roaring_bitmap_free(R->ocands[si]);
+        R->ocands[si] = win[si];
+        uint64_t n = win[si] ? roaring_bitmap_get_cardinality(win[si]) : 0;
+        R->oskip[si] = n == 0;
+        sc->rank_rows += n;
+    }
+    qr_free(win);
+    return QR_OK;
+}
+
 /* The ordered walk: every block holding a candidate, best zone-map bound
  * first (colwalk.h, as the HTTP search's sort by a column). */
 static int run_ordered_setup(SqlCtx *cx, SqlTableScan *sc)
@@ -1860,6 +1912,8 @@ static int run_ordered_setup(SqlCtx *cx, SqlTableScan *sc)
     QrError e;
     qr_error_clear(&e);
     QrColType ct = (QrColType)qr_filter_field_coltype(qr_table_schema(sc->t), col->field);
+    if (sc->rank_on && (rc = run_rank_window(cx, sc, ct, n_cp)))
+        return rc;
     if (colwalk_order_open(snap->segs, (const roaring_bitmap_t *const *)snap->dels, snap->n_segs,
                            col->field, ct, sc->order_desc, sc->order_nulls_first, R->ocands,
                            R->oskip, &R->walk, &e) != QR_OK) {

@@ -5,9 +5,11 @@
 #include "store/buf.h"
 #include "store/mem.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
 
 void qr_buf_init(QrBuf *b)
@@ -322,14 +324,100 @@ void qr_buf_json_str(QrBuf *b, const char *s, size_t n)
     qr_buf_putc(b, '"');
 }
 
+/* d's digits rounded to p significant digits as "%.{p}g" prints them,
+ * derived from its 17 correctly rounded digits dig[0..17) (decimal
+ * exponent e): exact unless the digits cut off are a half to within the
+ * 17th digit's rounding, when *ok is false and the caller prints it. */
+static void g_from_digits(const char *dig, int e, bool neg, int p, char *out, bool *ok)
+{
+    char r[18];
+    memcpy(r, dig, (size_t)p);
+    int tail = p >= 17 ? 0 : p == 16 ? dig[16] - '0' : (dig[15] - '0') * 10 + (dig[16] - '0');
+    int half = p >= 17 ? 1 : p == 16 ? 5 : 50;
+    *ok = tail != half;
+    if (!*ok)
+        return;
+    if (tail > half) { /* round up, carrying */
+        int i = p - 1;
+        while (i >= 0 && r[i] == '9')
+            r[i--] = '0';
+        if (i >= 0) {
+            r[i]++;
+        } else {
+            r[0] = '1'; /* 99...9 became 100...0: one more digit before the point */
+            e++;
+        }
+    }
+    int nd = p; /* %g drops trailing zeros (and a point left alone) */
+    while (nd > 1 && r[nd - 1] == '0')
+        nd--;
+    char *o = out;
+    if (neg)
+        *o++ = '-';
+    if (e < -4 || e >= p) {
+        *o++ = r[0];
+        if (nd > 1) {
+            *o++ = '.';
+            memcpy(o, r + 1, (size_t)nd - 1);
+            o += nd - 1;
+        }
+        sprintf(o, "e%c%02d", e < 0 ? '-' : '+', e < 0 ? -e : e);
+        return;
+    }
+    if (e < 0) {
+        *o++ = '0';
+        *o++ = '.';
+        for (int z = 0; z < -e - 1; z++)
+            *o++ = '0';
+        memcpy(o, r, (size_t)nd);
+        o += nd;
+    } else {
+        int ip = e + 1; /* digits before the point */
+        for (int i = 0; i < ip; i++)
+            *o++ = i < nd ? r[i] : '0';
+        if (nd > ip) {
+            *o++ = '.';
+            memcpy(o, r + ip, (size_t)(nd - ip));
+            o += nd - ip;
+        }
+    }
+    *o = '\0';
+}
+
 void qr_buf_double(QrBuf *b, double d, bool f4)
 {
     char t[40];
-    for (int p = f4 ? 6 : 15; p <= 17; p++) {
-        snprintf(t, sizeof t, "%.*g", p, d);
-        if (f4 ? (float)strtod(t, NULL) == (float)d : strtod(t, NULL) == d)
-            break;
+    if (f4 || !isfinite(d)) {
+        for (int p = f4 ? 6 : 15; p <= 17; p++) {
+            snprintf(t, sizeof t, "%.*g", p, d);
+            if (f4 ? (float)strtod(t, NULL) == (float)d : strtod(t, NULL) == d)
+                break;
+        }
+        qr_buf_append(b, t, strlen(t));
+        return;
     }
+    /* the shortest of 15, 16, 17 digits that reads back as d, as the loop
+     * above finds it, with one conversion of the value to decimal instead
+     * of three: 15 and 16 digits are rounded from the 17 */
+    char e17[40], dig[17];
+    snprintf(e17, sizeof e17, "%.16e", d); /* [-]d.dddddddddddddddde[+-]XX */
+    bool neg = e17[0] == '-';
+    const char *m = e17 + neg;
+    dig[0] = m[0];
+    memcpy(dig + 1, m + 2, 16);
+    int e = atoi(m + 19);
+    for (int p = 15; p <= 16; p++) {
+        bool ok;
+        g_from_digits(dig, e, neg, p, t, &ok);
+        if (!ok)
+            snprintf(t, sizeof t, "%.*g", p, d);
+        if (strtod(t, NULL) == d) {
+            qr_buf_append(b, t, strlen(t));
+            return;
+        }
+    }
+    bool ok;
+    g_from_digits(dig, e, neg, 17, t, &ok); /* the 17 digits as they are */
     qr_buf_append(b, t, strlen(t));
 }
 

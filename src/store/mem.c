@@ -160,23 +160,39 @@ static bool budgeted(const QrArena *a) { return a->cap || (a->budget && a->budge
  * a statement that fits. */
 #define ARENA_MAX_GROWN (1u << 20)
 
-/* Blocks of the grown size that statements gave back, kept for the next
- * one (a few, process-wide): each fresh block is a mapping whose pages
- * fault in one by one, and a statement collecting many rows took a fifth
- * of its time in the kernel mapping and unmapping them.  Bounded, so the
- * memory of a large statement still goes back to the system. */
+/* Blocks of the sizes mapped on their own (256 KiB, the server's mmap
+ * threshold, up to the grown size) that statements gave back, kept for the
+ * next one (a few per size, process-wide): each fresh block is a mapping
+ * whose pages fault in one by one, and a statement collecting many rows
+ * took a fifth of its time in the kernel mapping and unmapping them (a
+ * GROUP BY of a few hundred groups, whose arena grows through 256 and 512
+ * KiB, a quarter).  Bounded, so the memory of a large statement still goes
+ * back to the system. */
 #define ARENA_CACHE_MAX 8
+#define ARENA_CACHE_CLASSES 3 /* 256 KiB, 512 KiB, ARENA_MAX_GROWN */
 static pthread_mutex_t cache_mu = PTHREAD_MUTEX_INITIALIZER;
-static ArenaBlock *cache_head;
-static int cache_n;
+static ArenaBlock *cache_head[ARENA_CACHE_CLASSES];
+static int cache_n[ARENA_CACHE_CLASSES];
 
-static ArenaBlock *cache_pop(void)
+/* The cache's list for blocks of sz bytes, or -1. */
+static int cache_class(size_t sz)
 {
+    for (int c = 0; c < ARENA_CACHE_CLASSES; c++)
+        if (sz == (size_t)ARENA_MAX_GROWN >> (ARENA_CACHE_CLASSES - 1 - c))
+            return c;
+    return -1;
+}
+
+static ArenaBlock *cache_pop(size_t sz)
+{
+    int c = cache_class(sz);
+    if (c < 0)
+        return NULL;
     pthread_mutex_lock(&cache_mu);
-    ArenaBlock *b = cache_head;
+    ArenaBlock *b = cache_head[c];
     if (b) {
-        cache_head = b->next;
-        cache_n--;
+        cache_head[c] = b->next;
+        cache_n[c]--;
     }
     pthread_mutex_unlock(&cache_mu);
     return b;
@@ -189,13 +205,14 @@ static void block_free(QrArena *a, ArenaBlock *b)
         return;
     if (budgeted(a))
         qr_mem_budget_give(ARENA_HDR + b->size);
-    if (b->size == ARENA_MAX_GROWN) {
+    int c = cache_class(b->size);
+    if (c >= 0) {
         pthread_mutex_lock(&cache_mu);
-        bool kept = cache_n < ARENA_CACHE_MAX;
+        bool kept = cache_n[c] < ARENA_CACHE_MAX;
         if (kept) {
-            b->next = cache_head;
-            cache_head = b;
-            cache_n++;
+            b->next = cache_head[c];
+            cache_head[c] = b;
+            cache_n[c]++;
         }
         pthread_mutex_unlock(&cache_mu);
         if (kept)
@@ -290,6 +307,12 @@ void *qr_arena_alloc(QrArena *a, size_t n)
             sz = ARENA_MAX_GROWN; /* grown: stay there */
         else if (b && b->size * 2 > sz)
             sz = b->size * 2;
+        /* the sizes the cache keeps: a grown block between the mmap
+         * threshold and the grown size takes the next power of two (after a
+         * first block of 40 KiB, the blocks would grow 80, 160, 320, 640 KiB,
+         * none cached); a block sized for one large allocation stays its size */
+        if (sz > (size_t)ARENA_MAX_GROWN >> ARENA_CACHE_CLASSES && sz < ARENA_MAX_GROWN)
+            sz = (size_t)1 << (64 - __builtin_clzll((unsigned long long)sz - 1));
         if (sz < n)
             sz = n;
         ArenaBlock *nb;
@@ -307,7 +330,7 @@ void *qr_arena_alloc(QrArena *a, size_t n)
                 }
                 return NULL;
             }
-            nb = sz == ARENA_MAX_GROWN ? cache_pop() : NULL;
+            nb = cache_pop(sz);
             if (!nb)
                 nb = qr_malloc(ARENA_HDR + sz);
             if (!nb) {

@@ -10,6 +10,8 @@
  */
 #include "query/exec/exec.h"
 
+#include "query/colwalk.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,15 +96,17 @@ static char num_kind(const SqlAgg *a)
     return sqlt_is_int(t) || sqlt_is_ts(t) ? 'i' : sqlt_is_float(t) ? 'f' : 0;
 }
 
-static uint64_t key_of_int(int64_t x) { return (uint64_t)x ^ (1ull << 63); }
-
-static uint64_t key_of_double(double d)
+/* An integer sum as a double (sum_i, or the 128-bit sum past int64). */
+static double agg_int_sum(const SqlAggState *st)
 {
-    uint64_t u;
-    if (isnan(d))
-        d = NAN;
-    memcpy(&u, &d, sizeof u);
-    return u >> 63 ? ~u : u | (1ull << 63);
+    return st->sum_is_w ? (double)st->sum_w : (double)st->sum_i;
+}
+
+bool sql_agg_same_keys(const SqlAgg *a, const SqlAgg *b)
+{
+    return num_kind(a) && num_kind(a) == num_kind(b) && !a->filter && !b->filter &&
+           !a->n_order && !b->n_order && a->arg->type == b->arg->type &&
+           sql_expr_same(a->arg, b->arg);
 }
 
 static SqlValue value_of_key(const SqlAgg *a, uint64_t k)
@@ -134,42 +138,6 @@ static int agg_push_key(SqlCtx *cx, SqlAggState *st, const uint64_t *k, uint64_t
         memcpy(st->keys + st->n_keys, k, n * sizeof *k);
     st->n_keys += n;
     return QR_OK;
-}
-
-/* select_kth over keys. */
-static void select_kth_key(uint64_t *v, uint64_t n, uint64_t k)
-{
-    uint64_t lo = 0, hi = n - 1, t;
-#define SWAPK(a, b) (t = v[a], v[a] = v[b], v[b] = t)
-    while (lo < hi) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (v[mid] < v[lo])
-            SWAPK(mid, lo);
-        if (v[hi] < v[lo])
-            SWAPK(hi, lo);
-        if (v[hi] < v[mid])
-            SWAPK(hi, mid);
-        uint64_t pivot = v[mid];
-        int64_t i = (int64_t)lo, j = (int64_t)hi;
-        while (i <= j) {
-            while (v[i] < pivot)
-                i++;
-            while (v[j] > pivot)
-                j--;
-            if (i <= j) {
-                SWAPK(i, j);
-                i++;
-                j--;
-            }
-        }
-        if ((int64_t)k <= j)
-            hi = (uint64_t)j;
-        else if ((int64_t)k >= i)
-            lo = (uint64_t)i;
-        else
-            break;
-    }
-#undef SWAPK
 }
 
 /* A state holding both keys and values (rows of other types than the
@@ -249,7 +217,7 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
     }
     char nk = num_kind(a);
     if ((nk == 'i' && (sqlt_is_int(v.type) || sqlt_is_ts(v.type))) || (nk == 'f' && sqlt_is_float(v.type))) {
-        uint64_t k = nk == 'f' ? key_of_double(v.u.f) : key_of_int(v.u.i);
+        uint64_t k = nk == 'f' ? colwalk_okey_double(v.u.f) : colwalk_okey_int(v.u.i);
         *keep = true; /* the keys' array may have grown in the arena */
         return agg_push_key(cx, st, &k, 1);
     }
@@ -264,16 +232,21 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
     case SA_SUM:
     case SA_AVG:
         if (sqlt_is_int(v.type) && !st->sum_is_f) {
-            if (__builtin_add_overflow(st->sum_i, v.u.i, &st->sum_i)) {
+            int64_t t; /* past int64: avg goes on exactly in 128 bits */
+            if (st->sum_is_w) {
+                st->sum_w += v.u.i;
+            } else if (__builtin_add_overflow(st->sum_i, v.u.i, &t)) {
                 if (a->kind == SA_SUM)
                     return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
-                st->sum_is_f = true;
-                st->sum_f = (double)st->sum_i + (double)v.u.i;
+                st->sum_is_w = true;
+                st->sum_w = (__int128)st->sum_i + v.u.i;
+            } else {
+                st->sum_i = t;
             }
         } else {
             if (!st->sum_is_f) {
                 st->sum_is_f = true;
-                st->sum_f = (double)st->sum_i;
+                st->sum_f = agg_int_sum(st);
             }
             double d = v.u.f;
             if (v.type == QR_SQL_NUMERIC || sqlt_is_int(v.type)) {
@@ -429,48 +402,50 @@ static int final_collected(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValu
     return sql_agg_final(cx, &plain, &s2, out);
 }
 
-/* percentile_disc / percentile_cont at fraction p of a state's keys. */
-static void pct_keys(const SqlAgg *a, SqlAggState *st, double p, SqlValue *out)
+/* percentile_disc / percentile_cont at fraction p of a state's keys: the
+ * one or two order statistics selected by rank (colwalk_rank_keys: a few
+ * passes, the keys left as they are, so percentiles sharing them take
+ * turns), with scratch from the arena given back after. */
+static int pct_keys(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, double p, SqlValue *out)
 {
-    uint64_t n = st->n_keys, *v = st->keys;
+    uint64_t n = st->n_keys, *v = st->keys, lt;
+    QrArenaMark mark = qr_arena_mark(cx->arena);
+    uint64_t *scratch = qr_arena_alloc(cx->arena, (2 * n + 1) * sizeof *scratch);
+    if (!scratch)
+        return sql_nomem(cx);
     if (a->kind == SA_PCT_DISC) {
         /* the first value whose position >= p * n */
         double pos = p * (double)n;
         uint64_t k = pos <= 0 ? 0 : (uint64_t)ceil(pos) - 1;
         if (k >= n)
             k = n - 1;
-        select_kth_key(v, n, k);
-        *out = value_of_key(a, v[k]);
+        *out = value_of_key(a, colwalk_rank_keys(v, n, k, k, scratch, NULL, &lt));
         out->type = a->type;
-        return;
+        qr_arena_release(cx->arena, mark);
+        return QR_OK;
     }
     double pos = p * (double)(n - 1);
-    uint64_t lo = (uint64_t)floor(pos), hi = (uint64_t)ceil(pos);
-    select_kth_key(v, n, lo);
-    uint64_t hk = v[lo];
-    if (hi != lo) { /* the next order statistic: the least key after lo */
-        hk = v[lo + 1];
-        for (uint64_t i = lo + 2; i < n; i++)
-            if (v[i] < hk)
-                hk = v[i];
-    }
-    SqlValue lv = value_of_key(a, v[lo]), hv = value_of_key(a, hk);
+    uint64_t lo = (uint64_t)floor(pos), hi = (uint64_t)ceil(pos), hk;
+    uint64_t lk = colwalk_rank_keys(v, n, lo, hi, scratch, &hk, &lt);
+    qr_arena_release(cx->arena, mark);
+    SqlValue lv = value_of_key(a, lk), hv = value_of_key(a, hk);
     if (sqlt_is_ts(a->arg->type)) {
         double x = (double)lv.u.i, y = (double)hv.u.i;
         out->is_null = false;
         out->u.i = (int64_t)llround(x + (y - x) * (pos - (double)lo));
         out->type = a->type;
-        return;
+        return QR_OK;
     }
     double x = num_kind(a) == 'f' ? lv.u.f : (double)lv.u.i, y = num_kind(a) == 'f' ? hv.u.f : (double)hv.u.i;
     *out = sqlv_float(x + (y - x) * (pos - (double)lo));
+    return QR_OK;
 }
 
 /* sum(numeric), added as float8: its 15 significant digits, at the scale of
  * a numeric(p, s) argument (a sum of values of scale s has scale s). */
 static int num_sum(SqlCtx *cx, const SqlAgg *a, const SqlAggState *st, SqlValue *out)
 {
-    int rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, out);
+    int rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : agg_int_sum(st), out);
     if (rc || a->arg->typmod < 4)
         return rc;
     return sqln_round(cx, out, (a->arg->typmod - 4) & 0xffff, SQLN_ROUND, out);
@@ -499,6 +474,8 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
     case SA_SUM:
         if (!st->count)
             return QR_OK;
+        if (st->sum_is_w) /* (step and merge refuse it first) */
+            return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
         if (st->sum_is_f)
             *out = sqlv_float(st->sum_f);
         else
@@ -517,7 +494,7 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
             int nrc = num_sum(cx, a, st, &sum);
             return nrc ? nrc : sqln_avg(cx, &sum, st->count, out);
         }
-        *out = sqlv_float((st->sum_is_f ? st->sum_f : (double)st->sum_i) / (double)st->count);
+        *out = sqlv_float((st->sum_is_f ? st->sum_f : agg_int_sum(st)) / (double)st->count);
         return QR_OK;
     case SA_MIN:
     case SA_MAX:
@@ -568,10 +545,8 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
         if (p < 0 || p > 1 || isnan(p))
             return sql_err_at(cx, a->arg2->loc, QR_EINVAL, "22003",
                               "percentile value %g is not between 0 and 1", p);
-        if (st->n_keys) {
-            pct_keys(a, st, p, out);
-            return QR_OK;
-        }
+        if (st->n_keys)
+            return pct_keys(cx, a, st, p, out);
         /* DISTINCT values arrive sorted; others are only partly ordered,
          * enough to put the one or two order statistics in place */
         uint64_t n = st->n_vals;
@@ -633,22 +608,26 @@ int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlCo
     switch (A->kind) {
     case SA_SUM:
     case SA_AVG:
-        if (!fl && P->sum_is_f && A->kind == SA_SUM)
+        if (!fl && P->sum_is_w && A->kind == SA_SUM)
             return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
-        if (!P->sum_is_f && !st->sum_is_f) {
-            if (!__builtin_add_overflow(st->sum_i, P->sum_i, &st->sum_i))
+        if (!P->sum_is_f && !st->sum_is_f) { /* integers: exact, in 128 bits past int64 */
+            __int128 t = (st->sum_is_w ? st->sum_w : (__int128)st->sum_i) +
+                         (P->sum_is_w ? P->sum_w : (__int128)P->sum_i);
+            if (!st->sum_is_w && t >= INT64_MIN && t <= INT64_MAX) {
+                st->sum_i = (int64_t)t;
                 break;
+            }
             if (A->kind == SA_SUM)
                 return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
-            st->sum_is_f = true;
-            st->sum_f = (double)st->sum_i + (double)P->sum_i;
+            st->sum_is_w = true;
+            st->sum_w = t;
             break;
         }
         if (!st->sum_is_f) {
             st->sum_is_f = true;
-            st->sum_f = (double)st->sum_i;
+            st->sum_f = agg_int_sum(st);
         }
-        st->sum_f += P->sum_is_f ? P->sum_f : (double)P->sum_i;
+        st->sum_f += P->sum_is_f ? P->sum_f : P->sum_is_w ? (double)P->sum_w : (double)P->sum_i;
         break;
     case SA_PCT_CONT:
     case SA_PCT_DISC:
@@ -662,7 +641,7 @@ int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlCo
         for (uint64_t i = base; i < st->n_keys; i++) { /* values to keys, in place */
             double d;
             memcpy(&d, &st->keys[i], sizeof d);
-            st->keys[i] = P->vals_f ? key_of_double(d) : key_of_int((int64_t)st->keys[i]);
+            st->keys[i] = P->vals_f ? colwalk_okey_double(d) : colwalk_okey_int((int64_t)st->keys[i]);
         }
         break;
     }
@@ -711,7 +690,8 @@ int sql_agg_unstep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRo
     }
     if (a->kind != SA_COUNT) {
         /* exact only while the sum is an integer */
-        if (!sqlt_is_int(v.type) || st->sum_is_f || __builtin_sub_overflow(st->sum_i, v.u.i, &st->sum_i))
+        if (!sqlt_is_int(v.type) || st->sum_is_f || st->sum_is_w ||
+            __builtin_sub_overflow(st->sum_i, v.u.i, &st->sum_i))
             return QR_OK;
     }
     st->count--;

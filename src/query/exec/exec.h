@@ -277,6 +277,9 @@ bool sql_topn_may_enter(void *topn, const SqlValue *key);
 SqlOp *sql_op_unique_on(SqlCtx *cx, SqlOp *kid, const int *cols, int n);
 /* op_limit.c: skip `offset` rows, then hand out at most `limit`. */
 SqlOp *sql_op_limit(SqlCtx *cx, SqlOp *kid, uint64_t limit, uint64_t offset);
+/* ... of which *less (read when the first batch arrives: a scan's
+ * rank_before) the tree below has dropped already. */
+void sql_op_limit_less(SqlOp *limit, const uint64_t *less);
 /* op_unique.c: the first of every set of equal rows (first `key_width`
  * values compared; NULLs equal each other). */
 SqlOp *sql_op_unique(SqlCtx *cx, SqlOp *kid, int key_width);
@@ -451,6 +454,8 @@ typedef struct SqlAggState {
     int64_t sum_i;
     double sum_f;
     bool sum_is_f;
+    __int128 sum_w;           /* avg of integers past int64: the exact sum (sum_is_w) */
+    bool sum_is_w;
     SqlValue best;            /* min / max */
     bool has;
     bool bool_acc;
@@ -474,6 +479,10 @@ int sql_agg_unstep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const SqlEvalRo
 /* Merge one segment's column-block partial state into st. */
 int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *a, SqlAggState *st,
                        const SqlColAggPart *part, int64_t group_rows);
+/* Do percentiles a and b keep the same order keys (numbers of one
+ * argument, no FILTER)?  Then one state can serve both: their finals only
+ * select from the keys, which they leave as a multiset. */
+bool sql_agg_same_keys(const SqlAgg *a, const SqlAgg *b);
 /* EXPLAIN label of an aggregate ("count(*)", "sum(n)"). */
 const char *sql_agg_name(const SqlAgg *a);
 

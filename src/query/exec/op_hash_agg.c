@@ -45,6 +45,8 @@ typedef struct AggOp {
     const SqlColAggPart *ca_parts; /* through a join: the key's partial states */
     QrSqlType ca_key_type;
     bool colagg_used;
+    int *same;                /* per aggregate: an earlier one whose state it reads at the end
+                                 (percentiles of one argument: sql_agg_same_keys), or -1 */
     int *cols;                /* input columns the keys, aggregates and HAVING read */
     int n_cols;
     int64_t *slots;           /* hash: group index or -1 (arena) */
@@ -187,7 +189,8 @@ static int add_row_sets(AggOp *a, SqlCtx *cx, const SqlEvalRow *er)
         qr_arena_release(cx->arena, keys_mark);
     for (int si = 0; si < sp->n_sets && rc == QR_OK; si++)
         for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
-            rc = sql_agg_step(cx, sp->aggs[k], &a->gs[a->set_gi[si]].st[k], er);
+            if (a->same[k] < 0)
+                rc = sql_agg_step(cx, sp->aggs[k], &a->gs[a->set_gi[si]].st[k], er);
     return rc;
 }
 
@@ -202,7 +205,8 @@ static int colagg_joined(void *arg, const SqlValue *row)
     int64_t gi;
     int rc = find_group(a, cx, &er, &gi);
     for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
-        rc = sql_agg_merge_part(cx, sp->aggs[k], &a->gs[gi].st[k], &a->ca_parts[k], a->ca_parts[0].rows);
+        if (a->same[k] < 0)
+            rc = sql_agg_merge_part(cx, sp->aggs[k], &a->gs[gi].st[k], &a->ca_parts[k], a->ca_parts[0].rows);
     return rc;
 }
 
@@ -228,7 +232,8 @@ static int colagg_emit(void *arg, const SqlValue *key, const SqlColAggPart *part
     int64_t gi;
     int rc = find_group(a, cx, &er, &gi);
     for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
-        rc = sql_agg_merge_part(cx, sp->aggs[k], &a->gs[gi].st[k], &parts[k], parts[0].rows);
+        if (a->same[k] < 0)
+            rc = sql_agg_merge_part(cx, sp->aggs[k], &a->gs[gi].st[k], &parts[k], parts[0].rows);
     return rc;
 }
 
@@ -287,8 +292,14 @@ static int finish(AggOp *a, SqlCtx *cx)
         SqlValue *o = a->out + a->n_out * (uint64_t)W;
         memcpy(o, a->gs[g].rep, (size_t)sp->in_width * sizeof *o);
         SqlValue *aggv = o + sp->in_width;
-        for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
-            rc = sql_agg_final(cx, sp->aggs[k], &a->gs[g].st[k], &aggv[k]);
+        for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++) {
+            SqlAggState shared, *st = &a->gs[g].st[k];
+            if (a->same[k] >= 0) { /* the earlier one's keys (its final left them a multiset) */
+                shared = a->gs[g].st[a->same[k]];
+                st = &shared;
+            }
+            rc = sql_agg_final(cx, sp->aggs[k], st, &aggv[k]);
+        }
         group_refs(a, &a->gs[g], aggv);
         bool pass = true;
         SqlEvalRow er = {.row = o, .aggv = aggv, .doc = -1};
@@ -343,7 +354,8 @@ static int agg_open(SqlOp *op, SqlCtx *cx)
             if ((rc = find_group(a, cx, &er, &gi)))
                 break;
             for (int k = 0; k < sp->n_aggs && rc == QR_OK; k++)
-                rc = sql_agg_step(cx, sp->aggs[k], &a->gs[gi].st[k], &er);
+                if (a->same[k] < 0)
+                    rc = sql_agg_step(cx, sp->aggs[k], &a->gs[gi].st[k], &er);
         }
         if (rc == QR_OK)
             rc = sql_check_now(cx);
@@ -457,12 +469,30 @@ SqlOp *sql_op_hash_agg(SqlCtx *cx, SqlOp *kid, const SqlAggSpec *spec)
         marks[c] |= spec->need ? spec->need[c] : 1;
     if (!(a->cols = sql_cols_list(cx, marks, kid->width, &a->n_cols)))
         return NULL;
+    if (!(a->same = qr_arena_alloc(cx->arena, ((size_t)spec->n_aggs + 1) * sizeof *a->same))) {
+        sql_nomem(cx);
+        return NULL;
+    }
+    for (int k = 0; k < spec->n_aggs; k++) {
+        a->same[k] = -1;
+        for (int j = 0; j < k && a->same[k] < 0; j++)
+            if (a->same[j] < 0 && sql_agg_same_keys(spec->aggs[j], spec->aggs[k]))
+                a->same[k] = j;
+    }
     if (spec->colagg_scan) {
         SqlTableScan *sc = spec->colagg_scan;
         a->ca.group_field = spec->colagg_col >= 0 ? sc->scope->cols[spec->colagg_col].field : -1;
         a->ca.n = spec->n_aggs;
         a->ca.field = spec->colagg_field;
         a->ca.keep = spec->colagg_keep;
+        bool *mm = qr_arena_calloc(cx->arena, (size_t)spec->n_aggs + 1);
+        if (!mm) {
+            sql_nomem(cx);
+            return NULL;
+        }
+        for (int k = 0; k < spec->n_aggs; k++)
+            mm[k] = spec->aggs[k]->kind == SA_MIN || spec->aggs[k]->kind == SA_MAX;
+        a->ca.minmax = mm;
         a->ca.emit = colagg_emit;
         a->ca.arg = a;
         if (!(a->ca_row = qr_arena_alloc(cx->arena, ((size_t)spec->in_width + 1) * sizeof *a->ca_row))) {

@@ -13,6 +13,8 @@ typedef struct LimitOp {
     uint64_t limit, offset;   /* limit UINT64_MAX: all */
     uint64_t skipped, given;
     uint16_t *sel;
+    const uint64_t *less;     /* borrows, may be NULL: rows of the offset the tree below
+                                 dropped itself, known once it handed out its first batch */
 } LimitOp;
 
 static int limit_open(SqlOp *op, SqlCtx *cx)
@@ -32,6 +34,8 @@ static int limit_next(SqlOp *op, SqlCtx *cx, SqlBatch **out)
         if (rc || !b)
             return rc;
         int from = 0;
+        if (l->less && l->skipped == 0 && l->given == 0) /* the first batch */
+            l->skipped = *l->less < l->offset ? *l->less : l->offset;
         if (l->skipped < l->offset) {
             uint64_t skip = l->offset - l->skipped;
             if (skip >= (uint64_t)b->n) {
@@ -55,6 +59,11 @@ static int limit_next(SqlOp *op, SqlCtx *cx, SqlBatch **out)
         return QR_OK;
     }
     return QR_OK;
+}
+
+void sql_op_limit_less(SqlOp *op, const uint64_t *less)
+{
+    ((LimitOp *)op)->less = less;
 }
 
 static void limit_close(SqlOp *op, SqlCtx *cx)

@@ -101,6 +101,10 @@ static void scan_explain(const SqlOp *op, SqlCtx *cx, SqlExplainNode *n)
     if (sc->ordered)
         sql_explain_prop(n, cx, "Order", "%s %s, blocks best zone-map bound first",
                          sc->scope->cols[sc->order_col].name, sc->order_desc ? "DESC" : "ASC");
+    if (sc->ordered && sc->rank_on)
+        sql_explain_prop(n, cx, "Deep Page", "ranks %" PRIu64 " to %" PRIu64
+                         ", by rank on the column when every condition is a column predicate",
+                         sc->rank_from, sc->rank_from + sc->rank_count - 1);
     QrBuf b;
     qr_buf_init(&b);
     for (int i = 0; i < sc->n_alts; i++)
@@ -125,6 +129,12 @@ static void scan_explain(const SqlOp *op, SqlCtx *cx, SqlExplainNode *n)
         sql_explain_actual(n, cx, "Ordered Walk",
                            "%" PRIu64 " of %" PRIu64 " blocks read, %" PRIu64 " rows skipped by their key",
                            sc->ord_blocks_read, sc->ord_blocks_total, sc->ord_rows_skipped);
+    if (sc->rank_used)
+        sql_explain_actual(n, cx, "Rank Window",
+                           "rows %" PRIu64 " to %" PRIu64 ": %" PRIu64 " rows kept with their ties, %"
+                           PRIu64 " before",
+                           sc->rank_from, sc->rank_from + sc->rank_count - 1, sc->rank_rows,
+                           sc->rank_before);
     if (sc->n_texts)
         sql_explain_actual(n, cx, "Posting Blocks", "%" PRIu64 " decoded, %" PRIu64 " skipped%s%s",
                            sc->post_blocks_decoded, sc->post_blocks_skipped,

@@ -22,6 +22,14 @@
 
 static int nomem(SqlCtx *cx) { return sql_nomem(cx); }
 
+/* OFFSET from which ORDER BY <column> LIMIT n OFFSET k is a deep page: a
+ * pass over the column's candidates (selecting the page's keys by rank)
+ * then costs less than a top-N of k + n rows. */
+#define SQL_DEEP_OFFSET 1000
+/* ... and below which LIMIT and OFFSET keep the top-N's arithmetic (twice
+ * their sum) far from overflowing; past it, a plain sort. */
+#define SQL_DEEP_MAX (1ull << 40)
+
 /* A LIMIT or OFFSET value (dflt when absent or NULL). */
 static int limit_value(SqlCtx *cx, const SqlExpr *e, uint64_t dflt, uint64_t *out)
 {
@@ -286,17 +294,29 @@ static int plan_plain(SqlPlanRun *pr, SqlQuery *s, const QrSqlType *want, SqlOp 
     }
     /* ORDER BY a column of the one table LIMIT k: the scan may walk the
      * column's blocks best zone-map bound first, asking the top-N above */
-    bool topn = n_sort && limit != UINT64_MAX && !distinct && !s->n_distinct_on &&
-                limit + offset <= 100000 && limit + offset > 0;
-    if (topn && one_table && !grouped && !has_srf && !all_rows) {
+    bool by_col = false;
+    if (n_sort && one_table && !grouped && !has_srf && !all_rows) {
         const SqlExpr *k0 = keys[0].col < n_tg ? tg[keys[0].col].e : extra[keys[0].col - n_tg];
-        if (k0->kind == SE_COL && k0->col >= sc0->first && k0->col < sc0->first + sc0->n_cols) {
-            sc0->order_on = true;
-            sc0->order_col = k0->col;
-            sc0->order_desc = keys[0].desc;
-            sc0->order_nulls_first = keys[0].nulls_first;
-            sc0->order_may_enter = sql_topn_may_enter;
-        }
+        by_col = k0->kind == SE_COL && k0->col >= sc0->first && k0->col < sc0->first + sc0->n_cols;
+    }
+    /* ... and a deep page of it (OFFSET k large, every condition on the
+     * scan): the scan keeps only the page's rows and their ties, found by
+     * rank on the raw column (docs/planner.md, "deep pages"), so the top-N
+     * holds a page instead of k rows, whatever k */
+    bool deep = by_col && limit > 0 && limit < SQL_DEEP_MAX && offset >= SQL_DEEP_OFFSET &&
+                offset < SQL_DEEP_MAX && n_conj == sc0->n_conj && !distinct && !s->n_distinct_on;
+    bool topn = n_sort && limit != UINT64_MAX && !distinct && !s->n_distinct_on &&
+                ((limit + offset <= 100000 && limit + offset > 0) || deep);
+    if (topn && by_col) {
+        const SqlExpr *k0 = keys[0].col < n_tg ? tg[keys[0].col].e : extra[keys[0].col - n_tg];
+        sc0->order_on = true;
+        sc0->order_col = k0->col;
+        sc0->order_desc = keys[0].desc;
+        sc0->order_nulls_first = keys[0].nulls_first;
+        sc0->order_may_enter = sql_topn_may_enter;
+        sc0->rank_on = deep;
+        sc0->rank_from = offset;
+        sc0->rank_count = limit;
     }
     /* EXPLAIN (SCORES): the outermost query's first table with a text predicate */
     for (int ii = 0; ii < s->n_items && cx->scores && cx->depth == 0 && !cx->scores_scan; ii++)
@@ -398,6 +418,8 @@ static int plan_plain(SqlPlanRun *pr, SqlQuery *s, const QrSqlType *want, SqlOp 
     }
     if ((limit != UINT64_MAX || offset) && !(tree = sql_op_limit(cx, tree, limit, offset)))
         return cx->err->code;
+    if (sc0 && sc0->rank_on)
+        sql_op_limit_less(tree, &sc0->rank_before);
     tree->scope = &s->scope;
     *out = tree;
     return QR_OK;

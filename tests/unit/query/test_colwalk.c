@@ -189,6 +189,18 @@ static void free_cands(Env *e, roaring_bitmap_t **c)
     free(c);
 }
 
+/* Segment si's candidates of c as a bitmap of their own (every live doc
+ * when c[si] is NULL). */
+static roaring_bitmap_t *cands_of(Env *e, roaring_bitmap_t **c, int si)
+{
+    roaring_bitmap_t *cand = c[si] ? roaring_bitmap_copy(c[si]) : roaring_bitmap_create();
+    if (!c[si])
+        for (uint32_t d = 0; d < seg_n_docs(e->snap->segs[si]); d++)
+            if (!snapshot_deleted(e->snap, si, d))
+                roaring_bitmap_add(cand, d);
+    return cand;
+}
+
 static bool is_cand(Env *e, roaring_bitmap_t **c, int si, uint32_t d)
 {
     return c[si] ? roaring_bitmap_contains(c[si], d) : !snapshot_deleted(e->snap, si, d);
@@ -354,11 +366,7 @@ Test(colwalk, blocks_and_groups_equal_brute_force)
         roaring_bitmap_t **c = random_cands(&e, &rng, dens[di]);
         for (int si = 0; si < e.snap->n_segs; si++) {
             Segment *seg = e.snap->segs[si];
-            roaring_bitmap_t *cand = c[si] ? roaring_bitmap_copy(c[si]) : roaring_bitmap_create();
-            if (!c[si])
-                for (uint32_t d = 0; d < seg_n_docs(seg); d++)
-                    if (!snapshot_deleted(e.snap, si, d))
-                        roaring_bitmap_add(cand, d);
+            roaring_bitmap_t *cand = cands_of(&e, c, si);
             /* rows a block at a time: every column's value per candidate */
             ColWalkCol cols[4] = {{.field = F_N, .type = QR_COL_INT64},
                                   {.field = F_PRICE, .type = QR_COL_FLOAT64},
@@ -451,6 +459,273 @@ Test(colwalk, blocks_and_groups_equal_brute_force)
             }
             colwalk_group_free(&g);
             roaring_bitmap_free(cand);
+        }
+        free_cands(&e, c);
+    }
+    env_close(&e);
+}
+
+static int i64_cmp(const void *x, const void *y)
+{
+    int64_t a = *(const int64_t *)x, b = *(const int64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* colwalk_group's dense path (integer blocks without NULLs: seq never is
+ * NULL, n is in every block) and its column sharing: the same field asked
+ * for three times (kept values once, vals_shared), min / max skipped where
+ * not wanted, with and without a key, over every candidate (contiguous
+ * blocks), most (gaps) and a few (read row by row); each group's rows,
+ * count, sum, min / max and kept values against brute force. */
+Test(colwalk, dense_groups_and_shared_columns_equal_brute_force)
+{
+    uint64_t rng = 7;
+    Env e;
+    env_open(&e, &rng);
+    const double dens[] = {0.01, 0.6, 1.0};
+    for (int di = 0; di < 3; di++) {
+        roaring_bitmap_t **c = random_cands(&e, &rng, dens[di]);
+        for (int si = 0; si < e.snap->n_segs; si++) {
+            Segment *seg = e.snap->segs[si];
+            roaring_bitmap_t *cand = cands_of(&e, c, si);
+            enum { NV = 5 };
+            const int vf[NV] = {F_SEQ, F_N, F_SEQ, F_SEQ, F_N};
+            ColWalkCol vals[NV] = {
+                {.field = F_SEQ, .type = QR_COL_INT64, .skip_minmax = true},
+                {.field = F_N, .type = QR_COL_INT64, .keep = true},
+                {.field = F_SEQ, .type = QR_COL_INT64, .keep = true},
+                {.field = F_SEQ, .type = QR_COL_INT64},
+                {.field = F_N, .type = QR_COL_INT64, .skip_minmax = true},
+            };
+            for (int keyed = 0; keyed < 2; keyed++) {
+                ColWalkGroup g;
+                QrError err;
+                qr_error_clear(&err);
+                cr_assert_eq(colwalk_group(seg, cand, keyed ? F_CAT : -1, vals, NV, &g, &err), QR_OK);
+                cr_assert_eq(g.stride, NV);
+                uint64_t total = 0;
+                for (uint32_t gi = 0; gi <= g.n_codes; gi++) {
+                    const char *gs = NULL;
+                    size_t gn = 0;
+                    if (gi < g.n_codes)
+                        cr_assert(col_dict_get(g.key, gi, &gs, &gn));
+                    int64_t brows = 0, cnt[NV] = {0}, sum[NV] = {0}, mn[NV] = {0}, mx[NV] = {0};
+                    int64_t *kept[NV] = {0};
+                    for (int k = 0; k < NV; k++)
+                        kept[k] = malloc(sizeof(int64_t) * (roaring_bitmap_get_cardinality(cand) + 1));
+                    roaring_uint32_iterator_t *it = roaring_create_iterator(cand);
+                    for (; it->has_value; roaring_advance_uint32_iterator(it)) {
+                        const cJSON *d = e.docs[si][it->current_value];
+                        ColWalkKey ck = json_key(d, F_CAT);
+                        bool in = !keyed || (gi == g.n_codes ? ck.null
+                                                             : !ck.null && ck.n == gn && !memcmp(ck.s, gs, gn));
+                        if (!in)
+                            continue;
+                        brows++;
+                        for (int k = 0; k < NV; k++) {
+                            ColWalkKey vk = json_key(d, vf[k]);
+                            if (vk.null)
+                                continue;
+                            mn[k] = cnt[k] == 0 || vk.i < mn[k] ? vk.i : mn[k];
+                            mx[k] = cnt[k] == 0 || vk.i > mx[k] ? vk.i : mx[k];
+                            sum[k] += vk.i;
+                            kept[k][cnt[k]++] = vk.i;
+                        }
+                    }
+                    roaring_free_uint32_iterator(it);
+                    const ColWalkAgg *P = &g.parts[(size_t)gi * NV];
+                    cr_assert_eq(P[0].rows, brows, "group %u rows", gi);
+                    total += (uint64_t)P[0].rows;
+                    for (int k = 0; k < NV; k++) {
+                        cr_assert_eq(P[k].count, cnt[k], "dens %g keyed %d group %u col %d count", dens[di],
+                                     keyed, gi, k);
+                        cr_assert(!P[k].sum_is_f);
+                        cr_assert_eq(P[k].sum_i, sum[k], "group %u col %d sum", gi, k);
+                        if (cnt[k] && !vals[k].skip_minmax) {
+                            cr_assert_eq(P[k].min_i, mn[k], "group %u col %d min", gi, k);
+                            cr_assert_eq(P[k].max_i, mx[k], "group %u col %d max", gi, k);
+                        }
+                        /* a field with a column that keeps: every column over it has the
+                         * values, held by its first (seq: 0, n: 1), shared by the others */
+                        int kk = vf[k] == F_SEQ ? 0 : 1;
+                        {
+                            cr_assert_eq(P[k].n_vals, (uint64_t)cnt[k]);
+                            cr_assert_eq(P[k].vals_shared, k != kk && P[k].vals != NULL);
+                            cr_assert(P[k].vals == P[kk].vals);
+                            int64_t *got = malloc(sizeof(int64_t) * (P[k].n_vals + 1));
+                            if (P[k].n_vals)
+                                memcpy(got, P[k].vals, sizeof(int64_t) * P[k].n_vals);
+                            qsort(got, P[k].n_vals, sizeof *got, i64_cmp);
+                            qsort(kept[k], (size_t)cnt[k], sizeof *kept[k], i64_cmp);
+                            cr_assert(!cnt[k] || !memcmp(got, kept[k], sizeof(int64_t) * (size_t)cnt[k]),
+                                      "group %u col %d kept values", gi, k);
+                            free(got);
+                        }
+                    }
+                    for (int k = 0; k < NV; k++)
+                        free(kept[k]);
+                }
+                cr_assert_eq(total, roaring_bitmap_get_cardinality(cand));
+                cr_assert_eq(g.rows, total);
+                colwalk_group_free(&g);
+            }
+            roaring_bitmap_free(cand);
+        }
+        free_cands(&e, c);
+    }
+    env_close(&e);
+}
+
+static int u64_cmp(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* colwalk_rank_keys against a sorted copy: two ranks (apart, equal,
+ * adjacent, in one bucket or not) over uniform, narrow, skewed and
+ * extreme keys (0 and UINT64_MAX), and the count of keys below the first;
+ * the keys are left as they were. */
+Test(colwalk, rank_keys_equal_a_sort)
+{
+    uint64_t x = 12345;
+    for (int round = 0; round < 400; round++) {
+        uint64_t n = 1 + (uint64_t)(round * 37 % 5000);
+        uint64_t *k = malloc(n * sizeof *k), *sorted = malloc(n * sizeof *k), *copy = malloc(n * sizeof *k);
+        uint64_t *scratch = malloc(2 * n * sizeof *k);
+        for (uint64_t i = 0; i < n; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            switch (round % 5) {
+            case 0: k[i] = x; break;                                    /* uniform */
+            case 1: k[i] = (1ull << 63) + x % 50; break;                /* narrow, many ties */
+            case 2: k[i] = x % 100 == 0 ? x : 1000 + x % 3; break;      /* skewed with outliers */
+            case 3: k[i] = x % 2 ? UINT64_MAX : 0; break;               /* the extremes */
+            default: k[i] = (x % 7) << (x % 60); break;                 /* spread over bit widths */
+            }
+        }
+        memcpy(sorted, k, n * sizeof *k);
+        memcpy(copy, k, n * sizeof *k);
+        qsort(sorted, n, sizeof *sorted, u64_cmp);
+        for (int t = 0; t < 6; t++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            uint64_t r0 = x % n, r1 = t % 2 ? r0 : r0 + (x >> 20) % 20;
+            if (r1 >= n)
+                r1 = n - 1;
+            uint64_t k1, lt;
+            uint64_t k0 = colwalk_rank_keys(k, n, r0, r1, scratch, &k1, &lt);
+            cr_assert_eq(k0, sorted[r0], "round %d n %llu rank %llu", round, (unsigned long long)n,
+                         (unsigned long long)r0);
+            cr_assert_eq(k1, sorted[r1], "round %d rank %llu", round, (unsigned long long)r1);
+            uint64_t want_lt = 0;
+            while (want_lt < n && sorted[want_lt] < k0)
+                want_lt++;
+            cr_assert_eq(lt, want_lt, "round %d: keys below rank %llu", round, (unsigned long long)r0);
+        }
+        cr_assert(!memcmp(k, copy, n * sizeof *k));
+        free(k);
+        free(sorted);
+        free(copy);
+        free(scratch);
+    }
+}
+
+static int g_rf;
+static bool g_rdesc, g_rnf;
+static int rkey_cmp(const void *x, const void *y)
+{
+    return colwalk_key_cmp(ct_of(g_rf), x, y, g_rdesc, g_rnf);
+}
+
+/* colwalk_rank_window against brute force: number columns with NULLs
+ * (n, price, ts, late: absent from early segments) and without (seq),
+ * every direction and NULL placement, candidates dense, gapped and sparse
+ * over segments with deletes; windows at the start, inside, across the
+ * values' end into the NULLs (and back), at the last rank and past it.
+ * The rows kept are exactly those whose key lies between the keys of the
+ * window's first and last ranks (ties with them included), and `before`
+ * counts the candidates ordered strictly before the first. */
+Test(colwalk, rank_window_equals_brute_force)
+{
+    uint64_t rng = 31;
+    Env e;
+    env_open(&e, &rng);
+    const int fields[] = {F_N, F_PRICE, F_TS, F_SEQ, F_LATE};
+    const double dens[] = {0.03, 0.5, 1.0};
+    int n_segs = e.snap->n_segs;
+    for (int di = 0; di < 3; di++) {
+        roaring_bitmap_t **c = random_cands(&e, &rng, dens[di]);
+        /* brute force's candidates: (key, segment, row) */
+        for (size_t fi = 0; fi < sizeof fields / sizeof *fields; fi++) {
+            int f = fields[fi];
+            size_t cap = 0, n = 0;
+            for (int si = 0; si < n_segs; si++)
+                cap += seg_n_docs(e.snap->segs[si]);
+            Item *all = malloc(sizeof *all * (cap + 1));
+            for (int si = 0; si < n_segs; si++)
+                for (uint32_t d = 0; d < seg_n_docs(e.snap->segs[si]); d++)
+                    if (is_cand(&e, c, si, d))
+                        all[n++] = (Item){json_key(e.docs[si][d], f), si, d};
+            ColWalkKey *sorted = malloc(sizeof *sorted * (n + 1));
+            for (int mode = 0; mode < 4; mode++) {
+                g_rf = f;
+                g_rdesc = mode & 1;
+                g_rnf = mode >> 1;
+                for (size_t i = 0; i < n; i++)
+                    sorted[i] = all[i].k;
+                qsort(sorted, n, sizeof *sorted, rkey_cmp);
+                size_t n_null = 0;
+                for (size_t i = 0; i < n; i++)
+                    n_null += sorted[i].null;
+                /* values then NULLs (or NULLs then values): windows ending on the
+                 * first rank past the boundary, and starting on the last before it */
+                uint64_t edge = g_rnf ? n_null : n - n_null;
+                uint64_t froms[] = {0, 1, n / 2, n > n_null ? n - n_null - 3 : 0, n_null + 2,
+                                    n > 5 ? n - 5 : 0, n ? n - 1 : 0, n, n + 10,
+                                    edge ? edge - 1 : 0, edge ? edge - 1 : 0};
+                uint64_t counts[] = {10, 1, 10, 7, 25, 10, 3, 5, 10, 2, 1};
+                for (size_t wi = 0; wi < sizeof froms / sizeof *froms; wi++) {
+                    uint64_t from = froms[wi], count = counts[wi];
+                    roaring_bitmap_t *out[16];
+                    uint64_t before;
+                    QrError err;
+                    qr_error_clear(&err);
+                    cr_assert_eq(colwalk_rank_window(e.snap->segs,
+                                                     (const roaring_bitmap_t *const *)e.snap->dels,
+                                                     n_segs, f, ct_of(f), g_rdesc, g_rnf, c, NULL,
+                                                     from, count, out, &before, &err),
+                                 QR_OK, "%s", err.message);
+                    uint64_t want_before = n, kept = 0;
+                    const ColWalkKey *first = NULL, *last = NULL;
+                    if (from < n) {
+                        uint64_t l = from + count - 1 < n ? from + count - 1 : n - 1;
+                        first = &sorted[from];
+                        last = &sorted[l];
+                        want_before = 0;
+                        while (want_before < n && rkey_cmp(&sorted[want_before], first) < 0)
+                            want_before++;
+                    }
+                    cr_assert_eq(before, want_before, "field %s mode %d from %llu: before",
+                                 fnames[f], mode, (unsigned long long)from);
+                    for (size_t i = 0; i < n; i++) {
+                        bool want = first && rkey_cmp(&all[i].k, first) >= 0 &&
+                                    rkey_cmp(&all[i].k, last) <= 0;
+                        bool got = out[all[i].si] && roaring_bitmap_contains(out[all[i].si], all[i].row);
+                        cr_assert_eq(got, want, "field %s mode %d from %llu count %llu: seg %d row %u",
+                                     fnames[f], mode, (unsigned long long)from,
+                                     (unsigned long long)count, all[i].si, all[i].row);
+                        kept += want;
+                    }
+                    uint64_t got_n = 0;
+                    for (int si = 0; si < n_segs; si++)
+                        if (out[si]) {
+                            got_n += roaring_bitmap_get_cardinality(out[si]);
+                            roaring_bitmap_free(out[si]);
+                        }
+                    cr_assert_eq(got_n, kept, "no row outside the candidates");
+                }
+            }
+            free(sorted);
+            free(all);
         }
         free_cands(&e, c);
     }

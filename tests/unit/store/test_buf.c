@@ -3,10 +3,13 @@
  * every layer uses to put user bytes (keys, keyword values, SQL text) into
  * JSON: the output must be valid JSON whatever the bytes; and the UTF-8
  * scan that documents must pass (qr_utf8_invalid_at), against RFC 3629's
- * grammar.
+ * grammar; the shortest float8 text (qr_buf_double) against printf.
  */
 #include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "store/buf.h"
@@ -205,5 +208,68 @@ Test(buf, array_text_round_trips)
             cr_assert_eq(rc, -1, "%s is malformed", t);
         else
             cr_assert(rc == 0 && got == cases[c].n, "%s: %d elements, rc %d", t, got, rc);
+    }
+}
+
+/* The model of qr_buf_double: the first of "%.15g", "%.16g", "%.17g" that
+ * reads back as d (PostgreSQL's shortest float8 output, one printf per
+ * try). */
+static void double_model(double d, char *out, size_t cap)
+{
+    for (int p = 15; p <= 17; p++) {
+        snprintf(out, cap, "%.*g", p, d);
+        if (strtod(out, NULL) == d)
+            return;
+    }
+}
+
+static void double_is_model(double d)
+{
+    char want[40];
+    double_model(d, want, sizeof want);
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_double(&b, d, false);
+    cr_assert(b.len == strlen(want) && !memcmp(b.data, want, b.len), "%a: got [%.*s], want [%s]", d,
+              (int)b.len, (const char *)b.data, want);
+    qr_buf_free(&b);
+}
+
+/* qr_buf_double rounds 15 and 16 digits from one 17-digit conversion: the
+ * same text as printing each, for random bit patterns (every exponent),
+ * averages and ratios of small integers (16- and 17-digit values), short
+ * decimals, values whose cut-off digits are a half (the rounding it cannot
+ * decide and prints), carries through 9s, powers of ten and of two at the
+ * edges of %g's fixed and exponent forms, and signed zeros. */
+Test(buf, double_shortest_matches_printf)
+{
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 200000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        double d;
+        memcpy(&d, &x, sizeof d);
+        if (isfinite(d))
+            double_is_model(d);
+        double_is_model((double)(x % 10000000) / (double)(1 + x % 997));
+        double_is_model((double)(int64_t)(x % 2000001) / 1000.0 - 1000.0);
+        double_is_model(ldexp((double)(x % 1000), (int)(x % 200) - 100));
+    }
+    static const double edge[] = {
+        0.0, -0.0, 1.0, -1.0, 0.1, 0.5, 1e-4, 1e-5, 9.9999e-5, 1e15, 1e16, 1e17, 1e22, 1e300,
+        -1e-300, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.30000000000000004,
+        123456789012345.6, 999999999999999.9, 9999999999999998.0, 0.9999999999999999,
+        99999.99999999999, 1.0000000000000002, 4.35, 2.675, 1.005, 931.8621794871794,
+        950.2395833333334, 9007199254740993.0, 4503599627370497.5, 0.000123456789012345678,
+    };
+    for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
+        double_is_model(edge[i]);
+        double_is_model(-edge[i]);
+        double_is_model(nextafter(edge[i], INFINITY));
+        double_is_model(nextafter(edge[i], -INFINITY));
+    }
+    for (int e = -30; e <= 30; e++) {
+        double_is_model(pow(10, e));
+        double_is_model(ldexp(1, e * 10));
+        double_is_model(pow(10, e) * 0.99999999999999995);
     }
 }

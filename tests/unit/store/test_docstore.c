@@ -391,3 +391,38 @@ Test(docstore, allocation_failure_sweep)
     qr_buf_free(&blob);
     LEAK_CHECK();
 }
+
+/* A block's checksum is checked when it is first loaded, by any cursor of
+ * the open store, and not again after: blocks already read by one cursor
+ * load in another, and a block no cursor read yet is checked on its first
+ * load (a byte changed in it since the store opened is found). */
+Test(docstore, blocks_checked_on_first_load)
+{
+    enum { N = 3000 };
+    QrBuf blob = build(11, N, 4096);
+    DocStore *ds;
+    cr_assert_eq(ds_open(blob.data, blob.len, &ds, NULL), QR_OK);
+    DocStoreCursor *a = ds_cursor_new(ds), *b = ds_cursor_new(ds);
+    for (uint32_t i = 0; i < N / 2; i++)
+        expect_doc(a, i, 11, i);
+    /* the last byte of the last block (the one before the index, whose
+     * offset the trailer's first 8 bytes give): no cursor read it yet */
+    uint64_t index_off = 0;
+    for (int k = 7; k >= 0; k--)
+        index_off = index_off << 8 | blob.data[blob.len - 24 + (size_t)k];
+    cr_assert_gt(index_off, 0);
+    blob.data[index_off - 1] ^= 0x10;
+    const uint8_t *p;
+    size_t n;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(ds_get(b, N - 1, &p, &n, &err), QR_ECORRUPT,
+                 "a block changed since open loaded without its check");
+    cr_assert_not_null(strstr(err.message, "block"), "%s", err.message);
+    for (uint32_t i = 0; i < 100; i++) /* checked before, by the other cursor */
+        expect_doc(b, i, 11, i);
+    ds_cursor_free(a);
+    ds_cursor_free(b);
+    ds_close(ds);
+    qr_buf_free(&blob);
+}

@@ -150,3 +150,19 @@ Test(mem, physical_memory_is_known_and_trim_runs)
         cr_assert(phys <= kb * 1024ull, "%llu > MemTotal %llu kB", (unsigned long long)phys, kb);
     qr_mem_trim();
 }
+
+/* Grown blocks between 128 KiB and 1 MiB take the sizes the block cache
+ * keeps (powers of two): after a first block of 40 KiB, the third is 256
+ * KiB, not 160; a block sized for one large allocation keeps its size. */
+Test(mem, grown_blocks_take_cached_sizes)
+{
+    qr_mem_budget_set(64u << 20);
+    QrArena *a = qr_arena_new(32u << 20);
+    cr_assert(qr_arena_alloc(a, 40u << 10));  /* a block of its own size: 40 KiB */
+    cr_assert(qr_arena_alloc(a, 70u << 10));  /* doubled: 80 KiB */
+    cr_assert(qr_arena_alloc(a, 150u << 10)); /* doubled, 160 KiB, rounded up */
+    size_t used = qr_mem_budget_used();
+    cr_assert(used >= (376u << 10) && used < (377u << 10), "40 + 80 + 256 KiB: %zu", used);
+    qr_arena_free(a);
+    cr_assert_eq(qr_mem_budget_used(), 0);
+}
