@@ -2687,6 +2687,14 @@ int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, Qr
     return rc ? rc : coerce_unknown(&b, *out, want);
 }
 
+int sql_expr_numeric_lit(SqlCtx *cx, SqlExpr *e)
+{
+    SqlBind b;
+    memset(&b, 0, sizeof b);
+    b.cx = cx;
+    return dec_lit_numeric(&b, e);
+}
+
 bool sql_expr_is_const(const SqlExpr *e)
 {
     if (e->kind == SE_COL || e->kind == SE_AGG || e->kind == SE_MATCH || e->kind == SE_SCORE ||

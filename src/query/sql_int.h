@@ -764,6 +764,10 @@ int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlEx
 /* The same where a value of type `want` is expected (an INSERT value, an
  * UPDATE SET target): an untyped parameter or literal takes that type, as
  * PostgreSQL resolves them from their context. */
+/* A decimal literal (1.50, -0.5) made the numeric its digits say, as
+ * PostgreSQL types it, for a numeric target (INSERT, UPDATE SET); a no-op for
+ * anything else. */
+int sql_expr_numeric_lit(SqlCtx *cx, SqlExpr *e);
 int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, QrSqlType want,
                         SqlExpr **out);
 

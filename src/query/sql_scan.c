@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/decimal.h"
 #include "store/util.h"
 
 #define C_ROW 1.0
@@ -76,6 +77,7 @@ QrSqlType sql_field_type(QrFieldType t)
     case QR_FT_FLOAT: return QR_SQL_FLOAT8;
     case QR_FT_BOOL: return QR_SQL_BOOL;
     case QR_FT_TIMESTAMP: return QR_SQL_TIMESTAMPTZ;
+    case QR_FT_NUMERIC: return QR_SQL_NUMERIC;
     default: return QR_SQL_TEXT;
     }
 }
@@ -451,8 +453,9 @@ int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n
             a->arg->kind != SE_COL || a->arg->col < sc->first || a->arg->col >= sc->first + sc->n_cols)
             return QR_OK;
         int f = sc->scope->cols[a->arg->col].field;
-        if (f < 0 || schema->fields[f].type == QR_FT_TEXT)
-            return QR_OK;
+        if (f < 0 || schema->fields[f].type == QR_FT_TEXT ||
+            (schema->fields[f].type == QR_FT_NUMERIC && a->kind != SA_COUNT))
+            return QR_OK; /* (a numeric's text orders by its digits, not by memcmp) */
     }
     Snapshot *snap = sql_snapshot(cx, sc->t);
     if (!snap)
@@ -1332,6 +1335,23 @@ static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, C
     return QR_OK;
 }
 
+/* A numeric field's stored value as the numeric it is: an int64 column's
+ * value * 10^scale (ct QR_COL_INT64, in v->u.i) printed into cx->arena, or
+ * a keyword column's canonical text (borrowed). */
+static int num_stored(SqlCtx *cx, const QrField *fd, QrColType ct, SqlValue *v)
+{
+    if (!v->is_null && ct == QR_COL_INT64) {
+        char buf[48];
+        int n = dec_from_scaled(v->u.i, fd->scale, buf);
+        char *p = qr_arena_strndup(cx->arena, buf, (size_t)n);
+        if (!p)
+            return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+        *v = sqlv_text(p, (size_t)n);
+    }
+    v->type = QR_SQL_NUMERIC;
+    return QR_OK;
+}
+
 /* One column of one row (local doc of segment si) into v; stored
  * documents are parsed once per row (rf) for every document column. */
 static int fetch_col(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local, int c,
@@ -1418,6 +1438,8 @@ static int fetch_col(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint3
             default:
                 break;
             }
+            if (fd->type == QR_FT_NUMERIC)
+                return num_stored(cx, fd, col_type(cc), v);
             break;
         }
         if (fd->type != QR_FT_TEXT && fd->type != QR_FT_KEYWORD)
@@ -1446,7 +1468,7 @@ static bool doc_column(const SqlTableScan *sc, int c)
  * apart on average) from whole decoded blocks: false when the column is
  * not a typed column of the batch's segment (the row path decides), or the
  * rows are too sparse for whole blocks to pay. */
-static bool fill_dense(SqlScanRun *R, SqlBatch *b, int c)
+static bool fill_dense(SqlCtx *cx, SqlScanRun *R, SqlBatch *b, int c)
 {
     const SqlCol *col = &R->sc->scope->cols[c];
     const QrField *fd = &qr_table_schema(R->sc->t)->fields[col->field];
@@ -1512,6 +1534,16 @@ static bool fill_dense(SqlScanRun *R, SqlBatch *b, int c)
             break;
         }
         }
+        if (fd->type == QR_FT_NUMERIC) { /* its text, in the batch's arena */
+            QrArena *saved = cx->arena;
+            cx->arena = R->scratch;
+            int rc = num_stored(cx, fd, ct, v);
+            cx->arena = saved;
+            if (rc) {
+                qr_error_clear(cx->err);
+                return false; /* (the row path reports it) */
+            }
+        }
     }
     return true;
 }
@@ -1557,7 +1589,7 @@ static int run_fill(SqlDocSrc *src, SqlCtx *cx, SqlBatch *b, int c)
         if (i == b->n)
             return QR_OK;
     }
-    if (col->field >= 0 && b->n >= 64 && fill_dense(R, b, c))
+    if (col->field >= 0 && b->n >= 64 && fill_dense(cx, R, b, c))
         return QR_OK;
     QrArena *saved = cx->arena;
     cx->arena = R->scratch;

@@ -188,6 +188,133 @@ static int keys_to_vals(SqlCtx *cx, const SqlAgg *a, SqlAggState *st)
 }
 
 
+/* ---- exact numeric sums ---- */
+
+#define NUM128_DIGITS 36 /* digits a value may have to join the int128 sum */
+
+static const __int128 *pow10_128(void)
+{
+    static __int128 p[39];
+    static bool init;
+    if (!init) { /* (idempotent: racing threads write the same values) */
+        p[0] = 1;
+        for (int i = 1; i < 39; i++)
+            p[i] = p[i - 1] * 10;
+        init = true;
+    }
+    return p;
+}
+
+/* A numeric's canonical text as m * 10^-scale; false for NaN, the
+ * infinities and values of more than NUM128_DIGITS digits. */
+static bool num_parse128(const char *s, size_t n, __int128 *m, int *scale)
+{
+    size_t i = 0;
+    bool neg = n && s[0] == '-';
+    i += neg;
+    __int128 v = 0;
+    int nd = 0, sc = -1;
+    for (; i < n; i++) {
+        if (s[i] == '.' && sc < 0) {
+            sc = 0;
+            continue;
+        }
+        if (s[i] < '0' || s[i] > '9' || ++nd > NUM128_DIGITS)
+            return false;
+        v = v * 10 + (s[i] - '0');
+        sc += sc >= 0;
+    }
+    if (nd == 0)
+        return false;
+    *m = neg ? -v : v;
+    *scale = sc < 0 ? 0 : sc;
+    return true;
+}
+
+/* m * 10^-scale as numeric text in the arena. */
+static int num_of128(SqlCtx *cx, __int128 m, int scale, SqlValue *out)
+{
+    char dig[48], buf[96];
+    unsigned __int128 u = m < 0 ? -(unsigned __int128)m : (unsigned __int128)m;
+    int nd = 0;
+    do {
+        dig[nd++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    while (nd <= scale)
+        dig[nd++] = '0';
+    int o = 0;
+    if (m < 0)
+        buf[o++] = '-';
+    for (int k = nd - 1; k >= 0; k--) {
+        buf[o++] = dig[k];
+        if (k == scale && scale > 0)
+            buf[o++] = '.';
+    }
+    char *p = qr_arena_strndup(cx->arena, buf, (size_t)o);
+    if (!p)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    *out = sqlv_text(p, (size_t)o);
+    out->type = QR_SQL_NUMERIC;
+    return QR_OK;
+}
+
+/* The int128 sum moved into sum_big (exact decimal), which the state keeps. */
+static int num_spill(SqlCtx *cx, SqlAggState *st, const SqlValue *v, bool *keep)
+{
+    SqlValue acc;
+    int rc;
+    if (st->sum_big.is_null)
+        st->sum_big.type = QR_SQL_NUMERIC;
+    if ((rc = num_of128(cx, st->sum_n, st->sum_scale, &acc)) ||
+        (rc = st->sum_big.is_null ? (st->sum_big = acc, QR_OK)
+                                  : sqln_arith(cx, '+', &st->sum_big, &acc, &st->sum_big)) ||
+        (v && (rc = sqln_arith(cx, '+', &st->sum_big, v, &st->sum_big))) ||
+        (rc = sqlv_own(cx, &st->sum_big)))
+        return rc;
+    st->sum_n = 0;
+    *keep = true;
+    return QR_OK;
+}
+
+/* One numeric into an exact sum: int128 at the largest scale seen, the
+ * decimal code past it; NaN and infinities as PostgreSQL adds them. */
+static int num_add(SqlCtx *cx, SqlAggState *st, const SqlValue *v, bool *keep)
+{
+    if (!st->sum_has_n) {
+        st->sum_has_n = true;
+        st->sum_big = sqlv_null();
+    }
+    const char *s = v->u.s.s;
+    size_t n = v->u.s.n;
+    char sp = n && (s[0] == 'N') ? 'n' : n && s[0] == 'I' ? 'p' : n > 1 && s[1] == 'I' ? 'm' : 0;
+    if (sp || st->sum_special) {
+        if (sp && st->sum_special != 'n')
+            st->sum_special = !st->sum_special || st->sum_special == sp ? sp : 'n';
+        return QR_OK;
+    }
+    __int128 m;
+    int sc;
+    if (!num_parse128(s, n, &m, &sc))
+        return num_spill(cx, st, v, keep);
+    const __int128 *P = pow10_128();
+    if (sc > st->sum_scale) {
+        __int128 r;
+        if (sc - st->sum_scale > 38 || __builtin_mul_overflow(st->sum_n, P[sc - st->sum_scale], &r))
+            return num_spill(cx, st, v, keep);
+        st->sum_n = r;
+        st->sum_scale = sc;
+    } else if (sc < st->sum_scale &&
+               (st->sum_scale - sc > 38 || __builtin_mul_overflow(m, P[st->sum_scale - sc], &m))) {
+        return num_spill(cx, st, v, keep);
+    }
+    __int128 r;
+    if (__builtin_add_overflow(st->sum_n, m, &r))
+        return num_spill(cx, st, v, keep);
+    st->sum_n = r;
+    return QR_OK;
+}
+
 /* Aggregates whose rows' values are kept until the end: DISTINCT, ORDER
  * BY inside the call, string_agg and array_agg.  Each row is a tuple of
  * COLLECT_WIDTH(a) values: [argument, second argument (string_agg's
@@ -263,6 +390,8 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
     switch (a->kind) {
     case SA_SUM:
     case SA_AVG:
+        if (v.type == QR_SQL_NUMERIC)
+            return num_add(cx, st, &v, keep);
         if (sqlt_is_int(v.type) && !st->sum_is_f) {
             if (__builtin_add_overflow(st->sum_i, v.u.i, &st->sum_i)) {
                 if (a->kind == SA_SUM)
@@ -466,11 +595,33 @@ static void pct_keys(const SqlAgg *a, SqlAggState *st, double p, SqlValue *out)
     *out = sqlv_float(x + (y - x) * (pos - (double)lo));
 }
 
-/* sum(numeric), added as float8: its 15 significant digits, at the scale of
- * a numeric(p, s) argument (a sum of values of scale s has scale s). */
+/* sum(numeric): the exact sum at the largest scale added (PostgreSQL's), or
+ * NaN / an infinity.  Column-block partial sums of an old float8 numeric
+ * column (sum_f) come in as float8's 15 significant digits, at the scale of
+ * a numeric(p, s) argument. */
 static int num_sum(SqlCtx *cx, const SqlAgg *a, const SqlAggState *st, SqlValue *out)
 {
-    int rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, out);
+    if (st->sum_special) {
+        const char *t = st->sum_special == 'n' ? "NaN" : st->sum_special == 'p' ? "Infinity"
+                                                                                 : "-Infinity";
+        *out = sqlv_text(t, strlen(t));
+        out->type = QR_SQL_NUMERIC;
+        return QR_OK;
+    }
+    int rc;
+    if (st->sum_has_n) {
+        if ((rc = num_of128(cx, st->sum_n, st->sum_scale, out)))
+            return rc;
+        if (!st->sum_big.is_null && (rc = sqln_arith(cx, '+', out, &st->sum_big, out)))
+            return rc;
+        if (!st->sum_is_f && st->sum_i == 0)
+            return QR_OK;
+        SqlValue rest; /* (float partials of old float8 segments beside exact values) */
+        if ((rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, &rest)))
+            return rc;
+        return sqln_arith(cx, '+', out, &rest, out);
+    }
+    rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : (double)st->sum_i, out);
     if (rc || a->arg->typmod < 4)
         return rc;
     return sqln_round(cx, out, (a->arg->typmod - 4) & 0xffff, SQLN_ROUND, out);

@@ -451,6 +451,14 @@ typedef struct SqlAggState {
     int64_t sum_i;
     double sum_f;
     bool sum_is_f;
+    /* sum / avg of numeric, exactly: sum_n * 10^-sum_scale, plus sum_big (a
+     * numeric, or NULL) where int128 would overflow; sum_special 'n' NaN, 'p'
+     * +Infinity, 'm' -Infinity, or 0 */
+    __int128 sum_n;
+    int32_t sum_scale;
+    bool sum_has_n;
+    char sum_special;
+    SqlValue sum_big;
     SqlValue best;            /* min / max */
     bool has;
     bool bool_acc;

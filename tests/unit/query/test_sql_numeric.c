@@ -16,6 +16,10 @@
 #include "sql_test_env.h"
 #include "sql_test_cells.h"
 #include "query/sql.h"
+#include "query/sql_w.h"
+#include "store/schema.h"
+
+#include <cJSON.h>
 
 static Env env;
 
@@ -135,7 +139,9 @@ Test(numeric, typmods_round_and_overflow_as_postgresql)
 /* v / 10^scale as a decimal with exactly `scale` fraction digits. */
 static void scaled(char *buf, size_t n, int64_t v, int scale)
 {
-    int64_t p = scale == 4 ? 10000 : 100;
+    int64_t p = 1;
+    for (int k = 0; k < scale; k++)
+        p *= 10;
     uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     snprintf(buf, n, "%s%" PRIu64 ".%0*" PRIu64, v < 0 ? "-" : "", m / (uint64_t)p, scale,
              m % (uint64_t)p);
@@ -278,4 +284,163 @@ Test(numeric, to_char_of_numbers_as_postgresql)
     fails("SELECT to_char(1, 'RN')", "0A000");
     fails("SELECT to_char(1, 'SG999PR')", "42601");
     fails("SELECT to_char(1, 'S999S')", "42601");
+}
+
+static void reopen(void)
+{
+    qr_sql_session_free(env.s);
+    qr_db_close(env.db);
+    QrError err;
+    cr_assert_eq(env_db_open(&env, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_sql_session_new(env.db, &env.s, &err), QR_OK, "%s", err.message);
+}
+
+static void flush(const char *table)
+{
+    QrTable *t;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_get(env.db, table, &t, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_flush(t, &err), QR_OK, "%s", err.message);
+}
+
+/* numeric columns store exactly: a plain numeric keeps its digits and the
+ * scale it was written with (PostgreSQL: 12.50 reads back 12.50), numeric(p,
+ * s) its declared scale, through the write buffer, a flushed segment and a
+ * reopen; order, grouping, min / max and comparisons are exact. */
+Test(numeric, numeric_columns_store_exactly)
+{
+    exec_ok("CREATE TABLE ex (id int PRIMARY KEY, a numeric, b numeric(12,2), "
+            "c numeric(30,4))");
+    exec_ok("INSERT INTO ex VALUES (1, 12.50, 12.5, 1.5), "
+            "(2, '123456789012345678901234567890.123456789', 9999999999.99, "
+            "'12345678901234567890123.4567'), (3, 0.1, -0.01, NULL), (4, 'NaN', 'NaN', 'NaN'), "
+            "(5, 2, 1.005, -2), (6, '-Infinity', '-3', 0.00001)");
+    for (int pass = 0; pass < 3; pass++) {
+        is("SELECT a FROM ex WHERE id = 1", "12.50");
+        is("SELECT a FROM ex WHERE id = 2", "123456789012345678901234567890.123456789");
+        is("SELECT b FROM ex WHERE id = 2", "9999999999.99");
+        is("SELECT b FROM ex WHERE id = 5", "1.01"); /* rounded half away from zero */
+        is("SELECT c FROM ex WHERE id = 2", "12345678901234567890123.4567");
+        is("SELECT c FROM ex WHERE id = 6", "0.0000");
+        is("SELECT string_agg(id::text, ',' ORDER BY a) FROM ex", "6,3,5,1,2,4");
+        is("SELECT string_agg(id::text, ',' ORDER BY b DESC) FROM ex", "4,2,1,5,3,6");
+        is("SELECT min(a)::text || ' ' || max(a) || ' ' || min(b) || ' ' || max(b) FROM ex",
+           "-Infinity NaN -3.00 NaN");
+        is("SELECT count(*) FROM ex WHERE a = 12.5", "1");  /* equal at any scale */
+        is("SELECT count(*) FROM ex WHERE b > 1.005", "4");   /* 1.01, 12.50, 9999999999.99, NaN */
+        is("SELECT count(DISTINCT b) FROM ex", "6");
+        is("SELECT pg_typeof(a)::text || ' ' || pg_typeof(b) FROM ex WHERE id = 1",
+           "numeric numeric");
+        if (pass == 0)
+            flush("ex");
+        if (pass == 1)
+            reopen();
+    }
+    exec_ok("INSERT INTO ex VALUES (7, 12.5000, 12.5, 1)");
+    is("SELECT count(*) FROM (SELECT a FROM ex GROUP BY a) g", "6"); /* 12.50 = 12.5000 */
+    fails("INSERT INTO ex VALUES (8, 1, 99999999999, 1)", "22003");  /* past numeric(12,2) */
+    fails("INSERT INTO ex VALUES (8, 'abc', 1, 1)", "22P02");
+    fails("INSERT INTO ex VALUES (8, 1, 'Infinity', 1)", "22003");
+}
+
+/* Random numeric(12, 3) and numeric values against a scaled-integer model:
+ * every stored value reads back as the model prints it, the order by the
+ * column is the model's, and sums are exact. */
+Test(numeric, stored_numerics_agree_with_a_scaled_integer_model)
+{
+    exec_ok("CREATE TABLE rnd (id int PRIMARY KEY, s numeric(12,3), t numeric)");
+    srand(99);
+    enum { N = 400 };
+    static int64_t m[N];
+    int64_t total = 0;
+    char q[256], v[64];
+    for (int i = 0; i < N; i++) {
+        m[i] = (int64_t)(rand() % 2000000001) - 1000000000; /* +-1e6 at scale 3 */
+        total += m[i];
+        scaled(v, sizeof v, m[i], 3);
+        snprintf(q, sizeof q, "INSERT INTO rnd VALUES (%d, '%s', '%s')", i, v, v);
+        exec_ok(q);
+        if (i == N / 2)
+            flush("rnd");
+    }
+    for (int i = 0; i < N; i += 7) {
+        scaled(v, sizeof v, m[i], 3);
+        snprintf(q, sizeof q, "SELECT s::text || '|' || t FROM rnd WHERE id = %d", i);
+        char want[160];
+        snprintf(want, sizeof want, "%s|%s", v, v);
+        is(q, want);
+    }
+    scaled(v, sizeof v, total, 3);
+    is("SELECT sum(s) FROM rnd", v);
+    is("SELECT sum(t) FROM rnd", v);
+    /* the smallest and largest by the model */
+    int lo = 0, hi = 0;
+    for (int i = 1; i < N; i++) {
+        lo = m[i] < m[lo] ? i : lo;
+        hi = m[i] > m[hi] ? i : hi;
+    }
+    snprintf(v, sizeof v, "%d", lo);
+    is("SELECT id FROM rnd ORDER BY s LIMIT 1", v);
+    is("SELECT id FROM rnd ORDER BY t LIMIT 1", v);
+    snprintf(v, sizeof v, "%d", hi);
+    is("SELECT id FROM rnd ORDER BY s DESC LIMIT 1", v);
+    is("SELECT id FROM rnd ORDER BY t DESC LIMIT 1", v);
+}
+
+/* Tables made before numeric was stored exactly keep a float8 column (the
+ * schema's "float", sql.json's "numeric"): they keep opening and reading,
+ * at the declared scale. */
+Test(numeric, old_float8_numeric_columns_keep_reading)
+{
+    QrSchema *s = calloc(1, sizeof *s);
+    const char *js = "{\"primary_key\": \"id\", \"fields\": [{\"name\": \"p\", \"type\": \"float\"},"
+                     "{\"name\": \"q\", \"type\": \"float\"}]}";
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(schema_from_json(js, strlen(js), s, &err), QR_OK, "%s", err.message);
+    QrTable *t;
+    cr_assert_eq(qr_table_create(env.db, "old", s, &t, &err), QR_OK, "%s", err.message);
+    free(s);
+    cJSON *meta = cJSON_Parse("{\"pk_type\": \"int8\", \"columns\": {"
+                              "\"id\": {\"type\": \"int4\", \"typmod\": -1},"
+                              "\"p\": {\"type\": \"numeric\", \"typmod\": 655366},"
+                              "\"q\": {\"type\": \"numeric\", \"typmod\": -1}}}");
+    cr_assert_eq(sqlw_meta_save(env.db, "old", meta, &err), QR_OK, "%s", err.message);
+    cJSON_Delete(meta);
+    reopen();
+    exec_ok("INSERT INTO old VALUES (1, 12.5, 0.1), (2, 3.14159, 0.2)");
+    flush("old");
+    reopen();
+    is("SELECT p FROM old WHERE id = 1", "12.50"); /* numeric(10,2): 655366 */
+    is("SELECT p FROM old WHERE id = 2", "3.14");
+    is("SELECT q FROM old WHERE id = 2", "0.2");
+    is("SELECT sum(q) FROM old", "0.3");
+    is("SELECT pg_typeof(p) FROM old LIMIT 1", "numeric");
+    is("SELECT string_agg(id::text, ',' ORDER BY p DESC) FROM old", "1,2");
+}
+
+/* sum and avg of numeric add exactly (int128 at the largest scale, the
+ * decimal code past it), at PostgreSQL's scales, with NaN and infinities
+ * as PostgreSQL adds them. */
+Test(numeric, sums_of_numeric_are_exact)
+{
+    exec_ok("CREATE TABLE sx (id int PRIMARY KEY, a numeric(18,2), b numeric)");
+    exec_ok("INSERT INTO sx VALUES (1, 9999999999999999.99, '12345678901234567890.5'), "
+            "(2, 0.01, 0.25), (3, NULL, 'NaN'), (4, 1.5, '100000000000000000000000000000000000'), "
+            "(5, -1.5, '0.0001'), (6, 0, 'Infinity'), (7, 0, '-Infinity')");
+    is("SELECT sum(a) FROM sx", "10000000000000000.00");
+    is("SELECT sum(a) FROM sx WHERE id IN (4, 5)", "0.00");
+    is("SELECT sum(b) FROM sx WHERE id < 3", "12345678901234567890.75");
+    is("SELECT sum(b) FROM sx WHERE id IN (4, 5)", "100000000000000000000000000000000000.0001");
+    is("SELECT sum(b) FROM sx WHERE id IN (1, 2, 4, 5)",
+       "100000000000000012345678901234567890.7501");
+    is("SELECT sum(b) FROM sx", "NaN");
+    is("SELECT sum(b) FROM sx WHERE id >= 6", "NaN");        /* Infinity + -Infinity */
+    is("SELECT sum(b) FROM sx WHERE id IN (2, 6)", "Infinity");
+    is("SELECT avg(a) FROM sx WHERE id < 3", "5000000000000000.0000"); /* 16 digits */
+    is("SELECT avg(b) FROM sx WHERE id IN (2, 5)", "0.12505000000000000000");
+    is("SELECT sum(a) FILTER (WHERE id > 1) FROM sx", "0.01");
+    is("SELECT string_agg(s::text, ',' ORDER BY g) FROM (SELECT id % 2 AS g, sum(a) AS s FROM sx "
+       "GROUP BY id % 2) q", "1.51,9999999999999998.49");
 }
