@@ -16,6 +16,7 @@
 #include "sql_test_env.h"
 #include "sql_test_cells.h"
 #include "query/sql.h"
+#include "query/filter.h"
 #include "query/sql_w.h"
 #include "store/schema.h"
 
@@ -443,4 +444,24 @@ Test(numeric, sums_of_numeric_are_exact)
     is("SELECT sum(a) FILTER (WHERE id > 1) FROM sx", "0.01");
     is("SELECT string_agg(s::text, ',' ORDER BY g) FROM (SELECT id % 2 AS g, sum(a) AS s FROM sx "
        "GROUP BY id % 2) q", "1.51,9999999999999998.49");
+}
+
+/* The HTTP side's filters see a numeric field's column as scaled integers
+ * or decimal text: they refuse it rather than compare wrongly. */
+Test(numeric, http_filters_refuse_numeric_fields)
+{
+    exec_ok("CREATE TABLE hf (id int PRIMARY KEY, p numeric(10,2), q numeric)");
+    QrTable *t;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_get(env.db, "hf", &t, &err), QR_OK, "%s", err.message);
+    const char *texts[] = {"p > 12", "q = 1.5"};
+    for (int i = 0; i < 2; i++) {
+        QrFilter *f = NULL;
+        qr_error_clear(&err);
+        cr_expect_neq(qr_filter_parse(qr_table_schema(t), texts[i], strlen(texts[i]), &f, &err),
+                      QR_OK, "%s", texts[i]);
+        cr_expect(strstr(err.message, "numeric field") != NULL, "%s", err.message);
+        qr_filter_free(f);
+    }
 }
