@@ -1696,6 +1696,19 @@ static int bind_const(SqlBind *b, const cJSON *ac, int loc, SqlExpr **out)
     return QR_OK;
 }
 
+/* The reg* type a cast names: 'c' regclass, 't' regtype, 'n' regnamespace,
+ * 'p' regproc / regprocedure, 'r' regrole; 0 for another type. */
+static char reg_kind(const char *name)
+{
+    return !name                            ? 0
+           : !strcmp(name, "regclass")      ? 'c'
+           : !strcmp(name, "regtype")       ? 't'
+           : !strcmp(name, "regnamespace")  ? 'n'
+           : !strcmp(name, "regproc") || !strcmp(name, "regprocedure") ? 'p'
+           : !strcmp(name, "regrole")       ? 'r'
+                                            : 0;
+}
+
 static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
 {
     const cJSON *tn = sqlj_get(tc, "typeName");
@@ -1703,13 +1716,10 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     QrSqlType t;
     /* reg* casts: an object's name to its oid (op 'c' / 't' / 'n'), and
      * such an oid back to the name when cast to text (op 'C' / 'T' / 'N') */
-    char reg = !name ? 0 : !strcmp(name, "regclass") ? 'c' : !strcmp(name, "regtype") ? 't'
-               : !strcmp(name, "regnamespace") ? 'n'
-               : !strcmp(name, "regproc") || !strcmp(name, "regprocedure") ? 'p'
-               : !strcmp(name, "regrole") ? 'r' : 0;
+    char reg = reg_kind(name);
     if (reg && sqlj_get(tn, "arrayBounds")) {
-        /* ::regtype[] (psql, pgcli on pg_proc's argument types): the oids
-         * as an oid[] (their names are not looked up) */
+        /* ::regtype[] (psql, pgcli on pg_proc's argument types): the names,
+         * as PostgreSQL prints a regtype[] ({integer,text}), in a text[] */
         SqlExpr *a, *e;
         int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
         if (rc)
@@ -1718,7 +1728,7 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         if (!(e = new_expr(b, SE_CAST, loc)) || set_args(b, e, 1))
             return b->cx->err->code;
         e->args[0] = a;
-        e->type = QR_SQL_ARRAY_OF(QR_SQL_OID);
+        e->type = QR_SQL_ARRAY_OF(QR_SQL_TEXT);
         e->op = 'V';
         e->name = name;
         *out = e;
@@ -3136,6 +3146,50 @@ static __attribute__((noinline)) int eval_func(SqlCtx *cx, const SqlExpr *e,
     return rc;
 }
 
+/* x::regtype[] (and kin; e->name says which): every element of an array, an
+ * array literal or an oidvector's text ("23 25"), an oid or a name, as the
+ * object's name ('{int4,text}' and '{23,25}' both give {integer,text});
+ * unknown names fail as ::regtype does (42704), unknown oids print as
+ * numbers. */
+static int reg_array(SqlCtx *cx, const SqlExpr *e, const SqlValue *a, SqlValue *out)
+{
+    char kind = reg_kind(e->name);
+    *out = sqlv_null();
+    out->type = e->type;
+    if (a->is_null)
+        return QR_OK;
+    SqlValue arr = *a, *el;
+    uint64_t n;
+    int rc;
+    if (!sqlt_is_str(a->type) && !QR_SQL_IS_ARRAY(a->type) &&
+        (rc = sqlv_cast(cx, a, QR_SQL_ARRAY_OF(QR_SQL_OID), e->loc, &arr)))
+        return rc;
+    if ((rc = sqlv_array_parse(cx, &arr, &el, &n)))
+        return rc;
+    for (uint64_t i = 0; i < n; i++) {
+        if (el[i].is_null)
+            continue;
+        bool digits = el[i].u.s.n > 0;
+        for (size_t k = 0; k < el[i].u.s.n; k++)
+            digits &= el[i].u.s.s[k] >= '0' && el[i].u.s.s[k] <= '9';
+        SqlValue oid;
+        if (digits) {
+            if ((rc = sqlv_cast(cx, &el[i], QR_SQL_OID, e->loc, &oid)))
+                return rc;
+        } else if (kind == 'p') { /* regproc is its name already */
+            continue;
+        } else if ((rc = sqlcat_reg_oid(cx, kind, &el[i], e->loc, &oid))) {
+            return rc;
+        }
+        if ((rc = sqlcat_reg_name(cx, kind, oid.u.i, &el[i])))
+            return rc;
+    }
+    SqlValue text;
+    if ((rc = sqlv_array_text(cx, el, n, &text)))
+        return rc;
+    return sqlv_cast(cx, &text, e->type, e->loc, out);
+}
+
 static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
 {
     SqlValue a, b;
@@ -3418,31 +3472,8 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
     case SE_CAST:
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
-        if (e->op == 'V') { /* ::regtype[] and kin of an oid list: oid[] */
-            if (a.is_null || QR_SQL_IS_ARRAY(a.type) || !sqlt_is_str(a.type))
-                return sqlv_cast(cx, &a, QR_SQL_ARRAY_OF(QR_SQL_OID), e->loc, out);
-            /* an oidvector's text ("23 25") as an array literal */
-            QrBuf lb;
-            qr_buf_init(&lb);
-            bool brace = a.u.s.n && a.u.s.s[0] == '{';
-            if (!brace)
-                qr_buf_putc(&lb, '{');
-            for (size_t i = 0; i < a.u.s.n; i++)
-                qr_buf_putc(&lb, !brace && a.u.s.s[i] == ' ' && i + 1 < a.u.s.n ? ',' : a.u.s.s[i]);
-            if (!brace)
-                qr_buf_putc(&lb, '}');
-            if (!qr_buf_ok(&lb)) {
-                qr_buf_free(&lb);
-                return sql_err_at(cx, e->loc, QR_ENOMEM, NULL, "out of memory");
-            }
-            char *lit = qr_arena_strndup(cx->arena, (const char *)lb.data, lb.len);
-            size_t ln = lb.len;
-            qr_buf_free(&lb);
-            if (!lit)
-                return sql_err_at(cx, e->loc, QR_ENOMEM, NULL, "out of memory");
-            SqlValue t = sqlv_text(lit, ln);
-            return sqlv_cast(cx, &t, QR_SQL_ARRAY_OF(QR_SQL_OID), e->loc, out);
-        }
+        if (e->op == 'V') /* ::regtype[] and kin: the objects' names */
+            return reg_array(cx, e, &a, out);
         if (e->op == 'p') /* regproc: a function's name */
             return sqlcat_reg_proc(cx, &a, e->loc, out);
         if (e->op == 'c' || e->op == 't' || e->op == 'n' || e->op == 'p' || e->op == 'r') {
