@@ -15,44 +15,39 @@
 
 #define DEC_MAX_EXP 1000 /* |exponent| accepted in input ("1e1000") */
 
-int dec_canon(const char *s, size_t n, char *out, size_t out_cap)
+int dec_lex(const char *s, size_t n, DecLex *out)
 {
     const char *p = s, *end = s + n;
+    memset(out, 0, sizeof *out);
     while (p < end && isspace((unsigned char)*p))
         p++;
     while (end > p && isspace((unsigned char)end[-1]))
         end--;
-    bool neg = false;
     const char *q = p;
     if (q < end && (*q == '+' || *q == '-'))
-        neg = *q++ == '-';
+        out->neg = *q++ == '-';
     size_t rest = (size_t)(end - q);
-    const char *special = NULL;
-    if (q == p && rest == 3 && !strncasecmp(q, "nan", 3))
-        special = "NaN";
-    else if ((rest == 8 && !strncasecmp(q, "infinity", 8)) || (rest == 3 && !strncasecmp(q, "inf", 3)))
-        special = neg ? "-Infinity" : "Infinity";
-    if (special) {
-        size_t l = strlen(special);
-        if (l + 1 > out_cap)
-            return -1;
-        memcpy(out, special, l + 1);
-        return (int)l;
+    if (q == p && rest == 3 && !strncasecmp(q, "nan", 3)) {
+        out->special = 'n';
+        return 0;
     }
-    const char *ip = q;
+    if ((rest == 8 && !strncasecmp(q, "infinity", 8)) || (rest == 3 && !strncasecmp(q, "inf", 3))) {
+        out->special = out->neg ? 'm' : 'p';
+        return 0;
+    }
+    out->ip = q;
     while (q < end && isdigit((unsigned char)*q))
         q++;
-    size_t il = (size_t)(q - ip), fl = 0;
-    const char *fp = q;
+    out->il = (size_t)(q - out->ip);
+    out->fp = q;
     if (q < end && *q == '.') {
-        fp = ++q;
+        out->fp = ++q;
         while (q < end && isdigit((unsigned char)*q))
             q++;
-        fl = (size_t)(q - fp);
+        out->fl = (size_t)(q - out->fp);
     }
-    if (il + fl == 0)
+    if (out->il + out->fl == 0)
         return -1;
-    long exp = 0;
     if (q < end && (*q == 'e' || *q == 'E')) {
         q++;
         bool eneg = false;
@@ -61,15 +56,33 @@ int dec_canon(const char *s, size_t n, char *out, size_t out_cap)
         if (q == end || !isdigit((unsigned char)*q))
             return -1;
         while (q < end && isdigit((unsigned char)*q)) {
-            exp = exp * 10 + (*q++ - '0');
-            if (exp > DEC_MAX_EXP)
+            out->exp = out->exp * 10 + (*q++ - '0');
+            if (out->exp > DEC_MAX_EXP)
                 return -1;
         }
         if (eneg)
-            exp = -exp;
+            out->exp = -out->exp;
     }
-    if (q != end)
+    return q == end ? 0 : -1;
+}
+
+int dec_canon(const char *s, size_t n, char *out, size_t out_cap)
+{
+    DecLex x;
+    if (dec_lex(s, n, &x) < 0)
         return -1;
+    if (x.special) {
+        const char *t = x.special == 'n' ? "NaN" : x.special == 'p' ? "Infinity" : "-Infinity";
+        size_t l = strlen(t);
+        if (l + 1 > out_cap)
+            return -1;
+        memcpy(out, t, l + 1);
+        return (int)l;
+    }
+    const char *ip = x.ip, *fp = x.fp;
+    size_t il = x.il, fl = x.fl;
+    bool neg = x.neg;
+    long exp = x.exp;
     /* the digits ip fp as one run with `scale` of them after the point */
     long scale = (long)fl - exp;
     long nd = (long)(il + fl);

@@ -24,6 +24,23 @@
 #define DEC_SCALED_MAX_PREC 18   /* numeric(p, s) up to this p is a scaled int64 */
 #define DEC_TEXT_MAX 1100        /* bytes of the longest canonical text a field keeps */
 
+/* The pieces of a decimal as written (PostgreSQL's numeric_in syntax): blanks
+ * around, a sign, digits with one optional '.', an exponent ("e-3", |e| <=
+ * 1000); "NaN" (no sign), "Infinity" / "inf" with either sign.  The digits
+ * point into the input. */
+typedef struct DecLex {
+    char special;       /* 0, 'n' NaN, 'p' +Infinity, 'm' -Infinity */
+    bool neg;
+    const char *ip;     /* integer digits, il of them (borrowed) */
+    size_t il;
+    const char *fp;     /* fraction digits, fl of them (borrowed) */
+    size_t fl;
+    long exp;           /* the exponent: the value is ip.fp * 10^exp */
+} DecLex;
+
+/* Split s[0, n) into *out; -1 when it is not a number. */
+int dec_lex(const char *s, size_t n, DecLex *out);
+
 /* The canonical text of s[0, n) (PostgreSQL's numeric input: blanks around,
  * a sign, digits with one optional '.', an exponent "e-3"; "NaN",
  * "Infinity", "inf") into out (NUL-terminated).  Returns its length, or -1
