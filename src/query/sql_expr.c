@@ -136,7 +136,7 @@ static int unify(SqlBind *b, SqlExpr **x, SqlExpr **y, int loc, QrSqlType *out)
         return QR_OK;
     }
     if (sqlt_is_num(a) && sqlt_is_num(c)) {
-        *out = sqlt_is_float(a) || sqlt_is_float(c) ? QR_SQL_FLOAT8 : QR_SQL_INT8;
+        *out = sqlt_num_common(a, c);
         return QR_OK;
     }
     if (sqlt_is_datetime(a) && sqlt_is_datetime(c)) { /* a date is its midnight */
@@ -1589,6 +1589,8 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         if (!sqlt_is_num(r->type) && r->type != QR_SQL_INTERVAL)
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: - %s",
                               qr_sql_type_name(r->type));
+        if (r->kind == SE_CONST && r->type == QR_SQL_NUMERIC && !r->val.is_null)
+            return (rc = sqln_neg(b->cx, &r->val, &r->val)) ? rc : (*out = r, QR_OK);
         if (r->kind == SE_CONST && sqlt_is_float(r->type) && r->type != QR_SQL_NUMERIC) {
             r->val.u.f = -r->val.u.f;
             if (r->dec_lit) { /* -1.50 stays a decimal literal */
@@ -1663,15 +1665,16 @@ static int bind_const(SqlBind *b, const cJSON *ac, int loc, SqlExpr **out)
                 if (rc) {
                     /* beyond int8: a numeric literal */
                     qr_error_clear(b->cx->err);
-                    e->val = sqlv_float(strtod(s, NULL));
-                    e->type = e->val.type = QR_SQL_FLOAT8;
-                    e->dec_lit = qr_arena_strndup(b->cx->arena, s, strlen(s));
+                    if ((rc = sqln_in(b->cx, s, strlen(s), loc, &e->val)))
+                        return rc;
+                    e->type = QR_SQL_NUMERIC;
                 }
             }
-        } else {
-            e->val = sqlv_float(strtod(s ? s : "0", NULL));
-            e->type = QR_SQL_FLOAT8;
-            e->dec_lit = s ? qr_arena_strndup(b->cx->arena, s, strlen(s)) : NULL;
+        } else { /* 1.50: the numeric its digits say, as PostgreSQL types it */
+            int rc = sqln_in(b->cx, s ? s : "0", s ? strlen(s) : 1, loc, &e->val);
+            if (rc)
+                return rc;
+            e->type = QR_SQL_NUMERIC;
         }
     } else if ((v = sqlj_get(ac, "sval"))) {
         const char *s0 = sqlj_str(v, "sval");

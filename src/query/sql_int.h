@@ -271,6 +271,10 @@ const char *sqlt_typname(QrSqlType t);
 /* Classes of types for operators. */
 bool sqlt_is_int(QrSqlType t);    /* int2/4/8, oid */
 bool sqlt_is_float(QrSqlType t);  /* float4/8, numeric */
+/* The type two numbers of types a and b resolve to (CASE, UNION, COALESCE),
+ * as PostgreSQL: float8 beside a float, else numeric beside a numeric, else
+ * int8. */
+QrSqlType sqlt_num_common(QrSqlType a, QrSqlType b);
 bool sqlt_is_num(QrSqlType t);
 bool sqlt_is_str(QrSqlType t);    /* text, varchar, name, char, unknown */
 bool sqlt_is_ts(QrSqlType t);

@@ -194,17 +194,67 @@ typedef struct ColPredRef {
     ColVal set_storage[64];
 } ColPredRef;
 
-static bool to_colval(const SqlValue *v, QrFieldType ft, ColVal *out)
+/* A numeric constant as the double it equals exactly, if it does (at most
+ * 15 significant digits: 0.1 is the double nearest 0.1, as a float column
+ * holds it). */
+static bool num_double(const SqlValue *v, double *out)
+{
+    char buf[48];
+    size_t sig = 0;
+    if (v->u.s.n >= sizeof buf)
+        return false;
+    for (size_t i = 0; i < v->u.s.n; i++) {
+        char c = v->u.s.s[i];
+        if (c != '-' && c != '.' && (c < '0' || c > '9'))
+            return false; /* NaN, Infinity: the rows decide */
+        sig += c >= '1' || (c == '0' && sig > 0);
+    }
+    if (sig > 15)
+        return false;
+    memcpy(buf, v->u.s.s, v->u.s.n);
+    buf[v->u.s.n] = 0;
+    *out = strtod(buf, NULL);
+    return true;
+}
+
+/* A constant as a value of field fd's column, when a column predicate
+ * compares exactly as SQL does (a numeric(p, s) field's column holds
+ * value * 10^s: only constants with at most s fraction digits convert). */
+static bool to_colval(const SqlValue *v, const QrField *fd, ColVal *out)
 {
     if (v->is_null)
         return false;
+    QrFieldType ft = fd->type;
+    double d;
     switch (ft) {
+    case QR_FT_NUMERIC: {
+        char buf[48];
+        int64_t sv;
+        size_t n = sqlt_is_int(v->type)
+                       ? (size_t)snprintf(buf, sizeof buf, "%lld", (long long)v->u.i)
+                       : v->type == QR_SQL_NUMERIC && v->u.s.n < sizeof buf
+                             ? (memcpy(buf, v->u.s.s, v->u.s.n), v->u.s.n)
+                             : 0;
+        if (fd->scale < 0 || n == 0 || dec_to_scaled(buf, n, fd->scale, &sv) != 0 ||
+            sv == DEC_SCALED_NAN)
+            return false;
+        char back[48];
+        int bn = dec_from_scaled(sv, fd->scale, back);
+        SqlValue a = sqlv_text(buf, n), b = sqlv_text(back, (size_t)bn);
+        a.type = b.type = QR_SQL_NUMERIC;
+        if (sqlt_is_int(v->type) ? false : sqln_cmp(&a, &b) != 0)
+            return false; /* more digits than the column's scale: rows decide */
+        *out = col_val_int(sv);
+        return true;
+    }
     case QR_FT_INT:
     case QR_FT_FLOAT:
         if (sqlt_is_int(v->type))
             *out = ft == QR_FT_INT ? col_val_int(v->u.i) : col_val_float((double)v->u.i);
         else if (v->type == QR_SQL_FLOAT8 || v->type == QR_SQL_FLOAT4)
             *out = col_val_float(v->u.f);
+        else if (v->type == QR_SQL_NUMERIC && num_double(v, &d))
+            *out = col_val_float(d); /* (an int column places it between its keys) */
         else
             return false;
         return true;
@@ -229,7 +279,7 @@ static bool to_colval(const SqlValue *v, QrFieldType ft, ColVal *out)
 }
 
 /* A column of this table with a typed column (not full text). */
-static int col_field(const SqlTableScan *sc, const SqlExpr *e, QrFieldType *ft)
+static int col_field(const SqlTableScan *sc, const SqlExpr *e, const QrField **ft)
 {
     if (e->kind != SE_COL || e->col < sc->first || e->col >= sc->first + sc->n_cols)
         return -1;
@@ -239,13 +289,13 @@ static int col_field(const SqlTableScan *sc, const SqlExpr *e, QrFieldType *ft)
     const QrField *fd = &qr_table_schema(sc->t)->fields[f];
     if (fd->type == QR_FT_TEXT)
         return -1;
-    *ft = fd->type;
+    *ft = fd;
     return f;
 }
 
 static bool colpred_of(SqlCtx *cx, const SqlTableScan *sc, const SqlExpr *e, ColPredRef *out)
 {
-    QrFieldType ft;
+    const QrField *ft = NULL;
     memset(out, 0, sizeof *out);
     SqlEvalRow none = {.doc = -1};
     if (e->kind == SE_CMP && e->op < 100) {
@@ -744,6 +794,16 @@ static bool pk_add_value(SqlCtx *cx, PkKeys *k, const SqlValue *v)
         memcpy(b + 1, num, (size_t)n);
         return pk_add_int(cx, k, v->u.i) && pk_add(cx, k, b, (size_t)n + 1);
     }
+    if (v->type == QR_SQL_NUMERIC) { /* an integer key equals it only if it is whole */
+        SqlValue w, i;
+        QrError e, *save = cx->err;
+        qr_error_clear(&e);
+        cx->err = &e;
+        bool whole = sqln_round(cx, v, 0, SQLN_TRUNC, &w) == QR_OK && sqln_cmp(&w, v) == 0 &&
+                     sqlv_cast(cx, &w, QR_SQL_INT8, -1, &i) == QR_OK;
+        cx->err = save;
+        return !whole || pk_add_int(cx, k, i.u.i);
+    }
     if (sqlt_is_float(v->type)) {
         if (v->u.f != floor(v->u.f) || fabs(v->u.f) > 9007199254740992.0)
             return true; /* no integer key equals it; a string key compares as text */
@@ -884,9 +944,19 @@ static void pk_range_tighten(SqlCtx *cx, const SqlTableScan *sc, const SqlExpr *
     bool lower = op == SQL_CMP_GT || op == SQL_CMP_GE;
     if (r->int_keys) {
         int64_t x;
+        SqlValue w, iv;
         if (sqlt_is_int(v.type))
             x = v.u.i;
-        else if (sqlt_is_float(v.type) && isfinite(v.u.f) && fabs(v.u.f) < 9.2e18)
+        else if (v.type == QR_SQL_NUMERIC) { /* floor / ceil exactly; past int8: no range */
+            qr_error_clear(&e2);
+            cx->err = &e2;
+            ok = sqln_round(cx, &v, 0, lower ? SQLN_FLOOR : SQLN_CEIL, &w) == QR_OK &&
+                 sqlv_cast(cx, &w, QR_SQL_INT8, -1, &iv) == QR_OK;
+            cx->err = save;
+            if (!ok)
+                return;
+            x = iv.u.i;
+        } else if (sqlt_is_float(v.type) && isfinite(v.u.f) && fabs(v.u.f) < 9.2e18)
             x = (int64_t)(lower ? floor(v.u.f) : ceil(v.u.f));
         else
             return;

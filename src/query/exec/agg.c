@@ -91,7 +91,9 @@ static char num_kind(const SqlAgg *a)
     if ((a->kind != SA_PCT_CONT && a->kind != SA_PCT_DISC) || a->distinct)
         return 0;
     QrSqlType t = a->arg->type;
-    return sqlt_is_int(t) || sqlt_is_ts(t) ? 'i' : sqlt_is_float(t) ? 'f' : 0;
+    return sqlt_is_int(t) || sqlt_is_ts(t)           ? 'i'
+           : sqlt_is_float(t) && t != QR_SQL_NUMERIC ? 'f'
+                                                     : 0; /* (numeric: as SqlValues) */
 }
 
 static uint64_t key_of_int(int64_t x) { return (uint64_t)x ^ (1ull << 63); }

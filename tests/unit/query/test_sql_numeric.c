@@ -465,3 +465,43 @@ Test(numeric, http_filters_refuse_numeric_fields)
         qr_filter_free(f);
     }
 }
+
+/* A bare decimal literal is numeric, as PostgreSQL types it; beside a float
+ * it becomes float8, and comparisons of float, int and numeric(p, s) columns
+ * with it still prune by zone maps (EXPLAIN's column predicates). */
+Test(numeric, decimal_literals_are_numeric)
+{
+    static const char *const cases[][2] = {
+        {"1.50", "1.50"},
+        {"pg_typeof(1.5)", "numeric"},
+        {"-0.50", "-0.50"},
+        {"1e3", "1000"},
+        {"pg_typeof(1.5 * 2::float8)", "double precision"},
+        {"pg_typeof(CASE WHEN true THEN 1.5 ELSE 2 END)", "numeric"},
+        {"pg_typeof(coalesce(1.5, 2::float8))", "double precision"},
+        {"round(2.5)", "3"},
+        {"0.1 + 0.2 = 0.3", "t"},
+        {"'1e300'::numeric::float8 > 1e299", "t"},
+    };
+    check_cases(cases, sizeof cases / sizeof *cases);
+    exec_ok("CREATE TABLE lit (id int PRIMARY KEY, x float8, n int, p numeric(10,2))");
+    exec_ok("INSERT INTO lit VALUES (1, 0.1, 1, 1.25), (2, 2.5, 3, 'NaN'), (3, 7, 5, -3.5)");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE x = 0.1", "1");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE n > 2.5", "2,3");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE p > 1.2", "1,2"); /* NaN > */
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE p > 1.249", "1,2");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE p = 1.250", "1");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE p <> 1.25", "2,3");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE id < 2.5", "1,2");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE id = 2.0", "2");
+    const char *plans[] = {"EXPLAIN SELECT id FROM lit WHERE x > 0.5",
+                           "EXPLAIN SELECT id FROM lit WHERE p > 1.2"};
+    for (int i = 0; i < 2; i++) {
+        QrSqlResult *r = run(plans[i]);
+        bool pushed = false;
+        for (uint64_t k = 0; k < r->n_rows; k++)
+            pushed |= memmem(r->vals[k].u.s.s, r->vals[k].u.s.n, "Column Predicates: 1", 20) != NULL;
+        cr_expect(pushed, "%s: no column predicate", plans[i]);
+        qr_sql_result_free(r);
+    }
+}
