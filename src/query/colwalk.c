@@ -393,6 +393,9 @@ int colwalk_group(const Segment *seg, const roaring_bitmap_t *cand, int key_fiel
         qr_free(cols);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
+    for (size_t x = 0; x < ((size_t)out->n_codes + 1) * (size_t)out->stride; x++)
+        out->parts[x].is_int = x % (size_t)out->stride < (size_t)n_vals &&
+                               vc[x % (size_t)out->stride].type != QR_COL_FLOAT64;
     while (colwalk_blocks_next(&w)) {
         for (uint32_t j = 0; j < w.n; j++) {
             uint32_t row = w.rows[j], r = row % COL_BLOCK_ROWS;

@@ -220,6 +220,9 @@ typedef struct ColWalkAgg {
     int64_t sum_i;            /* integers; on overflow the sum goes on in sum_f */
     double sum_f;
     bool sum_is_f;
+    bool is_int;              /* an int64 / timestamp column's (else float64) */
+    int64_t sum_carry;        /* integers: times sum_i wrapped past int64 (+1 up, -1 down),
+                                 so the exact sum is sum_i + sum_carry * 2^64 */
     int64_t min_i, max_i;     /* int64 / timestamp */
     double min_f, max_f;      /* float64 (NaN above every number, as PostgreSQL) */
     /* with ColWalkCol.keep: the group's non-NULL values (int64 / timestamp,
@@ -237,11 +240,14 @@ static inline void colwalk_agg_int(ColWalkAgg *p, int64_t v)
     if (p->count == 0 || v > p->max_i)
         p->max_i = v;
     p->count++;
-    if (p->sum_is_f)
+    if (p->sum_is_f) {
         p->sum_f += (double)v;
-    else if (__builtin_add_overflow(p->sum_i, v, &p->sum_i)) {
+        if (__builtin_add_overflow(p->sum_i, v, &p->sum_i)) /* (wraps: the carry keeps it exact) */
+            p->sum_carry += v > 0 ? 1 : -1;
+    } else if (__builtin_add_overflow(p->sum_i, v, &p->sum_i)) {
         p->sum_is_f = true;
-        p->sum_f = (double)p->sum_i + (double)v;
+        p->sum_carry += v > 0 ? 1 : -1;
+        p->sum_f = (double)p->sum_i + (double)p->sum_carry * 18446744073709551616.0;
     }
 }
 

@@ -1115,14 +1115,16 @@ static int seg_text_bitmap(SqlCtx *cx, SqlTableScan *sc, int si, roaring_bitmap_
 static bool colagg_field_ok(const SqlTableScan *sc, Snapshot *snap, int field, bool group)
 {
     const QrField *fd = &qr_table_schema(sc->t)->fields[field];
+    bool scaled = fd->type == QR_FT_NUMERIC && fd->scale >= 0; /* value * 10^scale, exact */
     if (group ? fd->type != QR_FT_KEYWORD
-              : fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_FLOAT)
+              : fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_FLOAT &&
+                    !scaled)
         return false;
     for (int si = 0; si < snap->n_segs; si++) {
         const Column *c = seg_column(snap->segs[si], field);
         QrColType want = fd->type == QR_FT_KEYWORD ? QR_COL_KEYWORD
                        : fd->type == QR_FT_FLOAT ? QR_COL_FLOAT64
-                       : fd->type == QR_FT_INT   ? QR_COL_INT64
+                       : fd->type == QR_FT_INT || scaled ? QR_COL_INT64
                                                  : QR_COL_TIMESTAMP;
         if (c && col_type(c) != want)
             return false;
@@ -1192,7 +1194,7 @@ static int colagg_segment(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, 
     for (int k = 0; k < n; k++) /* count(*) reads no column: field -1 reads NULL */
         vals[k] = (ColWalkCol){.field = ca->field[k],
                                .type = ca->field[k] >= 0
-                                           ? (QrColType)qr_filter_field_coltype(schema, ca->field[k])
+                                           ? (QrColType)schema_column_type(&schema->fields[ca->field[k]])
                                            : QR_COL_INT64,
                                .keep = ca->keep && ca->keep[k]};
     ColWalkGroup g;

@@ -9,6 +9,7 @@
  * Layer: query/ (SQL execution).  Used by op_hash_agg.c and op_window.c.
  */
 #include "query/exec/exec.h"
+#include "store/decimal.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -281,40 +282,71 @@ static int num_spill(SqlCtx *cx, SqlAggState *st, const SqlValue *v, bool *keep)
 
 /* One numeric into an exact sum: int128 at the largest scale seen, the
  * decimal code past it; NaN and infinities as PostgreSQL adds them. */
-static int num_add(SqlCtx *cx, SqlAggState *st, const SqlValue *v, bool *keep)
+/* m * 10^-sc into the exact sum (int128 at the largest scale, the decimal
+ * code past it); v is the same value as numeric text, or NULL (made when
+ * needed). */
+static int num_add128(SqlCtx *cx, SqlAggState *st, __int128 m, int sc, const SqlValue *v,
+                      bool *keep)
+{
+    SqlValue made;
+    const __int128 *P = pow10_128();
+    __int128 r;
+    if (sc > st->sum_scale) {
+        if (sc - st->sum_scale > 38 || __builtin_mul_overflow(st->sum_n, P[sc - st->sum_scale], &r))
+            goto spill;
+        st->sum_n = r;
+        st->sum_scale = sc;
+    } else if (sc < st->sum_scale) {
+        if (st->sum_scale - sc > 38 || __builtin_mul_overflow(m, P[st->sum_scale - sc], &r))
+            goto spill;
+        m = r;
+        sc = st->sum_scale;
+    }
+    if (__builtin_add_overflow(st->sum_n, m, &r))
+        goto spill;
+    st->sum_n = r;
+    return QR_OK;
+spill:
+    if (!v) {
+        int rc = num_of128(cx, m, sc, &made);
+        if (rc)
+            return rc;
+        v = &made;
+    }
+    return num_spill(cx, st, v, keep);
+}
+
+static void num_begin(SqlAggState *st)
 {
     if (!st->sum_has_n) {
         st->sum_has_n = true;
         st->sum_big = sqlv_null();
     }
+}
+
+/* NaN ('n') or an infinity into the sum, as PostgreSQL adds them. */
+static void num_special(SqlAggState *st, char sp)
+{
+    if (st->sum_special != 'n')
+        st->sum_special = !st->sum_special || st->sum_special == sp ? sp : 'n';
+}
+
+/* One numeric into an exact sum; NaN and infinities as PostgreSQL adds them. */
+static int num_add(SqlCtx *cx, SqlAggState *st, const SqlValue *v, bool *keep)
+{
+    num_begin(st);
     const char *s = v->u.s.s;
     size_t n = v->u.s.n;
     char sp = n && (s[0] == 'N') ? 'n' : n && s[0] == 'I' ? 'p' : n > 1 && s[1] == 'I' ? 'm' : 0;
-    if (sp || st->sum_special) {
-        if (sp && st->sum_special != 'n')
-            st->sum_special = !st->sum_special || st->sum_special == sp ? sp : 'n';
+    if (sp)
+        num_special(st, sp);
+    if (sp || st->sum_special)
         return QR_OK;
-    }
     __int128 m;
     int sc;
     if (!num_parse128(s, n, &m, &sc))
         return num_spill(cx, st, v, keep);
-    const __int128 *P = pow10_128();
-    if (sc > st->sum_scale) {
-        __int128 r;
-        if (sc - st->sum_scale > 38 || __builtin_mul_overflow(st->sum_n, P[sc - st->sum_scale], &r))
-            return num_spill(cx, st, v, keep);
-        st->sum_n = r;
-        st->sum_scale = sc;
-    } else if (sc < st->sum_scale &&
-               (st->sum_scale - sc > 38 || __builtin_mul_overflow(m, P[st->sum_scale - sc], &m))) {
-        return num_spill(cx, st, v, keep);
-    }
-    __int128 r;
-    if (__builtin_add_overflow(st->sum_n, m, &r))
-        return num_spill(cx, st, v, keep);
-    st->sum_n = r;
-    return QR_OK;
+    return num_add128(cx, st, m, sc, v, keep);
 }
 
 /* Aggregates whose rows' values are kept until the end: DISTINCT, ORDER
@@ -395,11 +427,14 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
         if (v.type == QR_SQL_NUMERIC)
             return num_add(cx, st, &v, keep);
         if (sqlt_is_int(v.type) && !st->sum_is_f) {
-            if (__builtin_add_overflow(st->sum_i, v.u.i, &st->sum_i)) {
+            int64_t sum; /* (the builtin stores the wrapped sum: not into sum_i) */
+            if (__builtin_add_overflow(st->sum_i, v.u.i, &sum)) {
                 if (a->kind == SA_SUM)
                     return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
                 st->sum_is_f = true;
                 st->sum_f = (double)st->sum_i + (double)v.u.i;
+            } else {
+                st->sum_i = sum;
             }
         } else {
             if (!st->sum_is_f) {
@@ -773,6 +808,58 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
 }
 
 
+/* A scaled numeric column's partial state (its int64s are value * 10^s, s
+ * the column's numeric(p, s) scale; NaN is DEC_SCALED_NAN, the maximum):
+ * sums exactly, min / max as numerics. */
+static int num_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlColAggPart *P)
+{
+    int scale = A->arg->typmod >= 4 ? (A->arg->typmod - 4) & 0xffff : 0;
+    bool nan = P->max_i == DEC_SCALED_NAN;
+    st->count += P->count;
+    switch (A->kind) {
+    case SA_SUM:
+    case SA_AVG: {
+        num_begin(st);
+        if (nan)
+            num_special(st, 'n');
+        if (st->sum_special)
+            return QR_OK;
+        bool keep = false;
+        __int128 m = (__int128)P->sum_i + (__int128)P->sum_carry * ((__int128)1 << 64);
+        return num_add128(cx, st, m, scale, NULL, &keep);
+    }
+    case SA_MIN:
+    case SA_MAX: {
+        bool mn = A->kind == SA_MIN;
+        char buf[48];
+        SqlValue v;
+        if (P->is_int) {
+            int n = dec_from_scaled(mn ? P->min_i : P->max_i, scale, buf);
+            v = sqlv_text(buf, (size_t)n);
+            v.type = QR_SQL_NUMERIC;
+        } else { /* a float8 column of a table made before numerics were exact */
+            int rc = sqln_from_double(cx, mn ? P->min_f : P->max_f, &v);
+            if (rc || (A->arg->typmod >= 4 && (rc = sqln_typmod(cx, &v, A->arg->typmod, -1, &v))))
+                return rc;
+        }
+        int c = st->has ? sqlv_cmp(&v, &st->best) : 0;
+        if (!st->has || (mn ? c < 0 : c > 0)) {
+            int rc = sqlv_own(cx, &v);
+            if (rc)
+                return rc;
+            st->best = v;
+        }
+        st->has = true;
+        return QR_OK;
+    }
+    case SA_COUNT:
+        return QR_OK;
+    default:
+        return sql_err_at(cx, -1, QR_EINTERNAL, "XX000", "%s of a numeric column from column blocks",
+                          sql_agg_name(A));
+    }
+}
+
 int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlColAggPart *P,
                        int64_t group_rows)
 {
@@ -783,14 +870,20 @@ int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlCo
     if (!P->count)
         return QR_OK;
     bool fl = sqlt_is_float(A->arg->type);
+    if (A->arg->type == QR_SQL_NUMERIC &&
+        (P->is_int || A->kind == SA_MIN || A->kind == SA_MAX)) /* value * 10^scale, or old float8 */
+        return num_merge_part(cx, A, st, P);
     switch (A->kind) {
     case SA_SUM:
     case SA_AVG:
         if (!fl && P->sum_is_f && A->kind == SA_SUM)
             return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
         if (!P->sum_is_f && !st->sum_is_f) {
-            if (!__builtin_add_overflow(st->sum_i, P->sum_i, &st->sum_i))
+            int64_t r; /* (the builtin stores the wrapped sum: not into sum_i) */
+            if (!__builtin_add_overflow(st->sum_i, P->sum_i, &r)) {
+                st->sum_i = r;
                 break;
+            }
             if (A->kind == SA_SUM)
                 return sql_err_at(cx, -1, QR_EINVAL, "22003", "bigint out of range");
             st->sum_is_f = true;

@@ -505,3 +505,51 @@ Test(numeric, decimal_literals_are_numeric)
         qr_sql_result_free(r);
     }
 }
+
+/* Aggregates of a numeric(p, s) column from column blocks (GROUP BY a
+ * keyword, EXPLAIN's "partial states from column blocks"): the int64 sums
+ * of value * 10^s carry past int64 exactly, NaN (the column's maximum)
+ * makes the sum NaN, min / max print at the column's scale, and every
+ * result equals the row-at-a-time answer (the same query with a FILTER,
+ * which column blocks do not serve). */
+Test(numeric, column_block_aggregates_of_numeric_are_exact)
+{
+    exec_ok("CREATE TABLE cb (id int PRIMARY KEY, k varchar(8), p numeric(18,0), q numeric(12,2))");
+    char sql[256];
+    for (int i = 1; i <= 10; i++) {
+        snprintf(sql, sizeof sql, "INSERT INTO cb VALUES (%d, 'big', 999999999999999999, %d.25)",
+                 i, i);
+        exec_ok(sql);
+    }
+    exec_ok("INSERT INTO cb VALUES (11, 'big', -5, NULL), (12, 'nan', 'NaN', 1.10), "
+            "(13, 'nan', 7, -2.5), (14, 'one', NULL, 0.1)");
+    flush("cb");
+    QrSqlResult *r = run("EXPLAIN ANALYZE SELECT k, sum(p) FROM cb GROUP BY k");
+    bool blocks = false;
+    for (uint64_t i = 0; i < r->n_rows; i++)
+        blocks |= memmem(r->vals[i].u.s.s, r->vals[i].u.s.n, "column blocks", 13) != NULL;
+    cr_expect(blocks, "the aggregate reads column blocks");
+    qr_sql_result_free(r);
+    static const char *const q[][2] = {
+        {"SELECT string_agg(k || ':' || s, ' ' ORDER BY k) FROM (SELECT k, sum(p)::text AS s "
+         "FROM cb GROUP BY k) g",
+         "big:9999999999999999985 nan:NaN"},
+        {"SELECT string_agg(k || ':' || s, ' ' ORDER BY k) FROM (SELECT k, avg(p)::text AS s "
+         "FROM cb GROUP BY k) g",
+         "big:909090909090909090 nan:NaN"},
+        {"SELECT string_agg(k || ':' || a || '/' || b || '/' || c, ' ' ORDER BY k) FROM (SELECT k, "
+         "sum(q)::text AS a, min(q)::text AS b, max(q)::text AS c FROM cb GROUP BY k) g",
+         "big:57.50/1.25/10.25 nan:-1.40/-2.50/1.10 one:0.10/0.10/0.10"},
+        {"SELECT min(p)::text || ' ' || max(p) || ' ' || count(p) FROM cb WHERE k <> 'nan'",
+         "-5 999999999999999999 11"},
+    };
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++)
+        is(q[i][0], q[i][1]);
+    /* an int8 average past int8 goes on in float8 from the true sum (the
+     * overflowing add once left its wrapped result behind) */
+    is("SELECT avg(x) FROM (VALUES (9223372036854775807::int8), (9223372036854775807::int8)) v(x)",
+       "9.223372036854776e+18");
+    /* the same through the rows */
+    is("SELECT sum(p) FILTER (WHERE id > 0)::text FROM cb WHERE k = 'big'", "9999999999999999985");
+    is("SELECT sum(q) FILTER (WHERE id > 0)::text FROM cb WHERE k = 'big'", "57.50");
+}
