@@ -18,6 +18,7 @@
 #include "query/sql.h"
 #include "query/filter.h"
 #include "query/sql_w.h"
+#include "store/mem.h"
 #include "store/schema.h"
 
 #include <cJSON.h>
@@ -552,4 +553,33 @@ Test(numeric, column_block_aggregates_of_numeric_are_exact)
     /* the same through the rows */
     is("SELECT sum(p) FILTER (WHERE id > 0)::text FROM cb WHERE k = 'big'", "9999999999999999985");
     is("SELECT sum(q) FILTER (WHERE id > 0)::text FROM cb WHERE k = 'big'", "57.50");
+}
+
+/* Column statistics (quarry stats, GET /tables/{t}/stats) show a numeric(p, s)
+ * field's bounds as decimals (NaN, its maximum, as a string), and a plain
+ * numeric's as null: its text orders by bytes. */
+Test(numeric, column_stats_show_decimals)
+{
+    exec_ok("CREATE TABLE st (id int PRIMARY KEY, p numeric(10,2), q numeric)");
+    exec_ok("INSERT INTO st VALUES (1, -1.5, 10), (2, 12.25, 9), (3, 3, NULL)");
+    flush("st");
+    QrTable *t;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_get(env.db, "st", &t, &err), QR_OK, "%s", err.message);
+    QrColumnStats *cs;
+    int n;
+    cr_assert_eq(qr_table_column_stats(t, &cs, &n, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(n, 2);
+    cr_expect_str_eq(cs[0].name, "p");
+    cr_expect_str_eq(cs[0].col_type, "numeric");
+    cr_expect_str_eq(cs[0].min_json, "-1.50");
+    cr_expect_str_eq(cs[0].max_json, "12.25");
+    cr_expect_str_eq(cs[1].min_json, "null");
+    qr_free(cs);
+    exec_ok("INSERT INTO st VALUES (4, 'NaN', 1)");
+    flush("st");
+    cr_assert_eq(qr_table_column_stats(t, &cs, &n, &err), QR_OK, "%s", err.message);
+    cr_expect_str_eq(cs[0].max_json, "\"NaN\"");
+    qr_free(cs);
 }
