@@ -1109,9 +1109,7 @@ static int insert_prepare(SqlCtx *cx, const cJSON *b, InsertCx *ic)
                                       "ON CONFLICT DO UPDATE cannot change the primary key");
                 ic->set_col[ic->n_set] = ci;
                 if ((rc = sql_expr_compile(cx, sqlj_get(rt, "val"), ic->both,
-                                           &ic->set_expr[ic->n_set])) != QR_OK ||
-                    (ic->sc->cols[ci].type == QR_SQL_NUMERIC &&
-                     (rc = sql_expr_numeric_lit(cx, ic->set_expr[ic->n_set])) != QR_OK))
+                                           &ic->set_expr[ic->n_set])) != QR_OK)
                     return rc;
                 ic->n_set++;
             }
@@ -1183,9 +1181,6 @@ int sqlw_insert(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
                 } else {
                     SqlExpr *e;
                     rc = sql_expr_compile(cx, it, NULL, &e);
-                    if (rc == QR_OK && ic.target[k] >= 0 &&
-                        ic.sc->cols[ic.target[k]].type == QR_SQL_NUMERIC)
-                        rc = sql_expr_numeric_lit(cx, e); /* 12.50 keeps its scale */
                     if (rc == QR_OK)
                         rc = sql_expr_eval(cx, e, &none, &src[k]);
                     if (rc)
@@ -1267,8 +1262,6 @@ int sqlw_update(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
         }
         pk_changes |= sc->cols[set_col[k]].field == -1;
         rc = sql_expr_compile(cx, sqlj_get(r, "val"), sc, &set_expr[k]);
-        if (rc == QR_OK && sc->cols[set_col[k]].type == QR_SQL_NUMERIC)
-            rc = sql_expr_numeric_lit(cx, set_expr[k]);
         k++;
     }
     Returning ret = {0};

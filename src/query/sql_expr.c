@@ -1166,27 +1166,6 @@ static int bind_dt_arith(SqlBind *b, int o, const char *op, SqlExpr *l, SqlExpr 
     return QR_OK;
 }
 
-static bool is_dec_lit(const SqlExpr *e)
-{
-    return e->kind == SE_CONST && e->dec_lit && e->type == QR_SQL_FLOAT8;
-}
-
-/* A decimal literal constant made the numeric its text says (no-op for
- * anything else). */
-static int dec_lit_numeric(SqlBind *b, SqlExpr *e)
-{
-    if (!is_dec_lit(e))
-        return QR_OK;
-    SqlValue v;
-    int rc = sqln_in(b->cx, e->dec_lit, strlen(e->dec_lit), e->loc, &v);
-    if (rc)
-        return rc;
-    e->val = v;
-    e->type = QR_SQL_NUMERIC;
-    e->dec_lit = NULL;
-    return QR_OK;
-}
-
 static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int loc, SqlExpr **out)
 {
     if (!strcmp(op, "||")) {
@@ -1221,13 +1200,6 @@ static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int lo
     if (!sqlt_is_num(l->type) || !sqlt_is_num(r->type))
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
                           qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
-    /* a decimal literal is numeric, as PostgreSQL types 1.10, except beside a
-     * float (amount * 1.10, n * 0.5 and 0.1 + 0.2 are numeric) */
-    int rc;
-    bool lf = (l->type == QR_SQL_FLOAT4 || l->type == QR_SQL_FLOAT8) && !is_dec_lit(l);
-    bool rf = (r->type == QR_SQL_FLOAT4 || r->type == QR_SQL_FLOAT8) && !is_dec_lit(r);
-    if (!lf && !rf && ((rc = dec_lit_numeric(b, l)) || (rc = dec_lit_numeric(b, r))))
-        return rc;
     SqlExpr *e = new_binary(b, SE_ARITH, o, l, r, loc);
     if (!e)
         return b->cx->err->code;
@@ -1593,15 +1565,6 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
             return (rc = sqln_neg(b->cx, &r->val, &r->val)) ? rc : (*out = r, QR_OK);
         if (r->kind == SE_CONST && sqlt_is_float(r->type) && r->type != QR_SQL_NUMERIC) {
             r->val.u.f = -r->val.u.f;
-            if (r->dec_lit) { /* -1.50 stays a decimal literal */
-                size_t n = strlen(r->dec_lit);
-                char *neg = qr_arena_alloc(b->cx->arena, n + 2);
-                if (!neg)
-                    return nomem(b->cx);
-                neg[0] = '-';
-                memcpy(neg + 1, r->dec_lit, n + 1);
-                r->dec_lit = neg;
-            }
             return *out = r, QR_OK;
         }
         SqlExpr *e = new_expr(b, SE_NEG, loc);
@@ -1802,9 +1765,6 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     }
     if (a->kind == SE_CONST) {
         SqlValue v;
-        if (a->dec_lit && t == QR_SQL_NUMERIC) /* 1.50::numeric: the literal's digits */
-            a->val = sqlv_text(a->dec_lit, strlen(a->dec_lit));
-        a->dec_lit = NULL;
         if ((rc = sqlv_cast(b->cx, &a->val, t, loc, &v)) ||
             (typmod >= 0 && (rc = sqln_typmod(b->cx, &v, typmod, loc, &v))))
             return rc;
@@ -2698,14 +2658,6 @@ int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, Qr
     b.scope = scope;
     int rc = sql_expr_bind(&b, node, out);
     return rc ? rc : coerce_unknown(&b, *out, want);
-}
-
-int sql_expr_numeric_lit(SqlCtx *cx, SqlExpr *e)
-{
-    SqlBind b;
-    memset(&b, 0, sizeof b);
-    b.cx = cx;
-    return dec_lit_numeric(&b, e);
 }
 
 bool sql_expr_is_const(const SqlExpr *e)

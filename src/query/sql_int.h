@@ -608,8 +608,6 @@ struct SqlExpr {
                               SE_ARITH: 1 for a date/time operator (sql_datetime.c) */
     int32_t typmod;        /* SE_CAST to numeric(p, s), SE_COL of a numeric(p, s)
                               column: its typmod; below 4 (0, -1): none */
-    const char *dec_lit;   /* SE_CONST of a decimal literal (1.50): its text; float8
-                              here, numeric beside a numeric (PostgreSQL's type) */
     SqlValue val;          /* SE_CONST */
     int n_args;
     SqlExpr **args;        /* operands (SE_CASE: [arg?] when/then pairs, else) */
@@ -768,10 +766,6 @@ int sql_expr_compile(SqlCtx *cx, const cJSON *node, const SqlScope *scope, SqlEx
 /* The same where a value of type `want` is expected (an INSERT value, an
  * UPDATE SET target): an untyped parameter or literal takes that type, as
  * PostgreSQL resolves them from their context. */
-/* A decimal literal (1.50, -0.5) made the numeric its digits say, as
- * PostgreSQL types it, for a numeric target (INSERT, UPDATE SET); a no-op for
- * anything else. */
-int sql_expr_numeric_lit(SqlCtx *cx, SqlExpr *e);
 int sql_expr_compile_as(SqlCtx *cx, const cJSON *node, const SqlScope *scope, QrSqlType want,
                         SqlExpr **out);
 
