@@ -341,6 +341,15 @@ Test(numeric, numeric_columns_store_exactly)
     }
     exec_ok("INSERT INTO ex VALUES (7, 12.5000, 12.5, 1)");
     is("SELECT count(*) FROM (SELECT a FROM ex GROUP BY a) g", "6"); /* 12.50 = 12.5000 */
+    /* a merge copies both column kinds row by row */
+    flush("ex");
+    QrTable *t;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_get(env.db, "ex", &t, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_merge(t, &err), QR_OK, "%s", err.message);
+    is("SELECT string_agg(a || '/' || b, ' ' ORDER BY id) FROM ex WHERE id IN (1, 4, 7)",
+       "12.50/12.50 NaN/NaN 12.5000/12.50");
     fails("INSERT INTO ex VALUES (8, 1, 99999999999, 1)", "22003");  /* past numeric(12,2) */
     fails("INSERT INTO ex VALUES (8, 'abc', 1, 1)", "22P02");
     fails("INSERT INTO ex VALUES (8, 1, 'Infinity', 1)", "22003");
