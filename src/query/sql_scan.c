@@ -1239,8 +1239,8 @@ static bool order_walk_ok(const SqlTableScan *sc, Snapshot *snap)
         return false;
     const QrField *fd = &qr_table_schema(sc->t)->fields[field];
     if (fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_KEYWORD &&
-        fd->type != QR_FT_FLOAT)
-        return false;
+        fd->type != QR_FT_FLOAT && !(fd->type == QR_FT_NUMERIC && fd->scale >= 0))
+        return false; /* (a scaled numeric's int64 order is its value's, NaN last) */
     int ct = schema_column_type(fd); /* colwalk_order_open wants it in every segment */
     for (int si = 0; si < snap->n_segs; si++) {
         const Column *c = seg_column(snap->segs[si], field);
@@ -1923,6 +1923,15 @@ static SqlValue walk_value(const ColWalkKey *k, QrColType ct, QrSqlType type)
     return v;
 }
 
+/* A scaled numeric key (v->u.i, value * 10^scale) as the numeric it is,
+ * printed into buf[48] (compared, not kept). */
+static void num_key(SqlValue *v, int scale, char *buf)
+{
+    int n = dec_from_scaled(v->u.i, scale, buf);
+    *v = sqlv_text(buf, (size_t)n);
+    v->type = QR_SQL_NUMERIC;
+}
+
 /* A row's key of the block the walk read last, as the column's SQL value,
  * straight from the decoded block: this runs per row, so fields are set
  * in place (a struct built and copied stalls the store buffer). */
@@ -1963,7 +1972,7 @@ static int run_ordered_setup(SqlCtx *cx, SqlTableScan *sc)
         return rc;
     QrError e;
     qr_error_clear(&e);
-    QrColType ct = (QrColType)qr_filter_field_coltype(qr_table_schema(sc->t), col->field);
+    QrColType ct = (QrColType)schema_column_type(&qr_table_schema(sc->t)->fields[col->field]);
     if (colwalk_order_open(snap->segs, (const roaring_bitmap_t *const *)snap->dels, snap->n_segs,
                            col->field, ct, sc->order_desc, sc->order_nulls_first, R->ocands,
                            R->oskip, &R->walk, &e) != QR_OK) {
@@ -1980,11 +1989,16 @@ static int run_ordered_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
 {
     SqlScanRun *R = sc->run;
     const SqlCol *col = &sc->scope->cols[sc->order_col];
-    QrColType ct = (QrColType)qr_filter_field_coltype(qr_table_schema(sc->t), col->field);
+    const QrField *fd = &qr_table_schema(sc->t)->fields[col->field];
+    QrColType ct = (QrColType)schema_column_type(fd);
+    int scale = fd->type == QR_FT_NUMERIC ? fd->scale : -1; /* keys are value * 10^scale */
+    char nb[48];
     *more = false;
     const ColWalkKey *best;
     while (colwalk_order_peek(R->walk, &best)) {
         SqlValue bv = walk_value(best, ct, col->type);
+        if (scale >= 0 && !bv.is_null)
+            num_key(&bv, scale, nb);
         if (!sc->order_may_enter(sc->order_arg, &bv))
             return QR_OK; /* every later block is as bad or worse */
         sc->ord_blocks_read++;
@@ -2009,6 +2023,8 @@ static int run_ordered_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
         for (uint32_t r = 0; r < n; r++) {
             uint32_t row = rows ? rows[r] : vw.first_row + r;
             view_value(&vw, row, col->type, &v);
+            if (scale >= 0 && !v.is_null)
+                num_key(&v, scale, nb);
             if (!sc->order_may_enter(sc->order_arg, &v)) {
                 sc->ord_rows_skipped++;
                 continue;

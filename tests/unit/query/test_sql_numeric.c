@@ -397,6 +397,25 @@ Test(numeric, stored_numerics_agree_with_a_scaled_integer_model)
     snprintf(v, sizeof v, "%d", hi);
     is("SELECT id FROM rnd ORDER BY s DESC LIMIT 1", v);
     is("SELECT id FROM rnd ORDER BY t DESC LIMIT 1", v);
+    /* ORDER BY a numeric(p, s) column LIMIT k walks its blocks best bound first
+     * (value * 10^s orders as the value) and agrees with sorting the rows */
+    exec_ok("INSERT INTO rnd VALUES (1000, 'NaN', 'NaN'), (1001, NULL, NULL)");
+    QrSqlResult *x = run("EXPLAIN ANALYZE SELECT id FROM rnd ORDER BY s DESC LIMIT 5");
+    bool walked = false;
+    for (uint64_t i = 0; i < x->n_rows; i++)
+        walked |= memmem(x->vals[i].u.s.s, x->vals[i].u.s.n, "Ordered Walk", 12) != NULL;
+    cr_expect(walked, "ORDER BY s LIMIT walks the column's blocks");
+    qr_sql_result_free(x);
+    const char *orders[] = {"DESC", "DESC NULLS LAST", "", "NULLS FIRST"};
+    for (int i = 0; i < 4; i++) {
+        char a[160], b[160], want[400];
+        snprintf(a, sizeof a, "SELECT string_agg(id::text, ',') FROM (SELECT id FROM rnd ORDER BY s "
+                 "%s, id LIMIT 7) q", orders[i]);
+        snprintf(b, sizeof b, "SELECT string_agg(id::text, ',') FROM (SELECT id FROM rnd ORDER BY "
+                 "s + 0 %s, id LIMIT 7) q", orders[i]);
+        snprintf(want, sizeof want, "%s", tc_one(&env, b));
+        is(a, want);
+    }
 }
 
 /* Tables made before numeric was stored exactly keep a float8 column (the
