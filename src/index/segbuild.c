@@ -21,6 +21,7 @@
 #include "index/segment.h"
 #include "index/analyzer.h"
 #include "index/seg_int.h"
+#include "store/decimal.h"
 #include "store/mem.h"
 #include "store/sfile.h"
 #include "store/util.h"
@@ -712,6 +713,33 @@ int seg_value_check(const QrField *f, const cJSON *v, SegValue *out, QrError *er
         out->is_null = false;
         out->d = v->valuedouble;
         return QR_OK;
+    case QR_FT_NUMERIC: {
+        /* exact: a string holds the decimal as written, a number its double */
+        char buf[DEC_TEXT_MAX];
+        if (!cJSON_IsString(v) && !cJSON_IsNumber(v))
+            goto bad;
+        const char *t = cJSON_IsString(v) ? v->valuestring : buf;
+        if (cJSON_IsNumber(v))
+            dec_from_double(v->valuedouble, buf);
+        int r = f->scale >= 0 ? dec_to_scaled(t, strlen(t), f->scale, &out->i)
+                              : dec_canon(t, strlen(t), buf, sizeof buf) < 0 ? -1 : 0;
+        if (r == -2) {
+            qr_error_set(err, QR_ETYPE, "numeric value \"%.64s\" is out of range for field \"%s\"",
+                         t, f->name);
+            qr_error_detail(err, "a field of scale %d holds fewer than %d integer digits",
+                            f->scale, DEC_SCALED_MAX_PREC - f->scale + 1);
+            return QR_ETYPE;
+        }
+        if (r < 0) {
+            qr_error_set(err, QR_ETYPE, "invalid numeric \"%.64s\" for field \"%s\"", t, f->name);
+            qr_error_hint(err, "give a decimal number, as a JSON number or string (\"12.50\")");
+            return QR_ETYPE;
+        }
+        out->is_null = false;
+        out->s = cJSON_IsString(v) ? v->valuestring : NULL;
+        out->d = v->valuedouble;
+        return QR_OK;
+    }
     case QR_FT_BOOL:
         if (!cJSON_IsBool(v))
             goto bad;
@@ -744,6 +772,7 @@ bad:
                  : f->type == QR_FT_KEYWORD ? "a string"
                  : f->type == QR_FT_INT ? "an integer"
                  : f->type == QR_FT_FLOAT ? "a number"
+                 : f->type == QR_FT_NUMERIC ? "a decimal number or string"
                  : f->type == QR_FT_BOOL ? "true or false"
                                           : "a timestamp",
                  cJSON_IsString(v) ? "a string"
@@ -949,6 +978,17 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
             case QR_FT_TIMESTAMP: rc = colw_add_int(w, v->i); break;
             case QR_FT_FLOAT: rc = colw_add_float(w, v->d); break;
             case QR_FT_BOOL: rc = colw_add_bool(w, v->b); break;
+            case QR_FT_NUMERIC: {
+                if (s->fields[f].scale >= 0) {
+                    rc = colw_add_int(w, v->i);
+                    break;
+                }
+                char buf[DEC_TEXT_MAX];
+                int n = v->s ? dec_canon(v->s, strlen(v->s), buf, sizeof buf)
+                             : dec_from_double(v->d, buf);
+                rc = colw_add_str(w, buf, n > 0 ? (size_t)n : 0);
+                break;
+            }
             default:
                 if (s->fields[f].multi) {
                     QrBuf *t = &b->multi_text;

@@ -839,19 +839,19 @@ int seg_column_copy_row(const Column *c, uint32_t row, ColWriter *w, const QrFie
     if (!c) {
         rc = colw_add_null(w);
     } else {
-        switch (f->type) {
-        case QR_FT_INT:
-        case QR_FT_TIMESTAMP: {
+        switch (schema_column_type(f)) { /* (a numeric field's: int64 or keyword) */
+        case QR_COL_INT64:
+        case QR_COL_TIMESTAMP: {
             int64_t v;
             rc = col_get_int(c, row, &v) ? colw_add_int(w, v) : colw_add_null(w);
             break;
         }
-        case QR_FT_FLOAT: {
+        case QR_COL_FLOAT64: {
             double v;
             rc = col_get_float(c, row, &v) ? colw_add_float(w, v) : colw_add_null(w);
             break;
         }
-        case QR_FT_BOOL: {
+        case QR_COL_BOOL: {
             bool v;
             rc = col_get_bool(c, row, &v) ? colw_add_bool(w, v) : colw_add_null(w);
             break;

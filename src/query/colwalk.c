@@ -966,9 +966,11 @@ int colwalk_group(const Segment *seg, const roaring_bitmap_t *cand, int key_fiel
     for (uint32_t g = 0; g < n_groups; g++) {
         ColWalkAgg *P = &out->parts[(size_t)g * stride];
         P->rows += R.rows[g] + R.drows[g];
-        for (int k = 0; k < n_vals; k++)
+        for (int k = 0; k < n_vals; k++) {
+            P[k].is_int = R.cols[R.at[k]].type != QR_COL_FLOAT64;
             if (R.acc[k].mem)
                 dense_fold(&R.acc[k], g, R.drows[g], &P[k]);
+        }
         for (int k = 0; k < n_vals; k++) /* the same field: the same part */
             if (R.rep[k] != k) {
                 int64_t rows = P[k].rows;

@@ -269,6 +269,7 @@ typedef struct ColWalkAgg {
     bool sum_is_w;
     double sum_f;             /* float64 */
     bool sum_is_f;
+    bool is_int;              /* an int64 / timestamp column's (else float64) */
     int64_t min_i, max_i;     /* int64 / timestamp */
     double min_f, max_f;      /* float64 (NaN above every number, as PostgreSQL) */
     /* with ColWalkCol.keep: the group's non-NULL values (int64 / timestamp,

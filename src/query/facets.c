@@ -95,7 +95,9 @@ int facets_check(const QrSchema *schema, const QrFacetReq *reqs, int n, QrError 
             return qr_error_set(err, QR_ENOTFOUND, "facet column \"%s\" does not exist",
                                 fr->field ? fr->field : "");
         if (ct < 0)
-            return qr_error_set(err, QR_ETYPE, "cannot facet on full-text field \"%s\"",
+            return qr_error_set(err, QR_ETYPE, "cannot facet on %s field \"%s\"",
+                                schema->fields[field].type == QR_FT_NUMERIC ? "numeric"
+                                                                            : "full-text",
                                 fr->field);
         bool needs_num = fr->kind != QR_FACET_TERMS && fr->kind != QR_FACET_CARDINALITY;
         if (needs_num && !numeric((QrColType)ct))

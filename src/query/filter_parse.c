@@ -250,6 +250,8 @@ int qr_filter_field_coltype(const QrSchema *schema, int field)
 {
     if (field < 0 || field >= schema->n_fields)
         return -1;
+    if (schema->fields[field].type == QR_FT_NUMERIC)
+        return -1; /* its column holds scaled integers or decimal text: SQL reads it */
     return schema_column_type(&schema->fields[field]);
 }
 
@@ -301,6 +303,11 @@ int qr_filter_check(const QrFilter *f, const QrSchema *schema, QrError *err)
     }
     const char *name = schema->fields[f->field].name;
     int ct = qr_filter_field_coltype(schema, f->field);
+    if (ct < 0 && schema->fields[f->field].type == QR_FT_NUMERIC) {
+        qr_error_set(err, QR_EUNSUPPORTED, "numeric field \"%s\" cannot be filtered here", name);
+        qr_error_hint(err, "filter it in SQL (WHERE %s > 12.50)", name);
+        return at_pos(err, f->pos);
+    }
     if (ct < 0) {
         qr_error_set(err, QR_ETYPE, "field \"%s\" is full text and has no column to filter on",
                      name);
@@ -668,6 +675,12 @@ static QrFilter *parse_pred(Parser *p)
         return NULL;
     }
     int ct = qr_filter_field_coltype(p->schema, field);
+    if (ct < 0 && p->schema->fields[field].type == QR_FT_NUMERIC) {
+        qr_error_set(p->err, QR_EUNSUPPORTED, "numeric field \"%s\" cannot be filtered here", name);
+        qr_error_hint(p->err, "filter it in SQL (WHERE %s > 12.50)", name);
+        at_pos(p->err, ft.pos);
+        return NULL;
+    }
     if (ct < 0) {
         qr_error_set(p->err, QR_ETYPE, "field \"%s\" is full text and has no column to filter on",
                      name);

@@ -120,7 +120,8 @@ typedef struct QrColumnStats {
     char name[QR_NAME_MAX + 1];
     int field;                /* schema field index */
     QrFieldType ftype;
-    const char *col_type;     /* "int64", "float64", "bool", "timestamp", "keyword" */
+    const char *col_type;     /* "int64", "float64", "bool", "timestamp", "keyword", "numeric"
+                                 (min / max: a numeric(p, s) field's decimals, else null) */
     uint64_t rows, nulls;
     bool has_range;           /* false when every row is NULL */
     char min_json[96], max_json[96]; /* JSON values (long strings cut, marked "...") */

@@ -2580,11 +2580,13 @@ static int parse_sort(Search *s, QrError *err)
             k->field = schema_field_index(s->schema, name);
             k->ct = qr_filter_field_coltype(s->schema, k->field);
             if (k->field < 0 || k->ct < 0) {
+                bool num = k->field >= 0 && s->schema->fields[k->field].type == QR_FT_NUMERIC;
                 qr_error_set(err, k->field < 0 ? QR_ENOTFOUND : QR_ETYPE,
                              k->field < 0 ? "sort column \"%s\" does not exist"
+                             : num        ? "cannot sort by numeric field \"%s\" here (use SQL)"
                                           : "cannot sort by full-text field \"%s\"",
                              name);
-                if (k->field >= 0)
+                if (k->field >= 0 && !num)
                     qr_error_hint(err, "declare it with \"column\": true to sort by it");
                 return err ? err->code : QR_EINVAL;
             }

@@ -7,7 +7,11 @@
  *
  * Types (docs/sql.md "Tables"):
  *   bigint, integer, smallint         -> int column (int64)
- *   double precision, real, numeric   -> float column (float64)
+ *   double precision, real            -> float column (float64)
+ *   numeric(p, s) with p <= 18        -> numeric field of scale s: value * 10^s in an
+ *                                        int64 column (store/decimal.h)
+ *   numeric, numeric(p, s) p > 18     -> numeric field: canonical decimal text
+ *                                        (tables made before this keep float columns)
  *   boolean                           -> bool column
  *   timestamp, timestamptz, date      -> timestamp column (microseconds UTC)
  *   text                              -> full-text field (analyzed, english by
@@ -23,6 +27,7 @@
  */
 #include "query/sequence.h"
 #include "query/sql_w.h"
+#include "store/decimal.h"
 #include "store/util.h"
 
 #include <pthread.h>
@@ -191,7 +196,7 @@ static const struct {
     {"int", "int4", QR_FT_INT},           {"int2", "int2", QR_FT_INT},
     {"smallint", "int2", QR_FT_INT},      {"float8", "float8", QR_FT_FLOAT},
     {"float4", "float4", QR_FT_FLOAT},    {"real", "float4", QR_FT_FLOAT},
-    {"numeric", "numeric", QR_FT_FLOAT},  {"decimal", "numeric", QR_FT_FLOAT},
+    {"numeric", "numeric", QR_FT_NUMERIC}, {"decimal", "numeric", QR_FT_NUMERIC},
     {"bool", "bool", QR_FT_BOOL},         {"boolean", "bool", QR_FT_BOOL},
     {"timestamp", "timestamp", QR_FT_TIMESTAMP}, {"timestamptz", "timestamptz", QR_FT_TIMESTAMP},
     {"date", "date", QR_FT_TIMESTAMP},    {"text", "text", QR_FT_TEXT},
@@ -233,6 +238,17 @@ static int map_type(SqlCtx *cx, const cJSON *tn, ColSpec *c)
     return sql_err_at(cx, sqlj_loc(tn), QR_EUNSUPPORTED, "0A000",
                       "type \"%s%s\" is not supported (column \"%s\")", name ? name : "?",
                       array ? "[]" : "", c->name);
+}
+
+/* The schema field of a column: numeric(p, s) with p <= 18 keeps value *
+ * 10^s in an int64 column, other numerics their decimal text. */
+static void col_field(const ColSpec *c, QrField *f)
+{
+    schema_field_defaults(f, c->name, c->ft);
+    f->indexed = f->indexed && !c->doc_only;
+    if (c->ft == QR_FT_NUMERIC && c->typmod >= 4 &&
+        ((c->typmod - 4) >> 16 & 0xffff) <= DEC_SCALED_MAX_PREC)
+        f->scale = (int8_t)((c->typmod - 4) & 0xffff);
 }
 
 /* Column constraints: PRIMARY KEY, NOT NULL, NULL, DEFAULT. */
@@ -441,8 +457,7 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         if (cols[i].is_pk)
             continue;
         QrField f;
-        schema_field_defaults(&f, cols[i].name, cols[i].ft);
-        f.indexed = f.indexed && !cols[i].doc_only;
+        col_field(&cols[i], &f);
         n_text += cols[i].ft == QR_FT_TEXT && !cols[i].doc_only;
         if (schema_add_field(s, &f, cx->err) < 0)
             rc = cx->err->code;
@@ -788,8 +803,7 @@ static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
     if ((rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD COLUMN", true)) != QR_OK)
         return rc;
     QrField f;
-    schema_field_defaults(&f, cs.name, cs.ft);
-    f.indexed = f.indexed && !cs.doc_only;
+    col_field(&cs, &f);
     if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
         return rc;
     /* the storage field exists now: its declared type too */

@@ -8,6 +8,7 @@
  */
 #include "query/sql_w.h"
 #include "query/sql.h"
+#include "store/decimal.h"
 #include "store/mem.h"
 
 #include <cJSON.h>
@@ -222,6 +223,36 @@ static int to_text(const QrSqlValue *v, cJSON **out, QrError *err)
     return *out ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
 }
 
+/* A numeric field keeps its canonical decimal text as a JSON string: exact,
+ * with its scale, through every parse and print of the document (cJSON
+ * numbers are doubles). */
+static int to_numeric(const char *col, const QrSqlValue *v, cJSON **out, QrError *err)
+{
+    char buf[DEC_TEXT_MAX];
+    int n;
+    if (v_is_int(v)) {
+        n = snprintf(buf, sizeof buf, "%lld", (long long)v->u.i);
+    } else if (v->type == QR_SQL_FLOAT4 || v->type == QR_SQL_FLOAT8) {
+        n = dec_from_double(v->u.f, buf);
+    } else if (v_is_text(v) || v->type == QR_SQL_NUMERIC) {
+        n = dec_canon(v->u.s.s, v->u.s.n, buf, sizeof buf);
+        if (n < 0 && v->type == QR_SQL_NUMERIC) {
+            qr_error_set(err, QR_EINVAL, "numeric value of %zu characters is too long to store",
+                         v->u.s.n);
+            qr_error_detail(err, "column \"%s\" keeps at most %d characters", col,
+                            DEC_TEXT_MAX - 1);
+            qr_error_set_sqlstate(err, "22003");
+            return QR_EINVAL;
+        }
+        if (n < 0)
+            return bad_text("numeric", v, col, err);
+    } else {
+        return mismatch("numeric", v, col, err);
+    }
+    *out = n >= 0 ? cJSON_CreateString(buf) : NULL;
+    return *out ? QR_OK : qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
 int sqlw_value_to_cjson(QrFieldType t, const char *col, const QrSqlValue *v, cJSON **out,
                         QrError *err)
 {
@@ -235,6 +266,7 @@ int sqlw_value_to_cjson(QrFieldType t, const char *col, const QrSqlValue *v, cJS
     case QR_FT_FLOAT: return to_float(col, v, out, err);
     case QR_FT_BOOL: return to_bool(col, v, out, err);
     case QR_FT_TIMESTAMP: return to_timestamp(col, v, out, err);
+    case QR_FT_NUMERIC: return to_numeric(col, v, out, err);
     case QR_FT_TEXT:
     case QR_FT_KEYWORD: return to_text(v, out, err);
     }
@@ -393,9 +425,9 @@ static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
                 return rc;
             v = &cv;
         }
-        if (!v->is_null && c->type == QR_SQL_NUMERIC && c->typmod >= 4) { /* numeric(p, s) */
+        if (!v->is_null && c->type == QR_SQL_NUMERIC) { /* numeric input rules, numeric(p, s) */
             if ((rc = sqlv_cast(cx, v, QR_SQL_NUMERIC, -1, &cv)) != QR_OK ||
-                (rc = sqln_typmod(cx, &cv, c->typmod, -1, &cv)) != QR_OK)
+                (c->typmod >= 4 && (rc = sqln_typmod(cx, &cv, c->typmod, -1, &cv)) != QR_OK))
                 return rc;
             v = &cv;
         }

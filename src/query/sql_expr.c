@@ -136,7 +136,7 @@ static int unify(SqlBind *b, SqlExpr **x, SqlExpr **y, int loc, QrSqlType *out)
         return QR_OK;
     }
     if (sqlt_is_num(a) && sqlt_is_num(c)) {
-        *out = sqlt_is_float(a) || sqlt_is_float(c) ? QR_SQL_FLOAT8 : QR_SQL_INT8;
+        *out = sqlt_num_common(a, c);
         return QR_OK;
     }
     if (sqlt_is_datetime(a) && sqlt_is_datetime(c)) { /* a date is its midnight */
@@ -1166,27 +1166,6 @@ static int bind_dt_arith(SqlBind *b, int o, const char *op, SqlExpr *l, SqlExpr 
     return QR_OK;
 }
 
-static bool is_dec_lit(const SqlExpr *e)
-{
-    return e->kind == SE_CONST && e->dec_lit && e->type == QR_SQL_FLOAT8;
-}
-
-/* A decimal literal constant made the numeric its text says (no-op for
- * anything else). */
-static int dec_lit_numeric(SqlBind *b, SqlExpr *e)
-{
-    if (!is_dec_lit(e))
-        return QR_OK;
-    SqlValue v;
-    int rc = sqln_in(b->cx, e->dec_lit, strlen(e->dec_lit), e->loc, &v);
-    if (rc)
-        return rc;
-    e->val = v;
-    e->type = QR_SQL_NUMERIC;
-    e->dec_lit = NULL;
-    return QR_OK;
-}
-
 static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int loc, SqlExpr **out)
 {
     if (!strcmp(op, "||")) {
@@ -1221,13 +1200,6 @@ static int bind_arith(SqlBind *b, const char *op, SqlExpr *l, SqlExpr *r, int lo
     if (!sqlt_is_num(l->type) || !sqlt_is_num(r->type))
         return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: %s %s %s",
                           qr_sql_type_name(l->type), op, qr_sql_type_name(r->type));
-    /* a decimal literal is numeric, as PostgreSQL types 1.10, except beside a
-     * float (amount * 1.10, n * 0.5 and 0.1 + 0.2 are numeric) */
-    int rc;
-    bool lf = (l->type == QR_SQL_FLOAT4 || l->type == QR_SQL_FLOAT8) && !is_dec_lit(l);
-    bool rf = (r->type == QR_SQL_FLOAT4 || r->type == QR_SQL_FLOAT8) && !is_dec_lit(r);
-    if (!lf && !rf && ((rc = dec_lit_numeric(b, l)) || (rc = dec_lit_numeric(b, r))))
-        return rc;
     SqlExpr *e = new_binary(b, SE_ARITH, o, l, r, loc);
     if (!e)
         return b->cx->err->code;
@@ -1589,17 +1561,10 @@ static int bind_aexpr(SqlBind *b, const cJSON *ae, int loc, SqlExpr **out)
         if (!sqlt_is_num(r->type) && r->type != QR_SQL_INTERVAL)
             return sql_err_at(b->cx, loc, QR_ENOTFOUND, "42883", "operator does not exist: - %s",
                               qr_sql_type_name(r->type));
+        if (r->kind == SE_CONST && r->type == QR_SQL_NUMERIC && !r->val.is_null)
+            return (rc = sqln_neg(b->cx, &r->val, &r->val)) ? rc : (*out = r, QR_OK);
         if (r->kind == SE_CONST && sqlt_is_float(r->type) && r->type != QR_SQL_NUMERIC) {
             r->val.u.f = -r->val.u.f;
-            if (r->dec_lit) { /* -1.50 stays a decimal literal */
-                size_t n = strlen(r->dec_lit);
-                char *neg = qr_arena_alloc(b->cx->arena, n + 2);
-                if (!neg)
-                    return nomem(b->cx);
-                neg[0] = '-';
-                memcpy(neg + 1, r->dec_lit, n + 1);
-                r->dec_lit = neg;
-            }
             return *out = r, QR_OK;
         }
         SqlExpr *e = new_expr(b, SE_NEG, loc);
@@ -1663,15 +1628,16 @@ static int bind_const(SqlBind *b, const cJSON *ac, int loc, SqlExpr **out)
                 if (rc) {
                     /* beyond int8: a numeric literal */
                     qr_error_clear(b->cx->err);
-                    e->val = sqlv_float(strtod(s, NULL));
-                    e->type = e->val.type = QR_SQL_FLOAT8;
-                    e->dec_lit = qr_arena_strndup(b->cx->arena, s, strlen(s));
+                    if ((rc = sqln_in(b->cx, s, strlen(s), loc, &e->val)))
+                        return rc;
+                    e->type = QR_SQL_NUMERIC;
                 }
             }
-        } else {
-            e->val = sqlv_float(strtod(s ? s : "0", NULL));
-            e->type = QR_SQL_FLOAT8;
-            e->dec_lit = s ? qr_arena_strndup(b->cx->arena, s, strlen(s)) : NULL;
+        } else { /* 1.50: the numeric its digits say, as PostgreSQL types it */
+            int rc = sqln_in(b->cx, s ? s : "0", s ? strlen(s) : 1, loc, &e->val);
+            if (rc)
+                return rc;
+            e->type = QR_SQL_NUMERIC;
         }
     } else if ((v = sqlj_get(ac, "sval"))) {
         const char *s0 = sqlj_str(v, "sval");
@@ -1696,6 +1662,19 @@ static int bind_const(SqlBind *b, const cJSON *ac, int loc, SqlExpr **out)
     return QR_OK;
 }
 
+/* The reg* type a cast names: 'c' regclass, 't' regtype, 'n' regnamespace,
+ * 'p' regproc / regprocedure, 'r' regrole; 0 for another type. */
+static char reg_kind(const char *name)
+{
+    return !name                            ? 0
+           : !strcmp(name, "regclass")      ? 'c'
+           : !strcmp(name, "regtype")       ? 't'
+           : !strcmp(name, "regnamespace")  ? 'n'
+           : !strcmp(name, "regproc") || !strcmp(name, "regprocedure") ? 'p'
+           : !strcmp(name, "regrole")       ? 'r'
+                                            : 0;
+}
+
 static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
 {
     const cJSON *tn = sqlj_get(tc, "typeName");
@@ -1703,13 +1682,10 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     QrSqlType t;
     /* reg* casts: an object's name to its oid (op 'c' / 't' / 'n'), and
      * such an oid back to the name when cast to text (op 'C' / 'T' / 'N') */
-    char reg = !name ? 0 : !strcmp(name, "regclass") ? 'c' : !strcmp(name, "regtype") ? 't'
-               : !strcmp(name, "regnamespace") ? 'n'
-               : !strcmp(name, "regproc") || !strcmp(name, "regprocedure") ? 'p'
-               : !strcmp(name, "regrole") ? 'r' : 0;
+    char reg = reg_kind(name);
     if (reg && sqlj_get(tn, "arrayBounds")) {
-        /* ::regtype[] (psql, pgcli on pg_proc's argument types): the oids
-         * as an oid[] (their names are not looked up) */
+        /* ::regtype[] (psql, pgcli on pg_proc's argument types): the names,
+         * as PostgreSQL prints a regtype[] ({integer,text}), in a text[] */
         SqlExpr *a, *e;
         int rc = sql_expr_bind(b, sqlj_get(tc, "arg"), &a);
         if (rc)
@@ -1718,7 +1694,7 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
         if (!(e = new_expr(b, SE_CAST, loc)) || set_args(b, e, 1))
             return b->cx->err->code;
         e->args[0] = a;
-        e->type = QR_SQL_ARRAY_OF(QR_SQL_OID);
+        e->type = QR_SQL_ARRAY_OF(QR_SQL_TEXT);
         e->op = 'V';
         e->name = name;
         *out = e;
@@ -1789,9 +1765,6 @@ static int bind_cast(SqlBind *b, const cJSON *tc, int loc, SqlExpr **out)
     }
     if (a->kind == SE_CONST) {
         SqlValue v;
-        if (a->dec_lit && t == QR_SQL_NUMERIC) /* 1.50::numeric: the literal's digits */
-            a->val = sqlv_text(a->dec_lit, strlen(a->dec_lit));
-        a->dec_lit = NULL;
         if ((rc = sqlv_cast(b->cx, &a->val, t, loc, &v)) ||
             (typmod >= 0 && (rc = sqln_typmod(b->cx, &v, typmod, loc, &v))))
             return rc;
@@ -3128,6 +3101,50 @@ static __attribute__((noinline)) int eval_func(SqlCtx *cx, const SqlExpr *e,
     return rc;
 }
 
+/* x::regtype[] (and kin; e->name says which): every element of an array, an
+ * array literal or an oidvector's text ("23 25"), an oid or a name, as the
+ * object's name ('{int4,text}' and '{23,25}' both give {integer,text});
+ * unknown names fail as ::regtype does (42704), unknown oids print as
+ * numbers. */
+static int reg_array(SqlCtx *cx, const SqlExpr *e, const SqlValue *a, SqlValue *out)
+{
+    char kind = reg_kind(e->name);
+    *out = sqlv_null();
+    out->type = e->type;
+    if (a->is_null)
+        return QR_OK;
+    SqlValue arr = *a, *el;
+    uint64_t n;
+    int rc;
+    if (!sqlt_is_str(a->type) && !QR_SQL_IS_ARRAY(a->type) &&
+        (rc = sqlv_cast(cx, a, QR_SQL_ARRAY_OF(QR_SQL_OID), e->loc, &arr)))
+        return rc;
+    if ((rc = sqlv_array_parse(cx, &arr, &el, &n)))
+        return rc;
+    for (uint64_t i = 0; i < n; i++) {
+        if (el[i].is_null)
+            continue;
+        bool digits = el[i].u.s.n > 0;
+        for (size_t k = 0; k < el[i].u.s.n; k++)
+            digits &= el[i].u.s.s[k] >= '0' && el[i].u.s.s[k] <= '9';
+        SqlValue oid;
+        if (digits) {
+            if ((rc = sqlv_cast(cx, &el[i], QR_SQL_OID, e->loc, &oid)))
+                return rc;
+        } else if (kind == 'p') { /* regproc is its name already */
+            continue;
+        } else if ((rc = sqlcat_reg_oid(cx, kind, &el[i], e->loc, &oid))) {
+            return rc;
+        }
+        if ((rc = sqlcat_reg_name(cx, kind, oid.u.i, &el[i])))
+            return rc;
+    }
+    SqlValue text;
+    if ((rc = sqlv_array_text(cx, el, n, &text)))
+        return rc;
+    return sqlv_cast(cx, &text, e->type, e->loc, out);
+}
+
 static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue *out)
 {
     SqlValue a, b;
@@ -3410,31 +3427,8 @@ static int eval_node(SqlCtx *cx, const SqlExpr *e, const SqlEvalRow *r, SqlValue
     case SE_CAST:
         if ((rc = sql_expr_eval(cx, e->args[0], r, &a)))
             return rc;
-        if (e->op == 'V') { /* ::regtype[] and kin of an oid list: oid[] */
-            if (a.is_null || QR_SQL_IS_ARRAY(a.type) || !sqlt_is_str(a.type))
-                return sqlv_cast(cx, &a, QR_SQL_ARRAY_OF(QR_SQL_OID), e->loc, out);
-            /* an oidvector's text ("23 25") as an array literal */
-            QrBuf lb;
-            qr_buf_init(&lb);
-            bool brace = a.u.s.n && a.u.s.s[0] == '{';
-            if (!brace)
-                qr_buf_putc(&lb, '{');
-            for (size_t i = 0; i < a.u.s.n; i++)
-                qr_buf_putc(&lb, !brace && a.u.s.s[i] == ' ' && i + 1 < a.u.s.n ? ',' : a.u.s.s[i]);
-            if (!brace)
-                qr_buf_putc(&lb, '}');
-            if (!qr_buf_ok(&lb)) {
-                qr_buf_free(&lb);
-                return sql_err_at(cx, e->loc, QR_ENOMEM, NULL, "out of memory");
-            }
-            char *lit = qr_arena_strndup(cx->arena, (const char *)lb.data, lb.len);
-            size_t ln = lb.len;
-            qr_buf_free(&lb);
-            if (!lit)
-                return sql_err_at(cx, e->loc, QR_ENOMEM, NULL, "out of memory");
-            SqlValue t = sqlv_text(lit, ln);
-            return sqlv_cast(cx, &t, QR_SQL_ARRAY_OF(QR_SQL_OID), e->loc, out);
-        }
+        if (e->op == 'V') /* ::regtype[] and kin: the objects' names */
+            return reg_array(cx, e, &a, out);
         if (e->op == 'p') /* regproc: a function's name */
             return sqlcat_reg_proc(cx, &a, e->loc, out);
         if (e->op == 'c' || e->op == 't' || e->op == 'n' || e->op == 'p' || e->op == 'r') {

@@ -271,6 +271,10 @@ const char *sqlt_typname(QrSqlType t);
 /* Classes of types for operators. */
 bool sqlt_is_int(QrSqlType t);    /* int2/4/8, oid */
 bool sqlt_is_float(QrSqlType t);  /* float4/8, numeric */
+/* The type two numbers of types a and b resolve to (CASE, UNION, COALESCE),
+ * as PostgreSQL: float8 beside a float, else numeric beside a numeric, else
+ * int8. */
+QrSqlType sqlt_num_common(QrSqlType a, QrSqlType b);
 bool sqlt_is_num(QrSqlType t);
 bool sqlt_is_str(QrSqlType t);    /* text, varchar, name, char, unknown */
 bool sqlt_is_ts(QrSqlType t);
@@ -604,8 +608,6 @@ struct SqlExpr {
                               SE_ARITH: 1 for a date/time operator (sql_datetime.c) */
     int32_t typmod;        /* SE_CAST to numeric(p, s), SE_COL of a numeric(p, s)
                               column: its typmod; below 4 (0, -1): none */
-    const char *dec_lit;   /* SE_CONST of a decimal literal (1.50): its text; float8
-                              here, numeric beside a numeric (PostgreSQL's type) */
     SqlValue val;          /* SE_CONST */
     int n_args;
     SqlExpr **args;        /* operands (SE_CASE: [arg?] when/then pairs, else) */

@@ -15,6 +15,7 @@
  * NUM_MAX_DIGITS digits are 22003, as PostgreSQL says past its limits.
  */
 #include "query/sql_int.h"
+#include "store/decimal.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -51,52 +52,20 @@ static uint8_t *digits(SqlCtx *cx, size_t n) { return qr_arena_calloc(cx->arena,
 
 static int dec_parse(SqlCtx *cx, const char *s, size_t n, int loc, Dec *out)
 {
-    const char *p = s, *end = s + n;
     memset(out, 0, sizeof *out);
-    while (p < end && isspace((unsigned char)*p))
-        p++;
-    while (end > p && isspace((unsigned char)end[-1]))
-        end--;
-    bool neg = false;
-    const char *q = p;
-    if (q < end && (*q == '+' || *q == '-'))
-        neg = *q++ == '-';
-    size_t rest = (size_t)(end - q);
-    if (rest == 3 && !strncasecmp(q, "nan", 3) && q == p) {
-        out->special = 'n';
+    DecLex x;
+    if (dec_lex(s, n, &x) < 0)
+        return sql_err_at(cx, loc, QR_EINVAL, "22P02",
+                          "invalid input syntax for type numeric: \"%.*s\"", (int)(n > 80 ? 80 : n),
+                          s);
+    if (x.special) {
+        out->special = x.special;
         return QR_OK;
     }
-    if ((rest == 8 && !strncasecmp(q, "infinity", 8)) || (rest == 3 && !strncasecmp(q, "inf", 3))) {
-        out->special = neg ? 'm' : 'p';
-        return QR_OK;
-    }
-    const char *ip = q;
-    while (q < end && isdigit((unsigned char)*q))
-        q++;
-    size_t il = (size_t)(q - ip), fl = 0;
-    const char *fp = q;
-    if (q < end && *q == '.') {
-        fp = ++q;
-        while (q < end && isdigit((unsigned char)*q))
-            q++;
-        fl = (size_t)(q - fp);
-    }
-    long ex = 0;
-    if (q < end && (*q == 'e' || *q == 'E') && il + fl > 0) {
-        char *e;
-        char buf[24];
-        size_t el = (size_t)(end - q - 1);
-        if (el == 0 || el >= sizeof buf)
-            goto bad;
-        memcpy(buf, q + 1, el);
-        buf[el] = 0;
-        ex = strtol(buf, &e, 10);
-        if (*e || ex > NUM_MAX_SCALE || ex < -NUM_MAX_SCALE)
-            goto bad;
-        q = end;
-    }
-    if (q != end || il + fl == 0)
-        goto bad;
+    const char *ip = x.ip, *fp = x.fp;
+    size_t il = x.il, fl = x.fl;
+    bool neg = x.neg;
+    long ex = x.exp;
     if (il + fl > NUM_MAX_DIGITS)
         return too_big(cx);
     /* digits as written, the point moved by the exponent */
@@ -116,9 +85,6 @@ static int dec_parse(SqlCtx *cx, const char *s, size_t n, int loc, Dec *out)
     out->scale = scale < 0 ? 0 : (int)scale;
     out->neg = neg;
     return QR_OK;
-bad:
-    return sql_err_at(cx, loc, QR_EINVAL, "22P02", "invalid input syntax for type numeric: \"%.*s\"",
-                      (int)(n > 80 ? 80 : n), s);
 }
 
 static bool is_zero(const Dec *a)

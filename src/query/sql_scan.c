@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/decimal.h"
 #include "store/util.h"
 
 #define C_ROW 1.0
@@ -76,6 +77,7 @@ QrSqlType sql_field_type(QrFieldType t)
     case QR_FT_FLOAT: return QR_SQL_FLOAT8;
     case QR_FT_BOOL: return QR_SQL_BOOL;
     case QR_FT_TIMESTAMP: return QR_SQL_TIMESTAMPTZ;
+    case QR_FT_NUMERIC: return QR_SQL_NUMERIC;
     default: return QR_SQL_TEXT;
     }
 }
@@ -192,17 +194,67 @@ typedef struct ColPredRef {
     ColVal set_storage[64];
 } ColPredRef;
 
-static bool to_colval(const SqlValue *v, QrFieldType ft, ColVal *out)
+/* A numeric constant as the double it equals exactly, if it does (at most
+ * 15 significant digits: 0.1 is the double nearest 0.1, as a float column
+ * holds it). */
+static bool num_double(const SqlValue *v, double *out)
+{
+    char buf[48];
+    size_t sig = 0;
+    if (v->u.s.n >= sizeof buf)
+        return false;
+    for (size_t i = 0; i < v->u.s.n; i++) {
+        char c = v->u.s.s[i];
+        if (c != '-' && c != '.' && (c < '0' || c > '9'))
+            return false; /* NaN, Infinity: the rows decide */
+        sig += c >= '1' || (c == '0' && sig > 0);
+    }
+    if (sig > 15)
+        return false;
+    memcpy(buf, v->u.s.s, v->u.s.n);
+    buf[v->u.s.n] = 0;
+    *out = strtod(buf, NULL);
+    return true;
+}
+
+/* A constant as a value of field fd's column, when a column predicate
+ * compares exactly as SQL does (a numeric(p, s) field's column holds
+ * value * 10^s: only constants with at most s fraction digits convert). */
+static bool to_colval(const SqlValue *v, const QrField *fd, ColVal *out)
 {
     if (v->is_null)
         return false;
+    QrFieldType ft = fd->type;
+    double d;
     switch (ft) {
+    case QR_FT_NUMERIC: {
+        char buf[48];
+        int64_t sv;
+        size_t n = sqlt_is_int(v->type)
+                       ? (size_t)snprintf(buf, sizeof buf, "%lld", (long long)v->u.i)
+                       : v->type == QR_SQL_NUMERIC && v->u.s.n < sizeof buf
+                             ? (memcpy(buf, v->u.s.s, v->u.s.n), v->u.s.n)
+                             : 0;
+        if (fd->scale < 0 || n == 0 || dec_to_scaled(buf, n, fd->scale, &sv) != 0 ||
+            sv == DEC_SCALED_NAN)
+            return false;
+        char back[48];
+        int bn = dec_from_scaled(sv, fd->scale, back);
+        SqlValue a = sqlv_text(buf, n), b = sqlv_text(back, (size_t)bn);
+        a.type = b.type = QR_SQL_NUMERIC;
+        if (sqlt_is_int(v->type) ? false : sqln_cmp(&a, &b) != 0)
+            return false; /* more digits than the column's scale: rows decide */
+        *out = col_val_int(sv);
+        return true;
+    }
     case QR_FT_INT:
     case QR_FT_FLOAT:
         if (sqlt_is_int(v->type))
             *out = ft == QR_FT_INT ? col_val_int(v->u.i) : col_val_float((double)v->u.i);
         else if (v->type == QR_SQL_FLOAT8 || v->type == QR_SQL_FLOAT4)
             *out = col_val_float(v->u.f);
+        else if (v->type == QR_SQL_NUMERIC && num_double(v, &d))
+            *out = col_val_float(d); /* (an int column places it between its keys) */
         else
             return false;
         return true;
@@ -227,7 +279,7 @@ static bool to_colval(const SqlValue *v, QrFieldType ft, ColVal *out)
 }
 
 /* A column of this table with a typed column (not full text). */
-static int col_field(const SqlTableScan *sc, const SqlExpr *e, QrFieldType *ft)
+static int col_field(const SqlTableScan *sc, const SqlExpr *e, const QrField **ft)
 {
     if (e->kind != SE_COL || e->col < sc->first || e->col >= sc->first + sc->n_cols)
         return -1;
@@ -237,13 +289,13 @@ static int col_field(const SqlTableScan *sc, const SqlExpr *e, QrFieldType *ft)
     const QrField *fd = &qr_table_schema(sc->t)->fields[f];
     if (fd->type == QR_FT_TEXT)
         return -1;
-    *ft = fd->type;
+    *ft = fd;
     return f;
 }
 
 static bool colpred_of(SqlCtx *cx, const SqlTableScan *sc, const SqlExpr *e, ColPredRef *out)
 {
-    QrFieldType ft;
+    const QrField *ft = NULL;
     memset(out, 0, sizeof *out);
     SqlEvalRow none = {.doc = -1};
     if (e->kind == SE_CMP && e->op < 100) {
@@ -451,8 +503,9 @@ int sql_scan_stats_aggs(SqlCtx *cx, SqlTableScan *sc, SqlAgg *const *aggs, int n
             a->arg->kind != SE_COL || a->arg->col < sc->first || a->arg->col >= sc->first + sc->n_cols)
             return QR_OK;
         int f = sc->scope->cols[a->arg->col].field;
-        if (f < 0 || schema->fields[f].type == QR_FT_TEXT)
-            return QR_OK;
+        if (f < 0 || schema->fields[f].type == QR_FT_TEXT ||
+            (schema->fields[f].type == QR_FT_NUMERIC && a->kind != SA_COUNT))
+            return QR_OK; /* (a numeric's text orders by its digits, not by memcmp) */
     }
     Snapshot *snap = sql_snapshot(cx, sc->t);
     if (!snap)
@@ -741,6 +794,16 @@ static bool pk_add_value(SqlCtx *cx, PkKeys *k, const SqlValue *v)
         memcpy(b + 1, num, (size_t)n);
         return pk_add_int(cx, k, v->u.i) && pk_add(cx, k, b, (size_t)n + 1);
     }
+    if (v->type == QR_SQL_NUMERIC) { /* an integer key equals it only if it is whole */
+        SqlValue w, i;
+        QrError e, *save = cx->err;
+        qr_error_clear(&e);
+        cx->err = &e;
+        bool whole = sqln_round(cx, v, 0, SQLN_TRUNC, &w) == QR_OK && sqln_cmp(&w, v) == 0 &&
+                     sqlv_cast(cx, &w, QR_SQL_INT8, -1, &i) == QR_OK;
+        cx->err = save;
+        return !whole || pk_add_int(cx, k, i.u.i);
+    }
     if (sqlt_is_float(v->type)) {
         if (v->u.f != floor(v->u.f) || fabs(v->u.f) > 9007199254740992.0)
             return true; /* no integer key equals it; a string key compares as text */
@@ -881,9 +944,19 @@ static void pk_range_tighten(SqlCtx *cx, const SqlTableScan *sc, const SqlExpr *
     bool lower = op == SQL_CMP_GT || op == SQL_CMP_GE;
     if (r->int_keys) {
         int64_t x;
+        SqlValue w, iv;
         if (sqlt_is_int(v.type))
             x = v.u.i;
-        else if (sqlt_is_float(v.type) && isfinite(v.u.f) && fabs(v.u.f) < 9.2e18)
+        else if (v.type == QR_SQL_NUMERIC) { /* floor / ceil exactly; past int8: no range */
+            qr_error_clear(&e2);
+            cx->err = &e2;
+            ok = sqln_round(cx, &v, 0, lower ? SQLN_FLOOR : SQLN_CEIL, &w) == QR_OK &&
+                 sqlv_cast(cx, &w, QR_SQL_INT8, -1, &iv) == QR_OK;
+            cx->err = save;
+            if (!ok)
+                return;
+            x = iv.u.i;
+        } else if (sqlt_is_float(v.type) && isfinite(v.u.f) && fabs(v.u.f) < 9.2e18)
             x = (int64_t)(lower ? floor(v.u.f) : ceil(v.u.f));
         else
             return;
@@ -1042,14 +1115,16 @@ static int seg_text_bitmap(SqlCtx *cx, SqlTableScan *sc, int si, roaring_bitmap_
 static bool colagg_field_ok(const SqlTableScan *sc, Snapshot *snap, int field, bool group)
 {
     const QrField *fd = &qr_table_schema(sc->t)->fields[field];
+    bool scaled = fd->type == QR_FT_NUMERIC && fd->scale >= 0; /* value * 10^scale, exact */
     if (group ? fd->type != QR_FT_KEYWORD
-              : fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_FLOAT)
+              : fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_FLOAT &&
+                    !scaled)
         return false;
     for (int si = 0; si < snap->n_segs; si++) {
         const Column *c = seg_column(snap->segs[si], field);
         QrColType want = fd->type == QR_FT_KEYWORD ? QR_COL_KEYWORD
                        : fd->type == QR_FT_FLOAT ? QR_COL_FLOAT64
-                       : fd->type == QR_FT_INT   ? QR_COL_INT64
+                       : fd->type == QR_FT_INT || scaled ? QR_COL_INT64
                                                  : QR_COL_TIMESTAMP;
         if (c && col_type(c) != want)
             return false;
@@ -1119,7 +1194,7 @@ static int colagg_segment(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, 
     for (int k = 0; k < n; k++) /* count(*) reads no column: field -1 reads NULL */
         vals[k] = (ColWalkCol){.field = ca->field[k],
                                .type = ca->field[k] >= 0
-                                           ? (QrColType)qr_filter_field_coltype(schema, ca->field[k])
+                                           ? (QrColType)schema_column_type(&schema->fields[ca->field[k]])
                                            : QR_COL_INT64,
                                .keep = ca->keep && ca->keep[k],
                                .skip_minmax = ca->minmax && !ca->minmax[k]};
@@ -1165,8 +1240,8 @@ static bool order_walk_ok(const SqlTableScan *sc, Snapshot *snap)
         return false;
     const QrField *fd = &qr_table_schema(sc->t)->fields[field];
     if (fd->type != QR_FT_INT && fd->type != QR_FT_TIMESTAMP && fd->type != QR_FT_KEYWORD &&
-        fd->type != QR_FT_FLOAT)
-        return false;
+        fd->type != QR_FT_FLOAT && !(fd->type == QR_FT_NUMERIC && fd->scale >= 0))
+        return false; /* (a scaled numeric's int64 order is its value's, NaN last) */
     int ct = schema_column_type(fd); /* colwalk_order_open wants it in every segment */
     for (int si = 0; si < snap->n_segs; si++) {
         const Column *c = seg_column(snap->segs[si], field);
@@ -1333,6 +1408,23 @@ static int seg_scan_cand(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, C
     return QR_OK;
 }
 
+/* A numeric field's stored value as the numeric it is: an int64 column's
+ * value * 10^scale (ct QR_COL_INT64, in v->u.i) printed into cx->arena, or
+ * a keyword column's canonical text (borrowed). */
+static int num_stored(SqlCtx *cx, const QrField *fd, QrColType ct, SqlValue *v)
+{
+    if (!v->is_null && ct == QR_COL_INT64) {
+        char buf[48];
+        int n = dec_from_scaled(v->u.i, fd->scale, buf);
+        char *p = qr_arena_strndup(cx->arena, buf, (size_t)n);
+        if (!p)
+            return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+        *v = sqlv_text(p, (size_t)n);
+    }
+    v->type = QR_SQL_NUMERIC;
+    return QR_OK;
+}
+
 /* One column of one row (local doc of segment si) into v; stored
  * documents are parsed once per row (rf) for every document column. */
 static int fetch_col(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint32_t local, int c,
@@ -1419,6 +1511,8 @@ static int fetch_col(SqlCtx *cx, SqlTableScan *sc, Snapshot *snap, int si, uint3
             default:
                 break;
             }
+            if (fd->type == QR_FT_NUMERIC)
+                return num_stored(cx, fd, col_type(cc), v);
             break;
         }
         if (fd->type != QR_FT_TEXT && fd->type != QR_FT_KEYWORD)
@@ -1447,7 +1541,7 @@ static bool doc_column(const SqlTableScan *sc, int c)
  * apart on average) from whole decoded blocks: false when the column is
  * not a typed column of the batch's segment (the row path decides), or the
  * rows are too sparse for whole blocks to pay. */
-static bool fill_dense(SqlScanRun *R, SqlBatch *b, int c)
+static bool fill_dense(SqlCtx *cx, SqlScanRun *R, SqlBatch *b, int c)
 {
     const SqlCol *col = &R->sc->scope->cols[c];
     const QrField *fd = &qr_table_schema(R->sc->t)->fields[col->field];
@@ -1513,6 +1607,16 @@ static bool fill_dense(SqlScanRun *R, SqlBatch *b, int c)
             break;
         }
         }
+        if (fd->type == QR_FT_NUMERIC) { /* its text, in the batch's arena */
+            QrArena *saved = cx->arena;
+            cx->arena = R->scratch;
+            int rc = num_stored(cx, fd, ct, v);
+            cx->arena = saved;
+            if (rc) {
+                qr_error_clear(cx->err);
+                return false; /* (the row path reports it) */
+            }
+        }
     }
     return true;
 }
@@ -1558,7 +1662,7 @@ static int run_fill(SqlDocSrc *src, SqlCtx *cx, SqlBatch *b, int c)
         if (i == b->n)
             return QR_OK;
     }
-    if (col->field >= 0 && b->n >= 64 && fill_dense(R, b, c))
+    if (col->field >= 0 && b->n >= 64 && fill_dense(cx, R, b, c))
         return QR_OK;
     QrArena *saved = cx->arena;
     cx->arena = R->scratch;
@@ -1820,6 +1924,15 @@ static SqlValue walk_value(const ColWalkKey *k, QrColType ct, QrSqlType type)
     return v;
 }
 
+/* A scaled numeric key (v->u.i, value * 10^scale) as the numeric it is,
+ * printed into buf[48] (compared, not kept). */
+static void num_key(SqlValue *v, int scale, char *buf)
+{
+    int n = dec_from_scaled(v->u.i, scale, buf);
+    *v = sqlv_text(buf, (size_t)n);
+    v->type = QR_SQL_NUMERIC;
+}
+
 /* A row's key of the block the walk read last, as the column's SQL value,
  * straight from the decoded block: this runs per row, so fields are set
  * in place (a struct built and copied stalls the store buffer). */
@@ -1911,7 +2024,7 @@ static int run_ordered_setup(SqlCtx *cx, SqlTableScan *sc)
         return rc;
     QrError e;
     qr_error_clear(&e);
-    QrColType ct = (QrColType)qr_filter_field_coltype(qr_table_schema(sc->t), col->field);
+    QrColType ct = (QrColType)schema_column_type(&qr_table_schema(sc->t)->fields[col->field]);
     if (sc->rank_on && (rc = run_rank_window(cx, sc, ct, n_cp)))
         return rc;
     if (colwalk_order_open(snap->segs, (const roaring_bitmap_t *const *)snap->dels, snap->n_segs,
@@ -1930,11 +2043,16 @@ static int run_ordered_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
 {
     SqlScanRun *R = sc->run;
     const SqlCol *col = &sc->scope->cols[sc->order_col];
-    QrColType ct = (QrColType)qr_filter_field_coltype(qr_table_schema(sc->t), col->field);
+    const QrField *fd = &qr_table_schema(sc->t)->fields[col->field];
+    QrColType ct = (QrColType)schema_column_type(fd);
+    int scale = fd->type == QR_FT_NUMERIC ? fd->scale : -1; /* keys are value * 10^scale */
+    char nb[48];
     *more = false;
     const ColWalkKey *best;
     while (colwalk_order_peek(R->walk, &best)) {
         SqlValue bv = walk_value(best, ct, col->type);
+        if (scale >= 0 && !bv.is_null)
+            num_key(&bv, scale, nb);
         if (!sc->order_may_enter(sc->order_arg, &bv))
             return QR_OK; /* every later block is as bad or worse */
         sc->ord_blocks_read++;
@@ -1959,6 +2077,8 @@ static int run_ordered_next(SqlCtx *cx, SqlTableScan *sc, bool *more)
         for (uint32_t r = 0; r < n; r++) {
             uint32_t row = rows ? rows[r] : vw.first_row + r;
             view_value(&vw, row, col->type, &v);
+            if (scale >= 0 && !v.is_null)
+                num_key(&v, scale, nb);
             if (!sc->order_may_enter(sc->order_arg, &v)) {
                 sc->ord_rows_skipped++;
                 continue;

@@ -147,6 +147,13 @@ bool sqlt_is_float(QrSqlType t)
     return t == QR_SQL_FLOAT4 || t == QR_SQL_FLOAT8 || t == QR_SQL_NUMERIC;
 }
 bool sqlt_is_num(QrSqlType t) { return sqlt_is_int(t) || sqlt_is_float(t); }
+
+QrSqlType sqlt_num_common(QrSqlType a, QrSqlType b)
+{
+    if (a == QR_SQL_FLOAT4 || a == QR_SQL_FLOAT8 || b == QR_SQL_FLOAT4 || b == QR_SQL_FLOAT8)
+        return QR_SQL_FLOAT8;
+    return a == QR_SQL_NUMERIC || b == QR_SQL_NUMERIC ? QR_SQL_NUMERIC : QR_SQL_INT8;
+}
 bool sqlt_is_str(QrSqlType t)
 {
     return t == QR_SQL_TEXT || t == QR_SQL_VARCHAR || t == QR_SQL_NAME || t == QR_SQL_CHAR ||

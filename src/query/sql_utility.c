@@ -227,8 +227,9 @@ static int reset_one(SqlCtx *cx, const char *name)
                                       cx->err);
     if (strchr(name, '.'))
         return qr_sql_session_set(cx->sess, name, "", cx->err);
-    return sql_err_at(cx, -1, QR_EINVAL, "42704", "unrecognized configuration parameter \"%s\"",
-                      name);
+    /* the session's other settings (bytea_output, lock_timeout ...): their defaults, and
+     * 42704 for an unknown name */
+    return qr_sql_session_set(cx->sess, name, NULL, cx->err);
 }
 
 void sqlu_reset_all(QrSqlSession *s)

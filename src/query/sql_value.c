@@ -298,7 +298,14 @@ int sqlv_cast(SqlCtx *cx, const SqlValue *in, QrSqlType to, int loc, SqlValue *o
             d = (double)in->u.i;
         else if (from == QR_SQL_FLOAT4 || from == QR_SQL_FLOAT8)
             d = in->u.f;
-        else if (sqlt_is_str(from) || from == QR_SQL_NUMERIC) {
+        else if (from == QR_SQL_NUMERIC && in->u.s.n >= 120) { /* (1e300 has 301 digits) */
+            char *z = qr_arena_strndup(cx->arena, in->u.s.s, in->u.s.n);
+            if (!z)
+                return sql_err_at(cx, loc, QR_ELIMIT, "54000", "query memory limit exceeded");
+            d = strtod(z, NULL);
+            if (isinf(d) || (d == 0 && strspn(z, "-0.") != in->u.s.n))
+                return cast_err(cx, loc, "22003", "out of range", to, in);
+        } else if (sqlt_is_str(from) || from == QR_SQL_NUMERIC) {
             if (!parse_float(in->u.s.s, in->u.s.n, &d))
                 return cast_err(cx, loc, "22P02", "invalid input syntax", to, in);
         } else

@@ -15,11 +15,13 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "index/btree.h"
 #include "query/filter.h"
 #include "query/query_int.h"
+#include "store/decimal.h"
 #include "store/mem.h"
 
 static void val_json(const ColVal *v, int ct, char *out, size_t cap, double *num)
@@ -99,6 +101,21 @@ static int val_cmp(const ColVal *a, const ColVal *b)
     return 0;
 }
 
+/* A numeric field's bound: a scaled int64 as its decimal (NaN a string); a
+ * text column's bounds order by bytes, not value, so they are null. */
+static void num_json(const ColVal *v, const QrField *fd, char *out, size_t cap, double *num)
+{
+    *num = 0;
+    if (v->kind != CV_INT || fd->scale < 0) {
+        snprintf(out, cap, "null");
+        return;
+    }
+    char d[48];
+    dec_from_scaled(v->u.i, fd->scale, d);
+    *num = v->u.i == DEC_SCALED_NAN ? NAN : strtod(d, NULL);
+    snprintf(out, cap, v->u.i == DEC_SCALED_NAN ? "\"%s\"" : "%s", d);
+}
+
 int qr_table_column_stats(QrTable *t, QrColumnStats **out, int *n, QrError *err)
 {
     const QrSchema *sc = qr_table_schema(t);
@@ -112,14 +129,15 @@ int qr_table_column_stats(QrTable *t, QrColumnStats **out, int *n, QrError *err)
     Snapshot *snap = table_snapshot(t->table);
     int m = 0;
     for (int f = 0; f < sc->n_fields; f++) {
-        int ct = qr_filter_field_coltype(sc, f);
+        const QrField *fd = &sc->fields[f];
+        int ct = fd->type == QR_FT_NUMERIC ? schema_column_type(fd) : qr_filter_field_coltype(sc, f);
         if (ct < 0)
             continue;
         QrColumnStats *cs = &v[m++];
         snprintf(cs->name, sizeof cs->name, "%s", sc->fields[f].name);
         cs->field = f;
         cs->ftype = sc->fields[f].type;
-        cs->col_type = col_type_name((QrColType)ct);
+        cs->col_type = fd->type == QR_FT_NUMERIC ? "numeric" : col_type_name((QrColType)ct);
         cs->btree = sc->fields[f].btree;
         memset(regs, 0, COL_HLL_REGS);
         ColVal mn = {0}, mx = {0};
@@ -155,7 +173,10 @@ int qr_table_column_stats(QrTable *t, QrColumnStats **out, int *n, QrError *err)
                 cs->segments_btree++;
         }
         cs->distinct_hll = cs->segments ? col_hll_estimate(regs) : 0;
-        if (cs->has_range) {
+        if (cs->has_range && fd->type == QR_FT_NUMERIC) { /* value * 10^scale, or text */
+            num_json(&mn, fd, cs->min_json, sizeof cs->min_json, &cs->min_num);
+            num_json(&mx, fd, cs->max_json, sizeof cs->max_json, &cs->max_num);
+        } else if (cs->has_range) {
             val_json(&mn, ct, cs->min_json, sizeof cs->min_json, &cs->min_num);
             val_json(&mx, ct, cs->max_json, sizeof cs->max_json, &cs->max_num);
         } else {

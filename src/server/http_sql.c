@@ -61,7 +61,7 @@ static void sql_error(HttpReq *r, const QrError *e, int64_t pos_base)
     http_reply_json(r, status, &b);
 }
 
-static void result_json(QrBuf *b, const QrSqlResult *res)
+static void result_json(QrBuf *b, const QrSqlSession *sess, const QrSqlResult *res)
 {
     qr_buf_putc(b, '{');
     jw_key(b, "columns");
@@ -84,7 +84,7 @@ static void result_json(QrBuf *b, const QrSqlResult *res)
         for (int c = 0; c < nc; c++) {
             if (c)
                 qr_buf_putc(b, ',');
-            sql_shell_json_value(b, &res->vals[i * (uint64_t)nc + c]);
+            sql_shell_json_value(b, sess, &res->vals[i * (uint64_t)nc + c]);
         }
         qr_buf_putc(b, ']');
     }
@@ -242,12 +242,12 @@ void http_sql_query(HttpReq *r)
         }
         if (n > 1) {
             qr_buf_append(&all, i ? "," : "", i ? 1 : 0);
-            result_json(&all, res);
+            result_json(&all, sess, res);
         }
         if (i == n - 1) {
             QrBuf last;
             qr_buf_init(&last);
-            result_json(&last, res);
+            result_json(&last, sess, res);
             /* {...,"results":[...]} when there were several statements */
             if (n > 1 && last.len) {
                 last.len--; /* the closing brace */

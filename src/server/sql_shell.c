@@ -54,7 +54,7 @@ static bool type_is_num(QrSqlType t)
 }
 
 /* One value as JSON: numbers and booleans native, the rest as strings. */
-void sql_shell_json_value(QrBuf *b, const QrSqlValue *v)
+void sql_shell_json_value(QrBuf *b, const QrSqlSession *sess, const QrSqlValue *v)
 {
     if (v->is_null) {
         qr_buf_append(b, "null", 4);
@@ -66,7 +66,7 @@ void sql_shell_json_value(QrBuf *b, const QrSqlValue *v)
     }
     QrBuf t;
     qr_buf_init(&t);
-    qr_sql_value_text(v, &t);
+    qr_sql_session_value_text(sess, v, &t);
     bool num = type_is_num(v->type) && t.len > 0 && (isdigit(t.data[0]) || t.data[0] == '-') &&
                memchr(t.data, 'n', t.len) == NULL && memchr(t.data, 'N', t.len) == NULL;
     if (num)
@@ -76,7 +76,7 @@ void sql_shell_json_value(QrBuf *b, const QrSqlValue *v)
     qr_buf_free(&t);
 }
 
-static void print_json(const QrSqlResult *r)
+static void print_json(const QrSqlSession *sess, const QrSqlResult *r)
 {
     QrBuf b;
     qr_buf_init(&b);
@@ -94,7 +94,7 @@ static void print_json(const QrSqlResult *r)
         for (int c = 0; c < r->n_cols; c++) {
             if (c)
                 qr_buf_putc(&b, ',');
-            sql_shell_json_value(&b, &r->vals[i * (uint64_t)r->n_cols + c]);
+            sql_shell_json_value(&b, sess, &r->vals[i * (uint64_t)r->n_cols + c]);
         }
         qr_buf_putc(&b, ']');
     }
@@ -123,7 +123,7 @@ static void csv_field(FILE *f, const char *s, size_t n)
     fputc('"', f);
 }
 
-static void print_csv(const QrSqlResult *r)
+static void print_csv(const QrSqlSession *sess, const QrSqlResult *r)
 {
     for (int c = 0; c < r->n_cols; c++) {
         if (c)
@@ -141,7 +141,7 @@ static void print_csv(const QrSqlResult *r)
             if (v->is_null)
                 continue; /* NULL is the empty unquoted field; '' is quoted */
             t.len = 0;
-            qr_sql_value_text(v, &t);
+            qr_sql_session_value_text(sess, v, &t);
             csv_field(stdout, (const char *)t.data, t.len);
         }
         fputc('\n', stdout);
@@ -164,7 +164,7 @@ static void pad(size_t n)
         fputc(' ', stdout);
 }
 
-static void print_table(const QrSqlResult *r)
+static void print_table(const QrSqlSession *sess, const QrSqlResult *r)
 {
     int nc = r->n_cols;
     uint64_t nr = r->n_rows;
@@ -184,7 +184,7 @@ static void print_table(const QrSqlResult *r)
             QrBuf t;
             qr_buf_init(&t);
             if (!v->is_null)
-                qr_sql_value_text(v, &t);
+                qr_sql_session_value_text(sess, v, &t);
             qr_buf_putc(&t, 0);
             txt[i * (uint64_t)nc + c] = (char *)qr_buf_steal(&t, NULL);
             const char *s = txt[i * (uint64_t)nc + c];
@@ -253,16 +253,16 @@ static void print_result(Shell *sh, const QrSqlResult *r)
     }
     if (r->kind == QR_SQL_RES_ROWS) {
         if (sh->fmt == FMT_JSON)
-            print_json(r);
+            print_json(sh->sess, r);
         else if (sh->fmt == FMT_CSV)
-            print_csv(r);
+            print_csv(sh->sess, r);
         else
-            print_table(r);
+            print_table(sh->sess, r);
         return;
     }
     if (r->kind == QR_SQL_RES_COMMAND) {
         if (sh->fmt == FMT_JSON)
-            print_json(r);
+            print_json(sh->sess, r);
         else if (sh->fmt == FMT_TABLE)
             printf("%s\n", r->tag);
     }

@@ -12,8 +12,11 @@ int sql_shell_main(int argc, char **argv);
 
 struct QrSqlValue;
 struct QrBuf;
+struct QrSqlSession;
 /* One SQL value as JSON (shared with POST /sql): NULL null, booleans and
- * finite numbers native, everything else its PostgreSQL text as a string. */
-void sql_shell_json_value(struct QrBuf *b, const struct QrSqlValue *v);
+ * finite numbers native, everything else its PostgreSQL text as a string,
+ * under the session's output settings (bytea_output); sess may be NULL. */
+void sql_shell_json_value(struct QrBuf *b, const struct QrSqlSession *sess,
+                          const struct QrSqlValue *v);
 
 #endif

@@ -4,6 +4,7 @@
  */
 #include "store/schema.h"
 #include "store/column.h"
+#include "store/decimal.h"
 #include "store/mem.h"
 
 #include <cJSON.h>
@@ -16,11 +17,12 @@
 static const char *type_names[] = {
     [QR_FT_TEXT] = "text",   [QR_FT_KEYWORD] = "keyword", [QR_FT_INT] = "int",
     [QR_FT_FLOAT] = "float", [QR_FT_BOOL] = "bool",       [QR_FT_TIMESTAMP] = "timestamp",
+    [QR_FT_NUMERIC] = "numeric",
 };
 
 const char *schema_type_name(QrFieldType t)
 {
-    return (unsigned)t <= QR_FT_TIMESTAMP ? type_names[t] : "unknown";
+    return (unsigned)t <= QR_FT_NUMERIC ? type_names[t] : "unknown";
 }
 
 int schema_type_parse(const char *name, QrFieldType *t)
@@ -34,6 +36,7 @@ int schema_type_parse(const char *name, QrFieldType *t)
         {"float", QR_FT_FLOAT},     {"double", QR_FT_FLOAT},    {"float64", QR_FT_FLOAT},
         {"bool", QR_FT_BOOL},       {"boolean", QR_FT_BOOL},    {"timestamp", QR_FT_TIMESTAMP},
         {"date", QR_FT_TIMESTAMP},  {"string", QR_FT_KEYWORD},
+        {"numeric", QR_FT_NUMERIC}, {"decimal", QR_FT_NUMERIC},
     };
     for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
         if (!strcasecmp(name, alias[i].n)) {
@@ -267,6 +270,7 @@ void schema_field_defaults(QrField *f, const char *name, QrFieldType t)
     strcpy(f->language, t == QR_FT_TEXT ? "english" : "none");
     f->accent_fold = true;
     f->weight = 1.0f;
+    f->scale = -1;
 }
 
 int schema_field_index(const QrSchema *s, const char *name)
@@ -311,7 +315,7 @@ static int field_from_json(const cJSON *j, QrField *f, QrSchema *s, QrError *err
     if (schema_type_parse(type->valuestring, &t) != 0) {
         qr_error_set(err, QR_EINVAL, "schema field \"%s\" has unknown type \"%s\"",
                      name->valuestring, type->valuestring);
-        qr_error_hint(err, "types are text, keyword, int, float, bool, timestamp");
+        qr_error_hint(err, "types are text, keyword, int, float, bool, timestamp, numeric");
         return QR_EINVAL;
     }
     if (strlen(name->valuestring) > QR_NAME_MAX)
@@ -376,6 +380,14 @@ static int field_from_json(const cJSON *j, QrField *f, QrSchema *s, QrError *err
         else if (!(cJSON_IsString(v) && !strcmp(v->valuestring, "none")))
             return qr_error_set(err, QR_EINVAL, "field \"%s\": \"index\" must be \"btree\" or \"none\"",
                                 f->name);
+    }
+    if ((v = cJSON_GetObjectItemCaseSensitive(j, "scale"))) {
+        if (t != QR_FT_NUMERIC || !cJSON_IsNumber(v) || v->valuedouble != (int)v->valuedouble ||
+            v->valuedouble < 0 || v->valuedouble > DEC_SCALED_MAX_PREC)
+            return qr_error_set(err, QR_EINVAL, "field \"%s\": \"scale\" must be an integer in "
+                                                "0..%d on a numeric field", f->name,
+                                DEC_SCALED_MAX_PREC);
+        f->scale = (int8_t)v->valueint;
     }
     if (t != QR_FT_TEXT)
         f->indexed = false;
@@ -552,6 +564,8 @@ int schema_to_json(const QrSchema *s, bool pretty, QrBuf *out, QrError *err)
             if (f->column)
                 cJSON_AddBoolToObject(o, "column", true);
         }
+        if (f->type == QR_FT_NUMERIC && f->scale >= 0)
+            cJSON_AddNumberToObject(o, "scale", f->scale);
         if (f->btree)
             cJSON_AddStringToObject(o, "index", "btree");
         if (f->multi)
@@ -949,6 +963,7 @@ int schema_column_type(const QrField *f)
     case QR_FT_BOOL: return QR_COL_BOOL;
     case QR_FT_TIMESTAMP: return QR_COL_TIMESTAMP;
     case QR_FT_TEXT: return f->column ? QR_COL_KEYWORD : -1;
+    case QR_FT_NUMERIC: return f->scale >= 0 ? QR_COL_INT64 : QR_COL_KEYWORD;
     }
     return -1;
 }

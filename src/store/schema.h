@@ -25,7 +25,12 @@
  *      {"name": "symbol", "type": "keyword", "index": "btree"},
  *      {"name": "tags", "type": "keyword", "multi": true},
  *      {"name": "published", "type": "timestamp"},
- *      {"name": "views", "type": "int"}]}
+ *      {"name": "views", "type": "int"},
+ *      {"name": "price", "type": "numeric", "scale": 2},  (exact: value * 100 in int64)
+ *      {"name": "ratio", "type": "numeric"}]}  (exact: the canonical decimal text)
+ *
+ * A numeric value in a document is a JSON string holding the decimal
+ * ("12.50", kept exactly) or a JSON number (its shortest double text).
  *
  * The primary key field is implicit (any JSON scalar: string or integer) and
  * is not listed among the fields unless the user wants it indexed as well.
@@ -53,6 +58,8 @@ typedef enum QrFieldType {
     QR_FT_FLOAT,     /* float64 */
     QR_FT_BOOL,
     QR_FT_TIMESTAMP, /* int64 microseconds since the epoch, UTC */
+    QR_FT_NUMERIC,   /* exact decimal (store/decimal.h): with a scale s, value * 10^s in
+                        an int64 column; without, its canonical text in a keyword column */
 } QrFieldType;
 
 typedef struct QrField {
@@ -73,6 +80,8 @@ typedef struct QrField {
     bool multi;            /* keyword: a list of values per document (a string alone is a
                               list of one); the column holds PostgreSQL's array text
                               ("{a,b}"), filters and facets see the elements */
+    int8_t scale;          /* numeric: digits after the point of a scaled int64 column
+                              (0..DEC_SCALED_MAX_PREC), or -1: canonical text */
 } QrField;
 
 typedef enum QrIdf {

@@ -254,6 +254,14 @@ def test_catalog(dd):
                         "SELECT current_database(), current_schema()"], data)
     check(out.split() == ["current_database,current_schema", "quarry,public"],
           "current_database(): %r" % out)
+    # bytea_output reaches every output format of the CLI, as psql shows it
+    for fmt, want in (("csv", "\\012\\377A"), ("table", "\\012\\377A"),
+                      ("json", '"\\\\012\\\\377A"')):
+        rc, out, err = run(["sql", "--format", fmt, "-c", "SET bytea_output = 'escape'", "-c",
+                            "SELECT '\\x0aff41'::bytea AS b", "-c", "RESET bytea_output", "-c",
+                            "SELECT '\\x0aff41'::bytea AS b"], data)
+        check(rc == 0 and want in out and "\\x0aff41" in out,
+              "bytea_output escape, then hex again, --format %s: %r %s" % (fmt, out, err))
 
 
 class Server:
@@ -323,6 +331,17 @@ def test_http(dd):
         check(st == 200 and out2.get("rows") == [[2]], "rollback over HTTP: %s %s" % (out, out2))
         st, out = srv.sql({"nope": 1})
         check(st == 400, "bad body 400: %s %s" % (st, out))
+        # bytea_output applies to the request's session; numerics stay exact JSON numbers
+        st, out = srv.sql({"query": "SET bytea_output = 'escape'; SELECT '\\x0aff41'::bytea"})
+        check(st == 200 and out.get("rows") == [["\\012\\377A"]], "bytea_output over HTTP: %s" % out)
+        c = http.client.HTTPConnection("127.0.0.1", srv.port, timeout=30)
+        c.request("POST", "/sql", body=json.dumps({"query": "SELECT 12.50, "
+                  "'123456789012345678901234567890.5'::numeric, 'NaN'::numeric"}),
+                  headers={"Content-Type": "application/json"})
+        raw = c.getresponse().read().decode()
+        c.close()
+        check('[[12.50,123456789012345678901234567890.5,"NaN"]]' in raw,
+              "numerics as written, NaN a string: %s" % raw)
     finally:
         srv.stop()
 

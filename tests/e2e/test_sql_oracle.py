@@ -20,7 +20,7 @@ express (no LATERAL, INTERSECT / EXCEPT ALL or parenthesized set
 operations).  Typed queries (dates, intervals and their arithmetic, age, to_char,
 arrays with subscripts, slices, ANY / ALL and array_agg, json builders and operators,
 format / quote_ident, numeric arithmetic, scales, rounding and typmods as text, to_char of
-numbers) are
+numbers; numeric columns stored exactly, their sums and averages, bare decimal literals) are
 compared with PostgreSQL only.  Full-text
 predicates are checked against a brute-force matcher: `title @@ 'word'` in
 Quarry is `(' ' || title || ' ') LIKE '% word %'` in the peers, whose titles
@@ -48,6 +48,7 @@ N_QUERIES = int(os.environ.get("SQL_ORACLE_QUERIES", "400"))
 N_OLAP = int(os.environ.get("SQL_ORACLE_OLAP_QUERIES", "160"))
 N_SURFACE = int(os.environ.get("SQL_ORACLE_SURFACE_QUERIES", "240"))
 N_TYPED = int(os.environ.get("SQL_ORACLE_TYPED_QUERIES", "120"))
+N_NUMERIC = int(os.environ.get("SQL_ORACLE_NUMERIC_QUERIES", "60"))
 PG_BIN = "/usr/lib/postgresql/15/bin"
 WORDS = ["apple", "river", "stone", "cloud", "engine", "garden", "silver", "market", "forest",
          "window", "planet", "doctor", "coffee", "bridge", "castle", "pencil", "rocket", "tiger"]
@@ -89,7 +90,58 @@ CREATE = [
     "CREATE TABLE cats (code varchar(16) PRIMARY KEY, label varchar(32), weight integer)",
     "CREATE TABLE tree (id integer PRIMARY KEY, parent integer, tag varchar(8))",
     "CREATE TABLE edges (id integer PRIMARY KEY, src integer, dst integer)",
+    "CREATE TABLE amounts (id integer PRIMARY KEY, cat varchar(16), p numeric(12,2), q numeric)",
 ]
+N_AMOUNTS = 400
+arnd = random.Random(SEED + 1)  # (its own stream: the other generators' queries stay as they were)
+
+
+def decimal_lit(r, digits, scale):
+    """A decimal literal as written: random digits, `scale` of them after the point."""
+    v = "".join(r.choice("0123456789") for _ in range(digits))
+    v = v.lstrip("0") or "0"
+    if scale:
+        v = (v[:-scale] or "0") + "." + v[-scale:].rjust(scale, "0")
+    return ("-" if r.random() < 0.3 else "") + v
+
+
+def amount_rows():
+    """numeric(12,2) values written with 0..4 fraction digits (rounded on the way in)
+    and plain numerics keeping their written scales, up to 30 digits, NaN among them."""
+    rows = []
+    for i in range(1, N_AMOUNTS + 1):
+        p = None if arnd.random() < 0.08 else decimal_lit(arnd, arnd.randint(1, 10), arnd.randint(0, 4))
+        q = (None if arnd.random() < 0.08 else "'NaN'" if arnd.random() < 0.02
+             else decimal_lit(arnd, arnd.randint(1, 30), arnd.randint(0, 8)))
+        rows.append("(%d, %s, %s, %s)" % (i, sql_lit(arnd.choice(CATS)), p or "NULL", q or "NULL"))
+    return ["INSERT INTO amounts VALUES " + ",".join(rows[k:k + 200]) for k in range(0, len(rows), 200)]
+
+
+def gen_numeric():
+    """Stored numerics, their sums and averages, and bare decimal literals, against
+    PostgreSQL (each value as 'v' || text so the scale is compared too)."""
+    k = arnd.randint(2, 9)
+    c = decimal_lit(arnd, arnd.randint(1, 6), arnd.randint(0, 3))
+    lit = decimal_lit(arnd, arnd.randint(1, 5), arnd.randint(1, 4))
+    q = arnd.choice([
+        "SELECT id, 'v' || p::text, 'v' || q::text FROM amounts WHERE id %% %d = 0 ORDER BY id" % k,
+        "SELECT cat, 'v' || sum(p)::text, 'v' || avg(p)::text, 'v' || sum(q)::text, "
+        "'v' || avg(q)::text, 'v' || min(q)::text, 'v' || max(p)::text, count(q) FROM amounts "
+        "WHERE id %% %d <> 0 GROUP BY cat ORDER BY cat" % k,
+        "SELECT 'v' || sum(p)::text, 'v' || sum(q)::text, 'v' || avg(q)::text FROM amounts "
+        "WHERE q <> 'NaN' AND id %% %d = 1" % k,
+        "SELECT id, 'v' || p::text FROM amounts WHERE p > %s ORDER BY p, id LIMIT 40" % c,
+        "SELECT id FROM amounts WHERE q <= %s AND p IS NOT NULL ORDER BY q DESC, id LIMIT 40" % c,
+        "SELECT id, 'v' || (p * %s)::text, 'v' || (q + %s)::text FROM amounts WHERE id %% %d = 0 "
+        "ORDER BY id" % (lit, lit, k),
+        "SELECT 'v' || (%s)::text, 'v' || (%s + 0.10)::text, pg_typeof(%s)::text, "
+        "'v' || (%s * 2)::text, 'v' || (CASE WHEN %d > 4 THEN %s ELSE 1 END)::text"
+        % (lit, lit, lit, lit, k, lit),
+        "SELECT 'v' || p::text, count(*) FROM amounts WHERE p IS NOT NULL GROUP BY p "
+        "HAVING count(*) > 1 ORDER BY p",
+        "SELECT count(*), count(DISTINCT q), count(*) FILTER (WHERE q > p) FROM amounts",
+    ])
+    return q, True, False
 N_TREE, N_NODES = 120, 40
 
 
@@ -783,7 +835,7 @@ def main():
     data = os.path.join(tmp, "data")
     pg = None
     try:
-        load = CREATE + inserts(rows)
+        load = CREATE + inserts(rows) + amount_rows()
         res, err = quarry_batch(data, load)
         check(len(res) == len(load), "quarry loads the data (%s)" % err.strip()[:300])
         lite = sqlite3.connect(":memory:")
@@ -800,6 +852,7 @@ def main():
         queries += [gen_olap() for _ in range(N_OLAP)]
         queries += [gen_surface() for _ in range(N_SURFACE)]
         queries += [gen_typed() for _ in range(N_TYPED)]
+        queries += [gen_numeric() for _ in range(N_NUMERIC)]
         qres, qerr = quarry_batch(data, [for_quarry(q) for q, _, _ in queries])
         pres = pg.run([for_peer(q) for q, _, _ in queries])[0] if pg else {}
         n_lite = n_pg = 0

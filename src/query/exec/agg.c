@@ -9,6 +9,7 @@
  * Layer: query/ (SQL execution).  Used by op_hash_agg.c and op_window.c.
  */
 #include "query/exec/exec.h"
+#include "store/decimal.h"
 
 #include "query/colwalk.h"
 
@@ -93,7 +94,9 @@ static char num_kind(const SqlAgg *a)
     if ((a->kind != SA_PCT_CONT && a->kind != SA_PCT_DISC) || a->distinct)
         return 0;
     QrSqlType t = a->arg->type;
-    return sqlt_is_int(t) || sqlt_is_ts(t) ? 'i' : sqlt_is_float(t) ? 'f' : 0;
+    return sqlt_is_int(t) || sqlt_is_ts(t)           ? 'i'
+           : sqlt_is_float(t) && t != QR_SQL_NUMERIC ? 'f'
+                                                     : 0; /* (numeric: as SqlValues) */
 }
 
 /* An integer sum as a double (sum_i, or the 128-bit sum past int64). */
@@ -155,6 +158,164 @@ static int keys_to_vals(SqlCtx *cx, const SqlAgg *a, SqlAggState *st)
     return QR_OK;
 }
 
+
+/* ---- exact numeric sums ---- */
+
+#define NUM128_DIGITS 36 /* digits a value may have to join the int128 sum */
+
+static const __int128 *pow10_128(void)
+{
+    static __int128 p[39];
+    static bool init;
+    if (!init) { /* (idempotent: racing threads write the same values) */
+        p[0] = 1;
+        for (int i = 1; i < 39; i++)
+            p[i] = p[i - 1] * 10;
+        init = true;
+    }
+    return p;
+}
+
+/* A numeric's canonical text as m * 10^-scale; false for NaN, the
+ * infinities and values of more than NUM128_DIGITS digits. */
+static bool num_parse128(const char *s, size_t n, __int128 *m, int *scale)
+{
+    size_t i = 0;
+    bool neg = n && s[0] == '-';
+    i += neg;
+    __int128 v = 0;
+    int nd = 0, sc = -1;
+    for (; i < n; i++) {
+        if (s[i] == '.' && sc < 0) {
+            sc = 0;
+            continue;
+        }
+        if (s[i] < '0' || s[i] > '9' || ++nd > NUM128_DIGITS)
+            return false;
+        v = v * 10 + (s[i] - '0');
+        sc += sc >= 0;
+    }
+    if (nd == 0)
+        return false;
+    *m = neg ? -v : v;
+    *scale = sc < 0 ? 0 : sc;
+    return true;
+}
+
+/* m * 10^-scale as numeric text in the arena. */
+static int num_of128(SqlCtx *cx, __int128 m, int scale, SqlValue *out)
+{
+    char dig[48], buf[96];
+    unsigned __int128 u = m < 0 ? -(unsigned __int128)m : (unsigned __int128)m;
+    int nd = 0;
+    do {
+        dig[nd++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    while (nd <= scale)
+        dig[nd++] = '0';
+    int o = 0;
+    if (m < 0)
+        buf[o++] = '-';
+    for (int k = nd - 1; k >= 0; k--) {
+        buf[o++] = dig[k];
+        if (k == scale && scale > 0)
+            buf[o++] = '.';
+    }
+    char *p = qr_arena_strndup(cx->arena, buf, (size_t)o);
+    if (!p)
+        return sql_err_at(cx, -1, QR_ELIMIT, "54000", "query memory limit exceeded");
+    *out = sqlv_text(p, (size_t)o);
+    out->type = QR_SQL_NUMERIC;
+    return QR_OK;
+}
+
+/* The int128 sum moved into sum_big (exact decimal), which the state keeps. */
+static int num_spill(SqlCtx *cx, SqlAggState *st, const SqlValue *v, bool *keep)
+{
+    SqlValue acc;
+    int rc;
+    if (st->sum_big.is_null)
+        st->sum_big.type = QR_SQL_NUMERIC;
+    if ((rc = num_of128(cx, st->sum_n, st->sum_scale, &acc)) ||
+        (rc = st->sum_big.is_null ? (st->sum_big = acc, QR_OK)
+                                  : sqln_arith(cx, '+', &st->sum_big, &acc, &st->sum_big)) ||
+        (v && (rc = sqln_arith(cx, '+', &st->sum_big, v, &st->sum_big))) ||
+        (rc = sqlv_own(cx, &st->sum_big)))
+        return rc;
+    st->sum_n = 0;
+    *keep = true;
+    return QR_OK;
+}
+
+/* One numeric into an exact sum: int128 at the largest scale seen, the
+ * decimal code past it; NaN and infinities as PostgreSQL adds them. */
+/* m * 10^-sc into the exact sum (int128 at the largest scale, the decimal
+ * code past it); v is the same value as numeric text, or NULL (made when
+ * needed). */
+static int num_add128(SqlCtx *cx, SqlAggState *st, __int128 m, int sc, const SqlValue *v,
+                      bool *keep)
+{
+    SqlValue made;
+    const __int128 *P = pow10_128();
+    __int128 r;
+    if (sc > st->sum_scale) {
+        if (sc - st->sum_scale > 38 || __builtin_mul_overflow(st->sum_n, P[sc - st->sum_scale], &r))
+            goto spill;
+        st->sum_n = r;
+        st->sum_scale = sc;
+    } else if (sc < st->sum_scale) {
+        if (st->sum_scale - sc > 38 || __builtin_mul_overflow(m, P[st->sum_scale - sc], &r))
+            goto spill;
+        m = r;
+        sc = st->sum_scale;
+    }
+    if (__builtin_add_overflow(st->sum_n, m, &r))
+        goto spill;
+    st->sum_n = r;
+    return QR_OK;
+spill:
+    if (!v) {
+        int rc = num_of128(cx, m, sc, &made);
+        if (rc)
+            return rc;
+        v = &made;
+    }
+    return num_spill(cx, st, v, keep);
+}
+
+static void num_begin(SqlAggState *st)
+{
+    if (!st->sum_has_n) {
+        st->sum_has_n = true;
+        st->sum_big = sqlv_null();
+    }
+}
+
+/* NaN ('n') or an infinity into the sum, as PostgreSQL adds them. */
+static void num_special(SqlAggState *st, char sp)
+{
+    if (st->sum_special != 'n')
+        st->sum_special = !st->sum_special || st->sum_special == sp ? sp : 'n';
+}
+
+/* One numeric into an exact sum; NaN and infinities as PostgreSQL adds them. */
+static int num_add(SqlCtx *cx, SqlAggState *st, const SqlValue *v, bool *keep)
+{
+    num_begin(st);
+    const char *s = v->u.s.s;
+    size_t n = v->u.s.n;
+    char sp = n && (s[0] == 'N') ? 'n' : n && s[0] == 'I' ? 'p' : n > 1 && s[1] == 'I' ? 'm' : 0;
+    if (sp)
+        num_special(st, sp);
+    if (sp || st->sum_special)
+        return QR_OK;
+    __int128 m;
+    int sc;
+    if (!num_parse128(s, n, &m, &sc))
+        return num_spill(cx, st, v, keep);
+    return num_add128(cx, st, m, sc, v, keep);
+}
 
 /* Aggregates whose rows' values are kept until the end: DISTINCT, ORDER
  * BY inside the call, string_agg and array_agg.  Each row is a tuple of
@@ -231,6 +392,8 @@ static int agg_step_keep(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, const Sql
     switch (a->kind) {
     case SA_SUM:
     case SA_AVG:
+        if (v.type == QR_SQL_NUMERIC)
+            return num_add(cx, st, &v, keep);
         if (sqlt_is_int(v.type) && !st->sum_is_f) {
             int64_t t; /* past int64: avg goes on exactly in 128 bits */
             if (st->sum_is_w) {
@@ -441,11 +604,33 @@ static int pct_keys(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, double p, SqlV
     return QR_OK;
 }
 
-/* sum(numeric), added as float8: its 15 significant digits, at the scale of
- * a numeric(p, s) argument (a sum of values of scale s has scale s). */
+/* sum(numeric): the exact sum at the largest scale added (PostgreSQL's), or
+ * NaN / an infinity.  Column-block partial sums of an old float8 numeric
+ * column (sum_f) come in as float8's 15 significant digits, at the scale of
+ * a numeric(p, s) argument. */
 static int num_sum(SqlCtx *cx, const SqlAgg *a, const SqlAggState *st, SqlValue *out)
 {
-    int rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : agg_int_sum(st), out);
+    if (st->sum_special) {
+        const char *t = st->sum_special == 'n' ? "NaN" : st->sum_special == 'p' ? "Infinity"
+                                                                                 : "-Infinity";
+        *out = sqlv_text(t, strlen(t));
+        out->type = QR_SQL_NUMERIC;
+        return QR_OK;
+    }
+    int rc;
+    if (st->sum_has_n) {
+        if ((rc = num_of128(cx, st->sum_n, st->sum_scale, out)))
+            return rc;
+        if (!st->sum_big.is_null && (rc = sqln_arith(cx, '+', out, &st->sum_big, out)))
+            return rc;
+        if (!st->sum_is_f && !st->sum_is_w && st->sum_i == 0)
+            return QR_OK;
+        SqlValue rest; /* (float partials of old float8 segments beside exact values) */
+        if ((rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : agg_int_sum(st), &rest)))
+            return rc;
+        return sqln_arith(cx, '+', out, &rest, out);
+    }
+    rc = sqln_from_double(cx, st->sum_is_f ? st->sum_f : agg_int_sum(st), out);
     if (rc || a->arg->typmod < 4)
         return rc;
     return sqln_round(cx, out, (a->arg->typmod - 4) & 0xffff, SQLN_ROUND, out);
@@ -595,6 +780,58 @@ int sql_agg_final(SqlCtx *cx, const SqlAgg *a, SqlAggState *st, SqlValue *out)
 }
 
 
+/* A scaled numeric column's partial state (its int64s are value * 10^s, s
+ * the column's numeric(p, s) scale; NaN is DEC_SCALED_NAN, the maximum):
+ * sums exactly, min / max as numerics. */
+static int num_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlColAggPart *P)
+{
+    int scale = A->arg->typmod >= 4 ? (A->arg->typmod - 4) & 0xffff : 0;
+    bool nan = P->max_i == DEC_SCALED_NAN;
+    st->count += P->count;
+    switch (A->kind) {
+    case SA_SUM:
+    case SA_AVG: {
+        num_begin(st);
+        if (nan)
+            num_special(st, 'n');
+        if (st->sum_special)
+            return QR_OK;
+        bool keep = false;
+        __int128 m = P->sum_is_w ? P->sum_w : (__int128)P->sum_i;
+        return num_add128(cx, st, m, scale, NULL, &keep);
+    }
+    case SA_MIN:
+    case SA_MAX: {
+        bool mn = A->kind == SA_MIN;
+        char buf[48];
+        SqlValue v;
+        if (P->is_int) {
+            int n = dec_from_scaled(mn ? P->min_i : P->max_i, scale, buf);
+            v = sqlv_text(buf, (size_t)n);
+            v.type = QR_SQL_NUMERIC;
+        } else { /* a float8 column of a table made before numerics were exact */
+            int rc = sqln_from_double(cx, mn ? P->min_f : P->max_f, &v);
+            if (rc || (A->arg->typmod >= 4 && (rc = sqln_typmod(cx, &v, A->arg->typmod, -1, &v))))
+                return rc;
+        }
+        int c = st->has ? sqlv_cmp(&v, &st->best) : 0;
+        if (!st->has || (mn ? c < 0 : c > 0)) {
+            int rc = sqlv_own(cx, &v);
+            if (rc)
+                return rc;
+            st->best = v;
+        }
+        st->has = true;
+        return QR_OK;
+    }
+    case SA_COUNT:
+        return QR_OK;
+    default:
+        return sql_err_at(cx, -1, QR_EINTERNAL, "XX000", "%s of a numeric column from column blocks",
+                          sql_agg_name(A));
+    }
+}
+
 int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlColAggPart *P,
                        int64_t group_rows)
 {
@@ -605,6 +842,9 @@ int sql_agg_merge_part(SqlCtx *cx, const SqlAgg *A, SqlAggState *st, const SqlCo
     if (!P->count)
         return QR_OK;
     bool fl = sqlt_is_float(A->arg->type);
+    if (A->arg->type == QR_SQL_NUMERIC &&
+        (P->is_int || A->kind == SA_MIN || A->kind == SA_MAX)) /* value * 10^scale, or old float8 */
+        return num_merge_part(cx, A, st, P);
     switch (A->kind) {
     case SA_SUM:
     case SA_AVG:

@@ -456,6 +456,14 @@ typedef struct SqlAggState {
     bool sum_is_f;
     __int128 sum_w;           /* avg of integers past int64: the exact sum (sum_is_w) */
     bool sum_is_w;
+    /* sum / avg of numeric, exactly: sum_n * 10^-sum_scale, plus sum_big (a
+     * numeric, or NULL) where int128 would overflow; sum_special 'n' NaN, 'p'
+     * +Infinity, 'm' -Infinity, or 0 */
+    __int128 sum_n;
+    int32_t sum_scale;
+    bool sum_has_n;
+    char sum_special;
+    SqlValue sum_big;
     SqlValue best;            /* min / max */
     bool has;
     bool bool_acc;

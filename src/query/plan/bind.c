@@ -172,7 +172,7 @@ QrSqlType sql_union_type(QrSqlType a, QrSqlType b)
     if (b == QR_SQL_UNKNOWN)
         return a;
     if (sqlt_is_num(a) && sqlt_is_num(b))
-        return sqlt_is_float(a) || sqlt_is_float(b) ? QR_SQL_FLOAT8 : QR_SQL_INT8;
+        return sqlt_num_common(a, b);
     if (sqlt_is_str(a) && sqlt_is_str(b))
         return QR_SQL_TEXT;
     if (sqlt_is_ts(a) && sqlt_is_ts(b))

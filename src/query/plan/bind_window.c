@@ -476,7 +476,7 @@ static int bind_args(SqlBind *b, const cJSON *args, SqlWinFunc *f, int loc)
             d = a[2]->type;
             if (d != t) {
                 if (sqlt_is_num(t) && sqlt_is_num(d))
-                    f->type = sqlt_is_float(t) || sqlt_is_float(d) ? QR_SQL_FLOAT8 : QR_SQL_INT8;
+                    f->type = sqlt_num_common(t, d);
                 else if (sqlt_is_str(t) && sqlt_is_str(d))
                     f->type = QR_SQL_TEXT;
                 else if (sqlt_is_ts(t) && sqlt_is_ts(d))

@@ -103,8 +103,8 @@ static int colagg_aggs(SqlQuery *s, const SqlItem *it, const SqlAggSpec *spec, i
             continue;
         const SqlExpr *x = A->arg;
         if (x->kind != SE_COL || x->col < it->first || x->col >= it->first + it->n_cols ||
-            s->scope.cols[x->col].field < 0)
-            return QR_OK;
+            s->scope.cols[x->col].field < 0 || (pct && x->type == QR_SQL_NUMERIC))
+            return QR_OK; /* (percentiles of numerics: as values, from the rows) */
         field[k] = s->scope.cols[x->col].field;
     }
     *field_out = field;

@@ -110,6 +110,18 @@ def run(ctx):
             d = cur.description[0]
             ctx.check((d.precision, d.scale) == (10, 2),
                       "numeric(10,2) column described with its typmod: %r" % ((d.precision, d.scale),))
+        # stored exactly: a plain numeric keeps its written scale and all its digits, sums are exact
+        big = D("123456789012345678901234567890.123456789")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO t3_num VALUES (%s, %s, %s)",
+                            [(4, D("0.10"), D("12.50")), (5, D("99999999.99"), big)])
+        for binary in (False, True):
+            cur = conn.cursor(binary=binary)
+            got = cur.execute("SELECT q, sum(p) OVER () FROM t3_num WHERE id >= 4 ORDER BY id").fetchall()
+            ctx.check(got == [(D("12.50"), D("100000000.09")), (big, D("100000000.09"))] and
+                      str(got[0][0]) == "12.50" and str(got[0][1]) == "100000000.09",
+                      "numeric columns keep scale and digits, sums exact (%s): %r" %
+                      ("binary" if binary else "text", got))
         try:
             conn.execute("SELECT %s::numeric(4,2)", (D("123.4"),))
             ctx.check(False, "numeric(4,2) accepted 123.4")

@@ -206,11 +206,23 @@ Test(sql_catalog, psql_describe_and_sqlalchemy_reflection_queries)
            "'news'::regclass), 'int4'::regtype::text, 2200::regnamespace::text, "
            "0::regtype::text",
            "news|t|integer|public|-\n");
+    /* ::regtype[] and kin of names or oids print the names, as PostgreSQL's
+     * regtype[] output does (a name with a space quoted, an unknown oid as its
+     * number) */
+    expect(&e,
+           "SELECT '{int4,text,float8}'::regtype[], ARRAY[23, 25]::oid[]::regtype[], "
+           "'{16,NULL,99999}'::regtype[], ('{bigint}'::regtype[])[1], "
+           "'{news,news_symbol}'::regclass[]",
+           "{integer,text,\"double precision\"}|{integer,text}|{boolean,NULL,99999}|bigint|"
+           "{news,news_symbol}\n");
     QrError err;
     qr_error_clear(&err);
     QrSqlResult *r = NULL;
     cr_assert_neq(qr_sql_exec(e.s, "select 'nope'::regclass", 23, &r, &err), QR_OK);
     cr_assert_str_eq(qr_error_sqlstate(&err), "42P01");
+    qr_error_clear(&err);
+    cr_assert_neq(qr_sql_exec(e.s, "select '{int4,nope}'::regtype[]", 31, &r, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "42704");
     env_close(&e);
 }
 

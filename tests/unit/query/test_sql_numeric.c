@@ -16,6 +16,12 @@
 #include "sql_test_env.h"
 #include "sql_test_cells.h"
 #include "query/sql.h"
+#include "query/filter.h"
+#include "query/sql_w.h"
+#include "store/mem.h"
+#include "store/schema.h"
+
+#include <cJSON.h>
 
 static Env env;
 
@@ -135,7 +141,9 @@ Test(numeric, typmods_round_and_overflow_as_postgresql)
 /* v / 10^scale as a decimal with exactly `scale` fraction digits. */
 static void scaled(char *buf, size_t n, int64_t v, int scale)
 {
-    int64_t p = scale == 4 ? 10000 : 100;
+    int64_t p = 1;
+    for (int k = 0; k < scale; k++)
+        p *= 10;
     uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
     snprintf(buf, n, "%s%" PRIu64 ".%0*" PRIu64, v < 0 ? "-" : "", m / (uint64_t)p, scale,
              m % (uint64_t)p);
@@ -278,4 +286,325 @@ Test(numeric, to_char_of_numbers_as_postgresql)
     fails("SELECT to_char(1, 'RN')", "0A000");
     fails("SELECT to_char(1, 'SG999PR')", "42601");
     fails("SELECT to_char(1, 'S999S')", "42601");
+}
+
+static void reopen(void)
+{
+    qr_sql_session_free(env.s);
+    qr_db_close(env.db);
+    QrError err;
+    cr_assert_eq(env_db_open(&env, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_sql_session_new(env.db, &env.s, &err), QR_OK, "%s", err.message);
+}
+
+/* Does a line of the EXPLAIN statement's output hold `text`? */
+static bool plan_says(const char *explain, const char *text)
+{
+    QrSqlResult *r = run(explain);
+    bool found = false;
+    for (uint64_t i = 0; i < r->n_rows; i++)
+        found |= memmem(r->vals[i].u.s.s, r->vals[i].u.s.n, text, strlen(text)) != NULL;
+    qr_sql_result_free(r);
+    return found;
+}
+
+static void flush(const char *table)
+{
+    QrTable *t;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_get(env.db, table, &t, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_flush(t, &err), QR_OK, "%s", err.message);
+}
+
+/* numeric columns store exactly: a plain numeric keeps its digits and the
+ * scale it was written with (PostgreSQL: 12.50 reads back 12.50), numeric(p,
+ * s) its declared scale, through the write buffer, a flushed segment and a
+ * reopen; order, grouping, min / max and comparisons are exact. */
+Test(numeric, numeric_columns_store_exactly)
+{
+    exec_ok("CREATE TABLE ex (id int PRIMARY KEY, a numeric, b numeric(12,2), "
+            "c numeric(30,4))");
+    exec_ok("INSERT INTO ex VALUES (1, 12.50, 12.5, 1.5), "
+            "(2, '123456789012345678901234567890.123456789', 9999999999.99, "
+            "'12345678901234567890123.4567'), (3, 0.1, -0.01, NULL), (4, 'NaN', 'NaN', 'NaN'), "
+            "(5, 2, 1.005, -2), (6, '-Infinity', '-3', 0.00001)");
+    for (int pass = 0; pass < 3; pass++) {
+        is("SELECT a FROM ex WHERE id = 1", "12.50");
+        is("SELECT a FROM ex WHERE id = 2", "123456789012345678901234567890.123456789");
+        is("SELECT b FROM ex WHERE id = 2", "9999999999.99");
+        is("SELECT b FROM ex WHERE id = 5", "1.01"); /* rounded half away from zero */
+        is("SELECT c FROM ex WHERE id = 2", "12345678901234567890123.4567");
+        is("SELECT c FROM ex WHERE id = 6", "0.0000");
+        is("SELECT string_agg(id::text, ',' ORDER BY a) FROM ex", "6,3,5,1,2,4");
+        is("SELECT string_agg(id::text, ',' ORDER BY b DESC) FROM ex", "4,2,1,5,3,6");
+        is("SELECT min(a)::text || ' ' || max(a) || ' ' || min(b) || ' ' || max(b) FROM ex",
+           "-Infinity NaN -3.00 NaN");
+        is("SELECT count(*) FROM ex WHERE a = 12.5", "1");  /* equal at any scale */
+        is("SELECT count(*) FROM ex WHERE b > 1.005", "4");   /* 1.01, 12.50, 9999999999.99, NaN */
+        is("SELECT count(DISTINCT b) FROM ex", "6");
+        is("SELECT pg_typeof(a)::text || ' ' || pg_typeof(b) FROM ex WHERE id = 1",
+           "numeric numeric");
+        if (pass == 0)
+            flush("ex");
+        if (pass == 1)
+            reopen();
+    }
+    exec_ok("INSERT INTO ex VALUES (7, 12.5000, 12.5, 1)");
+    is("SELECT count(*) FROM (SELECT a FROM ex GROUP BY a) g", "6"); /* 12.50 = 12.5000 */
+    /* a merge copies both column kinds row by row */
+    flush("ex");
+    QrTable *t;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_get(env.db, "ex", &t, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(qr_merge(t, &err), QR_OK, "%s", err.message);
+    is("SELECT string_agg(a || '/' || b, ' ' ORDER BY id) FROM ex WHERE id IN (1, 4, 7)",
+       "12.50/12.50 NaN/NaN 12.5000/12.50");
+    fails("INSERT INTO ex VALUES (8, 1, 99999999999, 1)", "22003");  /* past numeric(12,2) */
+    fails("INSERT INTO ex VALUES (8, 'abc', 1, 1)", "22P02");
+    fails("INSERT INTO ex VALUES (8, 1, 'Infinity', 1)", "22003");
+}
+
+/* Random numeric(12, 3) and numeric values against a scaled-integer model:
+ * every stored value reads back as the model prints it, the order by the
+ * column is the model's, and sums are exact. */
+Test(numeric, stored_numerics_agree_with_a_scaled_integer_model)
+{
+    exec_ok("CREATE TABLE rnd (id int PRIMARY KEY, s numeric(12,3), t numeric)");
+    srand(99);
+    enum { N = 400 };
+    static int64_t m[N];
+    int64_t total = 0;
+    char q[256], v[64];
+    for (int i = 0; i < N; i++) {
+        m[i] = (int64_t)(rand() % 2000000001) - 1000000000; /* +-1e6 at scale 3 */
+        total += m[i];
+        scaled(v, sizeof v, m[i], 3);
+        snprintf(q, sizeof q, "INSERT INTO rnd VALUES (%d, '%s', '%s')", i, v, v);
+        exec_ok(q);
+        if (i == N / 2)
+            flush("rnd");
+    }
+    for (int i = 0; i < N; i += 7) {
+        scaled(v, sizeof v, m[i], 3);
+        snprintf(q, sizeof q, "SELECT s::text || '|' || t FROM rnd WHERE id = %d", i);
+        char want[160];
+        snprintf(want, sizeof want, "%s|%s", v, v);
+        is(q, want);
+    }
+    scaled(v, sizeof v, total, 3);
+    is("SELECT sum(s) FROM rnd", v);
+    is("SELECT sum(t) FROM rnd", v);
+    /* the smallest and largest by the model */
+    int lo = 0, hi = 0;
+    for (int i = 1; i < N; i++) {
+        lo = m[i] < m[lo] ? i : lo;
+        hi = m[i] > m[hi] ? i : hi;
+    }
+    snprintf(v, sizeof v, "%d", lo);
+    is("SELECT id FROM rnd ORDER BY s LIMIT 1", v);
+    is("SELECT id FROM rnd ORDER BY t LIMIT 1", v);
+    snprintf(v, sizeof v, "%d", hi);
+    is("SELECT id FROM rnd ORDER BY s DESC LIMIT 1", v);
+    is("SELECT id FROM rnd ORDER BY t DESC LIMIT 1", v);
+    /* ORDER BY a numeric(p, s) column LIMIT k walks its blocks best bound first
+     * (value * 10^s orders as the value) and agrees with sorting the rows */
+    exec_ok("INSERT INTO rnd VALUES (1000, 'NaN', 'NaN'), (1001, NULL, NULL)");
+    cr_expect(plan_says("EXPLAIN ANALYZE SELECT id FROM rnd ORDER BY s DESC LIMIT 5", "Ordered Walk"),
+              "ORDER BY s LIMIT walks the column's blocks");
+    const char *orders[] = {"DESC", "DESC NULLS LAST", "", "NULLS FIRST"};
+    for (int i = 0; i < 4; i++) {
+        char a[160], b[160], want[400];
+        snprintf(a, sizeof a, "SELECT string_agg(id::text, ',') FROM (SELECT id FROM rnd ORDER BY s "
+                 "%s, id LIMIT 7) q", orders[i]);
+        snprintf(b, sizeof b, "SELECT string_agg(id::text, ',') FROM (SELECT id FROM rnd ORDER BY "
+                 "s + 0 %s, id LIMIT 7) q", orders[i]);
+        snprintf(want, sizeof want, "%s", tc_one(&env, b));
+        is(a, want);
+    }
+}
+
+/* Tables made before numeric was stored exactly keep a float8 column (the
+ * schema's "float", sql.json's "numeric"): they keep opening and reading,
+ * at the declared scale. */
+Test(numeric, old_float8_numeric_columns_keep_reading)
+{
+    QrSchema *s = calloc(1, sizeof *s);
+    const char *js = "{\"primary_key\": \"id\", \"fields\": [{\"name\": \"p\", \"type\": \"float\"},"
+                     "{\"name\": \"q\", \"type\": \"float\"}]}";
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(schema_from_json(js, strlen(js), s, &err), QR_OK, "%s", err.message);
+    QrTable *t;
+    cr_assert_eq(qr_table_create(env.db, "old", s, &t, &err), QR_OK, "%s", err.message);
+    free(s);
+    cJSON *meta = cJSON_Parse("{\"pk_type\": \"int8\", \"columns\": {"
+                              "\"id\": {\"type\": \"int4\", \"typmod\": -1},"
+                              "\"p\": {\"type\": \"numeric\", \"typmod\": 655366},"
+                              "\"q\": {\"type\": \"numeric\", \"typmod\": -1}}}");
+    cr_assert_eq(sqlw_meta_save_db(env.db, "old", meta, &err), QR_OK, "%s", err.message);
+    cJSON_Delete(meta);
+    reopen();
+    exec_ok("INSERT INTO old VALUES (1, 12.5, 0.1), (2, 3.14159, 0.2)");
+    flush("old");
+    reopen();
+    is("SELECT p FROM old WHERE id = 1", "12.50"); /* numeric(10,2): 655366 */
+    is("SELECT p FROM old WHERE id = 2", "3.14");
+    is("SELECT q FROM old WHERE id = 2", "0.2");
+    is("SELECT sum(q) FROM old", "0.3");
+    is("SELECT pg_typeof(p) FROM old LIMIT 1", "numeric");
+    is("SELECT string_agg(id::text, ',' ORDER BY p DESC) FROM old", "1,2");
+}
+
+/* sum and avg of numeric add exactly (int128 at the largest scale, the
+ * decimal code past it), at PostgreSQL's scales, with NaN and infinities
+ * as PostgreSQL adds them. */
+Test(numeric, sums_of_numeric_are_exact)
+{
+    exec_ok("CREATE TABLE sx (id int PRIMARY KEY, a numeric(18,2), b numeric)");
+    exec_ok("INSERT INTO sx VALUES (1, 9999999999999999.99, '12345678901234567890.5'), "
+            "(2, 0.01, 0.25), (3, NULL, 'NaN'), (4, 1.5, '100000000000000000000000000000000000'), "
+            "(5, -1.5, '0.0001'), (6, 0, 'Infinity'), (7, 0, '-Infinity')");
+    is("SELECT sum(a) FROM sx", "10000000000000000.00");
+    is("SELECT sum(a) FROM sx WHERE id IN (4, 5)", "0.00");
+    is("SELECT sum(b) FROM sx WHERE id < 3", "12345678901234567890.75");
+    is("SELECT sum(b) FROM sx WHERE id IN (4, 5)", "100000000000000000000000000000000000.0001");
+    is("SELECT sum(b) FROM sx WHERE id IN (1, 2, 4, 5)",
+       "100000000000000012345678901234567890.7501");
+    is("SELECT sum(b) FROM sx", "NaN");
+    is("SELECT sum(b) FROM sx WHERE id >= 6", "NaN");        /* Infinity + -Infinity */
+    is("SELECT sum(b) FROM sx WHERE id IN (2, 6)", "Infinity");
+    is("SELECT avg(a) FROM sx WHERE id < 3", "5000000000000000.0000"); /* 16 digits */
+    is("SELECT avg(b) FROM sx WHERE id IN (2, 5)", "0.12505000000000000000");
+    is("SELECT sum(a) FILTER (WHERE id > 1) FROM sx", "0.01");
+    is("SELECT string_agg(s::text, ',' ORDER BY g) FROM (SELECT id % 2 AS g, sum(a) AS s FROM sx "
+       "GROUP BY id % 2) q", "1.51,9999999999999998.49");
+}
+
+/* The HTTP side's filters see a numeric field's column as scaled integers
+ * or decimal text: they refuse it rather than compare wrongly. */
+Test(numeric, http_filters_refuse_numeric_fields)
+{
+    exec_ok("CREATE TABLE hf (id int PRIMARY KEY, p numeric(10,2), q numeric)");
+    QrTable *t;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_get(env.db, "hf", &t, &err), QR_OK, "%s", err.message);
+    const char *texts[] = {"p > 12", "q = 1.5"};
+    for (int i = 0; i < 2; i++) {
+        QrFilter *f = NULL;
+        qr_error_clear(&err);
+        cr_expect_neq(qr_filter_parse(qr_table_schema(t), texts[i], strlen(texts[i]), &f, &err),
+                      QR_OK, "%s", texts[i]);
+        cr_expect(strstr(err.message, "numeric field") != NULL, "%s", err.message);
+        qr_filter_free(f);
+    }
+}
+
+/* A bare decimal literal is numeric, as PostgreSQL types it; beside a float
+ * it becomes float8, and comparisons of float, int and numeric(p, s) columns
+ * with it still prune by zone maps (EXPLAIN's column predicates). */
+Test(numeric, decimal_literals_are_numeric)
+{
+    static const char *const cases[][2] = {
+        {"1.50", "1.50"},
+        {"pg_typeof(1.5)", "numeric"},
+        {"-0.50", "-0.50"},
+        {"1e3", "1000"},
+        {"pg_typeof(1.5 * 2::float8)", "double precision"},
+        {"pg_typeof(CASE WHEN true THEN 1.5 ELSE 2 END)", "numeric"},
+        {"pg_typeof(coalesce(1.5, 2::float8))", "double precision"},
+        {"round(2.5)", "3"},
+        {"0.1 + 0.2 = 0.3", "t"},
+        {"'1e300'::numeric::float8 > 1e299", "t"},
+    };
+    check_cases(cases, sizeof cases / sizeof *cases);
+    exec_ok("CREATE TABLE lit (id int PRIMARY KEY, x float8, n int, p numeric(10,2))");
+    exec_ok("INSERT INTO lit VALUES (1, 0.1, 1, 1.25), (2, 2.5, 3, 'NaN'), (3, 7, 5, -3.5)");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE x = 0.1", "1");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE n > 2.5", "2,3");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE p > 1.2", "1,2"); /* NaN > */
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE p > 1.249", "1,2");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE p = 1.250", "1");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE p <> 1.25", "2,3");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE id < 2.5", "1,2");
+    is("SELECT string_agg(id::text, ',' ORDER BY id) FROM lit WHERE id = 2.0", "2");
+    const char *plans[] = {"EXPLAIN SELECT id FROM lit WHERE x > 0.5",
+                           "EXPLAIN SELECT id FROM lit WHERE p > 1.2"};
+    for (int i = 0; i < 2; i++)
+        cr_expect(plan_says(plans[i], "Column Predicates: 1"), "%s: no column predicate", plans[i]);
+}
+
+/* Aggregates of a numeric(p, s) column from column blocks (GROUP BY a
+ * keyword, EXPLAIN's "partial states from column blocks"): the int64 sums
+ * of value * 10^s carry past int64 exactly, NaN (the column's maximum)
+ * makes the sum NaN, min / max print at the column's scale, and every
+ * result equals the row-at-a-time answer (the same query with a FILTER,
+ * which column blocks do not serve). */
+Test(numeric, column_block_aggregates_of_numeric_are_exact)
+{
+    exec_ok("CREATE TABLE cb (id int PRIMARY KEY, k varchar(8), p numeric(18,0), q numeric(12,2))");
+    char sql[256];
+    for (int i = 1; i <= 10; i++) {
+        snprintf(sql, sizeof sql, "INSERT INTO cb VALUES (%d, 'big', 999999999999999999, %d.25)",
+                 i, i);
+        exec_ok(sql);
+    }
+    exec_ok("INSERT INTO cb VALUES (11, 'big', -5, NULL), (12, 'nan', 'NaN', 1.10), "
+            "(13, 'nan', 7, -2.5), (14, 'one', NULL, 0.1)");
+    flush("cb");
+    cr_expect(plan_says("EXPLAIN ANALYZE SELECT k, sum(p) FROM cb GROUP BY k", "column blocks"),
+              "the aggregate reads column blocks");
+    static const char *const q[][2] = {
+        {"SELECT string_agg(k || ':' || s, ' ' ORDER BY k) FROM (SELECT k, sum(p)::text AS s "
+         "FROM cb GROUP BY k) g",
+         "big:9999999999999999985 nan:NaN"},
+        {"SELECT string_agg(k || ':' || s, ' ' ORDER BY k) FROM (SELECT k, avg(p)::text AS s "
+         "FROM cb GROUP BY k) g",
+         "big:909090909090909090 nan:NaN"},
+        {"SELECT string_agg(k || ':' || a || '/' || b || '/' || c, ' ' ORDER BY k) FROM (SELECT k, "
+         "sum(q)::text AS a, min(q)::text AS b, max(q)::text AS c FROM cb GROUP BY k) g",
+         "big:57.50/1.25/10.25 nan:-1.40/-2.50/1.10 one:0.10/0.10/0.10"},
+        {"SELECT min(p)::text || ' ' || max(p) || ' ' || count(p) FROM cb WHERE k <> 'nan'",
+         "-5 999999999999999999 11"},
+    };
+    for (size_t i = 0; i < sizeof q / sizeof *q; i++)
+        is(q[i][0], q[i][1]);
+    /* an int8 average past int8 goes on in float8 from the true sum (the
+     * overflowing add once left its wrapped result behind) */
+    is("SELECT avg(x) FROM (VALUES (9223372036854775807::int8), (9223372036854775807::int8)) v(x)",
+       "9.223372036854776e+18");
+    /* the same through the rows */
+    is("SELECT sum(p) FILTER (WHERE id > 0)::text FROM cb WHERE k = 'big'", "9999999999999999985");
+    is("SELECT sum(q) FILTER (WHERE id > 0)::text FROM cb WHERE k = 'big'", "57.50");
+}
+
+/* Column statistics (quarry stats, GET /tables/{t}/stats) show a numeric(p, s)
+ * field's bounds as decimals (NaN, its maximum, as a string), and a plain
+ * numeric's as null: its text orders by bytes. */
+Test(numeric, column_stats_show_decimals)
+{
+    exec_ok("CREATE TABLE st (id int PRIMARY KEY, p numeric(10,2), q numeric)");
+    exec_ok("INSERT INTO st VALUES (1, -1.5, 10), (2, 12.25, 9), (3, 3, NULL)");
+    flush("st");
+    QrTable *t;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_table_get(env.db, "st", &t, &err), QR_OK, "%s", err.message);
+    QrColumnStats *cs;
+    int n;
+    cr_assert_eq(qr_table_column_stats(t, &cs, &n, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(n, 2);
+    cr_expect_str_eq(cs[0].name, "p");
+    cr_expect_str_eq(cs[0].col_type, "numeric");
+    cr_expect_str_eq(cs[0].min_json, "-1.50");
+    cr_expect_str_eq(cs[0].max_json, "12.25");
+    cr_expect_str_eq(cs[1].min_json, "null");
+    qr_free(cs);
+    exec_ok("INSERT INTO st VALUES (4, 'NaN', 1)");
+    flush("st");
+    cr_assert_eq(qr_table_column_stats(t, &cs, &n, &err), QR_OK, "%s", err.message);
+    cr_expect_str_eq(cs[0].max_json, "\"NaN\"");
+    qr_free(cs);
 }
