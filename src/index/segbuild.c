@@ -165,7 +165,8 @@ typedef struct ColAcc {
 
 struct SegBuilder {
     const QrSchema *schema;   /* borrows */
-    Analyzer *an[QR_MAX_FIELDS]; /* owns (one per text field; shared pointers not used) */
+    Analyzer *an[QR_MAX_FIELDS]; /* owns; text fields analyzed alike share one
+                                    (segb_shared_analyzer), released once */
     /* terms */
     TermEnt *terms;           /* owns */
     uint32_t n_terms, cap_terms;
@@ -219,6 +220,36 @@ static int an_sink(void *ctx, const Token *t);
 #define SEGB_TERM_SLOTS_MIN (1u << 10)
 #define SEGB_MEMO_MIN_DOCS 64
 
+/* An analyzer an earlier text field of b already holds that analyzes field f
+ * alike (language, stop words, accent folding; no field-specific stop list),
+ * or NULL.  Sharing keeps one stem cache (4 MiB) per language per builder
+ * instead of one per field; the per-field memos stay apart, keyed by the
+ * cache's (slot, generation), which name one text whichever field filled it. */
+static Analyzer *segb_shared_analyzer(const SegBuilder *b, int f)
+{
+    const QrField *fd = &b->schema->fields[f];
+    size_t n;
+    if (schema_stop_list(b->schema, f, &n) && n)
+        return NULL;
+    for (int g = 0; g < f; g++) {
+        const QrField *gd = &b->schema->fields[g];
+        if (b->an[g] && strcmp(gd->language, fd->language) == 0 &&
+            gd->stopwords == fd->stopwords && gd->accent_fold == fd->accent_fold &&
+            !(schema_stop_list(b->schema, g, &n) && n))
+            return b->an[g];
+    }
+    return NULL;
+}
+
+/* Whether an earlier field shares field f's analyzer (release it once). */
+static bool segb_an_seen_before(const SegBuilder *b, int f)
+{
+    for (int g = 0; g < f; g++)
+        if (b->an[f] && b->an[g] == b->an[f])
+            return true;
+    return false;
+}
+
 int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
 {
     *out = NULL;
@@ -254,7 +285,8 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
                               .stopwords = fd->stopwords,
                               .accent_fold = fd->accent_fold};
             o.stop_list = schema_stop_list(schema, f, &o.stop_list_len);
-            if (analyzer_acquire(&o, &b->an[f], err) != QR_OK) {
+            b->an[f] = segb_shared_analyzer(b, f);
+            if (!b->an[f] && analyzer_acquire(&o, &b->an[f], err) != QR_OK) {
                 segb_free(b);
                 return err ? err->code : QR_EINVAL;
             }
@@ -279,7 +311,8 @@ void segb_free(SegBuilder *b)
     if (!b)
         return;
     for (int f = 0; f < QR_MAX_FIELDS; f++) {
-        analyzer_release(b->an[f]);
+        if (!segb_an_seen_before(b, f))
+            analyzer_release(b->an[f]);
         if (b->cols[f].w)
             colw_free(b->cols[f].w);
         qr_free(b->norms[f].data);
