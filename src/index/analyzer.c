@@ -356,6 +356,14 @@ static int az_emit_one(AzRun *r, const char *t, size_t n, uint64_t pos, size_t s
     uint32_t cid = 0, cgen = 0;
     if (r->use_stop || r->use_stem) {
         uint32_t h = az_hash(t, n);
+        if (r->use_stem && n <= AZ_STEM_MAX) {
+            /* a set is two 64-byte lines, cold for most words of a large
+             * vocabulary: fetch both at once, while the stop words are
+             * checked, instead of one miss after the other in az_stem */
+            const AzStemSlot *set = &a->stem_cache[h & (AZ_STEM_SLOTS - 2)];
+            __builtin_prefetch(set);
+            __builtin_prefetch(set + 1);
+        }
         if (r->use_stop && az_stop_has(r->a, h, t, n))
             return 0;
         if (r->use_stem) {
