@@ -109,20 +109,27 @@ uint64_t seg_hash_bytes(const void *p, size_t n)
 
 /* ---- builder ---- */
 
+/* A term's state: exactly one 64-byte cache line (the array is 64-byte
+ * aligned), what every word touches first, its hash apart (SegBuilder.
+ * term_hash, read only when the lookup table grows).  A word of a bulk load
+ * misses the cache on its term's entry once, not on two lines. */
 typedef struct TermEnt {
-    uint32_t key_off;  /* into keys */
-    uint32_t key_len;
-    uint64_t hash;
+    /* per word (tok_push, an_sink) */
+    uint32_t stamp;    /* TokBuf stamp of the doc-field being inverted */
+    uint32_t first, last, cnt; /* its occurrences there: a chain through TokBuf.next */
+    int32_t all_id;    /* the same word in the "_all" field, -1 until seen */
+    /* per doc-field (invert_tokens) */
     uint32_t df;
     uint32_t last_doc; /* last doc appended (valid when df > 0) */
+    uint32_t undo_stamp; /* segb_add call that saved this term's state */
     uint64_t total_tf;
     uint8_t *post;     /* owns: varint postings */
     uint32_t post_len, post_cap;
-    int32_t all_id;    /* the same word in the "_all" field, -1 until seen */
-    uint32_t stamp;    /* TokBuf stamp of the doc-field being inverted */
-    uint32_t undo_stamp; /* segb_add call that saved this term's state */
-    uint32_t first, last, cnt; /* its occurrences there: a chain through TokBuf.next */
+    /* per lookup and at the segment's end */
+    uint32_t key_off;  /* into keys */
+    uint32_t key_len;
 } TermEnt;
+_Static_assert(sizeof(TermEnt) == 64, "a term's entry is one cache line");
 
 /* What a word the analyzer's stem cache names (Token.cache_id) was indexed
  * as: its term and surface form (index + 1; 0 = not yet known), valid while
@@ -168,7 +175,9 @@ struct SegBuilder {
     Analyzer *an[QR_MAX_FIELDS]; /* owns; text fields analyzed alike share one
                                     (segb_shared_analyzer), released once */
     /* terms */
-    TermEnt *terms;           /* owns */
+    TermEnt *terms;           /* 64-byte aligned inside terms_mem */
+    void *terms_mem;          /* owns the terms' allocation */
+    uint64_t *term_hash;      /* owns: per term, seg_hash_bytes of its key */
     uint32_t n_terms, cap_terms;
     uint64_t *slots;          /* owns: open addressing, hash high 32 bits << 32 | term + 1 */
     uint32_t n_slots;
@@ -319,7 +328,8 @@ void segb_free(SegBuilder *b)
     }
     for (uint32_t i = 0; i < b->n_terms; i++)
         qr_free(b->terms[i].post);
-    qr_free(b->terms);
+    qr_free(b->terms_mem);
+    qr_free(b->term_hash);
     qr_free(b->slots);
     qr_buf_free(&b->keys);
     qr_free(b->undo);
@@ -352,7 +362,7 @@ uint32_t segb_n_live(const SegBuilder *b)
 }
 size_t segb_mem_bytes(const SegBuilder *b)
 {
-    return b->post_bytes + b->keys.len + (size_t)b->n_terms * sizeof(TermEnt) +
+    return b->post_bytes + b->keys.len + (size_t)b->n_terms * (sizeof(TermEnt) + 8) +
            b->pk_bytes.len + (size_t)b->n_docs * 16 + b->surf_keys.len +
            (size_t)b->n_surfs * sizeof(SurfEnt) + (size_t)b->n_surf_slots * 8;
 }
@@ -387,8 +397,29 @@ static bool grow_slots(uint64_t **slots, uint32_t *n_slots, uint32_t n, const vo
 
 static bool grow_terms_table(SegBuilder *b)
 {
-    return grow_slots(&b->slots, &b->n_slots, b->n_terms, b->terms, sizeof *b->terms,
-                      offsetof(TermEnt, hash));
+    return grow_slots(&b->slots, &b->n_slots, b->n_terms, b->term_hash, sizeof *b->term_hash, 0);
+}
+
+/* Double the terms' room, the entries kept 64-byte aligned (qr_realloc
+ * promises 16).  false on OOM, nothing changed. */
+static bool grow_terms(SegBuilder *b)
+{
+    uint32_t nc = b->cap_terms ? b->cap_terms * 2 : 256;
+    uint64_t *nh = qr_realloc(b->term_hash, nc * sizeof *nh);
+    if (!nh)
+        return false;
+    b->term_hash = nh;
+    void *mem = qr_malloc((size_t)nc * sizeof(TermEnt) + 64);
+    if (!mem)
+        return false;
+    TermEnt *nt = (TermEnt *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+    if (b->n_terms)
+        memcpy(nt, b->terms, (size_t)b->n_terms * sizeof *nt);
+    qr_free(b->terms_mem);
+    b->terms_mem = mem;
+    b->terms = nt;
+    b->cap_terms = nc;
+    return true;
 }
 
 /* Find or add the term with key [field][text]; returns index or -1 (OOM).
@@ -416,14 +447,8 @@ static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t 
         }
         j = (j + 1) & mask;
     }
-    if (b->n_terms == b->cap_terms) {
-        uint32_t nc = b->cap_terms ? b->cap_terms * 2 : 256;
-        TermEnt *nt = qr_realloc(b->terms, nc * sizeof *nt);
-        if (!nt)
-            return -1;
-        b->terms = nt;
-        b->cap_terms = nc;
-    }
+    if (b->n_terms == b->cap_terms && !grow_terms(b))
+        return -1;
     if (!qr_buf_try_reserve(&b->keys, klen))
         return -1;
     TermEnt *t = &b->terms[b->n_terms];
@@ -431,7 +456,7 @@ static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t 
     t->all_id = -1;
     t->key_off = (uint32_t)b->keys.len;
     t->key_len = klen;
-    t->hash = h;
+    b->term_hash[b->n_terms] = h;
     qr_buf_append(&b->keys, kb, klen);
     if (!qr_buf_ok(&b->keys))
         return -1;
