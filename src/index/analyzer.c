@@ -26,6 +26,7 @@
 
 #include "store/buf.h"
 #include "store/mem.h"
+#include "store/util.h"
 
 #define AZ_TOK_INIT 256
 #define AZ_U16_INIT 256
@@ -355,6 +356,14 @@ static int az_emit_one(AzRun *r, const char *t, size_t n, uint64_t pos, size_t s
     uint32_t cid = 0, cgen = 0;
     if (r->use_stop || r->use_stem) {
         uint32_t h = az_hash(t, n);
+        if (r->use_stem && n <= AZ_STEM_MAX) {
+            /* a set is two 64-byte lines, cold for most words of a large
+             * vocabulary: fetch both at once, while the stop words are
+             * checked, instead of one miss after the other in az_stem */
+            const AzStemSlot *set = &a->stem_cache[h & (AZ_STEM_SLOTS - 2)];
+            __builtin_prefetch(set);
+            __builtin_prefetch(set + 1);
+        }
         if (r->use_stop && az_stop_has(r->a, h, t, n))
             return 0;
         if (r->use_stem) {
@@ -649,11 +658,22 @@ fail:
 
 /* ---- the pool (analyzer_acquire) ---- */
 
-/* Idle analyzers, most recently released first; at most AZ_POOL_MAX. */
+/* Idle analyzers, most recently released first; at most AZ_POOL_MAX, and
+ * of those at most az_pool_stem_max with a stem cache (4 MiB each): the
+ * cores this process may use -- the default indexing thread count, each
+ * thread's builder holding one stemming analyzer per language while it
+ * indexes -- so idle stem caches stay at cores x 4 MiB instead of 256 MiB. */
 #define AZ_POOL_MAX 64
 static pthread_mutex_t az_pool_mu = PTHREAD_MUTEX_INITIALIZER;
 static Analyzer *az_pool;
 static int az_pool_n;
+static int az_pool_n_stem;    /* idle ones with a stem cache */
+static int az_pool_stem_max;  /* 0 until first needed: qr_cpu_count() */
+
+static int az_clamp_pool(int n)
+{
+    return n < 1 ? 1 : n > AZ_POOL_MAX ? AZ_POOL_MAX : n;
+}
 
 static bool az_same_opts(const Analyzer *a, const AnalyzerOpts *o)
 {
@@ -671,6 +691,7 @@ int analyzer_acquire(const AnalyzerOpts *opts, Analyzer **out, QrError *err)
             *pp = a->pool_next;
             a->pool_next = NULL;
             az_pool_n--;
+            az_pool_n_stem -= a->stem_cache != NULL;
             pthread_mutex_unlock(&az_pool_mu);
             *out = a;
             return QR_OK;
@@ -696,15 +717,54 @@ void analyzer_release(Analyzer *a)
     }
     if (a->opt_poolable) {
         pthread_mutex_lock(&az_pool_mu);
-        if (az_pool_n < AZ_POOL_MAX) {
+        if (!az_pool_stem_max)
+            az_pool_stem_max = az_clamp_pool(qr_cpu_count());
+        bool stem = a->stem_cache != NULL;
+        if (az_pool_n < AZ_POOL_MAX && (!stem || az_pool_n_stem < az_pool_stem_max)) {
             a->pool_next = az_pool;
             az_pool = a;
             az_pool_n++;
+            az_pool_n_stem += stem;
             a = NULL;
         }
         pthread_mutex_unlock(&az_pool_mu);
     }
     analyzer_free(a);
+}
+
+void analyzer_pool_set_stem_max(int n)
+{
+    pthread_mutex_lock(&az_pool_mu);
+    az_pool_stem_max = n > 0 ? az_clamp_pool(n) : 0;
+    /* idle ones over a lowered bound go now, the least recently released first */
+    Analyzer *drop = NULL;
+    int seen = 0;
+    for (Analyzer **pp = &az_pool; *pp;) {
+        Analyzer *a = *pp;
+        if (a->stem_cache && az_pool_stem_max && ++seen > az_pool_stem_max) {
+            *pp = a->pool_next;
+            a->pool_next = drop;
+            drop = a;
+            az_pool_n--;
+            az_pool_n_stem--;
+        } else {
+            pp = &a->pool_next;
+        }
+    }
+    pthread_mutex_unlock(&az_pool_mu);
+    while (drop) {
+        Analyzer *next = drop->pool_next;
+        analyzer_free(drop);
+        drop = next;
+    }
+}
+
+void analyzer_pool_idle(int *n_idle, int *n_idle_stem)
+{
+    pthread_mutex_lock(&az_pool_mu);
+    *n_idle = az_pool_n;
+    *n_idle_stem = az_pool_n_stem;
+    pthread_mutex_unlock(&az_pool_mu);
 }
 
 void analyzer_free(Analyzer *a)

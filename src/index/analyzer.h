@@ -98,12 +98,20 @@ void analyzer_free(Analyzer *a);
 /* For writers that come and go (a segment builder per commit): an idle
  * analyzer made with the same options, or a new one (errors as
  * analyzer_new); analyzer_release gives it back to a process-wide pool of
- * at most 64 idle analyzers (freeing it beyond), its break iterator, stem
- * cache and buffers kept warm.  Tokens do not depend on what an analyzer
- * analyzed before.  Thread-safe; an acquired analyzer is the caller's
- * alone until released.  Release NULL is a no-op. */
+ * at most 64 idle analyzers, of which at most the stem bound (below) stem
+ * (freeing it beyond), its break iterator, stem cache and buffers kept
+ * warm.  Tokens do not depend on what an analyzer analyzed before.
+ * Thread-safe; an acquired analyzer is the caller's alone until released.
+ * Release NULL is a no-op. */
 int analyzer_acquire(const AnalyzerOpts *opts, Analyzer **out, QrError *err);
 void analyzer_release(Analyzer *a);
+
+/* How many idle stemming analyzers (4 MiB of stem cache each) the pool
+ * keeps: n clamped to 1..64, frees the idle ones over it; n <= 0 restores
+ * the default, the cores this process may use (qr_cpu_count).  Thread-safe. */
+void analyzer_pool_set_stem_max(int n);
+/* Idle analyzers in the pool now, and how many of them stem. */
+void analyzer_pool_idle(int *n_idle, int *n_idle_stem);
 
 typedef struct Token {
     const char *text;    /* folded (+stemmed) UTF-8, not NUL-terminated; borrowed,

@@ -110,20 +110,27 @@ uint64_t seg_hash_bytes(const void *p, size_t n)
 
 /* ---- builder ---- */
 
+/* A term's state: exactly one 64-byte cache line (the array is 64-byte
+ * aligned), what every word touches first, its hash apart (SegBuilder.
+ * term_hash, read only when the lookup table grows).  A word of a bulk load
+ * misses the cache on its term's entry once, not on two lines. */
 typedef struct TermEnt {
-    uint32_t key_off;  /* into keys */
-    uint32_t key_len;
-    uint64_t hash;
+    /* per word (tok_push, an_sink) */
+    uint32_t stamp;    /* TokBuf stamp of the doc-field being inverted */
+    uint32_t first, last, cnt; /* its occurrences there: a chain through TokBuf.next */
+    int32_t all_id;    /* the same word in the "_all" field, -1 until seen */
+    /* per doc-field (invert_tokens) */
     uint32_t df;
     uint32_t last_doc; /* last doc appended (valid when df > 0) */
+    uint32_t undo_stamp; /* segb_add call that saved this term's state */
     uint64_t total_tf;
     uint8_t *post;     /* owns: varint postings */
     uint32_t post_len, post_cap;
-    int32_t all_id;    /* the same word in the "_all" field, -1 until seen */
-    uint32_t stamp;    /* TokBuf stamp of the doc-field being inverted */
-    uint32_t undo_stamp; /* segb_add call that saved this term's state */
-    uint32_t first, last, cnt; /* its occurrences there: a chain through TokBuf.next */
+    /* per lookup and at the segment's end */
+    uint32_t key_off;  /* into keys */
+    uint32_t key_len;
 } TermEnt;
+_Static_assert(sizeof(TermEnt) == 64, "a term's entry is one cache line");
 
 /* What a word the analyzer's stem cache names (Token.cache_id) was indexed
  * as: its term and surface form (index + 1; 0 = not yet known), valid while
@@ -166,9 +173,12 @@ typedef struct ColAcc {
 
 struct SegBuilder {
     const QrSchema *schema;   /* borrows */
-    Analyzer *an[QR_MAX_FIELDS]; /* owns (one per text field; shared pointers not used) */
+    Analyzer *an[QR_MAX_FIELDS]; /* owns; text fields analyzed alike share one
+                                    (segb_shared_analyzer), released once */
     /* terms */
-    TermEnt *terms;           /* owns */
+    TermEnt *terms;           /* 64-byte aligned inside terms_mem */
+    void *terms_mem;          /* owns the terms' allocation */
+    uint64_t *term_hash;      /* owns: per term, seg_hash_bytes of its key */
     uint32_t n_terms, cap_terms;
     uint64_t *slots;          /* owns: open addressing, hash high 32 bits << 32 | term + 1 */
     uint32_t n_slots;
@@ -220,6 +230,36 @@ static int an_sink(void *ctx, const Token *t);
 #define SEGB_TERM_SLOTS_MIN (1u << 10)
 #define SEGB_MEMO_MIN_DOCS 64
 
+/* An analyzer an earlier text field of b already holds that analyzes field f
+ * alike (language, stop words, accent folding; no field-specific stop list),
+ * or NULL.  Sharing keeps one stem cache (4 MiB) per language per builder
+ * instead of one per field; the per-field memos stay apart, keyed by the
+ * cache's (slot, generation), which name one text whichever field filled it. */
+static Analyzer *segb_shared_analyzer(const SegBuilder *b, int f)
+{
+    const QrField *fd = &b->schema->fields[f];
+    size_t n;
+    if (schema_stop_list(b->schema, f, &n) && n)
+        return NULL;
+    for (int g = 0; g < f; g++) {
+        const QrField *gd = &b->schema->fields[g];
+        if (b->an[g] && strcmp(gd->language, fd->language) == 0 &&
+            gd->stopwords == fd->stopwords && gd->accent_fold == fd->accent_fold &&
+            !(schema_stop_list(b->schema, g, &n) && n))
+            return b->an[g];
+    }
+    return NULL;
+}
+
+/* Whether an earlier field shares field f's analyzer (release it once). */
+static bool segb_an_seen_before(const SegBuilder *b, int f)
+{
+    for (int g = 0; g < f; g++)
+        if (b->an[f] && b->an[g] == b->an[f])
+            return true;
+    return false;
+}
+
 int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
 {
     *out = NULL;
@@ -255,7 +295,8 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
                               .stopwords = fd->stopwords,
                               .accent_fold = fd->accent_fold};
             o.stop_list = schema_stop_list(schema, f, &o.stop_list_len);
-            if (analyzer_acquire(&o, &b->an[f], err) != QR_OK) {
+            b->an[f] = segb_shared_analyzer(b, f);
+            if (!b->an[f] && analyzer_acquire(&o, &b->an[f], err) != QR_OK) {
                 segb_free(b);
                 return err ? err->code : QR_EINVAL;
             }
@@ -280,14 +321,16 @@ void segb_free(SegBuilder *b)
     if (!b)
         return;
     for (int f = 0; f < QR_MAX_FIELDS; f++) {
-        analyzer_release(b->an[f]);
+        if (!segb_an_seen_before(b, f))
+            analyzer_release(b->an[f]);
         if (b->cols[f].w)
             colw_free(b->cols[f].w);
         qr_free(b->norms[f].data);
     }
     for (uint32_t i = 0; i < b->n_terms; i++)
         qr_free(b->terms[i].post);
-    qr_free(b->terms);
+    qr_free(b->terms_mem);
+    qr_free(b->term_hash);
     qr_free(b->slots);
     qr_buf_free(&b->keys);
     qr_free(b->undo);
@@ -320,7 +363,7 @@ uint32_t segb_n_live(const SegBuilder *b)
 }
 size_t segb_mem_bytes(const SegBuilder *b)
 {
-    return b->post_bytes + b->keys.len + (size_t)b->n_terms * sizeof(TermEnt) +
+    return b->post_bytes + b->keys.len + (size_t)b->n_terms * (sizeof(TermEnt) + 8) +
            b->pk_bytes.len + (size_t)b->n_docs * 16 + b->surf_keys.len +
            (size_t)b->n_surfs * sizeof(SurfEnt) + (size_t)b->n_surf_slots * 8;
 }
@@ -355,8 +398,29 @@ static bool grow_slots(uint64_t **slots, uint32_t *n_slots, uint32_t n, const vo
 
 static bool grow_terms_table(SegBuilder *b)
 {
-    return grow_slots(&b->slots, &b->n_slots, b->n_terms, b->terms, sizeof *b->terms,
-                      offsetof(TermEnt, hash));
+    return grow_slots(&b->slots, &b->n_slots, b->n_terms, b->term_hash, sizeof *b->term_hash, 0);
+}
+
+/* Double the terms' room, the entries kept 64-byte aligned (qr_realloc
+ * promises 16).  false on OOM, nothing changed. */
+static bool grow_terms(SegBuilder *b)
+{
+    uint32_t nc = b->cap_terms ? b->cap_terms * 2 : 256;
+    uint64_t *nh = qr_realloc(b->term_hash, nc * sizeof *nh);
+    if (!nh)
+        return false;
+    b->term_hash = nh;
+    void *mem = qr_malloc((size_t)nc * sizeof(TermEnt) + 64);
+    if (!mem)
+        return false;
+    TermEnt *nt = (TermEnt *)(((uintptr_t)mem + 63) & ~(uintptr_t)63);
+    if (b->n_terms)
+        memcpy(nt, b->terms, (size_t)b->n_terms * sizeof *nt);
+    qr_free(b->terms_mem);
+    b->terms_mem = mem;
+    b->terms = nt;
+    b->cap_terms = nc;
+    return true;
 }
 
 /* Find or add the term with key [field][text]; returns index or -1 (OOM).
@@ -384,14 +448,8 @@ static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t 
         }
         j = (j + 1) & mask;
     }
-    if (b->n_terms == b->cap_terms) {
-        uint32_t nc = b->cap_terms ? b->cap_terms * 2 : 256;
-        TermEnt *nt = qr_realloc(b->terms, nc * sizeof *nt);
-        if (!nt)
-            return -1;
-        b->terms = nt;
-        b->cap_terms = nc;
-    }
+    if (b->n_terms == b->cap_terms && !grow_terms(b))
+        return -1;
     if (!qr_buf_try_reserve(&b->keys, klen))
         return -1;
     TermEnt *t = &b->terms[b->n_terms];
@@ -399,7 +457,7 @@ static int64_t term_id(SegBuilder *b, uint8_t field, const char *text, uint32_t 
     t->all_id = -1;
     t->key_off = (uint32_t)b->keys.len;
     t->key_len = klen;
-    t->hash = h;
+    b->term_hash[b->n_terms] = h;
     qr_buf_append(&b->keys, kb, klen);
     if (!qr_buf_ok(&b->keys))
         return -1;

@@ -17,6 +17,7 @@
 
 #include "index/analyzer.h"
 #include "store/mem.h"
+#include "store/util.h"
 
 #define CORPUS "../shared/corpora/debian-packages/docs.jsonl.gz"
 
@@ -451,6 +452,52 @@ Test(analyzer, languages_and_defaults)
     expect(a, "Running", 0, "running");
     analyzer_free(a);
     analyzer_free(NULL);
+}
+
+/* The pool keeps at most the stem bound of idle stemming analyzers (4 MiB of
+ * stem cache each) -- by default the cores this process may use -- and up to
+ * 64 idle ones without a stem cache; an acquired analyzer is a pooled one. */
+Test(analyzer, pool_bounds_idle_stem_caches)
+{
+    enum { N = 70 };
+    static Analyzer *held[N];
+    QrError err = {0};
+    AnalyzerOpts en = {.language = "english"}, none = {.language = "none"};
+    int idle, idle_stem;
+    for (int round = 0; round < 2; round++) {
+        int bound = round == 0 ? 3 : qr_cpu_count() < 64 ? qr_cpu_count() : 64;
+        analyzer_pool_set_stem_max(round == 0 ? 3 : 0);
+        for (int i = 0; i < N; i++)
+            cr_assert_eq(analyzer_acquire(&en, &held[i], &err), QR_OK);
+        for (int i = 0; i < N; i++)
+            analyzer_release(held[i]);
+        analyzer_pool_idle(&idle, &idle_stem);
+        cr_expect_eq(idle_stem, bound, "round %d: %d idle stemming analyzers, bound %d", round,
+                     idle_stem, bound);
+        cr_expect_eq(idle, idle_stem);
+        /* the idle ones are handed out again before new ones are made */
+        Analyzer *a = NULL;
+        cr_assert_eq(analyzer_acquire(&en, &a, &err), QR_OK);
+        bool pooled = false;
+        for (int i = 0; i < N; i++)
+            pooled |= held[i] == a;
+        cr_expect(pooled, "acquire made a new analyzer with idle ones in the pool");
+        expect(a, "Running", 0, "run");
+        analyzer_release(a);
+    }
+    /* lowering the bound frees the idle ones over it */
+    analyzer_pool_set_stem_max(1);
+    analyzer_pool_idle(&idle, &idle_stem);
+    cr_expect_eq(idle_stem, 1);
+    /* analyzers without a stem cache are not held to the stem bound */
+    for (int i = 0; i < 10; i++)
+        cr_assert_eq(analyzer_acquire(&none, &held[i], &err), QR_OK);
+    for (int i = 0; i < 10; i++)
+        analyzer_release(held[i]);
+    analyzer_pool_idle(&idle, &idle_stem);
+    cr_expect_eq(idle_stem, 1);
+    cr_expect_eq(idle, 11);
+    analyzer_pool_set_stem_max(0);
 }
 
 Test(analyzer, pos_base_sink_stop_and_limits)

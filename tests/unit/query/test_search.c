@@ -1418,6 +1418,17 @@ static void env_open(Env *e, const QrSchema *sc)
     eu_store_init(&e->live);
 }
 
+/* env_open on a table whose schema is the JSON text schema_json. */
+static void env_open_json(Env *e, const char *schema_json)
+{
+    QrSchema sc;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(schema_from_json(schema_json, strlen(schema_json), &sc, &err), QR_OK, "%s",
+                 err.message);
+    env_open(e, &sc);
+}
+
 static void env_close(Env *e)
 {
     qr_batch_free(e->b);
@@ -2793,6 +2804,41 @@ Test(search, synonyms_groups_one_way_and_several_words)
     env_close(&e);
 }
 
+/* A segment builder gives text fields analyzed alike one analyzer (one stem
+ * cache) and the others their own: two English fields, one German, one
+ * English with its own stop words, 100 documents (past the builder's memo
+ * threshold) each answer with their own language's stems and stop words. */
+Test(search, fields_share_an_analyzer_only_when_analyzed_alike)
+{
+    const char *schema_json =
+        "{\"fields\":[{\"name\":\"a\",\"type\":\"text\",\"language\":\"english\"},"
+        "{\"name\":\"b\",\"type\":\"text\",\"language\":\"english\"},"
+        "{\"name\":\"de\",\"type\":\"text\",\"language\":\"german\"},"
+        "{\"name\":\"own\",\"type\":\"text\",\"language\":\"english\","
+        "\"stopwords\":[\"houses\"]}],\"all_field\":false}";
+    Env e;
+    env_open_json(&e, schema_json);
+    char doc[256];
+    for (int i = 0; i < 100; i++) {
+        snprintf(doc, sizeof doc,
+                 "{\"id\":%d,\"a\":\"running houses\",\"b\":\"%s\",\"de\":\"Häuser laufen\","
+                 "\"own\":\"houses running\"}",
+                 i, i % 2 ? "houses" : "runs");
+        env_put(&e, doc);
+    }
+    env_commit(&e);
+    cr_assert_eq(count_of(e.t, "a:run"), 100);
+    cr_assert_eq(count_of(e.t, "a:house"), 100);
+    cr_assert_eq(count_of(e.t, "b:run"), 50);
+    cr_assert_eq(count_of(e.t, "b:houses"), 50);
+    cr_assert_eq(count_of(e.t, "de:haus"), 100, "German stems, not English");
+    cr_assert_eq(count_of(e.t, "de:laufen"), 100);
+    cr_assert_eq(count_of(e.t, "own:running"), 100);
+    cr_assert_eq(count_of(e.t, "own:house"), 0, "the field's own stop word");
+    cr_assert_eq(count_of(e.t, "a:houses own:running"), 100);
+    env_close(&e);
+}
+
 /* French and Italian elision: "homme" finds "L'homme", "arte" finds
  * "dell'arte"; a single CJK character finds the words holding it, and does
  * not lengthen the field; a field's own stop words. */
@@ -2804,13 +2850,10 @@ Test(search, elision_cjk_characters_and_custom_stop_words)
         "{\"name\":\"zh\",\"type\":\"text\",\"language\":\"none\"},"
         "{\"name\":\"own\",\"type\":\"text\",\"language\":\"none\","
         "\"stopwords\":[\"Foo\",\"bar\"]}],\"all_field\":false}";
-    QrSchema sc;
     QrError err;
     qr_error_clear(&err);
-    cr_assert_eq(schema_from_json(schema_json, strlen(schema_json), &sc, &err), QR_OK, "%s",
-                 err.message);
     Env e;
-    env_open(&e, &sc);
+    env_open_json(&e, schema_json);
     env_put(&e, "{\"id\":1,\"fr\":\"L'homme et l’arbre\",\"it\":\"la storia dell'arte\","
                 "\"zh\":\"我们学习中文\",\"own\":\"foo baz bar qux\"}");
     env_put(&e, "{\"id\":2,\"fr\":\"un homme\",\"it\":\"l'amico\",\"zh\":\"日本語\","
