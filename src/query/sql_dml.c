@@ -1144,6 +1144,9 @@ int sqlw_insert(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
     SqlValue *src = rc ? NULL : qr_arena_calloc(cx->arena, (size_t)(ic.n_target + 1) * sizeof *src);
     if (rc == QR_OK && !src)
         rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    /* without a column list, fewer values fill the leading columns and the
+     * rest take their defaults, as in PostgreSQL */
+    bool implicit = !sqlj_get(b, "cols");
     if (rc == QR_OK && !sel) {
         /* DEFAULT VALUES */
         for (int k = 0; k < ic.n_target; k++)
@@ -1155,7 +1158,7 @@ int sqlw_insert(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
         {
             const cJSON *items = sqlj_get(sqlj_is(list, "List"), "items");
             int ni = cJSON_GetArraySize(items);
-            if (ni != ic.n_target) {
+            if (ni != ic.n_target && !(implicit && ni > 0 && ni < ic.n_target)) {
                 rc = sql_err_at(cx, sqlj_loc(cJSON_GetArrayItem(items, 0)), QR_ESYNTAX, "42601",
                                 "INSERT has more %s than target columns",
                                 ni > ic.n_target ? "expressions" : "target columns");
@@ -1167,12 +1170,16 @@ int sqlw_insert(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
             int k = 0;
             const cJSON *it;
             SqlEvalRow none = {.doc = -1};
-            int *tgt = qr_arena_alloc(cx->arena, (size_t)(ni + 1) * sizeof *tgt);
+            int *tgt = qr_arena_alloc(cx->arena, (size_t)(ic.n_target + 1) * sizeof *tgt);
             if (!tgt) {
                 rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
                 break;
             }
-            memcpy(tgt, ic.target, (size_t)ni * sizeof *tgt);
+            memcpy(tgt, ic.target, (size_t)ic.n_target * sizeof *tgt);
+            for (int m = ni; m < ic.n_target; m++) {
+                src[m] = sqlv_null();
+                ic.target[m] = -1; /* not given: the column's default */
+            }
             cJSON_ArrayForEach(it, items)
             {
                 if (sqlj_is(it, "SetToDefault")) {
@@ -1190,7 +1197,7 @@ int sqlw_insert(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
             }
             if (rc == QR_OK)
                 rc = insert_row(cx, st, &ic, src);
-            memcpy(ic.target, tgt, (size_t)ni * sizeof *tgt);
+            memcpy(ic.target, tgt, (size_t)ic.n_target * sizeof *tgt);
             if (rc == QR_OK)
                 rc = sql_check(cx);
             if (rc)
@@ -1203,12 +1210,22 @@ int sqlw_insert(SqlCtx *cx, SqluState *st, const cJSON *b, QrSqlResult *res)
             rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
         if (rc == QR_OK)
             rc = sql_query_run(cx, sel, q);
-        if (rc == QR_OK && q->n_cols != ic.n_target)
+        bool fewer = rc == QR_OK && implicit && q->n_cols > 0 && q->n_cols < ic.n_target;
+        if (rc == QR_OK && q->n_cols != ic.n_target && !fewer)
             rc = sql_err_at(cx, -1, QR_ESYNTAX, "42601",
-                            "INSERT has more %s than target columns",
-                            q->n_cols > ic.n_target ? "expressions" : "target columns");
+                            q->n_cols > ic.n_target ? "INSERT has more expressions than target columns"
+                                                    : "INSERT has more target columns than expressions");
+        for (int m = q->n_cols; fewer && m < ic.n_target; m++) {
+            src[m] = sqlv_null();
+            ic.target[m] = -1; /* not given: the column's default */
+        }
         for (uint64_t i = 0; rc == QR_OK && i < q->n_rows; i++) {
-            rc = insert_row(cx, st, &ic, q->vals + i * (uint64_t)q->n_cols);
+            const SqlValue *row = q->vals + i * (uint64_t)q->n_cols;
+            if (fewer) { /* the row's values, then the defaults' placeholders */
+                memcpy(src, row, (size_t)q->n_cols * sizeof *src);
+                row = src;
+            }
+            rc = insert_row(cx, st, &ic, row);
             if (rc == QR_OK)
                 rc = sql_check(cx);
         }

@@ -79,6 +79,25 @@ Test(sql_keys, serial_returning_and_defaults_spend_no_value)
     expect_error("SELECT nextval('t_id_seq')", "42P01", "does not exist");
 }
 
+/* Without a column list, fewer values (or SELECT columns) fill the leading
+ * columns and the rest take their defaults, as in PostgreSQL; with a list,
+ * the counts must match. */
+Test(sql_keys, fewer_values_than_columns_take_the_defaults)
+{
+    free(run("CREATE TABLE fv (id serial PRIMARY KEY, name varchar(10), n int DEFAULT 7, m int)"));
+    free(run("INSERT INTO fv VALUES (1, 'a'), (2, 'b', 3)"));
+    free(run("INSERT INTO fv VALUES (5)"));
+    free(run("INSERT INTO fv SELECT 9, 'sel'"));
+    expect("SELECT id, name, n, m FROM fv ORDER BY id",
+           "1|a|7|\n2|b|3|\n5||7|\n9|sel|7|\n");
+    expect_error("INSERT INTO fv (id, name) VALUES (11)", "42601",
+                 "more target columns than expressions");
+    expect_error("INSERT INTO fv (id, name) SELECT 11", "42601",
+                 "more target columns than expressions");
+    expect_error("INSERT INTO fv VALUES (12, 'x', 1, 2, 3)", "42601",
+                 "more expressions than target columns");
+}
+
 Test(sql_keys, identity_always_and_by_default)
 {
     free(run("CREATE TABLE a (id bigint GENERATED ALWAYS AS IDENTITY (START WITH 100 INCREMENT "
