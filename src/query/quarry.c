@@ -261,7 +261,21 @@ int qr_table_create(QrDb *db, const char *name, const QrSchema *schema, QrTable 
     TableOpts o;
     table_opts_from_db(db, &o);
     Table *tab;
-    rc = table_create(path, schema, &o, &tab, err);
+    /* made whole under a hidden name, then renamed into place, so a crash
+     * mid-create never leaves a table directory without its MANIFEST (a
+     * leftover ".new-" directory is not a table and is made again) */
+    char tmp[4200], tables[4096];
+    snprintf(tmp, sizeof tmp, "%s/tables/.new-%s", db->dir, name);
+    snprintf(tables, sizeof tables, "%s/tables", db->dir);
+    rc = qr_path_exists(tmp) ? qr_remove_tree(tmp, err) : QR_OK;
+    if (rc == QR_OK && (rc = table_create(tmp, schema, &o, &tab, err)) == QR_OK) {
+        table_close(tab);
+        if (rename(tmp, path) != 0)
+            rc = qr_error_set(err, QR_EIO, "could not create table \"%s\": renaming its directory "
+                                           "failed", name);
+        else if ((rc = qr_fsync_dir(tables, err)) == QR_OK)
+            rc = table_open(path, &o, &tab, err);
+    }
     if (rc == QR_OK)
         rc = add_handle(db, name, tab, out, err);
     qr_db_ddl_bump(db);
