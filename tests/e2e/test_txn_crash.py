@@ -29,11 +29,16 @@ CYCLES = 10
 CLIENTS = 3
 
 
+def cursor(port, autocommit=True):
+    """A cursor on the server's PG port as the test's role."""
+    c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % port)
+    c.autocommit = autocommit
+    return c.cursor()
+
+
 def writer(port, base, acked, stop):
     try:
-        c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % port)
-        c.autocommit = True
-        cur = c.cursor()
+        cur = cursor(port)
         k = base
         while not stop.is_set():
             cur.execute("BEGIN")
@@ -48,9 +53,7 @@ def writer(port, base, acked, stop):
 
 def dropper(port, base, created, acked, stop):
     try:
-        c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % port)
-        c.autocommit = True
-        cur = c.cursor()
+        cur = cursor(port)
         k = base
         while not stop.is_set():
             cur.execute("CREATE TABLE d_%d (id bigint PRIMARY KEY, n bigint)" % k)
@@ -67,22 +70,21 @@ def dropper(port, base, created, acked, stop):
         pass  # the server was killed under us
 
 
-def tables(port):
-    c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % port)
-    cur = c.cursor()
-    cur.execute("SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE 'd%'")
+def first_column(port, sql):
+    """The set of the first column's values of sql."""
+    cur = cursor(port, autocommit=False)
+    cur.execute(sql)
     got = {r[0] for r in cur.fetchall()}
-    c.close()
+    cur.connection.close()
     return got
+
+
+def tables(port):
+    return first_column(port, "SELECT relname FROM pg_class WHERE relkind = 'r' AND relname LIKE 'd%'")
 
 
 def keys(port, table):
-    c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % port)
-    cur = c.cursor()
-    cur.execute("SELECT id FROM %s" % table)
-    got = {r[0] for r in cur.fetchall()}
-    c.close()
-    return got
+    return first_column(port, "SELECT id FROM %s" % table)
 
 
 def main():
@@ -91,11 +93,10 @@ def main():
     with DataDir() as d, tempfile.TemporaryDirectory(prefix="txncrash-") as work:
         data = os.path.join(d.path, "data")
         srv = PgServe(data, work)
-        c = psycopg2.connect("host=127.0.0.1 port=%d user=tester dbname=quarry" % srv.pg_port)
-        c.autocommit = True
-        c.cursor().execute("CREATE TABLE a (id bigint PRIMARY KEY, body text)")
-        c.cursor().execute("CREATE TABLE b (id bigint PRIMARY KEY, n bigint)")
-        c.close()
+        cur = cursor(srv.pg_port)
+        cur.execute("CREATE TABLE a (id bigint PRIMARY KEY, body text)")
+        cur.execute("CREATE TABLE b (id bigint PRIMARY KEY, n bigint)")
+        cur.connection.close()
         acked = set()
         created = set()  # d_k made (and filled) before its block
         for cycle in range(CYCLES):
