@@ -638,8 +638,16 @@ typedef struct MergeSrc {
     bool live;        /* cursor not exhausted */
 } MergeSrc;
 
+size_t seg_merge_spill_keep = 8u << 20;
+
+/* Merge the sources' postings into docs_s / pos_s and the term dictionary
+ * `dict`.  With `spill` (docs and positions spills of the file at `near`),
+ * the streams pass to them term by term as they grow: the offsets in the
+ * dictionary count the spilled bytes, so each section is its spill then
+ * what is left in the buffer. */
 static int merge_postings(MergeSrc *src, int n, QrBuf *docs_s, QrBuf *pos_s, QrBuf *dict,
-                          const uint32_t *const *new_norms /* 256 entries */, QrError *err)
+                          const uint32_t *const *new_norms /* 256 entries */, SfSpill *spill,
+                          const char *near, QrError *err)
 {
     int rc = QR_OK;
     QrArena *cur_arena = qr_arena_new(0);
@@ -727,8 +735,20 @@ static int merge_postings(MergeSrc *src, int n, QrBuf *docs_s, QrBuf *pos_s, QrB
         }
         if (added) {
             TermPostings tp;
-            if ((rc = postw_end_term(pw, docs_s, pos_s, &tp, err)) != QR_OK ||
-                (rc = tdw_add(tw, key, key_len, &tp, err)) != QR_OK)
+            if ((rc = postw_end_term(pw, docs_s, pos_s, &tp, err)) != QR_OK)
+                goto done;
+            if (spill) {
+                tp.docs_off += spill[0].len;
+                if (tp.pos_len)
+                    tp.pos_off += spill[1].len;
+            }
+            if ((rc = tdw_add(tw, key, key_len, &tp, err)) != QR_OK)
+                goto done;
+            if (spill && docs_s->len >= seg_merge_spill_keep &&
+                (rc = sf_spill_put(&spill[0], near, docs_s, err)) != QR_OK)
+                goto done;
+            if (spill && pos_s->len >= seg_merge_spill_keep &&
+                (rc = sf_spill_put(&spill[1], near, pos_s, err)) != QR_OK)
                 goto done;
         }
     }
@@ -877,6 +897,12 @@ static int seg_merge_to(Segment *const *srcs, const roaring_bitmap_t *const *del
     MergeSrc *src = qr_calloc((size_t)n, sizeof *src);
     SfileWriter *sw = sfw_new(SEG_FILE_KIND, SEG_FORMAT_VERSION);
     DocStoreWriter *dw = dsw_new(16 * 1024);
+    /* a merge into a file spills its large streams: postings, positions,
+     * stored documents (one in memory is small: NRT segments) */
+    SfSpill spill[3] = {SF_SPILL_INIT, SF_SPILL_INIT, SF_SPILL_INIT};
+    bool to_file = !mem_out;
+    if (dw && to_file)
+        dsw_spill_to(dw, &spill[2], path, seg_merge_spill_keep);
     QrBuf docs_s, pos_s, dict, tmp, pk_bytes, pk_offs, surf_dict, surf_blob;
     qr_buf_init(&surf_dict);
     qr_buf_init(&surf_blob);
@@ -1000,7 +1026,8 @@ static int seg_merge_to(Segment *const *srcs, const roaring_bitmap_t *const *del
         nn[f] = f < nf ? (const uint32_t *)norms[f].data : NULL;
     if (has_all)
         nn[QR_ALL_FIELD] = (const uint32_t *)all_norms.data;
-    if ((rc = merge_postings(src, n, &docs_s, &pos_s, &dict, nn, err)) != QR_OK)
+    if ((rc = merge_postings(src, n, &docs_s, &pos_s, &dict, nn, to_file ? spill : NULL, path,
+                             err)) != QR_OK)
         goto done;
     bool has_surf = false;
     if ((rc = merge_surfaces(src, n, &dict, &surf_dict, &surf_blob, &has_surf, err)) != QR_OK)
@@ -1010,15 +1037,15 @@ static int seg_merge_to(Segment *const *srcs, const roaring_bitmap_t *const *del
                    has_all, all_total, all_docs);
     if ((rc = sfw_add_buf(sw, SEC_META, &tmp, err)) != QR_OK ||
         (rc = sfw_add_buf(sw, SEC_TERMS, &dict, err)) != QR_OK ||
-        (rc = sfw_add_buf(sw, SEC_POSTINGS, &docs_s, err)) != QR_OK ||
-        (rc = sfw_add_buf(sw, SEC_POSITIONS, &pos_s, err)) != QR_OK)
+        (rc = sfw_add_spill(sw, SEC_POSTINGS, &spill[0], &docs_s, err)) != QR_OK ||
+        (rc = sfw_add_spill(sw, SEC_POSITIONS, &spill[1], &pos_s, err)) != QR_OK)
         goto done;
     if (has_surf && ((rc = sfw_add_buf(sw, SEC_SURFACES, &surf_dict, err)) != QR_OK ||
                      (rc = sfw_add_buf(sw, SEC_SURFACE_TERMS, &surf_blob, err)) != QR_OK))
         goto done;
     qr_buf_init(&tmp);
     if ((rc = dsw_finish(dw, &tmp, err)) != QR_OK ||
-        (rc = sfw_add_buf(sw, SEC_DOCS, &tmp, err)) != QR_OK)
+        (rc = sfw_add_spill(sw, SEC_DOCS, &spill[2], &tmp, err)) != QR_OK)
         goto done;
     qr_buf_init(&tmp);
     if (!qr_buf_ok(&pk_bytes) || !qr_buf_ok(&pk_offs)) {
@@ -1065,6 +1092,8 @@ done:
     qr_free(src);
     sfw_free(sw);
     dsw_free(dw);
+    for (int k = 0; k < 3; k++)
+        sf_spill_close(&spill[k]);
     for (int f = 0; f < nf; f++) {
         qr_buf_free(&norms[f]);
         if (cw[f])

@@ -197,6 +197,13 @@ int seg_verify(const Segment *s, QrError *err);
 
 /* ---- merging ---- */
 
+/* A merge written to a file keeps at most this many bytes of its postings,
+ * of its positions and of its stored documents in memory (each); the rest
+ * waits in unlinked spill files beside the new segment (sfile.h) until the
+ * file is written, so a merge's memory does not grow with the segment it
+ * writes.  8 MiB; tests lower it. */
+extern size_t seg_merge_spill_keep;
+
 /* Write one segment holding the live docs of srcs[0..n) in order (docs in
  * dels[i] dropped; dels[i] may be NULL).  Postings are merged term by term
  * without re-analysis; stored docs and columns are copied.  *remap_out (may

@@ -62,6 +62,9 @@ struct DocStoreWriter {
     uint32_t n_docs;     /* documents added */
     uint32_t blk_first;  /* id of the open block's first document */
     uint32_t n_blocks;   /* closed blocks */
+    SfSpill *spill;      /* borrows: where closed blocks go past spill_keep bytes, or NULL */
+    const char *spill_near;
+    size_t spill_keep;
     int failed;          /* sticky error code, QR_OK while healthy */
     bool finished;
 };
@@ -123,6 +126,28 @@ static void dsw_put_entry(DocStoreWriter *w, uint32_t first, uint32_t raw_len, u
     qr_buf_put_u32(&w->index, crc);
 }
 
+/* Offset in the finished blob of the next byte appended to w->blob. */
+static uint64_t dsw_offset(const DocStoreWriter *w)
+{
+    return (w->spill ? w->spill->len : 0) + w->blob.len;
+}
+
+void dsw_spill_to(DocStoreWriter *w, SfSpill *sp, const char *near_path, size_t keep_bytes)
+{
+    w->spill = sp;
+    w->spill_near = near_path;
+    w->spill_keep = keep_bytes;
+}
+
+/* Move the closed blocks to the spill once they pass spill_keep bytes. */
+static int dsw_maybe_spill(DocStoreWriter *w, QrError *err)
+{
+    if (!w->spill || w->blob.len < w->spill_keep)
+        return QR_OK;
+    int rc = sf_spill_put(w->spill, w->spill_near, &w->blob, err);
+    return rc == QR_OK ? QR_OK : dsw_fail(w, rc);
+}
+
 /* Compress the open block (if it has documents) onto the blob. */
 static int dsw_flush(DocStoreWriter *w, QrError *err)
 {
@@ -144,7 +169,7 @@ static int dsw_flush(DocStoreWriter *w, QrError *err)
         qr_error_set(err, QR_EINTERNAL, "snappy could not compress a document store block");
         return dsw_fail(w, QR_EINTERNAL);
     }
-    dsw_put_entry(w, w->blk_first, (uint32_t)w->raw.len, w->blob.len, (uint32_t)clen,
+    dsw_put_entry(w, w->blk_first, (uint32_t)w->raw.len, dsw_offset(w), (uint32_t)clen,
                   qr_crc32c(0, dst, clen));
     if (!qr_buf_ok(&w->index))
         return dsw_oom(w, err);
@@ -152,7 +177,7 @@ static int dsw_flush(DocStoreWriter *w, QrError *err)
     w->n_blocks++;
     w->blk_first = w->n_docs;
     w->lens.len = w->body.len = 0;
-    return QR_OK;
+    return dsw_maybe_spill(w, err);
 }
 
 int dsw_add(DocStoreWriter *w, const void *doc, size_t len, QrError *err)
@@ -189,7 +214,7 @@ int dsw_finish(DocStoreWriter *w, QrBuf *out, QrError *err)
         rc = dsw_flush(w, err);
     if (rc != QR_OK)
         return rc;
-    uint64_t index_off = w->blob.len;
+    uint64_t index_off = dsw_offset(w);
     qr_buf_append(&w->blob, w->index.data, w->index.len);
     size_t crc_from = w->blob.len - w->index.len;
     qr_buf_put_u64(&w->blob, index_off);
@@ -511,7 +536,7 @@ int dsw_add_from(DocStoreWriter *w, const DocStore *src, const bool *keep, QrErr
         }
         if ((rc = dsw_flush(w, err)) != QR_OK)
             break;
-        dsw_put_entry(w, w->n_docs, e.raw_len, w->blob.len, e.comp_len, e.crc);
+        dsw_put_entry(w, w->n_docs, e.raw_len, dsw_offset(w), e.comp_len, e.crc);
         qr_buf_append(&w->blob, p, e.comp_len);
         if (!qr_buf_ok(&w->index) || !qr_buf_ok(&w->blob)) {
             rc = dsw_oom(w, err);
@@ -520,6 +545,8 @@ int dsw_add_from(DocStoreWriter *w, const DocStore *src, const bool *keep, QrErr
         w->n_docs += cnt;
         w->blk_first = w->n_docs;
         w->n_blocks++;
+        if ((rc = dsw_maybe_spill(w, err)) != QR_OK)
+            break;
     }
     ds_cursor_free(cur);
     return rc;

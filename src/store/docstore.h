@@ -22,6 +22,7 @@
 
 #include "store/buf.h"
 #include "store/error.h"
+#include "store/sfile.h"
 
 /* Block size used when dsw_new is given 0 (bytes of uncompressed input). */
 #define DS_DEFAULT_BLOCK_BYTES (16 * 1024)
@@ -52,6 +53,14 @@ int dsw_add(DocStoreWriter *w, const void *doc, size_t len, QrError *err);
  * the writer is then failed as for dsw_add. */
 int dsw_add_from(DocStoreWriter *w, const DocStore *src, const bool *keep,
                  QrError *err);
+
+/* Send closed blocks to `sp` (a spill of a section of the file at
+ * `near_path`, sfile.h) whenever more than `keep_bytes` of them are held, so
+ * the writer's memory stays bounded whatever the store's size.  Then
+ * dsw_finish leaves in *out only what follows the spilled bytes, and the
+ * caller adds the section with sfw_add_spill(w, id, sp, out).  Call before
+ * the first document; sp and near_path must outlive the writer's use. */
+void dsw_spill_to(DocStoreWriter *w, SfSpill *sp, const char *near_path, size_t keep_bytes);
 
 /* Number of documents added so far. */
 uint32_t dsw_count(const DocStoreWriter *w);

@@ -45,6 +45,7 @@
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -135,7 +136,9 @@ typedef struct SfSection {
     uint32_t id;
     const uint8_t *data; /* borrows: `owned` or the caller's bytes (sealed write) */
     uint8_t *owned;      /* owns: copy or adopted QrBuf bytes; NULL when borrowed */
-    size_t len;
+    size_t len;          /* bytes of data: the section is spill_len + len bytes */
+    int spill_fd;        /* owns: the section's first spill_len bytes, or -1 */
+    uint64_t spill_len;
 } SfSection;
 
 /* Invariant: ids in secs[0..n) are distinct. */
@@ -161,8 +164,11 @@ void sfw_free(SfileWriter *w)
 {
     if (!w)
         return;
-    for (uint32_t i = 0; i < w->n; i++)
+    for (uint32_t i = 0; i < w->n; i++) {
         qr_free(w->secs[i].owned);
+        if (w->secs[i].spill_fd >= 0)
+            close(w->secs[i].spill_fd);
+    }
     qr_free(w->secs);
     qr_free(w);
 }
@@ -193,6 +199,7 @@ static SfSection *sfw_slot(SfileWriter *w, uint32_t id, QrError *err)
     SfSection *s = &w->secs[w->n];
     memset(s, 0, sizeof *s);
     s->id = id;
+    s->spill_fd = -1;
     return s;
 }
 
@@ -309,12 +316,107 @@ static int sink_put(SfSink *k, const void *p, size_t n, QrError *err)
     return QR_OK;
 }
 
+/* Copy a section's spilled bytes to the sink, adding them to *crc. */
+static int sink_put_spill(SfSink *k, const SfSection *s, uint32_t *crc, QrError *err)
+{
+    enum { CHUNK = 1 << 20 };
+    uint8_t *b = qr_malloc(CHUNK);
+    if (!b)
+        return qr_error_set(err, QR_ENOMEM, "out of memory writing \"%s\"", k->path);
+    int rc = QR_OK;
+    for (uint64_t at = 0; at < s->spill_len && rc == QR_OK;) {
+        size_t want = s->spill_len - at < CHUNK ? (size_t)(s->spill_len - at) : CHUNK;
+        ssize_t got = pread(s->spill_fd, b, want, (off_t)at);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            rc = io_error(err, "read back the spilled section of", k->path,
+                          got < 0 ? errno : EIO);
+            break;
+        }
+        *crc = qr_crc32c(*crc, b, (size_t)got);
+        rc = sink_put(k, b, (size_t)got, err);
+        at += (uint64_t)got;
+    }
+    qr_free(b);
+    return rc;
+}
+
+/* An unlinked file in the directory of `near` (O_TMPFILE where the file
+ * system has it, else a named file removed at once). */
+static int spill_open(const char *near, QrError *err)
+{
+    const char *slash = strrchr(near, '/');
+    char dir[4096];
+    size_t dl = slash ? (size_t)(slash - near) : 1;
+    if (dl == 0)
+        dl = 1; /* "/name" */
+    if (dl + 32 > sizeof dir)
+        return qr_error_set(err, QR_EINVAL, "path too long: \"%s\"", near);
+    memcpy(dir, slash ? near : ".", dl);
+    dir[dl] = 0;
+    int fd = -1;
+#ifdef O_TMPFILE
+    fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+    if (fd < 0) {
+        char tmpl[4096 + 32];
+        snprintf(tmpl, sizeof tmpl, "%s/.spill-XXXXXX", dir);
+        fd = mkostemp(tmpl, O_CLOEXEC);
+        if (fd >= 0)
+            unlink(tmpl);
+    }
+    if (fd < 0)
+        io_error(err, "create a spill file beside", near, errno);
+    return fd;
+}
+
+int sf_spill_put(SfSpill *sp, const char *near_path, QrBuf *buf, QrError *err)
+{
+    if (buf->oom)
+        return qr_error_set(err, QR_ENOMEM, "out of memory building \"%s\"", near_path);
+    if (buf->len == 0)
+        return QR_OK;
+    if (sp->fd < 0 && (sp->fd = spill_open(near_path, err)) < 0)
+        return err ? err->code : QR_EIO;
+    int rc = write_all(sp->fd, buf->data, buf->len, near_path, err);
+    if (rc != QR_OK)
+        return rc;
+    sp->len += buf->len;
+    buf->len = 0;
+    return QR_OK;
+}
+
+void sf_spill_close(SfSpill *sp)
+{
+    if (sp->fd >= 0)
+        close(sp->fd);
+    sp->fd = -1;
+    sp->len = 0;
+}
+
+int sfw_add_spill(SfileWriter *w, uint32_t section_id, SfSpill *sp, QrBuf *tail,
+                  QrError *err)
+{
+    int rc = sfw_add_buf(w, section_id, tail, err);
+    if (rc != QR_OK) {
+        sf_spill_close(sp);
+        return rc;
+    }
+    SfSection *s = &w->secs[w->n - 1];
+    s->spill_fd = sp->fd;
+    s->spill_len = sp->fd >= 0 ? sp->len : 0;
+    sp->fd = -1;
+    sp->len = 0;
+    return QR_OK;
+}
+
 /* Bytes of the whole file sfw_emit_image produces. */
 static uint64_t sfw_image_len(const SfileWriter *w)
 {
     uint64_t off = SF_HEADER_LEN;
     for (uint32_t i = 0; i < w->n; i++)
-        off = align_up(off) + w->secs[i].len;
+        off = align_up(off) + w->secs[i].spill_len + w->secs[i].len;
     return off + (uint64_t)w->n * SF_ENTRY_LEN + SF_TAIL_LEN;
 }
 
@@ -332,14 +434,18 @@ static int sfw_emit_image(const SfileWriter *w, SfSink *k, QrError *err)
     for (uint32_t i = 0; i < w->n && rc == QR_OK; i++) {
         const SfSection *s = &w->secs[i];
         uint64_t start = align_up(off);
+        uint32_t crc = 0;
         rc = sink_put(k, zeros, (size_t)(start - off), err);
+        if (rc == QR_OK && s->spill_fd >= 0)
+            rc = sink_put_spill(k, s, &crc, err);
         if (rc == QR_OK)
             rc = sink_put(k, s->data, s->len, err);
+        crc = qr_crc32c(crc, s->data, s->len);
         qr_buf_put_u32(&tab, s->id);
         qr_buf_put_u64(&tab, start);
-        qr_buf_put_u64(&tab, s->len);
-        qr_buf_put_u32(&tab, qr_crc32c(0, s->data, s->len));
-        off = start + s->len;
+        qr_buf_put_u64(&tab, s->spill_len + s->len);
+        qr_buf_put_u32(&tab, crc);
+        off = start + s->spill_len + s->len;
     }
     if (rc == QR_OK) {
         qr_buf_put_u32(&tab, w->n);

@@ -80,6 +80,33 @@ int sfw_add(SfileWriter *w, uint32_t section_id, const void *data, size_t len, Q
  * its contents are incomplete. */
 int sfw_add_buf(SfileWriter *w, uint32_t section_id, QrBuf *buf, QrError *err);
 
+/* A section too large to build in memory: its bytes go, as they are
+ * produced, to an unlinked temporary file in the directory of the file being
+ * written (so a merge's memory stays bounded by what it buffers, not by the
+ * segment it writes).  Start with SF_SPILL_INIT; sf_spill_put opens the file
+ * on first use; sfw_add_spill makes the spilled bytes (then a tail kept in
+ * memory) one section and takes the file over; sf_spill_close discards one
+ * not handed over (a no-op after sfw_add_spill). */
+typedef struct SfSpill {
+    int fd;       /* -1 until the first sf_spill_put */
+    uint64_t len; /* bytes written to it */
+} SfSpill;
+#define SF_SPILL_INIT {-1, 0}
+
+/* Append buf's bytes to the spill file of a section of `near_path` (the
+ * temporary file is made in near_path's directory) and empty buf, keeping
+ * its capacity.  QR_EIO (disk full: SQLSTATE 53100) or QR_ENOMEM (buf's oom
+ * flag); buf is untouched on failure. */
+int sf_spill_put(SfSpill *sp, const char *near_path, QrBuf *buf, QrError *err);
+void sf_spill_close(SfSpill *sp);
+
+/* Add section `section_id` made of sp's bytes followed by tail's (tail is
+ * taken over as by sfw_add_buf).  The spill file is read back when the file
+ * is written; the writer owns it from here (sp is reset to SF_SPILL_INIT),
+ * also on failure. */
+int sfw_add_spill(SfileWriter *w, uint32_t section_id, SfSpill *sp, QrBuf *tail,
+                  QrError *err);
+
 /* Write the file to "<path>.tmp", section by section (no copy of the whole
  * file is made), then rename it to `path`.  With do_fsync the file and the
  * directory entry are durable on return.  Always frees w.  On failure the tmp

@@ -548,6 +548,27 @@ Test(segment, merge_equals_direct_build)
                                &remap, &e),
                      QR_OK, "seed %lu: %s", (unsigned long)seed, e.message);
         Segment *m = open_seg(mp);
+        /* the same merge spilling its streams a few bytes at a time writes
+         * the same file byte for byte (the offsets count the spilled bytes) */
+        {
+            char *sp = seg_path_of("spilled");
+            size_t keep = seg_merge_spill_keep;
+            seg_merge_spill_keep = 1 + (size_t)seed * 7;
+            int src_rc = seg_merge(srcs, (const roaring_bitmap_t *const *)dels, n_src, &sc, sp,
+                                   false, NULL, &e);
+            seg_merge_spill_keep = keep;
+            cr_assert_eq(src_rc, QR_OK, "seed %lu spilled: %s", (unsigned long)seed, e.message);
+            uint8_t *a, *b;
+            size_t al, bl;
+            cr_assert_eq(qr_file_read_all(mp, &a, &al, NULL), QR_OK);
+            cr_assert_eq(qr_file_read_all(sp, &b, &bl, NULL), QR_OK);
+            cr_assert(al == bl && memcmp(a, b, al) == 0,
+                      "seed %lu: a spilled merge wrote %zu bytes unlike the %zu in memory",
+                      (unsigned long)seed, bl, al);
+            qr_free(a);
+            qr_free(b);
+            free(sp);
+        }
         char *dp = seg_path_of("direct");
         roaring_bitmap_t *bd = build(&sc, surv, n_surv, dp, 0, 0);
         roaring_bitmap_free(bd);

@@ -11,6 +11,7 @@
 #include "store/sfile.h"
 #include "store/util.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -468,4 +469,80 @@ Test(sfile, allocation_failure_sweep)
     cr_assert_gt(n, 10, "the sweep reached the allocations");
     cr_assert_lt(n, 10000);
     LEAK_CHECK();
+}
+
+/* A section whose bytes were spilled in pieces, then a tail kept in memory,
+ * reads back as one section with one checksum, in a file and in an image
+ * built in memory; the spill files leave nothing in the directory; a full
+ * disk while spilling is QR_EIO with disk_full's SQLSTATE. */
+Test(sfile, spilled_sections_read_back_whole)
+{
+    static uint8_t want[3][70000];
+    for (int mem = 0; mem < 2; mem++) {
+        SfileWriter *w = sfw_new(KIND, 2);
+        cr_assert_not_null(w);
+        size_t lens[3] = {0, 1, 0};
+        for (uint32_t s = 0; s < 3; s++) {
+            size_t len = s == 0 ? 70000 : s == 1 ? 5000 : 64; /* 0: many pieces, 2: tail only */
+            fill(want[s], len, 40 + s);
+            lens[s] = len;
+            SfSpill sp = SF_SPILL_INIT;
+            size_t at = 0, piece = 1 + s * 977;
+            QrBuf b;
+            qr_buf_init(&b);
+            while (s != 2 && at + piece < len - 100) {
+                qr_buf_append(&b, want[s] + at, piece);
+                cr_assert_eq(sf_spill_put(&sp, path, &b, NULL), QR_OK);
+                cr_assert_eq(b.len, 0);
+                at += piece;
+                piece = piece * 3 % 4099 + 1;
+            }
+            cr_assert_eq(sp.len, at);
+            qr_buf_append(&b, want[s] + at, len - at);
+            cr_assert_eq(sfw_add_spill(w, 10 + s, &sp, &b, NULL), QR_OK);
+            cr_assert_eq(sp.fd, -1, "the writer took the spill over");
+            qr_buf_free(&b);
+            if (s == 0)
+                cr_assert_eq(sfw_add(w, 5, want[1], 10, NULL), QR_OK); /* a plain one between */
+        }
+        Sfile *f;
+        QrError err;
+        qr_error_clear(&err);
+        if (mem) {
+            cr_assert_eq(sfw_finish_mem(w, "image", &f, &err), QR_OK, "%s", err.message);
+        } else {
+            cr_assert_eq(sfw_finish(w, path, true, &err), QR_OK, "%s", err.message);
+            cr_assert_eq(sf_open(path, KIND, &f, &err), QR_OK, "%s", err.message);
+        }
+        cr_assert_eq(sf_verify(f, &err), QR_OK, "%s", err.message);
+        cr_assert_eq(sf_section_count(f), 4);
+        for (uint32_t s = 0; s < 3; s++) {
+            const uint8_t *p;
+            size_t n;
+            cr_assert(sf_section(f, 10 + s, &p, &n));
+            cr_assert(n == lens[s] && memcmp(p, want[s], n) == 0, "section %u (mem %d)", s, mem);
+        }
+        sf_unref(f);
+    }
+    /* nothing but the file itself is left in the directory */
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "test \"$(ls -A '%s')\" = test.sf", dir);
+    cr_assert_eq(system(cmd), 0, "spill files are unlinked");
+
+    /* a full disk while spilling */
+    SfSpill sp = SF_SPILL_INIT;
+    QrBuf b;
+    qr_buf_init(&b);
+    qr_buf_append(&b, want[0], 1000);
+    qr_io_fail_after(0, ENOSPC);
+    QrError err;
+    qr_error_clear(&err);
+    int rc = sf_spill_put(&sp, path, &b, &err);
+    qr_io_fail_after(-1, 0);
+    cr_assert_eq(rc, QR_EIO);
+    cr_assert_str_eq(err.sqlstate, "53100", "%s", err.message);
+    cr_assert_eq(b.len, 1000, "the buffer is untouched");
+    sf_spill_close(&sp);
+    cr_assert_eq(sp.fd, -1);
+    qr_buf_free(&b);
 }
