@@ -151,6 +151,15 @@ const cJSON *sqlw_meta_col(const cJSON *meta, const char *col)
                                             col);
 }
 
+bool sqlw_col_pending(const cJSON *meta, const char *col)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(meta, "pending_columns"))
+        if (cJSON_IsString(it) && !strcmp(it->valuestring, col))
+            return !sqlw_meta_col(meta, col);
+    return false;
+}
+
 QrSqlType sqlw_pk_type(const cJSON *meta)
 {
     const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "pk_type"));
@@ -489,24 +498,16 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     return rc;
 }
 
-/* ADD COLUMN, ADD PRIMARY KEY and a full-text CREATE INDEX change the
- * table's storage when they run, and no ROLLBACK could take that back:
- * inside a block they run only on a table the block created (which every
- * rollback drops), else 0A000 and nothing changed. ADD COLUMN is the
- * exception (warn): migration tools (Django, Alembic, knex) add columns
- * inside a transaction, so it runs, with a WARNING that a ROLLBACK keeps
- * the (empty) column. */
-static int storage_ddl_allowed(SqlCtx *cx, const char *table, const char *what, bool warn)
+/* ADD PRIMARY KEY and a full-text CREATE INDEX rebuild the table's
+ * storage when they run, which no ROLLBACK could take back: inside a block
+ * they run only on a table the block created (which every rollback drops),
+ * else 0A000 and nothing changed.  (ADD COLUMN is staged instead:
+ * sqld_add_column.) */
+static int storage_ddl_allowed(SqlCtx *cx, const char *table, const char *what)
 {
     const SqluState *st = cx->sess->u_state;
     if (!st || !st->in_block || st->undoing || sqld_goes_with_block(cx->sess, table))
         return QR_OK;
-    if (warn) {
-        sql_notice(cx, "WARNING", "01000",
-                   "%s on table \"%s\" takes effect at once: a ROLLBACK of this "
-                   "transaction block will not remove the column", what, table);
-        return QR_OK;
-    }
     qr_error_hint(cx->err, "run it outside a transaction block (or COMMIT first); on a table "
                            "created in the same block it runs before any SAVEPOINT");
     return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
@@ -562,7 +563,7 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
     }
     if (!change)
         return QR_OK;
-    int rc = storage_ddl_allowed(cx, qr_table_name(t), "CREATE INDEX ... USING fulltext", false);
+    int rc = storage_ddl_allowed(cx, qr_table_name(t), "CREATE INDEX ... USING fulltext");
     if (rc)
         return rc;
     /* a field's analysis is fixed once segments hold it: change it only
@@ -778,6 +779,19 @@ static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 
 static void edit_put_col(cJSON *meta, const void *arg) { meta_put_col(meta_obj(meta, "columns"), arg); }
 
+/* Would a column made as f be stored as the field g is (so that an
+ * unshown field left by a rolled back ADD COLUMN can be taken over)? */
+static bool same_storage(const QrField *f, const QrField *g)
+{
+    return f->type == g->type && f->indexed == g->indexed && f->multi == g->multi &&
+           f->scale == g->scale && f->column == g->column && !strcmp(f->language, g->language);
+}
+
+/* ADD COLUMN: a new storage field, whose existing rows read NULL.  In a
+ * block on a table older than the block it is staged (sqld_add_column):
+ * only the block sees it until COMMIT.  A field an ADD COLUMN of a block
+ * that did not commit left behind (unshown: sqlw_col_pending) is taken
+ * over by the next ADD COLUMN of the name with the same storage. */
 static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
 {
     ColSpec cs;
@@ -785,29 +799,50 @@ static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
     if ((rc = col_from_def(cx, sqlj_is(sqlj_get(c, "def"), "ColumnDef"), &cs)) != QR_OK)
         return rc;
     const QrSchema *s = qr_table_schema(t);
-    if (schema_field_index(s, cs.name) >= 0 || !strcmp(cs.name, s->primary_key)) {
+    const char *table = qr_table_name(t);
+    int fi = schema_field_index(s, cs.name);
+    cJSON *meta = fi >= 0 ? sqlw_meta_load(cx, table) : NULL;
+    bool adopt = fi >= 0 && sqlw_col_pending(meta, cs.name);
+    cJSON_Delete(meta);
+    if (adopt && sqld_column_of_other(cx->sess, table, cs.name)) {
+        qr_error_detail(cx->err, "another transaction is adding column \"%s\" to table \"%s\"",
+                        cs.name, table);
+        qr_error_hint(cx->err, "The transaction might succeed if retried.");
+        return sql_err_at(cx, cs.loc, QR_EBUSY, "40001",
+                          "could not serialize access due to concurrent update");
+    }
+    if ((fi >= 0 && !adopt) || !strcmp(cs.name, s->primary_key)) {
         if (sqlj_bool(c, "missing_ok")) {
             sql_notice(cx, "NOTICE", "42701",
                        "column \"%s\" of relation \"%s\" already exists, skipping", cs.name,
-                       qr_table_name(t));
+                       table);
             return QR_OK;
         }
         return sql_err_at(cx, cs.loc, QR_EEXISTS, "42701",
-                          "column \"%s\" of relation \"%s\" already exists", cs.name,
-                          qr_table_name(t));
+                          "column \"%s\" of relation \"%s\" already exists", cs.name, table);
     }
     if (cs.is_pk || cs.not_null || cs.dflt)
         return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
                           "ADD COLUMN takes no PRIMARY KEY, NOT NULL or DEFAULT (existing "
                           "rows read the new column as NULL)");
-    if ((rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD COLUMN", true)) != QR_OK)
-        return rc;
     QrField f;
     col_field(&cs, &f);
-    if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
+    if (adopt && !same_storage(&f, &s->fields[fi])) {
+        qr_error_detail(cx->err, "an ADD COLUMN that did not commit left column \"%s\" behind, "
+                                 "unshown, with another storage type",
+                        cs.name);
+        qr_error_hint(cx->err, "add the column under another name");
+        return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
+                          "column \"%s\" of relation \"%s\" cannot be added with type %s",
+                          cs.name, table, cs.pg);
+    }
+    SqluState *st = cx->sess->u_state;
+    if (st && st->in_block && !st->undoing && !sqld_goes_with_block(cx->sess, table))
+        return sqld_add_column(cx, st, t, &f, adopt, edit_put_col, &cs);
+    if (!adopt && (rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
         return rc;
     /* the storage field exists now: its declared type too */
-    return sqld_meta_now(cx, qr_table_name(t), edit_put_col, &cs);
+    return sqld_meta_now(cx, table, edit_put_col, &cs);
 }
 
 /* The sequence a DEFAULT nextval('<seq>'::regclass) draws from, or NULL. */
@@ -932,8 +967,7 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             if (cJSON_GetArraySize(keys) != 1)
                 return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
                                   "a Quarry table needs a primary key of exactly one column");
-            rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD PRIMARY KEY",
-                                     false);
+            rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD PRIMARY KEY");
             if (rc == QR_OK)
                 rc = sqlw_add_primary_key(cx, t, sqlj_sval(cJSON_GetArrayItem(keys, 0)),
                                           sqlj_loc(k));

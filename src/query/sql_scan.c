@@ -137,8 +137,8 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
                     .attnum = hidden_pk ? 0 : 1, .hidden = hidden_pk};
     n++;
     for (int f = 0; f < s->n_fields; f++) {
-        if (!strcmp(s->fields[f].name, s->primary_key))
-            continue;
+        if (!strcmp(s->fields[f].name, s->primary_key) || sqlw_col_pending(meta, s->fields[f].name))
+            continue; /* (an ADD COLUMN of an open block, or of one that did not commit) */
         QrSqlType ty = sql_field_type(s->fields[f].type), decl;
         const char *dn = meta ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
                                     sqlw_meta_col(meta, s->fields[f].name), "type"))

@@ -286,6 +286,15 @@ int sqld_meta_stage(SqlCtx *cx, SqluState *st, const char *table, const cJSON *m
  * committed sql.json, saved, and to the block's staged copy and its base. */
 int sqld_meta_now(SqlCtx *cx, const char *table, void (*edit)(cJSON *meta, const void *arg),
                   const void *arg);
+/* ADD COLUMN in a block on a table older than it: the storage field f is
+ * added now (or, adopt, an unshown one of a rolled back ADD COLUMN is taken
+ * over) but listed as pending in the committed sql.json, so only the block
+ * sees it (edit puts its entry into the block's staged metadata); COMMIT
+ * publishes the entry with the block's rows, a rollback forgets it. */
+int sqld_add_column(SqlCtx *cx, SqluState *st, QrTable *t, const QrField *f, bool adopt,
+                    void (*edit)(cJSON *meta, const void *arg), const void *arg);
+/* Is table.col a column another session's open block is adding? */
+bool sqld_column_of_other(const QrSqlSession *s, const char *table, const char *col);
 /* DROP INDEX in a block: the B-tree on col goes at COMMIT (if no index
  * names col then), after sqld_meta_stage of the table. */
 int sqld_btree_drop_later(SqlCtx *cx, SqluState *st, const char *table, const char *col);
@@ -439,6 +448,11 @@ int sqlw_meta_save(SqlCtx *cx, const char *table, const cJSON *meta);
 int sqlw_meta_save_db(QrDb *db, const char *table, const cJSON *meta, QrError *err);
 /* The column's entry or NULL. */
 const cJSON *sqlw_meta_col(const cJSON *meta, const char *col);
+/* Is the storage field col a column SQL does not show: one an ADD COLUMN
+ * in a block added (listed in "pending_columns") that the metadata does
+ * not list among its columns (the block has not committed, or rolled back,
+ * or the server stopped first)? */
+bool sqlw_col_pending(const cJSON *meta, const char *col);
 /* The declared primary key type: QR_SQL_INT8, QR_SQL_TEXT, or
  * QR_SQL_UNKNOWN (no metadata: follow the value). */
 QrSqlType sqlw_pk_type(const cJSON *meta);

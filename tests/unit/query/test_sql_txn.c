@@ -955,14 +955,18 @@ Test(sql_txn, storage_ddl_in_a_block_goes_with_its_table)
     env_close(&e);
 }
 
-/* ADD COLUMN on a table older than the block runs at once (migration tools
- * add columns inside a transaction) with a WARNING saying a ROLLBACK keeps
- * the column; the block's rows still go with the block. */
-Test(sql_txn, add_column_in_a_block_runs_with_a_warning)
+/* ADD COLUMN on a table older than the block goes or stays with the block:
+ * the block sees the column (older rows read NULL), other sessions do not
+ * until COMMIT publishes it with the block's rows; ROLLBACK, ROLLBACK TO, a
+ * failed COMMIT and the session's end take it back, and the next ADD
+ * COLUMN of the name starts afresh. */
+Test(sql_txn, add_column_in_a_block_goes_with_the_block)
 {
     Env e;
     env_open(&e);
     QrSqlSession *s = e.s, *o = second_session(&e);
+    const char *cols = "SELECT string_agg(column_name, ',' ORDER BY ordinal_position) "
+                       "FROM information_schema.columns WHERE table_name = 'ac'";
     ok(s, "CREATE TABLE ac (id bigint PRIMARY KEY, body varchar(20))");
     ok(s, "INSERT INTO ac VALUES (1, 'a')");
     ok(s, "BEGIN");
@@ -971,22 +975,81 @@ Test(sql_txn, add_column_in_a_block_runs_with_a_warning)
     qr_error_clear(&err);
     const char *q = "ALTER TABLE ac ADD COLUMN c int";
     cr_assert_eq(qr_sql_exec(s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
-    cr_assert_eq(r->n_notices, 1);
-    cr_assert_str_eq(r->notices[0].severity, "WARNING");
-    cr_assert_str_eq(r->notices[0].sqlstate, "01000");
-    cr_assert(strstr(r->notices[0].message, "will not remove the column"), "%s",
-              r->notices[0].message);
+    cr_assert_eq(r->n_notices, 0, "no warning: the column goes with the block");
     qr_sql_result_free(r);
     ok(s, "INSERT INTO ac VALUES (2, 'b', 5)");
-    expect(s, "SELECT c FROM ac WHERE id = 2", "5");
+    expect(s, "SELECT count(*), count(c), sum(c) FROM ac", "2|1|5");
+    expect(s, cols, "id,body,c");
+    /* other sessions: no column c, and their writes go on */
+    fails(o, "SELECT c FROM ac", "42703", "c");
+    expect(o, cols, "id,body");
+    ok(o, "INSERT INTO ac VALUES (3, 'o')");
+    expect(o, "SELECT count(*) FROM ac", "2");
+    fails(o, "ALTER TABLE ac ADD COLUMN c int", "40001", "concurrent update");
     ok(s, "ROLLBACK");
-    expect(o, "SELECT count(*), count(c) FROM ac", "1|0");
-    /* outside a block: no warning */
-    qr_error_clear(&err);
-    q = "ALTER TABLE ac ADD COLUMN d int";
-    cr_assert_eq(qr_sql_exec(s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
-    cr_assert_eq(r->n_notices, 0);
-    qr_sql_result_free(r);
+    fails(s, "SELECT c FROM ac", "42703", "c");
+    fails(o, "SELECT c FROM ac", "42703", "c");
+    expect(o, cols, "id,body");
+    expect(o, "SELECT string_agg(id::text, ',' ORDER BY id) FROM ac", "1,3");
+    /* again, committed: the column and the block's rows together */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE ac ADD COLUMN c int");
+    ok(s, "INSERT INTO ac VALUES (4, 'd', 7)");
+    ok(s, "UPDATE ac SET c = 1 WHERE id = 1");
+    fails(o, "SELECT c FROM ac", "42703", "c");
+    ok(s, "COMMIT");
+    expect(o, "SELECT count(*), count(c), sum(c) FROM ac", "3|2|8");
+    expect(o, cols, "id,body,c");
+    fails(o, "ALTER TABLE ac ADD COLUMN c int", "42701", "already exists");
+    /* ROLLBACK TO a savepoint set before it; one set after it keeps it */
+    ok(s, "BEGIN");
+    ok(s, "SAVEPOINT a");
+    ok(s, "ALTER TABLE ac ADD COLUMN d int");
+    ok(s, "INSERT INTO ac VALUES (5, 'e', 0, 9)");
+    ok(s, "ROLLBACK TO a");
+    expect(s, cols, "id,body,c");
+    ok(s, "ALTER TABLE ac ADD COLUMN d int");
+    ok(s, "SAVEPOINT b");
+    ok(s, "INSERT INTO ac VALUES (6, 'f', 0, 9)");
+    ok(s, "ROLLBACK TO b");
+    ok(s, "INSERT INTO ac VALUES (7, 'g', 0, 10)");
+    ok(s, "COMMIT");
+    expect(o, "SELECT string_agg(id || ':' || d, ',' ORDER BY id) FROM ac WHERE d IS NOT NULL",
+           "7:10");
+    /* a failed block's COMMIT answers ROLLBACK */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE ac ADD COLUMN f int");
+    fails(s, "SELECT nope FROM ac", "42703", "nope");
+    ok(s, "COMMIT");
+    fails(o, "SELECT f FROM ac", "42703", "f");
+    /* another transaction changed the table's definition since: 40001 */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE ac ADD COLUMN f int");
+    ok(s, "INSERT INTO ac VALUES (8, 'h', 0, 0, 1)");
+    ok(o, "ALTER TABLE ac ALTER COLUMN body SET DEFAULT 'z'");
+    fails(s, "COMMIT", "40001", "concurrent update");
+    fails(o, "SELECT f FROM ac", "42703", "f");
+    expect(o, "SELECT count(*) FROM ac WHERE id = 8", "0");
+    /* a session that ends inside its block */
+    QrSqlSession *x = second_session(&e);
+    ok(x, "BEGIN");
+    ok(x, "ALTER TABLE ac ADD COLUMN g text");
+    ok(x, "INSERT INTO ac (id, g) VALUES (9, 'x')");
+    qr_sql_session_free(x);
+    fails(o, "SELECT g FROM ac", "42703", "g");
+    expect(o, "SELECT count(*) FROM ac WHERE id = 9", "0");
+    /* outside a block, the left-behind field is taken over: every row NULL */
+    ok(o, "ALTER TABLE ac ADD COLUMN g text");
+    expect(s, "SELECT count(*), count(g) FROM ac", "4|0");
+    /* ... but not with another storage type */
+    fails(o, "ALTER TABLE ac ADD COLUMN f text", "0A000", "cannot be added");
+    ok(o, "ALTER TABLE ac ADD COLUMN f int");
+    /* (a taken-over field keeps its place: f was stored before g) */
+    expect(s, cols, "id,body,c,d,f,g");
+    /* IF NOT EXISTS of a column the table has changes nothing */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE ac ADD COLUMN IF NOT EXISTS body text");
+    ok(s, "COMMIT");
     qr_sql_session_free(o);
     env_close(&e);
 }
