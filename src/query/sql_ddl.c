@@ -821,10 +821,9 @@ static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
         return sql_err_at(cx, cs.loc, QR_EEXISTS, "42701",
                           "column \"%s\" of relation \"%s\" already exists", cs.name, table);
     }
-    if (cs.is_pk || cs.not_null || cs.dflt)
+    if (cs.is_pk || cs.serial || cs.identity)
         return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
-                          "ADD COLUMN takes no PRIMARY KEY, NOT NULL or DEFAULT (existing "
-                          "rows read the new column as NULL)");
+                          "ADD COLUMN takes no PRIMARY KEY, SERIAL or identity column");
     QrField f;
     col_field(&cs, &f);
     if (adopt && !same_storage(&f, &s->fields[fi])) {
@@ -836,13 +835,26 @@ static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
                           "column \"%s\" of relation \"%s\" cannot be added with type %s",
                           cs.name, table, cs.pg);
     }
+    /* a DEFAULT or NOT NULL column is filled (and checked) by rewriting the
+     * rows, which must commit with the column: staged, in a block or not */
+    bool fill = cs.dflt || cs.not_null;
     SqluState *st = cx->sess->u_state;
-    if (st && st->in_block && !st->undoing && !sqld_goes_with_block(cx->sess, table))
-        return sqld_add_column(cx, st, t, &f, adopt, edit_put_col, &cs);
-    if (!adopt && (rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
+    if (st && !st->undoing && (st->in_block || fill) && !sqld_goes_with_block(cx->sess, table))
+        rc = sqld_add_column(cx, st, t, &f, adopt, edit_put_col, &cs);
+    else if (!adopt && (rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
         return rc;
-    /* the storage field exists now: its declared type too */
-    return sqld_meta_now(cx, table, edit_put_col, &cs);
+    else /* the storage field exists now: its declared type too */
+        rc = sqld_meta_now(cx, table, edit_put_col, &cs);
+    if (rc != QR_OK || !fill || !st)
+        return rc;
+    rc = sqld_fill_column(cx, st, table, cs.name, cs.dflt);
+    if (rc == QR_ECONSTRAINT && !strcmp(qr_error_sqlstate(cx->err), "23502")) {
+        qr_error_clear(cx->err); /* PostgreSQL's words for it */
+        return sql_err_at(cx, cs.loc, QR_ECONSTRAINT, "23502",
+                          "column \"%s\" of relation \"%s\" contains null values", cs.name,
+                          table);
+    }
+    return rc;
 }
 
 /* The sequence a DEFAULT nextval('<seq>'::regclass) draws from, or NULL. */

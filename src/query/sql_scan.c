@@ -1675,6 +1675,12 @@ static int run_fill(SqlDocSrc *src, SqlCtx *cx, SqlBatch *b, int c)
         R->rf.doc = NULL;
         if (!docs) {
             rc = fetch_col(cx, sc, R->snap, b->seg, b->docs[p], c, &row[c], &R->rf);
+            if (R->rf.doc) { /* a segment older than the column: read from the document */
+                if (rc == QR_OK)
+                    rc = sqlv_own(cx, &row[c]);
+                cJSON_Delete(R->rf.doc);
+                R->rf.doc = NULL;
+            }
             continue;
         }
         for (int k = 0; k < R->n_doc_cols && rc == QR_OK; k++)

@@ -53,6 +53,7 @@
 #include "query/sql_w.h"
 #include "store/util.h"
 
+#include <pg_query.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -553,6 +554,35 @@ int sqld_add_column(SqlCtx *cx, SqluState *st, QrTable *t, const QrField *f, boo
     if (!created_add(cx->sess, st->n_undo, table, f->name, true))
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     return sqld_created(cx, st, undo);
+}
+
+int sqld_fill_column(SqlCtx *cx, SqluState *st, const char *table, const char *col,
+                     const cJSON *dflt)
+{
+    char sql[3 * QR_NAME_MAX + 64];
+    size_t o = (size_t)snprintf(sql, sizeof sql, "UPDATE ");
+    quote_ident(sql, sizeof sql, &o, table);
+    o += (size_t)snprintf(sql + o, sizeof sql - o, " SET ");
+    quote_ident(sql, sizeof sql, &o, col);
+    snprintf(sql + o, sizeof sql - o, " = NULL");
+    PgQueryParseResult pr = pg_query_parse(sql);
+    cJSON *root = pr.error ? NULL : cJSON_Parse(pr.parse_tree);
+    pg_query_free_parse_result(pr);
+    const cJSON *body = sqlj_get(
+        sqlj_get(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "stmts"), 0), "stmt"),
+        "UpdateStmt");
+    /* SET col = the default's own parse tree */
+    cJSON *rt = (cJSON *)sqlj_get(cJSON_GetArrayItem(sqlj_get(body, "targetList"), 0), "ResTarget");
+    if (rt && dflt && !cJSON_ReplaceItemInObjectCaseSensitive(rt, "val", cJSON_Duplicate(dflt, true)))
+        rt = NULL;
+    if (!rt)
+        body = NULL;
+    QrSqlResult res;
+    memset(&res, 0, sizeof res);
+    int rc = body ? sqlw_update(cx, st, body, &res)
+                  : qr_error_set(cx->err, QR_EINTERNAL, "cannot build the column's fill");
+    cJSON_Delete(root);
+    return rc;
 }
 
 int sqld_btree_drop_later(SqlCtx *cx, SqluState *st, const char *table, const char *col)

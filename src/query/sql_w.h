@@ -293,6 +293,12 @@ int sqld_meta_now(SqlCtx *cx, const char *table, void (*edit)(cJSON *meta, const
  * publishes the entry with the block's rows, a rollback forgets it. */
 int sqld_add_column(SqlCtx *cx, SqluState *st, QrTable *t, const QrField *f, bool adopt,
                     void (*edit)(cJSON *meta, const void *arg), const void *arg);
+/* ADD COLUMN ... DEFAULT / NOT NULL: every row the statement sees gets the
+ * column's default, dflt (a parse tree; NULL: none), evaluated per row (an
+ * UPDATE t SET col = dflt into the statement's writes, which commit with
+ * the column; NOT NULL checked as for any UPDATE). */
+int sqld_fill_column(SqlCtx *cx, SqluState *st, const char *table, const char *col,
+                     const cJSON *dflt);
 /* Is table.col a column another session's open block is adding? */
 bool sqld_column_of_other(const QrSqlSession *s, const char *table, const char *col);
 /* DROP INDEX in a block: the B-tree on col goes at COMMIT (if no index

@@ -1054,6 +1054,58 @@ Test(sql_txn, add_column_in_a_block_goes_with_the_block)
     env_close(&e);
 }
 
+/* ADD COLUMN ... DEFAULT / NOT NULL as PostgreSQL: the rows there read the
+ * default, NOT NULL without one fails on a table with rows (23502) and
+ * leaves no column; the rewritten rows commit with the column, in a block
+ * (other sessions see neither before COMMIT, ROLLBACK takes both) or not. */
+Test(sql_txn, add_column_with_default_or_not_null)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    ok(s, "CREATE TABLE ad (id bigint PRIMARY KEY, v int)");
+    ok(s, "INSERT INTO ad VALUES (1, 1), (2, 2)");
+    ok(s, "ALTER TABLE ad ADD COLUMN c int DEFAULT 7");
+    expect(o, "SELECT count(c), sum(c) FROM ad", "2|14");
+    ok(o, "INSERT INTO ad (id, v) VALUES (3, 3)");
+    expect(s, "SELECT c FROM ad WHERE id = 3", "7");
+    fails(s, "ALTER TABLE ad ADD COLUMN d int NOT NULL", "23502",
+          "column \"d\" of relation \"ad\" contains null values");
+    fails(o, "SELECT d FROM ad", "42703", "d");
+    ok(s, "ALTER TABLE ad ADD COLUMN d int NOT NULL DEFAULT 1");
+    expect(o, "SELECT count(d), sum(d) FROM ad", "3|3");
+    fails(o, "INSERT INTO ad (id, d) VALUES (4, NULL)", "23502", "d");
+    /* in a block */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE ad ADD COLUMN e varchar(4) DEFAULT 'x'");
+    expect(s, "SELECT string_agg(e, ',') FROM ad", "x,x,x");
+    fails(o, "SELECT e FROM ad", "42703", "e");
+    expect(o, "SELECT count(*), sum(c) FROM ad", "3|21");
+    ok(s, "ROLLBACK");
+    fails(s, "SELECT e FROM ad", "42703", "e");
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE ad ADD COLUMN e varchar(4) NOT NULL DEFAULT 'y'");
+    ok(s, "INSERT INTO ad (id) VALUES (4)");
+    fails(o, "SELECT e FROM ad", "42703", "e");
+    ok(s, "COMMIT");
+    expect(o, "SELECT string_agg(id || e, ',' ORDER BY id), sum(c), sum(d) FROM ad",
+           "1y,2y,3y,4y|28|4");
+    /* NOT NULL without a default: fine while the block sees no row */
+    ok(s, "CREATE TABLE ae (id bigint PRIMARY KEY)");
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE ae ADD COLUMN n int NOT NULL");
+    fails(s, "INSERT INTO ae VALUES (1)", "23502", "n");
+    ok(s, "ROLLBACK");
+    ok(s, "BEGIN");
+    ok(s, "INSERT INTO ae VALUES (1)");
+    fails(s, "ALTER TABLE ae ADD COLUMN n int NOT NULL", "23502", "contains null values");
+    ok(s, "COMMIT");
+    expect(o, "SELECT count(*) FROM ae", "0");
+    fails(o, "SELECT n FROM ae", "42703", "n");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
+
 /* A block's B-tree CREATE INDEX: its index is the block's until COMMIT
  * (other sessions' catalogs do not show it, named or as an unnamed B-tree);
  * a rollback drops the B-tree it made, so no unnamed "<table>_<col>_idx"
