@@ -42,11 +42,22 @@
  * storage when it runs, so its metadata is committed then too
  * (sqld_meta_now), the staged copy following along.
  *
- * ADD COLUMN, ADD PRIMARY KEY and a full-text CREATE INDEX rebuild or
- * extend the table's storage when they run, which no rollback could take
- * back; in a block they run only on a table every rollback still possible
- * drops (sqld_goes_with_block: the block created it, and no savepoint was
- * set since), and are refused with 0A000 on any other.
+ * ADD COLUMN on an older table (and ADD COLUMN ... DEFAULT / NOT NULL
+ * outside a block, whose rewritten rows must commit with the column) adds
+ * the storage field at once, but only after the committed sql.json lists
+ * it in "pending_columns": SQL shows a pending field only where the
+ * sql.json it reads also has its entry under "columns", i.e. the block's
+ * staged copy, until COMMIT publishes (and journals) that copy with the
+ * rows.  A rollback forgets the copy; the unshown field is taken over by
+ * the next ADD COLUMN of the name (sql_ddl.c).  A process-wide registration
+ * (the created registry, marked `column`) makes another session's ADD
+ * COLUMN of the name 40001 while the block is open.
+ *
+ * ADD PRIMARY KEY and a full-text CREATE INDEX rebuild the table's storage
+ * when they run, which no rollback could take back; in a block they run
+ * only on a table every rollback still possible drops
+ * (sqld_goes_with_block: the block created it, and no savepoint was set
+ * since), and are refused with 0A000 on any other.
  */
 #include "query/sequence.h"
 #include "query/sql_int.h"

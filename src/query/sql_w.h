@@ -256,8 +256,8 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
 int sqld_created(SqlCtx *cx, SqluState *st, const char *undo);
 /* Is `table` one the session's open block created, dropped again by every
  * rollback still possible (no savepoint set since its CREATE)?  Storage
- * changes that cannot be undone (ADD COLUMN, ADD PRIMARY KEY, full-text
- * CREATE INDEX) run in a block only on such a table. */
+ * changes that cannot be undone (ADD PRIMARY KEY, full-text CREATE INDEX)
+ * run in a block only on such a table; ADD COLUMN on another is staged. */
 bool sqld_goes_with_block(const QrSqlSession *s, const char *table);
 /* Run the undo statements after the first `mark` ones, newest first. */
 void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
@@ -437,7 +437,10 @@ const char *sqlw_const_text(SqlCtx *cx, const cJSON *n);
  *                      "typmod": -1,          varchar(n): n + 4, as PostgreSQL
  *                      "not_null": true,
  *                      "default": "0"}},      DEFAULT expression text
- *    "indexes": {"t_n_idx": "n"}}             B-tree index names -> column
+ *    "indexes": {"t_n_idx": "n"},             B-tree index names -> column
+ *    "pending_columns": ["c"]}                storage fields an ADD COLUMN of a
+ *                                             block added: shown only once
+ *                                             "columns" lists them (its COMMIT)
  * Tables made by import or HTTP have none: their primary key type follows
  * the values given, and column types follow the storage types. */
 
