@@ -192,9 +192,14 @@ def ddl_script(seed):
             ddl[s] = ddl[s] or in_block[s]
         elif r < 0.41:  # columns: each name with one type, added again after a rollback
             n = rnd.randrange(3)
+            lit = "'%d'" % k if n == 1 else str(k)
             out.append((s, rnd.choice(["ALTER TABLE %s ADD COLUMN c%d %s" % (u, n, COL_TYPES[n]),
                                        "ALTER TABLE %s ADD COLUMN IF NOT EXISTS c%d %s"
                                        % (u, n, COL_TYPES[n]),
+                                       "ALTER TABLE %s ADD COLUMN c%d %s DEFAULT %s"
+                                       % (u, n, COL_TYPES[n], lit),
+                                       "ALTER TABLE %s ADD COLUMN c%d %s NOT NULL%s"
+                                       % (u, n, COL_TYPES[n], rnd.choice(["", " DEFAULT " + lit])),
                                        "CREATE INDEX %s_c%d ON %s (c%d)" % (u, n, u, n)])))
             ddl[s] = ddl[s] or in_block[s]
         elif r < 0.47:
