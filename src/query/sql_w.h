@@ -122,7 +122,9 @@ enum { SQLI_READ_COMMITTED = 0, SQLI_REPEATABLE_READ = 1 };
 typedef struct SqliPin {
     char table[QR_NAME_MAX + 1];
     const void *tab;       /* the index/ Table it was taken of (identity only) */
-    uint64_t schema_fp;    /* fingerprint of the schema it was taken under */
+    uint64_t schema_fp;    /* fingerprint of the schema's first n_fields fields it was
+                              taken under (fields added since keep the snapshot) */
+    int n_fields;
     struct Snapshot *snap; /* owns one reference */
 } SqliPin;
 

@@ -1106,6 +1106,37 @@ Test(sql_txn, add_column_with_default_or_not_null)
     env_close(&e);
 }
 
+/* A REPEATABLE READ block keeps its snapshot of a table whose columns
+ * change meanwhile: its own ADD COLUMN, or another session's (which then
+ * fails the block's COMMIT: its ADD COLUMN's table changed). */
+Test(sql_txn, repeatable_read_snapshot_survives_add_column)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e), *r = second_session(&e);
+    ok(s, "CREATE TABLE rr (id bigint PRIMARY KEY, v int)");
+    ok(s, "INSERT INTO rr VALUES (1, 1)");
+    ok(s, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    ok(r, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    expect(s, "SELECT count(*) FROM rr", "1");
+    expect(r, "SELECT count(*) FROM rr", "1");
+    ok(o, "INSERT INTO rr VALUES (2, 2)");
+    ok(s, "ALTER TABLE rr ADD COLUMN c int");
+    expect(s, "SELECT count(*), count(c) FROM rr", "1|0");
+    expect(r, "SELECT count(*) FROM rr", "1");
+    ok(o, "ALTER TABLE rr ADD COLUMN d int");
+    expect(r, "SELECT count(*) FROM rr", "1");
+    expect(s, "SELECT count(*) FROM rr", "1");
+    /* another transaction changed the table's definition since */
+    fails(s, "COMMIT", "40001", "concurrent update");
+    ok(r, "COMMIT");
+    expect(r, "SELECT count(*), count(d) FROM rr", "2|0");
+    fails(r, "SELECT c FROM rr", "42703", "c");
+    qr_sql_session_free(o);
+    qr_sql_session_free(r);
+    env_close(&e);
+}
+
 /* A block's B-tree CREATE INDEX: its index is the block's until COMMIT
  * (other sessions' catalogs do not show it, named or as an unnamed B-tree);
  * a rollback drops the B-tree it made, so no unnamed "<table>_<col>_idx"
