@@ -980,9 +980,11 @@ Test(sql_txn, add_column_in_a_block_goes_with_the_block)
     ok(s, "INSERT INTO ac VALUES (2, 'b', 5)");
     expect(s, "SELECT count(*), count(c), sum(c) FROM ac", "2|1|5");
     expect(s, cols, "id,body,c");
+    expect(s, "SELECT relnatts FROM pg_class WHERE relname = 'ac'", "3");
     /* other sessions: no column c, and their writes go on */
     fails(o, "SELECT c FROM ac", "42703", "c");
     expect(o, cols, "id,body");
+    expect(o, "SELECT relnatts FROM pg_class WHERE relname = 'ac'", "2");
     ok(o, "INSERT INTO ac VALUES (3, 'o')");
     expect(o, "SELECT count(*) FROM ac", "2");
     fails(o, "ALTER TABLE ac ADD COLUMN c int", "40001", "concurrent update");
