@@ -1092,6 +1092,14 @@ Test(sql_txn, add_column_with_default_or_not_null)
     ok(s, "COMMIT");
     expect(o, "SELECT string_agg(id || e, ',' ORDER BY id), sum(c), sum(d) FROM ad",
            "1y,2y,3y,4y|28|4");
+    /* REPEATABLE READ: a row another session changed meanwhile fails the
+     * block's rewrite (first committer wins) */
+    ok(s, "BEGIN ISOLATION LEVEL REPEATABLE READ");
+    ok(s, "ALTER TABLE ad ADD COLUMN g int DEFAULT 3");
+    ok(o, "UPDATE ad SET v = 100 WHERE id = 1");
+    fails(s, "COMMIT", "40001", "concurrent update");
+    expect(o, "SELECT v FROM ad WHERE id = 1", "100");
+    fails(o, "SELECT g FROM ad", "42703", "g");
     /* NOT NULL without a default: fine while the block sees no row */
     ok(s, "CREATE TABLE ae (id bigint PRIMARY KEY)");
     ok(s, "BEGIN");
