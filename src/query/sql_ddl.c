@@ -605,6 +605,19 @@ static void edit_add_index(cJSON *meta, const void *arg)
     cJSON_AddStringToObject(idxs, kv[0], kv[1]);
 }
 
+/* The storage field of column col as the session sees the table: -1 when
+ * there is none, or SQL does not show it (sqlw_col_pending). */
+static int shown_field(SqlCtx *cx, QrTable *t, const char *col)
+{
+    int fi = schema_field_index(qr_table_schema(t), col);
+    if (fi < 0)
+        return -1;
+    cJSON *meta = sqlw_meta_load(cx, qr_table_name(t));
+    bool pending = sqlw_col_pending(meta, col);
+    cJSON_Delete(meta);
+    return pending ? -1 : fi;
+}
+
 static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 {
     QrTable *t;
@@ -626,7 +639,7 @@ static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
                           "B-tree indexes are on one column (no expressions)");
     const QrSchema *s = qr_table_schema(t);
     bool is_pk = !strcmp(col, s->primary_key);
-    int fi = schema_field_index(s, col);
+    int fi = shown_field(cx, t, col);
     if (fi < 0 && !is_pk)
         return sql_err_at(cx, -1, QR_ENOTFOUND, "42703", "column \"%s\" does not exist", col);
     if (sqlj_bool(b, "unique") && !is_pk)
@@ -880,7 +893,7 @@ static int alter_column(SqlCtx *cx, QrTable *t, const cJSON *c, const char *sub)
 {
     const char *col = sqlj_str(c, "name");
     const QrSchema *s = qr_table_schema(t);
-    if (!col || (schema_field_index(s, col) < 0 && strcmp(col, s->primary_key) != 0))
+    if (!col || (shown_field(cx, t, col) < 0 && strcmp(col, s->primary_key) != 0))
         return sql_err_at(cx, -1, QR_ENOTFOUND, "42703",
                           "column \"%s\" of relation \"%s\" does not exist", col ? col : "",
                           qr_table_name(t));

@@ -988,6 +988,8 @@ Test(sql_txn, add_column_in_a_block_goes_with_the_block)
     ok(o, "INSERT INTO ac VALUES (3, 'o')");
     expect(o, "SELECT count(*) FROM ac", "2");
     fails(o, "ALTER TABLE ac ADD COLUMN c int", "40001", "concurrent update");
+    fails(o, "ALTER TABLE ac ALTER COLUMN c SET DEFAULT 1", "42703", "c");
+    fails(o, "CREATE INDEX ac_c ON ac (c)", "42703", "c");
     ok(s, "ROLLBACK");
     fails(s, "SELECT c FROM ac", "42703", "c");
     fails(o, "SELECT c FROM ac", "42703", "c");
