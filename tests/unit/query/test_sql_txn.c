@@ -1114,6 +1114,17 @@ Test(sql_txn, add_column_with_default_or_not_null)
     ok(s, "COMMIT");
     expect(o, "SELECT count(*) FROM ae", "0");
     fails(o, "SELECT n FROM ae", "42703", "n");
+    /* ... and a savepoint set before the failing ALTER takes nothing of it
+     * along (psql's ON_ERROR_ROLLBACK) */
+    ok(s, "BEGIN");
+    ok(s, "INSERT INTO ae VALUES (2)");
+    ok(s, "SAVEPOINT a");
+    fails(s, "ALTER TABLE ae ADD COLUMN n int NOT NULL", "23502", "contains null values");
+    ok(s, "ROLLBACK TO a");
+    ok(s, "ALTER TABLE ae ADD COLUMN m int DEFAULT 4");
+    ok(s, "COMMIT");
+    expect(o, "SELECT string_agg(id || ':' || m, ',') FROM ae", "2:4");
+    fails(o, "SELECT n FROM ae", "42703", "n");
     qr_sql_session_free(o);
     env_close(&e);
 }
