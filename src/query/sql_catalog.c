@@ -729,9 +729,11 @@ static int fill_class(CatBuild *b)
         if ((rc = table_indexes(b->cx, ts.t[i], ts.meta[i], &x, &nx)) != QR_OK ||
             (rc = new_row(b)) != QR_OK)
             break;
-        class_row(b, name_oid(ts.names[i]), ts.names[i], 'r',
-                  qr_table_schema(ts.t[i])->n_fields + 1 - sqlw_hidden_pk(ts.meta[i]), nx > 0,
-                  (double)st.docs);
+        const QrSchema *sc = qr_table_schema(ts.t[i]);
+        int natts = sc->n_fields + 1 - sqlw_hidden_pk(ts.meta[i]);
+        for (int f = 0; f < sc->n_fields; f++)
+            natts -= sqlw_col_pending(ts.meta[i], sc->fields[f].name); /* not shown */
+        class_row(b, name_oid(ts.names[i]), ts.names[i], 'r', natts, nx > 0, (double)st.docs);
         for (int k = 0; k < nx && rc == QR_OK; k++) {
             if ((rc = new_row(b)) != QR_OK)
                 break;

@@ -151,6 +151,15 @@ const cJSON *sqlw_meta_col(const cJSON *meta, const char *col)
                                             col);
 }
 
+bool sqlw_col_pending(const cJSON *meta, const char *col)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(meta, "pending_columns"))
+        if (cJSON_IsString(it) && !strcmp(it->valuestring, col))
+            return !sqlw_meta_col(meta, col);
+    return false;
+}
+
 QrSqlType sqlw_pk_type(const cJSON *meta)
 {
     const char *t = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "pk_type"));
@@ -489,24 +498,16 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     return rc;
 }
 
-/* ADD COLUMN, ADD PRIMARY KEY and a full-text CREATE INDEX change the
- * table's storage when they run, and no ROLLBACK could take that back:
- * inside a block they run only on a table the block created (which every
- * rollback drops), else 0A000 and nothing changed. ADD COLUMN is the
- * exception (warn): migration tools (Django, Alembic, knex) add columns
- * inside a transaction, so it runs, with a WARNING that a ROLLBACK keeps
- * the (empty) column. */
-static int storage_ddl_allowed(SqlCtx *cx, const char *table, const char *what, bool warn)
+/* ADD PRIMARY KEY and a full-text CREATE INDEX rebuild the table's
+ * storage when they run, which no ROLLBACK could take back: inside a block
+ * they run only on a table the block created (which every rollback drops),
+ * else 0A000 and nothing changed.  (ADD COLUMN is staged instead:
+ * sqld_add_column.) */
+static int storage_ddl_allowed(SqlCtx *cx, const char *table, const char *what)
 {
     const SqluState *st = cx->sess->u_state;
     if (!st || !st->in_block || st->undoing || sqld_goes_with_block(cx->sess, table))
         return QR_OK;
-    if (warn) {
-        sql_notice(cx, "WARNING", "01000",
-                   "%s on table \"%s\" takes effect at once: a ROLLBACK of this "
-                   "transaction block will not remove the column", what, table);
-        return QR_OK;
-    }
     qr_error_hint(cx->err, "run it outside a transaction block (or COMMIT first); on a table "
                            "created in the same block it runs before any SAVEPOINT");
     return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
@@ -562,7 +563,7 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
     }
     if (!change)
         return QR_OK;
-    int rc = storage_ddl_allowed(cx, qr_table_name(t), "CREATE INDEX ... USING fulltext", false);
+    int rc = storage_ddl_allowed(cx, qr_table_name(t), "CREATE INDEX ... USING fulltext");
     if (rc)
         return rc;
     /* a field's analysis is fixed once segments hold it: change it only
@@ -604,6 +605,19 @@ static void edit_add_index(cJSON *meta, const void *arg)
     cJSON_AddStringToObject(idxs, kv[0], kv[1]);
 }
 
+/* The storage field of column col as the session sees the table: -1 when
+ * there is none, or SQL does not show it (sqlw_col_pending). */
+static int shown_field(SqlCtx *cx, QrTable *t, const char *col)
+{
+    int fi = schema_field_index(qr_table_schema(t), col);
+    if (fi < 0)
+        return -1;
+    cJSON *meta = sqlw_meta_load(cx, qr_table_name(t));
+    bool pending = sqlw_col_pending(meta, col);
+    cJSON_Delete(meta);
+    return pending ? -1 : fi;
+}
+
 static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 {
     QrTable *t;
@@ -625,7 +639,7 @@ static int create_index(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
                           "B-tree indexes are on one column (no expressions)");
     const QrSchema *s = qr_table_schema(t);
     bool is_pk = !strcmp(col, s->primary_key);
-    int fi = schema_field_index(s, col);
+    int fi = shown_field(cx, t, col);
     if (fi < 0 && !is_pk)
         return sql_err_at(cx, -1, QR_ENOTFOUND, "42703", "column \"%s\" does not exist", col);
     if (sqlj_bool(b, "unique") && !is_pk)
@@ -778,6 +792,19 @@ static int drop_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 
 static void edit_put_col(cJSON *meta, const void *arg) { meta_put_col(meta_obj(meta, "columns"), arg); }
 
+/* Would a column made as f be stored as the field g is (so that an
+ * unshown field left by a rolled back ADD COLUMN can be taken over)? */
+static bool same_storage(const QrField *f, const QrField *g)
+{
+    return f->type == g->type && f->indexed == g->indexed && f->multi == g->multi &&
+           f->scale == g->scale && f->column == g->column && !strcmp(f->language, g->language);
+}
+
+/* ADD COLUMN: a new storage field, whose existing rows read NULL.  In a
+ * block on a table older than the block it is staged (sqld_add_column):
+ * only the block sees it until COMMIT.  A field an ADD COLUMN of a block
+ * that did not commit left behind (unshown: sqlw_col_pending) is taken
+ * over by the next ADD COLUMN of the name with the same storage. */
 static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
 {
     ColSpec cs;
@@ -785,29 +812,62 @@ static int add_column(SqlCtx *cx, QrTable *t, const cJSON *c)
     if ((rc = col_from_def(cx, sqlj_is(sqlj_get(c, "def"), "ColumnDef"), &cs)) != QR_OK)
         return rc;
     const QrSchema *s = qr_table_schema(t);
-    if (schema_field_index(s, cs.name) >= 0 || !strcmp(cs.name, s->primary_key)) {
+    const char *table = qr_table_name(t);
+    int fi = schema_field_index(s, cs.name);
+    cJSON *meta = fi >= 0 ? sqlw_meta_load(cx, table) : NULL;
+    bool adopt = fi >= 0 && sqlw_col_pending(meta, cs.name);
+    cJSON_Delete(meta);
+    if (adopt && sqld_column_of_other(cx->sess, table, cs.name)) {
+        qr_error_detail(cx->err, "another transaction is adding column \"%s\" to table \"%s\"",
+                        cs.name, table);
+        qr_error_hint(cx->err, "The transaction might succeed if retried.");
+        return sql_err_at(cx, cs.loc, QR_EBUSY, "40001",
+                          "could not serialize access due to concurrent update");
+    }
+    if ((fi >= 0 && !adopt) || !strcmp(cs.name, s->primary_key)) {
         if (sqlj_bool(c, "missing_ok")) {
             sql_notice(cx, "NOTICE", "42701",
                        "column \"%s\" of relation \"%s\" already exists, skipping", cs.name,
-                       qr_table_name(t));
+                       table);
             return QR_OK;
         }
         return sql_err_at(cx, cs.loc, QR_EEXISTS, "42701",
-                          "column \"%s\" of relation \"%s\" already exists", cs.name,
-                          qr_table_name(t));
+                          "column \"%s\" of relation \"%s\" already exists", cs.name, table);
     }
-    if (cs.is_pk || cs.not_null || cs.dflt)
+    if (cs.is_pk || cs.serial || cs.identity)
         return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
-                          "ADD COLUMN takes no PRIMARY KEY, NOT NULL or DEFAULT (existing "
-                          "rows read the new column as NULL)");
-    if ((rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD COLUMN", true)) != QR_OK)
-        return rc;
+                          "ADD COLUMN takes no PRIMARY KEY, SERIAL or identity column");
     QrField f;
     col_field(&cs, &f);
-    if ((rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
+    if (adopt && !same_storage(&f, &s->fields[fi])) {
+        qr_error_detail(cx->err, "an ADD COLUMN that did not commit left column \"%s\" behind, "
+                                 "unshown, with another storage type",
+                        cs.name);
+        qr_error_hint(cx->err, "add the column under another name");
+        return sql_err_at(cx, cs.loc, QR_EUNSUPPORTED, "0A000",
+                          "column \"%s\" of relation \"%s\" cannot be added with type %s",
+                          cs.name, table, cs.pg);
+    }
+    /* a DEFAULT or NOT NULL column is filled (and checked) by rewriting the
+     * rows, which must commit with the column: staged, in a block or not */
+    bool fill = cs.dflt || cs.not_null;
+    SqluState *st = cx->sess->u_state;
+    if (st && !st->undoing && (st->in_block || fill) && !sqld_goes_with_block(cx->sess, table))
+        rc = sqld_add_column(cx, st, t, &f, adopt, edit_put_col, &cs);
+    else if (!adopt && (rc = qr_table_add_field(t, &f, cx->err)) != QR_OK)
         return rc;
-    /* the storage field exists now: its declared type too */
-    return sqld_meta_now(cx, qr_table_name(t), edit_put_col, &cs);
+    else /* the storage field exists now: its declared type too */
+        rc = sqld_meta_now(cx, table, edit_put_col, &cs);
+    if (rc != QR_OK || !fill || !st)
+        return rc;
+    rc = sqld_fill_column(cx, st, table, cs.name, cs.dflt);
+    if (rc == QR_ECONSTRAINT && !strcmp(qr_error_sqlstate(cx->err), "23502")) {
+        qr_error_clear(cx->err); /* PostgreSQL's words for it */
+        return sql_err_at(cx, cs.loc, QR_ECONSTRAINT, "23502",
+                          "column \"%s\" of relation \"%s\" contains null values", cs.name,
+                          table);
+    }
+    return rc;
 }
 
 /* The sequence a DEFAULT nextval('<seq>'::regclass) draws from, or NULL. */
@@ -833,7 +893,7 @@ static int alter_column(SqlCtx *cx, QrTable *t, const cJSON *c, const char *sub)
 {
     const char *col = sqlj_str(c, "name");
     const QrSchema *s = qr_table_schema(t);
-    if (!col || (schema_field_index(s, col) < 0 && strcmp(col, s->primary_key) != 0))
+    if (!col || (shown_field(cx, t, col) < 0 && strcmp(col, s->primary_key) != 0))
         return sql_err_at(cx, -1, QR_ENOTFOUND, "42703",
                           "column \"%s\" of relation \"%s\" does not exist", col ? col : "",
                           qr_table_name(t));
@@ -932,8 +992,7 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             if (cJSON_GetArraySize(keys) != 1)
                 return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
                                   "a Quarry table needs a primary key of exactly one column");
-            rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD PRIMARY KEY",
-                                     false);
+            rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD PRIMARY KEY");
             if (rc == QR_OK)
                 rc = sqlw_add_primary_key(cx, t, sqlj_sval(cJSON_GetArrayItem(keys, 0)),
                                           sqlj_loc(k));

@@ -170,10 +170,11 @@ int sqli_set(SqlCtx *cx, SqluState *st, const char *name, const cJSON *args, con
 
 /* ---- pinned snapshots ---- */
 
-static uint64_t schema_print(const QrSchema *s)
+/* Fingerprint of the schema's first n fields (names and types). */
+static uint64_t schema_print(const QrSchema *s, int n)
 {
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)s->n_fields;
-    for (int f = 0; f < s->n_fields; f++) {
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)n;
+    for (int f = 0; f < n && f < s->n_fields; f++) {
         for (const char *p = s->fields[f].name; *p; p++)
             h = (h ^ (uint8_t)*p) * 1099511628211ull;
         h = (h ^ (uint64_t)s->fields[f].type ^ 0x100u) * 1099511628211ull;
@@ -219,7 +220,8 @@ static bool pin_add(SqluState *st, QrTable *t, Snapshot *snap)
     SqliPin *p = &st->pins[st->n_pins++];
     snprintf(p->table, sizeof p->table, "%s", t->name);
     p->tab = t->table;
-    p->schema_fp = schema_print(table_schema(t->table));
+    p->n_fields = table_schema(t->table)->n_fields;
+    p->schema_fp = schema_print(table_schema(t->table), p->n_fields);
     p->snap = snap;
     return true;
 }
@@ -287,17 +289,21 @@ static Snapshot *level_snapshot(SqluState *st, QrTable *t)
 {
     if (st->iso != SQLI_REPEATABLE_READ)
         return table_snapshot(t->table);
-    uint64_t fp = schema_print(table_schema(t->table));
+    const QrSchema *sc = table_schema(t->table);
     for (int i = 0; i < st->n_pins; i++) {
         SqliPin *p = &st->pins[i];
         if (strcmp(p->table, t->name) != 0)
             continue;
-        if (p->tab != t->table || p->schema_fp != fp) {
+        /* fields added since (ADD COLUMN) keep the snapshot: its segments
+         * read them as NULL, as any segment older than a field does */
+        if (p->tab != t->table || sc->n_fields < p->n_fields ||
+            p->schema_fp != schema_print(sc, p->n_fields)) {
             /* the table changed shape (or is another table by that name) */
             snapshot_release(p->snap);
             p->snap = table_snapshot(t->table);
             p->tab = t->table;
-            p->schema_fp = fp;
+            p->n_fields = sc->n_fields;
+            p->schema_fp = schema_print(sc, p->n_fields);
         }
         atomic_fetch_add(&p->snap->refs, 1);
         return p->snap;

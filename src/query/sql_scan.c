@@ -137,8 +137,8 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
                     .attnum = hidden_pk ? 0 : 1, .hidden = hidden_pk};
     n++;
     for (int f = 0; f < s->n_fields; f++) {
-        if (!strcmp(s->fields[f].name, s->primary_key))
-            continue;
+        if (!strcmp(s->fields[f].name, s->primary_key) || sqlw_col_pending(meta, s->fields[f].name))
+            continue; /* (an ADD COLUMN of an open block, or of one that did not commit) */
         QrSqlType ty = sql_field_type(s->fields[f].type), decl;
         const char *dn = meta ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(
                                     sqlw_meta_col(meta, s->fields[f].name), "type"))
@@ -1675,6 +1675,12 @@ static int run_fill(SqlDocSrc *src, SqlCtx *cx, SqlBatch *b, int c)
         R->rf.doc = NULL;
         if (!docs) {
             rc = fetch_col(cx, sc, R->snap, b->seg, b->docs[p], c, &row[c], &R->rf);
+            if (R->rf.doc) { /* a segment older than the column: read from the document */
+                if (rc == QR_OK)
+                    rc = sqlv_own(cx, &row[c]);
+                cJSON_Delete(R->rf.doc);
+                R->rf.doc = NULL;
+            }
             continue;
         }
         for (int k = 0; k < R->n_doc_cols && rc == QR_OK; k++)

@@ -42,25 +42,40 @@
  * storage when it runs, so its metadata is committed then too
  * (sqld_meta_now), the staged copy following along.
  *
- * ADD COLUMN, ADD PRIMARY KEY and a full-text CREATE INDEX rebuild or
- * extend the table's storage when they run, which no rollback could take
- * back; in a block they run only on a table every rollback still possible
- * drops (sqld_goes_with_block: the block created it, and no savepoint was
- * set since), and are refused with 0A000 on any other.
+ * ADD COLUMN on an older table (and ADD COLUMN ... DEFAULT / NOT NULL
+ * outside a block, whose rewritten rows must commit with the column) adds
+ * the storage field at once, but only after the committed sql.json lists
+ * it in "pending_columns": SQL shows a pending field only where the
+ * sql.json it reads also has its entry under "columns", i.e. the block's
+ * staged copy, until COMMIT publishes (and journals) that copy with the
+ * rows.  A rollback forgets the copy; the unshown field is taken over by
+ * the next ADD COLUMN of the name (sql_ddl.c).  A process-wide registration
+ * (the created registry, marked `column`) makes another session's ADD
+ * COLUMN of the name 40001 while the block is open.
+ *
+ * ADD PRIMARY KEY and a full-text CREATE INDEX rebuild the table's storage
+ * when they run, which no rollback could take back; in a block they run
+ * only on a table every rollback still possible drops
+ * (sqld_goes_with_block: the block created it, and no savepoint was set
+ * since), and are refused with 0A000 on any other.
  */
 #include "query/sequence.h"
 #include "query/sql_int.h"
 #include "query/sql_w.h"
 #include "store/util.h"
 
+#include <pg_query.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 
-/* First byte of an undo entry that is not SQL: UNDO_BTREE table UNDO_BTREE col. */
+/* First byte of an undo entry that is not SQL: UNDO_BTREE table UNDO_BTREE col;
+ * UNDO_COLUMN table: nothing to run (ADD COLUMN's staged entry goes with the
+ * staged metadata), it only marks where the column's registration lies. */
 #define UNDO_BTREE '\x01'
+#define UNDO_COLUMN '\x02'
 
 static bool names_index_on(const cJSON *meta, const char *col);
 
@@ -175,6 +190,7 @@ typedef struct Created {
     int undo_at;                /* its undo statement's index in the owner's list */
     char name[QR_NAME_MAX + 1];
     char col[QR_NAME_MAX + 1];  /* a B-tree on this column of table `name`; "": the table */
+    bool column;                /* not a B-tree: col is a column the block is adding */
 } Created;
 
 static pthread_mutex_t created_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -182,7 +198,8 @@ static Created *created;        /* guarded by created_lock */
 static int n_created, cap_created;
 static _Atomic int any_created; /* n_created, read without the lock */
 
-static bool created_add(const QrSqlSession *s, int undo_at, const char *name, const char *col)
+static bool created_add(const QrSqlSession *s, int undo_at, const char *name, const char *col,
+                        bool column)
 {
     pthread_mutex_lock(&created_lock);
     bool ok = true;
@@ -196,7 +213,7 @@ static bool created_add(const QrSqlSession *s, int undo_at, const char *name, co
     }
     if (ok) {
         Created *c = &created[n_created++];
-        *c = (Created){.db = s->db, .owner = s, .undo_at = undo_at};
+        *c = (Created){.db = s->db, .owner = s, .undo_at = undo_at, .column = column};
         snprintf(c->name, sizeof c->name, "%s", name);
         snprintf(c->col, sizeof c->col, "%s", col);
         atomic_store(&any_created, n_created);
@@ -223,8 +240,10 @@ static void created_forget(const QrSqlSession *s, int mark)
         qr_db_ddl_bump(s->db); /* other sessions see them now (or never) */
 }
 
-/* Is `name` a table (col "") or B-tree another session's open block created? */
-static bool created_by_other(const QrSqlSession *s, const char *name, const char *col)
+/* Is `name` a table (col ""), B-tree or (column) column another session's
+ * open block created? */
+static bool created_by_other(const QrSqlSession *s, const char *name, const char *col,
+                             bool column)
 {
     if (!atomic_load(&any_created))
         return false;
@@ -232,14 +251,19 @@ static bool created_by_other(const QrSqlSession *s, const char *name, const char
     pthread_mutex_lock(&created_lock);
     for (int i = 0; i < n_created && !hit; i++)
         hit = created[i].db == s->db && created[i].owner != s && !strcmp(created[i].name, name) &&
-              !strcmp(created[i].col, col);
+              !strcmp(created[i].col, col) && created[i].column == column;
     pthread_mutex_unlock(&created_lock);
     return hit;
 }
 
 bool sqld_btree_of_other(const QrSqlSession *s, const char *table, const char *col)
 {
-    return s && table && col && col[0] && created_by_other(s, table, col);
+    return s && table && col && col[0] && created_by_other(s, table, col, false);
+}
+
+bool sqld_column_of_other(const QrSqlSession *s, const char *table, const char *col)
+{
+    return s && table && col && created_by_other(s, table, col, true);
 }
 
 bool sqld_goes_with_block(const QrSqlSession *s, const char *table)
@@ -261,7 +285,8 @@ int sqld_created(SqlCtx *cx, SqluState *st, const char *undo)
 {
     if (!undo[0])
         return QR_OK;
-    if (st->creating[0] && !created_add(cx->sess, st->n_undo, st->creating, st->creating_col))
+    if (st->creating[0] &&
+        !created_add(cx->sess, st->n_undo, st->creating, st->creating_col, false))
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     st->creating[0] = 0;
     st->creating_col[0] = 0;
@@ -284,6 +309,10 @@ void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark)
     created_forget(s, mark);
     while (st->n_undo > mark) {
         char *sql = st->undo[--st->n_undo];
+        if (sql[0] == UNDO_COLUMN) {
+            qr_free(sql);
+            continue;
+        }
         if (sql[0] == UNDO_BTREE) {
             char *col = strchr(sql + 1, UNDO_BTREE);
             if (col) {
@@ -331,7 +360,7 @@ bool sqld_dropped(const QrSqlSession *s, const char *table)
 
 bool sqld_hidden(const QrSqlSession *s, const char *table)
 {
-    return sqld_dropped(s, table) || (s && table && created_by_other(s, table, ""));
+    return sqld_dropped(s, table) || (s && table && created_by_other(s, table, "", false));
 }
 
 /* Which table is `name` now: the identity of its directory (0: none). */
@@ -473,6 +502,97 @@ int sqld_meta_now(SqlCtx *cx, const char *table, void (*edit)(cJSON *meta, const
     edit(m, arg);
     int rc = sqlw_meta_save_db(cx->sess->db, table, m, cx->err);
     cJSON_Delete(m);
+    return rc;
+}
+
+/* Add name to meta's "pending_columns" (once); false without memory. */
+static bool add_pending(cJSON *meta, const char *name)
+{
+    cJSON *a = cJSON_GetObjectItemCaseSensitive(meta, "pending_columns");
+    if (!cJSON_IsArray(a)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "pending_columns");
+        a = cJSON_AddArrayToObject(meta, "pending_columns");
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, a) if (cJSON_IsString(it) && !strcmp(it->valuestring, name)) return true;
+    return a && cJSON_AddItemToArray(a, cJSON_CreateString(name));
+}
+
+/* The field becomes storage only after the committed sql.json lists it as
+ * pending (so no other session ever shows it before the block's COMMIT
+ * publishes its entry, nor after a crash or a rollback); under the apply
+ * lock, as COMMIT checks and publishes sql.json under it, so no block's
+ * check-then-publish can lose the listing.  The staged copy and its base
+ * list it too, so the block's COMMIT check still finds the base it
+ * started from. */
+int sqld_add_column(SqlCtx *cx, SqluState *st, QrTable *t, const QrField *f, bool adopt,
+                    void (*edit)(cJSON *meta, const void *arg), const void *arg)
+{
+    const char *table = qr_table_name(t);
+    QrDb *db = cx->sess->db;
+    int rc = QR_OK;
+    txn_lock();
+    cJSON *m = sqlw_meta_load_db(db, table);
+    if (!m || !add_pending(m, f->name))
+        rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    if (rc == QR_OK)
+        rc = sqlw_meta_save_db(db, table, m, cx->err);
+    if (rc == QR_OK && !adopt)
+        rc = qr_table_add_field(t, f, cx->err);
+    txn_unlock();
+    cJSON *e = meta_entry(st, table);
+    if (rc == QR_OK && e) {
+        if (!add_pending(cJSON_GetObjectItemCaseSensitive(e, "base"), f->name) ||
+            !add_pending(cJSON_GetObjectItemCaseSensitive(e, "meta"), f->name))
+            rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        cJSON_Delete(m);
+        m = rc == QR_OK ? cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(e, "meta"), true)
+                        : NULL;
+    }
+    if (rc == QR_OK && !m)
+        rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    if (rc == QR_OK) {
+        edit(m, arg);
+        rc = sqld_meta_stage(cx, st, table, m);
+    }
+    cJSON_Delete(m);
+    if (rc != QR_OK)
+        return rc;
+    /* other sessions' ADD COLUMN of the name waits for the block's end
+     * (40001); the mark's undo entry ends the registration on rollback */
+    char undo[QR_NAME_MAX + 2];
+    snprintf(undo, sizeof undo, "%c%s", UNDO_COLUMN, table);
+    if (!created_add(cx->sess, st->n_undo, table, f->name, true))
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    return sqld_created(cx, st, undo);
+}
+
+int sqld_fill_column(SqlCtx *cx, SqluState *st, const char *table, const char *col,
+                     const cJSON *dflt)
+{
+    char sql[3 * QR_NAME_MAX + 64];
+    size_t o = (size_t)snprintf(sql, sizeof sql, "UPDATE ");
+    quote_ident(sql, sizeof sql, &o, table);
+    o += (size_t)snprintf(sql + o, sizeof sql - o, " SET ");
+    quote_ident(sql, sizeof sql, &o, col);
+    snprintf(sql + o, sizeof sql - o, " = NULL");
+    PgQueryParseResult pr = pg_query_parse(sql);
+    cJSON *root = pr.error ? NULL : cJSON_Parse(pr.parse_tree);
+    pg_query_free_parse_result(pr);
+    const cJSON *body = sqlj_get(
+        sqlj_get(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "stmts"), 0), "stmt"),
+        "UpdateStmt");
+    /* SET col = the default's own parse tree */
+    cJSON *rt = (cJSON *)sqlj_get(cJSON_GetArrayItem(sqlj_get(body, "targetList"), 0), "ResTarget");
+    if (rt && dflt && !cJSON_ReplaceItemInObjectCaseSensitive(rt, "val", cJSON_Duplicate(dflt, true)))
+        rt = NULL;
+    if (!rt)
+        body = NULL;
+    QrSqlResult res;
+    memset(&res, 0, sizeof res);
+    int rc = body ? sqlw_update(cx, st, body, &res)
+                  : qr_error_set(cx->err, QR_EINTERNAL, "cannot build the column's fill");
+    cJSON_Delete(root);
     return rc;
 }
 

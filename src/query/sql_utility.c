@@ -525,6 +525,15 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
         rc = sqld_created(cx, st, undo);
     if (rc == QR_OK && !st->copy)
         rc = txn_stmt_end(s, st, cx->err);
+    if (!st->in_block && !st->undoing && (st->meta || st->n_undo)) {
+        /* a statement that staged DDL on its own (ADD COLUMN ... DEFAULT):
+         * published with its writes, or forgotten */
+        sqld_meta_forget(s, st);
+        if (rc == QR_OK)
+            sqld_forget(s, st);
+        else
+            sqld_undo_to(s, st, 0);
+    }
     if (!st->copy)
         sqlw_release_all(s); /* a COPY keeps its table until it ends */
     if (rc != QR_OK) {

@@ -122,7 +122,9 @@ enum { SQLI_READ_COMMITTED = 0, SQLI_REPEATABLE_READ = 1 };
 typedef struct SqliPin {
     char table[QR_NAME_MAX + 1];
     const void *tab;       /* the index/ Table it was taken of (identity only) */
-    uint64_t schema_fp;    /* fingerprint of the schema it was taken under */
+    uint64_t schema_fp;    /* fingerprint of the schema's first n_fields fields it was
+                              taken under (fields added since keep the snapshot) */
+    int n_fields;
     struct Snapshot *snap; /* owns one reference */
 } SqliPin;
 
@@ -256,8 +258,8 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
 int sqld_created(SqlCtx *cx, SqluState *st, const char *undo);
 /* Is `table` one the session's open block created, dropped again by every
  * rollback still possible (no savepoint set since its CREATE)?  Storage
- * changes that cannot be undone (ADD COLUMN, ADD PRIMARY KEY, full-text
- * CREATE INDEX) run in a block only on such a table. */
+ * changes that cannot be undone (ADD PRIMARY KEY, full-text CREATE INDEX)
+ * run in a block only on such a table; ADD COLUMN on another is staged. */
 bool sqld_goes_with_block(const QrSqlSession *s, const char *table);
 /* Run the undo statements after the first `mark` ones, newest first. */
 void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
@@ -286,6 +288,21 @@ int sqld_meta_stage(SqlCtx *cx, SqluState *st, const char *table, const cJSON *m
  * committed sql.json, saved, and to the block's staged copy and its base. */
 int sqld_meta_now(SqlCtx *cx, const char *table, void (*edit)(cJSON *meta, const void *arg),
                   const void *arg);
+/* ADD COLUMN in a block on a table older than it: the storage field f is
+ * added now (or, adopt, an unshown one of a rolled back ADD COLUMN is taken
+ * over) but listed as pending in the committed sql.json, so only the block
+ * sees it (edit puts its entry into the block's staged metadata); COMMIT
+ * publishes the entry with the block's rows, a rollback forgets it. */
+int sqld_add_column(SqlCtx *cx, SqluState *st, QrTable *t, const QrField *f, bool adopt,
+                    void (*edit)(cJSON *meta, const void *arg), const void *arg);
+/* ADD COLUMN ... DEFAULT / NOT NULL: every row the statement sees gets the
+ * column's default, dflt (a parse tree; NULL: none), evaluated per row (an
+ * UPDATE t SET col = dflt into the statement's writes, which commit with
+ * the column; NOT NULL checked as for any UPDATE). */
+int sqld_fill_column(SqlCtx *cx, SqluState *st, const char *table, const char *col,
+                     const cJSON *dflt);
+/* Is table.col a column another session's open block is adding? */
+bool sqld_column_of_other(const QrSqlSession *s, const char *table, const char *col);
 /* DROP INDEX in a block: the B-tree on col goes at COMMIT (if no index
  * names col then), after sqld_meta_stage of the table. */
 int sqld_btree_drop_later(SqlCtx *cx, SqluState *st, const char *table, const char *col);
@@ -422,7 +439,10 @@ const char *sqlw_const_text(SqlCtx *cx, const cJSON *n);
  *                      "typmod": -1,          varchar(n): n + 4, as PostgreSQL
  *                      "not_null": true,
  *                      "default": "0"}},      DEFAULT expression text
- *    "indexes": {"t_n_idx": "n"}}             B-tree index names -> column
+ *    "indexes": {"t_n_idx": "n"},             B-tree index names -> column
+ *    "pending_columns": ["c"]}                storage fields an ADD COLUMN of a
+ *                                             block added: shown only once
+ *                                             "columns" lists them (its COMMIT)
  * Tables made by import or HTTP have none: their primary key type follows
  * the values given, and column types follow the storage types. */
 
@@ -439,6 +459,11 @@ int sqlw_meta_save(SqlCtx *cx, const char *table, const cJSON *meta);
 int sqlw_meta_save_db(QrDb *db, const char *table, const cJSON *meta, QrError *err);
 /* The column's entry or NULL. */
 const cJSON *sqlw_meta_col(const cJSON *meta, const char *col);
+/* Is the storage field col a column SQL does not show: one an ADD COLUMN
+ * in a block added (listed in "pending_columns") that the metadata does
+ * not list among its columns (the block has not committed, or rolled back,
+ * or the server stopped first)? */
+bool sqlw_col_pending(const cJSON *meta, const char *col);
 /* The declared primary key type: QR_SQL_INT8, QR_SQL_TEXT, or
  * QR_SQL_UNKNOWN (no metadata: follow the value). */
 QrSqlType sqlw_pk_type(const cJSON *meta);

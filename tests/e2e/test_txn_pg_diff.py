@@ -14,9 +14,10 @@ statement, a commit to t2 after the block read t included.
 The DDL scripts first add a column, a primary key and an index to tables in
 the block that created them (then ROLLBACK TO / COMMIT / ROLLBACK), then give
 each session a table of its own (u0, u1) that it drops,
-creates, alters (SET / DROP DEFAULT), indexes and drops indexes of, inside
-and outside blocks with savepoints, reading its rows and its catalog rows as
-it goes.  PostgreSQL locks a table its DDL touches until the block ends, so
+creates, alters (SET / DROP DEFAULT, ADD COLUMN: the block's until COMMIT,
+gone with a rollback), indexes and drops indexes of, inside and outside
+blocks with savepoints, reading its rows, its columns and its catalog rows
+as it goes.  PostgreSQL locks a table its DDL touches until the block ends, so
 the other session reads that table only outside blocks and only while no
 open block has changed it (Quarry would not make it wait); it reads the
 table's catalog rows at any time (an open block's new table and indexes are
@@ -127,7 +128,8 @@ RR_ACROSS = [(0, "BEGIN ISOLATION LEVEL REPEATABLE READ"), (0, "SELECT id, v FRO
 
 # ADD COLUMN, ADD PRIMARY KEY and a B-tree in the block that created the
 # table (savepoints before the CREATE): they go or stay with it.  (On a
-# table the block did not create Quarry refuses them, 0A000: not compared.)
+# table the block did not create Quarry refuses the last two, 0A000: not
+# compared; ADD COLUMN is in ddl_script.)
 CREATED_ALTERED = [
     (0, "BEGIN"), (0, "SAVEPOINT a"), (0, "CREATE TABLE w0 (id bigint PRIMARY KEY, v int)"),
     (0, "ALTER TABLE w0 ADD COLUMN c int"), (0, "CREATE INDEX w0_c ON w0 (c)"),
@@ -140,6 +142,13 @@ CREATED_ALTERED = [
     (1, "SELECT a, b, c FROM w0 ORDER BY a"),
     (0, "BEGIN"), (0, "CREATE TABLE w1 (id bigint PRIMARY KEY)"), (0, "ALTER TABLE w1 ADD COLUMN c int"),
     (0, "INSERT INTO w1 VALUES (1, 1)"), (0, "ROLLBACK"), (1, "SELECT * FROM w1")]
+
+
+# ADD COLUMN's names and types; a table's columns by name (a column Quarry
+# takes over from an ADD COLUMN that rolled back keeps that one's place).
+COL_TYPES = ["int", "varchar(8)", "bigint"]
+COLUMNS = ("SELECT column_name FROM information_schema.columns WHERE table_name = '%s' "
+           "ORDER BY 1")
 
 
 def ddl_script(seed):
@@ -181,21 +190,39 @@ def ddl_script(seed):
             out.append((s, rnd.choice(["DROP INDEX %s_tag" % u, "DROP INDEX %s_v" % u,
                                        "DROP INDEX IF EXISTS %s_tag" % u])))
             ddl[s] = ddl[s] or in_block[s]
+        elif r < 0.41:  # columns: each name with one type, added again after a rollback
+            n = rnd.randrange(3)
+            lit = "'%d'" % k if n == 1 else str(k)
+            out.append((s, rnd.choice(["ALTER TABLE %s ADD COLUMN c%d %s" % (u, n, COL_TYPES[n]),
+                                       "ALTER TABLE %s ADD COLUMN IF NOT EXISTS c%d %s"
+                                       % (u, n, COL_TYPES[n]),
+                                       "ALTER TABLE %s ADD COLUMN c%d %s DEFAULT %s"
+                                       % (u, n, COL_TYPES[n], lit),
+                                       "ALTER TABLE %s ADD COLUMN c%d %s NOT NULL%s"
+                                       % (u, n, COL_TYPES[n], rnd.choice(["", " DEFAULT " + lit])),
+                                       "CREATE INDEX %s_c%d ON %s (c%d)" % (u, n, u, n)])))
+            ddl[s] = ddl[s] or in_block[s]
         elif r < 0.47:
+            n = rnd.randrange(3)
+            out.append((s, rnd.choice([
+                "UPDATE %s SET c%d = %s WHERE id = %d" % (u, n, "'%d'" % k if n == 1 else k, k),
+                "SELECT id, c%d FROM %s ORDER BY id" % (n, u),
+                "SELECT count(c%d) FROM %s" % (n, u)])))
+        elif r < 0.53:
             out.append((s, "INSERT INTO %s (id, tag) VALUES (%d, 'x') ON CONFLICT (id) DO NOTHING"
                         % (u, k)))
-        elif r < 0.52:
+        elif r < 0.56:
             out.append((s, "INSERT INTO t VALUES (%d, %d) ON CONFLICT (id) DO UPDATE SET v = excluded.v"
                         % (k, rnd.randrange(100))))
         elif r < 0.70:
             out.append((s, rnd.choice([
-                "SELECT id, v, tag FROM %s ORDER BY id" % u,
+                "SELECT id, v, tag FROM %s ORDER BY id" % u, COLUMNS % u,
                 "SELECT relname FROM pg_class WHERE relname LIKE '%s%%' ORDER BY 1" % u])))
         elif r < 0.76:
             if rnd.random() < 0.5 and not in_block[s]:  # read without waiting in PostgreSQL too
                 # (not in a block: a REPEATABLE READ one reads PostgreSQL's catalog in its snapshot)
-                out.append((s, "SELECT relname FROM pg_class WHERE relname LIKE 'u%d%%' ORDER BY 1"
-                            % o))
+                out.append((s, rnd.choice(["SELECT relname FROM pg_class WHERE relname LIKE "
+                                           "'u%d%%' ORDER BY 1" % o, COLUMNS % ("u%d" % o)])))
                 continue
             if in_block[s] or in_block[o] and ddl[o]:
                 continue
@@ -214,6 +241,7 @@ def ddl_script(seed):
     for u in ("u0", "u1"):
         out.append((0, "SELECT id, v, tag FROM %s ORDER BY id" % u))
         out.append((0, "SELECT relname FROM pg_class WHERE relname LIKE '%s%%' ORDER BY 1" % u))
+        out.append((0, COLUMNS % u))
     return out
 
 

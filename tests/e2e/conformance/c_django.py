@@ -3,7 +3,10 @@ project made here (one app: django.contrib.auth's migrations need UNIQUE and FOR
 constraints, ALTER COLUMN TYPE and DROP COLUMN, which Quarry does not have), `migrate`
 (its migration table and the app's, AutoField keys as SERIAL), CRUD, filters,
 aggregates and annotations, a transaction rolled back, nested atomic() blocks (savepoints)
-whose inner block fails."""
+whose inner block fails.  Then two more migrations, as Django runs them (each in a
+transaction block): one adds a column with a default (ADD COLUMN ... DEFAULT ... NOT NULL,
+then DROP DEFAULT) and commits; the next adds a column and fails, and its rollback must
+take the column and its django_migrations row away."""
 import os
 import subprocess
 import textwrap
@@ -78,6 +81,75 @@ print(json.dumps(out, default=str))
 """
 
 
+MIGRATIONS = {
+    "djapp/migrations/0002_rating.py": """
+from django.db import migrations, models
+
+class Migration(migrations.Migration):
+    dependencies = [("djapp", "0001_initial")]
+    operations = [migrations.AddField("item", "rating", models.IntegerField(default=5))]
+""",
+    "djapp/migrations/0003_note.py": """
+from django.db import migrations, models
+
+class Migration(migrations.Migration):
+    dependencies = [("djapp", "0002_rating")]
+    operations = [migrations.AddField("item", "note", models.CharField(max_length=20, null=True)),
+                  migrations.RunSQL("SELECT nope FROM djapp_item")]
+""",
+}
+
+MIGRATE = r"""
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+os.environ["DJANGO_SETTINGS_MODULE"] = "djsite.settings"
+import django
+django.setup()
+from django.core.management import call_command
+from django.db import connection
+out = {}
+try:
+    call_command("migrate", verbosity=0)
+    out["migrate"] = "ok"
+except Exception as e:
+    out["migrate"] = type(e).__name__
+with connection.cursor() as c:
+    c.execute("SELECT name FROM django_migrations WHERE app = 'djapp' ORDER BY name")
+    out["applied"] = [r[0] for r in c.fetchall()]
+    c.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'djapp_item' "
+              "ORDER BY 1")
+    out["columns"] = [r[0] for r in c.fetchall()]
+    c.execute("SELECT count(*), min(rating), max(rating) FROM djapp_item")
+    out["rating"] = list(c.fetchone())
+    c.execute("INSERT INTO djapp_item (shelf_id, title, price, stock, rating) VALUES (1, 'r', 1, 0, 9)")
+    c.execute("SELECT column_default FROM information_schema.columns "
+              "WHERE table_name = 'djapp_item' AND column_name = 'rating'")
+    out["rating_default"] = c.fetchone()[0]
+print(json.dumps(out, default=str))
+"""
+
+
+def migrate_more(ctx, root, env):
+    """0002 adds a column with a default and commits; 0003 adds one and fails."""
+    for name, text in MIGRATIONS.items():
+        with open(os.path.join(root, name), "w") as f:
+            f.write(text)
+    p = subprocess.run(["/usr/bin/python3", "-c", MIGRATE, root], cwd=root, env=env,
+                       capture_output=True, text=True, timeout=180)
+    if not ctx.check(p.returncode == 0, "the migrating program ran: %s" % p.stderr[-2500:]):
+        return
+    import json
+    r = json.loads(p.stdout.strip().splitlines()[-1])
+    ctx.check(r["migrate"] == "ProgrammingError", "0003's failure reached Django: %r" % r["migrate"])
+    ctx.check(r["applied"] == ["0001_initial", "0002_rating"],
+              "0002 recorded, 0003 rolled back: %r" % r["applied"])
+    ctx.check(r["columns"] == ["added", "id", "price", "rating", "shelf_id", "stock", "title"],
+              "AddField with a default kept, the rolled back one's column gone: %r" % r["columns"])
+    ctx.check(r["rating"][1:] == [5, 5] and r["rating"][0] > 0,
+              "the rows there read the default: %r" % r["rating"])
+    ctx.check(r["rating_default"] is None, "Django's DROP DEFAULT after it: %r" % r["rating_default"])
+
+
 def run(ctx):
     root = os.path.join(ctx.work, "django")
     os.makedirs(os.path.join(root, "djsite"), exist_ok=True)
@@ -125,3 +197,4 @@ def run(ctx):
     ctx.check(r["get"] == 3, "get(): %r" % r["get"])
     ctx.check(r["nested"] == ["kept", "outer"],
               "nested atomic(): the inner block rolled back to its savepoint: %r" % r["nested"])
+    migrate_more(ctx, root, env)
