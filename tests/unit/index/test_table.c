@@ -23,11 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine_util.h"
 #include "index/btree.h"
+#include "index/table_backup.h"
 #include "store/mem.h"
 #include "store/util.h"
 
@@ -2035,6 +2037,139 @@ Test(table, in_memory_tier_stays_bounded_and_flushes)
     cr_assert_gt(ti.nrt_flushes + ti.merges_done, flushes, "a flush ran");
     check(t, &m, "after the age flush");
     close_reopen_check(t, dir, &o, &m, "reopened");
+    eu_store_free(&m);
+    free(dir);
+}
+
+/* Bytes in the table's WAL directory. */
+static uint64_t wal_dir_bytes(const char *dir)
+{
+    char w[4096 + 8], f[8192 + 300];
+    snprintf(w, sizeof w, "%s/wal", dir);
+    DIR *d = opendir(w);
+    cr_assert_not_null(d);
+    uint64_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        snprintf(f, sizeof f, "%s/%s", w, e->d_name);
+        if (e->d_name[0] != '.' && stat(f, &st) == 0)
+            n += (uint64_t)st.st_size;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The newest segment file of the directory (the highest id). */
+static void newest_segment(const char *dir, char *out, size_t cap)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    unsigned long long best = 0, id;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (sscanf(e->d_name, "seg-%16llx.qseg", &id) == 1 && strlen(e->d_name) == 25 &&
+            id > best)
+            best = id;
+    closedir(d);
+    cr_assert_gt(best, 0ull);
+    snprintf(out, cap, "%s/seg-%016llx.qseg", dir, best);
+}
+
+/* A bulk commit of puts journals its segment files by id (a WAL_SEGMENT
+ * record), not its documents: the WAL grows by a few bytes, and a crash
+ * image replays the commit from the fsynced file -- upserts replacing their
+ * committed copies, later small commits on top, exactly once.  Deletes in
+ * the batch, or an in-memory tier holding older commits, make it journal
+ * the documents as before.  A missing file is corruption, which a salvage
+ * leaves out. */
+Test(table, a_bulk_commit_logs_its_segments_not_its_documents)
+{
+    char *dir = path_in("t");
+    TableOpts o = opts_for(false, 64);
+    o.fsync = QR_FSYNC_COMMIT; /* the files are fsynced before their record */
+    Table *t = create(dir, &o);
+    EuStore m;
+    eu_store_init(&m);
+    uint64_t rng = 77;
+    QrError e;
+    qr_error_clear(&e);
+    for (int k = 0; k < 40; k++)
+        put(t, &m, &rng, k);
+    commit(t);
+    cr_assert_eq(table_flush(t, &e), QR_OK, "%s", e.message); /* the in-memory tier empty */
+    /* 1. new keys and upserts of committed ones, by segment */
+    TableBatch *b = begin(t);
+    table_batch_set_bulk(b, true);
+    uint64_t w0 = wal_dir_bytes(dir);
+    for (int k = 20; k < 220; k++)
+        bput(b, &m, &rng, k);
+    bcommit(b);
+    uint64_t grew = wal_dir_bytes(dir) - w0;
+    cr_assert_lt(grew, 512, "a bulk commit of 200 documents wrote %llu WAL bytes",
+                 (unsigned long long)grew);
+    check(t, &m, "bulk commit");
+    check_crash_image(dir, &o, &m, "crash image after a bulk commit by segment");
+    /* an online backup takes the segment the WAL names, not only the manifest's */
+    char *bk = path_in("backup");
+    eu_rmtree(bk);
+    cr_assert_eq(table_backup_dir(dir, bk, NULL, &e), QR_OK, "%s", e.message);
+    Table *bt = reopen(bk, &o);
+    check(bt, &m, "backup taken after a bulk commit by segment");
+    close_table(bt);
+    eu_rmtree(bk);
+    free(bk);
+    /* 2. a small commit after it, upserting and deleting its keys: replayed on top */
+    put(t, &m, &rng, 100);
+    del(t, &m, 101);
+    put(t, &m, &rng, 5000);
+    commit(t);
+    check_crash_image(dir, &o, &m, "crash image: a small commit after the bulk one");
+    /* 3. the in-memory tier holds that commit: the next bulk commit journals
+     * its documents, and its upsert of key 100 wins on replay */
+    w0 = wal_dir_bytes(dir);
+    for (int k = 100; k < 140; k++)
+        bput(b, &m, &rng, k);
+    bcommit(b);
+    cr_assert_gt(wal_dir_bytes(dir) - w0, 40 * 20, "behind the in-memory tier: documents");
+    check_crash_image(dir, &o, &m, "crash image: bulk commit behind the in-memory tier");
+    /* 4. a bulk batch with a delete journals its documents */
+    cr_assert_eq(table_flush(t, &e), QR_OK, "%s", e.message);
+    w0 = wal_dir_bytes(dir);
+    for (int k = 300; k < 340; k++)
+        bput(b, &m, &rng, k);
+    bdel(b, &m, 30);
+    bcommit(b);
+    cr_assert_gt(wal_dir_bytes(dir) - w0, 40 * 20, "a batch with a delete: documents");
+    check_crash_image(dir, &o, &m, "crash image: bulk commit with a delete");
+    /* 5. by segment again; then its file lost from a crash image */
+    for (int k = 400; k < 440; k++)
+        bput(b, &m, &rng, k);
+    bcommit(b);
+    check_crash_image(dir, &o, &m, "crash image after a second bulk commit by segment");
+    char *img = path_in("lost");
+    eu_rmtree(img);
+    eu_copy_tree(dir, img);
+    char seg[4096 + 64];
+    newest_segment(img, seg, sizeof seg);
+    cr_assert_eq(unlink(seg), 0);
+    Table *c = NULL;
+    qr_error_clear(&e);
+    cr_assert_eq(table_open(img, &o, &c, &e), QR_ECORRUPT, "a lost segment file: %s", e.message);
+    cr_assert(strstr(e.message, "committed by the write-ahead log"), "%s", e.message);
+    TableOpts sv = o;
+    sv.salvage = true;
+    c = reopen(img, &sv);
+    Snapshot *s = table_snapshot(c);
+    uint64_t live = s->n_live;
+    snapshot_release(s);
+    cr_assert_eq(live, (uint64_t)eu_store_live(&m) - 40, "salvage leaves the 40 out");
+    close_table(c);
+    eu_rmtree(img);
+    free(img);
+    table_batch_free(b);
+    close_table(t);
+    check_crash_image(dir, &o, &m, "closed: the files as a restart finds them");
     eu_store_free(&m);
     free(dir);
 }
