@@ -319,6 +319,8 @@ typedef struct BatchSeg {
     roaring_bitmap_t *bdel; /* owns: its docs deleted inside the batch (maybe empty) */
     uint64_t id;
     bool durable;           /* a file written for a bulk batch, fsynced unless --fsync off */
+    bool logged;            /* recovery's: the file a committed WAL_SEGMENT record names,
+                               which the WAL owns -- never removed with the batch */
 } BatchSeg;
 
 /* Encoding of TableBatch.recs: per put or delete the WAL record the commit
@@ -376,6 +378,8 @@ static void batch_poison(TableBatch *b, const QrError *cause)
  * committed). */
 static void batch_seg_drop(BatchSeg *bs, bool remove)
 {
+    if (bs->logged)
+        remove = false;
     if (bs->seg) {
         char path[4096];
         snprintf(path, sizeof path, "%s", seg_path(bs->seg));
@@ -1139,7 +1143,9 @@ int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
     uint64_t hi = log ? lo + (by_segment ? (uint64_t)b->n_segs : b->n_ops) : b->lsn_hi;
     for (int k = 0; k < b->n_segs; k++) {
         seg_set_lsn_range(b->segs[k].seg, lo, hi);
-        if ((rc = seg_sync_btrees(b->segs[k].seg, &t->schema, true, false, err)) != QR_OK)
+        /* a read-only open writes no side file beside a logged segment */
+        bool build = !(t->opts.read_only && b->segs[k].logged);
+        if ((rc = seg_sync_btrees(b->segs[k].seg, &t->schema, build, false, err)) != QR_OK)
             goto fail;
     }
     /* 2. the committed copies the batch replaces or deletes */
@@ -1416,10 +1422,21 @@ int table_create(const char *dir, const QrSchema *schema, const TableOpts *opts,
 
 /* Recovery feeds the WAL to one replay batch: the records of a run go into
  * it, a COMMIT record commits it (nothing is logged again), and a run
- * without its COMMIT -- a crash or a failed commit -- is discarded. */
+ * without its COMMIT -- a crash or a failed commit -- is discarded.  A
+ * run's WAL_SEGMENT records wait in `logged` for their COMMIT: only then is
+ * the file they name opened (docs/format.md, "Bulk commits by reference"),
+ * so a record no COMMIT covers names nothing, whether its file is there or
+ * not. */
+typedef struct LoggedSeg {
+    uint64_t id, lsn;
+    uint32_t n_docs;
+} LoggedSeg;
+
 typedef struct ReplayCtx {
     Table *t;
     TableBatch *b;        /* owns: the run waiting for its COMMIT */
+    LoggedSeg *logged;    /* owns: that run's WAL_SEGMENT records */
+    size_t n_logged, cap_logged;
     uint64_t open_bytes;  /* WAL bytes of that run */
     uint64_t n_open;      /* its records applied to the batch */
     uint64_t last_lsn;
@@ -1428,27 +1445,44 @@ typedef struct ReplayCtx {
     int rc;
 } ReplayCtx;
 
-/* Replay of a WAL_SEGMENT record: the bulk commit's segment file joins the
- * replay batch with its keys, so the commit replaces their older copies as
- * it did.  A segment the manifest names already is skipped (defensive: a
- * manifest naming it has a checkpoint past the record).  A missing or
- * damaged file is corruption -- it was fsynced before its record was
- * written -- unless salvaging, which leaves the commit's documents out. */
-static int replay_segment(ReplayCtx *rc, const uint8_t *payload, size_t len, QrError *err)
+/* Does a segment of the table -- as the manifest lists them: a merge's
+ * output carries its sources' lsns -- hold the commit at `lsn`? */
+static bool lsn_in_table(const Table *t, uint64_t lsn)
+{
+    for (int i = 0; i < t->n_segs; i++) {
+        uint64_t lo, hi;
+        seg_lsn_range(t->segs[i], &lo, &hi);
+        if (!t->meta[i].in_mem && hi && lo <= lsn && lsn <= hi)
+            return true;
+    }
+    return false;
+}
+
+/* A committed WAL_SEGMENT record, replayed at its COMMIT: the bulk commit's
+ * segment file joins the replay batch with its keys, so the commit replaces
+ * their older copies as it did.  Already applied, and skipped: a segment the
+ * table names, or a missing file whose commit a named segment holds (a merge
+ * absorbed it; its manifest has a checkpoint past the record, so this is
+ * defensive).  Any other missing or damaged file is corruption -- it was
+ * fsynced before its record was written -- unless salvaging, which leaves
+ * the commit's documents out. */
+static int replay_segment(ReplayCtx *rc, const LoggedSeg *ls, QrError *err)
 {
     Table *t = rc->t;
     TableBatch *b = rc->b;
-    if (len != WAL_SEGMENT_PAYLOAD)
-        return qr_error_set(err, QR_ECORRUPT, "write-ahead log of table \"%s\" has a segment "
-                                              "record of %zu bytes (expected %d)",
-                            t->dir, len, WAL_SEGMENT_PAYLOAD);
-    uint64_t id = qr_get_u64le(payload);
-    uint32_t n_docs = qr_get_u32le(payload + 8);
+    uint64_t id = ls->id;
+    uint32_t n_docs = ls->n_docs;
     for (int i = 0; i < t->n_segs; i++)
         if (t->meta[i].id == id && !t->meta[i].in_mem)
             return QR_OK;
     char path[4096];
     table_seg_path(path, sizeof path, t->dir, id);
+    if (!qr_path_exists(path) && lsn_in_table(t, ls->lsn)) {
+        qr_log(QR_LOG_INFO, "table \"%s\": segment %llu of the commit at lsn %llu was merged "
+                            "away; a listed segment holds it",
+               t->dir, (unsigned long long)id, (unsigned long long)ls->lsn);
+        return QR_OK;
+    }
     Segment *s = NULL;
     QrError e;
     qr_error_clear(&e);
@@ -1492,7 +1526,8 @@ static int replay_segment(ReplayCtx *rc, const uint8_t *payload, size_t len, QrE
         seg_unref(s);
         return qr_error_set(err, QR_ENOMEM, "out of memory replaying a segment record");
     }
-    b->segs[b->n_segs++] = (BatchSeg){.seg = s, .bdel = bdel, .id = id, .durable = true};
+    b->segs[b->n_segs++] =
+        (BatchSeg){.seg = s, .bdel = bdel, .id = id, .durable = true, .logged = true};
     for (uint32_t d = 0; d < n_docs; d++) {
         const uint8_t *key;
         size_t klen;
@@ -1506,6 +1541,27 @@ static int replay_segment(ReplayCtx *rc, const uint8_t *payload, size_t len, QrE
     return QR_OK;
 }
 
+/* A WAL_SEGMENT record of the open run, kept until its COMMIT. */
+static int replay_note_segment(ReplayCtx *rc, uint64_t lsn, const uint8_t *payload, size_t len,
+                               QrError *err)
+{
+    if (len != WAL_SEGMENT_PAYLOAD)
+        return qr_error_set(err, QR_ECORRUPT, "write-ahead log of table \"%s\" has a segment "
+                                              "record of %zu bytes at lsn %llu (expected %d)",
+                            rc->t->dir, len, (unsigned long long)lsn, WAL_SEGMENT_PAYLOAD);
+    if (rc->n_logged == rc->cap_logged) {
+        size_t nc = rc->cap_logged ? rc->cap_logged * 2 : 8;
+        LoggedSeg *nl = qr_realloc(rc->logged, nc * sizeof *nl);
+        if (!nl)
+            return qr_error_set(err, QR_ENOMEM, "out of memory replaying a segment record");
+        rc->logged = nl;
+        rc->cap_logged = nc;
+    }
+    rc->logged[rc->n_logged++] =
+        (LoggedSeg){.id = qr_get_u64le(payload), .lsn = lsn, .n_docs = qr_get_u32le(payload + 8)};
+    return QR_OK;
+}
+
 static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *payload, size_t len)
 {
     ReplayCtx *rc = arg;
@@ -1513,7 +1569,12 @@ static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *paylo
     QrError e;
     qr_error_clear(&e);
     if (type == WAL_COMMIT) {
-        int r = table_batch_commit(rc->b, &e);
+        int r = QR_OK;
+        for (size_t i = 0; r == QR_OK && i < rc->n_logged; i++)
+            r = replay_segment(rc, &rc->logged[i], &e);
+        rc->n_logged = 0;
+        if (r == QR_OK)
+            r = table_batch_commit(rc->b, &e);
         if (r != QR_OK) {
             qr_error_copy(rc->err, &e);
             return rc->rc = r;
@@ -1521,6 +1582,7 @@ static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *paylo
         rc->applied += rc->n_open;
         rc->n_open = 0;
         rc->open_bytes = 0;
+        rc->b->lsn_lo = rc->b->lsn_hi = 0; /* (a run found applied left them) */
         return 0;
     }
     if (type != WAL_PUT && type != WAL_DELETE && type != WAL_SEGMENT)
@@ -1530,7 +1592,7 @@ static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *paylo
         rc->b->lsn_lo = lsn;
     rc->b->lsn_hi = lsn;
     if (type == WAL_SEGMENT) {
-        int r = replay_segment(rc, payload, len, &e);
+        int r = replay_note_segment(rc, lsn, payload, len, &e);
         if (r != QR_OK) {
             qr_error_copy(rc->err, &e);
             return rc->rc = r;
@@ -1780,6 +1842,10 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
             }
         }
         int k = t->n_segs++;
+        /* the commits it holds, as the manifest recorded them (a bulk
+         * commit's file was written before its lsns were known) */
+        if (ms->max_lsn)
+            seg_set_lsn_range(s, ms->min_lsn, ms->max_lsn);
         t->segs[k] = s;
         t->dels[k] = del;
         t->meta[k] = (SegMeta){.id = ms->id, .synced = true, .del_gen = ms->del_gen};
@@ -1829,8 +1895,11 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
                 rc = wal_replay(wdir, t->checkpoint_lsn, mode, replay_cb, &rcx, &st, err);
         }
         uint64_t unapplied = rcx.open_bytes; /* records of a batch that never committed */
-        /* uncommitted tail: discarded like after a crash */
+        /* uncommitted tail: discarded like after a crash (a file its
+         * WAL_SEGMENT records name was never opened: an orphan, which the
+         * next writable open removes) */
         table_batch_free(rcx.b);
+        qr_free(rcx.logged);
         qr_free(wdir);
         if (rc != QR_OK)
             goto fail;
