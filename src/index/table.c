@@ -1702,10 +1702,12 @@ static int logged_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *paylo
 }
 
 int table_wal_segments(const char *wal_dir, uint64_t from_lsn, uint64_t **ids, size_t *n,
-                       QrError *err)
+                       bool *cut_short, QrError *err)
 {
     *ids = NULL;
     *n = 0;
+    if (cut_short)
+        *cut_short = false;
     if (!qr_path_exists(wal_dir))
         return QR_OK;
     LoggedSegs ls = {0};
@@ -1713,7 +1715,9 @@ int table_wal_segments(const char *wal_dir, uint64_t from_lsn, uint64_t **ids, s
     qr_error_clear(&e);
     /* READ changes nothing; damage ends the list (the replay proper decides
      * what it means), and what was read before it counts */
-    wal_replay(wal_dir, from_lsn, WAL_REPLAY_READ, logged_cb, &ls, NULL, &e);
+    int rc = wal_replay(wal_dir, from_lsn, WAL_REPLAY_READ, logged_cb, &ls, NULL, &e);
+    if (cut_short)
+        *cut_short = rc != QR_OK && !ls.oom;
     if (ls.oom) {
         qr_free(ls.ids);
         return qr_error_set(err, QR_ENOMEM, "out of memory reading the write-ahead log");
@@ -1856,7 +1860,9 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         char *wdir = path_join(dir, "wal");
         uint64_t *logged = NULL;
         size_t n_logged = 0;
-        rc = wdir ? table_wal_segments(wdir, t->checkpoint_lsn, &logged, &n_logged, err)
+        bool cut_short = false;
+        rc = wdir ? table_wal_segments(wdir, t->checkpoint_lsn, &logged, &n_logged, &cut_short,
+                                       err)
                   : qr_error_set(err, QR_ENOMEM, "out of memory");
         qr_free(wdir);
         if (rc != QR_OK)
@@ -1864,7 +1870,11 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
         for (size_t i = 0; i < n_logged; i++)
             if (logged[i] >= t->next_seg_id && logged[i] < UINT64_MAX)
                 t->next_seg_id = logged[i] + 1;
-        if (!t->opts.read_only)
+        /* damage that is no torn tail hid the records after it: files
+         * they name must not go as strays (the replay refuses the damage,
+         * and an open that fails removes nothing; a salvage's next open
+         * removes what the salvage left unnamed) */
+        if (!t->opts.read_only && !cut_short)
             remove_stray_files(t, true, logged, n_logged);
         qr_free(logged);
     }

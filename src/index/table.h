@@ -146,9 +146,11 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
 /* The ids of the segment files that committed bulk commits in the WAL
  * directory `wal_dir` add by reference (WAL_SEGMENT records from lsn
  * `from_lsn` on, followed by their COMMIT): recovery keeps them, a backup
- * copies them.  *ids is the caller's to qr_free.  Errors: QR_ENOMEM. */
+ * copies them.  *ids is the caller's to qr_free.  *cut_short (may be NULL):
+ * damage that is no torn tail ended the read, so records after it are not
+ * in the list.  Errors: QR_ENOMEM. */
 int table_wal_segments(const char *wal_dir, uint64_t from_lsn, uint64_t **ids, size_t *n,
-                       QrError *err);
+                       bool *cut_short, QrError *err);
 /* Stop merges, checkpoint, free.  Every batch must have been freed
  * (uncommitted batches are lost, as after a crash).  NULL is a no-op. */
 void table_close(Table *t);

@@ -328,7 +328,7 @@ static int backup_once(const char *src, const char *dst, TableBackupStats *st, Q
         uint64_t *ids = NULL;
         size_t n_ids = 0;
         snprintf(b, PATH_CAP, "%s/wal", dst);
-        rc = table_wal_segments(b, m.checkpoint_lsn, &ids, &n_ids, err);
+        rc = table_wal_segments(b, m.checkpoint_lsn, &ids, &n_ids, NULL, err);
         for (size_t i = 0; i < n_ids && rc == QR_OK; i++) {
             bool named = false;
             for (uint32_t k = 0; k < m.n_segs; k++)

@@ -2251,21 +2251,23 @@ static int wal_types(const char *wal, off_t from, off_t to, uint8_t *types, off_
     return n;
 }
 
-/* Open the image read-only as quarry check does: rc and, when it opens, the
- * state; the directory exactly as it was (an uncommitted SEGMENT record's
- * file is neither opened nor removed). */
-static void check_ro_open(const char *img, const TableOpts *o, int want_rc, const EuStore *m,
-                          bool want_torn, const char *what)
+/* Open the image read-only as quarry check does (or writable, when it
+ * must fail): rc and, when it opens, the state; the directory exactly as it
+ * was (an uncommitted SEGMENT record's file is neither opened nor removed,
+ * and an open that refuses damage removes nothing). */
+static void check_open_changes_nothing(const char *img, const TableOpts *o, bool read_only,
+                                       int want_rc, const EuStore *m, bool want_torn,
+                                       const char *what)
 {
     char *before = dir_listing(img);
     TableOpts ro = *o;
-    ro.read_only = true;
-    ro.check = true;
+    ro.read_only = read_only;
+    ro.check = read_only;
     Table *r = NULL;
     QrError e;
     qr_error_clear(&e);
     int rc = table_open(img, &ro, &r, &e);
-    cr_assert_eq(rc, want_rc, "%s: read-only open gave %d: %s", what, rc, e.message);
+    cr_assert_eq(rc, want_rc, "%s: open gave %d: %s", what, rc, e.message);
     if (rc == QR_OK) {
         check(r, m, what);
         TableInfo ti;
@@ -2277,7 +2279,8 @@ static void check_ro_open(const char *img, const TableOpts *o, int want_rc, cons
         cr_assert(!strstr(e.message, "cannot be read"), "%s: %s", what, e.message);
     }
     char *after = dir_listing(img);
-    cr_assert_str_eq(after, before, "%s: the read-only open changed the directory", what);
+    cr_assert_str_eq(after, before, "%s: the %s open changed the directory", what,
+                     read_only ? "read-only" : "failed");
     free(before);
     free(after);
 }
@@ -2397,7 +2400,7 @@ Test(table, a_torn_segment_commit_is_absent_at_every_byte)
             }
             snprintf(what, sizeof what, "WAL cut at %ld (commit %ld..%ld)%s", (long)cut,
                      (long)before, (long)after, gone ? ", its files gone" : "");
-            check_ro_open(img, &o, QR_OK, want, torn, what);
+            check_open_changes_nothing(img, &o, true, QR_OK, want, torn, what);
             check_rw_open(img, &o, want, (int)cut, what);
         }
     }
@@ -2411,10 +2414,11 @@ Test(table, a_torn_segment_commit_is_absent_at_every_byte)
         snprintf(what, sizeof what, "bit flipped at %ld (COMMIT at %ld)", (long)pos,
                  (long)commit_off);
         if (pos >= commit_off) {
-            check_ro_open(img, &o, QR_OK, &m, true, what);
+            check_open_changes_nothing(img, &o, true, QR_OK, &m, true, what);
             check_rw_open(img, &o, &m, (int)pos, what);
         } else {
-            check_ro_open(img, &o, QR_ECORRUPT, NULL, false, what);
+            check_open_changes_nothing(img, &o, true, QR_ECORRUPT, NULL, false, what);
+            check_open_changes_nothing(img, &o, false, QR_ECORRUPT, NULL, false, what);
         }
     }
     free(orig);
@@ -2514,13 +2518,15 @@ Test(table, a_merge_that_absorbed_logged_segments_replays_them_as_applied)
     snprintf(p, sizeof p, "%s/%s", img, merged[0]);
     write_whole(p, data, len);
     free(data);
-    check_ro_open(img, &o, QR_OK, &m, false, "merge output without its manifest");
+    check_open_changes_nothing(img, &o, true, QR_OK, &m, false,
+                               "merge output without its manifest");
     check_rw_open(img, &o, &m, 1, "merge output without its manifest");
     /* 2. manifest written; sources, their B-trees and the old WAL still there */
     eu_rmtree(img);
     eu_copy_tree(post, img);
     add_missing_files(pre, img);
-    check_ro_open(img, &o, QR_OK, &m, false, "manifest written, sources and WAL not removed");
+    check_open_changes_nothing(img, &o, true, QR_OK, &m, false,
+                               "manifest written, sources and WAL not removed");
     check_rw_open(img, &o, &m, 2, "manifest written, sources and WAL not removed");
     /* 3. the merged segment listed, its sources gone, the checkpoint behind
      * their SEGMENT records */
@@ -2540,7 +2546,8 @@ Test(table, a_merge_that_absorbed_logged_segments_replays_them_as_applied)
     char *img3 = path_in("img3");
     eu_rmtree(img3);
     eu_copy_tree(img, img3);
-    check_ro_open(img, &o, QR_OK, &m, false, "checkpoint behind merged-away records");
+    check_open_changes_nothing(img, &o, true, QR_OK, &m, false,
+                               "checkpoint behind merged-away records");
     check_rw_open(img, &o, &m, 3, "checkpoint behind merged-away records");
     /* 4. the same, but no listed segment holds the commits: a lost file */
     cr_assert_eq(manifest_read(img3, &mi, &e), QR_OK, "%s", e.message);
