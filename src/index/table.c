@@ -1917,6 +1917,7 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
             unlink_replayed(t, first_replay_id);
         t->open_wal = st;
         t->open_salvaged = salvaged;
+        t->open_uncommitted = unapplied;
         t->recovered = rcx.applied;
         t->torn_cut = st.torn_bytes + unapplied;
         if (st.torn_bytes)
@@ -2137,10 +2138,12 @@ void table_info(Table *t, TableInfo *info)
     pthread_mutex_unlock(&t->wlock);
 }
 
-void table_open_report(Table *t, WalReplayStats *wal, int *segments_salvaged)
+void table_open_report(Table *t, WalReplayStats *wal, uint64_t *uncommitted_bytes,
+                       int *segments_salvaged)
 {
     pthread_mutex_lock(&t->wlock);
     *wal = t->open_wal;
+    *uncommitted_bytes = t->open_uncommitted;
     *segments_salvaged = t->open_salvaged;
     pthread_mutex_unlock(&t->wlock);
 }

@@ -304,8 +304,10 @@ void table_info(Table *t, TableInfo *info);
 /* Verify every segment file's checksums. */
 int table_verify(Table *t, QrError *err);
 /* What the open found in the WAL (a torn tail: cut, or left by a read-only
- * open; what a salvage set aside) and how many damaged segments a salvage
- * left out. */
-void table_open_report(Table *t, WalReplayStats *wal, int *segments_salvaged);
+ * open; what a salvage set aside; the bytes of intact records of a last
+ * batch whose COMMIT record never made it, discarded) and how many damaged
+ * segments a salvage left out. */
+void table_open_report(Table *t, WalReplayStats *wal, uint64_t *uncommitted_bytes,
+                       int *segments_salvaged);
 
 #endif

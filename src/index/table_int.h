@@ -90,6 +90,7 @@ struct Table {
     /* what the open found (table_open_report) */
     WalReplayStats open_wal;
     int open_salvaged;
+    uint64_t open_uncommitted; /* WAL bytes of a last batch without its COMMIT record */
 };
 
 /* ---- table.c ---- */

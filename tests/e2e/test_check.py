@@ -4,7 +4,8 @@ ones is corruption: exit 1, named; damage in the final record is a torn write:
 noted, exit 0 -- also when that record is the COMMIT of a bulk commit whose
 SEGMENT record names a file) and never changes a byte of the file or a file
 of the table; opening the table refuses
-the same damage; `check --salvage` keeps the commits before it and sets the
+the same damage; a WAL that ends before an upload's COMMIT record is noted,
+and the upload's segment file is an orphan; `check --salvage` keeps the commits before it and sets the
 rest aside; a damaged B-tree side file is reported, then rebuilt by a salvage;
 files are created 0600 and directories 0700."""
 import json
@@ -151,6 +152,44 @@ def wal_bit_flips(dd, pristine):
     check(rc == 0 and "t: ok" in out, "check passes after the salvage: %r" % out)
 
 
+def missing_commit(dd, pristine):
+    """The WAL ends after the last upload's SEGMENT record, its COMMIT never
+    written (a crash between the pages of one write): check notes a batch
+    without its COMMIT, exit 0, and changes nothing; the commit is absent;
+    a writable open removes its segment file, an orphan."""
+    data = os.path.join(dd.path, "nocommit")
+    shutil.copytree(pristine, data)
+    wdir = os.path.join(data, "tables", "t", "wal")
+    wal = os.path.join(wdir, sorted(os.listdir(wdir))[0])
+    orig, recs = wal_records(wal)
+    if not check([r[2] for r in recs[-2:]] == PER_COMMIT, "last upload: SEGMENT, COMMIT"):
+        return
+    with open(wal, "r+b") as f:
+        f.truncate(recs[-1][0])
+    with open(wal, "rb") as f:
+        cut = f.read()
+    tdir = os.path.join(data, "tables", "t")
+    files = sorted(os.listdir(tdir))
+    rc, out, err = run(["check"], data)
+    check(rc == 0 and "t: ok" in out and "without its COMMIT record" in out and
+          "torn write" not in out, "check notes the batch without its COMMIT: %r" % out)
+    with open(wal, "rb") as f:
+        check(f.read() == cut, "check left the WAL file untouched")
+    check(sorted(os.listdir(tdir)) == files, "check left the table's files as they were")
+    rc, n, err = count(data)
+    check(rc == 0 and n == str((BATCHES - 1) * PER_BATCH),
+          "the uncommitted upload is absent: %s %r" % (n, err[-200:]))
+    rc, out, err = run(["flush", "t"], data)
+    check(rc == 0, "a writable open: " + err[-200:])
+    segs = lambda: sorted(f for f in os.listdir(tdir) if f.endswith(".qseg"))
+    check(len(segs()) == len([f for f in files if f.endswith(".qseg")]) - 1,
+          "the orphan segment file is removed: %s" % segs())
+    rc, out, err = run(["check"], data)
+    check(rc == 0 and "t: ok" in out and "note" not in out, "check is clean after: %r" % out)
+    rc, n, err = count(data)
+    check(rc == 0 and n == str((BATCHES - 1) * PER_BATCH), "still %s docs" % n)
+
+
 def btree_damage(dd, pristine):
     data = os.path.join(dd.path, "bt")
     shutil.copytree(pristine, data)
@@ -215,6 +254,7 @@ def main():
             check(rc == 0 and n == str(BATCHES * PER_BATCH),
                   "all %d acknowledged docs recover: %s %r" % (BATCHES * PER_BATCH, n, err[-200:]))
             wal_bit_flips(dd, pristine)
+            missing_commit(dd, pristine)
             btree_damage(dd, pristine)
             modes(dd, pristine)
         rc, out, err = run(["check"], os.path.join(dd.path, "nowhere"))
