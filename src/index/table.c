@@ -27,8 +27,12 @@
  *     an uncommitted batch is ever in the WAL while the table runs, and the
  *     checkpoint LSN is the WAL's next LSN -- or the lowest LSN of an
  *     in-memory segment's commits, which no file holds yet.
- *   - A segment file is referenced by the durable MANIFEST only after it was
- *     fsynced; files the manifest does not name are deleted on open.
+ *   - A segment file is referenced by the durable MANIFEST, or by a
+ *     committed WAL_SEGMENT record, only after it was fsynced; files named
+ *     by neither are deleted on open.  A bulk commit logs its segments by
+ *     id instead of its documents only while the in-memory tier is empty,
+ *     so any manifest naming such a segment has a checkpoint LSN past its
+ *     record: a replay never meets a commit older than a segment it holds.
  *     Batches write their segment files before they commit; those files are
  *     named by nothing until the commit, so only open (when no batch
  *     exists) removes unnamed segment files -- merges remove only stale
@@ -314,6 +318,9 @@ typedef struct BatchSeg {
     Segment *seg;           /* owns a reference */
     roaring_bitmap_t *bdel; /* owns: its docs deleted inside the batch (maybe empty) */
     uint64_t id;
+    bool durable;           /* a file written for a bulk batch, fsynced unless --fsync off */
+    bool logged;            /* recovery's: the file a committed WAL_SEGMENT record names,
+                               which the WAL owns -- never removed with the batch */
 } BatchSeg;
 
 /* Encoding of TableBatch.recs: per put or delete the WAL record the commit
@@ -341,6 +348,7 @@ struct TableBatch {
     size_t *kslot;            /* owns: open addressing, offset + 1 of a key in keys, 0 = empty */
     size_t n_kslot;           /* 0 or a power of two > 2 * n_keys */
     uint64_t n_ops, n_keys;
+    uint64_t n_dels;          /* deletes among the ops */
     bool replay;              /* recovery's batch: its records are in the WAL already */
     bool bulk;                /* commits write files, never the in-memory tier */
     uint64_t lsn_lo, lsn_hi;  /* replay: lsns of its first and last record */
@@ -370,6 +378,8 @@ static void batch_poison(TableBatch *b, const QrError *cause)
  * committed). */
 static void batch_seg_drop(BatchSeg *bs, bool remove)
 {
+    if (bs->logged)
+        remove = false;
     if (bs->seg) {
         char path[4096];
         snprintf(path, sizeof path, "%s", seg_path(bs->seg));
@@ -411,7 +421,7 @@ static void batch_reset(TableBatch *b, bool remove_files)
     } else if (b->kslot) {
         memset(b->kslot, 0, b->n_kslot * sizeof *b->kslot);
     }
-    b->n_ops = b->n_keys = 0;
+    b->n_ops = b->n_keys = b->n_dels = 0;
     b->lsn_lo = b->lsn_hi = 0;
     qr_error_clear(&b->poison);
 }
@@ -495,6 +505,7 @@ static int batch_write_builder(TableBatch *b, bool at_commit, QrError *err)
     bool to_mem = at_commit && !b->bulk && segb_n_docs(b->builder) <= t->opts.nrt_commit_docs &&
                   segb_mem_bytes(b->builder) <= t->opts.nrt_commit_bytes &&
                   atomic_load(&t->mem_bytes) <= 2 * (uint64_t)t->opts.nrt_flush_bytes;
+    bool durable = b->bulk && !b->replay && !to_mem;
     pthread_mutex_lock(&t->wlock);
     uint64_t id = t->next_seg_id++;
     pthread_mutex_unlock(&t->wlock);
@@ -507,7 +518,9 @@ static int batch_write_builder(TableBatch *b, bool at_commit, QrError *err)
         rc = segb_finish_mem(b->builder, path, id, &seg, &bdel, err);
     } else {
         table_seg_path(path, sizeof path, t->dir, id);
-        rc = segb_finish(b->builder, path, false, &bdel, err);
+        /* a bulk batch's file may be committed by id (WAL_SEGMENT): it
+         * must be durable before the record is */
+        rc = segb_finish(b->builder, path, durable && t->opts.fsync != QR_FSYNC_OFF, &bdel, err);
         if (rc == QR_OK)
             rc = seg_open(path, id, &seg, err);
         if (rc == QR_OK)
@@ -525,7 +538,7 @@ static int batch_write_builder(TableBatch *b, bool at_commit, QrError *err)
         }
         return rc;
     }
-    b->segs[b->n_segs++] = (BatchSeg){.seg = seg, .bdel = bdel, .id = id};
+    b->segs[b->n_segs++] = (BatchSeg){.seg = seg, .bdel = bdel, .id = id, .durable = durable};
     return QR_OK;
 }
 
@@ -741,6 +754,7 @@ int table_batch_delete(TableBatch *b, const uint8_t *key, size_t len, bool *foun
         return qr_error_set(err, QR_ENOMEM, "out of memory buffering a delete");
     bool in_batch = batch_del(b, key, len);
     batch_record(b, WAL_DELETE, key, len, key, len, !known);
+    b->n_dels++;
     if (found)
         *found = known ? in_batch : committed_has(b->t, key, len);
     return QR_OK;
@@ -805,6 +819,7 @@ int table_batch_absorb(TableBatch *dst, TableBatch *src, QrError *err)
     src->n_segs = 0;
     qr_buf_append(&dst->recs, src->recs.data, src->recs.len);
     dst->n_ops += src->n_ops;
+    dst->n_dels += src->n_dels;
     if (src->bulk)
         dst->bulk = true;
     batch_reset(src, false); /* its segments are dst's now */
@@ -996,18 +1011,42 @@ static int batch_resolve_deletes(Table *t, const TableBatch *b, roaring_bitmap_t
     return QR_OK;
 }
 
-/* Append the batch's records and a COMMIT record and write them to the WAL
+/* Can the commit log the batch's segments by id (WAL_SEGMENT) instead of
+ * its documents?  A bulk batch of puts only, every segment a durable file
+ * whose documents are all live, and -- so that no manifest can name one of
+ * them below its record's lsn (see the invariants at the top) -- an empty
+ * in-memory tier.  Under wlock. */
+static bool batch_logs_segments(const Table *t, const TableBatch *b)
+{
+    if (!b->bulk || b->replay || b->n_dels || b->n_segs == 0 || t->n_mem)
+        return false;
+    for (int k = 0; k < b->n_segs; k++)
+        if (!b->segs[k].durable || seg_in_memory(b->segs[k].seg) ||
+            !roaring_bitmap_is_empty(b->segs[k].bdel))
+            return false;
+    return true;
+}
+
+/* Append the batch's records (by_segment: one WAL_SEGMENT record per
+ * segment) and a COMMIT record and write them to the WAL
  * file as one wal_write (*end_lsn: the lsn after them, to sync to).  On
  * failure the WAL is as before (the write is cut back) and nothing was
  * written; when it could not be cut back the writer is poisoned and the
  * table refuses writes from then on.  Under wlock. */
-static int batch_write_wal(Table *t, const TableBatch *b, uint64_t *end_lsn, QrError *err)
+static int batch_write_wal(Table *t, const TableBatch *b, bool by_segment, uint64_t *end_lsn,
+                           QrError *err)
 {
     QrError e;
     qr_error_clear(&e);
     int rc = QR_OK;
     const uint8_t *p = b->recs.data, *end = p + b->recs.len;
-    while (rc == QR_OK && p < end) {
+    for (int k = 0; by_segment && rc == QR_OK && k < b->n_segs; k++) {
+        uint8_t rec[WAL_SEGMENT_PAYLOAD];
+        qr_put_u64le(rec, b->segs[k].id);
+        qr_put_u32le(rec + 8, seg_n_docs(b->segs[k].seg));
+        rc = wal_append(t->wal, WAL_SEGMENT, rec, sizeof rec, NULL, &e);
+    }
+    while (!by_segment && rc == QR_OK && p < end) {
         size_t n = qr_get_u32le(p + 1);
         rc = wal_append(t->wal, p[0], p + BATCH_REC_HDR, n, NULL, &e);
         p += BATCH_REC_HDR + n;
@@ -1097,13 +1136,16 @@ int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
         goto fail;
     }
     bool log = t->wal && !b->replay;
+    bool by_segment = log && batch_logs_segments(t, b);
     /* 1. every file segment of the batch gets the B-trees the schema asks
      * for now; every segment its commit's lsns */
     uint64_t lo = log ? wal_next_lsn(t->wal) : b->lsn_lo;
-    uint64_t hi = log ? lo + b->n_ops : b->lsn_hi;
+    uint64_t hi = log ? lo + (by_segment ? (uint64_t)b->n_segs : b->n_ops) : b->lsn_hi;
     for (int k = 0; k < b->n_segs; k++) {
         seg_set_lsn_range(b->segs[k].seg, lo, hi);
-        if ((rc = seg_sync_btrees(b->segs[k].seg, &t->schema, true, false, err)) != QR_OK)
+        /* a read-only open writes no side file beside a logged segment */
+        bool build = !(t->opts.read_only && b->segs[k].logged);
+        if ((rc = seg_sync_btrees(b->segs[k].seg, &t->schema, build, false, err)) != QR_OK)
             goto fail;
     }
     /* 2. the committed copies the batch replaces or deletes */
@@ -1118,7 +1160,11 @@ int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
         goto fail;
     /* 3. the WAL: written here, made durable below, outside the lock */
     uint64_t end_lsn = 0;
-    if (log && (rc = batch_write_wal(t, b, &end_lsn, err)) != QR_OK)
+    /* the segment files were fsynced when written; their names too before
+     * a record names them */
+    if (by_segment && t->opts.fsync != QR_FSYNC_OFF && (rc = qr_fsync_dir(t->dir, err)) != QR_OK)
+        goto fail;
+    if (log && (rc = batch_write_wal(t, b, by_segment, &end_lsn, err)) != QR_OK)
         goto fail;
     /* 4. apply; the snapshot is installed once the WAL promises the commit */
     for (int i = 0; i < n_nd; i++) {
@@ -1144,6 +1190,7 @@ int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
         if (!has_del)
             roaring_bitmap_free(bs->bdel);
         t->meta[i] = (SegMeta){.id = bs->id, .in_mem = in_mem, .del_dirty = has_del && !in_mem,
+                               .synced = bs->durable,
                                .born_ns = in_mem ? now : 0};
         if (in_mem) {
             t->n_mem++;
@@ -1375,10 +1422,21 @@ int table_create(const char *dir, const QrSchema *schema, const TableOpts *opts,
 
 /* Recovery feeds the WAL to one replay batch: the records of a run go into
  * it, a COMMIT record commits it (nothing is logged again), and a run
- * without its COMMIT -- a crash or a failed commit -- is discarded. */
+ * without its COMMIT -- a crash or a failed commit -- is discarded.  A
+ * run's WAL_SEGMENT records wait in `logged` for their COMMIT: only then is
+ * the file they name opened (docs/format.md, "Bulk commits by reference"),
+ * so a record no COMMIT covers names nothing, whether its file is there or
+ * not. */
+typedef struct LoggedSeg {
+    uint64_t id, lsn;
+    uint32_t n_docs;
+} LoggedSeg;
+
 typedef struct ReplayCtx {
     Table *t;
     TableBatch *b;        /* owns: the run waiting for its COMMIT */
+    LoggedSeg *logged;    /* owns: that run's WAL_SEGMENT records */
+    size_t n_logged, cap_logged;
     uint64_t open_bytes;  /* WAL bytes of that run */
     uint64_t n_open;      /* its records applied to the batch */
     uint64_t last_lsn;
@@ -1387,6 +1445,123 @@ typedef struct ReplayCtx {
     int rc;
 } ReplayCtx;
 
+/* Does a segment of the table -- as the manifest lists them: a merge's
+ * output carries its sources' lsns -- hold the commit at `lsn`? */
+static bool lsn_in_table(const Table *t, uint64_t lsn)
+{
+    for (int i = 0; i < t->n_segs; i++) {
+        uint64_t lo, hi;
+        seg_lsn_range(t->segs[i], &lo, &hi);
+        if (!t->meta[i].in_mem && hi && lo <= lsn && lsn <= hi)
+            return true;
+    }
+    return false;
+}
+
+/* A committed WAL_SEGMENT record, replayed at its COMMIT: the bulk commit's
+ * segment file joins the replay batch with its keys, so the commit replaces
+ * their older copies as it did.  Already applied, and skipped: a segment the
+ * table names, or a missing file whose commit a named segment holds (a merge
+ * absorbed it; its manifest has a checkpoint past the record, so this is
+ * defensive).  Any other missing or damaged file is corruption -- it was
+ * fsynced before its record was written -- unless salvaging, which leaves
+ * the commit's documents out. */
+static int replay_segment(ReplayCtx *rc, const LoggedSeg *ls, QrError *err)
+{
+    Table *t = rc->t;
+    TableBatch *b = rc->b;
+    uint64_t id = ls->id;
+    uint32_t n_docs = ls->n_docs;
+    for (int i = 0; i < t->n_segs; i++)
+        if (t->meta[i].id == id && !t->meta[i].in_mem)
+            return QR_OK;
+    char path[4096];
+    table_seg_path(path, sizeof path, t->dir, id);
+    if (!qr_path_exists(path) && lsn_in_table(t, ls->lsn)) {
+        qr_log(QR_LOG_INFO, "table \"%s\": segment %llu of the commit at lsn %llu was merged "
+                            "away; a listed segment holds it",
+               t->dir, (unsigned long long)id, (unsigned long long)ls->lsn);
+        return QR_OK;
+    }
+    Segment *s = NULL;
+    QrError e;
+    qr_error_clear(&e);
+    int r = seg_open(path, id, &s, &e);
+    if (r == QR_OK && seg_n_docs(s) != n_docs)
+        r = qr_error_set(&e, QR_ECORRUPT, "segment file \"%s\" has %u docs, the write-ahead log "
+                                          "says %u", path, seg_n_docs(s), n_docs);
+    if (r == QR_OK)
+        r = seg_verify(s, &e);
+    if (r != QR_OK) {
+        seg_unref(s);
+        if (r == QR_ENOMEM) {
+            qr_error_copy(err, &e);
+            return r;
+        }
+        if (t->opts.salvage) {
+            qr_log(QR_LOG_WARN, "salvage: leaving out the %u documents of segment %llu, which "
+                                "a bulk commit added: %s",
+                   n_docs, (unsigned long long)id, e.message);
+            return QR_OK;
+        }
+        qr_error_set(err, QR_ECORRUPT, "segment %llu of table \"%s\", committed by the "
+                                       "write-ahead log, cannot be read: %s",
+                     (unsigned long long)id, t->dir, e.message);
+        qr_error_hint(err, "restore the table from a backup, or salvage it (quarry check "
+                           "--salvage)");
+        return QR_ECORRUPT;
+    }
+    if (b->n_segs == b->cap_segs) {
+        int nc = b->cap_segs ? b->cap_segs * 2 : 4;
+        BatchSeg *ns = qr_realloc(b->segs, (size_t)nc * sizeof *ns);
+        if (!ns) {
+            seg_unref(s);
+            return qr_error_set(err, QR_ENOMEM, "out of memory replaying a segment record");
+        }
+        b->segs = ns;
+        b->cap_segs = nc;
+    }
+    roaring_bitmap_t *bdel = roaring_bitmap_create();
+    if (!bdel) {
+        seg_unref(s);
+        return qr_error_set(err, QR_ENOMEM, "out of memory replaying a segment record");
+    }
+    b->segs[b->n_segs++] =
+        (BatchSeg){.seg = s, .bdel = bdel, .id = id, .durable = true, .logged = true};
+    for (uint32_t d = 0; d < n_docs; d++) {
+        const uint8_t *key;
+        size_t klen;
+        if (!seg_pk(s, d, &key, &klen))
+            continue;
+        bool known = batch_key_known(b, key, klen);
+        if (!batch_reserve(b, 0, klen, !known))
+            return qr_error_set(err, QR_ENOMEM, "out of memory replaying a segment record");
+        batch_record(b, WAL_PUT, NULL, 0, key, klen, !known);
+    }
+    return QR_OK;
+}
+
+/* A WAL_SEGMENT record of the open run, kept until its COMMIT. */
+static int replay_note_segment(ReplayCtx *rc, uint64_t lsn, const uint8_t *payload, size_t len,
+                               QrError *err)
+{
+    if (len != WAL_SEGMENT_PAYLOAD)
+        return qr_error_set(err, QR_ECORRUPT, "write-ahead log of table \"%s\" has a segment "
+                                              "record of %zu bytes at lsn %llu (expected %d)",
+                            rc->t->dir, len, (unsigned long long)lsn, WAL_SEGMENT_PAYLOAD);
+    if (rc->n_logged == rc->cap_logged) {
+        size_t nc = rc->cap_logged ? rc->cap_logged * 2 : 8;
+        LoggedSeg *nl = qr_realloc(rc->logged, nc * sizeof *nl);
+        if (!nl)
+            return qr_error_set(err, QR_ENOMEM, "out of memory replaying a segment record");
+        rc->logged = nl;
+        rc->cap_logged = nc;
+    }
+    rc->logged[rc->n_logged++] =
+        (LoggedSeg){.id = qr_get_u64le(payload), .lsn = lsn, .n_docs = qr_get_u32le(payload + 8)};
+    return QR_OK;
+}
+
 static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *payload, size_t len)
 {
     ReplayCtx *rc = arg;
@@ -1394,7 +1569,12 @@ static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *paylo
     QrError e;
     qr_error_clear(&e);
     if (type == WAL_COMMIT) {
-        int r = table_batch_commit(rc->b, &e);
+        int r = QR_OK;
+        for (size_t i = 0; r == QR_OK && i < rc->n_logged; i++)
+            r = replay_segment(rc, &rc->logged[i], &e);
+        rc->n_logged = 0;
+        if (r == QR_OK)
+            r = table_batch_commit(rc->b, &e);
         if (r != QR_OK) {
             qr_error_copy(rc->err, &e);
             return rc->rc = r;
@@ -1402,14 +1582,24 @@ static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *paylo
         rc->applied += rc->n_open;
         rc->n_open = 0;
         rc->open_bytes = 0;
+        rc->b->lsn_lo = rc->b->lsn_hi = 0; /* (a run found applied left them) */
         return 0;
     }
-    if (type != WAL_PUT && type != WAL_DELETE)
+    if (type != WAL_PUT && type != WAL_DELETE && type != WAL_SEGMENT)
         return 0; /* unknown record types from a newer minor version are ignored */
     rc->open_bytes += len + WAL_RECORD_OVERHEAD;
     if (!rc->b->lsn_lo)
         rc->b->lsn_lo = lsn;
     rc->b->lsn_hi = lsn;
+    if (type == WAL_SEGMENT) {
+        int r = replay_note_segment(rc, lsn, payload, len, &e);
+        if (r != QR_OK) {
+            qr_error_copy(rc->err, &e);
+            return rc->rc = r;
+        }
+        rc->n_open++;
+        return 0;
+    }
     int r = type == WAL_PUT
                 ? table_batch_put(rc->b, (const char *)payload, len, NULL, NULL, &e)
                 : table_batch_delete(rc->b, payload, len, NULL, &e);
@@ -1428,7 +1618,15 @@ static int replay_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *paylo
  * interrupted, B-trees of fields no longer indexed, temporary files.  While
  * the table runs only stale deletes files: a batch's segment files are
  * named by nothing until it commits. */
-static void remove_stray_files(Table *t, bool all)
+static bool id_listed(const uint64_t *ids, size_t n, uint64_t id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return true;
+    return false;
+}
+
+static void remove_stray_files(Table *t, bool all, const uint64_t *logged, size_t n_logged)
 {
     DIR *d = opendir(t->dir);
     if (!d)
@@ -1444,7 +1642,7 @@ static void remove_stray_files(Table *t, bool all)
             (size_t)end == nl) {
             /* a B-tree side file: kept for a live segment whose field the
              * schema indexes */
-            keep = !all;
+            keep = !all || id_listed(logged, n_logged, id);
             if (fld >= 0 && fld < t->schema.n_fields && t->schema.fields[fld].btree) {
                 for (int i = 0; i < t->n_segs; i++)
                     if (t->meta[i].id == id)
@@ -1456,7 +1654,7 @@ static void remove_stray_files(Table *t, bool all)
                 if (t->meta[i].id == id && t->meta[i].del_gen == gen)
                     keep = true;
         } else if (sscanf(e->d_name, "seg-%16llx.qseg", &id) == 1 && nl == 4 + 16 + 5) {
-            keep = !all;
+            keep = !all || id_listed(logged, n_logged, id);
             for (int i = 0; i < t->n_segs; i++)
                 if (t->meta[i].id == id)
                     keep = true;
@@ -1471,7 +1669,63 @@ static void remove_stray_files(Table *t, bool all)
     closedir(d);
 }
 
-void table_remove_stale_files(Table *t) { remove_stray_files(t, false); }
+void table_remove_stale_files(Table *t) { remove_stray_files(t, false, NULL, 0); }
+
+/* ---- segments committed by WAL_SEGMENT records ---- */
+
+typedef struct LoggedSegs {
+    uint64_t *ids;
+    size_t n, n_committed, cap;
+    bool oom;
+} LoggedSegs;
+
+static int logged_cb(void *arg, uint8_t type, uint64_t lsn, const uint8_t *payload, size_t len)
+{
+    LoggedSegs *ls = arg;
+    (void)lsn;
+    if (type == WAL_COMMIT) {
+        ls->n_committed = ls->n;
+    } else if (type == WAL_SEGMENT && len == WAL_SEGMENT_PAYLOAD) {
+        if (ls->n == ls->cap) {
+            size_t nc = ls->cap ? ls->cap * 2 : 16;
+            uint64_t *ni = qr_realloc(ls->ids, nc * sizeof *ni);
+            if (!ni) {
+                ls->oom = true;
+                return QR_ENOMEM;
+            }
+            ls->ids = ni;
+            ls->cap = nc;
+        }
+        ls->ids[ls->n++] = qr_get_u64le(payload);
+    }
+    return 0;
+}
+
+int table_wal_segments(const char *wal_dir, uint64_t from_lsn, uint64_t **ids, size_t *n,
+                       bool *cut_short, QrError *err)
+{
+    *ids = NULL;
+    *n = 0;
+    if (cut_short)
+        *cut_short = false;
+    if (!qr_path_exists(wal_dir))
+        return QR_OK;
+    LoggedSegs ls = {0};
+    QrError e;
+    qr_error_clear(&e);
+    /* READ changes nothing; damage ends the list (the replay proper decides
+     * what it means), and what was read before it counts */
+    int rc = wal_replay(wal_dir, from_lsn, WAL_REPLAY_READ, logged_cb, &ls, NULL, &e);
+    if (cut_short)
+        *cut_short = rc != QR_OK && !ls.oom;
+    if (ls.oom) {
+        qr_free(ls.ids);
+        return qr_error_set(err, QR_ENOMEM, "out of memory reading the write-ahead log");
+    }
+    *ids = ls.ids;
+    *n = ls.n_committed;
+    return QR_OK;
+}
 
 /* A read-only open changes nothing on disk, but replaying the WAL spills
  * its batches into segment files.  They get ids above every "seg-*" file
@@ -1592,12 +1846,38 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
             }
         }
         int k = t->n_segs++;
+        /* the commits it holds, as the manifest recorded them (a bulk
+         * commit's file was written before its lsns were known) */
+        if (ms->max_lsn)
+            seg_set_lsn_range(s, ms->min_lsn, ms->max_lsn);
         t->segs[k] = s;
         t->dels[k] = del;
         t->meta[k] = (SegMeta){.id = ms->id, .synced = true, .del_gen = ms->del_gen};
     }
-    if (!t->opts.read_only)
-        remove_stray_files(t, true);
+    /* segment files that committed WAL_SEGMENT records name are kept, and
+     * new ids go above them */
+    {
+        char *wdir = path_join(dir, "wal");
+        uint64_t *logged = NULL;
+        size_t n_logged = 0;
+        bool cut_short = false;
+        rc = wdir ? table_wal_segments(wdir, t->checkpoint_lsn, &logged, &n_logged, &cut_short,
+                                       err)
+                  : qr_error_set(err, QR_ENOMEM, "out of memory");
+        qr_free(wdir);
+        if (rc != QR_OK)
+            goto fail;
+        for (size_t i = 0; i < n_logged; i++)
+            if (logged[i] >= t->next_seg_id && logged[i] < UINT64_MAX)
+                t->next_seg_id = logged[i] + 1;
+        /* damage that is no torn tail hid the records after it: files
+         * they name must not go as strays (the replay refuses the damage,
+         * and an open that fails removes nothing; a salvage's next open
+         * removes what the salvage left unnamed) */
+        if (!t->opts.read_only && !cut_short)
+            remove_stray_files(t, true, logged, n_logged);
+        qr_free(logged);
+    }
     if ((rc = table_publish_locked(t, err)) != QR_OK)
         goto fail;
     /* replay */
@@ -1625,8 +1905,11 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
                 rc = wal_replay(wdir, t->checkpoint_lsn, mode, replay_cb, &rcx, &st, err);
         }
         uint64_t unapplied = rcx.open_bytes; /* records of a batch that never committed */
-        /* uncommitted tail: discarded like after a crash */
+        /* uncommitted tail: discarded like after a crash (a file its
+         * WAL_SEGMENT records name was never opened: an orphan, which the
+         * next writable open removes) */
         table_batch_free(rcx.b);
+        qr_free(rcx.logged);
         qr_free(wdir);
         if (rc != QR_OK)
             goto fail;
@@ -1634,6 +1917,7 @@ int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err
             unlink_replayed(t, first_replay_id);
         t->open_wal = st;
         t->open_salvaged = salvaged;
+        t->open_uncommitted = unapplied;
         t->recovered = rcx.applied;
         t->torn_cut = st.torn_bytes + unapplied;
         if (st.torn_bytes)
@@ -1854,10 +2138,12 @@ void table_info(Table *t, TableInfo *info)
     pthread_mutex_unlock(&t->wlock);
 }
 
-void table_open_report(Table *t, WalReplayStats *wal, int *segments_salvaged)
+void table_open_report(Table *t, WalReplayStats *wal, uint64_t *uncommitted_bytes,
+                       int *segments_salvaged)
 {
     pthread_mutex_lock(&t->wlock);
     *wal = t->open_wal;
+    *uncommitted_bytes = t->open_uncommitted;
     *segments_salvaged = t->open_salvaged;
     pthread_mutex_unlock(&t->wlock);
 }

@@ -143,6 +143,14 @@ int table_create(const char *dir, const QrSchema *schema, const TableOpts *opts,
                  QrError *err);
 /* Open and recover.  QR_ENOTFOUND when `dir` holds no table. */
 int table_open(const char *dir, const TableOpts *opts, Table **out, QrError *err);
+/* The ids of the segment files that committed bulk commits in the WAL
+ * directory `wal_dir` add by reference (WAL_SEGMENT records from lsn
+ * `from_lsn` on, followed by their COMMIT): recovery keeps them, a backup
+ * copies them.  *ids is the caller's to qr_free.  *cut_short (may be NULL):
+ * damage that is no torn tail ended the read, so records after it are not
+ * in the list.  Errors: QR_ENOMEM. */
+int table_wal_segments(const char *wal_dir, uint64_t from_lsn, uint64_t **ids, size_t *n,
+                       bool *cut_short, QrError *err);
 /* Stop merges, checkpoint, free.  Every batch must have been freed
  * (uncommitted batches are lost, as after a crash).  NULL is a no-op. */
 void table_close(Table *t);
@@ -296,8 +304,10 @@ void table_info(Table *t, TableInfo *info);
 /* Verify every segment file's checksums. */
 int table_verify(Table *t, QrError *err);
 /* What the open found in the WAL (a torn tail: cut, or left by a read-only
- * open; what a salvage set aside) and how many damaged segments a salvage
- * left out. */
-void table_open_report(Table *t, WalReplayStats *wal, int *segments_salvaged);
+ * open; what a salvage set aside; the bytes of intact records of a last
+ * batch whose COMMIT record never made it, discarded) and how many damaged
+ * segments a salvage left out. */
+void table_open_report(Table *t, WalReplayStats *wal, uint64_t *uncommitted_bytes,
+                       int *segments_salvaged);
 
 #endif

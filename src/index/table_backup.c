@@ -18,6 +18,9 @@
  *      is durable), and replaying them on top of M's segments rebuilds every
  *      batch committed after M was written; recovery skips what the segments
  *      already hold, cuts a torn tail and discards an uncommitted batch.
+ *      Then the segment files that WAL_SEGMENT records of the copied log
+ *      name (bulk commits add their fsynced segments by id): a vanished one
+ *      was merged away after a checkpoint past its record, which 3 sees.
  *   3. Read MANIFEST again: if the checkpoint moved, WAL files the copy
  *      needed may have been dropped between 1 and 2: start over.  (Commits
  *      alone do not restart the copy, so it converges under steady ingest.)
@@ -27,6 +30,7 @@
 
 #include "index/btree.h"
 #include "index/segment.h"
+#include "index/table.h"
 #include "store/manifest.h"
 #include "store/mem.h"
 #include "store/util.h"
@@ -316,6 +320,27 @@ static int backup_once(const char *src, const char *dst, TableBackupStats *st, Q
         snprintf(b, PATH_CAP, "%s/wal", dst);
         if (rc == QR_OK)
             rc = qr_fsync_dir(b, err);
+    }
+    /* 2b. segment files that bulk commits in the copied WAL added by
+     * reference (WAL_SEGMENT): fsynced before their record, immutable, and
+     * deleted only after a checkpoint past the record (caught by 3) */
+    if (rc == QR_OK) {
+        uint64_t *ids = NULL;
+        size_t n_ids = 0;
+        snprintf(b, PATH_CAP, "%s/wal", dst);
+        rc = table_wal_segments(b, m.checkpoint_lsn, &ids, &n_ids, NULL, err);
+        for (size_t i = 0; i < n_ids && rc == QR_OK; i++) {
+            bool named = false;
+            for (uint32_t k = 0; k < m.n_segs; k++)
+                named |= m.segs[k].id == ids[i];
+            if (named)
+                continue;
+            snprintf(a, PATH_CAP, "%s/seg-%016llx.qseg", src, (unsigned long long)ids[i]);
+            snprintf(b, PATH_CAP, "%s/seg-%016llx.qseg", dst, (unsigned long long)ids[i]);
+            rc = take_verified(a, b, TAKEN_SEGMENT, ids[i], st, err);
+            st->segments += rc == QR_OK;
+        }
+        qr_free(ids);
     }
     /* 3. did a checkpoint drop WAL files the copy needs? */
     if (rc == QR_OK) {

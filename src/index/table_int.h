@@ -14,7 +14,11 @@
 
 #include "index/table.h"
 
-enum { WAL_PUT = 1, WAL_DELETE = 2, WAL_COMMIT = 3 };
+/* WAL record types (docs/format.md "Table directory and recovery"):
+ * WAL_SEGMENT adds a bulk commit's segment file, fsynced before the record
+ * is written: payload [u64le segment id][u32le n_docs]. */
+enum { WAL_PUT = 1, WAL_DELETE = 2, WAL_COMMIT = 3, WAL_SEGMENT = 4 };
+#define WAL_SEGMENT_PAYLOAD 12
 
 /* What the table knows of one committed segment, beside the Segment. */
 typedef struct SegMeta {
@@ -86,6 +90,7 @@ struct Table {
     /* what the open found (table_open_report) */
     WalReplayStats open_wal;
     int open_salvaged;
+    uint64_t open_uncommitted; /* WAL bytes of a last batch without its COMMIT record */
 };
 
 /* ---- table.c ---- */

@@ -459,7 +459,7 @@ void qr_table_stats(QrTable *t, QrTableStats *st)
 void qr_table_open_report(QrTable *t, QrOpenReport *out)
 {
     memset(out, 0, sizeof *out);
-    table_open_report(t->table, &out->wal, &out->segments_salvaged);
+    table_open_report(t->table, &out->wal, &out->uncommitted_bytes, &out->segments_salvaged);
 }
 
 static int ro_check(QrTable *t, QrError *err)

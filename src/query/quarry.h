@@ -105,9 +105,12 @@ void qr_table_stats(QrTable *t, QrTableStats *st);
 
 /* What opening a table found and did: a torn WAL tail (cut, or left by a
  * read-only open), what a salvage set aside (store/wal.h WalReplayStats),
- * and how many damaged segments a salvage left out.  quarry check prints it. */
+ * the intact records of a last batch whose COMMIT record never made it
+ * (discarded: never acknowledged), and how many damaged segments a salvage
+ * left out.  quarry check prints it. */
 typedef struct QrOpenReport {
     WalReplayStats wal;
+    uint64_t uncommitted_bytes;
     int segments_salvaged;
 } QrOpenReport;
 void qr_table_open_report(QrTable *t, QrOpenReport *out);

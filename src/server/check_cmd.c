@@ -46,6 +46,11 @@ static void print_report(const QrOpenReport *r, bool salvage)
                base_name(w->torn_file), (unsigned long long)w->torn_bytes,
                (unsigned long long)w->torn_off, w->torn_why,
                salvage ? "cut" : "the next writable open cuts them");
+    if (r->uncommitted_bytes)
+        printf("  note: the WAL ends in %llu bytes of a batch without its COMMIT record, "
+               "never acknowledged; %s\n",
+               (unsigned long long)r->uncommitted_bytes,
+               salvage ? "discarded" : "the next writable open discards them");
     if (r->segments_salvaged)
         printf("  salvaged: left out %d damaged segment(s), kept as seg-*.qseg.damaged\n",
                r->segments_salvaged);

@@ -1,8 +1,11 @@
 """`quarry check` through the real binary: a flipped bit at every byte of the
 last WAL records gets the right verdict (a damaged record followed by intact
 ones is corruption: exit 1, named; damage in the final record is a torn write:
-noted, exit 0) and never changes a byte of the file; opening the table refuses
-the same damage; `check --salvage` keeps the commits before it and sets the
+noted, exit 0 -- also when that record is the COMMIT of a bulk commit whose
+SEGMENT record names a file) and never changes a byte of the file or a file
+of the table; opening the table refuses
+the same damage; a WAL that ends before an upload's COMMIT record is noted,
+and the upload's segment file is an orphan; `check --salvage` keeps the commits before it and sets the
 rest aside; a damaged B-tree side file is reported, then rebuilt by a salvage;
 files are created 0600 and directories 0700."""
 import json
@@ -22,15 +25,21 @@ BATCHES = 6
 PER_BATCH = 10
 
 
+WAL_COMMIT, WAL_SEGMENT = 3, 4
+# an upload is a bulk commit: its segment file by id (SEGMENT) and COMMIT,
+# never its documents a second time
+PER_COMMIT = [WAL_SEGMENT, WAL_COMMIT]
+
+
 def wal_records(path):
-    """(offset, length) of each record of a WAL file: 16-byte header, then
-    [u32 len][u32 crc][u8 type][u64 lsn][payload]."""
+    """(offset, length, type) of each record of a WAL file: 16-byte header,
+    then [u32 len][u32 crc][u8 type][u64 lsn][payload]."""
     with open(path, "rb") as f:
         data = f.read()
     out, off = [], 16
     while off + 17 <= len(data):
         n = struct.unpack_from("<I", data, off)[0]
-        out.append((off, 17 + n))
+        out.append((off, 17 + n, data[off + 8]))
         off += 17 + n
     return data, out
 
@@ -66,18 +75,21 @@ def wal_bit_flips(dd, pristine):
     if not check(len(names) == 1, "one WAL file: %s" % names):
         return
     orig, recs = wal_records(os.path.join(wdir, names[0]))
-    # PUT x PER_BATCH + COMMIT per batch, after the table's own records
-    if not check(len(recs) >= BATCHES * (PER_BATCH + 1), "records: %d" % len(recs)):
+    # SEGMENT + COMMIT per batch
+    types = [r[2] for r in recs]
+    if not check(types == PER_COMMIT * BATCHES, "records: %s" % types):
         return
     data = os.path.join(dd.path, "flip")
     shutil.copytree(pristine, data)
     wal = os.path.join(data, "tables", "t", "wal", names[0])
     final_off = recs[-1][0]
-    # every byte of the last two records (the final PUT and the COMMIT; the
+    # every byte of the last two records (the final SEGMENT and the COMMIT; the
     # unit test store/test_wal.c flips every bit of the whole file), every
     # 5th of the record before, and the first byte of a few earlier ones
     offsets = list(range(recs[-2][0], len(orig))) + \
         list(range(recs[-3][0], recs[-2][0], 5)) + [recs[k][0] for k in (0, 5, len(recs) // 2)]
+    tdir = os.path.join(data, "tables", "t")
+    files = sorted(os.listdir(tdir))
     verdicts = {"torn": 0, "corrupt": 0}
     for pos in offsets:
         bad = bytearray(orig)
@@ -88,6 +100,11 @@ def wal_bit_flips(dd, pristine):
         with open(wal, "rb") as f:
             after = f.read()
         if not check(after == bytes(bad), "byte %d: check left the WAL file untouched" % pos):
+            break
+        # an uncommitted SEGMENT record's file is an orphan for the next
+        # writable open: check opens nothing of it and removes nothing
+        if not check(sorted(os.listdir(tdir)) == files,
+                     "byte %d: check left the table's files as they were" % pos):
             break
         if pos >= final_off:
             ok = rc == 0 and "t: ok" in out and "torn write" in out
@@ -103,7 +120,7 @@ def wal_bit_flips(dd, pristine):
           "verdicts over %d offsets: %s" % (len(offsets), verdicts))
 
     # the table refuses to open on the same damage; nothing changes
-    first_of_last = len(recs) - (PER_BATCH + 1)  # first record of the last batch
+    first_of_last = len(recs) - len(PER_COMMIT)  # first record of the last batch
     bad = bytearray(orig)
     bad[recs[first_of_last][0] + 20] ^= 0x10
     with open(wal, "wb") as f:
@@ -133,6 +150,44 @@ def wal_bit_flips(dd, pristine):
           "after salvage: the first %d batches (%s docs): %r" % (BATCHES - 1, n, err[-200:]))
     rc, out, err = run(["check"], data)
     check(rc == 0 and "t: ok" in out, "check passes after the salvage: %r" % out)
+
+
+def missing_commit(dd, pristine):
+    """The WAL ends after the last upload's SEGMENT record, its COMMIT never
+    written (a crash between the pages of one write): check notes a batch
+    without its COMMIT, exit 0, and changes nothing; the commit is absent;
+    a writable open removes its segment file, an orphan."""
+    data = os.path.join(dd.path, "nocommit")
+    shutil.copytree(pristine, data)
+    wdir = os.path.join(data, "tables", "t", "wal")
+    wal = os.path.join(wdir, sorted(os.listdir(wdir))[0])
+    orig, recs = wal_records(wal)
+    if not check([r[2] for r in recs[-2:]] == PER_COMMIT, "last upload: SEGMENT, COMMIT"):
+        return
+    with open(wal, "r+b") as f:
+        f.truncate(recs[-1][0])
+    with open(wal, "rb") as f:
+        cut = f.read()
+    tdir = os.path.join(data, "tables", "t")
+    files = sorted(os.listdir(tdir))
+    rc, out, err = run(["check"], data)
+    check(rc == 0 and "t: ok" in out and "without its COMMIT record" in out and
+          "torn write" not in out, "check notes the batch without its COMMIT: %r" % out)
+    with open(wal, "rb") as f:
+        check(f.read() == cut, "check left the WAL file untouched")
+    check(sorted(os.listdir(tdir)) == files, "check left the table's files as they were")
+    rc, n, err = count(data)
+    check(rc == 0 and n == str((BATCHES - 1) * PER_BATCH),
+          "the uncommitted upload is absent: %s %r" % (n, err[-200:]))
+    rc, out, err = run(["flush", "t"], data)
+    check(rc == 0, "a writable open: " + err[-200:])
+    segs = lambda: sorted(f for f in os.listdir(tdir) if f.endswith(".qseg"))
+    check(len(segs()) == len([f for f in files if f.endswith(".qseg")]) - 1,
+          "the orphan segment file is removed: %s" % segs())
+    rc, out, err = run(["check"], data)
+    check(rc == 0 and "t: ok" in out and "note" not in out, "check is clean after: %r" % out)
+    rc, n, err = count(data)
+    check(rc == 0 and n == str((BATCHES - 1) * PER_BATCH), "still %s docs" % n)
 
 
 def btree_damage(dd, pristine):
@@ -199,6 +254,7 @@ def main():
             check(rc == 0 and n == str(BATCHES * PER_BATCH),
                   "all %d acknowledged docs recover: %s %r" % (BATCHES * PER_BATCH, n, err[-200:]))
             wal_bit_flips(dd, pristine)
+            missing_commit(dd, pristine)
             btree_damage(dd, pristine)
             modes(dd, pristine)
         rc, out, err = run(["check"], os.path.join(dd.path, "nowhere"))

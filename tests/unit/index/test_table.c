@@ -23,11 +23,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine_util.h"
 #include "index/btree.h"
+#include "index/table_backup.h"
+#include "index/table_int.h"
+#include "store/manifest.h"
 #include "store/mem.h"
 #include "store/util.h"
 
@@ -557,6 +561,14 @@ static uint8_t *read_whole(const char *path, size_t *len)
     uint8_t *d;
     cr_assert_eq(qr_file_read_all(path, &d, len, NULL), QR_OK, "read %s", path);
     return d;
+}
+
+static void write_whole(const char *path, const uint8_t *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "%s", path);
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    cr_assert_eq(fclose(f), 0);
 }
 
 /* One flipped byte in the WAL with acknowledged commits after it (the
@@ -2035,6 +2047,528 @@ Test(table, in_memory_tier_stays_bounded_and_flushes)
     cr_assert_gt(ti.nrt_flushes + ti.merges_done, flushes, "a flush ran");
     check(t, &m, "after the age flush");
     close_reopen_check(t, dir, &o, &m, "reopened");
+    eu_store_free(&m);
+    free(dir);
+}
+
+/* Bytes in the table's WAL directory. */
+static uint64_t wal_dir_bytes(const char *dir)
+{
+    char w[4096 + 8], f[8192 + 300];
+    snprintf(w, sizeof w, "%s/wal", dir);
+    DIR *d = opendir(w);
+    cr_assert_not_null(d);
+    uint64_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        struct stat st;
+        snprintf(f, sizeof f, "%s/%s", w, e->d_name);
+        if (e->d_name[0] != '.' && stat(f, &st) == 0)
+            n += (uint64_t)st.st_size;
+    }
+    closedir(d);
+    return n;
+}
+
+/* The newest segment file of the directory (the highest id). */
+static void newest_segment(const char *dir, char *out, size_t cap)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    unsigned long long best = 0, id;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (sscanf(e->d_name, "seg-%16llx.qseg", &id) == 1 && strlen(e->d_name) == 25 &&
+            id > best)
+            best = id;
+    closedir(d);
+    cr_assert_gt(best, 0ull);
+    snprintf(out, cap, "%s/seg-%016llx.qseg", dir, best);
+}
+
+/* A table holding keys 0..n-1 in one commit, flushed: its in-memory tier
+ * is empty, so a bulk commit next logs its segments by id. */
+static Table *bulk_ready_table(const char *dir, const TableOpts *o, EuStore *m, uint64_t *rng,
+                               int n)
+{
+    Table *t = create(dir, o);
+    eu_store_init(m);
+    for (int k = 0; k < n; k++)
+        put(t, m, rng, k);
+    commit(t);
+    QrError e;
+    qr_error_clear(&e);
+    cr_assert_eq(table_flush(t, &e), QR_OK, "%s", e.message);
+    return t;
+}
+
+/* A bulk commit of puts journals its segment files by id (a WAL_SEGMENT
+ * record), not its documents: the WAL grows by a few bytes, and a crash
+ * image replays the commit from the fsynced file -- upserts replacing their
+ * committed copies, later small commits on top, exactly once.  Deletes in
+ * the batch, or an in-memory tier holding older commits, make it journal
+ * the documents as before.  A missing file is corruption, which a salvage
+ * leaves out. */
+Test(table, a_bulk_commit_logs_its_segments_not_its_documents)
+{
+    char *dir = path_in("t");
+    TableOpts o = opts_for(false, 64);
+    o.fsync = QR_FSYNC_COMMIT; /* the files are fsynced before their record */
+    EuStore m;
+    uint64_t rng = 77;
+    Table *t = bulk_ready_table(dir, &o, &m, &rng, 40);
+    QrError e;
+    qr_error_clear(&e);
+    /* 1. new keys and upserts of committed ones, by segment */
+    TableBatch *b = begin(t);
+    table_batch_set_bulk(b, true);
+    uint64_t w0 = wal_dir_bytes(dir);
+    for (int k = 20; k < 220; k++)
+        bput(b, &m, &rng, k);
+    bcommit(b);
+    uint64_t grew = wal_dir_bytes(dir) - w0;
+    cr_assert_lt(grew, 512, "a bulk commit of 200 documents wrote %llu WAL bytes",
+                 (unsigned long long)grew);
+    check(t, &m, "bulk commit");
+    check_crash_image(dir, &o, &m, "crash image after a bulk commit by segment");
+    /* an online backup takes the segment the WAL names, not only the manifest's */
+    char *bk = path_in("backup");
+    eu_rmtree(bk);
+    cr_assert_eq(table_backup_dir(dir, bk, NULL, &e), QR_OK, "%s", e.message);
+    Table *bt = reopen(bk, &o);
+    check(bt, &m, "backup taken after a bulk commit by segment");
+    close_table(bt);
+    eu_rmtree(bk);
+    free(bk);
+    /* 2. a small commit after it, upserting and deleting its keys: replayed on top */
+    put(t, &m, &rng, 100);
+    del(t, &m, 101);
+    put(t, &m, &rng, 5000);
+    commit(t);
+    check_crash_image(dir, &o, &m, "crash image: a small commit after the bulk one");
+    /* 3. the in-memory tier holds that commit: the next bulk commit journals
+     * its documents, and its upsert of key 100 wins on replay */
+    w0 = wal_dir_bytes(dir);
+    for (int k = 100; k < 140; k++)
+        bput(b, &m, &rng, k);
+    bcommit(b);
+    cr_assert_gt(wal_dir_bytes(dir) - w0, 40 * 20, "behind the in-memory tier: documents");
+    check_crash_image(dir, &o, &m, "crash image: bulk commit behind the in-memory tier");
+    /* 4. a bulk batch with a delete journals its documents */
+    cr_assert_eq(table_flush(t, &e), QR_OK, "%s", e.message);
+    w0 = wal_dir_bytes(dir);
+    for (int k = 300; k < 340; k++)
+        bput(b, &m, &rng, k);
+    bdel(b, &m, 30);
+    bcommit(b);
+    cr_assert_gt(wal_dir_bytes(dir) - w0, 40 * 20, "a batch with a delete: documents");
+    check_crash_image(dir, &o, &m, "crash image: bulk commit with a delete");
+    /* 5. by segment again; then its file lost from a crash image */
+    for (int k = 400; k < 440; k++)
+        bput(b, &m, &rng, k);
+    bcommit(b);
+    check_crash_image(dir, &o, &m, "crash image after a second bulk commit by segment");
+    char *img = path_in("lost");
+    eu_rmtree(img);
+    eu_copy_tree(dir, img);
+    char seg[4096 + 64];
+    newest_segment(img, seg, sizeof seg);
+    cr_assert_eq(unlink(seg), 0);
+    Table *c = NULL;
+    qr_error_clear(&e);
+    cr_assert_eq(table_open(img, &o, &c, &e), QR_ECORRUPT, "a lost segment file: %s", e.message);
+    cr_assert(strstr(e.message, "committed by the write-ahead log"), "%s", e.message);
+    TableOpts sv = o;
+    sv.salvage = true;
+    c = reopen(img, &sv);
+    Snapshot *s = table_snapshot(c);
+    uint64_t live = s->n_live;
+    snapshot_release(s);
+    cr_assert_eq(live, (uint64_t)eu_store_live(&m) - 40, "salvage leaves the 40 out");
+    close_table(c);
+    eu_rmtree(img);
+    free(img);
+    table_batch_free(b);
+    close_table(t);
+    check_crash_image(dir, &o, &m, "closed: the files as a restart finds them");
+    eu_store_free(&m);
+    free(dir);
+}
+
+/* ---- bulk commits by reference: every crash point (docs/format.md,
+ * "Bulk commits by reference") ---- */
+
+/* The sorted names in dir, joined by spaces (malloc'd): what a read-only
+ * open must leave as it found. */
+static char *dir_listing(const char *dir)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    char *names[4096];
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            cr_assert_lt(n, 4096);
+            names[n++] = strdup(e->d_name);
+        }
+    closedir(d);
+    for (int i = 1; i < n; i++) /* insertion sort: a few dozen names */
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char *x = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = x;
+        }
+    size_t len = 1;
+    for (int i = 0; i < n; i++)
+        len += strlen(names[i]) + 1;
+    char *out = malloc(len);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        strcat(out, names[i]);
+        strcat(out, " ");
+        free(names[i]);
+    }
+    return out;
+}
+
+/* The record types of WAL file bytes [from, to), and the offset of each. */
+static int wal_types(const char *wal, off_t from, off_t to, uint8_t *types, off_t *offs, int cap)
+{
+    size_t len;
+    uint8_t *d = read_whole(wal, &len);
+    cr_assert_geq((off_t)len, to);
+    int n = 0;
+    for (off_t off = from; off < to; n++) {
+        cr_assert_lt(n, cap);
+        uint32_t plen = qr_get_u32le(d + off);
+        types[n] = d[off + 8];
+        offs[n] = off;
+        off += WAL_RECORD_OVERHEAD + plen;
+        cr_assert_leq(off, to, "records end at the commit's end");
+    }
+    free(d);
+    return n;
+}
+
+/* Open the image read-only as quarry check does (or writable, when it
+ * must fail): rc and, when it opens, the state; the directory exactly as it
+ * was (an uncommitted SEGMENT record's file is neither opened nor removed,
+ * and an open that refuses damage removes nothing). */
+static void check_open_changes_nothing(const char *img, const TableOpts *o, bool read_only,
+                                       int want_rc, const EuStore *m, bool want_torn,
+                                       const char *what)
+{
+    char *before = dir_listing(img);
+    TableOpts ro = *o;
+    ro.read_only = read_only;
+    ro.check = read_only;
+    Table *r = NULL;
+    QrError e;
+    qr_error_clear(&e);
+    int rc = table_open(img, &ro, &r, &e);
+    cr_assert_eq(rc, want_rc, "%s: open gave %d: %s", what, rc, e.message);
+    if (rc == QR_OK) {
+        check(r, m, what);
+        TableInfo ti;
+        table_info(r, &ti);
+        if (want_torn)
+            cr_assert_gt(ti.torn_bytes_cut, 0, "%s: no torn bytes noted", what);
+        table_close(r);
+    } else {
+        cr_assert(!strstr(e.message, "cannot be read"), "%s: %s", what, e.message);
+    }
+    char *after = dir_listing(img);
+    cr_assert_str_eq(after, before, "%s: the %s open changed the directory", what,
+                     read_only ? "read-only" : "failed");
+    free(before);
+    free(after);
+}
+
+/* Open the image writable: the state, no segment file beyond those the
+ * table holds (orphans removed), and it takes a write and reopens. */
+static void check_rw_open(const char *img, const TableOpts *o, const EuStore *m, int salt,
+                          const char *what)
+{
+    Table *r = reopen(img, o);
+    check(r, m, what);
+    Snapshot *s = table_snapshot(r);
+    int n_segs = s->n_segs;
+    snapshot_release(s);
+    cr_assert_eq(count_files(img, ".qseg"), n_segs, "%s: orphan segment files left", what);
+    EuStore after;
+    eu_store_copy(&after, m);
+    uint64_t r2 = (uint64_t)salt;
+    int n2 = 90000;
+    batch(r, &after, &r2, &n2, 5);
+    commit(r);
+    close_table(r);
+    r = reopen(img, o);
+    check(r, &after, what);
+    close_table(r);
+    eu_store_free(&after);
+}
+
+/* The names of "seg-*.qseg" files in dir that are not in the listing. */
+static int new_seg_files(const char *dir, const char *listing, char names[][64], int cap)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *e;
+    char pat[80];
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (strncmp(e->d_name, "seg-", 4) || l < 5 || strcmp(e->d_name + l - 5, ".qseg"))
+            continue;
+        snprintf(pat, sizeof pat, "%s ", e->d_name);
+        if (strstr(listing, pat))
+            continue;
+        cr_assert_lt(n, cap);
+        snprintf(names[n++], 64, "%s", e->d_name);
+    }
+    closedir(d);
+    return n;
+}
+
+/* Torn at every byte of a bulk commit's SEGMENT records and COMMIT, and a
+ * flipped bit at every byte of them: before the COMMIT is whole the
+ * commit is absent -- its files orphans, which a read-only open (quarry
+ * check) leaves alone and notes a torn tail, and a writable open removes;
+ * also when the files are gone too (a backup copies only the files that
+ * committed records name).  Damage in a SEGMENT record followed by the
+ * intact COMMIT is corruption, never an unreadable segment.  Cut at the
+ * commit's first byte: its files were fsynced, no record yet. */
+Test(table, a_torn_segment_commit_is_absent_at_every_byte)
+{
+    char *dir = path_in("t");
+    TableOpts o = opts_for(false, 64);
+    o.builder_bytes = 200 << 10; /* the bulk batch spills: several SEGMENT records */
+    o.checkpoint_wal_bytes = 1ull << 40;
+    EuStore m, mb;
+    uint64_t rng = 91;
+    Table *t = bulk_ready_table(dir, &o, &m, &rng, 40);
+    char *wal = eu_newest_wal(dir);
+    off_t before = eu_file_size(wal);
+    char *files0 = dir_listing(dir);
+    eu_store_copy(&mb, &m);
+    TableBatch *b = begin(t);
+    table_batch_set_bulk(b, true);
+    for (int k = 20; k < 260; k++) /* upserts of committed keys and new ones */
+        bput(b, &mb, &rng, k);
+    bcommit(b);
+    table_batch_free(b);
+    check(t, &mb, "bulk commit");
+    char *w2 = eu_newest_wal(dir);
+    cr_assert_str_eq(w2, wal, "one WAL file");
+    free(w2);
+    off_t after = eu_file_size(wal);
+    uint8_t types[512];
+    off_t offs[512];
+    int n = wal_types(wal, before, after, types, offs, 512);
+    cr_assert_geq(n, 3, "two SEGMENT records at least, and the COMMIT");
+    for (int i = 0; i < n - 1; i++)
+        cr_assert_eq(types[i], WAL_SEGMENT, "record %d of the commit: type %d", i, types[i]);
+    cr_assert_eq(types[n - 1], WAL_COMMIT);
+    off_t commit_off = offs[n - 1];
+    char orphans[64][64];
+    int n_orph = new_seg_files(dir, files0, orphans, 64);
+    cr_assert_eq(n_orph, n - 1, "one file per SEGMENT record");
+    char *base = path_in("base");
+    eu_copy_tree(dir, base);
+    close_table(t);
+    const char *wal_name = strrchr(wal, '/') + 1;
+    char *img = path_in("img");
+    char wp[4096 + 64], what[160];
+    size_t wlen;
+    snprintf(wp, sizeof wp, "%s/wal/%s", base, wal_name);
+    uint8_t *orig = read_whole(wp, &wlen);
+    cr_assert_eq((off_t)wlen, after);
+    for (off_t cut = before; cut <= after; cut++) {
+        const EuStore *want = cut == after ? &mb : &m;
+        bool torn = cut > before && cut < after;
+        for (int gone = 0; gone < 2; gone++) {
+            if (gone && !torn)
+                continue;
+            eu_rmtree(img);
+            eu_copy_tree(base, img);
+            snprintf(wp, sizeof wp, "%s/wal/%s", img, wal_name);
+            cr_assert_eq(truncate(wp, cut), 0);
+            for (int i = 0; gone && i < n_orph; i++) {
+                snprintf(wp, sizeof wp, "%s/%s", img, orphans[i]);
+                cr_assert_eq(unlink(wp), 0);
+            }
+            snprintf(what, sizeof what, "WAL cut at %ld (commit %ld..%ld)%s", (long)cut,
+                     (long)before, (long)after, gone ? ", its files gone" : "");
+            check_open_changes_nothing(img, &o, true, QR_OK, want, torn, what);
+            check_rw_open(img, &o, want, (int)cut, what);
+        }
+    }
+    for (off_t pos = before; pos < after; pos++) {
+        eu_rmtree(img);
+        eu_copy_tree(base, img);
+        orig[pos] ^= (uint8_t)(1u << (pos % 8));
+        snprintf(wp, sizeof wp, "%s/wal/%s", img, wal_name);
+        write_whole(wp, orig, wlen);
+        orig[pos] ^= (uint8_t)(1u << (pos % 8));
+        snprintf(what, sizeof what, "bit flipped at %ld (COMMIT at %ld)", (long)pos,
+                 (long)commit_off);
+        if (pos >= commit_off) {
+            check_open_changes_nothing(img, &o, true, QR_OK, &m, true, what);
+            check_rw_open(img, &o, &m, (int)pos, what);
+        } else {
+            check_open_changes_nothing(img, &o, true, QR_ECORRUPT, NULL, false, what);
+            check_open_changes_nothing(img, &o, false, QR_ECORRUPT, NULL, false, what);
+        }
+    }
+    free(orig);
+    eu_rmtree(img);
+    eu_rmtree(base);
+    free(img);
+    free(base);
+    free(files0);
+    free(wal);
+    eu_store_free(&m);
+    eu_store_free(&mb);
+    free(dir);
+}
+
+/* Copy into dst every regular file of src (a directory) that dst lacks,
+ * subdirectory "wal" included: a crash image from between two moments. */
+static void add_missing_files(const char *src, const char *dst)
+{
+    DIR *d = opendir(src);
+    cr_assert_not_null(d);
+    struct dirent *e;
+    char a[4096 + 300], b[4096 + 300];
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(a, sizeof a, "%s/%s", src, e->d_name);
+        snprintf(b, sizeof b, "%s/%s", dst, e->d_name);
+        struct stat st;
+        cr_assert_eq(stat(a, &st), 0);
+        if (S_ISDIR(st.st_mode)) {
+            add_missing_files(a, b);
+        } else if (access(b, F_OK) != 0) {
+            size_t len;
+            uint8_t *data = read_whole(a, &len);
+            write_whole(b, data, len);
+            free(data);
+        }
+    }
+    closedir(d);
+}
+
+/* Bulk commits by segment, then a merge that absorbs their files, at every
+ * crash point of the merge: its output written but no manifest naming it
+ * (an orphan: the sources replay from their records); the manifest written
+ * but the sources and the WAL behind its checkpoint not yet removed (both
+ * strays); and -- defensively -- a manifest naming the merged segment with
+ * a checkpoint behind the SEGMENT records, whose files are gone: those
+ * commits replay as already applied, read-only and writable.  A file that
+ * no listed segment holds is still corruption. */
+Test(table, a_merge_that_absorbed_logged_segments_replays_them_as_applied)
+{
+    char *dir = path_in("t");
+    TableOpts o = opts_for(false, 64);
+    o.checkpoint_wal_bytes = 1ull << 40;
+    EuStore m;
+    uint64_t rng = 17;
+    Table *t = bulk_ready_table(dir, &o, &m, &rng, 30);
+    QrError e;
+    qr_error_clear(&e);
+    Manifest ma;
+    cr_assert_eq(manifest_read(dir, &ma, &e), QR_OK, "%s", e.message);
+    uint64_t ck_before = ma.checkpoint_lsn;
+    manifest_free(&ma);
+    char *wal = eu_newest_wal(dir);
+    off_t w0 = eu_file_size(wal);
+    for (int c = 0; c < 3; c++) {
+        TableBatch *b = begin(t);
+        table_batch_set_bulk(b, true);
+        for (int k = 0; k < 40; k++)
+            bput(b, &m, &rng, c == 1 && k < 10 ? k : 1000 + c * 100 + k);
+        bcommit(b);
+        table_batch_free(b);
+    }
+    cr_assert_lt(eu_file_size(wal) - w0, 3 * 64, "three commits by segment");
+    char *pre = path_in("pre"); /* before the merge: three logged segments */
+    eu_copy_tree(dir, pre);
+    char *pre_list = dir_listing(pre);
+    cr_assert_eq(table_force_merge(t, &e), QR_OK, "%s", e.message);
+    table_wait_merges(t);
+    check(t, &m, "merged");
+    Snapshot *s = table_snapshot(t);
+    cr_assert_eq(s->n_segs, 1, "one merged segment");
+    snapshot_release(s);
+    char *post = path_in("post"); /* after: the manifest names the merged segment */
+    eu_copy_tree(dir, post);
+    close_table(t);
+    char merged[4][64];
+    cr_assert_eq(new_seg_files(post, pre_list, merged, 4), 1);
+    char *img = path_in("img");
+    char p[4096 + 64];
+    /* 1. output written, no manifest naming it */
+    eu_rmtree(img);
+    eu_copy_tree(pre, img);
+    snprintf(p, sizeof p, "%s/%s", post, merged[0]);
+    size_t len;
+    uint8_t *data = read_whole(p, &len);
+    snprintf(p, sizeof p, "%s/%s", img, merged[0]);
+    write_whole(p, data, len);
+    free(data);
+    check_open_changes_nothing(img, &o, true, QR_OK, &m, false,
+                               "merge output without its manifest");
+    check_rw_open(img, &o, &m, 1, "merge output without its manifest");
+    /* 2. manifest written; sources, their B-trees and the old WAL still there */
+    eu_rmtree(img);
+    eu_copy_tree(post, img);
+    add_missing_files(pre, img);
+    check_open_changes_nothing(img, &o, true, QR_OK, &m, false,
+                               "manifest written, sources and WAL not removed");
+    check_rw_open(img, &o, &m, 2, "manifest written, sources and WAL not removed");
+    /* 3. the merged segment listed, its sources gone, the checkpoint behind
+     * their SEGMENT records */
+    eu_rmtree(img);
+    eu_copy_tree(post, img);
+    snprintf(p, sizeof p, "%s/wal", pre);
+    char q[4096 + 64];
+    snprintf(q, sizeof q, "%s/wal", img);
+    add_missing_files(p, q);
+    Manifest mi;
+    cr_assert_eq(manifest_read(img, &mi, &e), QR_OK, "%s", e.message);
+    cr_assert_gt(mi.checkpoint_lsn, ck_before);
+    mi.checkpoint_lsn = ck_before;
+    mi.generation++;
+    cr_assert_eq(manifest_write(img, &mi, false, &e), QR_OK, "%s", e.message);
+    manifest_free(&mi);
+    char *img3 = path_in("img3");
+    eu_rmtree(img3);
+    eu_copy_tree(img, img3);
+    check_open_changes_nothing(img, &o, true, QR_OK, &m, false,
+                               "checkpoint behind merged-away records");
+    check_rw_open(img, &o, &m, 3, "checkpoint behind merged-away records");
+    /* 4. the same, but no listed segment holds the commits: a lost file */
+    cr_assert_eq(manifest_read(img3, &mi, &e), QR_OK, "%s", e.message);
+    mi.segs[0].min_lsn = mi.segs[0].max_lsn = 1;
+    mi.generation++;
+    cr_assert_eq(manifest_write(img3, &mi, false, &e), QR_OK, "%s", e.message);
+    manifest_free(&mi);
+    Table *c = NULL;
+    qr_error_clear(&e);
+    cr_assert_eq(table_open(img3, &o, &c, &e), QR_ECORRUPT, "a lost file: %s", e.message);
+    cr_assert(strstr(e.message, "committed by the write-ahead log"), "%s", e.message);
+    eu_rmtree(img3);
+    eu_rmtree(img);
+    eu_rmtree(pre);
+    eu_rmtree(post);
+    free(img3);
+    free(img);
+    free(pre);
+    free(post);
+    free(pre_list);
+    free(wal);
     eu_store_free(&m);
     free(dir);
 }
