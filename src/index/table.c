@@ -1018,7 +1018,11 @@ static int batch_resolve_deletes(Table *t, const TableBatch *b, roaring_bitmap_t
  * in-memory tier.  Under wlock. */
 static bool batch_logs_segments(const Table *t, const TableBatch *b)
 {
-    if (!b->bulk || b->replay || b->n_dels || b->n_segs == 0 || t->n_mem)
+    /* with fsync off an OS crash may lose a named file while its record
+     * survives: such a table keeps journaling documents, whose loss is only
+     * a shorter WAL */
+    if (!b->bulk || b->replay || b->n_dels || b->n_segs == 0 || t->n_mem ||
+        t->opts.fsync == QR_FSYNC_OFF)
         return false;
     for (int k = 0; k < b->n_segs; k++)
         if (!b->segs[k].durable || seg_in_memory(b->segs[k].seg) ||
