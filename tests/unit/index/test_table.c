@@ -2102,6 +2102,22 @@ static Table *bulk_ready_table(const char *dir, const TableOpts *o, EuStore *m, 
     return t;
 }
 
+/* One bulk batch putting keys 20..219 (new keys and upserts of committed
+ * ones), committed; *bp is left for later batches' reuse checks.  Returns
+ * the bytes the WAL grew by. */
+static uint64_t bulk_put_200(Table *t, const char *dir, EuStore *m, uint64_t *rng,
+                             TableBatch **bp)
+{
+    TableBatch *b = begin(t);
+    table_batch_set_bulk(b, true);
+    uint64_t w0 = wal_dir_bytes(dir);
+    for (int k = 20; k < 220; k++)
+        bput(b, m, rng, k);
+    bcommit(b);
+    *bp = b;
+    return wal_dir_bytes(dir) - w0;
+}
+
 /* A bulk commit of puts journals its segment files by id (a WAL_SEGMENT
  * record), not its documents: the WAL grows by a few bytes, and a crash
  * image replays the commit from the fsynced file -- upserts replacing their
@@ -2120,13 +2136,8 @@ Test(table, a_bulk_commit_logs_its_segments_not_its_documents)
     QrError e;
     qr_error_clear(&e);
     /* 1. new keys and upserts of committed ones, by segment */
-    TableBatch *b = begin(t);
-    table_batch_set_bulk(b, true);
-    uint64_t w0 = wal_dir_bytes(dir);
-    for (int k = 20; k < 220; k++)
-        bput(b, &m, &rng, k);
-    bcommit(b);
-    uint64_t grew = wal_dir_bytes(dir) - w0;
+    TableBatch *b;
+    uint64_t grew = bulk_put_200(t, dir, &m, &rng, &b);
     cr_assert_lt(grew, 512, "a bulk commit of 200 documents wrote %llu WAL bytes",
                  (unsigned long long)grew);
     check(t, &m, "bulk commit");
@@ -2148,7 +2159,7 @@ Test(table, a_bulk_commit_logs_its_segments_not_its_documents)
     check_crash_image(dir, &o, &m, "crash image: a small commit after the bulk one");
     /* 3. the in-memory tier holds that commit: the next bulk commit journals
      * its documents, and its upsert of key 100 wins on replay */
-    w0 = wal_dir_bytes(dir);
+    uint64_t w0 = wal_dir_bytes(dir);
     for (int k = 100; k < 140; k++)
         bput(b, &m, &rng, k);
     bcommit(b);
@@ -2341,17 +2352,13 @@ Test(table, fsync_off_bulk_commits_journal_their_documents)
     EuStore m;
     uint64_t rng = 78;
     Table *t = bulk_ready_table(dir, &o, &m, &rng, 40);
-    TableBatch *b = begin(t);
-    table_batch_set_bulk(b, true);
-    uint64_t w0 = wal_dir_bytes(dir);
-    for (int k = 20; k < 220; k++)
-        bput(b, &m, &rng, k);
-    bcommit(b);
-    uint64_t grew = wal_dir_bytes(dir) - w0;
+    TableBatch *b;
+    uint64_t grew = bulk_put_200(t, dir, &m, &rng, &b);
     cr_assert_gt(grew, 200 * 8, "200 journaled documents wrote only %llu WAL bytes",
                  (unsigned long long)grew);
     check(t, &m, "bulk commit, fsync off");
     check_crash_image(dir, &o, &m, "crash image after a journaled bulk commit");
+    table_batch_free(b);
     close_table(t);
     eu_store_free(&m);
     free(dir);
