@@ -10,8 +10,9 @@ acknowledged = committed, while one client runs ranked searches.
 Per protocol and writer count it reports the acknowledged writes per second, the writers'
 p50/p99 latency, the p99 of the concurrent ranked searches, and the peak segment count of
 the table (sampled every 20 ms from GET /tables/storm), the server's CPU time (user +
-system) per acknowledged write, plus the ratio of each rate to the one-writer rate.  A fresh server and data directory (bench/work/write-storm/) per
-protocol; the server binds 127.0.0.1 on free ports and is stopped at the end, also on
+system) and the writer processes' CPU time per acknowledged write, plus the ratio of each
+rate to the one-writer rate.  A fresh server and data directory (bench/work/write-storm/)
+per protocol; the server binds 127.0.0.1 on free ports and is stopped at the end, also on
 errors.  The machine is shared: the load average around each run is in the report, and
 only ratios within one run mean much.  After each run it checks the answer: every
 acknowledged id is in the table exactly once (count of the table = preload + acked).
@@ -83,6 +84,7 @@ def writer(proto, port, run, wid, n_writers, start_at, stop_at, out):
         cur = conn.cursor()
     while time.time() < start_at:
         time.sleep(0.001)
+    cpu0 = sum(os.times()[:2])
     while time.time() < stop_at:
         d = make_doc(i, rnd)
         t0 = time.perf_counter()
@@ -105,7 +107,7 @@ def writer(proto, port, run, wid, n_writers, start_at, stop_at, out):
         else:
             errors += 1
         i += n_writers
-    out.put({'lat': lat, 'acked': acked, 'errors': errors})
+    out.put({'lat': lat, 'acked': acked, 'errors': errors, 'cpu_s': sum(os.times()[:2]) - cpu0})
 
 
 def searcher(port, start_at, stop_at, rate, out):
@@ -205,6 +207,8 @@ def run_one(proto, srv, run, n_writers, seconds, search_rate):
             'commits_per_sync': commits / syncs if syncs else None,
             'server_cpu_s': cpu1 - cpu0,
             'server_cpu_us_per_write': 1e6 * (cpu1 - cpu0) / len(acked) if acked else None,
+            'client_cpu_us_per_write': 1e6 * sum(r['cpu_s'] for r in res if 'acked' in r) /
+            len(acked) if acked else None,
             'ids': acked}
 
 
@@ -249,10 +253,11 @@ def fmt_row(r, rows):
     base = next((x['rate'] for x in rows if x['proto'] == r['proto'] and x['writers'] == 1), None)
     ratio = '%.2fx' % (r['rate'] / base) if base else '-'
     f = lambda v: '-' if v is None else '%.1f' % v  # noqa: E731
-    return ('| %s | %d | %.0f | %s | %s | %s | %s | %d | %d | %s | %s | %.1f/%.1f | %s |' % (
+    us = lambda v: '-' if v is None else '%.0f' % v  # noqa: E731
+    return ('| %s | %d | %.0f | %s | %s | %s | %s | %d | %d | %s | %s | %s | %.1f/%.1f | %s |' % (
         r['proto'], r['writers'], r['rate'], ratio, f(r['write_p50_ms']), f(r['write_p99_ms']),
         f(r['search_p99_ms']), r['searches'], r['peak_segments'], f(r['commits_per_sync']),
-        '-' if r['server_cpu_us_per_write'] is None else '%.0f' % r['server_cpu_us_per_write'],
+        us(r['server_cpu_us_per_write']), us(r['client_cpu_us_per_write']),
         r['load_avg'][0], r['load_avg'][1], r['check']))
 
 
@@ -273,8 +278,8 @@ def main():
         args.fsync, args.seconds, args.preload, os.cpu_count(), os.getloadavg()[0]))
     print('| proto | writers | acked/s | vs 1 | write p50 ms | write p99 ms | search p99 ms | '
           'searches | peak segments | commits per fsync | server CPU us per write | '
-          'load before/after | check |')
-    print('|---|---|---|---|---|---|---|---|---|---|---|---|---|')
+          'writers\' CPU us per write | load before/after | check |')
+    print('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
     rows = []
     for proto in args.proto.split(','):
         rows += run_proto(proto, args, binary)
