@@ -1121,11 +1121,9 @@ int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
     if (log && (rc = batch_write_wal(t, b, &end_lsn, err)) != QR_OK)
         goto fail;
     /* 4. apply; the snapshot is installed once the WAL promises the commit */
-    bool files_changed = false; /* work for the file merge thread */
     for (int i = 0; i < n_nd; i++) {
         if (!nd[i])
             continue;
-        files_changed |= !t->meta[i].in_mem;
         if (!t->dels[i]) {
             t->dels[i] = nd[i];
         } else {
@@ -1147,7 +1145,6 @@ int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
             roaring_bitmap_free(bs->bdel);
         t->meta[i] = (SegMeta){.id = bs->id, .in_mem = in_mem, .del_dirty = has_del && !in_mem,
                                .born_ns = in_mem ? now : 0};
-        files_changed |= !in_mem;
         if (in_mem) {
             t->n_mem++;
             atomic_fetch_add(&t->mem_bytes, seg_file_bytes(bs->seg));
@@ -1170,7 +1167,7 @@ int table_batch_commit_start(TableBatch *b, TableCommit *c, QrError *err)
             qr_log(QR_LOG_WARN, "checkpoint of table \"%s\" failed (retried at the next "
                                 "commit): %s", t->dir, e.message);
     }
-    table_merge_note_commit_locked(t, files_changed);
+    table_merge_note_commit_locked(t);
     pthread_mutex_unlock(&t->wlock);
     qr_free(nd);
     c->t = t;

@@ -111,11 +111,8 @@ void table_remove_stale_files(Table *t);
 /* Start / stop the merge threads (background_merge).  Stop: under no lock. */
 int table_merge_start(Table *t, QrError *err);
 void table_merge_stop(Table *t);
-/* A commit happened (under wlock): wake the threads that may have work.
- * `files_changed`: it added a segment file or deleted documents of one;
- * a commit that touched only the memory tier gives the file merge thread
- * nothing to do, and waking it would cost two context switches a commit. */
-void table_merge_note_commit_locked(Table *t, bool files_changed);
+/* A commit happened (under wlock): wake the threads that may have work. */
+void table_merge_note_commit_locked(Table *t);
 /* After a commit, outside every lock: when the memory tier holds more
  * segments than its bound (its thread is behind, or there is none, as in
  * recovery), merge some of them here before returning. */

@@ -351,19 +351,12 @@ static int run_merge(Table *t, MergePick *p, QrError *err)
     Segment **old = NULL;
     int n_old = 0;
     merge_swap_locked(t, p, ns, id, remap, &old, &n_old);
-    if (p->kind == PICK_MEMORY) {
+    if (p->kind == PICK_MEMORY)
         t->nrt_merges++;
-    } else if (p->kind == PICK_FLUSH) {
+    else if (p->kind == PICK_FLUSH)
         t->nrt_flushes++;
-        /* a new file: the file tiers may want a merge (commits that stay in
-         * memory do not wake that thread) */
-        if (t->merge_thr_started && !t->merge_due) {
-            t->merge_due = true;
-            pthread_cond_signal(&t->merge_cv);
-        }
-    } else {
+    else
         t->merges_done++;
-    }
     t->merge_retry_gap = 0;
     rc = table_publish_locked(t, err);
     if (rc == QR_OK && !to_mem)
@@ -515,19 +508,15 @@ static void *nrt_main(void *arg)
     return NULL;
 }
 
-void table_merge_note_commit_locked(Table *t, bool files_changed)
+void table_merge_note_commit_locked(Table *t)
 {
-    if (t->merge_retry_at && t->commits >= t->merge_retry_at) {
+    if (t->merge_retry_at && t->commits >= t->merge_retry_at)
         table_merge_clear_wait_locked(t);
-        files_changed = true; /* segments left out after a failure are candidates again */
-    }
-    /* a thread already due has not yet looked: no second signal */
-    if (t->merge_thr_started && files_changed && !t->merge_due) {
+    if (t->merge_thr_started) {
         t->merge_due = true;
         pthread_cond_signal(&t->merge_cv);
     }
-    if (t->nrt_thr_started && !t->nrt_due &&
-        t->n_mem >= (t->opts.nrt_merge_factor < 2 ? 2 : t->opts.nrt_merge_factor)) {
+    if (t->nrt_thr_started && t->n_mem >= (t->opts.nrt_merge_factor < 2 ? 2 : t->opts.nrt_merge_factor)) {
         t->nrt_due = true;
         pthread_cond_signal(&t->nrt_cv);
     }

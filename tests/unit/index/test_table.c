@@ -1916,50 +1916,6 @@ static int storm(Table *t, int nw, int n, EuStore *m)
     return max_segs;
 }
 
-/* Commits that stay in memory do not wake the file merge thread; the
- * memory tier's flushes do.  Rounds of a few small commits, each flushed
- * by age to a file of its own before the next: the file tiers (merge
- * factor 4: at most 3 files a tier) must be merged down though no commit
- * ever writes a file. */
-Test(table, flushed_files_are_merged_without_file_commits)
-{
-    char *dir = path_in("t");
-    TableOpts o = opts_for(true, 4);
-    o.nrt_flush_ms = 20;
-    Table *t = create(dir, &o);
-    EuStore m;
-    eu_store_init(&m);
-    TableInfo ti;
-    uint64_t flushes = 0, rng = 5;
-    for (int round = 0; round < 16; round++) {
-        for (int k = 0; k < 3; k++) { /* new ids only: no deletes in a file either */
-            put(t, &m, &rng, round * 3 + k);
-            commit(t);
-        }
-        table_info(t, &ti);
-        for (int i = 0; i < 2000 && (ti.mem_segments || ti.nrt_flushes == flushes); i++) {
-            usleep(2000); /* a bound against a hang only */
-            table_info(t, &ti);
-        }
-        cr_assert_eq(ti.mem_segments, 0, "round %d: the in-memory segments were flushed", round);
-        flushes = ti.nrt_flushes;
-    }
-    cr_assert_geq(flushes, 16);
-    uint64_t files = ti.n_segments;
-    for (int i = 0; i < 2000 && files > 6; i++) { /* a bound against a hang only */
-        usleep(10000);
-        table_info(t, &ti);
-        files = ti.n_segments;
-    }
-    cr_assert_leq(files, 6, "%llu segment files after %llu flushes", (unsigned long long)files,
-                  (unsigned long long)flushes);
-    cr_assert_gt(ti.merges_done, 0);
-    check(t, &m, "after the rounds");
-    close_reopen_check(t, dir, &o, &m, "reopened");
-    eu_store_free(&m);
-    free(dir);
-}
-
 static void *commit_waiter(void *arg)
 {
     QrError e;
