@@ -9,9 +9,10 @@ acknowledged = committed, while one client runs ranked searches.
 
 Per protocol and writer count it reports the acknowledged writes per second, the writers'
 p50/p99 latency, the p99 of the concurrent ranked searches, and the peak segment count of
-the table (sampled every 20 ms from GET /tables/storm), plus the ratio of each rate to the
-one-writer rate.  A fresh server and data directory (bench/work/write-storm/) per
-protocol; the server binds 127.0.0.1 on free ports and is stopped at the end, also on
+the table (sampled every 20 ms from GET /tables/storm), the server's CPU time (user +
+system) and the writer processes' CPU time per acknowledged write, plus the ratio of each
+rate to the one-writer rate.  A fresh server and data directory (bench/work/write-storm/)
+per protocol; the server binds 127.0.0.1 on free ports and is stopped at the end, also on
 errors.  The machine is shared: the load average around each run is in the report, and
 only ratios within one run mean much.  After each run it checks the answer: every
 acknowledged id is in the table exactly once (count of the table = preload + acked).
@@ -83,6 +84,7 @@ def writer(proto, port, run, wid, n_writers, start_at, stop_at, out):
         cur = conn.cursor()
     while time.time() < start_at:
         time.sleep(0.001)
+    cpu0 = sum(os.times()[:2])
     while time.time() < stop_at:
         d = make_doc(i, rnd)
         t0 = time.perf_counter()
@@ -105,7 +107,7 @@ def writer(proto, port, run, wid, n_writers, start_at, stop_at, out):
         else:
             errors += 1
         i += n_writers
-    out.put({'lat': lat, 'acked': acked, 'errors': errors})
+    out.put({'lat': lat, 'acked': acked, 'errors': errors, 'cpu_s': sum(os.times()[:2]) - cpu0})
 
 
 def searcher(port, start_at, stop_at, rate, out):
@@ -142,6 +144,14 @@ def table_stats(port):
     return json.loads(data)['stats'] if st == 200 else {}
 
 
+def proc_cpu_s(pid):
+    """The process's CPU time so far (user + system, all threads), from /proc/PID/stat: CPU
+    per acknowledged write does not depend on how busy the machine is, unlike the rates."""
+    with open('/proc/%d/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
 def pct(v, p):
     if not v:
         return None
@@ -172,9 +182,11 @@ def run_one(proto, srv, run, n_writers, seconds, search_rate):
     st0 = table_stats(srv.http_port)
     th.start()
     load0 = os.getloadavg()[0]
+    cpu0 = proc_cpu_s(srv.proc.pid)
     res = [q.get() for _ in procs]
     for p in procs:
         p.join()
+    cpu1 = proc_cpu_s(srv.proc.pid)
     stop.set()
     th.join()
     st1 = table_stats(srv.http_port)
@@ -193,6 +205,10 @@ def run_one(proto, srv, run, n_writers, seconds, search_rate):
             'peak_segments': peak[0], 'load_avg': [load0, os.getloadavg()[0]],
             'commits': commits, 'wal_syncs': syncs,
             'commits_per_sync': commits / syncs if syncs else None,
+            'server_cpu_s': cpu1 - cpu0,
+            'server_cpu_us_per_write': 1e6 * (cpu1 - cpu0) / len(acked) if acked else None,
+            'client_cpu_us_per_write': 1e6 * sum(r['cpu_s'] for r in res if 'acked' in r) /
+            len(acked) if acked else None,
             'ids': acked}
 
 
@@ -237,9 +253,11 @@ def fmt_row(r, rows):
     base = next((x['rate'] for x in rows if x['proto'] == r['proto'] and x['writers'] == 1), None)
     ratio = '%.2fx' % (r['rate'] / base) if base else '-'
     f = lambda v: '-' if v is None else '%.1f' % v  # noqa: E731
-    return ('| %s | %d | %.0f | %s | %s | %s | %s | %d | %d | %s | %.1f/%.1f | %s |' % (
+    us = lambda v: '-' if v is None else '%.0f' % v  # noqa: E731
+    return ('| %s | %d | %.0f | %s | %s | %s | %s | %d | %d | %s | %s | %s | %.1f/%.1f | %s |' % (
         r['proto'], r['writers'], r['rate'], ratio, f(r['write_p50_ms']), f(r['write_p99_ms']),
         f(r['search_p99_ms']), r['searches'], r['peak_segments'], f(r['commits_per_sync']),
+        us(r['server_cpu_us_per_write']), us(r['client_cpu_us_per_write']),
         r['load_avg'][0], r['load_avg'][1], r['check']))
 
 
@@ -259,8 +277,9 @@ def main():
     print('write storm: fsync=%s, %g s per run, preload %d, %d cores, load %.1f' % (
         args.fsync, args.seconds, args.preload, os.cpu_count(), os.getloadavg()[0]))
     print('| proto | writers | acked/s | vs 1 | write p50 ms | write p99 ms | search p99 ms | '
-          'searches | peak segments | commits per fsync | load before/after | check |')
-    print('|---|---|---|---|---|---|---|---|---|---|---|---|')
+          'searches | peak segments | commits per fsync | server CPU us per write | '
+          'writers\' CPU us per write | load before/after | check |')
+    print('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|')
     rows = []
     for proto in args.proto.split(','):
         rows += run_proto(proto, args, binary)

@@ -285,10 +285,44 @@ static int imp_cmp_tf_desc(const void *a, const void *b)
     return (x->len > y->len) - (x->len < y->len);
 }
 
+/* Frequencies below this take imp_frontier's counting path. */
+#define IMP_SMALL_TF 256
+
 /* Reduce v[0..n) in place to its Pareto frontier (higher tf and shorter len
- * dominate), sorted by tf ascending (len then strictly ascending too). */
+ * dominate), sorted by tf ascending (len then strictly ascending too).
+ * When every tf is small (nearly always: a block of 128 docs, or a term's
+ * block frontiers) the shortest len per tf is kept in a table and swept
+ * from the highest tf down, O(n + max tf) instead of a sort; every merge
+ * and small commit rebuilds the impacts of each term it writes. */
 static size_t imp_frontier(Impact *v, size_t n)
 {
+    uint32_t max_tf = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].tf > max_tf)
+            max_tf = v[i].tf;
+    if (n && max_tf < IMP_SMALL_TF) {
+        uint64_t min_len[IMP_SMALL_TF]; /* UINT64_MAX: no pair has this tf */
+        memset(min_len, 0xff, (max_tf + 1) * sizeof *min_len);
+        for (size_t i = 0; i < n; i++)
+            if (v[i].len < min_len[v[i].tf])
+                min_len[v[i].tf] = v[i].len;
+        /* highest tf first, as the sort below: a pair is kept when its len
+         * is shorter than that of every higher tf; then reversed */
+        size_t k = 0;
+        uint64_t best = UINT64_MAX;
+        for (uint32_t tf = max_tf + 1; tf-- > 0;) {
+            if (min_len[tf] < best) {
+                best = min_len[tf];
+                v[k++] = (Impact){tf, (uint32_t)min_len[tf]};
+            }
+        }
+        for (size_t i = 0; i < k / 2; i++) {
+            Impact t = v[i];
+            v[i] = v[k - 1 - i];
+            v[k - 1 - i] = t;
+        }
+        return k;
+    }
     qsort(v, n, sizeof *v, imp_cmp_tf_desc);
     size_t k = 0;
     uint64_t min_len = UINT64_MAX;

@@ -75,8 +75,8 @@ void table_opts_default(TableOpts *o)
     o->nrt_commit_bytes = 1u << 20;
     o->nrt_flush_bytes = 64u << 20;
     o->nrt_flush_ms = 5000;
-    o->nrt_merge_factor = 4;
-    o->nrt_max_segments = 24;
+    o->nrt_merge_factor = 8;
+    o->nrt_max_segments = 32;
 }
 
 const QrSchema *table_schema(const Table *t) { return &t->schema; }

@@ -98,8 +98,10 @@ typedef struct TableOpts {
     size_t nrt_flush_bytes;        /* in-memory segments are written to a file past this
                                       (default 64 MiB) ... */
     uint32_t nrt_flush_ms;         /* ... or when their oldest commit is this old (5000) */
-    int nrt_merge_factor;          /* in-memory segments per tier before merging (4) */
-    int nrt_max_segments;          /* a commit finding more in memory merges some itself (24) */
+    int nrt_merge_factor;          /* in-memory segments per tier before merging (8; each
+                                      level rewrites every document once, so fewer levels
+                                      cost less CPU per write at more segments) */
+    int nrt_max_segments;          /* a commit finding more in memory merges some itself (32) */
     bool salvage;                  /* open with damaged segments left out (reported) */
     bool read_only;                /* no WAL writer, no merges, no checkpoints (replay only):
                                       nothing on disk changes, a torn WAL tail included */

@@ -565,6 +565,61 @@ Test(postings, block_max_bounds)
     fx_free(&f);
 }
 
+/* With at most three distinct tfs a block's Pareto frontier of (tf, len)
+ * has at most three pairs, under the cap of POST_BLOCK_IMPACTS, so nothing
+ * is rounded up: each block's bound is its best doc's score, and the
+ * term's bound the best score of all.  Tfs above 255 take the frontier's
+ * sorting path, the others its counting path. */
+static void check_tight(uint64_t seed, uint32_t df, uint32_t tf_base)
+{
+    Fixture f;
+    rng_seed(seed);
+    model_make(&f.m, df, GAPS_RANDOM, TF_ONE, false);
+    for (uint32_t i = 0; i < df; i++)
+        f.m.freqs[i] = tf_base + rng_below(3);
+    enc_model(&f.e, &f.m, false);
+    QrArena *a = qr_arena_new(0);
+    IterCtx ctx;
+    iter_ctx_init(&ctx, a);
+    uint32_t n_docs, *norms = model_norms(&f.m, &n_docs);
+    PostScorer sc = test_scorer(norms, n_docs);
+    Iter *it = open_it(&ctx, &f.e, &sc, false);
+    float best_all = 0;
+    DocId t = 0;
+    uint32_t i = 0;
+    while (i < f.m.n) {
+        DocId last;
+        float bound = iter_block_max(it, t, &last), best = 0;
+        for (; i < f.m.n && (DocId)f.m.docs[i] <= last; i++) {
+            float s = bm25_term_score(&sc, f.m.freqs[i], f.m.lens[i]);
+            best = s > best ? s : best;
+        }
+        best_all = best > best_all ? best : best_all;
+        cr_assert_leq(bound, best * 1.00001f + 1e-6f, "block ending at %u: bound %g, best %g",
+                      last, bound, best);
+        cr_assert_geq(bound, best);
+        if (last == ITER_END)
+            break;
+        t = last + 1;
+    }
+    float ms = iter_max_score(it);
+    cr_assert_leq(ms, best_all * 1.00001f + 1e-6f, "term bound %g, best %g", ms, best_all);
+    cr_assert_geq(ms, best_all);
+    free(norms);
+    qr_arena_free(a);
+    fx_free(&f);
+}
+
+Test(postings, block_max_bounds_are_tight)
+{
+    static const uint32_t dfs[] = {1, 100, 128, 1000, 5000};
+    for (size_t di = 0; di < sizeof dfs / sizeof *dfs; di++) {
+        check_tight(di + 1, dfs[di], 1);
+        check_tight(di + 100, dfs[di], 254);
+        check_tight(di + 200, dfs[di], 1000);
+    }
+}
+
 /* ---- batch fill and cancellation ---- */
 
 Test(postings, fill_matches_next)
