@@ -1220,7 +1220,10 @@ static int surf_write(SegBuilder *b, SfileWriter *sw, QrError *err)
         const uint8_t *key = sb.data + v[i].off;
         uint64_t df = v[i].df, tf = v[i].tf;
         uint32_t j = i + 1;
-        for (; j < n && !seg_key_cmp(key, v[i].key_len, sb.data + v[j].off, v[j].key_len); j++) {
+        /* equal keys have equal prefixes and lengths: compare bytes only then */
+        for (; j < n && v[j].pre == v[i].pre && v[j].key_len == v[i].key_len &&
+               !memcmp(key, sb.data + v[j].off, v[i].key_len);
+             j++) {
             df += v[j].df;
             tf += v[j].tf;
         }
