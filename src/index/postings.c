@@ -272,10 +272,7 @@ static bool run_decode(const uint8_t *p, const uint8_t *end, uint32_t *out, size
  * Impacts: Pareto-optimal (tf, doc_len) pairs, capped conservatively.
  * ====================================================================== */
 
-typedef struct Impact {
-    uint32_t tf;
-    uint32_t len;
-} Impact;
+typedef PostImpact Impact;
 
 static int imp_cmp_tf_desc(const void *a, const void *b)
 {
@@ -285,37 +282,32 @@ static int imp_cmp_tf_desc(const void *a, const void *b)
     return (x->len > y->len) - (x->len < y->len);
 }
 
-/* Frequencies below this take imp_frontier's counting path. */
-#define IMP_SMALL_TF 256
-
-/* Reduce v[0..n) in place to its Pareto frontier (higher tf and shorter len
- * dominate), sorted by tf ascending (len then strictly ascending too).
- * When every tf is small (nearly always: a block of 128 docs, or a term's
- * block frontiers) the shortest len per tf is kept in a table and swept
- * from the highest tf down, O(n + max tf) instead of a sort; every merge
- * and small commit rebuilds the impacts of each term it writes. */
-static size_t imp_frontier(Impact *v, size_t n)
+size_t post_impact_frontier(PostImpact *v, size_t n)
 {
+    /* Small term frequencies (nearly every block): the shortest length per
+     * tf, then a sweep from the highest tf down keeps each tf whose shortest
+     * length beats every higher tf's -- what the sort below keeps, without
+     * the sort (a profiled share of a bulk load). */
+    enum { SMALL_TF = 256 };
     uint32_t max_tf = 0;
     for (size_t i = 0; i < n; i++)
-        if (v[i].tf > max_tf)
-            max_tf = v[i].tf;
-    if (n && max_tf < IMP_SMALL_TF) {
-        uint64_t min_len[IMP_SMALL_TF]; /* UINT64_MAX: no pair has this tf */
-        memset(min_len, 0xff, (max_tf + 1) * sizeof *min_len);
-        for (size_t i = 0; i < n; i++)
-            if (v[i].len < min_len[v[i].tf])
-                min_len[v[i].tf] = v[i].len;
-        /* highest tf first, as the sort below: a pair is kept when its len
-         * is shorter than that of every higher tf; then reversed */
-        size_t k = 0;
-        uint64_t best = UINT64_MAX;
-        for (uint32_t tf = max_tf + 1; tf-- > 0;) {
-            if (min_len[tf] < best) {
-                best = min_len[tf];
-                v[k++] = (Impact){tf, (uint32_t)min_len[tf]};
-            }
+        max_tf = v[i].tf > max_tf ? v[i].tf : max_tf;
+    if (max_tf < SMALL_TF) {
+        uint32_t min_len_of[SMALL_TF];
+        memset(min_len_of, 0xFF, (max_tf + 1) * sizeof *min_len_of);
+        bool seen[SMALL_TF] = {0};
+        for (size_t i = 0; i < n; i++) {
+            seen[v[i].tf] = true;
+            if (v[i].len < min_len_of[v[i].tf])
+                min_len_of[v[i].tf] = v[i].len;
         }
+        size_t k = 0;
+        uint64_t min_len = UINT64_MAX;
+        for (uint32_t tf = max_tf + 1; tf-- > 0;)
+            if (seen[tf] && min_len_of[tf] < min_len) {
+                min_len = min_len_of[tf];
+                v[k++] = (Impact){tf, min_len_of[tf]};
+            }
         for (size_t i = 0; i < k / 2; i++) {
             Impact t = v[i];
             v[i] = v[k - 1 - i];
@@ -558,7 +550,7 @@ static size_t postw_block_frontier(PostingsWriter *w, size_t from, size_t n, boo
     }
     for (size_t i = 0; i < n; i++)
         w->imps[i] = (Impact){w->freqs[from + i], w->lens[from + i]};
-    size_t k = imp_frontier(w->imps, n);
+    size_t k = post_impact_frontier(w->imps, n);
     if (w->term_imps_n + k > w->term_imps_cap) {
         size_t nc = w->term_imps_cap ? w->term_imps_cap * 2 : 64;
         while (nc < w->term_imps_n + k)
@@ -657,7 +649,7 @@ static bool postw_compact(PostingsWriter *w, QrBuf *docs_out, QrBuf *pos_out, ui
 /* Term-level impacts: the frontier of the exact block frontiers, capped. */
 static size_t postw_term_impacts(PostingsWriter *w, float avgdl)
 {
-    size_t k = imp_frontier(w->term_imps, w->term_imps_n);
+    size_t k = post_impact_frontier(w->term_imps, w->term_imps_n);
     while (k > 512) { /* keep the quadratic capping cheap on odd data */
         size_t j = 0;
         for (size_t i = 0; i < k; i += 2)

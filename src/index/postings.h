@@ -76,6 +76,20 @@ int postw_add(PostingsWriter *w, uint32_t doc, uint32_t freq, const uint32_t *po
 int postw_end_term(PostingsWriter *w, QrBuf *docs_out, QrBuf *pos_out, TermPostings *tp,
                    QrError *err);
 
+/* One (term frequency, field length) pair of a doc: the block-max and
+ * term-level bounds are built from them. */
+typedef struct PostImpact {
+    uint32_t tf;
+    uint32_t len;
+} PostImpact;
+
+/* Reduce v[0..n) in place to its Pareto frontier (higher tf and shorter len
+ * dominate; equal pairs count once), sorted by tf ascending (len then
+ * strictly ascending too).  Returns the frontier's size.  O(n + max tf) when
+ * every tf is below 256, else O(n log n).  The writer's helper, public for
+ * the unit test's brute-force comparison. */
+size_t post_impact_frontier(PostImpact *v, size_t n);
+
 /* ---- scoring ---- */
 
 /* BM25 for one (term, field); computed by the query layer.  idf and weight

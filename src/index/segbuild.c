@@ -12,6 +12,12 @@
  * buffers.  segb_finish sorts the terms by key and streams them through the
  * postings and term-dictionary writers.
  *
+ * The combined "_all" field is not inverted word by word: each field term
+ * links to the "_all" term of its text (TermEnt.all_id), each doc records
+ * where each field starts in its "_all" text (all_bases), and segb_finish
+ * merges a "_all" term's postings from its field terms' (post_replay) --
+ * the same postings, for half the per-word work of a load.
+ *
  * Surface forms: for each stemmed field, every distinct word as written
  * (folded, not stemmed) is kept with the term it was indexed as and its
  * doc count, and written as SEC_SURFACES (with "_all" entries derived from
@@ -199,9 +205,10 @@ struct SegBuilder {
     uint32_t undo_n_terms;    /* terms that existed before it */
     bool poisoned;            /* a write that cannot be undone failed */
     TokBuf tok;               /* the current doc-field */
-    TokBuf tok_all;           /* the current doc's "_all" words */
     uint32_t all_base;        /* position of the current field inside "_all" */
     bool all;                 /* schema->all_field */
+    QrBuf all_bases;          /* u32 per doc per field: where the field's
+                                 positions start in the doc's "_all" text */
     QrBuf all_norms;
     uint64_t all_total;
     uint32_t all_docs;
@@ -271,13 +278,13 @@ int segb_new(const QrSchema *schema, SegBuilder **out, QrError *err)
     qr_buf_init(&b->pk_bytes);
     qr_buf_init(&b->pk_offs);
     qr_buf_init(&b->all_norms);
+    qr_buf_init(&b->all_bases);
     qr_buf_init(&b->surf_keys);
     b->all = schema->all_field;
     for (int f = 0; f < schema->n_fields; f++)
         qr_buf_init(&b->norms[f]);
     b->n_slots = SEGB_TERM_SLOTS_MIN; /* grows with the terms: small commits stay small */
     b->tok.stamp = 1;
-    b->tok_all.stamp = 1;
     b->slots = qr_calloc(b->n_slots, sizeof *b->slots);
     b->n_pk_slots = 1 << 6;
     b->pk_slots = qr_calloc(b->n_pk_slots, sizeof *b->pk_slots);
@@ -342,9 +349,7 @@ void segb_free(SegBuilder *b)
     qr_free(b->tok.pos);
     qr_free(b->tok.next);
     qr_free(b->tok.uniq);
-    qr_free(b->tok_all.pos);
-    qr_free(b->tok_all.next);
-    qr_free(b->tok_all.uniq);
+    qr_buf_free(&b->all_bases);
     qr_buf_free(&b->all_norms);
     dsw_free(b->docs);
     qr_buf_free(&b->pk_bytes);
@@ -364,7 +369,7 @@ uint32_t segb_n_live(const SegBuilder *b)
 size_t segb_mem_bytes(const SegBuilder *b)
 {
     return b->post_bytes + b->keys.len + (size_t)b->n_terms * (sizeof(TermEnt) + 8) +
-           b->pk_bytes.len + (size_t)b->n_docs * 16 + b->surf_keys.len +
+           b->pk_bytes.len + (size_t)b->n_docs * 16 + b->all_bases.len + b->surf_keys.len +
            (size_t)b->n_surfs * sizeof(SurfEnt) + (size_t)b->n_surf_slots * 8;
 }
 void segb_set_lsn_range(SegBuilder *b, uint64_t min_lsn, uint64_t max_lsn)
@@ -642,20 +647,16 @@ static int an_sink(void *ctx, const Token *t)
         return QR_ENOMEM;
     }
     sc->n_tokens += !t->is_gram; /* grams share their word's position: no length */
-    if (b->all) {
-        int64_t aid = b->terms[id].all_id;
+    /* "_all": only the link from the field's term to the "_all" term of
+     * the same text; the "_all" postings are the fields' postings merged
+     * at the segment's end (all_merge), not a second inversion per word */
+    if (b->all && b->terms[id].all_id < 0) {
+        int64_t aid = term_id(b, QR_ALL_FIELD, t->text, t->len);
         if (aid < 0) {
-            aid = term_id(b, QR_ALL_FIELD, t->text, t->len);
-            if (aid < 0) {
-                sc->oom = true;
-                return QR_ENOMEM;
-            }
-            b->terms[id].all_id = (int32_t)aid; /* re-index: term_id may move terms */
-        }
-        if (!tok_push(b, &b->tok_all, (uint32_t)aid, b->all_base + t->pos)) {
             sc->oom = true;
             return QR_ENOMEM;
         }
+        b->terms[id].all_id = (int32_t)aid; /* re-index: term_id may move terms */
     }
     return 0;
 }
@@ -919,7 +920,6 @@ static void segb_rollback(SegBuilder *b)
     }
     b->n_undo = 0;
     tok_reset(b, &b->tok);
-    tok_reset(b, &b->tok_all);
 }
 
 bool segb_poisoned(const SegBuilder *b) { return b->poisoned; }
@@ -969,20 +969,22 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
     for (int f = 0; f < s->n_fields; f++)
         if (b->an[f] && !qr_buf_try_reserve(&b->norms[f], 4))
             return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
-    if ((b->all && !qr_buf_try_reserve(&b->all_norms, 4)) || !qr_buf_try_reserve(&b->pk_bytes, klen) ||
+    if ((b->all && (!qr_buf_try_reserve(&b->all_norms, 4) ||
+                    !qr_buf_try_reserve(&b->all_bases, 4 * (size_t)s->n_fields))) ||
+        !qr_buf_try_reserve(&b->pk_bytes, klen) ||
         !qr_buf_try_reserve(&b->pk_offs, 4))
         return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
     if ((b->n_docs + 1) * 2 > b->n_pk_slots && !grow_pk_table(b))
         return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
     /* text fields: analyze and invert; "_all" gathers every field's words,
      * fields 100 positions apart so no phrase spans two */
-    tok_reset(b, &b->tok_all);
     b->all_base = 0;
     uint32_t all_tokens = 0;
-    uint32_t ntoks[QR_MAX_FIELDS];
+    uint32_t ntoks[QR_MAX_FIELDS], bases[QR_MAX_FIELDS] = {0};
     for (int f = 0; f < s->n_fields; f++) {
         if (!b->an[f])
             continue;
+        bases[f] = b->all_base;
         SinkCtx sc = {.b = b, .field = (uint8_t)f};
         tok_reset(b, &b->tok);
         if (!vals[f].is_null) {
@@ -999,10 +1001,6 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
         ntoks[f] = sc.n_tokens;
         all_tokens += sc.n_tokens;
     }
-    if (b->all && invert_tokens(b, doc, &b->tok_all) != QR_OK) {
-        segb_rollback(b);
-        return qr_error_set(err, QR_ENOMEM, "out of memory indexing a document");
-    }
     /* from here nothing fails but the stored doc and the columns */
     if (dsw_add(b->docs, json, len, err) != QR_OK) {
         segb_rollback(b);
@@ -1017,6 +1015,7 @@ int segb_add(SegBuilder *b, const char *json, size_t len, const cJSON *root, uin
         b->field_docs[f] += ntoks[f] > 0;
     }
     if (b->all) {
+        qr_buf_append(&b->all_bases, bases, 4 * (size_t)s->n_fields);
         qr_buf_put_u32(&b->all_norms, all_tokens);
         b->all_total += all_tokens;
         b->all_docs += all_tokens > 0;
@@ -1221,7 +1220,10 @@ static int surf_write(SegBuilder *b, SfileWriter *sw, QrError *err)
         const uint8_t *key = sb.data + v[i].off;
         uint64_t df = v[i].df, tf = v[i].tf;
         uint32_t j = i + 1;
-        for (; j < n && !seg_key_cmp(key, v[i].key_len, sb.data + v[j].off, v[j].key_len); j++) {
+        /* equal keys have equal prefixes and lengths: compare bytes only then */
+        for (; j < n && v[j].pre == v[i].pre && v[j].key_len == v[i].key_len &&
+               !memcmp(key, sb.data + v[j].off, v[i].key_len);
+             j++) {
             df += v[j].df;
             tf += v[j].tf;
         }
@@ -1243,6 +1245,135 @@ static int surf_write(SegBuilder *b, SfileWriter *sw, QrError *err)
     return rc;
 }
 
+/* One field term's in-memory postings being replayed (post_replay). */
+typedef struct ReplaySrc {
+    QrReader r;
+    uint32_t left;       /* docs not yet taken */
+    uint32_t doc, freq;  /* the current doc (valid while left > 0 or taken) */
+    uint8_t field;
+} ReplaySrc;
+
+static void replay_next_doc(ReplaySrc *s)
+{
+    if (s->left == 0)
+        return;
+    s->doc += (uint32_t)qr_rd_varint(&s->r);
+    s->freq = (uint32_t)qr_rd_varint(&s->r);
+    s->left--;
+}
+
+/* Feed pw the postings of terms ids[0..n) (one term, or the field terms of
+ * one "_all" term in field order), merged by doc: a doc's positions are
+ * the terms' in id order, each shifted by where its field starts in the
+ * doc's "_all" text (bases: SegBuilder.all_bases, or NULL for none); norms
+ * is the field's (or "_all"'s) length per doc.  The "_all" postings are
+ * thus exactly those one inversion of every field's words would give.
+ * *df_out and *tf_out get the docs and occurrences fed.  *posbuf is
+ * scratch, grown as needed.  QR_ENOMEM, QR_EINTERNAL on damaged memory, or
+ * postw_add's error. */
+static int post_replay(SegBuilder *b, const uint32_t *ids, uint32_t n, const uint32_t *bases,
+                       const uint32_t *norms, PostingsWriter *pw, uint32_t **posbuf,
+                       size_t *posbuf_cap, uint32_t *df_out, uint64_t *tf_out, QrError *err)
+{
+    ReplaySrc src[QR_MAX_FIELDS];
+    uint32_t n_fields = (uint32_t)b->schema->n_fields;
+    *df_out = 0;
+    *tf_out = 0;
+    for (uint32_t j = 0; j < n; j++) {
+        const TermEnt *t = &b->terms[ids[j]];
+        src[j] = (ReplaySrc){.left = t->df, .field = b->keys.data[t->key_off]};
+        qr_rd_init(&src[j].r, t->post, t->post_len);
+        replay_next_doc(&src[j]);
+    }
+    uint32_t live = n;
+    while (live) {
+        uint32_t doc = UINT32_MAX;
+        uint64_t freq = 0;
+        for (uint32_t j = 0; j < n; j++)
+            if (src[j].freq && src[j].doc < doc)
+                doc = src[j].doc;
+        for (uint32_t j = 0; j < n; j++)
+            if (src[j].freq && src[j].doc == doc)
+                freq += src[j].freq;
+        if (freq > UINT32_MAX)
+            return qr_error_set(err, QR_ELIMIT, "a word occurs more than 4294967295 times in a document");
+        if (freq > *posbuf_cap) {
+            size_t nc = freq * 2;
+            uint32_t *np = qr_realloc(*posbuf, nc * sizeof *np);
+            if (!np)
+                return qr_error_set(err, QR_ENOMEM, "out of memory writing a segment");
+            *posbuf = np;
+            *posbuf_cap = nc;
+        }
+        uint32_t k = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            ReplaySrc *sj = &src[j];
+            if (!sj->freq || sj->doc != doc)
+                continue;
+            uint32_t p = bases ? bases[(size_t)doc * n_fields + sj->field] : 0;
+            for (uint32_t q = 0; q < sj->freq; q++) {
+                p += (uint32_t)qr_rd_varint(&sj->r);
+                (*posbuf)[k++] = p;
+            }
+            if (sj->left)
+                replay_next_doc(sj);
+            else {
+                sj->freq = 0; /* exhausted */
+                live--;
+            }
+        }
+        for (uint32_t j = 0; j < n; j++)
+            if (src[j].r.bad)
+                return qr_error_set(err, QR_EINTERNAL, "in-memory postings damaged");
+        int rc = postw_add(pw, doc, (uint32_t)freq, *posbuf, norms[doc], err);
+        if (rc != QR_OK)
+            return rc;
+        ++*df_out;
+        *tf_out += freq;
+    }
+    return QR_OK;
+}
+
+/* The field terms linked to each "_all" term (TermEnt.all_id) with docs,
+ * as lists in field order: those of term a are ids[off[a] .. off[a + 1]).
+ * false on OOM. */
+static bool all_sources(const SegBuilder *b, uint32_t **off_out, uint32_t **ids_out)
+{
+    uint32_t *off = qr_calloc((size_t)b->n_terms + 1, sizeof *off);
+    uint32_t *ids = qr_malloc(((size_t)b->n_terms + 1) * sizeof *ids);
+    uint32_t *fill = qr_calloc((size_t)b->n_terms + 1, sizeof *fill); /* per list: placed */
+    if (!off || !ids || !fill) {
+        qr_free(off);
+        qr_free(ids);
+        qr_free(fill);
+        return false;
+    }
+    for (uint32_t i = 0; i < b->n_terms; i++)
+        if (b->terms[i].all_id >= 0 && b->terms[i].df)
+            off[b->terms[i].all_id + 1]++;
+    for (uint32_t a = 0; a < b->n_terms; a++)
+        off[a + 1] += off[a];
+    for (uint32_t i = 0; i < b->n_terms; i++) {
+        const TermEnt *t = &b->terms[i];
+        if (t->all_id < 0 || !t->df)
+            continue;
+        /* insert in field order among those placed so far (a list holds at
+         * most one term per field) */
+        uint32_t *list = ids + off[t->all_id];
+        uint32_t k = fill[t->all_id]++;
+        uint8_t f = b->keys.data[t->key_off];
+        while (k > 0 && b->keys.data[b->terms[list[k - 1]].key_off] > f) {
+            list[k] = list[k - 1];
+            k--;
+        }
+        list[k] = i;
+    }
+    qr_free(fill);
+    *off_out = off;
+    *ids_out = ids;
+    return true;
+}
+
 static int segb_finish_to(SegBuilder *b, const char *path, bool do_fsync, uint64_t id,
                           Segment **mem_out, roaring_bitmap_t **deleted_out, QrError *err)
 {
@@ -1259,6 +1390,7 @@ static int segb_finish_to(SegBuilder *b, const char *path, bool do_fsync, uint64
     qr_buf_init(&tmp);
     uint32_t *posbuf = NULL;
     size_t posbuf_cap = 0;
+    uint32_t *all_off = NULL, *all_ids = NULL; /* all_sources */
 
     order = qr_malloc(((size_t)b->n_terms + 1) * sizeof *order);
     pw = postw_new(true);
@@ -1280,51 +1412,51 @@ static int segb_finish_to(SegBuilder *b, const char *path, bool do_fsync, uint64
         order[i] = ord[i].id;
     qr_free(ord);
 
+    if (b->all && !all_sources(b, &all_off, &all_ids)) {
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory writing a segment");
+        goto done;
+    }
+    /* field terms first (their key's first byte is the field), then the
+     * "_all" terms (QR_ALL_FIELD, the largest), each merged from its field
+     * terms, whose postings are kept until then */
     for (uint32_t oi = 0; oi < b->n_terms; oi++) {
-        TermEnt *t = &b->terms[order[oi]];
-        if (t->df == 0)
-            continue; /* created by an add that was rolled back */
+        uint32_t tid = order[oi];
+        TermEnt *t = &b->terms[tid];
         const uint8_t *key = b->keys.data + t->key_off;
-        const uint32_t *norms = key[0] == QR_ALL_FIELD ? (const uint32_t *)b->all_norms.data
-                                                       : (const uint32_t *)b->norms[key[0]].data;
+        bool is_all = b->all && key[0] == QR_ALL_FIELD;
+        if (!is_all && t->df == 0)
+            continue; /* created by an add that was rolled back */
+        const uint32_t *norms = is_all ? (const uint32_t *)b->all_norms.data
+                                       : (const uint32_t *)b->norms[key[0]].data;
+        const uint32_t *src = is_all ? all_ids + all_off[tid] : &tid;
+        uint32_t n_src = is_all ? all_off[tid + 1] - all_off[tid] : 1;
         postw_begin_term(pw);
-        QrReader r;
-        qr_rd_init(&r, t->post, t->post_len);
-        uint32_t doc = 0;
-        for (uint32_t k = 0; k < t->df; k++) {
-            doc += (uint32_t)qr_rd_varint(&r);
-            uint32_t freq = (uint32_t)qr_rd_varint(&r);
-            if (freq > posbuf_cap) {
-                size_t nc = freq * 2;
-                uint32_t *np = qr_realloc(posbuf, nc * sizeof *np);
-                if (!np) {
-                    rc = qr_error_set(err, QR_ENOMEM, "out of memory writing a segment");
-                    goto done;
-                }
-                posbuf = np;
-                posbuf_cap = nc;
-            }
-            uint32_t p = 0;
-            for (uint32_t q = 0; q < freq; q++) {
-                p += (uint32_t)qr_rd_varint(&r);
-                posbuf[q] = p;
-            }
-            if ((rc = postw_add(pw, doc, freq, posbuf, norms[doc], err)) != QR_OK)
-                goto done;
-        }
-        if (r.bad) {
-            rc = qr_error_set(err, QR_EINTERNAL, "in-memory postings damaged");
+        uint32_t df = 0;
+        uint64_t total_tf = 0;
+        if ((rc = post_replay(b, src, n_src, is_all ? (const uint32_t *)b->all_bases.data : NULL,
+                              norms, pw, &posbuf, &posbuf_cap, &df, &total_tf, err)) != QR_OK)
             goto done;
+        if (is_all) {
+            t->df = df; /* surf_write reads them */
+            t->total_tf = total_tf;
+            if (df == 0)
+                continue; /* every add that used it was rolled back */
         }
         TermPostings tp;
         if ((rc = postw_end_term(pw, &docs_s, &pos_s, &tp, err)) != QR_OK)
             goto done;
         if ((rc = tdw_add(tw, key, t->key_len, &tp, err)) != QR_OK)
             goto done;
-        /* release the in-memory postings as we go: peak memory stays flat */
-        qr_free(t->post);
-        t->post = NULL;
-        t->post_len = t->post_cap = 0;
+        /* release the in-memory postings as we go: peak memory stays flat
+         * (a field term's once its "_all" term is written) */
+        for (uint32_t j = 0; j < n_src; j++) {
+            TermEnt *u = &b->terms[src[j]];
+            if (!is_all && b->all && u->all_id >= 0)
+                continue;
+            qr_free(u->post);
+            u->post = NULL;
+            u->post_len = u->post_cap = 0;
+        }
     }
     if ((rc = tdw_finish(tw, &dict, err)) != QR_OK)
         goto done;
@@ -1392,6 +1524,8 @@ static int segb_finish_to(SegBuilder *b, const char *path, bool do_fsync, uint64
 done:
     qr_free(order);
     qr_free(posbuf);
+    qr_free(all_off);
+    qr_free(all_ids);
     postw_free(pw);
     tdw_free(tw);
     sfw_free(sw);

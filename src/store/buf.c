@@ -84,7 +84,7 @@ void qr_buf_put_u64(QrBuf *b, uint64_t v) { qr_buf_append(b, &v, 8); }
 
 void qr_buf_put_varint(QrBuf *b, uint64_t v)
 {
-    if (!qr_buf_reserve(b, 10))
+    if ((b->oom || b->len + 11 > b->cap) && !qr_buf_reserve(b, 10))
         return;
     b->len += qr_varint_encode(b->data + b->len, v);
 }
@@ -130,17 +130,6 @@ uint8_t *qr_buf_steal(QrBuf *b, size_t *len)
         *len = b->len;
     qr_buf_init(b);
     return d;
-}
-
-size_t qr_varint_encode(uint8_t *out, uint64_t v)
-{
-    size_t i = 0;
-    while (v >= 0x80) {
-        out[i++] = (uint8_t)(v | 0x80);
-        v >>= 7;
-    }
-    out[i++] = (uint8_t)v;
-    return i;
 }
 
 size_t qr_varint_decode(const uint8_t *p, const uint8_t *end, uint64_t *v)
@@ -199,7 +188,7 @@ uint64_t qr_rd_u64(QrReader *r)
     return v;
 }
 
-uint64_t qr_rd_varint(QrReader *r)
+uint64_t qr_rd_varint_slow(QrReader *r)
 {
     uint64_t v = 0;
     if (r->bad)

@@ -54,8 +54,18 @@ static inline uint32_t qr_get_u32le(const uint8_t *p) { uint32_t v; memcpy(&v, p
 static inline uint64_t qr_get_u64le(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
 static inline uint16_t qr_get_u16le(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 
-/* Varint into out (>= 10 bytes). Returns bytes written. */
-size_t qr_varint_encode(uint8_t *out, uint64_t v);
+/* Varint into out (>= 10 bytes). Returns bytes written.  Inline: the
+ * segment builder and the postings writer call it once per posting. */
+static inline size_t qr_varint_encode(uint8_t *out, uint64_t v)
+{
+    size_t i = 0;
+    while (v >= 0x80) {
+        out[i++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    out[i++] = (uint8_t)v;
+    return i;
+}
 /* Decode from [p, end). Returns bytes read, 0 if truncated or overlong. */
 size_t qr_varint_decode(const uint8_t *p, const uint8_t *end, uint64_t *v);
 
@@ -77,7 +87,14 @@ uint8_t qr_rd_u8(QrReader *r);
 uint16_t qr_rd_u16(QrReader *r);
 uint32_t qr_rd_u32(QrReader *r);
 uint64_t qr_rd_u64(QrReader *r);
-uint64_t qr_rd_varint(QrReader *r);
+uint64_t qr_rd_varint_slow(QrReader *r); /* qr_rd_varint's general case */
+/* A varint; the one-byte case (most postings deltas) inline. */
+static inline uint64_t qr_rd_varint(QrReader *r)
+{
+    if (!r->bad && r->p < r->end && *r->p < 0x80)
+        return *r->p++;
+    return qr_rd_varint_slow(r);
+}
 /* Borrow n bytes (NULL and bad if short). */
 const uint8_t *qr_rd_bytes(QrReader *r, size_t n);
 /* varint length + bytes; returns borrowed pointer, length in *n. */

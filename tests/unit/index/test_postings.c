@@ -846,3 +846,56 @@ Test(postings, doc_limit_reports_ids_beyond_the_segment)
     qr_buf_free(&d);
     qr_buf_free(&p);
 }
+
+/* ---- impact frontiers against a brute-force model ---- */
+
+/* Whether (tf, len) is on the frontier of v[0..n): no other distinct pair
+ * has a tf at least as high and a len at least as short. */
+static bool on_frontier(const PostImpact *v, size_t n, PostImpact p)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((v[i].tf != p.tf || v[i].len != p.len) && v[i].tf >= p.tf && v[i].len <= p.len)
+            return false;
+    return true;
+}
+
+Test(postings, impact_frontier_matches_brute_force)
+{
+    /* tf ranges on both sides of the small-tf path's limit (256), with
+     * repeated pairs, ties in tf and in len, and a tf of 0 */
+    static const uint32_t tf_max[] = {1, 2, 8, 255, 256, 300, 100000};
+    static const uint32_t len_max[] = {1, 4, 50, 1u << 31};
+    rng_seed(77);
+    for (int round = 0; round < 3000; round++) {
+        size_t n = 1 + rng_below(round % 10 == 0 ? 2000 : 140);
+        uint32_t tm = tf_max[rng_below(7)], lm = len_max[rng_below(4)];
+        PostImpact *v = malloc(n * sizeof *v), *orig = malloc(n * sizeof *orig);
+        for (size_t i = 0; i < n; i++) {
+            orig[i].tf = rng_below(tm) + (rng_below(20) != 0);
+            orig[i].len = rng_below(lm);
+            if (rng_below(50) == 0)
+                orig[i].tf = tm; /* the largest tf, 256 included */
+        }
+        memcpy(v, orig, n * sizeof *v);
+        size_t k = post_impact_frontier(v, n);
+        size_t expect = 0;
+        for (size_t i = 0; i < n; i++) {
+            bool first = true; /* count each distinct frontier pair once */
+            for (size_t j = 0; j < i; j++)
+                if (orig[j].tf == orig[i].tf && orig[j].len == orig[i].len)
+                    first = false;
+            expect += first && on_frontier(orig, n, orig[i]);
+        }
+        cr_assert_eq(k, expect, "round %d: frontier of %zu pairs has %zu, expected %zu", round,
+                     n, k, expect);
+        for (size_t i = 0; i < k; i++) {
+            cr_assert(on_frontier(orig, n, v[i]), "round %d: (%u, %u) is dominated", round,
+                      v[i].tf, v[i].len);
+            if (i)
+                cr_assert(v[i].tf > v[i - 1].tf && v[i].len > v[i - 1].len,
+                          "round %d: frontier not ascending at %zu", round, i);
+        }
+        free(v);
+        free(orig);
+    }
+}

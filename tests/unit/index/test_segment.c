@@ -1116,11 +1116,16 @@ Test(segment, word_forms_past_the_stem_cache)
     qr_error_clear(&e);
     cr_assert_eq(schema_from_json(sj, strlen(sj), &sc, &e), QR_OK, "%s", e.message);
     int nw = (int)analyzer_cache_slots() * 2, n_docs = 2000;
-    /* distinct words: i + 20 written in base 20 over letters */
+    /* distinct words: i + 20 written in base 20 over letters, every other
+     * one after a long common prefix (forms whose first 7 bytes and length
+     * agree: the writer's sort and merge of forms must look past those) */
     char **vocab = calloc((size_t)nw, sizeof *vocab);
     for (int i = 0; i < nw; i++) {
-        char w[16];
+        char w[32];
         int n = 0;
+        if (i % 2)
+            for (const char *p = "interconnect"; *p; p++)
+                w[n++] = *p;
         for (unsigned v = (unsigned)i + 20; v; v /= 20)
             w[n++] = "etaoinshrdlucmfgypwb"[v % 20];
         w[n] = '\0';

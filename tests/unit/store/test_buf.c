@@ -3,7 +3,8 @@
  * every layer uses to put user bytes (keys, keyword values, SQL text) into
  * JSON: the output must be valid JSON whatever the bytes; and the UTF-8
  * scan that documents must pass (qr_utf8_invalid_at), against RFC 3629's
- * grammar; the shortest float8 text (qr_buf_double) against printf.
+ * grammar; the shortest float8 text (qr_buf_double) against printf; varints
+ * (the inline one-byte paths too) against a plain LEB128 model.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -272,4 +273,69 @@ Test(buf, double_shortest_matches_printf)
         double_is_model(ldexp(1, e * 10));
         double_is_model(pow(10, e) * 0.99999999999999995);
     }
+}
+
+/* ---- varints ---- */
+
+/* The LEB128 bytes of v, written the plain way. */
+static size_t leb128(uint64_t v, uint8_t *out)
+{
+    size_t n = 0;
+    do {
+        out[n] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            out[n] |= 0x80;
+        n++;
+    } while (v);
+    return n;
+}
+
+Test(buf, varints_round_trip_and_stay_bad)
+{
+    QrBuf b, model;
+    qr_buf_init(&b);
+    qr_buf_init(&model);
+    uint64_t vals[4000];
+    uint64_t x = 88172645463325252ull;
+    for (int i = 0; i < 4000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int bits = (int)(x % 65); /* 0..64 significant bits: 1 to 10 bytes */
+        vals[i] = bits == 64 ? x : x & ((1ull << bits) - 1);
+        if (i < 130)
+            vals[i] = (uint64_t)i; /* every one-byte value and the first two-byte ones */
+        qr_buf_put_varint(&b, vals[i]);
+        uint8_t tmp[10];
+        qr_buf_append(&model, tmp, leb128(vals[i], tmp));
+        uint8_t enc[10];
+        cr_assert_eq(qr_varint_encode(enc, vals[i]), leb128(vals[i], tmp));
+    }
+    cr_assert(qr_buf_ok(&b) && b.len == model.len && !memcmp(b.data, model.data, b.len));
+    QrReader r;
+    qr_rd_init(&r, b.data, b.len);
+    for (int i = 0; i < 4000; i++)
+        cr_assert_eq(qr_rd_varint(&r), vals[i], "value %d", i);
+    cr_assert(!r.bad && r.p == r.end);
+    /* a truncated varint makes the reader bad for good: later one-byte
+     * varints read as 0 and the reader does not move */
+    const uint8_t trunc[] = {0x05, 0x80};
+    qr_rd_init(&r, trunc, 1);
+    cr_assert_eq(qr_rd_varint(&r), 5);
+    cr_assert_eq(qr_rd_varint(&r), 0);
+    cr_assert(r.bad);
+    const uint8_t bad_then_small[] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F,
+                                      0x03};
+    qr_rd_init(&r, bad_then_small, sizeof bad_then_small);
+    cr_assert_eq(qr_rd_varint(&r), 0); /* overlong: more than 64 bits */
+    cr_assert(r.bad);
+    const uint8_t *at = r.p;
+    cr_assert_eq(qr_rd_varint(&r), 0);
+    cr_assert(r.bad && r.p == at);
+    const uint8_t short_u32[] = {0x01, 0x02}; /* another getter ran past the end */
+    qr_rd_init(&r, short_u32, sizeof short_u32);
+    cr_assert_eq(qr_rd_u32(&r), 0);
+    cr_assert(r.bad);
+    cr_assert_eq(qr_rd_varint(&r), 0);
+    qr_buf_free(&b);
+    qr_buf_free(&model);
 }
