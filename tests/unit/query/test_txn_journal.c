@@ -48,6 +48,22 @@ static void exec_ok(Env *e, const char *sql)
     qr_sql_result_free(r);
 }
 
+/* The bytes of the journal txnj_write makes of ops and ddl (*len of them);
+ * the file itself is removed, so the directory holds no journal. */
+static uint8_t *journal_image(Env *e, const TxnOp *ops, int n_ops, const TxnjItem *ddl,
+                              int n_ddl, size_t *len)
+{
+    char path[4400];
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(txnj_write(e->db, ops, n_ops, ddl, n_ddl, path, sizeof path, &err), QR_OK,
+                 "%s", err.message);
+    uint8_t *data;
+    cr_assert_eq(qr_file_read_all(path, &data, len, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(unlink(path), 0);
+    return data;
+}
+
 /* The journal of: INSERT a 1, b 2, DELETE a 7, a 1 again (v 5) -> bytes. */
 static uint8_t *journal_bytes(Env *e, size_t *len)
 {
@@ -59,14 +75,7 @@ static uint8_t *journal_bytes(Env *e, size_t *len)
     };
     for (int i = 0; i < 4; i++)
         ops[i].doc_len = ops[i].doc ? strlen(ops[i].doc) : 0;
-    char path[4400];
-    QrError err;
-    qr_error_clear(&err);
-    cr_assert_eq(txnj_write(e->db, ops, 4, NULL, 0, path, sizeof path, &err), QR_OK, "%s", err.message);
-    uint8_t *data;
-    cr_assert_eq(qr_file_read_all(path, &data, len, &err), QR_OK, "%s", err.message);
-    cr_assert_eq(unlink(path), 0);
-    return data;
+    return journal_image(e, ops, 4, NULL, 0, len);
 }
 
 static void place(Env *e, const char *name, const uint8_t *data, size_t len)
@@ -199,16 +208,10 @@ Test(txn_journal, journaled_ddl_is_completed_at_open, .timeout = 120)
         {.kind = TXNJ_DROP_BTREE, .table = "a", .key = "tag"},
         {.kind = TXNJ_DROP_TABLE, .table = "gone"},
     };
-    char path[4400];
-    QrError err;
-    qr_error_clear(&err);
-    cr_assert_eq(txnj_write(e.db, ops, 1, ddl, 3, path, sizeof path, &err), QR_OK, "%s",
-                 err.message);
-    cJSON_free(mt);
-    uint8_t *j;
     size_t len;
-    cr_assert_eq(qr_file_read_all(path, &j, &len, &err), QR_OK, "%s", err.message);
-    cr_assert_eq(unlink(path), 0);
+    uint8_t *j = journal_image(&e, ops, 1, ddl, 3, &len);
+    cJSON_free(mt);
+    QrError err;
     for (size_t cut = 0; cut < len; cut += 7) {
         refused_whole(&e, j, cut);
         char *rg = rows(&e, "gone");
@@ -284,14 +287,9 @@ Test(txn_journal, added_column_commits_with_its_rows, .timeout = 120)
     TxnOp ops[1] = {{.table = "a", .key = "2", .doc = "{\"id\":2,\"v\":20,\"c\":5}"}};
     ops[0].doc_len = strlen(ops[0].doc);
     TxnjItem ddl[1] = {{.kind = TXNJ_META, .table = "a", .doc = mt, .doc_len = strlen(mt)}};
-    char path[4400];
-    cr_assert_eq(txnj_write(e.db, ops, 1, ddl, 1, path, sizeof path, &err), QR_OK, "%s",
-                 err.message);
-    cJSON_free(mt);
-    uint8_t *j;
     size_t len;
-    cr_assert_eq(qr_file_read_all(path, &j, &len, &err), QR_OK, "%s", err.message);
-    cr_assert_eq(unlink(path), 0);
+    uint8_t *j = journal_image(&e, ops, 1, ddl, 1, &len);
+    cJSON_free(mt);
     const char *has_c = "SELECT count(*) FROM information_schema.columns "
                         "WHERE table_name = 'a' AND column_name = 'c'";
     reopen(&e);
