@@ -2012,6 +2012,14 @@ out:
 
 uint64_t table_settings_gen(Table *t) { return atomic_load(&t->settings_gen); }
 
+uint64_t table_write_mark(Table *t)
+{
+    pthread_mutex_lock(&t->wlock);
+    uint64_t m = t->wal ? wal_next_lsn(t->wal) : t->commits;
+    pthread_mutex_unlock(&t->wlock);
+    return m;
+}
+
 int table_synonyms_dup(Table *t, char **out, size_t *len, QrError *err)
 {
     pthread_mutex_lock(&t->wlock);

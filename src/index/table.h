@@ -162,6 +162,10 @@ const QrSchema *table_schema(const Table *t);
 /* Add a field (persisted in the manifest at once).  Batches filled before
  * index their documents again with the new schema at their commit. */
 int table_add_field(Table *t, const QrField *f, QrError *err);
+/* A number that moves with every commit (the WAL's next lsn; without a WAL
+ * the commits since open), not with merges: a caller that read the table
+ * at one mark and finds another later knows a commit came in between. */
+uint64_t table_write_mark(Table *t);
 /* Search settings kept in the schema that change while the table is open
  * (the synonyms): a counter bumped by every change, so that caches of them
  * (query/) know to rebuild. */

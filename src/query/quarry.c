@@ -10,6 +10,7 @@
 #include "store/util.h"
 
 #include <cJSON.h>
+#include <ctype.h>
 #include <stdatomic.h>
 #include <dirent.h>
 #include <errno.h>
@@ -60,6 +61,20 @@ static void db_restrict_mode(const char *dir)
         qr_log(QR_LOG_WARN, "data directory \"%s\" is readable by other users (mode %o) and "
                             "could not be restricted: %s",
                dir, (unsigned)(st.st_mode & 0777), strerror(errno));
+}
+
+/* A writable open: the spares of rebuilds a crash or a stop interrupted
+ * (their transactions never committed, or their journals were applied). */
+static int spares_clear(QrDb *db, QrError *err)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/spares", db->dir);
+    if (!qr_path_exists(path))
+        return QR_OK;
+    int rc = qr_remove_tree(path, err);
+    if (rc == QR_OK)
+        rc = qr_fsync_dir(db->dir, err);
+    return rc;
 }
 
 int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err)
@@ -140,6 +155,10 @@ int qr_db_open(const char *dir, const QrDbOpts *opts, QrDb **out, QrError *err)
         qr_db_close(db); /* a multi-table commit a crash cut short could not be completed */
         return rc;
     }
+    if (!o.read_only && (rc = spares_clear(db, err)) != QR_OK) {
+        qr_db_close(db);
+        return rc;
+    }
     *out = db;
     return QR_OK;
 }
@@ -204,6 +223,15 @@ static QrTable *find_open(QrDb *db, const char *name)
     return NULL;
 }
 
+static void handle_init(QrTable *t, QrDb *db, const char *name, Table *tab)
+{
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->db = db;
+    t->table = tab;
+    pthread_mutex_init(&t->an_lock, NULL);
+    pthread_mutex_init(&t->syn_lock, NULL);
+}
+
 static int add_handle(QrDb *db, const char *name, Table *tab, QrTable **out, QrError *err)
 {
     if (db->n_tables == db->cap_tables) {
@@ -221,11 +249,7 @@ static int add_handle(QrDb *db, const char *name, Table *tab, QrTable **out, QrE
         table_close(tab);
         return qr_error_set(err, QR_ENOMEM, "out of memory");
     }
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->db = db;
-    t->table = tab;
-    pthread_mutex_init(&t->an_lock, NULL);
-    pthread_mutex_init(&t->syn_lock, NULL);
+    handle_init(t, db, name, tab);
     db->tables[db->n_tables++] = t;
     *out = t;
     return QR_OK;
@@ -414,6 +438,156 @@ oom:
     qr_free(v);
     *n = 0;
     return qr_error_set(err, QR_ENOMEM, "out of memory");
+}
+
+/* ---- spare tables ---- */
+
+static bool spare_id_ok(const char *id, QrError *err)
+{
+    size_t n = strlen(id);
+    bool ok = n > 0 && n <= QR_NAME_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = isalnum((unsigned char)id[i]) || id[i] == '_' || id[i] == '-';
+    if (!ok)
+        qr_error_set(err, QR_EINVAL, "invalid spare table id \"%.80s\"", id);
+    return ok;
+}
+
+void qr_spare_path(const QrDb *db, const char *id, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s/spares/%s", db->dir, id);
+}
+
+static uint64_t dir_ident(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return 0;
+    return ((uint64_t)sb.st_dev << 40) ^ (uint64_t)sb.st_ino ^ 1;
+}
+
+uint64_t qr_table_ident(const QrDb *db, const char *name)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tables/%s", db->dir, name);
+    return dir_ident(path);
+}
+
+uint64_t qr_spare_ident(const QrDb *db, const char *id)
+{
+    char path[4200];
+    qr_spare_path(db, id, path, sizeof path);
+    return dir_ident(path);
+}
+
+int qr_spare_create(QrDb *db, const char *id, const char *shown, const QrSchema *schema,
+                    QrTable **out, QrError *err)
+{
+    *out = NULL;
+    if (!spare_id_ok(id, err))
+        return QR_EINVAL;
+    int rc = check_name(shown, err);
+    if (rc != QR_OK)
+        return rc;
+    char dir[4096], path[4200], tmp[4200];
+    snprintf(dir, sizeof dir, "%s/spares", db->dir);
+    qr_spare_path(db, id, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s/.new-%s", dir, id);
+    if ((rc = qr_mkdir_p(dir, err)) != QR_OK)
+        return rc;
+    if (qr_path_exists(path))
+        return qr_error_set(err, QR_EEXISTS, "spare table \"%s\" exists", id);
+    TableOpts o;
+    table_opts_from_db(db, &o);
+    Table *tab = NULL;
+    rc = qr_path_exists(tmp) ? qr_remove_tree(tmp, err) : QR_OK;
+    if (rc == QR_OK && (rc = table_create(tmp, schema, &o, &tab, err)) == QR_OK) {
+        table_close(tab);
+        tab = NULL;
+        if (rename(tmp, path) != 0)
+            rc = qr_error_set(err, QR_EIO, "could not create spare table \"%s\": %s", id,
+                              strerror(errno));
+        else if ((rc = qr_fsync_dir(dir, err)) == QR_OK)
+            rc = table_open(path, &o, &tab, err);
+    }
+    if (rc != QR_OK)
+        return rc;
+    QrTable *t = qr_calloc(1, sizeof *t);
+    if (!t) {
+        table_close(tab);
+        return qr_error_set(err, QR_ENOMEM, "out of memory");
+    }
+    handle_init(t, db, shown, tab);
+    *out = t;
+    return QR_OK;
+}
+
+void qr_spare_close(QrTable *t) { table_handle_free(t); }
+
+int qr_spare_drop(QrDb *db, const char *id, QrError *err)
+{
+    if (!spare_id_ok(id, err))
+        return QR_EINVAL;
+    char path[4200];
+    qr_spare_path(db, id, path, sizeof path);
+    return qr_path_exists(path) ? qr_remove_tree(path, err) : QR_OK;
+}
+
+int qr_spare_swap(QrDb *db, const char *name, const char *id, QrError *err)
+{
+    int rc = check_name(name, err);
+    if (rc != QR_OK)
+        return rc;
+    if (!spare_id_ok(id, err))
+        return QR_EINVAL;
+    char pa[4200], pb[4200], tables[4096], spares[4096];
+    snprintf(pa, sizeof pa, "%s/tables/%s", db->dir, name);
+    qr_spare_path(db, id, pb, sizeof pb);
+    snprintf(tables, sizeof tables, "%s/tables", db->dir);
+    snprintf(spares, sizeof spares, "%s/spares", db->dir);
+    pthread_mutex_lock(&db->lock);
+    qr_db_ddl_bump(db); /* bound queries rebind */
+    for (int i = 0; i < db->n_tables; i++)
+        if (!strcmp(db->tables[i]->name, name)) {
+            table_handle_free(db->tables[i]); /* reopened on demand */
+            db->tables[i--] = db->tables[--db->n_tables];
+        }
+    if (renameat2(AT_FDCWD, pa, AT_FDCWD, pb, RENAME_EXCHANGE) != 0)
+        rc = qr_error_set(err, errno == ENOENT ? QR_ENOTFOUND : QR_EIO,
+                          "could not exchange table \"%s\" with its rebuilt copy: %s", name,
+                          strerror(errno));
+    else if ((rc = qr_fsync_dir(tables, err)) == QR_OK)
+        rc = qr_fsync_dir(spares, err);
+    pthread_mutex_unlock(&db->lock);
+    return rc;
+}
+
+uint64_t qr_table_write_mark(QrTable *t) { return table_write_mark(t->table); }
+
+int qr_table_each_doc(QrTable *t, int (*fn)(void *arg, const char *doc, size_t len, QrError *err),
+                      void *arg, QrError *err)
+{
+    Snapshot *s = table_snapshot_latest(t->table);
+    int rc = QR_OK;
+    for (int i = 0; rc == QR_OK && i < s->n_segs; i++) {
+        DocStoreCursor *c = ds_cursor_new(seg_docs(s->segs[i]));
+        if (!c) {
+            rc = qr_error_set(err, QR_ENOMEM, "out of memory");
+            break;
+        }
+        uint32_t n = seg_n_docs(s->segs[i]);
+        for (uint32_t local = 0; rc == QR_OK && local < n; local++) {
+            if (snapshot_deleted(s, i, local))
+                continue;
+            const uint8_t *d;
+            size_t dl;
+            if ((rc = ds_get(c, local, &d, &dl, err)) == QR_OK)
+                rc = fn(arg, (const char *)d, dl, err);
+        }
+        ds_cursor_free(c);
+    }
+    snapshot_release(s);
+    return rc;
 }
 
 const char *qr_table_name(const QrTable *t) { return t->name; }

@@ -603,4 +603,44 @@ int qr_table_swap_wait(QrDb *db, const char *a, const char *b, uint64_t timeout_
 /* The exchange itself; callers make sure nobody uses either handle. */
 int qr_table_swap(QrDb *db, const char *a, const char *b, QrError *err);
 
+
+/* ---- spare tables (query/quarry.c) ----
+ * A spare is a table built in <data>/spares/<id>, beside the tables: no
+ * listing shows it and no table name reaches it; its maker holds the only
+ * handle, shown under the name of the table it is to replace.  A rebuild
+ * (ALTER TABLE ... ADD PRIMARY KEY, a full-text CREATE INDEX on a table with
+ * rows or inside a transaction block: query/sql_rekey.c) copies a table into
+ * one and then exchanges the two directories.  A writable open removes
+ * every spare left over, after the transaction journals (which may name
+ * one) were applied.  `id` is letters, digits, '_' and '-'. */
+
+/* Create spare `id` with the schema; *out is a handle of its own (no other
+ * handle exists), named `shown`.  Errors: QR_EEXISTS, QR_EIO, QR_ENOMEM and
+ * those of qr_table_create. */
+int qr_spare_create(QrDb *db, const char *id, const char *shown, const QrSchema *schema,
+                    QrTable **out, QrError *err);
+/* Close a handle qr_spare_create gave (its files stay).  NULL is a no-op. */
+void qr_spare_close(QrTable *t);
+/* Remove spare `id` (no handle of it may be open); absent is fine. */
+int qr_spare_drop(QrDb *db, const char *id, QrError *err);
+/* The directory of spare `id` (whether or not it exists). */
+void qr_spare_path(const QrDb *db, const char *id, char *out, size_t cap);
+/* Which directory `name` / spare `id` is now: an identity that moves with
+ * the directory through renames (0: there is none). */
+uint64_t qr_table_ident(const QrDb *db, const char *name);
+uint64_t qr_spare_ident(const QrDb *db, const char *id);
+/* Exchange table `name` with spare `id` in one atomic rename (both made
+ * durable): the table's open handle is freed (callers make sure nobody uses
+ * it: a claim) and the spare's handle must be closed.  Errors: QR_ENOTFOUND,
+ * QR_EIO; nothing changed then. */
+int qr_spare_swap(QrDb *db, const char *name, const char *id, QrError *err);
+/* A number that moves with every commit to the table and not with merges
+ * (table_write_mark). */
+uint64_t qr_table_write_mark(QrTable *t);
+/* Call fn with every live stored document of the table's latest committed
+ * snapshot, in storage order; a non-zero return stops and is returned.
+ * Errors: those of the document store, QR_ENOMEM. */
+int qr_table_each_doc(QrTable *t, int (*fn)(void *arg, const char *doc, size_t len, QrError *err),
+                      void *arg, QrError *err);
+
 #endif

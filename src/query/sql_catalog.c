@@ -424,6 +424,8 @@ static int tables_load(SqlCtx *cx, CatTables *ts)
             continue;
         }
         ts->names[k] = ts->names[i];
+        if (arc == QR_OK && sqld_view(cx->sess, ts->names[k])) /* rebuilt by the block */
+            ts->t[k] = sqld_view(cx->sess, ts->names[k]);
         if (arc != QR_OK) {
             ts->t[k] = NULL; /* kept for freeing, not released */
             qr_error_copy(cx->err, &e);
@@ -598,6 +600,8 @@ static int owner_attnum(SqlCtx *cx, const char *owned_by, char *table, size_t n)
     QrTable *t;
     if (sqld_hidden(cx->sess, table) || qr_table_acquire(cx->sess->db, table, &t, NULL) != QR_OK)
         return 0;
+    if (sqld_view(cx->sess, table))
+        t = sqld_view(cx->sess, table);
     cJSON *meta = sqlw_meta_load(cx, table);
     CatCol *c;
     int nc = 0, at = 0;

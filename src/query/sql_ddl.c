@@ -116,17 +116,31 @@ cJSON *sqlw_meta_load_db(QrDb *db, const char *table)
     return m;
 }
 
-int sqlw_meta_save_db(QrDb *db, const char *table, const cJSON *meta, QrError *err)
+static int meta_write(const char *path, const cJSON *meta, QrError *err)
 {
-    qr_db_ddl_bump(db); /* declared types and defaults change what binding sees */
-    char path[4096];
-    meta_path(db, table, path, sizeof path);
     char *text = cJSON_PrintUnformatted(meta);
     if (!text)
         return qr_error_set(err, QR_ENOMEM, "out of memory writing table metadata");
     int rc = qr_file_write_atomic(path, text, strlen(text), true, err);
     cJSON_free(text);
     return rc;
+}
+
+int sqlw_meta_save_db(QrDb *db, const char *table, const cJSON *meta, QrError *err)
+{
+    qr_db_ddl_bump(db); /* declared types and defaults change what binding sees */
+    char path[4096];
+    meta_path(db, table, path, sizeof path);
+    return meta_write(path, meta, err);
+}
+
+int sqlw_spare_meta(QrDb *db, const char *id, const cJSON *meta, QrError *err)
+{
+    char path[4300];
+    qr_spare_path(db, id, path, sizeof path);
+    size_t l = strlen(path);
+    snprintf(path + l, sizeof path - l, "/sql.json");
+    return meta_write(path, meta, err);
 }
 
 cJSON *sqlw_meta_load(SqlCtx *cx, const char *table)
@@ -498,22 +512,6 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     return rc;
 }
 
-/* ADD PRIMARY KEY and a full-text CREATE INDEX rebuild the table's
- * storage when they run, which no ROLLBACK could take back: inside a block
- * they run only on a table the block created (which every rollback drops),
- * else 0A000 and nothing changed.  (ADD COLUMN is staged instead:
- * sqld_add_column.) */
-static int storage_ddl_allowed(SqlCtx *cx, const char *table, const char *what)
-{
-    const SqluState *st = cx->sess->u_state;
-    if (!st || !st->in_block || st->undoing || sqld_goes_with_block(cx->sess, table))
-        return QR_OK;
-    qr_error_hint(cx->err, "run it outside a transaction block (or COMMIT first); on a table "
-                           "created in the same block it runs before any SAVEPOINT");
-    return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
-                      "%s on table \"%s\" cannot run inside a transaction block", what, table);
-}
-
 /* ---- CREATE INDEX ---- */
 
 static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
@@ -563,36 +561,16 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
     }
     if (!change)
         return QR_OK;
-    int rc = storage_ddl_allowed(cx, qr_table_name(t), "CREATE INDEX ... USING fulltext");
-    if (rc)
-        return rc;
-    /* a field's analysis is fixed once segments hold it: change it only
-     * while the table never held a document (recreate it) */
-    QrTableStats st;
-    qr_table_stats(t, &st);
-    if (st.docs_total > 0 || st.segments > 0) {
-        qr_error_hint(cx->err, "create full-text indexes before loading rows, or create a new "
-                               "table and INSERT ... SELECT into it");
-        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
-                          "cannot change the full-text analysis of table \"%s\", which holds rows",
-                          qr_table_name(t));
-    }
+    /* a field's analysis is fixed once segments hold it: the table is
+     * rebuilt, every document analyzed again (sql_rekey.c) */
     int n_text = 0;
     for (int i = 0; i < s->n_fields; i++)
         n_text += s->fields[i].type == QR_FT_TEXT;
     s->all_field = n_text >= 2;
-    char name[QR_NAME_MAX + 1];
-    snprintf(name, sizeof name, "%s", qr_table_name(t));
-    sqld_schema_settle(cx->sess, name, s);
-    cJSON *meta = sqlw_meta_load(cx, name);
-    sqlw_release(cx->sess, name); /* a drop waits for every reference, ours too */
-    rc = qr_table_drop_wait(cx->sess->db, name, SQLW_DROP_WAIT_MS, cx->err);
-    if (rc == QR_OK)
-        rc = qr_table_create(cx->sess->db, name, s, &t, cx->err);
-    if (rc == QR_OK && meta) /* the table was recreated now: not staged */
-        rc = sqlw_meta_save_db(cx->sess->db, name, meta, cx->err);
-    if (rc == QR_OK) /* the block's staged definition went in with the new table */
-        sqld_meta_forget_table(cx->sess->u_state, name);
+    sqld_schema_settle(cx->sess, qr_table_name(t), s);
+    cJSON *meta = sqlw_meta_load(cx, qr_table_name(t));
+    int rc = meta ? sqlw_rebuild(cx, t, s, NULL, meta, NULL)
+                  : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     cJSON_Delete(meta);
     return rc;
 }
@@ -992,10 +970,8 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             if (cJSON_GetArraySize(keys) != 1)
                 return sql_err_at(cx, sqlj_loc(k), QR_EUNSUPPORTED, "0A000",
                                   "a Quarry table needs a primary key of exactly one column");
-            rc = storage_ddl_allowed(cx, qr_table_name(t), "ALTER TABLE ... ADD PRIMARY KEY");
-            if (rc == QR_OK)
-                rc = sqlw_add_primary_key(cx, t, sqlj_sval(cJSON_GetArrayItem(keys, 0)),
-                                          sqlj_loc(k));
+            rc = sqlw_add_primary_key(cx, t, sqlj_sval(cJSON_GetArrayItem(keys, 0)),
+                                      sqlj_loc(k));
             /* the table was rebuilt: its handle is gone */
             if (rc == QR_OK && cJSON_GetArraySize(sqlj_get(b, "cmds")) > 1)
                 rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);

@@ -193,6 +193,15 @@ void sqli_end(QrSqlSession *s, SqluState *st)
     show_level(s, st->iso);
 }
 
+void sqli_unpin(SqluState *st, const QrTable *t)
+{
+    for (int i = 0; i < st->n_pins; i++)
+        if (st->pins[i].tab == t->table) {
+            snapshot_release(st->pins[i].snap);
+            st->pins[i--] = st->pins[--st->n_pins];
+        }
+}
+
 void sqli_session_free(SqluState *st)
 {
     sqlx_block_end(st);

@@ -1,50 +1,159 @@
 /*
- * sql_rekey.c — ALTER TABLE ... ADD PRIMARY KEY (col) on a table made
- * without a key: its documents move from the hidden row id to `col`.
+ * sql_rekey.c — statements that rebuild a table's storage: ALTER TABLE ...
+ * ADD PRIMARY KEY (col) on a table made without a key (its documents move
+ * from the hidden row id to `col`), and a full-text CREATE INDEX on a table
+ * that holds rows (every document is analyzed again).
  *
  * Layer: query/.  Calls quarry.h, sequence.h, the SQL internals and cJSON.
  *
  * pg_dump writes every table without its key, loads the data, then adds
  * the key; pgbench -i does the same.  A Quarry document id is the primary
- * key, so the table is rebuilt: every document is read by its row id,
- * checked (the key must be present and unique: 23502 / 23505 otherwise) and
- * written to a new table keyed by `col`; the new table then takes the old
- * one's place in one atomic directory exchange (qr_table_swap_wait), and
- * the old documents are dropped with the spare table.  A crash before the
- * exchange leaves the old table whole (the spare is dropped on retry); a
- * crash after it leaves the new one whole.
+ * key, and a field's analysis is fixed once segments hold it, so the table
+ * is rebuilt: every stored document is read, checked (a new key must be
+ * present and unique: 23502 / 23505 otherwise) and written to a spare table
+ * (quarry.h qr_spare_*) with the new schema and metadata.
+ *
+ * Outside a transaction block the table is claimed first (its users
+ * finish, new ones wait, as PostgreSQL's ACCESS EXCLUSIVE lock makes them),
+ * then copied, then exchanged with the spare in one atomic rename; the old
+ * documents go with the spare.  A crash before the exchange leaves the old
+ * table whole, after it the new one (spares are removed at the next open).
+ * Inside a block, on a table every rollback would not drop, the copy is
+ * the block's own until COMMIT (sqld_rebuild, sql_txn_rebuild.c).
  */
 #include "query/sequence.h"
 #include "query/sql_w.h"
+#include "store/util.h"
 
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <pg_query.h>
+typedef struct Copy {
+    SqlCtx *cx;
+    const char *table;
+    const char *key_col; /* NULL: the key stays */
+    QrBatch *batch;
+    uint64_t n;
+} Copy;
 
-/* The row ids of every document of `table` (SELECT _rowid FROM t), in the
- * arena. */
-static int row_ids(SqlCtx *cx, const char *table, QrSqlResult *res)
+static int copy_one(void *arg, const char *doc, size_t len, QrError *err)
 {
-    char sql[160];
-    snprintf(sql, sizeof sql, "SELECT \"%s\" FROM \"%s\"", SQLW_ROWID, table);
-    PgQueryParseResult pr = pg_query_parse(sql);
-    if (pr.error) {
-        pg_query_free_parse_result(pr);
-        return qr_error_set(cx->err, QR_EINTERNAL, "cannot build the row id query");
+    Copy *c = arg;
+    SqlCtx *cx = c->cx;
+    (void)err; /* errors go to cx->err, which the caller passed as err */
+    int rc = QR_OK;
+    if (!c->key_col) {
+        rc = qr_batch_put(c->batch, doc, len, NULL, cx->err);
+        return rc == QR_OK && ++c->n % 1024 == 0 ? sql_check(cx) : rc;
     }
-    cJSON *root = cJSON_Parse(pr.parse_tree);
-    pg_query_free_parse_result(pr);
-    const cJSON *node = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "stmts"), 0), "stmt");
-    int rc = node ? sql_query_run(cx, node, res) : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    cJSON_Delete(root);
+    cJSON *d = cJSON_ParseWithLength(doc, len);
+    const cJSON *k = cJSON_GetObjectItemCaseSensitive(d, c->key_col);
+    if (!d) {
+        rc = qr_error_set(cx->err, QR_ECORRUPT, "a stored document of table \"%s\" is not JSON",
+                          c->table);
+    } else if (!k || cJSON_IsNull(k)) {
+        rc = sql_err_at(cx, -1, QR_ECONSTRAINT, "23502",
+                        "column \"%s\" of relation \"%s\" contains null values", c->key_col,
+                        c->table);
+    } else {
+        cJSON_DeleteItemFromObjectCaseSensitive(d, SQLW_ROWID);
+        char *text = cJSON_PrintUnformatted(d);
+        bool replaced = false;
+        rc = text ? qr_batch_put(c->batch, text, strlen(text), &replaced, cx->err)
+                  : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        if (rc == QR_OK && replaced) {
+            char *kt = cJSON_PrintUnformatted(k);
+            sql_err_at(cx, -1, QR_ECONSTRAINT, "23505", "could not create unique index \"%s_pkey\"",
+                       c->table);
+            qr_error_detail(cx->err, "Key (%s)=(%s) is duplicated.", c->key_col, kt ? kt : "?");
+            cJSON_free(kt);
+            rc = QR_ECONSTRAINT;
+        }
+        cJSON_free(text);
+    }
+    cJSON_Delete(d);
+    if (rc == QR_OK && ++c->n % 1024 == 0)
+        rc = sql_check(cx);
     return rc;
 }
 
-/* The schema of the rebuilt table: `col` becomes the key, the other fields
+int sqlw_rebuild_copy(SqlCtx *cx, QrTable *from, QrTable *to, const char *key_col)
+{
+    Copy c = {cx, qr_table_name(from), key_col, NULL, 0};
+    int rc = qr_batch_begin(to, &c.batch, cx->err);
+    if (rc == QR_OK)
+        rc = qr_table_each_doc(from, copy_one, &c, cx->err);
+    if (rc == QR_OK)
+        rc = qr_batch_commit(c.batch, cx->err);
+    qr_batch_free(c.batch);
+    return rc;
+}
+
+void sqlw_spare_id(const char *table, char *out, size_t cap)
+{
+    static _Atomic uint32_t counter;
+    snprintf(out, cap, "%08x-%u", sqlcat_table_oid(table), atomic_fetch_add(&counter, 1) + 1);
+}
+
+/* Outside a block (or on a table the block created before any savepoint):
+ * claim, copy, exchange, now. */
+static int rebuild_now(SqlCtx *cx, QrTable *t, const QrSchema *ns, const char *key_col,
+                       const cJSON *meta, const char *drop_seq)
+{
+    char table[QR_NAME_MAX + 1]; /* a copy: the handle goes with the exchange */
+    snprintf(table, sizeof table, "%s", qr_table_name(t));
+    QrDb *db = cx->sess->db;
+    char id[QR_NAME_MAX + 1];
+    sqlw_spare_id(table, id, sizeof id);
+    sqlw_release(cx->sess, table); /* the statement's own reference: the claim waits for all */
+    int rc = qr_table_claim(db, table, SQLW_DROP_WAIT_MS, cx->err);
+    if (rc != QR_OK)
+        return rc;
+    QrTable *to = NULL;
+    rc = qr_table_get(db, table, &t, cx->err); /* the claim keeps it */
+    if (rc == QR_OK)
+        rc = qr_spare_create(db, id, table, ns, &to, cx->err);
+    if (rc == QR_OK)
+        rc = sqlw_rebuild_copy(cx, t, to, key_col);
+    if (rc == QR_OK)
+        rc = sqlw_spare_meta(db, id, meta, cx->err);
+    qr_spare_close(to);
+    if (rc == QR_OK)
+        rc = qr_spare_swap(db, table, id, cx->err);
+    qr_table_unclaim(db, table);
+    qr_spare_drop(db, id, NULL); /* the old documents, or the failed copy */
+    if (rc == QR_OK) {
+        qr_db_ddl_bump(db); /* the metadata changed with the directory */
+        sqld_meta_forget_table(cx->sess->u_state, table); /* it went in with the table */
+        if (drop_seq && drop_seq[0])
+            seq_drop(qr_db_dir(db), drop_seq, NULL);
+    }
+    return rc;
+}
+
+int sqlw_rebuild(SqlCtx *cx, QrTable *t, const QrSchema *ns, const char *key_col,
+                 const cJSON *meta, const char *drop_seq)
+{
+    SqluState *st = cx->sess->u_state;
+    const char *table = qr_table_name(t);
+    for (int i = 0; st && i < st->n_ops; i++)
+        if (!strcmp(st->ops[i].table, table)) {
+            /* they would commit into the rebuilt table by their old keys */
+            qr_error_hint(cx->err, "COMMIT the writes first");
+            return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                              "a statement that rebuilds table \"%s\" cannot follow writes to it "
+                              "in the same transaction",
+                              table);
+        }
+    if (st && st->in_block && !st->undoing && !sqld_goes_with_block(cx->sess, table))
+        return sqld_rebuild(cx, st, t, ns, key_col, meta, drop_seq);
+    return rebuild_now(cx, t, ns, key_col, meta, drop_seq);
+}
+
+/* The schema of the rekeyed table: `col` becomes the key, the other fields
  * stay as they are (B-trees and analyzers included). */
 static int new_schema(SqlCtx *cx, const QrSchema *old, const char *col, QrSchema **out)
 {
@@ -64,69 +173,9 @@ static int new_schema(SqlCtx *cx, const QrSchema *old, const char *col, QrSchema
     return QR_OK;
 }
 
-/* Copy every document into `to`, keyed by `col`. */
-static int copy_docs(SqlCtx *cx, QrTable *from, QrTable *to, const char *col,
-                     const QrSqlResult *ids)
-{
-    const char *table = qr_table_name(from);
-    QrBuf doc;
-    qr_buf_init(&doc);
-    QrBatch *batch = NULL;
-    int rc = qr_batch_begin(to, &batch, cx->err);
-    for (uint64_t i = 0; rc == QR_OK && i < ids->n_rows; i++) {
-        char key[32];
-        snprintf(key, sizeof key, "%" PRId64, ids->vals[i * (uint64_t)ids->n_cols].u.i);
-        doc.len = 0;
-        QrError e;
-        qr_error_clear(&e);
-        if (qr_get(from, key, strlen(key), &doc, &e) != QR_OK) {
-            if (e.code == QR_ENOTFOUND) /* deleted meanwhile */
-                continue;
-            qr_error_copy(cx->err, &e);
-            rc = e.code;
-            break;
-        }
-        cJSON *d = cJSON_ParseWithLength((const char *)doc.data, doc.len);
-        const cJSON *k = cJSON_GetObjectItemCaseSensitive(d, col);
-        if (!d) {
-            rc = qr_error_set(cx->err, QR_ECORRUPT, "stored document %s of table \"%s\" is not JSON",
-                              key, table);
-        } else if (!k || cJSON_IsNull(k)) {
-            sql_err_at(cx, -1, QR_ECONSTRAINT, "23502",
-                       "column \"%s\" of relation \"%s\" contains null values", col, table);
-            rc = QR_ECONSTRAINT;
-        } else {
-            cJSON_DeleteItemFromObjectCaseSensitive(d, SQLW_ROWID);
-            char *text = cJSON_PrintUnformatted(d);
-            bool replaced = false;
-            rc = text ? qr_batch_put(batch, text, strlen(text), &replaced, cx->err)
-                      : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-            if (rc == QR_OK && replaced) {
-                char *kt = cJSON_PrintUnformatted(k);
-                sql_err_at(cx, -1, QR_ECONSTRAINT, "23505",
-                           "could not create unique index \"%s_pkey\"", table);
-                qr_error_detail(cx->err, "Key (%s)=(%s) is duplicated.", col, kt ? kt : "?");
-                cJSON_free(kt);
-                rc = QR_ECONSTRAINT;
-            }
-            cJSON_free(text);
-        }
-        cJSON_Delete(d);
-        if (rc == QR_OK)
-            rc = sql_check(cx);
-    }
-    qr_buf_free(&doc);
-    if (rc == QR_OK)
-        rc = qr_batch_commit(batch, cx->err);
-    qr_batch_free(batch);
-    return rc;
-}
-
 int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
 {
-    char table[QR_NAME_MAX + 1]; /* a copy: the handle goes with the swap */
-    snprintf(table, sizeof table, "%s", qr_table_name(t));
-    QrDb *db = cx->sess->db;
+    const char *table = qr_table_name(t);
     cJSON *meta = sqlw_meta_load(cx, table);
     if (!meta)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
@@ -143,40 +192,16 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
              s->fields[fi].type != QR_FT_TEXT)
         rc = sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
                         "primary key \"%s\" must be an integer or a string type", col);
-    SqluState *us = cx->sess->u_state;
-    for (int i = 0; rc == QR_OK && us && i < us->n_ops; i++)
-        if (!strcmp(us->ops[i].table, table)) {
-            /* they would commit into the rebuilt table under their row ids */
-            rc = sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000",
-                            "ALTER TABLE ADD PRIMARY KEY cannot follow writes to \"%s\" in the "
-                            "same transaction",
-                            table);
-            qr_error_hint(cx->err, "COMMIT the writes first");
-        }
-    char spare[QR_NAME_MAX + 1];
-    snprintf(spare, sizeof spare, "_rekey_%08x", sqlcat_table_oid(table));
-    QrSqlResult *ids = qr_arena_calloc(cx->arena, sizeof *ids);
     QrSchema *ns = NULL;
-    QrTable *to = NULL;
-    if (rc == QR_OK && !ids)
-        rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    if (rc == QR_OK) {
-        qr_table_drop_wait(db, spare, 10000, NULL); /* a spare left by a crash */
-        rc = row_ids(cx, table, ids);
-    }
-    if (rc == QR_OK && (rc = new_schema(cx, s, col, &ns)) == QR_OK) {
+    if (rc == QR_OK && (rc = new_schema(cx, s, col, &ns)) == QR_OK)
         sqld_schema_settle(cx->sess, table, ns);
-        rc = qr_table_create(db, spare, ns, &to, cx->err);
-    }
-    if (rc == QR_OK)
-        rc = copy_docs(cx, t, to, col, ids);
     /* the metadata: the column is the key, the row id and its sequence go */
-    const char *rowid_seq = cJSON_GetStringValue(
-        cJSON_GetObjectItemCaseSensitive(sqlw_meta_col(meta, SQLW_ROWID), "sequence"));
     char seq[SEQ_NAME_MAX + 1] = "";
-    if (rowid_seq)
-        snprintf(seq, sizeof seq, "%s", rowid_seq);
     if (rc == QR_OK) {
+        const char *rowid_seq = cJSON_GetStringValue(
+            cJSON_GetObjectItemCaseSensitive(sqlw_meta_col(meta, SQLW_ROWID), "sequence"));
+        if (rowid_seq)
+            snprintf(seq, sizeof seq, "%s", rowid_seq);
         cJSON_DeleteItemFromObjectCaseSensitive(meta, "hidden_pk");
         cJSON_DeleteItemFromObjectCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(meta, "columns"), SQLW_ROWID);
@@ -185,18 +210,8 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
         cJSON *mc = (cJSON *)sqlw_meta_col(meta, col);
         if (mc && !cJSON_GetObjectItemCaseSensitive(mc, "not_null"))
             cJSON_AddTrueToObject(mc, "not_null");
-        rc = sqlw_meta_save_db(db, spare, meta, cx->err); /* the new table, swapped in now */
+        rc = sqlw_rebuild(cx, t, ns, col, meta, seq);
     }
     cJSON_Delete(meta);
-    if (rc == QR_OK) {
-        sqlw_release(cx->sess, table); /* the statement's own reference */
-        rc = qr_table_swap_wait(db, table, spare, 10000, cx->err);
-    }
-    if (rc == QR_OK) /* the block's staged definition went in with the new table */
-        sqld_meta_forget_table(cx->sess->u_state, table);
-    if (to || rc == QR_OK)
-        qr_table_drop_wait(db, spare, 10000, NULL); /* the old documents, or the failed copy */
-    if (rc == QR_OK && seq[0])
-        seq_drop(qr_db_dir(db), seq, NULL);
     return rc;
 }

@@ -89,6 +89,7 @@ int svp_exec(SqlCtx *cx, SqluState *st, const char *kind, const char *name, char
         m->n_ops = st->n_ops;
         m->n_undo = st->n_undo;
         m->n_drops = st->n_drops;
+        m->n_rebuilds = st->n_rebuilds;
         m->meta = sqld_meta_mark(st);
         if (st->meta && !m->meta) {
             st->n_svps--;
@@ -117,6 +118,7 @@ int svp_exec(SqlCtx *cx, SqluState *st, const char *kind, const char *name, char
     cx->sess->txn_status = 'T';
     sqld_meta_restore(cx->sess, st, st->svps[i].meta); /* ALTERs after it are undone */
     sqld_drops_to(cx->sess, st, st->svps[i].n_drops); /* tables dropped after it are back */
+    sqld_rebuilds_to(cx->sess, st, st->svps[i].n_rebuilds); /* tables rebuilt after it too */
     sqld_undo_to(cx->sess, st, st->svps[i].n_undo);   /* tables created after it go */
     snprintf(tag, tag_len, "ROLLBACK");
     return QR_OK;

@@ -276,20 +276,29 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         txn_discard(st);
         return rc;
     }
+    /* tables the block rebuilt: claimed too, its writes go to their copies */
+    if (st->n_rebuilds && (rc = sqld_rebuilds_claim(s, st, err)) != QR_OK) {
+        sqld_drops_finish(s, st, false, NULL);
+        txn_discard(st);
+        return rc;
+    }
     size_t n_alloc = (size_t)st->n_ops + 1;
     QrTable **touched = qr_calloc(n_alloc, sizeof *touched);
     int *first_op = qr_calloc(n_alloc, sizeof *first_op); /* per touched table */
     int *tk = qr_calloc(n_alloc, sizeof *tk); /* per op: its table in touched[] */
     QrBatch **batch = qr_calloc(n_alloc, sizeof *batch); /* per touched table */
     QrTable **tab = qr_calloc(n_alloc, sizeof *tab);
+    bool *viewed = qr_calloc(n_alloc, sizeof *viewed); /* per touched table: a rebuilt copy */
     int n_touched = 0;
-    if (!touched || !first_op || !tk || !batch || !tab) {
+    if (!touched || !first_op || !tk || !batch || !tab || !viewed) {
+        qr_free(viewed);
         qr_free(touched);
         qr_free(first_op);
         qr_free(tk);
         qr_free(batch);
         qr_free(tab);
         sqld_drops_finish(s, st, false, NULL);
+        sqld_rebuilds_finish(s, st, false, NULL);
         txn_discard(st);
         return qr_error_set(err, QR_ENOMEM, "out of memory applying writes");
     }
@@ -306,9 +315,12 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
             tab[i] = touched[prev];
             tk[i] = prev;
         } else {
-            rc = qr_table_acquire(s->db, o->table, &tab[i], err);
+            /* a rebuilt table: its copy, which only this session holds */
+            tab[i] = sqld_view(s, o->table);
+            rc = tab[i] ? QR_OK : qr_table_acquire(s->db, o->table, &tab[i], err);
             if (rc != QR_OK)
                 break;
+            viewed[n_touched] = tab[i] != NULL && tab[i] == sqld_view(s, o->table);
             first_op[n_touched] = i;
             tk[i] = n_touched;
             touched[n_touched++] = tab[i];
@@ -336,6 +348,8 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         rc = sqlx_check(st, err); /* first committer wins (sql_conflict.c) */
     if (rc == QR_OK && st->meta)
         rc = sqld_meta_check(s, st, err); /* ... on table definitions too */
+    if (rc == QR_OK && st->n_rebuilds)
+        rc = sqld_rebuilds_check(s, st, err); /* ... and on whole tables rebuilt */
     /* pass 2: each table's writes into its own batch (invisible, not yet
      * in the WAL: a failure here writes nothing anywhere) */
     for (int k = 0; rc == QR_OK && k < n_touched; k++)
@@ -388,10 +402,16 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
         }
     }
     qr_free(cm);
+    for (int k = 0; k < n_touched; k++) { /* before a rebuilt copy's handle closes */
+        qr_batch_free(batch[k]);
+        batch[k] = NULL;
+    }
     if (sqld_pending(st)) { /* the journal names it: a crash from here redoes it at open */
         QrError de;
         qr_error_clear(&de);
-        if (rc == QR_OK && st->meta)
+        if (st->n_rebuilds) /* the copies take the tables' places */
+            sqld_rebuilds_finish(s, st, rc == QR_OK, &de);
+        if (rc == QR_OK && de.code == QR_OK && st->meta)
             sqld_meta_publish(s, st, &de);
         sqld_drops_finish(s, st, rc == QR_OK && de.code == QR_OK, &de);
         if (rc == QR_OK && de.code != QR_OK) {
@@ -417,8 +437,10 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
     }
     for (int k = 0; k < n_touched; k++) {
         qr_batch_free(batch[k]);
-        qr_table_release(s->db, st->ops[first_op[k]].table);
+        if (!viewed[k]) /* a rebuilt table's copy took no reference */
+            qr_table_release(s->db, st->ops[first_op[k]].table);
     }
+    qr_free(viewed);
     qr_free(tab);
     qr_free(touched);
     qr_free(first_op);

@@ -149,8 +149,10 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
     qr_error_clear(&e);
     if (qr_table_acquire(cx->sess->db, table, &t, &e) != QR_OK)
         return QR_OK;
-    int fi = schema_field_index(qr_table_schema(t), col);
-    bool made = fi >= 0 && !qr_table_schema(t)->fields[fi].btree;
+    QrTable *v = sqld_view(cx->sess, table); /* the block's rebuilt copy */
+    const QrSchema *sc = qr_table_schema(v ? v : t);
+    int fi = schema_field_index(sc, col);
+    bool made = fi >= 0 && !sc->fields[fi].btree;
     qr_table_release(cx->sess->db, table);
     if (!made)
         return QR_OK;
@@ -363,17 +365,6 @@ bool sqld_hidden(const QrSqlSession *s, const char *table)
     return sqld_dropped(s, table) || (s && table && created_by_other(s, table, "", false));
 }
 
-/* Which table is `name` now: the identity of its directory (0: none). */
-static uint64_t table_ident(QrDb *db, const char *name)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/tables/%s", qr_db_dir(db), name);
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return 0;
-    return ((uint64_t)sb.st_dev << 40) ^ (uint64_t)sb.st_ino ^ 1;
-}
-
 int sqld_defer_drop(SqlCtx *cx, SqluState *st, const char *table)
 {
     if (sqld_dropped(cx->sess, table))
@@ -388,7 +379,7 @@ int sqld_defer_drop(SqlCtx *cx, SqluState *st, const char *table)
     }
     SqldDrop *d = &st->drops[st->n_drops++];
     snprintf(d->name, sizeof d->name, "%s", table);
-    d->ident = table_ident(cx->sess->db, table);
+    d->ident = qr_table_ident(cx->sess->db, table);
     qr_db_ddl_bump(cx->sess->db); /* the session's bound statements bind again */
     return QR_OK;
 }
@@ -412,7 +403,7 @@ int sqld_drops_claim(QrSqlSession *s, SqluState *st, QrError *err)
                 qr_table_unclaim(s->db, st->drops[i].name);
             return rc;
         }
-        if (table_ident(s->db, st->drops[i].name) != st->drops[i].ident) {
+        if (qr_table_ident(s->db, st->drops[i].name) != st->drops[i].ident) {
             /* dropped by another session meanwhile (and perhaps made again
              * under the name): not the block's to drop */
             qr_table_unclaim(s->db, st->drops[i].name);
@@ -675,7 +666,17 @@ void sqld_meta_forget_table(SqluState *st, const char *table)
         cJSON_DeleteItemFromObjectCaseSensitive(st->meta, table);
 }
 
-bool sqld_pending(const SqluState *st) { return st->n_drops > 0 || st->meta; }
+bool sqld_pending(const SqluState *st) { return st->n_drops > 0 || st->meta || st->n_rebuilds; }
+
+int sqld_conflict(QrError *err, const char *did, const char *table, const char *we_did)
+{
+    qr_error_set(err, QR_EBUSY, "could not serialize access due to concurrent update");
+    qr_error_detail(err, "another transaction %s table \"%s\" after this one %s it", did, table,
+                    we_did);
+    qr_error_hint(err, "The transaction might succeed if retried.");
+    qr_error_set_sqlstate(err, "40001");
+    return QR_EBUSY;
+}
 
 int sqld_meta_check(QrSqlSession *s, const SqluState *st, QrError *err)
 {
@@ -687,15 +688,8 @@ int sqld_meta_check(QrSqlSession *s, const SqluState *st, QrError *err)
         cJSON *now = sqlw_meta_load_db(s->db, e->string);
         bool same = now && cJSON_Compare(now, cJSON_GetObjectItemCaseSensitive(e, "base"), true);
         cJSON_Delete(now);
-        if (!same) {
-            qr_error_set(err, QR_EBUSY, "could not serialize access due to concurrent update");
-            qr_error_detail(err, "another transaction changed the definition of table \"%s\" "
-                                 "after this one altered it",
-                            e->string);
-            qr_error_hint(err, "The transaction might succeed if retried.");
-            qr_error_set_sqlstate(err, "40001");
-            return QR_EBUSY;
-        }
+        if (!same)
+            return sqld_conflict(err, "changed the definition of", e->string, "altered");
     }
     return QR_OK;
 }
@@ -765,6 +759,16 @@ int sqld_journal_items(QrSqlSession *s, const SqluState *st, TxnjItem **items, i
     if (!each_change(s, st, add_item, &j)) {
         sqld_journal_free(j.v, j.n);
         return qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction journal");
+    }
+    if (st->n_rebuilds) { /* the exchanges with the block's rebuilt copies */
+        TxnjItem *nv = qr_realloc(j.v, (size_t)(j.n + st->n_rebuilds) * sizeof *nv);
+        int rc = nv ? sqld_rebuild_journal(s, st, (j.v = nv), &j.n, err)
+                    : qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction "
+                                                   "journal");
+        if (rc != QR_OK) {
+            sqld_journal_free(j.v, j.n);
+            return rc;
+        }
     }
     *items = j.v;
     *n = j.n;

@@ -81,8 +81,12 @@ int sqlw_acquire(SqlCtx *cx, const char *name, QrTable **out, QrError *err)
         st->cap_held = cap;
     }
     int rc = qr_table_acquire(cx->sess->db, name, out, err);
-    if (rc == QR_OK)
+    if (rc == QR_OK) {
         snprintf(st->held[st->n_held++], sizeof st->held[0], "%s", name);
+        QrTable *v = sqld_view(cx->sess, name); /* the block rebuilt it: its copy */
+        if (v && out)
+            *out = v;
+    }
     return rc;
 }
 
@@ -486,6 +490,7 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
                 svp_clear(st);
                 sqlo_clear(st);
                 sqld_drops_to(s, st, 0); /* dropped at COMMIT, or back */
+                sqld_rebuilds_to(s, st, 0); /* exchanged at COMMIT, or dropped */
                 sqld_meta_forget(s, st); /* published at COMMIT, or forgotten */
                 if (rc == QR_OK && !strcmp(res->tag, "COMMIT"))
                     sqld_forget(s, st); /* what it created stays */
@@ -555,10 +560,12 @@ void sqlu_session_free(QrSqlSession *s)
         st->in_block = false;
         s->txn_status = 'I';
         sqld_drops_to(s, st, 0);
+        sqld_rebuilds_to(s, st, 0);
         sqld_meta_forget(s, st); /* before the undo: a B-tree no index names goes */
         sqld_undo_to(s, st, 0);
     }
     qr_free(st->drops);
+    qr_free(st->rebuilds);
     cJSON_Delete(st->meta);
     sqld_forget(s, st);
     qr_free(st->undo);

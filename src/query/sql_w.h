@@ -147,12 +147,28 @@ typedef struct SqldDrop {
     uint64_t ident;
 } SqldDrop;
 
+/* A table a block rebuilt (ADD PRIMARY KEY, a full-text CREATE INDEX on a
+ * table older than the block: sql_rekey.c): its copy, a spare table the
+ * session reads and writes in the table's place until COMMIT exchanges the
+ * two (sql_txn_ddl.c).  A table rebuilt twice has two entries, the newer
+ * one copied from the older's spare. */
+typedef struct SqldRebuild {
+    char table[QR_NAME_MAX + 1];
+    char id[QR_NAME_MAX + 1];   /* the spare (quarry.h qr_spare_*) */
+    QrTable *view;              /* owns: the spare's handle, named `table` */
+    uint64_t base_ident;        /* the table's directory when its first copy was taken */
+    uint64_t base_mark;         /* its write mark then: COMMIT finds another, 40001 */
+    char drop_seq[QR_NAME_MAX + 16]; /* a sequence COMMIT drops (the row id's), or "" */
+    bool claimed;               /* COMMIT claimed the table (newest entry of each table) */
+} SqldRebuild;
+
 /* A savepoint: its name and the block's buffered ops when it was set. */
 typedef struct SvpMark {
     char name[64];
     int n_ops;
     int n_undo;            /* undo statements of the block by then */
     int n_drops;           /* tables the block had dropped by then */
+    int n_rebuilds;        /* tables the block had rebuilt by then */
     cJSON *meta;           /* owns: SqluState.meta by then (NULL: none) */
 } SvpMark;
 
@@ -195,6 +211,8 @@ typedef struct SqluState {
                               published at COMMIT: {table: {"base": the committed one
                               when first staged, "meta": the block's, "drop_btrees":
                               [columns whose B-tree goes at COMMIT]}}, or NULL */
+    SqldRebuild *rebuilds; /* owns: tables the block rebuilt, oldest first */
+    int n_rebuilds, cap_rebuilds;
     uint64_t rr_start;     /* REPEATABLE READ: the SQL commit number at the block's start */
     bool rr_registered;    /* ... counted among the open blocks (sql_conflict.c) */
 } SqluState;
@@ -242,6 +260,9 @@ int sqli_begin(SqlCtx *cx, SqluState *st, const cJSON *options);
 int sqli_set(SqlCtx *cx, SqluState *st, const char *name, const cJSON *args, const char *value);
 /* The block ended (COMMIT / ROLLBACK): release its snapshots. */
 void sqli_end(QrSqlSession *s, SqluState *st);
+/* Forget the block's snapshot of the table behind handle t (a rebuild's
+ * spare about to be closed); its next read takes one anew. */
+void sqli_unpin(SqluState *st, const QrTable *t);
 /* A write in the block fixes its level too. */
 void sqli_mark_used(QrSqlSession *s, SqluState *st);
 void sqli_session_free(SqluState *st);
@@ -319,6 +340,39 @@ int sqld_seq_created(SqlCtx *cx, const char *seq);
  * back to one. */
 cJSON *sqld_meta_mark(const SqluState *st);
 void sqld_meta_restore(QrSqlSession *s, SqluState *st, const cJSON *mark);
+/* The spare the session's open block reads and writes in place of
+ * `table` (its newest rebuild), or NULL. */
+QrTable *sqld_view(const QrSqlSession *s, const char *table);
+/* ADD PRIMARY KEY / a full-text CREATE INDEX in a block on a table every
+ * rollback would not drop: the documents of t (the session's view of the
+ * table) are copied into a new spare with schema ns (key_col set: keyed by
+ * that column instead of the hidden row id, 23502 / 23505 as PostgreSQL),
+ * meta is staged as the table's metadata, and the session sees the spare
+ * from now on; other sessions see the table as it was.  COMMIT exchanges
+ * them (40001 when anything committed to the table since the copy), a
+ * rollback drops the spare.  drop_seq (may be NULL): a sequence COMMIT
+ * drops. */
+int sqld_rebuild(SqlCtx *cx, SqluState *st, QrTable *t, const QrSchema *ns, const char *key_col,
+                 const cJSON *meta, const char *drop_seq);
+/* Drop the block's rebuilds after the first `mark` (ROLLBACK [TO], the end
+ * of the block). */
+void sqld_rebuilds_to(QrSqlSession *s, SqluState *st, int mark);
+/* COMMIT, before the apply lock: claim every rebuilt table (waiting for its
+ * users; QR_EBUSY after a while, nothing claimed then). */
+int sqld_rebuilds_claim(QrSqlSession *s, SqluState *st, QrError *err);
+/* COMMIT, under the apply lock, before anything is applied: 40001 when a
+ * rebuilt table had a commit (or was replaced) since the block copied it. */
+int sqld_rebuilds_check(QrSqlSession *s, const SqluState *st, QrError *err);
+/* COMMIT, under the apply lock, after the writes (into the spares)
+ * committed (ok) or failed: exchange each rebuilt table with its spare
+ * (its staged metadata inside), unclaim, drop what the spares then hold. */
+int sqld_rebuilds_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err);
+/* COMMIT's journal: an exchange item (TXNJ_SWAP) per claimed rebuild,
+ * appended at items[*n] (room for st->n_rebuilds more). */
+struct TxnjItem;
+int sqld_rebuild_journal(QrSqlSession *s, const SqluState *st, struct TxnjItem *items, int *n,
+                         QrError *err);
+
 /* The table's staged definition is committed as it is (ADD PRIMARY KEY
  * rebuilt the table with it): nothing left to publish for it. */
 void sqld_meta_forget_table(SqluState *st, const char *table);
@@ -330,6 +384,9 @@ bool sqld_pending(const SqluState *st);
  * another transaction changed the metadata of a table since this block
  * staged its own. */
 int sqld_meta_check(QrSqlSession *s, const SqluState *st, QrError *err);
+/* Set err to 40001: another transaction `did` (e.g. "wrote to") table after
+ * this one `we_did` it; returns QR_EBUSY. */
+int sqld_conflict(QrError *err, const char *did, const char *table, const char *we_did);
 /* COMMIT, under the apply lock: the journal's DDL items (sql.json texts,
  * B-trees and tables to drop); free with sqld_journal_free. */
 struct TxnjItem;
@@ -350,12 +407,14 @@ void sqld_drops_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err);
 /* ---- txn_journal.c: atomic commit across tables ---- */
 
 /* A journaled DDL change of a block (txn_journal.c kinds 3-5). */
-enum { TXNJ_DROP_TABLE = 3, TXNJ_META = 4, TXNJ_DROP_BTREE = 5 };
+enum { TXNJ_DROP_TABLE = 3, TXNJ_META = 4, TXNJ_DROP_BTREE = 5, TXNJ_SWAP = 6 };
 typedef struct TxnjItem {
     uint8_t kind;          /* TXNJ_* */
     const char *table;     /* borrows */
-    const char *key;       /* borrows: the column of TXNJ_DROP_BTREE, else NULL */
-    char *doc;             /* owns: the sql.json text of TXNJ_META, else NULL */
+    const char *key;       /* borrows: the column of TXNJ_DROP_BTREE, the spare of
+                              TXNJ_SWAP, else NULL */
+    char *doc;             /* owns: the sql.json text of TXNJ_META, the spare's identity
+                              (decimal) of TXNJ_SWAP, else NULL */
     size_t doc_len;
 } TxnjItem;
 
@@ -519,6 +578,22 @@ const char *sqlw_setting(const QrSqlSession *s, const char *name);
  * duplicate, the table untouched then).  Releases the statement's
  * reference on t, which must not be used afterwards. */
 int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc);
+/* Rebuild table t (the session's view of it) with schema ns and metadata
+ * meta: its documents copied (key_col set: keyed by that column instead of
+ * the hidden row id, 23502 / 23505 as PostgreSQL) into a spare that takes
+ * the table's place now, or, in a block on a table every rollback would
+ * not drop, at COMMIT (sqld_rebuild).  0A000 after writes to the table in
+ * the same block.  drop_seq (may be NULL): a sequence dropped with the old
+ * table.  Releases the statement's reference on t, which must not be used
+ * afterwards. */
+int sqlw_rebuild(SqlCtx *cx, QrTable *t, const QrSchema *ns, const char *key_col,
+                 const cJSON *meta, const char *drop_seq);
+/* Copy every document of from into to (one commit), rekeyed as above. */
+int sqlw_rebuild_copy(SqlCtx *cx, QrTable *from, QrTable *to, const char *key_col);
+/* A new spare id for a rebuild of table. */
+void sqlw_spare_id(const char *table, char *out, size_t cap);
+/* Write meta as the sql.json of spare id (exchanged with its documents). */
+int sqlw_spare_meta(QrDb *db, const char *id, const cJSON *meta, QrError *err);
 /* True when the metadata says the primary key is a hidden row id. */
 bool sqlw_hidden_pk(const cJSON *meta);
 int sqlseq_create(SqlCtx *cx, const cJSON *body, QrSqlResult *res);

@@ -28,14 +28,24 @@
  * dropped with the sequences they own -- so a crash in between completes it
  * at the next open, and a crash before the rename leaves all as it was.
  *
+ * A block that rebuilt a table (ADD PRIMARY KEY, a full-text CREATE INDEX:
+ * sql_txn_rebuild.c) wrote the table's writes into its spare, and journals
+ * the exchange of the two (kind 6, version 3).  Recovery does the exchange
+ * first -- when the spare is still the one the journal names (its
+ * directory identity), i.e. the crash came before the exchange -- then the
+ * data ops (into the rebuilt table), the other DDL, and removes the spare
+ * (which holds the old documents by then).
+ *
  * Format of <data>/txn/<16 hex digits>.qtxj (little endian):
  *
- *   u32 magic "QTXJ"  u32 version (1; 2 with DDL)  u32 n_ops
+ *   u32 magic "QTXJ"  u32 version (1; 2 with DDL; 3 with an exchange)  u32 n_ops
  *   n_ops x { u8 kind (1 put, 2 delete; version 2 also: 3 drop table,
- *                      4 sql.json, 5 drop B-tree)
+ *                      4 sql.json, 5 drop B-tree; version 3 also 6 exchange)
  *             u16 table_len  table bytes
- *             u32 key_len  key (JSON text; the column for 5; 0 for 3, 4)
- *             u32 doc_len  doc (JSON: puts, the sql.json of 4; 0 otherwise) }
+ *             u32 key_len  key (JSON text; the column for 5; the spare's id
+ *                               for 6; 0 for 3, 4)
+ *             u32 doc_len  doc (JSON: puts, the sql.json of 4; the spare's
+ *                               directory identity in decimal for 6; 0 otherwise) }
  *   u32 CRC-32C of every byte before it
  *
  * A file that is short, has bytes left over, or fails its checksum is
@@ -59,6 +69,7 @@
 #define TXNJ_MAGIC 0x4A585451u /* "QTXJ" */
 #define TXNJ_VERSION 1u      /* data ops only */
 #define TXNJ_VERSION_DDL 2u /* also DDL (kinds 3-5) */
+#define TXNJ_VERSION_SWAP 3u /* also exchanges with spares (kind 6) */
 
 static _Atomic uint64_t journal_counter;
 
@@ -105,7 +116,11 @@ int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, const TxnjItem *ddl, int n
     QrBuf b;
     qr_buf_init(&b);
     put_u32(&b, TXNJ_MAGIC);
-    put_u32(&b, n_ddl ? TXNJ_VERSION_DDL : TXNJ_VERSION);
+    uint32_t version = n_ddl ? TXNJ_VERSION_DDL : TXNJ_VERSION;
+    for (int i = 0; i < n_ddl; i++)
+        if (ddl[i].kind == TXNJ_SWAP)
+            version = TXNJ_VERSION_SWAP;
+    put_u32(&b, version);
     put_u32(&b, (uint32_t)(n_ops + n_ddl));
     for (int i = 0; i < n_ops; i++)
         put_op(&b, ops[i].is_delete ? 2 : 1, ops[i].table, ops[i].key,
@@ -174,9 +189,11 @@ static int decode(const char *path, const uint8_t *p, size_t len, JOp **out, int
     if (get_u32(p + len - 4) != qr_crc32c(0, p, len - 4))
         return corrupt(path, "checksum mismatch", err);
     uint32_t version = get_u32(p + 4);
-    if (get_u32(p) != TXNJ_MAGIC || (version != TXNJ_VERSION && version != TXNJ_VERSION_DDL))
+    if (get_u32(p) != TXNJ_MAGIC || version < TXNJ_VERSION || version > TXNJ_VERSION_SWAP)
         return corrupt(path, "bad magic or version", err);
-    uint8_t max_kind = version == TXNJ_VERSION_DDL ? TXNJ_DROP_BTREE : 2;
+    uint8_t max_kind = version == TXNJ_VERSION_SWAP  ? TXNJ_SWAP
+                       : version == TXNJ_VERSION_DDL ? TXNJ_DROP_BTREE
+                                                     : 2;
     uint32_t n = get_u32(p + 8);
     size_t end = len - 4, off = 12;
     if (n > end / 11)
@@ -206,7 +223,8 @@ static int decode(const char *path, const uint8_t *p, size_t len, JOp **out, int
         off += o->key_len;
         o->doc_len = get_u32(p + off);
         off += 4;
-        bool has_key = kind <= 2 || kind == TXNJ_DROP_BTREE, has_doc = kind == 1 || kind == TXNJ_META;
+        bool has_key = kind <= 2 || kind == TXNJ_DROP_BTREE || kind == TXNJ_SWAP;
+        bool has_doc = kind == 1 || kind == TXNJ_META || kind == TXNJ_SWAP;
         if (end - off < o->doc_len || (!has_doc && o->doc_len) || (has_key != (o->key_len > 0)))
             goto bad;
         o->doc = (const char *)p + off;
@@ -276,11 +294,33 @@ static int apply_ddl(QrDb *db, const JOp *ops, int n, QrError *err)
     return rc == QR_OK && dropped ? qr_fsync_dir(dir, err) : rc;
 }
 
-/* Apply the ops, one batch per table, in the order the tables appear,
- * then the drops. */
-static int apply(QrDb *db, const JOp *ops, int n, QrError *err)
+/* Exchange (kind 6) or, after, drop the spares of rebuilt tables.  The
+ * exchange happens only while the spare is still the copy the COMMIT made:
+ * after it, the spare holds the old documents. */
+static int apply_swaps(QrDb *db, const JOp *ops, int n, bool drop, QrError *err)
 {
     int rc = QR_OK;
+    for (int i = 0; rc == QR_OK && i < n; i++) {
+        if (ops[i].kind != TXNJ_SWAP)
+            continue;
+        char id[QR_NAME_MAX + 1], ident[32];
+        snprintf(id, sizeof id, "%.*s", (int)ops[i].key_len, ops[i].key);
+        snprintf(ident, sizeof ident, "%.*s", (int)ops[i].doc_len, ops[i].doc);
+        if (drop)
+            rc = qr_spare_drop(db, id, err);
+        else if (qr_spare_ident(db, id) == strtoull(ident, NULL, 10))
+            rc = qr_spare_swap(db, ops[i].table, id, err);
+    }
+    return rc;
+}
+
+/* Apply the exchanges with spares, the ops, one batch per table, in the
+ * order the tables appear, then the other DDL, then remove the spares. */
+static int apply(QrDb *db, const JOp *ops, int n, QrError *err)
+{
+    int rc = apply_swaps(db, ops, n, false, err);
+    if (rc != QR_OK)
+        return rc;
     bool *done = qr_calloc((size_t)n + 1, sizeof *done);
     if (!done)
         return qr_error_set(err, QR_ENOMEM, "out of memory");
@@ -314,7 +354,9 @@ static int apply(QrDb *db, const JOp *ops, int n, QrError *err)
         qr_table_release(db, ops[i].table);
     }
     qr_free(done);
-    return rc == QR_OK ? apply_ddl(db, ops, n, err) : rc;
+    if (rc == QR_OK)
+        rc = apply_ddl(db, ops, n, err);
+    return rc == QR_OK ? apply_swaps(db, ops, n, true, err) : rc;
 }
 
 static int cmp_names(const void *a, const void *b)

@@ -127,9 +127,8 @@ RR_ACROSS = [(0, "BEGIN ISOLATION LEVEL REPEATABLE READ"), (0, "SELECT id, v FRO
              (0, "SELECT id, v FROM t2 ORDER BY id")]
 
 # ADD COLUMN, ADD PRIMARY KEY and a B-tree in the block that created the
-# table (savepoints before the CREATE): they go or stay with it.  (On a
-# table the block did not create Quarry refuses the last two, 0A000: not
-# compared; ADD COLUMN is in ddl_script.)
+# table (savepoints before the CREATE): they go or stay with it.  (ADD
+# COLUMN on older tables is in ddl_script, ADD PRIMARY KEY in REKEYED.)
 CREATED_ALTERED = [
     (0, "BEGIN"), (0, "SAVEPOINT a"), (0, "CREATE TABLE w0 (id bigint PRIMARY KEY, v int)"),
     (0, "ALTER TABLE w0 ADD COLUMN c int"), (0, "CREATE INDEX w0_c ON w0 (c)"),
@@ -144,6 +143,31 @@ CREATED_ALTERED = [
     (0, "INSERT INTO w1 VALUES (1, 1)"), (0, "ROLLBACK"), (1, "SELECT * FROM w1")]
 
 
+# ADD PRIMARY KEY in a block on a table older than it: the block sees the
+# key and writes under it, ROLLBACK [TO] takes it back, COMMIT publishes it
+# with the block's rows.  Session 1 reads the table only while no block
+# holds it (PostgreSQL's ALTER TABLE would make it wait).
+REKEYED = [
+    (1, "CREATE TABLE w2 (a int, b varchar(8))"), (1, "INSERT INTO w2 VALUES (1, 'x'), (2, 'y')"),
+    (0, "BEGIN"), (0, "ALTER TABLE w2 ADD PRIMARY KEY (a)"), (0, "INSERT INTO w2 VALUES (3, 'w')"),
+    (0, "UPDATE w2 SET b = 'xx' WHERE a = 1"), (0, "SELECT a, b FROM w2 ORDER BY a"),
+    (0, "INSERT INTO w2 VALUES (3, 'dup')"), (0, "ROLLBACK"),
+    (1, "SELECT a, b FROM w2 ORDER BY a"), (1, "INSERT INTO w2 VALUES (1, 'dup')"),
+    (1, "DELETE FROM w2 WHERE b = 'dup'"),
+    (0, "BEGIN"), (0, "SAVEPOINT p"), (0, "ALTER TABLE w2 ADD PRIMARY KEY (a)"),
+    (0, "INSERT INTO w2 VALUES (4, 'v')"), (0, "ROLLBACK TO SAVEPOINT p"),
+    (0, "INSERT INTO w2 VALUES (1, 'again')"), (0, "SELECT a, b FROM w2 ORDER BY a, b"),
+    (0, "COMMIT"), (1, "SELECT a, b FROM w2 ORDER BY a, b"),
+    (0, "BEGIN"), (0, "ALTER TABLE w2 ADD PRIMARY KEY (a)"), (0, "ROLLBACK"),
+    (1, "DELETE FROM w2 WHERE b = 'again'"),
+    (0, "BEGIN ISOLATION LEVEL REPEATABLE READ"), (0, "ALTER TABLE w2 ADD PRIMARY KEY (a)"),
+    (0, "INSERT INTO w2 VALUES (3, 'w')"), (0, "DELETE FROM w2 WHERE a = 2"),
+    (0, "SELECT count(*) FROM w2"), (0, "COMMIT"),
+    (1, "INSERT INTO w2 VALUES (3, 'dup')"), (1, "SELECT a, b FROM w2 ORDER BY a"),
+    (1, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'w2'::regclass AND contype = 'p'"),
+    (1, "SELECT count(*) FROM w2 WHERE a = 3")]
+
+
 # ADD COLUMN's names and types; a table's columns by name (a column Quarry
 # takes over from an ADD COLUMN that rolled back keeps that one's place).
 COL_TYPES = ["int", "varchar(8)", "bigint"]
@@ -154,7 +178,7 @@ COLUMNS = ("SELECT column_name FROM information_schema.columns WHERE table_name 
 def ddl_script(seed):
     """Two sessions' DDL on their own tables u0 / u1, interleaved."""
     rnd = random.Random(seed)
-    out = RR_ACROSS + (CREATED_ALTERED if seed == SEEDS[0] else [])  # fixed: once is enough
+    out = RR_ACROSS + (CREATED_ALTERED + REKEYED if seed == SEEDS[0] else [])  # once is enough
     in_block = [False, False]
     ddl = [False, False]      # the open block changed its table (PostgreSQL holds its lock)
     dropped = [False, False]  # ... dropped it (Quarry refuses its CREATE in the same block)

@@ -178,6 +178,9 @@ static int add_range_var(SqlQuery *s, const cJSON *rv)
         qr_error_copy(cx->err, &e);
         return e.code;
     }
+    QrTable *view = sqld_view(cx->sess, name); /* the session's block rebuilt it */
+    if (view)
+        t = view;
     if (cJSON_GetArraySize(colnames) > 0)
         return sql_err_at(cx, loc, QR_EUNSUPPORTED, "0A000", "column aliases on a table are not supported");
     SqlItem *it = new_item(s, SQL_ITEM_TABLE, qual, loc);

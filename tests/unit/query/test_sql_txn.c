@@ -6,6 +6,7 @@
  * against a model keeping a copy of the table per savepoint).
  */
 #include <criterion/criterion.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -855,43 +856,142 @@ Test(sql_txn, alter_table_and_drop_index_wait_for_commit)
 
 /* ---- ADD COLUMN, ADD PRIMARY KEY, full-text CREATE INDEX in a block ---- */
 
-/* They change storage when they run: on a committed table a block refuses
- * them (0A000, nothing changed: no rollback could take them back); on a
- * table the block created they run, and go or stay with the table. */
+static int spares_left(Env *e)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/spares", e->dir);
+    DIR *d = opendir(path);
+    int n = 0;
+    struct dirent *de;
+    while (d && (de = readdir(d)))
+        n += de->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* ADD PRIMARY KEY and a full-text CREATE INDEX on a committed table rebuild
+ * it into a copy that only the block sees (and writes) until COMMIT puts it
+ * in the table's place; ROLLBACK, ROLLBACK TO and a session that ends in
+ * the block drop the copy.  The other session sees and writes the table as
+ * it was; a write of its own to the table makes the block's COMMIT 40001. */
+Test(sql_txn, rebuilds_in_a_block_go_with_the_block)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    const char *rows = "SELECT string_agg(a || ':' || b, ',' ORDER BY a, b) FROM sk";
+    const char *pk = "SELECT count(*) FROM pg_constraint WHERE conrelid = 'sk'::regclass";
+    ok(s, "CREATE TABLE sk (a int, b varchar(8))");
+    ok(s, "INSERT INTO sk VALUES (1, 'x'), (2, 'y')");
+    for (int commit = 0; commit < 2; commit++) {
+        ok(s, "BEGIN");
+        ok(s, "ALTER TABLE sk ADD PRIMARY KEY (a)");
+        expect(s, pk, "1");
+        ok(s, "INSERT INTO sk VALUES (3, 'w')");
+        ok(s, "UPDATE sk SET b = 'xx' WHERE a = 1");
+        expect(s, rows, "1:xx,2:y,3:w");
+        expect(s, "SELECT b FROM sk WHERE a = 3", "w");
+        expect(o, rows, "1:x,2:y");
+        expect(o, pk, "0");
+        cr_assert_eq(spares_left(&e), 1);
+        ok(s, commit ? "COMMIT" : "ROLLBACK");
+        cr_assert_eq(spares_left(&e), 0, "the copy (or the old table) is gone");
+        expect(o, rows, commit ? "1:xx,2:y,3:w" : "1:x,2:y");
+        expect(o, pk, commit ? "1" : "0");
+        expect(s, pk, commit ? "1" : "0");
+    }
+    fails(o, "INSERT INTO sk VALUES (1, 'd')", "23505", "duplicate key");
+    expect(o, "SELECT count(*) FROM pg_attribute WHERE attrelid = 'sk'::regclass", "2");
+
+    /* a full-text index on a table with rows: every row analyzed again */
+    ok(s, "CREATE TABLE sc (id bigint PRIMARY KEY, body varchar(20))");
+    ok(s, "INSERT INTO sc VALUES (1, 'red foxes'), (2, 'blue')");
+    const char *fox = "SELECT string_agg(id::text, ',' ORDER BY id) FROM sc WHERE body @@ 'fox'";
+    fails(o, fox, "22023", "not a full-text field");
+    ok(s, "BEGIN");
+    ok(s, "CREATE INDEX ON sc USING fulltext (body)");
+    ok(s, "INSERT INTO sc VALUES (3, 'a fox')");
+    expect(s, fox, "1,3");
+    fails(o, fox, "22023", "not a full-text field");
+    ok(s, "SAVEPOINT a");
+    ok(s, "DELETE FROM sc WHERE id = 1");
+    expect(s, fox, "3");
+    ok(s, "ROLLBACK TO a");
+    ok(s, "COMMIT");
+    expect(o, fox, "1,3");
+    ok(s, "CREATE INDEX ON sc USING fulltext (body)"); /* the same analysis: nothing to do */
+    cr_assert_eq(spares_left(&e), 0);
+
+    /* ROLLBACK TO a savepoint set before the rebuild: the table as it was */
+    ok(s, "CREATE TABLE sv (a int, b varchar(8))");
+    ok(s, "INSERT INTO sv VALUES (1, 'x')");
+    ok(s, "BEGIN");
+    ok(s, "SAVEPOINT a");
+    ok(s, "ALTER TABLE sv ADD PRIMARY KEY (a)");
+    ok(s, "INSERT INTO sv VALUES (2, 'y')");
+    ok(s, "ROLLBACK TO a");
+    cr_assert_eq(spares_left(&e), 0);
+    expect(s, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'sv'::regclass", "0");
+    ok(s, "INSERT INTO sv VALUES (1, 'again')"); /* no key: a duplicate a goes in */
+    ok(s, "COMMIT");
+    expect(o, "SELECT count(*) FROM sv WHERE a = 1", "2");
+
+    /* a commit to the table while the block has its copy: first committer wins */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE sv ADD COLUMN c int");
+    ok(s, "DELETE FROM sv WHERE b = 'again'");
+    ok(s, "COMMIT");
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE sv ADD PRIMARY KEY (a)");
+    ok(o, "INSERT INTO sv (a, b) VALUES (1, 'other')"); /* its key is still the row id */
+    fails(s, "COMMIT", "40001", "concurrent update");
+    cr_assert_eq(spares_left(&e), 0);
+    expect(o, "SELECT string_agg(b, ',' ORDER BY b) FROM sv", "other,x");
+    expect(o, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'sv'::regclass", "0");
+    /* a duplicate (or NULL) key found by the copy: refused, nothing changed */
+    ok(s, "BEGIN");
+    fails(s, "ALTER TABLE sv ADD PRIMARY KEY (a)", "23505", "could not create unique index");
+    ok(s, "ROLLBACK");
+    cr_assert_eq(spares_left(&e), 0);
+    /* writes to the table earlier in the block are keyed for the old storage */
+    ok(s, "BEGIN");
+    ok(s, "DELETE FROM sv WHERE b = 'other'");
+    fails(s, "ALTER TABLE sv ADD PRIMARY KEY (a)", "0A000", "cannot follow writes");
+    ok(s, "ROLLBACK");
+    /* a session that ends inside its block: the copy goes */
+    QrSqlSession *x = second_session(&e);
+    ok(x, "BEGIN");
+    ok(x, "DELETE FROM sv WHERE b = 'other'");
+    ok(x, "COMMIT");
+    ok(x, "BEGIN");
+    ok(x, "ALTER TABLE sv ADD PRIMARY KEY (a)");
+    cr_assert_eq(spares_left(&e), 1);
+    qr_sql_session_free(x);
+    cr_assert_eq(spares_left(&e), 0);
+    expect(o, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'sv'::regclass", "0");
+    /* twice in one block: the second rebuild copies the first's copy */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE sv ADD PRIMARY KEY (a)");
+    ok(s, "CREATE INDEX ON sv USING fulltext (b)");
+    ok(s, "INSERT INTO sv (a, b) VALUES (5, 'foxes')");
+    expect(s, "SELECT a FROM sv WHERE b @@ 'fox'", "5");
+    ok(s, "COMMIT");
+    cr_assert_eq(spares_left(&e), 0);
+    expect(o, "SELECT string_agg(a::text, ',' ORDER BY a) FROM sv", "1,5");
+    expect(o, "SELECT a FROM sv WHERE b @@ 'fox'", "5");
+    fails(o, "INSERT INTO sv (a, b) VALUES (5, 'd')", "23505", "duplicate key");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
+
+/* On a table the block created (and no savepoint set since) they rebuild
+ * it at once, and go or stay with the table. */
 Test(sql_txn, storage_ddl_in_a_block_goes_with_its_table)
 {
     Env e;
     env_open(&e);
     QrSqlSession *s = e.s, *o = second_session(&e);
-    ok(s, "CREATE TABLE sc (id bigint PRIMARY KEY, body varchar(20))");
-    ok(s, "CREATE TABLE sk (a int, b varchar(8))");
-    ok(s, "INSERT INTO sc VALUES (1, 'red fox')");
-    ok(s, "INSERT INTO sk VALUES (1, 'x')");
-    const char *refused[] = {
-        "ALTER TABLE sk ADD PRIMARY KEY (a)",
-        "CREATE INDEX ON sc USING fulltext (body)",
-    };
-    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
-        ok(s, "BEGIN");
-        ok(s, "INSERT INTO sc VALUES (2, 'blue')");
-        fails(s, refused[i], "0A000", "cannot run inside a transaction block");
-        ok(s, "ROLLBACK");
-        fails(o, "SELECT c FROM sc", "42703", "c");
-        expect(o, "SELECT count(*) FROM sc", "1");
-        /* the key is still the hidden row id: a duplicate a goes in */
-        ok(o, "INSERT INTO sk VALUES (1, 'y')");
-        ok(o, "DELETE FROM sk WHERE b = 'y'");
-    }
-    /* a B-tree the block made on the table does not make the table the block's */
-    ok(s, "BEGIN");
-    ok(s, "CREATE INDEX sc_body ON sc (body)");
-    fails(s, "CREATE INDEX ON sc USING fulltext (body)", "0A000", "inside a transaction block");
-    ok(s, "ROLLBACK");
-    fails(o, "SELECT c FROM sc", "42703", "c");
-    /* an existing column with IF NOT EXISTS changes nothing: no refusal */
-    ok(s, "BEGIN");
-    ok(s, "ALTER TABLE sc ADD COLUMN IF NOT EXISTS body text");
-    ok(s, "COMMIT");
     /* a table the block created: the column, the key and the analysis come
      * and go with it */
     for (int commit = 0; commit < 2; commit++) {
@@ -932,13 +1032,19 @@ Test(sql_txn, storage_ddl_in_a_block_goes_with_its_table)
     expect(o, "SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class "
               "WHERE relname LIKE 'nd\\_%' OR relname LIKE 'ne\\_%'",
            "nd_pkey,ne_pkey");
-    /* a savepoint set after the CREATE would keep the table on ROLLBACK TO:
-     * refused; one set before it drops the table with the column */
+    /* a savepoint set after the CREATE: the rebuild is the block's copy
+     * (ROLLBACK TO keeps the table, drops the copy); one set before it
+     * drops the table with the column */
     ok(s, "BEGIN");
     ok(s, "CREATE TABLE sv (id bigint PRIMARY KEY, body varchar(20))");
+    ok(s, "INSERT INTO sv VALUES (1, 'foxes')");
+    ok(s, "COMMIT");
+    ok(s, "BEGIN");
+    ok(s, "CREATE TABLE sv2 (id bigint PRIMARY KEY, body varchar(20))");
     ok(s, "SAVEPOINT a");
-    fails(s, "CREATE INDEX ON sv USING fulltext (body)", "0A000", "inside a transaction block");
+    ok(s, "CREATE INDEX ON sv2 USING fulltext (body)");
     ok(s, "ROLLBACK TO a");
+    ok(s, "DELETE FROM sv WHERE id = 1");
     ok(s, "RELEASE a");
     ok(s, "SAVEPOINT b");
     ok(s, "CREATE TABLE sw (id bigint PRIMARY KEY)");

@@ -307,3 +307,131 @@ Test(txn_journal, added_column_commits_with_its_rows, .timeout = 120)
     free(j);
     env_close(&e);
 }
+
+/* A crash image of a directory tree: rm -rf to, then cp -a from to. */
+static void copy_tree(const char *from, const char *to)
+{
+    char cmd[9000];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -a '%s' '%s'", to, from, to);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* What a block that rekeyed table k left when the process died at its
+ * COMMIT: the spare it wrote (a crash image, kept at saved), the write it
+ * buffered and the metadata it staged. */
+typedef struct Rekeyed {
+    char id[QR_NAME_MAX + 1];
+    char saved[4200];
+    TxnOp op;
+    char *meta;
+} Rekeyed;
+
+static void rekey_in_a_block(Env *e, Rekeyed *rk)
+{
+    exec_ok(e, "CREATE TABLE k (a int, b varchar(8))");
+    exec_ok(e, "INSERT INTO k VALUES (1, 'x'), (2, 'y')");
+    QrSqlSession *x;
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_eq(qr_sql_session_new(e->db, &x, &err), QR_OK, "%s", err.message);
+    free(answer(x, "BEGIN"));
+    free(answer(x, "ALTER TABLE k ADD PRIMARY KEY (a)"));
+    free(answer(x, "INSERT INTO k VALUES (3, 'w')"));
+    SqluState *st = x->u_state;
+    cr_assert_eq(st->n_rebuilds, 1);
+    cr_assert_eq(st->n_ops, 1);
+    snprintf(rk->id, sizeof rk->id, "%s", st->rebuilds[0].id);
+    rk->op = (TxnOp){.table = "k", .key = strdup(st->ops[0].key), .doc = strdup(st->ops[0].doc),
+                     .doc_len = st->ops[0].doc_len};
+    rk->meta = cJSON_PrintUnformatted(sqld_meta_staged(x, "k"));
+    cr_assert(rk->meta);
+    char spare[4200];
+    qr_spare_path(e->db, rk->id, spare, sizeof spare);
+    snprintf(rk->saved, sizeof rk->saved, "%s/saved-spare", e->dir);
+    copy_tree(spare, rk->saved);
+    qr_sql_session_free(x); /* the crash: the block's copy goes */
+    cr_assert(!qr_path_exists(spare));
+}
+
+/* The journal of that COMMIT, naming the spare as it is on disk now. */
+static uint8_t *rekey_journal(Env *e, const Rekeyed *rk, size_t *len)
+{
+    char ident[32];
+    snprintf(ident, sizeof ident, "%llu", (unsigned long long)qr_spare_ident(e->db, rk->id));
+    TxnjItem ddl[2] = {
+        {.kind = TXNJ_META, .table = "k", .doc = rk->meta, .doc_len = strlen(rk->meta)},
+        {.kind = TXNJ_SWAP, .table = "k", .key = rk->id, .doc = ident, .doc_len = strlen(ident)},
+    };
+    return journal_image(e, &rk->op, 1, ddl, 2, len);
+}
+
+static void restore_spare(Env *e, const Rekeyed *rk)
+{
+    char spares[4200], spare[4200];
+    snprintf(spares, sizeof spares, "%s/spares", e->dir);
+    qr_mkdir_p(spares, NULL);
+    qr_spare_path(e->db, rk->id, spare, sizeof spare);
+    copy_tree(rk->saved, spare);
+}
+
+static void rekey_free(Rekeyed *rk)
+{
+    free(rk->op.key);
+    free(rk->op.doc);
+    cJSON_free(rk->meta);
+}
+
+static const char *K_ROWS = "SELECT string_agg(a || ':' || b, ',' ORDER BY a) FROM k";
+static const char *K_PK = "SELECT count(*) FROM pg_constraint WHERE conrelid = 'k'::regclass";
+
+/* ALTER TABLE ADD PRIMARY KEY in a block on an older table: the COMMIT's
+ * journal names the exchange of the table with the block's copy.  Cut
+ * anywhere, it is refused whole and the table stays as it was (the copy is
+ * removed); whole, the open exchanges them -- or, when the crash came after
+ * the exchange, sees the copy already in place -- then applies the block's
+ * write and metadata. */
+Test(txn_journal, rebuilt_table_is_exchanged_whole_or_not_at_all, .timeout = 240)
+{
+    for (int exchanged = 0; exchanged < 2; exchanged++) {
+        Env e;
+        env_open(&e);
+        Rekeyed rk;
+        rekey_in_a_block(&e, &rk);
+        restore_spare(&e, &rk);
+        size_t len;
+        uint8_t *j = rekey_journal(&e, &rk, &len);
+        for (size_t cut = exchanged ? len : 0; cut < len; cut += 7) {
+            restore_spare(&e, &rk);
+            refused_whole(&e, j, cut);
+            answers(e.s, K_ROWS, "1:x,2:y\n", cut);
+            answers(e.s, K_PK, "0\n", cut);
+            char spare[4200];
+            qr_spare_path(e.db, rk.id, spare, sizeof spare);
+            cr_assert(!qr_path_exists(spare), "a spare no journal names is removed (cut %zu)",
+                      cut);
+        }
+        restore_spare(&e, &rk);
+        free(j);
+        j = rekey_journal(&e, &rk, &len);
+        if (exchanged) { /* the crash came after the exchange: the spare holds the old table */
+            QrError err;
+            cr_assert_eq(qr_spare_swap(e.db, "k", rk.id, &err), QR_OK, "%s", err.message);
+        }
+        place(&e, "0000000000000001.qtxj", j, len);
+        reopen(&e);
+        answers(e.s, K_ROWS, "1:x,2:y,3:w\n", len);
+        answers(e.s, K_PK, "1\n", len);
+        QrSqlResult *r = NULL;
+        QrError err;
+        qr_error_clear(&err);
+        const char *dup = "INSERT INTO k VALUES (2, 'd')";
+        cr_assert_neq(qr_sql_exec(e.s, dup, strlen(dup), &r, &err), QR_OK);
+        cr_assert_str_eq(qr_error_sqlstate(&err), "23505", "%s", err.message);
+        char spare[4200];
+        qr_spare_path(e.db, rk.id, spare, sizeof spare);
+        cr_assert(!qr_path_exists(spare), "the old table is removed");
+        free(j);
+        rekey_free(&rk);
+        env_close(&e);
+    }
+}

@@ -1,0 +1,254 @@
+/*
+ * sql_txn_rebuild.c — statements that rebuild a table (ALTER TABLE ... ADD
+ * PRIMARY KEY, a full-text CREATE INDEX: sql_rekey.c) inside a transaction
+ * block, on a table older than the block: undone by ROLLBACK, published by
+ * COMMIT with the block's writes.
+ *
+ * Layer: query/.  Calls quarry.h (spare tables, claims), sequence.h and the
+ * session's transaction state (sql_w.h).
+ *
+ * The statement copies the table, as it is committed now, into a spare
+ * table (quarry.h qr_spare_*) with the new schema, and stages the new
+ * metadata (sqld_meta_stage).  From then on the session reads and writes
+ * the spare wherever it names the table (sqld_view: the statement's table
+ * lookups, the catalog, COMMIT's writes), while every other session goes on
+ * with the table as it was, writes included.  Writes to the table earlier
+ * in the block are refused (sqlw_rebuild): they are keyed for the old
+ * storage.
+ *
+ * COMMIT claims the table (its users finish, new ones wait), and under the
+ * apply lock checks that nothing committed to it since the copy -- its
+ * write mark (qr_table_write_mark) and directory are the ones the copy saw
+ * -- else 40001, first committer wins, as for keys (sql_conflict.c).  The
+ * journal (txn_journal.c, kind 6) names the exchange; the block's writes
+ * commit into the spare; the staged metadata is written into the spare's
+ * directory; the spare and the table are exchanged in one rename; the
+ * claim ends; the spare, now holding the old documents, is removed.  A
+ * crash after the journal is durable redoes the exchange at the next open,
+ * a crash before it leaves the table untouched (the spare is removed then).
+ * ROLLBACK, ROLLBACK TO a savepoint set before the statement, and a session
+ * ending in the block close and remove the spare.
+ *
+ * Differences from PostgreSQL, whose ALTER TABLE locks the table until the
+ * block ends: other sessions are not made to wait while the block is open,
+ * and one that commits to the table meanwhile makes the block's COMMIT fail
+ * with 40001 instead.
+ */
+#include "query/query_int.h"
+#include "query/sequence.h"
+#include "query/sql_w.h"
+#include "store/util.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* The newest rebuild of table in the block, or NULL. */
+static SqldRebuild *newest(const SqluState *st, const char *table)
+{
+    for (int i = st ? st->n_rebuilds - 1 : -1; i >= 0; i--)
+        if (!strcmp(st->rebuilds[i].table, table))
+            return &st->rebuilds[i];
+    return NULL;
+}
+
+QrTable *sqld_view(const QrSqlSession *s, const char *table)
+{
+    SqldRebuild *r = table ? newest(s ? s->u_state : NULL, table) : NULL;
+    return r ? r->view : NULL;
+}
+
+/* Close the spare's handle, after the block's snapshots of it. */
+static void view_close(SqluState *st, SqldRebuild *r)
+{
+    if (!r->view)
+        return;
+    sqli_unpin(st, r->view);
+    sqlo_clear(st);
+    qr_spare_close(r->view);
+    r->view = NULL;
+}
+
+/* REPEATABLE READ: the copy is of the table as committed now, so the block
+ * must not have read an older state of it. */
+static int rr_check(SqlCtx *cx, const SqluState *st, QrTable *t, uint64_t mark)
+{
+    if (st->iso != SQLI_REPEATABLE_READ)
+        return QR_OK;
+    for (int i = 0; i < st->n_pins; i++) {
+        const SqliPin *p = &st->pins[i];
+        if (p->tab == t->table && p->snap->lsn && p->snap->lsn != mark) {
+            qr_error_hint(cx->err, "The transaction might succeed if retried.");
+            return sql_err_at(cx, -1, QR_EBUSY, "40001",
+                              "could not serialize access due to concurrent update of table "
+                              "\"%s\"",
+                              t->name);
+        }
+    }
+    return QR_OK;
+}
+
+int sqld_rebuild(SqlCtx *cx, SqluState *st, QrTable *t, const QrSchema *ns, const char *key_col,
+                 const cJSON *meta, const char *drop_seq)
+{
+    QrDb *db = cx->sess->db;
+    char table[QR_NAME_MAX + 1];
+    snprintf(table, sizeof table, "%s", qr_table_name(t));
+    SqldRebuild r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.table, sizeof r.table, "%s", table);
+    snprintf(r.drop_seq, sizeof r.drop_seq, "%s", drop_seq ? drop_seq : "");
+    const SqldRebuild *prev = newest(st, table);
+    if (prev) { /* a rebuild of the block's copy: COMMIT checks the same base */
+        r.base_ident = prev->base_ident;
+        r.base_mark = prev->base_mark;
+    } else { /* taken before the copy reads: a commit in between is seen at COMMIT */
+        r.base_ident = qr_table_ident(db, table);
+        r.base_mark = qr_table_write_mark(t);
+        int rc = rr_check(cx, st, t, r.base_mark);
+        if (rc != QR_OK)
+            return rc;
+    }
+    if (st->n_rebuilds == st->cap_rebuilds) {
+        int nc = st->cap_rebuilds ? st->cap_rebuilds * 2 : 4;
+        SqldRebuild *nr = qr_realloc(st->rebuilds, (size_t)nc * sizeof *nr);
+        if (!nr)
+            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        st->rebuilds = nr;
+        st->cap_rebuilds = nc;
+    }
+    sqlw_spare_id(table, r.id, sizeof r.id);
+    int rc = qr_spare_create(db, r.id, table, ns, &r.view, cx->err);
+    if (rc == QR_OK)
+        rc = sqlw_rebuild_copy(cx, t, r.view, key_col);
+    if (rc == QR_OK)
+        rc = sqld_meta_stage(cx, st, table, meta);
+    if (rc != QR_OK) {
+        qr_spare_close(r.view);
+        qr_spare_drop(db, r.id, NULL);
+        return rc;
+    }
+    st->rebuilds[st->n_rebuilds++] = r;
+    sqlo_clear(st); /* overlays of the table's old storage */
+    qr_db_ddl_bump(db);
+    return QR_OK;
+}
+
+void sqld_rebuilds_to(QrSqlSession *s, SqluState *st, int mark)
+{
+    if (!st || st->n_rebuilds <= mark)
+        return;
+    for (int i = st->n_rebuilds - 1; i >= mark; i--) {
+        SqldRebuild *r = &st->rebuilds[i];
+        view_close(st, r);
+        if (r->claimed)
+            qr_table_unclaim(s->db, r->table);
+        qr_spare_drop(s->db, r->id, NULL);
+    }
+    st->n_rebuilds = mark;
+    qr_db_ddl_bump(s->db); /* the session sees the tables as they were */
+}
+
+/* The entries COMMIT exchanges: the newest of each table the block did not
+ * drop. */
+static bool exchanged(const QrSqlSession *s, const SqluState *st, int i)
+{
+    const SqldRebuild *r = &st->rebuilds[i];
+    return newest(st, r->table) == r && !sqld_dropped(s, r->table);
+}
+
+int sqld_rebuilds_claim(QrSqlSession *s, SqluState *st, QrError *err)
+{
+    for (int i = 0; i < st->n_rebuilds; i++) {
+        if (!exchanged(s, st, i))
+            continue;
+        int rc = qr_table_claim(s->db, st->rebuilds[i].table, SQLW_DROP_WAIT_MS, err);
+        if (rc != QR_OK) {
+            for (int k = 0; k < i; k++)
+                if (st->rebuilds[k].claimed) {
+                    qr_table_unclaim(s->db, st->rebuilds[k].table);
+                    st->rebuilds[k].claimed = false;
+                }
+            return rc;
+        }
+        st->rebuilds[i].claimed = true;
+    }
+    return QR_OK;
+}
+
+int sqld_rebuilds_check(QrSqlSession *s, const SqluState *st, QrError *err)
+{
+    for (int i = 0; i < st->n_rebuilds; i++) {
+        const SqldRebuild *r = &st->rebuilds[i];
+        if (!r->claimed)
+            continue;
+        QrTable *t = NULL;
+        QrError e;
+        qr_error_clear(&e);
+        bool same = qr_table_ident(s->db, r->table) == r->base_ident &&
+                    qr_table_get(s->db, r->table, &t, &e) == QR_OK &&
+                    qr_table_write_mark(t) == r->base_mark;
+        if (!same)
+            return sqld_conflict(err, "wrote to", r->table, "rebuilt");
+    }
+    return QR_OK;
+}
+
+/* Exchange table with its newest spare: the staged metadata goes in first,
+ * every handle of the block's copies is closed. */
+static int exchange(QrSqlSession *s, SqluState *st, SqldRebuild *r, QrError *err)
+{
+    const cJSON *meta = sqld_meta_staged(s, r->table);
+    int rc = meta ? sqlw_spare_meta(s->db, r->id, meta, err) : QR_OK;
+    for (int k = 0; k < st->n_rebuilds; k++)
+        if (!strcmp(st->rebuilds[k].table, r->table))
+            view_close(st, &st->rebuilds[k]);
+    if (rc == QR_OK)
+        rc = qr_spare_swap(s->db, r->table, r->id, err);
+    return rc;
+}
+
+int sqld_rebuilds_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err)
+{
+    int rc = QR_OK;
+    for (int i = 0; i < st->n_rebuilds; i++) {
+        SqldRebuild *r = &st->rebuilds[i];
+        if (!r->claimed)
+            continue;
+        if (ok && rc == QR_OK) {
+            rc = exchange(s, st, r, err);
+            for (int k = 0; rc == QR_OK && k < st->n_rebuilds; k++)
+                if (!strcmp(st->rebuilds[k].table, r->table) && st->rebuilds[k].drop_seq[0])
+                    seq_drop(qr_db_dir(s->db), st->rebuilds[k].drop_seq, NULL);
+            if (rc != QR_OK)
+                qr_log(QR_LOG_WARN, "could not exchange table \"%s\" with its rebuilt copy at "
+                                    "COMMIT: %s",
+                       r->table, err->message);
+        }
+        qr_table_unclaim(s->db, r->table);
+        r->claimed = false;
+    }
+    /* the old documents of the exchanged tables, and the copies not taken */
+    sqld_rebuilds_to(s, st, 0);
+    return rc;
+}
+
+int sqld_rebuild_journal(QrSqlSession *s, const SqluState *st, TxnjItem *items, int *n,
+                         QrError *err)
+{
+    for (int i = 0; i < st->n_rebuilds; i++) {
+        const SqldRebuild *r = &st->rebuilds[i];
+        if (!r->claimed)
+            continue;
+        char ident[32];
+        snprintf(ident, sizeof ident, "%" PRIu64, qr_spare_ident(s->db, r->id));
+        TxnjItem *it = &items[(*n)++];
+        *it = (TxnjItem){.kind = TXNJ_SWAP, .table = r->table, .key = r->id};
+        if (!(it->doc = qr_strdup(ident))) {
+            (*n)--;
+            return qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction journal");
+        }
+        it->doc_len = strlen(ident);
+    }
+    return QR_OK;
+}
