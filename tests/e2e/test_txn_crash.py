@@ -6,7 +6,11 @@ each key is in both tables or in neither (no partial transaction), every
 acknowledged COMMIT is there in full, and at the end `quarry check` is
 clean.  One more client drops a table in its blocks (`CREATE TABLE d_k`, then
 `BEGIN; INSERT INTO a; INSERT INTO b; DROP TABLE d_k; COMMIT`): after every
-restart d_k is gone exactly when key k is in a and b."""
+restart d_k is gone exactly when key k is in a and b.  Another rekeys a table
+older than its blocks (`CREATE TABLE r_k` without a key, two rows, then `BEGIN;
+INSERT INTO a; INSERT INTO b; ALTER TABLE r_k ADD PRIMARY KEY; INSERT INTO r_k;
+COMMIT`): after every restart r_k has its key and three rows exactly when key k
+is in a and b, else no key and its two rows, and no copy is left in spares/."""
 import os
 import random
 import signal
@@ -70,6 +74,38 @@ def dropper(port, base, created, acked, stop):
         pass  # the server was killed under us
 
 
+def rekeyer(port, base, created, acked, stop):
+    try:
+        cur = cursor(port)
+        k = base
+        while not stop.is_set():
+            cur.execute("CREATE TABLE r_%d (a int, b text)" % k)
+            cur.execute("INSERT INTO r_%d VALUES (1, 'x'), (2, 'y')" % k)
+            created.add(k)
+            cur.execute("BEGIN")
+            cur.execute("INSERT INTO a VALUES (%d, 'rekey %d')" % (k, k))
+            cur.execute("INSERT INTO b VALUES (%d, %d)" % (k, k))
+            cur.execute("ALTER TABLE r_%d ADD PRIMARY KEY (a)" % k)
+            cur.execute("INSERT INTO r_%d VALUES (3, 'z')" % k)
+            cur.execute("COMMIT")
+            acked.add(k)
+            k += 1
+    except Exception:
+        pass  # the server was killed under us
+
+
+def rekeyed_state(port, k):
+    """(has a primary key, rows) of r_k."""
+    cur = cursor(port, autocommit=False)
+    cur.execute("SELECT count(*) FROM pg_constraint WHERE conrelid = 'r_%d'::regclass "
+                "AND contype = 'p'" % k)
+    pk = cur.fetchone()[0]
+    cur.execute("SELECT count(*) FROM r_%d" % k)
+    n = cur.fetchone()[0]
+    cur.connection.close()
+    return pk, n
+
+
 def first_column(port, sql):
     """The set of the first column's values of sql."""
     cur = cursor(port, autocommit=False)
@@ -99,6 +135,7 @@ def main():
         cur.connection.close()
         acked = set()
         created = set()  # d_k made (and filled) before its block
+        rekeyed = set()  # r_k made (and filled) before its block
         for cycle in range(CYCLES):
             rnd = random.Random(cycle)
             stop = threading.Event()
@@ -106,6 +143,9 @@ def main():
                                                         acked, stop)) for i in range(CLIENTS)]
             ts.append(threading.Thread(target=dropper, args=(srv.pg_port, 900000000 + cycle * 1000000,
                                                              created, acked, stop)))
+            fresh = set()  # r_k of this cycle
+            ts.append(threading.Thread(target=rekeyer, args=(srv.pg_port, 800000000 + cycle * 1000000,
+                                                             fresh, acked, stop)))
             for t in ts:
                 t.start()
             time.sleep(0.3 + rnd.random() * 0.7)
@@ -126,9 +166,24 @@ def main():
             odd = [k for k in created if (k in ka) == ("d_%d" % k in left)]
             check(not odd, "cycle %d: each block's DROP TABLE went with its rows (%d of %d "
                   "not: %r)" % (cycle, len(odd), len(created), odd[:3]))
+            rekeyed |= fresh
+            bad = [(k, st) for k in sorted(fresh)
+                   for st in [rekeyed_state(srv.pg_port, k)]
+                   if st != ((1, 3) if k in ka else (0, 2))]
+            check(not bad, "cycle %d: each block's ADD PRIMARY KEY went with its rows (%d of %d "
+                  "not: %r)" % (cycle, len(bad), len(fresh), bad[:3]))
+            spares = os.path.join(data, "spares")
+            left_spares = os.listdir(spares) if os.path.isdir(spares) else []
+            check(not left_spares, "cycle %d: no rebuilt copy left: %r" % (cycle, left_spares))
         srv.stop()
         check(len(acked) > CYCLES, "transactions were committed: %d" % len(acked))
         check(any(k >= 900000000 for k in acked), "blocks with a DROP TABLE were committed")
+        n_rekeyed = len([k for k in acked if 800000000 <= k < 900000000])
+        print("blocks with an ADD PRIMARY KEY: %d committed of %d begun over %d kills"
+              % (n_rekeyed, len(rekeyed), CYCLES))
+        check(any(800000000 <= k < 900000000 for k in acked),
+              "blocks with an ADD PRIMARY KEY were committed: %d of %d"
+              % (len([k for k in acked if 800000000 <= k < 900000000]), len(rekeyed)))
         rc, out, err = run(["check"], data)
         check(rc == 0, "quarry check is clean after %d kills: %s" % (CYCLES, (out + err)[-1500:]))
     finish()
