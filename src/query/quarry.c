@@ -568,6 +568,14 @@ int qr_table_each_doc(QrTable *t, int (*fn)(void *arg, const char *doc, size_t l
                       void *arg, QrError *err)
 {
     Snapshot *s = table_snapshot_latest(t->table);
+    int rc = snapshot_each_doc(s, fn, arg, err);
+    snapshot_release(s);
+    return rc;
+}
+
+int snapshot_each_doc(Snapshot *s, int (*fn)(void *arg, const char *doc, size_t len, QrError *err),
+                      void *arg, QrError *err)
+{
     int rc = QR_OK;
     for (int i = 0; rc == QR_OK && i < s->n_segs; i++) {
         DocStoreCursor *c = ds_cursor_new(seg_docs(s->segs[i]));
@@ -586,7 +594,6 @@ int qr_table_each_doc(QrTable *t, int (*fn)(void *arg, const char *doc, size_t l
         }
         ds_cursor_free(c);
     }
-    snapshot_release(s);
     return rc;
 }
 

@@ -23,6 +23,10 @@ typedef struct QsAnalyzers {
 int qsearch_analyzers_new(const QrSchema *s, QsAnalyzers **out, QrError *err);
 void qsearch_analyzers_free(QsAnalyzers *a);
 
+/* qr_table_each_doc over the live documents of snapshot s (borrowed). */
+int snapshot_each_doc(Snapshot *s, int (*fn)(void *arg, const char *doc, size_t len, QrError *err),
+                      void *arg, QrError *err);
+
 /* The file qr_backup writes first into a copy and removes once the copy is
  * complete and verified; qr_db_open refuses a directory that has it. */
 #define QR_BACKUP_MARKER "BACKUP_INCOMPLETE"

@@ -751,7 +751,7 @@ static int dml_rows(SqlCtx *cx, SqluState *st, QrTable *t, const SqlScope *sc, c
     const char *tname = qr_table_name(t);
     bool pending = false;
     for (int i = 0; i < st->n_ops && !pending; i++)
-        pending = !strcmp(st->ops[i].table, tname);
+        pending = !st->ops[i].absorbed && !strcmp(st->ops[i].table, tname);
     for (uint64_t i = 0; i < tr.n; i++) {
         SqlValue *row = tr.vals + i * (uint64_t)sc->n;
         char *key;
@@ -769,7 +769,8 @@ static int dml_rows(SqlCtx *cx, SqluState *st, QrTable *t, const SqlScope *sc, c
         return rc;
     for (int i = 0; i < st->n_ops; i++) {
         const TxnOp *o = &st->ops[i];
-        if (strcmp(o->table, tname) != 0 || txn_find(st, tname, o->key) != o || o->is_delete)
+        if (o->absorbed || strcmp(o->table, tname) != 0 || txn_find(st, tname, o->key) != o ||
+            o->is_delete)
             continue; /* only the last op of each key counts */
         cJSON *doc = cJSON_ParseWithLength(o->doc, o->doc_len);
         SqlValue *row = qr_arena_calloc(cx->arena, (size_t)sc->n * sizeof *row + 1);

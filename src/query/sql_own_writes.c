@@ -85,7 +85,7 @@ static int build_segment(SqlCtx *cx, QrTable *t, const SqluState *st, int lim, S
     *n_keys = 0;
     int n = 0;
     for (int i = 0; i < lim; i++)
-        n += !strcmp(st->ops[i].table, t->name);
+        n += !st->ops[i].absorbed && !strcmp(st->ops[i].table, t->name);
     *keys = qr_arena_alloc(cx->arena, (size_t)n * sizeof **keys + 1);
     *key_lens = qr_arena_alloc(cx->arena, (size_t)n * sizeof **key_lens + 1);
     if (!*keys || !*key_lens)
@@ -94,7 +94,7 @@ static int build_segment(SqlCtx *cx, QrTable *t, const SqluState *st, int lim, S
     int rc = segb_new(table_schema(t->table), &b, cx->err);
     for (int i = 0; rc == QR_OK && i < lim; i++) {
         const TxnOp *o = &st->ops[i];
-        if (strcmp(o->table, t->name) != 0)
+        if (o->absorbed || strcmp(o->table, t->name) != 0)
             continue;
         uint8_t key[PK_KEY_MAX];
         size_t kl = op_key(o, key, cx->err);
@@ -211,7 +211,7 @@ Snapshot *sqlo_overlay(SqlCtx *cx, SqluState *st, QrTable *t, Snapshot *base)
         return base;
     bool any = false;
     for (int i = 0; i < lim && !any; i++)
-        any = !strcmp(st->ops[i].table, t->name);
+        any = !st->ops[i].absorbed && !strcmp(st->ops[i].table, t->name);
     if (!any)
         return base;
     for (int i = 0; i < st->n_ovl; i++) {

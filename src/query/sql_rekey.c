@@ -18,9 +18,10 @@
  * then copied, then exchanged with the spare in one atomic rename; the old
  * documents go with the spare.  A crash before the exchange leaves the old
  * table whole, after it the new one (spares are removed at the next open).
- * Inside a block, on a table every rollback would not drop, the copy is
- * the block's own until COMMIT (sqld_rebuild, sql_txn_rebuild.c).
+ * Inside a block the copy, with the block's own writes to the table, is
+ * the block's until COMMIT (sqld_rebuild, sql_txn_rebuild.c).
  */
+#include "query/query_int.h"
 #include "query/sequence.h"
 #include "query/sql_w.h"
 #include "store/util.h"
@@ -84,8 +85,15 @@ int sqlw_rebuild_copy(SqlCtx *cx, QrTable *from, QrTable *to, const char *key_co
 {
     Copy c = {cx, qr_table_name(from), key_col, NULL, 0};
     int rc = qr_batch_begin(to, &c.batch, cx->err);
+    /* the latest commit (every commit below the write mark taken before is
+     * in it), with the block's own writes to the table over it */
+    SqluState *st = cx->sess->u_state;
+    Snapshot *s = rc == QR_OK ? table_snapshot_latest(from->table) : NULL;
+    if (s && st && st->in_block && !(s = sqlo_overlay(cx, st, from, s)))
+        rc = cx->err->code ? (int)cx->err->code : QR_ENOMEM;
     if (rc == QR_OK)
-        rc = qr_table_each_doc(from, copy_one, &c, cx->err);
+        rc = snapshot_each_doc(s, copy_one, &c, cx->err);
+    snapshot_release(s);
     if (rc == QR_OK)
         rc = qr_batch_commit(c.batch, cx->err);
     qr_batch_free(c.batch);
@@ -138,17 +146,7 @@ int sqlw_rebuild(SqlCtx *cx, QrTable *t, const QrSchema *ns, const char *key_col
                  const cJSON *meta, const char *drop_seq)
 {
     SqluState *st = cx->sess->u_state;
-    const char *table = qr_table_name(t);
-    for (int i = 0; st && i < st->n_ops; i++)
-        if (!strcmp(st->ops[i].table, table)) {
-            /* they would commit into the rebuilt table by their old keys */
-            qr_error_hint(cx->err, "COMMIT the writes first");
-            return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
-                              "a statement that rebuilds table \"%s\" cannot follow writes to it "
-                              "in the same transaction",
-                              table);
-        }
-    if (st && st->in_block && !st->undoing && !sqld_goes_with_block(cx->sess, table))
+    if (st && st->in_block && !st->undoing) /* the block's own copy, with its writes */
         return sqld_rebuild(cx, st, t, ns, key_col, meta, drop_seq);
     return rebuild_now(cx, t, ns, key_col, meta, drop_seq);
 }

@@ -209,17 +209,20 @@ void txn_discard(SqluState *st)
     st->stmt_start = 0;
 }
 
-void txn_discard_table(SqluState *st, const char *table)
+/* Drop the ops of `table` (NULL: the absorbed ones), keeping the others in
+ * order. */
+static void discard_some(SqluState *st, const char *table)
 {
     int k = 0;
     for (int i = 0; i < st->n_ops; i++) {
-        if (strcmp(st->ops[i].table, table) != 0) {
+        const TxnOp *o = &st->ops[i];
+        if (table ? strcmp(o->table, table) != 0 : !o->absorbed) {
             st->ops[k++] = st->ops[i];
             continue;
         }
-        qr_mem_budget_give(op_bytes(&st->ops[i]));
-        qr_free(st->ops[i].key);
-        qr_free(st->ops[i].doc);
+        qr_mem_budget_give(op_bytes(o));
+        qr_free(o->key);
+        qr_free(o->doc);
     }
     if (k == st->n_ops)
         return;
@@ -227,6 +230,44 @@ void txn_discard_table(SqluState *st, const char *table)
     st->stmt_start = st->stmt_start > k ? k : st->stmt_start;
     reindex(st);
 }
+
+void txn_discard_table(SqluState *st, const char *table) { discard_some(st, table); }
+
+/* An absorbed op's hash differs from its (table, key)'s, so that lookups of
+ * the key and the ops after it never meet it. */
+static uint64_t absorbed_hash(const TxnOp *o) { return op_hash(o->table, o->key) ^ 0x5bd1e995u; }
+
+void txn_absorb(SqluState *st, const char *table, int by)
+{
+    bool any = false;
+    for (int i = 0; i < st->n_ops; i++) {
+        TxnOp *o = &st->ops[i];
+        if (o->absorbed || strcmp(o->table, table) != 0)
+            continue;
+        o->absorbed = by;
+        o->hash = absorbed_hash(o);
+        any = true;
+    }
+    if (any)
+        reindex(st);
+}
+
+void txn_unabsorb(SqluState *st, int by)
+{
+    bool any = false;
+    for (int i = 0; i < st->n_ops; i++) {
+        TxnOp *o = &st->ops[i];
+        if (o->absorbed < by)
+            continue;
+        o->absorbed = 0;
+        o->hash = op_hash(o->table, o->key);
+        any = true;
+    }
+    if (any)
+        reindex(st);
+}
+
+void txn_drop_absorbed(SqluState *st) { discard_some(st, NULL); }
 
 void txn_stmt_begin(SqluState *st) { st->stmt_start = st->n_ops; }
 
@@ -269,6 +310,7 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
 {
     if (st->n_ops == 0 && !sqld_pending(st))
         return QR_OK;
+    txn_drop_absorbed(st); /* the rebuilt tables' copies hold them */
     /* DROP TABLE in the block: its tables claimed first (their users
      * waited for, outside the lock), its writes to them discarded */
     int rc = st->n_drops ? sqld_drops_claim(s, st, err) : QR_OK;

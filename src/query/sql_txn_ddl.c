@@ -53,11 +53,9 @@
  * (the created registry, marked `column`) makes another session's ADD
  * COLUMN of the name 40001 while the block is open.
  *
- * ADD PRIMARY KEY and a full-text CREATE INDEX rebuild the table's storage
- * when they run, which no rollback could take back; in a block they run
- * only on a table every rollback still possible drops
- * (sqld_goes_with_block: the block created it, and no savepoint was set
- * since), and are refused with 0A000 on any other.
+ * ADD PRIMARY KEY and a full-text CREATE INDEX rebuild the table into a
+ * copy the block reads and writes until COMMIT exchanges it with the table
+ * (sql_txn_rebuild.c).
  */
 #include "query/sequence.h"
 #include "query/sql_int.h"

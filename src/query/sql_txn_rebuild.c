@@ -1,20 +1,20 @@
 /*
  * sql_txn_rebuild.c — statements that rebuild a table (ALTER TABLE ... ADD
  * PRIMARY KEY, a full-text CREATE INDEX: sql_rekey.c) inside a transaction
- * block, on a table older than the block: undone by ROLLBACK, published by
- * COMMIT with the block's writes.
+ * block: undone by ROLLBACK, published by COMMIT with the block's writes.
  *
  * Layer: query/.  Calls quarry.h (spare tables, claims), sequence.h and the
  * session's transaction state (sql_w.h).
  *
- * The statement copies the table, as it is committed now, into a spare
- * table (quarry.h qr_spare_*) with the new schema, and stages the new
- * metadata (sqld_meta_stage).  From then on the session reads and writes
- * the spare wherever it names the table (sqld_view: the statement's table
- * lookups, the catalog, COMMIT's writes), while every other session goes on
- * with the table as it was, writes included.  Writes to the table earlier
- * in the block are refused (sqlw_rebuild): they are keyed for the old
- * storage.
+ * The statement copies the table, as it is committed now with the block's
+ * own writes to it over it (sqlo_overlay), into a spare table (quarry.h
+ * qr_spare_*) with the new schema, and stages the new metadata
+ * (sqld_meta_stage).  The block's writes it copied are absorbed (TxnOp
+ * .absorbed): no read, key lookup or COMMIT sees them again, and a rollback
+ * of the rebuild gives them back.  From then on the session reads and
+ * writes the spare wherever it names the table (sqld_view: the statement's
+ * table lookups, the catalog, COMMIT's writes), while every other session
+ * goes on with the table as it was, writes included.
  *
  * COMMIT claims the table (its users finish, new ones wait), and under the
  * apply lock checks that nothing committed to it since the copy -- its
@@ -129,6 +129,7 @@ int sqld_rebuild(SqlCtx *cx, SqluState *st, QrTable *t, const QrSchema *ns, cons
         return rc;
     }
     st->rebuilds[st->n_rebuilds++] = r;
+    txn_absorb(st, table, st->n_rebuilds); /* the copy has the block's writes to it */
     sqlo_clear(st); /* overlays of the table's old storage */
     qr_db_ddl_bump(db);
     return QR_OK;
@@ -145,6 +146,7 @@ void sqld_rebuilds_to(QrSqlSession *s, SqluState *st, int mark)
             qr_table_unclaim(s->db, r->table);
         qr_spare_drop(s->db, r->id, NULL);
     }
+    txn_unabsorb(st, mark + 1); /* the writes those copies had are the table's again */
     st->n_rebuilds = mark;
     qr_db_ddl_bump(s->db); /* the session sees the tables as they were */
 }

@@ -106,6 +106,9 @@ typedef struct TxnOp {
     size_t doc_len;
     uint64_t hash;         /* of (table, key) */
     bool first;            /* no earlier op of the batch has this (table, key) */
+    int absorbed;          /* 0, or n: the block's n-th rebuild copied it into its spare
+                              (SqluState.rebuilds[n - 1]): no read, key lookup or COMMIT
+                              applies it to the table again */
 } TxnOp;
 
 struct CopyIn;
@@ -242,6 +245,13 @@ void txn_lock(void);
 void txn_unlock(void);
 /* Drop the buffered ops of one table (a COMMIT that drops it). */
 void txn_discard_table(SqluState *st, const char *table);
+/* A rebuild (the block's by-th) copied the table with the block's writes to
+ * it: mark them absorbed.  txn_unabsorb: those of rebuilds by and later are
+ * the table's writes again (the rebuild was rolled back).  txn_drop_absorbed:
+ * free them (COMMIT, where the spares carry them). */
+void txn_absorb(SqluState *st, const char *table, int by);
+void txn_unabsorb(SqluState *st, int by);
+void txn_drop_absorbed(SqluState *st);
 
 /* ---- sql_isolation.c: isolation levels ---- */
 
@@ -278,9 +288,8 @@ int sqld_before_create(SqlCtx *cx, SqluState *st, const char *tag, const cJSON *
 /* After the statement succeeded: remember undo (a no-op when empty). */
 int sqld_created(SqlCtx *cx, SqluState *st, const char *undo);
 /* Is `table` one the session's open block created, dropped again by every
- * rollback still possible (no savepoint set since its CREATE)?  Storage
- * changes that cannot be undone (ADD PRIMARY KEY, full-text CREATE INDEX)
- * run in a block only on such a table; ADD COLUMN on another is staged. */
+ * rollback still possible (no savepoint set since its CREATE)?  ADD COLUMN
+ * changes such a table's storage at once, and is staged on any other. */
 bool sqld_goes_with_block(const QrSqlSession *s, const char *table);
 /* Run the undo statements after the first `mark` ones, newest first. */
 void sqld_undo_to(QrSqlSession *s, SqluState *st, int mark);
@@ -343,12 +352,12 @@ void sqld_meta_restore(QrSqlSession *s, SqluState *st, const cJSON *mark);
 /* The spare the session's open block reads and writes in place of
  * `table` (its newest rebuild), or NULL. */
 QrTable *sqld_view(const QrSqlSession *s, const char *table);
-/* ADD PRIMARY KEY / a full-text CREATE INDEX in a block on a table every
- * rollback would not drop: the documents of t (the session's view of the
- * table) are copied into a new spare with schema ns (key_col set: keyed by
- * that column instead of the hidden row id, 23502 / 23505 as PostgreSQL),
- * meta is staged as the table's metadata, and the session sees the spare
- * from now on; other sessions see the table as it was.  COMMIT exchanges
+/* ADD PRIMARY KEY / a full-text CREATE INDEX in a block: the documents of
+ * t (the session's view of the table, the block's writes over it, which are
+ * absorbed) are copied into a new spare with schema ns (key_col set: keyed
+ * by that column instead of the hidden row id, 23502 / 23505 as
+ * PostgreSQL), meta is staged as the table's metadata, and the session sees
+ * the spare from now on; other sessions see the table as it was.  COMMIT exchanges
  * them (40001 when anything committed to the table since the copy), a
  * rollback drops the spare.  drop_seq (may be NULL): a sequence COMMIT
  * drops. */
@@ -581,10 +590,9 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc);
 /* Rebuild table t (the session's view of it) with schema ns and metadata
  * meta: its documents copied (key_col set: keyed by that column instead of
  * the hidden row id, 23502 / 23505 as PostgreSQL) into a spare that takes
- * the table's place now, or, in a block on a table every rollback would
- * not drop, at COMMIT (sqld_rebuild).  0A000 after writes to the table in
- * the same block.  drop_seq (may be NULL): a sequence dropped with the old
- * table.  Releases the statement's reference on t, which must not be used
+ * the table's place now, or, in a block, at COMMIT (sqld_rebuild).
+ * drop_seq (may be NULL): a sequence dropped with the old table.  Outside
+ * a block releases the statement's reference on t, which must not be used
  * afterwards. */
 int sqlw_rebuild(SqlCtx *cx, QrTable *t, const QrSchema *ns, const char *key_col,
                  const cJSON *meta, const char *drop_seq);

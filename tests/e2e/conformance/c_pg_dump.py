@@ -98,6 +98,29 @@ def run(ctx):
             rc, out, err = fresh.psql("-c", "\\d dump_items")
             ctx.check('"dump_items_name_idx" btree (name)' in out and "nextval('dump_items_id_seq'" in out,
                       "index and serial default came back: %r" % out)
+            # in one transaction (psql -1, pg_restore -1): each table created, loaded by
+            # COPY and then keyed (ALTER TABLE ... ADD CONSTRAINT ... PRIMARY KEY) in the block
+            drop = ("DROP TABLE dump_items, dump_ident, dump_nokey, dump_text; "
+                    "DROP SEQUENCE dump_seq")
+            for how, cmd in [("psql --single-transaction", None),
+                             ("pg_restore --single-transaction", ["pg_restore", "--no-owner",
+                                                                  "--single-transaction",
+                                                                  "-d", "quarry", custom])]:
+                rc, out, err = fresh.psql("-v", "ON_ERROR_STOP=1", "-q", "-c", drop)
+                ctx.check(rc == 0, "tables dropped before the %s restore: %s" % (how, err))
+                if cmd is None:
+                    rc, out, err = fresh.psql("-v", "ON_ERROR_STOP=1", "-q", "-1", "-f", plain)
+                else:
+                    p = subprocess.run(cmd, env=fresh.env(), capture_output=True, text=True,
+                                       timeout=300)
+                    rc, err = p.returncode, p.stderr
+                ctx.check(rc == 0, "%s restores into Quarry: %s" % (how, err[-1500:]))
+                got = rows(lambda a: fresh.psql(*a))
+                ctx.check(got[:4] == want[:4], "%s: the same rows: %r vs %r" % (how, got[:4], want[:4]))
+                rc, out, err = fresh.psql("-At", "-c", "SELECT conname FROM pg_constraint WHERE "
+                                          "contype = 'p' AND conname LIKE 'dump_%' ORDER BY 1")
+                ctx.check(out.split() == ["dump_ident_pkey", "dump_items_pkey", "dump_text_pkey"],
+                          "%s: the primary keys came back: %r %r" % (how, out, err))
     finally:
         fresh.stop()
     p = subprocess.run(["pg_dumpall", "-f", os.path.join(ctx.work, "all.sql")], env=env,

@@ -886,18 +886,19 @@ Test(sql_txn, rebuilds_in_a_block_go_with_the_block)
     ok(s, "INSERT INTO sk VALUES (1, 'x'), (2, 'y')");
     for (int commit = 0; commit < 2; commit++) {
         ok(s, "BEGIN");
+        ok(s, "INSERT INTO sk VALUES (0, 'pre')"); /* keyed by the row id: the copy takes it */
         ok(s, "ALTER TABLE sk ADD PRIMARY KEY (a)");
         expect(s, pk, "1");
         ok(s, "INSERT INTO sk VALUES (3, 'w')");
         ok(s, "UPDATE sk SET b = 'xx' WHERE a = 1");
-        expect(s, rows, "1:xx,2:y,3:w");
+        expect(s, rows, "0:pre,1:xx,2:y,3:w");
         expect(s, "SELECT b FROM sk WHERE a = 3", "w");
         expect(o, rows, "1:x,2:y");
         expect(o, pk, "0");
         cr_assert_eq(spares_left(&e), 1);
         ok(s, commit ? "COMMIT" : "ROLLBACK");
         cr_assert_eq(spares_left(&e), 0, "the copy (or the old table) is gone");
-        expect(o, rows, commit ? "1:xx,2:y,3:w" : "1:x,2:y");
+        expect(o, rows, commit ? "0:pre,1:xx,2:y,3:w" : "1:x,2:y");
         expect(o, pk, commit ? "1" : "0");
         expect(s, pk, commit ? "1" : "0");
     }
@@ -954,11 +955,22 @@ Test(sql_txn, rebuilds_in_a_block_go_with_the_block)
     fails(s, "ALTER TABLE sv ADD PRIMARY KEY (a)", "23505", "could not create unique index");
     ok(s, "ROLLBACK");
     cr_assert_eq(spares_left(&e), 0);
-    /* writes to the table earlier in the block are keyed for the old storage */
+    /* the block's earlier writes to the table go into the copy; ROLLBACK TO a
+     * savepoint between them and the rebuild gives them back to the table */
     ok(s, "BEGIN");
     ok(s, "DELETE FROM sv WHERE b = 'other'");
-    fails(s, "ALTER TABLE sv ADD PRIMARY KEY (a)", "0A000", "cannot follow writes");
+    ok(s, "SAVEPOINT w");
+    ok(s, "ALTER TABLE sv ADD PRIMARY KEY (a)");
+    expect(s, "SELECT string_agg(a || b, ',') FROM sv", "1x");
+    ok(s, "ROLLBACK TO w");
+    cr_assert_eq(spares_left(&e), 0);
+    expect(s, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'sv'::regclass", "0");
+    expect(s, "SELECT string_agg(b, ',' ORDER BY b) FROM sv", "x");
+    ok(s, "INSERT INTO sv (a, b) VALUES (2, 'two')");
+    ok(s, "ALTER TABLE sv ADD PRIMARY KEY (a)");
+    expect(s, "SELECT string_agg(a || b, ',' ORDER BY a) FROM sv", "1x,2two");
     ok(s, "ROLLBACK");
+    expect(o, "SELECT string_agg(b, ',' ORDER BY b) FROM sv", "other,x");
     /* a session that ends inside its block: the copy goes */
     QrSqlSession *x = second_session(&e);
     ok(x, "BEGIN");
