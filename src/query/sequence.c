@@ -486,12 +486,16 @@ void seq_forget_all(void)
     pthread_mutex_unlock(&seq_mu);
 }
 
-int seq_drop_owned(const char *dir, const char *table, QrError *err)
+int seq_owned_names(const char *dir, const char *table, char **out, QrError *err)
 {
+    *out = NULL;
     char **names;
     int n;
     int rc = seq_list(dir, &names, &n, err);
-    size_t tl = strlen(table);
+    size_t tl = strlen(table), len = 0;
+    char *s = rc == QR_OK ? qr_malloc((size_t)n * (SEQ_NAME_MAX + 1) + 1) : NULL;
+    if (rc == QR_OK && !s)
+        rc = qr_error_set(err, QR_ENOMEM, "out of memory");
     for (int i = 0; i < n; i++) {
         SeqDef d;
         int64_t last;
@@ -500,9 +504,45 @@ int seq_drop_owned(const char *dir, const char *table, QrError *err)
         qr_error_clear(&e);
         if (rc == QR_OK && seq_get(dir, names[i], &d, &last, &called, &e) == QR_OK &&
             !strncmp(d.owned_by, table, tl) && d.owned_by[tl] == '.')
-            rc = seq_drop(dir, names[i], err);
+            len += (size_t)sprintf(s + len, "%.*s\n", SEQ_NAME_MAX, names[i]);
         qr_free(names[i]);
     }
+    qr_free(names);
+    if (rc != QR_OK) {
+        qr_free(s);
+        return rc;
+    }
+    s[len] = 0;
+    *out = s;
+    return QR_OK;
+}
+
+int seq_drop_names(const char *dir, const char *names, QrError *err)
+{
+    int rc = QR_OK;
+    for (const char *p = names; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t l = nl ? (size_t)(nl - p) : strlen(p);
+        char name[SEQ_NAME_MAX + 1];
+        snprintf(name, sizeof name, "%.*s", (int)l, p);
+        QrError e;
+        qr_error_clear(&e);
+        int r = name[0] ? seq_drop(dir, name, &e) : QR_OK;
+        if (r != QR_OK && r != QR_ENOTFOUND && rc == QR_OK) {
+            qr_error_copy(err, &e);
+            rc = r;
+        }
+        p += l + (nl != NULL);
+    }
+    return rc;
+}
+
+int seq_drop_owned(const char *dir, const char *table, QrError *err)
+{
+    char *names;
+    int rc = seq_owned_names(dir, table, &names, err);
+    if (rc == QR_OK)
+        rc = seq_drop_names(dir, names, err);
     qr_free(names);
     return rc;
 }

@@ -82,5 +82,11 @@ void seq_forget_all(void);
 
 /* Drop every sequence owned by a column of `table` (DROP TABLE). */
 int seq_drop_owned(const char *dir, const char *table, QrError *err);
+/* The names of the sequences owned by a column of `table`, each followed
+ * by '\n' (*out qr_malloc'd, "" when none). */
+int seq_owned_names(const char *dir, const char *table, char **out, QrError *err);
+/* Drop the sequences named in names ('\n'-separated, may be NULL); absent
+ * ones are fine. */
+int seq_drop_names(const char *dir, const char *names, QrError *err);
 
 #endif

@@ -376,6 +376,52 @@ static bool table_exists(SqlCtx *cx, const char *name)
     return !sqld_hidden(cx->sess, name) && qr_table_get(cx->sess->db, name, &t, NULL) == QR_OK;
 }
 
+/* The sequences of SERIAL, identity and row-id columns, then their
+ * defaults into mcols; made (may be NULL) gets each new name followed by
+ * '\n' (room for n_cols names). */
+static int make_sequences(SqlCtx *cx, const char *name, ColSpec *cols, int n_cols,
+                          bool hidden_pk, cJSON *mcols, char *made)
+{
+    int rc = QR_OK;
+    size_t o = 0;
+    for (int i = 0; i < n_cols && rc == QR_OK; i++) {
+        if (!cols[i].serial && !cols[i].identity)
+            continue;
+        rc = sqlseq_for_column(cx, name, cols[i].name, cols[i].pg, cols[i].id_opts,
+                               hidden_pk && cols[i].is_pk, cols[i].seq, sizeof cols[i].seq);
+        if (rc == QR_OK)
+            meta_put_col(mcols, &cols[i]);
+        if (rc == QR_OK && made)
+            o += (size_t)sprintf(made + o, "%s\n", cols[i].seq);
+    }
+    return rc;
+}
+
+/* CREATE TABLE of a name the open block dropped: the old table stays for
+ * every other session until COMMIT exchanges it with the new one, a spare
+ * the block reads and writes under the name (sqld_replace).  The old
+ * table's sequences keep their names until then: the new ones get another
+ * (sqlseq_for_column adds a digit). */
+static int replace_table(SqlCtx *cx, const char *name, const QrSchema *s, ColSpec *cols,
+                         int n_cols, bool hidden_pk, cJSON *meta, cJSON *mcols)
+{
+    const char *dir = qr_db_dir(cx->sess->db);
+    char *old = NULL;
+    char *made = qr_arena_alloc(cx->arena, (size_t)(n_cols + 1) * (SEQ_NAME_MAX + 2));
+    if (!made)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    made[0] = 0;
+    int rc = seq_owned_names(dir, name, &old, cx->err);
+    if (rc == QR_OK)
+        rc = make_sequences(cx, name, cols, n_cols, hidden_pk, mcols, made);
+    if (rc == QR_OK)
+        rc = sqld_replace(cx, cx->sess->u_state, name, s, meta, old, made);
+    if (rc != QR_OK)
+        seq_drop_names(dir, made, NULL);
+    qr_free(old);
+    return rc;
+}
+
 static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 {
     const char *name;
@@ -383,14 +429,9 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     if (rc)
         return rc;
     snprintf(res->tag, sizeof res->tag, "CREATE TABLE");
-    if (sqld_dropped(cx->sess, name)) {
-        qr_error_hint(cx->err, "COMMIT the DROP TABLE first, or create the table under another "
-                               "name");
-        return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EUNSUPPORTED, "0A000",
-                          "cannot create table \"%s\" in the transaction block that dropped it",
-                          name);
-    }
-    if (sqld_hidden(cx->sess, name)) { /* another session's open block created it */
+    /* made again in the block that dropped it: the block's until COMMIT */
+    bool replacing = sqld_dropped(cx->sess, name);
+    if (!replacing && sqld_hidden(cx->sess, name)) { /* another session's open block created it */
         qr_error_detail(cx->err, "A transaction that has not committed yet created it.");
         return sql_err_at(cx, sqlj_loc(sqlj_get(b, "relation")), QR_EEXISTS, "42P07",
                           "relation \"%s\" already exists", name);
@@ -486,24 +527,18 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             rc = cx->err->code;
     }
     s->all_field = n_text >= 2;
-    QrTable *t = NULL;
-    if (rc == QR_OK)
+    if (hidden_pk)
+        cJSON_AddTrueToObject(meta, "hidden_pk");
+    if (rc == QR_OK && replacing)
+        rc = replace_table(cx, name, s, cols, n_cols, hidden_pk, meta, mcols);
+    else if (rc == QR_OK) {
+        QrTable *t = NULL;
         rc = qr_table_create(cx->sess->db, name, s, &t, cx->err);
-    if (rc == QR_OK) {
-        /* the sequences of SERIAL, identity and row-id columns, then their defaults */
-        for (int i = 0; i < n_cols && rc == QR_OK; i++) {
-            if (!cols[i].serial && !cols[i].identity)
-                continue;
-            rc = sqlseq_for_column(cx, name, cols[i].name, cols[i].pg, cols[i].id_opts,
-                                   hidden_pk && cols[i].is_pk, cols[i].seq, sizeof cols[i].seq);
-            if (rc == QR_OK)
-                meta_put_col(mcols, &cols[i]);
-        }
-        if (hidden_pk)
-            cJSON_AddTrueToObject(meta, "hidden_pk");
+        if (rc == QR_OK)
+            rc = make_sequences(cx, name, cols, n_cols, hidden_pk, mcols, NULL);
         if (rc == QR_OK) /* with the table: a block's CREATE is undone by dropping both */
             rc = sqlw_meta_save_db(cx->sess->db, name, meta, cx->err);
-        if (rc != QR_OK) {
+        if (rc != QR_OK && t) {
             qr_table_drop(cx->sess->db, name, NULL);
             seq_drop_owned(qr_db_dir(cx->sess->db), name, NULL);
         }

@@ -117,8 +117,10 @@ int svp_exec(SqlCtx *cx, SqluState *st, const char *kind, const char *name, char
     svp_truncate(st, i + 1);
     cx->sess->txn_status = 'T';
     sqld_meta_restore(cx->sess, st, st->svps[i].meta); /* ALTERs after it are undone */
-    sqld_drops_to(cx->sess, st, st->svps[i].n_drops); /* tables dropped after it are back */
-    sqld_rebuilds_to(cx->sess, st, st->svps[i].n_rebuilds); /* tables rebuilt after it too */
+    /* tables rebuilt (or made again) after it are as they were, then those
+     * dropped after it are back */
+    sqld_rebuilds_to(cx->sess, st, st->svps[i].n_rebuilds);
+    sqld_drops_to(cx->sess, st, st->svps[i].n_drops);
     sqld_undo_to(cx->sess, st, st->svps[i].n_undo);   /* tables created after it go */
     snprintf(tag, tag_len, "ROLLBACK");
     return QR_OK;

@@ -363,18 +363,23 @@ bool sqld_hidden(const QrSqlSession *s, const char *table)
     return sqld_dropped(s, table) || (s && table && created_by_other(s, table, "", false));
 }
 
+bool sqld_drops_grow(SqluState *st)
+{
+    int nc = st->cap_drops ? st->cap_drops * 2 : 4;
+    SqldDrop *n = qr_realloc(st->drops, (size_t)nc * sizeof *n);
+    if (!n)
+        return false;
+    st->drops = n;
+    st->cap_drops = nc;
+    return true;
+}
+
 int sqld_defer_drop(SqlCtx *cx, SqluState *st, const char *table)
 {
     if (sqld_dropped(cx->sess, table))
         return QR_OK;
-    if (st->n_drops == st->cap_drops) {
-        int nc = st->cap_drops ? st->cap_drops * 2 : 4;
-        SqldDrop *n = qr_realloc(st->drops, (size_t)nc * sizeof *n);
-        if (!n)
-            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-        st->drops = n;
-        st->cap_drops = nc;
-    }
+    if (st->n_drops == st->cap_drops && !sqld_drops_grow(st))
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     SqldDrop *d = &st->drops[st->n_drops++];
     snprintf(d->name, sizeof d->name, "%s", table);
     d->ident = qr_table_ident(cx->sess->db, table);
@@ -759,7 +764,7 @@ int sqld_journal_items(QrSqlSession *s, const SqluState *st, TxnjItem **items, i
         return qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction journal");
     }
     if (st->n_rebuilds) { /* the exchanges with the block's rebuilt copies */
-        TxnjItem *nv = qr_realloc(j.v, (size_t)(j.n + st->n_rebuilds) * sizeof *nv);
+        TxnjItem *nv = qr_realloc(j.v, (size_t)(j.n + 2 * st->n_rebuilds) * sizeof *nv);
         int rc = nv ? sqld_rebuild_journal(s, st, (j.v = nv), &j.n, err)
                     : qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction "
                                                    "journal");

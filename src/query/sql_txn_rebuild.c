@@ -88,51 +88,101 @@ static int rr_check(SqlCtx *cx, const SqluState *st, QrTable *t, uint64_t mark)
     return QR_OK;
 }
 
+/* Room for one more entry. */
+static int grow(SqlCtx *cx, SqluState *st)
+{
+    if (st->n_rebuilds < st->cap_rebuilds)
+        return QR_OK;
+    int nc = st->cap_rebuilds ? st->cap_rebuilds * 2 : 4;
+    SqldRebuild *nr = qr_realloc(st->rebuilds, (size_t)nc * sizeof *nr);
+    if (!nr)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    st->rebuilds = nr;
+    st->cap_rebuilds = nc;
+    return QR_OK;
+}
+
+/* Make r's spare with schema s (copying from, when not NULL, into it) and
+ * stage meta; then r is the block's newest entry, and the block's writes to
+ * the table so far are in it (absorbed).  On error r's spare is gone and
+ * its strings are freed. */
+static int add_entry(SqlCtx *cx, SqluState *st, SqldRebuild *r, QrTable *from, const QrSchema *s,
+                     const char *key_col, const cJSON *meta)
+{
+    QrDb *db = cx->sess->db;
+    sqlw_spare_id(r->table, r->id, sizeof r->id);
+    int rc = grow(cx, st);
+    if (rc == QR_OK)
+        rc = qr_spare_create(db, r->id, r->table, s, &r->view, cx->err);
+    if (rc == QR_OK && from)
+        rc = sqlw_rebuild_copy(cx, from, r->view, key_col);
+    if (rc == QR_OK)
+        rc = sqld_meta_stage(cx, st, r->table, meta);
+    if (rc != QR_OK) {
+        qr_spare_close(r->view);
+        qr_spare_drop(db, r->id, NULL);
+        qr_free(r->drop_seqs);
+        qr_free(r->new_seqs);
+        return rc;
+    }
+    st->rebuilds[st->n_rebuilds++] = *r;
+    txn_absorb(st, r->table, st->n_rebuilds);
+    sqlo_clear(st); /* overlays of the table's old storage */
+    qr_db_ddl_bump(db);
+    return QR_OK;
+}
+
 int sqld_rebuild(SqlCtx *cx, SqluState *st, QrTable *t, const QrSchema *ns, const char *key_col,
                  const cJSON *meta, const char *drop_seq)
 {
-    QrDb *db = cx->sess->db;
-    char table[QR_NAME_MAX + 1];
-    snprintf(table, sizeof table, "%s", qr_table_name(t));
     SqldRebuild r;
     memset(&r, 0, sizeof r);
-    snprintf(r.table, sizeof r.table, "%s", table);
-    snprintf(r.drop_seq, sizeof r.drop_seq, "%s", drop_seq ? drop_seq : "");
-    const SqldRebuild *prev = newest(st, table);
+    snprintf(r.table, sizeof r.table, "%s", qr_table_name(t));
+    const SqldRebuild *prev = newest(st, r.table);
     if (prev) { /* a rebuild of the block's copy: COMMIT checks the same base */
         r.base_ident = prev->base_ident;
         r.base_mark = prev->base_mark;
+        r.replaces = prev->replaces;
     } else { /* taken before the copy reads: a commit in between is seen at COMMIT */
-        r.base_ident = qr_table_ident(db, table);
+        r.base_ident = qr_table_ident(cx->sess->db, r.table);
         r.base_mark = qr_table_write_mark(t);
         int rc = rr_check(cx, st, t, r.base_mark);
         if (rc != QR_OK)
             return rc;
     }
-    if (st->n_rebuilds == st->cap_rebuilds) {
-        int nc = st->cap_rebuilds ? st->cap_rebuilds * 2 : 4;
-        SqldRebuild *nr = qr_realloc(st->rebuilds, (size_t)nc * sizeof *nr);
-        if (!nr)
-            return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-        st->rebuilds = nr;
-        st->cap_rebuilds = nc;
+    if (drop_seq && drop_seq[0] && !(r.drop_seqs = qr_strdup(drop_seq)))
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    return add_entry(cx, st, &r, t, ns, key_col, meta);
+}
+
+int sqld_replace(SqlCtx *cx, SqluState *st, const char *table, const QrSchema *s,
+                 const cJSON *meta, const char *old_seqs, const char *new_seqs)
+{
+    int at = -1;
+    for (int i = 0; i < st->n_drops && at < 0; i++)
+        if (!strcmp(st->drops[i].name, table))
+            at = i;
+    if (at < 0)
+        return qr_error_set(cx->err, QR_EINTERNAL, "table \"%s\" is not dropped", table);
+    SqldRebuild r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.table, sizeof r.table, "%s", table);
+    r.replaces = true;
+    r.drop = st->drops[at];
+    r.drop_at = at;
+    r.base_ident = r.drop.ident;
+    if ((old_seqs && !(r.drop_seqs = qr_strdup(old_seqs))) ||
+        (new_seqs && !(r.new_seqs = qr_strdup(new_seqs)))) {
+        qr_free(r.drop_seqs);
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     }
-    sqlw_spare_id(table, r.id, sizeof r.id);
-    int rc = qr_spare_create(db, r.id, table, ns, &r.view, cx->err);
-    if (rc == QR_OK)
-        rc = sqlw_rebuild_copy(cx, t, r.view, key_col);
-    if (rc == QR_OK)
-        rc = sqld_meta_stage(cx, st, table, meta);
-    if (rc != QR_OK) {
-        qr_spare_close(r.view);
-        qr_spare_drop(db, r.id, NULL);
-        return rc;
+    /* the old table's writes (before its DROP) are absorbed: they go with it */
+    int rc = add_entry(cx, st, &r, NULL, s, NULL, meta);
+    if (rc == QR_OK) { /* the name is the block's new table's now */
+        memmove(&st->drops[at], &st->drops[at + 1], (size_t)(st->n_drops - at - 1) * sizeof *st->drops);
+        st->n_drops--;
     }
-    st->rebuilds[st->n_rebuilds++] = r;
-    txn_absorb(st, table, st->n_rebuilds); /* the copy has the block's writes to it */
-    sqlo_clear(st); /* overlays of the table's old storage */
-    qr_db_ddl_bump(db);
-    return QR_OK;
+    return rc;
 }
 
 void sqld_rebuilds_to(QrSqlSession *s, SqluState *st, int mark)
@@ -145,6 +195,19 @@ void sqld_rebuilds_to(QrSqlSession *s, SqluState *st, int mark)
         if (r->claimed)
             qr_table_unclaim(s->db, r->table);
         qr_spare_drop(s->db, r->id, NULL);
+        if (!r->done) /* the new table's sequences go with it */
+            seq_drop_names(qr_db_dir(s->db), r->new_seqs, NULL);
+        if (r->replaces && !r->done && st->in_block && r->drop.name[0] &&
+            (st->n_drops < st->cap_drops || sqld_drops_grow(st))) {
+            /* the block's DROP of the old table is back where it was */
+            int at = r->drop_at < st->n_drops ? r->drop_at : st->n_drops;
+            memmove(&st->drops[at + 1], &st->drops[at],
+                    (size_t)(st->n_drops - at) * sizeof *st->drops);
+            st->drops[at] = r->drop;
+            st->n_drops++;
+        }
+        qr_free(r->drop_seqs);
+        qr_free(r->new_seqs);
     }
     txn_unabsorb(st, mark + 1); /* the writes those copies had are the table's again */
     st->n_rebuilds = mark;
@@ -187,9 +250,10 @@ int sqld_rebuilds_check(QrSqlSession *s, const SqluState *st, QrError *err)
         QrTable *t = NULL;
         QrError e;
         qr_error_clear(&e);
+        /* a table the block dropped and created again: only the same table */
         bool same = qr_table_ident(s->db, r->table) == r->base_ident &&
-                    qr_table_get(s->db, r->table, &t, &e) == QR_OK &&
-                    qr_table_write_mark(t) == r->base_mark;
+                    (r->replaces || (qr_table_get(s->db, r->table, &t, &e) == QR_OK &&
+                                     qr_table_write_mark(t) == r->base_mark));
         if (!same)
             return sqld_conflict(err, "wrote to", r->table, "rebuilt");
     }
@@ -220,8 +284,10 @@ int sqld_rebuilds_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err)
         if (ok && rc == QR_OK) {
             rc = exchange(s, st, r, err);
             for (int k = 0; rc == QR_OK && k < st->n_rebuilds; k++)
-                if (!strcmp(st->rebuilds[k].table, r->table) && st->rebuilds[k].drop_seq[0])
-                    seq_drop(qr_db_dir(s->db), st->rebuilds[k].drop_seq, NULL);
+                if (!strcmp(st->rebuilds[k].table, r->table)) {
+                    st->rebuilds[k].done = true;
+                    seq_drop_names(qr_db_dir(s->db), st->rebuilds[k].drop_seqs, NULL);
+                }
             if (rc != QR_OK)
                 qr_log(QR_LOG_WARN, "could not exchange table \"%s\" with its rebuilt copy at "
                                     "COMMIT: %s",
@@ -251,6 +317,19 @@ int sqld_rebuild_journal(QrSqlSession *s, const SqluState *st, TxnjItem *items, 
             return qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction journal");
         }
         it->doc_len = strlen(ident);
+        for (int k = 0; k < st->n_rebuilds; k++) { /* the sequences that go with it */
+            const SqldRebuild *q = &st->rebuilds[k];
+            if (strcmp(q->table, r->table) != 0 || !q->drop_seqs || !q->drop_seqs[0])
+                continue;
+            it = &items[(*n)++];
+            *it = (TxnjItem){.kind = TXNJ_DROP_SEQS, .table = q->table};
+            if (!(it->doc = qr_strdup(q->drop_seqs))) {
+                (*n)--;
+                return qr_error_set(err, QR_ENOMEM, "out of memory writing the transaction "
+                                                    "journal");
+            }
+            it->doc_len = strlen(it->doc);
+        }
     }
     return QR_OK;
 }

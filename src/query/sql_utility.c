@@ -489,8 +489,8 @@ int sqlu_exec(SqlCtx *cx, const cJSON *stmt, const char *tag, QrSqlResult *res)
                 sqli_end(s, st);
                 svp_clear(st);
                 sqlo_clear(st);
-                sqld_drops_to(s, st, 0); /* dropped at COMMIT, or back */
                 sqld_rebuilds_to(s, st, 0); /* exchanged at COMMIT, or dropped */
+                sqld_drops_to(s, st, 0); /* dropped at COMMIT, or back */
                 sqld_meta_forget(s, st); /* published at COMMIT, or forgotten */
                 if (rc == QR_OK && !strcmp(res->tag, "COMMIT"))
                     sqld_forget(s, st); /* what it created stays */
@@ -559,8 +559,8 @@ void sqlu_session_free(QrSqlSession *s)
         txn_discard(st);
         st->in_block = false;
         s->txn_status = 'I';
-        sqld_drops_to(s, st, 0);
         sqld_rebuilds_to(s, st, 0);
+        sqld_drops_to(s, st, 0);
         sqld_meta_forget(s, st); /* before the undo: a B-tree no index names goes */
         sqld_undo_to(s, st, 0);
     }

@@ -142,6 +142,7 @@ typedef struct SqloCache {
     struct Snapshot *snap; /* owns one reference */
 } SqloCache;
 
+
 /* A table a block dropped: its name, and which table it was (the identity
  * of its directory), so that COMMIT drops no other table made under the
  * name meanwhile. */
@@ -150,19 +151,27 @@ typedef struct SqldDrop {
     uint64_t ident;
 } SqldDrop;
 
-/* A table a block rebuilt (ADD PRIMARY KEY, a full-text CREATE INDEX on a
- * table older than the block: sql_rekey.c): its copy, a spare table the
- * session reads and writes in the table's place until COMMIT exchanges the
- * two (sql_txn_ddl.c).  A table rebuilt twice has two entries, the newer
- * one copied from the older's spare. */
+/* A table a block rebuilt (ADD PRIMARY KEY, a full-text CREATE INDEX:
+ * sql_rekey.c) or created again after dropping it: its copy (or new table),
+ * a spare table the session reads and writes in the table's place until
+ * COMMIT exchanges the two (sql_txn_rebuild.c).  A table rebuilt twice has
+ * two entries, the newer one copied from the older's spare. */
 typedef struct SqldRebuild {
     char table[QR_NAME_MAX + 1];
     char id[QR_NAME_MAX + 1];   /* the spare (quarry.h qr_spare_*) */
     QrTable *view;              /* owns: the spare's handle, named `table` */
     uint64_t base_ident;        /* the table's directory when its first copy was taken */
     uint64_t base_mark;         /* its write mark then: COMMIT finds another, 40001 */
-    char drop_seq[QR_NAME_MAX + 16]; /* a sequence COMMIT drops (the row id's), or "" */
+    char *drop_seqs;            /* owns: sequences COMMIT drops ('\n'-separated: the row
+                                   id's, the old table's), or NULL */
+    char *new_seqs;             /* owns: sequences a rollback of the entry drops (those of
+                                   the new table), or NULL */
+    bool replaces;              /* CREATE TABLE of a name the block dropped: drop, below,
+                                   was the block's drop of it, drops[drop_at] until then */
+    SqldDrop drop;
+    int drop_at;
     bool claimed;               /* COMMIT claimed the table (newest entry of each table) */
+    bool done;                  /* COMMIT exchanged it */
 } SqldRebuild;
 
 /* A savepoint: its name and the block's buffered ops when it was set. */
@@ -306,6 +315,8 @@ bool sqld_btree_of_other(const QrSqlSession *s, const char *table, const char *c
 bool sqld_hidden(const QrSqlSession *s, const char *table);
 /* Is `table` dropped by the session's open block? */
 bool sqld_dropped(const QrSqlSession *s, const char *table);
+/* Double the room for drops; false without memory. */
+bool sqld_drops_grow(SqluState *st);
 /* Forget the block's drops after the first `mark` (ROLLBACK [TO]). */
 void sqld_drops_to(QrSqlSession *s, SqluState *st, int mark);
 /* The table's metadata as the open block staged it, or NULL. */
@@ -363,6 +374,14 @@ QrTable *sqld_view(const QrSqlSession *s, const char *table);
  * drops. */
 int sqld_rebuild(SqlCtx *cx, SqluState *st, QrTable *t, const QrSchema *ns, const char *key_col,
                  const cJSON *meta, const char *drop_seq);
+/* CREATE TABLE of a name the block dropped: the new table (schema s,
+ * metadata meta, its sequences new_seqs already made) is a spare the block
+ * reads and writes under the name, the block's drop of the old table is
+ * taken back into the entry (a rollback of the entry restores it), the
+ * block's writes to the old table are absorbed, and COMMIT exchanges the
+ * two and drops the old table's sequences (old_seqs). */
+int sqld_replace(SqlCtx *cx, SqluState *st, const char *table, const QrSchema *s,
+                 const cJSON *meta, const char *old_seqs, const char *new_seqs);
 /* Drop the block's rebuilds after the first `mark` (ROLLBACK [TO], the end
  * of the block). */
 void sqld_rebuilds_to(QrSqlSession *s, SqluState *st, int mark);
@@ -376,8 +395,9 @@ int sqld_rebuilds_check(QrSqlSession *s, const SqluState *st, QrError *err);
  * committed (ok) or failed: exchange each rebuilt table with its spare
  * (its staged metadata inside), unclaim, drop what the spares then hold. */
 int sqld_rebuilds_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err);
-/* COMMIT's journal: an exchange item (TXNJ_SWAP) per claimed rebuild,
- * appended at items[*n] (room for st->n_rebuilds more). */
+/* COMMIT's journal: an exchange item (TXNJ_SWAP) per claimed rebuild and a
+ * TXNJ_DROP_SEQS per entry of an exchanged table with sequences to drop,
+ * appended at items[*n] (room for 2 * st->n_rebuilds more). */
 struct TxnjItem;
 int sqld_rebuild_journal(QrSqlSession *s, const SqluState *st, struct TxnjItem *items, int *n,
                          QrError *err);
@@ -416,14 +436,16 @@ void sqld_drops_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err);
 /* ---- txn_journal.c: atomic commit across tables ---- */
 
 /* A journaled DDL change of a block (txn_journal.c kinds 3-5). */
-enum { TXNJ_DROP_TABLE = 3, TXNJ_META = 4, TXNJ_DROP_BTREE = 5, TXNJ_SWAP = 6 };
+enum { TXNJ_DROP_TABLE = 3, TXNJ_META = 4, TXNJ_DROP_BTREE = 5, TXNJ_SWAP = 6,
+       TXNJ_DROP_SEQS = 7 };
 typedef struct TxnjItem {
     uint8_t kind;          /* TXNJ_* */
     const char *table;     /* borrows */
     const char *key;       /* borrows: the column of TXNJ_DROP_BTREE, the spare of
                               TXNJ_SWAP, else NULL */
     char *doc;             /* owns: the sql.json text of TXNJ_META, the spare's identity
-                              (decimal) of TXNJ_SWAP, else NULL */
+                              (decimal) of TXNJ_SWAP, the '\n'-separated sequence names
+                              of TXNJ_DROP_SEQS, else NULL */
     size_t doc_len;
 } TxnjItem;
 

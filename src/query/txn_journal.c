@@ -40,12 +40,14 @@
  *
  *   u32 magic "QTXJ"  u32 version (1; 2 with DDL; 3 with an exchange)  u32 n_ops
  *   n_ops x { u8 kind (1 put, 2 delete; version 2 also: 3 drop table,
- *                      4 sql.json, 5 drop B-tree; version 3 also 6 exchange)
+ *                      4 sql.json, 5 drop B-tree; version 3 also 6 exchange,
+ *                      7 drop sequences)
  *             u16 table_len  table bytes
  *             u32 key_len  key (JSON text; the column for 5; the spare's id
  *                               for 6; 0 for 3, 4)
  *             u32 doc_len  doc (JSON: puts, the sql.json of 4; the spare's
- *                               directory identity in decimal for 6; 0 otherwise) }
+ *                               directory identity in decimal for 6; sequence
+ *                               names, '\n'-separated, for 7; 0 otherwise) }
  *   u32 CRC-32C of every byte before it
  *
  * A file that is short, has bytes left over, or fails its checksum is
@@ -118,7 +120,7 @@ int txnj_write(QrDb *db, const TxnOp *ops, int n_ops, const TxnjItem *ddl, int n
     put_u32(&b, TXNJ_MAGIC);
     uint32_t version = n_ddl ? TXNJ_VERSION_DDL : TXNJ_VERSION;
     for (int i = 0; i < n_ddl; i++)
-        if (ddl[i].kind == TXNJ_SWAP)
+        if (ddl[i].kind >= TXNJ_SWAP)
             version = TXNJ_VERSION_SWAP;
     put_u32(&b, version);
     put_u32(&b, (uint32_t)(n_ops + n_ddl));
@@ -191,7 +193,7 @@ static int decode(const char *path, const uint8_t *p, size_t len, JOp **out, int
     uint32_t version = get_u32(p + 4);
     if (get_u32(p) != TXNJ_MAGIC || version < TXNJ_VERSION || version > TXNJ_VERSION_SWAP)
         return corrupt(path, "bad magic or version", err);
-    uint8_t max_kind = version == TXNJ_VERSION_SWAP  ? TXNJ_SWAP
+    uint8_t max_kind = version == TXNJ_VERSION_SWAP  ? TXNJ_DROP_SEQS
                        : version == TXNJ_VERSION_DDL ? TXNJ_DROP_BTREE
                                                      : 2;
     uint32_t n = get_u32(p + 8);
@@ -224,7 +226,7 @@ static int decode(const char *path, const uint8_t *p, size_t len, JOp **out, int
         o->doc_len = get_u32(p + off);
         off += 4;
         bool has_key = kind <= 2 || kind == TXNJ_DROP_BTREE || kind == TXNJ_SWAP;
-        bool has_doc = kind == 1 || kind == TXNJ_META || kind == TXNJ_SWAP;
+        bool has_doc = kind == 1 || kind == TXNJ_META || kind == TXNJ_SWAP || kind == TXNJ_DROP_SEQS;
         if (end - off < o->doc_len || (!has_doc && o->doc_len) || (has_key != (o->key_len > 0)))
             goto bad;
         o->doc = (const char *)p + off;
@@ -248,13 +250,20 @@ static int apply_ddl(QrDb *db, const JOp *ops, int n, QrError *err)
 {
     int rc = QR_OK;
     bool dropped = false;
-    static const uint8_t order[] = {TXNJ_META, TXNJ_DROP_BTREE, TXNJ_DROP_TABLE};
+    static const uint8_t order[] = {TXNJ_META, TXNJ_DROP_BTREE, TXNJ_DROP_TABLE, TXNJ_DROP_SEQS};
     for (size_t k = 0; k < sizeof order; k++) {
         uint8_t kind = order[k];
         for (int i = 0; rc == QR_OK && i < n; i++) {
             const JOp *o = &ops[i];
             if (o->kind != kind)
                 continue;
+            if (kind == TXNJ_DROP_SEQS) { /* a rebuilt table's old sequences */
+                char *names = qr_strndup(o->doc, o->doc_len);
+                rc = names ? seq_drop_names(qr_db_dir(db), names, err)
+                           : qr_error_set(err, QR_ENOMEM, "out of memory");
+                qr_free(names);
+                continue;
+            }
             if (kind == TXNJ_DROP_TABLE) {
                 dropped = true;
                 rc = qr_table_drop(db, o->table, err);

@@ -167,6 +167,24 @@ REKEYED = [
     (1, "SELECT count(*) FROM pg_constraint WHERE conrelid = 'w2'::regclass AND contype = 'p'"),
     (1, "SELECT count(*) FROM w2 WHERE a = 3")]
 
+# DROP TABLE and CREATE TABLE of the same name in one block (pg_dump --clean
+# restored with psql --single-transaction): the block sees the new table,
+# session 1 (after the block) the old one or the new one with its rows.
+REMADE = [
+    (1, "CREATE TABLE w3 (id serial PRIMARY KEY, v int)"), (1, "INSERT INTO w3 (v) VALUES (1), (2)"),
+    (0, "BEGIN"), (0, "DROP TABLE w3"), (0, "CREATE TABLE w3 (id serial PRIMARY KEY, v int, w text)"),
+    (0, "INSERT INTO w3 (v, w) VALUES (10, 'a')"), (0, "SELECT id, v, w FROM w3 ORDER BY id"),
+    (0, "ROLLBACK"), (1, "SELECT id, v FROM w3 ORDER BY id"),
+    (0, "BEGIN"), (0, "DROP TABLE w3"), (0, "SAVEPOINT p"), (0, "CREATE TABLE w3 (k text PRIMARY KEY)"),
+    (0, "INSERT INTO w3 VALUES ('x')"), (0, "ROLLBACK TO SAVEPOINT p"),
+    (0, "SELECT count(*) FROM pg_class WHERE relname = 'w3'"),
+    (0, "CREATE TABLE w3 (a int, b text)"), (0, "INSERT INTO w3 VALUES (5, 'five'), (6, 'six')"),
+    (0, "ALTER TABLE w3 ADD PRIMARY KEY (a)"), (0, "SELECT a, b FROM w3 ORDER BY a"), (0, "COMMIT"),
+    (1, "SELECT a, b FROM w3 ORDER BY a"), (1, "INSERT INTO w3 VALUES (5, 'again')"),
+    (1, "SELECT column_name FROM information_schema.columns WHERE table_name = 'w3' ORDER BY 1"),
+    (0, "BEGIN"), (0, "DROP TABLE w3"), (0, "CREATE TABLE w3 (id bigint PRIMARY KEY)"),
+    (0, "DROP TABLE w3"), (0, "COMMIT"), (1, "SELECT count(*) FROM pg_class WHERE relname = 'w3'")]
+
 
 # ADD COLUMN's names and types; a table's columns by name (a column Quarry
 # takes over from an ADD COLUMN that rolled back keeps that one's place).
@@ -178,10 +196,10 @@ COLUMNS = ("SELECT column_name FROM information_schema.columns WHERE table_name 
 def ddl_script(seed):
     """Two sessions' DDL on their own tables u0 / u1, interleaved."""
     rnd = random.Random(seed)
-    out = RR_ACROSS + (CREATED_ALTERED + REKEYED if seed == SEEDS[0] else [])  # once is enough
+    out = RR_ACROSS + (CREATED_ALTERED + REKEYED + REMADE if seed == SEEDS[0] else [])  # once
     in_block = [False, False]
     ddl = [False, False]      # the open block changed its table (PostgreSQL holds its lock)
-    dropped = [False, False]  # ... dropped it (Quarry refuses its CREATE in the same block)
+    dropped = [False, False]  # ... dropped it (and has not created it again)
     for _ in range(STEPS):
         s = rnd.randrange(2)
         o = 1 - s
@@ -197,11 +215,9 @@ def ddl_script(seed):
                 continue
             out.append((s, "DROP TABLE " + u))
             ddl[s], dropped[s] = in_block[s], in_block[s]
-        elif r < 0.13:
-            if dropped[s]:
-                continue
+        elif r < 0.13:  # also after its DROP in the same block
             out.append((s, "CREATE TABLE %s (id bigint PRIMARY KEY, v int, tag varchar(8))" % u))
-            ddl[s] = in_block[s]
+            ddl[s], dropped[s] = ddl[s] or in_block[s], False
         elif r < 0.23:
             out.append((s, rnd.choice(["ALTER TABLE %s ALTER COLUMN v SET DEFAULT %d" % (u, k),
                                        "ALTER TABLE %s ALTER COLUMN v DROP DEFAULT" % u])))

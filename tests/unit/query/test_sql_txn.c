@@ -691,11 +691,13 @@ Test(sql_txn, drop_table_waits_for_commit)
     ok(x, "DROP TABLE d1");
     qr_sql_session_free(x);
     sees(s, "d1", "1|10\n2|20\n");
-    /* the same name cannot come back in the block that dropped it */
+    /* the same name can come back in the block that dropped it
+     * (a_table_dropped_and_made_again_goes_with_the_block) */
     ok(s, "BEGIN");
     ok(s, "DROP TABLE d1");
-    fails(s, "CREATE TABLE d1 (id bigint PRIMARY KEY)", "0A000", "dropped it");
+    ok(s, "CREATE TABLE d1 (id bigint PRIMARY KEY)");
     ok(s, "ROLLBACK");
+    sees(s, "d1", "1|10\n2|20\n");
     /* COMMIT: the drop and the block's other writes together; writes to the
      * dropped table go with it, and so does its serial's sequence */
     ok(s, "BEGIN");
@@ -1333,6 +1335,91 @@ Test(sql_txn, btree_index_is_the_blocks_until_commit)
     expect(s, cat, "bt_pkey,bt_tag_idx,bt_vo");
     ok(o, "DROP INDEX bt_vo");
     expect(s, cat, "bt_pkey,bt_tag_idx");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
+
+/* CREATE TABLE of a name the block dropped: the new table is the block's
+ * (a copy only it reads and writes) while every other session keeps the
+ * old one; COMMIT puts it in the old one's place with its rows and drops
+ * the old one's sequences; ROLLBACK, ROLLBACK TO and a second DROP take it
+ * back.  pg_dump --clean restored with psql --single-transaction does this. */
+Test(sql_txn, a_table_dropped_and_made_again_goes_with_the_block)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    const char *rows = "SELECT string_agg(id || ':' || v, ',' ORDER BY id) FROM rt";
+    const char *cols = "SELECT count(*) FROM information_schema.columns WHERE table_name = 'rt'";
+    const char *seqs = "SELECT string_agg(sequencename, ',' ORDER BY 1) FROM pg_sequences "
+                       "WHERE sequencename LIKE 'rt%'";
+    ok(s, "CREATE TABLE rt (id serial PRIMARY KEY, v int)");
+    ok(s, "INSERT INTO rt (v) VALUES (1), (2)");
+    for (int commit = 0; commit < 2; commit++) {
+        ok(s, "BEGIN");
+        ok(s, "INSERT INTO rt (v) VALUES (3)"); /* into the old table: goes with it */
+        ok(s, "DROP TABLE rt");
+        expect(s, "SELECT count(*) FROM pg_class WHERE relname = 'rt'", "0");
+        ok(s, "CREATE TABLE rt (id serial PRIMARY KEY, v int, w text)");
+        ok(s, "INSERT INTO rt (v, w) VALUES (10, 'a')");
+        expect(s, rows, "1:10");
+        expect(s, cols, "3");
+        expect(o, rows, "1:1,2:2");
+        expect(o, cols, "2");
+        cr_assert_eq(spares_left(&e), 1);
+        ok(s, commit ? "COMMIT" : "ROLLBACK");
+        cr_assert_eq(spares_left(&e), 0);
+        expect(o, rows, commit ? "1:10" : "1:1,2:2");
+        expect(o, cols, commit ? "3" : "2");
+        expect(o, seqs, commit ? "rt_id_seq1" : "rt_id_seq");
+    }
+    ok(o, "INSERT INTO rt (v) VALUES (11)"); /* the new table's own sequence */
+    expect(o, rows, "1:10,2:11");
+    fails(o, "INSERT INTO rt (id, v) VALUES (1, 0)", "23505", "duplicate key");
+    /* ROLLBACK TO a savepoint between the DROP and the CREATE: dropped again */
+    ok(s, "BEGIN");
+    ok(s, "DROP TABLE rt");
+    ok(s, "SAVEPOINT a");
+    ok(s, "CREATE TABLE rt (k text PRIMARY KEY)");
+    ok(s, "INSERT INTO rt VALUES ('x')");
+    ok(s, "ROLLBACK TO a");
+    expect(s, "SELECT count(*) FROM pg_class WHERE relname = 'rt'", "0");
+    ok(s, "ROLLBACK");
+    expect(o, rows, "1:10,2:11");
+    /* ... and one before the DROP: the table is back as it was */
+    ok(s, "BEGIN");
+    ok(s, "SAVEPOINT b");
+    ok(s, "DROP TABLE rt");
+    ok(s, "CREATE TABLE rt (k text PRIMARY KEY)");
+    ok(s, "ROLLBACK TO b");
+    expect(s, rows, "1:10,2:11");
+    ok(s, "COMMIT");
+    expect(o, rows, "1:10,2:11");
+    expect(o, seqs, "rt_id_seq1");
+    /* made again without a key, loaded, keyed: a restore of pg_dump --clean in
+     * one transaction */
+    ok(s, "BEGIN");
+    ok(s, "DROP TABLE IF EXISTS rt");
+    ok(s, "CREATE TABLE rt (id int, v int)");
+    ok(s, "INSERT INTO rt VALUES (7, 70), (8, 80)");
+    ok(s, "ALTER TABLE rt ADD PRIMARY KEY (id)");
+    expect(s, rows, "7:70,8:80");
+    expect(o, rows, "1:10,2:11");
+    ok(s, "COMMIT");
+    cr_assert_eq(spares_left(&e), 0);
+    expect(o, rows, "7:70,8:80");
+    expect(o, seqs, "");
+    fails(o, "INSERT INTO rt VALUES (7, 0)", "23505", "duplicate key");
+    /* dropped a second time in the block: gone at COMMIT, sequences too */
+    ok(s, "BEGIN");
+    ok(s, "DROP TABLE rt");
+    ok(s, "CREATE TABLE rt (id serial PRIMARY KEY, v int)");
+    ok(s, "INSERT INTO rt (v) VALUES (1)");
+    ok(s, "DROP TABLE rt");
+    ok(s, "COMMIT");
+    cr_assert_eq(spares_left(&e), 0);
+    fails(o, "SELECT * FROM rt", "42P01", "rt");
+    expect(o, seqs, "");
     qr_sql_session_free(o);
     env_close(&e);
 }

@@ -12,6 +12,7 @@
 
 #include "engine_util.h"
 #include "sql_test_env.h"
+#include "query/sequence.h"
 #include "query/sql.h"
 #include "query/sql_w.h"
 #include "store/util.h"
@@ -324,6 +325,7 @@ typedef struct Rekeyed {
     char saved[4200];
     TxnOp op;
     char *meta;
+    char *seqs; /* the row id's sequence, which goes with the old table */
 } Rekeyed;
 
 static void rekey_in_a_block(Env *e, Rekeyed *rk)
@@ -345,6 +347,8 @@ static void rekey_in_a_block(Env *e, Rekeyed *rk)
                      .doc_len = st->ops[0].doc_len};
     rk->meta = cJSON_PrintUnformatted(sqld_meta_staged(x, "k"));
     cr_assert(rk->meta);
+    cr_assert(st->rebuilds[0].drop_seqs && st->rebuilds[0].drop_seqs[0]);
+    rk->seqs = strdup(st->rebuilds[0].drop_seqs);
     char spare[4200];
     qr_spare_path(e->db, rk->id, spare, sizeof spare);
     snprintf(rk->saved, sizeof rk->saved, "%s/saved-spare", e->dir);
@@ -358,11 +362,12 @@ static uint8_t *rekey_journal(Env *e, const Rekeyed *rk, size_t *len)
 {
     char ident[32];
     snprintf(ident, sizeof ident, "%llu", (unsigned long long)qr_spare_ident(e->db, rk->id));
-    TxnjItem ddl[2] = {
+    TxnjItem ddl[3] = {
         {.kind = TXNJ_META, .table = "k", .doc = rk->meta, .doc_len = strlen(rk->meta)},
         {.kind = TXNJ_SWAP, .table = "k", .key = rk->id, .doc = ident, .doc_len = strlen(ident)},
+        {.kind = TXNJ_DROP_SEQS, .table = "k", .doc = rk->seqs, .doc_len = strlen(rk->seqs)},
     };
-    return journal_image(e, &rk->op, 1, ddl, 2, len);
+    return journal_image(e, &rk->op, 1, ddl, 3, len);
 }
 
 static void restore_spare(Env *e, const Rekeyed *rk)
@@ -378,11 +383,23 @@ static void rekey_free(Rekeyed *rk)
 {
     free(rk->op.key);
     free(rk->op.doc);
+    free(rk->seqs);
     cJSON_free(rk->meta);
 }
 
 static const char *K_ROWS = "SELECT string_agg(a || ':' || b, ',' ORDER BY a) FROM k";
 static const char *K_PK = "SELECT count(*) FROM pg_constraint WHERE conrelid = 'k'::regclass";
+
+/* Does k still own a sequence (its hidden row id's)? */
+static bool k_owns_a_sequence(Env *e)
+{
+    char *names;
+    QrError err;
+    cr_assert_eq(seq_owned_names(qr_db_dir(e->db), "k", &names, &err), QR_OK);
+    bool any = names[0] != 0;
+    qr_free(names);
+    return any;
+}
 
 /* ALTER TABLE ADD PRIMARY KEY in a block on an older table: the COMMIT's
  * journal names the exchange of the table with the block's copy.  Cut
@@ -405,6 +422,7 @@ Test(txn_journal, rebuilt_table_is_exchanged_whole_or_not_at_all, .timeout = 240
             refused_whole(&e, j, cut);
             answers(e.s, K_ROWS, "1:x,2:y\n", cut);
             answers(e.s, K_PK, "0\n", cut);
+            cr_assert(k_owns_a_sequence(&e), "cut at %zu", cut);
             char spare[4200];
             qr_spare_path(e.db, rk.id, spare, sizeof spare);
             cr_assert(!qr_path_exists(spare), "a spare no journal names is removed (cut %zu)",
@@ -421,6 +439,7 @@ Test(txn_journal, rebuilt_table_is_exchanged_whole_or_not_at_all, .timeout = 240
         reopen(&e);
         answers(e.s, K_ROWS, "1:x,2:y,3:w\n", len);
         answers(e.s, K_PK, "1\n", len);
+        cr_assert(!k_owns_a_sequence(&e), "the row id's sequence went with the old table");
         QrSqlResult *r = NULL;
         QrError err;
         qr_error_clear(&err);
