@@ -604,7 +604,7 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
     s->all_field = n_text >= 2;
     sqld_schema_settle(cx->sess, qr_table_name(t), s);
     cJSON *meta = sqlw_meta_load(cx, qr_table_name(t));
-    int rc = meta ? sqlw_rebuild(cx, t, s, NULL, meta, NULL)
+    int rc = meta ? sqlw_rebuild(cx, t, s, NULL, meta)
                   : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
     cJSON_Delete(meta);
     return rc;
@@ -977,13 +977,112 @@ static bool owner_of_sequence(SqlCtx *cx, const cJSON *b)
     return true;
 }
 
+/* ALTER TABLE ... DROP CONSTRAINT [IF EXISTS] <table>_pkey (pg_dump --clean
+ * drops keys before tables): the table goes back to a hidden row id.  It
+ * is rebuilt (sql_rekey.c), every row numbered from a new internal
+ * sequence; the key column stays, NOT NULL, as an ordinary column.  Quarry
+ * tables have no other constraints: any other name is 42704. */
+static int drop_primary_key(SqlCtx *cx, QrTable *t, const cJSON *c)
+{
+    const char *table = qr_table_name(t);
+    const char *cname = sqlj_str(c, "name");
+    char pkey[QR_NAME_MAX + 8];
+    snprintf(pkey, sizeof pkey, "%s_pkey", table);
+    cJSON *meta = sqlw_meta_load(cx, table);
+    if (!meta)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    if (!cname || strcmp(cname, pkey) != 0 || sqlw_hidden_pk(meta)) {
+        cJSON_Delete(meta);
+        if (sqlj_bool(c, "missing_ok")) {
+            sql_notice(cx, "NOTICE", "42704",
+                       "constraint \"%s\" of relation \"%s\" does not exist, skipping",
+                       cname ? cname : "", table);
+            return QR_OK;
+        }
+        return sql_err_at(cx, -1, QR_ENOTFOUND, "42704",
+                          "constraint \"%s\" of relation \"%s\" does not exist", cname ? cname : "",
+                          table);
+    }
+    /* the key column as an ordinary one, typed as sql.json declares it */
+    const QrSchema *old = qr_table_schema(t);
+    const char *pg = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(sqlw_meta_col(meta, old->primary_key), "type"));
+    const char *pkt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "pk_type"));
+    ColSpec kc = {.name = old->primary_key, .typmod = -1,
+                  .ft = pkt && !strcmp(pkt, "int8") ? QR_FT_INT : QR_FT_KEYWORD};
+    for (size_t i = 0; pg && i < sizeof TYPES / sizeof TYPES[0]; i++)
+        if (!strcmp(TYPES[i].pg, pg)) {
+            kc.ft = TYPES[i].ft;
+            break;
+        }
+    QrSchema *s = qr_arena_calloc(cx->arena, sizeof *s);
+    if (!s) {
+        cJSON_Delete(meta);
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    }
+    *s = *old;
+    s->n_fields = 0;
+    snprintf(s->primary_key, sizeof s->primary_key, "%s", SQLW_ROWID);
+    /* the fields in the columns' order (SELECT *, INSERT without a column
+     * list), the key column in its place; then any the columns do not name */
+    QrField kf;
+    col_field(&kc, &kf);
+    int rc = QR_OK;
+    const cJSON *mc;
+    cJSON_ArrayForEach(mc, cJSON_GetObjectItemCaseSensitive(meta, "columns"))
+    {
+        int fi = schema_field_index(old, mc->string);
+        const QrField *f = !strcmp(mc->string, old->primary_key) ? &kf
+                           : fi >= 0                              ? &old->fields[fi]
+                                                                  : NULL;
+        if (rc == QR_OK && f && schema_add_field(s, f, cx->err) < 0)
+            rc = cx->err->code;
+    }
+    for (int i = 0; rc == QR_OK && i < old->n_fields; i++)
+        if (schema_field_index(s, old->fields[i].name) < 0 &&
+            schema_add_field(s, &old->fields[i], cx->err) < 0)
+            rc = cx->err->code;
+    int n_text = 0;
+    for (int i = 0; i < s->n_fields; i++)
+        n_text += s->fields[i].type == QR_FT_TEXT && s->fields[i].indexed;
+    s->all_field = n_text >= 2;
+    sqld_schema_settle(cx->sess, table, s);
+    /* the row id: a new internal sequence, as CREATE TABLE without a key makes */
+    ColSpec rid = {.name = SQLW_ROWID, .ft = QR_FT_INT, .pg = "int8", .typmod = -1,
+                   .is_pk = true, .not_null = true, .serial = true, .loc = -1};
+    if (rc == QR_OK)
+        rc = sqlseq_for_column(cx, table, SQLW_ROWID, "int8", NULL, true, rid.seq,
+                               sizeof rid.seq);
+    if (rc == QR_OK) {
+        cJSON *mcols = cJSON_GetObjectItemCaseSensitive(meta, "columns");
+        meta_put_col(mcols, &rid);
+        cJSON_DeleteItemFromObjectCaseSensitive(meta, "pk_type");
+        cJSON_AddStringToObject(meta, "pk_type", "int8");
+        cJSON_AddTrueToObject(meta, "hidden_pk");
+        SqlwRekey how = {.rowid_seq = rid.seq};
+        rc = sqlw_rebuild(cx, t, s, &how, meta);
+        SqluState *st = cx->sess->u_state;
+        if (rc != QR_OK && !(st && st->in_block)) /* in a block the rebuild's own rollback does */
+            seq_drop(qr_db_dir(cx->sess->db), rid.seq, NULL);
+    }
+    cJSON_Delete(meta);
+    return rc;
+}
+
 static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 {
     QrTable *t;
     snprintf(res->tag, sizeof res->tag, "ALTER TABLE");
     if (owner_of_sequence(cx, b))
         return QR_OK;
-    int rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);
+    const cJSON *rv = sqlj_get(b, "relation");
+    if (sqlj_bool(b, "missing_ok") && sqlj_str(rv, "relname") &&
+        !table_exists(cx, sqlj_str(rv, "relname"))) {
+        sql_notice(cx, "NOTICE", "42P01", "relation \"%s\" does not exist, skipping",
+                   sqlj_str(rv, "relname"));
+        return QR_OK;
+    }
+    int rc = sqlw_table(cx, rv, &t);
     if (rc)
         return rc;
     const cJSON *it;
@@ -1000,6 +1099,10 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         } else if (sub && (!strcmp(sub, "AT_ColumnDefault") || !strcmp(sub, "AT_AddIdentity") ||
                            !strcmp(sub, "AT_SetNotNull") || !strcmp(sub, "AT_DropNotNull"))) {
             rc = alter_column(cx, t, c, sub);
+        } else if (sub && !strcmp(sub, "AT_DropConstraint")) {
+            rc = drop_primary_key(cx, t, c);
+            if (rc == QR_OK && cJSON_GetArraySize(sqlj_get(b, "cmds")) > 1)
+                rc = sqlw_table(cx, sqlj_get(b, "relation"), &t); /* rebuilt: a new handle */
         } else if (sub && !strcmp(sub, "AT_AddConstraint") && ct && !strcmp(ct, "CONSTR_PRIMARY")) {
             const cJSON *keys = sqlj_get(k, "keys");
             if (cJSON_GetArraySize(keys) != 1)
@@ -1012,9 +1115,9 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
                 rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);
         } else {
             return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
-                              "ALTER TABLE supports ADD COLUMN, ADD PRIMARY KEY, ALTER COLUMN "
-                              "SET/DROP DEFAULT, SET/DROP NOT NULL, ADD GENERATED AS IDENTITY "
-                              "and OWNER TO");
+                              "ALTER TABLE supports ADD COLUMN, ADD PRIMARY KEY, DROP CONSTRAINT "
+                              "(the primary key), ALTER COLUMN SET/DROP DEFAULT, SET/DROP NOT "
+                              "NULL, ADD GENERATED AS IDENTITY and OWNER TO");
         }
         if (rc)
             return rc;

@@ -35,10 +35,27 @@
 typedef struct Copy {
     SqlCtx *cx;
     const char *table;
-    const char *key_col; /* NULL: the key stays */
+    const SqlwRekey *how;
     QrBatch *batch;
     uint64_t n;
 } Copy;
+
+/* A document of the old table keyed by a new row id from how->rowid_seq. */
+static int put_numbered(Copy *c, cJSON *d)
+{
+    SqlCtx *cx = c->cx;
+    int64_t id;
+    int rc = seq_next(qr_db_dir(cx->sess->db), c->how->rowid_seq, &id, cx->err);
+    cJSON_DeleteItemFromObjectCaseSensitive(d, SQLW_ROWID);
+    if (rc == QR_OK && !cJSON_AddNumberToObject(d, SQLW_ROWID, (double)id))
+        rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    char *text = rc == QR_OK ? cJSON_PrintUnformatted(d) : NULL;
+    if (rc == QR_OK)
+        rc = text ? qr_batch_put(c->batch, text, strlen(text), NULL, cx->err)
+                  : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    cJSON_free(text);
+    return rc;
+}
 
 static int copy_one(void *arg, const char *doc, size_t len, QrError *err)
 {
@@ -46,18 +63,20 @@ static int copy_one(void *arg, const char *doc, size_t len, QrError *err)
     SqlCtx *cx = c->cx;
     (void)err; /* errors go to cx->err, which the caller passed as err */
     int rc = QR_OK;
-    if (!c->key_col) {
+    if (!c->how->key_col && !c->how->rowid_seq) {
         rc = qr_batch_put(c->batch, doc, len, NULL, cx->err);
         return rc == QR_OK && ++c->n % 1024 == 0 ? sql_check(cx) : rc;
     }
     cJSON *d = cJSON_ParseWithLength(doc, len);
-    const cJSON *k = cJSON_GetObjectItemCaseSensitive(d, c->key_col);
+    const cJSON *k = c->how->key_col ? cJSON_GetObjectItemCaseSensitive(d, c->how->key_col) : NULL;
     if (!d) {
         rc = qr_error_set(cx->err, QR_ECORRUPT, "a stored document of table \"%s\" is not JSON",
                           c->table);
+    } else if (c->how->rowid_seq) {
+        rc = put_numbered(c, d);
     } else if (!k || cJSON_IsNull(k)) {
         rc = sql_err_at(cx, -1, QR_ECONSTRAINT, "23502",
-                        "column \"%s\" of relation \"%s\" contains null values", c->key_col,
+                        "column \"%s\" of relation \"%s\" contains null values", c->how->key_col,
                         c->table);
     } else {
         cJSON_DeleteItemFromObjectCaseSensitive(d, SQLW_ROWID);
@@ -69,7 +88,8 @@ static int copy_one(void *arg, const char *doc, size_t len, QrError *err)
             char *kt = cJSON_PrintUnformatted(k);
             sql_err_at(cx, -1, QR_ECONSTRAINT, "23505", "could not create unique index \"%s_pkey\"",
                        c->table);
-            qr_error_detail(cx->err, "Key (%s)=(%s) is duplicated.", c->key_col, kt ? kt : "?");
+            qr_error_detail(cx->err, "Key (%s)=(%s) is duplicated.", c->how->key_col,
+                            kt ? kt : "?");
             cJSON_free(kt);
             rc = QR_ECONSTRAINT;
         }
@@ -81,9 +101,9 @@ static int copy_one(void *arg, const char *doc, size_t len, QrError *err)
     return rc;
 }
 
-int sqlw_rebuild_copy(SqlCtx *cx, QrTable *from, QrTable *to, const char *key_col)
+int sqlw_rebuild_copy(SqlCtx *cx, QrTable *from, QrTable *to, const SqlwRekey *how)
 {
-    Copy c = {cx, qr_table_name(from), key_col, NULL, 0};
+    Copy c = {cx, qr_table_name(from), how, NULL, 0};
     int rc = qr_batch_begin(to, &c.batch, cx->err);
     /* the latest commit (every commit below the write mark taken before is
      * in it), with the block's own writes to the table over it */
@@ -108,8 +128,8 @@ void sqlw_spare_id(const char *table, char *out, size_t cap)
 
 /* Outside a block (or on a table the block created before any savepoint):
  * claim, copy, exchange, now. */
-static int rebuild_now(SqlCtx *cx, QrTable *t, const QrSchema *ns, const char *key_col,
-                       const cJSON *meta, const char *drop_seq)
+static int rebuild_now(SqlCtx *cx, QrTable *t, const QrSchema *ns, const SqlwRekey *how,
+                       const cJSON *meta)
 {
     char table[QR_NAME_MAX + 1]; /* a copy: the handle goes with the exchange */
     snprintf(table, sizeof table, "%s", qr_table_name(t));
@@ -125,7 +145,7 @@ static int rebuild_now(SqlCtx *cx, QrTable *t, const QrSchema *ns, const char *k
     if (rc == QR_OK)
         rc = qr_spare_create(db, id, table, ns, &to, cx->err);
     if (rc == QR_OK)
-        rc = sqlw_rebuild_copy(cx, t, to, key_col);
+        rc = sqlw_rebuild_copy(cx, t, to, how);
     if (rc == QR_OK)
         rc = sqlw_spare_meta(db, id, meta, cx->err);
     qr_spare_close(to);
@@ -136,19 +156,22 @@ static int rebuild_now(SqlCtx *cx, QrTable *t, const QrSchema *ns, const char *k
     if (rc == QR_OK) {
         qr_db_ddl_bump(db); /* the metadata changed with the directory */
         sqld_meta_forget_table(cx->sess->u_state, table); /* it went in with the table */
-        if (drop_seq && drop_seq[0])
-            seq_drop(qr_db_dir(db), drop_seq, NULL);
+        if (how->drop_seq && how->drop_seq[0])
+            seq_drop(qr_db_dir(db), how->drop_seq, NULL);
     }
     return rc;
 }
 
-int sqlw_rebuild(SqlCtx *cx, QrTable *t, const QrSchema *ns, const char *key_col,
-                 const cJSON *meta, const char *drop_seq)
+int sqlw_rebuild(SqlCtx *cx, QrTable *t, const QrSchema *ns, const SqlwRekey *how,
+                 const cJSON *meta)
 {
+    static const SqlwRekey same = {0};
     SqluState *st = cx->sess->u_state;
+    if (!how)
+        how = &same;
     if (st && st->in_block && !st->undoing) /* the block's own copy, with its writes */
-        return sqld_rebuild(cx, st, t, ns, key_col, meta, drop_seq);
-    return rebuild_now(cx, t, ns, key_col, meta, drop_seq);
+        return sqld_rebuild(cx, st, t, ns, how, meta);
+    return rebuild_now(cx, t, ns, how, meta);
 }
 
 /* The schema of the rekeyed table: `col` becomes the key, the other fields
@@ -208,7 +231,8 @@ int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc)
         cJSON *mc = (cJSON *)sqlw_meta_col(meta, col);
         if (mc && !cJSON_GetObjectItemCaseSensitive(mc, "not_null"))
             cJSON_AddTrueToObject(mc, "not_null");
-        rc = sqlw_rebuild(cx, t, ns, col, meta, seq);
+        SqlwRekey how = {.key_col = col, .drop_seq = seq};
+        rc = sqlw_rebuild(cx, t, ns, &how, meta);
     }
     cJSON_Delete(meta);
     return rc;

@@ -107,7 +107,7 @@ static int grow(SqlCtx *cx, SqluState *st)
  * the table so far are in it (absorbed).  On error r's spare is gone and
  * its strings are freed. */
 static int add_entry(SqlCtx *cx, SqluState *st, SqldRebuild *r, QrTable *from, const QrSchema *s,
-                     const char *key_col, const cJSON *meta)
+                     const SqlwRekey *how, const cJSON *meta)
 {
     QrDb *db = cx->sess->db;
     sqlw_spare_id(r->table, r->id, sizeof r->id);
@@ -115,7 +115,7 @@ static int add_entry(SqlCtx *cx, SqluState *st, SqldRebuild *r, QrTable *from, c
     if (rc == QR_OK)
         rc = qr_spare_create(db, r->id, r->table, s, &r->view, cx->err);
     if (rc == QR_OK && from)
-        rc = sqlw_rebuild_copy(cx, from, r->view, key_col);
+        rc = sqlw_rebuild_copy(cx, from, r->view, how);
     if (rc == QR_OK)
         rc = sqld_meta_stage(cx, st, r->table, meta);
     if (rc != QR_OK) {
@@ -132,8 +132,8 @@ static int add_entry(SqlCtx *cx, SqluState *st, SqldRebuild *r, QrTable *from, c
     return QR_OK;
 }
 
-int sqld_rebuild(SqlCtx *cx, SqluState *st, QrTable *t, const QrSchema *ns, const char *key_col,
-                 const cJSON *meta, const char *drop_seq)
+int sqld_rebuild(SqlCtx *cx, SqluState *st, QrTable *t, const QrSchema *ns,
+                 const SqlwRekey *how, const cJSON *meta)
 {
     SqldRebuild r;
     memset(&r, 0, sizeof r);
@@ -150,9 +150,12 @@ int sqld_rebuild(SqlCtx *cx, SqluState *st, QrTable *t, const QrSchema *ns, cons
         if (rc != QR_OK)
             return rc;
     }
-    if (drop_seq && drop_seq[0] && !(r.drop_seqs = qr_strdup(drop_seq)))
+    if ((how->drop_seq && how->drop_seq[0] && !(r.drop_seqs = qr_strdup(how->drop_seq))) ||
+        (how->rowid_seq && !(r.new_seqs = qr_strdup(how->rowid_seq)))) {
+        qr_free(r.drop_seqs);
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    return add_entry(cx, st, &r, t, ns, key_col, meta);
+    }
+    return add_entry(cx, st, &r, t, ns, how, meta);
 }
 
 int sqld_replace(SqlCtx *cx, SqluState *st, const char *table, const QrSchema *s,

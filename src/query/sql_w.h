@@ -363,17 +363,17 @@ void sqld_meta_restore(QrSqlSession *s, SqluState *st, const cJSON *mark);
 /* The spare the session's open block reads and writes in place of
  * `table` (its newest rebuild), or NULL. */
 QrTable *sqld_view(const QrSqlSession *s, const char *table);
-/* ADD PRIMARY KEY / a full-text CREATE INDEX in a block: the documents of
- * t (the session's view of the table, the block's writes over it, which are
- * absorbed) are copied into a new spare with schema ns (key_col set: keyed
- * by that column instead of the hidden row id, 23502 / 23505 as
- * PostgreSQL), meta is staged as the table's metadata, and the session sees
- * the spare from now on; other sessions see the table as it was.  COMMIT exchanges
- * them (40001 when anything committed to the table since the copy), a
- * rollback drops the spare.  drop_seq (may be NULL): a sequence COMMIT
- * drops. */
-int sqld_rebuild(SqlCtx *cx, SqluState *st, QrTable *t, const QrSchema *ns, const char *key_col,
-                 const cJSON *meta, const char *drop_seq);
+/* ADD PRIMARY KEY / DROP CONSTRAINT <table>_pkey / a full-text CREATE
+ * INDEX in a block: the documents of t (the session's view of the table,
+ * the block's writes over it, which are absorbed) are copied into a new
+ * spare with schema ns, rekeyed as how says (sqlw_rebuild), meta is staged
+ * as the table's metadata, and the session sees the spare from now on;
+ * other sessions see the table as it was.  COMMIT exchanges them (40001
+ * when anything committed to the table since the copy) and drops
+ * how->drop_seq; a rollback drops the spare and how->rowid_seq. */
+struct SqlwRekey;
+int sqld_rebuild(SqlCtx *cx, SqluState *st, QrTable *t, const QrSchema *ns,
+                 const struct SqlwRekey *how, const cJSON *meta);
 /* CREATE TABLE of a name the block dropped: the new table (schema s,
  * metadata meta, its sequences new_seqs already made) is a spare the block
  * reads and writes under the name, the block's drop of the old table is
@@ -610,16 +610,21 @@ const char *sqlw_setting(const QrSqlSession *s, const char *name);
  * reference on t, which must not be used afterwards. */
 int sqlw_add_primary_key(SqlCtx *cx, QrTable *t, const char *col, int loc);
 /* Rebuild table t (the session's view of it) with schema ns and metadata
- * meta: its documents copied (key_col set: keyed by that column instead of
- * the hidden row id, 23502 / 23505 as PostgreSQL) into a spare that takes
- * the table's place now, or, in a block, at COMMIT (sqld_rebuild).
- * drop_seq (may be NULL): a sequence dropped with the old table.  Outside
- * a block releases the statement's reference on t, which must not be used
- * afterwards. */
-int sqlw_rebuild(SqlCtx *cx, QrTable *t, const QrSchema *ns, const char *key_col,
-                 const cJSON *meta, const char *drop_seq);
+ * meta: its documents copied (how, may be NULL: keyed as they are; see
+ * SqlwRekey; a new key that is NULL or repeats is 23502 / 23505 as in
+ * PostgreSQL) into a spare that takes the table's place now, or, in a
+ * block, at COMMIT (sqld_rebuild).  Outside a block releases the
+ * statement's reference on t, which must not be used afterwards. */
+typedef struct SqlwRekey {
+    const char *key_col;   /* the new key, instead of the hidden row id (ADD PRIMARY KEY) */
+    const char *rowid_seq; /* number the rows as a new hidden row id from this sequence
+                              (DROP CONSTRAINT <table>_pkey) */
+    const char *drop_seq;  /* a sequence that goes with the old table, or NULL */
+} SqlwRekey;
+int sqlw_rebuild(SqlCtx *cx, QrTable *t, const QrSchema *ns, const SqlwRekey *how,
+                 const cJSON *meta);
 /* Copy every document of from into to (one commit), rekeyed as above. */
-int sqlw_rebuild_copy(SqlCtx *cx, QrTable *from, QrTable *to, const char *key_col);
+int sqlw_rebuild_copy(SqlCtx *cx, QrTable *from, QrTable *to, const SqlwRekey *how);
 /* A new spare id for a rebuild of table. */
 void sqlw_spare_id(const char *table, char *out, size_t cap);
 /* Write meta as the sql.json of spare id (exchanged with its documents). */

@@ -2,8 +2,9 @@
 sequence, a table without a key, a B-tree index and awkward values (NULLs, tabs,
 newlines, backslashes, quotes, unicode, timestamps, floats) is dumped from Quarry and
 restored into a throwaway PostgreSQL 15 (plain SQL, and the custom format through
-pg_restore) and into a fresh Quarry; every table's rows and every sequence's next
-value are compared with the source.  pg_dumpall's dump restores into PostgreSQL too."""
+pg_restore) and into a fresh Quarry -- also in one transaction (psql -1, pg_restore -1)
+and, dumped with --clean, over the tables it replaces; every table's rows and every
+sequence's next value are compared with the source.  pg_dumpall's dump restores into PostgreSQL too."""
 import os
 import subprocess
 
@@ -44,6 +45,16 @@ def rows(run_psql, db_args=()):
         rc, o, e = run_psql(list(db_args) + ["-At", "-F", "\x1f", "-R", "\x1e", "-c", q])
         out.append(o if rc == 0 else "ERROR " + e)
     return out
+
+
+def same_rows_and_keys(ctx, srv, how, want):
+    """A restore into Quarry srv gave the source's rows and primary keys."""
+    got = rows(lambda a: srv.psql(*a))
+    ctx.check(got[:4] == want[:4], "%s: the same rows: %r vs %r" % (how, got[:4], want[:4]))
+    rc, out, err = srv.psql("-At", "-c", "SELECT conname FROM pg_constraint WHERE "
+                            "contype = 'p' AND conname LIKE 'dump_%' ORDER BY 1")
+    ctx.check(out.split() == ["dump_ident_pkey", "dump_items_pkey", "dump_text_pkey"],
+              "%s: the primary keys came back: %r %r" % (how, out, err))
 
 
 def run(ctx):
@@ -115,12 +126,17 @@ def run(ctx):
                                        timeout=300)
                     rc, err = p.returncode, p.stderr
                 ctx.check(rc == 0, "%s restores into Quarry: %s" % (how, err[-1500:]))
-                got = rows(lambda a: fresh.psql(*a))
-                ctx.check(got[:4] == want[:4], "%s: the same rows: %r vs %r" % (how, got[:4], want[:4]))
-                rc, out, err = fresh.psql("-At", "-c", "SELECT conname FROM pg_constraint WHERE "
-                                          "contype = 'p' AND conname LIKE 'dump_%' ORDER BY 1")
-                ctx.check(out.split() == ["dump_ident_pkey", "dump_items_pkey", "dump_text_pkey"],
-                          "%s: the primary keys came back: %r %r" % (how, out, err))
+                same_rows_and_keys(ctx, fresh, how, want)
+            # pg_dump --clean: restored over the tables it drops (keys dropped first:
+            # ALTER TABLE ... DROP CONSTRAINT ..._pkey), alone and in one transaction
+            clean = os.path.join(ctx.work, "clean.sql")
+            p = subprocess.run(["pg_dump", "--no-owner", "--clean", "--if-exists", "-f", clean],
+                               env=env, capture_output=True, text=True, timeout=300)
+            ctx.check(p.returncode == 0, "pg_dump --clean: %s" % p.stderr[-1500:])
+            for how, args in [("--clean", []), ("--clean, psql --single-transaction", ["-1"])]:
+                rc, out, err = fresh.psql("-v", "ON_ERROR_STOP=1", "-q", *args, "-f", clean)
+                ctx.check(rc == 0, "%s restores over the tables: %s" % (how, err[-1500:]))
+                same_rows_and_keys(ctx, fresh, how, want)
     finally:
         fresh.stop()
     p = subprocess.run(["pg_dumpall", "-f", os.path.join(ctx.work, "all.sql")], env=env,

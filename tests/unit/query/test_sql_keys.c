@@ -14,6 +14,7 @@
 
 #include "engine_util.h"
 #include "sql_test_env.h"
+#include "query/sequence.h"
 #include "query/sql.h"
 #include "store/util.h"
 
@@ -196,6 +197,69 @@ Test(sql_keys, a_table_without_a_key_has_a_hidden_row_id)
     free(run("INSERT INTO nf VALUES (1.5, 'x')"));
     expect_error("ALTER TABLE nf ADD PRIMARY KEY (f)", "0A000", "integer or a string type");
     expect("SELECT f, b FROM nf", "1.5|x\n");
+}
+
+/* Does table own a sequence (a hidden row id's or a serial's)? */
+static bool owns_a_sequence(const char *table)
+{
+    char *names;
+    QrError err;
+    cr_assert_eq(seq_owned_names(qr_db_dir(E.db), table, &names, &err), QR_OK);
+    bool any = names[0] != 0;
+    qr_free(names);
+    return any;
+}
+
+/* ALTER TABLE ... DROP CONSTRAINT <table>_pkey, which pg_dump --clean
+ * writes: the table is rebuilt with a hidden row id, the key column kept
+ * NOT NULL; in a block it goes with the block, the new row id's sequence
+ * too. */
+Test(sql_keys, dropping_the_primary_key_numbers_the_rows)
+{
+    free(run("CREATE TABLE p (id int PRIMARY KEY, b varchar(10))"));
+    free(run("INSERT INTO p VALUES (1, 'x'), (2, 'y')"));
+    expect_error("ALTER TABLE p DROP CONSTRAINT nope", "42704", "does not exist");
+    free(run("ALTER TABLE p DROP CONSTRAINT IF EXISTS nope"));
+    const char *pk = "SELECT count(*) FROM pg_constraint WHERE conrelid = 'p'::regclass";
+    /* in a block: ROLLBACK keeps the key, and no sequence is left */
+    free(run("BEGIN"));
+    free(run("ALTER TABLE p DROP CONSTRAINT p_pkey"));
+    free(run("INSERT INTO p VALUES (1, 'again')"));
+    expect("SELECT count(*), count(DISTINCT _rowid) FROM p", "3|3\n");
+    expect(pk, "0\n");
+    cr_assert(owns_a_sequence("p"));
+    free(run("ROLLBACK"));
+    expect(pk, "1\n");
+    cr_assert(!owns_a_sequence("p"));
+    expect_error("INSERT INTO p VALUES (1, 'again')", "23505", "duplicate key");
+    /* outside a block, and again in one that commits */
+    for (int block = 0; block < 2; block++) {
+        if (block) {
+            free(run("ALTER TABLE p ADD PRIMARY KEY (id)"));
+            free(run("BEGIN"));
+        }
+        free(run("ALTER TABLE IF EXISTS ONLY p DROP CONSTRAINT IF EXISTS p_pkey"));
+        if (block)
+            free(run("COMMIT"));
+        expect(pk, "0\n");
+        free(run("INSERT INTO p VALUES (1, 'dup')"));
+        expect("SELECT id, b FROM p ORDER BY id, b", "1|dup\n1|x\n2|y\n");
+        expect("SELECT count(DISTINCT _rowid) FROM p", "3\n");
+        expect("SELECT attname, attnotnull FROM pg_attribute WHERE attrelid = 'p'::regclass "
+               "ORDER BY attnum",
+               "id|t\nb|f\n");
+        expect_error("INSERT INTO p (b) VALUES ('no id')", "23502", "null value");
+        expect_error("ALTER TABLE p DROP CONSTRAINT p_pkey", "42704", "does not exist");
+        free(run("DELETE FROM p WHERE b = 'dup'"));
+    }
+    /* a string key goes back to an ordinary (filterable) column */
+    free(run("CREATE TABLE pt (k varchar(20) PRIMARY KEY, n int)"));
+    free(run("INSERT INTO pt VALUES ('a', 1), ('b', 2)"));
+    free(run("ALTER TABLE pt DROP CONSTRAINT pt_pkey"));
+    free(run("INSERT INTO pt VALUES ('a', 3)"));
+    expect("SELECT k, sum(n) FROM pt WHERE k = 'a' GROUP BY k", "a|4\n");
+    free(run("ALTER TABLE IF EXISTS nope ADD COLUMN c int")); /* a NOTICE, as in PostgreSQL */
+    expect_error("ALTER TABLE nope ADD COLUMN c int", "42P01", "does not exist");
 }
 
 Test(sql_keys, random_inserts_follow_the_sequence_model)
