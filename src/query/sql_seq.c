@@ -235,7 +235,7 @@ int sqlseq_create(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     qr_db_ddl_bump(cx->sess->db);
     if (seq_create(db_dir(cx), name, &d, cx->err) != QR_OK)
         return seq_err(cx, loc, name);
-    return QR_OK;
+    return sqld_seq_created(cx, name); /* a block's ROLLBACK drops it again */
 }
 
 int sqlseq_alter(SqlCtx *cx, const cJSON *b, QrSqlResult *res)

@@ -183,7 +183,13 @@ REMADE = [
     (1, "SELECT a, b FROM w3 ORDER BY a"), (1, "INSERT INTO w3 VALUES (5, 'again')"),
     (1, "SELECT column_name FROM information_schema.columns WHERE table_name = 'w3' ORDER BY 1"),
     (0, "BEGIN"), (0, "DROP TABLE w3"), (0, "CREATE TABLE w3 (id bigint PRIMARY KEY)"),
-    (0, "DROP TABLE w3"), (0, "COMMIT"), (1, "SELECT count(*) FROM pg_class WHERE relname = 'w3'")]
+    (0, "DROP TABLE w3"), (0, "COMMIT"), (1, "SELECT count(*) FROM pg_class WHERE relname = 'w3'"),
+    # CREATE SEQUENCE goes with the block too (nextval is never rolled back)
+    (0, "BEGIN"), (0, "CREATE SEQUENCE w4_s START 5"), (0, "SELECT nextval('w4_s')"), (0, "ROLLBACK"),
+    (1, "SELECT count(*) FROM pg_class WHERE relname = 'w4_s'"),
+    (0, "BEGIN"), (0, "SAVEPOINT q"), (0, "CREATE SEQUENCE w4_s"), (0, "ROLLBACK TO SAVEPOINT q"),
+    (0, "SELECT count(*) FROM pg_class WHERE relname = 'w4_s'"), (0, "CREATE SEQUENCE w4_s START 7"),
+    (0, "COMMIT"), (1, "SELECT nextval('w4_s')")]
 
 
 # ADD COLUMN's names and types; a table's columns by name (a column Quarry
