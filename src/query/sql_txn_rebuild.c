@@ -1,7 +1,8 @@
 /*
  * sql_txn_rebuild.c — statements that rebuild a table (ALTER TABLE ... ADD
- * PRIMARY KEY, a full-text CREATE INDEX: sql_rekey.c) inside a transaction
- * block: undone by ROLLBACK, published by COMMIT with the block's writes.
+ * PRIMARY KEY / DROP CONSTRAINT ..._pkey, a full-text CREATE INDEX:
+ * sql_rekey.c) or make a dropped one again, inside a transaction block:
+ * undone by ROLLBACK, published by COMMIT with the block's writes.
  *
  * Layer: query/.  Calls quarry.h (spare tables, claims), sequence.h and the
  * session's transaction state (sql_w.h).
@@ -28,6 +29,16 @@
  * a crash before it leaves the table untouched (the spare is removed then).
  * ROLLBACK, ROLLBACK TO a savepoint set before the statement, and a session
  * ending in the block close and remove the spare.
+ *
+ * CREATE TABLE of a name the block dropped (sqld_replace) is the same
+ * machinery with nothing to copy: the new table is a spare shown under the
+ * name, the block's drop of the old table moves into the entry (a rollback
+ * of the entry puts it back where it was in SqluState.drops), the block's
+ * writes to the old table are absorbed (they go with it), and COMMIT
+ * exchanges the two and drops the old table's sequences (journal kind 7);
+ * the new table's sequences are dropped by a rollback of the entry.
+ * DROP CONSTRAINT <table>_pkey is a rebuild numbering the rows from a new
+ * sequence, dropped the same way.
  *
  * Differences from PostgreSQL, whose ALTER TABLE locks the table until the
  * block ends: other sessions are not made to wait while the block is open,
