@@ -1069,6 +1069,78 @@ static int drop_primary_key(SqlCtx *cx, QrTable *t, const cJSON *c)
     return rc;
 }
 
+/* ALTER TABLE ... DROP COLUMN [IF EXISTS] c: the table is rebuilt without
+ * it (sql_rekey.c: every row rewritten, the column's B-tree and the
+ * indexes naming it dropped with it, a serial's sequence too, as
+ * PostgreSQL's dependent objects go).  The key column stays: drop the key
+ * first. */
+static int drop_column(SqlCtx *cx, QrTable *t, const cJSON *c)
+{
+    const char *table = qr_table_name(t);
+    const char *col = sqlj_str(c, "name");
+    cJSON *meta = sqlw_meta_load(cx, table);
+    if (!meta)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    const QrSchema *old = qr_table_schema(t);
+    int rc = QR_OK;
+    if (!col || !sqlw_meta_col(meta, col) || sqlw_col_pending(meta, col) || col[0] == '_') {
+        if (sqlj_bool(c, "missing_ok"))
+            sql_notice(cx, "NOTICE", "42703",
+                       "column \"%s\" of relation \"%s\" does not exist, skipping",
+                       col ? col : "", table);
+        else
+            rc = sql_err_at(cx, -1, QR_ENOTFOUND, "42703",
+                            "column \"%s\" of relation \"%s\" does not exist", col ? col : "",
+                            table);
+        cJSON_Delete(meta);
+        return rc;
+    }
+    if (!strcmp(col, old->primary_key)) {
+        qr_error_hint(cx->err, "drop the key first: ALTER TABLE %s DROP CONSTRAINT %s_pkey", table,
+                      table);
+        cJSON_Delete(meta);
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                          "cannot drop column \"%s\", the primary key of table \"%s\"", col,
+                          table);
+    }
+    QrSchema *s = qr_arena_calloc(cx->arena, sizeof *s);
+    if (!s) {
+        cJSON_Delete(meta);
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    }
+    *s = *old;
+    s->n_fields = 0;
+    int n_text = 0;
+    for (int i = 0; rc == QR_OK && i < old->n_fields; i++) {
+        if (!strcmp(old->fields[i].name, col))
+            continue;
+        n_text += old->fields[i].type == QR_FT_TEXT && old->fields[i].indexed;
+        if (schema_add_field(s, &old->fields[i], cx->err) < 0)
+            rc = cx->err->code;
+    }
+    s->all_field = n_text >= 2;
+    sqld_schema_settle(cx->sess, table, s);
+    char seq[SEQ_NAME_MAX + 1] = ""; /* a serial's sequence goes with its column */
+    const char *cs = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(sqlw_meta_col(meta, col), "sequence"));
+    if (cs)
+        snprintf(seq, sizeof seq, "%s", cs);
+    cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(meta, "columns"),
+                                            col);
+    cJSON *idxs = cJSON_GetObjectItemCaseSensitive(meta, "indexes");
+    for (cJSON *it = idxs ? idxs->child : NULL, *next; it; it = next) {
+        next = it->next;
+        if (cJSON_IsString(it) && !strcmp(it->valuestring, col))
+            cJSON_Delete(cJSON_DetachItemViaPointer(idxs, it));
+    }
+    if (rc == QR_OK) {
+        SqlwRekey how = {.drop_col = col, .drop_seq = seq};
+        rc = sqlw_rebuild(cx, t, s, &how, meta);
+    }
+    cJSON_Delete(meta);
+    return rc;
+}
+
 static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
 {
     QrTable *t;
@@ -1099,6 +1171,10 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         } else if (sub && (!strcmp(sub, "AT_ColumnDefault") || !strcmp(sub, "AT_AddIdentity") ||
                            !strcmp(sub, "AT_SetNotNull") || !strcmp(sub, "AT_DropNotNull"))) {
             rc = alter_column(cx, t, c, sub);
+        } else if (sub && !strcmp(sub, "AT_DropColumn")) {
+            rc = drop_column(cx, t, c);
+            if (rc == QR_OK && cJSON_GetArraySize(sqlj_get(b, "cmds")) > 1)
+                rc = sqlw_table(cx, sqlj_get(b, "relation"), &t); /* rebuilt: a new handle */
         } else if (sub && !strcmp(sub, "AT_DropConstraint")) {
             rc = drop_primary_key(cx, t, c);
             if (rc == QR_OK && cJSON_GetArraySize(sqlj_get(b, "cmds")) > 1)
@@ -1115,9 +1191,9 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
                 rc = sqlw_table(cx, sqlj_get(b, "relation"), &t);
         } else {
             return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
-                              "ALTER TABLE supports ADD COLUMN, ADD PRIMARY KEY, DROP CONSTRAINT "
-                              "(the primary key), ALTER COLUMN SET/DROP DEFAULT, SET/DROP NOT "
-                              "NULL, ADD GENERATED AS IDENTITY and OWNER TO");
+                              "ALTER TABLE supports ADD COLUMN, DROP COLUMN, ADD PRIMARY KEY, "
+                              "DROP CONSTRAINT (the primary key), ALTER COLUMN SET/DROP DEFAULT, "
+                              "SET/DROP NOT NULL, ADD GENERATED AS IDENTITY and OWNER TO");
         }
         if (rc)
             return rc;

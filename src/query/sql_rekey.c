@@ -40,6 +40,17 @@ typedef struct Copy {
     uint64_t n;
 } Copy;
 
+/* Put document d (as changed) into the copy; *replaced (may be NULL): its
+ * key was there already. */
+static int put_doc(Copy *c, const cJSON *d, bool *replaced)
+{
+    char *text = cJSON_PrintUnformatted(d);
+    int rc = text ? qr_batch_put(c->batch, text, strlen(text), replaced, c->cx->err)
+                  : qr_error_set(c->cx->err, QR_ENOMEM, "out of memory");
+    cJSON_free(text);
+    return rc;
+}
+
 /* A document of the old table keyed by a new row id from how->rowid_seq. */
 static int put_numbered(Copy *c, cJSON *d)
 {
@@ -49,12 +60,7 @@ static int put_numbered(Copy *c, cJSON *d)
     cJSON_DeleteItemFromObjectCaseSensitive(d, SQLW_ROWID);
     if (rc == QR_OK && !cJSON_AddNumberToObject(d, SQLW_ROWID, (double)id))
         rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    char *text = rc == QR_OK ? cJSON_PrintUnformatted(d) : NULL;
-    if (rc == QR_OK)
-        rc = text ? qr_batch_put(c->batch, text, strlen(text), NULL, cx->err)
-                  : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
-    cJSON_free(text);
-    return rc;
+    return rc == QR_OK ? put_doc(c, d, NULL) : rc;
 }
 
 static int copy_one(void *arg, const char *doc, size_t len, QrError *err)
@@ -63,27 +69,29 @@ static int copy_one(void *arg, const char *doc, size_t len, QrError *err)
     SqlCtx *cx = c->cx;
     (void)err; /* errors go to cx->err, which the caller passed as err */
     int rc = QR_OK;
-    if (!c->how->key_col && !c->how->rowid_seq) {
+    if (!c->how->key_col && !c->how->rowid_seq && !c->how->drop_col) {
         rc = qr_batch_put(c->batch, doc, len, NULL, cx->err);
         return rc == QR_OK && ++c->n % 1024 == 0 ? sql_check(cx) : rc;
     }
     cJSON *d = cJSON_ParseWithLength(doc, len);
+    if (d && c->how->drop_col)
+        cJSON_DeleteItemFromObjectCaseSensitive(d, c->how->drop_col);
     const cJSON *k = c->how->key_col ? cJSON_GetObjectItemCaseSensitive(d, c->how->key_col) : NULL;
     if (!d) {
         rc = qr_error_set(cx->err, QR_ECORRUPT, "a stored document of table \"%s\" is not JSON",
                           c->table);
     } else if (c->how->rowid_seq) {
         rc = put_numbered(c, d);
+    } else if (!c->how->key_col) { /* the same key, a column less */
+        rc = put_doc(c, d, NULL);
     } else if (!k || cJSON_IsNull(k)) {
         rc = sql_err_at(cx, -1, QR_ECONSTRAINT, "23502",
                         "column \"%s\" of relation \"%s\" contains null values", c->how->key_col,
                         c->table);
     } else {
         cJSON_DeleteItemFromObjectCaseSensitive(d, SQLW_ROWID);
-        char *text = cJSON_PrintUnformatted(d);
         bool replaced = false;
-        rc = text ? qr_batch_put(c->batch, text, strlen(text), &replaced, cx->err)
-                  : qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        rc = put_doc(c, d, &replaced);
         if (rc == QR_OK && replaced) {
             char *kt = cJSON_PrintUnformatted(k);
             sql_err_at(cx, -1, QR_ECONSTRAINT, "23505", "could not create unique index \"%s_pkey\"",
@@ -93,7 +101,6 @@ static int copy_one(void *arg, const char *doc, size_t len, QrError *err)
             cJSON_free(kt);
             rc = QR_ECONSTRAINT;
         }
-        cJSON_free(text);
     }
     cJSON_Delete(d);
     if (rc == QR_OK && ++c->n % 1024 == 0)

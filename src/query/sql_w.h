@@ -620,6 +620,7 @@ typedef struct SqlwRekey {
     const char *rowid_seq; /* number the rows as a new hidden row id from this sequence
                               (DROP CONSTRAINT <table>_pkey) */
     const char *drop_seq;  /* a sequence that goes with the old table, or NULL */
+    const char *drop_col;  /* a column taken out of every row (DROP COLUMN), or NULL */
 } SqlwRekey;
 int sqlw_rebuild(SqlCtx *cx, QrTable *t, const QrSchema *ns, const SqlwRekey *how,
                  const cJSON *meta);

@@ -191,6 +191,23 @@ REMADE = [
     (0, "SELECT count(*) FROM pg_class WHERE relname = 'w4_s'"), (0, "CREATE SEQUENCE w4_s START 7"),
     (0, "COMMIT"), (1, "SELECT nextval('w4_s')")]
 
+# ALTER TABLE ... DROP COLUMN (a rebuild too): the block's until COMMIT, with
+# the index on the column and a serial's sequence going with it.
+DROPPED_COLUMN = [
+    (1, "CREATE TABLE w5 (id int PRIMARY KEY, a text, b varchar(8), n serial)"),
+    (1, "CREATE INDEX w5_b ON w5 (b)"), (1, "INSERT INTO w5 (id, a, b) VALUES (1, 'x', 'p'), (2, 'y', 'q')"),
+    (0, "BEGIN"), (0, "ALTER TABLE w5 DROP COLUMN b"), (0, "INSERT INTO w5 (id, a) VALUES (3, 'z')"),
+    (0, "SELECT * FROM w5 ORDER BY id"),
+    (0, "SELECT column_name FROM information_schema.columns WHERE table_name = 'w5' ORDER BY 1"),
+    (0, "ROLLBACK"), (1, "SELECT * FROM w5 ORDER BY id"),
+    (0, "BEGIN"), (0, "SAVEPOINT p"), (0, "ALTER TABLE w5 DROP COLUMN a"), (0, "ROLLBACK TO SAVEPOINT p"),
+    (0, "INSERT INTO w5 (id, a, b) VALUES (4, 'w', 'r')"), (0, "ALTER TABLE w5 DROP COLUMN b"),
+    (0, "ALTER TABLE w5 DROP COLUMN IF EXISTS b"), (0, "SELECT * FROM w5 ORDER BY id"), (0, "COMMIT"),
+    (1, "SELECT * FROM w5 ORDER BY id"), (1, "SELECT count(*) FROM pg_class WHERE relname = 'w5_b'"),
+    (1, "ALTER TABLE w5 DROP COLUMN n"),
+    (1, "SELECT count(*) FROM pg_sequences WHERE sequencename LIKE 'w5%'"),
+    (1, "ALTER TABLE w5 DROP COLUMN nope"), (1, "SELECT * FROM w5 ORDER BY id")]
+
 
 # ADD COLUMN's names and types; a table's columns by name (a column Quarry
 # takes over from an ADD COLUMN that rolled back keeps that one's place).
@@ -202,7 +219,8 @@ COLUMNS = ("SELECT column_name FROM information_schema.columns WHERE table_name 
 def ddl_script(seed):
     """Two sessions' DDL on their own tables u0 / u1, interleaved."""
     rnd = random.Random(seed)
-    out = RR_ACROSS + (CREATED_ALTERED + REKEYED + REMADE if seed == SEEDS[0] else [])  # once
+    fixed = CREATED_ALTERED + REKEYED + REMADE + DROPPED_COLUMN
+    out = RR_ACROSS + (fixed if seed == SEEDS[0] else [])  # once is enough
     in_block = [False, False]
     ddl = [False, False]      # the open block changed its table (PostgreSQL holds its lock)
     dropped = [False, False]  # ... dropped it (and has not created it again)

@@ -47,6 +47,22 @@ def rows(run_psql, db_args=()):
     return out
 
 
+def empty(srv):
+    """Drop every table and sequence of Quarry srv (the dump has the other
+    clients' tables too): (rc, stderr)."""
+    rc, out, err = srv.psql("-At", "-c", "SELECT table_name FROM information_schema.tables "
+                            "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'")
+    if rc != 0:
+        return rc, err
+    sql = ["DROP TABLE \"%s\"" % t for t in out.split()]
+    rc, out, err = srv.psql("-At", "-c", "SELECT sequencename FROM pg_sequences")
+    if rc != 0:
+        return rc, err
+    sql += ["DROP SEQUENCE IF EXISTS \"%s\"" % q for q in out.split()]
+    rc, out, err = srv.psql("-v", "ON_ERROR_STOP=1", "-q", "-c", "; ".join(sql) or "SELECT 1")
+    return rc, err
+
+
 def same_rows_and_keys(ctx, srv, how, want):
     """A restore into Quarry srv gave the source's rows and primary keys."""
     got = rows(lambda a: srv.psql(*a))
@@ -111,13 +127,11 @@ def run(ctx):
                       "index and serial default came back: %r" % out)
             # in one transaction (psql -1, pg_restore -1): each table created, loaded by
             # COPY and then keyed (ALTER TABLE ... ADD CONSTRAINT ... PRIMARY KEY) in the block
-            drop = ("DROP TABLE dump_items, dump_ident, dump_nokey, dump_text; "
-                    "DROP SEQUENCE dump_seq")
             for how, cmd in [("psql --single-transaction", None),
                              ("pg_restore --single-transaction", ["pg_restore", "--no-owner",
                                                                   "--single-transaction",
                                                                   "-d", "quarry", custom])]:
-                rc, out, err = fresh.psql("-v", "ON_ERROR_STOP=1", "-q", "-c", drop)
+                rc, err = empty(fresh)
                 ctx.check(rc == 0, "tables dropped before the %s restore: %s" % (how, err))
                 if cmd is None:
                     rc, out, err = fresh.psql("-v", "ON_ERROR_STOP=1", "-q", "-1", "-f", plain)

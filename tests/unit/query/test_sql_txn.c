@@ -1423,3 +1423,41 @@ Test(sql_txn, a_table_dropped_and_made_again_goes_with_the_block)
     qr_sql_session_free(o);
     env_close(&e);
 }
+
+/* ALTER TABLE ... DROP COLUMN rebuilds the table without it: in a block the
+ * other session keeps the column (and its index) until COMMIT, and a write
+ * of its own to the table meanwhile fails the block's COMMIT (40001). */
+Test(sql_txn, drop_column_goes_with_the_block)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    const char *cols = "SELECT string_agg(column_name, ',' ORDER BY ordinal_position) "
+                       "FROM information_schema.columns WHERE table_name = 'dcol'";
+    ok(s, "CREATE TABLE dcol (id int PRIMARY KEY, a text, b varchar(8))");
+    ok(s, "CREATE INDEX dcol_b ON dcol (b)");
+    ok(s, "INSERT INTO dcol VALUES (1, 'red fox', 'x')");
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE dcol DROP COLUMN b");
+    expect(s, cols, "id,a");
+    expect(o, cols, "id,a,b");
+    expect(o, "SELECT b FROM dcol", "x");
+    expect(s, "SELECT id FROM dcol WHERE a @@ 'fox'", "1");
+    ok(s, "COMMIT");
+    cr_assert_eq(spares_left(&e), 0);
+    expect(o, cols, "id,a");
+    fails(o, "SELECT b FROM dcol", "42703", "b");
+    expect(o, "SELECT count(*) FROM pg_class WHERE relname = 'dcol_b'", "0");
+    expect(o, "SELECT id FROM dcol WHERE a @@ 'fox'", "1");
+    /* first committer wins */
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE dcol DROP COLUMN a");
+    ok(o, "INSERT INTO dcol VALUES (2, 'blue')");
+    fails(s, "COMMIT", "40001", "concurrent update");
+    cr_assert_eq(spares_left(&e), 0);
+    expect(o, cols, "id,a");
+    expect(o, "SELECT string_agg(a, ',' ORDER BY id) FROM dcol", "red fox,blue");
+    fails(o, "ALTER TABLE dcol DROP COLUMN id", "0A000", "primary key");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
