@@ -89,12 +89,20 @@ class Migration(migrations.Migration):
     dependencies = [("djapp", "0001_initial")]
     operations = [migrations.AddField("item", "rating", models.IntegerField(default=5))]
 """,
-    "djapp/migrations/0003_note.py": """
+    "djapp/migrations/0003_drop_added.py": """
 from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [("djapp", "0002_rating")]
+    operations = [migrations.RemoveField("item", "added")]
+""",
+    "djapp/migrations/0004_note.py": """
+from django.db import migrations, models
+
+class Migration(migrations.Migration):
+    dependencies = [("djapp", "0003_drop_added")]
     operations = [migrations.AddField("item", "note", models.CharField(max_length=20, null=True)),
+                  migrations.RemoveField("item", "stock"),
                   migrations.RunSQL("SELECT nope FROM djapp_item")]
 """,
 }
@@ -130,7 +138,8 @@ print(json.dumps(out, default=str))
 
 
 def migrate_more(ctx, root, env):
-    """0002 adds a column with a default and commits; 0003 adds one and fails."""
+    """0002 adds a column with a default and commits; 0003 removes one and commits; 0004
+    adds one, removes another and fails."""
     for name, text in MIGRATIONS.items():
         with open(os.path.join(root, name), "w") as f:
             f.write(text)
@@ -140,11 +149,12 @@ def migrate_more(ctx, root, env):
         return
     import json
     r = json.loads(p.stdout.strip().splitlines()[-1])
-    ctx.check(r["migrate"] == "ProgrammingError", "0003's failure reached Django: %r" % r["migrate"])
-    ctx.check(r["applied"] == ["0001_initial", "0002_rating"],
-              "0002 recorded, 0003 rolled back: %r" % r["applied"])
-    ctx.check(r["columns"] == ["added", "id", "price", "rating", "shelf_id", "stock", "title"],
-              "AddField with a default kept, the rolled back one's column gone: %r" % r["columns"])
+    ctx.check(r["migrate"] == "ProgrammingError", "0004's failure reached Django: %r" % r["migrate"])
+    ctx.check(r["applied"] == ["0001_initial", "0002_rating", "0003_drop_added"],
+              "0002 and 0003 recorded, 0004 rolled back: %r" % r["applied"])
+    ctx.check(r["columns"] == ["id", "price", "rating", "shelf_id", "stock", "title"],
+              "AddField with a default kept, RemoveField done, the rolled back migration's "
+              "column gone and its removed one back: %r" % r["columns"])
     ctx.check(r["rating"][1:] == [5, 5] and r["rating"][0] > 0,
               "the rows there read the default: %r" % r["rating"])
     ctx.check(r["rating_default"] is None, "Django's DROP DEFAULT after it: %r" % r["rating_default"])
