@@ -30,6 +30,7 @@
 #include "store/decimal.h"
 #include "store/util.h"
 
+#include <pg_query.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -960,6 +961,154 @@ static int alter_column(SqlCtx *cx, QrTable *t, const cJSON *c, const char *sub)
     return rc;
 }
 
+/* name as a quoted SQL identifier ("a""b") into out. */
+static void quote_name(char *out, size_t cap, const char *name)
+{
+    size_t o = 0;
+    out[o++] = '"';
+    for (const char *p = name; *p && o + 3 < cap; p++) {
+        if (*p == '"')
+            out[o++] = '"';
+        out[o++] = *p;
+    }
+    out[o++] = '"';
+    out[o] = 0;
+}
+
+/* How many rows of table satisfy cond (SQL text over the quoted column
+ * col: "%s" stands for it), as the session sees them. */
+static int count_where(SqlCtx *cx, const char *table, const char *col, const char *cond,
+                       int64_t *n)
+{
+    char qt[2 * QR_NAME_MAX + 3], qc[2 * QR_NAME_MAX + 3], where[512], sql[1400];
+    quote_name(qt, sizeof qt, table);
+    quote_name(qc, sizeof qc, col);
+    snprintf(where, sizeof where, cond, qc);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM %s WHERE %s", qt, where);
+    PgQueryParseResult pr = pg_query_parse(sql);
+    cJSON *root = pr.error ? NULL : cJSON_Parse(pr.parse_tree);
+    pg_query_free_parse_result(pr);
+    const cJSON *node = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "stmts"), 0), "stmt");
+    QrSqlResult *res = qr_arena_calloc(cx->arena, sizeof *res);
+    int rc = node && res ? sql_query_run(cx, node, res)
+                         : qr_error_set(cx->err, QR_EINTERNAL, "cannot build a check of the column");
+    cJSON_Delete(root);
+    if (rc == QR_OK)
+        *n = res->n_rows ? res->vals[0].u.i : 0;
+    return rc;
+}
+
+/* USING expr of ALTER COLUMN TYPE: none, the column, or a cast of it. */
+static bool plain_using(const cJSON *e, const char *col)
+{
+    const cJSON *tc = sqlj_is(e, "TypeCast");
+    if (tc)
+        e = sqlj_get(tc, "arg");
+    const cJSON *ref = sqlj_is(e, "ColumnRef");
+    const char *name = sqlj_last_name(sqlj_get(ref, "fields"));
+    return !e || (ref && name && !strcmp(name, col));
+}
+
+/* ALTER TABLE ... ALTER COLUMN c [SET DATA] TYPE t [USING c::t] (Django's
+ * AlterField of max_length, IntegerField to BigIntegerField): between types
+ * stored alike -- the integers; varchar(n), text and the other strings -- the
+ * rows must fit the new type (a longer string 22001, an integer out of
+ * range 22003, as PostgreSQL checks), and only the definition changes, or,
+ * between an analyzed text column and an unanalyzed string, the table is
+ * rebuilt (sql_rekey.c).  Other changes are 0A000.  In a block it goes with
+ * the block like any ALTER. */
+static int alter_column_type(SqlCtx *cx, QrTable *t, const cJSON *c)
+{
+    const char *col = sqlj_str(c, "name");
+    const char *table = qr_table_name(t);
+    const QrSchema *s = qr_table_schema(t);
+    bool is_pk = col && !strcmp(col, s->primary_key);
+    int fi = col ? shown_field(cx, t, col) : -1;
+    if (!col || (fi < 0 && !is_pk))
+        return sql_err_at(cx, -1, QR_ENOTFOUND, "42703",
+                          "column \"%s\" of relation \"%s\" does not exist", col ? col : "",
+                          table);
+    const cJSON *cd = sqlj_is(sqlj_get(c, "def"), "ColumnDef");
+    ColSpec nc;
+    memset(&nc, 0, sizeof nc);
+    nc.name = col;
+    int rc = map_type(cx, sqlj_get(cd, "typeName"), &nc);
+    if (rc)
+        return rc;
+    if (nc.serial)
+        return sql_err_at(cx, -1, QR_ENOTFOUND, "42704", "type \"%s\" does not exist",
+                          sqlj_last_name(sqlj_get(sqlj_get(cd, "typeName"), "names")));
+    if (!plain_using(sqlj_get(cd, "raw_default"), col))
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                          "ALTER COLUMN TYPE ... USING takes the column or a cast of it only");
+    cJSON *meta = sqlw_meta_load(cx, table);
+    cJSON *mc = meta ? (cJSON *)sqlw_meta_col(meta, col) : NULL;
+    if (!mc) {
+        cJSON_Delete(meta);
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    }
+    const char *pkt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(meta, "pk_type"));
+    QrFieldType old_ft = is_pk ? (pkt && !strcmp(pkt, "int8") ? QR_FT_INT : QR_FT_KEYWORD)
+                               : s->fields[fi].type;
+    bool str_old = old_ft == QR_FT_KEYWORD || old_ft == QR_FT_TEXT;
+    bool str_new = nc.ft == QR_FT_KEYWORD || nc.ft == QR_FT_TEXT;
+    bool rebuild = nc.ft != old_ft && !is_pk;
+    if (nc.doc_only || (nc.ft != old_ft && !(str_old && str_new && !is_pk))) {
+        const char *op = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(mc, "type"));
+        rc = sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                        "changing column \"%s\" from %s to %s is not supported (integers to "
+                        "integers and strings to strings are)",
+                        col, op ? op : "?", nc.pg);
+        cJSON_Delete(meta);
+        return rc;
+    }
+    /* the rows must fit */
+    int64_t n = 0;
+    if (nc.ft == QR_FT_KEYWORD && nc.typmod > 4) {
+        char cond[64];
+        snprintf(cond, sizeof cond, "length(%%s) > %d", nc.typmod - 4);
+        if ((rc = count_where(cx, table, col, cond, &n)) == QR_OK && n > 0)
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22001",
+                            "value too long for type character varying(%d)", nc.typmod - 4);
+    } else if (nc.ft == QR_FT_INT && strcmp(nc.pg, "int8") != 0) {
+        bool small = !strcmp(nc.pg, "int2");
+        if ((rc = count_where(cx, table, col,
+                              small ? "%s NOT BETWEEN -32768 AND 32767"
+                                    : "%s NOT BETWEEN -2147483648 AND 2147483647",
+                              &n)) == QR_OK &&
+            n > 0)
+            rc = sql_err_at(cx, -1, QR_EINVAL, "22003", "%s out of range",
+                            small ? "smallint" : "integer");
+    }
+    if (rc == QR_OK) {
+        cJSON_DeleteItemFromObjectCaseSensitive(mc, "type");
+        cJSON_DeleteItemFromObjectCaseSensitive(mc, "typmod");
+        cJSON_AddStringToObject(mc, "type", nc.pg);
+        cJSON_AddNumberToObject(mc, "typmod", nc.typmod);
+    }
+    if (rc == QR_OK && rebuild) { /* analyzed or not: every row indexed again */
+        QrSchema *ns = qr_arena_calloc(cx->arena, sizeof *ns);
+        if (!ns)
+            rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        else {
+            *ns = *s;
+            col_field(&nc, &ns->fields[fi]);
+            ns->fields[fi].btree = s->fields[fi].btree && nc.ft != QR_FT_TEXT;
+            int n_text = 0;
+            for (int i = 0; i < ns->n_fields; i++)
+                n_text += ns->fields[i].type == QR_FT_TEXT && ns->fields[i].indexed;
+            ns->all_field = n_text >= 2;
+            sqld_schema_settle(cx->sess, table, ns);
+            rc = sqlw_rebuild(cx, t, ns, NULL, meta);
+        }
+    } else if (rc == QR_OK) {
+        rc = sqlw_meta_save(cx, table, meta);
+    }
+    cJSON_Delete(meta);
+    return rc;
+}
+
 /* ALTER TABLE s OWNER TO r on a sequence (pg_dump writes it so): the one
  * owner is the role that connected, so nothing changes. */
 static bool owner_of_sequence(SqlCtx *cx, const cJSON *b)
@@ -1171,6 +1320,10 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
         } else if (sub && (!strcmp(sub, "AT_ColumnDefault") || !strcmp(sub, "AT_AddIdentity") ||
                            !strcmp(sub, "AT_SetNotNull") || !strcmp(sub, "AT_DropNotNull"))) {
             rc = alter_column(cx, t, c, sub);
+        } else if (sub && !strcmp(sub, "AT_AlterColumnType")) {
+            rc = alter_column_type(cx, t, c);
+            if (rc == QR_OK && cJSON_GetArraySize(sqlj_get(b, "cmds")) > 1)
+                rc = sqlw_table(cx, sqlj_get(b, "relation"), &t); /* perhaps rebuilt */
         } else if (sub && !strcmp(sub, "AT_DropColumn")) {
             rc = drop_column(cx, t, c);
             if (rc == QR_OK && cJSON_GetArraySize(sqlj_get(b, "cmds")) > 1)
@@ -1193,7 +1346,7 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
             return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
                               "ALTER TABLE supports ADD COLUMN, DROP COLUMN, ADD PRIMARY KEY, "
                               "DROP CONSTRAINT (the primary key), ALTER COLUMN SET/DROP DEFAULT, "
-                              "SET/DROP NOT NULL, ADD GENERATED AS IDENTITY and OWNER TO");
+                              "SET/DROP NOT NULL, TYPE, ADD GENERATED AS IDENTITY and OWNER TO");
         }
         if (rc)
             return rc;

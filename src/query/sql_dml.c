@@ -377,6 +377,29 @@ static int pk_col(const SqlScope *sc)
     return -1;
 }
 
+/* varchar(n) holds at most n characters: a longer string is 22001, unless
+ * what is past the n-th character is spaces, which are cut off (PostgreSQL's
+ * rule for assignments). */
+static int varchar_fit(SqlCtx *cx, const SqlCol *c, cJSON *j)
+{
+    if (c->type != QR_SQL_VARCHAR || c->typmod <= 4 || !cJSON_IsString(j))
+        return QR_OK;
+    int n = c->typmod - 4, chars = 0;
+    char *p = j->valuestring, *cut = NULL;
+    for (; *p; p++) {
+        if (((unsigned char)*p & 0xC0) == 0x80)
+            continue; /* a UTF-8 continuation byte */
+        if (chars++ == n)
+            cut = p;
+        if (cut && *p != ' ')
+            return sql_err_at(cx, -1, QR_EINVAL, "22001",
+                              "value too long for type character varying(%d)", n);
+    }
+    if (cut)
+        *cut = 0;
+    return QR_OK;
+}
+
 /* Set a field of a document from a value (NULL removes it). */
 static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
                    QrSqlType pk_type, const SqlValue *v)
@@ -436,6 +459,10 @@ static int doc_set(SqlCtx *cx, cJSON *doc, const QrSchema *s, const SqlCol *c,
     }
     if (!j)
         return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    if ((rc = varchar_fit(cx, c, j)) != QR_OK) {
+        cJSON_Delete(j);
+        return rc;
+    }
     cJSON_DeleteItemFromObjectCaseSensitive(doc, name);
     if (cJSON_IsNull(j))
         cJSON_Delete(j);

@@ -145,9 +145,11 @@ int sql_table_scope(SqlCtx *cx, QrTable *t, const char *alias, SqlScope **out)
                               : NULL;
         if (dn && sqlt_from_name(dn, &decl) && decl != QR_SQL_OID && decl != QR_SQL_NAME)
             ty = decl;
-        const cJSON *tm = ty == QR_SQL_NUMERIC ? cJSON_GetObjectItemCaseSensitive(
-                                                     sqlw_meta_col(meta, s->fields[f].name), "typmod")
-                                               : NULL;
+        /* numeric(p, s) and varchar(n) are checked by writes */
+        const cJSON *tm = ty == QR_SQL_NUMERIC || ty == QR_SQL_VARCHAR
+                              ? cJSON_GetObjectItemCaseSensitive(
+                                    sqlw_meta_col(meta, s->fields[f].name), "typmod")
+                              : NULL;
         c[n] = (SqlCol){.name = qr_arena_strndup(cx->arena, s->fields[f].name,
                                                  strlen(s->fields[f].name)),
                         .qual = q, .type = ty, .field = f,

@@ -208,6 +208,28 @@ DROPPED_COLUMN = [
     (1, "SELECT count(*) FROM pg_sequences WHERE sequencename LIKE 'w5%'"),
     (1, "ALTER TABLE w5 DROP COLUMN nope"), (1, "SELECT * FROM w5 ORDER BY id")]
 
+# ALTER COLUMN ... TYPE (Django's AlterField of max_length, IntegerField to
+# BigIntegerField): the rows must fit (22001 / 22003), the block's until COMMIT.
+ALTERED_TYPE = [
+    (1, "CREATE TABLE w6 (id int PRIMARY KEY, name varchar(10), n int, body text)"),
+    (1, "INSERT INTO w6 VALUES (1, 'abcdef', 40000, 'red foxes'), (2, 'ab', 5, 'blue')"),
+    (0, "BEGIN"), (0, "ALTER TABLE w6 ALTER COLUMN name TYPE varchar(40)"),
+    (0, "INSERT INTO w6 VALUES (3, 'abcdefghijklmnop', 1, 'x')"), (0, "SELECT id, name FROM w6 ORDER BY id"),
+    (0, "ROLLBACK"), (1, "INSERT INTO w6 VALUES (3, 'abcdefghijklmnop', 1, 'x')"),
+    (1, "SELECT character_maximum_length FROM information_schema.columns "
+        "WHERE table_name = 'w6' AND column_name = 'name'"),
+    (0, "BEGIN"), (0, "ALTER TABLE w6 ALTER COLUMN name TYPE varchar(4)"), (0, "ROLLBACK"),
+    (0, "ALTER TABLE w6 ALTER COLUMN n TYPE smallint"),
+    (0, "BEGIN"), (0, "SAVEPOINT a"), (0, "ALTER TABLE w6 ALTER COLUMN n TYPE bigint"),
+    (0, "ROLLBACK TO SAVEPOINT a"),
+    (0, "ALTER TABLE w6 ALTER COLUMN name TYPE varchar(20) USING name::varchar(20)"), (0, "COMMIT"),
+    (1, "SELECT column_name, data_type, character_maximum_length FROM information_schema.columns "
+        "WHERE table_name = 'w6' ORDER BY ordinal_position"),
+    (0, "BEGIN"), (0, "ALTER TABLE w6 ALTER COLUMN body TYPE varchar(20)"),
+    (0, "SELECT id FROM w6 WHERE body = 'blue'"), (0, "COMMIT"),
+    (1, "SELECT id, body FROM w6 WHERE body = 'blue'"), (1, "SELECT data_type FROM information_schema.columns "
+                                                          "WHERE table_name = 'w6' AND column_name = 'body'")]
+
 
 # ADD COLUMN's names and types; a table's columns by name (a column Quarry
 # takes over from an ADD COLUMN that rolled back keeps that one's place).
@@ -219,7 +241,7 @@ COLUMNS = ("SELECT column_name FROM information_schema.columns WHERE table_name 
 def ddl_script(seed):
     """Two sessions' DDL on their own tables u0 / u1, interleaved."""
     rnd = random.Random(seed)
-    fixed = CREATED_ALTERED + REKEYED + REMADE + DROPPED_COLUMN
+    fixed = CREATED_ALTERED + REKEYED + REMADE + DROPPED_COLUMN + ALTERED_TYPE
     out = RR_ACROSS + (fixed if seed == SEEDS[0] else [])  # once is enough
     in_block = [False, False]
     ddl = [False, False]      # the open block changed its table (PostgreSQL holds its lock)

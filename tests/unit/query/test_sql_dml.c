@@ -614,6 +614,37 @@ Test(sql_dml, invalid_utf8_is_refused_by_every_write)
     env_close(&e);
 }
 
+/* varchar(n) holds n characters (not bytes): INSERT, UPDATE and COPY of a
+ * longer string are 22001, unless the excess is spaces, which are cut. */
+Test(sql_dml, varchar_n_holds_n_characters)
+{
+    Env e;
+    env_open(&e);
+    exec_ok(&e, "CREATE TABLE vc (id bigint PRIMARY KEY, a varchar(3))");
+    exec_fails(&e, "INSERT INTO vc VALUES (1, 'abcd')", "22001", "character varying(3)");
+    exec_ok(&e, "INSERT INTO vc VALUES (2, '\xc3\xa9\xe2\x98\x83\xc3\xa9')"); /* 3 characters */
+    exec_fails(&e, "INSERT INTO vc VALUES (3, '\xc3\xa9\xe2\x98\x83\xc3\xa9x')", "22001",
+               "varying(3)");
+    exec_ok(&e, "INSERT INTO vc VALUES (4, 'ab     ')");
+    exec_fails(&e, "UPDATE vc SET a = 'abc d' WHERE id = 4", "22001", "varying(3)");
+    exec_ok(&e, "INSERT INTO vc VALUES (5, NULL)");
+    copy_start(&e, "COPY vc FROM STDIN");
+    QrError err;
+    qr_error_clear(&err);
+    cr_assert_neq(qr_sql_copy_data(e.s, "6\tok\n7\ttoo long\n", 17, &err), QR_OK);
+    cr_assert_str_eq(qr_error_sqlstate(&err), "22001", "%s", err.message);
+    cr_assert_eq(err.line, 2, "COPY names the line: %lld", (long long)err.line);
+    QrSqlResult *r = NULL;
+    qr_error_clear(&err);
+    const char *q = "SELECT string_agg(id || ':' || length(a), ',' ORDER BY id) FROM vc";
+    cr_assert_eq(qr_sql_exec(e.s, q, strlen(q), &r, &err), QR_OK, "%s", err.message);
+    cr_assert_eq(r->n_rows, 1);
+    cr_assert(r->vals[0].u.s.n == 7 && !memcmp(r->vals[0].u.s.s, "2:3,4:3", 7), "%.*s",
+              (int)r->vals[0].u.s.n, r->vals[0].u.s.s);
+    qr_sql_result_free(r);
+    env_close(&e);
+}
+
 Test(sql_dml, buffered_writes_draw_on_the_server_budget)
 {
     /* a COPY (or a block) keeps every row until it ends: the rows count

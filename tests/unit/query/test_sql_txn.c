@@ -1461,3 +1461,46 @@ Test(sql_txn, drop_column_goes_with_the_block)
     qr_sql_session_free(o);
     env_close(&e);
 }
+
+/* ALTER COLUMN ... TYPE: between types stored alike only the definition
+ * changes (staged: the block's until COMMIT), once the rows fit; between an
+ * analyzed text and a plain string the table is rebuilt. */
+Test(sql_txn, alter_column_type_goes_with_the_block)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    const char *len = "SELECT character_maximum_length FROM information_schema.columns "
+                      "WHERE table_name = 'at' AND column_name = 'name'";
+    ok(s, "CREATE TABLE at (id int PRIMARY KEY, name varchar(6), n int, body text)");
+    ok(s, "INSERT INTO at VALUES (1, 'abcdef', 40000, 'red foxes'), (2, 'ab', 5, 'blue')");
+    fails(s, "ALTER TABLE at ALTER COLUMN name TYPE varchar(4)", "22001", "varying(4)");
+    fails(s, "ALTER TABLE at ALTER COLUMN n TYPE smallint", "22003", "smallint out of range");
+    fails(s, "ALTER TABLE at ALTER COLUMN n TYPE text", "0A000", "not supported");
+    fails(s, "ALTER TABLE at ALTER COLUMN n TYPE int USING n + 1", "0A000", "USING");
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE at ALTER COLUMN name TYPE varchar(20) USING name::varchar(20)");
+    ok(s, "INSERT INTO at VALUES (3, 'abcdefghijkl', 1, 'x')");
+    expect(s, len, "20");
+    expect(o, len, "6");
+    fails(o, "INSERT INTO at VALUES (4, 'abcdefghijkl', 1, 'x')", "22001", "varying(6)");
+    ok(s, "ROLLBACK");
+    expect(o, len, "6");
+    expect(o, "SELECT count(*) FROM at", "2");
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE at ALTER COLUMN n TYPE bigint");
+    ok(s, "ALTER TABLE at ALTER COLUMN body TYPE varchar(20)"); /* a rebuild: not analyzed */
+    expect(s, "SELECT id FROM at WHERE body = 'blue'", "2");
+    expect(o, "SELECT id FROM at WHERE body @@ 'fox'", "1"); /* still analyzed for it */
+    ok(s, "COMMIT");
+    fails(o, "SELECT id FROM at WHERE body @@ 'fox'", "22023", "not a full-text field");
+    cr_assert_eq(spares_left(&e), 0);
+    expect(o, "SELECT data_type FROM information_schema.columns WHERE table_name = 'at' "
+              "AND column_name = 'n'",
+           "bigint");
+    expect(o, "SELECT id FROM at WHERE body = 'blue'", "2");
+    ok(o, "ALTER TABLE at ALTER COLUMN name TYPE text");
+    expect(o, "SELECT id FROM at WHERE name @@ 'abcdef'", "1");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
