@@ -1109,6 +1109,84 @@ static int alter_column_type(SqlCtx *cx, QrTable *t, const cJSON *c)
     return rc;
 }
 
+/* ALTER TABLE IF EXISTS of a table that does not exist: a NOTICE, and
+ * nothing to do. */
+static bool skip_missing(SqlCtx *cx, const cJSON *b, const cJSON *rv)
+{
+    const char *name = sqlj_str(rv, "relname");
+    if (!sqlj_bool(b, "missing_ok") || !name || table_exists(cx, name))
+        return false;
+    sql_notice(cx, "NOTICE", "42P01", "relation \"%s\" does not exist, skipping", name);
+    return true;
+}
+
+/* ALTER TABLE t RENAME [COLUMN] a TO b (Django's RenameField): the table
+ * is rebuilt with the column renamed in every row (sql_rekey.c), the key
+ * too; indexes naming it follow.  In a block it goes with the block.
+ * Renaming tables, indexes and sequences is 0A000. */
+static int rename_stmt(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
+{
+    const char *rt = sqlj_str(b, "renameType");
+    snprintf(res->tag, sizeof res->tag, "ALTER TABLE");
+    if (!rt || strcmp(rt, "OBJECT_COLUMN") != 0)
+        return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
+                          "ALTER ... RENAME is supported for columns only (not tables, indexes "
+                          "or sequences)");
+    const cJSON *rv = sqlj_get(b, "relation");
+    if (skip_missing(cx, b, rv))
+        return QR_OK;
+    QrTable *t;
+    int rc = sqlw_table(cx, rv, &t);
+    if (rc)
+        return rc;
+    const char *table = qr_table_name(t);
+    const char *from = sqlj_str(b, "subname"), *to = sqlj_str(b, "newname");
+    cJSON *meta = sqlw_meta_load(cx, table);
+    if (!meta)
+        return qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    const QrSchema *old = qr_table_schema(t);
+    if (!from || !sqlw_meta_col(meta, from) || sqlw_col_pending(meta, from) || from[0] == '_')
+        rc = sql_err_at(cx, -1, QR_ENOTFOUND, "42703", "column \"%s\" does not exist",
+                        from ? from : "");
+    else if (!to || !qr_name_valid(to) || to[0] == '_')
+        rc = sql_err_at(cx, -1, QR_EINVAL, "42602", "invalid column name \"%s\"", to ? to : "");
+    else if (sqlw_meta_col(meta, to) || schema_field_index(old, to) >= 0 ||
+             !strcmp(to, old->primary_key))
+        rc = sql_err_at(cx, -1, QR_EEXISTS, "42701",
+                        "column \"%s\" of relation \"%s\" already exists", to, table);
+    QrSchema *s = rc == QR_OK ? qr_arena_calloc(cx->arena, sizeof *s) : NULL;
+    if (rc == QR_OK && !s)
+        rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+    if (rc == QR_OK) {
+        *s = *old;
+        int fi = schema_field_index(s, from);
+        if (!strcmp(s->primary_key, from))
+            snprintf(s->primary_key, sizeof s->primary_key, "%s", to);
+        else if (fi >= 0)
+            snprintf(s->fields[fi].name, sizeof s->fields[fi].name, "%s", to);
+        sqld_schema_settle(cx->sess, table, s);
+        /* the columns in their order, this one under its new name */
+        cJSON *cols = cJSON_GetObjectItemCaseSensitive(meta, "columns");
+        cJSON *renamed = cJSON_CreateObject();
+        while (renamed && cols && cols->child) {
+            cJSON *it = cJSON_DetachItemViaPointer(cols, cols->child);
+            cJSON_AddItemToObject(renamed, !strcmp(it->string, from) ? to : it->string, it);
+        }
+        if (!renamed || !cJSON_ReplaceItemInObjectCaseSensitive(meta, "columns", renamed))
+            rc = qr_error_set(cx->err, QR_ENOMEM, "out of memory");
+        const cJSON *ix;
+        cJSON_ArrayForEach(ix, cJSON_GetObjectItemCaseSensitive(meta, "indexes"))
+            if (cJSON_IsString(ix) && !strcmp(ix->valuestring, from))
+                cJSON_SetValuestring((cJSON *)ix, to);
+    }
+    if (rc == QR_OK) {
+        SqlwRekey how = {.rename_from = from, .rename_to = to};
+        rc = sqlw_rebuild(cx, t, s, &how, meta);
+    }
+    cJSON_Delete(meta);
+    return rc;
+}
+
 /* ALTER TABLE s OWNER TO r on a sequence (pg_dump writes it so): the one
  * owner is the role that connected, so nothing changes. */
 static bool owner_of_sequence(SqlCtx *cx, const cJSON *b)
@@ -1297,12 +1375,8 @@ static int alter_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     if (owner_of_sequence(cx, b))
         return QR_OK;
     const cJSON *rv = sqlj_get(b, "relation");
-    if (sqlj_bool(b, "missing_ok") && sqlj_str(rv, "relname") &&
-        !table_exists(cx, sqlj_str(rv, "relname"))) {
-        sql_notice(cx, "NOTICE", "42P01", "relation \"%s\" does not exist, skipping",
-                   sqlj_str(rv, "relname"));
+    if (skip_missing(cx, b, rv))
         return QR_OK;
-    }
     int rc = sqlw_table(cx, rv, &t);
     if (rc)
         return rc;
@@ -1403,6 +1477,8 @@ int sqlw_ddl_exec(SqlCtx *cx, const cJSON *b, const char *tag, QrSqlResult *res)
         return sqlseq_alter(cx, b, res);
     if (!strcmp(tag, "AlterTableStmt"))
         return alter_table(cx, b, res);
+    if (!strcmp(tag, "RenameStmt"))
+        return rename_stmt(cx, b, res);
     if (!strcmp(tag, "CreateTableAsStmt"))
         return sql_err_at(cx, -1, QR_EUNSUPPORTED, "0A000",
                           "CREATE TABLE AS is not supported: CREATE TABLE with a primary key, "

@@ -69,13 +69,18 @@ static int copy_one(void *arg, const char *doc, size_t len, QrError *err)
     SqlCtx *cx = c->cx;
     (void)err; /* errors go to cx->err, which the caller passed as err */
     int rc = QR_OK;
-    if (!c->how->key_col && !c->how->rowid_seq && !c->how->drop_col) {
+    if (!c->how->key_col && !c->how->rowid_seq && !c->how->drop_col && !c->how->rename_from) {
         rc = qr_batch_put(c->batch, doc, len, NULL, cx->err);
         return rc == QR_OK && ++c->n % 1024 == 0 ? sql_check(cx) : rc;
     }
     cJSON *d = cJSON_ParseWithLength(doc, len);
     if (d && c->how->drop_col)
         cJSON_DeleteItemFromObjectCaseSensitive(d, c->how->drop_col);
+    cJSON *moved = d && c->how->rename_from
+                       ? cJSON_DetachItemFromObjectCaseSensitive(d, c->how->rename_from)
+                       : NULL;
+    if (moved)
+        cJSON_AddItemToObject(d, c->how->rename_to, moved);
     const cJSON *k = c->how->key_col ? cJSON_GetObjectItemCaseSensitive(d, c->how->key_col) : NULL;
     if (!d) {
         rc = qr_error_set(cx->err, QR_ECORRUPT, "a stored document of table \"%s\" is not JSON",

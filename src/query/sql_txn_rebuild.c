@@ -1,7 +1,8 @@
 /*
  * sql_txn_rebuild.c — statements that rebuild a table (ALTER TABLE ... ADD
- * PRIMARY KEY / DROP CONSTRAINT ..._pkey, a full-text CREATE INDEX:
- * sql_rekey.c) or make a dropped one again, inside a transaction block:
+ * PRIMARY KEY / DROP CONSTRAINT ..._pkey / DROP COLUMN / RENAME COLUMN /
+ * ALTER COLUMN TYPE between text and a string, a full-text CREATE INDEX:
+ * sql_ddl.c, sql_rekey.c) or make a dropped one again, inside a transaction block:
  * undone by ROLLBACK, published by COMMIT with the block's writes.
  *
  * Layer: query/.  Calls quarry.h (spare tables, claims), sequence.h and the

@@ -358,7 +358,7 @@ static const struct {
     {"CreateTableAsStmt", "SELECT"},  {"DiscardStmt", "DISCARD ALL"},
     {"CreateSeqStmt", "CREATE SEQUENCE"}, {"AlterSeqStmt", "ALTER SEQUENCE"},
     {"LockStmt", "LOCK TABLE"},       {"CommentStmt", "COMMENT"},
-    {"AlterOwnerStmt", "ALTER SCHEMA"},
+    {"AlterOwnerStmt", "ALTER SCHEMA"}, {"RenameStmt", "ALTER TABLE"},
 };
 
 /* The command word of a transaction statement ("BEGIN" ...), NULL for the

@@ -621,6 +621,7 @@ typedef struct SqlwRekey {
                               (DROP CONSTRAINT <table>_pkey) */
     const char *drop_seq;  /* a sequence that goes with the old table, or NULL */
     const char *drop_col;  /* a column taken out of every row (DROP COLUMN), or NULL */
+    const char *rename_from, *rename_to; /* a column renamed in every row, or NULL */
 } SqlwRekey;
 int sqlw_rebuild(SqlCtx *cx, QrTable *t, const QrSchema *ns, const SqlwRekey *how,
                  const cJSON *meta);

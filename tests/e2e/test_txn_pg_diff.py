@@ -231,6 +231,20 @@ ALTERED_TYPE = [
                                                           "WHERE table_name = 'w6' AND column_name = 'body'")]
 
 
+# ALTER TABLE ... RENAME COLUMN (Django's RenameField), the key's included.
+RENAMED = [
+    (1, "CREATE TABLE w7 (id int PRIMARY KEY, a varchar(5), body text)"),
+    (1, "CREATE INDEX w7_a ON w7 (a)"), (1, "INSERT INTO w7 VALUES (1, 'x', 'red'), (2, 'y', 'blue')"),
+    (0, "BEGIN"), (0, "ALTER TABLE w7 RENAME COLUMN a TO b"), (0, "SELECT * FROM w7 ORDER BY id"),
+    (0, "SELECT id FROM w7 WHERE b = 'y'"), (0, "ROLLBACK"), (1, "SELECT * FROM w7 ORDER BY id"),
+    (0, "BEGIN"), (0, "SAVEPOINT s"), (0, "ALTER TABLE w7 RENAME a TO b"), (0, "ROLLBACK TO SAVEPOINT s"),
+    (0, "ALTER TABLE w7 RENAME COLUMN id TO k"), (0, "INSERT INTO w7 (k, a) VALUES (3, 'z')"),
+    (0, "COMMIT"), (1, "SELECT * FROM w7 ORDER BY k"), (1, "INSERT INTO w7 VALUES (3, 'd', 'd')"),
+    (1, "ALTER TABLE w7 RENAME COLUMN a TO body"), (1, "ALTER TABLE w7 RENAME COLUMN nope TO x"),
+    (1, "SELECT column_name FROM information_schema.columns WHERE table_name = 'w7' "
+        "ORDER BY ordinal_position")]
+
+
 # ADD COLUMN's names and types; a table's columns by name (a column Quarry
 # takes over from an ADD COLUMN that rolled back keeps that one's place).
 COL_TYPES = ["int", "varchar(8)", "bigint"]
@@ -241,7 +255,7 @@ COLUMNS = ("SELECT column_name FROM information_schema.columns WHERE table_name 
 def ddl_script(seed):
     """Two sessions' DDL on their own tables u0 / u1, interleaved."""
     rnd = random.Random(seed)
-    fixed = CREATED_ALTERED + REKEYED + REMADE + DROPPED_COLUMN + ALTERED_TYPE
+    fixed = CREATED_ALTERED + REKEYED + REMADE + DROPPED_COLUMN + ALTERED_TYPE + RENAMED
     out = RR_ACROSS + (fixed if seed == SEEDS[0] else [])  # once is enough
     in_block = [False, False]
     ddl = [False, False]      # the open block changed its table (PostgreSQL holds its lock)

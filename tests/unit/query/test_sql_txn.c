@@ -1504,3 +1504,37 @@ Test(sql_txn, alter_column_type_goes_with_the_block)
     qr_sql_session_free(o);
     env_close(&e);
 }
+
+/* ALTER TABLE ... RENAME COLUMN rebuilds the table with the column renamed
+ * in every row (the key too): the block's until COMMIT. */
+Test(sql_txn, rename_column_goes_with_the_block)
+{
+    Env e;
+    env_open(&e);
+    QrSqlSession *s = e.s, *o = second_session(&e);
+    const char *cols = "SELECT string_agg(column_name, ',' ORDER BY ordinal_position) "
+                       "FROM information_schema.columns WHERE table_name = 'rc'";
+    ok(s, "CREATE TABLE rc (id int PRIMARY KEY, a varchar(5), body text)");
+    ok(s, "CREATE INDEX rc_a ON rc (a)");
+    ok(s, "INSERT INTO rc VALUES (1, 'x', 'red foxes'), (2, 'y', 'blue')");
+    ok(s, "BEGIN");
+    ok(s, "ALTER TABLE rc RENAME COLUMN a TO b");
+    ok(s, "ALTER TABLE rc RENAME COLUMN id TO k");
+    expect(s, cols, "k,b,body");
+    expect(s, "SELECT k FROM rc WHERE b = 'y'", "2");
+    expect(o, cols, "id,a,body");
+    expect(o, "SELECT id FROM rc WHERE a = 'y'", "2");
+    ok(s, "COMMIT");
+    cr_assert_eq(spares_left(&e), 0);
+    expect(o, cols, "k,b,body");
+    expect(o, "SELECT k FROM rc WHERE b = 'y' AND body @@ 'blue'", "2");
+    expect(o, "SELECT count(*) FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+              "WHERE c.relname = 'rc_a'",
+           "1");
+    fails(o, "INSERT INTO rc VALUES (1, 'z', 'dup')", "23505", "duplicate key");
+    fails(o, "ALTER TABLE rc RENAME COLUMN b TO body", "42701", "already exists");
+    fails(o, "ALTER TABLE rc RENAME COLUMN nope TO x", "42703", "does not exist");
+    fails(o, "ALTER TABLE rc RENAME TO rc2", "0A000", "columns only");
+    qr_sql_session_free(o);
+    env_close(&e);
+}
