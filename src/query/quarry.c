@@ -564,15 +564,6 @@ int qr_spare_swap(QrDb *db, const char *name, const char *id, QrError *err)
 
 uint64_t qr_table_write_mark(QrTable *t) { return table_write_mark(t->table); }
 
-int qr_table_each_doc(QrTable *t, int (*fn)(void *arg, const char *doc, size_t len, QrError *err),
-                      void *arg, QrError *err)
-{
-    Snapshot *s = table_snapshot_latest(t->table);
-    int rc = snapshot_each_doc(s, fn, arg, err);
-    snapshot_release(s);
-    return rc;
-}
-
 int snapshot_each_doc(Snapshot *s, int (*fn)(void *arg, const char *doc, size_t len, QrError *err),
                       void *arg, QrError *err)
 {

@@ -637,10 +637,5 @@ int qr_spare_swap(QrDb *db, const char *name, const char *id, QrError *err);
 /* A number that moves with every commit to the table and not with merges
  * (table_write_mark). */
 uint64_t qr_table_write_mark(QrTable *t);
-/* Call fn with every live stored document of the table's latest committed
- * snapshot, in storage order; a non-zero return stops and is returned.
- * Errors: those of the document store, QR_ENOMEM. */
-int qr_table_each_doc(QrTable *t, int (*fn)(void *arg, const char *doc, size_t len, QrError *err),
-                      void *arg, QrError *err);
 
 #endif

@@ -23,7 +23,9 @@ typedef struct QsAnalyzers {
 int qsearch_analyzers_new(const QrSchema *s, QsAnalyzers **out, QrError *err);
 void qsearch_analyzers_free(QsAnalyzers *a);
 
-/* qr_table_each_doc over the live documents of snapshot s (borrowed). */
+/* Call fn with every live stored document of snapshot s (borrowed), in
+ * storage order; a non-zero return stops and is returned.  Errors: those
+ * of the document store, QR_ENOMEM. */
 int snapshot_each_doc(Snapshot *s, int (*fn)(void *arg, const char *doc, size_t len, QrError *err),
                       void *arg, QrError *err);
 

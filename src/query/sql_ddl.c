@@ -548,6 +548,16 @@ static int create_table(SqlCtx *cx, const cJSON *b, QrSqlResult *res)
     return rc;
 }
 
+/* A rebuilt schema keeps the "_all" field while it has two analyzed text
+ * fields or more (as CREATE TABLE decides it). */
+static void set_all_field(QrSchema *s)
+{
+    int n_text = 0;
+    for (int i = 0; i < s->n_fields; i++)
+        n_text += s->fields[i].type == QR_FT_TEXT && s->fields[i].indexed;
+    s->all_field = n_text >= 2;
+}
+
 /* ---- CREATE INDEX ---- */
 
 static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
@@ -599,10 +609,7 @@ static int fulltext_index(SqlCtx *cx, QrTable *t, const cJSON *b)
         return QR_OK;
     /* a field's analysis is fixed once segments hold it: the table is
      * rebuilt, every document analyzed again (sql_rekey.c) */
-    int n_text = 0;
-    for (int i = 0; i < s->n_fields; i++)
-        n_text += s->fields[i].type == QR_FT_TEXT;
-    s->all_field = n_text >= 2;
+    set_all_field(s);
     sqld_schema_settle(cx->sess, qr_table_name(t), s);
     cJSON *meta = sqlw_meta_load(cx, qr_table_name(t));
     int rc = meta ? sqlw_rebuild(cx, t, s, NULL, meta)
@@ -1095,10 +1102,7 @@ static int alter_column_type(SqlCtx *cx, QrTable *t, const cJSON *c)
             *ns = *s;
             col_field(&nc, &ns->fields[fi]);
             ns->fields[fi].btree = s->fields[fi].btree && nc.ft != QR_FT_TEXT;
-            int n_text = 0;
-            for (int i = 0; i < ns->n_fields; i++)
-                n_text += ns->fields[i].type == QR_FT_TEXT && ns->fields[i].indexed;
-            ns->all_field = n_text >= 2;
+            set_all_field(ns);
             sqld_schema_settle(cx->sess, table, ns);
             rc = sqlw_rebuild(cx, t, ns, NULL, meta);
         }
@@ -1269,10 +1273,7 @@ static int drop_primary_key(SqlCtx *cx, QrTable *t, const cJSON *c)
         if (schema_field_index(s, old->fields[i].name) < 0 &&
             schema_add_field(s, &old->fields[i], cx->err) < 0)
             rc = cx->err->code;
-    int n_text = 0;
-    for (int i = 0; i < s->n_fields; i++)
-        n_text += s->fields[i].type == QR_FT_TEXT && s->fields[i].indexed;
-    s->all_field = n_text >= 2;
+    set_all_field(s);
     sqld_schema_settle(cx->sess, table, s);
     /* the row id: a new internal sequence, as CREATE TABLE without a key makes */
     ColSpec rid = {.name = SQLW_ROWID, .ft = QR_FT_INT, .pg = "int8", .typmod = -1,
@@ -1337,15 +1338,10 @@ static int drop_column(SqlCtx *cx, QrTable *t, const cJSON *c)
     }
     *s = *old;
     s->n_fields = 0;
-    int n_text = 0;
-    for (int i = 0; rc == QR_OK && i < old->n_fields; i++) {
-        if (!strcmp(old->fields[i].name, col))
-            continue;
-        n_text += old->fields[i].type == QR_FT_TEXT && old->fields[i].indexed;
-        if (schema_add_field(s, &old->fields[i], cx->err) < 0)
+    for (int i = 0; rc == QR_OK && i < old->n_fields; i++)
+        if (strcmp(old->fields[i].name, col) != 0 && schema_add_field(s, &old->fields[i], cx->err) < 0)
             rc = cx->err->code;
-    }
-    s->all_field = n_text >= 2;
+    set_all_field(s);
     sqld_schema_settle(cx->sess, table, s);
     char seq[SEQ_NAME_MAX + 1] = ""; /* a serial's sequence goes with its column */
     const char *cs = cJSON_GetStringValue(

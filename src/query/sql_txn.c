@@ -310,7 +310,8 @@ static int apply_all(QrSqlSession *s, SqluState *st, QrError *err)
 {
     if (st->n_ops == 0 && !sqld_pending(st))
         return QR_OK;
-    txn_drop_absorbed(st); /* the rebuilt tables' copies hold them */
+    if (st->n_rebuilds) /* the rebuilt tables' copies hold the absorbed writes */
+        txn_drop_absorbed(st);
     /* DROP TABLE in the block: its tables claimed first (their users
      * waited for, outside the lock), its writes to them discarded */
     int rc = st->n_drops ? sqld_drops_claim(s, st, err) : QR_OK;

@@ -21,10 +21,10 @@
  * COMMIT claims the table (its users finish, new ones wait), and under the
  * apply lock checks that nothing committed to it since the copy -- its
  * write mark (qr_table_write_mark) and directory are the ones the copy saw
- * -- else 40001, first committer wins, as for keys (sql_conflict.c).  The
- * journal (txn_journal.c, kind 6) names the exchange; the block's writes
- * commit into the spare; the staged metadata is written into the spare's
- * directory; the spare and the table are exchanged in one rename; the
+ * -- else 40001, first committer wins, as for keys (sql_conflict.c) -- and
+ * writes the staged metadata into the spare's directory.  The journal
+ * (txn_journal.c, kind 6) names the exchange; the block's writes commit
+ * into the spare; the spare and the table are exchanged in one rename; the
  * claim ends; the spare, now holding the old documents, is removed.  A
  * crash after the journal is durable redoes the exchange at the next open,
  * a crash before it leaves the table untouched (the spare is removed then).
@@ -271,22 +271,25 @@ int sqld_rebuilds_check(QrSqlSession *s, const SqluState *st, QrError *err)
                                      qr_table_write_mark(t) == r->base_mark));
         if (!same)
             return sqld_conflict(err, "wrote to", r->table, "rebuilt");
+        /* the metadata goes into the copy now, before the commit point: a
+         * full disk fails the COMMIT here, with nothing applied, instead of
+         * after it */
+        const cJSON *meta = sqld_meta_staged(s, r->table);
+        int rc = meta ? sqlw_spare_meta(s->db, r->id, meta, err) : QR_OK;
+        if (rc != QR_OK)
+            return rc;
     }
     return QR_OK;
 }
 
-/* Exchange table with its newest spare: the staged metadata goes in first,
- * every handle of the block's copies is closed. */
+/* Exchange table with its newest spare (its metadata written by
+ * sqld_rebuilds_check), every handle of the block's copies closed first. */
 static int exchange(QrSqlSession *s, SqluState *st, SqldRebuild *r, QrError *err)
 {
-    const cJSON *meta = sqld_meta_staged(s, r->table);
-    int rc = meta ? sqlw_spare_meta(s->db, r->id, meta, err) : QR_OK;
     for (int k = 0; k < st->n_rebuilds; k++)
         if (!strcmp(st->rebuilds[k].table, r->table))
             view_close(st, &st->rebuilds[k]);
-    if (rc == QR_OK)
-        rc = qr_spare_swap(s->db, r->table, r->id, err);
-    return rc;
+    return qr_spare_swap(s->db, r->table, r->id, err);
 }
 
 int sqld_rebuilds_finish(QrSqlSession *s, SqluState *st, bool ok, QrError *err)

@@ -389,7 +389,9 @@ void sqld_rebuilds_to(QrSqlSession *s, SqluState *st, int mark);
  * users; QR_EBUSY after a while, nothing claimed then). */
 int sqld_rebuilds_claim(QrSqlSession *s, SqluState *st, QrError *err);
 /* COMMIT, under the apply lock, before anything is applied: 40001 when a
- * rebuilt table had a commit (or was replaced) since the block copied it. */
+ * rebuilt table had a commit (or was replaced) since the block copied it;
+ * then the staged metadata is written into each copy (an I/O error fails
+ * the COMMIT before its commit point). */
 int sqld_rebuilds_check(QrSqlSession *s, const SqluState *st, QrError *err);
 /* COMMIT, under the apply lock, after the writes (into the spares)
  * committed (ok) or failed: exchange each rebuilt table with its spare

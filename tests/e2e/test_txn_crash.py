@@ -40,58 +40,46 @@ def cursor(port, autocommit=True):
     return c.cursor()
 
 
-def writer(port, base, acked, stop):
+def client(port, base, what, before, extra, created, acked, stop):
+    """Until stop: the statements `before` outside a block (k then in created),
+    then BEGIN, the pair rows of key k in a and b, the statements `extra`,
+    COMMIT (k then in acked); k counts up from base.  Statements are
+    templates over k."""
     try:
         cur = cursor(port)
         k = base
         while not stop.is_set():
+            for sql in before:
+                cur.execute(sql % {"k": k})
+            if before:
+                created.add(k)
             cur.execute("BEGIN")
-            cur.execute("INSERT INTO a VALUES (%d, 'pair %d')" % (k, k))
+            cur.execute("INSERT INTO a VALUES (%d, '%s %d')" % (k, what, k))
             cur.execute("INSERT INTO b VALUES (%d, %d)" % (k, k))
+            for sql in extra:
+                cur.execute(sql % {"k": k})
             cur.execute("COMMIT")
             acked.add(k)
             k += 1
     except Exception:
         pass  # the server was killed under us
+
+
+def writer(port, base, acked, stop):
+    client(port, base, "pair", [], [], None, acked, stop)
 
 
 def dropper(port, base, created, acked, stop):
-    try:
-        cur = cursor(port)
-        k = base
-        while not stop.is_set():
-            cur.execute("CREATE TABLE d_%d (id bigint PRIMARY KEY, n bigint)" % k)
-            cur.execute("INSERT INTO d_%d VALUES (1, 1)" % k)
-            created.add(k)
-            cur.execute("BEGIN")
-            cur.execute("INSERT INTO a VALUES (%d, 'drop %d')" % (k, k))
-            cur.execute("INSERT INTO b VALUES (%d, %d)" % (k, k))
-            cur.execute("DROP TABLE d_%d" % k)
-            cur.execute("COMMIT")
-            acked.add(k)
-            k += 1
-    except Exception:
-        pass  # the server was killed under us
+    client(port, base, "drop",
+           ["CREATE TABLE d_%(k)d (id bigint PRIMARY KEY, n bigint)", "INSERT INTO d_%(k)d VALUES (1, 1)"],
+           ["DROP TABLE d_%(k)d"], created, acked, stop)
 
 
 def rekeyer(port, base, created, acked, stop):
-    try:
-        cur = cursor(port)
-        k = base
-        while not stop.is_set():
-            cur.execute("CREATE TABLE r_%d (a int, b text)" % k)
-            cur.execute("INSERT INTO r_%d VALUES (1, 'x'), (2, 'y')" % k)
-            created.add(k)
-            cur.execute("BEGIN")
-            cur.execute("INSERT INTO a VALUES (%d, 'rekey %d')" % (k, k))
-            cur.execute("INSERT INTO b VALUES (%d, %d)" % (k, k))
-            cur.execute("ALTER TABLE r_%d ADD PRIMARY KEY (a)" % k)
-            cur.execute("INSERT INTO r_%d VALUES (3, 'z')" % k)
-            cur.execute("COMMIT")
-            acked.add(k)
-            k += 1
-    except Exception:
-        pass  # the server was killed under us
+    client(port, base, "rekey",
+           ["CREATE TABLE r_%(k)d (a int, b text)", "INSERT INTO r_%(k)d VALUES (1, 'x'), (2, 'y')"],
+           ["ALTER TABLE r_%(k)d ADD PRIMARY KEY (a)", "INSERT INTO r_%(k)d VALUES (3, 'z')"],
+           created, acked, stop)
 
 
 def rekeyed_state(port, k):
